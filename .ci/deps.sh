@@ -1,0 +1,18 @@
+#!/bin/bash
+# Installs what the build and the tests need on a Debian bookworm machine:
+# the real upstream pieces we compare against and the tools the suites use.
+# Idempotent: does nothing when everything is present.
+set -eu
+PKGS="libibverbs1 libibverbs-dev ibverbs-utils ibverbs-providers pkg-config clang gcc g++ make python3 binutils"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "installing:$missing"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+command -v cargo >/dev/null || { echo "cargo (Rust toolchain) is required: https://rustup.rs" >&2; exit 1; }

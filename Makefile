@@ -1,0 +1,80 @@
+# Build, test and install our libibverbs.so.1.
+#
+#   make                 build build/lib/libibverbs.so.1.14.44.0 (+ links)
+#   make demo            the main job: Debian's unmodified tools on our library
+#   make test            every test (cargo test + the C/compat suites)
+#   make install         PREFIX, DESTDIR, LIBDIR (default: the multiarch dir)
+#   make uninstall       removes exactly what install put there
+#   make deps            installs the Debian packages the tests compare against
+
+PREFIX    ?= /usr/local
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+LIBDIR    ?= $(PREFIX)/lib/$(MULTIARCH)
+INCLUDEDIR ?= $(PREFIX)/include
+DESTDIR   ?=
+CC        ?= cc
+CARGO     ?= cargo
+
+VERSION   := 1.14.44.0
+SONAME    := libibverbs.so.1
+LIBFILE   := libibverbs.so.$(VERSION)
+BUILD     := build
+STATICLIB := target/release/libibverbs_rs.a
+HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
+
+SUITES    := symbols layout diff tools install
+
+.PHONY: all lib demo test test-rust test-c install uninstall deps clean FORCE
+
+all: lib
+
+lib: $(BUILD)/lib/$(LIBFILE)
+
+$(STATICLIB): FORCE
+	$(CARGO) build --release --lib
+
+# rustc's own cdylib link would impose its own version script; link the
+# staticlib ourselves with upstream's version nodes (symbols.map).
+$(BUILD)/lib/$(LIBFILE): $(STATICLIB) symbols.map
+	@mkdir -p $(BUILD)/lib
+	$(CC) -shared -o $@.tmp \
+	    -Wl,--whole-archive $(STATICLIB) -Wl,--no-whole-archive \
+	    -Wl,--version-script=symbols.map -Wl,-soname,$(SONAME) \
+	    -Wl,--gc-sections -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined \
+	    -lpthread -ldl -lgcc_s -lc
+	mv $@.tmp $@
+	ln -sf $(LIBFILE) $(BUILD)/lib/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/lib/libibverbs.so
+
+demo: deps lib
+	bash compat-tests/demo.sh
+
+test: deps lib
+	bash compat-tests/run-all.sh $(SUITES)
+
+bench: lib
+	@echo "bench: no benchmarks yet (they arrive with real devices and the software device)"; exit 1
+
+deps:
+	bash .ci/deps.sh
+
+install: lib libibverbs.pc.in
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/infiniband
+	install -m 0644 $(BUILD)/lib/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(LIBFILE)
+	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libibverbs.so
+	for h in $(HEADERS); do install -m 0644 include/infiniband/$$h $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    libibverbs.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libibverbs.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	      $(DESTDIR)$(LIBDIR)/libibverbs.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibverbs.pc
+	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/infiniband 2>/dev/null
+	-rmdir $(DESTDIR)$(LIBDIR)/pkgconfig 2>/dev/null
+
+clean:
+	rm -rf $(BUILD)
+	$(CARGO) clean

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Runs `cargo test` and every compat suite named on the command line, then
+# prints the totals.  Exit status 0 only when nothing failed.
+set -u
+cd "$(dirname "$0")/.."
+mkdir -p build/compat-tests
+total_pass=0 total_fail=0 total_skip=0
+declare -a rows
+
+add_counts() { # suite logfile
+    local line p f s
+    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$2" | tail -1)
+    p=$(sed -nE 's/.*[^0-9]?([0-9]+) passed.*/\1/p' <<<"$line"); p=${p:-0}
+    f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line"); f=${f:-0}
+    s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line"); s=${s:-0}
+    echo "$p $f $s"
+}
+
+# 1. cargo test (unit tests and Rust-side layout checks)
+echo "=== cargo test"
+log=build/compat-tests/cargo-test.log
+cargo test --lib 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+p=$(grep -E '^test result:' "$log" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | awk '{s+=$1} END {print s+0}')
+f=$(grep -E '^test result:' "$log" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | awk '{s+=$1} END {print s+0}')
+if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+rows+=("cargo-test $p $f 0")
+total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+
+# 2. the compat suites
+for suite in "$@"; do
+    echo "=== $suite"
+    log=build/compat-tests/$suite.log
+    if [ ! -x "compat-tests/$suite/run.sh" ] && [ ! -f "compat-tests/$suite/run.sh" ]; then
+        echo "FAIL $suite: compat-tests/$suite/run.sh missing" | tee "$log"
+        echo "$suite: 0 passed, 1 failed" >> "$log"
+        rc=1
+    else
+        bash "compat-tests/$suite/run.sh" 2>&1 | tee "$log"
+        rc=${PIPESTATUS[0]}
+    fi
+    read -r p f s < <(add_counts "$suite" "$log")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+    rows+=("$suite $p $f $s")
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
+done
+
+echo
+echo "=== totals"
+printf '%-12s %8s %8s %8s\n' suite passed failed skipped
+for r in "${rows[@]}"; do
+    set -- $r
+    printf '%-12s %8s %8s %8s\n' "$1" "$2" "$3" "$4"
+done
+echo
+echo "total: $total_pass passed, $total_fail failed, $total_skip skipped"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,19 @@
+//! `#[repr(C)]` mirrors of the C types this library shares with its callers.
+//!
+//! * [`verbs`] — the public types of `<infiniband/verbs.h>` (and the headers it
+//!   pulls in) as rdma-core 44 lays them out.
+//! * [`driver`] — the private provider ABI (`IBVERBS_PRIVATE_34`): the types of
+//!   rdma-core 44's `driver.h` that upstream provider drivers are compiled
+//!   against.  A later private-ABI generation gets a sibling module.
+//!
+//! Every size and offset here is checked against upstream by the layout tests
+//! (`compat-tests/layout`, and the Rust tests in each module).
+#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code)]
+
+pub mod driver;
+pub mod ioctl;
+pub mod verbs;
+
+pub use driver::*;
+pub use ioctl::*;
+pub use verbs::*;

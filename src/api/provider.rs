@@ -1,0 +1,56 @@
+//! The provider-facing helpers of the private ABI (IBVERBS_PRIVATE_34) that need an open context.
+//!
+//! Every function here is exported with upstream's prototype.  Until the part
+//! of the project that implements it lands, it returns upstream's documented
+//! failure for an unsupported operation: NULL with errno = EOPNOTSUPP, the
+//! errno code EOPNOTSUPP, or -1 with errno (per the function's convention).
+//! Functions returning void cannot report failure; no object they could act
+//! on can exist before the device layer (no context can be opened yet).
+
+#[allow(unused_imports)]
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+#[allow(unused_imports)]
+use crate::ffi::{set_errno, NOT_SUPPORTED};
+
+crate::export! {
+    fn _verbs_init_and_alloc_context(device: *mut c_void, cmd_fd: c_int, alloc_size: usize, context_offset: *mut c_void, driver_id: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
+    fn execute_ioctl(context: *mut c_void, cmd: *mut c_void) -> c_int [on_panic: libc::EIO] { NOT_SUPPORTED }
+    fn ibv_copy_ah_attr_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
+    fn ibv_copy_path_rec_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
+    fn ibv_copy_path_rec_to_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
+    fn ibv_copy_qp_attr_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
+    fn verbs_init_cq(cq: *mut c_void, context: *mut c_void, channel: *mut c_void, cq_context: *mut c_void) -> () [on_panic: ()] { }
+    fn verbs_open_device(device: *mut c_void, private_data: *mut c_void) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
+    fn verbs_set_ops(vctx: *mut c_void, ops: *const c_void) -> () [on_panic: ()] { }
+    fn verbs_uninit_context(context: *mut c_void) -> () [on_panic: ()] { }
+}
+
+crate::export! {
+    /// Called from a provider's constructor (`PROVIDER_DRIVER`).
+    fn verbs_register_driver_34(ops: *const crate::abi::verbs_device_ops) -> () [on_panic: ()] {
+        if ops.is_null() {
+            return;
+        }
+        crate::provider::register(ops);
+    }
+
+    /// Number of ioctl attributes of a command buffer chain: `num_attrs`
+    /// plus the attributes already written in each linked buffer.
+    fn __ioctl_final_num_attrs(num_attrs: c_uint, link: *mut crate::abi::ibv_command_buffer) -> c_uint [on_panic: num_attrs] {
+        let mut n = num_attrs;
+        let mut l = link;
+        while !l.is_null() {
+            // SAFETY: a provider-built chain of command buffers; next_attr
+            // points into the same buffer's attribute array.
+            unsafe {
+                let first = std::ptr::addr_of_mut!((*l).hdr).cast::<u8>()
+                    .add(std::mem::size_of::<crate::abi::ib_uverbs_ioctl_hdr>())
+                    .cast::<crate::abi::ib_uverbs_attr>();
+                n = n.wrapping_add((*l).next_attr.offset_from(first) as c_uint);
+                l = (*l).next;
+            }
+        }
+        n
+    }
+}

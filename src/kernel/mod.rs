@@ -1,0 +1,3 @@
+//! The layer that talks to the kernel.  Today: RDMA netlink.
+
+pub mod netlink;

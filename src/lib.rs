@@ -1,0 +1,28 @@
+//! A drop-in replacement for rdma-core's `libibverbs.so.1`, written in Rust.
+//!
+//! Layering (one concern per module, data flows downwards):
+//!
+//! * [`api`] — the exported C functions: pointer checks, the panic boundary,
+//!   errno conventions.  Nothing else is `extern "C"`.
+//! * [`enum_strs`], [`rate`], [`fork`], [`env`], [`sysfs`] — safe internals.
+//! * [`device`] — the device list (discovery, reference counts).
+//! * [`kernel`] — syscalls towards the kernel: RDMA netlink.
+//! * [`abi`] — `#[repr(C)]` mirrors of the public and provider ABI types.
+//! * [`compat`] — the `.symver` bindings for names that have two versions.
+//!
+//! The shared object is linked by the Makefile from this crate's staticlib
+//! with `symbols.map` as the version script.
+
+pub mod abi;
+pub mod api;
+pub mod compat;
+pub mod device;
+pub mod enum_strs;
+pub mod env;
+pub mod ffi;
+pub mod fork;
+pub mod kernel;
+pub mod log;
+pub mod provider;
+pub mod rate;
+pub mod sysfs;
