@@ -180,5 +180,17 @@ done < <(awk '
 		print (got[kv[1]] == kv[2] ? "ok" : "bad") "\t" kv[1] "\t" kv[2] "\t" got[kv[1]]
 	}' "$SCRATCH/actual" "$TABLE")
 
+# The header must also be clean for providers built with warnings enabled.
+printf '#include <infiniband/driver.h>\nint main(void) { return 0; }\n' \
+	>"$SCRATCH/warn.c"
+if $CC -std=gnu11 -Wall -Wextra -Werror $CFLAGS_PROBE -c -o "$SCRATCH/warn.o" \
+	"$SCRATCH/warn.c" 2>"$SCRATCH/warn.log"; then
+	[ "$quiet" = 1 ] || echo "PASS driver.h compiles with -Wall -Wextra -Werror"
+	pass=$((pass + 1))
+else
+	echo "FAIL driver.h compiles with -Wall -Wextra -Werror: $(grep -m1 'error' "$SCRATCH/warn.log")"
+	fail=$((fail + 1))
+fi
+
 echo "$SUITE: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -760,7 +760,7 @@ pub struct ibv_mw {
     pub pd: *mut ibv_pd,
     pub rkey: u32,
     pub handle: u32,
-    pub type_: ibv_mw_type,
+    pub r#type: ibv_mw_type,
 }
 
 // ---------------------------------------------------------------------------
@@ -1567,7 +1567,7 @@ pub struct ibv_wc_tm_info {
     /// Tag from the tag-matching header.
     pub tag: u64,
     /// Opaque user data from the tag-matching header.
-    pub priv_: u32,
+    pub r#priv: u32,
 }
 
 /// `struct ibv_cq_ex`: a CQ polled through the `start_poll`/`read_*` hooks.
@@ -1690,7 +1690,7 @@ pub struct ibv_flow_eth_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_eth {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_eth_filter,
     pub mask: ibv_flow_eth_filter,
@@ -1708,7 +1708,7 @@ pub struct ibv_flow_ipv4_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_ipv4 {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_ipv4_filter,
     pub mask: ibv_flow_ipv4_filter,
@@ -1730,7 +1730,7 @@ pub struct ibv_flow_ipv4_ext_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_ipv4_ext {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_ipv4_ext_filter,
     pub mask: ibv_flow_ipv4_ext_filter,
@@ -1752,7 +1752,7 @@ pub struct ibv_flow_ipv6_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_ipv6 {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_ipv6_filter,
     pub mask: ibv_flow_ipv6_filter,
@@ -1770,7 +1770,7 @@ pub struct ibv_flow_esp_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_esp {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_esp_filter,
     pub mask: ibv_flow_esp_filter,
@@ -1788,7 +1788,7 @@ pub struct ibv_flow_tcp_udp_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_tcp_udp {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_tcp_udp_filter,
     pub mask: ibv_flow_tcp_udp_filter,
@@ -1808,7 +1808,7 @@ pub struct ibv_flow_gre_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_gre {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_gre_filter,
     pub mask: ibv_flow_gre_filter,
@@ -1826,7 +1826,7 @@ pub struct ibv_flow_mpls_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_mpls {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_mpls_filter,
     pub mask: ibv_flow_mpls_filter,
@@ -1843,7 +1843,7 @@ pub struct ibv_flow_tunnel_filter {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_tunnel {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub val: ibv_flow_tunnel_filter,
     pub mask: ibv_flow_tunnel_filter,
@@ -1853,7 +1853,7 @@ pub struct ibv_flow_spec_tunnel {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_action_tag {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub tag_id: u32,
 }
@@ -1862,7 +1862,7 @@ pub struct ibv_flow_spec_action_tag {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_action_drop {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
 }
 
@@ -1870,7 +1870,7 @@ pub struct ibv_flow_spec_action_drop {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_action_handle {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub action: *const ibv_flow_action,
 }
@@ -1879,7 +1879,7 @@ pub struct ibv_flow_spec_action_handle {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_counter_action {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
     pub counters: *mut ibv_counters,
 }
@@ -1916,7 +1916,7 @@ pub union ibv_flow_spec_u {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_flow_spec_hdr {
-    pub type_: ibv_flow_spec_type,
+    pub r#type: ibv_flow_spec_type,
     pub size: u16,
 }
 
@@ -1925,7 +1925,7 @@ pub struct ibv_flow_spec_hdr {
 #[derive(Copy, Clone)]
 pub struct ibv_flow_attr {
     pub comp_mask: u32,
-    pub type_: ibv_flow_attr_type,
+    pub r#type: ibv_flow_attr_type,
     pub size: u16,
     pub priority: u16,
     pub num_of_specs: u8,
@@ -2035,7 +2035,7 @@ pub struct ibv_context_ops {
     pub _compat_reg_mr: ibv_compat_op_fn,
     pub _compat_rereg_mr: ibv_compat_op_fn,
     pub _compat_dereg_mr: ibv_compat_op_fn,
-    pub alloc_mw: Option<unsafe extern "C" fn(pd: *mut ibv_pd, type_: ibv_mw_type) -> *mut ibv_mw>,
+    pub alloc_mw: Option<unsafe extern "C" fn(pd: *mut ibv_pd, r#type: ibv_mw_type) -> *mut ibv_mw>,
     pub bind_mw: Option<
         unsafe extern "C" fn(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw_bind) -> c_int,
     >,
@@ -2317,7 +2317,7 @@ pub struct verbs_context {
             init_attr: *mut ibv_cq_init_attr_ex,
         ) -> *mut ibv_cq_ex,
     >,
-    pub priv_: *mut verbs_ex_private,
+    pub r#priv: *mut verbs_ex_private,
     pub query_device_ex: Option<
         unsafe extern "C" fn(
             context: *mut ibv_context,
@@ -2543,7 +2543,7 @@ pub struct ib_uverbs_flow_action_esp_encap {
     /// Length of the filter `val_ptr` points to.
     pub len: u16,
     /// An `ibv_flow_spec_type` value.
-    pub type_: u16,
+    pub r#type: u16,
 }
 
 /// The anonymous union `RDMA_UAPI_PTR(void *, val_ptr)` expands to.
