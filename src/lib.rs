@@ -16,12 +16,14 @@
 pub mod abi;
 pub mod api;
 pub mod compat;
+pub mod context;
 pub mod device;
 pub mod enum_strs;
 pub mod env;
 pub mod ffi;
 pub mod fork;
 pub mod kernel;
+pub mod kernel_hooks;
 pub mod log;
 pub mod provider;
 pub mod rate;

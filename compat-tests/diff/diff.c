@@ -1677,6 +1677,18 @@ static void report_symbols(struct lib *L, int is_ours)
 	(void)is_ours;
 }
 
+/* a hang in an in-process call must still end with a closing line */
+static void on_timeout(int sig)
+{
+	(void)sig;
+	printf("FAIL timeout: the suite did not finish within DIFF_TIMEOUT "
+	       "seconds (a library call hangs?)\n");
+	printf("diff: %d passed, %d failed, %d skipped\n", n_pass, n_fail + 1,
+	       n_skip);
+	fflush(stdout);
+	_exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *up, *ours, *mode;
@@ -1700,6 +1712,8 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	verbose = getenv("DIFF_VERBOSE") && strcmp(getenv("DIFF_VERBOSE"), "0");
+	signal(SIGALRM, on_timeout);
+	alarm(getenv("DIFF_TIMEOUT") ? atoi(getenv("DIFF_TIMEOUT")) : 600);
 	for (i = 0; i < sizeof(lib_env_vars) / sizeof(lib_env_vars[0]); i++)
 		unsetenv(lib_env_vars[i]);
 	mkdir_p(scratch);

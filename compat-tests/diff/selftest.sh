@@ -50,7 +50,8 @@ try() {
 			nf=$((nf + 1))
 		fi
 	elif [ $rc -ne 0 ] && grep -Eq "^FAIL ($expect)" "$out/$name.log"; then
-		echo "PASS $name (rc=$rc, $fails FAIL lines, e.g. $(grep -E "^FAIL ($expect)" "$out/$name.log" | head -n1 | cut -c1-160))"
+		printf 'PASS %s (rc=%s, %s FAIL lines, e.g. %s)\n' "$name" "$rc" "$fails" \
+			"$(grep -E "^FAIL ($expect)" "$out/$name.log" | head -n1 | cut -c1-160)"
 		np=$((np + 1))
 	else
 		echo "FAIL $name: expected FAIL matching '$expect' (rc=$rc, $last; see $out/$name.log)"

@@ -10,8 +10,8 @@
  * compat-tests/layout/provider_abi.sh checks that against pinned values.
  *
  * Unlike upstream, this header needs neither the rdma-core build's config.h
- * nor ccan: the few ccan types used by the shared structs are provided here
- * with the same layout.
+ * nor ccan: the ccan type used by the shared structs is provided here with
+ * the same layout when ccan is not on the include path.
  */
 #ifndef INFINIBAND_DRIVER_H
 #define INFINIBAND_DRIVER_H
@@ -33,6 +33,18 @@
 #define IBVERBS_PABI_VERSION 34
 #endif
 
+/*
+ * rdma-core's own providers are built with its ccan/ directory on the include
+ * path and use ccan's container_of() and list helpers on the structs below.
+ * When ccan is available, use its definitions so both can be mixed in any
+ * include order; otherwise provide layout-identical ones here.
+ */
+#if defined(__has_include) && !defined(CCAN_LIST_H)
+#if __has_include(<ccan/list.h>)
+#include <ccan/list.h>
+#endif
+#endif
+
 #ifndef container_of
 /* Pointer to the struct of type `type` whose member `member` is at `ptr`. */
 #define container_of(ptr, type, member)                                       \
@@ -42,11 +54,7 @@
 #define _VERBS_STRINGIFY_1(x) #x
 #define _VERBS_STRINGIFY(x) _VERBS_STRINGIFY_1(x)
 
-/*
- * Doubly linked list link, laid out like ccan's `struct list_node` (which is
- * what rdma-core uses).  If ccan/list.h is wanted as well it has to be
- * included before this header.
- */
+/* Doubly linked list link, laid out like ccan's `struct list_node`. */
 #ifndef CCAN_LIST_H
 struct list_node {
 	struct list_node *next;
@@ -70,7 +78,7 @@ enum {
 };
 
 void __verbs_log(struct verbs_context *ctx, uint32_t level,
-		 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+		 const char *fmt, ...);
 
 /* Log with a "<device>: <function>:<line>: " prefix; errno is preserved. */
 #define verbs_log(ctx, level, format, ...)                                    \

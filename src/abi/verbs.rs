@@ -2696,4 +2696,943 @@ pub const IBV_QPF_GRH_REQUIRED: u32 = IB_UVERBS_QPF_GRH_REQUIRED;
 pub const IBV_ACCESS_OPTIONAL_RANGE: u32 = IB_UVERBS_ACCESS_OPTIONAL_RANGE;
 pub const IBV_ACCESS_OPTIONAL_FIRST: u32 = IB_UVERBS_ACCESS_OPTIONAL_FIRST;
 
-//@@TESTS@@
+// ---------------------------------------------------------------------------
+// Layout and value checks against Debian's real headers
+// ---------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    //! Everything above is compared with what a C compiler says about
+    //! `/usr/include/infiniband/verbs.h` (libibverbs-dev 44).
+    //!
+    //! The lists below are the single source of what is checked: from them the
+    //! test computes the Rust values *and* writes a C program that prints the
+    //! same quantities for the C types, compiles it with `cc` (or `$CC`) and
+    //! compares the two outputs key by key.  A second test reads this file's
+    //! own source and fails if any struct/union (or any of its fields), enum
+    //! alias or constant defined above is missing from the lists.
+
+    use super::*;
+    use core::marker::PhantomData;
+    use core::mem::{align_of, offset_of, size_of, MaybeUninit};
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::fmt::Write as _;
+
+    /// One quantity known on both sides: `key` names it, `rust` is the value
+    /// computed from the Rust mirror, `c_expr` the C expression for it.
+    struct Check {
+        key: String,
+        rust: i64,
+        c_expr: String,
+    }
+
+    fn check(out: &mut Vec<Check>, key: String, rust: i64, c_expr: String) {
+        out.push(Check { key, rust, c_expr });
+    }
+
+    /// `stringify!` output of a field path, without spaces and raw-ident
+    /// prefixes (`r#type` is `type` in C).
+    fn clean(path: &str) -> String {
+        path.replace(' ', "").replace("r#", "")
+    }
+
+    fn pointee_size<T>(_: *const T) -> usize {
+        size_of::<T>()
+    }
+
+    fn pointee_align<T>(_: *const T) -> usize {
+        align_of::<T>()
+    }
+
+    // Integer "kind" of a field type, matching the `KIND()` _Generic in the
+    // C probe: catches signed/unsigned and width mix-ups that leave offsets
+    // intact.  Non-integer types (pointers, arrays, aggregates) are 0.
+    // Uses autoref specialisation: `IntKind` is implemented for `Probe<int>`,
+    // `OtherKind` for every `&Probe<T>`.
+    struct Probe<T>(PhantomData<T>);
+    fn probe_of<T>(_: *const T) -> Probe<T> {
+        Probe(PhantomData)
+    }
+    trait IntKind {
+        fn kind(&self) -> i64;
+    }
+    trait OtherKind {
+        fn kind(&self) -> i64;
+    }
+    impl<T> OtherKind for &Probe<T> {
+        fn kind(&self) -> i64 {
+            0
+        }
+    }
+    macro_rules! int_kind {
+        ($($t:ty => $k:expr),* $(,)?) => {
+            $(impl IntKind for Probe<$t> { fn kind(&self) -> i64 { $k } })*
+        };
+    }
+    int_kind!(i8 => 2, u8 => 3, i16 => 4, u16 => 5, i32 => 6, u32 => 7, i64 => 8, u64 => 9, isize => 8, usize => 9);
+
+    const C_KIND_MACRO: &str = "#define KIND(x) _Generic((x), \
+        signed char: 2, unsigned char: 3, short: 4, unsigned short: 5, \
+        int: 6, unsigned int: 7, long: 8, long long: 8, \
+        unsigned long: 9, unsigned long long: 9, default: 0)";
+
+    /// `kind T { field, a.b.c, rust.path = c.path, ... }` where kind is
+    /// `struct` or `union`: checks size and alignment of `kind T`, and the
+    /// offset, size, alignment and integer kind of each listed field.  A
+    /// field path that differs in C (because the Rust side names a C11
+    /// anonymous member) is given as `rust.path = c.path`.
+    macro_rules! layouts {
+        ($out:ident; $( $kind:ident $t:ident { $( $($f:ident).+ $(= $($cf:ident).+)? ),* $(,)? } )*) => {
+            $(
+                {
+                    let c_ty = concat!(stringify!($kind), " ", stringify!($t));
+                    let name = stringify!($t);
+                    check(&mut $out, format!("sizeof {name}"), size_of::<$t>() as i64, format!("sizeof({c_ty})"));
+                    check(&mut $out, format!("alignof {name}"), align_of::<$t>() as i64, format!("_Alignof({c_ty})"));
+                    $( layouts!(@field $out, $t, c_ty, [$($f).+] [$($($cf).+)?]); )*
+                }
+            )*
+        };
+        (@field $out:ident, $t:ident, $c_ty:ident, [$($f:ident).+] []) => {
+            layouts!(@field $out, $t, $c_ty, [$($f).+] [$($f).+])
+        };
+        (@field $out:ident, $t:ident, $c_ty:ident, [$($f:ident).+] [$($cf:ident).+]) => {{
+            let rpath = clean(stringify!($($f).+));
+            let cpath = clean(stringify!($($cf).+));
+            let name = stringify!($t);
+            let u = MaybeUninit::<$t>::uninit();
+            let base = u.as_ptr();
+            // SAFETY: only a field address is computed; nothing is read.
+            let fp = unsafe { core::ptr::addr_of!((*base).$($f).+) };
+            let member = format!("(({} *)0)->{}", $c_ty, cpath);
+            check(&mut $out, format!("offsetof {name}.{rpath}"), offset_of!($t, $($f).+) as i64,
+                  format!("offsetof({}, {})", $c_ty, cpath));
+            check(&mut $out, format!("sizeof {name}.{rpath}"), pointee_size(fp) as i64, format!("sizeof({member})"));
+            check(&mut $out, format!("alignof {name}.{rpath}"), pointee_align(fp) as i64, format!("__alignof__({member})"));
+            check(&mut $out, format!("kind {name}.{rpath}"), (&probe_of(fp)).kind(), format!("KIND({member})"));
+        }};
+    }
+
+    /// `enum E { A, B, ... }`: checks `sizeof(enum E)`, its signedness and the
+    /// value of each listed constant.  `consts { X, Y }`: values only (for
+    /// tag-less enums and `#define`s).
+    macro_rules! values {
+        ($out:ident; $( $what:ident $($e:ident)? { $($c:ident),* $(,)? } )*) => {
+            $( values!(@one $out, $what $($e)? { $($c),* }); )*
+        };
+        (@one $out:ident, enum $e:ident { $($c:ident),* }) => {{
+            let name = stringify!($e);
+            check(&mut $out, format!("sizeof enum {name}"), size_of::<$e>() as i64, format!("sizeof(enum {name})"));
+            check(&mut $out, format!("signed enum {name}"), ((0 as $e).wrapping_sub(1) < (0 as $e)) as i64,
+                  format!("((enum {name})-1 < 0)"));
+            $( values!(@val $out, $e, $c); )*
+        }};
+        (@one $out:ident, consts { $($c:ident),* }) => {{
+            $( values!(@val $out, consts, $c); )*
+        }};
+        (@val $out:ident, $group:ident, $c:ident) => {
+            check(&mut $out, format!("value {}", stringify!($c)), $c as i64,
+                  format!("(long long)(uintptr_t)({})", stringify!($c)))
+        };
+    }
+
+    /// Types that are only ever pointed to (incomplete in C).
+    const OPAQUE: &[&str] = &["_compat_ibv_port_attr", "verbs_ex_private"];
+
+    /// Rust-only helper aliases with no C counterpart.
+    const RUST_ONLY_ALIASES: &[&str] = &["ibv_compat_op_fn"];
+
+    /// Rust types standing for C aggregates without a tag: (Rust type,
+    /// checked C type containing it, Rust path of it in there).  Their fields
+    /// are checked through that path.
+    const ANON: &[(&str, &str, &str)] = &[
+    ("ibv_gid_global", "ibv_gid", "global"),
+    ("ibv_odp_caps_per_transport_caps", "ibv_odp_caps", "per_transport_caps"),
+    ("ibv_async_event_element", "ibv_async_event", "element"),
+    ("ibv_wc_imm", "ibv_wc", "imm"),
+    ("ibv_send_wr_imm", "ibv_send_wr", "imm"),
+    ("ibv_send_wr_wr", "ibv_send_wr", "wr"),
+    ("ibv_send_wr_wr_rdma", "ibv_send_wr", "wr.rdma"),
+    ("ibv_send_wr_wr_atomic", "ibv_send_wr", "wr.atomic"),
+    ("ibv_send_wr_wr_ud", "ibv_send_wr", "wr.ud"),
+    ("ibv_send_wr_qp_type", "ibv_send_wr", "qp_type"),
+    ("ibv_send_wr_qp_type_xrc", "ibv_send_wr", "qp_type.xrc"),
+    ("ibv_send_wr_bind_mw_tso", "ibv_send_wr", "bind_mw_tso"),
+    ("ibv_send_wr_bind_mw", "ibv_send_wr", "bind_mw_tso.bind_mw"),
+    ("ibv_send_wr_tso", "ibv_send_wr", "bind_mw_tso.tso"),
+    ("ibv_ops_wr_tm", "ibv_ops_wr", "tm"),
+    ("ibv_ops_wr_tm_add", "ibv_ops_wr", "tm.add"),
+    ("ibv_flow_spec_u", "ibv_flow_spec", "u"),
+    ("ibv_flow_spec_hdr", "ibv_flow_spec", "u.hdr"),
+    ("ib_uverbs_flow_action_esp_encap_val_ptr", "ib_uverbs_flow_action_esp_encap", "val_ptr"),
+    ("ib_uverbs_flow_action_esp_encap_next_ptr", "ib_uverbs_flow_action_esp_encap", "next_ptr"),
+    ];
+
+    fn all_checks() -> Vec<Check> {
+        let mut out = Vec::new();
+        layouts! { out;
+            union ibv_gid { raw, global, global.subnet_prefix, global.interface_id, }
+            struct ibv_gid_entry { gid, gid_index, port_num, gid_type, ndev_ifindex, }
+            struct ibv_alloc_dm_attr { length, log_align_req, comp_mask, }
+            struct ibv_dm { context, memcpy_to_dm, memcpy_from_dm, comp_mask, handle, }
+            struct ibv_device_attr { fw_ver, node_guid, sys_image_guid, max_mr_size, page_size_cap,
+                vendor_id, vendor_part_id, hw_ver, max_qp, max_qp_wr, device_cap_flags, max_sge,
+                max_sge_rd, max_cq, max_cqe, max_mr, max_pd, max_qp_rd_atom, max_ee_rd_atom,
+                max_res_rd_atom, max_qp_init_rd_atom, max_ee_init_rd_atom, atomic_cap, max_ee,
+                max_rdd, max_mw, max_raw_ipv6_qp, max_raw_ethy_qp, max_mcast_grp,
+                max_mcast_qp_attach, max_total_mcast_qp_attach, max_ah, max_fmr, max_map_per_fmr,
+                max_srq, max_srq_wr, max_srq_sge, max_pkeys, local_ca_ack_delay, phys_port_cnt, }
+            struct ibv_query_device_ex_input { comp_mask, }
+            struct ibv_odp_caps { general_caps, per_transport_caps, per_transport_caps.rc_odp_caps,
+                per_transport_caps.uc_odp_caps, per_transport_caps.ud_odp_caps, }
+            struct ibv_tso_caps { max_tso, supported_qpts, }
+            struct ibv_rss_caps { supported_qpts, max_rwq_indirection_tables,
+                max_rwq_indirection_table_size, rx_hash_fields_mask, rx_hash_function, }
+            struct ibv_packet_pacing_caps { qp_rate_limit_min, qp_rate_limit_max, supported_qpts, }
+            struct ibv_tm_caps { max_rndv_hdr_size, max_num_tags, flags, max_ops, max_sge, }
+            struct ibv_cq_moderation_caps { max_cq_count, max_cq_period, }
+            struct ibv_pci_atomic_caps { fetch_add, swap, compare_swap, }
+            struct ibv_device_attr_ex { orig_attr, comp_mask, odp_caps, completion_timestamp_mask,
+                hca_core_clock, device_cap_flags_ex, tso_caps, rss_caps, max_wq_type_rq,
+                packet_pacing_caps, raw_packet_caps, tm_caps, cq_mod_caps, max_dm_size,
+                pci_atomic_caps, xrc_odp_caps, phys_port_cnt_ex, }
+            struct ibv_port_attr { state, max_mtu, active_mtu, gid_tbl_len, port_cap_flags,
+                max_msg_sz, bad_pkey_cntr, qkey_viol_cntr, pkey_tbl_len, lid, sm_lid, lmc,
+                max_vl_num, sm_sl, subnet_timeout, init_type_reply, active_width, active_speed,
+                phys_state, link_layer, flags, port_cap_flags2, }
+            struct ibv_async_event { element, element.cq, element.qp, element.srq, element.wq,
+                element.port_num, event_type, }
+            struct ibv_wc { wr_id, status, opcode, vendor_err, byte_len, imm.imm_data = imm_data,
+                imm.invalidated_rkey = invalidated_rkey, qp_num, src_qp, wc_flags, pkey_index, slid,
+                sl, dlid_path_bits, }
+            struct ibv_mw_bind_info { mr, addr, length, mw_access_flags, }
+            struct ibv_pd { context, handle, }
+            struct ibv_td_init_attr { comp_mask, }
+            struct ibv_td { context, }
+            struct ibv_xrcd_init_attr { comp_mask, fd, oflags, }
+            struct ibv_xrcd { context, }
+            struct ibv_mr { context, pd, addr, length, handle, lkey, rkey, }
+            struct ibv_mw { context, pd, rkey, handle, r#type, }
+            struct ibv_global_route { dgid, flow_label, sgid_index, hop_limit, traffic_class, }
+            struct ibv_grh { version_tclass_flow, paylen, next_hdr, hop_limit, sgid, dgid, }
+            struct ibv_ah_attr { grh, dlid, sl, src_path_bits, static_rate, is_global, port_num, }
+            struct ibv_srq_attr { max_wr, max_sge, srq_limit, }
+            struct ibv_srq_init_attr { srq_context, attr, }
+            struct ibv_tm_cap { max_num_tags, max_ops, }
+            struct ibv_srq_init_attr_ex { srq_context, attr, comp_mask, srq_type, pd, xrcd, cq,
+                tm_cap, }
+            struct ibv_wq_init_attr { wq_context, wq_type, max_wr, max_sge, pd, cq, comp_mask,
+                create_flags, }
+            struct ibv_wq_attr { attr_mask, wq_state, curr_wq_state, flags, flags_mask, }
+            struct ibv_rwq_ind_table { context, ind_tbl_handle, ind_tbl_num, comp_mask, }
+            struct ibv_rwq_ind_table_init_attr { log_ind_tbl_size, ind_tbl, comp_mask, }
+            struct ibv_qp_cap { max_send_wr, max_recv_wr, max_send_sge, max_recv_sge,
+                max_inline_data, }
+            struct ibv_qp_init_attr { qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all, }
+            struct ibv_rx_hash_conf { rx_hash_function, rx_hash_key_len, rx_hash_key,
+                rx_hash_fields_mask, }
+            struct ibv_qp_init_attr_ex { qp_context, send_cq, recv_cq, srq, cap, qp_type,
+                sq_sig_all, comp_mask, pd, xrcd, create_flags, max_tso_header, rwq_ind_tbl,
+                rx_hash_conf, source_qpn, send_ops_flags, }
+            struct ibv_qp_open_attr { comp_mask, qp_num, xrcd, qp_context, qp_type, }
+            struct ibv_qp_attr { qp_state, cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn,
+                sq_psn, dest_qp_num, qp_access_flags, cap, ah_attr, alt_ah_attr, pkey_index,
+                alt_pkey_index, en_sqd_async_notify, sq_draining, max_rd_atomic, max_dest_rd_atomic,
+                min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout,
+                rate_limit, }
+            struct ibv_qp_rate_limit_attr { rate_limit, max_burst_sz, typical_pkt_sz, comp_mask, }
+            struct ibv_data_buf { addr, length, }
+            struct ibv_sge { addr, length, lkey, }
+            struct ibv_send_wr { wr_id, next, sg_list, num_sge, opcode, send_flags,
+                imm.imm_data = imm_data, imm.invalidate_rkey = invalidate_rkey, wr, wr.rdma,
+                wr.rdma.remote_addr, wr.rdma.rkey, wr.atomic, wr.atomic.remote_addr,
+                wr.atomic.compare_add, wr.atomic.swap, wr.atomic.rkey, wr.ud, wr.ud.ah,
+                wr.ud.remote_qpn, wr.ud.remote_qkey, qp_type, qp_type.xrc, qp_type.xrc.remote_srqn,
+                bind_mw_tso.bind_mw = bind_mw, bind_mw_tso.bind_mw.mw = bind_mw.mw,
+                bind_mw_tso.bind_mw.rkey = bind_mw.rkey,
+                bind_mw_tso.bind_mw.bind_info = bind_mw.bind_info, bind_mw_tso.tso = tso,
+                bind_mw_tso.tso.hdr = tso.hdr, bind_mw_tso.tso.hdr_sz = tso.hdr_sz,
+                bind_mw_tso.tso.mss = tso.mss, }
+            struct ibv_recv_wr { wr_id, next, sg_list, num_sge, }
+            struct ibv_ops_wr { wr_id, next, opcode, flags, tm, tm.unexpected_cnt, tm.handle,
+                tm.add, tm.add.recv_wr_id, tm.add.sg_list, tm.add.num_sge, tm.add.tag, tm.add.mask, }
+            struct ibv_mw_bind { wr_id, send_flags, bind_info, }
+            struct ibv_srq { context, srq_context, pd, handle, mutex, cond, events_completed, }
+            struct ibv_wq { context, wq_context, pd, cq, wq_num, handle, state, wq_type, post_recv,
+                mutex, cond, events_completed, comp_mask, }
+            struct ibv_qp { context, qp_context, pd, send_cq, recv_cq, srq, handle, qp_num, state,
+                qp_type, mutex, cond, events_completed, }
+            struct ibv_qp_ex { qp_base, comp_mask, wr_id, wr_flags, wr_atomic_cmp_swp,
+                wr_atomic_fetch_add, wr_bind_mw, wr_local_inv, wr_rdma_read, wr_rdma_write,
+                wr_rdma_write_imm, wr_send, wr_send_imm, wr_send_inv, wr_send_tso, wr_set_ud_addr,
+                wr_set_xrc_srqn, wr_set_inline_data, wr_set_inline_data_list, wr_set_sge,
+                wr_set_sge_list, wr_start, wr_complete, wr_abort, wr_atomic_write, }
+            struct ibv_ece { vendor_id, options, comp_mask, }
+            struct ibv_comp_channel { context, fd, refcnt, }
+            struct ibv_cq { context, channel, cq_context, handle, cqe, mutex, cond,
+                comp_events_completed, async_events_completed, }
+            struct ibv_poll_cq_attr { comp_mask, }
+            struct ibv_wc_tm_info { tag, r#priv, }
+            struct ibv_cq_ex { context, channel, cq_context, handle, cqe, mutex, cond,
+                comp_events_completed, async_events_completed, comp_mask, status, wr_id, start_poll,
+                next_poll, end_poll, read_opcode, read_vendor_err, read_byte_len, read_imm_data,
+                read_qp_num, read_src_qp, read_wc_flags, read_slid, read_sl, read_dlid_path_bits,
+                read_completion_ts, read_cvlan, read_flow_tag, read_tm_info,
+                read_completion_wallclock_ns, }
+            struct ibv_moderate_cq { cq_count, cq_period, }
+            struct ibv_modify_cq_attr { attr_mask, moderate, }
+            struct ibv_ah { context, pd, handle, }
+            struct ibv_flow_eth_filter { dst_mac, src_mac, ether_type, vlan_tag, }
+            struct ibv_flow_spec_eth { r#type, size, val, mask, }
+            struct ibv_flow_ipv4_filter { src_ip, dst_ip, }
+            struct ibv_flow_spec_ipv4 { r#type, size, val, mask, }
+            struct ibv_flow_ipv4_ext_filter { src_ip, dst_ip, proto, tos, ttl, flags, }
+            struct ibv_flow_spec_ipv4_ext { r#type, size, val, mask, }
+            struct ibv_flow_ipv6_filter { src_ip, dst_ip, flow_label, next_hdr, traffic_class,
+                hop_limit, }
+            struct ibv_flow_spec_ipv6 { r#type, size, val, mask, }
+            struct ibv_flow_esp_filter { spi, seq, }
+            struct ibv_flow_spec_esp { r#type, size, val, mask, }
+            struct ibv_flow_tcp_udp_filter { dst_port, src_port, }
+            struct ibv_flow_spec_tcp_udp { r#type, size, val, mask, }
+            struct ibv_flow_gre_filter { c_ks_res0_ver, protocol, key, }
+            struct ibv_flow_spec_gre { r#type, size, val, mask, }
+            struct ibv_flow_mpls_filter { label, }
+            struct ibv_flow_spec_mpls { r#type, size, val, mask, }
+            struct ibv_flow_tunnel_filter { tunnel_id, }
+            struct ibv_flow_spec_tunnel { r#type, size, val, mask, }
+            struct ibv_flow_spec_action_tag { r#type, size, tag_id, }
+            struct ibv_flow_spec_action_drop { r#type, size, }
+            struct ibv_flow_spec_action_handle { r#type, size, action, }
+            struct ibv_flow_spec_counter_action { r#type, size, counters, }
+            struct ibv_flow_spec { u.hdr = hdr, u.hdr.r#type = hdr.type, u.hdr.size = hdr.size,
+                u.eth = eth, u.ipv4 = ipv4, u.tcp_udp = tcp_udp, u.ipv4_ext = ipv4_ext,
+                u.ipv6 = ipv6, u.esp = esp, u.tunnel = tunnel, u.gre = gre, u.mpls = mpls,
+                u.flow_tag = flow_tag, u.drop = drop, u.handle = handle, u.flow_count = flow_count, }
+            struct ibv_flow_attr { comp_mask, r#type, size, priority, num_of_specs, port, flags, }
+            struct ibv_flow { comp_mask, context, handle, }
+            struct ibv_flow_action { context, }
+            struct ibv_flow_action_esp_attr { esp_attr, keymat_proto, keymat_len, keymat_ptr,
+                replay_proto, replay_len, replay_ptr, esp_encap, comp_mask, esn, }
+            struct _ibv_device_ops { _dummy1, _dummy2, }
+            struct ibv_device { _ops, node_type, transport_type, name, dev_name, dev_path,
+                ibdev_path, }
+            struct ibv_context_ops { _compat_query_device, _compat_query_port, _compat_alloc_pd,
+                _compat_dealloc_pd, _compat_reg_mr, _compat_rereg_mr, _compat_dereg_mr, alloc_mw,
+                bind_mw, dealloc_mw, _compat_create_cq, poll_cq, req_notify_cq, _compat_cq_event,
+                _compat_resize_cq, _compat_destroy_cq, _compat_create_srq, _compat_modify_srq,
+                _compat_query_srq, _compat_destroy_srq, post_srq_recv, _compat_create_qp,
+                _compat_query_qp, _compat_modify_qp, _compat_destroy_qp, post_send, post_recv,
+                _compat_create_ah, _compat_destroy_ah, _compat_attach_mcast, _compat_detach_mcast,
+                _compat_async_event, }
+            struct ibv_context { device, ops, cmd_fd, async_fd, num_comp_vectors, mutex, abi_compat, }
+            struct ibv_cq_init_attr_ex { cqe, cq_context, channel, comp_vector, wc_flags, comp_mask,
+                flags, parent_domain, }
+            struct ibv_parent_domain_init_attr { pd, td, comp_mask, alloc, free, pd_context, }
+            struct ibv_counters_init_attr { comp_mask, }
+            struct ibv_counters { context, }
+            struct ibv_counter_attach_attr { counter_desc, index, comp_mask, }
+            struct ibv_values_ex { comp_mask, raw_clock, }
+            struct verbs_context { query_port, advise_mr, alloc_null_mr, read_counters,
+                attach_counters_point_flow, create_counters, destroy_counters, reg_dm_mr, alloc_dm,
+                free_dm, modify_flow_action_esp, destroy_flow_action, create_flow_action_esp,
+                modify_qp_rate_limit, alloc_parent_domain, dealloc_td, alloc_td, modify_cq,
+                post_srq_ops, destroy_rwq_ind_table, create_rwq_ind_table, destroy_wq, modify_wq,
+                create_wq, query_rt_values, create_cq_ex, r#priv, query_device_ex, ibv_destroy_flow,
+                ABI_placeholder2, ibv_create_flow, ABI_placeholder1, open_qp, create_qp_ex,
+                get_srq_num, create_srq_ex, open_xrcd, close_xrcd, _ABI_placeholder3, sz, context, }
+            struct ib_uverbs_flow_action_esp_keymat_aes_gcm { iv, iv_algo, salt, icv_len, key_len,
+                aes_key, }
+            struct ib_uverbs_flow_action_esp_replay_bmp { size, }
+            struct ib_uverbs_flow_action_esp_encap { val_ptr.val_ptr = val_ptr,
+                val_ptr.val_ptr_data_u64 = val_ptr_data_u64, next_ptr.next_ptr = next_ptr,
+                next_ptr.next_ptr_data_u64 = next_ptr_data_u64, len, r#type, }
+            struct ib_uverbs_flow_action_esp { spi, seq, tfc_pad, flags, hard_limit_pkts, }
+            struct ib_uverbs_qp_cap { max_send_wr, max_recv_wr, max_send_sge, max_recv_sge,
+                max_inline_data, }
+            struct ib_uverbs_gid_entry { gid, gid_index, port_num, gid_type, netdev_ifindex, }
+            // ibv_* spellings that verbs_api.h #defines onto ib_uverbs_* types
+            struct ibv_flow_action_esp_keymat_aes_gcm { iv, iv_algo, salt, icv_len, key_len,
+                aes_key, }
+            struct ibv_flow_action_esp_replay_bmp { size, }
+            struct ibv_flow_action_esp_encap { val_ptr.val_ptr = val_ptr,
+                val_ptr.val_ptr_data_u64 = val_ptr_data_u64, next_ptr.next_ptr = next_ptr,
+                next_ptr.next_ptr_data_u64 = next_ptr_data_u64, len, r#type, }
+            struct ibv_flow_action_esp { spi, seq, tfc_pad, flags, hard_limit_pkts, }
+        }
+        values! { out;
+            enum ibv_gid_type { IBV_GID_TYPE_IB, IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2, }
+            enum ibv_node_type { IBV_NODE_UNKNOWN, IBV_NODE_CA, IBV_NODE_SWITCH, IBV_NODE_ROUTER,
+                IBV_NODE_RNIC, IBV_NODE_USNIC, IBV_NODE_USNIC_UDP, IBV_NODE_UNSPECIFIED, }
+            enum ibv_transport_type { IBV_TRANSPORT_UNKNOWN, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP,
+                IBV_TRANSPORT_USNIC, IBV_TRANSPORT_USNIC_UDP, IBV_TRANSPORT_UNSPECIFIED, }
+            enum ibv_device_cap_flags { IBV_DEVICE_RESIZE_MAX_WR, IBV_DEVICE_BAD_PKEY_CNTR,
+                IBV_DEVICE_BAD_QKEY_CNTR, IBV_DEVICE_RAW_MULTI, IBV_DEVICE_AUTO_PATH_MIG,
+                IBV_DEVICE_CHANGE_PHY_PORT, IBV_DEVICE_UD_AV_PORT_ENFORCE,
+                IBV_DEVICE_CURR_QP_STATE_MOD, IBV_DEVICE_SHUTDOWN_PORT, IBV_DEVICE_INIT_TYPE,
+                IBV_DEVICE_PORT_ACTIVE_EVENT, IBV_DEVICE_SYS_IMAGE_GUID, IBV_DEVICE_RC_RNR_NAK_GEN,
+                IBV_DEVICE_SRQ_RESIZE, IBV_DEVICE_N_NOTIFY_CQ, IBV_DEVICE_MEM_WINDOW,
+                IBV_DEVICE_UD_IP_CSUM, IBV_DEVICE_XRC, IBV_DEVICE_MEM_MGT_EXTENSIONS,
+                IBV_DEVICE_MEM_WINDOW_TYPE_2A, IBV_DEVICE_MEM_WINDOW_TYPE_2B, IBV_DEVICE_RC_IP_CSUM,
+                IBV_DEVICE_RAW_IP_CSUM, IBV_DEVICE_MANAGED_FLOW_STEERING, }
+            enum ibv_fork_status { IBV_FORK_DISABLED, IBV_FORK_ENABLED, IBV_FORK_UNNEEDED, }
+            consts { IBV_DEVICE_RAW_SCATTER_FCS, IBV_DEVICE_PCI_WRITE_END_PADDING, }
+            enum ibv_atomic_cap { IBV_ATOMIC_NONE, IBV_ATOMIC_HCA, IBV_ATOMIC_GLOB, }
+            enum ibv_dm_mask { IBV_DM_MASK_HANDLE, }
+            enum ibv_odp_transport_cap_bits { IBV_ODP_SUPPORT_SEND, IBV_ODP_SUPPORT_RECV,
+                IBV_ODP_SUPPORT_WRITE, IBV_ODP_SUPPORT_READ, IBV_ODP_SUPPORT_ATOMIC,
+                IBV_ODP_SUPPORT_SRQ_RECV, }
+            enum ibv_odp_general_caps { IBV_ODP_SUPPORT, IBV_ODP_SUPPORT_IMPLICIT, }
+            enum ibv_rx_hash_function_flags { IBV_RX_HASH_FUNC_TOEPLITZ, }
+            enum ibv_rx_hash_fields { IBV_RX_HASH_SRC_IPV4, IBV_RX_HASH_DST_IPV4,
+                IBV_RX_HASH_SRC_IPV6, IBV_RX_HASH_DST_IPV6, IBV_RX_HASH_SRC_PORT_TCP,
+                IBV_RX_HASH_DST_PORT_TCP, IBV_RX_HASH_SRC_PORT_UDP, IBV_RX_HASH_DST_PORT_UDP,
+                IBV_RX_HASH_IPSEC_SPI, IBV_RX_HASH_INNER, }
+            enum ibv_raw_packet_caps { IBV_RAW_PACKET_CAP_CVLAN_STRIPPING,
+                IBV_RAW_PACKET_CAP_SCATTER_FCS, IBV_RAW_PACKET_CAP_IP_CSUM,
+                IBV_RAW_PACKET_CAP_DELAY_DROP, }
+            enum ibv_tm_cap_flags { IBV_TM_CAP_RC, }
+            enum ibv_pci_atomic_op_size { IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP,
+                IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP, IBV_PCI_ATOMIC_OPERATION_16_BYTE_SIZE_SUP, }
+            enum ibv_mtu { IBV_MTU_256, IBV_MTU_512, IBV_MTU_1024, IBV_MTU_2048, IBV_MTU_4096, }
+            enum ibv_port_state { IBV_PORT_NOP, IBV_PORT_DOWN, IBV_PORT_INIT, IBV_PORT_ARMED,
+                IBV_PORT_ACTIVE, IBV_PORT_ACTIVE_DEFER, }
+            consts { IBV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_INFINIBAND, IBV_LINK_LAYER_ETHERNET, }
+            enum ibv_port_cap_flags { IBV_PORT_SM, IBV_PORT_NOTICE_SUP, IBV_PORT_TRAP_SUP,
+                IBV_PORT_OPT_IPD_SUP, IBV_PORT_AUTO_MIGR_SUP, IBV_PORT_SL_MAP_SUP,
+                IBV_PORT_MKEY_NVRAM, IBV_PORT_PKEY_NVRAM, IBV_PORT_LED_INFO_SUP,
+                IBV_PORT_SYS_IMAGE_GUID_SUP, IBV_PORT_PKEY_SW_EXT_PORT_TRAP_SUP,
+                IBV_PORT_EXTENDED_SPEEDS_SUP, IBV_PORT_CAP_MASK2_SUP, IBV_PORT_CM_SUP,
+                IBV_PORT_SNMP_TUNNEL_SUP, IBV_PORT_REINIT_SUP, IBV_PORT_DEVICE_MGMT_SUP,
+                IBV_PORT_VENDOR_CLASS_SUP, IBV_PORT_DR_NOTICE_SUP, IBV_PORT_CAP_MASK_NOTICE_SUP,
+                IBV_PORT_BOOT_MGMT_SUP, IBV_PORT_LINK_LATENCY_SUP, IBV_PORT_CLIENT_REG_SUP,
+                IBV_PORT_IP_BASED_GIDS, }
+            enum ibv_port_cap_flags2 { IBV_PORT_SET_NODE_DESC_SUP, IBV_PORT_INFO_EXT_SUP,
+                IBV_PORT_VIRT_SUP, IBV_PORT_SWITCH_PORT_STATE_TABLE_SUP, IBV_PORT_LINK_WIDTH_2X_SUP,
+                IBV_PORT_LINK_SPEED_HDR_SUP, IBV_PORT_LINK_SPEED_NDR_SUP, }
+            enum ibv_event_type { IBV_EVENT_CQ_ERR, IBV_EVENT_QP_FATAL, IBV_EVENT_QP_REQ_ERR,
+                IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED,
+                IBV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG_ERR, IBV_EVENT_DEVICE_FATAL,
+                IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE,
+                IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE, IBV_EVENT_SRQ_ERR,
+                IBV_EVENT_SRQ_LIMIT_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED,
+                IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE, IBV_EVENT_WQ_FATAL, }
+            enum ibv_wc_status { IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR,
+                IBV_WC_LOC_EEC_OP_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_WR_FLUSH_ERR, IBV_WC_MW_BIND_ERR,
+                IBV_WC_BAD_RESP_ERR, IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR,
+                IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_OP_ERR, IBV_WC_RETRY_EXC_ERR,
+                IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_LOC_RDD_VIOL_ERR, IBV_WC_REM_INV_RD_REQ_ERR,
+                IBV_WC_REM_ABORT_ERR, IBV_WC_INV_EECN_ERR, IBV_WC_INV_EEC_STATE_ERR,
+                IBV_WC_FATAL_ERR, IBV_WC_RESP_TIMEOUT_ERR, IBV_WC_GENERAL_ERR, IBV_WC_TM_ERR,
+                IBV_WC_TM_RNDV_INCOMPLETE, }
+            enum ibv_wc_opcode { IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_COMP_SWAP,
+                IBV_WC_FETCH_ADD, IBV_WC_BIND_MW, IBV_WC_LOCAL_INV, IBV_WC_TSO, IBV_WC_ATOMIC_WRITE,
+                IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_TM_ADD, IBV_WC_TM_DEL,
+                IBV_WC_TM_SYNC, IBV_WC_TM_RECV, IBV_WC_TM_NO_TAG, IBV_WC_DRIVER1, IBV_WC_DRIVER2,
+                IBV_WC_DRIVER3, }
+            consts { IBV_WC_IP_CSUM_OK_SHIFT, }
+            enum ibv_create_cq_wc_flags { IBV_WC_EX_WITH_BYTE_LEN, IBV_WC_EX_WITH_IMM,
+                IBV_WC_EX_WITH_QP_NUM, IBV_WC_EX_WITH_SRC_QP, IBV_WC_EX_WITH_SLID,
+                IBV_WC_EX_WITH_SL, IBV_WC_EX_WITH_DLID_PATH_BITS,
+                IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, IBV_WC_EX_WITH_CVLAN, IBV_WC_EX_WITH_FLOW_TAG,
+                IBV_WC_EX_WITH_TM_INFO, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, }
+            consts { IBV_WC_STANDARD_FLAGS, IBV_CREATE_CQ_SUP_WC_FLAGS, }
+            enum ibv_wc_flags { IBV_WC_GRH, IBV_WC_WITH_IMM, IBV_WC_IP_CSUM_OK, IBV_WC_WITH_INV,
+                IBV_WC_TM_SYNC_REQ, IBV_WC_TM_MATCH, IBV_WC_TM_DATA_VALID, }
+            enum ibv_access_flags { IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE,
+                IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_MW_BIND,
+                IBV_ACCESS_ZERO_BASED, IBV_ACCESS_ON_DEMAND, IBV_ACCESS_HUGETLB,
+                IBV_ACCESS_RELAXED_ORDERING, }
+            enum ibv_xrcd_init_attr_mask { IBV_XRCD_INIT_ATTR_FD, IBV_XRCD_INIT_ATTR_OFLAGS,
+                IBV_XRCD_INIT_ATTR_RESERVED, }
+            enum ibv_rereg_mr_flags { IBV_REREG_MR_CHANGE_TRANSLATION, IBV_REREG_MR_CHANGE_PD,
+                IBV_REREG_MR_CHANGE_ACCESS, IBV_REREG_MR_FLAGS_SUPPORTED, }
+            enum ibv_mw_type { IBV_MW_TYPE_1, IBV_MW_TYPE_2, }
+            enum ibv_rate { IBV_RATE_MAX, IBV_RATE_2_5_GBPS, IBV_RATE_5_GBPS, IBV_RATE_10_GBPS,
+                IBV_RATE_20_GBPS, IBV_RATE_30_GBPS, IBV_RATE_40_GBPS, IBV_RATE_60_GBPS,
+                IBV_RATE_80_GBPS, IBV_RATE_120_GBPS, IBV_RATE_14_GBPS, IBV_RATE_56_GBPS,
+                IBV_RATE_112_GBPS, IBV_RATE_168_GBPS, IBV_RATE_25_GBPS, IBV_RATE_100_GBPS,
+                IBV_RATE_200_GBPS, IBV_RATE_300_GBPS, IBV_RATE_28_GBPS, IBV_RATE_50_GBPS,
+                IBV_RATE_400_GBPS, IBV_RATE_600_GBPS, IBV_RATE_800_GBPS, IBV_RATE_1200_GBPS, }
+            enum ibv_srq_attr_mask { IBV_SRQ_MAX_WR, IBV_SRQ_LIMIT, }
+            enum ibv_srq_type { IBV_SRQT_BASIC, IBV_SRQT_XRC, IBV_SRQT_TM, }
+            enum ibv_srq_init_attr_mask { IBV_SRQ_INIT_ATTR_TYPE, IBV_SRQ_INIT_ATTR_PD,
+                IBV_SRQ_INIT_ATTR_XRCD, IBV_SRQ_INIT_ATTR_CQ, IBV_SRQ_INIT_ATTR_TM,
+                IBV_SRQ_INIT_ATTR_RESERVED, }
+            enum ibv_wq_type { IBV_WQT_RQ, }
+            enum ibv_wq_init_attr_mask { IBV_WQ_INIT_ATTR_FLAGS, IBV_WQ_INIT_ATTR_RESERVED, }
+            enum ibv_wq_flags { IBV_WQ_FLAGS_CVLAN_STRIPPING, IBV_WQ_FLAGS_SCATTER_FCS,
+                IBV_WQ_FLAGS_DELAY_DROP, IBV_WQ_FLAGS_PCI_WRITE_END_PADDING, IBV_WQ_FLAGS_RESERVED, }
+            enum ibv_wq_state { IBV_WQS_RESET, IBV_WQS_RDY, IBV_WQS_ERR, IBV_WQS_UNKNOWN, }
+            enum ibv_wq_attr_mask { IBV_WQ_ATTR_STATE, IBV_WQ_ATTR_CURR_STATE, IBV_WQ_ATTR_FLAGS,
+                IBV_WQ_ATTR_RESERVED, }
+            enum ibv_ind_table_init_attr_mask { IBV_CREATE_IND_TABLE_RESERVED, }
+            enum ibv_qp_type { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_QPT_RAW_PACKET,
+                IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV, IBV_QPT_DRIVER, }
+            enum ibv_qp_init_attr_mask { IBV_QP_INIT_ATTR_PD, IBV_QP_INIT_ATTR_XRCD,
+                IBV_QP_INIT_ATTR_CREATE_FLAGS, IBV_QP_INIT_ATTR_MAX_TSO_HEADER,
+                IBV_QP_INIT_ATTR_IND_TABLE, IBV_QP_INIT_ATTR_RX_HASH,
+                IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, }
+            enum ibv_qp_create_flags { IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, IBV_QP_CREATE_SCATTER_FCS,
+                IBV_QP_CREATE_CVLAN_STRIPPING, IBV_QP_CREATE_SOURCE_QPN,
+                IBV_QP_CREATE_PCI_WRITE_END_PADDING, }
+            enum ibv_qp_create_send_ops_flags { IBV_QP_EX_WITH_RDMA_WRITE,
+                IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, IBV_QP_EX_WITH_SEND,
+                IBV_QP_EX_WITH_SEND_WITH_IMM, IBV_QP_EX_WITH_RDMA_READ,
+                IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+                IBV_QP_EX_WITH_LOCAL_INV, IBV_QP_EX_WITH_BIND_MW, IBV_QP_EX_WITH_SEND_WITH_INV,
+                IBV_QP_EX_WITH_TSO, IBV_QP_EX_WITH_ATOMIC_WRITE, }
+            enum ibv_qp_open_attr_mask { IBV_QP_OPEN_ATTR_NUM, IBV_QP_OPEN_ATTR_XRCD,
+                IBV_QP_OPEN_ATTR_CONTEXT, IBV_QP_OPEN_ATTR_TYPE, IBV_QP_OPEN_ATTR_RESERVED, }
+            enum ibv_qp_attr_mask { IBV_QP_STATE, IBV_QP_CUR_STATE, IBV_QP_EN_SQD_ASYNC_NOTIFY,
+                IBV_QP_ACCESS_FLAGS, IBV_QP_PKEY_INDEX, IBV_QP_PORT, IBV_QP_QKEY, IBV_QP_AV,
+                IBV_QP_PATH_MTU, IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY, IBV_QP_RQ_PSN,
+                IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_ALT_PATH, IBV_QP_MIN_RNR_TIMER, IBV_QP_SQ_PSN,
+                IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_PATH_MIG_STATE, IBV_QP_CAP, IBV_QP_DEST_QPN,
+                IBV_QP_RATE_LIMIT, }
+            enum ibv_qp_state { IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD,
+                IBV_QPS_SQE, IBV_QPS_ERR, IBV_QPS_UNKNOWN, }
+            enum ibv_mig_state { IBV_MIG_MIGRATED, IBV_MIG_REARM, IBV_MIG_ARMED, }
+            enum ibv_wr_opcode { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
+                IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
+                IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV,
+                IBV_WR_TSO, IBV_WR_DRIVER1, IBV_WR_ATOMIC_WRITE, }
+            enum ibv_send_flags { IBV_SEND_FENCE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
+                IBV_SEND_INLINE, IBV_SEND_IP_CSUM, }
+            enum ibv_ops_wr_opcode { IBV_WR_TAG_ADD, IBV_WR_TAG_DEL, IBV_WR_TAG_SYNC, }
+            enum ibv_ops_flags { IBV_OPS_SIGNALED, IBV_OPS_TM_SYNC, }
+            enum ibv_cq_attr_mask { IBV_CQ_ATTR_MODERATE, IBV_CQ_ATTR_RESERVED, }
+            enum ibv_flow_flags { IBV_FLOW_ATTR_FLAGS_DONT_TRAP, IBV_FLOW_ATTR_FLAGS_EGRESS, }
+            enum ibv_flow_attr_type { IBV_FLOW_ATTR_NORMAL, IBV_FLOW_ATTR_ALL_DEFAULT,
+                IBV_FLOW_ATTR_MC_DEFAULT, IBV_FLOW_ATTR_SNIFFER, }
+            enum ibv_flow_spec_type { IBV_FLOW_SPEC_ETH, IBV_FLOW_SPEC_IPV4, IBV_FLOW_SPEC_IPV6,
+                IBV_FLOW_SPEC_IPV4_EXT, IBV_FLOW_SPEC_ESP, IBV_FLOW_SPEC_TCP, IBV_FLOW_SPEC_UDP,
+                IBV_FLOW_SPEC_VXLAN_TUNNEL, IBV_FLOW_SPEC_GRE, IBV_FLOW_SPEC_MPLS,
+                IBV_FLOW_SPEC_INNER, IBV_FLOW_SPEC_ACTION_TAG, IBV_FLOW_SPEC_ACTION_DROP,
+                IBV_FLOW_SPEC_ACTION_HANDLE, IBV_FLOW_SPEC_ACTION_COUNT, }
+            enum ibv_flow_action_esp_mask { IBV_FLOW_ACTION_ESP_MASK_ESN, }
+            consts { IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX, }
+            enum ibv_cq_init_attr_mask { IBV_CQ_INIT_ATTR_MASK_FLAGS, IBV_CQ_INIT_ATTR_MASK_PD, }
+            enum ibv_create_cq_attr_flags { IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+                IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN, }
+            enum ibv_parent_domain_init_attr_mask { IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS,
+                IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT, }
+            enum ibv_counter_description { IBV_COUNTER_PACKETS, IBV_COUNTER_BYTES, }
+            enum ibv_read_counters_flags { IBV_READ_COUNTERS_ATTR_PREFER_CACHED, }
+            enum ibv_values_mask { IBV_VALUES_MASK_RAW_CLOCK, IBV_VALUES_MASK_RESERVED, }
+            enum ibv_rereg_mr_err_code { IBV_REREG_MR_ERR_INPUT, IBV_REREG_MR_ERR_DONT_FORK_NEW,
+                IBV_REREG_MR_ERR_DO_FORK_OLD, IBV_REREG_MR_ERR_CMD,
+                IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW, }
+            consts { ETHERNET_LL_SIZE, IB_ROCE_UDP_ENCAP_VALID_PORT_MIN,
+                IB_ROCE_UDP_ENCAP_VALID_PORT_MAX, IB_GRH_FLOWLABEL_MASK,
+                IB_UVERBS_ACCESS_OPTIONAL_FIRST, IB_UVERBS_ACCESS_OPTIONAL_LAST, }
+            enum ib_uverbs_core_support { IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS, }
+            enum ib_uverbs_access_flags { IB_UVERBS_ACCESS_LOCAL_WRITE,
+                IB_UVERBS_ACCESS_REMOTE_WRITE, IB_UVERBS_ACCESS_REMOTE_READ,
+                IB_UVERBS_ACCESS_REMOTE_ATOMIC, IB_UVERBS_ACCESS_MW_BIND,
+                IB_UVERBS_ACCESS_ZERO_BASED, IB_UVERBS_ACCESS_ON_DEMAND, IB_UVERBS_ACCESS_HUGETLB,
+                IB_UVERBS_ACCESS_RELAXED_ORDERING, IB_UVERBS_ACCESS_OPTIONAL_RANGE, }
+            enum ib_uverbs_srq_type { IB_UVERBS_SRQT_BASIC, IB_UVERBS_SRQT_XRC, IB_UVERBS_SRQT_TM, }
+            enum ib_uverbs_wq_type { IB_UVERBS_WQT_RQ, }
+            enum ib_uverbs_wq_flags { IB_UVERBS_WQ_FLAGS_CVLAN_STRIPPING,
+                IB_UVERBS_WQ_FLAGS_SCATTER_FCS, IB_UVERBS_WQ_FLAGS_DELAY_DROP,
+                IB_UVERBS_WQ_FLAGS_PCI_WRITE_END_PADDING, }
+            enum ib_uverbs_qp_type { IB_UVERBS_QPT_RC, IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD,
+                IB_UVERBS_QPT_RAW_PACKET, IB_UVERBS_QPT_XRC_INI, IB_UVERBS_QPT_XRC_TGT,
+                IB_UVERBS_QPT_DRIVER, }
+            enum ib_uverbs_qp_create_flags { IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK,
+                IB_UVERBS_QP_CREATE_SCATTER_FCS, IB_UVERBS_QP_CREATE_CVLAN_STRIPPING,
+                IB_UVERBS_QP_CREATE_PCI_WRITE_END_PADDING, IB_UVERBS_QP_CREATE_SQ_SIG_ALL, }
+            enum ib_uverbs_query_port_cap_flags { IB_UVERBS_PCF_SM, IB_UVERBS_PCF_NOTICE_SUP,
+                IB_UVERBS_PCF_TRAP_SUP, IB_UVERBS_PCF_OPT_IPD_SUP, IB_UVERBS_PCF_AUTO_MIGR_SUP,
+                IB_UVERBS_PCF_SL_MAP_SUP, IB_UVERBS_PCF_MKEY_NVRAM, IB_UVERBS_PCF_PKEY_NVRAM,
+                IB_UVERBS_PCF_LED_INFO_SUP, IB_UVERBS_PCF_SM_DISABLED,
+                IB_UVERBS_PCF_SYS_IMAGE_GUID_SUP, IB_UVERBS_PCF_PKEY_SW_EXT_PORT_TRAP_SUP,
+                IB_UVERBS_PCF_EXTENDED_SPEEDS_SUP, IB_UVERBS_PCF_CM_SUP,
+                IB_UVERBS_PCF_SNMP_TUNNEL_SUP, IB_UVERBS_PCF_REINIT_SUP,
+                IB_UVERBS_PCF_DEVICE_MGMT_SUP, IB_UVERBS_PCF_VENDOR_CLASS_SUP,
+                IB_UVERBS_PCF_DR_NOTICE_SUP, IB_UVERBS_PCF_CAP_MASK_NOTICE_SUP,
+                IB_UVERBS_PCF_BOOT_MGMT_SUP, IB_UVERBS_PCF_LINK_LATENCY_SUP,
+                IB_UVERBS_PCF_CLIENT_REG_SUP, IB_UVERBS_PCF_LINK_SPEED_WIDTH_TABLE_SUP,
+                IB_UVERBS_PCF_VENDOR_SPECIFIC_MADS_TABLE_SUP,
+                IB_UVERBS_PCF_MCAST_PKEY_TRAP_SUPPRESSION_SUP, IB_UVERBS_PCF_MCAST_FDB_TOP_SUP,
+                IB_UVERBS_PCF_HIERARCHY_INFO_SUP, IB_UVERBS_PCF_IP_BASED_GIDS, }
+            enum ib_uverbs_query_port_flags { IB_UVERBS_QPF_GRH_REQUIRED, }
+            enum ib_uverbs_flow_action_esp_keymat { IB_UVERBS_FLOW_ACTION_ESP_KEYMAT_AES_GCM, }
+            enum ib_uverbs_flow_action_esp_keymat_aes_gcm_iv_algo {
+                IB_UVERBS_FLOW_ACTION_IV_ALGO_SEQ, }
+            enum ib_uverbs_flow_action_esp_replay { IB_UVERBS_FLOW_ACTION_ESP_REPLAY_NONE,
+                IB_UVERBS_FLOW_ACTION_ESP_REPLAY_BMP, }
+            enum ib_uverbs_flow_action_esp_flags { IB_UVERBS_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO,
+                IB_UVERBS_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD,
+                IB_UVERBS_FLOW_ACTION_ESP_FLAGS_TUNNEL, IB_UVERBS_FLOW_ACTION_ESP_FLAGS_TRANSPORT,
+                IB_UVERBS_FLOW_ACTION_ESP_FLAGS_DECRYPT, IB_UVERBS_FLOW_ACTION_ESP_FLAGS_ENCRYPT,
+                IB_UVERBS_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW, }
+            enum ib_uverbs_read_counters_flags { IB_UVERBS_READ_COUNTERS_PREFER_CACHED, }
+            enum ib_uverbs_advise_mr_advice { IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH,
+                IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+                IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, }
+            enum ib_uverbs_advise_mr_flag { IB_UVERBS_ADVISE_MR_FLAG_FLUSH, }
+            enum rdma_driver_id { RDMA_DRIVER_UNKNOWN, RDMA_DRIVER_MLX5, RDMA_DRIVER_MLX4,
+                RDMA_DRIVER_CXGB3, RDMA_DRIVER_CXGB4, RDMA_DRIVER_MTHCA, RDMA_DRIVER_BNXT_RE,
+                RDMA_DRIVER_OCRDMA, RDMA_DRIVER_NES, RDMA_DRIVER_I40IW, RDMA_DRIVER_IRDMA,
+                RDMA_DRIVER_VMW_PVRDMA, RDMA_DRIVER_QEDR, RDMA_DRIVER_HNS, RDMA_DRIVER_USNIC,
+                RDMA_DRIVER_RXE, RDMA_DRIVER_HFI1, RDMA_DRIVER_QIB, RDMA_DRIVER_EFA,
+                RDMA_DRIVER_SIW, RDMA_DRIVER_ERDMA, }
+            enum ib_uverbs_gid_type { IB_UVERBS_GID_TYPE_IB, IB_UVERBS_GID_TYPE_ROCE_V1,
+                IB_UVERBS_GID_TYPE_ROCE_V2, }
+            enum ibv_flow_action_esp_keymat { IBV_FLOW_ACTION_ESP_KEYMAT_AES_GCM, }
+            enum ibv_flow_action_esp_keymat_aes_gcm_iv_algo { IBV_FLOW_ACTION_IV_ALGO_SEQ, }
+            enum ibv_flow_action_esp_replay { IBV_FLOW_ACTION_ESP_REPLAY_NONE,
+                IBV_FLOW_ACTION_ESP_REPLAY_BMP, }
+            enum ibv_flow_action_esp_flags { IBV_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO,
+                IBV_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD, IBV_FLOW_ACTION_ESP_FLAGS_TUNNEL,
+                IBV_FLOW_ACTION_ESP_FLAGS_TRANSPORT, IBV_FLOW_ACTION_ESP_FLAGS_DECRYPT,
+                IBV_FLOW_ACTION_ESP_FLAGS_ENCRYPT, IBV_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW, }
+            enum ibv_advise_mr_advice { IBV_ADVISE_MR_ADVICE_PREFETCH,
+                IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, }
+            consts { IBV_ADVISE_MR_FLAG_FLUSH, IBV_QPF_GRH_REQUIRED, IBV_ACCESS_OPTIONAL_RANGE,
+                IBV_ACCESS_OPTIONAL_FIRST, }
+            consts { __VERBS_ABI_IS_EXTENDED, IBV_ALLOCATOR_USE_DEFAULT, }
+        }
+        out
+    }
+
+    const VERBS_H: &str = "/usr/include/infiniband/verbs.h";
+
+    /// Writes the C probe for `checks`, builds it against Debian's headers,
+    /// runs it and returns its `key value` lines.
+    fn run_c_probe(checks: &[Check]) -> BTreeMap<String, i64> {
+        assert!(
+            std::path::Path::new(VERBS_H).exists(),
+            "{VERBS_H} is missing: install Debian's libibverbs-dev (44.0) so the \
+             layout of the Rust mirrors can be compared with the real header"
+        );
+        let mut src = String::new();
+        src.push_str("/* Generated by the ibverbs_rs abi::verbs layout test. */\n");
+        src.push_str("#include <stdio.h>\n#include <stddef.h>\n#include <stdint.h>\n");
+        src.push_str("#include <infiniband/verbs.h>\n\n");
+        src.push_str(C_KIND_MACRO);
+        src.push_str("\n#define P(k, v) printf(\"%s %lld\\n\", k, (long long)(v))\n\n");
+        src.push_str("int main(void)\n{\n");
+        for c in checks {
+            writeln!(src, "\tP(\"{}\", {});", c.key, c.c_expr).unwrap();
+        }
+        src.push_str("\treturn 0;\n}\n");
+
+        let dir = std::env::temp_dir().join(format!("ibverbs_rs_verbs_probe_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c_file = dir.join("probe.c");
+        let exe = dir.join("probe");
+        std::fs::write(&c_file, &src).unwrap();
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+        let build = std::process::Command::new(&cc)
+            .args(["-std=gnu11", "-w", "-I/usr/include", "-o"])
+            .arg(&exe)
+            .arg(&c_file)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
+        assert!(
+            build.status.success(),
+            "the C layout probe {} does not compile (a name in the check lists \
+             does not exist in C?):\n{}",
+            c_file.display(),
+            String::from_utf8_lossy(&build.stderr)
+        );
+        let run = std::process::Command::new(&exe).output().expect("cannot run the C layout probe");
+        assert!(run.status.success(), "the C layout probe failed");
+        let mut map = BTreeMap::new();
+        for line in String::from_utf8(run.stdout).unwrap().lines() {
+            let (k, v) = line.rsplit_once(' ').expect("malformed probe output");
+            map.insert(k.to_string(), v.parse::<i64>().expect("malformed probe value"));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        map
+    }
+
+    #[test]
+    fn layouts_and_values_match_debian_headers() {
+        let checks = all_checks();
+        let c = run_c_probe(&checks);
+        let mut keys = BTreeSet::new();
+        let mut bad = Vec::new();
+        for chk in &checks {
+            assert!(keys.insert(chk.key.clone()), "checked twice: {}", chk.key);
+            match c.get(&chk.key) {
+                Some(&v) if v == chk.rust => {}
+                Some(&v) => bad.push(format!("{}: Rust {} / C {}   [C: {}]", chk.key, chk.rust, v, chk.c_expr)),
+                None => bad.push(format!("{}: missing from the C probe output", chk.key)),
+            }
+        }
+        assert!(bad.is_empty(), "{} mismatches with <infiniband/verbs.h>:\n  {}", bad.len(), bad.join("\n  "));
+        eprintln!("abi::verbs: {} layout/value checks agree with {VERBS_H}", checks.len());
+    }
+
+    /// Names defined in this file (above the test module), read from the
+    /// source text.
+    struct Defined {
+        /// struct/union name -> (`struct`/`union`, its `pub` fields as
+        /// (name without `r#`, Rust type text)).
+        aggregates: BTreeMap<String, (&'static str, Vec<(String, String)>)>,
+        /// `pub type` name -> right-hand side.
+        aliases: BTreeMap<String, String>,
+        consts: BTreeSet<String>,
+    }
+
+    fn ident(s: &str) -> String {
+        s.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '#').collect()
+    }
+
+    fn scan_source() -> Defined {
+        let text = include_str!("verbs.rs");
+        let text = &text[..text.find("#[cfg(test)]\nmod tests").expect("test module marker")];
+        let mut d = Defined { aggregates: BTreeMap::new(), aliases: BTreeMap::new(), consts: BTreeSet::new() };
+        // The aggregate being read, and the field whose type is being read.
+        let mut current: Option<String> = None;
+        let mut field: Option<(String, String)> = None;
+        for line in text.lines() {
+            if let Some(name) = &current {
+                let fields = &mut d.aggregates.get_mut(name).unwrap().1;
+                let starts_field = line.starts_with("    pub ");
+                if line == "}" || starts_field || line.trim_start().starts_with("//") || line.trim_start().starts_with('#') {
+                    if let Some((f, ty)) = field.take() {
+                        let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
+                        let ty = ty.trim_end_matches(',');
+                        let ty = [("< ", "<"), ("( ", "("), (" )", ")"), (" >", ">"), (",)", ")"), (",>", ">")]
+                            .iter()
+                            .fold(ty.to_string(), |t, (a, b)| t.replace(a, b));
+                        fields.push((f, ty));
+                    }
+                }
+                if line == "}" {
+                    current = None;
+                } else if let Some(rest) = line.strip_prefix("    pub ") {
+                    let f = ident(rest);
+                    let ty = rest[f.len()..].trim_start_matches(':').to_string();
+                    field = Some((f.replace("r#", ""), ty));
+                } else if let Some((_, ty)) = &mut field {
+                    ty.push(' ');
+                    ty.push_str(line.trim());
+                }
+                continue;
+            }
+            let (kind, rest) = if let Some(r) = line.strip_prefix("pub struct ") {
+                ("struct", Some(r))
+            } else if let Some(r) = line.strip_prefix("pub union ") {
+                ("union", Some(r))
+            } else {
+                ("", None)
+            };
+            if let Some(rest) = rest {
+                let name = ident(rest);
+                d.aggregates.insert(name.clone(), (kind, Vec::new()));
+                if line.ends_with('{') {
+                    current = Some(name);
+                }
+            } else if let Some(rest) = line.strip_prefix("pub type ") {
+                let name = ident(rest);
+                let rhs = rest[name.len()..].trim().trim_start_matches('=').trim().trim_end_matches(';');
+                d.aliases.insert(name, rhs.to_string());
+            } else if let Some(rest) = line.strip_prefix("pub const ") {
+                d.consts.insert(ident(rest));
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn every_definition_is_checked() {
+        let d = scan_source();
+        let checks = all_checks();
+        let mut types = BTreeSet::new();
+        let mut enums = BTreeSet::new();
+        let mut values = BTreeSet::new();
+        let mut paths: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for c in &checks {
+            if let Some(rest) = c.key.strip_prefix("sizeof enum ") {
+                enums.insert(rest.to_string());
+            } else if let Some(rest) = c.key.strip_prefix("value ") {
+                values.insert(rest.to_string());
+            } else if let Some(rest) = c.key.strip_prefix("offsetof ") {
+                let (t, p) = rest.split_once('.').unwrap();
+                paths.entry(t.to_string()).or_default().push(p.to_string());
+            } else if let Some(rest) = c.key.strip_prefix("sizeof ") {
+                if !rest.contains('.') {
+                    types.insert(rest.to_string());
+                }
+            }
+        }
+        let covered = |t: &str, path: &str| {
+            paths.get(t).is_some_and(|ps| {
+                ps.iter().any(|p| p == path || p.starts_with(&format!("{path}.")))
+            })
+        };
+        let mut missing = Vec::new();
+        let anon: BTreeMap<&str, (&str, &str)> = ANON.iter().map(|&(a, t, p)| (a, (t, p))).collect();
+        for (name, (_, fields)) in &d.aggregates {
+            let fields: Vec<&String> = fields.iter().map(|(f, _)| f).collect();
+            if OPAQUE.contains(&name.as_str()) {
+                continue;
+            }
+            if let Some(&(top, prefix)) = anon.get(name.as_str()) {
+                for f in fields {
+                    if !covered(top, &format!("{prefix}.{f}")) {
+                        missing.push(format!("field {name}.{f} (as {top}.{prefix}.{f})"));
+                    }
+                }
+                continue;
+            }
+            if !types.contains(name) {
+                missing.push(format!("type {name}"));
+            }
+            for f in fields {
+                if !covered(name, f) {
+                    missing.push(format!("field {name}.{f}"));
+                }
+            }
+        }
+        for a in anon.keys() {
+            assert!(d.aggregates.contains_key(*a), "ANON lists unknown type {a}");
+        }
+        for a in d.aliases.keys() {
+            if !enums.contains(a) && !types.contains(a) && !RUST_ONLY_ALIASES.contains(&a.as_str()) {
+                missing.push(format!("alias {a}"));
+            }
+        }
+        for c in &d.consts {
+            if !values.contains(c) {
+                missing.push(format!("constant {c}"));
+            }
+        }
+        assert!(missing.is_empty(), "not covered by the layout checks:\n  {}", missing.join("\n  "));
+        eprintln!(
+            "abi::verbs: {} structs/unions, {} type aliases, {} constants, all checked",
+            d.aggregates.len(),
+            d.aliases.len(),
+            d.consts.len()
+        );
+    }
+
+    /// Spells the Rust type `ty` (as written in this file) as a C type name,
+    /// e.g. `*const ibv_sge` -> `const struct ibv_sge *`.
+    fn c_type(ty: &str, d: &Defined, enums: &BTreeSet<String>) -> String {
+        let ty = ty.trim();
+        if let Some(f) = c_fn_ptr(ty, d, enums) {
+            return f;
+        }
+        if let Some(rest) = ty.strip_prefix("*mut ") {
+            return format!("{} *", c_type(rest, d, enums));
+        }
+        if let Some(rest) = ty.strip_prefix("*const ") {
+            assert!(!rest.starts_with('*'), "cannot spell {ty} in C here");
+            return format!("const {} *", c_type(rest, d, enums));
+        }
+        let prim = match ty {
+            "u8" => "uint8_t",
+            "u16" => "uint16_t",
+            "u32" => "uint32_t",
+            "u64" => "uint64_t",
+            "i32" | "c_int" => "int",
+            "c_uint" => "unsigned int",
+            "size_t" | "usize" => "size_t",
+            "c_void" => "void",
+            "c_char" => "char",
+            _ => "",
+        };
+        if !prim.is_empty() {
+            return prim.to_string();
+        }
+        if enums.contains(ty) {
+            return format!("enum {ty}");
+        }
+        if let Some((kind, _)) = d.aggregates.get(ty) {
+            return format!("{kind} {ty}");
+        }
+        if let Some(rhs) = d.aliases.get(ty) {
+            // An ibv_* alias of an ib_uverbs_* struct keeps its own C name.
+            return match d.aggregates.get(rhs.as_str()) {
+                Some((kind, _)) => format!("{kind} {ty}"),
+                None => c_type(rhs, d, enums),
+            };
+        }
+        panic!("no C spelling for Rust type `{ty}`");
+    }
+
+    /// `Option<unsafe extern "C" fn(a: A, ..) -> R>` -> `R (*)(A, ..)`.
+    fn c_fn_ptr(ty: &str, d: &Defined, enums: &BTreeSet<String>) -> Option<String> {
+        let inner = ty.strip_prefix("Option<unsafe extern \"C\" fn(")?.strip_suffix('>')?;
+        let mut depth = 0;
+        let mut close = None;
+        for (i, ch) in inner.char_indices() {
+            match ch {
+                '(' | '<' => depth += 1,
+                ')' if depth == 0 => {
+                    close = Some(i);
+                    break;
+                }
+                ')' | '>' => depth -= 1,
+                _ => {}
+            }
+        }
+        let close = close.expect("unbalanced fn pointer type");
+        let params: Vec<String> = inner[..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (_, t) = p.split_once(':').expect("fn pointer parameters are named");
+                c_type(t, d, enums)
+            })
+            .collect();
+        let ret = inner[close + 1..].trim();
+        let ret = match ret.strip_prefix("->") {
+            Some(r) => c_type(r, d, enums),
+            None => {
+                assert!(ret.is_empty(), "unexpected text after fn pointer parameters: {ret}");
+                "void".to_string()
+            }
+        };
+        let params = if params.is_empty() { "void".to_string() } else { params.join(", ") };
+        Some(format!("{ret} (*)({params})"))
+    }
+
+    /// Every function-pointer field, read from the definitions above, must
+    /// have exactly the C function type (return type, parameter types and
+    /// pointer constness): C's `_Generic` only selects the branch if the
+    /// types are compatible.
+    #[test]
+    fn function_pointer_signatures_match_debian_headers() {
+        let d = scan_source();
+        let enums: BTreeSet<String> = all_checks()
+            .iter()
+            .filter_map(|c| c.key.strip_prefix("sizeof enum ").map(str::to_string))
+            .collect();
+        let mut checks = Vec::new();
+        for (name, (kind, fields)) in &d.aggregates {
+            for (f, ty) in fields {
+                let ty = match d.aliases.get(ty.as_str()) {
+                    Some(rhs) if rhs.starts_with("Option<") => rhs.clone(),
+                    _ => ty.clone(),
+                };
+                if let Some(cty) = c_fn_ptr(&ty, &d, &enums) {
+                    assert!(!ANON.iter().any(|a| a.0 == name), "fn pointer in anonymous type {name}");
+                    checks.push(Check {
+                        key: format!("fnptr {name}.{f}"),
+                        rust: 1,
+                        c_expr: format!("_Generic(((({kind} {name} *)0)->{f}), {cty}: 1, default: 0)"),
+                    });
+                } else {
+                    assert!(!ty.contains("fn("), "unrecognised fn pointer type in {name}.{f}: {ty}");
+                }
+            }
+        }
+        let c = run_c_probe(&checks);
+        let bad: Vec<String> = checks
+            .iter()
+            .filter(|k| c.get(&k.key) != Some(&1))
+            .map(|k| format!("{}: C type is not `{}`", k.key, k.c_expr))
+            .collect();
+        assert!(bad.is_empty(), "function pointer types differ from <infiniband/verbs.h>:\n  {}", bad.join("\n  "));
+        eprintln!("abi::verbs: {} function pointer types agree with {VERBS_H}", checks.len());
+    }
+}

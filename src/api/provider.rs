@@ -12,18 +12,45 @@ use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 #[allow(unused_imports)]
 use crate::ffi::{set_errno, NOT_SUPPORTED};
+use crate::abi::*;
 
 crate::export! {
-    fn _verbs_init_and_alloc_context(device: *mut c_void, cmd_fd: c_int, alloc_size: usize, context_offset: *mut c_void, driver_id: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
+    fn _verbs_init_and_alloc_context(device: *mut ibv_device, cmd_fd: c_int, alloc_size: usize, context_offset: *mut verbs_context, driver_id: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] {
+        if device.is_null() {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        // The "pointer" is the byte offset of the verbs_context in the
+        // provider's wrapper (upstream passes offsetof as a pointer).
+        crate::context::init_and_alloc(device, cmd_fd, alloc_size, context_offset as usize, driver_id)
+    }
     fn execute_ioctl(context: *mut c_void, cmd: *mut c_void) -> c_int [on_panic: libc::EIO] { NOT_SUPPORTED }
     fn ibv_copy_ah_attr_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
     fn ibv_copy_path_rec_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
     fn ibv_copy_path_rec_to_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
     fn ibv_copy_qp_attr_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
-    fn verbs_init_cq(cq: *mut c_void, context: *mut c_void, channel: *mut c_void, cq_context: *mut c_void) -> () [on_panic: ()] { }
-    fn verbs_open_device(device: *mut c_void, private_data: *mut c_void) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn verbs_set_ops(vctx: *mut c_void, ops: *const c_void) -> () [on_panic: ()] { }
-    fn verbs_uninit_context(context: *mut c_void) -> () [on_panic: ()] { }
+    fn verbs_init_cq(cq: *mut ibv_cq, context: *mut ibv_context, channel: *mut ibv_comp_channel, cq_context: *mut c_void) -> () [on_panic: ()] {
+        crate::context::ops::init_cq(cq, context, channel, cq_context)
+    }
+    fn verbs_open_device(device: *mut ibv_device, private_data: *mut c_void) -> *mut ibv_context [on_panic: std::ptr::null_mut()] {
+        if device.is_null() {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        crate::context::open_device(device, private_data)
+    }
+    fn verbs_set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) -> () [on_panic: ()] {
+        if vctx.is_null() || ops.is_null() || (*vctx).r#priv.is_null() {
+            return;
+        }
+        crate::context::set_ops(vctx, ops)
+    }
+    fn verbs_uninit_context(context: *mut verbs_context) -> () [on_panic: ()] {
+        if context.is_null() {
+            return;
+        }
+        crate::context::uninit_context(context)
+    }
 }
 
 crate::export! {

@@ -12,6 +12,7 @@ pub const RDMA_NLDEV_CMD_GET_CHARDEV: u16 = 15;
 
 pub const RDMA_NLDEV_ATTR_DEV_INDEX: u16 = 1;
 pub const RDMA_NLDEV_ATTR_DEV_NAME: u16 = 2;
+pub const RDMA_NLDEV_ATTR_PORT_INDEX: u16 = 3;
 pub const RDMA_NLDEV_ATTR_NODE_GUID: u16 = 6;
 pub const RDMA_NLDEV_ATTR_DEV_NODE_TYPE: u16 = 14;
 pub const RDMA_NLDEV_ATTR_CHARDEV_TYPE: u16 = 69;
@@ -20,6 +21,9 @@ pub const RDMA_NLDEV_ATTR_CHARDEV_ABI: u16 = 71;
 pub const RDMA_NLDEV_ATTR_CHARDEV: u16 = 72;
 pub const RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID: u16 = 73;
 pub const RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK: u16 = 93;
+/// `RDMA_NLDEV_ATTR_MAX` of the kernel headers rdma-core 44 ships; upstream
+/// parses attribute types up to `RDMA_NLDEV_ATTR_MAX - 1` and ignores the rest.
+pub const RDMA_NLDEV_ATTR_MAX: u16 = 96;
 
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
@@ -175,8 +179,9 @@ impl Socket {
     }
 
     /// Receives replies until the kernel's ACK/DONE/error, handing every data
-    /// message's attributes to `f`.
-    pub fn collect(&mut self, mut f: impl FnMut(u16, &[Attr<'_>])) -> Result<(), i32> {
+    /// message's attributes to `f`.  An error from `f` stops the exchange
+    /// (like a libnl callback returning an error) and is returned.
+    pub fn collect(&mut self, mut f: impl FnMut(u16, &[Attr<'_>]) -> Result<(), i32>) -> Result<(), i32> {
         let mut buf = vec![0u8; 32768];
         loop {
             // SAFETY: buf is valid for its length.
@@ -195,8 +200,8 @@ impl Socket {
                 match m {
                     Message::Done => return Ok(()),
                     Message::Error(0) => return Ok(()),
-                    Message::Error(e) => return Err(-e),
-                    Message::Data { kind, attrs } => f(kind, &attrs),
+                    Message::Error(e) => return Err(if e < 0 { -e } else { libc::EPROTO }),
+                    Message::Data { kind, attrs } => f(kind, &attrs)?,
                 }
             }
         }
@@ -218,6 +223,7 @@ pub fn copy_on_fork() -> bool {
             .find(|a| a.kind == RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK)
             .and_then(|a| a.u8())
             .is_some_and(|v| v != 0);
+        Ok(())
     });
     r.is_ok() && cof
 }
