@@ -204,8 +204,8 @@ one_config() {
 
 	# -- a consumer built with the installed .pc, headers and library
 	local flags rc
-	# pkg-config would drop -I/usr/include and -L/usr/lib/<multiarch> as
-	# "system" directories before prefixing the sysroot; keep them.
+	# pkgconf keeps -I/usr/include and -L/usr/lib/<multiarch> once a sysroot is
+	# set; freedesktop's pkg-config may drop them as "system" directories.
 	flags=$(PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_LIBDIR=$L/pkgconfig \
 		PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1 \
 		pkg-config --cflags --libs libibverbs 2>&1)

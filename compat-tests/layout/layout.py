@@ -374,12 +374,15 @@ def ast_model(compiler_args, tu_text, workdir, tag, header_dir, lang='c'):
                 ent = {'header': hdr, 'type': qual(node.get('type')),
                        'storage': node.get('storageClass', 'extern'),
                        'inline': bool(node.get('inline')),
-                       'linkage': linkage}
+                       'linkage': linkage,
+                       'attrs': sorted({c.get('kind') for c in node.get('inner', ()) or ()
+                                        if c.get('kind', '').endswith('Attr')})}
                 old = model['functions'].get(name)
                 if old is None:
                     model['functions'][name] = ent
                 else:
                     old['inline'] = old['inline'] or ent['inline']
+                    old['attrs'] = sorted(set(old['attrs']) | set(ent['attrs']))
             elif k == 'VarDecl':
                 skip_subtree(node)
                 model['vars'].setdefault(node['name'], {
@@ -588,6 +591,13 @@ class Reporter:
         print('WARN %s: %s' % (name, why))
 
 
+def write_atomic(path, text):
+    tmp = '%s.tmp-%d' % (path, os.getpid())
+    with open(tmp, 'w') as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def file_digest(paths, extra=''):
     h = hashlib.sha256(extra.encode())
     for p in sorted(paths):
@@ -644,8 +654,14 @@ def main(argv):
     up_inc = os.path.abspath(os.environ.get('UPSTREAM_INCLUDE', '/usr/include'))
     up_dir = os.path.join(up_inc, 'infiniband')
     our_dir = os.path.join(our_inc, 'infiniband')
-    work = os.path.join(root, 'build', 'compat-tests', 'layout')
-    os.makedirs(work, exist_ok=True)
+    cachedir = os.path.join(root, 'build', 'compat-tests', 'layout')
+    # per-run scratch: several people may run the suite at the same time
+    work = os.path.join(cachedir, 'run-%d' % os.getpid())
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    if os.environ.get('LAYOUT_KEEP') != '1':
+        import atexit
+        atexit.register(shutil.rmtree, work, True)
     rep = Reporter()
 
     sel = []
@@ -681,7 +697,7 @@ def main(argv):
     # shadow directory: an upstream header missing from ours falls back to
     # upstream's copy (so the rest can still be compared), which the
     # dependency check below reports.
-    shadow = os.path.join(work, 'shadow')
+    shadow = os.path.join(cachedir, 'shadow')
     shadow_ib = os.path.join(shadow, 'infiniband')
     os.makedirs(shadow_ib, exist_ok=True)
     for h in HEADERS + VENDOR_HEADERS:
@@ -693,14 +709,16 @@ def main(argv):
                     '#error "infiniband/%s: missing from OUR_INCLUDE and from UPSTREAM_INCLUDE"\n' % h)
         p = os.path.join(shadow_ib, h)
         if not os.path.exists(p) or open(p).read() != text:
-            with open(p, 'w') as f:
-                f.write(text)
+            write_atomic(p, text)
     up_args = ['-I' + up_inc]
     our_args = ['-I' + our_inc, '-I' + shadow]
 
     present = [h for h in sel if os.path.isfile(os.path.join(our_dir, h))]
+    shown = os.path.relpath(our_dir, root)
+    if shown.startswith('..'):
+        shown = our_dir
     for h in sel:
-        rep.check('%s: present in %s' % (h, os.path.relpath(our_dir, root)),
+        rep.check('%s: present in %s' % (h, shown),
                   [] if h in present else ['missing'])
 
     tu_text = ''.join('#include <infiniband/%s>\n' % h for h in sel)
@@ -713,13 +731,13 @@ def main(argv):
     with open(os.path.abspath(__file__), 'rb') as f:
         me = f.read().decode('utf-8', 'replace')
     key = file_digest(up_files, extra='|'.join(sel) + tool_versions() + me + up_inc)
-    cache = os.path.join(work, 'upstream-cache-%s.json' % key)
+    cache = os.path.join(cachedir, 'upstream-cache-%s.json' % key)
     upstream = None
     if os.environ.get('LAYOUT_NOCACHE') != '1' and os.path.exists(cache):
         try:
             with open(cache) as f:
                 upstream = json.load(f)
-        except ValueError:
+        except (OSError, ValueError):
             upstream = None
     if upstream is None:
         # standalone-compile flag sets that upstream's (non-system) copy passes
@@ -759,12 +777,19 @@ def main(argv):
             variants.append(vm)
         upstream = {'model': up, 'values': vals, 'variants': variants,
                     'lines': [l for l in lines if l[0] not in dropped], 'std': up_std}
-        with open(cache, 'w') as f:
-            json.dump(upstream, f)
-        olds = sorted((os.path.join(work, o) for o in os.listdir(work)
-                       if o.startswith('upstream-cache-')), key=os.path.getmtime)
+        write_atomic(cache, json.dumps(upstream))
+        def mtime(p):
+            try:
+                return os.path.getmtime(p)
+            except OSError:
+                return 0
+        olds = sorted((os.path.join(cachedir, o) for o in os.listdir(cachedir)
+                       if o.startswith('upstream-cache-') and o.endswith('.json')), key=mtime)
         for old in olds[:-12]:  # one per header selection; keep the recent ones
-            os.unlink(old)
+            try:
+                os.unlink(old)
+            except OSError:
+                pass
     up = upstream['model']
     up_vals = upstream['values']
     up_std = upstream['std']
@@ -774,7 +799,7 @@ def main(argv):
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as ex:
         fut_ast = ex.submit(ast_model, our_args, tu_text, work, 'ours', our_dir)
         std_jobs = {}
-        std_cache_path = os.path.join(work, 'standalone-cache.json')
+        std_cache_path = os.path.join(cachedir, 'standalone-cache.json')
         try:
             with open(std_cache_path) as f:
                 std_cache = json.load(f)
@@ -850,8 +875,8 @@ def main(argv):
 
     try:
         live = set(std_keys.values())
-        with open(std_cache_path, 'w') as f:
-            json.dump({k: v for k, v in std_cache.items() if k in live or len(std_cache) < 2000}, f)
+        write_atomic(std_cache_path, json.dumps(
+            {k: v for k, v in std_cache.items() if k in live or len(std_cache) < 2000}))
     except OSError:
         pass
 
@@ -883,10 +908,47 @@ def main(argv):
                 ok = k.split('|')[1][1:] in our_fields.get(ent, ())
         if ok:
             our_lines.append((k, stmt))
-    our_vals, our_dropped, our_fatal = build_probe(work, 'ours', sel, our_lines, our_args)
-    if our_fatal:
-        rep.check('probe compiles against our headers', ['does not compile: ' + our_fatal.replace('\n', ' | ')[:1500]])
-
+    our_vals, our_dropped, fatal = build_probe(work, 'ours', sel, our_lines, our_args)
+    our_fatal = {}
+    if fatal:
+        # Some header of ours does not compile.  Measure the others in a probe
+        # that leaves the broken ones out, against an upstream probe built in
+        # the same include context (layouts can depend on it).
+        def header_of_key(k):
+            ent = k.split('|')[0]
+            for kind, tbl in (('typedef ', 'typedefs'), ('const ', 'enumconsts'),
+                              ('macro ', 'macros'), ('pmacro ', 'macros')):
+                if ent.startswith(kind):
+                    return up[tbl].get(ent[len(kind):], {}).get('header')
+            if ent in up['enums']:
+                return up['enums'][ent]['header']
+            return up['records'].get(ent, {}).get('header')
+        broken = {}
+        for h in sel:
+            src = os.path.join(work, 'alone-%s.c' % h.replace('.', '_'))
+            with open(src, 'w') as f:
+                f.write('#include <infiniband/%s>\n' % h)
+            r = run(['gcc', '-fsyntax-only', '-w', '-std=gnu11'] + our_args + [src])
+            if r.returncode != 0:
+                broken[h] = '\n'.join(l for l in r.stderr.splitlines() if 'error' in l)[:1500] or r.stderr[:1500]
+        good = [h for h in sel if h not in broken]
+        our_vals, our_dropped, f2 = {}, {}, None
+        if good:
+            up_lines = [l for l in upstream['lines'] if header_of_key(l[0]) in good]
+            ctx_vals, _d, _f_up = build_probe(work, 'up-ctx', good, up_lines, up_args)
+            ok_keys = set(ctx_vals)
+            up_vals = {k: v for k, v in up_vals.items()
+                       if header_of_key(k) not in good or k in ok_keys}
+            up_vals.update(ctx_vals)
+            gl = [l for l in our_lines if header_of_key(l[0]) in good and l[0] in ok_keys]
+            our_vals, our_dropped, f2 = build_probe(work, 'ours-ctx', good, gl, our_args)
+        if f2:
+            broken.update({h: f2 for h in good})
+        for h in sel:
+            if h in broken:
+                our_fatal[h] = broken[h]
+                rep.check('%s: probe compiles against our headers' % h,
+                          ['does not compile: ' + broken[h].replace('\n', ' | ')[:1500]])
     compare(rep, sel, up, ours, up_vals, our_vals, our_dropped, our_fatal)
     for i, (vname, vargs, vlang) in enumerate(VARIANTS):
         om = ast_model(our_args + vargs, tu_text, work, 'ours-v%d' % i, our_dir, vlang)
@@ -900,13 +962,15 @@ def compare(rep, sel, up, ours, up_vals, our_vals, our_dropped, our_fatal):
     up_td = up['all_typedefs']
     our_td = ours['all_typedefs']
 
+    cur = {}
+
     def vdiff(key, label):
         """Compare one probe value."""
         if key not in up_vals:
             return None
         if key in our_dropped:
             return '%s: does not compile against ours (%s)' % (label, our_dropped[key])
-        if our_fatal:
+        if cur.get('h') in our_fatal:
             return 'not measured (the probe does not compile against our headers)'
         if key not in our_vals:
             return None  # absent; reported elsewhere
@@ -927,6 +991,7 @@ def compare(rep, sel, up, ours, up_vals, our_vals, our_dropped, our_fatal):
         return None
 
     for h in sel:
+        cur['h'] = h
         # records
         for name, rec in up['records'].items():
             if rec['header'] != h:
@@ -1044,6 +1109,10 @@ def compare(rep, sel, up, ours, up_vals, our_vals, our_dropped, our_fatal):
             rep.check(label, diffs)
             if w:
                 rep.warn(label, w)
+            ua, oa = set(fn.get('attrs', ())), set(o.get('attrs', ()))
+            if ua != oa:
+                rep.warn(label, 'attributes upstream [%s], ours [%s]' % (
+                    ', '.join(sorted(ua)), ', '.join(sorted(oa))))
         # variables
         for name, var in up['vars'].items():
             if var['header'] != h:
@@ -1194,13 +1263,16 @@ def hook(rep, root, argv):
     if not os.path.exists(sh):
         rep.skip('provider ABI (driver.h)', 'provider_abi.expected exists but provider_abi.sh does not')
         return
+    env = dict(os.environ)
+    env.pop('LAYOUT_QUIET', None)  # its PASS lines are counted here
     r = subprocess.run(['bash', sh], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, errors='replace', cwd=root)
+                       universal_newlines=True, errors='replace', cwd=root, env=env)
     counted = False
     for l in r.stdout.splitlines():
         if re.match(r'^\S+: \d+ passed, \d+ failed', l):
             continue  # its closing line; its checks are counted below
-        print(l)
+        if not (QUIET and l.startswith('PASS ')):
+            print(l)
         if l.startswith('PASS '):
             rep.passed += 1
             counted = True

@@ -157,8 +157,11 @@ def main():
 
     s_up = dynsyms(up, [d[0] for d in vd_up])
     s_our = dynsyms(our, [d[0] for d in vd_our])
-    missing = sorted(set(s_up) - set(s_our))
-    extra = sorted(set(s_our) - set(s_up))
+    # (name, version, type) triples: a type change shows up as missing + extra
+    t_up = {k + (e['type'],) for k, e in s_up.items()}
+    t_our = {k + (e['type'],) for k, e in s_our.items()}
+    missing = sorted(k[:2] for k in t_up - t_our)
+    extra = sorted(k[:2] for k in t_our - t_up)
     print('missing: %d' % len(missing))
     for k in missing:
         print('    %s' % fmt(k, s_up[k]))

@@ -43,11 +43,17 @@ log "setting up veth0/veth1"
 # generated traffic for the peer's address out of the veth instead (table
 # 100, consulted first for output only: iif lo), keep the local table for
 # received packets, accept our own addresses as sources, and skip ARP.
+# veth MTU 1500: rxe's active_mtu becomes 1024 (with MTU 1024 it would be
+# 512, too small for ibv_ud_pingpong -s 1024).
+# no IPv6 DAD: link-local addresses (and their GIDs) exist as soon as the
+# links are up, so the GID tables do not change while tests run
+echo 0 > /proc/sys/net/ipv6/conf/default/accept_dad
+echo 0 > /proc/sys/net/ipv6/conf/all/accept_dad
 ip -batch - <<'IPCMDS' || setup_fail "ip link/addr/route/rule setup"
 link set lo up
 link add veth0 type veth peer name veth1
-link set veth0 mtu 1024
-link set veth1 mtu 1024
+link set veth0 mtu 1500
+link set veth1 mtu 1500
 addr add 192.0.2.1/24 dev veth0
 addr add 192.0.2.2/24 dev veth1
 link set veth0 up

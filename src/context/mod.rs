@@ -234,7 +234,9 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     let vdev = device.cast::<verbs_device>();
     let sysfs = (*vdev).sysfs;
     let mut cmd_fd = -1;
-    if !sysfs.is_null() {
+    // A software device (crate::device::soft) has no character device.
+    let kernel = !sysfs.is_null() && (*sysfs).flags & crate::device::soft::VSYSFS_SOFT == 0;
+    if kernel {
         let name = std::ffi::CStr::from_ptr((*sysfs).sysfs_name.as_ptr()).to_string_lossy();
         cmd_fd = cdev::open_cdev(&name, (*sysfs).sysfs_cdev);
         if cmd_fd < 0 {
@@ -256,7 +258,7 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     }
     ops::set_lib_ops(vctx);
     let ctx = std::ptr::addr_of_mut!((*vctx).context);
-    if !sysfs.is_null() && (*ctx).async_fd == -1 {
+    if kernel && (*ctx).async_fd == -1 {
         let rc = crate::kernel_hooks::alloc_async_fd(ctx);
         if rc != 0 {
             close_device(ctx);
