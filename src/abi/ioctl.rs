@@ -45,6 +45,38 @@ pub struct ibv_command_buffer {
     pub hdr: ib_uverbs_ioctl_hdr,
 }
 
+/// `_UHW_NO_INDEX`: `uhw_in_idx` / `uhw_out_idx` when there is no UHW.
+pub const _UHW_NO_INDEX: u8 = 0xFF;
+
+/// Bits of [`ibv_command_buffer::flags`] (C bit-fields, allocated from the
+/// least significant bit as the SysV ABI lays them out).
+pub const CMDB_BUFFER_ERROR: u8 = 1 << 0;
+pub const CMDB_FALLBACK_REQUIRE_EX: u8 = 1 << 1;
+pub const CMDB_FALLBACK_IOCTL_ONLY: u8 = 1 << 2;
+
+impl ibv_command_buffer {
+    /// `cmd->hdr.attrs`: the attribute array that follows the header in
+    /// the same allocation.
+    ///
+    /// # Safety
+    /// `this` must point to a command buffer.
+    pub unsafe fn attrs(this: *mut Self) -> *mut ib_uverbs_attr {
+        core::ptr::addr_of_mut!((*this).hdr)
+            .cast::<u8>()
+            .add(core::mem::size_of::<ib_uverbs_ioctl_hdr>())
+            .cast::<ib_uverbs_attr>()
+    }
+
+    /// Number of attributes written into this block (`next_attr - attrs`).
+    ///
+    /// # Safety
+    /// `this` must point to a command buffer whose `next_attr` points into
+    /// its own attribute array.
+    pub unsafe fn used(this: *mut Self) -> usize {
+        (*this).next_attr.offset_from(Self::attrs(this)).max(0) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +87,25 @@ mod tests {
         assert_eq!(size_of::<ib_uverbs_ioctl_hdr>(), 24);
         assert_eq!(offset_of!(ibv_command_buffer, hdr), 32);
         assert_eq!(size_of::<ibv_command_buffer>(), 56);
+        assert_eq!(offset_of!(ibv_command_buffer, flags), 28);
+    }
+
+    /// The bit-field positions of `buffer_error`, `fallback_require_ex` and
+    /// `fallback_ioctl_only`, measured from a C compiler.
+    #[test]
+    fn flag_bits_match_c_bitfields() {
+        let exprs: Vec<String> = ["buffer_error", "fallback_require_ex", "fallback_ioctl_only"]
+            .iter()
+            .map(|f| {
+                format!(
+                    "({{ struct {{ void *a, *b, *c; unsigned char d[4]; unsigned char buffer_error:1, \
+                     fallback_require_ex:1, fallback_ioctl_only:1; }} s; memset(&s, 0, sizeof s); s.{f} = 1; \
+                     ((unsigned char *)&s)[28]; }})"
+                )
+            })
+            .collect();
+        if let Some(v) = crate::kernel::testutil::c_values(&["string.h"], &exprs) {
+            assert_eq!(v, vec![CMDB_BUFFER_ERROR as i64, CMDB_FALLBACK_REQUIRE_EX as i64, CMDB_FALLBACK_IOCTL_ONLY as i64]);
+        }
     }
 }

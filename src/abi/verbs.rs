@@ -38,7 +38,10 @@
 use libc::{c_char, c_int, c_uint, c_void, pthread_cond_t, pthread_mutex_t, size_t, timespec};
 
 // The only layouts mirrored (and checked) here are the LP64 ones.
-const _: () = assert!(core::mem::size_of::<usize>() == 8, "verbs.rs mirrors the 64-bit ABI only");
+const _: () = assert!(
+    core::mem::size_of::<usize>() == 8,
+    "verbs.rs mirrors the 64-bit ABI only"
+);
 
 // ---------------------------------------------------------------------------
 // GIDs
@@ -1473,7 +1476,13 @@ pub struct ibv_qp_ex {
     /// Bits of `ibv_send_flags`.
     pub wr_flags: c_uint,
     pub wr_atomic_cmp_swp: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, compare: u64, swap: u64),
+        unsafe extern "C" fn(
+            qp: *mut ibv_qp_ex,
+            rkey: u32,
+            remote_addr: u64,
+            compare: u64,
+            swap: u64,
+        ),
     >,
     pub wr_atomic_fetch_add:
         Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, add: u64)>,
@@ -1487,16 +1496,23 @@ pub struct ibv_qp_ex {
     >,
     pub wr_local_inv: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, invalidate_rkey: u32)>,
     pub wr_rdma_read: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64)>,
-    pub wr_rdma_write: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64)>,
-    pub wr_rdma_write_imm:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, imm_data: u32)>,
+    pub wr_rdma_write:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64)>,
+    pub wr_rdma_write_imm: Option<
+        unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, imm_data: u32),
+    >,
     pub wr_send: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex)>,
     pub wr_send_imm: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, imm_data: u32)>,
     pub wr_send_inv: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, invalidate_rkey: u32)>,
     pub wr_send_tso:
         Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, hdr: *mut c_void, hdr_sz: u16, mss: u16)>,
     pub wr_set_ud_addr: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp_ex, ah: *mut ibv_ah, remote_qpn: u32, remote_qkey: u32),
+        unsafe extern "C" fn(
+            qp: *mut ibv_qp_ex,
+            ah: *mut ibv_ah,
+            remote_qpn: u32,
+            remote_qkey: u32,
+        ),
     >,
     pub wr_set_xrc_srqn: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, remote_srqn: u32)>,
     pub wr_set_inline_data:
@@ -1512,7 +1528,12 @@ pub struct ibv_qp_ex {
     pub wr_complete: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex) -> c_int>,
     pub wr_abort: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex)>,
     pub wr_atomic_write: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, atomic_wr: *const c_void),
+        unsafe extern "C" fn(
+            qp: *mut ibv_qp_ex,
+            rkey: u32,
+            remote_addr: u64,
+            atomic_wr: *const c_void,
+        ),
     >,
 }
 
@@ -2043,7 +2064,8 @@ pub struct ibv_context_ops {
     pub _compat_create_cq: ibv_compat_op_fn,
     pub poll_cq:
         Option<unsafe extern "C" fn(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int>,
-    pub req_notify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>,
+    pub req_notify_cq:
+        Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>,
     pub _compat_cq_event: ibv_compat_op_fn,
     pub _compat_resize_cq: ibv_compat_op_fn,
     pub _compat_destroy_cq: ibv_compat_op_fn,
@@ -2154,7 +2176,12 @@ pub struct ibv_parent_domain_init_attr {
         ) -> *mut c_void,
     >,
     pub free: Option<
-        unsafe extern "C" fn(pd: *mut ibv_pd, pd_context: *mut c_void, ptr: *mut c_void, resource_type: u64),
+        unsafe extern "C" fn(
+            pd: *mut ibv_pd,
+            pd_context: *mut c_void,
+            ptr: *mut c_void,
+            resource_type: u64,
+        ),
     >,
     pub pd_context: *mut c_void,
 }
@@ -2267,11 +2294,17 @@ pub struct verbs_context {
         ) -> *mut ibv_mr,
     >,
     pub alloc_dm: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm,
+        unsafe extern "C" fn(
+            context: *mut ibv_context,
+            attr: *mut ibv_alloc_dm_attr,
+        ) -> *mut ibv_dm,
     >,
     pub free_dm: Option<unsafe extern "C" fn(dm: *mut ibv_dm) -> c_int>,
     pub modify_flow_action_esp: Option<
-        unsafe extern "C" fn(action: *mut ibv_flow_action, attr: *mut ibv_flow_action_esp_attr) -> c_int,
+        unsafe extern "C" fn(
+            action: *mut ibv_flow_action,
+            attr: *mut ibv_flow_action_esp_attr,
+        ) -> c_int,
     >,
     pub destroy_flow_action: Option<unsafe extern "C" fn(action: *mut ibv_flow_action) -> c_int>,
     pub create_flow_action_esp: Option<
@@ -2290,11 +2323,19 @@ pub struct verbs_context {
     >,
     pub dealloc_td: Option<unsafe extern "C" fn(td: *mut ibv_td) -> c_int>,
     pub alloc_td: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_td_init_attr) -> *mut ibv_td,
+        unsafe extern "C" fn(
+            context: *mut ibv_context,
+            init_attr: *mut ibv_td_init_attr,
+        ) -> *mut ibv_td,
     >,
-    pub modify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>,
+    pub modify_cq:
+        Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>,
     pub post_srq_ops: Option<
-        unsafe extern "C" fn(srq: *mut ibv_srq, op: *mut ibv_ops_wr, bad_op: *mut *mut ibv_ops_wr) -> c_int,
+        unsafe extern "C" fn(
+            srq: *mut ibv_srq,
+            op: *mut ibv_ops_wr,
+            bad_op: *mut *mut ibv_ops_wr,
+        ) -> c_int,
     >,
     pub destroy_rwq_ind_table:
         Option<unsafe extern "C" fn(rwq_ind_table: *mut ibv_rwq_ind_table) -> c_int>,
@@ -2305,12 +2346,17 @@ pub struct verbs_context {
         ) -> *mut ibv_rwq_ind_table,
     >,
     pub destroy_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq) -> c_int>,
-    pub modify_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>,
+    pub modify_wq:
+        Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>,
     pub create_wq: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, wq_init_attr: *mut ibv_wq_init_attr) -> *mut ibv_wq,
+        unsafe extern "C" fn(
+            context: *mut ibv_context,
+            wq_init_attr: *mut ibv_wq_init_attr,
+        ) -> *mut ibv_wq,
     >,
-    pub query_rt_values:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int>,
+    pub query_rt_values: Option<
+        unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int,
+    >,
     pub create_cq_ex: Option<
         unsafe extern "C" fn(
             context: *mut ibv_context,
@@ -2329,8 +2375,9 @@ pub struct verbs_context {
     pub ibv_destroy_flow: Option<unsafe extern "C" fn(flow: *mut ibv_flow) -> c_int>,
     /// Unused slot.
     pub ABI_placeholder2: Option<unsafe extern "C" fn()>,
-    pub ibv_create_flow:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow>,
+    pub ibv_create_flow: Option<
+        unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow,
+    >,
     /// Unused slot.
     pub ABI_placeholder1: Option<unsafe extern "C" fn()>,
     pub open_qp: Option<
@@ -2411,7 +2458,8 @@ pub const IB_UVERBS_ACCESS_MW_BIND: ib_uverbs_access_flags = 1 << 4;
 pub const IB_UVERBS_ACCESS_ZERO_BASED: ib_uverbs_access_flags = 1 << 5;
 pub const IB_UVERBS_ACCESS_ON_DEMAND: ib_uverbs_access_flags = 1 << 6;
 pub const IB_UVERBS_ACCESS_HUGETLB: ib_uverbs_access_flags = 1 << 7;
-pub const IB_UVERBS_ACCESS_RELAXED_ORDERING: ib_uverbs_access_flags = IB_UVERBS_ACCESS_OPTIONAL_FIRST;
+pub const IB_UVERBS_ACCESS_RELAXED_ORDERING: ib_uverbs_access_flags =
+    IB_UVERBS_ACCESS_OPTIONAL_FIRST;
 /// Every bit from `..._OPTIONAL_FIRST` through `..._OPTIONAL_LAST`.
 pub const IB_UVERBS_ACCESS_OPTIONAL_RANGE: ib_uverbs_access_flags =
     ((IB_UVERBS_ACCESS_OPTIONAL_LAST << 1) - 1) & !(IB_UVERBS_ACCESS_OPTIONAL_FIRST - 1);
@@ -2648,7 +2696,8 @@ pub type ibv_flow_action_esp_keymat = ib_uverbs_flow_action_esp_keymat;
 pub const IBV_FLOW_ACTION_ESP_KEYMAT_AES_GCM: ibv_flow_action_esp_keymat =
     IB_UVERBS_FLOW_ACTION_ESP_KEYMAT_AES_GCM;
 /// `enum ibv_flow_action_esp_keymat_aes_gcm_iv_algo`.
-pub type ibv_flow_action_esp_keymat_aes_gcm_iv_algo = ib_uverbs_flow_action_esp_keymat_aes_gcm_iv_algo;
+pub type ibv_flow_action_esp_keymat_aes_gcm_iv_algo =
+    ib_uverbs_flow_action_esp_keymat_aes_gcm_iv_algo;
 pub const IBV_FLOW_ACTION_IV_ALGO_SEQ: ibv_flow_action_esp_keymat_aes_gcm_iv_algo =
     IB_UVERBS_FLOW_ACTION_IV_ALGO_SEQ;
 /// `struct ibv_flow_action_esp_keymat_aes_gcm`.
@@ -2846,26 +2895,38 @@ mod tests {
     /// checked C type containing it, Rust path of it in there).  Their fields
     /// are checked through that path.
     const ANON: &[(&str, &str, &str)] = &[
-    ("ibv_gid_global", "ibv_gid", "global"),
-    ("ibv_odp_caps_per_transport_caps", "ibv_odp_caps", "per_transport_caps"),
-    ("ibv_async_event_element", "ibv_async_event", "element"),
-    ("ibv_wc_imm", "ibv_wc", "imm"),
-    ("ibv_send_wr_imm", "ibv_send_wr", "imm"),
-    ("ibv_send_wr_wr", "ibv_send_wr", "wr"),
-    ("ibv_send_wr_wr_rdma", "ibv_send_wr", "wr.rdma"),
-    ("ibv_send_wr_wr_atomic", "ibv_send_wr", "wr.atomic"),
-    ("ibv_send_wr_wr_ud", "ibv_send_wr", "wr.ud"),
-    ("ibv_send_wr_qp_type", "ibv_send_wr", "qp_type"),
-    ("ibv_send_wr_qp_type_xrc", "ibv_send_wr", "qp_type.xrc"),
-    ("ibv_send_wr_bind_mw_tso", "ibv_send_wr", "bind_mw_tso"),
-    ("ibv_send_wr_bind_mw", "ibv_send_wr", "bind_mw_tso.bind_mw"),
-    ("ibv_send_wr_tso", "ibv_send_wr", "bind_mw_tso.tso"),
-    ("ibv_ops_wr_tm", "ibv_ops_wr", "tm"),
-    ("ibv_ops_wr_tm_add", "ibv_ops_wr", "tm.add"),
-    ("ibv_flow_spec_u", "ibv_flow_spec", "u"),
-    ("ibv_flow_spec_hdr", "ibv_flow_spec", "u.hdr"),
-    ("ib_uverbs_flow_action_esp_encap_val_ptr", "ib_uverbs_flow_action_esp_encap", "val_ptr"),
-    ("ib_uverbs_flow_action_esp_encap_next_ptr", "ib_uverbs_flow_action_esp_encap", "next_ptr"),
+        ("ibv_gid_global", "ibv_gid", "global"),
+        (
+            "ibv_odp_caps_per_transport_caps",
+            "ibv_odp_caps",
+            "per_transport_caps",
+        ),
+        ("ibv_async_event_element", "ibv_async_event", "element"),
+        ("ibv_wc_imm", "ibv_wc", "imm"),
+        ("ibv_send_wr_imm", "ibv_send_wr", "imm"),
+        ("ibv_send_wr_wr", "ibv_send_wr", "wr"),
+        ("ibv_send_wr_wr_rdma", "ibv_send_wr", "wr.rdma"),
+        ("ibv_send_wr_wr_atomic", "ibv_send_wr", "wr.atomic"),
+        ("ibv_send_wr_wr_ud", "ibv_send_wr", "wr.ud"),
+        ("ibv_send_wr_qp_type", "ibv_send_wr", "qp_type"),
+        ("ibv_send_wr_qp_type_xrc", "ibv_send_wr", "qp_type.xrc"),
+        ("ibv_send_wr_bind_mw_tso", "ibv_send_wr", "bind_mw_tso"),
+        ("ibv_send_wr_bind_mw", "ibv_send_wr", "bind_mw_tso.bind_mw"),
+        ("ibv_send_wr_tso", "ibv_send_wr", "bind_mw_tso.tso"),
+        ("ibv_ops_wr_tm", "ibv_ops_wr", "tm"),
+        ("ibv_ops_wr_tm_add", "ibv_ops_wr", "tm.add"),
+        ("ibv_flow_spec_u", "ibv_flow_spec", "u"),
+        ("ibv_flow_spec_hdr", "ibv_flow_spec", "u.hdr"),
+        (
+            "ib_uverbs_flow_action_esp_encap_val_ptr",
+            "ib_uverbs_flow_action_esp_encap",
+            "val_ptr",
+        ),
+        (
+            "ib_uverbs_flow_action_esp_encap_next_ptr",
+            "ib_uverbs_flow_action_esp_encap",
+            "next_ptr",
+        ),
     ];
 
     fn all_checks() -> Vec<Check> {
@@ -3320,7 +3381,13 @@ mod tests {
         }
         src.push_str("\treturn 0;\n}\n");
 
-        let dir = std::env::temp_dir().join(format!("ibverbs_rs_verbs_probe_{}", std::process::id()));
+        // Tests run in parallel threads: give every probe its own directory.
+        static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "ibverbs_rs_verbs_probe_{}_{seq}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let c_file = dir.join("probe.c");
         let exe = dir.join("probe");
@@ -3339,12 +3406,17 @@ mod tests {
             c_file.display(),
             String::from_utf8_lossy(&build.stderr)
         );
-        let run = std::process::Command::new(&exe).output().expect("cannot run the C layout probe");
+        let run = std::process::Command::new(&exe)
+            .output()
+            .expect("cannot run the C layout probe");
         assert!(run.status.success(), "the C layout probe failed");
         let mut map = BTreeMap::new();
         for line in String::from_utf8(run.stdout).unwrap().lines() {
             let (k, v) = line.rsplit_once(' ').expect("malformed probe output");
-            map.insert(k.to_string(), v.parse::<i64>().expect("malformed probe value"));
+            map.insert(
+                k.to_string(),
+                v.parse::<i64>().expect("malformed probe value"),
+            );
         }
         let _ = std::fs::remove_dir_all(&dir);
         map
@@ -3360,12 +3432,23 @@ mod tests {
             assert!(keys.insert(chk.key.clone()), "checked twice: {}", chk.key);
             match c.get(&chk.key) {
                 Some(&v) if v == chk.rust => {}
-                Some(&v) => bad.push(format!("{}: Rust {} / C {}   [C: {}]", chk.key, chk.rust, v, chk.c_expr)),
+                Some(&v) => bad.push(format!(
+                    "{}: Rust {} / C {}   [C: {}]",
+                    chk.key, chk.rust, v, chk.c_expr
+                )),
                 None => bad.push(format!("{}: missing from the C probe output", chk.key)),
             }
         }
-        assert!(bad.is_empty(), "{} mismatches with <infiniband/verbs.h>:\n  {}", bad.len(), bad.join("\n  "));
-        eprintln!("abi::verbs: {} layout/value checks agree with {VERBS_H}", checks.len());
+        assert!(
+            bad.is_empty(),
+            "{} mismatches with <infiniband/verbs.h>:\n  {}",
+            bad.len(),
+            bad.join("\n  ")
+        );
+        eprintln!(
+            "abi::verbs: {} layout/value checks agree with {VERBS_H}",
+            checks.len()
+        );
     }
 
     /// Names defined in this file (above the test module), read from the
@@ -3380,27 +3463,47 @@ mod tests {
     }
 
     fn ident(s: &str) -> String {
-        s.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '#').collect()
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '#')
+            .collect()
     }
 
     fn scan_source() -> Defined {
         let text = include_str!("verbs.rs");
-        let text = &text[..text.find("#[cfg(test)]\nmod tests").expect("test module marker")];
-        let mut d = Defined { aggregates: BTreeMap::new(), aliases: BTreeMap::new(), consts: BTreeSet::new() };
+        let text = &text[..text
+            .find("#[cfg(test)]\nmod tests")
+            .expect("test module marker")];
+        let mut d = Defined {
+            aggregates: BTreeMap::new(),
+            aliases: BTreeMap::new(),
+            consts: BTreeSet::new(),
+        };
         // The aggregate being read, and the field whose type is being read.
         let mut current: Option<String> = None;
         let mut field: Option<(String, String)> = None;
-        for line in text.lines() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, &line) in lines.iter().enumerate() {
             if let Some(name) = &current {
                 let fields = &mut d.aggregates.get_mut(name).unwrap().1;
                 let starts_field = line.starts_with("    pub ");
-                if line == "}" || starts_field || line.trim_start().starts_with("//") || line.trim_start().starts_with('#') {
+                if line == "}"
+                    || starts_field
+                    || line.trim_start().starts_with("//")
+                    || line.trim_start().starts_with('#')
+                {
                     if let Some((f, ty)) = field.take() {
                         let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
                         let ty = ty.trim_end_matches(',');
-                        let ty = [("< ", "<"), ("( ", "("), (" )", ")"), (" >", ">"), (",)", ")"), (",>", ">")]
-                            .iter()
-                            .fold(ty.to_string(), |t, (a, b)| t.replace(a, b));
+                        let ty = [
+                            ("< ", "<"),
+                            ("( ", "("),
+                            (" )", ")"),
+                            (" >", ">"),
+                            (",)", ")"),
+                            (",>", ">"),
+                        ]
+                        .iter()
+                        .fold(ty.to_string(), |t, (a, b)| t.replace(a, b));
                         fields.push((f, ty));
                     }
                 }
@@ -3430,8 +3533,20 @@ mod tests {
                     current = Some(name);
                 }
             } else if let Some(rest) = line.strip_prefix("pub type ") {
-                let name = ident(rest);
-                let rhs = rest[name.len()..].trim().trim_start_matches('=').trim().trim_end_matches(';');
+                // The alias may continue on the following lines, up to `;`.
+                let mut stmt = rest.to_string();
+                let mut j = i;
+                while !stmt.trim_end().ends_with(';') {
+                    j += 1;
+                    stmt.push(' ');
+                    stmt.push_str(lines[j].trim());
+                }
+                let name = ident(&stmt);
+                let rhs = stmt[name.len()..]
+                    .trim()
+                    .trim_start_matches('=')
+                    .trim()
+                    .trim_end_matches(';');
                 d.aliases.insert(name, rhs.to_string());
             } else if let Some(rest) = line.strip_prefix("pub const ") {
                 d.consts.insert(ident(rest));
@@ -3464,11 +3579,13 @@ mod tests {
         }
         let covered = |t: &str, path: &str| {
             paths.get(t).is_some_and(|ps| {
-                ps.iter().any(|p| p == path || p.starts_with(&format!("{path}.")))
+                ps.iter()
+                    .any(|p| p == path || p.starts_with(&format!("{path}.")))
             })
         };
         let mut missing = Vec::new();
-        let anon: BTreeMap<&str, (&str, &str)> = ANON.iter().map(|&(a, t, p)| (a, (t, p))).collect();
+        let anon: BTreeMap<&str, (&str, &str)> =
+            ANON.iter().map(|&(a, t, p)| (a, (t, p))).collect();
         for (name, (_, fields)) in &d.aggregates {
             let fields: Vec<&String> = fields.iter().map(|(f, _)| f).collect();
             if OPAQUE.contains(&name.as_str()) {
@@ -3495,7 +3612,8 @@ mod tests {
             assert!(d.aggregates.contains_key(*a), "ANON lists unknown type {a}");
         }
         for a in d.aliases.keys() {
-            if !enums.contains(a) && !types.contains(a) && !RUST_ONLY_ALIASES.contains(&a.as_str()) {
+            if !enums.contains(a) && !types.contains(a) && !RUST_ONLY_ALIASES.contains(&a.as_str())
+            {
                 missing.push(format!("alias {a}"));
             }
         }
@@ -3504,7 +3622,11 @@ mod tests {
                 missing.push(format!("constant {c}"));
             }
         }
-        assert!(missing.is_empty(), "not covered by the layout checks:\n  {}", missing.join("\n  "));
+        assert!(
+            missing.is_empty(),
+            "not covered by the layout checks:\n  {}",
+            missing.join("\n  ")
+        );
         eprintln!(
             "abi::verbs: {} structs/unions, {} type aliases, {} constants, all checked",
             d.aggregates.len(),
@@ -3560,7 +3682,9 @@ mod tests {
 
     /// `Option<unsafe extern "C" fn(a: A, ..) -> R>` -> `R (*)(A, ..)`.
     fn c_fn_ptr(ty: &str, d: &Defined, enums: &BTreeSet<String>) -> Option<String> {
-        let inner = ty.strip_prefix("Option<unsafe extern \"C\" fn(")?.strip_suffix('>')?;
+        let inner = ty
+            .strip_prefix("Option<unsafe extern \"C\" fn(")?
+            .strip_suffix('>')?;
         let mut depth = 0;
         let mut close = None;
         for (i, ch) in inner.char_indices() {
@@ -3588,11 +3712,18 @@ mod tests {
         let ret = match ret.strip_prefix("->") {
             Some(r) => c_type(r, d, enums),
             None => {
-                assert!(ret.is_empty(), "unexpected text after fn pointer parameters: {ret}");
+                assert!(
+                    ret.is_empty(),
+                    "unexpected text after fn pointer parameters: {ret}"
+                );
                 "void".to_string()
             }
         };
-        let params = if params.is_empty() { "void".to_string() } else { params.join(", ") };
+        let params = if params.is_empty() {
+            "void".to_string()
+        } else {
+            params.join(", ")
+        };
         Some(format!("{ret} (*)({params})"))
     }
 
@@ -3615,14 +3746,22 @@ mod tests {
                     _ => ty.clone(),
                 };
                 if let Some(cty) = c_fn_ptr(&ty, &d, &enums) {
-                    assert!(!ANON.iter().any(|a| a.0 == name), "fn pointer in anonymous type {name}");
+                    assert!(
+                        !ANON.iter().any(|a| a.0 == name),
+                        "fn pointer in anonymous type {name}"
+                    );
                     checks.push(Check {
                         key: format!("fnptr {name}.{f}"),
                         rust: 1,
-                        c_expr: format!("_Generic(((({kind} {name} *)0)->{f}), {cty}: 1, default: 0)"),
+                        c_expr: format!(
+                            "_Generic(((({kind} {name} *)0)->{f}), {cty}: 1, default: 0)"
+                        ),
                     });
                 } else {
-                    assert!(!ty.contains("fn("), "unrecognised fn pointer type in {name}.{f}: {ty}");
+                    assert!(
+                        !ty.contains("fn("),
+                        "unrecognised fn pointer type in {name}.{f}: {ty}"
+                    );
                 }
             }
         }
@@ -3632,7 +3771,14 @@ mod tests {
             .filter(|k| c.get(&k.key) != Some(&1))
             .map(|k| format!("{}: C type is not `{}`", k.key, k.c_expr))
             .collect();
-        assert!(bad.is_empty(), "function pointer types differ from <infiniband/verbs.h>:\n  {}", bad.join("\n  "));
-        eprintln!("abi::verbs: {} function pointer types agree with {VERBS_H}", checks.len());
+        assert!(
+            bad.is_empty(),
+            "function pointer types differ from <infiniband/verbs.h>:\n  {}",
+            bad.join("\n  ")
+        );
+        eprintln!(
+            "abi::verbs: {} function pointer types agree with {VERBS_H}",
+            checks.len()
+        );
     }
 }

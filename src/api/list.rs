@@ -12,7 +12,9 @@ crate::export! {
             // SAFETY: caller's out-parameter.
             unsafe { *num_devices = 0 };
         }
-        let devs = match crate::device::scan() {
+        // Each listed device gets a reference for this list (put by
+        // ibv_free_device_list).
+        let devs = match crate::device::get_list() {
             Ok(d) => d,
             Err(e) => {
                 set_errno(e);
@@ -25,6 +27,9 @@ crate::export! {
         let l = unsafe { libc::calloc(devs.len() + 1, std::mem::size_of::<*mut ibv_device>()) }
             .cast::<*mut ibv_device>();
         if l.is_null() {
+            for &d in &devs {
+                crate::device::put(d);
+            }
             set_errno(libc::ENOMEM);
             return std::ptr::null_mut();
         }
@@ -45,10 +50,16 @@ crate::export! {
         if list.is_null() {
             return;
         }
-        // Devices are not reference counted yet because none can be listed
-        // (see crate::device); the array itself is ours.
-        // SAFETY: the array came from calloc in ibv_get_device_list.
-        unsafe { libc::free(list.cast()) };
+        let mut i = 0;
+        // SAFETY: a NULL-terminated array from ibv_get_device_list; each
+        // entry carries the reference that list took.
+        unsafe {
+            while !(*list.add(i)).is_null() {
+                crate::device::put(*list.add(i));
+                i += 1;
+            }
+            libc::free(list.cast());
+        }
     }
 
     fn __ibv_get_device_name_1_1(device: *mut ibv_device) -> *const c_char [on_panic: std::ptr::null()] {

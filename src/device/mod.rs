@@ -1,22 +1,29 @@
 //! The process-wide device list: one-time initialisation (environment,
-//! sysfs root, memlock check) and discovery.
+//! sysfs root, memlock check, logging) and discovery, as rdma-core 44 does
+//! it.
 //!
-//! Discovery follows upstream's order — RDMA netlink first, then
-//! `$SYSFS_PATH/class/infiniband_verbs` — and upstream's results where
-//! nothing usable is found: no RDMA support in the kernel at all gives
-//! `ENOSYS`; RDMA support without devices gives an empty list.  Devices that
-//! are found are handed to provider drivers; loading provider drivers is not
-//! implemented yet, so every device found stays unmatched and is dropped,
-//! exactly as upstream drops a device no driver claims (with the same
-//! `IBV_SHOW_WARNINGS` message).
+//! * [`netlink`] — discovery through RDMA netlink (upstream's first choice);
+//! * [`sysfs`] — discovery through `$SYSFS_PATH/class/infiniband_verbs`
+//!   (the fallback), the `abi_version` check, the `/dev/infiniband` check;
+//! * [`record`] — the `verbs_sysfs_dev` records both produce;
+//! * [`list`] — the list across rescans, reference counts, handing devices
+//!   to the providers (`crate::provider`);
+//! * [`soft`] — software devices (`RDMAV_SOFT_DEVICES`), our one extension:
+//!   they are added to what the kernel reports.
+//!
+//! Results where nothing usable is found match upstream: no RDMA support in
+//! the kernel at all gives `ENOSYS`; support without devices an empty list.
 
+pub mod list;
+pub mod netlink;
+pub mod record;
+pub mod soft;
+pub mod sysfs;
+
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 
-use crate::kernel::netlink;
-
-/// `IB_USER_VERBS_MIN_ABI_VERSION` / `IB_USER_VERBS_MAX_ABI_VERSION`.
-pub const MIN_ABI: i64 = 3;
-pub const MAX_ABI: i64 = 6;
+use crate::abi::ibv_device;
 
 pub const PFX: &str = "libibverbs: ";
 
@@ -24,12 +31,27 @@ pub const PFX: &str = "libibverbs: ";
 #[no_mangle]
 pub static mut verbs_allow_disassociate_destroy: bool = false;
 
-struct ListState {
-    initialized: bool,
-    abi_ver: i64,
+/// Upstream's global `abi_ver`: the uverbs ABI (6 once netlink answered a
+/// char-device request; else what `class/infiniband_verbs/abi_version`
+/// said, kept even when it was out of range).
+static ABI_VER: AtomicI32 = AtomicI32::new(0);
+
+/// The uverbs ABI version the kernel reported (0 before discovery).
+pub fn abi_ver() -> i32 {
+    ABI_VER.load(Ordering::Relaxed)
 }
 
-static LIST: Mutex<ListState> = Mutex::new(ListState { initialized: false, abi_ver: 0 });
+pub(crate) fn set_abi_ver(v: i32) {
+    ABI_VER.store(v, Ordering::Relaxed);
+}
+
+struct State {
+    initialized: bool,
+    list: list::List,
+}
+
+static STATE: Mutex<State> =
+    Mutex::new(State { initialized: false, list: list::List { devices: std::collections::VecDeque::new(), drivers_loaded: false } });
 
 /// Upstream's `ibverbs_init`, run once before the first discovery.
 fn init_once() {
@@ -67,97 +89,99 @@ fn check_memlock_limit() {
     }
 }
 
-/// A device seen by discovery (before any provider claimed it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    pub ibdev_name: String,
-}
-
-/// Netlink discovery: `Err` when RDMA netlink is unavailable (then sysfs is
-/// tried), else the devices the kernel reports.
-fn find_nl() -> Result<Vec<Found>, i32> {
-    let mut s = netlink::Socket::open()?;
-    s.send(netlink::nl_type(netlink::RDMA_NL_NLDEV, netlink::RDMA_NLDEV_CMD_GET), true, &[])?;
-    let mut out = Vec::new();
-    s.collect(|_, attrs| {
-        if let Some(n) = attrs.iter().find(|a| a.kind == netlink::RDMA_NLDEV_ATTR_DEV_NAME) {
-            if let Some(n) = n.str() {
-                out.push(Found { ibdev_name: n.to_owned() });
-            }
-        }
-    })?;
-    Ok(out)
-}
-
-/// sysfs discovery: `class/infiniband_verbs/*/ibdev`.  ENOSYS when the class
-/// directory does not exist (no RDMA support).
-fn find_sysfs() -> Result<Vec<Found>, i32> {
-    let class = crate::sysfs::root().join("class/infiniband_verbs");
-    let rd = std::fs::read_dir(&class).map_err(|_| libc::ENOSYS)?;
-    let mut out = Vec::new();
-    for ent in rd.flatten() {
-        let name = ent.file_name();
-        if name.as_encoded_bytes().first() == Some(&b'.') {
-            continue;
-        }
-        let dir = class.join(&name);
-        if !dir.is_dir() {
-            continue;
-        }
-        if let Some(ibdev) = crate::sysfs::read_string(&dir.join("ibdev")) {
-            out.push(Found { ibdev_name: ibdev });
-        }
-    }
-    Ok(out)
-}
-
-fn check_abi_version(st: &mut ListState) -> Result<(), i32> {
-    if st.abi_ver != 0 {
+/// Upstream's `check_abi_version` (only asked when devices were found).
+fn check_abi_version() -> Result<(), i32> {
+    if abi_ver() != 0 {
         return Ok(());
     }
-    let p = crate::sysfs::root().join("class/infiniband_verbs/abi_version");
-    let mut buf = [0u8; 8];
-    let n = match crate::sysfs::read_into(&p, &mut buf) {
-        crate::sysfs::ReadOutcome::Len(n) => n,
-        crate::sysfs::ReadOutcome::Err(_) => return Err(libc::ENOSYS),
-    };
-    let s = String::from_utf8_lossy(&buf[..n]);
-    let digits: String = s.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
-    st.abi_ver = digits.parse().unwrap_or(0);
-    if st.abi_ver < MIN_ABI || st.abi_ver > MAX_ABI {
-        eprint!(
-            "{PFX}Fatal: kernel ABI version {} doesn't match library version {}.\n",
-            st.abi_ver, MAX_ABI
-        );
-        let v = st.abi_ver;
-        st.abi_ver = v; // upstream keeps the value it read
-        return Err(libc::ENOSYS);
+    let (verdict, v) = sysfs::read_abi_version();
+    set_abi_ver(v);
+    match verdict {
+        sysfs::AbiCheck::Ok => Ok(()),
+        sysfs::AbiCheck::Unreadable => Err(libc::ENOSYS),
+        sysfs::AbiCheck::Mismatch(v) => {
+            eprint!(
+                "{PFX}Fatal: kernel ABI version {v} doesn't match library version {}.\n",
+                crate::abi::IB_USER_VERBS_MAX_ABI_VERSION
+            );
+            Err(libc::ENOSYS)
+        }
     }
-    Ok(())
 }
 
-/// Rescans and returns the devices that a provider claimed (`ibv_device *`
-/// values), or an errno value.
-pub fn scan() -> Result<Vec<*mut crate::abi::ibv_device>, i32> {
-    let mut st = LIST.lock().unwrap_or_else(|p| p.into_inner());
+/// Rescans, and returns the listed devices with one reference taken on each
+/// for the caller (released with [`put`]), or an errno value.
+pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
+    let mut st = STATE.lock().unwrap_or_else(|p| p.into_inner());
     if !st.initialized {
         init_once();
         st.initialized = true;
     }
-    let found = match find_nl() {
+    let soft = soft_devices();
+    let mut found = match netlink::find() {
         Ok(v) => v,
-        Err(_) => find_sysfs()?,
+        Err(_) => match sysfs::find() {
+            Ok(v) => v,
+            // Without kernel RDMA support only software devices can exist.
+            Err(e) if soft.is_empty() => return Err(e),
+            Err(_) => Default::default(),
+        },
     };
     if !found.is_empty() {
-        check_abi_version(&mut st)?;
+        check_abi_version()?;
     }
-    // No provider is loaded yet: every device stays unmatched.
-    for f in &found {
-        if crate::env::get("IBV_SHOW_WARNINGS").is_some() {
-            eprint!("{PFX}Warning: no userspace device-specific driver found for {}\n", f.ibdev_name);
+    for d in soft {
+        found.push_front(d);
+    }
+    list::update(&mut st.list, found, &crate::provider::registered, &mut crate::provider::load::load_drivers);
+    let out: Vec<*mut ibv_device> = st.list.devices.iter().map(|d| d.0.cast::<ibv_device>()).collect();
+    for &d in &out {
+        // SAFETY: listed devices are live.
+        unsafe { list::hold(d) };
+    }
+    Ok(out)
+}
+
+/// Records for the software devices the environment asks for: no char
+/// device ([`soft::VSYSFS_SOFT`]), matched by their `swrdma:<name>`
+/// modalias (already "read", so sysfs is not asked), index -1 and no
+/// creation time, so a rescan keeps them.
+fn soft_devices() -> Vec<record::SysfsDev> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for s in soft::requested() {
+        let Some(mut r) = record::SysfsDev::new() else { break };
+        let d = r.get_mut();
+        d.ibdev_idx = -1;
+        d.flags = soft::VSYSFS_SOFT | crate::abi::VSYSFS_READ_MODALIAS;
+        d.node_type = crate::abi::IBV_NODE_CA;
+        d.abi_ver = crate::abi::IB_USER_VERBS_MAX_ABI_VERSION;
+        let ok = record::set_cstr(&mut d.sysfs_name, s.name.as_bytes())
+            && record::set_cstr(&mut d.ibdev_name, s.name.as_bytes())
+            && record::set_cstr(&mut d.ibdev_path, s.ibdev_path.as_os_str().as_bytes())
+            && record::set_cstr(&mut d.modalias, s.modalias.as_bytes());
+        if ok {
+            out.push(r);
         }
     }
-    Ok(Vec::new())
+    out
+}
+
+/// Takes a reference to a listed device (an open context holds one).
+pub fn hold(dev: *mut ibv_device) {
+    if !dev.is_null() {
+        // SAFETY: callers pass devices this library handed out, still
+        // referenced by them.
+        unsafe { list::hold(dev) }
+    }
+}
+
+/// Releases a reference taken by [`get_list`] or [`hold`].
+pub fn put(dev: *mut ibv_device) {
+    if !dev.is_null() {
+        // SAFETY: as for hold; the caller gives up its reference.
+        unsafe { list::put(dev) }
+    }
 }
 
 /// Guards the mutable fields of devices' sysfs records (upstream's

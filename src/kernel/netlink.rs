@@ -76,6 +76,39 @@ fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
+/// Builds one netlink message: header, then each attribute (type,
+/// payload) padded to 4 bytes.
+pub fn encode(kind: u16, flags: u16, seq: u32, attrs: &[(u16, &[u8])]) -> Vec<u8> {
+    let mut msg = vec![0u8; 16];
+    for (t, d) in attrs {
+        let l = 4 + d.len();
+        msg.extend_from_slice(&(l as u16).to_ne_bytes());
+        msg.extend_from_slice(&t.to_ne_bytes());
+        msg.extend_from_slice(d);
+        msg.resize(align4(msg.len()), 0);
+    }
+    let len = msg.len() as u32;
+    msg[0..4].copy_from_slice(&len.to_ne_bytes());
+    msg[4..6].copy_from_slice(&kind.to_ne_bytes());
+    msg[6..8].copy_from_slice(&flags.to_ne_bytes());
+    msg[8..12].copy_from_slice(&seq.to_ne_bytes());
+    msg
+}
+
+/// `NLMSG_DONE` (end of a dump) and `NLMSG_ERROR` messages, for recorded
+/// replies.
+pub fn encode_done() -> Vec<u8> {
+    encode(NLMSG_DONE, 0, 0, &[])
+}
+pub fn encode_error(err: i32) -> Vec<u8> {
+    let mut m = encode(NLMSG_ERROR, 0, 0, &[]);
+    m.extend_from_slice(&err.to_ne_bytes());
+    m.extend_from_slice(&[0u8; 16]);
+    let l = m.len() as u32;
+    m[0..4].copy_from_slice(&l.to_ne_bytes());
+    m
+}
+
 /// Parses the attributes that follow a message header.
 pub fn parse_attrs(mut b: &[u8]) -> Vec<Attr<'_>> {
     let mut out = Vec::new();
@@ -143,21 +176,9 @@ impl Socket {
 
     /// Sends one request with the given attributes (type, payload).
     pub fn send(&mut self, kind: u16, dump: bool, attrs: &[(u16, &[u8])]) -> Result<u32, i32> {
-        let mut msg = vec![0u8; 16];
-        for (t, d) in attrs {
-            let l = 4 + d.len();
-            msg.extend_from_slice(&(l as u16).to_ne_bytes());
-            msg.extend_from_slice(&t.to_ne_bytes());
-            msg.extend_from_slice(d);
-            msg.resize(align4(msg.len()), 0);
-        }
-        let len = msg.len() as u32;
         self.seq = self.seq.wrapping_add(1);
         let flags = NLM_F_REQUEST | NLM_F_ACK | if dump { NLM_F_DUMP } else { 0 };
-        msg[0..4].copy_from_slice(&len.to_ne_bytes());
-        msg[4..6].copy_from_slice(&kind.to_ne_bytes());
-        msg[6..8].copy_from_slice(&flags.to_ne_bytes());
-        msg[8..12].copy_from_slice(&self.seq.to_ne_bytes());
+        let msg = encode(kind, flags, self.seq, attrs);
         // SAFETY: zeroed sockaddr_nl addressed to the kernel (pid 0).
         let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         sa.nl_family = libc::AF_NETLINK as u16;
@@ -196,16 +217,34 @@ impl Socket {
             if n == 0 {
                 return Err(libc::EPROTO);
             }
-            for m in parse_messages(&buf[..n as usize]) {
-                match m {
-                    Message::Done => return Ok(()),
-                    Message::Error(0) => return Ok(()),
-                    Message::Error(e) => return Err(if e < 0 { -e } else { libc::EPROTO }),
-                    Message::Data { kind, attrs } => f(kind, &attrs)?,
+            if let Some(r) = dispatch(&buf[..n as usize], &mut f) {
+                return r;
+            }
+        }
+    }
+}
+
+/// Hands the data messages of one datagram to `f`; `Some` when the
+/// exchange is over (DONE, ACK, a kernel error or an error from `f`).
+pub fn dispatch(b: &[u8], f: &mut impl FnMut(u16, &[Attr<'_>]) -> Result<(), i32>) -> Option<Result<(), i32>> {
+    for m in parse_messages(b) {
+        match m {
+            Message::Done | Message::Error(0) => return Some(Ok(())),
+            Message::Error(e) => return Some(Err(if e < 0 { e.saturating_neg() } else { libc::EPROTO })),
+            Message::Data { kind, attrs } => {
+                if let Err(e) = f(kind, &attrs) {
+                    return Some(Err(e));
                 }
             }
         }
     }
+    None
+}
+
+/// [`dispatch`] over recorded replies: the end of the bytes ends the
+/// exchange successfully (a reply without an ACK).
+pub fn replay(b: &[u8], mut f: impl FnMut(u16, &[Attr<'_>]) -> Result<(), i32>) -> Result<(), i32> {
+    dispatch(b, &mut f).unwrap_or(Ok(()))
 }
 
 /// Whether the kernel says that registered memory stays usable in a forked

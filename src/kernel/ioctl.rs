@@ -1,0 +1,339 @@
+//! `RDMA_VERBS_IOCTL`: running a chain of `ibv_command_buffer` blocks, and
+//! an owned command buffer for the commands this library builds itself.
+//!
+//! A command is a chain of blocks (the innermost caller's block first, each
+//! `next` pointing at the block of its caller).  The block that is executed
+//! has room for the attributes of the whole chain: before the ioctl the
+//! attributes of the linked blocks are appended to its own (so the kernel
+//! sees one `ib_uverbs_ioctl_hdr` with one attribute array), and after a
+//! successful ioctl they are copied back so each caller can read its outputs.
+
+use std::os::raw::c_int;
+
+use crate::abi::{ib_uverbs_attr, ib_uverbs_ioctl_hdr, ibv_command_buffer, ibv_context, _UHW_NO_INDEX};
+use crate::abi::{CMDB_BUFFER_ERROR, CMDB_FALLBACK_IOCTL_ONLY, CMDB_FALLBACK_REQUIRE_EX};
+use crate::ffi::{errno, set_errno};
+
+use super::uapi::{RDMA_VERBS_IOCTL, UVERBS_ATTR_F_MANDATORY, UVERBS_ATTR_UHW_IN};
+
+const HDR: usize = core::mem::size_of::<ib_uverbs_ioctl_hdr>();
+const ATTR: usize = core::mem::size_of::<ib_uverbs_attr>();
+
+/// `__ioctl_final_num_attrs`: `num_attrs` plus the attributes already
+/// written into every block reachable from `link`.
+///
+/// # Safety
+/// `link` is null or a valid chain.
+pub unsafe fn final_num_attrs(num_attrs: usize, mut link: *mut ibv_command_buffer) -> usize {
+    let mut n = num_attrs;
+    while !link.is_null() {
+        n += ibv_command_buffer::used(link);
+        link = (*link).next;
+    }
+    n
+}
+
+/// Appends the attributes of the linked blocks to `cmd`'s own (upstream's
+/// `prepare_attrs`) and sets `num_attrs`.  A `UHW_IN` that a block records
+/// by index (`uhw_in_idx`) is kept as a pointer until here and is inlined
+/// now when it fits in `data`, as the kernel requires.
+unsafe fn prepare_attrs(cmd: *mut ibv_command_buffer) {
+    let base = ibv_command_buffer::attrs(cmd);
+    let mut end = (*cmd).next_attr;
+    let mut link = (*cmd).next;
+    while !link.is_null() {
+        if (*link).uhw_in_idx != _UHW_NO_INDEX && (*cmd).uhw_in_idx == _UHW_NO_INDEX {
+            (*cmd).uhw_in_idx = ((*link).uhw_in_idx as usize + end.offset_from(base) as usize) as u8;
+        }
+        let n = ibv_command_buffer::used(link);
+        let src = ibv_command_buffer::attrs(link);
+        for i in 0..n {
+            if end >= (*cmd).last_attr {
+                // More attributes than the block was sized for: refuse
+                // rather than write past it.
+                (*cmd).flags |= CMDB_BUFFER_ERROR;
+                break;
+            }
+            end.write(src.add(i).read());
+            end = end.add(1);
+        }
+        link = (*link).next;
+    }
+    (*cmd).hdr.num_attrs = end.offset_from(base) as u16;
+
+    if (*cmd).uhw_in_idx != _UHW_NO_INDEX && ((*cmd).uhw_in_idx as u16) < (*cmd).hdr.num_attrs {
+        let uhw = base.add((*cmd).uhw_in_idx as usize);
+        if (*uhw).attr_id == UVERBS_ATTR_UHW_IN && (*uhw).len as usize <= 8 && (*uhw).data != 0 {
+            let p = (*uhw).data as usize as *const u8;
+            let mut v = [0u8; 8];
+            core::ptr::copy_nonoverlapping(p, v.as_mut_ptr(), (*uhw).len as usize);
+            (*uhw).data = u64::from_ne_bytes(v);
+        }
+    }
+}
+
+/// Copies the linked blocks' attributes back from `cmd` (upstream's
+/// `finalize_attrs`), so their owners see what the kernel wrote.
+unsafe fn finalize_attrs(cmd: *mut ibv_command_buffer) {
+    let mut end = (*cmd).next_attr;
+    let mut link = (*cmd).next;
+    while !link.is_null() {
+        let n = ibv_command_buffer::used(link);
+        let dst = ibv_command_buffer::attrs(link);
+        for i in 0..n {
+            dst.add(i).write(end.read());
+            end = end.add(1);
+        }
+        link = (*link).next;
+    }
+}
+
+/// Issues the ioctl for the chain starting at `cmd` (upstream's
+/// `execute_ioctl`): 0, or an errno value (also left in `errno`).
+///
+/// # Safety
+/// `ctx` is an open context; `cmd` a valid chain whose first block has room
+/// for every attribute of the chain.
+pub unsafe fn execute(ctx: *mut ibv_context, cmd: *mut ibv_command_buffer) -> c_int {
+    if (*cmd).flags & CMDB_BUFFER_ERROR != 0 {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    }
+    prepare_attrs(cmd);
+    if (*cmd).flags & CMDB_BUFFER_ERROR != 0 {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    }
+    let hdr = core::ptr::addr_of_mut!((*cmd).hdr);
+    (*hdr).length = (HDR + ATTR * (*hdr).num_attrs as usize) as u16;
+    (*hdr).reserved1 = 0;
+    (*hdr).reserved2 = 0;
+    (*hdr).driver_id = super::state::of(ctx).map_or(0, |s| s.driver_id());
+
+    if libc::ioctl((*ctx).cmd_fd, RDMA_VERBS_IOCTL as _, hdr) != 0 {
+        return errno();
+    }
+    finalize_attrs(cmd);
+    0
+}
+
+/// Upstream's `_check_legacy`: may a command whose ioctl was turned down be
+/// retried as a `write()`?  Only if no linked block carries a mandatory
+/// attribute other than driver data (UHW), and no block demands the ioctl.
+pub enum Legacy {
+    Write,
+    WriteEx,
+    /// EOPNOTSUPP: the command cannot be expressed as a `write()`.
+    NotSupported,
+}
+
+/// # Safety
+/// `cmd` is a valid chain.
+pub unsafe fn check_legacy(cmd: *mut ibv_command_buffer) -> Legacy {
+    let mut require_ex = (*cmd).flags & CMDB_FALLBACK_REQUIRE_EX != 0;
+    let mut ioctl_only = (*cmd).flags & CMDB_FALLBACK_IOCTL_ONLY != 0;
+    let mut link = (*cmd).next;
+    while !link.is_null() {
+        let n = ibv_command_buffer::used(link);
+        let a = ibv_command_buffer::attrs(link);
+        for i in 0..n {
+            let at = &*a.add(i);
+            if at.attr_id != super::uapi::UVERBS_ATTR_UHW_IN
+                && at.attr_id != super::uapi::UVERBS_ATTR_UHW_OUT
+                && at.flags & UVERBS_ATTR_F_MANDATORY != 0
+            {
+                return Legacy::NotSupported;
+            }
+        }
+        require_ex |= (*link).flags & CMDB_FALLBACK_REQUIRE_EX != 0;
+        ioctl_only |= (*link).flags & CMDB_FALLBACK_IOCTL_ONLY != 0;
+        link = (*link).next;
+    }
+    if ioctl_only {
+        Legacy::NotSupported
+    } else if require_ex {
+        Legacy::WriteEx
+    } else {
+        Legacy::Write
+    }
+}
+
+/// A command buffer owned by Rust: an `ibv_command_buffer` followed by its
+/// attribute array in one heap allocation (upstream declares these on the
+/// stack with `DECLARE_COMMAND_BUFFER_LINK`).  Filling mirrors the
+/// `fill_attr_*` helpers of `cmd_ioctl.h`.
+pub struct OwnedCmdBuf {
+    mem: Vec<u64>,
+}
+
+impl OwnedCmdBuf {
+    /// A block for method `method_id` of object `object_id` with room for
+    /// `num_attrs` own attributes plus those already in `link`.
+    ///
+    /// # Safety
+    /// `link` is null or a valid chain that outlives this buffer's use.
+    pub unsafe fn new(object_id: u16, method_id: u16, num_attrs: usize, link: *mut ibv_command_buffer) -> Self {
+        let total = final_num_attrs(num_attrs, link);
+        let bytes = core::mem::size_of::<ibv_command_buffer>() + ATTR * total;
+        let mut mem = vec![0u64; bytes.div_ceil(8)];
+        let cmd = mem.as_mut_ptr().cast::<ibv_command_buffer>();
+        let attrs = ibv_command_buffer::attrs(cmd);
+        cmd.write(ibv_command_buffer {
+            next: link,
+            next_attr: attrs,
+            last_attr: attrs.add(total),
+            uhw_in_idx: _UHW_NO_INDEX,
+            uhw_out_idx: _UHW_NO_INDEX,
+            uhw_in_headroom_dwords: 0,
+            uhw_out_headroom_dwords: 0,
+            flags: 0,
+            hdr: ib_uverbs_ioctl_hdr { object_id, method_id, ..Default::default() },
+        });
+        OwnedCmdBuf { mem }
+    }
+
+    pub fn as_ptr(&mut self) -> *mut ibv_command_buffer {
+        self.mem.as_mut_ptr().cast()
+    }
+
+    fn cmd(&self) -> &ibv_command_buffer {
+        // SAFETY: mem begins with an initialised command buffer.
+        unsafe { &*self.mem.as_ptr().cast::<ibv_command_buffer>() }
+    }
+
+    /// Number of own attributes filled so far.
+    pub fn len(&self) -> usize {
+        let p = self.mem.as_ptr() as *mut ibv_command_buffer;
+        // SAFETY: next_attr points into our own array.
+        unsafe { ibv_command_buffer::used(p) }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn set_flags(&mut self, bits: u8) {
+        // SAFETY: as above.
+        unsafe { (*self.as_ptr()).flags |= bits };
+    }
+
+    pub fn flags(&self) -> u8 {
+        self.cmd().flags
+    }
+
+    /// Own attribute `i` (filled earlier).
+    pub fn attr(&mut self, i: usize) -> &mut ib_uverbs_attr {
+        assert!(i < self.len());
+        // SAFETY: i is below next_attr.
+        unsafe { &mut *ibv_command_buffer::attrs(self.as_ptr()).add(i) }
+    }
+
+    /// `_ioctl_next_attr`: the next free slot, as a mandatory attribute.
+    /// Returns its index.
+    pub fn next(&mut self, attr_id: u16) -> usize {
+        let cmd = self.as_ptr();
+        // SAFETY: the slot is checked to lie before last_attr.
+        unsafe {
+            assert!((*cmd).next_attr < (*cmd).last_attr, "command buffer too small");
+            let slot = (*cmd).next_attr;
+            (*cmd).next_attr = slot.add(1);
+            slot.write(ib_uverbs_attr { attr_id, flags: UVERBS_ATTR_F_MANDATORY, ..Default::default() });
+            slot.offset_from(ibv_command_buffer::attrs(cmd)) as usize
+        }
+    }
+
+    /// `fill_attr_in_obj` / `fill_attr_out_obj` (handle 0).
+    pub fn fill_in_obj(&mut self, attr_id: u16, handle: u32) -> usize {
+        let i = self.next(attr_id);
+        self.attr(i).data = handle as u64;
+        i
+    }
+
+    /// `fill_attr_in`: up to 8 bytes inline, longer data by address.
+    pub fn fill_in(&mut self, attr_id: u16, data: *const u8, len: usize) -> usize {
+        if len > u16::MAX as usize {
+            self.set_flags(CMDB_BUFFER_ERROR);
+        }
+        let i = self.next(attr_id);
+        let a = self.attr(i);
+        a.len = len as u16;
+        if len > 8 {
+            a.data = data as usize as u64;
+        } else if len > 0 {
+            let mut v = [0u8; 8];
+            // SAFETY: the caller passes `len` readable bytes.
+            unsafe { core::ptr::copy_nonoverlapping(data, v.as_mut_ptr(), len) };
+            a.data = u64::from_ne_bytes(v);
+        }
+        i
+    }
+
+    /// `fill_attr_in_uint64` / `fill_attr_const_in`.
+    pub fn fill_in_u64(&mut self, attr_id: u16, v: u64) -> usize {
+        let i = self.next(attr_id);
+        let a = self.attr(i);
+        a.len = 8;
+        a.data = v;
+        i
+    }
+
+    /// `fill_attr_in_uint32`.
+    pub fn fill_in_u32(&mut self, attr_id: u16, v: u32) -> usize {
+        self.fill_in(attr_id, v.to_ne_bytes().as_ptr(), 4)
+    }
+
+    /// `fill_attr_in_fd`: no attribute at all for fd -1.
+    pub fn fill_in_fd(&mut self, attr_id: u16, fd: c_int) -> Option<usize> {
+        if fd == -1 {
+            return None;
+        }
+        let i = self.next(attr_id);
+        self.attr(i).data = fd as i64 as u64;
+        Some(i)
+    }
+
+    /// `fill_attr_out_fd`.
+    pub fn fill_out_fd(&mut self, attr_id: u16) -> usize {
+        self.fill_in_obj(attr_id, 0)
+    }
+
+    /// `fill_attr_out`: always by address.
+    pub fn fill_out(&mut self, attr_id: u16, data: *mut u8, len: usize) -> usize {
+        if len > u16::MAX as usize {
+            self.set_flags(CMDB_BUFFER_ERROR);
+        }
+        let i = self.next(attr_id);
+        let a = self.attr(i);
+        a.len = len as u16;
+        a.data = data as usize as u64;
+        i
+    }
+
+    /// `fill_attr_in_enum`.
+    pub fn fill_in_enum(&mut self, attr_id: u16, elem_id: u8, data: *const u8, len: usize) -> usize {
+        let i = self.fill_in(attr_id, data, len);
+        self.attr(i).attr_data = elem_id as u16; // enum_data.elem_id is the low byte
+        i
+    }
+
+    /// `attr_optional`.
+    pub fn make_optional(&mut self, i: usize) {
+        self.attr(i).flags &= !UVERBS_ATTR_F_MANDATORY;
+    }
+
+    /// The bytes the ioctl would carry for the own block: header followed
+    /// by the attributes, as `execute` lays them out (tests).
+    #[cfg(test)]
+    pub fn header_and_attrs(&mut self) -> Vec<u8> {
+        let cmd = self.as_ptr();
+        // SAFETY: reading the block we own (prepare_attrs only touches our
+        // own array and the links' read-only attributes).
+        unsafe {
+            prepare_attrs(cmd);
+            let hdr = core::ptr::addr_of_mut!((*cmd).hdr);
+            (*hdr).length = (HDR + ATTR * (*hdr).num_attrs as usize) as u16;
+            let n = (*hdr).length as usize;
+            core::slice::from_raw_parts(hdr.cast::<u8>(), n).to_vec()
+        }
+    }
+}

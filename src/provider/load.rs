@@ -1,0 +1,206 @@
+//! Loading providers as rdma-core 44 does (`load_drivers`): the config
+//! directory's names and `RDMAV_DRIVERS`/`IBV_DRIVERS`, each tried as
+//!
+//! 1. an absolute path: `<name>-rdmav34.so`;
+//! 2. else `<provider dir>/lib<name>-rdmav34.so`, then `lib<name>-rdmav34.so`
+//!    on the library search path,
+//!
+//! with `dlopen(RTLD_NOW)`; a provider registers itself from its
+//! constructor.  Failures print upstream's warning; then, beyond upstream,
+//! the reason in plain words when the file was there but could not be
+//! loaded (a symbol version this library lacks, or the earlier attempt's
+//! error that upstream's message hides), and every attempt in detail under
+//! `VERBS_LOG_LEVEL`.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN};
+
+pub const PFX: &str = "libibverbs: ";
+
+/// `VERBS_PROVIDER_SUFFIX`: the private ABI generation in the file name.
+pub const SUFFIX: &str = "-rdmav34.so";
+
+/// `VERBS_PROVIDER_DIR` (fixed when the library is built, like upstream's).
+pub const PROVIDER_DIR: &str = match option_env!("IBVERBS_PROVIDER_DIR") {
+    Some(d) => d,
+    None => {
+        if cfg!(target_arch = "x86_64") {
+            "/usr/lib/x86_64-linux-gnu/libibverbs"
+        } else if cfg!(target_arch = "aarch64") {
+            "/usr/lib/aarch64-linux-gnu/libibverbs"
+        } else {
+            "/usr/lib/libibverbs"
+        }
+    }
+};
+
+/// One `dlopen` attempt that failed.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub path: Vec<u8>,
+    pub dlerror: String,
+}
+
+/// `dlopen(path, RTLD_NOW)`: the handle is kept for the life of the process
+/// (providers are never unloaded).
+fn dlopen_now(path: &[u8]) -> Result<(), String> {
+    let Ok(c) = CString::new(path) else { return Err("name contains a NUL byte".into()) };
+    // SAFETY: c is NUL-terminated; dlerror's string is copied at once.
+    unsafe {
+        libc::dlerror();
+        let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW);
+        if !h.is_null() {
+            return Ok(());
+        }
+        let e = libc::dlerror();
+        Err(if e.is_null() { "unknown dlopen error".into() } else { CStr::from_ptr(e).to_string_lossy().into_owned() })
+    }
+}
+
+fn attempt(name: &[u8], path: &[u8]) -> Result<(), Failure> {
+    let before = super::registered().len();
+    let r = dlopen_now(path);
+    let shown = String::from_utf8_lossy(path);
+    match &r {
+        Ok(()) => {
+            let n = super::registered().len() - before;
+            log(
+                LEVEL_DEBUG,
+                format_args!("{PFX}provider '{}': dlopen(\"{shown}\", RTLD_NOW) loaded it; {n} provider(s) registered\n", String::from_utf8_lossy(name)),
+            );
+        }
+        Err(e) => {
+            let st = if path.contains(&b'/') {
+                match std::fs::metadata(OsStr::from_bytes(path)) {
+                    Ok(_) => "the file exists".to_string(),
+                    Err(err) => format!("stat: errno {} ({})", err.raw_os_error().unwrap_or(0), err),
+                }
+            } else {
+                "searched the library path".to_string()
+            };
+            log(
+                LEVEL_DEBUG,
+                format_args!("{PFX}provider '{}': dlopen(\"{shown}\", RTLD_NOW) failed: {e}; {st}\n", String::from_utf8_lossy(name)),
+            );
+        }
+    }
+    r.map_err(|dlerror| Failure { path: path.to_vec(), dlerror })
+}
+
+/// The file a failed attempt concerns, when it exists: the path itself, or
+/// the object named by "(required by …)" in the loader's message (for a
+/// search-path attempt, or a dependency of the provider).
+fn file_of(f: &Failure) -> Option<Vec<u8>> {
+    if let Some(i) = f.dlerror.rfind("(required by ") {
+        let rest = &f.dlerror[i + "(required by ".len()..];
+        if let Some(j) = rest.find(')') {
+            return Some(rest[..j].as_bytes().to_vec());
+        }
+    }
+    if f.path.starts_with(b"/") && Path::new(OsStr::from_bytes(&f.path)).is_file() {
+        return Some(f.path.clone());
+    }
+    None
+}
+
+/// The explanation lines for failed attempts (beyond upstream's warning).
+/// `last` is the attempt upstream reports; earlier ones are ones upstream
+/// drops silently.
+pub fn explain(failures: &[Failure]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, f) in failures.iter().enumerate() {
+        let last = i + 1 == failures.len();
+        let Some(file) = file_of(f) else { continue };
+        let missing = super::elf::missing_in_file(Path::new(OsStr::from_bytes(&file)));
+        let shown = String::from_utf8_lossy(&file);
+        if !missing.is_empty() {
+            for v in missing {
+                out.push(format!("{PFX}Warning: {shown} needs {v}, this library provides {}\n", super::elf::provided_for(&v)));
+            }
+        } else if !last {
+            out.push(format!("{PFX}Warning: {} could not be loaded: {}\n", String::from_utf8_lossy(&f.path), f.dlerror));
+        }
+    }
+    out
+}
+
+fn warn(so_name: &[u8], failures: &[Failure]) {
+    let dlerr = failures.last().map(|f| f.dlerror.as_str()).unwrap_or("");
+    let mut msg = format!("{PFX}Warning: couldn't load driver '{}': {dlerr}\n", String::from_utf8_lossy(so_name));
+    for l in explain(failures) {
+        msg.push_str(&l);
+    }
+    eprint!("{msg}");
+}
+
+/// Upstream's `load_driver` for one name.
+pub fn load_driver(name: &[u8]) {
+    let suffix = SUFFIX.as_bytes();
+    if name.first() == Some(&b'/') {
+        let so = [name, suffix].concat();
+        if let Err(f) = attempt(name, &so) {
+            warn(&so, &[f]);
+        }
+        return;
+    }
+    let mut failures = Vec::new();
+    if !PROVIDER_DIR.is_empty() {
+        let so = [PROVIDER_DIR.as_bytes(), b"/lib", name, suffix].concat();
+        match attempt(name, &so) {
+            Ok(()) => return,
+            Err(f) => failures.push(f),
+        }
+    }
+    let so = [b"lib", name, suffix].concat();
+    match attempt(name, &so) {
+        Ok(()) => {
+            // Upstream is silent here; the earlier failure is worth a log line.
+            for l in explain(&failures) {
+                log(LEVEL_WARN, format_args!("{l}"));
+            }
+        }
+        Err(f) => {
+            failures.push(f);
+            warn(&so, &failures);
+        }
+    }
+}
+
+/// Upstream's `load_drivers`: the config directory is read first (its
+/// warnings come first), then the environment's providers are loaded, then
+/// the configured ones.
+pub fn load_drivers() {
+    let configured = super::config::read_dir(super::config::CONFIG_DIR);
+    for n in super::config::env_drivers() {
+        load_driver(&n);
+    }
+    for n in configured {
+        load_driver(&n);
+    }
+    log(LEVEL_DEBUG, format_args!("{PFX}{} provider(s) registered after loading\n", super::registered().len()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_by_is_found() {
+        let f = Failure {
+            path: b"libx-rdmav34.so".to_vec(),
+            dlerror: "/a/libibverbs.so.1: version `IBVERBS_PRIVATE_57' not found (required by /tmp/p/libx-rdmav34.so)".into(),
+        };
+        assert_eq!(file_of(&f), Some(b"/tmp/p/libx-rdmav34.so".to_vec()));
+        let g = Failure { path: b"libx-rdmav34.so".into(), dlerror: "libx-rdmav34.so: cannot open shared object file".into() };
+        assert_eq!(file_of(&g), None);
+    }
+
+    #[test]
+    fn missing_file_is_not_explained() {
+        let f = Failure { path: b"/nonexistent/libq-rdmav34.so".into(), dlerror: "x".into() };
+        assert!(explain(&[f.clone(), f]).is_empty());
+    }
+}

@@ -1,0 +1,375 @@
+//! GID and P_Key queries (upstream's `cmd_device.c` `__ibv_query_gid_ex`,
+//! `_ibv_query_gid_table` and their sysfs fallback, `verbs.c`
+//! `ibv_query_pkey`).
+//!
+//! The kernel's `UVERBS_METHOD_QUERY_GID_ENTRY`/`_TABLE` ioctls are tried
+//! first; when the kernel lacks them the answers come from
+//! `<ibdev>/ports/<port>/{gids,gid_attrs/types,gid_attrs/ndevs}/<index>`.
+
+use std::mem::{offset_of, size_of};
+use std::os::raw::{c_int, c_void};
+
+use super::cmd::{self, CmdBuf, Fallback};
+use super::{cstr_bytes, read_ibdev_attr, scan_hx, sysfs_of};
+use crate::abi::*;
+use crate::ffi::{errno, set_errno};
+
+const UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE: u16 = 0;
+const UVERBS_ATTR_QUERY_GID_TABLE_FLAGS: u16 = 1;
+const UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES: u16 = 2;
+const UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES: u16 = 3;
+const UVERBS_ATTR_QUERY_GID_ENTRY_PORT: u16 = 0;
+const UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX: u16 = 1;
+const UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS: u16 = 2;
+const UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY: u16 = 3;
+
+/// Upstream records "the kernel lacks the GID query ioctls" under the bit of
+/// the `async_event` op (`query_gid_kernel_cap`).
+pub const QUERY_GID_KERNEL_CAP: usize = cmd::cmd_bit(offset_of!(verbs_context_ops, async_event));
+
+/// All attributes the sysfs fallback can fill.
+pub const ALL_ATTRS: u32 = VERBS_QUERY_GID_ATTR_GID | VERBS_QUERY_GID_ATTR_TYPE | VERBS_QUERY_GID_ATTR_NDEV_IFINDEX;
+
+/// `IF_NAMESIZE`.
+const IF_NAMESIZE: usize = 16;
+
+fn is_zero_gid(gid: &ibv_gid) -> bool {
+    // SAFETY: both union views are plain bytes.
+    unsafe { gid.raw == [0u8; 16] }
+}
+
+/// Parses a sysfs GID ("xxxx:xxxx:…", eight groups read with `%hx` at
+/// 5-byte steps, as upstream does).
+pub fn parse_sysfs_gid(text: &[u8]) -> Option<[u8; 16]> {
+    let text = cstr_bytes(text);
+    let mut raw = [0u8; 16];
+    for i in 0..8 {
+        let v = scan_hx(text.get(i * 5..)?)?;
+        raw[i * 2] = (v >> 8) as u8;
+        raw[i * 2 + 1] = v as u8;
+    }
+    Some(raw)
+}
+
+/// `query_sysfs_gid`: 0 or -1.
+unsafe fn query_sysfs_gid(ctx: *mut ibv_context, port_num: u8, index: c_int, gid: *mut ibv_gid) -> c_int {
+    let mut attr = [0u8; 41];
+    if read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/gids/{index}"), &mut attr) < 0 {
+        return -1;
+    }
+    match parse_sysfs_gid(&attr) {
+        Some(raw) => {
+            (*gid).raw = raw;
+            0
+        }
+        None => -1,
+    }
+}
+
+/// The GID type names of sysfs `gid_attrs/types`.
+pub fn sysfs_gid_type(text: &[u8]) -> Option<ibv_gid_type_sysfs> {
+    match text {
+        b"IB/RoCE v1" => Some(IBV_GID_TYPE_SYSFS_IB_ROCE_V1),
+        b"RoCE v2" => Some(IBV_GID_TYPE_SYSFS_ROCE_V2),
+        _ => None,
+    }
+}
+
+/// `query_sysfs_gid_type`: 0 or -1 with errno.
+unsafe fn query_sysfs_gid_type(ctx: *mut ibv_context, port_num: u8, index: u32, ty: &mut ibv_gid_type_sysfs) -> c_int {
+    let sysfs = sysfs_of(ctx);
+    let mut buff = [0u8; 11];
+    // errno is reset so that its value after the read tells what failed.
+    set_errno(0);
+    if read_ibdev_attr(sysfs, &format!("ports/{port_num}/gid_attrs/types/{}", index as c_int), &mut buff) <= 0 {
+        if errno() == libc::EINVAL {
+            // On IB the kernel refuses to read this file with EINVAL.
+            *ty = IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
+            return 0;
+        }
+        let dir_path = format!(
+            "{}/ports/{port_num}/gid_attrs/",
+            String::from_utf8_lossy(std::ffi::CStr::from_ptr((*sysfs).ibdev_path.as_ptr()).to_bytes())
+        );
+        match std::fs::read_dir(&dir_path) {
+            Err(e) => {
+                let e = e.raw_os_error().unwrap_or(libc::EIO);
+                set_errno(e);
+                if e == libc::ENOENT {
+                    // No gid_attrs at all: an old kernel, every GID is
+                    // IB/RoCE v1.
+                    *ty = IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
+                } else {
+                    return -1;
+                }
+            }
+            Ok(_) => {
+                set_errno(libc::EFAULT);
+                return -1;
+            }
+        }
+    } else {
+        match sysfs_gid_type(cstr_bytes(&buff)) {
+            Some(t) => *ty = t,
+            None => {
+                set_errno(libc::ENOTSUP);
+                return -1;
+            }
+        }
+    }
+    0
+}
+
+/// `query_sysfs_gid_ndev_ifindex`: 0 or an errno value.
+unsafe fn query_sysfs_gid_ndev_ifindex(ctx: *mut ibv_context, port_num: u8, gid_index: u32, out: *mut u32) -> c_int {
+    let mut buff = [0u8; IF_NAMESIZE];
+    if read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/gid_attrs/ndevs/{}", gid_index as c_int), &mut buff) <= 0 {
+        *out = 0;
+        return 0;
+    }
+    // The read NUL-terminated the name inside the buffer.
+    *out = libc::if_nametoindex(buff.as_ptr().cast());
+    if *out != 0 {
+        0
+    } else {
+        errno()
+    }
+}
+
+/// `query_sysfs_gid_entry`: 0 or an errno value.  `link_layer` < 0 means
+/// "query the port when needed".
+unsafe fn query_sysfs_gid_entry(
+    ctx: *mut ibv_context,
+    port_num: u32,
+    gid_index: u32,
+    entry: *mut ibv_gid_entry,
+    attr_mask: u32,
+    mut link_layer: c_int,
+) -> c_int {
+    (*entry).gid_index = gid_index;
+    (*entry).port_num = port_num;
+    // Upstream's helpers take the port as uint8_t.
+    let port8 = port_num as u8;
+    if attr_mask & VERBS_QUERY_GID_ATTR_GID != 0
+        && query_sysfs_gid(ctx, port8, gid_index as c_int, std::ptr::addr_of_mut!((*entry).gid)) != 0
+    {
+        return libc::EINVAL;
+    }
+    if attr_mask & VERBS_QUERY_GID_ATTR_TYPE != 0 {
+        let mut ty = 0;
+        if query_sysfs_gid_type(ctx, port8, gid_index, &mut ty) != 0 {
+            return libc::EINVAL;
+        }
+        if ty == IBV_GID_TYPE_SYSFS_IB_ROCE_V1 {
+            if link_layer < 0 {
+                let mut pa: ibv_port_attr = std::mem::zeroed();
+                let ret = crate::context::ops::lib_query_port(ctx, port8, &mut pa, size_of::<ibv_port_attr>());
+                if ret != 0 {
+                    return ret;
+                }
+                link_layer = pa.link_layer as c_int;
+            }
+            (*entry).gid_type = if link_layer == IBV_LINK_LAYER_ETHERNET as c_int {
+                IBV_GID_TYPE_ROCE_V1
+            } else {
+                // InfiniBand, and an unspecified link layer (IB by default).
+                IBV_GID_TYPE_IB
+            };
+        } else {
+            (*entry).gid_type = IBV_GID_TYPE_ROCE_V2;
+        }
+    }
+    if attr_mask & VERBS_QUERY_GID_ATTR_NDEV_IFINDEX != 0 {
+        return query_sysfs_gid_ndev_ifindex(ctx, port8, gid_index, std::ptr::addr_of_mut!((*entry).ndev_ifindex));
+    }
+    0
+}
+
+/// Upstream's `__ibv_query_gid_ex`: 0 or an errno value (ENODATA for an
+/// empty GID when the sysfs fallback answered).
+///
+/// # Safety
+/// `ctx` is an open context; `entry` holds `entry_size` writable bytes (and
+/// a whole `ibv_gid_entry` when the sysfs fallback runs, as upstream
+/// assumes).
+pub unsafe fn query_gid_ex(
+    ctx: *mut ibv_context,
+    port_num: u32,
+    gid_index: u32,
+    entry: *mut ibv_gid_entry,
+    flags: u32,
+    entry_size: usize,
+    fallback_attr_mask: u32,
+) -> c_int {
+    let mut cmdb = CmdBuf::<4>::new(cmd::UVERBS_OBJECT_DEVICE, cmd::UVERBS_METHOD_QUERY_GID_ENTRY);
+    cmdb.const_in(UVERBS_ATTR_QUERY_GID_ENTRY_PORT, port_num as u64);
+    cmdb.const_in(UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, gid_index as u64);
+    cmdb.in_u32(UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, flags);
+    cmdb.out(UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, entry.cast(), entry_size);
+    match cmd::execute_ioctl_fallback(ctx, QUERY_GID_KERNEL_CAP, &mut cmdb) {
+        Fallback::Success => 0,
+        Fallback::Error(e) => e,
+        // Not reachable for this single, link-less buffer.
+        Fallback::TryWriteEx => libc::EOPNOTSUPP,
+        Fallback::TryWrite => {
+            if flags != 0 {
+                return libc::EOPNOTSUPP;
+            }
+            let ret = query_sysfs_gid_entry(ctx, port_num, gid_index, entry, fallback_attr_mask, -1);
+            if ret != 0 {
+                return ret;
+            }
+            if fallback_attr_mask & VERBS_QUERY_GID_ATTR_GID != 0 && is_zero_gid(&(*entry).gid) {
+                return libc::ENODATA;
+            }
+            0
+        }
+    }
+}
+
+/// `query_gid_table_fb`: walks every port's GID table through sysfs,
+/// keeping the non-empty GIDs.
+unsafe fn query_gid_table_fb(
+    ctx: *mut ibv_context,
+    entries: *mut ibv_gid_entry,
+    max_entries: usize,
+    num_entries: &mut u64,
+    entry_size: usize,
+) -> c_int {
+    let mut dev_attr: ibv_device_attr = std::mem::zeroed();
+    let ret = crate::api::device::__ibv_query_device_1_1(ctx, &mut dev_attr);
+    if ret != 0 {
+        return ret;
+    }
+    let mut scratch: ibv_gid_entry = std::mem::zeroed();
+    let mut tmp = entries.cast::<u8>();
+    *num_entries = 0;
+    for i in 0..dev_attr.phys_port_cnt as u32 {
+        let mut pa: ibv_port_attr = std::mem::zeroed();
+        let ret = crate::context::ops::lib_query_port(ctx, (i + 1) as u8, &mut pa, size_of::<ibv_port_attr>());
+        if ret != 0 {
+            return ret;
+        }
+        for j in 0..pa.gid_tbl_len.max(0) as u32 {
+            // Once the caller's array is full, keep querying into a scratch
+            // entry: the call still succeeds if every remaining GID is empty.
+            let full = *num_entries as usize == max_entries;
+            let dst: *mut ibv_gid_entry = if full { &mut scratch } else { tmp.cast() };
+            let ret = query_sysfs_gid_entry(ctx, i + 1, j, dst, ALL_ATTRS, pa.link_layer as c_int);
+            if ret != 0 {
+                return ret;
+            }
+            if is_zero_gid(&(*dst).gid) {
+                continue;
+            }
+            if full {
+                return libc::EINVAL;
+            }
+            *num_entries += 1;
+            tmp = tmp.wrapping_add(entry_size);
+        }
+    }
+    0
+}
+
+/// `_array_len`: `size * nelems`, SIZE_MAX on overflow.
+fn array_len(size: usize, nelems: usize) -> usize {
+    if size != 0 && usize::MAX / size <= nelems {
+        return usize::MAX;
+    }
+    size * nelems
+}
+
+/// Upstream's `_ibv_query_gid_table`: the number of entries written, or a
+/// negative errno value.
+///
+/// # Safety
+/// `ctx` is an open context; `entries` holds `max_entries` entries of
+/// `entry_size` bytes.
+pub unsafe fn query_gid_table(ctx: *mut ibv_context, entries: *mut ibv_gid_entry, max_entries: usize, flags: u32, entry_size: usize) -> isize {
+    let mut num_entries: u64 = 0;
+    let mut cmdb = CmdBuf::<4>::new(cmd::UVERBS_OBJECT_DEVICE, cmd::UVERBS_METHOD_QUERY_GID_TABLE);
+    cmdb.const_in(UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, entry_size as u64);
+    cmdb.in_u32(UVERBS_ATTR_QUERY_GID_TABLE_FLAGS, flags);
+    cmdb.out(UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, entries.cast(), array_len(entry_size, max_entries));
+    cmdb.out(
+        UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES,
+        (&mut num_entries as *mut u64).cast::<c_void>(),
+        size_of::<u64>(),
+    );
+    let ret = match cmd::execute_ioctl_fallback(ctx, QUERY_GID_KERNEL_CAP, &mut cmdb) {
+        Fallback::Success => 0,
+        Fallback::Error(e) => e,
+        Fallback::TryWriteEx => libc::EOPNOTSUPP,
+        Fallback::TryWrite => {
+            if flags != 0 {
+                return -(libc::EOPNOTSUPP as isize);
+            }
+            query_gid_table_fb(ctx, entries, max_entries, &mut num_entries, entry_size)
+        }
+    };
+    if ret != 0 {
+        return -(ret as isize);
+    }
+    num_entries as isize
+}
+
+/// `ibv_query_gid_type`'s mapping of a GID entry type to the sysfs names.
+pub fn sysfs_type_of(gid_type: u32) -> ibv_gid_type_sysfs {
+    if gid_type == IBV_GID_TYPE_IB || gid_type == IBV_GID_TYPE_ROCE_V1 {
+        IBV_GID_TYPE_SYSFS_IB_ROCE_V1
+    } else {
+        IBV_GID_TYPE_SYSFS_ROCE_V2
+    }
+}
+
+/// `ibv_query_pkey`: the P_Key at `index` (network byte order), from
+/// `ports/<port>/pkeys/<index>`; 0 or -1.
+///
+/// # Safety
+/// `ctx` is an open context.
+pub unsafe fn query_pkey(ctx: *mut ibv_context, port_num: u8, index: c_int) -> Option<u16> {
+    let mut attr = [0u8; 8];
+    if read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/pkeys/{index}"), &mut attr) < 0 {
+        return None;
+    }
+    let v = scan_hx(cstr_bytes(&attr))?;
+    Some(v.to_be())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gid_text() {
+        let g = parse_sysfs_gid(b"fe80:0000:0000:0000:0202:c9ff:fe03:0405\0").unwrap();
+        assert_eq!(g, [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x02, 0xc9, 0xff, 0xfe, 0x03, 0x04, 0x05]);
+        let g = parse_sysfs_gid(b"0000:0000:0000:0000:0000:ffff:c0a8:0102").unwrap();
+        assert_eq!(&g[10..], &[0xff, 0xff, 0xc0, 0xa8, 0x01, 0x02]);
+        assert_eq!(parse_sysfs_gid(b"fe80:0000:0000\0"), None);
+        assert_eq!(parse_sysfs_gid(b""), None);
+    }
+
+    #[test]
+    fn gid_types() {
+        assert_eq!(sysfs_gid_type(b"IB/RoCE v1"), Some(IBV_GID_TYPE_SYSFS_IB_ROCE_V1));
+        assert_eq!(sysfs_gid_type(b"RoCE v2"), Some(IBV_GID_TYPE_SYSFS_ROCE_V2));
+        assert_eq!(sysfs_gid_type(b"RoCE v3"), None);
+        assert_eq!(sysfs_type_of(IBV_GID_TYPE_IB), IBV_GID_TYPE_SYSFS_IB_ROCE_V1);
+        assert_eq!(sysfs_type_of(IBV_GID_TYPE_ROCE_V1), IBV_GID_TYPE_SYSFS_IB_ROCE_V1);
+        assert_eq!(sysfs_type_of(IBV_GID_TYPE_ROCE_V2), IBV_GID_TYPE_SYSFS_ROCE_V2);
+    }
+
+    #[test]
+    fn cap_bit_is_async_event_slot() {
+        assert_eq!(QUERY_GID_KERNEL_CAP, 7);
+    }
+
+    #[test]
+    fn array_lengths() {
+        assert_eq!(array_len(32, 4), 128);
+        assert_eq!(array_len(0, usize::MAX), 0);
+        assert_eq!(array_len(32, usize::MAX / 16), usize::MAX);
+    }
+}
