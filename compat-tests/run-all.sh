@@ -10,9 +10,9 @@ declare -a rows
 add_counts() { # suite logfile
     local line p f s
     line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$2" | tail -1)
-    p=$(sed -nE 's/.*[^0-9]?([0-9]+) passed.*/\1/p' <<<"$line"); p=${p:-0}
-    f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line"); f=${f:-0}
-    s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line"); s=${s:-0}
+    p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+'); p=${p:-0}
+    f=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+'); f=${f:-0}
+    s=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+'); s=${s:-0}
     echo "$p $f $s"
 }
 
@@ -21,8 +21,8 @@ echo "=== cargo test"
 log=build/compat-tests/cargo-test.log
 cargo test --lib 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
-p=$(grep -E '^test result:' "$log" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | awk '{s+=$1} END {print s+0}')
-f=$(grep -E '^test result:' "$log" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | awk '{s+=$1} END {print s+0}')
+p=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+f=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 rows+=("cargo-test $p $f 0")
 total_pass=$((total_pass + p)); total_fail=$((total_fail + f))

@@ -66,6 +66,7 @@ vm_prepare_kernel() {
         if [ -z "$deb" ]; then
             vm_msg "downloading $pkg"
             if ! vm_download "$pkg" || [ -z "$(vm_deb "$pkg")" ]; then
+                [ -z "${VM_KERNEL_PKG:-}" ] || { vm_die "apt-get download $VM_KERNEL_PKG failed"; return; }
                 # fall back to a kernel already in the cache
                 local old
                 old=$(ls -d "$VM_CACHE"/kernel/linux-image-6.1.0-*-amd64/.complete 2>/dev/null | tail -1)
