@@ -3451,12 +3451,14 @@ mod tests {
         );
     }
 
+    /// `pub` fields of an aggregate: (name without `r#`, Rust type text).
+    type Fields = Vec<(String, String)>;
+
     /// Names defined in this file (above the test module), read from the
     /// source text.
     struct Defined {
-        /// struct/union name -> (`struct`/`union`, its `pub` fields as
-        /// (name without `r#`, Rust type text)).
-        aggregates: BTreeMap<String, (&'static str, Vec<(String, String)>)>,
+        /// struct/union name -> (`struct`/`union`, its fields).
+        aggregates: BTreeMap<String, (&'static str, Fields)>,
         /// `pub type` name -> right-hand side.
         aliases: BTreeMap<String, String>,
         consts: BTreeSet<String>,
