@@ -22,9 +22,9 @@ BUILD     := build
 STATICLIB := target/release/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := symbols layout diff tools install
+SUITES    := symbols layout diff tools install vm
 
-.PHONY: all lib demo test test-rust test-c install uninstall deps clean FORCE
+.PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
 
 all: lib
 
@@ -51,6 +51,10 @@ demo: deps lib
 
 test: deps lib
 	bash compat-tests/run-all.sh $(SUITES)
+
+# The Soft-RoCE virtual machine alone (Debian's kernel with rdma_rxe, qemu/TCG).
+test-vm: deps lib
+	bash compat-tests/run-all.sh vm
 
 bench: lib
 	@echo "bench: no benchmarks yet (they arrive with real devices and the software device)"; exit 1

@@ -50,10 +50,14 @@ vm_pick_kernel() {
     if [ -n "${VM_KERNEL_PKG:-}" ]; then echo "$VM_KERNEL_PKG"; return; fi
     local newest cached
     newest=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' 2>/dev/null |
-             awk '{print $1}' | sort -t- -k5,5n | tail -1)
-    cached=$(ls -d "$VM_CACHE"/kernel/linux-image-6.1.0-*-amd64/.complete 2>/dev/null |
-             sed -E 's|.*/(linux-image-[^/]*)/\.complete|\1|' | sort -t- -k5,5n | tail -1)
+             awk '{print $1}' | sort -t- -k4,4n | tail -1)
+    cached=$(vm_cached_kernel)
     if [ -n "$newest" ]; then echo "$newest"; else echo "$cached"; fi
+}
+
+vm_cached_kernel() { # newest kernel package already unpacked in the cache
+    ls -d "$VM_CACHE"/kernel/linux-image-6.1.0-*-amd64/.complete 2>/dev/null |
+        sed -E 's|.*/(linux-image-[^/]*)/\.complete$|\1|' | sort -t- -k4,4n | tail -1
 }
 
 vm_prepare_kernel() {
@@ -69,9 +73,9 @@ vm_prepare_kernel() {
                 [ -z "${VM_KERNEL_PKG:-}" ] || { vm_die "apt-get download $VM_KERNEL_PKG failed"; return; }
                 # fall back to a kernel already in the cache
                 local old
-                old=$(ls -d "$VM_CACHE"/kernel/linux-image-6.1.0-*-amd64/.complete 2>/dev/null | tail -1)
+                old=$(vm_cached_kernel)
                 if [ -n "$old" ]; then
-                    kdir=$(dirname "$old"); pkg=$(basename "$kdir")
+                    pkg=$old; kdir=$VM_CACHE/kernel/$pkg
                     vm_msg "cannot download the newest kernel; using cached $pkg"
                 else
                     vm_die "apt-get download $pkg failed: no kernel for the VM"; return
@@ -166,12 +170,16 @@ vm_prepare_initramfs() {
 vm_prepare() {
     mkdir -p "$VM_CACHE" || { vm_die "cannot create $VM_CACHE"; return; }
     command -v python3 >/dev/null || { vm_die "python3 missing"; return; }
+    local chosen=$VM_CACHE/.kernel.$$
     (
         flock 9
-        vm_prepare_qemu && vm_prepare_kernel && vm_prepare_initramfs
-    ) 9>"$VM_CACHE/.lock" || return 125
-    # the subshell's variables are lost: recompute (cheap, everything cached)
-    vm_prepare_qemu && vm_prepare_kernel && vm_prepare_initramfs >/dev/null
+        vm_prepare_qemu && vm_prepare_kernel && vm_prepare_initramfs &&
+            basename "$VM_KDIR" > "$chosen"
+    ) 9>"$VM_CACHE/.lock" || { rm -f "$chosen"; return 125; }
+    # the subshell's variables are lost: recompute (cheap, everything cached),
+    # with the kernel the subshell chose
+    local pkg; pkg=$(cat "$chosen"); rm -f "$chosen"
+    vm_prepare_qemu && VM_KERNEL_PKG=$pkg vm_prepare_kernel && vm_prepare_initramfs >/dev/null
 }
 
 # vm_run SCRIPT [shell]

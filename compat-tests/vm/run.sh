@@ -6,13 +6,26 @@
 # (server and client for the pingpongs), byte-identical stdout for
 # ibv_devices / ibv_devinfo.  Tests: compat-tests/vm/tests.txt; device limits
 # of rxe: compat-tests/vm/known-upstream-failures.txt.  See README.md.
+#
+#   run.sh               the suite (OUR_LIB, UPSTREAM_LIB as in CONVENTIONS.md)
+#   run.sh --self-check  checks the harness itself: Debian's library plays
+#                        "ours" too, so every test must PASS
+#                        (results-self-check.json)
 set -u
 cd "$(dirname "$0")/../.."
 HERE=$PWD/compat-tests/vm
 OUT=build/compat-tests/vm
 OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
 UPSTREAM_LIB=${UPSTREAM_LIB:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0}
+JSON=$OUT/results.json
 mkdir -p "$OUT"
+if [ "${1:-}" = --self-check ]; then
+    mkdir -p "$OUT/self-check"
+    ln -sfn "$UPSTREAM_LIB" "$OUT/self-check/libibverbs.so.1"
+    OUR_LIB=$OUT/self-check/libibverbs.so.1
+    JSON=$OUT/results-self-check.json
+    echo "vm: self-check: Debian's $UPSTREAM_LIB plays ours ($OUR_LIB)" >&2
+fi
 RUN=$PWD/$OUT/run
 rm -rf "$RUN"
 
@@ -58,7 +71,9 @@ export SUITE_TESTS=$(printf %q "$HERE/tests.txt")
 exec bash $(printf %q "$HERE/suite-guest.sh")
 EOS
 t0=$(date +%s.%N)
-VM_RUN_DIR=$RUN VM_TIMEOUT=${VM_TIMEOUT:-300} bash "$HERE/vm-run.sh" "$script" \
+# hard limit of the whole boot: a normal run needs 60-110 s; if ours hangs
+# in every pingpong, its per-side timeouts (25-45 s) add up to ~4 min more
+VM_RUN_DIR=$RUN VM_TIMEOUT=${VM_TIMEOUT:-420} bash "$HERE/vm-run.sh" "$script" \
     > "$OUT/guest.out" 2> "$OUT/guest.err"
 vrc=$?
 secs=$(python3 -c "import sys; print(round($(date +%s.%N) - $t0, 1))")
@@ -67,9 +82,9 @@ if [ "$vrc" -ne 0 ]; then
     sed 's/^/  | /' "$OUT/guest.err" >&2
 fi
 python3 "$HERE/report.py" --results "$RUN/results" --tests "$HERE/tests.txt" \
-    --known "$HERE/known-upstream-failures.txt" --json "$OUT/results.json" \
+    --known "$HERE/known-upstream-failures.txt" --json "$JSON" \
     --vm-status "$vrc" --vm-log "$(grep '^vm:' "$OUT/guest.err")" --seconds "$secs" \
     --our-lib "$OUR_LIB" --upstream-lib "$UPSTREAM_LIB"
 rc=$?
-echo "(VM run: ${secs}s; details: $OUT/results.json, raw outputs: $OUT/run/results/)" >&2
+echo "(VM run: ${secs}s; details: $JSON, raw outputs: $OUT/run/results/)" >&2
 exit $rc

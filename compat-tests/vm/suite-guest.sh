@@ -10,7 +10,7 @@ R=$VM_RUN_DIR/results
 mkdir -p "$R"
 T_SINGLE=${T_SINGLE:-30}        # ibv_devices / ibv_devinfo
 T_PP=${T_PP:-45}                # one pingpong side (upstream)
-T_PP_OURS_MIN=${T_PP_OURS_MIN:-15}
+T_PP_OURS_MIN=${T_PP_OURS_MIN:-25}
 
 now_ms() { local s ns; read -r s ns <<<"$(date '+%s %N')"; echo $(( s * 1000 + 10#$ns / 1000000 )); }
 
