@@ -28,3 +28,4 @@ pub mod log;
 pub mod provider;
 pub mod rate;
 pub mod sysfs;
+pub mod verbs;

@@ -1,31 +1,304 @@
-//! Protection domains, memory regions, device memory, imports.
+//! Protection domains, memory regions, device memory, imports (upstream's
+//! `verbs.c`).
 //!
-//! Every function here is exported with upstream's prototype.  Until the part
-//! of the project that implements it lands, it returns upstream's documented
-//! failure for an unsupported operation: NULL with errno = EOPNOTSUPP, the
-//! errno code EOPNOTSUPP, or -1 with errno (per the function's convention).
-//! Functions returning void cannot report failure; no object they could act
-//! on can exist before the device layer (no context can be opened yet).
+//! Registration keeps upstream's fork protection: the pages of a region are
+//! marked MADV_DONTFORK (when `ibv_fork_init` was called) for its lifetime,
+//! except for on-demand-paging regions.
+//!
+//! Where upstream would crash on a NULL object pointer these functions fail
+//! cleanly with EINVAL in the function's error convention.
 
-#[allow(unused_imports)]
-use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::os::raw::{c_int, c_uint, c_void};
+use std::ptr::null_mut;
 
-#[allow(unused_imports)]
-use crate::ffi::{set_errno, NOT_SUPPORTED};
+use crate::abi::*;
+use crate::context::ops_of;
+use crate::ffi::set_errno;
+use crate::verbs::{mr::effective_access, mr::rereg_input_ok, null_errno, vdev_of};
+
+fn dontfork(addr: *mut c_void, length: usize) -> c_int {
+    crate::fork::range(addr as usize, length, true)
+}
+
+fn dofork(addr: *mut c_void, length: usize) -> c_int {
+    crate::fork::range(addr as usize, length, false)
+}
 
 crate::export! {
-    fn __ibv_alloc_pd_1_1(context: *mut c_void) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn __ibv_dealloc_pd_1_1(pd: *mut c_void) -> c_int [on_panic: libc::EIO] { NOT_SUPPORTED }
-    fn __ibv_dereg_mr_1_1(mr: *mut c_void) -> c_int [on_panic: libc::EIO] { NOT_SUPPORTED }
-    fn ibv_import_dm(context: *mut c_void, dm_handle: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn ibv_import_mr(pd: *mut c_void, mr_handle: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn ibv_import_pd(context: *mut c_void, pd_handle: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn ibv_reg_dmabuf_mr(pd: *mut c_void, offset: u64, length: usize, iova: u64, fd: c_int, access: c_int) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn __ibv_reg_mr_1_1(pd: *mut c_void, addr: *mut c_void, length: usize, access: c_int) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn ibv_reg_mr_iova(pd: *mut c_void, addr: *mut c_void, length: usize, iova: u64, access: c_int) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn ibv_reg_mr_iova2(pd: *mut c_void, addr: *mut c_void, length: usize, iova: u64, access: c_uint) -> *mut c_void [on_panic: std::ptr::null_mut()] { set_errno(NOT_SUPPORTED); std::ptr::null_mut() }
-    fn ibv_rereg_mr(mr: *mut c_void, flags: c_int, pd: *mut c_void, addr: *mut c_void, length: usize, access: c_int) -> c_int [on_panic: libc::EIO] { NOT_SUPPORTED }
-    fn ibv_unimport_dm(dm: *mut c_void) -> () [on_panic: ()] { }
-    fn ibv_unimport_mr(mr: *mut c_void) -> () [on_panic: ()] { }
-    fn ibv_unimport_pd(pd: *mut c_void) -> () [on_panic: ()] { }
+    fn __ibv_alloc_pd_1_1(context: *mut ibv_context) -> *mut ibv_pd [on_panic: null_mut()] {
+        if context.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: an open context; the provider returns NULL or a PD.
+        unsafe {
+            let Some(f) = ops_of(context).alloc_pd else { return null_errno(libc::EOPNOTSUPP) };
+            let pd = f(context);
+            if !pd.is_null() {
+                (*pd).context = context;
+            }
+            pd
+        }
+    }
+
+    /// 0 or an errno value.
+    fn __ibv_dealloc_pd_1_1(pd: *mut ibv_pd) -> c_int [on_panic: libc::EIO] {
+        if pd.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: a PD of an open context.
+        unsafe {
+            let Some(f) = ops_of((*pd).context).dealloc_pd else { return libc::EOPNOTSUPP };
+            f(pd)
+        }
+    }
+
+    fn ibv_reg_mr_iova2(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, access: c_uint) -> *mut ibv_mr [on_panic: null_mut()] {
+        if pd.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: a PD of an open context whose device is a verbs_device.
+        unsafe { reg_mr(pd, addr, length, iova, access) }
+    }
+
+    fn __ibv_reg_mr_1_1(pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> *mut ibv_mr [on_panic: null_mut()] {
+        // SAFETY: our own export.
+        unsafe { ibv_reg_mr_iova2(pd, addr, length, addr as usize as u64, access as c_uint) }
+    }
+
+    fn ibv_reg_mr_iova(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, access: c_int) -> *mut ibv_mr [on_panic: null_mut()] {
+        // SAFETY: our own export.
+        unsafe { ibv_reg_mr_iova2(pd, addr, length, iova, access as c_uint) }
+    }
+
+    fn ibv_import_pd(context: *mut ibv_context, pd_handle: u32) -> *mut ibv_pd [on_panic: null_mut()] {
+        if context.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: an open context.
+        unsafe {
+            let Some(f) = ops_of(context).import_pd else { return null_errno(libc::EOPNOTSUPP) };
+            f(context, pd_handle)
+        }
+    }
+
+    fn ibv_unimport_pd(pd: *mut ibv_pd) -> () [on_panic: ()] {
+        if pd.is_null() {
+            return;
+        }
+        // SAFETY: an imported PD of an open context.
+        unsafe {
+            if let Some(f) = ops_of((*pd).context).unimport_pd {
+                f(pd);
+            }
+        }
+    }
+
+    fn ibv_import_mr(pd: *mut ibv_pd, mr_handle: u32) -> *mut ibv_mr [on_panic: null_mut()] {
+        if pd.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: a PD of an open context.
+        unsafe {
+            let Some(f) = ops_of((*pd).context).import_mr else { return null_errno(libc::EOPNOTSUPP) };
+            f(pd, mr_handle)
+        }
+    }
+
+    fn ibv_unimport_mr(mr: *mut ibv_mr) -> () [on_panic: ()] {
+        if mr.is_null() {
+            return;
+        }
+        // SAFETY: an imported MR of an open context.
+        unsafe {
+            if let Some(f) = ops_of((*mr).context).unimport_mr {
+                f(mr);
+            }
+        }
+    }
+
+    fn ibv_import_dm(context: *mut ibv_context, dm_handle: u32) -> *mut ibv_dm [on_panic: null_mut()] {
+        if context.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: an open context.
+        unsafe {
+            let Some(f) = ops_of(context).import_dm else { return null_errno(libc::EOPNOTSUPP) };
+            f(context, dm_handle)
+        }
+    }
+
+    fn ibv_unimport_dm(dm: *mut ibv_dm) -> () [on_panic: ()] {
+        if dm.is_null() {
+            return;
+        }
+        // SAFETY: an imported DM of an open context.
+        unsafe {
+            if let Some(f) = ops_of((*dm).context).unimport_dm {
+                f(dm);
+            }
+        }
+    }
+
+    /// A region over `length` bytes at `offset` of a dma-buf; `mr->addr`
+    /// holds the offset.
+    fn ibv_reg_dmabuf_mr(pd: *mut ibv_pd, offset: u64, length: usize, iova: u64, fd: c_int, access: c_int) -> *mut ibv_mr [on_panic: null_mut()] {
+        if pd.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: a PD of an open context.
+        unsafe {
+            let context = (*pd).context;
+            let Some(f) = ops_of(context).reg_dmabuf_mr else { return null_errno(libc::EOPNOTSUPP) };
+            let mr = f(pd, offset, length, iova, fd, access);
+            if mr.is_null() {
+                return null_mut();
+            }
+            (*mr).context = context;
+            (*mr).pd = pd;
+            (*mr).addr = offset as usize as *mut c_void;
+            (*mr).length = length;
+            mr
+        }
+    }
+
+    /// 0, or one of the negative `IBV_REREG_MR_ERR_*` codes with errno.
+    fn ibv_rereg_mr(mr: *mut ibv_mr, flags: c_int, pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> c_int [on_panic: IBV_REREG_MR_ERR_INPUT] {
+        if mr.is_null() {
+            set_errno(libc::EINVAL);
+            return IBV_REREG_MR_ERR_INPUT;
+        }
+        // SAFETY: an MR of an open context; every MR is a verbs_mr.
+        unsafe { rereg_mr(mr, flags, pd, addr, length, access) }
+    }
+
+    /// 0 or an errno value.
+    fn __ibv_dereg_mr_1_1(mr: *mut ibv_mr) -> c_int [on_panic: libc::EIO] {
+        if mr.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: an MR of an open context; every MR is a verbs_mr (its
+        // fields are read before the provider frees it).
+        unsafe {
+            let vmr = mr.cast::<verbs_mr>();
+            let addr = (*mr).addr;
+            let length = (*mr).length;
+            let mr_type = (*vmr).mr_type;
+            let access = (*vmr).access;
+            let Some(f) = ops_of((*mr).context).dereg_mr else { return libc::EOPNOTSUPP };
+            let ret = f(vmr);
+            if ret == 0 && mr_type == IBV_MR_TYPE_MR && access as u32 & IBV_ACCESS_ON_DEMAND == 0 {
+                dofork(addr, length);
+            }
+            ret
+        }
+    }
+}
+
+/// `ibv_reg_mr_iova2`.
+unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, access: c_uint) -> *mut ibv_mr {
+    let context = (*pd).context;
+    let odp = access & IBV_ACCESS_ON_DEMAND != 0;
+    let dev = vdev_of(context);
+    let access = effective_access(access, if dev.is_null() { 0 } else { (*dev).core_support });
+    if !odp && dontfork(addr, length) != 0 {
+        return null_mut();
+    }
+    let mr = match ops_of(context).reg_mr {
+        Some(f) => f(pd, addr, length, iova, access as c_int),
+        None => null_errno(libc::EOPNOTSUPP),
+    };
+    if !mr.is_null() {
+        (*mr).context = context;
+        (*mr).pd = pd;
+        (*mr).addr = addr;
+        (*mr).length = length;
+    } else if !odp {
+        dofork(addr, length);
+    }
+    mr
+}
+
+/// `ibv_rereg_mr`.
+unsafe fn rereg_mr(mr: *mut ibv_mr, flags: c_int, pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> c_int {
+    let vmr = mr.cast::<verbs_mr>();
+    if !rereg_input_ok((*vmr).mr_type, flags, addr.is_null(), length, access) {
+        set_errno(libc::EINVAL);
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    let translation = flags & IBV_REREG_MR_CHANGE_TRANSLATION as c_int != 0;
+    let mut dofork_onfail = false;
+    if translation {
+        if dontfork(addr, length) != 0 {
+            return IBV_REREG_MR_ERR_DONT_FORK_NEW;
+        }
+        dofork_onfail = true;
+    }
+    let old_addr = (*mr).addr;
+    let old_len = (*mr).length;
+    let err = match ops_of((*mr).context).rereg_mr {
+        Some(f) => f(vmr, flags, pd, addr, length, access),
+        None => libc::EOPNOTSUPP,
+    };
+    if err == 0 {
+        if flags & IBV_REREG_MR_CHANGE_PD as c_int != 0 {
+            (*mr).pd = pd;
+        }
+        if translation {
+            (*mr).addr = addr;
+            (*mr).length = length;
+            if dofork(old_addr, old_len) != 0 {
+                return IBV_REREG_MR_ERR_DO_FORK_OLD;
+            }
+        }
+        0
+    } else if dofork_onfail && dofork(addr, length) != 0 {
+        IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW
+    } else {
+        IBV_REREG_MR_ERR_CMD
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_arguments_fail_cleanly() {
+        // SAFETY: NULL arguments are refused before any use.
+        unsafe {
+            assert!(__ibv_alloc_pd_1_1(null_mut()).is_null());
+            assert_eq!(crate::ffi::errno(), libc::EINVAL);
+            assert_eq!(__ibv_dealloc_pd_1_1(null_mut()), libc::EINVAL);
+            assert!(__ibv_reg_mr_1_1(null_mut(), null_mut(), 0, 0).is_null());
+            assert!(ibv_reg_dmabuf_mr(null_mut(), 0, 0, 0, -1, 0).is_null());
+            assert_eq!(ibv_rereg_mr(null_mut(), 0, null_mut(), null_mut(), 0, 0), IBV_REREG_MR_ERR_INPUT);
+            assert_eq!(__ibv_dereg_mr_1_1(null_mut()), libc::EINVAL);
+            assert!(ibv_import_pd(null_mut(), 1).is_null());
+            assert!(ibv_import_dm(null_mut(), 1).is_null());
+            ibv_unimport_pd(null_mut());
+            ibv_unimport_mr(null_mut());
+            ibv_unimport_dm(null_mut());
+        }
+    }
+
+    #[test]
+    fn rereg_refuses_bad_input_before_any_dispatch() {
+        // A verbs_mr without a context: the checks must fail before the
+        // op table is consulted.
+        let mut vmr: verbs_mr = unsafe { std::mem::zeroed() };
+        vmr.mr_type = IBV_MR_TYPE_NULL_MR;
+        let mr = &mut vmr.ibv_mr as *mut ibv_mr;
+        // SAFETY: mr points to a local verbs_mr.
+        unsafe {
+            assert_eq!(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD as c_int, null_mut(), null_mut(), 0, 0), IBV_REREG_MR_ERR_INPUT);
+            assert_eq!(crate::ffi::errno(), libc::EINVAL);
+            (*mr.cast::<verbs_mr>()).mr_type = IBV_MR_TYPE_MR;
+            assert_eq!(ibv_rereg_mr(mr, 1 << 5, null_mut(), null_mut(), 0, 0), IBV_REREG_MR_ERR_INPUT);
+            assert_eq!(
+                ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION as c_int, null_mut(), null_mut(), 4096, 0),
+                IBV_REREG_MR_ERR_INPUT
+            );
+            assert_eq!(ibv_rereg_mr(mr, 0, null_mut(), null_mut(), 0, IBV_ACCESS_LOCAL_WRITE as c_int), IBV_REREG_MR_ERR_INPUT);
+        }
+    }
 }

@@ -324,7 +324,7 @@ pub fn sysfs_type_of(gid_type: u32) -> ibv_gid_type_sysfs {
 }
 
 /// `ibv_query_pkey`: the P_Key at `index` (network byte order), from
-/// `ports/<port>/pkeys/<index>`; 0 or -1.
+/// `ports/<port>/pkeys/<index>`; `None` when it cannot be read or parsed.
 ///
 /// # Safety
 /// `ctx` is an open context.
