@@ -55,6 +55,17 @@ crate::export! {
             if channel.is_null() {
                 return null_errno(libc::ENOMEM);
             }
+            if (*context).cmd_fd == -1 {
+                // A software device (no kernel): the channel is a pipe whose
+                // read end the application sees; see crate::context::soft_channel.
+                let fd = crate::context::soft_channel::create();
+                if fd < 0 {
+                    libc::free(channel.cast());
+                    return null_mut();
+                }
+                channel.write(ibv_comp_channel { context, fd, refcnt: 0 });
+                return channel;
+            }
             let mut req = CreateCompChannel::default();
             let mut resp = CreateCompChannelResp::default();
             req.response = (&mut resp as *mut CreateCompChannelResp) as u64;
@@ -91,6 +102,7 @@ crate::export! {
             let ret = if (*channel).refcnt != 0 {
                 libc::EBUSY
             } else {
+                crate::context::soft_channel::destroy((*channel).fd);
                 libc::close((*channel).fd);
                 libc::free(channel.cast());
                 0

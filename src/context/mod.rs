@@ -224,6 +224,7 @@ pub unsafe fn set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) {
 }
 
 pub mod cdev;
+pub mod soft_channel;
 
 /// `verbs_open_device`: opens the command fd, lets the provider allocate
 /// its context, installs the library's ops and the async event fd.
