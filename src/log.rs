@@ -1,6 +1,7 @@
 //! Logging for providers (`__verbs_log`): `VERBS_LOG_LEVEL` selects the
 //! level (0 = none, 1 = error … 4 = debug), `VERBS_LOG_FILE` the file
-//! (appended to; stderr when unset or unopenable).  Read once, when the
+//! (appended to).  As in upstream's release builds, logging is off unless
+//! the file can be opened.  Read once, when the
 //! device list is first initialised, like upstream.
 
 use std::io::Write;
@@ -17,7 +18,6 @@ static LEVEL: AtomicU32 = AtomicU32::new(LEVEL_NONE);
 
 enum Sink {
     Unset,
-    Stderr,
     File(std::fs::File),
 }
 
@@ -51,8 +51,10 @@ pub fn init() {
     if LEVEL.load(Ordering::Relaxed) == LEVEL_NONE {
         return;
     }
+    // Like upstream's release build (no VERBS_DEBUG): without a usable
+    // VERBS_LOG_FILE, logging stays off.
     let sink = match crate::env::get("VERBS_LOG_FILE") {
-        None => Sink::Stderr,
+        None => Sink::Unset,
         Some(p) => {
             use std::os::unix::ffi::OsStrExt;
             match std::fs::OpenOptions::new()
@@ -62,10 +64,13 @@ pub fn init() {
                 .open(std::ffi::OsStr::from_bytes(p.as_bytes()))
             {
                 Ok(f) => Sink::File(f),
-                Err(_) => Sink::Stderr,
+                Err(_) => Sink::Unset,
             }
         }
     };
+    if matches!(sink, Sink::Unset) {
+        LEVEL.store(LEVEL_NONE, Ordering::Relaxed);
+    }
     *SINK.lock().unwrap_or_else(|p| p.into_inner()) = sink;
 }
 
@@ -79,7 +84,6 @@ pub fn write(msg: &[u8]) {
     let mut s = SINK.lock().unwrap_or_else(|p| p.into_inner());
     let _ = match &mut *s {
         Sink::Unset => Ok(()),
-        Sink::Stderr => std::io::stderr().write_all(msg),
         Sink::File(f) => f.write_all(msg),
     };
 }

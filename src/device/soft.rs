@@ -82,6 +82,17 @@ pub fn user_dir() -> Option<PathBuf> {
     }
 }
 
+/// The names requested by the environment (no directory is created).
+pub fn requested_env() -> Vec<String> {
+    if crate::env::is_setuid() {
+        return Vec::new();
+    }
+    match crate::env::get(ENV) {
+        Some(v) => requested_names(&v.to_string_lossy()),
+        None => Vec::new(),
+    }
+}
+
 /// The software devices requested by the environment (setuid programs
 /// ignore the variable, like the other user-controlled paths).
 pub fn requested() -> Vec<SoftDevice> {

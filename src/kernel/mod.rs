@@ -1,3 +1,25 @@
-//! The layer that talks to the kernel.  Today: RDMA netlink.
+//! The layer that talks to the kernel: RDMA netlink, and the uverbs command
+//! layer behind every `ibv_cmd_*` (ioctl, `write()`, and the fallback
+//! between them).
+//!
+//! * [`uapi`] — the kernel's uverbs ABI (structs, command/object/method/
+//!   attribute numbers).
+//! * [`pabi34`] — how provider ABI 34 frames those commands (kern-abi.h).
+//! * [`ioctl`], [`write`] — the two transports.
+//! * [`state`] — the per-context part (driver id, ioctl-write, fallbacks).
+//! * [`builder`] + [`methods`] — the one table-driven builder/executor and
+//!   its table of methods.
+//! * [`verbs`] — the `ibv_cmd_*` operations built on it.
 
+pub mod builder;
+pub mod ioctl;
+pub mod methods;
 pub mod netlink;
+pub mod pabi34;
+pub mod state;
+pub mod uapi;
+pub mod verbs;
+pub mod write;
+
+#[cfg(test)]
+pub mod testutil;

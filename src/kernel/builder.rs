@@ -1,0 +1,633 @@
+//! The one command builder/executor behind every `ibv_cmd_*`.
+//!
+//! A kernel operation is described once, statically, by a [`Method`] (see
+//! [`super::methods`]): its ioctl `(object, method)`, the
+//! `verbs_context_ops` slot used to remember that the ioctl is missing, and
+//! its legacy and extended `write()` forms (command number and core
+//! request/response sizes).  A call then fills a [`Cmd`] with attributes
+//! (`in_obj`, `in_u32`, `out`, …, the `fill_attr_*` of upstream), each of
+//! which may say where the same value lives in the `write()` request or
+//! response of either form ([`Place`]), plus values that only the `write()`
+//! forms carry.  [`Cmd::exec`] then
+//!
+//! * sends the ioctl (with the provider's linked attribute blocks and its
+//!   private data as `UVERBS_ATTR_UHW_IN/OUT`), and if the kernel lacks the
+//!   method (ENOTTY / EPROTONOSUPPORT, remembered per context) and nothing
+//!   forbids it, falls back exactly where upstream's
+//!   `execute_ioctl_fallback` does, to
+//! * the legacy or extended `write()`: the request image (header, core
+//!   request, driver data) is laid out in the provider's own command buffer
+//!   in front of its private data when there is room (as upstream does) or
+//!   in a buffer of our own, filled from the attributes' [`Place`]s, written
+//!   (or sent as the INVOKE_WRITE ioctl), and the response fields are copied
+//!   back to where the ioctl outputs would have gone.
+//!
+//! Commands that only exist as `write()` use the same executor with a
+//! provider buffer the caller has filled ([`Cmd::write_only`]).
+
+use std::os::raw::c_int;
+
+use crate::abi::{ibv_command_buffer, ibv_context, CMDB_FALLBACK_IOCTL_ONLY, CMDB_FALLBACK_REQUIRE_EX};
+use crate::ffi::set_errno;
+
+use super::ioctl::{self, Legacy, OwnedCmdBuf};
+use super::uapi::{ex_hdr, ib_uverbs_cmd_hdr, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT};
+use super::{state, write};
+
+const HDR: usize = core::mem::size_of::<ib_uverbs_cmd_hdr>();
+const EX_HDR: usize = core::mem::size_of::<ex_hdr>();
+
+/// One `write()` form of a method: command number, core request and core
+/// response sizes (the kernel structs, without headers or driver data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteForm {
+    pub cmd: u32,
+    pub req: usize,
+    pub resp: usize,
+}
+
+impl WriteForm {
+    pub const fn of<Req, Resp>(cmd: u32) -> Self {
+        WriteForm { cmd, req: core::mem::size_of::<Req>(), resp: core::mem::size_of::<Resp>() }
+    }
+}
+
+/// The static description of one kernel operation.
+#[derive(Debug)]
+pub struct Method {
+    pub name: &'static str,
+    /// `(object id, method id)` of the ioctl, if the kernel has one.
+    pub ioctl: Option<(u16, u16)>,
+    /// `verbs_context_ops` slot under which a missing ioctl is remembered;
+    /// `None`: the ioctl is the only form (no fallback).
+    pub op: Option<usize>,
+    pub write: Option<WriteForm>,
+    pub write_ex: Option<WriteForm>,
+}
+
+/// A member of a kernel struct: byte offset and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub off: usize,
+    pub len: usize,
+}
+
+/// Where a value lives in a `write()` command: in the core request or in
+/// the core response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    Req(Field),
+    Resp(Field),
+}
+
+#[doc(hidden)]
+pub fn __member_size<T, F>(_: impl Fn(&T) -> &F) -> usize {
+    core::mem::size_of::<F>()
+}
+
+/// `field!(struct, a.b)`: the [`Field`] of a member of a kernel struct.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! kfield {
+    ($t:ty, $($f:ident).+) => {
+        $crate::kernel::builder::Field {
+            off: core::mem::offset_of!($t, $($f).+),
+            len: $crate::kernel::builder::__member_size(|s: &$t| &s.$($f).+),
+        }
+    };
+}
+
+/// `req!(struct, member)`: a member of a core request.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! kreq {
+    ($t:ty, $($f:ident).+) => { $crate::kernel::builder::Place::Req($crate::kfield!($t, $($f).+)) };
+}
+
+/// `resp!(struct, member)`: a member of a core response.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! kresp {
+    ($t:ty, $($f:ident).+) => { $crate::kernel::builder::Place::Resp($crate::kfield!($t, $($f).+)) };
+}
+
+pub use crate::{kfield as field, kreq as req, kresp as resp};
+
+/// Which transport completed the command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    Ioctl,
+    Write,
+    WriteEx,
+}
+
+/// The value behind an attribute (or a write-only field).
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    /// An integer (handles, flags, inline scalars).
+    Val(u64),
+    /// Input bytes by address.
+    Bytes(*const u8, usize),
+    /// Output buffer.
+    Out(*mut u8, usize),
+    /// Output object handle / fd (lands in the attribute's `data`).
+    OutObj,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Map {
+    w: Option<Place>,
+    wx: Option<Place>,
+    src: Src,
+}
+
+/// A provider buffer: `[core][driver data]`, `core` bytes of which belong
+/// to the library (for requests: header + core request).
+#[derive(Clone, Copy, Debug)]
+struct ProvBuf {
+    ptr: *mut u8,
+    core: usize,
+    total: usize,
+}
+
+impl ProvBuf {
+    fn new(ptr: *mut u8, core: usize, total: usize) -> Option<Self> {
+        (!ptr.is_null()).then_some(ProvBuf { ptr, core, total: total.max(core) })
+    }
+    fn extra(&self) -> usize {
+        self.total - self.core
+    }
+}
+
+/// A command being built; see the module documentation.
+pub struct Cmd {
+    ctx: *mut ibv_context,
+    m: &'static Method,
+    buf: Option<OwnedCmdBuf>,
+    maps: Vec<Map>,
+    extras: Vec<Map>,
+    write: Option<WriteForm>,
+    write_ex: Option<WriteForm>,
+    req: Option<ProvBuf>,
+    resp: Option<ProvBuf>,
+    zero_core: bool,
+    /// Send the provider's driver data with the ioctl (compat calls).
+    uhw_ioctl: bool,
+    own_req: Vec<u64>,
+    own_resp: Vec<u64>,
+    resp_img: (*mut u8, usize),
+}
+
+/// An attribute just added to a [`Cmd`]; say where it goes in the write
+/// forms, make it optional, or take its index.
+pub struct A<'c> {
+    c: &'c mut Cmd,
+    i: usize,
+}
+
+impl A<'_> {
+    /// Its place in the legacy `write()` form.
+    pub fn w(self, p: Place) -> Self {
+        self.c.maps[self.i].w = Some(p);
+        self
+    }
+    /// Its place in the extended `write()` form.
+    pub fn wx(self, p: Place) -> Self {
+        self.c.maps[self.i].wx = Some(p);
+        self
+    }
+    /// `attr_optional`.
+    pub fn optional(self) -> Self {
+        if let Some(b) = self.c.buf.as_mut() {
+            b.make_optional(self.i);
+        }
+        self
+    }
+    pub fn idx(self) -> usize {
+        self.i
+    }
+}
+
+impl Cmd {
+    /// A command for an ioctl method, with room for `num_attrs` own
+    /// attributes, linked in front of the provider's blocks `link`.
+    ///
+    /// # Safety
+    /// `ctx` is an open context; `link` null or a valid chain.
+    pub unsafe fn new(ctx: *mut ibv_context, m: &'static Method, num_attrs: usize, link: *mut ibv_command_buffer) -> Self {
+        let (o, me) = m.ioctl.expect("ioctl method");
+        Cmd {
+            ctx,
+            m,
+            buf: Some(OwnedCmdBuf::new(o, me, num_attrs + 2, link)),
+            maps: Vec::with_capacity(num_attrs),
+            extras: Vec::new(),
+            write: m.write,
+            write_ex: m.write_ex,
+            req: None,
+            resp: None,
+            zero_core: true,
+            uhw_ioctl: false,
+            own_req: Vec::new(),
+            own_resp: Vec::new(),
+            resp_img: (core::ptr::null_mut(), 0),
+        }
+    }
+
+    /// A command that only exists as `write()`: `req` is the caller-filled
+    /// request, `[header][core request][driver data]` (`req_core` bytes of
+    /// header + core, `req_size` in all), `resp` the response buffer
+    /// (`resp_core` bytes of core response, `resp_size` in all).
+    ///
+    /// # Safety
+    /// The buffers are valid for their sizes until `exec` returns.
+    pub unsafe fn write_only(
+        ctx: *mut ibv_context,
+        m: &'static Method,
+        req: *mut u8,
+        req_core: usize,
+        req_size: usize,
+        resp: *mut u8,
+        resp_core: usize,
+        resp_size: usize,
+    ) -> Self {
+        Cmd {
+            ctx,
+            m,
+            buf: None,
+            maps: Vec::new(),
+            extras: Vec::new(),
+            write: m.write,
+            write_ex: m.write_ex,
+            req: ProvBuf::new(req, req_core, req_size),
+            resp: ProvBuf::new(resp, resp_core, resp_size),
+            zero_core: false,
+            uhw_ioctl: false,
+            own_req: Vec::new(),
+            own_resp: Vec::new(),
+            resp_img: (core::ptr::null_mut(), 0),
+        }
+    }
+
+    /// The provider's legacy command and response buffers of a
+    /// compatibility call (upstream's `DECLARE_CMD_BUFFER_COMPAT`): what
+    /// follows the first `cmd_core` / `resp_core` bytes is driver data,
+    /// sent as `UVERBS_ATTR_UHW_IN` / `UHW_OUT` (ioctl) or appended to the
+    /// command / response (`write()`).
+    pub fn compat(mut self, cmd: *mut u8, cmd_core: usize, cmd_size: usize, resp: *mut u8, resp_core: usize, resp_size: usize) -> Self {
+        self.req = ProvBuf::new(cmd, cmd_core, cmd_size);
+        self.resp = ProvBuf::new(resp, resp_core, resp_size);
+        self.uhw_ioctl = true;
+        self
+    }
+
+    /// Provider buffers that only the `write()` forms use (the ioctl carries
+    /// no driver data), e.g. `ibv_cmd_query_port`'s command.
+    pub fn write_bufs(mut self, cmd: *mut u8, cmd_core: usize, cmd_size: usize, resp: *mut u8, resp_core: usize, resp_size: usize) -> Self {
+        self.req = ProvBuf::new(cmd, cmd_core, cmd_size);
+        self.resp = ProvBuf::new(resp, resp_core, resp_size);
+        self.uhw_ioctl = false;
+        self
+    }
+
+    /// Replaces the legacy `write()` form (ABI-version variants, requests
+    /// with a variable-length tail).
+    pub fn set_write(&mut self, f: Option<WriteForm>) {
+        self.write = f;
+    }
+
+    pub fn set_write_ex(&mut self, f: Option<WriteForm>) {
+        self.write_ex = f;
+    }
+
+    /// `fallback_require_ex`: a `write()` fallback must use the extended form.
+    pub fn require_ex(&mut self) {
+        if let Some(b) = self.buf.as_mut() {
+            b.set_flags(CMDB_FALLBACK_REQUIRE_EX);
+        }
+    }
+
+    /// `fallback_require_ioctl`: no `write()` fallback.
+    pub fn ioctl_only(&mut self) {
+        if let Some(b) = self.buf.as_mut() {
+            b.set_flags(CMDB_FALLBACK_IOCTL_ONLY);
+        }
+    }
+
+    /// `attr_optional` on attribute `i`.
+    pub fn make_optional(&mut self, i: usize) {
+        if let Some(b) = self.buf.as_mut() {
+            b.make_optional(i);
+        }
+    }
+
+    fn b(&mut self) -> &mut OwnedCmdBuf {
+        self.buf.as_mut().expect("attributes need an ioctl method")
+    }
+
+    fn push(&mut self, i: usize, src: Src) -> A<'_> {
+        debug_assert_eq!(i, self.maps.len());
+        self.maps.push(Map { w: None, wx: None, src });
+        A { c: self, i }
+    }
+
+    /// `fill_attr_in_obj`.
+    pub fn in_obj(&mut self, id: u16, handle: u32) -> A<'_> {
+        let i = self.b().fill_in_obj(id, handle);
+        self.push(i, Src::Val(handle as u64))
+    }
+    /// `fill_attr_out_obj`.
+    pub fn out_obj(&mut self, id: u16) -> A<'_> {
+        let i = self.b().fill_in_obj(id, 0);
+        self.push(i, Src::OutObj)
+    }
+    /// `fill_attr_in_uint32`.
+    pub fn in_u32(&mut self, id: u16, v: u32) -> A<'_> {
+        let i = self.b().fill_in_u32(id, v);
+        self.push(i, Src::Val(v as u64))
+    }
+    /// `fill_attr_in_uint64` / `fill_attr_const_in`.
+    pub fn in_u64(&mut self, id: u16, v: u64) -> A<'_> {
+        let i = self.b().fill_in_u64(id, v);
+        self.push(i, Src::Val(v))
+    }
+    /// `fill_attr_in_fd`: nothing for fd -1.
+    pub fn in_fd(&mut self, id: u16, fd: c_int) -> Option<A<'_>> {
+        let i = self.b().fill_in_fd(id, fd)?;
+        Some(self.push(i, Src::Val(fd as i64 as u64)))
+    }
+    /// `fill_attr_in`: `len` bytes at `p`.
+    pub fn in_bytes(&mut self, id: u16, p: *const u8, len: usize) -> A<'_> {
+        let i = self.b().fill_in(id, p, len);
+        self.push(i, Src::Bytes(p, len))
+    }
+    /// `fill_attr_in_ptr`.
+    pub fn in_ptr<T>(&mut self, id: u16, p: *const T) -> A<'_> {
+        self.in_bytes(id, p.cast(), core::mem::size_of::<T>())
+    }
+    /// `fill_attr_in_enum`.
+    pub fn in_enum(&mut self, id: u16, elem: u8, p: *const u8, len: usize) -> A<'_> {
+        let i = self.b().fill_in_enum(id, elem, p, len);
+        self.push(i, Src::Bytes(p, len))
+    }
+    /// `fill_attr_out`: `len` bytes at `p`.
+    pub fn out_bytes(&mut self, id: u16, p: *mut u8, len: usize) -> A<'_> {
+        let i = self.b().fill_out(id, p, len);
+        self.push(i, Src::Out(p, len))
+    }
+    /// `fill_attr_out_ptr`.
+    pub fn out<T>(&mut self, id: u16, p: *mut T) -> A<'_> {
+        self.out_bytes(id, p.cast(), core::mem::size_of::<T>())
+    }
+    /// `fill_attr_out_fd`.
+    pub fn out_fd(&mut self, id: u16) -> A<'_> {
+        let i = self.b().fill_out_fd(id);
+        self.push(i, Src::OutObj)
+    }
+
+    /// A value only the `write()` forms carry (legacy place, extended place).
+    pub fn wonly(&mut self, w: Option<Place>, wx: Option<Place>, v: u64) {
+        self.extras.push(Map { w, wx, src: Src::Val(v) });
+    }
+
+    /// Bytes only the `write()` forms carry.
+    pub fn wonly_bytes(&mut self, w: Option<Place>, wx: Option<Place>, p: *const u8, len: usize) {
+        self.extras.push(Map { w, wx, src: Src::Bytes(p, len) });
+    }
+
+    /// The object handle (or fd) an output attribute received.
+    pub fn obj(&mut self, i: usize) -> u32 {
+        self.b().attr(i).data as u32
+    }
+
+    pub fn fd(&mut self, i: usize) -> c_int {
+        self.b().attr(i).data as i64 as c_int
+    }
+
+    /// The core response of the `write()` that completed the command, as a
+    /// `T` (zero-extended when the form's response is shorter).
+    pub fn resp_as<T: Copy>(&self) -> T {
+        let mut v: T = super::uapi::zeroed();
+        let n = self.resp_img.1.min(core::mem::size_of::<T>());
+        if !self.resp_img.0.is_null() && n > 0 {
+            // SAFETY: resp_img describes the live response image.
+            unsafe { core::ptr::copy_nonoverlapping(self.resp_img.0, (&mut v as *mut T).cast::<u8>(), n) };
+        }
+        v
+    }
+
+    /// The ioctl block (tests, and callers that need the raw chain).
+    pub fn block(&mut self) -> *mut ibv_command_buffer {
+        self.b().as_ptr()
+    }
+
+    /// Adds the provider's private data as UHW attributes (once).
+    fn add_uhw(&mut self) {
+        if let Some(p) = self.req.filter(|p| p.extra() > 0) {
+            // SAFETY: the provider's buffer holds `total` bytes.
+            let i = self.b().fill_in(UVERBS_ATTR_UHW_IN, unsafe { p.ptr.add(p.core) }, p.extra());
+            self.maps.push(Map { w: None, wx: None, src: Src::Val(0) });
+            let _ = i;
+        }
+        if let Some(p) = self.resp.filter(|p| p.extra() > 0) {
+            // SAFETY: as above.
+            let i = self.b().fill_out(UVERBS_ATTR_UHW_OUT, unsafe { p.ptr.add(p.core) }, p.extra());
+            self.maps.push(Map { w: None, wx: None, src: Src::Val(0) });
+            let _ = i;
+        }
+    }
+
+    /// Runs the command.  On failure the errno value is returned (and
+    /// normally also left in `errno` by the failing system call).
+    ///
+    /// # Safety
+    /// Every pointer given to the builder is valid until this returns.
+    pub unsafe fn exec(&mut self) -> Result<Path, c_int> {
+        if self.buf.is_none() {
+            let ex = self.write.is_none();
+            return self.run_write(ex);
+        }
+        match self.try_ioctl()? {
+            None => Ok(Path::Ioctl),
+            // Commands that only exist extended use that form even where
+            // upstream's fallback says "plain write" (the destroys of WQs,
+            // flows and RWQ indirection tables).
+            Some(false) => {
+                let ex = self.write.is_none();
+                self.run_write(ex)
+            }
+            Some(true) => self.run_write(true),
+        }
+    }
+
+    /// The ioctl half of [`exec`](Self::exec) (upstream's
+    /// `execute_ioctl_fallback`): `Ok(None)` when the ioctl succeeded,
+    /// `Ok(Some(ex))` when the kernel lacks it and the command may be
+    /// retried as a `write()` (extended form if `ex`), else the error.
+    ///
+    /// # Safety
+    /// As for [`exec`](Self::exec).
+    pub unsafe fn try_ioctl(&mut self) -> Result<Option<bool>, c_int> {
+        if self.uhw_ioctl {
+            self.uhw_ioctl = false;
+            self.add_uhw();
+        }
+        let ctx = self.ctx;
+        let cmdb = self.b().as_ptr();
+        let Some(bit) = self.m.op else {
+            return match ioctl::execute(ctx, cmdb) {
+                0 => Ok(None),
+                e => Err(e),
+            };
+        };
+        let st = state::of(ctx);
+        if !st.is_some_and(|s| s.unsupported(bit)) {
+            match ioctl::execute(ctx, cmdb) {
+                0 => return Ok(None),
+                libc::ENOTTY => {
+                    if let Some(s) = st {
+                        s.mark_all_unsupported();
+                    }
+                }
+                libc::EPROTONOSUPPORT => {
+                    if let Some(s) = st {
+                        s.mark_unsupported(bit);
+                    }
+                }
+                e => return Err(e),
+            }
+        }
+        match ioctl::check_legacy(cmdb) {
+            Legacy::Write => Ok(Some(false)),
+            Legacy::WriteEx => Ok(Some(true)),
+            Legacy::NotSupported => {
+                set_errno(libc::EOPNOTSUPP);
+                Err(libc::EOPNOTSUPP)
+            }
+        }
+    }
+
+    /// Stores `src` into `place` of the image `base` (`len` bytes).
+    unsafe fn put(base: *mut u8, len: usize, f: Field, src: Src) {
+        if f.off + f.len > len {
+            return;
+        }
+        let dst = base.add(f.off);
+        match src {
+            Src::Val(v) => match f.len {
+                1 => dst.write(v as u8),
+                2 => dst.cast::<u16>().write_unaligned(v as u16),
+                4 => dst.cast::<u32>().write_unaligned(v as u32),
+                8 => dst.cast::<u64>().write_unaligned(v),
+                n => {
+                    let b = v.to_ne_bytes();
+                    core::ptr::copy_nonoverlapping(b.as_ptr(), dst, n.min(8));
+                }
+            },
+            Src::Bytes(p, n) => {
+                if !p.is_null() {
+                    core::ptr::copy_nonoverlapping(p, dst, n.min(f.len));
+                }
+            }
+            Src::Out(..) | Src::OutObj => {}
+        }
+    }
+
+    unsafe fn run_write(&mut self, ex: bool) -> Result<Path, c_int> {
+        let form = if ex { self.write_ex } else { self.write };
+        let Some(form) = form else {
+            set_errno(libc::EOPNOTSUPP);
+            return Err(libc::EOPNOTSUPP);
+        };
+        let hdr_len = if ex { EX_HDR } else { HDR };
+        let core_req = hdr_len + form.req;
+
+        // Request image: in front of the provider's driver data when its
+        // buffer has room (upstream's headroom), else our own.
+        let uhw_in = self.req.map_or(0, |p| p.extra());
+        let req_ptr = match self.req {
+            Some(p) if p.core >= core_req => p.ptr.add(p.core - core_req),
+            p => {
+                self.own_req = vec![0u64; (core_req + uhw_in).div_ceil(8)];
+                let b = self.own_req.as_mut_ptr().cast::<u8>();
+                if let Some(p) = p {
+                    if !self.zero_core {
+                        // A caller-filled request that is too short for
+                        // the form: take what it has.
+                        core::ptr::copy_nonoverlapping(p.ptr, b, p.core.min(core_req));
+                    }
+                    core::ptr::copy_nonoverlapping(p.ptr.add(p.core), b.add(core_req), uhw_in);
+                }
+                b
+            }
+        };
+        if self.zero_core {
+            core::ptr::write_bytes(req_ptr, 0, core_req);
+        }
+        let core = req_ptr.add(hdr_len);
+        for m in self.maps.iter().chain(self.extras.iter()) {
+            if let Some(Place::Req(f)) = if ex { m.wx } else { m.w } {
+                Self::put(core, form.req, f, m.src);
+            }
+        }
+
+        // Response image, likewise.
+        let uhw_out = self.resp.map_or(0, |p| p.extra());
+        let mut copy_back = None;
+        let resp_ptr = if form.resp == 0 && uhw_out == 0 {
+            core::ptr::null_mut()
+        } else {
+            match self.resp {
+                Some(p) if p.core >= form.resp => p.ptr.add(p.core - form.resp),
+                p => {
+                    self.own_resp = vec![0u64; (form.resp + uhw_out).div_ceil(8)];
+                    copy_back = p;
+                    self.own_resp.as_mut_ptr().cast::<u8>()
+                }
+            }
+        };
+        if !resp_ptr.is_null() {
+            core::ptr::write_bytes(resp_ptr, 0, form.resp);
+        }
+
+        let req_size = core_req + uhw_in;
+        let resp_size = form.resp + uhw_out;
+        let rc = if ex {
+            write::cmd_write_ex(self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size)
+        } else {
+            if form.resp > 0 {
+                // The legacy request's `response` member (always first).
+                core.cast::<u64>().write_unaligned(resp_ptr as usize as u64);
+            }
+            write::cmd_write(self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size)
+        };
+        if rc != 0 {
+            return Err(rc);
+        }
+        if let Some(p) = copy_back {
+            core::ptr::copy_nonoverlapping(resp_ptr.add(form.resp), p.ptr.add(p.core), uhw_out);
+        }
+        self.resp_img = (resp_ptr, form.resp);
+
+        // Outputs: from the core response to where the ioctl would have
+        // put them.
+        for i in 0..self.maps.len() {
+            let m = self.maps[i];
+            let Some(Place::Resp(f)) = (if ex { m.wx } else { m.w }) else { continue };
+            if resp_ptr.is_null() || f.off + f.len > form.resp {
+                continue;
+            }
+            let src = resp_ptr.add(f.off);
+            match m.src {
+                Src::Out(dst, n) => core::ptr::copy_nonoverlapping(src, dst, n.min(f.len)),
+                Src::OutObj => {
+                    let mut v = [0u8; 8];
+                    core::ptr::copy_nonoverlapping(src, v.as_mut_ptr(), f.len.min(8));
+                    self.b().attr(i).data = u64::from_ne_bytes(v);
+                }
+                _ => {}
+            }
+        }
+        Ok(if ex { Path::WriteEx } else { Path::Write })
+    }
+}

@@ -1,0 +1,276 @@
+//! Completion queues.
+
+use std::os::raw::c_int;
+
+use crate::abi::*;
+use crate::kernel::builder::{req, resp, Cmd, Field, Place, WriteForm};
+use crate::kernel::methods as m;
+use crate::kernel::pabi34::*;
+use crate::kernel::state;
+use crate::kernel::uapi::*;
+
+use super::{write_cmd, write_req};
+
+/// The provider's compatibility buffers of a create call.
+pub(crate) struct Compat {
+    pub cmd: *mut u8,
+    pub cmd_core: usize,
+    pub cmd_size: usize,
+    pub resp: *mut u8,
+    pub resp_core: usize,
+    pub resp_size: usize,
+}
+
+impl Compat {
+    pub fn of<C, R>(cmd: *mut C, cmd_size: usize, resp: *mut R, resp_size: usize) -> Self {
+        Compat {
+            cmd: cmd.cast(),
+            cmd_core: core::mem::size_of::<C>(),
+            cmd_size,
+            resp: resp.cast(),
+            resp_core: core::mem::size_of::<R>(),
+            resp_size,
+        }
+    }
+    pub fn apply(&self, c: Cmd) -> Cmd {
+        c.compat(self.cmd, self.cmd_core, self.cmd_size, self.resp, self.resp_core, self.resp_size)
+    }
+}
+
+/// Upstream's `ibv_icmd_create_cq`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn icmd_create_cq(
+    ctx: *mut ibv_context,
+    cqe: c_int,
+    channel: *mut ibv_comp_channel,
+    comp_vector: c_int,
+    flags: u32,
+    cq: *mut ibv_cq,
+    compat: Compat,
+    cmd_flags: u32,
+) -> c_int {
+    let mut c = compat.apply(Cmd::new(ctx, &m::CREATE_CQ, 8, core::ptr::null_mut()));
+    let mut resp_cqe: u32 = 0;
+    (*cq).context = ctx;
+
+    let h = c
+        .out_obj(attr::CREATE_CQ_HANDLE)
+        .w(resp!(ib_uverbs_create_cq_resp, cq_handle))
+        .wx(resp!(ib_uverbs_ex_create_cq_resp, base.cq_handle))
+        .idx();
+    c.out(attr::CREATE_CQ_RESP_CQE, &mut resp_cqe)
+        .w(resp!(ib_uverbs_create_cq_resp, cqe))
+        .wx(resp!(ib_uverbs_ex_create_cq_resp, base.cqe));
+    c.in_u32(attr::CREATE_CQ_CQE, cqe as u32)
+        .w(req!(ib_uverbs_create_cq, cqe))
+        .wx(req!(ib_uverbs_ex_create_cq, cqe));
+    c.in_u64(attr::CREATE_CQ_USER_HANDLE, cq as usize as u64)
+        .w(req!(ib_uverbs_create_cq, user_handle))
+        .wx(req!(ib_uverbs_ex_create_cq, user_handle));
+    if !channel.is_null() {
+        c.in_fd(attr::CREATE_CQ_COMP_CHANNEL, (*channel).fd);
+    }
+    let chan_fd: c_int = if channel.is_null() { -1 } else { (*channel).fd };
+    c.wonly(
+        Some(req!(ib_uverbs_create_cq, comp_channel)),
+        Some(req!(ib_uverbs_ex_create_cq, comp_channel)),
+        chan_fd as u32 as u64,
+    );
+    c.in_u32(attr::CREATE_CQ_COMP_VECTOR, comp_vector as u32)
+        .w(req!(ib_uverbs_create_cq, comp_vector))
+        .wx(req!(ib_uverbs_ex_create_cq, comp_vector));
+    let imported = state::imported(ctx);
+    let afd = c.in_fd(attr::CREATE_CQ_EVENT_FD, (*ctx).async_fd).map(|a| a.idx());
+    if imported {
+        c.ioctl_only();
+    } else if let Some(i) = afd {
+        // Keeps the write() fallback possible on kernels without it.
+        c.make_optional(i);
+    }
+    if flags != 0 {
+        if flags & !IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION != 0 || cmd_flags & CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX == 0 {
+            c.require_ex();
+        }
+        c.in_u32(attr::CREATE_CQ_FLAGS, flags).wx(req!(ib_uverbs_ex_create_cq, flags));
+    }
+
+    if let Err(e) = c.exec() {
+        return e;
+    }
+    (*cq).handle = c.obj(h);
+    (*cq).cqe = resp_cqe as c_int;
+    0
+}
+
+/// `ibv_cmd_create_cq`.
+///
+/// # Safety
+/// Provider arguments.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn create_cq(
+    ctx: *mut ibv_context,
+    cqe: c_int,
+    channel: *mut ibv_comp_channel,
+    comp_vector: c_int,
+    cq: *mut ibv_cq,
+    cmd: *mut ibv_create_cq,
+    cmd_size: usize,
+    resp: *mut ib_uverbs_create_cq_resp,
+    resp_size: usize,
+) -> c_int {
+    icmd_create_cq(ctx, cqe, channel, comp_vector, 0, cq, Compat::of(cmd, cmd_size, resp, resp_size), 0)
+}
+
+/// `ibv_cmd_create_cq_ex`.
+///
+/// # Safety
+/// Provider arguments.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn create_cq_ex(
+    ctx: *mut ibv_context,
+    cq_attr: *const ibv_cq_init_attr_ex,
+    cq: *mut verbs_cq,
+    cmd: *mut ibv_create_cq_ex,
+    cmd_size: usize,
+    resp: *mut ib_uverbs_ex_create_cq_resp,
+    resp_size: usize,
+    cmd_flags: u32,
+) -> c_int {
+    let a = &*cq_attr;
+    if !super::check_comp_mask(a.comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) {
+        return libc::EOPNOTSUPP;
+    }
+    let mut flags = 0;
+    if a.wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0 {
+        flags |= IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
+    }
+    if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && a.flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN as u32 != 0 {
+        flags |= IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
+    }
+    icmd_create_cq(
+        ctx,
+        a.cqe as c_int,
+        a.channel,
+        a.comp_vector as c_int,
+        flags,
+        cq.cast::<ibv_cq>(),
+        Compat::of(cmd, cmd_size, resp, resp_size),
+        cmd_flags,
+    )
+}
+
+/// `ibv_cmd_destroy_cq`: after the kernel destroyed it, waits until the
+/// application acknowledged every event the kernel reported for it.
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn destroy_cq(cq: *mut ibv_cq) -> c_int {
+    let mut r: ib_uverbs_destroy_cq_resp = zeroed();
+    let mut c = Cmd::new((*cq).context, &m::DESTROY_CQ, 2, core::ptr::null_mut());
+    c.out(attr::DESTROY_CQ_RESP, &mut r)
+        .w(Place::Resp(Field { off: 0, len: core::mem::size_of::<ib_uverbs_destroy_cq_resp>() }));
+    c.in_obj(attr::DESTROY_CQ_HANDLE, (*cq).handle).w(req!(ib_uverbs_destroy_cq, cq_handle));
+    let mut ret = super::ok(c.exec());
+    if state::is_destroy_err(&mut ret) {
+        return ret;
+    }
+    super::wait_events(core::ptr::addr_of_mut!((*cq).mutex), core::ptr::addr_of_mut!((*cq).cond), || {
+        core::ptr::addr_of!((*cq).comp_events_completed).read_volatile() == r.comp_events_reported
+            && core::ptr::addr_of!((*cq).async_events_completed).read_volatile() == r.async_events_reported
+    });
+    0
+}
+
+/// `ibv_cmd_resize_cq`.
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn resize_cq(cq: *mut ibv_cq, cqe: c_int, cmd: *mut ibv_resize_cq, cmd_size: usize, resp: *mut ib_uverbs_resize_cq_resp, resp_size: usize) -> c_int {
+    (*cmd).core.cq_handle = (*cq).handle;
+    (*cmd).core.cqe = cqe as u32;
+    let c = match write_cmd((*cq).context, &m::RESIZE_CQ, cmd, cmd_size, resp, resp_size) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let r: ib_uverbs_resize_cq_resp = c.resp_as();
+    (*cq).cqe = r.cqe as c_int;
+    0
+}
+
+/// `ibv_cmd_poll_cq`: the kernel-side poll (`write()` only).  Returns the
+/// number of completions, or -1.
+///
+/// # Safety
+/// `wc` has room for `ne` entries.
+pub unsafe fn poll_cq(cq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
+    if ne < 0 {
+        return -1;
+    }
+    let wsz = core::mem::size_of::<ib_uverbs_wc>();
+    let hsz = core::mem::size_of::<ib_uverbs_poll_cq_resp>();
+    let rsize = hsz + ne as usize * wsz;
+    let mut buf: Vec<u64> = Vec::new();
+    if buf.try_reserve_exact(rsize.div_ceil(8)).is_err() {
+        return -1;
+    }
+    buf.resize(rsize.div_ceil(8), 0);
+    let rp = buf.as_mut_ptr().cast::<u8>();
+    let mut cmd: ibv_poll_cq = Default::default();
+    cmd.core.cq_handle = (*cq).handle;
+    cmd.core.ne = ne as u32;
+    let csz = core::mem::size_of_val(&cmd);
+    let mut c = Cmd::write_only((*cq).context, &m::POLL_CQ, (&mut cmd as *mut ibv_poll_cq).cast(), csz, csz, rp, rsize, rsize);
+    c.set_write(Some(WriteForm { cmd: cmd::POLL_CQ, req: core::mem::size_of::<ib_uverbs_poll_cq>(), resp: rsize }));
+    if c.exec().is_err() {
+        return -1;
+    }
+    let count = rp.cast::<ib_uverbs_poll_cq_resp>().read().count;
+    let n = (count as usize).min(ne as usize);
+    for i in 0..n {
+        let k: ib_uverbs_wc = rp.add(hsz + i * wsz).cast::<ib_uverbs_wc>().read_unaligned();
+        let w = &mut *wc.add(i);
+        w.wr_id = k.wr_id;
+        w.status = k.status;
+        w.opcode = k.opcode;
+        w.vendor_err = k.vendor_err;
+        w.byte_len = k.byte_len;
+        w.imm.imm_data = k.ex;
+        w.qp_num = k.qp_num;
+        w.src_qp = k.src_qp;
+        w.wc_flags = k.wc_flags;
+        w.pkey_index = k.pkey_index;
+        w.slid = k.slid;
+        w.sl = k.sl;
+        w.dlid_path_bits = k.dlid_path_bits;
+    }
+    count as c_int
+}
+
+/// `ibv_cmd_req_notify_cq`.
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int {
+    let mut r: ibv_req_notify_cq = Default::default();
+    r.core.cq_handle = (*cq).handle;
+    r.core.solicited_only = (solicited_only != 0) as u32;
+    let sz = core::mem::size_of_val(&r);
+    write_req((*cq).context, &m::REQ_NOTIFY_CQ, &mut r, sz)
+}
+
+/// `ibv_cmd_modify_cq` (extended `write()`).
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn modify_cq(cq: *mut ibv_cq, attr: *const ibv_modify_cq_attr, cmd: *mut ibv_modify_cq, cmd_size: usize) -> c_int {
+    if (*attr).attr_mask >= IBV_CQ_ATTR_RESERVED {
+        return libc::EINVAL;
+    }
+    let k = &mut (*cmd).core;
+    k.cq_handle = (*cq).handle;
+    k.attr_mask = (*attr).attr_mask;
+    k.attr.cq_count = (*attr).moderate.cq_count;
+    k.attr.cq_period = (*attr).moderate.cq_period;
+    k.reserved = 0;
+    write_req((*cq).context, &m::MODIFY_CQ, cmd, cmd_size)
+}

@@ -1,0 +1,335 @@
+//! Context and device commands: GET_CONTEXT, QUERY_CONTEXT, the async
+//! event fd, QUERY_PORT, QUERY_DEVICE(_EX), the GID queries.
+
+use std::os::raw::c_int;
+
+use crate::abi::*;
+use crate::kernel::builder::{field, req, resp, Cmd, Field, Path, Place};
+use crate::kernel::methods as m;
+use crate::kernel::pabi34::*;
+use crate::kernel::uapi::*;
+
+use super::write_cmd;
+
+unsafe fn verbs_device_of(ctx: *mut ibv_context) -> *mut verbs_device {
+    (*ctx).device.cast()
+}
+
+/// `ibv_cmd_get_context`: the kernel half of opening a context.  Via ioctl
+/// it sets `num_comp_vectors` and the device's `core_support` (the async fd
+/// is then allocated separately, see [`alloc_async_fd`]); via `write()` it
+/// sets `async_fd` and `num_comp_vectors`.
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn get_context(
+    vctx: *mut verbs_context,
+    cmd: *mut ibv_get_context,
+    cmd_size: usize,
+    resp_p: *mut ib_uverbs_get_context_resp,
+    resp_size: usize,
+) -> c_int {
+    let ctx = core::ptr::addr_of_mut!((*vctx).context);
+    let mut c = Cmd::new(ctx, &m::GET_CONTEXT, 2, core::ptr::null_mut()).compat(
+        cmd.cast(),
+        core::mem::size_of::<ibv_get_context>(),
+        cmd_size,
+        resp_p.cast(),
+        core::mem::size_of::<ib_uverbs_get_context_resp>(),
+        resp_size,
+    );
+    let mut num_comp_vectors: u32 = 0;
+    let mut core_support: u64 = 0;
+    c.out(attr::GET_CONTEXT_NUM_COMP_VECTORS, &mut num_comp_vectors)
+        .w(resp!(ib_uverbs_get_context_resp, num_comp_vectors));
+    c.out(attr::GET_CONTEXT_CORE_SUPPORT, &mut core_support);
+    match c.exec() {
+        Ok(Path::Ioctl) => {
+            (*ctx).num_comp_vectors = num_comp_vectors as c_int;
+            (*verbs_device_of(ctx)).core_support = core_support;
+            0
+        }
+        Ok(_) => {
+            let r: ib_uverbs_get_context_resp = c.resp_as();
+            (*ctx).async_fd = r.async_fd as c_int;
+            (*ctx).num_comp_vectors = r.num_comp_vectors as c_int;
+            0
+        }
+        Err(e) => e,
+    }
+}
+
+/// `ibv_cmd_query_context` (ioctl only).
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn query_context(ctx: *mut ibv_context, driver: *mut ibv_command_buffer) -> c_int {
+    let mut c = Cmd::new(ctx, &m::QUERY_CONTEXT, 2, driver);
+    let mut core_support: u64 = 0;
+    c.out(attr::QUERY_CONTEXT_NUM_COMP_VECTORS, core::ptr::addr_of_mut!((*ctx).num_comp_vectors));
+    c.out(attr::QUERY_CONTEXT_CORE_SUPPORT, &mut core_support);
+    if let Err(e) = c.exec() {
+        return e;
+    }
+    (*verbs_device_of(ctx)).core_support = core_support;
+    0
+}
+
+/// Upstream's `ibv_cmd_alloc_async_fd` (not exported): the context's async
+/// event fd through the ASYNC_EVENT object, for kernels whose GET_CONTEXT
+/// ioctl does not return one.
+///
+/// # Safety
+/// `ctx` is an open context.
+pub unsafe fn alloc_async_fd(ctx: *mut ibv_context) -> c_int {
+    let mut c = Cmd::new(ctx, &m::ASYNC_EVENT_ALLOC, 1, core::ptr::null_mut());
+    let i = c.out_fd(attr::ASYNC_EVENT_ALLOC_FD_HANDLE).idx();
+    if let Err(e) = c.exec() {
+        return e;
+    }
+    (*ctx).async_fd = c.fd(i);
+    0
+}
+
+fn copy_port_resp(pa: &mut ibv_port_attr, r: &ib_uverbs_query_port_resp) {
+    pa.state = r.state as _;
+    pa.max_mtu = r.max_mtu as _;
+    pa.active_mtu = r.active_mtu as _;
+    pa.gid_tbl_len = r.gid_tbl_len as _;
+    pa.port_cap_flags = r.port_cap_flags;
+    pa.max_msg_sz = r.max_msg_sz;
+    pa.bad_pkey_cntr = r.bad_pkey_cntr;
+    pa.qkey_viol_cntr = r.qkey_viol_cntr;
+    pa.pkey_tbl_len = r.pkey_tbl_len;
+    pa.lid = r.lid;
+    pa.sm_lid = r.sm_lid;
+    pa.lmc = r.lmc;
+    pa.max_vl_num = r.max_vl_num;
+    pa.sm_sl = r.sm_sl;
+    pa.subnet_timeout = r.subnet_timeout;
+    pa.init_type_reply = r.init_type_reply;
+    pa.active_width = r.active_width;
+    pa.active_speed = r.active_speed;
+    pa.phys_state = r.phys_state;
+    pa.link_layer = r.link_layer;
+    pa.flags = r.flags;
+}
+
+/// `ibv_cmd_query_port`.  The provider's `cmd` is only used for the
+/// `write()` form (upstream sends no driver data with the ioctl).
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn query_port(ctx: *mut ibv_context, port_num: u8, port_attr: *mut ibv_port_attr, cmd: *mut ibv_query_port, cmd_size: usize) -> c_int {
+    let mut resp_ex: ib_uverbs_query_port_resp_ex = zeroed();
+    let mut c = Cmd::new(ctx, &m::QUERY_PORT, 2, core::ptr::null_mut()).write_bufs(
+        cmd.cast(),
+        core::mem::size_of::<ibv_query_port>(),
+        cmd_size,
+        core::ptr::null_mut(),
+        0,
+        0,
+    );
+    c.in_u64(attr::QUERY_PORT_PORT_NUM, port_num as u64).w(req!(ib_uverbs_query_port, port_num));
+    c.out(attr::QUERY_PORT_RESP, &mut resp_ex)
+        .w(Place::Resp(Field { off: 0, len: core::mem::size_of::<ib_uverbs_query_port_resp>() }));
+    let path = match c.exec() {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    copy_port_resp(&mut *port_attr, &resp_ex.legacy_resp);
+    if path == Path::Ioctl {
+        (*port_attr).port_cap_flags2 = resp_ex.port_cap_flags2;
+    }
+    0
+}
+
+/// `ibv_cmd_query_device_any`: QUERY_DEVICE_EX when the caller's attribute
+/// struct is larger than `ibv_device_attr` (falling back to the legacy
+/// command on kernels without it), else the legacy QUERY_DEVICE.
+///
+/// # Safety
+/// Provider arguments.
+pub unsafe fn query_device_any(
+    ctx: *mut ibv_context,
+    input: *const ibv_query_device_ex_input,
+    attr: *mut ibv_device_attr_ex,
+    mut attr_size: usize,
+    mut resp: *mut ib_uverbs_ex_query_device_resp,
+    mut resp_size: *mut usize,
+) -> c_int {
+    let orig = core::mem::size_of::<ibv_device_attr>();
+    if !input.is_null() && (*input).comp_mask != 0 {
+        return libc::EINVAL;
+    }
+    if attr_size < orig {
+        return libc::EINVAL;
+    }
+    let mut internal: ib_uverbs_ex_query_device_resp = zeroed();
+    let mut internal_size = core::mem::size_of::<ib_uverbs_ex_query_device_resp>();
+    if resp.is_null() {
+        resp = &mut internal;
+        resp_size = &mut internal_size;
+    }
+    core::ptr::write_bytes(attr.cast::<u8>(), 0, attr_size);
+
+    if attr_size > orig {
+        let mut cmd: ibv_query_device_ex = Default::default();
+        let sz = core::mem::size_of_val(&cmd);
+        if let Err(e) = write_cmd(ctx, &m::QUERY_DEVICE_EX, &mut cmd, sz, resp, *resp_size) {
+            if e != libc::EOPNOTSUPP && e != libc::ENOSYS {
+                return e;
+            }
+            attr_size = orig;
+        }
+    }
+    if attr_size == orig {
+        let mut cmd: ibv_query_device = Default::default();
+        let sz = core::mem::size_of_val(&cmd);
+        let base = core::ptr::addr_of_mut!((*resp).base);
+        let bsz = core::mem::size_of::<ib_uverbs_query_device_resp>();
+        if let Err(e) = write_cmd(ctx, &m::QUERY_DEVICE, &mut cmd, sz, base, bsz) {
+            return e;
+        }
+        (*resp).response_length = bsz as u32;
+    }
+    *resp_size = (*resp).response_length as usize;
+
+    let r = &*resp;
+    let a = &mut *attr;
+    let o = &mut a.orig_attr;
+    let b = &r.base;
+    o.node_guid = b.node_guid;
+    o.sys_image_guid = b.sys_image_guid;
+    o.max_mr_size = b.max_mr_size;
+    o.page_size_cap = b.page_size_cap;
+    o.vendor_id = b.vendor_id;
+    o.vendor_part_id = b.vendor_part_id;
+    o.hw_ver = b.hw_ver;
+    o.max_qp = b.max_qp as _;
+    o.max_qp_wr = b.max_qp_wr as _;
+    o.device_cap_flags = b.device_cap_flags as _;
+    o.max_sge = b.max_sge as _;
+    o.max_sge_rd = b.max_sge_rd as _;
+    o.max_cq = b.max_cq as _;
+    o.max_cqe = b.max_cqe as _;
+    o.max_mr = b.max_mr as _;
+    o.max_pd = b.max_pd as _;
+    o.max_qp_rd_atom = b.max_qp_rd_atom as _;
+    o.max_ee_rd_atom = b.max_ee_rd_atom as _;
+    o.max_res_rd_atom = b.max_res_rd_atom as _;
+    o.max_qp_init_rd_atom = b.max_qp_init_rd_atom as _;
+    o.max_ee_init_rd_atom = b.max_ee_init_rd_atom as _;
+    o.atomic_cap = b.atomic_cap as _;
+    o.max_ee = b.max_ee as _;
+    o.max_rdd = b.max_rdd as _;
+    o.max_mw = b.max_mw as _;
+    o.max_raw_ipv6_qp = b.max_raw_ipv6_qp as _;
+    o.max_raw_ethy_qp = b.max_raw_ethy_qp as _;
+    o.max_mcast_grp = b.max_mcast_grp as _;
+    o.max_mcast_qp_attach = b.max_mcast_qp_attach as _;
+    o.max_total_mcast_qp_attach = b.max_total_mcast_qp_attach as _;
+    o.max_ah = b.max_ah as _;
+    o.max_fmr = b.max_fmr as _;
+    o.max_map_per_fmr = b.max_map_per_fmr as _;
+    o.max_srq = b.max_srq as _;
+    o.max_srq_wr = b.max_srq_wr as _;
+    o.max_srq_sge = b.max_srq_sge as _;
+    o.max_pkeys = b.max_pkeys;
+    o.local_ca_ack_delay = b.local_ca_ack_delay;
+    o.phys_port_cnt = b.phys_port_cnt;
+
+    let rl = r.response_length as usize;
+    macro_rules! can_copy {
+        ($a:ident, $($k:ident).+) => {{
+            let fa = field!(ibv_device_attr_ex, $a);
+            let fk = field!(ib_uverbs_ex_query_device_resp, $($k).+);
+            attr_size >= fa.off + fa.len && rl >= fk.off + fk.len
+        }};
+    }
+    if can_copy!(odp_caps, odp_caps) {
+        a.odp_caps.general_caps = r.odp_caps.general_caps;
+        a.odp_caps.per_transport_caps.rc_odp_caps = r.odp_caps.per_transport_caps.rc_odp_caps;
+        a.odp_caps.per_transport_caps.uc_odp_caps = r.odp_caps.per_transport_caps.uc_odp_caps;
+        a.odp_caps.per_transport_caps.ud_odp_caps = r.odp_caps.per_transport_caps.ud_odp_caps;
+    }
+    if can_copy!(completion_timestamp_mask, timestamp_mask) {
+        a.completion_timestamp_mask = r.timestamp_mask;
+    }
+    if can_copy!(hca_core_clock, hca_core_clock) {
+        a.hca_core_clock = r.hca_core_clock;
+    }
+    if can_copy!(device_cap_flags_ex, device_cap_flags_ex) {
+        a.device_cap_flags_ex = r.device_cap_flags_ex;
+    }
+    if can_copy!(rss_caps, rss_caps) {
+        a.rss_caps.supported_qpts = r.rss_caps.supported_qpts;
+        a.rss_caps.max_rwq_indirection_tables = r.rss_caps.max_rwq_indirection_tables;
+        a.rss_caps.max_rwq_indirection_table_size = r.rss_caps.max_rwq_indirection_table_size;
+    }
+    if can_copy!(max_wq_type_rq, max_wq_type_rq) {
+        a.max_wq_type_rq = r.max_wq_type_rq;
+    }
+    if can_copy!(raw_packet_caps, raw_packet_caps) {
+        a.raw_packet_caps = r.raw_packet_caps;
+    }
+    if can_copy!(tm_caps, tm_caps) {
+        a.tm_caps.max_rndv_hdr_size = r.tm_caps.max_rndv_hdr_size;
+        a.tm_caps.max_num_tags = r.tm_caps.max_num_tags;
+        a.tm_caps.flags = r.tm_caps.flags;
+        a.tm_caps.max_ops = r.tm_caps.max_ops;
+        a.tm_caps.max_sge = r.tm_caps.max_sge;
+    }
+    if can_copy!(cq_mod_caps, cq_moderation_caps) {
+        a.cq_mod_caps.max_cq_count = r.cq_moderation_caps.max_cq_moderation_count;
+        a.cq_mod_caps.max_cq_period = r.cq_moderation_caps.max_cq_moderation_period;
+    }
+    if can_copy!(max_dm_size, max_dm_size) {
+        a.max_dm_size = r.max_dm_size;
+    }
+    if can_copy!(xrc_odp_caps, xrc_odp_caps) {
+        a.xrc_odp_caps = r.xrc_odp_caps;
+    }
+    let f = field!(ibv_device_attr_ex, phys_port_cnt_ex);
+    if attr_size >= f.off + f.len {
+        let sysfs = (*verbs_device_of(ctx)).sysfs;
+        let n = if sysfs.is_null() { 0 } else { (*sysfs).num_ports };
+        a.phys_port_cnt_ex = if n != 0 { n } else { a.orig_attr.phys_port_cnt as u32 };
+    }
+    0
+}
+
+/// The QUERY_GID_ENTRY ioctl behind `ibv_query_gid_ex`: `Ok(true)` when the
+/// kernel answered, `Ok(false)` when it lacks the method and the caller
+/// must use its sysfs fallback (upstream's TRY_WRITE case), else an errno.
+///
+/// # Safety
+/// `entry` has `entry_size` writable bytes.
+pub unsafe fn query_gid_entry(ctx: *mut ibv_context, port_num: u32, gid_index: u32, flags: u32, entry: *mut u8, entry_size: usize) -> Result<bool, c_int> {
+    let mut c = Cmd::new(ctx, &m::QUERY_GID_ENTRY, 4, core::ptr::null_mut());
+    c.in_u64(attr::QUERY_GID_ENTRY_PORT, port_num as u64);
+    c.in_u64(attr::QUERY_GID_ENTRY_GID_INDEX, gid_index as u64);
+    c.in_u32(attr::QUERY_GID_ENTRY_FLAGS, flags);
+    c.out_bytes(attr::QUERY_GID_ENTRY_RESP_ENTRY, entry, entry_size);
+    c.try_ioctl().map(|fb| fb.is_none())
+}
+
+/// The QUERY_GID_TABLE ioctl behind `_ibv_query_gid_table`: `Ok(Some(n))`
+/// entries, `Ok(None)` when the caller must use its sysfs fallback, else an
+/// errno.
+///
+/// # Safety
+/// `entries` has `entry_size * max_entries` writable bytes.
+pub unsafe fn query_gid_table(ctx: *mut ibv_context, entries: *mut u8, max_entries: usize, flags: u32, entry_size: usize) -> Result<Option<u64>, c_int> {
+    let mut num: u64 = 0;
+    let mut c = Cmd::new(ctx, &m::QUERY_GID_TABLE, 4, core::ptr::null_mut());
+    c.in_u64(attr::QUERY_GID_TABLE_ENTRY_SIZE, entry_size as u64);
+    c.in_u32(attr::QUERY_GID_TABLE_FLAGS, flags);
+    c.out_bytes(attr::QUERY_GID_TABLE_RESP_ENTRIES, entries, entry_size.saturating_mul(max_entries));
+    c.out(attr::QUERY_GID_TABLE_RESP_NUM_ENTRIES, &mut num);
+    match c.try_ioctl()? {
+        None => Ok(Some(num)),
+        Some(_) => Ok(None),
+    }
+}
+

@@ -1,0 +1,1 @@
+//! Tests of the command builder (see below).
