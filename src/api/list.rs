@@ -102,6 +102,12 @@ crate::export! {
         }
         // SAFETY: the reader NUL-terminated attr on success.
         let text = unsafe { std::ffi::CStr::from_ptr(attr.as_ptr()) }.to_bytes();
+        if text.iter().all(|b| b.is_ascii_whitespace()) {
+            // glibc's sscanf clears errno when the input ends before the
+            // first conversion; upstream's callers observe that.
+            set_errno(0);
+            return 0;
+        }
         let Some(guid) = crate::device::parse_guid(text) else { return 0 };
         let _g = crate::device::DEV_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: sysfs is non-NULL here (the reader fails on NULL).
