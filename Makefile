@@ -22,11 +22,11 @@ BUILD     := build
 STATICLIB := target/release/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := symbols layout diff tools install discovery vm
+SUITES    := symbols layout diff tools install discovery soft vm
 
 .PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
 
-all: lib
+all: lib swrdma
 
 lib: $(BUILD)/lib/$(LIBFILE)
 
@@ -46,10 +46,10 @@ $(BUILD)/lib/$(LIBFILE): $(STATICLIB) symbols.map
 	ln -sf $(LIBFILE) $(BUILD)/lib/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/lib/libibverbs.so
 
-demo: deps lib
+demo: deps lib swrdma
 	bash compat-tests/demo.sh
 
-test: deps lib
+test: deps lib swrdma
 	bash compat-tests/run-all.sh $(SUITES)
 
 # The Soft-RoCE virtual machine alone (Debian's kernel with rdma_rxe, qemu/TCG).
@@ -78,6 +78,8 @@ uninstall:
 	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/infiniband 2>/dev/null
 	-rmdir $(DESTDIR)$(LIBDIR)/pkgconfig 2>/dev/null
+
+include providers/swrdma/Makefile.inc
 
 clean:
 	rm -rf $(BUILD)

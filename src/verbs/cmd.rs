@@ -173,6 +173,11 @@ pub unsafe fn execute_ioctl_fallback<const N: usize>(ctx: *mut ibv_context, bit:
     if !p.is_null() && (*p).is_unsupported(bit) {
         return check_legacy(cmd.cmd.flags);
     }
+    // A software device (no kernel command fd) has no ioctl interface: take
+    // the legacy path (its sysfs-shaped description) as for an old kernel.
+    if (*ctx).cmd_fd < 0 {
+        return check_legacy(cmd.cmd.flags);
+    }
     let ret = cmd.execute(ctx);
     if ret == 0 {
         return Fallback::Success;

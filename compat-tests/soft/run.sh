@@ -1,0 +1,145 @@
+#!/bin/bash
+# compat-tests/soft: Debian's unmodified verbs programs (ibverbs-utils,
+# perftest) on the software RDMA device (providers/swrdma), two processes
+# per test, no RDMA hardware, no kernel module, no root.
+#
+# Input: OUR_LIB (default build/lib/libibverbs.so.1); the provider must be in
+# $(dirname OUR_LIB)/libibverbs/libswrdma-rdmav34.so (make swrdma).
+# SOFT_QUICK=1 runs a smaller perftest matrix.
+set -u
+OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
+LIBDIR=$(cd "$(dirname "$OUR_LIB")" && pwd)
+PROV="$LIBDIR/libibverbs/libswrdma-rdmav34.so"
+OUT=build/compat-tests/soft
+mkdir -p "$OUT"
+pass=0; fail=0; skip=0
+ok()   { echo "PASS $1"; pass=$((pass+1)); }
+bad()  { echo "FAIL $1: $2"; fail=$((fail+1)); }
+skp()  { echo "SKIP $1: $2"; skip=$((skip+1)); }
+
+# A private runtime directory: tests never meet other users' devices.
+export XDG_RUNTIME_DIR="$PWD/$OUT/rt"
+rm -rf "$XDG_RUNTIME_DIR"; mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
+export LD_LIBRARY_PATH="$LIBDIR"
+export RDMAV_SOFT_DEVICES=swr0
+# If the library does not yet find the provider next to itself, name it.
+export RDMAV_DRIVERS="${PROV%-rdmav34.so}"
+
+if [ ! -e "$PROV" ]; then
+    bad provider "missing $PROV (run: make swrdma)"
+    echo "soft: $pass passed, $fail failed"; exit 1
+fi
+for t in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_asyncwatch; do
+    command -v $t >/dev/null || { bad deps "$t missing (apt-get install ibverbs-utils)"; echo "soft: $pass passed, $fail failed"; exit 1; }
+done
+
+# --- device ---------------------------------------------------------------
+out=$(timeout 20 ibv_devices 2>&1)
+if echo "$out" | grep -qE '^\s*swr0\s+[0-9a-f]{16}$'; then ok ibv_devices; else bad ibv_devices "$out"; fi
+out=$(timeout 20 ibv_devinfo -v -d swr0 2>&1); rc=$?
+echo "$out" > "$OUT/devinfo.txt"
+if [ $rc -eq 0 ] && echo "$out" | grep -q 'PORT_ACTIVE' && echo "$out" | grep -q 'link_layer:.*Ethernet' \
+   && echo "$out" | grep -q 'GID\[  1\]:.*::ffff:127.0.0.1, RoCE v2'; then
+    ok "ibv_devinfo -v"
+else
+    bad "ibv_devinfo -v" "rc=$rc, see $OUT/devinfo.txt"
+fi
+out=$(RDMAV_SOFT_DEVICES= timeout 20 ibv_devices 2>&1)
+if echo "$out" | grep -q swr0; then bad "disabled without RDMAV_SOFT_DEVICES" "$out"; else ok "disabled without RDMAV_SOFT_DEVICES"; fi
+
+# --- two-process runs -------------------------------------------------------
+# With two or more CPUs, server and client get one each (busy-polling
+# processes that share a CPU measure the scheduler, not the device).
+pin_s=(); pin_c=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then pin_s=(taskset -c 0); pin_c=(taskset -c 1); fi
+port=19000
+# pair <name> <timeout> <server cmd...> -- <client cmd...>
+pair() {
+    local name=$1 to=$2; shift 2
+    local srv=() cli=()
+    while [ "$1" != "--" ]; do srv+=("$1"); shift; done; shift
+    cli=("$@")
+    local log="$OUT/$(echo "$name" | tr ' /' '__')"
+    "${pin_s[@]}" timeout "$to" "${srv[@]}" >"$log.server" 2>&1 &
+    local spid=$!
+    sleep 0.4
+    "${pin_c[@]}" timeout "$to" "${cli[@]}" >"$log.client" 2>&1
+    local crc=$?
+    wait $spid; local src=$?
+    if [ $crc -eq 0 ] && [ $src -eq 0 ]; then ok "$name"; return 0; fi
+    bad "$name" "server rc=$src client rc=$crc ($(tail -n1 "$log.client" | tr -d '\n'))"
+    return 1
+}
+
+for pp in rc uc ud srq xsrq; do
+    for g in "" "-g 1"; do
+        port=$((port+1))
+        pair "ibv_${pp}_pingpong $g" 60 ibv_${pp}_pingpong -d swr0 $g -p $port -- ibv_${pp}_pingpong -d swr0 $g -p $port localhost
+    done
+done
+for pp in rc uc ud srq; do
+    port=$((port+1))
+    pair "ibv_${pp}_pingpong -e -g 1" 60 ibv_${pp}_pingpong -d swr0 -e -g 1 -p $port -- ibv_${pp}_pingpong -d swr0 -e -g 1 -p $port localhost
+done
+port=$((port+1))
+pair "ibv_rc_pingpong -s 1000000 -n 200" 60 ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port -- ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port localhost
+
+# Error semantics and isolation (two processes, see semantics.c).
+OUR_INCLUDE=${OUR_INCLUDE:-include}
+if cc -O1 -o "$OUT/semantics" compat-tests/soft/semantics.c -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/semantics.cc"; then
+    timeout 120 "$OUT/semantics" >"$OUT/semantics.out" 2>&1; rc=$?
+    while read -r l; do
+        case "$l" in
+            PASS\ *) ok "semantics: ${l#PASS }";;
+            FAIL\ *) n=${l#FAIL }; bad "semantics: ${n%%: *}" "${n#*: }";;
+        esac
+    done <"$OUT/semantics.out"
+    [ $rc -eq 0 ] || bad "semantics" "exit status $rc ($(grep -v '^PASS\|^FAIL' "$OUT/semantics.out" | head -n2 | tr '\n' ' '))"
+else
+    bad "semantics (build)" "$(head -n3 "$OUT/semantics.cc")"
+fi
+
+# ibv_asyncwatch: opens the device and waits for events (none come).
+timeout 2 ibv_asyncwatch -d swr0 >"$OUT/asyncwatch" 2>&1; rc=$?
+if [ $rc -eq 124 ]; then ok ibv_asyncwatch; else bad ibv_asyncwatch "rc=$rc $(head -c 200 "$OUT/asyncwatch")"; fi
+
+# --- perftest ---------------------------------------------------------------
+table="$OUT/results.txt"
+: >"$table"
+if ! command -v ib_send_lat >/dev/null; then
+    skp perftest "perftest not installed (apt-get install perftest)"
+else
+    if [ "${SOFT_QUICK:-}" = 1 ]; then sizes_lat="2"; sizes_bw="65536"; else sizes_lat="2 4096"; sizes_bw="4096 65536"; fi
+    run_pt() { # <test> <size> <extra...>
+        local t=$1 s=$2; shift 2
+        port=$((port+1))
+        local name="$t -s $s $*"
+        local log="$OUT/$(echo "$name" | tr ' /' '__')"
+        if pair "$name" 120 $t -d swr0 -x 1 -s $s -p $port "$@" -- $t -d swr0 -x 1 -s $s -p $port "$@" localhost; then
+            # the result row: first line of numbers after the header
+            local row
+            row=$(grep -E '^ *[0-9]+ +[0-9]+ ' "$log.client" | head -n1 | tr -s ' ')
+            printf '%-34s %s\n' "$name" "$row" >>"$table"
+        fi
+    }
+    for s in $sizes_lat; do
+        run_pt ib_send_lat $s -n 10000
+        run_pt ib_write_lat $s -n 10000
+        run_pt ib_read_lat $s -n 10000
+    done
+    run_pt ib_atomic_lat 8 -n 10000
+    for s in $sizes_bw; do
+        run_pt ib_send_bw $s -n 5000
+        run_pt ib_write_bw $s -n 5000
+        run_pt ib_read_bw $s -n 5000
+    done
+    run_pt ib_atomic_bw 8 -n 20000
+    run_pt ib_write_bw 65536 -n 5000 --use_old_post_send
+fi
+if [ -s "$table" ]; then
+    echo "# results (client side; lat: bytes iters min max typical avg ...; bw: bytes iters peak avg[MB/s] msg-rate):"
+    sed 's/^/#   /' "$table"
+fi
+
+echo "soft: $pass passed, $fail failed$( [ $skip -gt 0 ] && echo ", $skip skipped")"
+[ $fail -eq 0 ]

@@ -1,0 +1,258 @@
+/* compat-tests/soft/semantics.c: error semantics and isolation of the
+ * software RDMA device, between two processes (fork).
+ *
+ * The parent is the target: it registers one MR with remote write/read/
+ * atomic rights and one with local rights only.  The child is the
+ * initiator; for each check it uses a fresh RC QP pair (errors move QPs to
+ * the error state).  Output: one "PASS <name>" / "FAIL <name>: why" line per
+ * check.  Exit 0 when every check passed. */
+#include <infiniband/verbs.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NPAIR 8
+#define BUF 4096
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_qp *qp[NPAIR];
+static int failures;
+
+static void check(int ok, const char *name, const char *why)
+{
+	if (ok)
+		printf("PASS %s\n", name);
+	else {
+		printf("FAIL %s: %s\n", name, why);
+		failures++;
+	}
+	fflush(stdout);
+}
+
+static void die(const char *m) { perror(m); exit(2); }
+
+static struct ibv_qp *mkqp(void)
+{
+	struct ibv_qp_init_attr a = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 } };
+	struct ibv_qp *q = ibv_create_qp(pd, &a);
+	if (!q)
+		die("qp");
+	return q;
+}
+
+static void open_dev(void)
+{
+	int n;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	if (!l || n < 1)
+		die("no device");
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), "swr0"))
+			ctx = ibv_open_device(l[i]);
+	if (!ctx)
+		die("open swr0");
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	if (!pd || !cq)
+		die("pd/cq");
+	for (int i = 0; i < NPAIR; i++)
+		qp[i] = mkqp();
+}
+
+static void connect_qp(struct ibv_qp *q, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("init");
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR; a.path_mtu = IBV_MTU_1024; a.dest_qp_num = dqpn;
+	a.max_dest_rd_atomic = 1; a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1; a.ah_attr.grh.sgid_index = 1; a.ah_attr.grh.hop_limit = 1; a.ah_attr.port_num = 1;
+	if (ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid))
+		die("gid");
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("rtr");
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS; a.timeout = 14; a.retry_cnt = 7; a.rnr_retry = 7; a.max_rd_atomic = 1;
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("rts");
+}
+
+/* Waits for one completion (5 s at most). */
+static int wait_wc(struct ibv_wc *wc)
+{
+	time_t end = time(NULL) + 5;
+	while (time(NULL) <= end) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+	}
+	return 0;
+}
+
+struct info { uint32_t qpn[NPAIR]; uint64_t a, b; uint32_t rka, rkb; };
+
+static int post(struct ibv_qp *q, enum ibv_wr_opcode op, void *laddr, uint32_t len, uint32_t lkey,
+		uint64_t raddr, uint32_t rkey, uint64_t cmp, uint64_t swap)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w.wr.atomic.remote_addr = raddr; w.wr.atomic.rkey = rkey;
+		w.wr.atomic.compare_add = cmp; w.wr.atomic.swap = swap;
+	} else {
+		w.wr.rdma.remote_addr = raddr; w.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(q, &w, &bad);
+}
+
+static void expect(const char *name, int want)
+{
+	struct ibv_wc wc;
+	char why[128];
+	if (!wait_wc(&wc)) {
+		check(0, name, "no completion within 5 s");
+		return;
+	}
+	snprintf(why, sizeof why, "status %s, want %s", ibv_wc_status_str(wc.status), ibv_wc_status_str(want));
+	check((int)wc.status == want, name, why);
+}
+
+int main(void)
+{
+	int p2c[2], c2p[2];
+	struct info in;
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (pipe(p2c) || pipe(c2p))
+		die("pipe");
+	pid_t child = fork();
+	open_dev();
+	if (child) { /* target */
+		static uint64_t A[BUF / 8] __attribute__((aligned(64))), B[BUF / 8];
+		struct ibv_mr *ma = ibv_reg_mr(pd, A, sizeof A, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		struct ibv_mr *mb = ibv_reg_mr(pd, B, sizeof B, IBV_ACCESS_LOCAL_WRITE);
+		if (!ma || !mb)
+			die("mr");
+		for (int i = 0; i < NPAIR; i++)
+			in.qpn[i] = qp[i]->qp_num;
+		A[0] = 100; A[1] = 5;
+		in.a = (uintptr_t)A; in.b = (uintptr_t)B; in.rka = ma->rkey; in.rkb = mb->rkey;
+		struct info peer;
+		if (read(c2p[0], &peer, sizeof peer) != sizeof peer)
+			die("read");
+		for (int i = 0; i < NPAIR; i++)
+			connect_qp(qp[i], peer.qpn[i]);
+		if (write(p2c[1], &in, sizeof in) != sizeof in)
+			die("write");
+		/* Let the initiator work (our provider thread serves it), then
+		 * check what landed in our memory. */
+		char c;
+		if (read(c2p[0], &c, 1) != 1)
+			die("sync");
+		check(memcmp((char *)A + 64, "written by the peer", 20) == 0, "target memory: RDMA write landed", "data differs");
+		check(A[0] == 200 && A[1] == 12, "target memory: atomics applied", "values differ");
+		int clean = 1;
+		for (int i = 0; i < BUF / 8; i++)
+			clean &= B[i] == 0;
+		check(clean, "target memory: local-only MR untouched", "modified");
+		if (write(p2c[1], "x", 1) != 1)
+			die("sync");
+		int st;
+		waitpid(child, &st, 0);
+		return failures || !WIFEXITED(st) || WEXITSTATUS(st) ? 1 : 0;
+	}
+	/* initiator */
+	static char L[BUF];
+	struct ibv_mr *ml = ibv_reg_mr(pd, L, sizeof L, IBV_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < NPAIR; i++)
+		in.qpn[i] = qp[i]->qp_num;
+	if (write(c2p[1], &in, sizeof in) != sizeof in)
+		die("write");
+	struct info t;
+	if (read(p2c[0], &t, sizeof t) != sizeof t)
+		die("read");
+	for (int i = 0; i < NPAIR; i++)
+		connect_qp(qp[i], t.qpn[i]);
+
+	strcpy(L, "written by the peer");
+	post(qp[0], IBV_WR_RDMA_WRITE, L, 20, ml->lkey, t.a + 64, t.rka, 0, 0);
+	expect("RDMA write with the right rkey", IBV_WC_SUCCESS);
+	memset(L, 0, 64);
+	post(qp[0], IBV_WR_RDMA_READ, L, 20, ml->lkey, t.a + 64, t.rka, 0, 0);
+	expect("RDMA read with the right rkey", IBV_WC_SUCCESS);
+	check(!strcmp(L, "written by the peer"), "RDMA read data", "differs");
+	post(qp[0], IBV_WR_ATOMIC_CMP_AND_SWP, L, 8, ml->lkey, t.a, t.rka, 100, 200);
+	expect("compare-and-swap", IBV_WC_SUCCESS);
+	check(*(uint64_t *)L == 100, "compare-and-swap returns the old value", "differs");
+	post(qp[0], IBV_WR_ATOMIC_FETCH_AND_ADD, L, 8, ml->lkey, t.a + 8, t.rka, 7, 0);
+	expect("fetch-and-add", IBV_WC_SUCCESS);
+	check(*(uint64_t *)L == 5, "fetch-and-add returns the old value", "differs");
+
+	post(qp[1], IBV_WR_RDMA_WRITE, L, 8, ml->lkey, t.b, t.rkb, 0, 0);
+	expect("RDMA write into an MR without REMOTE_WRITE -> REM_ACCESS_ERR", IBV_WC_REM_ACCESS_ERR);
+	post(qp[1], IBV_WR_RDMA_WRITE, L, 8, ml->lkey, t.a, t.rka, 0, 0);
+	expect("next WR on the failed QP -> WR_FLUSH_ERR", IBV_WC_WR_FLUSH_ERR);
+	post(qp[2], IBV_WR_RDMA_READ, L, 8, ml->lkey, t.b, t.rkb, 0, 0);
+	expect("RDMA read from an MR without REMOTE_READ -> REM_ACCESS_ERR", IBV_WC_REM_ACCESS_ERR);
+	post(qp[3], IBV_WR_RDMA_WRITE, L, 64, ml->lkey, t.a + BUF - 8, t.rka, 0, 0);
+	expect("RDMA write past the end of the MR -> REM_ACCESS_ERR", IBV_WC_REM_ACCESS_ERR);
+	post(qp[4], IBV_WR_RDMA_WRITE, L, 8, ml->lkey, t.a, t.rka ^ 0x5500, 0, 0);
+	expect("RDMA write with a forged rkey -> REM_ACCESS_ERR", IBV_WC_REM_ACCESS_ERR);
+	post(qp[5], IBV_WR_RDMA_WRITE, L, 8, ml->lkey + 1, t.a, t.rka, 0, 0);
+	expect("bad lkey -> LOC_PROT_ERR", IBV_WC_LOC_PROT_ERR);
+	post(qp[6], IBV_WR_ATOMIC_FETCH_AND_ADD, L, 8, ml->lkey, t.a + 4, t.rka, 1, 0);
+	expect("misaligned atomic -> REM_ACCESS_ERR", IBV_WC_REM_ACCESS_ERR);
+
+	/* Target verifies its memory; then it exits and our QP must fail
+	 * instead of hanging. */
+	if (write(c2p[1], "x", 1) != 1)
+		die("sync");
+	char c;
+	if (read(p2c[0], &c, 1) != 1)
+		die("sync");
+	/* the parent is now in waitpid: kill-like situation is simulated by
+	 * a grandchild below */
+	struct ibv_qp *qc = mkqp();
+	pid_t g = fork();
+	if (g == 0) {
+		/* a peer that dies without cleaning up */
+		open_dev();
+		if (write(c2p[1], &qp[7]->qp_num, 4) != 4)
+			_exit(2);
+		uint32_t d;
+		if (read(p2c[0], &d, 4) != 4)
+			_exit(2);
+		connect_qp(qp[7], d);
+		if (write(c2p[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	uint32_t gq;
+	if (read(c2p[0], &gq, 4) != 4)
+		die("read");
+	if (write(p2c[1], &qc->qp_num, 4) != 4)
+		die("write");
+	connect_qp(qc, gq);
+	if (read(c2p[0], &c, 1) != 1)
+		die("read");
+	kill(g, SIGKILL);
+	waitpid(g, NULL, 0);
+	usleep(100000);
+	post(qc, IBV_WR_RDMA_WRITE, L, 8, ml->lkey, 4096, 1, 0, 0);
+	expect("send to a peer that was killed -> RETRY_EXC_ERR (no hang)", IBV_WC_RETRY_EXC_ERR);
+	return failures ? 1 : 0;
+}

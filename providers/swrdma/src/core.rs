@@ -1,0 +1,994 @@
+//! The device model: contexts, memory regions, CQs, SRQs, QPs and the
+//! transport protocol over the shared-memory links.
+
+use crate::abi::*;
+use crate::net;
+use crate::ring::*;
+use std::collections::{HashMap, VecDeque};
+use std::os::raw::c_int;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[derive(Clone, Copy)]
+pub struct MrEnt {
+    pub pd: u32,
+    pub va: u64,
+    pub addr: u64,
+    pub len: u64,
+    pub access: u32,
+}
+
+pub struct RWqe {
+    pub wr_id: u64,
+    pub sges: Vec<ibv_sge>,
+}
+
+pub struct SWqe {
+    pub seq: u64,
+    pub wr_id: u64,
+    pub op: u32, // ibv_wc_opcode
+    pub signaled: bool,
+    pub len: u32,
+    pub done: Option<u32>,
+    pub sges: Vec<ibv_sge>, // local scatter list of READ / atomics
+}
+
+// ---------------------------------------------------------------------------
+// CQ
+// ---------------------------------------------------------------------------
+
+pub struct CqInner {
+    pub wcs: VecDeque<ibv_wc>,
+    pub armed: u8, // 0 no, 1 any, 2 solicited
+    wfd: c_int,
+}
+
+pub struct Cq {
+    pub ibcq: usize,
+    pub chan_fd: c_int,
+    pub inner: Mutex<CqInner>,
+    pub has: AtomicU32,
+}
+
+impl Cq {
+    pub fn new(ibcq: usize, chan_fd: c_int) -> Cq {
+        Cq {
+            ibcq,
+            chan_fd,
+            inner: Mutex::new(CqInner { wcs: VecDeque::new(), armed: 0, wfd: -1 }),
+            has: AtomicU32::new(0),
+        }
+    }
+
+    pub fn push(&self, wc: ibv_wc, solicited: bool) {
+        let mut g = lock(&self.inner);
+        g.wcs.push_back(wc);
+        self.has.store(g.wcs.len() as u32, Ordering::Release);
+        if g.armed != 0 && (g.armed == 1 || solicited || wc.status != IBV_WC_SUCCESS) {
+            g.armed = 0;
+            self.notify(&mut g);
+        }
+    }
+
+    fn notify(&self, g: &mut CqInner) {
+        if self.chan_fd < 0 {
+            return;
+        }
+        unsafe {
+            if g.wfd < 0 {
+                let p = std::ffi::CString::new(format!("/proc/self/fd/{}", self.chan_fd)).unwrap();
+                g.wfd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NONBLOCK);
+            }
+            if g.wfd >= 0 {
+                let h: u64 = self.ibcq as u64;
+                libc::write(g.wfd, &h as *const u64 as *const _, 8);
+            }
+        }
+    }
+
+    /// req_notify_cq
+    pub fn arm(&self, solicited: bool) {
+        let mut g = lock(&self.inner);
+        let want = if solicited { 2 } else { 1 };
+        if g.armed == 0 || want == 1 {
+            g.armed = want;
+        }
+    }
+
+    pub fn poll(&self, out: &mut [ibv_wc]) -> usize {
+        if self.has.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        let mut g = lock(&self.inner);
+        let mut n = 0;
+        while n < out.len() {
+            match g.wcs.pop_front() {
+                Some(w) => {
+                    out[n] = w;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        self.has.store(g.wcs.len() as u32, Ordering::Release);
+        n
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        let g = lock(&self.inner);
+        if g.wfd >= 0 {
+            unsafe { libc::close(g.wfd) };
+        }
+    }
+}
+
+pub fn wc_zero() -> ibv_wc {
+    unsafe { std::mem::zeroed() }
+}
+
+// ---------------------------------------------------------------------------
+// SRQ
+// ---------------------------------------------------------------------------
+
+pub struct SrqSt {
+    pub wqes: VecDeque<RWqe>,
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub limit: u32,
+}
+
+pub struct Srq {
+    pub num: u32,
+    pub ibsrq: usize,
+    pub pd: u32,
+    pub xrcd: u32,
+    pub cq: Option<Arc<Cq>>,
+    pub st: Mutex<SrqSt>,
+}
+
+// ---------------------------------------------------------------------------
+// QP
+// ---------------------------------------------------------------------------
+
+pub struct CurRecv {
+    pub wqe: RWqe,
+    pub base: u64,
+    pub err: u32,
+    pub cq: Option<Arc<Cq>>,
+}
+
+pub struct QpSt {
+    pub state: u32,
+    pub attr: ibv_qp_attr,
+    pub link: Option<Arc<Link>>,
+    pub sq: VecDeque<SWqe>,
+    pub next_seq: u64,
+    pub rq: VecDeque<RWqe>,
+    pub cur: Option<CurRecv>,
+    pub dropping: bool,
+    pub pending: VecDeque<Vec<u8>>,
+}
+
+pub struct Qp {
+    pub qpn: u32,
+    pub qpt: u32,
+    pub ibqp: usize,
+    pub pd: u32,
+    pub xrcd: u32,
+    pub send_cq: Option<Arc<Cq>>,
+    pub recv_cq: Option<Arc<Cq>>,
+    pub srq: Option<Arc<Srq>>,
+    pub sq_sig_all: bool,
+    pub cap: ibv_qp_cap,
+    pub st: Mutex<QpSt>,
+}
+
+impl Qp {
+    pub fn new_st() -> QpSt {
+        QpSt {
+            state: IBV_QPS_RESET,
+            attr: unsafe { std::mem::zeroed() },
+            link: None,
+            sq: VecDeque::new(),
+            next_seq: 1,
+            rq: VecDeque::new(),
+            cur: None,
+            dropping: false,
+            pending: VecDeque::new(),
+        }
+    }
+}
+
+pub enum RecvErr {
+    Rnr,
+    #[allow(dead_code)]
+    Status(u32),
+}
+
+// ---------------------------------------------------------------------------
+// Context
+// ---------------------------------------------------------------------------
+
+pub struct Ctx {
+    pub id: u32,
+    pub dir: PathBuf,
+    pub gids: [[u8; 16]; crate::device::GID_TBL_LEN],
+    pub guid: u64,
+    #[allow(dead_code)]
+    pub ibctx: usize,
+    pub qps: RwLock<HashMap<u32, Arc<Qp>>>,
+    pub srqs: RwLock<HashMap<u32, Arc<Srq>>>,
+    pub mrs: RwLock<HashMap<u32, MrEnt>>,
+    pub links: Mutex<Arc<Vec<Arc<Link>>>>,
+    pub out: Mutex<HashMap<u32, Arc<Link>>>,
+    pub qpn_cache: Mutex<HashMap<u32, u32>>,
+    pub efd: c_int,
+    pub lfd: c_int,
+    pub epfd: c_int,
+    pub async_w: c_int,
+    pub last_poll: AtomicU64,
+    pub pending: AtomicBool,
+    pub stop: AtomicBool,
+    pub next_key: AtomicU32,
+    pub next_obj: AtomicU32,
+}
+
+unsafe impl Send for Ctx {}
+unsafe impl Sync for Ctx {}
+
+const SPIN_CHECK: u32 = 256;
+
+impl Ctx {
+    pub fn links(&self) -> Arc<Vec<Arc<Link>>> {
+        lock(&self.links).clone()
+    }
+
+    pub fn add_link(&self, l: Arc<Link>) {
+        let mut g = lock(&self.links);
+        let mut v: Vec<Arc<Link>> = (**g).clone();
+        v.push(l.clone());
+        *g = Arc::new(v);
+        drop(g);
+        // The context's thread may be asleep: make it look at the new link.
+        l.rx.set_sleeping(true);
+        let one: u64 = 1;
+        unsafe { libc::write(self.efd, &one as *const u64 as *const _, 8) };
+        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, u64: l.sock as u64 };
+        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, l.sock, &mut ev) };
+    }
+
+    pub fn remove_link(&self, l: &Arc<Link>) {
+        let mut g = lock(&self.links);
+        let v: Vec<Arc<Link>> = g.iter().filter(|x| !Arc::ptr_eq(x, l)).cloned().collect();
+        *g = Arc::new(v);
+        drop(g);
+        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, l.sock, std::ptr::null_mut()) };
+        let mut o = lock(&self.out);
+        if let Some(x) = o.get(&l.peer) {
+            if Arc::ptr_eq(x, l) {
+                o.remove(&l.peer);
+            }
+        }
+    }
+
+    pub fn async_event(&self, element: u64, ty: u32) {
+        let rec: [u64; 2] = [element, ty as u64];
+        unsafe { libc::write(self.async_w, rec.as_ptr() as *const _, 16) };
+    }
+
+    pub fn qp(&self, qpn: u32) -> Option<Arc<Qp>> {
+        self.qps.read().unwrap().get(&qpn).cloned()
+    }
+
+    pub fn mr(&self, key: u32) -> Option<MrEnt> {
+        self.mrs.read().unwrap().get(&key).copied()
+    }
+
+    /// Checks a local SGE list; `write`: the data will be written into it.
+    pub fn check_local(&self, pd: u32, sges: &[ibv_sge], write: bool) -> Result<(), u32> {
+        let mrs = self.mrs.read().unwrap();
+        for s in sges {
+            if s.length == 0 {
+                continue;
+            }
+            let Some(m) = mrs.get(&s.lkey) else { return Err(IBV_WC_LOC_PROT_ERR) };
+            if m.pd != pd || s.addr < m.addr || s.addr + s.length as u64 > m.addr + m.len {
+                return Err(IBV_WC_LOC_PROT_ERR);
+            }
+            if write && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
+                return Err(IBV_WC_LOC_PROT_ERR);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a remote access against the target's MR table.
+    /// Returns the local address of `addr` (the MR's I/O virtual address
+    /// space) when `rkey` grants `access` to [addr, addr+len).
+    pub fn check_remote(&self, pd: u32, rkey: u32, addr: u64, len: u64, access: u32) -> Option<u64> {
+        let m = self.mr(rkey)?;
+        let ok = m.pd == pd
+            && m.access & access == access
+            && addr >= m.addr
+            && addr.checked_add(len).is_some_and(|e| e <= m.addr + m.len);
+        if ok {
+            Some(addr - m.addr + m.va)
+        } else {
+            None
+        }
+    }
+
+    // ----- progress ------------------------------------------------------
+
+    /// Processes incoming messages on every link (whoever gets there first:
+    /// the application in poll_cq or the context's thread).
+    pub fn progress(&self) -> usize {
+        let links = self.links();
+        let mut n = 0;
+        for l in links.iter() {
+            if l.rx.has_data() {
+                n += self.drain(l, 512);
+            }
+        }
+        if self.pending.load(Ordering::Relaxed) {
+            self.retry_pending();
+        }
+        n
+    }
+
+    /// Only the responses on links this context initiated (used while
+    /// waiting for ring space: never produces messages).
+    pub fn drain_responses(&self) {
+        let links = self.links();
+        for l in links.iter() {
+            if l.outgoing && l.rx.has_data() {
+                self.drain(l, 512);
+            }
+        }
+    }
+
+    pub fn any_rx(&self) -> bool {
+        self.links().iter().any(|l| l.rx.has_data())
+    }
+
+    fn drain(&self, l: &Arc<Link>, max: usize) -> usize {
+        let Ok(_g) = l.rx_lock.try_lock() else { return 0 };
+        let mut n = 0;
+        while n < max {
+            match unsafe { l.rx.peek() } {
+                Err(()) => {
+                    l.dead.store(true, Ordering::SeqCst);
+                    break;
+                }
+                Ok(None) => break,
+                Ok(Some((m, nt))) => {
+                    let m = unsafe { &*m };
+                    let payload = unsafe { (m as *const Msg as *const u8).add(MSG_HDR) };
+                    self.handle(l, m, payload);
+                    l.rx.consume(nt);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    fn handle(&self, l: &Arc<Link>, m: &Msg, payload: *const u8) {
+        match m.kind {
+            K_SEND | K_WRITE | K_READ | K_CAS | K_FAA => {
+                if l.outgoing {
+                    return; // requests only travel on the initiator's ring
+                }
+                self.responder(l, m, payload)
+            }
+            K_ACK | K_READ_RESP | K_ATOMIC_RESP => {
+                if !l.outgoing {
+                    return;
+                }
+                self.requester(l, m, payload)
+            }
+            _ => {}
+        }
+    }
+
+    // ----- sending on a link ----------------------------------------------
+
+    /// Writes one message (header + payload produced by `fill`).
+    pub fn send_msg(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
+        let need = align64(MSG_HDR + plen);
+        let mut spins = 0u32;
+        let mut wait = || {
+            if l.dead.load(Ordering::Relaxed) {
+                return false;
+            }
+            spins += 1;
+            if spins % SPIN_CHECK == 0 {
+                self.drain_responses();
+                if spins > 1 << 20 {
+                    unsafe { libc::sched_yield() };
+                }
+            }
+            std::hint::spin_loop();
+            true
+        };
+        unsafe {
+            let Some((p, nh)) = l.tx.reserve(need, &mut wait) else { return false };
+            let mut h = *m;
+            h.len = need as u32;
+            h.plen = plen as u32;
+            std::ptr::write(p as *mut Msg, h);
+            if plen > 0 {
+                fill(p.add(MSG_HDR));
+            }
+            if l.tx.commit(nh) {
+                l.wake_peer();
+            }
+        }
+        true
+    }
+
+    fn reply(&self, l: &Link, req: &Msg, kind: u16, status: u32) {
+        let m = Msg {
+            kind,
+            flags: F_LAST,
+            dst_qpn: req.src_qpn,
+            src_qpn: req.dst_qpn,
+            seq: req.seq,
+            status,
+            ..Default::default()
+        };
+        let _g = lock(&l.tx_lock);
+        self.send_msg(l, &m, 0, &mut |_| {});
+    }
+
+    // ----- responder --------------------------------------------------------
+
+    fn responder(&self, l: &Arc<Link>, m: &Msg, payload: *const u8) {
+        let Some(qp) = self.qp(m.dst_qpn) else {
+            if needs_ack(m) {
+                self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+            }
+            return;
+        };
+        let mut st = lock(&qp.st);
+        match qp.qpt {
+            IBV_QPT_RC | IBV_QPT_XRC_RECV => {
+                if st.state == IBV_QPS_ERR || st.state == IBV_QPS_SQE {
+                    if needs_ack(m) {
+                        self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+                    }
+                    return;
+                }
+                // Not yet RTR: the wire would drop it and the sender retry;
+                // keep it until the QP is ready (or fails).
+                if st.state == IBV_QPS_RESET || st.state == IBV_QPS_INIT || !st.pending.is_empty() {
+                    st.pending.push_back(copy_msg(m, payload, l.peer));
+                    self.pending.store(true, Ordering::Relaxed);
+                    return;
+                }
+                if let Err(()) = self.rc_exec(l, &qp, &mut st, m, payload) {
+                    st.pending.push_back(copy_msg(m, payload, l.peer));
+                    self.pending.store(true, Ordering::Relaxed);
+                }
+            }
+            IBV_QPT_UC => {
+                if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS {
+                    return;
+                }
+                match m.kind {
+                    K_SEND => {
+                        if m.flags & F_FIRST != 0 {
+                            st.dropping = false;
+                        }
+                        if st.dropping {
+                            return;
+                        }
+                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, 0) {
+                            st.dropping = m.flags & F_LAST == 0;
+                        }
+                    }
+                    K_WRITE => {
+                        if m.flags & F_FIRST != 0 {
+                            st.dropping = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE == 0;
+                        }
+                        if st.dropping {
+                            return;
+                        }
+                        let dst = if m.off + m.plen as u64 <= m.total {
+                            self.check_remote(qp.pd, m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
+                        } else {
+                            None
+                        };
+                        let Some(dst) = dst else {
+                            st.dropping = m.flags & F_LAST == 0;
+                            return;
+                        };
+                        unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
+                        if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
+                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            IBV_QPT_UD => {
+                if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS {
+                    return;
+                }
+                if m.kind != K_SEND || m.qkey != st.attr.qkey {
+                    return;
+                }
+                let _ = self.recv_data(&qp, &mut st, m, payload, 40);
+            }
+            _ => {}
+        }
+    }
+
+    /// One RC request; Err(()) = receiver not ready (keep it pending).
+    fn rc_exec(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
+        let last = m.flags & F_LAST != 0;
+        match m.kind {
+            K_SEND => match self.recv_data(qp, st, m, payload, 0) {
+                Ok(()) => {
+                    if last {
+                        self.reply(l, m, K_ACK, 0);
+                    }
+                }
+                Err(RecvErr::Rnr) => return Err(()),
+                Err(RecvErr::Status(_)) => {
+                    if last || m.flags & F_FIRST != 0 {
+                        self.reply(l, m, K_ACK, IBV_WC_REM_INV_REQ_ERR);
+                    }
+                    self.to_err(qp, st);
+                }
+            },
+            K_WRITE => {
+                if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
+                    return Err(());
+                }
+                let dst = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.off + m.plen as u64 <= m.total {
+                    self.check_remote(qp.pd, m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
+                } else {
+                    None
+                };
+                let Some(dst) = dst else {
+                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
+                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
+                    self.to_err(qp, st);
+                    return Ok(());
+                };
+                unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
+                if last {
+                    if m.flags & F_IMM != 0 {
+                        let mut h = *m;
+                        h.flags |= F_FIRST;
+                        h.plen = 0;
+                        h.off = 0;
+                        let _ = self.recv_data(qp, st, &h, std::ptr::null(), 0);
+                    }
+                    self.reply(l, m, K_ACK, 0);
+                }
+            }
+            K_READ => {
+                let srcb = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ != 0 {
+                    self.check_remote(qp.pd, m.rkey, m.raddr, m.total, IBV_ACCESS_REMOTE_READ)
+                } else {
+                    None
+                };
+                let Some(srcb) = srcb else {
+                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
+                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
+                    self.to_err(qp, st);
+                    return Ok(());
+                };
+                let _g = lock(&l.tx_lock);
+                let total = m.total as usize;
+                let mut off = 0usize;
+                loop {
+                    let plen = (total - off).min(MAX_CHUNK);
+                    let r = Msg {
+                        kind: K_READ_RESP,
+                        flags: if off + plen >= total { F_LAST } else { 0 },
+                        dst_qpn: m.src_qpn,
+                        src_qpn: m.dst_qpn,
+                        seq: m.seq,
+                        off: off as u64,
+                        total: m.total,
+                        ..Default::default()
+                    };
+                    let src = (srcb as usize + off) as *const u8;
+                    if !self.send_msg(l, &r, plen, &mut |d| unsafe { std::ptr::copy_nonoverlapping(src, d, plen) }) {
+                        break;
+                    }
+                    off += plen;
+                    if off >= total {
+                        break;
+                    }
+                }
+            }
+            K_CAS | K_FAA => {
+                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr % 8 == 0 {
+                    self.check_remote(qp.pd, m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_ATOMIC)
+                } else {
+                    None
+                };
+                let Some(tgt) = tgt else {
+                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
+                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
+                    self.to_err(qp, st);
+                    return Ok(());
+                };
+                let a = unsafe { &*(tgt as *const AtomicU64) };
+                let orig = if m.kind == K_CAS {
+                    match a.compare_exchange(m.cmp, m.swap, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(v) | Err(v) => v,
+                    }
+                } else {
+                    a.fetch_add(m.cmp, Ordering::SeqCst)
+                };
+                let r = Msg {
+                    kind: K_ATOMIC_RESP,
+                    flags: F_LAST,
+                    dst_qpn: m.src_qpn,
+                    src_qpn: m.dst_qpn,
+                    seq: m.seq,
+                    cmp: orig,
+                    ..Default::default()
+                };
+                let _g = lock(&l.tx_lock);
+                self.send_msg(l, &r, 0, &mut |_| {});
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn srq_for(&self, qp: &Qp, m: &Msg) -> Option<Arc<Srq>> {
+        if qp.qpt == IBV_QPT_XRC_RECV {
+            let s = self.srqs.read().unwrap().get(&m.srqn).cloned()?;
+            if s.xrcd != qp.xrcd {
+                return None;
+            }
+            return Some(s);
+        }
+        qp.srq.clone()
+    }
+
+    fn recv_ready(&self, qp: &Qp, st: &QpSt, m: &Msg) -> bool {
+        match self.srq_for(qp, m) {
+            Some(s) => !lock(&s.st).wqes.is_empty(),
+            None => qp.qpt != IBV_QPT_XRC_RECV && !st.rq.is_empty(),
+        }
+    }
+
+    fn take_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg) -> Option<(RWqe, Option<Arc<Cq>>, u32)> {
+        if qp.srq.is_some() || qp.qpt == IBV_QPT_XRC_RECV {
+            let s = self.srq_for(qp, m)?;
+            let mut ss = lock(&s.st);
+            let w = ss.wqes.pop_front()?;
+            if ss.limit > 0 && (ss.wqes.len() as u32) < ss.limit {
+                ss.limit = 0;
+                self.async_event(s.ibsrq as u64, IBV_EVENT_SRQ_LIMIT_REACHED);
+            }
+            let cq = if qp.qpt == IBV_QPT_XRC_RECV { s.cq.clone() } else { qp.recv_cq.clone() };
+            return Some((w, cq, s.pd));
+        }
+        let w = st.rq.pop_front()?;
+        Some((w, qp.recv_cq.clone(), qp.pd))
+    }
+
+    /// SEND data (and the receive side of WRITE_WITH_IMM, payload NULL):
+    /// consumes a receive WQE on the first fragment, completes it on the last.
+    fn recv_data(&self, qp: &Qp, st: &mut QpSt, m: &Msg, payload: *const u8, grh: u64) -> Result<(), RecvErr> {
+        if m.flags & F_FIRST != 0 {
+            let Some((w, cq, pd)) = self.take_recv(qp, st, m) else { return Err(RecvErr::Rnr) };
+            let err = match self.check_local(pd, &w.sges, true) {
+                Ok(()) => 0,
+                Err(e) => e,
+            };
+            let mut cur = CurRecv { wqe: w, base: grh, err, cq };
+            if grh > 0 && cur.err == 0 {
+                let mut g: ibv_grh = unsafe { std::mem::zeroed() };
+                g.version_tclass_flow = (6u32 << 28).to_be();
+                g.paylen = ((m.total as u32 + 8) as u16).to_be();
+                g.next_hdr = 0x1b;
+                g.hop_limit = 64;
+                g.sgid.raw = m.sgid;
+                g.dgid.raw = m.dgid;
+                if !scatter(&cur.wqe.sges, 0, &g as *const ibv_grh as *const u8, 40) {
+                    cur.err = IBV_WC_LOC_LEN_ERR;
+                }
+            }
+            st.cur = Some(cur);
+        }
+        let Some(cur) = st.cur.as_mut() else { return Ok(()) };
+        if cur.err == 0 && !payload.is_null() && m.plen > 0 && !scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize) {
+            cur.err = IBV_WC_LOC_LEN_ERR;
+        }
+        if m.flags & F_LAST != 0 {
+            let cur = st.cur.take().unwrap();
+            let mut wc = wc_zero();
+            wc.wr_id = cur.wqe.wr_id;
+            wc.status = cur.err;
+            wc.opcode = if m.kind == K_WRITE { IBV_WC_RECV_RDMA_WITH_IMM } else { IBV_WC_RECV };
+            wc.byte_len = if m.kind == K_WRITE { m.total as u32 } else { (m.total + cur.base) as u32 };
+            wc.qp_num = qp.qpn;
+            wc.src_qp = m.src_qpn;
+            if m.flags & F_IMM != 0 {
+                wc.imm.imm_data = m.imm;
+                wc.wc_flags |= IBV_WC_WITH_IMM;
+            }
+            if grh > 0 {
+                wc.wc_flags |= IBV_WC_GRH;
+            }
+            if let Some(cq) = &cur.cq {
+                cq.push(wc, m.flags & F_SOLICITED != 0);
+            }
+            if cur.err != 0 {
+                return Err(RecvErr::Status(cur.err));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn retry_pending(&self) {
+        self.pending.store(false, Ordering::Relaxed);
+        let qps: Vec<Arc<Qp>> = self.qps.read().unwrap().values().cloned().collect();
+        let links = self.links();
+        for qp in qps {
+            let mut st = lock(&qp.st);
+            while let Some(buf) = st.pending.front() {
+                let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
+                let payload = unsafe { buf.as_ptr().add(MSG_HDR) };
+                // Responses go back on the link from that peer's context.
+                let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) else {
+                    st.pending.pop_front();
+                    continue;
+                };
+                if st.state == IBV_QPS_RESET || st.state == IBV_QPS_INIT {
+                    break;
+                }
+                let l = l.clone();
+                match self.rc_exec(&l, &qp, &mut st, &m, payload) {
+                    Ok(()) => {
+                        st.pending.pop_front();
+                    }
+                    Err(()) => {
+                        self.pending.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- requester --------------------------------------------------------
+
+    fn requester(&self, _l: &Arc<Link>, m: &Msg, payload: *const u8) {
+        let Some(qp) = self.qp(m.dst_qpn) else { return };
+        let mut st = lock(&qp.st);
+        let Some(front) = st.sq.front() else { return };
+        let idx = m.seq.wrapping_sub(front.seq) as usize;
+        if idx >= st.sq.len() || st.sq[idx].seq != m.seq || st.sq[idx].done.is_some() {
+            return;
+        }
+        let mut status = m.status;
+        {
+            let w = &mut st.sq[idx];
+            match m.kind {
+                K_ACK => w.done = Some(status),
+                K_READ_RESP => {
+                    if m.off + m.plen as u64 > w.len as u64 || !scatter(&w.sges, m.off, payload, m.plen as usize) {
+                        status = IBV_WC_LOC_LEN_ERR;
+                        w.done = Some(status);
+                    } else if m.flags & F_LAST != 0 {
+                        w.done = Some(0);
+                    }
+                }
+                K_ATOMIC_RESP => {
+                    let v = m.cmp.to_ne_bytes();
+                    scatter(&w.sges, 0, v.as_ptr(), 8);
+                    w.done = Some(status);
+                }
+                _ => {}
+            }
+        }
+        if status != 0 {
+            self.to_err(&qp, &mut st);
+        }
+        self.complete_sq(&qp, &mut st);
+    }
+
+    pub fn complete_sq(&self, qp: &Qp, st: &mut QpSt) {
+        while let Some(w) = st.sq.front() {
+            let Some(status) = w.done else { break };
+            let w = st.sq.pop_front().unwrap();
+            if w.signaled || qp.sq_sig_all || status != 0 {
+                let mut wc = wc_zero();
+                wc.wr_id = w.wr_id;
+                wc.status = status;
+                wc.opcode = w.op;
+                wc.byte_len = w.len;
+                wc.qp_num = qp.qpn;
+                if let Some(cq) = &qp.send_cq {
+                    cq.push(wc, false);
+                }
+            }
+        }
+    }
+
+    /// Moves the QP to the error state: outstanding work is flushed.
+    pub fn to_err(&self, qp: &Qp, st: &mut QpSt) {
+        st.state = IBV_QPS_ERR;
+        for w in st.sq.iter_mut() {
+            if w.done.is_none() {
+                w.done = Some(IBV_WC_WR_FLUSH_ERR);
+            }
+        }
+        self.complete_sq(qp, st);
+        let mut flushed: Vec<RWqe> = st.rq.drain(..).collect();
+        if let Some(c) = st.cur.take() {
+            flushed.insert(0, c.wqe);
+        }
+        self.fail_pending(st);
+        for w in flushed {
+            let mut wc = wc_zero();
+            wc.wr_id = w.wr_id;
+            wc.status = IBV_WC_WR_FLUSH_ERR;
+            wc.opcode = IBV_WC_RECV;
+            wc.qp_num = qp.qpn;
+            if let Some(cq) = &qp.recv_cq {
+                cq.push(wc, false);
+            }
+        }
+    }
+
+    /// Requests kept for a responder that failed: their senders see
+    /// RETRY_EXC_ERR, as when the wire drops packets for a dead QP.
+    pub fn fail_pending(&self, st: &mut QpSt) {
+        if st.pending.is_empty() {
+            return;
+        }
+        let links = self.links();
+        for buf in st.pending.drain(..) {
+            let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
+            if needs_ack(&m) {
+                if let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) {
+                    self.reply(l, &m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+                }
+            }
+        }
+    }
+
+    /// A link to the context owning QPN `dqpn` (connecting on first use).
+    pub fn link_to(&self, dqpn: u32) -> Option<Arc<Link>> {
+        let cached = lock(&self.qpn_cache).get(&dqpn).copied();
+        let peer = match cached {
+            Some(p) => p,
+            None => {
+                let p = net::resolve(&self.dir, dqpn)?;
+                lock(&self.qpn_cache).insert(dqpn, p);
+                p
+            }
+        };
+        let mut o = lock(&self.out);
+        if let Some(l) = o.get(&peer) {
+            if !l.dead.load(Ordering::Relaxed) {
+                return Some(l.clone());
+            }
+        }
+        let l = Arc::new(net::connect(&self.dir, self.id, self.efd, peer)?);
+        o.insert(peer, l.clone());
+        drop(o);
+        self.add_link(l.clone());
+        Some(l)
+    }
+
+    /// A peer went away: its links are dead; RC work waiting for it fails.
+    pub fn link_died(&self, l: &Arc<Link>) {
+        l.dead.store(true, Ordering::SeqCst);
+        self.remove_link(l);
+        if !l.outgoing {
+            return;
+        }
+        let qps: Vec<Arc<Qp>> = self.qps.read().unwrap().values().cloned().collect();
+        for qp in qps {
+            let mut st = lock(&qp.st);
+            let uses = st.link.as_ref().is_some_and(|x| Arc::ptr_eq(x, l));
+            if !uses {
+                continue;
+            }
+            st.link = None;
+            if qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND {
+                let mut first = true;
+                let mut any = false;
+                for w in st.sq.iter_mut() {
+                    if w.done.is_none() {
+                        w.done = Some(if first { IBV_WC_RETRY_EXC_ERR } else { IBV_WC_WR_FLUSH_ERR });
+                        first = false;
+                        any = true;
+                    }
+                }
+                if any {
+                    self.to_err(&qp, &mut st);
+                }
+            }
+        }
+    }
+}
+
+impl Msg {
+    /// The initiator's context id is not carried; pending requests are
+    /// answered on the link they came from, recorded in `_r`.
+    pub fn src_ctx(&self) -> u32 {
+        self._r as u32
+    }
+}
+
+fn needs_ack(m: &Msg) -> bool {
+    m.flags & F_LAST != 0 || m.kind == K_READ || m.kind == K_CAS || m.kind == K_FAA
+}
+
+fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {
+    let mut v = vec![0u8; MSG_HDR + m.plen as usize];
+    let mut h = *m;
+    h._r = peer as u64;
+    unsafe {
+        std::ptr::copy_nonoverlapping(&h as *const Msg as *const u8, v.as_mut_ptr(), MSG_HDR);
+        std::ptr::copy_nonoverlapping(payload, v.as_mut_ptr().add(MSG_HDR), m.plen as usize);
+    }
+    v
+}
+
+/// Copies `len` bytes into the scatter list starting at byte `off`; false
+/// when the list is too short.
+pub fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bool {
+    let mut done = 0usize;
+    for s in sges {
+        if done == len {
+            break;
+        }
+        let sl = s.length as u64;
+        if off >= sl {
+            off -= sl;
+            continue;
+        }
+        let n = ((sl - off) as usize).min(len - done);
+        unsafe { std::ptr::copy_nonoverlapping(src.add(done), (s.addr + off) as *mut u8, n) };
+        done += n;
+        off = 0;
+    }
+    done == len
+}
+
+/// Copies `len` bytes out of the gather list starting at byte `off`.
+pub fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
+    let mut done = 0usize;
+    for s in sges {
+        if done == len {
+            break;
+        }
+        let sl = s.length as u64;
+        if off >= sl {
+            off -= sl;
+            continue;
+        }
+        let n = ((sl - off) as usize).min(len - done);
+        unsafe { std::ptr::copy_nonoverlapping((s.addr + off) as *const u8, dst.add(done), n) };
+        done += n;
+        off = 0;
+    }
+}

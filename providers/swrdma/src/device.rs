@@ -1,0 +1,193 @@
+//! The device: allocation for the library and the sysfs-shaped tree that
+//! the library's generic code reads (GIDs, GUID, pkeys ...).
+
+use crate::abi::*;
+use std::ffi::CStr;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+#[repr(C)]
+pub struct SwDevice {
+    pub vdev: verbs_device,
+}
+
+pub const GID_TBL_LEN: usize = 2;
+
+/// Everything every process of the user derives identically from the name.
+#[derive(Clone)]
+pub struct DevInfo {
+    pub name: String,
+    pub path: PathBuf, // ibdev_path: <rt>/ibverbs-soft-<uid>/<name>
+    pub guid: u64,     // host order
+    pub gids: [[u8; 16]; GID_TBL_LEN],
+}
+
+fn fnv(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in data {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+impl DevInfo {
+    pub fn new(name: &str, path: &Path) -> DevInfo {
+        let uid = unsafe { libc::getuid() };
+        let h = fnv(format!("swrdma:{uid}:{name}").as_bytes());
+        // EUI-64 shaped, locally administered: 02xx:xxff:fexx:xxxx.
+        let b = h.to_be_bytes();
+        let guid = u64::from_be_bytes([b[0] & 0xfc | 0x02, b[1], b[2], 0xff, 0xfe, b[5], b[6], b[7]]);
+        let mut g0 = [0u8; 16];
+        g0[0] = 0xfe;
+        g0[1] = 0x80;
+        g0[8..].copy_from_slice(&guid.to_be_bytes());
+        let mut g1 = [0u8; 16];
+        g1[10] = 0xff;
+        g1[11] = 0xff;
+        g1[12..].copy_from_slice(&[127, 0, 0, 1]);
+        DevInfo { name: name.to_string(), path: path.to_path_buf(), guid, gids: [g0, g1] }
+    }
+
+    pub fn gid_type_str(i: usize) -> &'static str {
+        if i == 0 {
+            "IB/RoCE v1"
+        } else {
+            "RoCE v2"
+        }
+    }
+}
+
+pub fn fmt_gid(g: &[u8; 16]) -> String {
+    let mut s = String::new();
+    for i in 0..8 {
+        if i > 0 {
+            s.push(':');
+        }
+        s.push_str(&format!("{:02x}{:02x}", g[2 * i], g[2 * i + 1]));
+    }
+    s
+}
+
+fn fmt_guid(g: u64) -> String {
+    let b = g.to_be_bytes();
+    format!(
+        "{:02x}{:02x}:{:02x}{:02x}:{:02x}{:02x}:{:02x}{:02x}",
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+    )
+}
+
+/// Checks that `dir` is ours and private (0700, our uid); creates it (0700)
+/// when missing.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(md) => {
+            let uid = unsafe { libc::getuid() };
+            if !md.is_dir() || md.uid() != uid || md.mode() & 0o077 != 0 {
+                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+            }
+            Ok(())
+        }
+        Err(_) => {
+            if let Some(p) = dir.parent() {
+                if !p.as_os_str().is_empty() && !p.exists() {
+                    private_dir(p)?;
+                }
+            }
+            let r = std::fs::DirBuilder::new().mode(0o700).create(dir);
+            if let Err(e) = r {
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    return Err(e);
+                }
+            }
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+            private_dir_check(dir)
+        }
+    }
+}
+
+fn private_dir_check(dir: &Path) -> std::io::Result<()> {
+    let md = std::fs::symlink_metadata(dir)?;
+    if !md.is_dir() || md.uid() != unsafe { libc::getuid() } || md.mode() & 0o077 != 0 {
+        return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+    }
+    Ok(())
+}
+
+fn put(path: &Path, content: &str) -> std::io::Result<()> {
+    if let Ok(old) = std::fs::read_to_string(path) {
+        if old == content {
+            return Ok(());
+        }
+    }
+    if let Some(p) = path.parent() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", unsafe { libc::getpid() }));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(content.as_bytes())?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Writes the sysfs-shaped description of the device into its directory.
+pub fn write_tree(info: &DevInfo) -> std::io::Result<()> {
+    let d = &info.path;
+    if let Some(parent) = d.parent() {
+        private_dir(parent)?;
+    }
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(d)?;
+    put(&d.join("node_guid"), &format!("{}\n", fmt_guid(info.guid)))?;
+    put(&d.join("sys_image_guid"), &format!("{}\n", fmt_guid(info.guid)))?;
+    put(&d.join("node_type"), "1: CA\n")?;
+    put(&d.join("node_desc"), &format!("swrdma {}\n", info.name))?;
+    put(&d.join("fw_ver"), "44.0.0\n")?;
+    put(&d.join("hw_rev"), "0\n")?;
+    put(&d.join("hca_type"), "swrdma\n")?;
+    let p = d.join("ports/1");
+    for i in 0..GID_TBL_LEN {
+        put(&p.join(format!("gids/{i}")), &format!("{}\n", fmt_gid(&info.gids[i])))?;
+        put(&p.join(format!("gid_attrs/types/{i}")), &format!("{}\n", DevInfo::gid_type_str(i)))?;
+        put(&p.join(format!("gid_attrs/ndevs/{i}")), "lo\n")?;
+    }
+    put(&p.join("pkeys/0"), "0xffff\n")?;
+    put(&p.join("link_layer"), "Ethernet\n")?;
+    put(&p.join("state"), "4: ACTIVE\n")?;
+    put(&p.join("phys_state"), "5: LinkUp\n")?;
+    put(&p.join("lid"), "0x0\n")?;
+    put(&p.join("lid_mask_count"), "0\n")?;
+    put(&p.join("sm_lid"), "0x0\n")?;
+    put(&p.join("sm_sl"), "0\n")?;
+    put(&p.join("rate"), "100 Gb/sec (4X EDR)\n")?;
+    put(&p.join("cap_mask"), "0x04010000\n")?;
+    Ok(())
+}
+
+pub unsafe fn info_of_device(device: *const ibv_device) -> DevInfo {
+    let name = CStr::from_ptr((*device).name.as_ptr()).to_string_lossy().into_owned();
+    let path = CStr::from_ptr((*device).ibdev_path.as_ptr()).to_string_lossy().into_owned();
+    DevInfo::new(&name, Path::new(&path))
+}
+
+pub unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) -> *mut verbs_device {
+    let name = CStr::from_ptr((*sysfs_dev).ibdev_name.as_ptr()).to_string_lossy().into_owned();
+    let path = CStr::from_ptr((*sysfs_dev).ibdev_path.as_ptr()).to_string_lossy().into_owned();
+    if path.is_empty() {
+        return std::ptr::null_mut();
+    }
+    let info = DevInfo::new(&name, Path::new(&path));
+    if write_tree(&info).is_err() {
+        return std::ptr::null_mut();
+    }
+    let d = libc::calloc(1, std::mem::size_of::<SwDevice>()) as *mut SwDevice;
+    if d.is_null() {
+        return std::ptr::null_mut();
+    }
+    std::ptr::addr_of_mut!((*d).vdev)
+}
+
+pub unsafe extern "C" fn uninit_device(vdev: *mut verbs_device) {
+    libc::free(vdev as *mut _);
+}

@@ -1,0 +1,58 @@
+//! swrdma: a kernel-free software RDMA device for libibverbs (provider ABI
+//! 34).  See README.md for the design.
+#![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+#[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
+pub mod abi;
+
+mod core;
+mod device;
+mod net;
+mod ops;
+mod qpex;
+mod ring;
+
+use abi::*;
+use std::os::raw::c_char;
+
+extern "C" {
+    fn verbs_register_driver_34(ops: *const verbs_device_ops);
+}
+
+static MATCH_TABLE: [verbs_match_ent; 2] = [
+    verbs_match_ent {
+        driver_data: std::ptr::null_mut(),
+        u: verbs_match_ent_u { modalias: c"swrdma:*".as_ptr() as *const c_char },
+        vendor: 0,
+        device: 0,
+        kind: VERBS_MATCH_MODALIAS as u8,
+    },
+    verbs_match_ent {
+        driver_data: std::ptr::null_mut(),
+        u: verbs_match_ent_u { driver_id: 0 },
+        vendor: 0,
+        device: 0,
+        kind: VERBS_MATCH_SENTINEL as u8,
+    },
+];
+
+static DEVICE_OPS: verbs_device_ops = verbs_device_ops {
+    name: c"swrdma".as_ptr(),
+    match_min_abi_version: 0,
+    match_max_abi_version: i32::MAX as u32,
+    match_table: &MATCH_TABLE as *const _ as *const verbs_match_ent,
+    static_providers: std::ptr::null_mut(),
+    match_device: None,
+    alloc_context: Some(ops::alloc_context),
+    import_context: None,
+    alloc_device: Some(device::alloc_device),
+    uninit_device: Some(device::uninit_device),
+};
+
+extern "C" fn swrdma_init() {
+    unsafe { verbs_register_driver_34(&DEVICE_OPS) };
+}
+
+#[used]
+#[link_section = ".init_array"]
+static SWRDMA_INIT: extern "C" fn() = swrdma_init;

@@ -1,0 +1,1273 @@
+//! The verbs_context_ops of the software device.
+
+use crate::abi::*;
+use crate::core::*;
+use crate::device;
+use crate::net;
+use crate::ring::*;
+use std::collections::HashMap;
+use std::os::raw::{c_int, c_void};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+extern "C" {
+    fn _verbs_init_and_alloc_context(
+        device: *mut ibv_device,
+        cmd_fd: c_int,
+        alloc_size: usize,
+        context_offset: *mut verbs_context,
+        driver_id: u32,
+    ) -> *mut c_void;
+    fn verbs_uninit_context(context: *mut verbs_context);
+    fn verbs_set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops);
+}
+
+pub const MAX_WR: u32 = 16384;
+pub const MAX_SGE: u32 = 32;
+pub const MAX_INLINE: u32 = 1024;
+pub const MTU_BYTES: u64 = 4096;
+
+#[repr(C)]
+pub struct SwCtx {
+    pub vctx: verbs_context,
+    pub ctx: *const Ctx,
+    pub thread: *mut Option<std::thread::JoinHandle<()>>,
+}
+
+#[repr(C)]
+pub struct SwPd {
+    pub pd: ibv_pd,
+    pub id: u32,
+}
+
+#[repr(C)]
+pub struct SwMr {
+    pub vmr: verbs_mr,
+}
+
+#[repr(C)]
+pub struct SwCq {
+    pub vcq: verbs_cq,
+    pub cq: *const Cq,
+    pub ctx: *const Ctx,
+    pub cur: ibv_wc,
+}
+
+#[repr(C)]
+pub struct SwSrq {
+    pub vsrq: verbs_srq,
+    pub srq: *const Srq,
+}
+
+#[repr(C)]
+pub struct SwXrcd {
+    pub vx: verbs_xrcd,
+    pub id: u32,
+}
+
+#[repr(C)]
+pub struct SwQp {
+    pub vqp: verbs_qp,
+    pub qp: *const Qp,
+    pub ctx: *const Ctx,
+    pub wrs: *mut crate::qpex::WrList,
+}
+
+#[repr(C)]
+pub struct SwAh {
+    pub ah: ibv_ah,
+    pub attr: ibv_ah_attr,
+}
+
+pub unsafe fn ctx_of<'a>(c: *mut ibv_context) -> &'a Ctx {
+    let v = (c as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
+    &*(*v).ctx
+}
+unsafe fn pd_id(pd: *mut ibv_pd) -> u32 {
+    (*(pd as *mut SwPd)).id
+}
+pub unsafe fn cq_of<'a>(cq: *mut ibv_cq) -> &'a SwCq {
+    &*(cq as *mut SwCq)
+}
+unsafe fn cq_arc(cq: *mut ibv_cq) -> Option<Arc<Cq>> {
+    if cq.is_null() {
+        return None;
+    }
+    let p = (*(cq as *mut SwCq)).cq;
+    Arc::increment_strong_count(p);
+    Some(Arc::from_raw(p))
+}
+unsafe fn srq_arc(srq: *mut ibv_srq) -> Option<Arc<Srq>> {
+    if srq.is_null() {
+        return None;
+    }
+    let p = (*(srq as *mut SwSrq)).srq;
+    Arc::increment_strong_count(p);
+    Some(Arc::from_raw(p))
+}
+pub unsafe fn qp_of<'a>(qp: *mut ibv_qp) -> (&'a Ctx, Arc<Qp>) {
+    let s = &*(qp as *mut SwQp);
+    Arc::increment_strong_count(s.qp);
+    (&*s.ctx, Arc::from_raw(s.qp))
+}
+
+fn set_errno(e: c_int) {
+    unsafe { *libc::__errno_location() = e };
+}
+
+// ---------------------------------------------------------------------------
+// Context
+// ---------------------------------------------------------------------------
+
+pub unsafe extern "C" fn alloc_context(device: *mut ibv_device, cmd_fd: c_int, _private: *mut c_void) -> *mut verbs_context {
+    let drv = _verbs_init_and_alloc_context(
+        device,
+        cmd_fd,
+        std::mem::size_of::<SwCtx>(),
+        std::mem::offset_of!(SwCtx, vctx) as *mut verbs_context,
+        0,
+    ) as *mut SwCtx;
+    if drv.is_null() {
+        return std::ptr::null_mut();
+    }
+    let vctx = std::ptr::addr_of_mut!((*drv).vctx);
+    match make_ctx(device, vctx) {
+        Ok(()) => vctx,
+        Err(e) => {
+            verbs_uninit_context(vctx);
+            libc::free(drv as *mut c_void);
+            set_errno(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<(), c_int> {
+    let info = device::info_of_device(device);
+    device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
+    device::private_dir(&dir).map_err(|_| libc::EPERM)?;
+    let id = net::alloc_ids(&dir, 1);
+    let lfd = net::listen(&dir, id);
+    if lfd < 0 {
+        return Err(libc::EIO);
+    }
+    let efd = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
+    let epfd = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+    let mut p = [-1; 2];
+    if efd < 0 || epfd < 0 || libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+        return Err(libc::EMFILE);
+    }
+    let fl = libc::fcntl(p[1], libc::F_GETFL);
+    libc::fcntl(p[1], libc::F_SETFL, fl | libc::O_NONBLOCK);
+    let ctx = (*vctx).context.as_mut_ptr_compat();
+    (*ctx).async_fd = p[0];
+    (*ctx).num_comp_vectors = 1;
+    for (fd, tag) in [(lfd, u64::MAX), (efd, u64::MAX - 1)] {
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: tag };
+        libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev);
+    }
+    let c = Arc::new(Ctx {
+        id,
+        dir,
+        gids: info.gids,
+        guid: info.guid,
+        ibctx: ctx as usize,
+        qps: RwLock::new(HashMap::new()),
+        srqs: RwLock::new(HashMap::new()),
+        mrs: RwLock::new(HashMap::new()),
+        links: Mutex::new(Arc::new(Vec::new())),
+        out: Mutex::new(HashMap::new()),
+        qpn_cache: Mutex::new(HashMap::new()),
+        efd,
+        lfd,
+        epfd,
+        async_w: p[1],
+        last_poll: AtomicU64::new(0),
+        pending: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        next_key: AtomicU32::new(1),
+        next_obj: AtomicU32::new(1),
+    });
+    let tc = c.clone();
+    let h = std::thread::Builder::new()
+        .name("swrdma".into())
+        .spawn(move || thread_main(tc))
+        .map_err(|_| libc::EAGAIN)?;
+    let sw = vctx as *mut SwCtx;
+    (*sw).ctx = Arc::into_raw(c);
+    (*sw).thread = Box::into_raw(Box::new(Some(h)));
+    verbs_set_ops(vctx, &OPS);
+    Ok(())
+}
+
+trait CompatPtr {
+    fn as_mut_ptr_compat(&mut self) -> *mut ibv_context;
+}
+impl CompatPtr for ibv_context {
+    fn as_mut_ptr_compat(&mut self) -> *mut ibv_context {
+        self as *mut ibv_context
+    }
+}
+
+unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
+    let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
+    let c = Arc::from_raw((*sw).ctx);
+    c.stop.store(true, Ordering::SeqCst);
+    let one: u64 = 1;
+    libc::write(c.efd, &one as *const u64 as *const c_void, 8);
+    if let Some(h) = (*Box::from_raw((*sw).thread)).take() {
+        let _ = h.join();
+    }
+    let _ = std::fs::remove_file(net::ctx_sock_path(&c.dir, c.id));
+    for qpn in c.qps.read().unwrap().keys() {
+        net::unpublish(&c.dir, *qpn);
+    }
+    for qp in c.qps.write().unwrap().drain() {
+        lock(&qp.1.st).link = None;
+    }
+    *lock(&c.links) = Arc::new(Vec::new());
+    lock(&c.out).clear();
+    libc::close(c.lfd);
+    libc::close(c.efd);
+    libc::close(c.epfd);
+    libc::close(c.async_w);
+    drop(c);
+    verbs_uninit_context(std::ptr::addr_of_mut!((*sw).vctx));
+    libc::free(sw as *mut c_void);
+}
+
+fn thread_main(ctx: Arc<Ctx>) {
+    // Short sleeps must stay short (default timer slack is 50 us).
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64, 0u64, 0u64, 0u64) };
+    let mut idle_since = 0u64;
+    let mut seen_poll = 0u64;
+    let mut poll_change = 0u64;
+    let mut iter = 0u64;
+    loop {
+        if ctx.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        iter += 1;
+        let now = now_ns();
+        let pc = ctx.last_poll.load(Ordering::Relaxed);
+        if pc != seen_poll {
+            seen_poll = pc;
+            poll_change = now;
+        }
+        if now.saturating_sub(poll_change) < 200_000 {
+            // The application polls and drives progress itself; stay off the
+            // CPU and the ring locks, but look again every few microseconds:
+            // if it did not poll meanwhile (it may be waiting on memory, as
+            // RDMA-write users do) take over.
+            handle_epoll(&ctx, 0);
+            let before = ctx.last_poll.load(Ordering::Relaxed);
+            let ts = libc::timespec { tv_sec: 0, tv_nsec: 10_000 };
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+            if ctx.last_poll.load(Ordering::Relaxed) == before {
+                ctx.progress();
+            }
+            idle_since = 0;
+            continue;
+        }
+        let n = ctx.progress();
+        if n > 0 {
+            idle_since = 0;
+            if iter % 256 == 0 {
+                handle_epoll(&ctx, 0);
+            }
+            continue;
+        }
+        if idle_since == 0 {
+            idle_since = now;
+        }
+        if now - idle_since < 50_000 {
+            std::hint::spin_loop();
+            if iter % 256 == 0 {
+                handle_epoll(&ctx, 0);
+            }
+            continue;
+        }
+        let links = ctx.links();
+        for l in links.iter() {
+            l.rx.set_sleeping(true);
+        }
+        if !ctx.any_rx() && !ctx.pending.load(Ordering::Relaxed) {
+            handle_epoll(&ctx, 100);
+        }
+        for l in ctx.links().iter() {
+            l.rx.set_sleeping(false);
+        }
+        idle_since = 0;
+    }
+}
+
+fn handle_epoll(ctx: &Arc<Ctx>, timeout: c_int) {
+    let mut evs: [libc::epoll_event; 16] = unsafe { std::mem::zeroed() };
+    let n = unsafe { libc::epoll_wait(ctx.epfd, evs.as_mut_ptr(), 16, timeout) };
+    for e in evs.iter().take(n.max(0) as usize) {
+        let tag = e.u64;
+        if tag == u64::MAX {
+            while let Some(l) = net::accept(ctx.lfd, ctx.id, ctx.efd) {
+                if let Some(l) = l {
+                    ctx.add_link(Arc::new(l));
+                }
+            }
+        } else if tag == u64::MAX - 1 {
+            let mut v = 0u64;
+            unsafe { libc::read(ctx.efd, &mut v as *mut u64 as *mut c_void, 8) };
+        } else {
+            let fd = tag as c_int;
+            let mut b = [0u8; 64];
+            let r = unsafe { libc::recv(fd, b.as_mut_ptr() as *mut c_void, 64, libc::MSG_DONTWAIT) };
+            let gone = r == 0
+                || (r < 0 && unsafe { *libc::__errno_location() } != libc::EAGAIN)
+                || e.events & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0;
+            if gone {
+                let links = ctx.links();
+                if let Some(l) = links.iter().find(|l| l.sock == fd) {
+                    // Take in what the peer wrote before it went away.
+                    ctx.progress();
+                    ctx.link_died(l);
+                }
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn async_event(_c: *mut ibv_context, _e: *mut ibv_async_event) {}
+
+// ---------------------------------------------------------------------------
+// Device / port
+// ---------------------------------------------------------------------------
+
+unsafe extern "C" fn query_device_ex(
+    context: *mut ibv_context,
+    _input: *const ibv_query_device_ex_input,
+    attr: *mut ibv_device_attr_ex,
+    attr_size: usize,
+) -> c_int {
+    let c = ctx_of(context);
+    let mut a: ibv_device_attr_ex = std::mem::zeroed();
+    let o = &mut a.orig_attr;
+    for (i, b) in b"44.0.0".iter().enumerate() {
+        o.fw_ver[i] = *b as i8;
+    }
+    o.node_guid = c.guid.to_be();
+    o.sys_image_guid = c.guid.to_be();
+    o.max_mr_size = 1 << 40;
+    o.page_size_cap = 0xffff_f000;
+    o.vendor_id = 0;
+    o.vendor_part_id = 0;
+    o.hw_ver = 0;
+    o.max_qp = 65536;
+    o.max_qp_wr = MAX_WR as i32;
+    o.device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR
+        | IBV_DEVICE_BAD_QKEY_CNTR
+        | IBV_DEVICE_CURR_QP_STATE_MOD
+        | IBV_DEVICE_SYS_IMAGE_GUID
+        | IBV_DEVICE_RC_RNR_NAK_GEN
+        | IBV_DEVICE_SRQ_RESIZE
+        | IBV_DEVICE_N_NOTIFY_CQ
+        | IBV_DEVICE_XRC;
+    o.max_sge = MAX_SGE as i32;
+    o.max_sge_rd = MAX_SGE as i32;
+    o.max_cq = 65536;
+    o.max_cqe = 1 << 20;
+    o.max_mr = 1 << 20;
+    o.max_pd = 65536;
+    o.max_qp_rd_atom = 128;
+    o.max_res_rd_atom = 128 * 65536;
+    o.max_qp_init_rd_atom = 128;
+    o.atomic_cap = IBV_ATOMIC_HCA;
+    o.max_ah = 65536;
+    o.max_srq = 65536;
+    o.max_srq_wr = MAX_WR as i32;
+    o.max_srq_sge = MAX_SGE as i32;
+    o.max_pkeys = 1;
+    o.local_ca_ack_delay = 15;
+    o.phys_port_cnt = 1;
+    a.device_cap_flags_ex = o.device_cap_flags as u64;
+    a.phys_port_cnt_ex = 1;
+    let n = attr_size.min(std::mem::size_of::<ibv_device_attr_ex>());
+    std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n);
+    0
+}
+
+unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_port_attr) -> c_int {
+    if port != 1 {
+        return libc::EINVAL;
+    }
+    let a = &mut *attr;
+    a.state = IBV_PORT_ACTIVE;
+    a.max_mtu = IBV_MTU_4096;
+    a.active_mtu = IBV_MTU_4096;
+    a.gid_tbl_len = device::GID_TBL_LEN as i32;
+    a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+    a.max_msg_sz = 0x8000_0000;
+    a.bad_pkey_cntr = 0;
+    a.qkey_viol_cntr = 0;
+    a.pkey_tbl_len = 1;
+    a.lid = 0;
+    a.sm_lid = 0;
+    a.lmc = 0;
+    a.max_vl_num = 1;
+    a.sm_sl = 0;
+    a.subnet_timeout = 0;
+    a.init_type_reply = 0;
+    a.active_width = 2; // 4X
+    a.active_speed = 32; // EDR
+    a.phys_state = 5; // LinkUp
+    a.link_layer = IBV_LINK_LAYER_ETHERNET as u8;
+    a.flags = 0;
+    a.port_cap_flags2 = 0;
+    0
+}
+
+// ---------------------------------------------------------------------------
+// PD, MR, AH, XRCD
+// ---------------------------------------------------------------------------
+
+unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
+    let c = ctx_of(context);
+    let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+    let p = Box::into_raw(Box::new(SwPd { pd: ibv_pd { context, handle: id }, id }));
+    p as *mut ibv_pd
+}
+
+unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
+    drop(Box::from_raw(pd as *mut SwPd));
+    0
+}
+
+unsafe extern "C" fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, hca_va: u64, access: c_int) -> *mut ibv_mr {
+    let c = ctx_of((*pd).context);
+    let access = access as u32;
+    if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if access & IBV_ACCESS_MW_BIND != 0 {
+        // no memory windows; fall through ignoring the bind right
+    }
+    let n = c.next_key.fetch_add(1, Ordering::Relaxed);
+    let key = (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff);
+    c.mrs.write().unwrap().insert(
+        key,
+        MrEnt { pd: pd_id(pd), va: addr as u64, addr: hca_va, len: length as u64, access },
+    );
+    let m = Box::into_raw(Box::new(SwMr {
+        vmr: verbs_mr {
+            ibv_mr: ibv_mr { context: (*pd).context, pd, addr, length, handle: key, lkey: key, rkey: key },
+            mr_type: IBV_MR_TYPE_MR,
+            access: access as c_int,
+        },
+    }));
+    m as *mut ibv_mr
+}
+
+unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
+    let m = vmr as *mut SwMr;
+    let c = ctx_of((*m).vmr.ibv_mr.context);
+    c.mrs.write().unwrap().remove(&(*m).vmr.ibv_mr.lkey);
+    drop(Box::from_raw(m));
+    0
+}
+
+unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+    if (*attr).port_num != 1 || ((*attr).is_global != 0 && (*attr).grh.sgid_index as usize >= device::GID_TBL_LEN) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let a = Box::into_raw(Box::new(SwAh { ah: ibv_ah { context: (*pd).context, pd, handle: 0 }, attr: *attr }));
+    a as *mut ibv_ah
+}
+
+unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
+    drop(Box::from_raw(ah as *mut SwAh));
+    0
+}
+
+unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
+    let c = ctx_of(context);
+    let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+    let x = Box::into_raw(Box::new(SwXrcd {
+        vx: verbs_xrcd { xrcd: ibv_xrcd { context }, comp_mask: VERBS_XRCD_HANDLE, handle: id },
+        id,
+    }));
+    x as *mut ibv_xrcd
+}
+
+unsafe extern "C" fn close_xrcd(x: *mut ibv_xrcd) -> c_int {
+    drop(Box::from_raw(x as *mut SwXrcd));
+    0
+}
+
+// ---------------------------------------------------------------------------
+// CQ
+// ---------------------------------------------------------------------------
+
+unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel) -> *mut SwCq {
+    let c = ctx_of(context);
+    let s = Box::into_raw(Box::new(SwCq { vcq: std::mem::zeroed(), cq: std::ptr::null(), ctx: c, cur: wc_zero() }));
+    let chan_fd = if channel.is_null() { -1 } else { (*channel).fd };
+    (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
+    let ex = &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex);
+    ex.context = context;
+    ex.channel = channel;
+    ex.cqe = cqe;
+    crate::qpex::fill_cq_ex(ex);
+    s
+}
+
+unsafe extern "C" fn create_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel, _v: c_int) -> *mut ibv_cq {
+    if cqe < 1 || cqe > 1 << 20 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    new_cq(context, cqe, channel) as *mut ibv_cq
+}
+
+unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
+    let a = &*attr;
+    if a.cqe < 1 || a.cqe > 1 << 20 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if a.wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 != 0
+        || a.wc_flags & !(IBV_WC_STANDARD_FLAGS as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0
+    {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    let s = new_cq(context, a.cqe as c_int, a.channel);
+    (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
+    s as *mut ibv_cq_ex
+}
+
+pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
+    let s = cq_of(cq);
+    let c = &*s.ctx;
+    c.last_poll.fetch_add(1, Ordering::Relaxed);
+    if n <= 0 {
+        return 0;
+    }
+    let out = std::slice::from_raw_parts_mut(wc, n as usize);
+    let cqr = &*s.cq;
+    let mut k = cqr.poll(out);
+    if k < out.len() {
+        c.progress();
+        k += cqr.poll(&mut out[k..]);
+    }
+    k as c_int
+}
+
+unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
+    (*cq_of(cq).cq).arm(solicited != 0);
+    0
+}
+
+unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {}
+
+unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
+    let s = Box::from_raw(cq as *mut SwCq);
+    drop(Arc::from_raw(s.cq));
+    0
+}
+
+unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
+    if cqe < 1 || cqe > 1 << 20 {
+        return libc::EINVAL;
+    }
+    (*cq).cqe = cqe;
+    0
+}
+
+// ---------------------------------------------------------------------------
+// SRQ
+// ---------------------------------------------------------------------------
+
+unsafe fn new_srq(
+    context: *mut ibv_context,
+    pd: *mut ibv_pd,
+    attr: &mut ibv_srq_attr,
+    srq_context: *mut c_void,
+    ty: u32,
+    xrcd: *mut ibv_xrcd,
+    cq: *mut ibv_cq,
+) -> *mut ibv_srq {
+    let c = ctx_of(context);
+    if attr.max_wr == 0 || attr.max_wr > MAX_WR || attr.max_sge > MAX_SGE {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let num = net::alloc_ids(&c.dir, 1);
+    let s = Box::into_raw(Box::new(SwSrq { vsrq: std::mem::zeroed(), srq: std::ptr::null() }));
+    let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
+    let srq = Arc::new(Srq {
+        num,
+        ibsrq: s as usize,
+        pd: if pd.is_null() { 0 } else { pd_id(pd) },
+        xrcd: xid,
+        cq: cq_arc(cq),
+        st: Mutex::new(SrqSt {
+            wqes: Default::default(),
+            max_wr: attr.max_wr,
+            max_sge: attr.max_sge.max(1),
+            limit: attr.srq_limit,
+        }),
+    });
+    c.srqs.write().unwrap().insert(num, srq.clone());
+    (*s).srq = Arc::into_raw(srq);
+    let v = &mut (*s).vsrq;
+    v.srq.context = context;
+    v.srq.srq_context = srq_context;
+    v.srq.pd = pd;
+    v.srq.handle = num;
+    libc::pthread_mutex_init(&mut v.srq.mutex, std::ptr::null());
+    libc::pthread_cond_init(&mut v.srq.cond, std::ptr::null());
+    v.srq_type = ty;
+    v.xrcd = xrcd as *mut verbs_xrcd;
+    v.cq = cq;
+    v.srq_num = num;
+    s as *mut ibv_srq
+}
+
+unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
+    let a = &mut *attr;
+    new_srq((*pd).context, pd, &mut a.attr, a.srq_context, IBV_SRQT_BASIC, std::ptr::null_mut(), std::ptr::null_mut())
+}
+
+unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
+    let a = &mut *attr;
+    let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 { a.srq_type } else { IBV_SRQT_BASIC };
+    if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    match ty {
+        IBV_SRQT_BASIC => new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, std::ptr::null_mut(), std::ptr::null_mut()),
+        IBV_SRQT_XRC => {
+            if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0 || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 || a.xrcd.is_null() || a.cq.is_null() {
+                set_errno(libc::EINVAL);
+                return std::ptr::null_mut();
+            }
+            new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq)
+        }
+        _ => {
+            set_errno(libc::EOPNOTSUPP);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe fn srq_of<'a>(srq: *mut ibv_srq) -> &'a Srq {
+    &*(*(srq as *mut SwSrq)).srq
+}
+
+unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
+    let s = srq_of(srq);
+    let mut st = lock(&s.st);
+    let mask = mask as u32;
+    if mask & IBV_SRQ_MAX_WR != 0 {
+        if (*attr).max_wr == 0 || (*attr).max_wr > MAX_WR || ((*attr).max_wr as usize) < st.wqes.len() {
+            return libc::EINVAL;
+        }
+        st.max_wr = (*attr).max_wr;
+    }
+    if mask & IBV_SRQ_LIMIT != 0 {
+        if (*attr).srq_limit > st.max_wr {
+            return libc::EINVAL;
+        }
+        st.limit = (*attr).srq_limit;
+    }
+    0
+}
+
+unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
+    let s = srq_of(srq);
+    let st = lock(&s.st);
+    (*attr).max_wr = st.max_wr;
+    (*attr).max_sge = st.max_sge;
+    (*attr).srq_limit = st.limit;
+    0
+}
+
+unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
+    let b = Box::from_raw(srq as *mut SwSrq);
+    let s = Arc::from_raw(b.srq);
+    let c = ctx_of((*srq).context);
+    c.srqs.write().unwrap().remove(&s.num);
+    0
+}
+
+unsafe extern "C" fn get_srq_num(srq: *mut ibv_srq, num: *mut u32) -> c_int {
+    *num = srq_of(srq).num;
+    0
+}
+
+unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+    let s = srq_of(srq);
+    let c = ctx_of((*srq).context);
+    {
+        let mut st = lock(&s.st);
+        while !wr.is_null() {
+            let w = &*wr;
+            if w.num_sge < 0 || w.num_sge as u32 > st.max_sge {
+                *bad = wr;
+                return libc::EINVAL;
+            }
+            if st.wqes.len() >= st.max_wr as usize {
+                *bad = wr;
+                return libc::ENOMEM;
+            }
+            let sges = if w.num_sge > 0 { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec() } else { Vec::new() };
+            st.wqes.push_back(RWqe { wr_id: w.wr_id, sges });
+            wr = w.next;
+        }
+    }
+    c.pending.store(true, Ordering::Relaxed);
+    c.retry_pending();
+    0
+}
+
+// ---------------------------------------------------------------------------
+// QP
+// ---------------------------------------------------------------------------
+
+unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
+    let mut ex: ibv_qp_init_attr_ex = std::mem::zeroed();
+    let a = &mut *attr;
+    ex.qp_context = a.qp_context;
+    ex.send_cq = a.send_cq;
+    ex.recv_cq = a.recv_cq;
+    ex.srq = a.srq;
+    ex.cap = a.cap;
+    ex.qp_type = a.qp_type;
+    ex.sq_sig_all = a.sq_sig_all;
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    let qp = create_qp_ex((*pd).context, &mut ex);
+    if !qp.is_null() {
+        a.cap = ex.cap;
+    }
+    qp
+}
+
+unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
+    let c = ctx_of(context);
+    let a = &mut *attr;
+    let qpt = a.qp_type;
+    if !matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV) {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 { a.pd } else { std::ptr::null_mut() };
+    let xrcd = if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 { a.xrcd } else { std::ptr::null_mut() };
+    if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    let cap = &mut a.cap;
+    let sends = qpt != IBV_QPT_XRC_RECV;
+    let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
+    if cap.max_send_wr > MAX_WR || cap.max_recv_wr > MAX_WR || cap.max_send_sge > MAX_SGE || cap.max_recv_sge > MAX_SGE || cap.max_inline_data > MAX_INLINE {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if (sends && a.send_cq.is_null()) || (recvs && a.recv_cq.is_null()) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if sends {
+        cap.max_send_sge = cap.max_send_sge.max(1);
+        cap.max_inline_data = cap.max_inline_data.max(256);
+    } else {
+        cap.max_send_wr = 0;
+        cap.max_send_sge = 0;
+        cap.max_inline_data = 0;
+    }
+    if recvs {
+        cap.max_recv_sge = cap.max_recv_sge.max(1);
+    } else {
+        cap.max_recv_wr = 0;
+        cap.max_recv_sge = 0;
+    }
+    let qpn = net::alloc_ids(&c.dir, 1);
+    let s = Box::into_raw(Box::new(SwQp { vqp: std::mem::zeroed(), qp: std::ptr::null(), ctx: c, wrs: std::ptr::null_mut() }));
+    let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
+    let qp = Arc::new(Qp {
+        qpn,
+        qpt,
+        ibqp: s as usize,
+        pd: if pd.is_null() { 0 } else { pd_id(pd) },
+        xrcd: xid,
+        send_cq: cq_arc(a.send_cq),
+        recv_cq: cq_arc(a.recv_cq),
+        srq: srq_arc(a.srq),
+        sq_sig_all: a.sq_sig_all != 0,
+        cap: *cap,
+        st: Mutex::new(Qp::new_st()),
+    });
+    c.qps.write().unwrap().insert(qpn, qp.clone());
+    net::publish(&c.dir, qpn, c.id);
+    (*s).qp = Arc::into_raw(qp);
+    let v = &mut (*s).vqp;
+    let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
+    q.context = context;
+    q.qp_context = a.qp_context;
+    q.pd = pd;
+    q.send_cq = a.send_cq;
+    q.recv_cq = a.recv_cq;
+    q.srq = a.srq;
+    q.handle = qpn;
+    q.qp_num = qpn;
+    q.state = IBV_QPS_RESET;
+    q.qp_type = qpt;
+    libc::pthread_mutex_init(&mut q.mutex, std::ptr::null());
+    libc::pthread_cond_init(&mut q.cond, std::ptr::null());
+    if !xrcd.is_null() {
+        v.comp_mask |= VERBS_QP_XRCD;
+        v.xrcd = xrcd as *mut verbs_xrcd;
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        v.comp_mask |= VERBS_QP_EX;
+        crate::qpex::fill_qp_ex(s, a.send_ops_flags);
+    }
+    s as *mut ibv_qp
+}
+
+fn valid_transition(cur: u32, new: u32) -> bool {
+    matches!(
+        (cur, new),
+        (_, IBV_QPS_RESET)
+            | (_, IBV_QPS_ERR)
+            | (IBV_QPS_RESET, IBV_QPS_INIT)
+            | (IBV_QPS_INIT, IBV_QPS_INIT)
+            | (IBV_QPS_INIT, IBV_QPS_RTR)
+            | (IBV_QPS_RTR, IBV_QPS_RTS)
+            | (IBV_QPS_RTS, IBV_QPS_RTS)
+            | (IBV_QPS_RTS, IBV_QPS_SQD)
+            | (IBV_QPS_SQD, IBV_QPS_SQD)
+            | (IBV_QPS_SQD, IBV_QPS_RTS)
+            | (IBV_QPS_SQE, IBV_QPS_RTS)
+    )
+}
+
+unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
+    let (c, qp) = qp_of(ibqp);
+    let a = &*attr;
+    let mask = mask as u32;
+    let connect_to;
+    {
+        let mut st = lock(&qp.st);
+        let cur = st.state;
+        let new = if mask & IBV_QP_STATE != 0 { a.qp_state } else { cur };
+        if new > IBV_QPS_ERR || !valid_transition(cur, new) {
+            return libc::EINVAL;
+        }
+        if mask & IBV_QP_CUR_STATE != 0 && a.cur_qp_state != cur && a.cur_qp_state != IBV_QPS_UNKNOWN {
+            return libc::EINVAL;
+        }
+        if mask & IBV_QP_PORT != 0 && a.port_num != 1 {
+            return libc::EINVAL;
+        }
+        if mask & IBV_QP_AV != 0 && a.ah_attr.is_global != 0 && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN {
+            return libc::EINVAL;
+        }
+        let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
+        if conn && cur == IBV_QPS_INIT && new == IBV_QPS_RTR && mask & IBV_QP_DEST_QPN == 0 {
+            return libc::EINVAL;
+        }
+        let t = &mut st.attr;
+        macro_rules! take {
+            ($bit:expr, $($f:ident),*) => { if mask & $bit != 0 { $( t.$f = a.$f; )* } };
+        }
+        take!(IBV_QP_ACCESS_FLAGS, qp_access_flags);
+        take!(IBV_QP_PKEY_INDEX, pkey_index);
+        take!(IBV_QP_PORT, port_num);
+        take!(IBV_QP_QKEY, qkey);
+        take!(IBV_QP_AV, ah_attr);
+        take!(IBV_QP_PATH_MTU, path_mtu);
+        take!(IBV_QP_TIMEOUT, timeout);
+        take!(IBV_QP_RETRY_CNT, retry_cnt);
+        take!(IBV_QP_RNR_RETRY, rnr_retry);
+        take!(IBV_QP_RQ_PSN, rq_psn);
+        take!(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+        take!(IBV_QP_ALT_PATH, alt_ah_attr, alt_pkey_index, alt_port_num, alt_timeout);
+        take!(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
+        take!(IBV_QP_SQ_PSN, sq_psn);
+        take!(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+        take!(IBV_QP_PATH_MIG_STATE, path_mig_state);
+        take!(IBV_QP_DEST_QPN, dest_qp_num);
+        take!(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+        take!(IBV_QP_RATE_LIMIT, rate_limit);
+        if new == IBV_QPS_ERR && cur != IBV_QPS_ERR {
+            c.to_err(&qp, &mut st);
+        }
+        if new == IBV_QPS_RESET {
+            st.sq.clear();
+            st.rq.clear();
+            st.cur = None;
+            c.fail_pending(&mut st);
+            st.link = None;
+            st.next_seq = 1;
+        }
+        st.state = new;
+        (*ibqp).state = new;
+        connect_to = if conn && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
+            Some(st.attr.dest_qp_num)
+        } else {
+            None
+        };
+    }
+    if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
+        // Requests that arrived before the QP was ready.
+        c.pending.store(true, Ordering::Relaxed);
+        c.retry_pending();
+    }
+    if let Some(d) = connect_to {
+        // Best effort: connect now so the first send does not pay for it.
+        if let Some(l) = c.link_to(d) {
+            let mut st = lock(&qp.st);
+            if st.link.is_none() {
+                st.link = Some(l);
+            }
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn query_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, _mask: c_int, init: *mut ibv_qp_init_attr) -> c_int {
+    let (_c, qp) = qp_of(ibqp);
+    let st = lock(&qp.st);
+    *attr = st.attr;
+    (*attr).qp_state = st.state;
+    (*attr).cur_qp_state = st.state;
+    (*attr).cap = qp.cap;
+    (*attr).port_num = if st.attr.port_num == 0 { 1 } else { st.attr.port_num };
+    (*attr).sq_draining = 0;
+    if !init.is_null() {
+        let i = &mut *init;
+        i.qp_context = (*ibqp).qp_context;
+        i.send_cq = (*ibqp).send_cq;
+        i.recv_cq = (*ibqp).recv_cq;
+        i.srq = (*ibqp).srq;
+        i.cap = qp.cap;
+        i.qp_type = qp.qpt;
+        i.sq_sig_all = qp.sq_sig_all as c_int;
+    }
+    0
+}
+
+unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
+    let s = Box::from_raw(ibqp as *mut SwQp);
+    let c = &*s.ctx;
+    let qp = Arc::from_raw(s.qp);
+    c.qps.write().unwrap().remove(&qp.qpn);
+    net::unpublish(&c.dir, qp.qpn);
+    {
+        let mut st = lock(&qp.st);
+        st.link = None;
+        c.fail_pending(&mut st);
+    }
+    if !s.wrs.is_null() {
+        drop(Box::from_raw(s.wrs));
+    }
+    0
+}
+
+unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+    let (c, qp) = qp_of(ibqp);
+    let retry;
+    {
+        let mut st = lock(&qp.st);
+        while !wr.is_null() {
+            let w = &*wr;
+            if qp.srq.is_some() || st.state == IBV_QPS_RESET || qp.qpt == IBV_QPT_XRC_SEND || qp.qpt == IBV_QPT_XRC_RECV {
+                *bad = wr;
+                return libc::EINVAL;
+            }
+            if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_recv_sge {
+                *bad = wr;
+                return libc::EINVAL;
+            }
+            if st.rq.len() >= qp.cap.max_recv_wr as usize {
+                *bad = wr;
+                return libc::ENOMEM;
+            }
+            let sges = if w.num_sge > 0 { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec() } else { Vec::new() };
+            if st.state == IBV_QPS_ERR {
+                let mut wc = wc_zero();
+                wc.wr_id = w.wr_id;
+                wc.status = IBV_WC_WR_FLUSH_ERR;
+                wc.opcode = IBV_WC_RECV;
+                wc.qp_num = qp.qpn;
+                if let Some(cq) = &qp.recv_cq {
+                    cq.push(wc, false);
+                }
+            } else {
+                st.rq.push_back(RWqe { wr_id: w.wr_id, sges });
+            }
+            wr = w.next;
+        }
+        retry = !st.pending.is_empty();
+    }
+    if retry {
+        c.retry_pending();
+    }
+    0
+}
+
+pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
+    let (c, qp) = qp_of(ibqp);
+    while !wr.is_null() {
+        if let Err(e) = post_one(c, &qp, &*wr) {
+            *bad = wr;
+            return e;
+        }
+        wr = (*wr).next;
+    }
+    0
+}
+
+fn wc_op(op: u32) -> Option<u32> {
+    Some(match op {
+        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM => IBV_WC_SEND,
+        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => IBV_WC_RDMA_WRITE,
+        IBV_WR_RDMA_READ => IBV_WC_RDMA_READ,
+        IBV_WR_ATOMIC_CMP_AND_SWP => IBV_WC_COMP_SWAP,
+        IBV_WR_ATOMIC_FETCH_AND_ADD => IBV_WC_FETCH_ADD,
+        _ => return None,
+    })
+}
+
+fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: bool, status: u32) {
+    let mut st = lock(&qp.st);
+    let seq = st.next_seq;
+    st.next_seq += 1;
+    st.sq.push_back(SWqe { seq, wr_id, op, signaled, len, done: Some(status), sges: Vec::new() });
+    if status != 0 && status != IBV_WC_WR_FLUSH_ERR {
+        c.to_err(qp, &mut st);
+    }
+    c.complete_sq(qp, &mut st);
+}
+
+/// Posts one send work request.
+pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
+    let (state, dqpn, cached, own_qkey, av_sgid) = {
+        let st = lock(&qp.st);
+        (st.state, st.attr.dest_qp_num, st.link.clone(), st.attr.qkey, st.attr.ah_attr.grh.sgid_index)
+    };
+    let qpt = qp.qpt;
+    if qpt == IBV_QPT_XRC_RECV {
+        return Err(libc::EINVAL);
+    }
+    let Some(op) = wc_op(wr.opcode) else { return Err(libc::EINVAL) };
+    let allowed = match qpt {
+        IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
+        IBV_QPT_UC => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM),
+        _ => true,
+    };
+    if !allowed {
+        return Err(libc::EINVAL);
+    }
+    let signaled = wr.send_flags & IBV_SEND_SIGNALED != 0;
+    if state == IBV_QPS_ERR {
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
+        return Ok(());
+    }
+    if state != IBV_QPS_RTS && state != IBV_QPS_SQD {
+        return Err(libc::EINVAL);
+    }
+    let inline = wr.send_flags & IBV_SEND_INLINE != 0 && matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM);
+    if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
+        return Err(libc::EINVAL);
+    }
+    let sges: &[ibv_sge] = if wr.num_sge > 0 { std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize) } else { &[] };
+    let len: u64 = sges.iter().map(|s| s.length as u64).sum();
+    if inline && len > qp.cap.max_inline_data as u64 {
+        return Err(libc::EINVAL);
+    }
+    if len > 0x8000_0000 || (qpt == IBV_QPT_UD && len > MTU_BYTES) {
+        return Err(libc::EINVAL);
+    }
+    let is_atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
+    let is_read = wr.opcode == IBV_WR_RDMA_READ;
+    if is_atomic && len != 8 {
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
+        return Ok(());
+    }
+    if !inline {
+        if let Err(s) = c.check_local(qp.pd, sges, is_atomic || is_read) {
+            finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
+            return Ok(());
+        }
+    }
+    // Destination.
+    let mut m = Msg { src_qpn: qp.qpn, total: len, ..Default::default() };
+    let (dest, link) = if qpt == IBV_QPT_UD {
+        let ah = wr.wr.ud.ah as *mut SwAh;
+        if ah.is_null() {
+            return Err(libc::EINVAL);
+        }
+        let aa = &(*ah).attr;
+        m.qkey = if wr.wr.ud.remote_qkey & 0x8000_0000 != 0 { own_qkey } else { wr.wr.ud.remote_qkey };
+        if aa.is_global != 0 {
+            m.dgid = aa.grh.dgid.raw;
+            m.sgid = c.gids[(aa.grh.sgid_index as usize).min(c.gids.len() - 1)];
+        } else {
+            m.sgid = c.gids[0];
+        }
+        let d = wr.wr.ud.remote_qpn;
+        (d, c.link_to(d))
+    } else {
+        m.sgid = c.gids[(av_sgid as usize).min(c.gids.len() - 1)];
+        let l = match cached {
+            Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
+            _ => {
+                let l = c.link_to(dqpn);
+                if let Some(l) = &l {
+                    lock(&qp.st).link = Some(l.clone());
+                }
+                l
+            }
+        };
+        (dqpn, l)
+    };
+    m.dst_qpn = dest;
+    let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
+    let Some(link) = link else {
+        let status = if reliable { IBV_WC_RETRY_EXC_ERR } else { 0 };
+        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, status);
+        return Ok(());
+    };
+    if qpt == IBV_QPT_XRC_SEND {
+        m.srqn = wr.qp_type.xrc.remote_srqn;
+    }
+    let mut flags = 0u16;
+    if wr.send_flags & IBV_SEND_SOLICITED != 0 {
+        flags |= F_SOLICITED;
+    }
+    if matches!(wr.opcode, IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM) {
+        flags |= F_IMM;
+        m.imm = wr.imm.imm_data;
+    }
+    m.kind = match wr.opcode {
+        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM => K_SEND,
+        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => K_WRITE,
+        IBV_WR_RDMA_READ => K_READ,
+        IBV_WR_ATOMIC_CMP_AND_SWP => K_CAS,
+        _ => K_FAA,
+    };
+    match m.kind {
+        K_WRITE | K_READ => {
+            m.raddr = wr.wr.rdma.remote_addr;
+            m.rkey = wr.wr.rdma.rkey;
+        }
+        K_CAS | K_FAA => {
+            m.raddr = wr.wr.atomic.remote_addr;
+            m.rkey = wr.wr.atomic.rkey;
+            m.cmp = wr.wr.atomic.compare_add;
+            m.swap = wr.wr.atomic.swap;
+        }
+        _ => {}
+    }
+    let tx = lock(&link.tx_lock);
+    if reliable {
+        let mut st = lock(&qp.st);
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        let keep = if is_read || is_atomic { sges.to_vec() } else { Vec::new() };
+        st.sq.push_back(SWqe { seq, wr_id: wr.wr_id, op, signaled, len: len as u32, done: None, sges: keep });
+        m.seq = seq;
+    }
+    let mut ok = true;
+    if m.kind == K_SEND || m.kind == K_WRITE {
+        let mut off = 0u64;
+        loop {
+            let plen = (len - off).min(MAX_CHUNK as u64) as usize;
+            let mut h = m;
+            h.off = off;
+            h.flags = flags & !(F_SOLICITED | F_IMM);
+            if off == 0 {
+                h.flags |= F_FIRST;
+            }
+            if off + plen as u64 >= len {
+                h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM));
+            }
+            let o = off;
+            if !c.send_msg(&link, &h, plen, &mut |d| gather(sges, o, d, plen)) {
+                ok = false;
+                break;
+            }
+            off += plen as u64;
+            if off >= len {
+                break;
+            }
+        }
+    } else {
+        m.flags = F_FIRST | F_LAST;
+        ok = c.send_msg(&link, &m, 0, &mut |_| {});
+    }
+    drop(tx);
+    if !reliable {
+        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
+    } else if !ok {
+        let mut st = lock(&qp.st);
+        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == m.seq) {
+            if w.done.is_none() {
+                w.done = Some(IBV_WC_RETRY_EXC_ERR);
+            }
+        }
+        c.to_err(qp, &mut st);
+    }
+    Ok(())
+}
+
+pub static OPS: verbs_context_ops = verbs_context_ops {
+    alloc_pd: Some(alloc_pd),
+    dealloc_pd: Some(dealloc_pd),
+    reg_mr: Some(reg_mr),
+    dereg_mr: Some(dereg_mr),
+    create_ah: Some(create_ah),
+    destroy_ah: Some(destroy_ah),
+    open_xrcd: Some(open_xrcd),
+    close_xrcd: Some(close_xrcd),
+    create_cq: Some(create_cq),
+    create_cq_ex: Some(create_cq_ex),
+    poll_cq: Some(poll_cq),
+    req_notify_cq: Some(req_notify_cq),
+    cq_event: Some(cq_event),
+    destroy_cq: Some(destroy_cq),
+    resize_cq: Some(resize_cq),
+    create_srq: Some(create_srq),
+    create_srq_ex: Some(create_srq_ex),
+    modify_srq: Some(modify_srq),
+    query_srq: Some(query_srq),
+    destroy_srq: Some(destroy_srq),
+    get_srq_num: Some(get_srq_num),
+    post_srq_recv: Some(post_srq_recv),
+    create_qp: Some(create_qp),
+    create_qp_ex: Some(create_qp_ex),
+    modify_qp: Some(modify_qp),
+    query_qp: Some(query_qp),
+    destroy_qp: Some(destroy_qp),
+    post_send: Some(post_send),
+    post_recv: Some(post_recv),
+    query_device_ex: Some(query_device_ex),
+    query_port: Some(query_port),
+    async_event: Some(async_event),
+    free_context: Some(free_context),
+    ..EMPTY_OPS
+};
+
+const EMPTY_OPS: verbs_context_ops = unsafe { std::mem::zeroed() };
+
+#[allow(dead_code)]
+fn _unused(_: &Path) {}
