@@ -22,7 +22,7 @@ BUILD     := build
 STATICLIB := target/release/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := symbols layout diff tools install discovery soft vm
+SUITES    := symbols layout diff tools install discovery soft compat10 vm
 
 .PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
 
