@@ -6,6 +6,7 @@ pub mod cmd;
 pub mod cq;
 pub mod device;
 pub mod list;
+pub mod marshall;
 pub mod misc;
 pub mod mr;
 pub mod provider;

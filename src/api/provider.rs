@@ -24,11 +24,6 @@ crate::export! {
         // provider's wrapper (upstream passes offsetof as a pointer).
         crate::context::init_and_alloc(device, cmd_fd, alloc_size, context_offset as usize, driver_id)
     }
-    fn execute_ioctl(context: *mut c_void, cmd: *mut c_void) -> c_int [on_panic: libc::EIO] { NOT_SUPPORTED }
-    fn ibv_copy_ah_attr_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
-    fn ibv_copy_path_rec_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
-    fn ibv_copy_path_rec_to_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
-    fn ibv_copy_qp_attr_from_kern(dst: *mut c_void, src: *mut c_void) -> () [on_panic: ()] { }
     fn verbs_init_cq(cq: *mut ibv_cq, context: *mut ibv_context, channel: *mut ibv_comp_channel, cq_context: *mut c_void) -> () [on_panic: ()] {
         crate::context::ops::init_cq(cq, context, channel, cq_context)
     }
