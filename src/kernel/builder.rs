@@ -234,6 +234,7 @@ impl Cmd {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     /// A command that only exists as `write()`: `req` is the caller-filled
     /// request, `[header][core request][driver data]` (`req_core` bytes of
     /// header + core, `req_size` in all), `resp` the response buffer
@@ -357,16 +358,25 @@ impl Cmd {
         Some(self.push(i, Src::Val(fd as i64 as u64)))
     }
     /// `fill_attr_in`: `len` bytes at `p`.
-    pub fn in_bytes(&mut self, id: u16, p: *const u8, len: usize) -> A<'_> {
+    ///
+    /// # Safety
+    /// `p` has `len` readable bytes until the command ran.
+    pub unsafe fn in_bytes(&mut self, id: u16, p: *const u8, len: usize) -> A<'_> {
         let i = self.b().fill_in(id, p, len);
         self.push(i, Src::Bytes(p, len))
     }
     /// `fill_attr_in_ptr`.
-    pub fn in_ptr<T>(&mut self, id: u16, p: *const T) -> A<'_> {
+    ///
+    /// # Safety
+    /// As for [`in_bytes`](Self::in_bytes).
+    pub unsafe fn in_ptr<T>(&mut self, id: u16, p: *const T) -> A<'_> {
         self.in_bytes(id, p.cast(), core::mem::size_of::<T>())
     }
     /// `fill_attr_in_enum`.
-    pub fn in_enum(&mut self, id: u16, elem: u8, p: *const u8, len: usize) -> A<'_> {
+    ///
+    /// # Safety
+    /// As for [`in_bytes`](Self::in_bytes).
+    pub unsafe fn in_enum(&mut self, id: u16, elem: u8, p: *const u8, len: usize) -> A<'_> {
         let i = self.b().fill_in_enum(id, elem, p, len);
         self.push(i, Src::Bytes(p, len))
     }
@@ -421,11 +431,21 @@ impl Cmd {
         self.b().as_ptr()
     }
 
+    /// The ioctl header and attributes as they would be sent (tests).
+    #[cfg(test)]
+    pub fn ioctl_bytes(&mut self) -> Vec<u8> {
+        if self.uhw_ioctl {
+            self.uhw_ioctl = false;
+            self.add_uhw();
+        }
+        self.b().header_and_attrs()
+    }
+
     /// Adds the provider's private data as UHW attributes (once).
     fn add_uhw(&mut self) {
         if let Some(p) = self.req.filter(|p| p.extra() > 0) {
             // SAFETY: the provider's buffer holds `total` bytes.
-            let i = self.b().fill_in(UVERBS_ATTR_UHW_IN, unsafe { p.ptr.add(p.core) }, p.extra());
+            let i = unsafe { self.b().fill_in(UVERBS_ATTR_UHW_IN, p.ptr.add(p.core), p.extra()) };
             self.maps.push(Map { w: None, wx: None, src: Src::Val(0) });
             let _ = i;
         }
@@ -542,11 +562,14 @@ impl Cmd {
         let hdr_len = if ex { EX_HDR } else { HDR };
         let core_req = hdr_len + form.req;
 
-        // Request image: in front of the provider's driver data when its
-        // buffer has room (upstream's headroom), else our own.
+        // Request image: a caller-filled request is used where it is; for
+        // the others, upstream's headroom scheme: in front of the
+        // provider's driver data when there is some (and room), else a
+        // buffer of our own.
+        let in_place = |p: &ProvBuf, core: usize| (!self.zero_core || p.extra() > 0) && p.core >= core;
         let uhw_in = self.req.map_or(0, |p| p.extra());
         let req_ptr = match self.req {
-            Some(p) if p.core >= core_req => p.ptr.add(p.core - core_req),
+            Some(p) if in_place(&p, core_req) => p.ptr.add(p.core - core_req),
             p => {
                 self.own_req = vec![0u64; (core_req + uhw_in).div_ceil(8)];
                 let b = self.own_req.as_mut_ptr().cast::<u8>();
@@ -578,7 +601,7 @@ impl Cmd {
             core::ptr::null_mut()
         } else {
             match self.resp {
-                Some(p) if p.core >= form.resp => p.ptr.add(p.core - form.resp),
+                Some(p) if in_place(&p, form.resp) => p.ptr.add(p.core - form.resp),
                 p => {
                     self.own_resp = vec![0u64; (form.resp + uhw_out).div_ceil(8)];
                     copy_back = p;
@@ -586,9 +609,6 @@ impl Cmd {
                 }
             }
         };
-        if !resp_ptr.is_null() {
-            core::ptr::write_bytes(resp_ptr, 0, form.resp);
-        }
 
         let req_size = core_req + uhw_in;
         let resp_size = form.resp + uhw_out;

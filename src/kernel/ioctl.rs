@@ -250,7 +250,11 @@ impl OwnedCmdBuf {
     }
 
     /// `fill_attr_in`: up to 8 bytes inline, longer data by address.
-    pub fn fill_in(&mut self, attr_id: u16, data: *const u8, len: usize) -> usize {
+    ///
+    /// # Safety
+    /// `data` has `len` readable bytes (read now when `len <= 8`, by the
+    /// kernel later otherwise).
+    pub unsafe fn fill_in(&mut self, attr_id: u16, data: *const u8, len: usize) -> usize {
         if len > u16::MAX as usize {
             self.set_flags(CMDB_BUFFER_ERROR);
         }
@@ -261,8 +265,7 @@ impl OwnedCmdBuf {
             a.data = data as usize as u64;
         } else if len > 0 {
             let mut v = [0u8; 8];
-            // SAFETY: the caller passes `len` readable bytes.
-            unsafe { core::ptr::copy_nonoverlapping(data, v.as_mut_ptr(), len) };
+            core::ptr::copy_nonoverlapping(data, v.as_mut_ptr(), len);
             a.data = u64::from_ne_bytes(v);
         }
         i
@@ -279,7 +282,8 @@ impl OwnedCmdBuf {
 
     /// `fill_attr_in_uint32`.
     pub fn fill_in_u32(&mut self, attr_id: u16, v: u32) -> usize {
-        self.fill_in(attr_id, v.to_ne_bytes().as_ptr(), 4)
+        // SAFETY: four bytes, copied inline now.
+        unsafe { self.fill_in(attr_id, v.to_ne_bytes().as_ptr(), 4) }
     }
 
     /// `fill_attr_in_fd`: no attribute at all for fd -1.
@@ -310,7 +314,10 @@ impl OwnedCmdBuf {
     }
 
     /// `fill_attr_in_enum`.
-    pub fn fill_in_enum(&mut self, attr_id: u16, elem_id: u8, data: *const u8, len: usize) -> usize {
+    ///
+    /// # Safety
+    /// As for [`fill_in`](Self::fill_in).
+    pub unsafe fn fill_in_enum(&mut self, attr_id: u16, elem_id: u8, data: *const u8, len: usize) -> usize {
         let i = self.fill_in(attr_id, data, len);
         self.attr(i).attr_data = elem_id as u16; // enum_data.elem_id is the low byte
         i

@@ -45,6 +45,8 @@ methods! {
         write: w!(cmd::QUERY_DEVICE, ib_uverbs_query_device, ib_uverbs_query_device_resp), write_ex: None }
     QUERY_DEVICE_EX = { ioctl: None, op: None, write: None,
         write_ex: w!(cmd::EX_QUERY_DEVICE, ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp) }
+    CREATE_COMP_CHANNEL = { ioctl: None, op: None,
+        write: w!(cmd::CREATE_COMP_CHANNEL, ib_uverbs_create_comp_channel, ib_uverbs_create_comp_channel_resp), write_ex: None }
     ASYNC_EVENT_ALLOC = { ioctl: Some((obj::ASYNC_EVENT, method::ASYNC_EVENT_ALLOC)), op: None, write: None, write_ex: None }
     QUERY_GID_ENTRY = { ioctl: Some((obj::DEVICE, method::QUERY_GID_ENTRY)), op: Some(op_bit!(async_event)), write: None, write_ex: None }
     QUERY_GID_TABLE = { ioctl: Some((obj::DEVICE, method::QUERY_GID_TABLE)), op: Some(op_bit!(async_event)), write: None, write_ex: None }
@@ -172,6 +174,7 @@ mod tests {
         }
         let names = [
             ("IB_USER_VERBS_CMD_ALLOC_PD", ALLOC_PD.write),
+            ("IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL", CREATE_COMP_CHANNEL.write),
             ("IB_USER_VERBS_CMD_CREATE_CQ", CREATE_CQ.write),
             ("IB_USER_VERBS_CMD_CREATE_QP", CREATE_QP.write),
             ("IB_USER_VERBS_CMD_OPEN_QP", OPEN_QP.write),

@@ -28,6 +28,7 @@ pub type ibv_get_context = CmdReq<ib_uverbs_get_context>;
 pub type ibv_query_device = CmdReq<ib_uverbs_query_device>;
 pub type ibv_query_port = CmdReq<ib_uverbs_query_port>;
 pub type ibv_alloc_pd = CmdReq<ib_uverbs_alloc_pd>;
+pub type ibv_create_comp_channel = CmdReq<ib_uverbs_create_comp_channel>;
 pub type ibv_dealloc_pd = CmdReq<ib_uverbs_dealloc_pd>;
 pub type ibv_open_xrcd = CmdReq<ib_uverbs_open_xrcd>;
 pub type ibv_close_xrcd = CmdReq<ib_uverbs_close_xrcd>;
@@ -103,7 +104,7 @@ mod tests {
     #[test]
     fn command_structs_match_pinned_table() {
         let mut m: Vec<(String, i64)> = Vec::new();
-        cmd!(m, ibv_get_context, ibv_query_device, ibv_query_port, ibv_alloc_pd, ibv_dealloc_pd, ibv_open_xrcd,
+        cmd!(m, ibv_create_comp_channel, ibv_get_context, ibv_query_device, ibv_query_port, ibv_alloc_pd, ibv_dealloc_pd, ibv_open_xrcd,
             ibv_close_xrcd, ibv_reg_mr, ibv_rereg_mr, ibv_dereg_mr, ibv_alloc_mw, ibv_dealloc_mw, ibv_create_cq,
             ibv_resize_cq, ibv_poll_cq, ibv_req_notify_cq, ibv_destroy_cq, ibv_create_qp, ibv_open_qp,
             ibv_query_qp, ibv_modify_qp, ibv_destroy_qp, ibv_post_send, ibv_post_recv, ibv_post_srq_recv,
@@ -146,6 +147,7 @@ mod tests {
             }};
         }
         members!(
+            ibv_create_comp_channel => ib_uverbs_create_comp_channel,
             ibv_get_context => ib_uverbs_get_context, ibv_query_device => ib_uverbs_query_device,
             ibv_query_port => ib_uverbs_query_port, ibv_alloc_pd => ib_uverbs_alloc_pd,
             ibv_dealloc_pd => ib_uverbs_dealloc_pd, ibv_open_xrcd => ib_uverbs_open_xrcd,

@@ -10,13 +10,16 @@
 //! command layer's only way in.
 
 use std::os::raw::c_int;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::abi::{ibv_context, verbs_context_ops};
 use crate::context::ContextPrivate;
 
 /// `VERBS_OPS_NUM`: number of operation slots in `verbs_context_ops`.
 pub const VERBS_OPS_NUM: usize = core::mem::size_of::<verbs_context_ops>() / core::mem::size_of::<usize>();
+
+// The context layer's bitmap must have a bit for every operation slot.
+const _: () = assert!(VERBS_OPS_NUM <= crate::context::VERBS_OPS_NUM);
 
 /// The command layer's view of a context's private data.
 #[derive(Clone, Copy)]
@@ -111,18 +114,29 @@ pub fn is_destroy_err(ret: &mut c_int) -> bool {
     *ret != 0
 }
 
+static ABI_VER: AtomicI32 = AtomicI32::new(-1);
+
 /// The kernel's uverbs ABI version (`class/infiniband_verbs/abi_version`),
-/// upstream's global `abi_ver`; 6 when it cannot be read (only ABI 3 to 5
-/// change what the command layer sends).
+/// upstream's global `abi_ver`: read on first use unless the device layer
+/// recorded it with [`set_abi_ver`]; 6 when it cannot be read (only ABI 3
+/// to 5 change what the command layer sends).
 pub fn abi_ver() -> c_int {
-    static V: OnceLock<c_int> = OnceLock::new();
-    *V.get_or_init(|| {
-        let p = crate::sysfs::root().join("class/infiniband_verbs/abi_version");
-        std::fs::read_to_string(p)
-            .ok()
-            .and_then(|s| s.trim().parse::<c_int>().ok())
-            .unwrap_or(super::uapi::IB_USER_VERBS_ABI_VERSION as c_int)
-    })
+    let v = ABI_VER.load(Ordering::Relaxed);
+    if v >= 0 {
+        return v;
+    }
+    let p = crate::sysfs::root().join("class/infiniband_verbs/abi_version");
+    let v = std::fs::read_to_string(p)
+        .ok()
+        .and_then(|s| s.trim().parse::<c_int>().ok())
+        .unwrap_or(super::uapi::IB_USER_VERBS_ABI_VERSION as c_int);
+    let _ = ABI_VER.compare_exchange(-1, v, Ordering::Relaxed, Ordering::Relaxed);
+    ABI_VER.load(Ordering::Relaxed)
+}
+
+/// Records the ABI version the device layer read (or a test's choice).
+pub fn set_abi_ver(v: c_int) {
+    ABI_VER.store(v, Ordering::Relaxed);
 }
 
 fn allow_disassociate_destroy() -> bool {
@@ -141,6 +155,5 @@ mod tests {
         assert_eq!(op_bit!(advise_mr), 0);
         assert_eq!(op_bit!(destroy_ah), 29);
         assert_eq!(op_bit!(unimport_pd), VERBS_OPS_NUM - 1);
-        assert!(VERBS_OPS_NUM <= crate::context::VERBS_OPS_NUM);
     }
 }

@@ -22,6 +22,7 @@ const EX_HDR: usize = core::mem::size_of::<ex_hdr>();
 /// `ioctl_write`: one write command as the INVOKE_WRITE method.
 /// `req` is the core request (after the header(s)), `resp` the core
 /// response; the driver parts directly follow each.
+#[allow(clippy::too_many_arguments)]
 unsafe fn ioctl_write(
     ctx: *mut ibv_context,
     write_method: u32,

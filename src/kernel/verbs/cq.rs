@@ -144,7 +144,7 @@ pub unsafe fn create_cq_ex(
     if a.wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0 {
         flags |= IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
     }
-    if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && a.flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN as u32 != 0 {
+    if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && a.flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN != 0 {
         flags |= IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
     }
     icmd_create_cq(

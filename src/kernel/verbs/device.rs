@@ -333,3 +333,16 @@ pub unsafe fn query_gid_table(ctx: *mut ibv_context, entries: *mut u8, max_entri
     }
 }
 
+
+/// The CREATE_COMP_CHANNEL command behind `ibv_create_comp_channel`
+/// (`write()` only): the new channel's fd, or an errno value.
+///
+/// # Safety
+/// `ctx` is an open context.
+pub unsafe fn create_comp_channel(ctx: *mut ibv_context) -> Result<c_int, c_int> {
+    let mut req: ibv_create_comp_channel = Default::default();
+    let mut resp: ib_uverbs_create_comp_channel_resp = Default::default();
+    let (rq, rs) = (core::mem::size_of_val(&req), core::mem::size_of_val(&resp));
+    write_cmd(ctx, &m::CREATE_COMP_CHANNEL, &mut req, rq, &mut resp, rs)?;
+    Ok(resp.fd as c_int)
+}

@@ -172,7 +172,7 @@ pub unsafe fn rereg_mr(
     resp: *mut ib_uverbs_rereg_mr_resp,
     resp_sz: usize,
 ) -> c_int {
-    let change_pd = flags & IBV_REREG_MR_CHANGE_PD as u32 != 0;
+    let change_pd = flags & IBV_REREG_MR_CHANGE_PD != 0;
     let k = &mut (*cmd).core;
     k.mr_handle = (*vmr).ibv_mr.handle;
     k.flags = flags;

@@ -14,11 +14,11 @@ use crate::kernel::uapi::*;
 use super::cq::Compat;
 use super::{outer, write_cmd, write_req};
 
-const CREATE_QP_EX_SUP_CREATE_FLAGS: u32 = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB as u32
-    | IBV_QP_CREATE_SCATTER_FCS as u32
-    | IBV_QP_CREATE_CVLAN_STRIPPING as u32
-    | IBV_QP_CREATE_SOURCE_QPN as u32
-    | IBV_QP_CREATE_PCI_WRITE_END_PADDING as u32;
+const CREATE_QP_EX_SUP_CREATE_FLAGS: u32 = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
+    | IBV_QP_CREATE_SCATTER_FCS
+    | IBV_QP_CREATE_CVLAN_STRIPPING
+    | IBV_QP_CREATE_SOURCE_QPN
+    | IBV_QP_CREATE_PCI_WRITE_END_PADDING;
 
 /// `ibv_qp_cap` and the kernel's five capability members have the same
 /// layout (upstream asserts this too).
@@ -145,7 +145,7 @@ unsafe fn icmd_create_qp(ctx: *mut ibv_context, vqp: *mut verbs_qp, qp_in: *mut 
         a.sq_sig_all as u32 as u64,
     );
     if a.sq_sig_all != 0 {
-        create_flags |= IB_UVERBS_QP_CREATE_SQ_SIG_ALL as u32;
+        create_flags |= IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
         if a.create_flags & !CREATE_QP_EX_SUP_CREATE_FLAGS != 0 {
@@ -154,10 +154,10 @@ unsafe fn icmd_create_qp(ctx: *mut ibv_context, vqp: *mut verbs_qp, qp_in: *mut 
         c.require_ex();
         create_flags |= a.create_flags;
         c.wonly(None, Some(req!(ib_uverbs_ex_create_qp, create_flags)), a.create_flags as u64);
-        if a.create_flags & IBV_QP_CREATE_SOURCE_QPN as u32 != 0 {
+        if a.create_flags & IBV_QP_CREATE_SOURCE_QPN != 0 {
             c.in_u32(attr::CREATE_QP_SOURCE_QPN, a.source_qpn).wx(req!(ib_uverbs_ex_create_qp, source_qpn));
             // With the ioctl the source QPN is an attribute of its own.
-            create_flags &= !(IBV_QP_CREATE_SOURCE_QPN as u32);
+            create_flags &= !IBV_QP_CREATE_SOURCE_QPN;
         }
     }
     if create_flags != 0 {
@@ -368,7 +368,7 @@ pub unsafe fn query_qp(
     cmd_size: usize,
 ) -> c_int {
     // From IBV_QP_RATE_LIMIT on, attributes need the extended path.
-    if attr_mask as u32 & !(IBV_QP_RATE_LIMIT as u32 - 1) != 0 {
+    if attr_mask as u32 & !(IBV_QP_RATE_LIMIT - 1) != 0 {
         return libc::EOPNOTSUPP;
     }
     (*cmd).core.qp_handle = (*qp).handle;
@@ -445,67 +445,67 @@ unsafe fn copy_modify_qp_fields(qp: *mut ibv_qp, a: &ibv_qp_attr, mask: c_int, k
     let has = |bit: u32| mask & bit != 0;
     k.qp_handle = (*qp).handle;
     k.attr_mask = mask;
-    if has(IBV_QP_STATE as u32) {
+    if has(IBV_QP_STATE) {
         k.qp_state = a.qp_state as u8;
     }
-    if has(IBV_QP_CUR_STATE as u32) {
+    if has(IBV_QP_CUR_STATE) {
         k.cur_qp_state = a.cur_qp_state as u8;
     }
-    if has(IBV_QP_EN_SQD_ASYNC_NOTIFY as u32) {
+    if has(IBV_QP_EN_SQD_ASYNC_NOTIFY) {
         k.en_sqd_async_notify = a.en_sqd_async_notify;
     }
-    if has(IBV_QP_ACCESS_FLAGS as u32) {
+    if has(IBV_QP_ACCESS_FLAGS) {
         k.qp_access_flags = a.qp_access_flags;
     }
-    if has(IBV_QP_PKEY_INDEX as u32) {
+    if has(IBV_QP_PKEY_INDEX) {
         k.pkey_index = a.pkey_index;
     }
-    if has(IBV_QP_PORT as u32) {
+    if has(IBV_QP_PORT) {
         k.port_num = a.port_num;
     }
-    if has(IBV_QP_QKEY as u32) {
+    if has(IBV_QP_QKEY) {
         k.qkey = a.qkey;
     }
-    if has(IBV_QP_AV as u32) {
+    if has(IBV_QP_AV) {
         copy_ah_to_dest(&mut k.dest, &a.ah_attr);
     }
-    if has(IBV_QP_PATH_MTU as u32) {
+    if has(IBV_QP_PATH_MTU) {
         k.path_mtu = a.path_mtu as u8;
     }
-    if has(IBV_QP_TIMEOUT as u32) {
+    if has(IBV_QP_TIMEOUT) {
         k.timeout = a.timeout;
     }
-    if has(IBV_QP_RETRY_CNT as u32) {
+    if has(IBV_QP_RETRY_CNT) {
         k.retry_cnt = a.retry_cnt;
     }
-    if has(IBV_QP_RNR_RETRY as u32) {
+    if has(IBV_QP_RNR_RETRY) {
         k.rnr_retry = a.rnr_retry;
     }
-    if has(IBV_QP_RQ_PSN as u32) {
+    if has(IBV_QP_RQ_PSN) {
         k.rq_psn = a.rq_psn;
     }
-    if has(IBV_QP_MAX_QP_RD_ATOMIC as u32) {
+    if has(IBV_QP_MAX_QP_RD_ATOMIC) {
         k.max_rd_atomic = a.max_rd_atomic;
     }
-    if has(IBV_QP_ALT_PATH as u32) {
+    if has(IBV_QP_ALT_PATH) {
         k.alt_pkey_index = a.alt_pkey_index;
         k.alt_port_num = a.alt_port_num;
         k.alt_timeout = a.alt_timeout;
         copy_ah_to_dest(&mut k.alt_dest, &a.alt_ah_attr);
     }
-    if has(IBV_QP_MIN_RNR_TIMER as u32) {
+    if has(IBV_QP_MIN_RNR_TIMER) {
         k.min_rnr_timer = a.min_rnr_timer;
     }
-    if has(IBV_QP_SQ_PSN as u32) {
+    if has(IBV_QP_SQ_PSN) {
         k.sq_psn = a.sq_psn;
     }
-    if has(IBV_QP_MAX_DEST_RD_ATOMIC as u32) {
+    if has(IBV_QP_MAX_DEST_RD_ATOMIC) {
         k.max_dest_rd_atomic = a.max_dest_rd_atomic;
     }
-    if has(IBV_QP_PATH_MIG_STATE as u32) {
+    if has(IBV_QP_PATH_MIG_STATE) {
         k.path_mig_state = a.path_mig_state as u8;
     }
-    if has(IBV_QP_DEST_QPN as u32) {
+    if has(IBV_QP_DEST_QPN) {
         k.dest_qp_num = a.dest_qp_num;
     }
     k.reserved = [0; 2];
@@ -516,7 +516,7 @@ unsafe fn copy_modify_qp_fields(qp: *mut ibv_qp, a: &ibv_qp_attr, mask: c_int, k
 /// # Safety
 /// Provider arguments.
 pub unsafe fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, attr_mask: c_int, cmd: *mut ibv_modify_qp, cmd_size: usize) -> c_int {
-    if attr_mask as u32 & !(IBV_QP_RATE_LIMIT as u32 - 1) != 0 {
+    if attr_mask as u32 & !(IBV_QP_RATE_LIMIT - 1) != 0 {
         return libc::EOPNOTSUPP;
     }
     copy_modify_qp_fields(qp, &*attr, attr_mask, &mut (*cmd).core);
@@ -538,7 +538,7 @@ pub unsafe fn modify_qp_ex(
     resp_size: usize,
 ) -> c_int {
     copy_modify_qp_fields(qp, &*attr, attr_mask, &mut (*cmd).core.base);
-    if attr_mask as u32 & IBV_QP_RATE_LIMIT as u32 != 0 {
+    if attr_mask as u32 & IBV_QP_RATE_LIMIT != 0 {
         let end = core::mem::offset_of!(ibv_modify_qp_ex, core) + core::mem::offset_of!(ib_uverbs_ex_modify_qp, rate_limit) + 4;
         if cmd_size >= end {
             (*cmd).core.rate_limit = (*attr).rate_limit;

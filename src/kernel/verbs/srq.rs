@@ -120,11 +120,10 @@ unsafe fn icmd_create_srq(pd: *mut ibv_pd, vsrq: *mut verbs_srq, srq_in: *mut ib
     a.attr.max_wr = max_wr;
     a.attr.max_sge = max_sge;
     match path {
-        crate::kernel::builder::Path::Ioctl => {
-            if !vsrq.is_null() {
+        crate::kernel::builder::Path::Ioctl
+            if !vsrq.is_null() => {
                 set_vsrq(vsrq, a, srq_num);
             }
-        }
         _ if xsrq && !vsrq.is_null() => {
             let r: ib_uverbs_create_srq_resp = c.resp_as();
             set_vsrq(vsrq, a, r.srqn);

@@ -33,7 +33,7 @@ unsafe fn icmd_create_wq(ctx: *mut ibv_context, a: *mut ibv_wq_init_attr, wq: *m
     c.in_fd(attr::CREATE_WQ_EVENT_FD, (*ctx).async_fd);
     let mut create_flags = 0;
     if a.comp_mask & IBV_WQ_INIT_ATTR_FLAGS != 0 {
-        if a.create_flags & !(IBV_WQ_FLAGS_RESERVED as u32 - 1) != 0 {
+        if a.create_flags & !(IBV_WQ_FLAGS_RESERVED - 1) != 0 {
             set_errno(libc::EOPNOTSUPP);
             return libc::EOPNOTSUPP;
         }
@@ -114,7 +114,7 @@ pub unsafe fn modify_wq(wq: *mut ibv_wq, attr: *mut ibv_wq_attr, cmd: *mut ibv_m
     k.curr_wq_state = a.curr_wq_state;
     k.wq_state = a.wq_state;
     if a.attr_mask & IBV_WQ_ATTR_FLAGS != 0 {
-        if a.flags_mask & !(IBV_WQ_FLAGS_RESERVED as u32 - 1) != 0 {
+        if a.flags_mask & !(IBV_WQ_FLAGS_RESERVED - 1) != 0 {
             return libc::EOPNOTSUPP;
         }
         k.flags = a.flags;
