@@ -23,7 +23,6 @@ pub mod env;
 pub mod ffi;
 pub mod fork;
 pub mod kernel;
-pub mod kernel_hooks;
 pub mod log;
 pub mod provider;
 pub mod rate;

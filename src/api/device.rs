@@ -331,7 +331,7 @@ unsafe fn import_on(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_context 
     if !p.is_null() {
         (*p).imported = true;
     }
-    let ret = crate::kernel_hooks::alloc_async_fd(ctx);
+    let ret = crate::kernel::verbs::device::alloc_async_fd(ctx);
     if ret != 0 {
         crate::context::close_device(ctx);
         return null_errno(ret);

@@ -91,7 +91,7 @@ pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cm
     });
     (*vctx).r#priv = Box::into_raw(p).cast();
     set_ops(vctx, &dummy_ops::DUMMY_OPS);
-    (*priv_of(ctx)).use_ioctl_write = crate::kernel_hooks::has_ioctl_write(ctx);
+    (*priv_of(ctx)).use_ioctl_write = crate::kernel::state::has_ioctl_write(ctx);
     0
 }
 
@@ -260,7 +260,7 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     ops::set_lib_ops(vctx);
     let ctx = std::ptr::addr_of_mut!((*vctx).context);
     if kernel && (*ctx).async_fd == -1 {
-        let rc = crate::kernel_hooks::alloc_async_fd(ctx);
+        let rc = crate::kernel::verbs::device::alloc_async_fd(ctx);
         if rc != 0 {
             close_device(ctx);
             set_errno(rc);

@@ -43,6 +43,8 @@ pub fn abi_ver() -> i32 {
 
 pub(crate) fn set_abi_ver(v: i32) {
     ABI_VER.store(v, Ordering::Relaxed);
+    // The command layer picks command layouts by the same value.
+    crate::kernel::state::set_abi_ver(v);
 }
 
 struct State {
