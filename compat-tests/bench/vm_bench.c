@@ -1,0 +1,461 @@
+/* compat-tests/bench: control-path costs of a libibverbs on a real (kernel)
+ * device — run in the Soft-RoCE VM once on Debian's library and once on
+ * ours.  Linked against libibverbs.so.1 by SONAME only (no rpath), so
+ * LD_LIBRARY_PATH decides which implementation runs.
+ *
+ *   vm_bench --dev rxe0 --gid-index 1 [--dgid <sysfs-gid>] [--startup N]
+ *            [--iters K] [--max-seconds S]
+ *   vm_bench --startup-child rxe0      (internal: one fresh process)
+ *
+ * Output, one line each:
+ *   lib <path of the libibverbs.so.1 this process runs>
+ *   result <name> median=<us> mean=<us> min=<us> n=<count>
+ *   fail <name> <why>
+ * Benchmarks (each op timed on its own, CLOCK_MONOTONIC, µs):
+ *   startup_process  spawn (posix_spawn of this binary) -> exit, for a child
+ *                    that calls ibv_get_device_list + ibv_open_device +
+ *                    ibv_query_device + ibv_query_port (includes loading
+ *                    the library and the provider)
+ *   startup_calls    the same four calls, timed inside the child
+ *   mr_4k, mr_1m     ibv_reg_mr + ibv_dereg_mr (also _reg, _dereg)
+ *   cq               ibv_create_cq(256) + ibv_destroy_cq (also _create, _destroy)
+ *   qp               RC ibv_create_qp, modify to INIT, RTR, RTS, ibv_destroy_qp
+ *                    (also _create, _init, _rtr, _rts, _destroy)
+ * Exit status: 0, or 2 when the device cannot be opened. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct series {
+    const char *name;
+    double *v;
+    int n, cap;
+};
+
+static void add(struct series *s, double x)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+        if (!s->v) abort();
+    }
+    s->v[s->n++] = x;
+}
+
+static void report(struct series *s)
+{
+    if (!s->n) return;
+    double sum = 0;
+    for (int i = 0; i < s->n; i++) sum += s->v[i];
+    qsort(s->v, s->n, sizeof *s->v, cmpd);
+    double med = s->n % 2 ? s->v[s->n / 2] : (s->v[s->n / 2 - 1] + s->v[s->n / 2]) / 2;
+    printf("result %s median=%.3f mean=%.3f min=%.3f n=%d\n", s->name, med, sum / s->n, s->v[0], s->n);
+    fflush(stdout);
+    free(s->v);
+    s->v = NULL;
+    s->n = s->cap = 0;
+}
+
+static void fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    printf("fail %s ", name);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* ibv_get_device_list + ibv_open_device; on failure writes why into err. */
+static struct ibv_context *open_dev(const char *dev, char *err, size_t errlen)
+{
+    int n = 0;
+    errno = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    if (!list) {
+        snprintf(err, errlen, "ibv_get_device_list: %s", strerror(errno));
+        return NULL;
+    }
+    struct ibv_device *d = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ibv_get_device_name(list[i]), dev)) d = list[i];
+    if (!d) {
+        snprintf(err, errlen, "ibv_get_device_list: %d device(s), no %s", n, dev);
+        ibv_free_device_list(list);
+        return NULL;
+    }
+    errno = 0;
+    struct ibv_context *ctx = ibv_open_device(d);
+    if (!ctx) snprintf(err, errlen, "ibv_open_device(%s): %s", dev, errno ? strerror(errno) : "NULL, errno not set");
+    ibv_free_device_list(list);
+    return ctx;
+}
+
+static int startup_child(const char *dev)
+{
+    char err[256];
+    double t0 = now_us();
+    struct ibv_context *ctx = open_dev(dev, err, sizeof err);
+    if (!ctx) {
+        printf("fail %s\n", err);
+        return 2;
+    }
+    struct ibv_device_attr da;
+    struct ibv_port_attr pa;
+    int rc = ibv_query_device(ctx, &da);
+    if (rc) {
+        printf("fail ibv_query_device: %s\n", strerror(rc));
+        return 2;
+    }
+    rc = ibv_query_port(ctx, 1, &pa);
+    if (rc) {
+        printf("fail ibv_query_port: %s\n", strerror(rc));
+        return 2;
+    }
+    double t1 = now_us();
+    printf("calls_us %.3f\n", t1 - t0);
+    ibv_close_device(ctx);
+    return 0;
+}
+
+static void bench_startup(const char *self, const char *dev, int n, double max_s)
+{
+    struct series proc = {.name = "startup_process"}, calls = {.name = "startup_calls"};
+    double end = now_us() + max_s * 1e6;
+    for (int i = 0; i < n && (i < 3 || now_us() < end); i++) {
+        int fd[2];
+        if (pipe(fd)) {
+            fail("startup", "pipe: %s", strerror(errno));
+            return;
+        }
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+        posix_spawn_file_actions_addclose(&fa, fd[0]);
+        char *argv[] = {(char *)self, "--startup-child", (char *)dev, NULL};
+        pid_t pid;
+        double t0 = now_us();
+        int rc = posix_spawn(&pid, self, &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(fd[1]);
+        if (rc) {
+            close(fd[0]);
+            fail("startup", "posix_spawn: %s", strerror(rc));
+            return;
+        }
+        char buf[512];
+        size_t got = 0;
+        ssize_t r;
+        while (got < sizeof buf - 1 && (r = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0) got += r;
+        buf[got] = 0;
+        close(fd[0]);
+        int st;
+        waitpid(pid, &st, 0);
+        double t1 = now_us();
+        double c;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(buf, "calls_us %lf", &c) != 1) {
+            buf[strcspn(buf, "\n")] = 0;
+            if (!strncmp(buf, "fail ", 5))
+                fail("startup", "%s", buf + 5);
+            else
+                fail("startup", "child status %d: %s", st, buf);
+            free(proc.v);
+            free(calls.v);
+            return;
+        }
+        add(&proc, t1 - t0);
+        add(&calls, c);
+    }
+    report(&proc);
+    report(&calls);
+}
+
+static void bench_mr(struct ibv_pd *pd, size_t len, const char *name, int iters, double max_s)
+{
+    char n_pair[32], n_reg[32], n_dereg[32];
+    snprintf(n_pair, sizeof n_pair, "%s", name);
+    snprintf(n_reg, sizeof n_reg, "%s_reg", name);
+    snprintf(n_dereg, sizeof n_dereg, "%s_dereg", name);
+    struct series pair = {.name = n_pair}, reg = {.name = n_reg}, dereg = {.name = n_dereg};
+    void *buf;
+    if (posix_memalign(&buf, 4096, len)) {
+        fail(name, "posix_memalign failed");
+        return;
+    }
+    memset(buf, 1, len);
+    int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    double end = now_us() + max_s * 1e6;
+    for (int i = -2; i < iters && (i < 5 || now_us() < end); i++) {
+        double t0 = now_us();
+        errno = 0;
+        struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, acc);
+        double t1 = now_us();
+        if (!mr) {
+            fail(name, "ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
+            goto out;
+        }
+        int rc = ibv_dereg_mr(mr);
+        double t2 = now_us();
+        if (rc) {
+            fail(name, "ibv_dereg_mr: %s", strerror(rc));
+            goto out;
+        }
+        if (i < 0) continue; /* warm-up */
+        add(&reg, t1 - t0);
+        add(&dereg, t2 - t1);
+        add(&pair, t2 - t0);
+    }
+    report(&pair);
+    report(&reg);
+    report(&dereg);
+out:
+    free(pair.v);
+    free(reg.v);
+    free(dereg.v);
+    free(buf);
+}
+
+static void bench_cq(struct ibv_context *ctx, int iters, double max_s)
+{
+    struct series pair = {.name = "cq"}, cr = {.name = "cq_create"}, de = {.name = "cq_destroy"};
+    double end = now_us() + max_s * 1e6;
+    for (int i = -2; i < iters && (i < 5 || now_us() < end); i++) {
+        double t0 = now_us();
+        errno = 0;
+        struct ibv_cq *cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+        double t1 = now_us();
+        if (!cq) {
+            fail("cq", "ibv_create_cq: %s", strerror(errno));
+            goto out;
+        }
+        int rc = ibv_destroy_cq(cq);
+        double t2 = now_us();
+        if (rc) {
+            fail("cq", "ibv_destroy_cq: %s", strerror(rc));
+            goto out;
+        }
+        if (i < 0) continue;
+        add(&cr, t1 - t0);
+        add(&de, t2 - t1);
+        add(&pair, t2 - t0);
+    }
+    report(&pair);
+    report(&cr);
+    report(&de);
+out:
+    free(pair.v);
+    free(cr.v);
+    free(de.v);
+}
+
+static void bench_qp(struct ibv_context *ctx, struct ibv_pd *pd, int gid_index, const union ibv_gid *dgid, int iters,
+                     double max_s)
+{
+    struct series all = {.name = "qp"}, s_cr = {.name = "qp_create"}, s_init = {.name = "qp_init"}, s_rtr = {.name = "qp_rtr"}, s_rts = {.name = "qp_rts"},
+                  s_de = {.name = "qp_destroy"};
+    struct series *ser[] = {&all, &s_cr, &s_init, &s_rtr, &s_rts, &s_de};
+    errno = 0;
+    struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+    if (!cq) {
+        fail("qp", "ibv_create_cq: %s", strerror(errno));
+        return;
+    }
+    struct ibv_qp_init_attr ia = {
+        .send_cq = cq,
+        .recv_cq = cq,
+        .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC,
+    };
+    /* the remote end of every RTR: a QP that stays in RESET (nothing is sent) */
+    errno = 0;
+    struct ibv_qp *peer = ibv_create_qp(pd, &ia);
+    if (!peer) {
+        fail("qp", "ibv_create_qp: %s", strerror(errno));
+        ibv_destroy_cq(cq);
+        return;
+    }
+    double end = now_us() + max_s * 1e6;
+    for (int i = -2; i < iters && (i < 5 || now_us() < end); i++) {
+        double t[6];
+        int rc;
+        const char *stage;
+        t[0] = now_us();
+        errno = 0;
+        struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+        t[1] = now_us();
+        if (!qp) {
+            fail("qp", "ibv_create_qp: %s", strerror(errno));
+            break;
+        }
+        struct ibv_qp_attr a = {
+            .qp_state = IBV_QPS_INIT,
+            .pkey_index = 0,
+            .port_num = 1,
+            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+        };
+        stage = "INIT";
+        rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+        t[2] = now_us();
+        if (rc) goto bad;
+        memset(&a, 0, sizeof a);
+        a.qp_state = IBV_QPS_RTR;
+        a.path_mtu = IBV_MTU_1024;
+        a.dest_qp_num = peer->qp_num;
+        a.rq_psn = 0;
+        a.max_dest_rd_atomic = 1;
+        a.min_rnr_timer = 12;
+        a.ah_attr.is_global = 1;
+        a.ah_attr.grh.dgid = *dgid;
+        a.ah_attr.grh.sgid_index = gid_index;
+        a.ah_attr.grh.hop_limit = 1;
+        a.ah_attr.port_num = 1;
+        stage = "RTR";
+        rc = ibv_modify_qp(qp, &a,
+                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+        t[3] = now_us();
+        if (rc) goto bad;
+        memset(&a, 0, sizeof a);
+        a.qp_state = IBV_QPS_RTS;
+        a.timeout = 14;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.sq_psn = 0;
+        a.max_rd_atomic = 1;
+        stage = "RTS";
+        rc = ibv_modify_qp(qp, &a,
+                           IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                               IBV_QP_MAX_QP_RD_ATOMIC);
+        t[4] = now_us();
+        if (rc) goto bad;
+        stage = "destroy";
+        rc = ibv_destroy_qp(qp);
+        t[5] = now_us();
+        if (rc) {
+            fail("qp", "ibv_destroy_qp: %s", strerror(rc));
+            break;
+        }
+        if (i < 0) continue;
+        add(&all, t[5] - t[0]);
+        for (int k = 1; k <= 5; k++) add(ser[k], t[k] - t[k - 1]);
+        continue;
+    bad:
+        fail("qp", "ibv_modify_qp(%s): %s", stage, strerror(rc));
+        ibv_destroy_qp(qp);
+        break;
+    }
+    for (int k = 0; k < 6; k++) {
+        report(ser[k]);
+        free(ser[k]->v);
+    }
+    ibv_destroy_qp(peer);
+    ibv_destroy_cq(cq);
+}
+
+/* "0000:0000:0000:0000:0000:ffff:c000:0202" (sysfs) -> gid */
+static int parse_gid(const char *s, union ibv_gid *g)
+{
+    unsigned v[8];
+    if (sscanf(s, "%x:%x:%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 8) return -1;
+    for (int i = 0; i < 8; i++) {
+        g->raw[2 * i] = v[i] >> 8;
+        g->raw[2 * i + 1] = v[i] & 0xff;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dev = "rxe0", *dgid_s = NULL;
+    int gid_index = 1, nstart = 30, iters = 300;
+    double max_s = 8;
+    if (argc == 3 && !strcmp(argv[1], "--startup-child")) return startup_child(argv[2]);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) goto usage;
+        if (!strcmp(a, "--dev")) dev = v;
+        else if (!strcmp(a, "--gid-index")) gid_index = atoi(v);
+        else if (!strcmp(a, "--dgid")) dgid_s = v;
+        else if (!strcmp(a, "--startup")) nstart = atoi(v);
+        else if (!strcmp(a, "--iters")) iters = atoi(v);
+        else if (!strcmp(a, "--max-seconds")) max_s = atof(v);
+        else goto usage;
+        i++;
+    }
+
+    Dl_info di;
+    if (dladdr((void *)ibv_get_device_list, &di) && di.dli_fname) {
+        char real[4096];
+        printf("lib %s\n", realpath(di.dli_fname, real) ? real : di.dli_fname);
+    }
+    fflush(stdout);
+
+    char self[4096];
+    ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (l <= 0) {
+        fail("startup", "readlink /proc/self/exe: %s", strerror(errno));
+        return 1;
+    }
+    self[l] = 0;
+    if (nstart > 0) bench_startup(self, dev, nstart, max_s);
+
+    char err[256];
+    struct ibv_context *ctx = open_dev(dev, err, sizeof err);
+    if (!ctx) {
+        fail("open", "%s", err);
+        return 2;
+    }
+    union ibv_gid dgid;
+    if (dgid_s) {
+        if (parse_gid(dgid_s, &dgid)) {
+            fail("qp", "bad --dgid %s", dgid_s);
+            return 1;
+        }
+    } else if (ibv_query_gid(ctx, 1, gid_index, &dgid)) {
+        fail("qp", "ibv_query_gid(%d) failed", gid_index);
+    }
+    errno = 0;
+    struct ibv_pd *pd = ibv_alloc_pd(ctx);
+    if (!pd) {
+        fail("mr_4k", "ibv_alloc_pd: %s", strerror(errno));
+        fail("mr_1m", "ibv_alloc_pd: %s", strerror(errno));
+    } else {
+        bench_mr(pd, 4096, "mr_4k", iters, max_s);
+        bench_mr(pd, 1 << 20, "mr_1m", iters, max_s);
+    }
+    bench_cq(ctx, iters, max_s);
+    if (pd) bench_qp(ctx, pd, gid_index, &dgid, iters, max_s);
+    else fail("qp", "ibv_alloc_pd: failed");
+    if (pd) ibv_dealloc_pd(pd);
+    ibv_close_device(ctx);
+    return 0;
+usage:
+    fprintf(stderr, "usage: vm_bench --dev D --gid-index I [--dgid G] [--startup N] [--iters K] [--max-seconds S]\n");
+    return 1;
+}
