@@ -216,7 +216,7 @@ vm_run() {
     else
         console_opts=(-chardev "file,id=con,path=$run/console.log" -serial chardev:con)
     fi
-    local append="console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init net.ifnames=0 vminit=$VM_HERE/guest-init.sh vmrun=$run"
+    local append="console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init net.ifnames=0 vminit=$VM_HERE/guest-init.sh vmrun=$run vmkeep=$VM_REPO"
     [ -n "${VM_VERBOSE:-}" ] && append=${append/ quiet loglevel=4/}
     local qemu_cmd=(
         "$VM_QEMU" -nodefaults -no-user-config -M pc -accel tcg,thread=multi -cpu max

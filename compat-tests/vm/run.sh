@@ -57,6 +57,7 @@ ld_for() {
 UPSTREAM_LD=$(ld_for "$UPSTREAM_LIB")
 OUR_LD=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || OUR_LD=$PWD/$(dirname "$OUR_LIB")
 case "$OUR_LD" in
+    "$(cd "$(dirname "$0")/../.." && pwd)"/*) ;;  # inside the repository: the VM keeps it visible
     /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*|/dev/*|/proc/*|/sys/*)
         fail_early prerequisites "OUR_LIB ($OUR_LIB) is under $OUR_LD, which the VM does not see (its /tmp, /run, /var/tmp are private); put it elsewhere" ;;
 esac
