@@ -35,12 +35,12 @@ $(STATICLIB): FORCE
 
 # rustc's own cdylib link would impose its own version script; link the
 # staticlib ourselves with upstream's version nodes (symbols.map).
-$(BUILD)/lib/$(LIBFILE): $(STATICLIB) symbols.map
+$(BUILD)/lib/$(LIBFILE): $(STATICLIB) symbols.map Makefile
 	@mkdir -p $(BUILD)/lib
 	$(CC) -shared -o $@.tmp \
 	    -Wl,--whole-archive $(STATICLIB) -Wl,--no-whole-archive \
 	    -Wl,--version-script=symbols.map -Wl,-soname,$(SONAME) \
-	    -Wl,--gc-sections -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined \
+	    -Wl,--gc-sections -Wl,--strip-debug -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined \
 	    -lpthread -ldl -lgcc_s -lc
 	mv $@.tmp $@
 	ln -sf $(LIBFILE) $(BUILD)/lib/$(SONAME)
