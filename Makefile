@@ -22,7 +22,7 @@ BUILD     := build
 STATICLIB := target/release/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := symbols layout diff tools install discovery soft compat10 vm
+SUITES    := symbols layout diff tools install discovery soft compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork
 
 .PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
 
@@ -54,7 +54,7 @@ test: deps lib swrdma
 
 # The Soft-RoCE virtual machine alone (Debian's kernel with rdma_rxe, qemu/TCG).
 test-vm: deps lib
-	bash compat-tests/run-all.sh vm
+	bash compat-tests/run-all.sh vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork
 
 # Numbers and ratios, not pass/fail: the software device against this
 # machine's memory limits, and ours vs upstream on Soft-RoCE in the VM.

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Compares the vm-pyverbs results (written by pyverbs-guest.sh inside the
+VM): per-module table, totals per library, one PASS/FAIL line per test and
+the closing line (CONVENTIONS.md); writes the JSON (test id -> upstream/ours
+status) and a per-test table (table.txt).  Exit status 0 only when nothing
+failed.
+
+A test PASSes when ours ends like upstream:
+  * upstream pass  -> ours pass;
+  * upstream skip  -> ours skip, for the same reason;
+  * upstream fail/error, listed in pyverbs-known-upstream-failures.txt
+                   -> ours the same status with the same exception message.
+Anything else is a FAIL: ours differs, upstream failed a test that is not
+listed (harness or VM problem), or a listed test passes on upstream now.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+SUITE = "vm-pyverbs"
+STATUSES = ["pass", "skip", "fail", "error", "timeout", "crash", "not-run", "xfail", "xpass"]
+
+
+def read(path, default=None):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def load_jsonl(path):
+    res, extras = {}, []
+    for line in (read(path, "") or "").splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("extra"):
+            extras.append(r)
+        else:
+            res[r["id"]] = r
+    return res, extras
+
+
+def load_known(path):
+    known = {}
+    for line in (read(path, "") or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        tid, _, reason = line.partition("|")
+        known[tid.strip()] = reason.strip()
+    return known
+
+
+_ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def norm_msg(m):
+    return _ADDR.sub("0x<addr>", (m or "").strip())
+
+
+def short_id(tid):
+    return tid[len("tests."):] if tid.startswith("tests.") else tid
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--known", required=True)
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--vm-status", type=int, default=0)
+    ap.add_argument("--vm-log", default="")
+    ap.add_argument("--seconds", type=float, default=None)
+    ap.add_argument("--our-lib", default="")
+    ap.add_argument("--upstream-lib", default="")
+    a = ap.parse_args()
+
+    info = {}
+    for line in (read(os.path.join(a.results, "info"), "") or "").splitlines():
+        k, _, v = line.partition("=")
+        info[k] = v
+    complete = os.path.exists(os.path.join(a.results, "complete"))
+    ids = [l.strip() for l in (read(os.path.join(a.results, "ids"), "") or "").splitlines() if l.strip()]
+    up, up_extra = load_jsonl(os.path.join(a.results, "upstream.jsonl"))
+    ours, ours_extra = load_jsonl(os.path.join(a.results, "ours.jsonl"))
+    known = load_known(a.known)
+
+    checks, out_tests, table = [], [], []
+    for tid in ids:
+        u, o = up.get(tid), ours.get(tid)
+        reason = known.get(tid)
+        us = u["status"] if u else None
+        os_ = o["status"] if o else None
+        result, why = "FAIL", ""
+        if u is None or o is None:
+            why = "no result: the VM run ended before this test finished"
+        elif reason is not None and us in ("pass", "skip"):
+            why = (f"listed in pyverbs-known-upstream-failures.txt but upstream says {us} now: "
+                   "remove it from the list")
+        elif reason is None and us not in ("pass", "skip"):
+            why = (f"upstream itself: {us}: {u.get('message', '')} - not a known device limit; "
+                   "harness or VM problem?")
+        elif os_ != us:
+            why = f"ours {os_} vs upstream {us}"
+            if o.get("message"):
+                why += f"; ours: {o['message']}"
+            if us == "skip":
+                why += f"; upstream skipped: {u.get('message', '')}"
+        elif us == "skip" and norm_msg(o.get("message")) != norm_msg(u.get("message")):
+            why = f"both skip, for other reasons: ours '{o.get('message')}' vs upstream '{u.get('message')}'"
+        elif us in ("fail", "error") and norm_msg(o.get("message")) != norm_msg(u.get("message")):
+            why = (f"upstream fails at a device limit, ours fails differently: ours '{o.get('message')}'"
+                   f" vs upstream '{u.get('message')}'")
+        else:
+            result = "PASS"
+            if reason is not None:
+                why = f"known upstream failure, ours fails the same way: {reason}"
+        checks.append((result, short_id(tid), why))
+        out_tests.append({"id": tid, "upstream": us, "ours": os_, "result": result, "why": why,
+                          "known_upstream_failure": reason,
+                          "upstream_detail": u, "ours_detail": o})
+        table.append((short_id(tid), us or "-", os_ or "-",
+                      result + (" (known)" if reason is not None else ""),
+                      (u or {}).get("message", "") if us != "pass" else ""))
+
+    if a.vm_status != 0 or not complete:
+        msg = f"the VM run did not complete (vm-run.sh exit status {a.vm_status})"
+        log = (a.vm_log or "").strip()
+        if log:
+            msg += ": " + " | ".join(l.strip() for l in log.splitlines() if l.strip().startswith("vm:"))[:600]
+        checks.insert(0, ("FAIL", "vm-run", msg))
+    if not ids:
+        checks = [c for c in checks if c[1] == "vm-run"] or [("FAIL", "vm-run", "no test list")]
+
+    def counts(res):
+        c = {s: 0 for s in STATUSES}
+        for tid in ids:
+            if tid in res:
+                c[res[tid]["status"]] = c.get(res[tid]["status"], 0) + 1
+        return c
+
+    cu, co = counts(up), counts(ours)
+
+    def fmt_counts(c):
+        return ", ".join(f"{v} {k}" for k, v in c.items() if v) or "nothing"
+
+    # per-module summary
+    mods = {}
+    for t in out_tests:
+        m = t["id"].split(".")[1] if t["id"].count(".") >= 2 else t["id"]
+        d = mods.setdefault(m, {"n": 0, "up": {}, "ours": {}, "PASS": 0, "FAIL": 0})
+        d["n"] += 1
+        d["up"][t["upstream"]] = d["up"].get(t["upstream"], 0) + 1
+        d["ours"][t["ours"]] = d["ours"].get(t["ours"], 0) + 1
+        d[t["result"]] += 1
+
+    def compact(c):
+        abbrev = {"pass": "p", "skip": "s", "fail": "F", "error": "E", "timeout": "T",
+                  "crash": "C", "not-run": "N", "xfail": "xf", "xpass": "xp", None: "-"}
+        return " ".join(f"{v}{abbrev.get(k, k)}" for k, v in sorted(c.items(), key=lambda kv: str(kv[0])))
+
+    if ids:
+        print("rdma-core's pyverbs tests (python3-pyverbs %s) on rxe0 (gid %s), kernel %s: %s of %s tests"
+              % (info.get("pyverbs", "?"), info.get("gid_rxe0", "?"), info.get("kernel", "?"),
+                 info.get("tests", "?"), info.get("tests_all", "?")))
+        print("upstream: %s (%ss)   ours: %s (%ss)" % (
+            info.get("upstream_resolved", "?") or "not found", info.get("upstream_secs", "?"),
+            info.get("ours_resolved", "?") or "not found", info.get("ours_secs", "?")))
+        rows = [(m, str(d["n"]), compact(d["up"]), compact(d["ours"]), f"{d['PASS']}/{d['n']}")
+                for m, d in sorted(mods.items())]
+        hdr = ("module", "tests", "upstream", "ours", "PASS")
+        w = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
+        print("  ".join(h.ljust(w[i]) for i, h in enumerate(hdr)).rstrip())
+        print("  ".join("-" * w[i] for i in range(len(hdr))))
+        for r in rows:
+            print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+        print("(p pass, s skip, F fail, E error, T timeout, C crash, N not run; "
+              "per-test table: %s)" % a.table)
+        print(f"upstream: {len(ids)} tests: {fmt_counts(cu)}")
+        print(f"ours:     {len(ids)} tests: {fmt_counts(co)}")
+        loaded = lambda ex: next((x["message"] for x in ex if x["id"] == "libibverbs loaded"), "?")
+        print(f"libibverbs mapped by the test processes: upstream {loaded(up_extra)}, ours {loaded(ours_extra)}")
+        extras = [x for x in ours_extra if x["status"] not in ("pass", "skip", "info")]
+        for x in extras:
+            print(f"note: ours: {x['id']}: {x['status']}: {x.get('message', '')}")
+        print()
+
+    passed = sum(1 for c in checks if c[0] == "PASS")
+    failed = sum(1 for c in checks if c[0] == "FAIL")
+    for res, name, why in checks:
+        print(f"PASS {name}" if res == "PASS" else f"FAIL {name}: {why}")
+    print(f"{SUITE}: {passed} passed, {failed} failed")
+
+    os.makedirs(os.path.dirname(os.path.abspath(a.table)), exist_ok=True)
+    with open(a.table, "w") as f:
+        hdr = ("test", "upstream", "ours", "result", "upstream's message")
+        w = [max(len(r[i]) for r in table + [hdr]) for i in range(4)]
+        f.write("  ".join(h.ljust(w[i]) if i < 4 else h for i, h in enumerate(hdr)).rstrip() + "\n")
+        for r in table:
+            f.write("  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() + "\n")
+    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+    with open(a.json + ".tmp", "w") as f:
+        json.dump({"suite": SUITE, "vm_status": a.vm_status, "complete": complete,
+                   "seconds": a.seconds, "info": info,
+                   "our_lib": a.our_lib, "upstream_lib": a.upstream_lib,
+                   "totals": {"upstream": cu, "ours": co},
+                   "results": {t["id"]: {"upstream": t["upstream"], "ours": t["ours"]}
+                               for t in out_tests},
+                   "checks": [{"result": r, "name": n, "why": y} for r, n, y in checks],
+                   "tests": out_tests,
+                   "fixtures": {"upstream": up_extra, "ours": ours_extra},
+                   "passed": passed, "failed": failed}, f, indent=1)
+    os.replace(a.json + ".tmp", a.json)
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
