@@ -27,6 +27,12 @@ pub struct MrEnt {
     pub addr: u64,
     pub len: u64,
     pub access: u32,
+    /// 0: a memory region; 1, 2: a bound memory window of that type.
+    pub mw: u32,
+    /// A window: the lkey of the MR it lies in (which must still exist).
+    pub parent: u32,
+    /// A type 2 window: the only QP remote accesses may come through.
+    pub qpn: u32,
 }
 
 pub struct RWqe {
@@ -95,6 +101,14 @@ impl Cq {
                 libc::write(g.wfd, &h as *const u64 as *const _, 8);
             }
         }
+    }
+
+    /// Forgets the completions of QP `qpn` not yet polled (the QP went to
+    /// RESET or was destroyed; as hardware providers clean their CQs).
+    pub fn clean(&self, qpn: u32) {
+        let mut g = lock(&self.inner);
+        g.wcs.retain(|w| w.qp_num != qpn);
+        self.has.store(g.wcs.len() as u32, Ordering::Release);
     }
 
     /// req_notify_cq
@@ -298,36 +312,60 @@ impl Ctx {
     }
 
     /// Checks a local SGE list; `write`: the data will be written into it.
-    pub fn check_local(&self, pd: u32, sges: &[ibv_sge], write: bool) -> Result<(), u32> {
+    /// SGE addresses are in the MR's address space (its IOVA, 0 for
+    /// zero-based device-memory MRs): Ok(Some(list)) gives the list with
+    /// process addresses when any differs, Ok(None) when they are the same.
+    pub fn check_local(&self, pd: u32, sges: &[ibv_sge], write: bool) -> Result<Option<Vec<ibv_sge>>, u32> {
         let mrs = self.mrs.read().unwrap();
-        for s in sges {
+        let mut out: Option<Vec<ibv_sge>> = None;
+        for (i, s) in sges.iter().enumerate() {
             if s.length == 0 {
                 continue;
             }
             let Some(m) = mrs.get(&s.lkey) else { return Err(IBV_WC_LOC_PROT_ERR) };
-            if m.pd != pd || s.addr < m.addr || s.addr + s.length as u64 > m.addr + m.len {
+            if m.mw != 0 || m.pd != pd || s.addr < m.addr || s.addr.saturating_add(s.length as u64) > m.addr.saturating_add(m.len) {
                 return Err(IBV_WC_LOC_PROT_ERR);
             }
             if write && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
                 return Err(IBV_WC_LOC_PROT_ERR);
             }
+            if m.va != m.addr {
+                let v = out.get_or_insert_with(|| sges.to_vec());
+                v[i].addr = s.addr - m.addr + m.va;
+            }
         }
-        Ok(())
+        Ok(out)
     }
 
     /// Checks a remote access against the target's MR table.
     /// Returns the local address of `addr` (the MR's I/O virtual address
     /// space) when `rkey` grants `access` to [addr, addr+len).
-    pub fn check_remote(&self, pd: u32, rkey: u32, addr: u64, len: u64, access: u32) -> Option<u64> {
-        let m = self.mr(rkey)?;
+    pub fn check_remote(&self, qpn: u32, pd: u32, rkey: u32, addr: u64, len: u64, access: u32) -> Option<u64> {
+        let mrs = self.mrs.read().unwrap();
+        let m = mrs.get(&rkey)?;
         let ok = m.pd == pd
+            && (m.mw == 0 || mrs.contains_key(&m.parent))
+            && (m.qpn == 0 || m.qpn == qpn)
             && m.access & access == access
             && addr >= m.addr
-            && addr.checked_add(len).is_some_and(|e| e <= m.addr + m.len);
+            && addr.checked_add(len).is_some_and(|e| e <= m.addr.saturating_add(m.len));
         if ok {
             Some(addr - m.addr + m.va)
         } else {
             None
+        }
+    }
+
+    /// Invalidates the type 2 window `rkey` (LOCAL_INV, SEND_WITH_INV);
+    /// `qpn`: the QP a remote invalidation came in on (0: local).
+    pub fn invalidate(&self, rkey: u32, qpn: u32) -> bool {
+        let mut mrs = self.mrs.write().unwrap();
+        match mrs.get(&rkey) {
+            Some(m) if m.mw == 2 && (qpn == 0 || m.qpn == qpn) => {
+                mrs.remove(&rkey);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -388,7 +426,7 @@ impl Ctx {
 
     fn handle(&self, l: &Arc<Link>, m: &Msg, payload: *const u8) {
         match m.kind {
-            K_SEND | K_WRITE | K_READ | K_CAS | K_FAA => {
+            K_SEND | K_WRITE | K_READ | K_CAS | K_FAA | K_AWRITE => {
                 if l.outgoing {
                     return; // requests only travel on the initiator's ring
                 }
@@ -508,7 +546,7 @@ impl Ctx {
                             return;
                         }
                         let dst = if m.off + m.plen as u64 <= m.total {
-                            self.check_remote(qp.pd, m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
+                            self.check_remote(qp.qpn, qp.pd, m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
                         } else {
                             None
                         };
@@ -548,9 +586,14 @@ impl Ctx {
                     }
                 }
                 Err(RecvErr::Rnr) => return Err(()),
-                Err(RecvErr::Status(_)) => {
+                Err(RecvErr::Status(s)) => {
+                    // The receiver's own fault (its WQE's lkey/range/rights)
+                    // is a Remote Operational Error for the requester; a
+                    // message longer than the receive buffer an Invalid
+                    // Request (as the IB NAK codes).
+                    let nak = if s == IBV_WC_LOC_PROT_ERR { IBV_WC_REM_OP_ERR } else { IBV_WC_REM_INV_REQ_ERR };
                     if last || m.flags & F_FIRST != 0 {
-                        self.reply(l, m, K_ACK, IBV_WC_REM_INV_REQ_ERR);
+                        self.reply(l, m, K_ACK, nak);
                     }
                     self.to_err(qp, st);
                 }
@@ -560,7 +603,7 @@ impl Ctx {
                     return Err(());
                 }
                 let dst = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.off + m.plen as u64 <= m.total {
-                    self.check_remote(qp.pd, m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
+                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
                 } else {
                     None
                 };
@@ -584,7 +627,7 @@ impl Ctx {
             }
             K_READ => {
                 let srcb = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ != 0 {
-                    self.check_remote(qp.pd, m.rkey, m.raddr, m.total, IBV_ACCESS_REMOTE_READ)
+                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, m.total, IBV_ACCESS_REMOTE_READ)
                 } else {
                     None
                 };
@@ -619,9 +662,27 @@ impl Ctx {
                     }
                 }
             }
+            K_AWRITE => {
+                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr % 8 == 0 {
+                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_WRITE)
+                } else {
+                    None
+                };
+                let Some(tgt) = tgt else {
+                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
+                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
+                    self.to_err(qp, st);
+                    return Ok(());
+                };
+                // The 8 bytes land at once, as the value was sent (its byte
+                // order is the requester's memory, which is ours).
+                let a = unsafe { &*(tgt as *const AtomicU64) };
+                a.store(m.swap, Ordering::SeqCst);
+                self.reply(l, m, K_ACK, 0);
+            }
             K_CAS | K_FAA => {
                 let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr % 8 == 0 {
-                    self.check_remote(qp.pd, m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_ATOMIC)
+                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_ATOMIC)
                 } else {
                     None
                 };
@@ -654,6 +715,16 @@ impl Ctx {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The PD that remote accesses of a request are checked against: the
+    /// QP's, or for an XRC target QP (which has none) the PD of the XRC SRQ
+    /// the request names.
+    fn resp_pd(&self, qp: &Qp, m: &Msg) -> u32 {
+        if qp.qpt == IBV_QPT_XRC_RECV {
+            return self.srq_for(qp, m).map_or(u32::MAX, |s| s.pd);
+        }
+        qp.pd
     }
 
     fn srq_for(&self, qp: &Qp, m: &Msg) -> Option<Arc<Srq>> {
@@ -694,9 +765,13 @@ impl Ctx {
     /// consumes a receive WQE on the first fragment, completes it on the last.
     fn recv_data(&self, qp: &Qp, st: &mut QpSt, m: &Msg, payload: *const u8, grh: u64) -> Result<(), RecvErr> {
         if m.flags & F_FIRST != 0 {
-            let Some((w, cq, pd)) = self.take_recv(qp, st, m) else { return Err(RecvErr::Rnr) };
+            let Some((mut w, cq, pd)) = self.take_recv(qp, st, m) else { return Err(RecvErr::Rnr) };
             let err = match self.check_local(pd, &w.sges, true) {
-                Ok(()) => 0,
+                Ok(None) => 0,
+                Ok(Some(t)) => {
+                    w.sges = t;
+                    0
+                }
                 Err(e) => e,
             };
             let mut cur = CurRecv { wqe: w, base: grh, err, cq };
@@ -731,14 +806,22 @@ impl Ctx {
                 wc.imm.imm_data = m.imm;
                 wc.wc_flags |= IBV_WC_WITH_IMM;
             }
+            if m.flags & F_INV != 0 && wc.status == 0 {
+                if self.invalidate(m.imm, qp.qpn) {
+                    wc.imm.invalidated_rkey = m.imm;
+                    wc.wc_flags |= IBV_WC_WITH_INV;
+                } else {
+                    wc.status = IBV_WC_REM_INV_REQ_ERR;
+                }
+            }
             if grh > 0 {
                 wc.wc_flags |= IBV_WC_GRH;
             }
             if let Some(cq) = &cur.cq {
                 cq.push(wc, m.flags & F_SOLICITED != 0);
             }
-            if cur.err != 0 {
-                return Err(RecvErr::Status(cur.err));
+            if wc.status != 0 {
+                return Err(RecvErr::Status(wc.status));
             }
         }
         Ok(())
@@ -939,7 +1022,7 @@ impl Msg {
 }
 
 fn needs_ack(m: &Msg) -> bool {
-    m.flags & F_LAST != 0 || m.kind == K_READ || m.kind == K_CAS || m.kind == K_FAA
+    m.flags & F_LAST != 0 || m.kind == K_READ || m.kind == K_CAS || m.kind == K_FAA || m.kind == K_AWRITE
 }
 
 fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {

@@ -6,7 +6,7 @@ use crate::device;
 use crate::net;
 use crate::ring::*;
 use std::collections::HashMap;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::{c_int, c_uint, c_void};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -27,6 +27,7 @@ pub const MAX_WR: u32 = 16384;
 pub const MAX_SGE: u32 = 32;
 pub const MAX_INLINE: u32 = 1024;
 pub const MTU_BYTES: u64 = 4096;
+pub const MAX_CQE: c_int = 1 << 20;
 
 #[repr(C)]
 pub struct SwCtx {
@@ -44,7 +45,20 @@ pub struct SwPd {
 #[repr(C)]
 pub struct SwMr {
     pub vmr: verbs_mr,
+    pub dm: *mut SwDm,
 }
+
+/// Device memory: memory of the provider (no other way in than
+/// ibv_memcpy_to/from_dm and zero-based DM MRs).
+#[repr(C)]
+pub struct SwDm {
+    pub dm: ibv_dm,
+    pub base: *mut u8,
+    pub len: usize,
+    pub mrs: AtomicU32,
+}
+
+pub const MAX_DM: usize = 256 * 1024;
 
 #[repr(C)]
 pub struct SwCq {
@@ -358,7 +372,9 @@ unsafe extern "C" fn query_device_ex(
     o.sys_image_guid = c.guid.to_be();
     o.max_mr_size = 1 << 40;
     o.page_size_cap = 0xffff_f000;
-    o.vendor_id = 0;
+    // Not an IEEE OUI of a real vendor (as rxe): tools and tests expect a
+    // non-zero vendor id.
+    o.vendor_id = 0x00ff_ffff;
     o.vendor_part_id = 0;
     o.hw_ver = 0;
     o.max_qp = 65536;
@@ -370,13 +386,16 @@ unsafe extern "C" fn query_device_ex(
         | IBV_DEVICE_RC_RNR_NAK_GEN
         | IBV_DEVICE_SRQ_RESIZE
         | IBV_DEVICE_N_NOTIFY_CQ
+        | IBV_DEVICE_MEM_WINDOW
+        | IBV_DEVICE_MEM_WINDOW_TYPE_2B
         | IBV_DEVICE_XRC;
     o.max_sge = MAX_SGE as i32;
     o.max_sge_rd = MAX_SGE as i32;
     o.max_cq = 65536;
-    o.max_cqe = 1 << 20;
+    o.max_cqe = MAX_CQE;
     o.max_mr = 1 << 20;
     o.max_pd = 65536;
+    o.max_mw = 1 << 20;
     o.max_qp_rd_atom = 128;
     o.max_res_rd_atom = 128 * 65536;
     o.max_qp_init_rd_atom = 128;
@@ -389,6 +408,21 @@ unsafe extern "C" fn query_device_ex(
     o.local_ca_ack_delay = 15;
     o.phys_port_cnt = 1;
     a.device_cap_flags_ex = o.device_cap_flags as u64;
+    // On-demand paging is what this device does anyway: nothing is pinned,
+    // the owner's CPU touches its memory at the time of the access (and the
+    // kernel pages it in).  An implicit MR covers the whole address space.
+    let odp = IBV_ODP_SUPPORT_SEND
+        | IBV_ODP_SUPPORT_RECV
+        | IBV_ODP_SUPPORT_WRITE
+        | IBV_ODP_SUPPORT_READ
+        | IBV_ODP_SUPPORT_ATOMIC
+        | IBV_ODP_SUPPORT_SRQ_RECV;
+    a.odp_caps.general_caps = (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) as u64;
+    a.odp_caps.per_transport_caps.rc_odp_caps = odp;
+    a.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+    a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+    a.xrc_odp_caps = odp;
+    a.max_dm_size = MAX_DM as u64;
     a.phys_port_cnt_ex = 1;
     let n = attr_size.min(std::mem::size_of::<ibv_device_attr_ex>());
     std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n);
@@ -436,6 +470,39 @@ unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     p as *mut ibv_pd
 }
 
+/// A parent domain is a PD (the same protection domain as the one it
+/// wraps: same id for every check) that carries a thread domain and custom
+/// allocators.  This device has no queue buffers a device must reach, so the
+/// allocators are never needed (a provider may always allocate by itself).
+unsafe extern "C" fn alloc_parent_domain(context: *mut ibv_context, attr: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd {
+    let a = &*attr;
+    if a.pd.is_null()
+        || (*a.pd).context != context
+        || (!a.td.is_null() && (*a.td).context != context)
+        || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0
+    {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let id = pd_id(a.pd);
+    Box::into_raw(Box::new(SwPd { pd: ibv_pd { context, handle: id }, id })) as *mut ibv_pd
+}
+
+/// Thread domains: a promise of single-threaded use, which this device does
+/// not need to exploit.
+unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut ibv_td_init_attr) -> *mut ibv_td {
+    if !attr.is_null() && (*attr).comp_mask != 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    Box::into_raw(Box::new(ibv_td { context }))
+}
+
+unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
+    drop(Box::from_raw(td));
+    0
+}
+
 unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
     drop(Box::from_raw(pd as *mut SwPd));
     0
@@ -451,11 +518,10 @@ unsafe extern "C" fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, h
     if access & IBV_ACCESS_MW_BIND != 0 {
         // no memory windows; fall through ignoring the bind right
     }
-    let n = c.next_key.fetch_add(1, Ordering::Relaxed);
-    let key = (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff);
+    let key = new_key(c);
     c.mrs.write().unwrap().insert(
         key,
-        MrEnt { pd: pd_id(pd), va: addr as u64, addr: hca_va, len: length as u64, access },
+        MrEnt { pd: pd_id(pd), va: addr as u64, addr: hca_va, len: length as u64, access, mw: 0, parent: 0, qpn: 0 },
     );
     let m = Box::into_raw(Box::new(SwMr {
         vmr: verbs_mr {
@@ -463,14 +529,296 @@ unsafe extern "C" fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, h
             mr_type: IBV_MR_TYPE_MR,
             access: access as c_int,
         },
+        dm: std::ptr::null_mut(),
     }));
     m as *mut ibv_mr
+}
+
+/// ibv_advise_mr: nothing to prefetch (the owner's own page faults do it),
+/// but the request is checked as a device would.
+unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mut ibv_sge, n: u32) -> c_int {
+    if !matches!(advice, IBV_ADVISE_MR_ADVICE_PREFETCH | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+        || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
+        || n == 0
+        || sg.is_null()
+    {
+        return libc::EINVAL;
+    }
+    let c = ctx_of((*pd).context);
+    let pdid = pd_id(pd);
+    for s in std::slice::from_raw_parts(sg, n as usize) {
+        let Some(m) = c.mr(s.lkey) else { return libc::EINVAL };
+        if m.pd != pdid || m.access & IBV_ACCESS_ON_DEMAND == 0 {
+            return libc::EINVAL;
+        }
+        if s.addr < m.addr || s.addr.checked_add(s.length as u64).map_or(true, |e| e > m.addr.saturating_add(m.len)) {
+            return libc::EINVAL;
+        }
+        if advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
+            return libc::EINVAL;
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn rereg_mr(vmr: *mut verbs_mr, flags: c_int, pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> c_int {
+    let m = vmr as *mut SwMr;
+    let c = ctx_of((*m).vmr.ibv_mr.context);
+    let flags = flags as u32;
+    let access = access as u32;
+    if flags & IBV_REREG_MR_CHANGE_ACCESS != 0
+        && access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
+        && access & IBV_ACCESS_LOCAL_WRITE == 0
+    {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    }
+    if flags & IBV_REREG_MR_CHANGE_PD != 0 && pd.is_null() {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    }
+    let mut mrs = c.mrs.write().unwrap();
+    let Some(e) = mrs.get_mut(&(*m).vmr.ibv_mr.lkey) else {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    };
+    // The keys stay; what the MR covers, who may use it and how changes
+    // at once for every later access (they all look the key up).
+    if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+        e.va = addr as u64;
+        e.addr = addr as u64;
+        e.len = length as u64;
+    }
+    if flags & IBV_REREG_MR_CHANGE_PD != 0 {
+        e.pd = pd_id(pd);
+    }
+    if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+        e.access = access;
+        (*m).vmr.access = access as c_int;
+    }
+    0
+}
+
+// ----- device memory ---------------------------------------------------------
+
+unsafe fn dm_range_ok(dm: *mut ibv_dm, off: u64, len: usize) -> Option<*mut u8> {
+    let d = &*(dm as *mut SwDm);
+    // As device memory: 4-byte granules.
+    if off % 4 != 0 || len % 4 != 0 || off.checked_add(len as u64).map_or(true, |e| e > d.len as u64) {
+        return None;
+    }
+    Some(d.base.add(off as usize))
+}
+
+unsafe extern "C" fn memcpy_to_dm(dm: *mut ibv_dm, off: u64, host: *const c_void, len: usize) -> c_int {
+    let Some(p) = dm_range_ok(dm, off, len) else { return libc::EINVAL };
+    std::ptr::copy(host as *const u8, p, len);
+    0
+}
+
+unsafe extern "C" fn memcpy_from_dm(host: *mut c_void, dm: *mut ibv_dm, off: u64, len: usize) -> c_int {
+    let Some(p) = dm_range_ok(dm, off, len) else { return libc::EINVAL };
+    std::ptr::copy(p, host as *mut u8, len);
+    0
+}
+
+unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm {
+    let a = &*attr;
+    if a.comp_mask != 0 || a.length == 0 || a.log_align_req > 12 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if a.length > MAX_DM {
+        set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
+    }
+    let len = (a.length + 4095) & !4095;
+    let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+    if p == libc::MAP_FAILED {
+        set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
+    }
+    let c = ctx_of(context);
+    let d = Box::into_raw(Box::new(SwDm {
+        dm: ibv_dm {
+            context,
+            memcpy_to_dm: Some(memcpy_to_dm),
+            memcpy_from_dm: Some(memcpy_from_dm),
+            comp_mask: 0,
+            handle: c.next_obj.fetch_add(1, Ordering::Relaxed),
+        },
+        base: p as *mut u8,
+        len: a.length,
+        mrs: AtomicU32::new(0),
+    }));
+    d as *mut ibv_dm
+}
+
+unsafe extern "C" fn free_dm(dm: *mut ibv_dm) -> c_int {
+    let d = dm as *mut SwDm;
+    if (*d).mrs.load(Ordering::SeqCst) != 0 {
+        return libc::EBUSY;
+    }
+    let d = Box::from_raw(d);
+    libc::munmap(d.base as *mut c_void, (d.len + 4095) & !4095);
+    0
+}
+
+unsafe extern "C" fn reg_dm_mr(pd: *mut ibv_pd, dm: *mut ibv_dm, off: u64, length: usize, access: c_uint) -> *mut ibv_mr {
+    let allowed = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    let d = dm as *mut SwDm;
+    if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || (*dm).context != (*pd).context {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if off.checked_add(length as u64).map_or(true, |e| e > (*d).len as u64) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let c = ctx_of((*pd).context);
+    let key = new_key(c);
+    let access = access & !IBV_ACCESS_ZERO_BASED;
+    c.mrs.write().unwrap().insert(
+        key,
+        MrEnt { pd: pd_id(pd), va: (*d).base as u64 + off, addr: 0, len: length as u64, access, mw: 0, parent: 0, qpn: 0 },
+    );
+    (*d).mrs.fetch_add(1, Ordering::SeqCst);
+    let m = Box::into_raw(Box::new(SwMr {
+        vmr: verbs_mr {
+            ibv_mr: ibv_mr { context: (*pd).context, pd, addr: std::ptr::null_mut(), length, handle: key, lkey: key, rkey: key },
+            mr_type: IBV_MR_TYPE_MR,
+            access: access as c_int,
+        },
+        dm: d,
+    }));
+    m as *mut ibv_mr
+}
+
+/// A fresh MR/MW key: an index (unique in the context) and an 8-bit tag.
+fn new_key(c: &Ctx) -> u32 {
+    let n = c.next_key.fetch_add(1, Ordering::Relaxed);
+    (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff)
+}
+
+// ----- memory windows --------------------------------------------------------
+//
+// A bound window is an entry in the context's key table like an MR: its
+// rkey, the range (inside its MR, which must still exist), its own remote
+// rights, and for type 2 the QP it was bound through (type 2B: QP and PD).
+// Unbound or invalidated windows have no entry, so their rkeys fail.
+
+unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
+    if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let c = ctx_of((*pd).context);
+    let key = new_key(c);
+    Box::into_raw(Box::new(ibv_mw { context: (*pd).context, pd, rkey: key, handle: key, r#type: ty }))
+}
+
+unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
+    let c = ctx_of((*mw).context);
+    {
+        let mut mrs = c.mrs.write().unwrap();
+        if mrs.get(&(*mw).rkey).is_some_and(|m| m.mw != 0) {
+            mrs.remove(&(*mw).rkey);
+        }
+    }
+    drop(Box::from_raw(mw));
+    0
+}
+
+/// Binds (or, with length 0, unbinds) `mw` to the range of `info`; the
+/// window's new rkey is `rkey`.  Err: the completion status.
+unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bind_info) -> Result<(), u32> {
+    if mw.is_null() || (*mw).context != (*(qp.ibqp as *mut ibv_qp)).context {
+        return Err(IBV_WC_MW_BIND_ERR);
+    }
+    let ty = (*mw).r#type;
+    let old = (*mw).rkey;
+    let access = info.mw_access_flags;
+    if access & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE) != 0 {
+        return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
+    }
+    let mwpd = pd_id((*mw).pd);
+    let mut mrs = c.mrs.write().unwrap();
+    let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
+    if ty == IBV_MW_TYPE_2 && (bound || qp.pd != mwpd) {
+        return Err(IBV_WC_MW_BIND_ERR);
+    }
+    let mut ent = None;
+    if info.length > 0 {
+        if info.mr.is_null() {
+            return Err(IBV_WC_MW_BIND_ERR);
+        }
+        let Some(mr) = mrs.get(&(*info.mr).lkey).copied() else { return Err(IBV_WC_MW_BIND_ERR) };
+        let inside = info.addr >= mr.addr && info.addr.checked_add(info.length).is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
+        if mr.mw != 0 || mr.pd != mwpd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
+            return Err(IBV_WC_MW_BIND_ERR);
+        }
+        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && mr.access & IBV_ACCESS_LOCAL_WRITE == 0 {
+            return Err(IBV_WC_MW_BIND_ERR);
+        }
+        ent = Some(MrEnt {
+            pd: mwpd,
+            va: mr.va + (info.addr - mr.addr),
+            addr: info.addr,
+            len: info.length,
+            access: access & !IBV_ACCESS_LOCAL_WRITE,
+            mw: ty,
+            parent: (*info.mr).lkey,
+            qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
+        });
+    }
+    if bound {
+        mrs.remove(&old);
+    }
+    // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
+    // the next one).
+    let new = if ty == IBV_MW_TYPE_2 { (old & !0xff) | (rkey & 0xff) } else { (old & !0xff) | (old.wrapping_add(1) & 0xff) };
+    if let Some(e) = ent {
+        mrs.insert(new, e);
+    }
+    (*mw).rkey = new;
+    Ok(())
+}
+
+/// ibv_bind_mw (type 1 windows): a work request of the send queue.
+unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bind) -> c_int {
+    let (c, qp) = qp_of(ibqp);
+    if (*mw).r#type != IBV_MW_TYPE_1 || !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND) {
+        return libc::EINVAL;
+    }
+    let b = &*b;
+    let signaled = b.send_flags & IBV_SEND_SIGNALED != 0;
+    let state = lock(&qp.st).state;
+    if state == IBV_QPS_ERR {
+        finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, IBV_WC_WR_FLUSH_ERR);
+        return 0;
+    }
+    if state != IBV_QPS_RTS {
+        return libc::EINVAL;
+    }
+    let status = match do_bind(c, &qp, mw, 0, &b.bind_info) {
+        Ok(()) => 0,
+        Err(s) => s,
+    };
+    finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, status);
+    0
 }
 
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     let m = vmr as *mut SwMr;
     let c = ctx_of((*m).vmr.ibv_mr.context);
     c.mrs.write().unwrap().remove(&(*m).vmr.ibv_mr.lkey);
+    if !(*m).dm.is_null() {
+        (*(*m).dm).mrs.fetch_sub(1, Ordering::SeqCst);
+    }
     drop(Box::from_raw(m));
     0
 }
@@ -521,8 +869,8 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     s
 }
 
-unsafe extern "C" fn create_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel, _v: c_int) -> *mut ibv_cq {
-    if cqe < 1 || cqe > 1 << 20 {
+unsafe extern "C" fn create_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel, comp_vector: c_int) -> *mut ibv_cq {
+    if cqe < 1 || cqe > MAX_CQE || comp_vector < 0 || comp_vector >= (*context).num_comp_vectors {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
@@ -531,7 +879,7 @@ unsafe extern "C" fn create_cq(context: *mut ibv_context, cqe: c_int, channel: *
 
 unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
     let a = &*attr;
-    if a.cqe < 1 || a.cqe > 1 << 20 {
+    if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= (*context).num_comp_vectors as u32 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
@@ -577,7 +925,12 @@ unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
 }
 
 unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
-    if cqe < 1 || cqe > 1 << 20 {
+    if cqe < 1 || cqe > MAX_CQE {
+        return libc::EINVAL;
+    }
+    // As a hardware CQ: the new size must hold the completions not yet polled.
+    let g = lock(&(*cq_of(cq).cq).inner);
+    if g.wcs.len() > cqe as usize {
         return libc::EINVAL;
     }
     (*cq).cqe = cqe;
@@ -773,6 +1126,16 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
     }
+    if a.comp_mask & !(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0 {
+        // RSS, WQ indirection tables, max_tso_header, source QPN ...
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !send_ops_supported(qpt) != 0 {
+        // TSO (raw packet QPs only), or an operation the QP type lacks.
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
     let cap = &mut a.cap;
     let sends = qpt != IBV_QPT_XRC_RECV;
     let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
@@ -840,6 +1203,34 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         crate::qpex::fill_qp_ex(s, a.send_ops_flags);
     }
     s as *mut ibv_qp
+}
+
+/// The `ibv_wr_*` builders a QP of type `qpt` offers.
+fn send_ops_supported(qpt: u32) -> u64 {
+    let send = (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM) as u64;
+    let write = (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) as u64;
+    let rest = (IBV_QP_EX_WITH_RDMA_READ
+        | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+        | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
+        | IBV_QP_EX_WITH_ATOMIC_WRITE
+        | IBV_QP_EX_WITH_SEND_WITH_INV) as u64;
+    let mw = (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV) as u64;
+    match qpt {
+        IBV_QPT_UD => send,
+        IBV_QPT_UC => send | write | mw,
+        IBV_QPT_RC | IBV_QPT_XRC_SEND => send | write | rest | mw,
+        _ => 0,
+    }
+}
+
+/// A QP back in RESET (or destroyed) leaves no completions behind.
+fn clean_cqs(qp: &Qp) {
+    if let Some(cq) = &qp.send_cq {
+        cq.clean(qp.qpn);
+    }
+    if let Some(cq) = &qp.recv_cq {
+        cq.clean(qp.qpn);
+    }
 }
 
 fn valid_transition(cur: u32, new: u32) -> bool {
@@ -917,6 +1308,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             c.fail_pending(&mut st);
             st.link = None;
             st.next_seq = 1;
+            clean_cqs(&qp);
         }
         st.state = new;
         (*ibqp).state = new;
@@ -976,6 +1368,7 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         st.link = None;
         c.fail_pending(&mut st);
     }
+    clean_cqs(&qp);
     if !s.wrs.is_null() {
         drop(Box::from_raw(s.wrs));
     }
@@ -1043,11 +1436,15 @@ fn wc_op(op: u32) -> Option<u32> {
         IBV_WR_RDMA_READ => IBV_WC_RDMA_READ,
         IBV_WR_ATOMIC_CMP_AND_SWP => IBV_WC_COMP_SWAP,
         IBV_WR_ATOMIC_FETCH_AND_ADD => IBV_WC_FETCH_ADD,
+        IBV_WR_ATOMIC_WRITE => IBV_WC_ATOMIC_WRITE,
+        IBV_WR_SEND_WITH_INV => IBV_WC_SEND,
+        IBV_WR_BIND_MW => IBV_WC_BIND_MW,
+        IBV_WR_LOCAL_INV => IBV_WC_LOCAL_INV,
         _ => return None,
     })
 }
 
-fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: bool, status: u32) {
+pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: bool, status: u32) {
     let mut st = lock(&qp.st);
     let seq = st.next_seq;
     st.next_seq += 1;
@@ -1071,7 +1468,10 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     let Some(op) = wc_op(wr.opcode) else { return Err(libc::EINVAL) };
     let allowed = match qpt {
         IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
-        IBV_QPT_UC => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM),
+        IBV_QPT_UC => matches!(
+            wr.opcode,
+            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_BIND_MW | IBV_WR_LOCAL_INV
+        ),
         _ => true,
     };
     if !allowed {
@@ -1085,7 +1485,26 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     if state != IBV_QPS_RTS && state != IBV_QPS_SQD {
         return Err(libc::EINVAL);
     }
-    let inline = wr.send_flags & IBV_SEND_INLINE != 0 && matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM);
+    // Local operations: done at once, completed in order.
+    if wr.opcode == IBV_WR_BIND_MW {
+        let b = &wr.bind_mw_tso.bind_mw;
+        if b.mw.is_null() || (*b.mw).r#type != IBV_MW_TYPE_2 {
+            return Err(libc::EINVAL);
+        }
+        let status = match do_bind(c, qp, b.mw, b.rkey, &b.bind_info) {
+            Ok(()) => 0,
+            Err(s) => s,
+        };
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
+        return Ok(());
+    }
+    if wr.opcode == IBV_WR_LOCAL_INV {
+        let status = if c.invalidate(wr.imm.invalidate_rkey, 0) { 0 } else { IBV_WC_LOC_QP_OP_ERR };
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
+        return Ok(());
+    }
+    let inline = wr.send_flags & IBV_SEND_INLINE != 0
+        && matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_ATOMIC_WRITE);
     if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
         return Err(libc::EINVAL);
     }
@@ -1099,14 +1518,24 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     }
     let is_atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
     let is_read = wr.opcode == IBV_WR_RDMA_READ;
-    if is_atomic && len != 8 {
+    let is_awrite = wr.opcode == IBV_WR_ATOMIC_WRITE;
+    if (is_atomic || is_awrite) && len != 8 {
         finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
         return Ok(());
     }
+    let translated;
+    let mut sges = sges;
     if !inline {
-        if let Err(s) = c.check_local(qp.pd, sges, is_atomic || is_read) {
-            finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
-            return Ok(());
+        match c.check_local(qp.pd, sges, is_atomic || is_read) {
+            Ok(None) => {}
+            Ok(Some(t)) => {
+                translated = t;
+                sges = &translated;
+            }
+            Err(s) => {
+                finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
+                return Ok(());
+            }
         }
     }
     // Destination.
@@ -1158,17 +1587,29 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         flags |= F_IMM;
         m.imm = wr.imm.imm_data;
     }
+    if wr.opcode == IBV_WR_SEND_WITH_INV {
+        flags |= F_INV;
+        m.imm = wr.imm.invalidate_rkey;
+    }
     m.kind = match wr.opcode {
-        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM => K_SEND,
+        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => K_SEND,
         IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => K_WRITE,
         IBV_WR_RDMA_READ => K_READ,
         IBV_WR_ATOMIC_CMP_AND_SWP => K_CAS,
+        IBV_WR_ATOMIC_WRITE => K_AWRITE,
         _ => K_FAA,
     };
     match m.kind {
         K_WRITE | K_READ => {
             m.raddr = wr.wr.rdma.remote_addr;
             m.rkey = wr.wr.rdma.rkey;
+        }
+        K_AWRITE => {
+            m.raddr = wr.wr.rdma.remote_addr;
+            m.rkey = wr.wr.rdma.rkey;
+            let mut v = [0u8; 8];
+            gather(sges, 0, v.as_mut_ptr(), 8);
+            m.swap = u64::from_ne_bytes(v);
         }
         K_CAS | K_FAA => {
             m.raddr = wr.wr.atomic.remote_addr;
@@ -1194,12 +1635,12 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             let plen = (len - off).min(MAX_CHUNK as u64) as usize;
             let mut h = m;
             h.off = off;
-            h.flags = flags & !(F_SOLICITED | F_IMM);
+            h.flags = flags & !(F_SOLICITED | F_IMM | F_INV);
             if off == 0 {
                 h.flags |= F_FIRST;
             }
             if off + plen as u64 >= len {
-                h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM));
+                h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM | F_INV));
             }
             let o = off;
             if !c.send_msg(&link, &h, plen, &mut |d| gather(sges, o, d, plen)) {
@@ -1233,8 +1674,19 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
 pub static OPS: verbs_context_ops = verbs_context_ops {
     alloc_pd: Some(alloc_pd),
     dealloc_pd: Some(dealloc_pd),
+    alloc_parent_domain: Some(alloc_parent_domain),
+    alloc_td: Some(alloc_td),
+    dealloc_td: Some(dealloc_td),
     reg_mr: Some(reg_mr),
     dereg_mr: Some(dereg_mr),
+    rereg_mr: Some(rereg_mr),
+    alloc_dm: Some(alloc_dm),
+    free_dm: Some(free_dm),
+    reg_dm_mr: Some(reg_dm_mr),
+    alloc_mw: Some(alloc_mw),
+    dealloc_mw: Some(dealloc_mw),
+    bind_mw: Some(bind_mw),
+    advise_mr: Some(advise_mr),
     create_ah: Some(create_ah),
     destroy_ah: Some(destroy_ah),
     open_xrcd: Some(open_xrcd),

@@ -181,6 +181,32 @@ unsafe extern "C" fn wr_faa(q: *mut ibv_qp_ex, rkey: u32, addr: u64, add: u64) {
     w.wr.atomic.remote_addr = addr;
     w.wr.atomic.compare_add = add;
 }
+unsafe extern "C" fn wr_atomic_write(q: *mut ibv_qp_ex, rkey: u32, addr: u64, atomic_wr: *const c_void) {
+    let w = new_wr(q, IBV_WR_ATOMIC_WRITE);
+    w.wr.rdma.rkey = rkey;
+    w.wr.rdma.remote_addr = addr;
+    // The 8 bytes are taken now (the caller's buffer may change before
+    // wr_complete), as inline data.
+    let data = std::slice::from_raw_parts(atomic_wr as *const u8, 8).to_vec();
+    let l = list(q);
+    let sge = ibv_sge { addr: data.as_ptr() as u64, length: 8, lkey: 0 };
+    l.bufs.push(data);
+    if let Some((w, s)) = last(q) {
+        w.send_flags |= IBV_SEND_INLINE;
+        s.clear();
+        s.push(sge);
+    }
+}
+unsafe extern "C" fn wr_send_inv(q: *mut ibv_qp_ex, rkey: u32) {
+    new_wr(q, IBV_WR_SEND_WITH_INV).imm.invalidate_rkey = rkey;
+}
+unsafe extern "C" fn wr_local_inv(q: *mut ibv_qp_ex, rkey: u32) {
+    new_wr(q, IBV_WR_LOCAL_INV).imm.invalidate_rkey = rkey;
+}
+unsafe extern "C" fn wr_bind_mw(q: *mut ibv_qp_ex, mw: *mut ibv_mw, rkey: u32, info: *const ibv_mw_bind_info) {
+    let w = new_wr(q, IBV_WR_BIND_MW);
+    w.bind_mw_tso.bind_mw = ibv_send_wr_bind_mw { mw, rkey, bind_info: *info };
+}
 unsafe extern "C" fn wr_set_ud_addr(q: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
     if let Some((w, _)) = last(q) {
         w.wr.ud.ah = ah;
@@ -239,6 +265,10 @@ pub unsafe fn fill_qp_ex(s: *mut SwQp, _flags: u64) {
     q.wr_rdma_read = Some(wr_rdma_read);
     q.wr_atomic_cmp_swp = Some(wr_cas);
     q.wr_atomic_fetch_add = Some(wr_faa);
+    q.wr_atomic_write = Some(wr_atomic_write);
+    q.wr_send_inv = Some(wr_send_inv);
+    q.wr_local_inv = Some(wr_local_inv);
+    q.wr_bind_mw = Some(wr_bind_mw);
     q.wr_set_ud_addr = Some(wr_set_ud_addr);
     q.wr_set_xrc_srqn = Some(wr_set_xrc_srqn);
     q.wr_set_sge = Some(wr_set_sge);

@@ -25,6 +25,7 @@ pub const K_WRITE: u16 = 2;
 pub const K_READ: u16 = 3;
 pub const K_CAS: u16 = 4;
 pub const K_FAA: u16 = 5;
+pub const K_AWRITE: u16 = 6; // 8-byte atomic write (value in `swap`)
 pub const K_ACK: u16 = 16;
 pub const K_READ_RESP: u16 = 17;
 pub const K_ATOMIC_RESP: u16 = 18;
@@ -34,6 +35,7 @@ pub const F_FIRST: u16 = 1;
 pub const F_LAST: u16 = 2;
 pub const F_IMM: u16 = 4;
 pub const F_SOLICITED: u16 = 8;
+pub const F_INV: u16 = 16; // SEND_WITH_INV: `imm` is the rkey to invalidate
 
 /// The header of every message (128 bytes, 64-byte multiple).
 #[repr(C)]
