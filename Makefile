@@ -64,9 +64,11 @@ bench: deps lib swrdma
 deps:
 	bash .ci/deps.sh
 
-install: lib libibverbs.pc.in
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/infiniband
+install: lib swrdma libibverbs.pc.in
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/infiniband \
+	    $(DESTDIR)$(LIBDIR)/libibverbs
 	install -m 0644 $(BUILD)/lib/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(LIBFILE)
+	install -m 0644 $(SWRDMA_SO) $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so
 	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libibverbs.so
 	for h in $(HEADERS); do install -m 0644 include/infiniband/$$h $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
@@ -76,10 +78,12 @@ install: lib libibverbs.pc.in
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME) \
-	      $(DESTDIR)$(LIBDIR)/libibverbs.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibverbs.pc
+	      $(DESTDIR)$(LIBDIR)/libibverbs.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibverbs.pc \
+	      $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so
 	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/infiniband 2>/dev/null
 	-rmdir $(DESTDIR)$(LIBDIR)/pkgconfig 2>/dev/null
+	-rmdir $(DESTDIR)$(LIBDIR)/libibverbs 2>/dev/null
 
 include providers/swrdma/Makefile.inc
 
