@@ -8,14 +8,13 @@
 #   UPSTREAM_LD / OUR_LD: LD_LIBRARY_PATH for each library ("" = system default)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-R=$VM_RUN_DIR/results
+. "$HERE/guest-lib.sh"
 mkdir -p "$R/upstream" "$R/ours" "$R/actions"
 QUIET=${QUIET:-2}       # an action's events are over after QUIET s without output
 MAXWAIT=${MAXWAIT:-20}  # ... or after MAXWAIT s
 {
     echo "kernel=$(uname -r)"
-    echo "upstream_resolved=$(LD_LIBRARY_PATH=$UPSTREAM_LD ldd "$(command -v ibv_asyncwatch)" | awk '/libibverbs.so.1/ {print $3}')"
-    echo "ours_resolved=$(LD_LIBRARY_PATH=$OUR_LD ldd "$(command -v ibv_asyncwatch)" | awk '/libibverbs.so.1/ {print $3}')"
+    resolved_info "$(command -v ibv_asyncwatch)"
 } > "$R/info"
 
 W=()        # "lib/dev" of each watcher

@@ -5,22 +5,16 @@ and that it was still running at the end) and, for every action, the events
 it printed; upstream's and ours side by side.  One PASS/FAIL line per
 (device, action), the closing line (CONVENTIONS.md), JSON.  Exit status 0
 only when nothing failed."""
-import argparse
-import json
 import os
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from reportlib import (begin, entries, finish, print_table, read, resolved,  # noqa: E402
+                       vm_run_checks)
+
 SUITE = "vm-asyncwatch"
 DEVS = ("rxe0", "rxe1")
-
-
-def read(path, default=None):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return default
 
 
 def marks(line):
@@ -51,29 +45,12 @@ def short(events):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--results", required=True)
-    ap.add_argument("--actions", required=True)
-    ap.add_argument("--json", required=True)
-    ap.add_argument("--vm-status", type=int, default=0)
-    ap.add_argument("--vm-log", default="")
-    ap.add_argument("--seconds", type=float, default=None)
-    ap.add_argument("--our-lib", default="")
-    ap.add_argument("--upstream-lib", default="")
-    a = ap.parse_args()
+    a, info, complete = begin("--actions")
     R = a.results
-
-    info = {}
-    for line in (read(os.path.join(R, "info"), "") or "").splitlines():
-        k, _, v = line.partition("=")
-        info[k] = v
-    complete = os.path.exists(os.path.join(R, "complete"))
     actions = []
-    for line in open(a.actions):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            aid, _, cmd = line.partition("|")
-            actions.append((aid.strip(), cmd.strip()))
+    for line in entries(a.actions):
+        aid, _, cmd = line.partition("|")
+        actions.append((aid.strip(), cmd.strip()))
 
     lines = {}
     for lib in ("upstream", "ours"):
@@ -137,39 +114,13 @@ def main():
             rows.append((dev, cmd, short(ev["upstream"] or []), short(ev["ours"] or []), result))
         out["actions"].append(entry)
 
-    if a.vm_status != 0 or not complete:
-        msg = f"the VM run did not complete (vm-run.sh exit status {a.vm_status})"
-        log = (a.vm_log or "").strip()
-        if log:
-            msg += ": " + " | ".join(l.strip() for l in log.splitlines() if l.strip().startswith("vm:"))[:600]
-        checks.insert(0, ("FAIL", "vm-run", msg))
-    if not os.path.isdir(R):
-        checks = [c for c in checks if c[1] == "vm-run"] or [("FAIL", "vm-run", "no results")]
-        rows = []
-    if rows:
-        print("ibv_asyncwatch -d rxe0 / -d rxe1 on both libraries at once, kernel %s; upstream: %s   ours: %s"
-              % (info.get("kernel", "?"), info.get("upstream_resolved", "?") or "not found",
-                 info.get("ours_resolved", "?") or "not found"))
-        hdr = ("device", "action", "upstream's events", "ours", "result")
-        w = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
-        print("  ".join(h.ljust(w[i]) for i, h in enumerate(hdr)).rstrip())
-        print("  ".join("-" * w[i] for i in range(len(hdr))))
-        for r in rows:
-            print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+    checks, ran = vm_run_checks(checks, a, complete)
+    if rows and ran:
+        print("ibv_asyncwatch -d rxe0 / -d rxe1 on both libraries at once, kernel %s; %s"
+              % (info.get("kernel", "?"), resolved(info)))
+        print_table(("device", "action", "upstream's events", "ours", "result"), rows)
         print()
-    passed = sum(1 for c in checks if c[0] == "PASS")
-    failed = sum(1 for c in checks if c[0] == "FAIL")
-    for res, name, why in checks:
-        print(f"PASS {name}" if res == "PASS" else f"FAIL {name}: {why}")
-    print(f"{SUITE}: {passed} passed, {failed} failed")
-    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-    with open(a.json + ".tmp", "w") as f:
-        json.dump(dict(out, suite=SUITE, vm_status=a.vm_status, complete=complete,
-                       seconds=a.seconds, info=info, our_lib=a.our_lib, upstream_lib=a.upstream_lib,
-                       checks=[{"result": r, "name": n, "why": y} for r, n, y in checks],
-                       passed=passed, failed=failed), f, indent=1)
-    os.replace(a.json + ".tmp", a.json)
-    return 0 if failed == 0 else 1
+    return finish(SUITE, a, complete, info, checks, lead=out)
 
 
 if __name__ == "__main__":

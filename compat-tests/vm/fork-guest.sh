@@ -6,29 +6,12 @@
 #   BIN: the directory holding fork-mr and fork-mr-our-headers
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-R=$VM_RUN_DIR/results
-mkdir -p "$R"
-gid_index() { # index of rxeN's RoCE v2 GID for its IPv4 address
-    local dev=$1 f i t g fallback=
-    for f in /sys/class/infiniband/$dev/ports/1/gid_attrs/types/*; do
-        i=${f##*/}
-        t=$(cat "$f" 2>/dev/null) || continue
-        [ "$t" = "RoCE v2" ] || continue
-        read -r g < "/sys/class/infiniband/$dev/ports/1/gids/$i"
-        case "$g" in
-            0000:0000:0000:0000:0000:ffff:*) echo "$i"; return ;;
-            0000:0000:0000:0000:0000:0000:0000:0000) ;;
-            *) [ -n "$fallback" ] || fallback=$i ;;
-        esac
-    done
-    [ -n "$fallback" ] && echo "$fallback"
-}
+. "$HERE/guest-lib.sh"
 G0=$(gid_index rxe0)
 {
     echo "gid_rxe0=$G0"
     echo "kernel=$(uname -r)"
-    echo "upstream_resolved=$(LD_LIBRARY_PATH=$UPSTREAM_LD ldd "$BIN/fork-mr" | awk '/libibverbs.so.1/ {print $3}')"
-    echo "ours_resolved=$(LD_LIBRARY_PATH=$OUR_LD ldd "$BIN/fork-mr" | awk '/libibverbs.so.1/ {print $3}')"
+    resolved_info "$BIN/fork-mr"
 } > "$R/info"
 [ -n "$G0" ] || { echo "fork-guest: no RoCE v2 GID on rxe0" >&2; exit 3; }
 

@@ -4,21 +4,15 @@ table, one PASS/FAIL line per run, the closing line (CONVENTIONS.md), JSON.
 A run PASSes when upstream's fork-mr succeeded (exit 0) and ours exited the
 same way with byte-identical stdout (every step, ibv_is_fork_initialized(),
 what happened to the child).  Exit status 0 only when nothing failed."""
-import argparse
 import difflib
-import json
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from reportlib import (begin, entries, finish, print_table, read, resolved,  # noqa: E402
+                       vm_run_checks)
+
 SUITE = "vm-fork"
-
-
-def read(path, default=None):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return default
 
 
 def side(d):
@@ -41,27 +35,9 @@ def child_fate(out):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--results", required=True)
-    ap.add_argument("--tests", required=True)
-    ap.add_argument("--json", required=True)
-    ap.add_argument("--vm-status", type=int, default=0)
-    ap.add_argument("--vm-log", default="")
-    ap.add_argument("--seconds", type=float, default=None)
-    ap.add_argument("--our-lib", default="")
-    ap.add_argument("--upstream-lib", default="")
-    a = ap.parse_args()
-
-    info = {}
-    for line in (read(os.path.join(a.results, "info"), "") or "").splitlines():
-        k, _, v = line.partition("=")
-        info[k] = v
-    complete = os.path.exists(os.path.join(a.results, "complete"))
+    a, info, complete = begin("--tests")
     rows, checks, out_tests = [], [], []
-    for line in open(a.tests):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
+    for line in entries(a.tests):
         tid, binary, envs, args = (line.split("|") + ["", "", ""])[:4]
         cmd = " ".join(x for x in (envs, binary, "rxe0 <gid>", args) if x)
         up = side(os.path.join(a.results, tid, "upstream"))
@@ -92,40 +68,13 @@ def main():
         out_tests.append({"id": tid, "command": cmd, "upstream": up, "ours": ours,
                           "same_stdout": same, "result": result, "why": why})
 
-    if a.vm_status != 0 or not complete:
-        msg = f"the VM run did not complete (vm-run.sh exit status {a.vm_status})"
-        log = (a.vm_log or "").strip()
-        if log:
-            msg += ": " + " | ".join(l.strip() for l in log.splitlines() if l.strip().startswith("vm:"))[:600]
-        checks.insert(0, ("FAIL", "vm-run", msg))
-    if not os.path.isdir(a.results):
-        checks = [c for c in checks if c[1] == "vm-run"] or [("FAIL", "vm-run", "no results")]
-        rows = []
-    if rows:
-        hdr = ("run", "upstream", "ours", "same stdout", "the child (upstream)", "result")
-        w = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
-        print("fork-mr on rxe0 (gid %s), kernel %s; upstream: %s   ours: %s" % (
-            info.get("gid_rxe0", "?"), info.get("kernel", "?"),
-            info.get("upstream_resolved", "?") or "not found", info.get("ours_resolved", "?") or "not found"))
-        print("  ".join(h.ljust(w[i]) for i, h in enumerate(hdr)).rstrip())
-        print("  ".join("-" * w[i] for i in range(len(hdr))))
-        for r in rows:
-            print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+    checks, ran = vm_run_checks(checks, a, complete)
+    if rows and ran:
+        print("fork-mr on rxe0 (gid %s), kernel %s; %s"
+              % (info.get("gid_rxe0", "?"), info.get("kernel", "?"), resolved(info)))
+        print_table(("run", "upstream", "ours", "same stdout", "the child (upstream)", "result"), rows)
         print()
-    passed = sum(1 for c in checks if c[0] == "PASS")
-    failed = sum(1 for c in checks if c[0] == "FAIL")
-    for res, name, why in checks:
-        print(f"PASS {name}" if res == "PASS" else f"FAIL {name}: {why}")
-    print(f"{SUITE}: {passed} passed, {failed} failed")
-    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-    with open(a.json + ".tmp", "w") as f:
-        json.dump({"suite": SUITE, "vm_status": a.vm_status, "complete": complete,
-                   "seconds": a.seconds, "info": info, "our_lib": a.our_lib,
-                   "upstream_lib": a.upstream_lib,
-                   "checks": [{"result": r, "name": n, "why": y} for r, n, y in checks],
-                   "tests": out_tests, "passed": passed, "failed": failed}, f, indent=1)
-    os.replace(a.json + ".tmp", a.json)
-    return 0 if failed == 0 else 1
+    return finish(SUITE, a, complete, info, checks, tail={"tests": out_tests})
 
 
 if __name__ == "__main__":

@@ -14,56 +14,16 @@
 #                         UPSTREAM_INCLUDE as in CONVENTIONS.md)
 #   fork.sh --self-check  Debian's library plays "ours" too: all must PASS
 set -u
-cd "$(dirname "$0")/../.."
-SUITE=vm-fork
-HERE=$PWD/compat-tests/vm
-OUT=build/compat-tests/$SUITE
-OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
-UPSTREAM_LIB=${UPSTREAM_LIB:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0}
+. "$(dirname "$0")/suite-lib.sh"
+suite_init vm-fork
 OUR_INCLUDE=${OUR_INCLUDE:-include}
 UPSTREAM_INCLUDE=${UPSTREAM_INCLUDE:-/usr/include}
-JSON=$OUT/results.json
-mkdir -p "$OUT"
-if [ "${1:-}" = --self-check ]; then
-    mkdir -p "$OUT/self-check"
-    ln -sfn "$UPSTREAM_LIB" "$OUT/self-check/libibverbs.so.1"
-    OUR_LIB=$OUT/self-check/libibverbs.so.1
-    JSON=$OUT/results-self-check.json
-    echo "$SUITE: self-check: Debian's $UPSTREAM_LIB plays ours ($OUR_LIB)" >&2
-fi
-RUN=$PWD/$OUT/run
-rm -rf "$RUN"
+[ "${1:-}" = --self-check ] && suite_self_check
 
-fail_early() {
-    echo "FAIL $1: $2"
-    echo "$SUITE: 0 passed, 1 failed"
-    exit 1
-}
-
-missing=
-for c in cc rdma ip timeout python3 apt-get dpkg flock; do
-    command -v "$c" >/dev/null || missing="$missing $c"
-done
-[ -z "$missing" ] || fail_early prerequisites "missing on this machine:$missing (gcc, iproute2, coreutils, python3; make deps)"
+suite_need_commands "gcc, iproute2, coreutils, python3" cc rdma ip timeout python3 apt-get dpkg flock
 [ -e "$UPSTREAM_INCLUDE/infiniband/verbs.h" ] || fail_early prerequisites "$UPSTREAM_INCLUDE/infiniband/verbs.h missing (libibverbs-dev; make deps)"
-[ -e "$UPSTREAM_LIB" ] || fail_early prerequisites "UPSTREAM_LIB $UPSTREAM_LIB missing (libibverbs1; make deps)"
-[ -e /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so ] ||
-    fail_early prerequisites "rxe provider missing (ibverbs-providers; make deps)"
-
-ld_for() { # LD_LIBRARY_PATH for a library ("" = the system's default search)
-    local d; d=$(cd "$(dirname "$1")" 2>/dev/null && pwd -P) || { echo "$(dirname "$1")"; return; }
-    case "$d" in
-        /usr/lib/x86_64-linux-gnu|/lib/x86_64-linux-gnu) echo "" ;;
-        *) echo "$d" ;;
-    esac
-}
-UPSTREAM_LD=$(ld_for "$UPSTREAM_LIB")
-OUR_LD=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || OUR_LD=$PWD/$(dirname "$OUR_LIB")
-case "$OUR_LD" in
-    "$(cd "$(dirname "$0")/../.." && pwd)"/*) ;;  # inside the repository: the VM keeps it visible
-    /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*|/dev/*|/proc/*|/sys/*)
-        fail_early prerequisites "OUR_LIB ($OUR_LIB) is under $OUR_LD, which the VM does not see; put it elsewhere" ;;
-esac
+suite_need_upstream
+suite_lib_dirs
 
 # ---- build fork-mr on the host: with Debian's headers (runs on both
 # libraries) and with ours (source compatibility; runs on ours).  Both link
@@ -82,23 +42,5 @@ if ! cc -O2 -Wall -Wextra -Werror -I"$OUR_INCLUDE" -o "$BIN/fork-mr-our-headers"
     sed 's/^/  | /' "$OUT/build-ours.log" >&2
 fi
 
-script=$PWD/$OUT/guest-script.sh
-cat > "$script" <<EOS
-export UPSTREAM_LD=$(printf %q "$UPSTREAM_LD") OUR_LD=$(printf %q "$OUR_LD") BIN=$(printf %q "$BIN")
-exec bash $(printf %q "$HERE/fork-guest.sh")
-EOS
-t0=$(date +%s.%N)
-VM_RUN_DIR=$RUN VM_TIMEOUT=${VM_TIMEOUT:-600} bash "$HERE/vm-run.sh" "$script" \
-    > "$OUT/guest.out" 2> "$OUT/guest.err"
-vrc=$?
-secs=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
-if [ "$vrc" -ne 0 ]; then
-    echo "$SUITE: the VM run failed (exit status $vrc); its messages:" >&2
-    sed 's/^/  | /' "$OUT/guest.err" >&2
-fi
-python3 "$HERE/fork-report.py" --results "$RUN/results" --tests "$HERE/fork-tests.txt" \
-    --json "$JSON" --vm-status "$vrc" --vm-log "$(grep '^vm:' "$OUT/guest.err")" \
-    --seconds "$secs" --our-lib "$OUR_LIB" --upstream-lib "$UPSTREAM_LIB"
-rc=$?
-echo "(VM run: ${secs}s; details: $JSON, raw outputs: $OUT/run/results/)" >&2
-exit $rc
+suite_run_vm fork-guest.sh 600 BIN="$BIN"
+suite_report fork-report.py --tests "$HERE/fork-tests.txt"

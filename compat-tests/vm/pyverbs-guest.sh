@@ -7,28 +7,12 @@
 #   PYV_ONLY: extended regex; only the test ids matching it run ("" = all)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-R=$VM_RUN_DIR/results
-mkdir -p "$R"
+. "$HERE/guest-lib.sh"
 PY=/usr/bin/python3      # Debian's python, where python3-pyverbs lives
 T_UP=${T_UP:-120}                # per test, upstream
 BUDGET=${BUDGET:-600}            # per library, the whole run
 TD=/tmp/pyverbs-tests            # the guest's own tmpfs
 
-gid_index() { # index of rxeN's RoCE v2 GID for its IPv4 address
-    local dev=$1 f i t g fallback=
-    for f in /sys/class/infiniband/$dev/ports/1/gid_attrs/types/*; do
-        i=${f##*/}
-        t=$(cat "$f" 2>/dev/null) || continue
-        [ "$t" = "RoCE v2" ] || continue
-        read -r g < "/sys/class/infiniband/$dev/ports/1/gids/$i"
-        case "$g" in
-            0000:0000:0000:0000:0000:ffff:*) echo "$i"; return ;;
-            0000:0000:0000:0000:0000:0000:0000:0000) ;;
-            *) [ -n "$fallback" ] || fallback=$i ;;
-        esac
-    done
-    [ -n "$fallback" ] && echo "$fallback"
-}
 G0=$(gid_index rxe0)
 pyv_so=$(ls /usr/lib/python3/dist-packages/pyverbs/device.cpython-*.so 2>/dev/null | head -1)
 {
@@ -37,8 +21,7 @@ pyv_so=$(ls /usr/lib/python3/dist-packages/pyverbs/device.cpython-*.so 2>/dev/nu
     echo "pyverbs=$(dpkg-query -W -f='${Version}' python3-pyverbs 2>/dev/null)"
     echo "upstream_ld=$UPSTREAM_LD"
     echo "our_ld=$OUR_LD"
-    echo "upstream_resolved=$(LD_LIBRARY_PATH=$UPSTREAM_LD ldd "$pyv_so" | awk '/libibverbs.so.1/ {print $3}')"
-    echo "ours_resolved=$(LD_LIBRARY_PATH=$OUR_LD ldd "$pyv_so" | awk '/libibverbs.so.1/ {print $3}')"
+    resolved_info "$pyv_so"
 } > "$R/info"
 [ -n "$G0" ] || { echo "pyverbs-guest: no RoCE v2 GID on rxe0" >&2; exit 3; }
 

@@ -13,22 +13,17 @@ A test PASSes when ours ends like upstream:
 Anything else is a FAIL: ours differs, upstream failed a test that is not
 listed (harness or VM problem), or a listed test passes on upstream now.
 """
-import argparse
 import json
 import os
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from reportlib import (NO_RESULT, begin, finish, known_same, known_stale,  # noqa: E402
+                       load_known, read, table_lines, vm_run_checks)
+
 SUITE = "vm-pyverbs"
 STATUSES = ["pass", "skip", "fail", "error", "timeout", "crash", "not-run", "xfail", "xpass"]
-
-
-def read(path, default=None):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return default
 
 
 def load_jsonl(path):
@@ -45,17 +40,6 @@ def load_jsonl(path):
     return res, extras
 
 
-def load_known(path):
-    known = {}
-    for line in (read(path, "") or "").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        tid, _, reason = line.partition("|")
-        known[tid.strip()] = reason.strip()
-    return known
-
-
 _ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 
@@ -68,23 +52,7 @@ def short_id(tid):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--results", required=True)
-    ap.add_argument("--known", required=True)
-    ap.add_argument("--json", required=True)
-    ap.add_argument("--table", required=True)
-    ap.add_argument("--vm-status", type=int, default=0)
-    ap.add_argument("--vm-log", default="")
-    ap.add_argument("--seconds", type=float, default=None)
-    ap.add_argument("--our-lib", default="")
-    ap.add_argument("--upstream-lib", default="")
-    a = ap.parse_args()
-
-    info = {}
-    for line in (read(os.path.join(a.results, "info"), "") or "").splitlines():
-        k, _, v = line.partition("=")
-        info[k] = v
-    complete = os.path.exists(os.path.join(a.results, "complete"))
+    a, info, complete = begin("--known", "--table")
     ids = [l.strip() for l in (read(os.path.join(a.results, "ids"), "") or "").splitlines() if l.strip()]
     up, up_extra = load_jsonl(os.path.join(a.results, "upstream.jsonl"))
     ours, ours_extra = load_jsonl(os.path.join(a.results, "ours.jsonl"))
@@ -98,10 +66,9 @@ def main():
         os_ = o["status"] if o else None
         result, why = "FAIL", ""
         if u is None or o is None:
-            why = "no result: the VM run ended before this test finished"
+            why = NO_RESULT
         elif reason is not None and us in ("pass", "skip"):
-            why = (f"listed in pyverbs-known-upstream-failures.txt but upstream says {us} now: "
-                   "remove it from the list")
+            why = known_stale(a.known, f"says {us}")
         elif reason is None and us not in ("pass", "skip"):
             why = (f"upstream itself: {us}: {u.get('message', '')} - not a known device limit; "
                    "harness or VM problem?")
@@ -117,9 +84,7 @@ def main():
             why = (f"upstream fails at a device limit, ours fails differently: ours '{o.get('message')}'"
                    f" vs upstream '{u.get('message')}'")
         else:
-            result = "PASS"
-            if reason is not None:
-                why = f"known upstream failure, ours fails the same way: {reason}"
+            result, why = "PASS", known_same(reason)
         checks.append((result, short_id(tid), why))
         out_tests.append({"id": tid, "upstream": us, "ours": os_, "result": result, "why": why,
                           "known_upstream_failure": reason,
@@ -128,14 +93,7 @@ def main():
                       result + (" (known)" if reason is not None else ""),
                       (u or {}).get("message", "") if us != "pass" else ""))
 
-    if a.vm_status != 0 or not complete:
-        msg = f"the VM run did not complete (vm-run.sh exit status {a.vm_status})"
-        log = (a.vm_log or "").strip()
-        if log:
-            msg += ": " + " | ".join(l.strip() for l in log.splitlines() if l.strip().startswith("vm:"))[:600]
-        checks.insert(0, ("FAIL", "vm-run", msg))
-    if not ids:
-        checks = [c for c in checks if c[1] == "vm-run"] or [("FAIL", "vm-run", "no test list")]
+    checks, _ = vm_run_checks(checks, a, complete, ran=bool(ids), why="no test list")
 
     def counts(res):
         c = {s: 0 for s in STATUSES}
@@ -173,12 +131,8 @@ def main():
             info.get("ours_resolved", "?") or "not found", info.get("ours_secs", "?")))
         rows = [(m, str(d["n"]), compact(d["up"]), compact(d["ours"]), f"{d['PASS']}/{d['n']}")
                 for m, d in sorted(mods.items())]
-        hdr = ("module", "tests", "upstream", "ours", "PASS")
-        w = [max(len(r[i]) for r in rows + [hdr]) for i in range(len(hdr))]
-        print("  ".join(h.ljust(w[i]) for i, h in enumerate(hdr)).rstrip())
-        print("  ".join("-" * w[i] for i in range(len(hdr))))
-        for r in rows:
-            print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+        for line in table_lines(("module", "tests", "upstream", "ours", "PASS"), rows):
+            print(line)
         print("(p pass, s skip, F fail, E error, T timeout, C crash, N not run; "
               "per-test table: %s)" % a.table)
         print(f"upstream: {len(ids)} tests: {fmt_counts(cu)}")
@@ -190,33 +144,16 @@ def main():
             print(f"note: ours: {x['id']}: {x['status']}: {x.get('message', '')}")
         print()
 
-    passed = sum(1 for c in checks if c[0] == "PASS")
-    failed = sum(1 for c in checks if c[0] == "FAIL")
-    for res, name, why in checks:
-        print(f"PASS {name}" if res == "PASS" else f"FAIL {name}: {why}")
-    print(f"{SUITE}: {passed} passed, {failed} failed")
-
     os.makedirs(os.path.dirname(os.path.abspath(a.table)), exist_ok=True)
     with open(a.table, "w") as f:
-        hdr = ("test", "upstream", "ours", "result", "upstream's message")
-        w = [max(len(r[i]) for r in table + [hdr]) for i in range(4)]
-        f.write("  ".join(h.ljust(w[i]) if i < 4 else h for i, h in enumerate(hdr)).rstrip() + "\n")
-        for r in table:
-            f.write("  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() + "\n")
-    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-    with open(a.json + ".tmp", "w") as f:
-        json.dump({"suite": SUITE, "vm_status": a.vm_status, "complete": complete,
-                   "seconds": a.seconds, "info": info,
-                   "our_lib": a.our_lib, "upstream_lib": a.upstream_lib,
-                   "totals": {"upstream": cu, "ours": co},
-                   "results": {t["id"]: {"upstream": t["upstream"], "ours": t["ours"]}
-                               for t in out_tests},
-                   "checks": [{"result": r, "name": n, "why": y} for r, n, y in checks],
-                   "tests": out_tests,
-                   "fixtures": {"upstream": up_extra, "ours": ours_extra},
-                   "passed": passed, "failed": failed}, f, indent=1)
-    os.replace(a.json + ".tmp", a.json)
-    return 0 if failed == 0 else 1
+        for line in table_lines(("test", "upstream", "ours", "result", "upstream's message"), table,
+                                rule=False):
+            f.write(line + "\n")
+    return finish(SUITE, a, complete, info, checks,
+                  mid={"totals": {"upstream": cu, "ours": co},
+                       "results": {t["id"]: {"upstream": t["upstream"], "ours": t["ours"]}
+                                   for t in out_tests}},
+                  tail={"tests": out_tests, "fixtures": {"upstream": up_extra, "ours": ours_extra}})
 
 
 if __name__ == "__main__":
