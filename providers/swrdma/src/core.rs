@@ -372,11 +372,22 @@ impl Ctx {
     // ----- progress ------------------------------------------------------
 
     /// Processes incoming messages on every link (whoever gets there first:
-    /// the application in poll_cq or the context's thread).
+    /// the application in poll_cq or the context's thread), and sends the
+    /// responses that did not fit into their rings before.
+    ///
+    /// Each ring has exactly one producer and one consumer at any time: the
+    /// consumer holds the link's `rx_lock` (taken with `try_lock`: whoever
+    /// has it drains), the producer its `tx_lock`.  Nothing waits for ring
+    /// space while holding a QP's lock: requests wait in `post_send` (which
+    /// holds none, and keeps making progress meanwhile), responses go to the
+    /// link's backlog.
     pub fn progress(&self) -> usize {
         let links = self.links();
         let mut n = 0;
         for l in links.iter() {
+            if l.backlogged.load(Ordering::Acquire) {
+                self.flush_backlog(l);
+            }
             if l.rx.has_data() {
                 n += self.drain(l, 512);
             }
@@ -387,23 +398,26 @@ impl Ctx {
         n
     }
 
-    /// Only the responses on links this context initiated (used while
-    /// waiting for ring space: never produces messages).
-    pub fn drain_responses(&self) {
-        let links = self.links();
-        for l in links.iter() {
-            if l.outgoing && l.rx.has_data() {
-                self.drain(l, 512);
-            }
-        }
-    }
-
+    /// Incoming messages wait (the context's thread must not sleep; a
+    /// backlog needs no check: its consumer kicks us when it made room).
     pub fn any_rx(&self) -> bool {
         self.links().iter().any(|l| l.rx.has_data())
     }
 
     fn drain(&self, l: &Arc<Link>, max: usize) -> usize {
         let Ok(_g) = l.rx_lock.try_lock() else { return 0 };
+        self.drain_locked(l, max)
+    }
+
+    /// The peer went away: takes in everything it wrote before, waiting for
+    /// a thread that is draining the link now (else its last ACKs would be
+    /// overtaken by `link_died`'s RETRY_EXC_ERR).
+    pub fn drain_final(&self, l: &Arc<Link>) {
+        let _g = lock(&l.rx_lock);
+        while self.drain_locked(l, 512) > 0 {}
+    }
+
+    fn drain_locked(&self, l: &Arc<Link>, max: usize) -> usize {
         let mut n = 0;
         while n < max {
             match unsafe { l.rx.peek() } {
@@ -412,14 +426,22 @@ impl Ctx {
                     break;
                 }
                 Ok(None) => break,
-                Ok(Some((m, nt))) => {
-                    let m = unsafe { &*m };
-                    let payload = unsafe { (m as *const Msg as *const u8).add(MSG_HDR) };
-                    self.handle(l, m, payload);
+                Ok(Some((mp, nt, len))) => {
+                    let m = unsafe { read_header(mp) };
+                    if m.plen as usize > len - MSG_HDR {
+                        l.dead.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    let payload = unsafe { (mp as *const u8).add(MSG_HDR) };
+                    self.handle(l, &m, payload);
                     l.rx.consume(nt);
                     n += 1;
                 }
             }
+        }
+        // The producer may be waiting for room (responses in its backlog).
+        if n > 0 && l.rx.room_made() {
+            l.wake_peer();
         }
         n
     }
@@ -444,7 +466,33 @@ impl Ctx {
 
     // ----- sending on a link ----------------------------------------------
 
-    /// Writes one message (header + payload produced by `fill`).
+    /// Writes one message (header + payload produced by `fill`) if it fits
+    /// now.  The caller holds `l.tx_lock`.
+    fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
+        let need = align64(MSG_HDR + plen);
+        unsafe {
+            let Some((p, nh)) = l.tx.try_reserve(need) else { return false };
+            self.put_at(l, p, nh, m, need, plen, fill);
+        }
+        true
+    }
+
+    unsafe fn put_at(&self, l: &Link, p: *mut u8, nh: u64, m: &Msg, need: usize, plen: usize, fill: &mut dyn FnMut(*mut u8)) {
+        let mut h = *m;
+        h.len = need as u32;
+        h.plen = plen as u32;
+        std::ptr::write(p as *mut Msg, h);
+        if plen > 0 {
+            fill(p.add(MSG_HDR));
+        }
+        if l.tx.commit(nh) {
+            l.wake_peer();
+        }
+    }
+
+    /// Writes one request (header + payload produced by `fill`), waiting for
+    /// room: the caller (post_send) holds `l.tx_lock` and no QP lock, and
+    /// makes progress on every link meanwhile.  False: the link died.
     pub fn send_msg(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
         let need = align64(MSG_HDR + plen);
         let mut spins = 0u32;
@@ -454,7 +502,11 @@ impl Ctx {
             }
             spins += 1;
             if spins % SPIN_CHECK == 0 {
-                self.drain_responses();
+                // The application drives progress itself meanwhile, as in
+                // poll_cq: the context's thread (on the same CPU, often)
+                // must keep napping, not spin beside it.
+                self.last_poll.fetch_add(1, Ordering::Relaxed);
+                self.progress();
                 if spins > 1 << 20 {
                     unsafe { libc::sched_yield() };
                 }
@@ -464,18 +516,95 @@ impl Ctx {
         };
         unsafe {
             let Some((p, nh)) = l.tx.reserve(need, &mut wait) else { return false };
-            let mut h = *m;
-            h.len = need as u32;
-            h.plen = plen as u32;
-            std::ptr::write(p as *mut Msg, h);
-            if plen > 0 {
-                fill(p.add(MSG_HDR));
-            }
-            if l.tx.commit(nh) {
-                l.wake_peer();
-            }
+            self.put_at(l, p, nh, m, need, plen, fill);
         }
         true
+    }
+
+    /// Sends as much of response `r` as fits now; true when all of it went.
+    /// A READ's range is checked before every chunk: a backlogged READ may
+    /// go on after its MR is gone.
+    fn put_resp(&self, l: &Link, r: &mut Resp) -> bool {
+        loop {
+            match r {
+                Resp::Hdr(m) => return self.try_put(l, m, 0, &mut |_| {}),
+                Resp::Read { hdr, qpn, pd, off } => {
+                    let total = hdr.total;
+                    let plen = (total - *off).min(MAX_CHUNK as u64) as usize;
+                    let src = self.check_remote(*qpn, *pd, hdr.rkey, hdr.raddr + *off, plen as u64, IBV_ACCESS_REMOTE_READ);
+                    let Some(src) = src else {
+                        // Deregistered meanwhile: the READ fails.
+                        let nak = Msg { kind: K_ACK, flags: F_LAST, status: IBV_WC_REM_ACCESS_ERR, total: 0, ..*hdr };
+                        *r = Resp::Hdr(nak);
+                        continue;
+                    };
+                    let mut h = *hdr;
+                    h.off = *off;
+                    h.flags = if *off + plen as u64 >= total { F_LAST } else { 0 };
+                    let s = src as *const u8;
+                    if !self.try_put(l, &h, plen, &mut |d| unsafe { std::ptr::copy_nonoverlapping(s, d, plen) }) {
+                        return false;
+                    }
+                    *off += plen as u64;
+                    if *off >= total {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends a response: now if it fits (and nothing older waits), else
+    /// later (the backlog).  Never waits.
+    fn respond(&self, l: &Link, mut r: Resp) {
+        let mut bl = lock(&l.tx_lock);
+        if l.dead.load(Ordering::Relaxed) {
+            return;
+        }
+        if !bl.is_empty() {
+            self.flush_locked(l, &mut bl);
+        }
+        if bl.is_empty() && self.put_resp(l, &mut r) {
+            return;
+        }
+        bl.push_back(r);
+        self.backlog_wait(l, &mut bl);
+    }
+
+    /// Sends what it can of the backlog of link `l` (skipped when another
+    /// thread holds the link's producer side: that one flushes it).
+    fn flush_backlog(&self, l: &Link) {
+        let Ok(mut bl) = l.tx_lock.try_lock() else { return };
+        if l.dead.load(Ordering::Relaxed) {
+            bl.clear();
+            l.backlogged.store(false, Ordering::Release);
+            return;
+        }
+        self.flush_locked(l, &mut bl);
+        if !bl.is_empty() {
+            self.backlog_wait(l, &mut bl);
+        }
+    }
+
+    fn flush_locked(&self, l: &Link, bl: &mut VecDeque<Resp>) {
+        while let Some(r) = bl.front_mut() {
+            if !self.put_resp(l, r) {
+                return;
+            }
+            bl.pop_front();
+        }
+        l.backlogged.store(false, Ordering::Release);
+    }
+
+    /// The backlog is not empty: ask the consumer for a kick when it has
+    /// made room, then try once more (it may have made room just before).
+    fn backlog_wait(&self, l: &Link, bl: &mut VecDeque<Resp>) {
+        l.backlogged.store(true, Ordering::Release);
+        l.tx.want_space();
+        self.flush_locked(l, bl);
+        if !bl.is_empty() {
+            l.backlogged.store(true, Ordering::Release);
+        }
     }
 
     fn reply(&self, l: &Link, req: &Msg, kind: u16, status: u32) {
@@ -488,8 +617,7 @@ impl Ctx {
             status,
             ..Default::default()
         };
-        let _g = lock(&l.tx_lock);
-        self.send_msg(l, &m, 0, &mut |_| {});
+        self.respond(l, Resp::Hdr(m));
     }
 
     // ----- responder --------------------------------------------------------
@@ -631,36 +759,23 @@ impl Ctx {
                 } else {
                     None
                 };
-                let Some(srcb) = srcb else {
+                if srcb.is_none() {
                     self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
                     self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
                     self.to_err(qp, st);
                     return Ok(());
-                };
-                let _g = lock(&l.tx_lock);
-                let total = m.total as usize;
-                let mut off = 0usize;
-                loop {
-                    let plen = (total - off).min(MAX_CHUNK);
-                    let r = Msg {
-                        kind: K_READ_RESP,
-                        flags: if off + plen >= total { F_LAST } else { 0 },
-                        dst_qpn: m.src_qpn,
-                        src_qpn: m.dst_qpn,
-                        seq: m.seq,
-                        off: off as u64,
-                        total: m.total,
-                        ..Default::default()
-                    };
-                    let src = (srcb as usize + off) as *const u8;
-                    if !self.send_msg(l, &r, plen, &mut |d| unsafe { std::ptr::copy_nonoverlapping(src, d, plen) }) {
-                        break;
-                    }
-                    off += plen;
-                    if off >= total {
-                        break;
-                    }
                 }
+                let hdr = Msg {
+                    kind: K_READ_RESP,
+                    dst_qpn: m.src_qpn,
+                    src_qpn: m.dst_qpn,
+                    seq: m.seq,
+                    total: m.total,
+                    raddr: m.raddr,
+                    rkey: m.rkey,
+                    ..Default::default()
+                };
+                self.respond(l, Resp::Read { hdr, qpn: qp.qpn, pd: self.resp_pd(qp, m), off: 0 });
             }
             K_AWRITE => {
                 let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr % 8 == 0 {
@@ -709,8 +824,7 @@ impl Ctx {
                     cmp: orig,
                     ..Default::default()
                 };
-                let _g = lock(&l.tx_lock);
-                self.send_msg(l, &r, 0, &mut |_| {});
+                self.respond(l, Resp::Hdr(r));
             }
             _ => {}
         }

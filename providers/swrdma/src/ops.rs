@@ -342,6 +342,7 @@ fn handle_epoll(ctx: &Arc<Ctx>, timeout: c_int) {
                 let links = ctx.links();
                 if let Some(l) = links.iter().find(|l| l.sock == fd) {
                     // Take in what the peer wrote before it went away.
+                    ctx.drain_final(l);
                     ctx.progress();
                     ctx.link_died(l);
                 }
@@ -1579,7 +1580,7 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     if qpt == IBV_QPT_XRC_SEND {
         m.srqn = wr.qp_type.xrc.remote_srqn;
     }
-    let mut flags = 0u16;
+    let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND { F_EXT } else { 0 };
     if wr.send_flags & IBV_SEND_SOLICITED != 0 {
         flags |= F_SOLICITED;
     }
@@ -1653,7 +1654,7 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             }
         }
     } else {
-        m.flags = F_FIRST | F_LAST;
+        m.flags = F_FIRST | F_LAST | (flags & F_EXT);
         ok = c.send_msg(&link, &m, 0, &mut |_| {});
     }
     drop(tx);
