@@ -154,7 +154,11 @@ pub struct ibv_context_ops_1_0 {
     pub query_srq: UnusedOp,
     pub destroy_srq: UnusedOp,
     pub post_srq_recv: Option<
-        unsafe extern "C" fn(srq: *mut ibv_srq_1_0, wr: *mut ibv_recv_wr_1_0, bad_wr: *mut *mut ibv_recv_wr_1_0) -> c_int,
+        unsafe extern "C" fn(
+            srq: *mut ibv_srq_1_0,
+            wr: *mut ibv_recv_wr_1_0,
+            bad_wr: *mut *mut ibv_recv_wr_1_0,
+        ) -> c_int,
     >,
     pub create_qp: UnusedOp,
     pub query_qp: UnusedOp,
@@ -451,7 +455,12 @@ unsafe fn real_recv_list(wr: *mut ibv_recv_wr_1_0) -> (Vec<ibv_recv_wr>, Vec<*mu
     }
     let mut real: Vec<ibv_recv_wr> = old
         .iter()
-        .map(|&w| ibv_recv_wr { wr_id: (*w).wr_id, next: null_mut(), sg_list: (*w).sg_list, num_sge: (*w).num_sge })
+        .map(|&w| ibv_recv_wr {
+            wr_id: (*w).wr_id,
+            next: null_mut(),
+            sg_list: (*w).sg_list,
+            num_sge: (*w).num_sge,
+        })
         .collect();
     link(&mut real, |r, n| r.next = n);
     (real, old)
@@ -498,7 +507,9 @@ unsafe extern "C" fn post_srq_recv_wrapper_1_0(
         if srq.is_null() {
             return libc::EINVAL;
         }
-        let Some(f) = real_ops((*srq).context).and_then(|o| o.post_srq_recv) else { return libc::EOPNOTSUPP };
+        let Some(f) = real_ops((*srq).context).and_then(|o| o.post_srq_recv) else {
+            return libc::EOPNOTSUPP;
+        };
         let (mut real, old) = real_recv_list(wr);
         let mut real_bad: *mut ibv_recv_wr = null_mut();
         let ret = f((*srq).real_srq, head(&mut real), &mut real_bad);
@@ -518,7 +529,9 @@ unsafe extern "C" fn post_recv_wrapper_1_0(
         if qp.is_null() {
             return libc::EINVAL;
         }
-        let Some(f) = real_ops((*qp).context).and_then(|o| o.post_recv) else { return libc::EOPNOTSUPP };
+        let Some(f) = real_ops((*qp).context).and_then(|o| o.post_recv) else {
+            return libc::EOPNOTSUPP;
+        };
         let (mut real, old) = real_recv_list(wr);
         let mut real_bad: *mut ibv_recv_wr = null_mut();
         let ret = f((*qp).real_qp, head(&mut real), &mut real_bad);
@@ -565,7 +578,9 @@ unsafe extern "C" fn post_send_wrapper_1_0(
         if qp.is_null() {
             return libc::EINVAL;
         }
-        let Some(f) = real_ops((*qp).context).and_then(|o| o.post_send) else { return libc::EOPNOTSUPP };
+        let Some(f) = real_ops((*qp).context).and_then(|o| o.post_send) else {
+            return libc::EOPNOTSUPP;
+        };
         let is_ud = (*qp).qp_type == IBV_QPT_UD;
         let mut old = Vec::new();
         let mut w = wr;
@@ -1239,9 +1254,31 @@ mod tests {
         assert_eq!(offset_of!(ibv_context_1_0, real_context), 240);
         assert_eq!(size_of::<ibv_context_1_0>(), 248);
 
-        assert_eq!((offset_of!(ibv_pd_1_0, handle), offset_of!(ibv_pd_1_0, real_pd), size_of::<ibv_pd_1_0>()), (8, 16, 24));
-        assert_eq!((offset_of!(ibv_mr_1_0, lkey), offset_of!(ibv_mr_1_0, rkey), offset_of!(ibv_mr_1_0, real_mr), size_of::<ibv_mr_1_0>()), (20, 24, 32, 40));
-        assert_eq!((offset_of!(ibv_ah_1_0, handle), offset_of!(ibv_ah_1_0, real_ah), size_of::<ibv_ah_1_0>()), (16, 24, 32));
+        assert_eq!(
+            (
+                offset_of!(ibv_pd_1_0, handle),
+                offset_of!(ibv_pd_1_0, real_pd),
+                size_of::<ibv_pd_1_0>()
+            ),
+            (8, 16, 24)
+        );
+        assert_eq!(
+            (
+                offset_of!(ibv_mr_1_0, lkey),
+                offset_of!(ibv_mr_1_0, rkey),
+                offset_of!(ibv_mr_1_0, real_mr),
+                size_of::<ibv_mr_1_0>()
+            ),
+            (20, 24, 32, 40)
+        );
+        assert_eq!(
+            (
+                offset_of!(ibv_ah_1_0, handle),
+                offset_of!(ibv_ah_1_0, real_ah),
+                size_of::<ibv_ah_1_0>()
+            ),
+            (16, 24, 32)
+        );
 
         assert_eq!(offset_of!(ibv_cq_1_0, cqe), 20);
         assert_eq!(offset_of!(ibv_cq_1_0, mutex), 24);
@@ -1253,7 +1290,10 @@ mod tests {
         assert_eq!(offset_of!(ibv_srq_1_0, handle), 24);
         assert_eq!(offset_of!(ibv_srq_1_0, mutex), 32);
         assert_eq!(offset_of!(ibv_srq_1_0, events_completed), 120);
-        assert_eq!((offset_of!(ibv_srq_1_0, real_srq), size_of::<ibv_srq_1_0>()), (128, 136));
+        assert_eq!(
+            (offset_of!(ibv_srq_1_0, real_srq), size_of::<ibv_srq_1_0>()),
+            (128, 136)
+        );
 
         assert_eq!(offset_of!(ibv_qp_1_0, handle), 48);
         assert_eq!(offset_of!(ibv_qp_1_0, qp_num), 52);
@@ -1265,35 +1305,72 @@ mod tests {
 
         assert_eq!(offset_of!(ibv_qp_init_attr_1_0, cap), 32);
         assert_eq!(offset_of!(ibv_qp_init_attr_1_0, qp_type), 52);
-        assert_eq!((offset_of!(ibv_qp_init_attr_1_0, sq_sig_all), size_of::<ibv_qp_init_attr_1_0>()), (56, 64));
+        assert_eq!(
+            (
+                offset_of!(ibv_qp_init_attr_1_0, sq_sig_all),
+                size_of::<ibv_qp_init_attr_1_0>()
+            ),
+            (56, 64)
+        );
 
         assert_eq!(offset_of!(ibv_send_wr_1_0, wr_id), 8);
         assert_eq!(offset_of!(ibv_send_wr_1_0, sg_list), 16);
         assert_eq!(offset_of!(ibv_send_wr_1_0, imm_data), 36);
-        assert_eq!((offset_of!(ibv_send_wr_1_0, wr), size_of::<ibv_send_wr_1_0>()), (40, 72));
+        assert_eq!(
+            (offset_of!(ibv_send_wr_1_0, wr), size_of::<ibv_send_wr_1_0>()),
+            (40, 72)
+        );
         assert_eq!(size_of::<ibv_send_wr_1_0_wr>(), size_of::<ibv_send_wr_wr>());
-        assert_eq!((offset_of!(ibv_recv_wr_1_0, wr_id), size_of::<ibv_recv_wr_1_0>()), (8, 32));
+        assert_eq!(
+            (offset_of!(ibv_recv_wr_1_0, wr_id), size_of::<ibv_recv_wr_1_0>()),
+            (8, 32)
+        );
     }
 
     #[test]
     fn send_wr_translation() {
         let mut ah_real: ibv_ah = unsafe { std::mem::zeroed() };
-        let mut ah = ibv_ah_1_0 { context: null_mut(), pd: null_mut(), handle: 0, real_ah: &mut ah_real };
+        let mut ah = ibv_ah_1_0 {
+            context: null_mut(),
+            pd: null_mut(),
+            handle: 0,
+            real_ah: &mut ah_real,
+        };
         let mut w: ibv_send_wr_1_0 = unsafe { std::mem::zeroed() };
         w.wr_id = 7;
         w.num_sge = 2;
         w.opcode = IBV_WR_SEND_WITH_IMM;
         w.send_flags = IBV_SEND_SIGNALED as c_int;
         w.imm_data = 0x1234_5678;
-        w.wr.atomic = ibv_send_wr_wr_atomic { remote_addr: 1, compare_add: 2, swap: 3, rkey: 4 };
+        w.wr.atomic = ibv_send_wr_wr_atomic {
+            remote_addr: 1,
+            compare_add: 2,
+            swap: 3,
+            rkey: 4,
+        };
         let r = unsafe { real_send_wr(&w, false) };
-        assert_eq!((r.wr_id, r.num_sge, r.opcode, r.send_flags), (7, 2, IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED as c_uint));
+        assert_eq!(
+            (r.wr_id, r.num_sge, r.opcode, r.send_flags),
+            (7, 2, IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED as c_uint)
+        );
         unsafe {
             assert_eq!(r.imm.imm_data, 0x1234_5678);
-            assert_eq!((r.wr.atomic.remote_addr, r.wr.atomic.compare_add, r.wr.atomic.swap, r.wr.atomic.rkey), (1, 2, 3, 4));
+            assert_eq!(
+                (
+                    r.wr.atomic.remote_addr,
+                    r.wr.atomic.compare_add,
+                    r.wr.atomic.swap,
+                    r.wr.atomic.rkey
+                ),
+                (1, 2, 3, 4)
+            );
             assert!(r.next.is_null());
         }
-        w.wr.ud = ibv_send_wr_1_0_ud { ah: &mut ah, remote_qpn: 9, remote_qkey: 10 };
+        w.wr.ud = ibv_send_wr_1_0_ud {
+            ah: &mut ah,
+            remote_qpn: 9,
+            remote_qkey: 10,
+        };
         let r = unsafe { real_send_wr(&w, true) };
         unsafe {
             assert_eq!(r.wr.ud.ah, &mut ah_real as *mut ibv_ah);
@@ -1305,8 +1382,18 @@ mod tests {
     fn recv_list_translation_and_bad_wr() {
         let mut c: ibv_recv_wr_1_0 = unsafe { std::mem::zeroed() };
         c.wr_id = 3;
-        let mut b = ibv_recv_wr_1_0 { next: &mut c, wr_id: 2, sg_list: null_mut(), num_sge: 1 };
-        let mut a = ibv_recv_wr_1_0 { next: &mut b, wr_id: 1, sg_list: null_mut(), num_sge: 0 };
+        let mut b = ibv_recv_wr_1_0 {
+            next: &mut c,
+            wr_id: 2,
+            sg_list: null_mut(),
+            num_sge: 1,
+        };
+        let mut a = ibv_recv_wr_1_0 {
+            next: &mut b,
+            wr_id: 1,
+            sg_list: null_mut(),
+            num_sge: 0,
+        };
         let (mut real, old) = unsafe { real_recv_list(&mut a) };
         assert_eq!(real.len(), 3);
         let h = head(&mut real);

@@ -46,7 +46,9 @@ fn sys_page_size() -> Result<usize, i32> {
 /// Page size backing `addr`, from /proc/self/smaps (`KernelPageSize`), used
 /// with `RDMAV_HUGEPAGES_SAFE`; falls back to the base page size.
 fn backing_page_size(addr: usize, base: usize) -> usize {
-    let Ok(s) = std::fs::read_to_string("/proc/self/smaps") else { return base };
+    let Ok(s) = std::fs::read_to_string("/proc/self/smaps") else {
+        return base;
+    };
     let mut inside = false;
     for line in s.lines() {
         if let Some((range, _)) = line.split_once(' ') {
@@ -155,7 +157,11 @@ pub fn range(base: usize, size: usize, dont: bool) -> i32 {
     if size == 0 {
         return 0;
     }
-    let align = if st.huge_pages { backing_page_size(base, st.page_size) } else { st.page_size };
+    let align = if st.huge_pages {
+        backing_page_size(base, st.page_size)
+    } else {
+        st.page_size
+    };
     let start = base & !(align - 1);
     let Some(end) = base.checked_add(size).and_then(|e| e.checked_add(align - 1)) else {
         crate::ffi::set_errno(libc::EINVAL);
@@ -167,8 +173,7 @@ pub fn range(base: usize, size: usize, dont: bool) -> i32 {
     split_at(r, end);
     // Walk [start, end): existing pieces change their count, gaps are new.
     let mut pos = start;
-    let pieces: Vec<(usize, usize, u32)> =
-        r.range(start..end).map(|(&s, &(e, c))| (s, e, c)).collect();
+    let pieces: Vec<(usize, usize, u32)> = r.range(start..end).map(|(&s, &(e, c))| (s, e, c)).collect();
     let mut changed: Vec<(usize, usize, Option<u32>)> = Vec::new(); // for rollback
     let mut ok = true;
     let mut todo: Vec<(usize, usize, u32)> = Vec::new();

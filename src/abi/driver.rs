@@ -275,16 +275,10 @@ pub struct verbs_device_ops {
     pub static_providers: *mut *const verbs_device_ops,
     pub match_device: Option<unsafe extern "C" fn(sysfs_dev: *mut verbs_sysfs_dev) -> bool>,
     pub alloc_context: Option<
-        unsafe extern "C" fn(
-            device: *mut ibv_device,
-            cmd_fd: c_int,
-            private_data: *mut c_void,
-        ) -> *mut verbs_context,
+        unsafe extern "C" fn(device: *mut ibv_device, cmd_fd: c_int, private_data: *mut c_void) -> *mut verbs_context,
     >,
-    pub import_context:
-        Option<unsafe extern "C" fn(device: *mut ibv_device, cmd_fd: c_int) -> *mut verbs_context>,
-    pub alloc_device:
-        Option<unsafe extern "C" fn(sysfs_dev: *mut verbs_sysfs_dev) -> *mut verbs_device>,
+    pub import_context: Option<unsafe extern "C" fn(device: *mut ibv_device, cmd_fd: c_int) -> *mut verbs_context>,
+    pub alloc_device: Option<unsafe extern "C" fn(sysfs_dev: *mut verbs_sysfs_dev) -> *mut verbs_device>,
     pub uninit_device: Option<unsafe extern "C" fn(device: *mut verbs_device)>,
 }
 
@@ -304,9 +298,8 @@ pub struct verbs_device {
 }
 
 /// `verbs_driver_init_func`: the entry point of pre-PABI providers.
-pub type verbs_driver_init_func = Option<
-    unsafe extern "C" fn(uverbs_sys_path: *const c_char, abi_version: c_int) -> *mut verbs_device,
->;
+pub type verbs_driver_init_func =
+    Option<unsafe extern "C" fn(uverbs_sys_path: *const c_char, abi_version: c_int) -> *mut verbs_device>;
 
 // ---------------------------------------------------------------------------
 // Provider operations
@@ -327,29 +320,15 @@ pub struct verbs_context_ops {
             num_sges: u32,
         ) -> c_int,
     >,
-    pub alloc_dm: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            attr: *mut ibv_alloc_dm_attr,
-        ) -> *mut ibv_dm,
-    >,
+    pub alloc_dm: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm>,
     pub alloc_mw: Option<unsafe extern "C" fn(pd: *mut ibv_pd, type_: ibv_mw_type) -> *mut ibv_mw>,
     pub alloc_null_mr: Option<unsafe extern "C" fn(pd: *mut ibv_pd) -> *mut ibv_mr>,
-    pub alloc_parent_domain: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            attr: *mut ibv_parent_domain_init_attr,
-        ) -> *mut ibv_pd,
-    >,
+    pub alloc_parent_domain:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd>,
     pub alloc_pd: Option<unsafe extern "C" fn(context: *mut ibv_context) -> *mut ibv_pd>,
-    pub alloc_td: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            init_attr: *mut ibv_td_init_attr,
-        ) -> *mut ibv_td,
-    >,
-    pub async_event:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, event: *mut ibv_async_event)>,
+    pub alloc_td:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_td_init_attr) -> *mut ibv_td>,
+    pub async_event: Option<unsafe extern "C" fn(context: *mut ibv_context, event: *mut ibv_async_event)>,
     pub attach_counters_point_flow: Option<
         unsafe extern "C" fn(
             counters: *mut ibv_counters,
@@ -357,20 +336,13 @@ pub struct verbs_context_ops {
             flow: *mut ibv_flow,
         ) -> c_int,
     >,
-    pub attach_mcast:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>,
-    pub bind_mw: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw_bind) -> c_int,
-    >,
+    pub attach_mcast: Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>,
+    pub bind_mw: Option<unsafe extern "C" fn(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw_bind) -> c_int>,
     pub close_xrcd: Option<unsafe extern "C" fn(xrcd: *mut ibv_xrcd) -> c_int>,
     pub cq_event: Option<unsafe extern "C" fn(cq: *mut ibv_cq)>,
-    pub create_ah:
-        Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah>,
+    pub create_ah: Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah>,
     pub create_counters: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            init_attr: *mut ibv_counters_init_attr,
-        ) -> *mut ibv_counters,
+        unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_counters_init_attr) -> *mut ibv_counters,
     >,
     pub create_cq: Option<
         unsafe extern "C" fn(
@@ -380,28 +352,15 @@ pub struct verbs_context_ops {
             comp_vector: c_int,
         ) -> *mut ibv_cq,
     >,
-    pub create_cq_ex: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            init_attr: *mut ibv_cq_init_attr_ex,
-        ) -> *mut ibv_cq_ex,
-    >,
-    pub create_flow: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow,
-    >,
+    pub create_cq_ex:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex>,
+    pub create_flow: Option<unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow>,
     pub create_flow_action_esp: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            attr: *mut ibv_flow_action_esp_attr,
-        ) -> *mut ibv_flow_action,
+        unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_flow_action_esp_attr) -> *mut ibv_flow_action,
     >,
-    pub create_qp:
-        Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp>,
+    pub create_qp: Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp>,
     pub create_qp_ex: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            qp_init_attr_ex: *mut ibv_qp_init_attr_ex,
-        ) -> *mut ibv_qp,
+        unsafe extern "C" fn(context: *mut ibv_context, qp_init_attr_ex: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp,
     >,
     pub create_rwq_ind_table: Option<
         unsafe extern "C" fn(
@@ -409,24 +368,13 @@ pub struct verbs_context_ops {
             init_attr: *mut ibv_rwq_ind_table_init_attr,
         ) -> *mut ibv_rwq_ind_table,
     >,
-    pub create_srq: Option<
-        unsafe extern "C" fn(
-            pd: *mut ibv_pd,
-            srq_init_attr: *mut ibv_srq_init_attr,
-        ) -> *mut ibv_srq,
-    >,
+    pub create_srq:
+        Option<unsafe extern "C" fn(pd: *mut ibv_pd, srq_init_attr: *mut ibv_srq_init_attr) -> *mut ibv_srq>,
     pub create_srq_ex: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            srq_init_attr_ex: *mut ibv_srq_init_attr_ex,
-        ) -> *mut ibv_srq,
+        unsafe extern "C" fn(context: *mut ibv_context, srq_init_attr_ex: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq,
     >,
-    pub create_wq: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            wq_init_attr: *mut ibv_wq_init_attr,
-        ) -> *mut ibv_wq,
-    >,
+    pub create_wq:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, wq_init_attr: *mut ibv_wq_init_attr) -> *mut ibv_wq>,
     pub dealloc_mw: Option<unsafe extern "C" fn(mw: *mut ibv_mw) -> c_int>,
     pub dealloc_pd: Option<unsafe extern "C" fn(pd: *mut ibv_pd) -> c_int>,
     pub dealloc_td: Option<unsafe extern "C" fn(td: *mut ibv_td) -> c_int>,
@@ -437,80 +385,37 @@ pub struct verbs_context_ops {
     pub destroy_flow: Option<unsafe extern "C" fn(flow: *mut ibv_flow) -> c_int>,
     pub destroy_flow_action: Option<unsafe extern "C" fn(action: *mut ibv_flow_action) -> c_int>,
     pub destroy_qp: Option<unsafe extern "C" fn(qp: *mut ibv_qp) -> c_int>,
-    pub destroy_rwq_ind_table:
-        Option<unsafe extern "C" fn(rwq_ind_table: *mut ibv_rwq_ind_table) -> c_int>,
+    pub destroy_rwq_ind_table: Option<unsafe extern "C" fn(rwq_ind_table: *mut ibv_rwq_ind_table) -> c_int>,
     pub destroy_srq: Option<unsafe extern "C" fn(srq: *mut ibv_srq) -> c_int>,
     pub destroy_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq) -> c_int>,
-    pub detach_mcast:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>,
+    pub detach_mcast: Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>,
     pub free_context: Option<unsafe extern "C" fn(context: *mut ibv_context)>,
     pub free_dm: Option<unsafe extern "C" fn(dm: *mut ibv_dm) -> c_int>,
     pub get_srq_num: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_num: *mut u32) -> c_int>,
-    pub import_dm:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, dm_handle: u32) -> *mut ibv_dm>,
+    pub import_dm: Option<unsafe extern "C" fn(context: *mut ibv_context, dm_handle: u32) -> *mut ibv_dm>,
     pub import_mr: Option<unsafe extern "C" fn(pd: *mut ibv_pd, mr_handle: u32) -> *mut ibv_mr>,
-    pub import_pd:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, pd_handle: u32) -> *mut ibv_pd>,
-    pub modify_cq:
-        Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>,
-    pub modify_flow_action_esp: Option<
-        unsafe extern "C" fn(
-            action: *mut ibv_flow_action,
-            attr: *mut ibv_flow_action_esp_attr,
-        ) -> c_int,
-    >,
-    pub modify_qp: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, attr_mask: c_int) -> c_int,
-    >,
-    pub modify_qp_rate_limit:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_rate_limit_attr) -> c_int>,
-    pub modify_srq: Option<
-        unsafe extern "C" fn(
-            srq: *mut ibv_srq,
-            srq_attr: *mut ibv_srq_attr,
-            srq_attr_mask: c_int,
-        ) -> c_int,
-    >,
-    pub modify_wq:
-        Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>,
-    pub open_qp: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_qp_open_attr) -> *mut ibv_qp,
-    >,
+    pub import_pd: Option<unsafe extern "C" fn(context: *mut ibv_context, pd_handle: u32) -> *mut ibv_pd>,
+    pub modify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>,
+    pub modify_flow_action_esp:
+        Option<unsafe extern "C" fn(action: *mut ibv_flow_action, attr: *mut ibv_flow_action_esp_attr) -> c_int>,
+    pub modify_qp: Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, attr_mask: c_int) -> c_int>,
+    pub modify_qp_rate_limit: Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_rate_limit_attr) -> c_int>,
+    pub modify_srq:
+        Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, srq_attr_mask: c_int) -> c_int>,
+    pub modify_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>,
+    pub open_qp: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_qp_open_attr) -> *mut ibv_qp>,
     pub open_xrcd: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            xrcd_init_attr: *mut ibv_xrcd_init_attr,
-        ) -> *mut ibv_xrcd,
+        unsafe extern "C" fn(context: *mut ibv_context, xrcd_init_attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd,
     >,
-    pub poll_cq:
-        Option<unsafe extern "C" fn(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int>,
-    pub post_recv: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp,
-            wr: *mut ibv_recv_wr,
-            bad_wr: *mut *mut ibv_recv_wr,
-        ) -> c_int,
-    >,
-    pub post_send: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp,
-            wr: *mut ibv_send_wr,
-            bad_wr: *mut *mut ibv_send_wr,
-        ) -> c_int,
-    >,
-    pub post_srq_ops: Option<
-        unsafe extern "C" fn(
-            srq: *mut ibv_srq,
-            op: *mut ibv_ops_wr,
-            bad_op: *mut *mut ibv_ops_wr,
-        ) -> c_int,
-    >,
+    pub poll_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int>,
+    pub post_recv:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int>,
+    pub post_send:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv_send_wr) -> c_int>,
+    pub post_srq_ops:
+        Option<unsafe extern "C" fn(srq: *mut ibv_srq, op: *mut ibv_ops_wr, bad_op: *mut *mut ibv_ops_wr) -> c_int>,
     pub post_srq_recv: Option<
-        unsafe extern "C" fn(
-            srq: *mut ibv_srq,
-            recv_wr: *mut ibv_recv_wr,
-            bad_recv_wr: *mut *mut ibv_recv_wr,
-        ) -> c_int,
+        unsafe extern "C" fn(srq: *mut ibv_srq, recv_wr: *mut ibv_recv_wr, bad_recv_wr: *mut *mut ibv_recv_wr) -> c_int,
     >,
     pub query_device_ex: Option<
         unsafe extern "C" fn(
@@ -521,13 +426,8 @@ pub struct verbs_context_ops {
         ) -> c_int,
     >,
     pub query_ece: Option<unsafe extern "C" fn(qp: *mut ibv_qp, ece: *mut ibv_ece) -> c_int>,
-    pub query_port: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            port_num: u8,
-            port_attr: *mut ibv_port_attr,
-        ) -> c_int,
-    >,
+    pub query_port:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, port_num: u8, port_attr: *mut ibv_port_attr) -> c_int>,
     pub query_qp: Option<
         unsafe extern "C" fn(
             qp: *mut ibv_qp,
@@ -536,13 +436,9 @@ pub struct verbs_context_ops {
             init_attr: *mut ibv_qp_init_attr,
         ) -> c_int,
     >,
-    pub query_qp_data_in_order:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, op: ibv_wr_opcode, flags: u32) -> c_int>,
-    pub query_rt_values: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int,
-    >,
-    pub query_srq:
-        Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr) -> c_int>,
+    pub query_qp_data_in_order: Option<unsafe extern "C" fn(qp: *mut ibv_qp, op: ibv_wr_opcode, flags: u32) -> c_int>,
+    pub query_rt_values: Option<unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int>,
+    pub query_srq: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr) -> c_int>,
     pub read_counters: Option<
         unsafe extern "C" fn(
             counters: *mut ibv_counters,
@@ -579,8 +475,7 @@ pub struct verbs_context_ops {
             access: c_int,
         ) -> *mut ibv_mr,
     >,
-    pub req_notify_cq:
-        Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>,
+    pub req_notify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>,
     pub rereg_mr: Option<
         unsafe extern "C" fn(
             vmr: *mut verbs_mr,
@@ -616,10 +511,7 @@ mod tests {
                 continue;
             }
             let (key, value) = line.rsplit_once(' ').expect("table line without value");
-            map.insert(
-                key.to_string(),
-                value.parse::<i64>().expect("non-numeric value"),
-            );
+            map.insert(key.to_string(), value.parse::<i64>().expect("non-numeric value"));
         }
         map
     }
@@ -834,10 +726,7 @@ mod tests {
             ("create_cq_cmd_flags", size_of::<create_cq_cmd_flags>()),
             ("verbs_qp_mask", size_of::<verbs_qp_mask>()),
             ("ibv_gid_type_sysfs", size_of::<ibv_gid_type_sysfs>()),
-            (
-                "verbs_query_gid_attr_mask",
-                size_of::<verbs_query_gid_attr_mask>(),
-            ),
+            ("verbs_query_gid_attr_mask", size_of::<verbs_query_gid_attr_mask>()),
             ("ibv_mr_type", size_of::<ibv_mr_type>()),
             ("ibv_flow_action_type", size_of::<ibv_flow_action_type>()),
         ] {
@@ -883,18 +772,11 @@ mod tests {
         for (key, got) in measured().into_iter().chain(constants()) {
             match table.get(&key) {
                 None => bad.push(format!("{key}: not in provider_abi.expected")),
-                Some(&want) if want != got => {
-                    bad.push(format!("{key}: expected {want}, got {got}"))
-                }
+                Some(&want) if want != got => bad.push(format!("{key}: expected {want}, got {got}")),
                 Some(_) => {}
             }
         }
-        assert!(
-            bad.is_empty(),
-            "{} mismatches:\n{}",
-            bad.len(),
-            bad.join("\n")
-        );
+        assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
     }
 
     /// Every member the table lists for a mirrored struct is mirrored here
@@ -902,11 +784,7 @@ mod tests {
     /// driver.h enumerator has a constant.
     #[test]
     fn covers_every_member_and_enumerator() {
-        let measured: BTreeSet<String> = measured()
-            .into_iter()
-            .chain(constants())
-            .map(|(k, _)| k)
-            .collect();
+        let measured: BTreeSet<String> = measured().into_iter().chain(constants()).map(|(k, _)| k).collect();
         let structs: BTreeSet<String> = measured
             .iter()
             .filter_map(|k| k.strip_prefix("sizeof struct "))
@@ -914,15 +792,10 @@ mod tests {
             .collect();
         // enumerators that belong to kern-abi.h / cmd_ioctl.h rather than driver.h
         let foreign = |name: &str| {
-            name.starts_with("_ABI_ALIGN_")
-                || name.starts_with("IB_USER_VERBS_CMD_")
-                || name == "_UHW_NO_INDEX"
+            name.starts_with("_ABI_ALIGN_") || name.starts_with("IB_USER_VERBS_CMD_") || name == "_UHW_NO_INDEX"
         };
         let mut missing = Vec::new();
-        for line in TABLE
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        {
+        for line in TABLE.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
             let (key, _) = line.rsplit_once(' ').unwrap();
             let words: Vec<&str> = key.split(' ').collect();
             let wanted = match words.as_slice() {

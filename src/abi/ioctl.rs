@@ -105,7 +105,14 @@ mod tests {
             })
             .collect();
         if let Some(v) = crate::kernel::testutil::c_values(&["string.h"], &exprs) {
-            assert_eq!(v, vec![CMDB_BUFFER_ERROR as i64, CMDB_FALLBACK_REQUIRE_EX as i64, CMDB_FALLBACK_IOCTL_ONLY as i64]);
+            assert_eq!(
+                v,
+                vec![
+                    CMDB_BUFFER_ERROR as i64,
+                    CMDB_FALLBACK_REQUIRE_EX as i64,
+                    CMDB_FALLBACK_IOCTL_ONLY as i64
+                ]
+            );
         }
     }
 }

@@ -172,21 +172,10 @@ pub const IBV_DM_MASK_HANDLE: ibv_dm_mask = 1 << 0;
 pub struct ibv_dm {
     pub context: *mut ibv_context,
     pub memcpy_to_dm: Option<
-        unsafe extern "C" fn(
-            dm: *mut ibv_dm,
-            dm_offset: u64,
-            host_addr: *const c_void,
-            length: size_t,
-        ) -> c_int,
+        unsafe extern "C" fn(dm: *mut ibv_dm, dm_offset: u64, host_addr: *const c_void, length: size_t) -> c_int,
     >,
-    pub memcpy_from_dm: Option<
-        unsafe extern "C" fn(
-            host_addr: *mut c_void,
-            dm: *mut ibv_dm,
-            dm_offset: u64,
-            length: size_t,
-        ) -> c_int,
-    >,
+    pub memcpy_from_dm:
+        Option<unsafe extern "C" fn(host_addr: *mut c_void, dm: *mut ibv_dm, dm_offset: u64, length: size_t) -> c_int>,
     pub comp_mask: u32,
     pub handle: u32,
 }
@@ -1475,66 +1464,33 @@ pub struct ibv_qp_ex {
     pub wr_id: u64,
     /// Bits of `ibv_send_flags`.
     pub wr_flags: c_uint,
-    pub wr_atomic_cmp_swp: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp_ex,
-            rkey: u32,
-            remote_addr: u64,
-            compare: u64,
-            swap: u64,
-        ),
-    >,
-    pub wr_atomic_fetch_add:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, add: u64)>,
+    pub wr_atomic_cmp_swp:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, compare: u64, swap: u64)>,
+    pub wr_atomic_fetch_add: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, add: u64)>,
     pub wr_bind_mw: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp_ex,
-            mw: *mut ibv_mw,
-            rkey: u32,
-            bind_info: *const ibv_mw_bind_info,
-        ),
+        unsafe extern "C" fn(qp: *mut ibv_qp_ex, mw: *mut ibv_mw, rkey: u32, bind_info: *const ibv_mw_bind_info),
     >,
     pub wr_local_inv: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, invalidate_rkey: u32)>,
     pub wr_rdma_read: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64)>,
-    pub wr_rdma_write:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64)>,
-    pub wr_rdma_write_imm: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, imm_data: u32),
-    >,
+    pub wr_rdma_write: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64)>,
+    pub wr_rdma_write_imm: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, imm_data: u32)>,
     pub wr_send: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex)>,
     pub wr_send_imm: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, imm_data: u32)>,
     pub wr_send_inv: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, invalidate_rkey: u32)>,
-    pub wr_send_tso:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, hdr: *mut c_void, hdr_sz: u16, mss: u16)>,
-    pub wr_set_ud_addr: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp_ex,
-            ah: *mut ibv_ah,
-            remote_qpn: u32,
-            remote_qkey: u32,
-        ),
-    >,
+    pub wr_send_tso: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, hdr: *mut c_void, hdr_sz: u16, mss: u16)>,
+    pub wr_set_ud_addr:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, ah: *mut ibv_ah, remote_qpn: u32, remote_qkey: u32)>,
     pub wr_set_xrc_srqn: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, remote_srqn: u32)>,
-    pub wr_set_inline_data:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, addr: *mut c_void, length: size_t)>,
-    pub wr_set_inline_data_list: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp_ex, num_buf: size_t, buf_list: *const ibv_data_buf),
-    >,
-    pub wr_set_sge:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, lkey: u32, addr: u64, length: u32)>,
-    pub wr_set_sge_list:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, num_sge: size_t, sg_list: *const ibv_sge)>,
+    pub wr_set_inline_data: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, addr: *mut c_void, length: size_t)>,
+    pub wr_set_inline_data_list:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, num_buf: size_t, buf_list: *const ibv_data_buf)>,
+    pub wr_set_sge: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, lkey: u32, addr: u64, length: u32)>,
+    pub wr_set_sge_list: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, num_sge: size_t, sg_list: *const ibv_sge)>,
     pub wr_start: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex)>,
     pub wr_complete: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex) -> c_int>,
     pub wr_abort: Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex)>,
-    pub wr_atomic_write: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp_ex,
-            rkey: u32,
-            remote_addr: u64,
-            atomic_wr: *const c_void,
-        ),
-    >,
+    pub wr_atomic_write:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, atomic_wr: *const c_void)>,
 }
 
 /// `struct ibv_ece`: enhanced connection establishment options.
@@ -1607,8 +1563,7 @@ pub struct ibv_cq_ex {
     pub comp_mask: u32,
     pub status: ibv_wc_status,
     pub wr_id: u64,
-    pub start_poll:
-        Option<unsafe extern "C" fn(current: *mut ibv_cq_ex, attr: *mut ibv_poll_cq_attr) -> c_int>,
+    pub start_poll: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex, attr: *mut ibv_poll_cq_attr) -> c_int>,
     pub next_poll: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex) -> c_int>,
     pub end_poll: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex)>,
     pub read_opcode: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex) -> ibv_wc_opcode>,
@@ -1625,8 +1580,7 @@ pub struct ibv_cq_ex {
     pub read_completion_ts: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex) -> u64>,
     pub read_cvlan: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex) -> u16>,
     pub read_flow_tag: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex) -> u32>,
-    pub read_tm_info:
-        Option<unsafe extern "C" fn(current: *mut ibv_cq_ex, tm_info: *mut ibv_wc_tm_info)>,
+    pub read_tm_info: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex, tm_info: *mut ibv_wc_tm_info)>,
     pub read_completion_wallclock_ns: Option<unsafe extern "C" fn(current: *mut ibv_cq_ex) -> u64>,
 }
 
@@ -2000,8 +1954,7 @@ pub struct ibv_flow_action_esp_attr {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct _ibv_device_ops {
-    pub _dummy1:
-        Option<unsafe extern "C" fn(device: *mut ibv_device, cmd_fd: c_int) -> *mut ibv_context>,
+    pub _dummy1: Option<unsafe extern "C" fn(device: *mut ibv_device, cmd_fd: c_int) -> *mut ibv_context>,
     pub _dummy2: Option<unsafe extern "C" fn(context: *mut ibv_context)>,
 }
 
@@ -2041,15 +1994,10 @@ pub type ibv_compat_op_fn = Option<unsafe extern "C" fn() -> *mut c_void>;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct ibv_context_ops {
-    pub _compat_query_device: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, device_attr: *mut ibv_device_attr) -> c_int,
-    >,
+    pub _compat_query_device:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, device_attr: *mut ibv_device_attr) -> c_int>,
     pub _compat_query_port: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            port_num: u8,
-            port_attr: *mut _compat_ibv_port_attr,
-        ) -> c_int,
+        unsafe extern "C" fn(context: *mut ibv_context, port_num: u8, port_attr: *mut _compat_ibv_port_attr) -> c_int,
     >,
     pub _compat_alloc_pd: ibv_compat_op_fn,
     pub _compat_dealloc_pd: ibv_compat_op_fn,
@@ -2057,15 +2005,11 @@ pub struct ibv_context_ops {
     pub _compat_rereg_mr: ibv_compat_op_fn,
     pub _compat_dereg_mr: ibv_compat_op_fn,
     pub alloc_mw: Option<unsafe extern "C" fn(pd: *mut ibv_pd, r#type: ibv_mw_type) -> *mut ibv_mw>,
-    pub bind_mw: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw_bind) -> c_int,
-    >,
+    pub bind_mw: Option<unsafe extern "C" fn(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw_bind) -> c_int>,
     pub dealloc_mw: Option<unsafe extern "C" fn(mw: *mut ibv_mw) -> c_int>,
     pub _compat_create_cq: ibv_compat_op_fn,
-    pub poll_cq:
-        Option<unsafe extern "C" fn(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int>,
-    pub req_notify_cq:
-        Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>,
+    pub poll_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int>,
+    pub req_notify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>,
     pub _compat_cq_event: ibv_compat_op_fn,
     pub _compat_resize_cq: ibv_compat_op_fn,
     pub _compat_destroy_cq: ibv_compat_op_fn,
@@ -2074,30 +2018,16 @@ pub struct ibv_context_ops {
     pub _compat_query_srq: ibv_compat_op_fn,
     pub _compat_destroy_srq: ibv_compat_op_fn,
     pub post_srq_recv: Option<
-        unsafe extern "C" fn(
-            srq: *mut ibv_srq,
-            recv_wr: *mut ibv_recv_wr,
-            bad_recv_wr: *mut *mut ibv_recv_wr,
-        ) -> c_int,
+        unsafe extern "C" fn(srq: *mut ibv_srq, recv_wr: *mut ibv_recv_wr, bad_recv_wr: *mut *mut ibv_recv_wr) -> c_int,
     >,
     pub _compat_create_qp: ibv_compat_op_fn,
     pub _compat_query_qp: ibv_compat_op_fn,
     pub _compat_modify_qp: ibv_compat_op_fn,
     pub _compat_destroy_qp: ibv_compat_op_fn,
-    pub post_send: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp,
-            wr: *mut ibv_send_wr,
-            bad_wr: *mut *mut ibv_send_wr,
-        ) -> c_int,
-    >,
-    pub post_recv: Option<
-        unsafe extern "C" fn(
-            qp: *mut ibv_qp,
-            wr: *mut ibv_recv_wr,
-            bad_wr: *mut *mut ibv_recv_wr,
-        ) -> c_int,
-    >,
+    pub post_send:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv_send_wr) -> c_int>,
+    pub post_recv:
+        Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int>,
     pub _compat_create_ah: ibv_compat_op_fn,
     pub _compat_destroy_ah: ibv_compat_op_fn,
     pub _compat_attach_mcast: ibv_compat_op_fn,
@@ -2175,14 +2105,8 @@ pub struct ibv_parent_domain_init_attr {
             resource_type: u64,
         ) -> *mut c_void,
     >,
-    pub free: Option<
-        unsafe extern "C" fn(
-            pd: *mut ibv_pd,
-            pd_context: *mut c_void,
-            ptr: *mut c_void,
-            resource_type: u64,
-        ),
-    >,
+    pub free:
+        Option<unsafe extern "C" fn(pd: *mut ibv_pd, pd_context: *mut c_void, ptr: *mut c_void, resource_type: u64)>,
     pub pd_context: *mut c_void,
 }
 
@@ -2278,10 +2202,7 @@ pub struct verbs_context {
         ) -> c_int,
     >,
     pub create_counters: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            init_attr: *mut ibv_counters_init_attr,
-        ) -> *mut ibv_counters,
+        unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_counters_init_attr) -> *mut ibv_counters,
     >,
     pub destroy_counters: Option<unsafe extern "C" fn(counters: *mut ibv_counters) -> c_int>,
     pub reg_dm_mr: Option<
@@ -2293,52 +2214,24 @@ pub struct verbs_context {
             access: c_uint,
         ) -> *mut ibv_mr,
     >,
-    pub alloc_dm: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            attr: *mut ibv_alloc_dm_attr,
-        ) -> *mut ibv_dm,
-    >,
+    pub alloc_dm: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm>,
     pub free_dm: Option<unsafe extern "C" fn(dm: *mut ibv_dm) -> c_int>,
-    pub modify_flow_action_esp: Option<
-        unsafe extern "C" fn(
-            action: *mut ibv_flow_action,
-            attr: *mut ibv_flow_action_esp_attr,
-        ) -> c_int,
-    >,
+    pub modify_flow_action_esp:
+        Option<unsafe extern "C" fn(action: *mut ibv_flow_action, attr: *mut ibv_flow_action_esp_attr) -> c_int>,
     pub destroy_flow_action: Option<unsafe extern "C" fn(action: *mut ibv_flow_action) -> c_int>,
     pub create_flow_action_esp: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            attr: *mut ibv_flow_action_esp_attr,
-        ) -> *mut ibv_flow_action,
+        unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_flow_action_esp_attr) -> *mut ibv_flow_action,
     >,
-    pub modify_qp_rate_limit:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_rate_limit_attr) -> c_int>,
-    pub alloc_parent_domain: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            attr: *mut ibv_parent_domain_init_attr,
-        ) -> *mut ibv_pd,
-    >,
+    pub modify_qp_rate_limit: Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_rate_limit_attr) -> c_int>,
+    pub alloc_parent_domain:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd>,
     pub dealloc_td: Option<unsafe extern "C" fn(td: *mut ibv_td) -> c_int>,
-    pub alloc_td: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            init_attr: *mut ibv_td_init_attr,
-        ) -> *mut ibv_td,
-    >,
-    pub modify_cq:
-        Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>,
-    pub post_srq_ops: Option<
-        unsafe extern "C" fn(
-            srq: *mut ibv_srq,
-            op: *mut ibv_ops_wr,
-            bad_op: *mut *mut ibv_ops_wr,
-        ) -> c_int,
-    >,
-    pub destroy_rwq_ind_table:
-        Option<unsafe extern "C" fn(rwq_ind_table: *mut ibv_rwq_ind_table) -> c_int>,
+    pub alloc_td:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_td_init_attr) -> *mut ibv_td>,
+    pub modify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>,
+    pub post_srq_ops:
+        Option<unsafe extern "C" fn(srq: *mut ibv_srq, op: *mut ibv_ops_wr, bad_op: *mut *mut ibv_ops_wr) -> c_int>,
+    pub destroy_rwq_ind_table: Option<unsafe extern "C" fn(rwq_ind_table: *mut ibv_rwq_ind_table) -> c_int>,
     pub create_rwq_ind_table: Option<
         unsafe extern "C" fn(
             context: *mut ibv_context,
@@ -2346,23 +2239,12 @@ pub struct verbs_context {
         ) -> *mut ibv_rwq_ind_table,
     >,
     pub destroy_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq) -> c_int>,
-    pub modify_wq:
-        Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>,
-    pub create_wq: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            wq_init_attr: *mut ibv_wq_init_attr,
-        ) -> *mut ibv_wq,
-    >,
-    pub query_rt_values: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int,
-    >,
-    pub create_cq_ex: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            init_attr: *mut ibv_cq_init_attr_ex,
-        ) -> *mut ibv_cq_ex,
-    >,
+    pub modify_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>,
+    pub create_wq:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, wq_init_attr: *mut ibv_wq_init_attr) -> *mut ibv_wq>,
+    pub query_rt_values: Option<unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int>,
+    pub create_cq_ex:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex>,
     pub r#priv: *mut verbs_ex_private,
     pub query_device_ex: Option<
         unsafe extern "C" fn(
@@ -2375,32 +2257,19 @@ pub struct verbs_context {
     pub ibv_destroy_flow: Option<unsafe extern "C" fn(flow: *mut ibv_flow) -> c_int>,
     /// Unused slot.
     pub ABI_placeholder2: Option<unsafe extern "C" fn()>,
-    pub ibv_create_flow: Option<
-        unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow,
-    >,
+    pub ibv_create_flow: Option<unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow>,
     /// Unused slot.
     pub ABI_placeholder1: Option<unsafe extern "C" fn()>,
-    pub open_qp: Option<
-        unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_qp_open_attr) -> *mut ibv_qp,
-    >,
+    pub open_qp: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_qp_open_attr) -> *mut ibv_qp>,
     pub create_qp_ex: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            qp_init_attr_ex: *mut ibv_qp_init_attr_ex,
-        ) -> *mut ibv_qp,
+        unsafe extern "C" fn(context: *mut ibv_context, qp_init_attr_ex: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp,
     >,
     pub get_srq_num: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_num: *mut u32) -> c_int>,
     pub create_srq_ex: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            srq_init_attr_ex: *mut ibv_srq_init_attr_ex,
-        ) -> *mut ibv_srq,
+        unsafe extern "C" fn(context: *mut ibv_context, srq_init_attr_ex: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq,
     >,
     pub open_xrcd: Option<
-        unsafe extern "C" fn(
-            context: *mut ibv_context,
-            xrcd_init_attr: *mut ibv_xrcd_init_attr,
-        ) -> *mut ibv_xrcd,
+        unsafe extern "C" fn(context: *mut ibv_context, xrcd_init_attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd,
     >,
     pub close_xrcd: Option<unsafe extern "C" fn(xrcd: *mut ibv_xrcd) -> c_int>,
     /// Unused slot.
@@ -2458,8 +2327,7 @@ pub const IB_UVERBS_ACCESS_MW_BIND: ib_uverbs_access_flags = 1 << 4;
 pub const IB_UVERBS_ACCESS_ZERO_BASED: ib_uverbs_access_flags = 1 << 5;
 pub const IB_UVERBS_ACCESS_ON_DEMAND: ib_uverbs_access_flags = 1 << 6;
 pub const IB_UVERBS_ACCESS_HUGETLB: ib_uverbs_access_flags = 1 << 7;
-pub const IB_UVERBS_ACCESS_RELAXED_ORDERING: ib_uverbs_access_flags =
-    IB_UVERBS_ACCESS_OPTIONAL_FIRST;
+pub const IB_UVERBS_ACCESS_RELAXED_ORDERING: ib_uverbs_access_flags = IB_UVERBS_ACCESS_OPTIONAL_FIRST;
 /// Every bit from `..._OPTIONAL_FIRST` through `..._OPTIONAL_LAST`.
 pub const IB_UVERBS_ACCESS_OPTIONAL_RANGE: ib_uverbs_access_flags =
     ((IB_UVERBS_ACCESS_OPTIONAL_LAST << 1) - 1) & !(IB_UVERBS_ACCESS_OPTIONAL_FIRST - 1);
@@ -2693,21 +2561,16 @@ pub struct ib_uverbs_gid_entry {
 
 /// `enum ibv_flow_action_esp_keymat` (= `ib_uverbs_flow_action_esp_keymat`).
 pub type ibv_flow_action_esp_keymat = ib_uverbs_flow_action_esp_keymat;
-pub const IBV_FLOW_ACTION_ESP_KEYMAT_AES_GCM: ibv_flow_action_esp_keymat =
-    IB_UVERBS_FLOW_ACTION_ESP_KEYMAT_AES_GCM;
+pub const IBV_FLOW_ACTION_ESP_KEYMAT_AES_GCM: ibv_flow_action_esp_keymat = IB_UVERBS_FLOW_ACTION_ESP_KEYMAT_AES_GCM;
 /// `enum ibv_flow_action_esp_keymat_aes_gcm_iv_algo`.
-pub type ibv_flow_action_esp_keymat_aes_gcm_iv_algo =
-    ib_uverbs_flow_action_esp_keymat_aes_gcm_iv_algo;
-pub const IBV_FLOW_ACTION_IV_ALGO_SEQ: ibv_flow_action_esp_keymat_aes_gcm_iv_algo =
-    IB_UVERBS_FLOW_ACTION_IV_ALGO_SEQ;
+pub type ibv_flow_action_esp_keymat_aes_gcm_iv_algo = ib_uverbs_flow_action_esp_keymat_aes_gcm_iv_algo;
+pub const IBV_FLOW_ACTION_IV_ALGO_SEQ: ibv_flow_action_esp_keymat_aes_gcm_iv_algo = IB_UVERBS_FLOW_ACTION_IV_ALGO_SEQ;
 /// `struct ibv_flow_action_esp_keymat_aes_gcm`.
 pub type ibv_flow_action_esp_keymat_aes_gcm = ib_uverbs_flow_action_esp_keymat_aes_gcm;
 /// `enum ibv_flow_action_esp_replay`.
 pub type ibv_flow_action_esp_replay = ib_uverbs_flow_action_esp_replay;
-pub const IBV_FLOW_ACTION_ESP_REPLAY_NONE: ibv_flow_action_esp_replay =
-    IB_UVERBS_FLOW_ACTION_ESP_REPLAY_NONE;
-pub const IBV_FLOW_ACTION_ESP_REPLAY_BMP: ibv_flow_action_esp_replay =
-    IB_UVERBS_FLOW_ACTION_ESP_REPLAY_BMP;
+pub const IBV_FLOW_ACTION_ESP_REPLAY_NONE: ibv_flow_action_esp_replay = IB_UVERBS_FLOW_ACTION_ESP_REPLAY_NONE;
+pub const IBV_FLOW_ACTION_ESP_REPLAY_BMP: ibv_flow_action_esp_replay = IB_UVERBS_FLOW_ACTION_ESP_REPLAY_BMP;
 /// `struct ibv_flow_action_esp_replay_bmp`.
 pub type ibv_flow_action_esp_replay_bmp = ib_uverbs_flow_action_esp_replay_bmp;
 /// `enum ibv_flow_action_esp_flags`.
@@ -2716,14 +2579,10 @@ pub const IBV_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO: ibv_flow_action_esp_flags =
     IB_UVERBS_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO;
 pub const IBV_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD: ibv_flow_action_esp_flags =
     IB_UVERBS_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD;
-pub const IBV_FLOW_ACTION_ESP_FLAGS_TUNNEL: ibv_flow_action_esp_flags =
-    IB_UVERBS_FLOW_ACTION_ESP_FLAGS_TUNNEL;
-pub const IBV_FLOW_ACTION_ESP_FLAGS_TRANSPORT: ibv_flow_action_esp_flags =
-    IB_UVERBS_FLOW_ACTION_ESP_FLAGS_TRANSPORT;
-pub const IBV_FLOW_ACTION_ESP_FLAGS_DECRYPT: ibv_flow_action_esp_flags =
-    IB_UVERBS_FLOW_ACTION_ESP_FLAGS_DECRYPT;
-pub const IBV_FLOW_ACTION_ESP_FLAGS_ENCRYPT: ibv_flow_action_esp_flags =
-    IB_UVERBS_FLOW_ACTION_ESP_FLAGS_ENCRYPT;
+pub const IBV_FLOW_ACTION_ESP_FLAGS_TUNNEL: ibv_flow_action_esp_flags = IB_UVERBS_FLOW_ACTION_ESP_FLAGS_TUNNEL;
+pub const IBV_FLOW_ACTION_ESP_FLAGS_TRANSPORT: ibv_flow_action_esp_flags = IB_UVERBS_FLOW_ACTION_ESP_FLAGS_TRANSPORT;
+pub const IBV_FLOW_ACTION_ESP_FLAGS_DECRYPT: ibv_flow_action_esp_flags = IB_UVERBS_FLOW_ACTION_ESP_FLAGS_DECRYPT;
+pub const IBV_FLOW_ACTION_ESP_FLAGS_ENCRYPT: ibv_flow_action_esp_flags = IB_UVERBS_FLOW_ACTION_ESP_FLAGS_ENCRYPT;
 pub const IBV_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW: ibv_flow_action_esp_flags =
     IB_UVERBS_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW;
 /// `struct ibv_flow_action_esp_encap`.
@@ -2734,10 +2593,8 @@ pub type ibv_flow_action_esp = ib_uverbs_flow_action_esp;
 /// `enum ibv_advise_mr_advice`.
 pub type ibv_advise_mr_advice = ib_uverbs_advise_mr_advice;
 pub const IBV_ADVISE_MR_ADVICE_PREFETCH: ibv_advise_mr_advice = IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH;
-pub const IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE: ibv_advise_mr_advice =
-    IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
-pub const IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT: ibv_advise_mr_advice =
-    IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+pub const IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE: ibv_advise_mr_advice = IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+pub const IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT: ibv_advise_mr_advice = IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
 pub const IBV_ADVISE_MR_FLAG_FLUSH: u32 = IB_UVERBS_ADVISE_MR_FLAG_FLUSH;
 
 pub const IBV_QPF_GRH_REQUIRED: u32 = IB_UVERBS_QPF_GRH_REQUIRED;
@@ -2896,11 +2753,7 @@ mod tests {
     /// are checked through that path.
     const ANON: &[(&str, &str, &str)] = &[
         ("ibv_gid_global", "ibv_gid", "global"),
-        (
-            "ibv_odp_caps_per_transport_caps",
-            "ibv_odp_caps",
-            "per_transport_caps",
-        ),
+        ("ibv_odp_caps_per_transport_caps", "ibv_odp_caps", "per_transport_caps"),
         ("ibv_async_event_element", "ibv_async_event", "element"),
         ("ibv_wc_imm", "ibv_wc", "imm"),
         ("ibv_send_wr_imm", "ibv_send_wr", "imm"),
@@ -3384,10 +3237,7 @@ mod tests {
         // Tests run in parallel threads: give every probe its own directory.
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "ibverbs_rs_verbs_probe_{}_{seq}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("ibverbs_rs_verbs_probe_{}_{seq}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let c_file = dir.join("probe.c");
         let exe = dir.join("probe");
@@ -3413,10 +3263,7 @@ mod tests {
         let mut map = BTreeMap::new();
         for line in String::from_utf8(run.stdout).unwrap().lines() {
             let (k, v) = line.rsplit_once(' ').expect("malformed probe output");
-            map.insert(
-                k.to_string(),
-                v.parse::<i64>().expect("malformed probe value"),
-            );
+            map.insert(k.to_string(), v.parse::<i64>().expect("malformed probe value"));
         }
         let _ = std::fs::remove_dir_all(&dir);
         map
@@ -3445,10 +3292,7 @@ mod tests {
             bad.len(),
             bad.join("\n  ")
         );
-        eprintln!(
-            "abi::verbs: {} layout/value checks agree with {VERBS_H}",
-            checks.len()
-        );
+        eprintln!("abi::verbs: {} layout/value checks agree with {VERBS_H}", checks.len());
     }
 
     /// `pub` fields of an aggregate: (name without `r#`, Rust type text).
@@ -3472,9 +3316,7 @@ mod tests {
 
     fn scan_source() -> Defined {
         let text = include_str!("verbs.rs");
-        let text = &text[..text
-            .find("#[cfg(test)]\nmod tests")
-            .expect("test module marker")];
+        let text = &text[..text.find("#[cfg(test)]\nmod tests").expect("test module marker")];
         let mut d = Defined {
             aggregates: BTreeMap::new(),
             aliases: BTreeMap::new(),
@@ -3580,14 +3422,12 @@ mod tests {
             }
         }
         let covered = |t: &str, path: &str| {
-            paths.get(t).is_some_and(|ps| {
-                ps.iter()
-                    .any(|p| p == path || p.starts_with(&format!("{path}.")))
-            })
+            paths
+                .get(t)
+                .is_some_and(|ps| ps.iter().any(|p| p == path || p.starts_with(&format!("{path}."))))
         };
         let mut missing = Vec::new();
-        let anon: BTreeMap<&str, (&str, &str)> =
-            ANON.iter().map(|&(a, t, p)| (a, (t, p))).collect();
+        let anon: BTreeMap<&str, (&str, &str)> = ANON.iter().map(|&(a, t, p)| (a, (t, p))).collect();
         for (name, (_, fields)) in &d.aggregates {
             let fields: Vec<&String> = fields.iter().map(|(f, _)| f).collect();
             if OPAQUE.contains(&name.as_str()) {
@@ -3614,8 +3454,7 @@ mod tests {
             assert!(d.aggregates.contains_key(*a), "ANON lists unknown type {a}");
         }
         for a in d.aliases.keys() {
-            if !enums.contains(a) && !types.contains(a) && !RUST_ONLY_ALIASES.contains(&a.as_str())
-            {
+            if !enums.contains(a) && !types.contains(a) && !RUST_ONLY_ALIASES.contains(&a.as_str()) {
                 missing.push(format!("alias {a}"));
             }
         }
@@ -3684,9 +3523,7 @@ mod tests {
 
     /// `Option<unsafe extern "C" fn(a: A, ..) -> R>` -> `R (*)(A, ..)`.
     fn c_fn_ptr(ty: &str, d: &Defined, enums: &BTreeSet<String>) -> Option<String> {
-        let inner = ty
-            .strip_prefix("Option<unsafe extern \"C\" fn(")?
-            .strip_suffix('>')?;
+        let inner = ty.strip_prefix("Option<unsafe extern \"C\" fn(")?.strip_suffix('>')?;
         let mut depth = 0;
         let mut close = None;
         for (i, ch) in inner.char_indices() {
@@ -3714,10 +3551,7 @@ mod tests {
         let ret = match ret.strip_prefix("->") {
             Some(r) => c_type(r, d, enums),
             None => {
-                assert!(
-                    ret.is_empty(),
-                    "unexpected text after fn pointer parameters: {ret}"
-                );
+                assert!(ret.is_empty(), "unexpected text after fn pointer parameters: {ret}");
                 "void".to_string()
             }
         };
@@ -3748,22 +3582,14 @@ mod tests {
                     _ => ty.clone(),
                 };
                 if let Some(cty) = c_fn_ptr(&ty, &d, &enums) {
-                    assert!(
-                        !ANON.iter().any(|a| a.0 == name),
-                        "fn pointer in anonymous type {name}"
-                    );
+                    assert!(!ANON.iter().any(|a| a.0 == name), "fn pointer in anonymous type {name}");
                     checks.push(Check {
                         key: format!("fnptr {name}.{f}"),
                         rust: 1,
-                        c_expr: format!(
-                            "_Generic(((({kind} {name} *)0)->{f}), {cty}: 1, default: 0)"
-                        ),
+                        c_expr: format!("_Generic(((({kind} {name} *)0)->{f}), {cty}: 1, default: 0)"),
                     });
                 } else {
-                    assert!(
-                        !ty.contains("fn("),
-                        "unrecognised fn pointer type in {name}.{f}: {ty}"
-                    );
+                    assert!(!ty.contains("fn("), "unrecognised fn pointer type in {name}.{f}: {ty}");
                 }
             }
         }

@@ -237,7 +237,11 @@ mod tests {
             let mut fds = [0; 2];
             assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
             let ch = libc::malloc(std::mem::size_of::<ibv_comp_channel>()).cast::<ibv_comp_channel>();
-            ch.write(ibv_comp_channel { context: ctx, fd: fds[0], refcnt: 1 });
+            ch.write(ibv_comp_channel {
+                context: ctx,
+                fd: fds[0],
+                refcnt: 1,
+            });
             assert_eq!(ibv_destroy_comp_channel(ch), libc::EBUSY);
             // A short read from the channel fd is a failure.
             libc::write(fds[1], [1u8; 4].as_ptr().cast(), 4);

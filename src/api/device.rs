@@ -50,11 +50,21 @@ fn is_srq_event(t: ibv_event_type) -> bool {
 /// port number).
 fn event_element(t: ibv_event_type, element: u64) -> ibv_async_event_element {
     match t {
-        IBV_EVENT_CQ_ERR => ibv_async_event_element { cq: element as usize as *mut ibv_cq },
-        t if is_qp_event(t) => ibv_async_event_element { qp: element as usize as *mut ibv_qp },
-        t if is_srq_event(t) => ibv_async_event_element { srq: element as usize as *mut ibv_srq },
-        IBV_EVENT_WQ_FATAL => ibv_async_event_element { wq: element as usize as *mut ibv_wq },
-        _ => ibv_async_event_element { port_num: element as c_int },
+        IBV_EVENT_CQ_ERR => ibv_async_event_element {
+            cq: element as usize as *mut ibv_cq,
+        },
+        t if is_qp_event(t) => ibv_async_event_element {
+            qp: element as usize as *mut ibv_qp,
+        },
+        t if is_srq_event(t) => ibv_async_event_element {
+            srq: element as usize as *mut ibv_srq,
+        },
+        IBV_EVENT_WQ_FATAL => ibv_async_event_element {
+            wq: element as usize as *mut ibv_wq,
+        },
+        _ => ibv_async_event_element {
+            port_num: element as c_int,
+        },
     }
 }
 
@@ -354,7 +364,12 @@ mod tests {
         // SAFETY: reading the member the event type selects.
         unsafe {
             assert_eq!(event_element(IBV_EVENT_CQ_ERR, 0x1000).cq as usize, 0x1000);
-            for t in [IBV_EVENT_QP_FATAL, IBV_EVENT_COMM_EST, IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_PATH_MIG_ERR] {
+            for t in [
+                IBV_EVENT_QP_FATAL,
+                IBV_EVENT_COMM_EST,
+                IBV_EVENT_QP_LAST_WQE_REACHED,
+                IBV_EVENT_PATH_MIG_ERR,
+            ] {
                 assert_eq!(event_element(t, 0x2000).qp as usize, 0x2000);
             }
             assert_eq!(event_element(IBV_EVENT_SRQ_LIMIT_REACHED, 0x3000).srq as usize, 0x3000);
@@ -378,7 +393,10 @@ mod tests {
             assert_eq!(__ibv_query_gid_1_1(null_mut(), 1, 0, null_mut()), -1);
             assert_eq!(__ibv_query_pkey_1_1(null_mut(), 1, 0, null_mut()), -1);
             assert_eq!(ibv_get_pkey_index(null_mut(), 1, 0xffff), -1);
-            assert_eq!(_ibv_query_gid_table(null_mut(), null_mut(), 0, 0, 32), -(libc::EINVAL as isize));
+            assert_eq!(
+                _ibv_query_gid_table(null_mut(), null_mut(), 0, 0, 32),
+                -(libc::EINVAL as isize)
+            );
             __ibv_ack_async_event_1_1(null_mut());
             assert_eq!(__ibv_get_async_event_1_1(null_mut(), null_mut()), -1);
         }

@@ -5,7 +5,7 @@
 use std::os::raw::c_int;
 
 use crate::abi::*;
-use crate::kernel::uapi::{ib_uverbs_ah_attr, ib_uverbs_qp_attr, ib_user_path_rec};
+use crate::kernel::uapi::{ib_user_path_rec, ib_uverbs_ah_attr, ib_uverbs_qp_attr};
 
 /// `struct ibv_sa_path_rec` of `<infiniband/sa.h>` (only these helpers use
 /// it).

@@ -219,7 +219,14 @@ unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, a
 }
 
 /// `ibv_rereg_mr`.
-unsafe fn rereg_mr(mr: *mut ibv_mr, flags: c_int, pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> c_int {
+unsafe fn rereg_mr(
+    mr: *mut ibv_mr,
+    flags: c_int,
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
     let vmr = mr.cast::<verbs_mr>();
     if !rereg_input_ok((*vmr).mr_type, flags, addr.is_null(), length, access) {
         set_errno(libc::EINVAL);
@@ -271,7 +278,10 @@ mod tests {
             assert_eq!(__ibv_dealloc_pd_1_1(null_mut()), libc::EINVAL);
             assert!(__ibv_reg_mr_1_1(null_mut(), null_mut(), 0, 0).is_null());
             assert!(ibv_reg_dmabuf_mr(null_mut(), 0, 0, 0, -1, 0).is_null());
-            assert_eq!(ibv_rereg_mr(null_mut(), 0, null_mut(), null_mut(), 0, 0), IBV_REREG_MR_ERR_INPUT);
+            assert_eq!(
+                ibv_rereg_mr(null_mut(), 0, null_mut(), null_mut(), 0, 0),
+                IBV_REREG_MR_ERR_INPUT
+            );
             assert_eq!(__ibv_dereg_mr_1_1(null_mut()), libc::EINVAL);
             assert!(ibv_import_pd(null_mut(), 1).is_null());
             assert!(ibv_import_dm(null_mut(), 1).is_null());
@@ -290,15 +300,31 @@ mod tests {
         let mr = &mut vmr.ibv_mr as *mut ibv_mr;
         // SAFETY: mr points to a local verbs_mr.
         unsafe {
-            assert_eq!(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD as c_int, null_mut(), null_mut(), 0, 0), IBV_REREG_MR_ERR_INPUT);
-            assert_eq!(crate::ffi::errno(), libc::EINVAL);
-            (*mr.cast::<verbs_mr>()).mr_type = IBV_MR_TYPE_MR;
-            assert_eq!(ibv_rereg_mr(mr, 1 << 5, null_mut(), null_mut(), 0, 0), IBV_REREG_MR_ERR_INPUT);
             assert_eq!(
-                ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION as c_int, null_mut(), null_mut(), 4096, 0),
+                ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD as c_int, null_mut(), null_mut(), 0, 0),
                 IBV_REREG_MR_ERR_INPUT
             );
-            assert_eq!(ibv_rereg_mr(mr, 0, null_mut(), null_mut(), 0, IBV_ACCESS_LOCAL_WRITE as c_int), IBV_REREG_MR_ERR_INPUT);
+            assert_eq!(crate::ffi::errno(), libc::EINVAL);
+            (*mr.cast::<verbs_mr>()).mr_type = IBV_MR_TYPE_MR;
+            assert_eq!(
+                ibv_rereg_mr(mr, 1 << 5, null_mut(), null_mut(), 0, 0),
+                IBV_REREG_MR_ERR_INPUT
+            );
+            assert_eq!(
+                ibv_rereg_mr(
+                    mr,
+                    IBV_REREG_MR_CHANGE_TRANSLATION as c_int,
+                    null_mut(),
+                    null_mut(),
+                    4096,
+                    0
+                ),
+                IBV_REREG_MR_ERR_INPUT
+            );
+            assert_eq!(
+                ibv_rereg_mr(mr, 0, null_mut(), null_mut(), 0, IBV_ACCESS_LOCAL_WRITE as c_int),
+                IBV_REREG_MR_ERR_INPUT
+            );
         }
     }
 }

@@ -10,9 +10,9 @@
 #[allow(unused_imports)]
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
+use crate::abi::*;
 #[allow(unused_imports)]
 use crate::ffi::{set_errno, NOT_SUPPORTED};
-use crate::abi::*;
 
 crate::export! {
     fn _verbs_init_and_alloc_context(device: *mut ibv_device, cmd_fd: c_int, alloc_size: usize, context_offset: *mut verbs_context, driver_id: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] {

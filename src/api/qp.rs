@@ -17,7 +17,12 @@ use super::device::{__ibv_query_gid_1_1, ibv_query_gid_type};
 /// Upstream's `ibv_find_gid_index`: the first index of `port_num`'s GID
 /// table holding `gid` with the given type, or the failure (-1) of the
 /// first query that fails (the end of the table).
-unsafe fn find_gid_index(context: *mut ibv_context, port_num: u8, gid: &ibv_gid, gid_type: ibv_gid_type_sysfs) -> c_int {
+unsafe fn find_gid_index(
+    context: *mut ibv_context,
+    port_num: u8,
+    gid: &ibv_gid,
+    gid_type: ibv_gid_type_sysfs,
+) -> c_int {
     let mut sgid_type: ibv_gid_type_sysfs = 0;
     let mut i: c_int = 0;
     loop {
@@ -353,11 +358,17 @@ mod tests {
             assert_eq!(ibv_query_qp_data_in_order(null_mut(), IBV_WR_SEND, 0), 0);
             assert!(__ibv_create_ah_1_1(null_mut(), null_mut()).is_null());
             assert!(ibv_create_ah_from_wc(null_mut(), null_mut(), null_mut(), 1).is_null());
-            assert_eq!(ibv_init_ah_from_wc(null_mut(), 1, null_mut(), null_mut(), null_mut()), -1);
+            assert_eq!(
+                ibv_init_ah_from_wc(null_mut(), 1, null_mut(), null_mut(), null_mut()),
+                -1
+            );
             assert_eq!(__ibv_destroy_ah_1_1(null_mut()), libc::EINVAL);
             assert_eq!(__ibv_attach_mcast_1_1(null_mut(), std::ptr::null(), 0), libc::EINVAL);
             assert_eq!(__ibv_detach_mcast_1_1(null_mut(), std::ptr::null(), 0), libc::EINVAL);
-            assert_eq!(ibv_resolve_eth_l2_from_gid(null_mut(), null_mut(), null_mut(), null_mut()), -libc::EINVAL);
+            assert_eq!(
+                ibv_resolve_eth_l2_from_gid(null_mut(), null_mut(), null_mut(), null_mut()),
+                -libc::EINVAL
+            );
             assert_eq!(ibv_set_ece(null_mut(), null_mut()), libc::EINVAL);
             assert_eq!(ibv_query_ece(null_mut(), null_mut()), libc::EINVAL);
         }
@@ -381,7 +392,11 @@ mod tests {
         unsafe {
             let mut vqp: verbs_qp = std::mem::zeroed();
             let qp = (&mut vqp as *mut verbs_qp).cast::<ibv_qp>();
-            let mut ece = ibv_ece { vendor_id: 0, options: 0, comp_mask: 0 };
+            let mut ece = ibv_ece {
+                vendor_id: 0,
+                options: 0,
+                comp_mask: 0,
+            };
             assert_eq!(ibv_set_ece(qp, &mut ece), libc::EOPNOTSUPP);
             assert_eq!(crate::ffi::errno(), libc::EOPNOTSUPP);
         }

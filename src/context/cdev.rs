@@ -15,7 +15,10 @@ fn open_checked(path: &str, cdev: u64) -> c_int {
             return -1;
         }
         let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFCHR || (cdev != 0 && st.st_rdev != cdev) {
+        if libc::fstat(fd, &mut st) != 0
+            || (st.st_mode & libc::S_IFMT) != libc::S_IFCHR
+            || (cdev != 0 && st.st_rdev != cdev)
+        {
             libc::close(fd);
             return -1;
         }

@@ -6,15 +6,21 @@
 
 #![allow(unused_variables)]
 
-use std::os::raw::{c_int, c_uint, c_void};
 use libc::size_t;
+use std::os::raw::{c_int, c_uint, c_void};
 
 use crate::abi::*;
 use crate::ffi::set_errno;
 
 const E: c_int = libc::EOPNOTSUPP;
 
-unsafe extern "C" fn advise_mr(_pd: *mut ibv_pd, _advice: ibv_advise_mr_advice, _flags: u32, _sg_list: *mut ibv_sge, _num_sges: u32) -> c_int {
+unsafe extern "C" fn advise_mr(
+    _pd: *mut ibv_pd,
+    _advice: ibv_advise_mr_advice,
+    _flags: u32,
+    _sg_list: *mut ibv_sge,
+    _num_sges: u32,
+) -> c_int {
     E
 }
 
@@ -33,7 +39,10 @@ unsafe extern "C" fn alloc_null_mr(_pd: *mut ibv_pd) -> *mut ibv_mr {
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn alloc_parent_domain(_context: *mut ibv_context, _attr: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd {
+unsafe extern "C" fn alloc_parent_domain(
+    _context: *mut ibv_context,
+    _attr: *mut ibv_parent_domain_init_attr,
+) -> *mut ibv_pd {
     set_errno(E);
     std::ptr::null_mut()
 }
@@ -48,11 +57,13 @@ unsafe extern "C" fn alloc_td(_context: *mut ibv_context, _init_attr: *mut ibv_t
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn async_event(_context: *mut ibv_context, _event: *mut ibv_async_event) {
-    
-}
+unsafe extern "C" fn async_event(_context: *mut ibv_context, _event: *mut ibv_async_event) {}
 
-unsafe extern "C" fn attach_counters_point_flow(_counters: *mut ibv_counters, _attr: *mut ibv_counter_attach_attr, _flow: *mut ibv_flow) -> c_int {
+unsafe extern "C" fn attach_counters_point_flow(
+    _counters: *mut ibv_counters,
+    _attr: *mut ibv_counter_attach_attr,
+    _flow: *mut ibv_flow,
+) -> c_int {
     E
 }
 
@@ -68,21 +79,27 @@ unsafe extern "C" fn close_xrcd(_xrcd: *mut ibv_xrcd) -> c_int {
     E
 }
 
-unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {
-    
-}
+unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {}
 
 unsafe extern "C" fn create_ah(_pd: *mut ibv_pd, _attr: *mut ibv_ah_attr) -> *mut ibv_ah {
     set_errno(E);
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn create_counters(_context: *mut ibv_context, _init_attr: *mut ibv_counters_init_attr) -> *mut ibv_counters {
+unsafe extern "C" fn create_counters(
+    _context: *mut ibv_context,
+    _init_attr: *mut ibv_counters_init_attr,
+) -> *mut ibv_counters {
     set_errno(E);
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn create_cq(_context: *mut ibv_context, _cqe: c_int, _channel: *mut ibv_comp_channel, _comp_vector: c_int) -> *mut ibv_cq {
+unsafe extern "C" fn create_cq(
+    _context: *mut ibv_context,
+    _cqe: c_int,
+    _channel: *mut ibv_comp_channel,
+    _comp_vector: c_int,
+) -> *mut ibv_cq {
     set_errno(E);
     std::ptr::null_mut()
 }
@@ -97,7 +114,10 @@ unsafe extern "C" fn create_flow(_qp: *mut ibv_qp, _flow_attr: *mut ibv_flow_att
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn create_flow_action_esp(_context: *mut ibv_context, _attr: *mut ibv_flow_action_esp_attr) -> *mut ibv_flow_action {
+unsafe extern "C" fn create_flow_action_esp(
+    _context: *mut ibv_context,
+    _attr: *mut ibv_flow_action_esp_attr,
+) -> *mut ibv_flow_action {
     set_errno(E);
     std::ptr::null_mut()
 }
@@ -107,12 +127,18 @@ unsafe extern "C" fn create_qp(_pd: *mut ibv_pd, _attr: *mut ibv_qp_init_attr) -
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn create_qp_ex(_context: *mut ibv_context, _qp_init_attr_ex: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
+unsafe extern "C" fn create_qp_ex(
+    _context: *mut ibv_context,
+    _qp_init_attr_ex: *mut ibv_qp_init_attr_ex,
+) -> *mut ibv_qp {
     set_errno(E);
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn create_rwq_ind_table(_context: *mut ibv_context, _init_attr: *mut ibv_rwq_ind_table_init_attr) -> *mut ibv_rwq_ind_table {
+unsafe extern "C" fn create_rwq_ind_table(
+    _context: *mut ibv_context,
+    _init_attr: *mut ibv_rwq_ind_table_init_attr,
+) -> *mut ibv_rwq_ind_table {
     set_errno(E);
     std::ptr::null_mut()
 }
@@ -122,7 +148,10 @@ unsafe extern "C" fn create_srq(_pd: *mut ibv_pd, _srq_init_attr: *mut ibv_srq_i
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn create_srq_ex(_context: *mut ibv_context, _srq_init_attr_ex: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
+unsafe extern "C" fn create_srq_ex(
+    _context: *mut ibv_context,
+    _srq_init_attr_ex: *mut ibv_srq_init_attr_ex,
+) -> *mut ibv_srq {
     set_errno(E);
     std::ptr::null_mut()
 }
@@ -188,9 +217,7 @@ unsafe extern "C" fn detach_mcast(_qp: *mut ibv_qp, _gid: *const ibv_gid, _lid: 
     E
 }
 
-unsafe extern "C" fn free_context(_context: *mut ibv_context) {
-    
-}
+unsafe extern "C" fn free_context(_context: *mut ibv_context) {}
 
 unsafe extern "C" fn free_dm(_dm: *mut ibv_dm) -> c_int {
     E
@@ -219,7 +246,10 @@ unsafe extern "C" fn modify_cq(_cq: *mut ibv_cq, _attr: *mut ibv_modify_cq_attr)
     E
 }
 
-unsafe extern "C" fn modify_flow_action_esp(_action: *mut ibv_flow_action, _attr: *mut ibv_flow_action_esp_attr) -> c_int {
+unsafe extern "C" fn modify_flow_action_esp(
+    _action: *mut ibv_flow_action,
+    _attr: *mut ibv_flow_action_esp_attr,
+) -> c_int {
     E
 }
 
@@ -265,11 +295,20 @@ unsafe extern "C" fn post_srq_ops(_srq: *mut ibv_srq, _op: *mut ibv_ops_wr, _bad
     E
 }
 
-unsafe extern "C" fn post_srq_recv(_srq: *mut ibv_srq, _recv_wr: *mut ibv_recv_wr, _bad_recv_wr: *mut *mut ibv_recv_wr) -> c_int {
+unsafe extern "C" fn post_srq_recv(
+    _srq: *mut ibv_srq,
+    _recv_wr: *mut ibv_recv_wr,
+    _bad_recv_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
     E
 }
 
-unsafe extern "C" fn query_device_ex(_context: *mut ibv_context, _input: *const ibv_query_device_ex_input, _attr: *mut ibv_device_attr_ex, _attr_size: size_t) -> c_int {
+unsafe extern "C" fn query_device_ex(
+    _context: *mut ibv_context,
+    _input: *const ibv_query_device_ex_input,
+    _attr: *mut ibv_device_attr_ex,
+    _attr_size: size_t,
+) -> c_int {
     E
 }
 
@@ -281,7 +320,12 @@ unsafe extern "C" fn query_port(_context: *mut ibv_context, _port_num: u8, _port
     E
 }
 
-unsafe extern "C" fn query_qp(_qp: *mut ibv_qp, _attr: *mut ibv_qp_attr, _attr_mask: c_int, _init_attr: *mut ibv_qp_init_attr) -> c_int {
+unsafe extern "C" fn query_qp(
+    _qp: *mut ibv_qp,
+    _attr: *mut ibv_qp_attr,
+    _attr_mask: c_int,
+    _init_attr: *mut ibv_qp_init_attr,
+) -> c_int {
     E
 }
 
@@ -297,21 +341,45 @@ unsafe extern "C" fn query_srq(_srq: *mut ibv_srq, _srq_attr: *mut ibv_srq_attr)
     E
 }
 
-unsafe extern "C" fn read_counters(_counters: *mut ibv_counters, _counters_value: *mut u64, _ncounters: u32, _flags: u32) -> c_int {
+unsafe extern "C" fn read_counters(
+    _counters: *mut ibv_counters,
+    _counters_value: *mut u64,
+    _ncounters: u32,
+    _flags: u32,
+) -> c_int {
     E
 }
 
-unsafe extern "C" fn reg_dm_mr(_pd: *mut ibv_pd, _dm: *mut ibv_dm, _dm_offset: u64, _length: size_t, _access: c_uint) -> *mut ibv_mr {
+unsafe extern "C" fn reg_dm_mr(
+    _pd: *mut ibv_pd,
+    _dm: *mut ibv_dm,
+    _dm_offset: u64,
+    _length: size_t,
+    _access: c_uint,
+) -> *mut ibv_mr {
     set_errno(E);
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn reg_dmabuf_mr(_pd: *mut ibv_pd, _offset: u64, _length: size_t, _iova: u64, _fd: c_int, _access: c_int) -> *mut ibv_mr {
+unsafe extern "C" fn reg_dmabuf_mr(
+    _pd: *mut ibv_pd,
+    _offset: u64,
+    _length: size_t,
+    _iova: u64,
+    _fd: c_int,
+    _access: c_int,
+) -> *mut ibv_mr {
     set_errno(E);
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn reg_mr(_pd: *mut ibv_pd, _addr: *mut c_void, _length: size_t, _hca_va: u64, _access: c_int) -> *mut ibv_mr {
+unsafe extern "C" fn reg_mr(
+    _pd: *mut ibv_pd,
+    _addr: *mut c_void,
+    _length: size_t,
+    _hca_va: u64,
+    _access: c_int,
+) -> *mut ibv_mr {
     set_errno(E);
     std::ptr::null_mut()
 }
@@ -320,7 +388,14 @@ unsafe extern "C" fn req_notify_cq(_cq: *mut ibv_cq, _solicited_only: c_int) -> 
     E
 }
 
-unsafe extern "C" fn rereg_mr(_vmr: *mut verbs_mr, _flags: c_int, _pd: *mut ibv_pd, _addr: *mut c_void, _length: size_t, _access: c_int) -> c_int {
+unsafe extern "C" fn rereg_mr(
+    _vmr: *mut verbs_mr,
+    _flags: c_int,
+    _pd: *mut ibv_pd,
+    _addr: *mut c_void,
+    _length: size_t,
+    _access: c_int,
+) -> c_int {
     set_errno(E);
     IBV_REREG_MR_ERR_INPUT as c_int
 }
@@ -333,17 +408,11 @@ unsafe extern "C" fn set_ece(_qp: *mut ibv_qp, _ece: *mut ibv_ece) -> c_int {
     E
 }
 
-unsafe extern "C" fn unimport_dm(_dm: *mut ibv_dm) {
-    
-}
+unsafe extern "C" fn unimport_dm(_dm: *mut ibv_dm) {}
 
-unsafe extern "C" fn unimport_mr(_mr: *mut ibv_mr) {
-    
-}
+unsafe extern "C" fn unimport_mr(_mr: *mut ibv_mr) {}
 
-unsafe extern "C" fn unimport_pd(_pd: *mut ibv_pd) {
-    
-}
+unsafe extern "C" fn unimport_pd(_pd: *mut ibv_pd) {}
 
 /// The default op table.
 pub static DUMMY_OPS: verbs_context_ops = verbs_context_ops {

@@ -48,7 +48,9 @@ impl ContextPrivate {
 /// # Safety
 /// `ctx` must be a context created through `_verbs_init_and_alloc_context`.
 pub unsafe fn vctx_of(ctx: *mut ibv_context) -> *mut verbs_context {
-    ctx.cast::<u8>().sub(std::mem::offset_of!(verbs_context, context)).cast()
+    ctx.cast::<u8>()
+        .sub(std::mem::offset_of!(verbs_context, context))
+        .cast()
 }
 
 /// The private part of a context.
@@ -122,7 +124,13 @@ pub unsafe fn uninit_context(vctx: *mut verbs_context) {
 ///
 /// # Safety
 /// Called by providers with their own layout facts.
-pub unsafe fn init_and_alloc(device: *mut ibv_device, cmd_fd: c_int, alloc_size: usize, context_offset: usize, driver_id: u32) -> *mut c_void {
+pub unsafe fn init_and_alloc(
+    device: *mut ibv_device,
+    cmd_fd: c_int,
+    alloc_size: usize,
+    context_offset: usize,
+    driver_id: u32,
+) -> *mut c_void {
     let size = alloc_size.max(context_offset + std::mem::size_of::<verbs_context>());
     let drv = libc::calloc(1, size);
     if drv.is_null() {
@@ -165,28 +173,72 @@ macro_rules! set_ops_impl {
 
 /// Sets `ctxops._compat_<name>` to the op's address (type-erased).
 macro_rules! paste_compat {
-    ($ctxops:ident, alloc_pd, $f:ident) => { $ctxops._compat_alloc_pd = compat_fn($f as *const ()) };
-    ($ctxops:ident, async_event, $f:ident) => { $ctxops._compat_async_event = compat_fn($f as *const ()) };
-    ($ctxops:ident, attach_mcast, $f:ident) => { $ctxops._compat_attach_mcast = compat_fn($f as *const ()) };
-    ($ctxops:ident, cq_event, $f:ident) => { $ctxops._compat_cq_event = compat_fn($f as *const ()) };
-    ($ctxops:ident, create_ah, $f:ident) => { $ctxops._compat_create_ah = compat_fn($f as *const ()) };
-    ($ctxops:ident, create_cq, $f:ident) => { $ctxops._compat_create_cq = compat_fn($f as *const ()) };
-    ($ctxops:ident, create_qp, $f:ident) => { $ctxops._compat_create_qp = compat_fn($f as *const ()) };
-    ($ctxops:ident, create_srq, $f:ident) => { $ctxops._compat_create_srq = compat_fn($f as *const ()) };
-    ($ctxops:ident, dealloc_pd, $f:ident) => { $ctxops._compat_dealloc_pd = compat_fn($f as *const ()) };
-    ($ctxops:ident, dereg_mr, $f:ident) => { $ctxops._compat_dereg_mr = compat_fn($f as *const ()) };
-    ($ctxops:ident, destroy_ah, $f:ident) => { $ctxops._compat_destroy_ah = compat_fn($f as *const ()) };
-    ($ctxops:ident, destroy_cq, $f:ident) => { $ctxops._compat_destroy_cq = compat_fn($f as *const ()) };
-    ($ctxops:ident, destroy_qp, $f:ident) => { $ctxops._compat_destroy_qp = compat_fn($f as *const ()) };
-    ($ctxops:ident, destroy_srq, $f:ident) => { $ctxops._compat_destroy_srq = compat_fn($f as *const ()) };
-    ($ctxops:ident, detach_mcast, $f:ident) => { $ctxops._compat_detach_mcast = compat_fn($f as *const ()) };
-    ($ctxops:ident, modify_qp, $f:ident) => { $ctxops._compat_modify_qp = compat_fn($f as *const ()) };
-    ($ctxops:ident, modify_srq, $f:ident) => { $ctxops._compat_modify_srq = compat_fn($f as *const ()) };
-    ($ctxops:ident, query_qp, $f:ident) => { $ctxops._compat_query_qp = compat_fn($f as *const ()) };
-    ($ctxops:ident, query_srq, $f:ident) => { $ctxops._compat_query_srq = compat_fn($f as *const ()) };
-    ($ctxops:ident, reg_mr, $f:ident) => { $ctxops._compat_reg_mr = compat_fn($f as *const ()) };
-    ($ctxops:ident, rereg_mr, $f:ident) => { $ctxops._compat_rereg_mr = compat_fn($f as *const ()) };
-    ($ctxops:ident, resize_cq, $f:ident) => { $ctxops._compat_resize_cq = compat_fn($f as *const ()) };
+    ($ctxops:ident, alloc_pd, $f:ident) => {
+        $ctxops._compat_alloc_pd = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, async_event, $f:ident) => {
+        $ctxops._compat_async_event = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, attach_mcast, $f:ident) => {
+        $ctxops._compat_attach_mcast = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, cq_event, $f:ident) => {
+        $ctxops._compat_cq_event = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, create_ah, $f:ident) => {
+        $ctxops._compat_create_ah = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, create_cq, $f:ident) => {
+        $ctxops._compat_create_cq = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, create_qp, $f:ident) => {
+        $ctxops._compat_create_qp = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, create_srq, $f:ident) => {
+        $ctxops._compat_create_srq = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, dealloc_pd, $f:ident) => {
+        $ctxops._compat_dealloc_pd = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, dereg_mr, $f:ident) => {
+        $ctxops._compat_dereg_mr = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, destroy_ah, $f:ident) => {
+        $ctxops._compat_destroy_ah = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, destroy_cq, $f:ident) => {
+        $ctxops._compat_destroy_cq = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, destroy_qp, $f:ident) => {
+        $ctxops._compat_destroy_qp = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, destroy_srq, $f:ident) => {
+        $ctxops._compat_destroy_srq = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, detach_mcast, $f:ident) => {
+        $ctxops._compat_detach_mcast = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, modify_qp, $f:ident) => {
+        $ctxops._compat_modify_qp = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, modify_srq, $f:ident) => {
+        $ctxops._compat_modify_srq = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, query_qp, $f:ident) => {
+        $ctxops._compat_query_qp = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, query_srq, $f:ident) => {
+        $ctxops._compat_query_srq = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, reg_mr, $f:ident) => {
+        $ctxops._compat_reg_mr = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, rereg_mr, $f:ident) => {
+        $ctxops._compat_rereg_mr = compat_fn($f as *const ())
+    };
+    ($ctxops:ident, resize_cq, $f:ident) => {
+        $ctxops._compat_resize_cq = compat_fn($f as *const ())
+    };
 }
 
 fn compat_fn(p: *const ()) -> ibv_compat_op_fn {

@@ -12,7 +12,12 @@ use crate::ffi::set_errno;
 /// # Safety
 /// `cq` points to a provider-allocated CQ; `channel` is NULL or a channel of
 /// `context`.
-pub unsafe fn init_cq(cq: *mut ibv_cq, context: *mut ibv_context, channel: *mut ibv_comp_channel, cq_context: *mut c_void) {
+pub unsafe fn init_cq(
+    cq: *mut ibv_cq,
+    context: *mut ibv_context,
+    channel: *mut ibv_comp_channel,
+    cq_context: *mut c_void,
+) {
     (*cq).context = context;
     (*cq).channel = channel;
     if !channel.is_null() {
@@ -49,9 +54,16 @@ unsafe extern "C" fn lib_create_cq_ex(context: *mut ibv_context, attr: *mut ibv_
 
 /// `verbs_context.query_port`: hides the size of the caller's
 /// `ibv_port_attr` (older binaries have a shorter one) from the provider.
-pub unsafe extern "C" fn lib_query_port(context: *mut ibv_context, port_num: u8, port_attr: *mut ibv_port_attr, len: usize) -> c_int {
+pub unsafe extern "C" fn lib_query_port(
+    context: *mut ibv_context,
+    port_num: u8,
+    port_attr: *mut ibv_port_attr,
+    len: usize,
+) -> c_int {
     crate::ffi::guard(libc::EIO, || {
-        let Some(q) = ops_of(context).query_port else { return libc::EOPNOTSUPP };
+        let Some(q) = ops_of(context).query_port else {
+            return libc::EOPNOTSUPP;
+        };
         if len < std::mem::size_of::<ibv_port_attr>() {
             let mut tmp: ibv_port_attr = std::mem::zeroed();
             let rc = q(context, port_num, &mut tmp);
@@ -88,6 +100,10 @@ pub unsafe fn set_lib_ops(vctx: *mut verbs_context) {
     ctxops._compat_query_device = Some(__ibv_query_device_1_1);
     // Binaries built against libibverbs 1.1.8 look for the flow entry points
     // in these two slots.
-    (*vctx).ABI_placeholder1 = (*vctx).ibv_create_flow.map(|f| std::mem::transmute::<_, unsafe extern "C" fn()>(f));
-    (*vctx).ABI_placeholder2 = (*vctx).ibv_destroy_flow.map(|f| std::mem::transmute::<_, unsafe extern "C" fn()>(f));
+    (*vctx).ABI_placeholder1 = (*vctx)
+        .ibv_create_flow
+        .map(|f| std::mem::transmute::<_, unsafe extern "C" fn()>(f));
+    (*vctx).ABI_placeholder2 = (*vctx)
+        .ibv_destroy_flow
+        .map(|f| std::mem::transmute::<_, unsafe extern "C" fn()>(f));
 }

@@ -19,14 +19,22 @@ pub fn create() -> c_int {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return -1;
     }
-    WRITERS.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashMap::new).insert(fds[0], fds[1]);
+    WRITERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(fds[0], fds[1]);
     fds[0]
 }
 
 /// Closes the library's write end of a software channel (no-op for kernel
 /// channels).
 pub fn destroy(read_fd: c_int) {
-    let w = WRITERS.lock().unwrap_or_else(|p| p.into_inner()).as_mut().and_then(|m| m.remove(&read_fd));
+    let w = WRITERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()
+        .and_then(|m| m.remove(&read_fd));
     if let Some(w) = w {
         // SAFETY: our own descriptor.
         unsafe { libc::close(w) };

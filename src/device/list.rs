@@ -118,7 +118,11 @@ pub fn update(
     }
     for d in found {
         if crate::env::get("IBV_SHOW_WARNINGS").is_some() {
-            eprint!("{}Warning: no userspace device-specific driver found for {}\n", super::PFX, d.ibdev_name());
+            eprint!(
+                "{}Warning: no userspace device-specific driver found for {}\n",
+                super::PFX,
+                d.ibdev_name()
+            );
         }
         crate::log::log(
             crate::log::LEVEL_INFO,

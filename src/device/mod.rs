@@ -52,8 +52,13 @@ struct State {
     list: list::List,
 }
 
-static STATE: Mutex<State> =
-    Mutex::new(State { initialized: false, list: list::List { devices: std::collections::VecDeque::new(), drivers_loaded: false } });
+static STATE: Mutex<State> = Mutex::new(State {
+    initialized: false,
+    list: list::List {
+        devices: std::collections::VecDeque::new(),
+        drivers_loaded: false,
+    },
+});
 
 /// Upstream's `ibverbs_init`, run once before the first discovery.
 fn init_once() {
@@ -62,8 +67,8 @@ fn init_once() {
             eprint!("{PFX}Warning: fork()-safety requested but init failed\n");
         }
     }
-    let allow = crate::env::is_enabled("RDMAV_ALLOW_DISASSOC_DESTROY")
-        || crate::env::is_enabled("MLX4_DEVICE_FATAL_CLEANUP");
+    let allow =
+        crate::env::is_enabled("RDMAV_ALLOW_DISASSOC_DESTROY") || crate::env::is_enabled("MLX4_DEVICE_FATAL_CLEANUP");
     // SAFETY: written once under the list lock before any provider runs.
     unsafe { *std::ptr::addr_of_mut!(verbs_allow_disassociate_destroy) = allow };
     let _ = crate::sysfs::path();
@@ -135,7 +140,12 @@ pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
     for d in soft {
         found.push_front(d);
     }
-    list::update(&mut st.list, found, &crate::provider::registered, &mut crate::provider::load::load_drivers);
+    list::update(
+        &mut st.list,
+        found,
+        &crate::provider::registered,
+        &mut crate::provider::load::load_drivers,
+    );
     let out: Vec<*mut ibv_device> = st.list.devices.iter().map(|d| d.0.cast::<ibv_device>()).collect();
     for &d in &out {
         // SAFETY: listed devices are live.

@@ -42,7 +42,8 @@ impl Kernel {
 
 impl Transport for Kernel {
     fn get_devices(&mut self, f: &mut Callback<'_>) -> Result<(), i32> {
-        self.0.send(nl::nl_type(nl::RDMA_NL_NLDEV, nl::RDMA_NLDEV_CMD_GET), true, &[])?;
+        self.0
+            .send(nl::nl_type(nl::RDMA_NL_NLDEV, nl::RDMA_NLDEV_CMD_GET), true, &[])?;
         self.0.collect(|_, attrs| f(attrs))
     }
 
@@ -55,7 +56,11 @@ impl Transport for Kernel {
             attrs.push((nl::RDMA_NLDEV_ATTR_DEV_INDEX, &idx_b));
         }
         attrs.push((nl::RDMA_NLDEV_ATTR_CHARDEV_TYPE, &ty));
-        self.0.send(nl::nl_type(nl::RDMA_NL_NLDEV, nl::RDMA_NLDEV_CMD_GET_CHARDEV), false, &attrs)?;
+        self.0.send(
+            nl::nl_type(nl::RDMA_NL_NLDEV, nl::RDMA_NLDEV_CMD_GET_CHARDEV),
+            false,
+            &attrs,
+        )?;
         self.0.collect(|_, attrs| f(attrs))
     }
 }
@@ -119,7 +124,12 @@ pub fn device_from_attrs(attrs: &[Attr<'_>]) -> Result<SysfsDev, i32> {
     if !set_cstr(&mut d.ibdev_name, nla_str(name)) {
         return Err(PARSE_ERR);
     }
-    let path = [record::sysfs_root(), b"/class/infiniband/", record::cbytes(&d.ibdev_name)].concat();
+    let path = [
+        record::sysfs_root(),
+        b"/class/infiniband/",
+        record::cbytes(&d.ibdev_name),
+    ]
+    .concat();
     if !set_cstr(&mut d.ibdev_path, &path) {
         return Err(PARSE_ERR);
     }
@@ -150,7 +160,9 @@ pub fn chardev_from_attrs(attrs: &[Attr<'_>], dev: &mut SysfsDev) -> Result<(), 
     super::set_abi_ver(6);
     let d = dev.get_mut();
     d.abi_ver = abi_a.u64().unwrap_or(0) as u32;
-    d.driver_id = get(nl::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID).and_then(|a| a.u32()).unwrap_or(RDMA_DRIVER_UNKNOWN);
+    d.driver_id = get(nl::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID)
+        .and_then(|a| a.u32())
+        .unwrap_or(RDMA_DRIVER_UNKNOWN);
     d.sysfs_cdev = decode_cdev(cdev.u64().unwrap_or(0));
     if !set_cstr(&mut d.sysfs_name, nla_str(name)) {
         return Err(PARSE_ERR);
@@ -185,7 +197,11 @@ pub fn find_with(t: &mut dyn Transport, steps: Steps<'_>) -> Result<VecDeque<Sys
     if let Err(e) = r {
         crate::log::log(
             crate::log::LEVEL_DEBUG,
-            format_args!("{}netlink device dump failed ({}), using sysfs\n", super::PFX, std::io::Error::from_raw_os_error(e)),
+            format_args!(
+                "{}netlink device dump failed ({}), using sysfs\n",
+                super::PFX,
+                std::io::Error::from_raw_os_error(e)
+            ),
         );
         return Err(libc::EINVAL);
     }
@@ -197,7 +213,11 @@ pub fn find_with(t: &mut dyn Transport, steps: Steps<'_>) -> Result<VecDeque<Sys
         } else if !found {
             crate::log::log(
                 crate::log::LEVEL_INFO,
-                format_args!("{}dropping device {}: no uverbs char device found\n", super::PFX, dev.ibdev_name()),
+                format_args!(
+                    "{}dropping device {}: no uverbs char device found\n",
+                    super::PFX,
+                    dev.ibdev_name()
+                ),
             );
         }
     }
@@ -209,13 +229,20 @@ pub fn find() -> Result<VecDeque<SysfsDev>, i32> {
     let mut k = Kernel::open().map_err(|e| {
         crate::log::log(
             crate::log::LEVEL_DEBUG,
-            format_args!("{}no RDMA netlink ({}), using sysfs\n", super::PFX, std::io::Error::from_raw_os_error(e)),
+            format_args!(
+                "{}no RDMA netlink ({}), using sysfs\n",
+                super::PFX,
+                std::io::Error::from_raw_os_error(e)
+            ),
         );
         libc::EOPNOTSUPP
     })?;
     find_with(
         &mut k,
-        Steps { uverbs_sysfs: &mut super::sysfs::find_uverbs_under_ibdev, access: &mut super::sysfs::try_access_device },
+        Steps {
+            uverbs_sysfs: &mut super::sysfs::find_uverbs_under_ibdev,
+            access: &mut super::sysfs::try_access_device,
+        },
     )
 }
 
@@ -241,7 +268,10 @@ impl Transport for Canned<'_> {
 pub fn discover_from_bytes(devices: &[u8], chardev: &[u8]) -> Result<Vec<SysfsDev>, i32> {
     let cd = |_: i32| chardev.to_vec();
     let mut t = Canned { devices, chardev: &cd };
-    let steps = Steps { uverbs_sysfs: &mut |_| Err(libc::ENOENT), access: &mut |_| Ok(()) };
+    let steps = Steps {
+        uverbs_sysfs: &mut |_| Err(libc::ENOENT),
+        access: &mut |_| Ok(()),
+    };
     find_with(&mut t, steps).map(Vec::from)
 }
 

@@ -206,7 +206,13 @@ fn scan_u(s: &[u8]) -> Option<(u32, usize)> {
     if i == start {
         return None;
     }
-    let v = if overflow { u64::MAX } else if neg { v.wrapping_neg() } else { v };
+    let v = if overflow {
+        u64::MAX
+    } else if neg {
+        v.wrapping_neg()
+    } else {
+        v
+    };
     Some((v as u32, i))
 }
 

@@ -65,7 +65,11 @@ pub fn user_dir() -> Option<PathBuf> {
     let rt = crate::env::get("XDG_RUNTIME_DIR")
         .map(|v| PathBuf::from(v.to_string_lossy().into_owned()))
         .filter(|p| p.is_absolute())
-        .filter(|p| std::fs::metadata(p).map(|m| m.is_dir() && m.uid() == uid).unwrap_or(false))
+        .filter(|p| {
+            std::fs::metadata(p)
+                .map(|m| m.is_dir() && m.uid() == uid)
+                .unwrap_or(false)
+        })
         .unwrap_or_else(|| PathBuf::from("/tmp"));
     let dir = rt.join(format!("ibverbs-soft-{uid}"));
     if !dir.exists() {
@@ -99,7 +103,9 @@ pub fn requested() -> Vec<SoftDevice> {
     if crate::env::is_setuid() {
         return Vec::new();
     }
-    let Some(v) = crate::env::get(ENV) else { return Vec::new() };
+    let Some(v) = crate::env::get(ENV) else {
+        return Vec::new();
+    };
     let names = requested_names(&v.to_string_lossy());
     if names.is_empty() {
         return Vec::new();
@@ -117,7 +123,11 @@ pub fn requested() -> Vec<SoftDevice> {
                 return None;
             }
             let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
-            Some(SoftDevice { modalias: format!("swrdma:{name}"), ibdev_path: p, name })
+            Some(SoftDevice {
+                modalias: format!("swrdma:{name}"),
+                ibdev_path: p,
+                name,
+            })
         })
         .collect()
 }

@@ -92,7 +92,10 @@ pub fn stat_mtime(path: &[u8]) -> Result<libc::timespec, i32> {
     if unsafe { libc::stat(c.as_ptr(), &mut st) } != 0 {
         return Err(crate::ffi::errno());
     }
-    Ok(libc::timespec { tv_sec: st.st_mtime, tv_nsec: st.st_mtime_nsec })
+    Ok(libc::timespec {
+        tv_sec: st.st_mtime,
+        tv_nsec: st.st_mtime_nsec,
+    })
 }
 
 /// Upstream's `try_access_device`: `stat("/dev/infiniband/<uverbsN>")`.
@@ -126,8 +129,12 @@ pub fn setup_uverbs(uv: &OwnedFd, uverbs: &[u8], dev: &mut SysfsDev) -> bool {
         Ok(t) => d.time_created = t,
         Err(_) => return false,
     }
-    let Some(v) = read_at(Some(uv), b"dev", 32) else { return false };
-    let Some((major, minor)) = record::parse_dev(&v) else { return false };
+    let Some(v) = read_at(Some(uv), b"dev", 32) else {
+        return false;
+    };
+    let Some((major, minor)) = record::parse_dev(&v) else {
+        return false;
+    };
     d.sysfs_cdev = libc::makedev(major, minor);
     if let Some(v) = read_at(Some(uv), b"abi_version", 32) {
         if !v.is_empty() {
@@ -147,7 +154,14 @@ fn setup_dev(class: &OwnedFd, uverbs: &[u8]) -> Option<SysfsDev> {
     {
         let d = dev.get_mut();
         set_cstr(&mut d.ibdev_name, &ibdev);
-        let p = join_checked(&[record::sysfs_root(), b"/class/infiniband/", record::cbytes(&d.ibdev_name)], PATH_MAX)?;
+        let p = join_checked(
+            &[
+                record::sysfs_root(),
+                b"/class/infiniband/",
+                record::cbytes(&d.ibdev_name),
+            ],
+            PATH_MAX,
+        )?;
         set_cstr(&mut d.ibdev_path, &p);
     }
     if !setup_uverbs(&uv, uverbs, &mut dev) {
@@ -199,7 +213,9 @@ pub enum AbiCheck {
 /// out of range, so a later call passes).
 pub fn read_abi_version() -> (AbiCheck, i32) {
     let p = [record::sysfs_root(), b"/class/infiniband_verbs/abi_version"].concat();
-    let Some(v) = read_at(None, &p, 8) else { return (AbiCheck::Unreadable, 0) };
+    let Some(v) = read_at(None, &p, 8) else {
+        return (AbiCheck::Unreadable, 0);
+    };
     let abi = record::strtol(&v) as i32;
     let min = abi::IB_USER_VERBS_MIN_ABI_VERSION as i32;
     let max = abi::IB_USER_VERBS_MAX_ABI_VERSION as i32;
@@ -214,8 +230,11 @@ pub fn read_abi_version() -> (AbiCheck, i32) {
 /// (`<ibdev_path>/device/infiniband_verbs`), used by netlink discovery when
 /// the kernel does not report the char device.
 pub fn find_uverbs_under_ibdev(dev: &mut SysfsDev) -> Result<(), i32> {
-    let dir = join_checked(&[record::cbytes(&dev.get().ibdev_path), b"/device/infiniband_verbs"], PATH_MAX)
-        .ok_or(libc::ENOMEM)?;
+    let dir = join_checked(
+        &[record::cbytes(&dev.get().ibdev_path), b"/device/infiniband_verbs"],
+        PATH_MAX,
+    )
+    .ok_or(libc::ENOMEM)?;
     let dfd = open_dir(None, &dir).ok_or(libc::ENOSYS)?;
     let rd = std::fs::read_dir(OsStr::from_bytes(&dir)).map_err(|_| libc::ENOSYS)?;
     for ent in rd.flatten() {
@@ -225,7 +244,11 @@ pub fn find_uverbs_under_ibdev(dev: &mut SysfsDev) -> Result<(), i32> {
             continue;
         }
         let Some(uv) = open_dir(Some(&dfd), name) else { break };
-        return if setup_uverbs(&uv, name, dev) { Ok(()) } else { Err(libc::ENOENT) };
+        return if setup_uverbs(&uv, name, dev) {
+            Ok(())
+        } else {
+            Err(libc::ENOENT)
+        };
     }
     Err(libc::ENOENT)
 }

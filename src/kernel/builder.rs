@@ -48,7 +48,11 @@ pub struct WriteForm {
 
 impl WriteForm {
     pub const fn of<Req, Resp>(cmd: u32) -> Self {
-        WriteForm { cmd, req: core::mem::size_of::<Req>(), resp: core::mem::size_of::<Resp>() }
+        WriteForm {
+            cmd,
+            req: core::mem::size_of::<Req>(),
+            resp: core::mem::size_of::<Resp>(),
+        }
     }
 }
 
@@ -152,7 +156,11 @@ struct ProvBuf {
 
 impl ProvBuf {
     fn new(ptr: *mut u8, core: usize, total: usize) -> Option<Self> {
-        (!ptr.is_null()).then_some(ProvBuf { ptr, core, total: total.max(core) })
+        (!ptr.is_null()).then_some(ProvBuf {
+            ptr,
+            core,
+            total: total.max(core),
+        })
     }
     fn extra(&self) -> usize {
         self.total - self.core
@@ -214,7 +222,12 @@ impl Cmd {
     ///
     /// # Safety
     /// `ctx` is an open context; `link` null or a valid chain.
-    pub unsafe fn new(ctx: *mut ibv_context, m: &'static Method, num_attrs: usize, link: *mut ibv_command_buffer) -> Self {
+    pub unsafe fn new(
+        ctx: *mut ibv_context,
+        m: &'static Method,
+        num_attrs: usize,
+        link: *mut ibv_command_buffer,
+    ) -> Self {
         let (o, me) = m.ioctl.expect("ioctl method");
         Cmd {
             ctx,
@@ -275,7 +288,15 @@ impl Cmd {
     /// follows the first `cmd_core` / `resp_core` bytes is driver data,
     /// sent as `UVERBS_ATTR_UHW_IN` / `UHW_OUT` (ioctl) or appended to the
     /// command / response (`write()`).
-    pub fn compat(mut self, cmd: *mut u8, cmd_core: usize, cmd_size: usize, resp: *mut u8, resp_core: usize, resp_size: usize) -> Self {
+    pub fn compat(
+        mut self,
+        cmd: *mut u8,
+        cmd_core: usize,
+        cmd_size: usize,
+        resp: *mut u8,
+        resp_core: usize,
+        resp_size: usize,
+    ) -> Self {
         self.req = ProvBuf::new(cmd, cmd_core, cmd_size);
         self.resp = ProvBuf::new(resp, resp_core, resp_size);
         self.uhw_ioctl = true;
@@ -284,7 +305,15 @@ impl Cmd {
 
     /// Provider buffers that only the `write()` forms use (the ioctl carries
     /// no driver data), e.g. `ibv_cmd_query_port`'s command.
-    pub fn write_bufs(mut self, cmd: *mut u8, cmd_core: usize, cmd_size: usize, resp: *mut u8, resp_core: usize, resp_size: usize) -> Self {
+    pub fn write_bufs(
+        mut self,
+        cmd: *mut u8,
+        cmd_core: usize,
+        cmd_size: usize,
+        resp: *mut u8,
+        resp_core: usize,
+        resp_size: usize,
+    ) -> Self {
         self.req = ProvBuf::new(cmd, cmd_core, cmd_size);
         self.resp = ProvBuf::new(resp, resp_core, resp_size);
         self.uhw_ioctl = false;
@@ -397,12 +426,20 @@ impl Cmd {
 
     /// A value only the `write()` forms carry (legacy place, extended place).
     pub fn wonly(&mut self, w: Option<Place>, wx: Option<Place>, v: u64) {
-        self.extras.push(Map { w, wx, src: Src::Val(v) });
+        self.extras.push(Map {
+            w,
+            wx,
+            src: Src::Val(v),
+        });
     }
 
     /// Bytes only the `write()` forms carry.
     pub fn wonly_bytes(&mut self, w: Option<Place>, wx: Option<Place>, p: *const u8, len: usize) {
-        self.extras.push(Map { w, wx, src: Src::Bytes(p, len) });
+        self.extras.push(Map {
+            w,
+            wx,
+            src: Src::Bytes(p, len),
+        });
     }
 
     /// The object handle (or fd) an output attribute received.
@@ -446,13 +483,23 @@ impl Cmd {
         if let Some(p) = self.req.filter(|p| p.extra() > 0) {
             // SAFETY: the provider's buffer holds `total` bytes.
             let i = unsafe { self.b().fill_in(UVERBS_ATTR_UHW_IN, p.ptr.add(p.core), p.extra()) };
-            self.maps.push(Map { w: None, wx: None, src: Src::Val(0) });
+            self.maps.push(Map {
+                w: None,
+                wx: None,
+                src: Src::Val(0),
+            });
             let _ = i;
         }
         if let Some(p) = self.resp.filter(|p| p.extra() > 0) {
             // SAFETY: as above.
-            let i = self.b().fill_out(UVERBS_ATTR_UHW_OUT, unsafe { p.ptr.add(p.core) }, p.extra());
-            self.maps.push(Map { w: None, wx: None, src: Src::Val(0) });
+            let i = self
+                .b()
+                .fill_out(UVERBS_ATTR_UHW_OUT, unsafe { p.ptr.add(p.core) }, p.extra());
+            self.maps.push(Map {
+                w: None,
+                wx: None,
+                src: Src::Val(0),
+            });
             let _ = i;
         }
     }
@@ -613,13 +660,17 @@ impl Cmd {
         let req_size = core_req + uhw_in;
         let resp_size = form.resp + uhw_out;
         let rc = if ex {
-            write::cmd_write_ex(self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size)
+            write::cmd_write_ex(
+                self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size,
+            )
         } else {
             if form.resp > 0 {
                 // The legacy request's `response` member (always first).
                 core.cast::<u64>().write_unaligned(resp_ptr as usize as u64);
             }
-            write::cmd_write(self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size)
+            write::cmd_write(
+                self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size,
+            )
         };
         if rc != 0 {
             return Err(rc);
@@ -633,7 +684,9 @@ impl Cmd {
         // put them.
         for i in 0..self.maps.len() {
             let m = self.maps[i];
-            let Some(Place::Resp(f)) = (if ex { m.wx } else { m.w }) else { continue };
+            let Some(Place::Resp(f)) = (if ex { m.wx } else { m.w }) else {
+                continue;
+            };
             if resp_ptr.is_null() || f.off + f.len > form.resp {
                 continue;
             }

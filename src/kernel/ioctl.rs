@@ -187,7 +187,11 @@ impl OwnedCmdBuf {
             uhw_in_headroom_dwords: 0,
             uhw_out_headroom_dwords: 0,
             flags: 0,
-            hdr: ib_uverbs_ioctl_hdr { object_id, method_id, ..Default::default() },
+            hdr: ib_uverbs_ioctl_hdr {
+                object_id,
+                method_id,
+                ..Default::default()
+            },
         });
         OwnedCmdBuf { mem }
     }
@@ -237,7 +241,11 @@ impl OwnedCmdBuf {
             assert!((*cmd).next_attr < (*cmd).last_attr, "command buffer too small");
             let slot = (*cmd).next_attr;
             (*cmd).next_attr = slot.add(1);
-            slot.write(ib_uverbs_attr { attr_id, flags: UVERBS_ATTR_F_MANDATORY, ..Default::default() });
+            slot.write(ib_uverbs_attr {
+                attr_id,
+                flags: UVERBS_ATTR_F_MANDATORY,
+                ..Default::default()
+            });
             slot.offset_from(ibv_command_buffer::attrs(cmd)) as usize
         }
     }

@@ -159,7 +159,11 @@ mod tests {
     fn table_is_consistent() {
         let t = crate::kernel::uapi::tests::table();
         for m in ALL {
-            assert!(m.ioctl.is_some() || m.write.is_some() || m.write_ex.is_some(), "{}", m.name);
+            assert!(
+                m.ioctl.is_some() || m.write.is_some() || m.write_ex.is_some(),
+                "{}",
+                m.name
+            );
             if m.op.is_some() {
                 assert!(m.ioctl.is_some(), "{}", m.name);
             }
@@ -202,8 +206,16 @@ mod tests {
         ];
         for (n, f) in names {
             let f = f.unwrap();
-            assert_eq!(t[&format!("sizeof typedef _KABI_REQ_STRUCT_{n}")], f.req as i64, "{n} request");
-            assert_eq!(t[&format!("sizeof typedef _KABI_RESP_STRUCT_{n}")], f.resp as i64, "{n} response");
+            assert_eq!(
+                t[&format!("sizeof typedef _KABI_REQ_STRUCT_{n}")],
+                f.req as i64,
+                "{n} request"
+            );
+            assert_eq!(
+                t[&format!("sizeof typedef _KABI_RESP_STRUCT_{n}")],
+                f.resp as i64,
+                "{n} response"
+            );
         }
     }
 }

@@ -145,7 +145,10 @@ pub fn parse_messages(mut b: &[u8]) -> Vec<Message<'_>> {
                     .unwrap_or(-libc::EPROTO);
                 out.push(Message::Error(e));
             }
-            _ => out.push(Message::Data { kind, attrs: parse_attrs(body) }),
+            _ => out.push(Message::Data {
+                kind,
+                attrs: parse_attrs(body),
+            }),
         }
         b = &b[align4(len).min(b.len())..];
     }
@@ -163,9 +166,7 @@ impl Socket {
     /// the kernel has no RDMA netlink, i.e. no RDMA support).
     pub fn open() -> Result<Self, i32> {
         // SAFETY: plain socket(2) call.
-        let fd = unsafe {
-            libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, NETLINK_RDMA)
-        };
+        let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, NETLINK_RDMA) };
         if fd < 0 {
             return Err(crate::ffi::errno());
         }
@@ -252,7 +253,9 @@ pub fn replay(b: &[u8], mut f: impl FnMut(u16, &[Attr<'_>]) -> Result<(), i32>) 
 /// (no RDMA netlink, an older kernel without the attribute) means "no".
 pub fn copy_on_fork() -> bool {
     let Ok(mut s) = Socket::open() else { return false };
-    if s.send(nl_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET), false, &[]).is_err() {
+    if s.send(nl_type(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET), false, &[])
+        .is_err()
+    {
         return false;
     }
     let mut cof = false;

@@ -763,101 +763,504 @@ pub(crate) mod tests {
     /// Every mirrored struct of this module.
     pub(crate) fn layouts() -> Vec<Layout> {
         let mut v = Vec::new();
-        L!(v, ib_uverbs_cmd_hdr { command, in_words, out_words });
-        L!(v, ib_uverbs_ex_cmd_hdr { response, provider_in_words, provider_out_words, cmd_hdr_reserved });
+        L!(
+            v,
+            ib_uverbs_cmd_hdr {
+                command,
+                in_words,
+                out_words
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_cmd_hdr {
+                response,
+                provider_in_words,
+                provider_out_words,
+                cmd_hdr_reserved
+            }
+        );
         L!(v, ex_hdr { hdr, ex_hdr });
         L!(v, ib_uverbs_get_context { response });
-        L!(v, ib_uverbs_get_context_resp { async_fd, num_comp_vectors });
+        L!(
+            v,
+            ib_uverbs_get_context_resp {
+                async_fd,
+                num_comp_vectors
+            }
+        );
         L!(v, ib_uverbs_query_device { response });
-        L!(v, ib_uverbs_query_device_resp { fw_ver, node_guid, max_srq_sge, max_pkeys, local_ca_ack_delay, phys_port_cnt, reserved });
+        L!(
+            v,
+            ib_uverbs_query_device_resp {
+                fw_ver,
+                node_guid,
+                max_srq_sge,
+                max_pkeys,
+                local_ca_ack_delay,
+                phys_port_cnt,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_ex_query_device { comp_mask, reserved });
-        L!(v, ib_uverbs_ex_query_device_resp {
-            base, comp_mask, response_length, odp_caps, timestamp_mask, hca_core_clock, device_cap_flags_ex,
-            rss_caps, max_wq_type_rq, raw_packet_caps, tm_caps, cq_moderation_caps, max_dm_size, xrc_odp_caps, reserved
-        });
-        L!(v, ib_uverbs_query_port { response, port_num, reserved });
-        L!(v, ib_uverbs_query_port_resp {
-            port_cap_flags, max_msg_sz, bad_pkey_cntr, qkey_viol_cntr, gid_tbl_len, pkey_tbl_len, lid, sm_lid,
-            state, max_mtu, active_mtu, lmc, max_vl_num, sm_sl, subnet_timeout, init_type_reply, active_width,
-            active_speed, phys_state, link_layer, flags, reserved
-        });
+        L!(
+            v,
+            ib_uverbs_ex_query_device_resp {
+                base,
+                comp_mask,
+                response_length,
+                odp_caps,
+                timestamp_mask,
+                hca_core_clock,
+                device_cap_flags_ex,
+                rss_caps,
+                max_wq_type_rq,
+                raw_packet_caps,
+                tm_caps,
+                cq_moderation_caps,
+                max_dm_size,
+                xrc_odp_caps,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_query_port {
+                response,
+                port_num,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_query_port_resp {
+                port_cap_flags,
+                max_msg_sz,
+                bad_pkey_cntr,
+                qkey_viol_cntr,
+                gid_tbl_len,
+                pkey_tbl_len,
+                lid,
+                sm_lid,
+                state,
+                max_mtu,
+                active_mtu,
+                lmc,
+                max_vl_num,
+                sm_sl,
+                subnet_timeout,
+                init_type_reply,
+                active_width,
+                active_speed,
+                phys_state,
+                link_layer,
+                flags,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_alloc_pd { response });
         L!(v, ib_uverbs_alloc_pd_resp { pd_handle });
         L!(v, ib_uverbs_dealloc_pd { pd_handle });
         L!(v, ib_uverbs_open_xrcd { response, fd, oflags });
         L!(v, ib_uverbs_open_xrcd_resp { xrcd_handle });
         L!(v, ib_uverbs_close_xrcd { xrcd_handle });
-        L!(v, ib_uverbs_reg_mr { response, start, length, hca_va, pd_handle, access_flags });
+        L!(
+            v,
+            ib_uverbs_reg_mr {
+                response,
+                start,
+                length,
+                hca_va,
+                pd_handle,
+                access_flags
+            }
+        );
         L!(v, ib_uverbs_reg_mr_resp { mr_handle, lkey, rkey });
-        L!(v, ib_uverbs_rereg_mr { response, mr_handle, flags, start, length, hca_va, pd_handle, access_flags });
+        L!(
+            v,
+            ib_uverbs_rereg_mr {
+                response,
+                mr_handle,
+                flags,
+                start,
+                length,
+                hca_va,
+                pd_handle,
+                access_flags
+            }
+        );
         L!(v, ib_uverbs_rereg_mr_resp { lkey, rkey });
         L!(v, ib_uverbs_dereg_mr { mr_handle });
-        L!(v, ib_uverbs_alloc_mw { response, pd_handle, mw_type, reserved });
+        L!(
+            v,
+            ib_uverbs_alloc_mw {
+                response,
+                pd_handle,
+                mw_type,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_alloc_mw_resp { mw_handle, rkey });
         L!(v, ib_uverbs_dealloc_mw { mw_handle });
         L!(v, ib_uverbs_create_comp_channel { response });
         L!(v, ib_uverbs_create_comp_channel_resp { fd });
-        L!(v, ib_uverbs_create_cq { response, user_handle, cqe, comp_vector, comp_channel, reserved });
-        L!(v, ib_uverbs_ex_create_cq { user_handle, cqe, comp_vector, comp_channel, comp_mask, flags, reserved });
+        L!(
+            v,
+            ib_uverbs_create_cq {
+                response,
+                user_handle,
+                cqe,
+                comp_vector,
+                comp_channel,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_create_cq {
+                user_handle,
+                cqe,
+                comp_vector,
+                comp_channel,
+                comp_mask,
+                flags,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_create_cq_resp { cq_handle, cqe });
-        L!(v, ib_uverbs_ex_create_cq_resp { base, comp_mask, response_length });
-        L!(v, ib_uverbs_resize_cq { response, cq_handle, cqe });
+        L!(
+            v,
+            ib_uverbs_ex_create_cq_resp {
+                base,
+                comp_mask,
+                response_length
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_resize_cq {
+                response,
+                cq_handle,
+                cqe
+            }
+        );
         L!(v, ib_uverbs_resize_cq_resp { cqe, reserved });
-        L!(v, ib_uverbs_poll_cq { response, cq_handle, ne });
+        L!(
+            v,
+            ib_uverbs_poll_cq {
+                response,
+                cq_handle,
+                ne
+            }
+        );
         L!(v, ib_uverbs_poll_cq_resp { count, reserved });
-        L!(v, ib_uverbs_req_notify_cq { cq_handle, solicited_only });
-        L!(v, ib_uverbs_destroy_cq { response, cq_handle, reserved });
-        L!(v, ib_uverbs_destroy_cq_resp { comp_events_reported, async_events_reported });
-        L!(v, ib_uverbs_ah_attr { grh, dlid, sl, src_path_bits, static_rate, is_global, port_num, reserved });
-        L!(v, ib_uverbs_create_qp {
-            response, user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle, max_send_wr,
-            max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, sq_sig_all, qp_type, is_srq, reserved
-        });
-        L!(v, ib_uverbs_ex_create_qp {
-            user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle, max_send_wr, max_recv_wr,
-            max_send_sge, max_recv_sge, max_inline_data, sq_sig_all, qp_type, is_srq, reserved, comp_mask,
-            create_flags, rwq_ind_tbl_handle, source_qpn
-        });
-        L!(v, ib_uverbs_open_qp { response, user_handle, pd_handle, qpn, qp_type, reserved });
-        L!(v, ib_uverbs_create_qp_resp {
-            qp_handle, qpn, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, reserved
-        });
-        L!(v, ib_uverbs_ex_create_qp_resp { base, comp_mask, response_length });
-        L!(v, ib_uverbs_qp_dest {
-            dgid, flow_label, dlid, reserved, sgid_index, hop_limit, traffic_class, sl, src_path_bits,
-            static_rate, is_global, port_num
-        });
-        L!(v, ib_uverbs_query_qp { response, qp_handle, attr_mask });
-        L!(v, ib_uverbs_query_qp_resp {
-            dest, alt_dest, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, qkey,
-            rq_psn, sq_psn, dest_qp_num, qp_access_flags, pkey_index, alt_pkey_index, qp_state,
-            cur_qp_state, path_mtu, path_mig_state, sq_draining, max_rd_atomic, max_dest_rd_atomic,
-            min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout, sq_sig_all,
-            reserved
-        });
-        L!(v, ib_uverbs_modify_qp {
-            dest, alt_dest, qp_handle, attr_mask, qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags,
-            pkey_index, alt_pkey_index, qp_state, cur_qp_state, path_mtu, path_mig_state,
-            en_sqd_async_notify, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout,
-            retry_cnt, rnr_retry, alt_port_num, alt_timeout, reserved
-        });
-        L!(v, ib_uverbs_ex_modify_qp { base, rate_limit, reserved });
-        L!(v, ib_uverbs_ex_modify_qp_resp { comp_mask, response_length });
-        L!(v, ib_uverbs_destroy_qp { response, qp_handle, reserved });
+        L!(
+            v,
+            ib_uverbs_req_notify_cq {
+                cq_handle,
+                solicited_only
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_destroy_cq {
+                response,
+                cq_handle,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_destroy_cq_resp {
+                comp_events_reported,
+                async_events_reported
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ah_attr {
+                grh,
+                dlid,
+                sl,
+                src_path_bits,
+                static_rate,
+                is_global,
+                port_num,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_create_qp {
+                response,
+                user_handle,
+                pd_handle,
+                send_cq_handle,
+                recv_cq_handle,
+                srq_handle,
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data,
+                sq_sig_all,
+                qp_type,
+                is_srq,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_create_qp {
+                user_handle,
+                pd_handle,
+                send_cq_handle,
+                recv_cq_handle,
+                srq_handle,
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data,
+                sq_sig_all,
+                qp_type,
+                is_srq,
+                reserved,
+                comp_mask,
+                create_flags,
+                rwq_ind_tbl_handle,
+                source_qpn
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_open_qp {
+                response,
+                user_handle,
+                pd_handle,
+                qpn,
+                qp_type,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_create_qp_resp {
+                qp_handle,
+                qpn,
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_create_qp_resp {
+                base,
+                comp_mask,
+                response_length
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_qp_dest {
+                dgid,
+                flow_label,
+                dlid,
+                reserved,
+                sgid_index,
+                hop_limit,
+                traffic_class,
+                sl,
+                src_path_bits,
+                static_rate,
+                is_global,
+                port_num
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_query_qp {
+                response,
+                qp_handle,
+                attr_mask
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_query_qp_resp {
+                dest,
+                alt_dest,
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data,
+                qkey,
+                rq_psn,
+                sq_psn,
+                dest_qp_num,
+                qp_access_flags,
+                pkey_index,
+                alt_pkey_index,
+                qp_state,
+                cur_qp_state,
+                path_mtu,
+                path_mig_state,
+                sq_draining,
+                max_rd_atomic,
+                max_dest_rd_atomic,
+                min_rnr_timer,
+                port_num,
+                timeout,
+                retry_cnt,
+                rnr_retry,
+                alt_port_num,
+                alt_timeout,
+                sq_sig_all,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_modify_qp {
+                dest,
+                alt_dest,
+                qp_handle,
+                attr_mask,
+                qkey,
+                rq_psn,
+                sq_psn,
+                dest_qp_num,
+                qp_access_flags,
+                pkey_index,
+                alt_pkey_index,
+                qp_state,
+                cur_qp_state,
+                path_mtu,
+                path_mig_state,
+                en_sqd_async_notify,
+                max_rd_atomic,
+                max_dest_rd_atomic,
+                min_rnr_timer,
+                port_num,
+                timeout,
+                retry_cnt,
+                rnr_retry,
+                alt_port_num,
+                alt_timeout,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_modify_qp {
+                base,
+                rate_limit,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_modify_qp_resp {
+                comp_mask,
+                response_length
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_destroy_qp {
+                response,
+                qp_handle,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_destroy_qp_resp { events_reported });
-        L!(v, ib_uverbs_send_wr { wr_id, num_sge, opcode, send_flags, ex, wr });
-        L!(v, ib_uverbs_post_send { response, qp_handle, wr_count, sge_count, wqe_size });
+        L!(
+            v,
+            ib_uverbs_send_wr {
+                wr_id,
+                num_sge,
+                opcode,
+                send_flags,
+                ex,
+                wr
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_post_send {
+                response,
+                qp_handle,
+                wr_count,
+                sge_count,
+                wqe_size
+            }
+        );
         L!(v, ib_uverbs_post_send_resp { bad_wr });
-        L!(v, ib_uverbs_recv_wr { wr_id, num_sge, reserved });
-        L!(v, ib_uverbs_post_recv { response, qp_handle, wr_count, sge_count, wqe_size });
+        L!(
+            v,
+            ib_uverbs_recv_wr {
+                wr_id,
+                num_sge,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_post_recv {
+                response,
+                qp_handle,
+                wr_count,
+                sge_count,
+                wqe_size
+            }
+        );
         L!(v, ib_uverbs_post_recv_resp { bad_wr });
-        L!(v, ib_uverbs_post_srq_recv { response, srq_handle, wr_count, sge_count, wqe_size });
+        L!(
+            v,
+            ib_uverbs_post_srq_recv {
+                response,
+                srq_handle,
+                wr_count,
+                sge_count,
+                wqe_size
+            }
+        );
         L!(v, ib_uverbs_post_srq_recv_resp { bad_wr });
-        L!(v, ib_uverbs_create_ah { response, user_handle, pd_handle, reserved, attr });
+        L!(
+            v,
+            ib_uverbs_create_ah {
+                response,
+                user_handle,
+                pd_handle,
+                reserved,
+                attr
+            }
+        );
         L!(v, ib_uverbs_create_ah_resp { ah_handle });
         L!(v, ib_uverbs_destroy_ah { ah_handle });
-        L!(v, ib_uverbs_attach_mcast { gid, qp_handle, mlid, reserved });
-        L!(v, ib_uverbs_detach_mcast { gid, qp_handle, mlid, reserved });
+        L!(
+            v,
+            ib_uverbs_attach_mcast {
+                gid,
+                qp_handle,
+                mlid,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_detach_mcast {
+                gid,
+                qp_handle,
+                mlid,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_flow_spec_hdr { size, reserved });
         L!(v, ib_uverbs_flow_spec_eth { hdr, val, mask });
         L!(v, ib_uverbs_flow_spec_ipv4 { hdr, val, mask });
@@ -871,66 +1274,351 @@ pub(crate) mod tests {
         L!(v, ib_uverbs_flow_spec_esp { hdr, val, mask });
         L!(v, ib_uverbs_flow_spec_gre { hdr, val, mask });
         L!(v, ib_uverbs_flow_spec_mpls { hdr, val, mask });
-        L!(v, ib_uverbs_flow_attr { size, priority, num_of_specs, reserved, port, flags });
-        L!(v, ib_uverbs_create_flow { comp_mask, qp_handle, flow_attr });
+        L!(
+            v,
+            ib_uverbs_flow_attr {
+                size,
+                priority,
+                num_of_specs,
+                reserved,
+                port,
+                flags
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_create_flow {
+                comp_mask,
+                qp_handle,
+                flow_attr
+            }
+        );
         L!(v, ib_uverbs_create_flow_resp { comp_mask, flow_handle });
         L!(v, ib_uverbs_destroy_flow { comp_mask, flow_handle });
-        L!(v, ib_uverbs_create_srq { response, user_handle, pd_handle, max_wr, max_sge, srq_limit });
-        L!(v, ib_uverbs_create_xsrq {
-            response, user_handle, srq_type, pd_handle, max_wr, max_sge, srq_limit, max_num_tags,
-            xrcd_handle, cq_handle
-        });
-        L!(v, ib_uverbs_create_srq_resp { srq_handle, max_wr, max_sge, srqn });
-        L!(v, ib_uverbs_modify_srq { srq_handle, attr_mask, max_wr, srq_limit });
-        L!(v, ib_uverbs_modify_srq_v3 { srq_handle, attr_mask, max_wr, max_sge, srq_limit, reserved });
-        L!(v, ib_uverbs_query_srq { response, srq_handle, reserved });
-        L!(v, ib_uverbs_query_srq_resp { max_wr, max_sge, srq_limit, reserved });
-        L!(v, ib_uverbs_destroy_srq { response, srq_handle, reserved });
+        L!(
+            v,
+            ib_uverbs_create_srq {
+                response,
+                user_handle,
+                pd_handle,
+                max_wr,
+                max_sge,
+                srq_limit
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_create_xsrq {
+                response,
+                user_handle,
+                srq_type,
+                pd_handle,
+                max_wr,
+                max_sge,
+                srq_limit,
+                max_num_tags,
+                xrcd_handle,
+                cq_handle
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_create_srq_resp {
+                srq_handle,
+                max_wr,
+                max_sge,
+                srqn
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_modify_srq {
+                srq_handle,
+                attr_mask,
+                max_wr,
+                srq_limit
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_modify_srq_v3 {
+                srq_handle,
+                attr_mask,
+                max_wr,
+                max_sge,
+                srq_limit,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_query_srq {
+                response,
+                srq_handle,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_query_srq_resp {
+                max_wr,
+                max_sge,
+                srq_limit,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_destroy_srq {
+                response,
+                srq_handle,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_destroy_srq_resp { events_reported });
-        L!(v, ib_uverbs_ex_create_wq {
-            comp_mask, wq_type, user_handle, pd_handle, cq_handle, max_wr, max_sge, create_flags, reserved
-        });
-        L!(v, ib_uverbs_ex_create_wq_resp { comp_mask, response_length, wq_handle, max_wr, max_sge, wqn });
+        L!(
+            v,
+            ib_uverbs_ex_create_wq {
+                comp_mask,
+                wq_type,
+                user_handle,
+                pd_handle,
+                cq_handle,
+                max_wr,
+                max_sge,
+                create_flags,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_create_wq_resp {
+                comp_mask,
+                response_length,
+                wq_handle,
+                max_wr,
+                max_sge,
+                wqn
+            }
+        );
         L!(v, ib_uverbs_ex_destroy_wq { comp_mask, wq_handle });
-        L!(v, ib_uverbs_ex_destroy_wq_resp { comp_mask, response_length, events_reported, reserved });
-        L!(v, ib_uverbs_ex_modify_wq { attr_mask, wq_handle, wq_state, curr_wq_state, flags, flags_mask });
-        L!(v, ib_uverbs_ex_create_rwq_ind_table { comp_mask, log_ind_tbl_size });
-        L!(v, ib_uverbs_ex_create_rwq_ind_table_resp { comp_mask, response_length, ind_tbl_handle, ind_tbl_num });
-        L!(v, ib_uverbs_ex_destroy_rwq_ind_table { comp_mask, ind_tbl_handle });
+        L!(
+            v,
+            ib_uverbs_ex_destroy_wq_resp {
+                comp_mask,
+                response_length,
+                events_reported,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_modify_wq {
+                attr_mask,
+                wq_handle,
+                wq_state,
+                curr_wq_state,
+                flags,
+                flags_mask
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_create_rwq_ind_table {
+                comp_mask,
+                log_ind_tbl_size
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_create_rwq_ind_table_resp {
+                comp_mask,
+                response_length,
+                ind_tbl_handle,
+                ind_tbl_num
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_ex_destroy_rwq_ind_table {
+                comp_mask,
+                ind_tbl_handle
+            }
+        );
         L!(v, ib_uverbs_cq_moderation { cq_count, cq_period });
-        L!(v, ib_uverbs_ex_modify_cq { cq_handle, attr_mask, attr, reserved });
+        L!(
+            v,
+            ib_uverbs_ex_modify_cq {
+                cq_handle,
+                attr_mask,
+                attr,
+                reserved
+            }
+        );
         L!(v, ibv_create_qp_resp_v3 { qp_handle, qpn });
-        L!(v, ibv_create_qp_resp_v4 { qp_handle, qpn, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data });
+        L!(
+            v,
+            ibv_create_qp_resp_v4 {
+                qp_handle,
+                qpn,
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data
+            }
+        );
         L!(v, ibv_create_srq_resp_v5 { srq_handle });
         L!(v, ibv_kern_ipv4_filter { src_ip, dst_ip });
-        L!(v, ibv_kern_spec_ipv4 { size, reserved, val, mask });
-        L!(v, ib_uverbs_wc { wr_id, status, opcode, vendor_err, byte_len, ex, qp_num, src_qp, wc_flags, pkey_index, slid, sl, dlid_path_bits, port_num, reserved });
-        L!(v, ib_uverbs_qp_attr {
-            qp_attr_mask, qp_state, cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn, sq_psn, dest_qp_num,
-            qp_access_flags, ah_attr, alt_ah_attr, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge,
-            max_inline_data, pkey_index, alt_pkey_index, en_sqd_async_notify, sq_draining, max_rd_atomic,
-            max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num,
-            alt_timeout, reserved
-        });
-        L!(v, ib_uverbs_global_route { dgid, flow_label, sgid_index, hop_limit, traffic_class, reserved });
+        L!(
+            v,
+            ibv_kern_spec_ipv4 {
+                size,
+                reserved,
+                val,
+                mask
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_wc {
+                wr_id,
+                status,
+                opcode,
+                vendor_err,
+                byte_len,
+                ex,
+                qp_num,
+                src_qp,
+                wc_flags,
+                pkey_index,
+                slid,
+                sl,
+                dlid_path_bits,
+                port_num,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_qp_attr {
+                qp_attr_mask,
+                qp_state,
+                cur_qp_state,
+                path_mtu,
+                path_mig_state,
+                qkey,
+                rq_psn,
+                sq_psn,
+                dest_qp_num,
+                qp_access_flags,
+                ah_attr,
+                alt_ah_attr,
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge,
+                max_recv_sge,
+                max_inline_data,
+                pkey_index,
+                alt_pkey_index,
+                en_sqd_async_notify,
+                sq_draining,
+                max_rd_atomic,
+                max_dest_rd_atomic,
+                min_rnr_timer,
+                port_num,
+                timeout,
+                retry_cnt,
+                rnr_retry,
+                alt_port_num,
+                alt_timeout,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_global_route {
+                dgid,
+                flow_label,
+                sgid_index,
+                hop_limit,
+                traffic_class,
+                reserved
+            }
+        );
         L!(v, ib_uverbs_sge { addr, length, lkey });
-        L!(v, ib_uverbs_query_port_resp_ex { legacy_resp, port_cap_flags2, reserved });
-        L!(v, ib_user_path_rec {
-            dgid, sgid, dlid, slid, raw_traffic, flow_label, reversible, mtu, pkey, hop_limit, traffic_class,
-            numb_path, sl, mtu_selector, rate_selector, rate, packet_life_time_selector, packet_life_time,
-            preference
-        });
-        L!(v, ib_uverbs_odp_caps { general_caps, per_transport_caps, reserved });
-        L!(v, ib_uverbs_tm_caps { max_rndv_hdr_size, max_num_tags, flags, max_ops, max_sge, reserved });
-        L!(v, ib_uverbs_async_event_desc { element, event_type, reserved });
+        L!(
+            v,
+            ib_uverbs_query_port_resp_ex {
+                legacy_resp,
+                port_cap_flags2,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_user_path_rec {
+                dgid,
+                sgid,
+                dlid,
+                slid,
+                raw_traffic,
+                flow_label,
+                reversible,
+                mtu,
+                pkey,
+                hop_limit,
+                traffic_class,
+                numb_path,
+                sl,
+                mtu_selector,
+                rate_selector,
+                rate,
+                packet_life_time_selector,
+                packet_life_time,
+                preference
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_odp_caps {
+                general_caps,
+                per_transport_caps,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_tm_caps {
+                max_rndv_hdr_size,
+                max_num_tags,
+                flags,
+                max_ops,
+                max_sge,
+                reserved
+            }
+        );
+        L!(
+            v,
+            ib_uverbs_async_event_desc {
+                element,
+                event_type,
+                reserved
+            }
+        );
         v
     }
 
     /// Structs that exist only in rdma-core's kern-abi.h (not in the kernel
     /// headers): checked against the pinned table.
     const KERN_ABI_ONLY: &[&str] = &[
-        "ex_hdr", "ib_uverbs_modify_srq_v3", "ibv_create_qp_resp_v3", "ibv_create_qp_resp_v4",
-        "ibv_create_srq_resp_v5", "ibv_kern_ipv4_filter", "ibv_kern_spec_ipv4",
+        "ex_hdr",
+        "ib_uverbs_modify_srq_v3",
+        "ibv_create_qp_resp_v3",
+        "ibv_create_qp_resp_v4",
+        "ibv_create_srq_resp_v5",
+        "ibv_kern_ipv4_filter",
+        "ibv_kern_spec_ipv4",
     ];
 
     #[test]
@@ -944,7 +1632,10 @@ pub(crate) mod tests {
             }
         }
         m.push(("sizeof struct ibv_kern_spec".into(), size_of::<ibv_kern_spec>() as i64));
-        m.push(("alignof struct ibv_kern_spec".into(), align_of::<ibv_kern_spec>() as i64));
+        m.push((
+            "alignof struct ibv_kern_spec".into(),
+            align_of::<ibv_kern_spec>() as i64,
+        ));
         check(&m);
     }
 
@@ -961,34 +1652,84 @@ pub(crate) mod tests {
                 c.push((format!("offsetof(struct {}, {})", l.name, f), *o as i64));
             }
         }
-        c.push(("offsetof(struct ib_uverbs_send_wr, wr.rdma.rkey)".into(), (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_rdma, rkey)) as i64));
-        c.push(("offsetof(struct ib_uverbs_send_wr, wr.atomic.swap)".into(), (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_atomic, swap)) as i64));
-        c.push(("offsetof(struct ib_uverbs_send_wr, wr.atomic.rkey)".into(), (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_atomic, rkey)) as i64));
-        c.push(("offsetof(struct ib_uverbs_send_wr, wr.ud.remote_qkey)".into(), (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_ud, remote_qkey)) as i64));
-        c.push(("sizeof(struct ib_uverbs_send_wr)".into(), size_of::<ib_uverbs_send_wr>() as i64));
+        c.push((
+            "offsetof(struct ib_uverbs_send_wr, wr.rdma.rkey)".into(),
+            (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_rdma, rkey)) as i64,
+        ));
+        c.push((
+            "offsetof(struct ib_uverbs_send_wr, wr.atomic.swap)".into(),
+            (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_atomic, swap)) as i64,
+        ));
+        c.push((
+            "offsetof(struct ib_uverbs_send_wr, wr.atomic.rkey)".into(),
+            (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_atomic, rkey)) as i64,
+        ));
+        c.push((
+            "offsetof(struct ib_uverbs_send_wr, wr.ud.remote_qkey)".into(),
+            (offset_of!(ib_uverbs_send_wr, wr) + offset_of!(ib_uverbs_send_wr_ud, remote_qkey)) as i64,
+        ));
+        c.push((
+            "sizeof(struct ib_uverbs_send_wr)".into(),
+            size_of::<ib_uverbs_send_wr>() as i64,
+        ));
         c.push(("RDMA_VERBS_IOCTL".into(), RDMA_VERBS_IOCTL as i64));
         c.push(("UVERBS_ATTR_UHW_IN".into(), UVERBS_ATTR_UHW_IN as i64));
         c.push(("UVERBS_ATTR_UHW_OUT".into(), UVERBS_ATTR_UHW_OUT as i64));
         c.push(("IB_USER_VERBS_EX_CMD_MODIFY_CQ".into(), cmd::EX_MODIFY_CQ as i64));
         c.push(("IB_USER_VERBS_CMD_OPEN_QP".into(), cmd::OPEN_QP as i64));
         c.push(("UVERBS_OBJECT_ASYNC_EVENT".into(), obj::ASYNC_EVENT as i64));
-        c.push(("UVERBS_ATTR_CREATE_QP_RESP_QP_NUM".into(), attr::CREATE_QP_RESP_QP_NUM as i64));
-        c.push(("UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM".into(), attr::CREATE_SRQ_RESP_SRQ_NUM as i64));
-        c.push(("UVERBS_ATTR_CREATE_WQ_RESP_WQ_NUM".into(), attr::CREATE_WQ_RESP_WQ_NUM as i64));
-        c.push(("UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY".into(), attr::REG_DMABUF_MR_RESP_RKEY as i64));
-        c.push(("UVERBS_ATTR_REG_DM_MR_RESP_RKEY".into(), attr::REG_DM_MR_RESP_RKEY as i64));
+        c.push((
+            "UVERBS_ATTR_CREATE_QP_RESP_QP_NUM".into(),
+            attr::CREATE_QP_RESP_QP_NUM as i64,
+        ));
+        c.push((
+            "UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM".into(),
+            attr::CREATE_SRQ_RESP_SRQ_NUM as i64,
+        ));
+        c.push((
+            "UVERBS_ATTR_CREATE_WQ_RESP_WQ_NUM".into(),
+            attr::CREATE_WQ_RESP_WQ_NUM as i64,
+        ));
+        c.push((
+            "UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY".into(),
+            attr::REG_DMABUF_MR_RESP_RKEY as i64,
+        ));
+        c.push((
+            "UVERBS_ATTR_REG_DM_MR_RESP_RKEY".into(),
+            attr::REG_DM_MR_RESP_RKEY as i64,
+        ));
         c.push(("UVERBS_ATTR_CREATE_CQ_EVENT_FD".into(), attr::CREATE_CQ_EVENT_FD as i64));
-        c.push(("UVERBS_ATTR_FLOW_ACTION_ESP_ENCAP".into(), attr::FLOW_ACTION_ESP_ENCAP as i64));
+        c.push((
+            "UVERBS_ATTR_FLOW_ACTION_ESP_ENCAP".into(),
+            attr::FLOW_ACTION_ESP_ENCAP as i64,
+        ));
         c.push(("UVERBS_METHOD_REG_DMABUF_MR".into(), method::REG_DMABUF_MR as i64));
         c.push(("UVERBS_METHOD_QUERY_GID_ENTRY".into(), method::QUERY_GID_ENTRY as i64));
         c.push(("UVERBS_METHOD_COUNTERS_READ".into(), method::COUNTERS_READ as i64));
-        c.push(("UVERBS_METHOD_FLOW_ACTION_ESP_MODIFY".into(), method::FLOW_ACTION_ESP_MODIFY as i64));
+        c.push((
+            "UVERBS_METHOD_FLOW_ACTION_ESP_MODIFY".into(),
+            method::FLOW_ACTION_ESP_MODIFY as i64,
+        ));
         c.push(("UVERBS_ATTR_QUERY_MR_RESP_IOVA".into(), attr::QUERY_MR_RESP_IOVA as i64));
         c.push(("UVERBS_ATTR_CREATE_WQ_FLAGS".into(), attr::CREATE_WQ_FLAGS as i64));
-        c.push(("UVERBS_ATTR_CREATE_SRQ_EVENT_FD".into(), attr::CREATE_SRQ_EVENT_FD as i64));
-        c.push(("UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES".into(), attr::QUERY_GID_TABLE_RESP_NUM_ENTRIES as i64));
-        let includes = ["rdma/ib_user_verbs.h", "rdma/ib_user_ioctl_cmds.h", "rdma/ib_user_ioctl_verbs.h", "rdma/rdma_user_ioctl.h", "rdma/ib_user_sa.h"];
-        if let Some(got) = crate::kernel::testutil::c_values(&includes, &c.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>()) {
+        c.push((
+            "UVERBS_ATTR_CREATE_SRQ_EVENT_FD".into(),
+            attr::CREATE_SRQ_EVENT_FD as i64,
+        ));
+        c.push((
+            "UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES".into(),
+            attr::QUERY_GID_TABLE_RESP_NUM_ENTRIES as i64,
+        ));
+        let includes = [
+            "rdma/ib_user_verbs.h",
+            "rdma/ib_user_ioctl_cmds.h",
+            "rdma/ib_user_ioctl_verbs.h",
+            "rdma/rdma_user_ioctl.h",
+            "rdma/ib_user_sa.h",
+        ];
+        if let Some(got) =
+            crate::kernel::testutil::c_values(&includes, &c.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>())
+        {
             let bad: Vec<String> = c
                 .iter()
                 .zip(got)

@@ -42,10 +42,18 @@ unsafe fn ioctl_write(
         b.fill_out(attr::CORE_OUT, resp, core_resp_size);
     }
     if req_size > core_req_size {
-        b.fill_in(super::uapi::UVERBS_ATTR_UHW_IN, req.add(core_req_size), req_size - core_req_size);
+        b.fill_in(
+            super::uapi::UVERBS_ATTR_UHW_IN,
+            req.add(core_req_size),
+            req_size - core_req_size,
+        );
     }
     if resp_size > core_resp_size {
-        b.fill_out(super::uapi::UVERBS_ATTR_UHW_OUT, resp.add(core_resp_size), resp_size - core_resp_size);
+        b.fill_out(
+            super::uapi::UVERBS_ATTR_UHW_OUT,
+            resp.add(core_resp_size),
+            resp_size - core_resp_size,
+        );
     }
     execute(ctx, b.as_ptr())
 }

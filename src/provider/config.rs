@@ -114,7 +114,10 @@ pub fn read_dir(dir: &str) -> Vec<Vec<u8>> {
         path.extend_from_slice(ent.file_name().as_bytes());
         match std::fs::metadata(OsStr::from_bytes(&path)) {
             Err(_) => {
-                eprint!("{PFX}Warning: couldn't stat config file '{}'.\n", String::from_utf8_lossy(&path));
+                eprint!(
+                    "{PFX}Warning: couldn't stat config file '{}'.\n",
+                    String::from_utf8_lossy(&path)
+                );
             }
             Ok(m) if m.is_file() => names.extend(read_file(&path)),
             Ok(_) => {}
@@ -174,7 +177,10 @@ mod tests {
 
     #[test]
     fn env_lists() {
-        assert_eq!(split_list(b"mlx5:rxe;/x/y"), [b"mlx5".to_vec(), b"rxe".to_vec(), b"/x/y".to_vec()]);
+        assert_eq!(
+            split_list(b"mlx5:rxe;/x/y"),
+            [b"mlx5".to_vec(), b"rxe".to_vec(), b"/x/y".to_vec()]
+        );
         assert_eq!(split_list(b""), [Vec::<u8>::new()]);
         assert_eq!(split_list(b"a::b"), [b"a".to_vec(), vec![], b"b".to_vec()]);
     }

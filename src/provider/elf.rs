@@ -189,7 +189,11 @@ pub fn missing_in_file(path: &std::path::Path) -> Vec<String> {
         Ok(m) if m.is_file() && m.len() <= 512 << 20 => {}
         _ => return Vec::new(),
     }
-    std::fs::read(path).ok().and_then(|b| needs(&b)).map(|n| missing(&n)).unwrap_or_default()
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| needs(&b))
+        .map(|n| missing(&n))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -47,7 +47,9 @@ pub struct Failure {
 /// `dlopen(path, RTLD_NOW)`: the handle is kept for the life of the process
 /// (providers are never unloaded).
 fn dlopen_now(path: &[u8]) -> Result<(), String> {
-    let Ok(c) = CString::new(path) else { return Err("name contains a NUL byte".into()) };
+    let Ok(c) = CString::new(path) else {
+        return Err("name contains a NUL byte".into());
+    };
     // SAFETY: c is NUL-terminated; dlerror's string is copied at once.
     unsafe {
         libc::dlerror();
@@ -56,7 +58,11 @@ fn dlopen_now(path: &[u8]) -> Result<(), String> {
             return Ok(());
         }
         let e = libc::dlerror();
-        Err(if e.is_null() { "unknown dlopen error".into() } else { CStr::from_ptr(e).to_string_lossy().into_owned() })
+        Err(if e.is_null() {
+            "unknown dlopen error".into()
+        } else {
+            CStr::from_ptr(e).to_string_lossy().into_owned()
+        })
     }
 }
 
@@ -69,7 +75,10 @@ fn attempt(name: &[u8], path: &[u8]) -> Result<(), Failure> {
             let n = super::registered().len() - before;
             log(
                 LEVEL_DEBUG,
-                format_args!("{PFX}provider '{}': dlopen(\"{shown}\", RTLD_NOW) loaded it; {n} provider(s) registered\n", String::from_utf8_lossy(name)),
+                format_args!(
+                    "{PFX}provider '{}': dlopen(\"{shown}\", RTLD_NOW) loaded it; {n} provider(s) registered\n",
+                    String::from_utf8_lossy(name)
+                ),
             );
         }
         Err(e) => {
@@ -83,11 +92,17 @@ fn attempt(name: &[u8], path: &[u8]) -> Result<(), Failure> {
             };
             log(
                 LEVEL_DEBUG,
-                format_args!("{PFX}provider '{}': dlopen(\"{shown}\", RTLD_NOW) failed: {e}; {st}\n", String::from_utf8_lossy(name)),
+                format_args!(
+                    "{PFX}provider '{}': dlopen(\"{shown}\", RTLD_NOW) failed: {e}; {st}\n",
+                    String::from_utf8_lossy(name)
+                ),
             );
         }
     }
-    r.map_err(|dlerror| Failure { path: path.to_vec(), dlerror })
+    r.map_err(|dlerror| Failure {
+        path: path.to_vec(),
+        dlerror,
+    })
 }
 
 /// The file a failed attempt concerns, when it exists: the path itself, or
@@ -118,10 +133,17 @@ pub fn explain(failures: &[Failure]) -> Vec<String> {
         let shown = String::from_utf8_lossy(&file);
         if !missing.is_empty() {
             for v in missing {
-                out.push(format!("{PFX}Warning: {shown} needs {v}, this library provides {}\n", super::elf::provided_for(&v)));
+                out.push(format!(
+                    "{PFX}Warning: {shown} needs {v}, this library provides {}\n",
+                    super::elf::provided_for(&v)
+                ));
             }
         } else if !last {
-            out.push(format!("{PFX}Warning: {} could not be loaded: {}\n", String::from_utf8_lossy(&f.path), f.dlerror));
+            out.push(format!(
+                "{PFX}Warning: {} could not be loaded: {}\n",
+                String::from_utf8_lossy(&f.path),
+                f.dlerror
+            ));
         }
     }
     out
@@ -129,7 +151,10 @@ pub fn explain(failures: &[Failure]) -> Vec<String> {
 
 fn warn(so_name: &[u8], failures: &[Failure]) {
     let dlerr = failures.last().map(|f| f.dlerror.as_str()).unwrap_or("");
-    let mut msg = format!("{PFX}Warning: couldn't load driver '{}': {dlerr}\n", String::from_utf8_lossy(so_name));
+    let mut msg = format!(
+        "{PFX}Warning: couldn't load driver '{}': {dlerr}\n",
+        String::from_utf8_lossy(so_name)
+    );
     for l in explain(failures) {
         msg.push_str(&l);
     }
@@ -181,7 +206,13 @@ pub fn load_drivers() {
         load_driver(&n);
     }
     load_soft_provider();
-    log(LEVEL_DEBUG, format_args!("{PFX}{} provider(s) registered after loading\n", super::registered().len()));
+    log(
+        LEVEL_DEBUG,
+        format_args!(
+            "{PFX}{} provider(s) registered after loading\n",
+            super::registered().len()
+        ),
+    );
 }
 
 /// The directory this library was loaded from (via `dladdr`).
@@ -227,7 +258,10 @@ fn load_soft_provider() {
             return;
         }
     }
-    log(LEVEL_WARN, format_args!("{PFX}software devices requested but the swrdma provider ({file}) was not found\n"));
+    log(
+        LEVEL_WARN,
+        format_args!("{PFX}software devices requested but the swrdma provider ({file}) was not found\n"),
+    );
 }
 
 #[cfg(test)]
@@ -238,16 +272,23 @@ mod tests {
     fn required_by_is_found() {
         let f = Failure {
             path: b"libx-rdmav34.so".to_vec(),
-            dlerror: "/a/libibverbs.so.1: version `IBVERBS_PRIVATE_57' not found (required by /tmp/p/libx-rdmav34.so)".into(),
+            dlerror: "/a/libibverbs.so.1: version `IBVERBS_PRIVATE_57' not found (required by /tmp/p/libx-rdmav34.so)"
+                .into(),
         };
         assert_eq!(file_of(&f), Some(b"/tmp/p/libx-rdmav34.so".to_vec()));
-        let g = Failure { path: b"libx-rdmav34.so".into(), dlerror: "libx-rdmav34.so: cannot open shared object file".into() };
+        let g = Failure {
+            path: b"libx-rdmav34.so".into(),
+            dlerror: "libx-rdmav34.so: cannot open shared object file".into(),
+        };
         assert_eq!(file_of(&g), None);
     }
 
     #[test]
     fn missing_file_is_not_explained() {
-        let f = Failure { path: b"/nonexistent/libq-rdmav34.so".into(), dlerror: "x".into() };
+        let f = Failure {
+            path: b"/nonexistent/libq-rdmav34.so".into(),
+            dlerror: "x".into(),
+        };
         assert!(explain(&[f.clone(), f]).is_empty());
     }
 }

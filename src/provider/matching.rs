@@ -97,7 +97,10 @@ pub fn name_alias(dev: &SysfsDev) -> CString {
 
 unsafe fn match_name(ops: *const verbs_device_ops, dev: &SysfsDev) -> *const verbs_match_ent {
     let alias = name_alias(dev);
-    entries((*ops).match_table).into_iter().find(|&e| match_modalias(e, &alias)).unwrap_or(std::ptr::null())
+    entries((*ops).match_table)
+        .into_iter()
+        .find(|&e| match_modalias(e, &alias))
+        .unwrap_or(std::ptr::null())
 }
 
 /// Upstream's `match_modalias_device`: reads `device/modalias` once per
@@ -116,7 +119,10 @@ unsafe fn match_modalias_device(ops: *const verbs_device_ops, dev: &mut SysfsDev
         }
     }
     let value = record::as_cstr(&dev.get().modalias).to_owned();
-    entries((*ops).match_table).into_iter().find(|&e| match_modalias(e, &value)).unwrap_or(std::ptr::null())
+    entries((*ops).match_table)
+        .into_iter()
+        .find(|&e| match_modalias(e, &value))
+        .unwrap_or(std::ptr::null())
 }
 
 /// Upstream's `match_device`, with the reason when it says no.
@@ -138,7 +144,11 @@ unsafe fn match_device(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Resu
     } else if dev.get().r#match.is_null() {
         return Err(Refusal::NoMatch);
     }
-    let (abi, min, max) = (dev.get().abi_ver, (*ops).match_min_abi_version, (*ops).match_max_abi_version);
+    let (abi, min, max) = (
+        dev.get().abi_ver,
+        (*ops).match_min_abi_version,
+        (*ops).match_max_abi_version,
+    );
     if abi < min || abi > max {
         eprint!(
             "{PFX}Warning: Driver {} does not support the kernel ABI of {abi} (supports {min} to {max}) for device {}\n",
@@ -159,7 +169,12 @@ unsafe fn fill(vdev: *mut verbs_device, ops: *const verbs_device_ops, dev: &Sysf
     d.node_type = s.node_type;
     d.transport_type = record::transport_of(s.node_type);
     set_cstr(&mut d.dev_name, record::cbytes(&s.sysfs_name));
-    let path = [record::sysfs_root(), b"/class/infiniband_verbs/", record::cbytes(&s.sysfs_name)].concat();
+    let path = [
+        record::sysfs_root(),
+        b"/class/infiniband_verbs/",
+        record::cbytes(&s.sysfs_name),
+    ]
+    .concat();
     if !set_cstr(&mut d.dev_path, &path) {
         return false;
     }
@@ -212,13 +227,25 @@ fn attempt(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Option<*mut verb
     // SAFETY: `ops` comes from the registry.
     match unsafe { try_driver(ops, dev) } {
         Ok(v) => {
-            log(LEVEL_DEBUG, format_args!("{PFX}device {}: claimed by provider '{}'\n", dev.ibdev_name(), Registered(ops).name()));
+            log(
+                LEVEL_DEBUG,
+                format_args!(
+                    "{PFX}device {}: claimed by provider '{}'\n",
+                    dev.ibdev_name(),
+                    Registered(ops).name()
+                ),
+            );
             Some(v)
         }
         Err(r) => {
             log(
                 LEVEL_DEBUG,
-                format_args!("{PFX}device {}: provider '{}' does not claim it: {}\n", dev.ibdev_name(), Registered(ops).name(), describe(dev, &r)),
+                format_args!(
+                    "{PFX}device {}: provider '{}' does not claim it: {}\n",
+                    dev.ibdev_name(),
+                    Registered(ops).name(),
+                    describe(dev, &r)
+                ),
             );
             None
         }

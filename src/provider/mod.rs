@@ -52,7 +52,12 @@ pub fn register(ops: *const verbs_device_ops) {
     let (min, max) = unsafe { ((*ops).match_min_abi_version, (*ops).match_max_abi_version) };
     crate::log::log(
         crate::log::LEVEL_DEBUG,
-        format_args!("libibverbs: provider '{}' registered (kernel ABI {} to {})\n", r.name(), min, max),
+        format_args!(
+            "libibverbs: provider '{}' registered (kernel ABI {} to {})\n",
+            r.name(),
+            min,
+            max
+        ),
     );
 }
 

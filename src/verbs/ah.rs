@@ -82,7 +82,13 @@ pub type FindGid<'a> = dyn FnMut(&ibv_gid, ibv_gid_type_sysfs) -> c_int + 'a;
 
 /// Upstream's `ibv_init_ah_from_wc` on already-read inputs: fills `ah` and
 /// returns 0, or -1 / the search's negative value with errno set.
-pub fn init_ah_from_wc(port_num: u8, wc: &ibv_wc, raw: &[u8; 40], ah: &mut ibv_ah_attr, find: &mut FindGid<'_>) -> c_int {
+pub fn init_ah_from_wc(
+    port_num: u8,
+    wc: &ibv_wc,
+    raw: &[u8; 40],
+    ah: &mut ibv_ah_attr,
+    find: &mut FindGid<'_>,
+) -> c_int {
     // SAFETY: ibv_ah_attr is plain data; all-zero is a valid value.
     *ah = unsafe { std::mem::zeroed() };
     let flow_class = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]);
@@ -231,7 +237,10 @@ mod tests {
         });
         assert_eq!(r, 0);
         assert_eq!(calls, 0);
-        assert_eq!((ah.dlid, ah.sl, ah.src_path_bits, ah.port_num, ah.is_global), (0x1234, 3, 5, 2, 0));
+        assert_eq!(
+            (ah.dlid, ah.sl, ah.src_path_bits, ah.port_num, ah.is_global),
+            (0x1234, 3, 5, 2, 0)
+        );
         assert_eq!(ah.grh.flow_label, 0xabcde);
     }
 
@@ -249,7 +258,10 @@ mod tests {
         assert_eq!(g, unsafe { v4_mapped([10, 0, 0, 2]).raw });
         assert_eq!(t, IBV_GID_TYPE_SYSFS_ROCE_V2);
         assert_eq!(unsafe { ah.grh.dgid.raw }, unsafe { v4_mapped([10, 0, 0, 1]).raw });
-        assert_eq!((ah.grh.sgid_index, ah.grh.hop_limit, ah.grh.traffic_class, ah.is_global), (3, 63, 0x28, 1));
+        assert_eq!(
+            (ah.grh.sgid_index, ah.grh.hop_limit, ah.grh.traffic_class, ah.is_global),
+            (3, 63, 0x28, 1)
+        );
         assert_eq!(ah.grh.flow_label, 0);
     }
 
@@ -276,7 +288,10 @@ mod tests {
             assert_eq!(r, 0);
             assert_eq!(seen, Some((d, ty)));
             assert_eq!(unsafe { ah.grh.dgid.raw }, s);
-            assert_eq!((ah.grh.sgid_index, ah.grh.hop_limit, ah.grh.traffic_class), (7, 9, 0x5a));
+            assert_eq!(
+                (ah.grh.sgid_index, ah.grh.hop_limit, ah.grh.traffic_class),
+                (7, 9, 0x5a)
+            );
             assert_eq!(ah.grh.flow_label, 0x12345);
         }
     }

@@ -57,7 +57,11 @@ impl<const N: usize> CmdBuf<N> {
                 uhw_in_headroom_dwords: 0,
                 uhw_out_headroom_dwords: 0,
                 flags: 0,
-                hdr: ib_uverbs_ioctl_hdr { object_id, method_id, ..Default::default() },
+                hdr: ib_uverbs_ioctl_hdr {
+                    object_id,
+                    method_id,
+                    ..Default::default()
+                },
             },
             attrs: [ib_uverbs_attr::default(); N],
             used: 0,
@@ -69,7 +73,11 @@ impl<const N: usize> CmdBuf<N> {
         assert!(self.used < N, "command buffer too small");
         let a = &mut self.attrs[self.used];
         self.used += 1;
-        *a = ib_uverbs_attr { attr_id, flags: UVERBS_ATTR_F_MANDATORY, ..Default::default() };
+        *a = ib_uverbs_attr {
+            attr_id,
+            flags: UVERBS_ATTR_F_MANDATORY,
+            ..Default::default()
+        };
         a
     }
 
@@ -168,7 +176,11 @@ fn check_legacy(flags: u8) -> Fallback {
 ///
 /// # Safety
 /// `ctx` is an open context created through the provider ABI.
-pub unsafe fn execute_ioctl_fallback<const N: usize>(ctx: *mut ibv_context, bit: usize, cmd: &mut CmdBuf<N>) -> Fallback {
+pub unsafe fn execute_ioctl_fallback<const N: usize>(
+    ctx: *mut ibv_context,
+    bit: usize,
+    cmd: &mut CmdBuf<N>,
+) -> Fallback {
     let p = priv_of(ctx);
     if !p.is_null() && (*p).is_unsupported(bit) {
         return check_legacy(cmd.cmd.flags);
@@ -245,7 +257,11 @@ pub unsafe fn execute_cmd_write(
             cmd.in_bytes(UVERBS_ATTR_UHW_IN, body.add(core_in).cast(), all_in - core_in);
         }
         if resp_size - core_resp_size != 0 {
-            cmd.out(UVERBS_ATTR_UHW_OUT, resp.add(core_resp_size).cast(), resp_size - core_resp_size);
+            cmd.out(
+                UVERBS_ATTR_UHW_OUT,
+                resp.add(core_resp_size).cast(),
+                resp_size - core_resp_size,
+            );
         }
         return cmd.execute(ctx);
     }
@@ -307,6 +323,9 @@ mod tests {
     fn legacy() {
         assert_eq!(check_legacy(0), Fallback::TryWrite);
         assert_eq!(check_legacy(FLAG_FALLBACK_REQUIRE_EX), Fallback::TryWriteEx);
-        assert_eq!(check_legacy(FLAG_FALLBACK_IOCTL_ONLY), Fallback::Error(libc::EOPNOTSUPP));
+        assert_eq!(
+            check_legacy(FLAG_FALLBACK_IOCTL_ONLY),
+            Fallback::Error(libc::EOPNOTSUPP)
+        );
     }
 }

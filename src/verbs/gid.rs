@@ -81,7 +81,12 @@ unsafe fn query_sysfs_gid_type(ctx: *mut ibv_context, port_num: u8, index: u32, 
     let mut buff = [0u8; 11];
     // errno is reset so that its value after the read tells what failed.
     set_errno(0);
-    if read_ibdev_attr(sysfs, &format!("ports/{port_num}/gid_attrs/types/{}", index as c_int), &mut buff) <= 0 {
+    if read_ibdev_attr(
+        sysfs,
+        &format!("ports/{port_num}/gid_attrs/types/{}", index as c_int),
+        &mut buff,
+    ) <= 0
+    {
         if errno() == libc::EINVAL {
             // On IB the kernel refuses to read this file with EINVAL.
             *ty = IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
@@ -123,7 +128,12 @@ unsafe fn query_sysfs_gid_type(ctx: *mut ibv_context, port_num: u8, index: u32, 
 /// `query_sysfs_gid_ndev_ifindex`: 0 or an errno value.
 unsafe fn query_sysfs_gid_ndev_ifindex(ctx: *mut ibv_context, port_num: u8, gid_index: u32, out: *mut u32) -> c_int {
     let mut buff = [0u8; IF_NAMESIZE];
-    if read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/gid_attrs/ndevs/{}", gid_index as c_int), &mut buff) <= 0 {
+    if read_ibdev_attr(
+        sysfs_of(ctx),
+        &format!("ports/{port_num}/gid_attrs/ndevs/{}", gid_index as c_int),
+        &mut buff,
+    ) <= 0
+    {
         *out = 0;
         return 0;
     }
@@ -286,12 +296,22 @@ fn array_len(size: usize, nelems: usize) -> usize {
 /// # Safety
 /// `ctx` is an open context; `entries` holds `max_entries` entries of
 /// `entry_size` bytes.
-pub unsafe fn query_gid_table(ctx: *mut ibv_context, entries: *mut ibv_gid_entry, max_entries: usize, flags: u32, entry_size: usize) -> isize {
+pub unsafe fn query_gid_table(
+    ctx: *mut ibv_context,
+    entries: *mut ibv_gid_entry,
+    max_entries: usize,
+    flags: u32,
+    entry_size: usize,
+) -> isize {
     let mut num_entries: u64 = 0;
     let mut cmdb = CmdBuf::<4>::new(cmd::UVERBS_OBJECT_DEVICE, cmd::UVERBS_METHOD_QUERY_GID_TABLE);
     cmdb.const_in(UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, entry_size as u64);
     cmdb.in_u32(UVERBS_ATTR_QUERY_GID_TABLE_FLAGS, flags);
-    cmdb.out(UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, entries.cast(), array_len(entry_size, max_entries));
+    cmdb.out(
+        UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES,
+        entries.cast(),
+        array_len(entry_size, max_entries),
+    );
     cmdb.out(
         UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES,
         (&mut num_entries as *mut u64).cast::<c_void>(),
@@ -344,7 +364,10 @@ mod tests {
     #[test]
     fn gid_text() {
         let g = parse_sysfs_gid(b"fe80:0000:0000:0000:0202:c9ff:fe03:0405\0").unwrap();
-        assert_eq!(g, [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x02, 0xc9, 0xff, 0xfe, 0x03, 0x04, 0x05]);
+        assert_eq!(
+            g,
+            [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x02, 0xc9, 0xff, 0xfe, 0x03, 0x04, 0x05]
+        );
         let g = parse_sysfs_gid(b"0000:0000:0000:0000:0000:ffff:c0a8:0102").unwrap();
         assert_eq!(&g[10..], &[0xff, 0xff, 0xc0, 0xa8, 0x01, 0x02]);
         assert_eq!(parse_sysfs_gid(b"fe80:0000:0000\0"), None);

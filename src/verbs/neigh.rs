@@ -89,7 +89,8 @@ impl Addr {
 /// multicast form ff0e::ffff:a.b.c.d.
 pub fn is_v4mapped(gid: &[u8; 16]) -> bool {
     let mapped = gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff;
-    let mcast = gid[..4] == [0xff, 0x0e, 0, 0] && gid[4..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff;
+    let mcast =
+        gid[..4] == [0xff, 0x0e, 0, 0] && gid[4..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff;
     mapped || mcast
 }
 
@@ -97,9 +98,15 @@ pub fn is_v4mapped(gid: &[u8; 16]) -> bool {
 /// whole GID as IPv6 address.
 pub fn peer_from_gid(gid: &[u8; 16]) -> Addr {
     if is_v4mapped(gid) {
-        Addr { family: libc::AF_INET, bytes: gid[12..].to_vec() }
+        Addr {
+            family: libc::AF_INET,
+            bytes: gid[12..].to_vec(),
+        }
     } else {
-        Addr { family: libc::AF_INET6, bytes: gid.to_vec() }
+        Addr {
+            family: libc::AF_INET6,
+            bytes: gid.to_vec(),
+        }
     }
 }
 
@@ -236,7 +243,10 @@ fn u32_of(d: &[u8]) -> Option<u32> {
 
 /// The error of an `NLMSG_ERROR` payload (negative errno; 0 is an ACK).
 fn nlmsg_error(payload: &[u8]) -> c_int {
-    payload.get(..4).map(|e| i32::from_ne_bytes([e[0], e[1], e[2], e[3]])).unwrap_or(-libc::EPROTO)
+    payload
+        .get(..4)
+        .map(|e| i32::from_ne_bytes([e[0], e[1], e[2], e[3]]))
+        .unwrap_or(-libc::EPROTO)
 }
 
 /// The parts of a route reply upstream looks at (its first next hop).
@@ -254,7 +264,11 @@ pub fn parse_route(p: &[u8]) -> Option<Route> {
         return None;
     }
     let attrs = parse_attrs(&p[12..]);
-    let mut r = Route { family: p[0] as c_int, rtype: p[7], ..Default::default() };
+    let mut r = Route {
+        family: p[0] as c_int,
+        rtype: p[7],
+        ..Default::default()
+    };
     r.prefsrc = attr(&attrs, RTA_PREFSRC).map(|d| d.to_vec());
     // Next hop 0: the first of RTA_MULTIPATH when present, else the
     // single-path RTA_OIF / RTA_GATEWAY.
@@ -312,7 +326,10 @@ pub fn parse_link(p: &[u8]) -> Option<Link> {
         return None;
     }
     let attrs = parse_attrs(&p[16..]);
-    let mut l = Link { addr: attr(&attrs, IFLA_ADDRESS).map(|d| d.to_vec()), ..Default::default() };
+    let mut l = Link {
+        addr: attr(&attrs, IFLA_ADDRESS).map(|d| d.to_vec()),
+        ..Default::default()
+    };
     if let Some(info) = attr(&attrs, IFLA_LINKINFO) {
         let info = parse_attrs(info);
         let kind = attr(&info, IFLA_INFO_KIND).map(super::cstr_bytes);
@@ -349,7 +366,12 @@ impl Nl {
             let fd = OwnedFd::from_raw_fd(fd);
             let mut sa: libc::sockaddr_nl = std::mem::zeroed();
             sa.nl_family = libc::AF_NETLINK as u16;
-            if libc::bind(fd.as_raw_fd(), (&sa as *const libc::sockaddr_nl).cast(), std::mem::size_of::<libc::sockaddr_nl>() as u32) != 0 {
+            if libc::bind(
+                fd.as_raw_fd(),
+                (&sa as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as u32,
+            ) != 0
+            {
                 return Err(-errno());
             }
             let seq = libc::time(std::ptr::null_mut()) as u32;
@@ -387,7 +409,14 @@ impl Nl {
     fn recv(&self) -> Result<Vec<u8>, c_int> {
         loop {
             // SAFETY: a zero-length peek into a valid (empty) buffer.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), [0u8; 1].as_mut_ptr().cast(), 0, libc::MSG_PEEK | libc::MSG_TRUNC) };
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    [0u8; 1].as_mut_ptr().cast(),
+                    0,
+                    libc::MSG_PEEK | libc::MSG_TRUNC,
+                )
+            };
             if n < 0 {
                 if errno() == libc::EINTR {
                     continue;
@@ -543,7 +572,9 @@ impl Handler {
     /// address was found.
     fn process_get_neigh(&mut self) -> Result<(), Failed> {
         let seq = self.nl.next_seq();
-        self.nl.send(&route_request(&self.dst, self.oif, seq)).map_err(|_| Failed)?;
+        self.nl
+            .send(&route_request(&self.dst, self.oif, seq))
+            .map_err(|_| Failed)?;
         loop {
             let buf = self.nl.recv().map_err(|_| Failed)?;
             let msgs = parse_msgs(&buf);
@@ -554,7 +585,11 @@ impl Handler {
                     // An error fails the lookup; the ACK or the end of a
                     // dump ends it (without a route: no address found).
                     NLMSG_ERROR => {
-                        return if nlmsg_error(m.payload) != 0 { Err(Failed) } else { Ok(()) };
+                        return if nlmsg_error(m.payload) != 0 {
+                            Err(Failed)
+                        } else {
+                            Ok(())
+                        };
                     }
                     NLMSG_DONE => return Ok(()),
                     RTM_NEWROUTE => self.route_cb(m.payload)?,
@@ -574,7 +609,10 @@ impl Handler {
             return Err(Failed);
         };
         if let Some(gw) = &r.gateway {
-            self.dst = Addr { family: r.family, bytes: gw.clone() };
+            self.dst = Addr {
+                family: r.family,
+                bytes: gw.clone(),
+            };
         }
         if matches!(r.rtype, RTN_BLACKHOLE | RTN_UNREACHABLE | RTN_PROHIBIT | RTN_THROW) {
             set_errno(libc::ENETUNREACH);
@@ -582,7 +620,10 @@ impl Handler {
         } else {
             if self.src.is_none() {
                 if let Some(s) = &r.prefsrc {
-                    self.src = Some(Addr { family: r.family, bytes: s.clone() });
+                    self.src = Some(Addr {
+                        family: r.family,
+                        bytes: s.clone(),
+                    });
                 }
             }
             if self.oif < 0 && r.oif > 0 {
@@ -630,8 +671,16 @@ impl Handler {
         let mut retries = 0u32;
         loop {
             let mut fds = [
-                libc::pollfd { fd: events.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: timer.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd {
+                    fd: events.fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: timer.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
             // SAFETY: two valid pollfds.
             let ret = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
@@ -728,7 +777,12 @@ fn create_socket(src: &Addr, dst: &Addr, oif: i32) -> Option<(OwnedFd, libc::soc
             return None;
         }
         let fd = OwnedFd::from_raw_fd(fd);
-        if libc::bind(fd.as_raw_fd(), (&src_sa as *const libc::sockaddr_storage).cast(), src_len) != 0 {
+        if libc::bind(
+            fd.as_raw_fd(),
+            (&src_sa as *const libc::sockaddr_storage).cast(),
+            src_len,
+        ) != 0
+        {
             return None;
         }
         Some((fd, dst_sa, dst_len))
@@ -764,7 +818,10 @@ fn try_send_to(sock: &OwnedFd, dst: &libc::sockaddr_storage, len: u32) -> c_int 
 /// `create_timer`: a periodic timer of `timeout / NUM_OF_TRIES`.
 fn create_timer(timeout_ms: u64) -> Option<OwnedFd> {
     let per = timeout_ms / NUM_OF_TRIES as u64;
-    let ts = libc::timespec { tv_sec: (per / 1000) as libc::time_t, tv_nsec: ((per % 1000) * 1_000_000) as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: (per / 1000) as libc::time_t,
+        tv_nsec: ((per % 1000) * 1_000_000) as libc::c_long,
+    };
     // SAFETY: plain timerfd calls.
     unsafe {
         let fd = libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC);
@@ -773,7 +830,10 @@ fn create_timer(timeout_ms: u64) -> Option<OwnedFd> {
         }
         let fd = OwnedFd::from_raw_fd(fd);
         if timeout_ms != 0 {
-            let spec = libc::itimerspec { it_interval: ts, it_value: ts };
+            let spec = libc::itimerspec {
+                it_interval: ts,
+                it_value: ts,
+            };
             if libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) != 0 {
                 return None;
             }
@@ -836,7 +896,14 @@ pub fn resolve(sgid: &[u8; 16], dgid: &[u8; 16], mac: &mut [u8; 6], vid: Option<
     if oif <= 0 {
         return -libc::EINVAL;
     }
-    let mut h = Handler { nl, oif, found: None, dst: peer_from_gid(dgid), src: Some(src), timeout_ms: DEFAULT_TIMEOUT_MS };
+    let mut h = Handler {
+        nl,
+        oif,
+        found: None,
+        dst: peer_from_gid(dgid),
+        src: Some(src),
+        timeout_ms: DEFAULT_TIMEOUT_MS,
+    };
     if h.process_get_neigh().is_err() {
         return -libc::EHOSTUNREACH;
     }
@@ -867,20 +934,47 @@ mod tests {
         assert!(is_v4mapped(&gid("ff0e::ffff:239.1.2.3")));
         assert!(!is_v4mapped(&gid("fe80::1")));
         assert!(!is_v4mapped(&gid("ff0e::1:ffff:239.1.2.3")));
-        assert_eq!(peer_from_gid(&gid("::ffff:10.1.2.3")), Addr { family: libc::AF_INET, bytes: vec![10, 1, 2, 3] });
+        assert_eq!(
+            peer_from_gid(&gid("::ffff:10.1.2.3")),
+            Addr {
+                family: libc::AF_INET,
+                bytes: vec![10, 1, 2, 3]
+            }
+        );
         assert_eq!(peer_from_gid(&gid("fe80::1")).family, libc::AF_INET6);
     }
 
     #[test]
     fn macs_from_addresses() {
-        let v4 = |a: [u8; 4]| Addr { family: libc::AF_INET, bytes: a.to_vec() };
-        let v6 = |s: &str| Addr { family: libc::AF_INET6, bytes: gid(s).to_vec() };
-        assert_eq!(encoded_mac(&v4([239, 129, 2, 3])), Some([0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]));
-        assert_eq!(encoded_mac(&v4([224, 0, 0, 251])), Some([0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb]));
+        let v4 = |a: [u8; 4]| Addr {
+            family: libc::AF_INET,
+            bytes: a.to_vec(),
+        };
+        let v6 = |s: &str| Addr {
+            family: libc::AF_INET6,
+            bytes: gid(s).to_vec(),
+        };
+        assert_eq!(
+            encoded_mac(&v4([239, 129, 2, 3])),
+            Some([0x01, 0x00, 0x5e, 0x01, 0x02, 0x03])
+        );
+        assert_eq!(
+            encoded_mac(&v4([224, 0, 0, 251])),
+            Some([0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb])
+        );
         assert_eq!(encoded_mac(&v4([192, 168, 0, 1])), None);
-        assert_eq!(encoded_mac(&v6("ff02::1:ff00:1234")), Some([0x33, 0x33, 0xff, 0x00, 0x12, 0x34]));
-        assert_eq!(encoded_mac(&v6("fe80::0211:22ff:fe33:4455")), Some([0x00, 0x11, 0x22, 0x33, 0x44, 0x55]));
-        assert_eq!(encoded_mac(&v6("fe80::0011:22ff:fe33:4455")), Some([0x02, 0x11, 0x22, 0x33, 0x44, 0x55]));
+        assert_eq!(
+            encoded_mac(&v6("ff02::1:ff00:1234")),
+            Some([0x33, 0x33, 0xff, 0x00, 0x12, 0x34])
+        );
+        assert_eq!(
+            encoded_mac(&v6("fe80::0211:22ff:fe33:4455")),
+            Some([0x00, 0x11, 0x22, 0x33, 0x44, 0x55])
+        );
+        assert_eq!(
+            encoded_mac(&v6("fe80::0011:22ff:fe33:4455")),
+            Some([0x02, 0x11, 0x22, 0x33, 0x44, 0x55])
+        );
         // Only fe80::/64 is link-local here.
         assert_eq!(encoded_mac(&v6("fe80:0:0:1::1")), None);
         assert_eq!(encoded_mac(&v6("2001:db8::1")), None);
@@ -888,12 +982,18 @@ mod tests {
 
     #[test]
     fn request_layout() {
-        let dst = Addr { family: libc::AF_INET6, bytes: gid("2001:db8::1").to_vec() };
+        let dst = Addr {
+            family: libc::AF_INET6,
+            bytes: gid("2001:db8::1").to_vec(),
+        };
         let m = route_request(&dst, 3, 42);
         assert_eq!(m.len(), 16 + 12 + 20 + 8);
         assert_eq!(u32::from_ne_bytes(m[0..4].try_into().unwrap()) as usize, m.len());
         assert_eq!(u16::from_ne_bytes(m[4..6].try_into().unwrap()), RTM_GETROUTE);
-        assert_eq!(u16::from_ne_bytes(m[6..8].try_into().unwrap()), NLM_F_REQUEST | NLM_F_ACK);
+        assert_eq!(
+            u16::from_ne_bytes(m[6..8].try_into().unwrap()),
+            NLM_F_REQUEST | NLM_F_ACK
+        );
         assert_eq!(u32::from_ne_bytes(m[8..12].try_into().unwrap()), 42);
         assert_eq!((m[16], m[17]), (libc::AF_INET6 as u8, 128));
         let msgs = parse_msgs(&m);
@@ -916,11 +1016,24 @@ mod tests {
             0,
             5,
             &rtm,
-            &[(RTA_GATEWAY, &[10, 0, 0, 1]), (RTA_OIF, &7u32.to_ne_bytes()), (RTA_PREFSRC, &[10, 0, 0, 9])],
+            &[
+                (RTA_GATEWAY, &[10, 0, 0, 1]),
+                (RTA_OIF, &7u32.to_ne_bytes()),
+                (RTA_PREFSRC, &[10, 0, 0, 9]),
+            ],
         );
         let msgs = parse_msgs(&m);
         let r = parse_route(msgs[0].payload).unwrap();
-        assert_eq!(r, Route { family: libc::AF_INET, rtype: 1, gateway: Some(vec![10, 0, 0, 1]), oif: 7, prefsrc: Some(vec![10, 0, 0, 9]) });
+        assert_eq!(
+            r,
+            Route {
+                family: libc::AF_INET,
+                rtype: 1,
+                gateway: Some(vec![10, 0, 0, 1]),
+                oif: 7,
+                prefsrc: Some(vec![10, 0, 0, 9])
+            }
+        );
 
         // Multipath: the first next hop wins.
         let mut nh = vec![0u8; 8];
@@ -928,7 +1041,13 @@ mod tests {
         push_attr(&mut nh, RTA_GATEWAY, &[10, 0, 0, 2]);
         let l = nh.len() as u16;
         nh[0..2].copy_from_slice(&l.to_ne_bytes());
-        let m = build_msg(RTM_NEWROUTE, 0, 5, &rtm, &[(RTA_MULTIPATH, &nh), (RTA_OIF, &7u32.to_ne_bytes())]);
+        let m = build_msg(
+            RTM_NEWROUTE,
+            0,
+            5,
+            &rtm,
+            &[(RTA_MULTIPATH, &nh), (RTA_OIF, &7u32.to_ne_bytes())],
+        );
         let r = parse_route(parse_msgs(&m)[0].payload).unwrap();
         assert_eq!((r.oif, r.gateway), (9, Some(vec![10, 0, 0, 2])));
 
@@ -936,11 +1055,35 @@ mod tests {
         let mut ndm = [0u8; 12];
         ndm[0] = libc::AF_INET as u8;
         ndm[4..8].copy_from_slice(&7i32.to_ne_bytes());
-        let m = build_msg(RTM_NEWNEIGH, 0, 0, &ndm, &[(NDA_DST, &[10, 0, 0, 1]), (NDA_LLADDR, &[1, 2, 3, 4, 5, 6])]);
+        let m = build_msg(
+            RTM_NEWNEIGH,
+            0,
+            0,
+            &ndm,
+            &[(NDA_DST, &[10, 0, 0, 1]), (NDA_LLADDR, &[1, 2, 3, 4, 5, 6])],
+        );
         let n = parse_neigh(parse_msgs(&m)[0].payload).unwrap();
-        assert!(n.matches(7, &Addr { family: libc::AF_INET, bytes: vec![10, 0, 0, 1] }));
-        assert!(!n.matches(8, &Addr { family: libc::AF_INET, bytes: vec![10, 0, 0, 1] }));
-        assert!(!n.matches(7, &Addr { family: libc::AF_INET, bytes: vec![10, 0, 0, 2] }));
+        assert!(n.matches(
+            7,
+            &Addr {
+                family: libc::AF_INET,
+                bytes: vec![10, 0, 0, 1]
+            }
+        ));
+        assert!(!n.matches(
+            8,
+            &Addr {
+                family: libc::AF_INET,
+                bytes: vec![10, 0, 0, 1]
+            }
+        ));
+        assert!(!n.matches(
+            7,
+            &Addr {
+                family: libc::AF_INET,
+                bytes: vec![10, 0, 0, 2]
+            }
+        ));
         assert_eq!(n.lladdr, Some(vec![1, 2, 3, 4, 5, 6]));
 
         // A VLAN link.
@@ -950,9 +1093,22 @@ mod tests {
         push_attr(&mut info, IFLA_INFO_KIND, b"vlan\0");
         push_attr(&mut info, IFLA_INFO_DATA, &vlan_data);
         let ifi = [0u8; 16];
-        let m = build_msg(RTM_NEWLINK, 0, 0, &ifi, &[(IFLA_ADDRESS, &[2, 0, 0, 0, 0, 1]), (IFLA_LINKINFO, &info)]);
+        let m = build_msg(
+            RTM_NEWLINK,
+            0,
+            0,
+            &ifi,
+            &[(IFLA_ADDRESS, &[2, 0, 0, 0, 0, 1]), (IFLA_LINKINFO, &info)],
+        );
         let l = parse_link(parse_msgs(&m)[0].payload).unwrap();
-        assert_eq!(l, Link { addr: Some(vec![2, 0, 0, 0, 0, 1]), is_vlan: true, vlan_id: 100 });
+        assert_eq!(
+            l,
+            Link {
+                addr: Some(vec![2, 0, 0, 0, 0, 1]),
+                is_vlan: true,
+                vlan_id: 100
+            }
+        );
     }
 
     #[test]
@@ -996,11 +1152,20 @@ mod tests {
     #[test]
     fn loopback_is_found() {
         // 127.0.0.1 lives on "lo" in every network namespace.
-        let oif = oif_from_src(&Addr { family: libc::AF_INET, bytes: vec![127, 0, 0, 1] });
+        let oif = oif_from_src(&Addr {
+            family: libc::AF_INET,
+            bytes: vec![127, 0, 0, 1],
+        });
         if oif != -libc::ENODEV {
             // SAFETY: a valid C string.
             assert_eq!(oif as u32, unsafe { libc::if_nametoindex(c"lo".as_ptr()) });
         }
-        assert_eq!(oif_from_src(&Addr { family: libc::AF_INET, bytes: vec![192, 0, 2, 254] }), -libc::ENODEV);
+        assert_eq!(
+            oif_from_src(&Addr {
+                family: libc::AF_INET,
+                bytes: vec![192, 0, 2, 254]
+            }),
+            -libc::ENODEV
+        );
     }
 }

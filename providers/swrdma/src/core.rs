@@ -72,7 +72,11 @@ impl Cq {
         Cq {
             ibcq,
             chan_fd,
-            inner: Mutex::new(CqInner { wcs: VecDeque::new(), armed: 0, wfd: -1 }),
+            inner: Mutex::new(CqInner {
+                wcs: VecDeque::new(),
+                armed: 0,
+                wfd: -1,
+            }),
             has: AtomicU32::new(0),
         }
     }
@@ -280,7 +284,10 @@ impl Ctx {
         l.rx.set_sleeping(true);
         let one: u64 = 1;
         unsafe { libc::write(self.efd, &one as *const u64 as *const _, 8) };
-        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, u64: l.sock as u64 };
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+            u64: l.sock as u64,
+        };
         unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, l.sock, &mut ev) };
     }
 
@@ -322,8 +329,14 @@ impl Ctx {
             if s.length == 0 {
                 continue;
             }
-            let Some(m) = mrs.get(&s.lkey) else { return Err(IBV_WC_LOC_PROT_ERR) };
-            if m.mw != 0 || m.pd != pd || s.addr < m.addr || s.addr.saturating_add(s.length as u64) > m.addr.saturating_add(m.len) {
+            let Some(m) = mrs.get(&s.lkey) else {
+                return Err(IBV_WC_LOC_PROT_ERR);
+            };
+            if m.mw != 0
+                || m.pd != pd
+                || s.addr < m.addr
+                || s.addr.saturating_add(s.length as u64) > m.addr.saturating_add(m.len)
+            {
                 return Err(IBV_WC_LOC_PROT_ERR);
             }
             if write && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
@@ -471,13 +484,24 @@ impl Ctx {
     fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
         let need = align64(MSG_HDR + plen);
         unsafe {
-            let Some((p, nh)) = l.tx.try_reserve(need) else { return false };
+            let Some((p, nh)) = l.tx.try_reserve(need) else {
+                return false;
+            };
             self.put_at(l, p, nh, m, need, plen, fill);
         }
         true
     }
 
-    unsafe fn put_at(&self, l: &Link, p: *mut u8, nh: u64, m: &Msg, need: usize, plen: usize, fill: &mut dyn FnMut(*mut u8)) {
+    unsafe fn put_at(
+        &self,
+        l: &Link,
+        p: *mut u8,
+        nh: u64,
+        m: &Msg,
+        need: usize,
+        plen: usize,
+        fill: &mut dyn FnMut(*mut u8),
+    ) {
         let mut h = *m;
         h.len = need as u32;
         h.plen = plen as u32;
@@ -515,7 +539,9 @@ impl Ctx {
             true
         };
         unsafe {
-            let Some((p, nh)) = l.tx.reserve(need, &mut wait) else { return false };
+            let Some((p, nh)) = l.tx.reserve(need, &mut wait) else {
+                return false;
+            };
             self.put_at(l, p, nh, m, need, plen, fill);
         }
         true
@@ -531,10 +557,23 @@ impl Ctx {
                 Resp::Read { hdr, qpn, pd, off } => {
                     let total = hdr.total;
                     let plen = (total - *off).min(MAX_CHUNK as u64) as usize;
-                    let src = self.check_remote(*qpn, *pd, hdr.rkey, hdr.raddr + *off, plen as u64, IBV_ACCESS_REMOTE_READ);
+                    let src = self.check_remote(
+                        *qpn,
+                        *pd,
+                        hdr.rkey,
+                        hdr.raddr + *off,
+                        plen as u64,
+                        IBV_ACCESS_REMOTE_READ,
+                    );
                     let Some(src) = src else {
                         // Deregistered meanwhile: the READ fails.
-                        let nak = Msg { kind: K_ACK, flags: F_LAST, status: IBV_WC_REM_ACCESS_ERR, total: 0, ..*hdr };
+                        let nak = Msg {
+                            kind: K_ACK,
+                            flags: F_LAST,
+                            status: IBV_WC_REM_ACCESS_ERR,
+                            total: 0,
+                            ..*hdr
+                        };
                         *r = Resp::Hdr(nak);
                         continue;
                     };
@@ -542,7 +581,9 @@ impl Ctx {
                     h.off = *off;
                     h.flags = if *off + plen as u64 >= total { F_LAST } else { 0 };
                     let s = src as *const u8;
-                    if !self.try_put(l, &h, plen, &mut |d| unsafe { std::ptr::copy_nonoverlapping(s, d, plen) }) {
+                    if !self.try_put(l, &h, plen, &mut |d| unsafe {
+                        std::ptr::copy_nonoverlapping(s, d, plen)
+                    }) {
                         return false;
                     }
                     *off += plen as u64;
@@ -674,7 +715,14 @@ impl Ctx {
                             return;
                         }
                         let dst = if m.off + m.plen as u64 <= m.total {
-                            self.check_remote(qp.qpn, qp.pd, m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
+                            self.check_remote(
+                                qp.qpn,
+                                qp.pd,
+                                m.rkey,
+                                m.raddr + m.off,
+                                m.plen as u64,
+                                IBV_ACCESS_REMOTE_WRITE,
+                            )
                         } else {
                             None
                         };
@@ -719,7 +767,11 @@ impl Ctx {
                     // is a Remote Operational Error for the requester; a
                     // message longer than the receive buffer an Invalid
                     // Request (as the IB NAK codes).
-                    let nak = if s == IBV_WC_LOC_PROT_ERR { IBV_WC_REM_OP_ERR } else { IBV_WC_REM_INV_REQ_ERR };
+                    let nak = if s == IBV_WC_LOC_PROT_ERR {
+                        IBV_WC_REM_OP_ERR
+                    } else {
+                        IBV_WC_REM_INV_REQ_ERR
+                    };
                     if last || m.flags & F_FIRST != 0 {
                         self.reply(l, m, K_ACK, nak);
                     }
@@ -730,8 +782,16 @@ impl Ctx {
                 if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
                     return Err(());
                 }
-                let dst = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.off + m.plen as u64 <= m.total {
-                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr + m.off, m.plen as u64, IBV_ACCESS_REMOTE_WRITE)
+                let dst = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.off + m.plen as u64 <= m.total
+                {
+                    self.check_remote(
+                        qp.qpn,
+                        self.resp_pd(qp, m),
+                        m.rkey,
+                        m.raddr + m.off,
+                        m.plen as u64,
+                        IBV_ACCESS_REMOTE_WRITE,
+                    )
                 } else {
                     None
                 };
@@ -755,7 +815,14 @@ impl Ctx {
             }
             K_READ => {
                 let srcb = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ != 0 {
-                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, m.total, IBV_ACCESS_REMOTE_READ)
+                    self.check_remote(
+                        qp.qpn,
+                        self.resp_pd(qp, m),
+                        m.rkey,
+                        m.raddr,
+                        m.total,
+                        IBV_ACCESS_REMOTE_READ,
+                    )
                 } else {
                     None
                 };
@@ -775,7 +842,15 @@ impl Ctx {
                     rkey: m.rkey,
                     ..Default::default()
                 };
-                self.respond(l, Resp::Read { hdr, qpn: qp.qpn, pd: self.resp_pd(qp, m), off: 0 });
+                self.respond(
+                    l,
+                    Resp::Read {
+                        hdr,
+                        qpn: qp.qpn,
+                        pd: self.resp_pd(qp, m),
+                        off: 0,
+                    },
+                );
             }
             K_AWRITE => {
                 let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr % 8 == 0 {
@@ -797,7 +872,14 @@ impl Ctx {
             }
             K_CAS | K_FAA => {
                 let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr % 8 == 0 {
-                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_ATOMIC)
+                    self.check_remote(
+                        qp.qpn,
+                        self.resp_pd(qp, m),
+                        m.rkey,
+                        m.raddr,
+                        8,
+                        IBV_ACCESS_REMOTE_ATOMIC,
+                    )
                 } else {
                     None
                 };
@@ -868,7 +950,11 @@ impl Ctx {
                 ss.limit = 0;
                 self.async_event(s.ibsrq as u64, IBV_EVENT_SRQ_LIMIT_REACHED);
             }
-            let cq = if qp.qpt == IBV_QPT_XRC_RECV { s.cq.clone() } else { qp.recv_cq.clone() };
+            let cq = if qp.qpt == IBV_QPT_XRC_RECV {
+                s.cq.clone()
+            } else {
+                qp.recv_cq.clone()
+            };
             return Some((w, cq, s.pd));
         }
         let w = st.rq.pop_front()?;
@@ -879,7 +965,9 @@ impl Ctx {
     /// consumes a receive WQE on the first fragment, completes it on the last.
     fn recv_data(&self, qp: &Qp, st: &mut QpSt, m: &Msg, payload: *const u8, grh: u64) -> Result<(), RecvErr> {
         if m.flags & F_FIRST != 0 {
-            let Some((mut w, cq, pd)) = self.take_recv(qp, st, m) else { return Err(RecvErr::Rnr) };
+            let Some((mut w, cq, pd)) = self.take_recv(qp, st, m) else {
+                return Err(RecvErr::Rnr);
+            };
             let err = match self.check_local(pd, &w.sges, true) {
                 Ok(None) => 0,
                 Ok(Some(t)) => {
@@ -888,7 +976,12 @@ impl Ctx {
                 }
                 Err(e) => e,
             };
-            let mut cur = CurRecv { wqe: w, base: grh, err, cq };
+            let mut cur = CurRecv {
+                wqe: w,
+                base: grh,
+                err,
+                cq,
+            };
             if grh > 0 && cur.err == 0 {
                 let mut g: ibv_grh = unsafe { std::mem::zeroed() };
                 g.version_tclass_flow = (6u32 << 28).to_be();
@@ -904,7 +997,11 @@ impl Ctx {
             st.cur = Some(cur);
         }
         let Some(cur) = st.cur.as_mut() else { return Ok(()) };
-        if cur.err == 0 && !payload.is_null() && m.plen > 0 && !scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize) {
+        if cur.err == 0
+            && !payload.is_null()
+            && m.plen > 0
+            && !scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize)
+        {
             cur.err = IBV_WC_LOC_LEN_ERR;
         }
         if m.flags & F_LAST != 0 {
@@ -912,8 +1009,16 @@ impl Ctx {
             let mut wc = wc_zero();
             wc.wr_id = cur.wqe.wr_id;
             wc.status = cur.err;
-            wc.opcode = if m.kind == K_WRITE { IBV_WC_RECV_RDMA_WITH_IMM } else { IBV_WC_RECV };
-            wc.byte_len = if m.kind == K_WRITE { m.total as u32 } else { (m.total + cur.base) as u32 };
+            wc.opcode = if m.kind == K_WRITE {
+                IBV_WC_RECV_RDMA_WITH_IMM
+            } else {
+                IBV_WC_RECV
+            };
+            wc.byte_len = if m.kind == K_WRITE {
+                m.total as u32
+            } else {
+                (m.total + cur.base) as u32
+            };
             wc.qp_num = qp.qpn;
             wc.src_qp = m.src_qpn;
             if m.flags & F_IMM != 0 {
@@ -1114,7 +1219,11 @@ impl Ctx {
                 let mut any = false;
                 for w in st.sq.iter_mut() {
                     if w.done.is_none() {
-                        w.done = Some(if first { IBV_WC_RETRY_EXC_ERR } else { IBV_WC_WR_FLUSH_ERR });
+                        w.done = Some(if first {
+                            IBV_WC_RETRY_EXC_ERR
+                        } else {
+                            IBV_WC_WR_FLUSH_ERR
+                        });
                         first = false;
                         any = true;
                     }

@@ -47,7 +47,12 @@ impl DevInfo {
         g1[10] = 0xff;
         g1[11] = 0xff;
         g1[12..].copy_from_slice(&[127, 0, 0, 1]);
-        DevInfo { name: name.to_string(), path: path.to_path_buf(), guid, gids: [g0, g1] }
+        DevInfo {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            guid,
+            gids: [g0, g1],
+        }
     }
 
     pub fn gid_type_str(i: usize) -> &'static str {
@@ -149,7 +154,10 @@ pub fn write_tree(info: &DevInfo) -> std::io::Result<()> {
     let p = d.join("ports/1");
     for i in 0..GID_TBL_LEN {
         put(&p.join(format!("gids/{i}")), &format!("{}\n", fmt_gid(&info.gids[i])))?;
-        put(&p.join(format!("gid_attrs/types/{i}")), &format!("{}\n", DevInfo::gid_type_str(i)))?;
+        put(
+            &p.join(format!("gid_attrs/types/{i}")),
+            &format!("{}\n", DevInfo::gid_type_str(i)),
+        )?;
         put(&p.join(format!("gid_attrs/ndevs/{i}")), "lo\n")?;
     }
     put(&p.join("pkeys/0"), "0xffff\n")?;
@@ -167,13 +175,19 @@ pub fn write_tree(info: &DevInfo) -> std::io::Result<()> {
 
 pub unsafe fn info_of_device(device: *const ibv_device) -> DevInfo {
     let name = CStr::from_ptr((*device).name.as_ptr()).to_string_lossy().into_owned();
-    let path = CStr::from_ptr((*device).ibdev_path.as_ptr()).to_string_lossy().into_owned();
+    let path = CStr::from_ptr((*device).ibdev_path.as_ptr())
+        .to_string_lossy()
+        .into_owned();
     DevInfo::new(&name, Path::new(&path))
 }
 
 pub unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) -> *mut verbs_device {
-    let name = CStr::from_ptr((*sysfs_dev).ibdev_name.as_ptr()).to_string_lossy().into_owned();
-    let path = CStr::from_ptr((*sysfs_dev).ibdev_path.as_ptr()).to_string_lossy().into_owned();
+    let name = CStr::from_ptr((*sysfs_dev).ibdev_name.as_ptr())
+        .to_string_lossy()
+        .into_owned();
+    let path = CStr::from_ptr((*sysfs_dev).ibdev_path.as_ptr())
+        .to_string_lossy()
+        .into_owned();
     if path.is_empty() {
         return std::ptr::null_mut();
     }

@@ -2,7 +2,13 @@
 //! 34).  See README.md for the design.
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 
-#[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused_imports)]
+#[allow(
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports
+)]
 pub mod abi;
 
 mod core;
@@ -22,7 +28,9 @@ extern "C" {
 static MATCH_TABLE: [verbs_match_ent; 2] = [
     verbs_match_ent {
         driver_data: std::ptr::null_mut(),
-        u: verbs_match_ent_u { modalias: c"swrdma:*".as_ptr() as *const c_char },
+        u: verbs_match_ent_u {
+            modalias: c"swrdma:*".as_ptr() as *const c_char,
+        },
         vendor: 0,
         device: 0,
         kind: VERBS_MATCH_MODALIAS as u8,

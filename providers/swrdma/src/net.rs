@@ -76,7 +76,10 @@ unsafe fn sockaddr(path: &Path) -> Option<(libc::sockaddr_un, libc::socklen_t)> 
     for (i, c) in b.iter().enumerate() {
         a.sun_path[i] = *c as i8;
     }
-    Some((a, (std::mem::size_of::<libc::sa_family_t>() + b.len() + 1) as libc::socklen_t))
+    Some((
+        a,
+        (std::mem::size_of::<libc::sa_family_t>() + b.len() + 1) as libc::socklen_t,
+    ))
 }
 
 pub fn listen(dir: &Path, id: u32) -> c_int {
@@ -84,7 +87,11 @@ pub fn listen(dir: &Path, id: u32) -> c_int {
         let p = ctx_sock_path(dir, id);
         let _ = std::fs::remove_file(&p);
         let Some((a, l)) = sockaddr(&p) else { return -1 };
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
+        let fd = libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        );
         if fd < 0 {
             return -1;
         }
@@ -100,13 +107,22 @@ fn peer_ok(fd: c_int) -> bool {
     unsafe {
         let mut cred: libc::ucred = std::mem::zeroed();
         let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-        libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut _ as *mut c_void, &mut len) == 0
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut c_void,
+            &mut len,
+        ) == 0
             && cred.uid == libc::getuid()
     }
 }
 
 unsafe fn send_fds(fd: c_int, h: &Hello, fds: &[c_int]) -> bool {
-    let mut iov = libc::iovec { iov_base: h as *const _ as *mut c_void, iov_len: std::mem::size_of::<Hello>() };
+    let mut iov = libc::iovec {
+        iov_base: h as *const _ as *mut c_void,
+        iov_len: std::mem::size_of::<Hello>(),
+    };
     let mut cbuf = [0u64; 8];
     let mut msg: libc::msghdr = std::mem::zeroed();
     msg.msg_iov = &mut iov;
@@ -123,14 +139,21 @@ unsafe fn send_fds(fd: c_int, h: &Hello, fds: &[c_int]) -> bool {
 
 unsafe fn recv_fds(fd: c_int, want: usize) -> Option<(Hello, Vec<c_int>)> {
     let mut h = Hello::default();
-    let mut iov = libc::iovec { iov_base: &mut h as *mut _ as *mut c_void, iov_len: std::mem::size_of::<Hello>() };
+    let mut iov = libc::iovec {
+        iov_base: &mut h as *mut _ as *mut c_void,
+        iov_len: std::mem::size_of::<Hello>(),
+    };
     let mut cbuf = [0u64; 8];
     let mut msg: libc::msghdr = std::mem::zeroed();
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = cbuf.as_mut_ptr() as *mut c_void;
     msg.msg_controllen = std::mem::size_of_val(&cbuf);
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     if libc::poll(&mut pfd, 1, 5000) != 1 {
         return None;
     }
@@ -175,7 +198,14 @@ pub fn connect(dir: &Path, my_id: u32, my_efd: c_int, peer: u32) -> Option<Link>
             }
             return None;
         }
-        let ok = send_fds(fd, &Hello { magic: MAGIC, ctx_id: my_id }, &[memfd, my_efd]);
+        let ok = send_fds(
+            fd,
+            &Hello {
+                magic: MAGIC,
+                ctx_id: my_id,
+            },
+            &[memfd, my_efd],
+        );
         let reply = if ok { recv_fds(fd, 1) } else { None };
         let Some((h, fds)) = reply else {
             libc::close(fd);
@@ -216,8 +246,16 @@ pub fn accept(lfd: c_int, my_id: u32, my_efd: c_int) -> Option<Option<Link>> {
         let (memfd, peer_efd) = (fds[0], fds[1]);
         // The shared file must be exactly a link's size (no surprises).
         let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(memfd, &mut st) != 0 || st.st_size as usize != LINK_BYTES
-            || !send_fds(fd, &Hello { magic: MAGIC, ctx_id: my_id }, &[my_efd])
+        if libc::fstat(memfd, &mut st) != 0
+            || st.st_size as usize != LINK_BYTES
+            || !send_fds(
+                fd,
+                &Hello {
+                    magic: MAGIC,
+                    ctx_id: my_id,
+                },
+                &[my_efd],
+            )
         {
             libc::close(fd);
             libc::close(memfd);

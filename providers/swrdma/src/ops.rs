@@ -134,7 +134,11 @@ fn set_errno(e: c_int) {
 // Context
 // ---------------------------------------------------------------------------
 
-pub unsafe extern "C" fn alloc_context(device: *mut ibv_device, cmd_fd: c_int, _private: *mut c_void) -> *mut verbs_context {
+pub unsafe extern "C" fn alloc_context(
+    device: *mut ibv_device,
+    cmd_fd: c_int,
+    _private: *mut c_void,
+) -> *mut verbs_context {
     let drv = _verbs_init_and_alloc_context(
         device,
         cmd_fd,
@@ -179,7 +183,10 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     (*ctx).async_fd = p[0];
     (*ctx).num_comp_vectors = 1;
     for (fd, tag) in [(lfd, u64::MAX), (efd, u64::MAX - 1)] {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: tag };
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: tag,
+        };
         libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev);
     }
     let c = Arc::new(Ctx {
@@ -277,7 +284,10 @@ fn thread_main(ctx: Arc<Ctx>) {
             // RDMA-write users do) take over.
             handle_epoll(&ctx, 0);
             let before = ctx.last_poll.load(Ordering::Relaxed);
-            let ts = libc::timespec { tv_sec: 0, tv_nsec: 10_000 };
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000,
+            };
             unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
             if ctx.last_poll.load(Ordering::Relaxed) == before {
                 ctx.progress();
@@ -420,7 +430,8 @@ unsafe extern "C" fn query_device_ex(
         | IBV_ODP_SUPPORT_SRQ_RECV;
     a.odp_caps.general_caps = (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) as u64;
     a.odp_caps.per_transport_caps.rc_odp_caps = odp;
-    a.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+    a.odp_caps.per_transport_caps.uc_odp_caps =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
     a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
     a.xrc_odp_caps = odp;
     a.max_dm_size = MAX_DM as u64;
@@ -467,7 +478,10 @@ unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_p
 unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     let c = ctx_of(context);
     let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
-    let p = Box::into_raw(Box::new(SwPd { pd: ibv_pd { context, handle: id }, id }));
+    let p = Box::into_raw(Box::new(SwPd {
+        pd: ibv_pd { context, handle: id },
+        id,
+    }));
     p as *mut ibv_pd
 }
 
@@ -475,7 +489,10 @@ unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
 /// wraps: same id for every check) that carries a thread domain and custom
 /// allocators.  This device has no queue buffers a device must reach, so the
 /// allocators are never needed (a provider may always allocate by itself).
-unsafe extern "C" fn alloc_parent_domain(context: *mut ibv_context, attr: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd {
+unsafe extern "C" fn alloc_parent_domain(
+    context: *mut ibv_context,
+    attr: *mut ibv_parent_domain_init_attr,
+) -> *mut ibv_pd {
     let a = &*attr;
     if a.pd.is_null()
         || (*a.pd).context != context
@@ -486,7 +503,10 @@ unsafe extern "C" fn alloc_parent_domain(context: *mut ibv_context, attr: *mut i
         return std::ptr::null_mut();
     }
     let id = pd_id(a.pd);
-    Box::into_raw(Box::new(SwPd { pd: ibv_pd { context, handle: id }, id })) as *mut ibv_pd
+    Box::into_raw(Box::new(SwPd {
+        pd: ibv_pd { context, handle: id },
+        id,
+    })) as *mut ibv_pd
 }
 
 /// Thread domains: a promise of single-threaded use, which this device does
@@ -509,7 +529,13 @@ unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
     0
 }
 
-unsafe extern "C" fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, hca_va: u64, access: c_int) -> *mut ibv_mr {
+unsafe extern "C" fn reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    hca_va: u64,
+    access: c_int,
+) -> *mut ibv_mr {
     let c = ctx_of((*pd).context);
     let access = access as u32;
     if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
@@ -522,11 +548,28 @@ unsafe extern "C" fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, h
     let key = new_key(c);
     c.mrs.write().unwrap().insert(
         key,
-        MrEnt { pd: pd_id(pd), va: addr as u64, addr: hca_va, len: length as u64, access, mw: 0, parent: 0, qpn: 0 },
+        MrEnt {
+            pd: pd_id(pd),
+            va: addr as u64,
+            addr: hca_va,
+            len: length as u64,
+            access,
+            mw: 0,
+            parent: 0,
+            qpn: 0,
+        },
     );
     let m = Box::into_raw(Box::new(SwMr {
         vmr: verbs_mr {
-            ibv_mr: ibv_mr { context: (*pd).context, pd, addr, length, handle: key, lkey: key, rkey: key },
+            ibv_mr: ibv_mr {
+                context: (*pd).context,
+                pd,
+                addr,
+                length,
+                handle: key,
+                lkey: key,
+                rkey: key,
+            },
             mr_type: IBV_MR_TYPE_MR,
             access: access as c_int,
         },
@@ -538,8 +581,10 @@ unsafe extern "C" fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, h
 /// ibv_advise_mr: nothing to prefetch (the owner's own page faults do it),
 /// but the request is checked as a device would.
 unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mut ibv_sge, n: u32) -> c_int {
-    if !matches!(advice, IBV_ADVISE_MR_ADVICE_PREFETCH | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
-        || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
+    if !matches!(
+        advice,
+        IBV_ADVISE_MR_ADVICE_PREFETCH | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+    ) || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
         || n == 0
         || sg.is_null()
     {
@@ -552,7 +597,11 @@ unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mu
         if m.pd != pdid || m.access & IBV_ACCESS_ON_DEMAND == 0 {
             return libc::EINVAL;
         }
-        if s.addr < m.addr || s.addr.checked_add(s.length as u64).map_or(true, |e| e > m.addr.saturating_add(m.len)) {
+        if s.addr < m.addr
+            || s.addr
+                .checked_add(s.length as u64)
+                .map_or(true, |e| e > m.addr.saturating_add(m.len))
+        {
             return libc::EINVAL;
         }
         if advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
@@ -562,7 +611,14 @@ unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mu
     0
 }
 
-unsafe extern "C" fn rereg_mr(vmr: *mut verbs_mr, flags: c_int, pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> c_int {
+unsafe extern "C" fn rereg_mr(
+    vmr: *mut verbs_mr,
+    flags: c_int,
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
     let m = vmr as *mut SwMr;
     let c = ctx_of((*m).vmr.ibv_mr.context);
     let flags = flags as u32;
@@ -612,13 +668,17 @@ unsafe fn dm_range_ok(dm: *mut ibv_dm, off: u64, len: usize) -> Option<*mut u8> 
 }
 
 unsafe extern "C" fn memcpy_to_dm(dm: *mut ibv_dm, off: u64, host: *const c_void, len: usize) -> c_int {
-    let Some(p) = dm_range_ok(dm, off, len) else { return libc::EINVAL };
+    let Some(p) = dm_range_ok(dm, off, len) else {
+        return libc::EINVAL;
+    };
     std::ptr::copy(host as *const u8, p, len);
     0
 }
 
 unsafe extern "C" fn memcpy_from_dm(host: *mut c_void, dm: *mut ibv_dm, off: u64, len: usize) -> c_int {
-    let Some(p) = dm_range_ok(dm, off, len) else { return libc::EINVAL };
+    let Some(p) = dm_range_ok(dm, off, len) else {
+        return libc::EINVAL;
+    };
     std::ptr::copy(p, host as *mut u8, len);
     0
 }
@@ -634,7 +694,14 @@ unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm
         return std::ptr::null_mut();
     }
     let len = (a.length + 4095) & !4095;
-    let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+    let p = libc::mmap(
+        std::ptr::null_mut(),
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    );
     if p == libc::MAP_FAILED {
         set_errno(libc::ENOMEM);
         return std::ptr::null_mut();
@@ -665,8 +732,18 @@ unsafe extern "C" fn free_dm(dm: *mut ibv_dm) -> c_int {
     0
 }
 
-unsafe extern "C" fn reg_dm_mr(pd: *mut ibv_pd, dm: *mut ibv_dm, off: u64, length: usize, access: c_uint) -> *mut ibv_mr {
-    let allowed = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+unsafe extern "C" fn reg_dm_mr(
+    pd: *mut ibv_pd,
+    dm: *mut ibv_dm,
+    off: u64,
+    length: usize,
+    access: c_uint,
+) -> *mut ibv_mr {
+    let allowed = IBV_ACCESS_ZERO_BASED
+        | IBV_ACCESS_LOCAL_WRITE
+        | IBV_ACCESS_REMOTE_WRITE
+        | IBV_ACCESS_REMOTE_READ
+        | IBV_ACCESS_REMOTE_ATOMIC;
     let d = dm as *mut SwDm;
     if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || (*dm).context != (*pd).context {
         set_errno(libc::EINVAL);
@@ -685,12 +762,29 @@ unsafe extern "C" fn reg_dm_mr(pd: *mut ibv_pd, dm: *mut ibv_dm, off: u64, lengt
     let access = access & !IBV_ACCESS_ZERO_BASED;
     c.mrs.write().unwrap().insert(
         key,
-        MrEnt { pd: pd_id(pd), va: (*d).base as u64 + off, addr: 0, len: length as u64, access, mw: 0, parent: 0, qpn: 0 },
+        MrEnt {
+            pd: pd_id(pd),
+            va: (*d).base as u64 + off,
+            addr: 0,
+            len: length as u64,
+            access,
+            mw: 0,
+            parent: 0,
+            qpn: 0,
+        },
     );
     (*d).mrs.fetch_add(1, Ordering::SeqCst);
     let m = Box::into_raw(Box::new(SwMr {
         vmr: verbs_mr {
-            ibv_mr: ibv_mr { context: (*pd).context, pd, addr: std::ptr::null_mut(), length, handle: key, lkey: key, rkey: key },
+            ibv_mr: ibv_mr {
+                context: (*pd).context,
+                pd,
+                addr: std::ptr::null_mut(),
+                length,
+                handle: key,
+                lkey: key,
+                rkey: key,
+            },
             mr_type: IBV_MR_TYPE_MR,
             access: access as c_int,
         },
@@ -719,7 +813,13 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
     }
     let c = ctx_of((*pd).context);
     let key = new_key(c);
-    Box::into_raw(Box::new(ibv_mw { context: (*pd).context, pd, rkey: key, handle: key, r#type: ty }))
+    Box::into_raw(Box::new(ibv_mw {
+        context: (*pd).context,
+        pd,
+        rkey: key,
+        handle: key,
+        r#type: ty,
+    }))
 }
 
 unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
@@ -743,7 +843,9 @@ unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bi
     let ty = (*mw).r#type;
     let old = (*mw).rkey;
     let access = info.mw_access_flags;
-    if access & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE) != 0 {
+    if access & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
+        != 0
+    {
         return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
     }
     let mwpd = pd_id((*mw).pd);
@@ -757,12 +859,19 @@ unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bi
         if info.mr.is_null() {
             return Err(IBV_WC_MW_BIND_ERR);
         }
-        let Some(mr) = mrs.get(&(*info.mr).lkey).copied() else { return Err(IBV_WC_MW_BIND_ERR) };
-        let inside = info.addr >= mr.addr && info.addr.checked_add(info.length).is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
+        let Some(mr) = mrs.get(&(*info.mr).lkey).copied() else {
+            return Err(IBV_WC_MW_BIND_ERR);
+        };
+        let inside = info.addr >= mr.addr
+            && info
+                .addr
+                .checked_add(info.length)
+                .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
         if mr.mw != 0 || mr.pd != mwpd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
             return Err(IBV_WC_MW_BIND_ERR);
         }
-        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && mr.access & IBV_ACCESS_LOCAL_WRITE == 0 {
+        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
+        {
             return Err(IBV_WC_MW_BIND_ERR);
         }
         ent = Some(MrEnt {
@@ -781,7 +890,11 @@ unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bi
     }
     // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
     // the next one).
-    let new = if ty == IBV_MW_TYPE_2 { (old & !0xff) | (rkey & 0xff) } else { (old & !0xff) | (old.wrapping_add(1) & 0xff) };
+    let new = if ty == IBV_MW_TYPE_2 {
+        (old & !0xff) | (rkey & 0xff)
+    } else {
+        (old & !0xff) | (old.wrapping_add(1) & 0xff)
+    };
     if let Some(e) = ent {
         mrs.insert(new, e);
     }
@@ -829,7 +942,14 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    let a = Box::into_raw(Box::new(SwAh { ah: ibv_ah { context: (*pd).context, pd, handle: 0 }, attr: *attr }));
+    let a = Box::into_raw(Box::new(SwAh {
+        ah: ibv_ah {
+            context: (*pd).context,
+            pd,
+            handle: 0,
+        },
+        attr: *attr,
+    }));
     a as *mut ibv_ah
 }
 
@@ -842,7 +962,11 @@ unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_i
     let c = ctx_of(context);
     let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
     let x = Box::into_raw(Box::new(SwXrcd {
-        vx: verbs_xrcd { xrcd: ibv_xrcd { context }, comp_mask: VERBS_XRCD_HANDLE, handle: id },
+        vx: verbs_xrcd {
+            xrcd: ibv_xrcd { context },
+            comp_mask: VERBS_XRCD_HANDLE,
+            handle: id,
+        },
         id,
     }));
     x as *mut ibv_xrcd
@@ -859,7 +983,12 @@ unsafe extern "C" fn close_xrcd(x: *mut ibv_xrcd) -> c_int {
 
 unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel) -> *mut SwCq {
     let c = ctx_of(context);
-    let s = Box::into_raw(Box::new(SwCq { vcq: std::mem::zeroed(), cq: std::ptr::null(), ctx: c, cur: wc_zero() }));
+    let s = Box::into_raw(Box::new(SwCq {
+        vcq: std::mem::zeroed(),
+        cq: std::ptr::null(),
+        ctx: c,
+        cur: wc_zero(),
+    }));
     let chan_fd = if channel.is_null() { -1 } else { (*channel).fd };
     (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
     let ex = &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex);
@@ -870,7 +999,12 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     s
 }
 
-unsafe extern "C" fn create_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel, comp_vector: c_int) -> *mut ibv_cq {
+unsafe extern "C" fn create_cq(
+    context: *mut ibv_context,
+    cqe: c_int,
+    channel: *mut ibv_comp_channel,
+    comp_vector: c_int,
+) -> *mut ibv_cq {
     if cqe < 1 || cqe > MAX_CQE || comp_vector < 0 || comp_vector >= (*context).num_comp_vectors {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
@@ -957,7 +1091,10 @@ unsafe fn new_srq(
         return std::ptr::null_mut();
     }
     let num = net::alloc_ids(&c.dir, 1);
-    let s = Box::into_raw(Box::new(SwSrq { vsrq: std::mem::zeroed(), srq: std::ptr::null() }));
+    let s = Box::into_raw(Box::new(SwSrq {
+        vsrq: std::mem::zeroed(),
+        srq: std::ptr::null(),
+    }));
     let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
     let srq = Arc::new(Srq {
         num,
@@ -990,20 +1127,44 @@ unsafe fn new_srq(
 
 unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
     let a = &mut *attr;
-    new_srq((*pd).context, pd, &mut a.attr, a.srq_context, IBV_SRQT_BASIC, std::ptr::null_mut(), std::ptr::null_mut())
+    new_srq(
+        (*pd).context,
+        pd,
+        &mut a.attr,
+        a.srq_context,
+        IBV_SRQT_BASIC,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    )
 }
 
 unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
     let a = &mut *attr;
-    let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 { a.srq_type } else { IBV_SRQT_BASIC };
+    let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
+        a.srq_type
+    } else {
+        IBV_SRQT_BASIC
+    };
     if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
     match ty {
-        IBV_SRQT_BASIC => new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, std::ptr::null_mut(), std::ptr::null_mut()),
+        IBV_SRQT_BASIC => new_srq(
+            context,
+            a.pd,
+            &mut a.attr,
+            a.srq_context,
+            ty,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        ),
         IBV_SRQT_XRC => {
-            if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0 || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 || a.xrcd.is_null() || a.cq.is_null() {
+            if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0
+                || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
+                || a.xrcd.is_null()
+                || a.cq.is_null()
+            {
                 set_errno(libc::EINVAL);
                 return std::ptr::null_mut();
             }
@@ -1076,7 +1237,11 @@ unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, 
                 *bad = wr;
                 return libc::ENOMEM;
             }
-            let sges = if w.num_sge > 0 { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec() } else { Vec::new() };
+            let sges = if w.num_sge > 0 {
+                std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
+            } else {
+                Vec::new()
+            };
             st.wqes.push_back(RWqe { wr_id: w.wr_id, sges });
             wr = w.next;
         }
@@ -1113,12 +1278,23 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
     let c = ctx_of(context);
     let a = &mut *attr;
     let qpt = a.qp_type;
-    if !matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV) {
+    if !matches!(
+        qpt,
+        IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV
+    ) {
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
     }
-    let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 { a.pd } else { std::ptr::null_mut() };
-    let xrcd = if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 { a.xrcd } else { std::ptr::null_mut() };
+    let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
+        a.pd
+    } else {
+        std::ptr::null_mut()
+    };
+    let xrcd = if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 {
+        a.xrcd
+    } else {
+        std::ptr::null_mut()
+    };
     if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
@@ -1127,7 +1303,13 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
     }
-    if a.comp_mask & !(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0 {
+    if a.comp_mask
+        & !(IBV_QP_INIT_ATTR_PD
+            | IBV_QP_INIT_ATTR_XRCD
+            | IBV_QP_INIT_ATTR_CREATE_FLAGS
+            | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+        != 0
+    {
         // RSS, WQ indirection tables, max_tso_header, source QPN ...
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
@@ -1140,7 +1322,12 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
     let cap = &mut a.cap;
     let sends = qpt != IBV_QPT_XRC_RECV;
     let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
-    if cap.max_send_wr > MAX_WR || cap.max_recv_wr > MAX_WR || cap.max_send_sge > MAX_SGE || cap.max_recv_sge > MAX_SGE || cap.max_inline_data > MAX_INLINE {
+    if cap.max_send_wr > MAX_WR
+        || cap.max_recv_wr > MAX_WR
+        || cap.max_send_sge > MAX_SGE
+        || cap.max_recv_sge > MAX_SGE
+        || cap.max_inline_data > MAX_INLINE
+    {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
@@ -1163,7 +1350,12 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         cap.max_recv_sge = 0;
     }
     let qpn = net::alloc_ids(&c.dir, 1);
-    let s = Box::into_raw(Box::new(SwQp { vqp: std::mem::zeroed(), qp: std::ptr::null(), ctx: c, wrs: std::ptr::null_mut() }));
+    let s = Box::into_raw(Box::new(SwQp {
+        vqp: std::mem::zeroed(),
+        qp: std::ptr::null(),
+        ctx: c,
+        wrs: std::ptr::null_mut(),
+    }));
     let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
     let qp = Arc::new(Qp {
         qpn,
@@ -1269,7 +1461,8 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
         if mask & IBV_QP_PORT != 0 && a.port_num != 1 {
             return libc::EINVAL;
         }
-        if mask & IBV_QP_AV != 0 && a.ah_attr.is_global != 0 && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN {
+        if mask & IBV_QP_AV != 0 && a.ah_attr.is_global != 0 && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN
+        {
             return libc::EINVAL;
         }
         let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
@@ -1336,7 +1529,12 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
     0
 }
 
-unsafe extern "C" fn query_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, _mask: c_int, init: *mut ibv_qp_init_attr) -> c_int {
+unsafe extern "C" fn query_qp(
+    ibqp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    _mask: c_int,
+    init: *mut ibv_qp_init_attr,
+) -> c_int {
     let (_c, qp) = qp_of(ibqp);
     let st = lock(&qp.st);
     *attr = st.attr;
@@ -1383,7 +1581,8 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
         let mut st = lock(&qp.st);
         while !wr.is_null() {
             let w = &*wr;
-            if qp.srq.is_some() || st.state == IBV_QPS_RESET || qp.qpt == IBV_QPT_XRC_SEND || qp.qpt == IBV_QPT_XRC_RECV {
+            if qp.srq.is_some() || st.state == IBV_QPS_RESET || qp.qpt == IBV_QPT_XRC_SEND || qp.qpt == IBV_QPT_XRC_RECV
+            {
                 *bad = wr;
                 return libc::EINVAL;
             }
@@ -1395,7 +1594,11 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
                 *bad = wr;
                 return libc::ENOMEM;
             }
-            let sges = if w.num_sge > 0 { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec() } else { Vec::new() };
+            let sges = if w.num_sge > 0 {
+                std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
+            } else {
+                Vec::new()
+            };
             if st.state == IBV_QPS_ERR {
                 let mut wc = wc_zero();
                 wc.wr_id = w.wr_id;
@@ -1449,7 +1652,15 @@ pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: boo
     let mut st = lock(&qp.st);
     let seq = st.next_seq;
     st.next_seq += 1;
-    st.sq.push_back(SWqe { seq, wr_id, op, signaled, len, done: Some(status), sges: Vec::new() });
+    st.sq.push_back(SWqe {
+        seq,
+        wr_id,
+        op,
+        signaled,
+        len,
+        done: Some(status),
+        sges: Vec::new(),
+    });
     if status != 0 && status != IBV_WC_WR_FLUSH_ERR {
         c.to_err(qp, &mut st);
     }
@@ -1460,18 +1671,31 @@ pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: boo
 pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
     let (state, dqpn, cached, own_qkey, av_sgid) = {
         let st = lock(&qp.st);
-        (st.state, st.attr.dest_qp_num, st.link.clone(), st.attr.qkey, st.attr.ah_attr.grh.sgid_index)
+        (
+            st.state,
+            st.attr.dest_qp_num,
+            st.link.clone(),
+            st.attr.qkey,
+            st.attr.ah_attr.grh.sgid_index,
+        )
     };
     let qpt = qp.qpt;
     if qpt == IBV_QPT_XRC_RECV {
         return Err(libc::EINVAL);
     }
-    let Some(op) = wc_op(wr.opcode) else { return Err(libc::EINVAL) };
+    let Some(op) = wc_op(wr.opcode) else {
+        return Err(libc::EINVAL);
+    };
     let allowed = match qpt {
         IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
         IBV_QPT_UC => matches!(
             wr.opcode,
-            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_BIND_MW | IBV_WR_LOCAL_INV
+            IBV_WR_SEND
+                | IBV_WR_SEND_WITH_IMM
+                | IBV_WR_RDMA_WRITE
+                | IBV_WR_RDMA_WRITE_WITH_IMM
+                | IBV_WR_BIND_MW
+                | IBV_WR_LOCAL_INV
         ),
         _ => true,
     };
@@ -1500,16 +1724,32 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         return Ok(());
     }
     if wr.opcode == IBV_WR_LOCAL_INV {
-        let status = if c.invalidate(wr.imm.invalidate_rkey, 0) { 0 } else { IBV_WC_LOC_QP_OP_ERR };
+        let status = if c.invalidate(wr.imm.invalidate_rkey, 0) {
+            0
+        } else {
+            IBV_WC_LOC_QP_OP_ERR
+        };
         finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
         return Ok(());
     }
     let inline = wr.send_flags & IBV_SEND_INLINE != 0
-        && matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_ATOMIC_WRITE);
+        && matches!(
+            wr.opcode,
+            IBV_WR_SEND
+                | IBV_WR_SEND_WITH_IMM
+                | IBV_WR_SEND_WITH_INV
+                | IBV_WR_RDMA_WRITE
+                | IBV_WR_RDMA_WRITE_WITH_IMM
+                | IBV_WR_ATOMIC_WRITE
+        );
     if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
         return Err(libc::EINVAL);
     }
-    let sges: &[ibv_sge] = if wr.num_sge > 0 { std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize) } else { &[] };
+    let sges: &[ibv_sge] = if wr.num_sge > 0 {
+        std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize)
+    } else {
+        &[]
+    };
     let len: u64 = sges.iter().map(|s| s.length as u64).sum();
     if inline && len > qp.cap.max_inline_data as u64 {
         return Err(libc::EINVAL);
@@ -1540,14 +1780,22 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         }
     }
     // Destination.
-    let mut m = Msg { src_qpn: qp.qpn, total: len, ..Default::default() };
+    let mut m = Msg {
+        src_qpn: qp.qpn,
+        total: len,
+        ..Default::default()
+    };
     let (dest, link) = if qpt == IBV_QPT_UD {
         let ah = wr.wr.ud.ah as *mut SwAh;
         if ah.is_null() {
             return Err(libc::EINVAL);
         }
         let aa = &(*ah).attr;
-        m.qkey = if wr.wr.ud.remote_qkey & 0x8000_0000 != 0 { own_qkey } else { wr.wr.ud.remote_qkey };
+        m.qkey = if wr.wr.ud.remote_qkey & 0x8000_0000 != 0 {
+            own_qkey
+        } else {
+            wr.wr.ud.remote_qkey
+        };
         if aa.is_global != 0 {
             m.dgid = aa.grh.dgid.raw;
             m.sgid = c.gids[(aa.grh.sgid_index as usize).min(c.gids.len() - 1)];
@@ -1580,7 +1828,11 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     if qpt == IBV_QPT_XRC_SEND {
         m.srqn = wr.qp_type.xrc.remote_srqn;
     }
-    let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND { F_EXT } else { 0 };
+    let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND {
+        F_EXT
+    } else {
+        0
+    };
     if wr.send_flags & IBV_SEND_SOLICITED != 0 {
         flags |= F_SOLICITED;
     }
@@ -1625,8 +1877,20 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         let mut st = lock(&qp.st);
         let seq = st.next_seq;
         st.next_seq += 1;
-        let keep = if is_read || is_atomic { sges.to_vec() } else { Vec::new() };
-        st.sq.push_back(SWqe { seq, wr_id: wr.wr_id, op, signaled, len: len as u32, done: None, sges: keep });
+        let keep = if is_read || is_atomic {
+            sges.to_vec()
+        } else {
+            Vec::new()
+        };
+        st.sq.push_back(SWqe {
+            seq,
+            wr_id: wr.wr_id,
+            op,
+            signaled,
+            len: len as u32,
+            done: None,
+            sges: keep,
+        });
         m.seq = seq;
     }
     let mut ok = true;

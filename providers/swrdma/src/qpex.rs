@@ -189,7 +189,11 @@ unsafe extern "C" fn wr_atomic_write(q: *mut ibv_qp_ex, rkey: u32, addr: u64, at
     // wr_complete), as inline data.
     let data = std::slice::from_raw_parts(atomic_wr as *const u8, 8).to_vec();
     let l = list(q);
-    let sge = ibv_sge { addr: data.as_ptr() as u64, length: 8, lkey: 0 };
+    let sge = ibv_sge {
+        addr: data.as_ptr() as u64,
+        length: 8,
+        lkey: 0,
+    };
     l.bufs.push(data);
     if let Some((w, s)) = last(q) {
         w.send_flags |= IBV_SEND_INLINE;
@@ -205,7 +209,11 @@ unsafe extern "C" fn wr_local_inv(q: *mut ibv_qp_ex, rkey: u32) {
 }
 unsafe extern "C" fn wr_bind_mw(q: *mut ibv_qp_ex, mw: *mut ibv_mw, rkey: u32, info: *const ibv_mw_bind_info) {
     let w = new_wr(q, IBV_WR_BIND_MW);
-    w.bind_mw_tso.bind_mw = ibv_send_wr_bind_mw { mw, rkey, bind_info: *info };
+    w.bind_mw_tso.bind_mw = ibv_send_wr_bind_mw {
+        mw,
+        rkey,
+        bind_info: *info,
+    };
 }
 unsafe extern "C" fn wr_set_ud_addr(q: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
     if let Some((w, _)) = last(q) {
@@ -244,7 +252,11 @@ unsafe extern "C" fn wr_set_inline_data_list(q: *mut ibv_qp_ex, n: usize, bl: *c
         let b = &*bl.add(i);
         data.extend_from_slice(std::slice::from_raw_parts(b.addr as *const u8, b.length));
     }
-    let sge = ibv_sge { addr: data.as_ptr() as u64, length: data.len() as u32, lkey: 0 };
+    let sge = ibv_sge {
+        addr: data.as_ptr() as u64,
+        length: data.len() as u32,
+        lkey: 0,
+    };
     l.bufs.push(data);
     if let Some((w, s)) = last(q) {
         w.send_flags |= IBV_SEND_INLINE;

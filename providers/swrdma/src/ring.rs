@@ -116,7 +116,10 @@ pub fn align64(n: usize) -> usize {
 
 impl Ring {
     unsafe fn at(base: *mut u8) -> Ring {
-        Ring { hdr: base as *const RingHdr, data: base.add(RING_HDR) }
+        Ring {
+            hdr: base as *const RingHdr,
+            data: base.add(RING_HDR),
+        }
     }
     fn h(&self) -> &RingHdr {
         unsafe { &*self.hdr }
@@ -379,8 +382,16 @@ mod tests {
     }
 
     unsafe fn put(r: &Ring, need: usize, seq: u64) -> bool {
-        let Some((p, nh)) = r.try_reserve(need) else { return false };
-        let m = Msg { len: need as u32, kind: K_SEND, seq, plen: (need - MSG_HDR) as u32, ..Default::default() };
+        let Some((p, nh)) = r.try_reserve(need) else {
+            return false;
+        };
+        let m = Msg {
+            len: need as u32,
+            kind: K_SEND,
+            seq,
+            plen: (need - MSG_HDR) as u32,
+            ..Default::default()
+        };
         std::ptr::write(p as *mut Msg, m);
         for i in 0..need - MSG_HDR {
             *p.add(MSG_HDR + i) = (seq as usize + i) as u8;
@@ -435,7 +446,10 @@ mod tests {
         let map = Map::new();
         let (_, r) = map.rings();
         let mut seq = 0;
-        for need in (MSG_HDR..=MSG_HDR + MAX_CHUNK).step_by(64 * 37).chain([MSG_HDR, MSG_HDR + 64]) {
+        for need in (MSG_HDR..=MSG_HDR + MAX_CHUNK)
+            .step_by(64 * 37)
+            .chain([MSG_HDR, MSG_HDR + 64])
+        {
             for back in (64..=need + 128).step_by(64) {
                 set_pos(&r, (RING_SIZE - back) as u64);
                 seq += 1;
@@ -453,13 +467,26 @@ mod tests {
 
     #[test]
     fn header_copy() {
-        let full = Msg { kind: K_SEND, seq: 7, plen: 3, qkey: 9, srqn: 5, sgid: [1; 16], cmp: 4, ..Default::default() };
+        let full = Msg {
+            kind: K_SEND,
+            seq: 7,
+            plen: 3,
+            qkey: 9,
+            srqn: 5,
+            sgid: [1; 16],
+            cmp: 4,
+            ..Default::default()
+        };
         let h = unsafe { read_header(&full) };
         assert_eq!((h.kind, h.seq, h.plen, h.qkey, h.srqn, h.cmp), (K_SEND, 7, 3, 0, 0, 0));
         let ext = Msg { flags: F_EXT, ..full };
         let h = unsafe { read_header(&ext) };
         assert_eq!((h.qkey, h.srqn, h.sgid, h.cmp), (9, 5, [1; 16], 4));
-        let cas = Msg { kind: K_CAS, swap: 11, ..full };
+        let cas = Msg {
+            kind: K_CAS,
+            swap: 11,
+            ..full
+        };
         assert_eq!(unsafe { read_header(&cas) }.swap, 11);
     }
 
@@ -472,7 +499,11 @@ mod tests {
     }
     /// Sleeps on `fd` for at most `ms`; true when kicked.
     fn nap(fd: c_int, ms: c_int) -> bool {
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         if unsafe { libc::poll(&mut p, 1, ms) } == 1 {
             let mut v = 0u64;
             unsafe { libc::read(fd, &mut v as *mut u64 as *mut _, 8) };
@@ -511,7 +542,11 @@ mod tests {
                 }
                 // sizes from 128 bytes to 64 KiB, mostly small
                 let s = *g;
-                let need = if s % 97 == 0 { MSG_HDR + MAX_CHUNK } else { align64(MSG_HDR + ((s * 2654435761) % 300) as usize) };
+                let need = if s % 97 == 0 {
+                    MSG_HDR + MAX_CHUNK
+                } else {
+                    align64(MSG_HDR + ((s * 2654435761) % 300) as usize)
+                };
                 if unsafe { put(&ring, need, s) } {
                     *g += 1;
                     // (put commits; a sleeping consumer must be kicked)
@@ -530,7 +565,9 @@ mod tests {
                 drop(g);
                 if id == 1 {
                     std::thread::yield_now();
-                } else if !nap(prod_efd, 2000) && ring.h().head.load(Ordering::Relaxed) == ring.h().tail.load(Ordering::Relaxed) {
+                } else if !nap(prod_efd, 2000)
+                    && ring.h().head.load(Ordering::Relaxed) == ring.h().tail.load(Ordering::Relaxed)
+                {
                     lost.fetch_add(1, Ordering::Relaxed);
                 }
             }));

@@ -64,25 +64,33 @@ fn copy_helpers_match_upstream() {
     unsafe {
         differential(
             c"ibv_copy_ah_attr_from_kern",
-            core::mem::transmute::<unsafe extern "C" fn(*mut ibv_ah_attr, *mut ib_uverbs_ah_attr), Copy2>(ibv_copy_ah_attr_from_kern),
+            core::mem::transmute::<unsafe extern "C" fn(*mut ibv_ah_attr, *mut ib_uverbs_ah_attr), Copy2>(
+                ibv_copy_ah_attr_from_kern,
+            ),
             size_of::<ibv_ah_attr>(),
             size_of::<ib_uverbs_ah_attr>(),
         );
         differential(
             c"ibv_copy_qp_attr_from_kern",
-            core::mem::transmute::<unsafe extern "C" fn(*mut ibv_qp_attr, *mut ib_uverbs_qp_attr), Copy2>(ibv_copy_qp_attr_from_kern),
+            core::mem::transmute::<unsafe extern "C" fn(*mut ibv_qp_attr, *mut ib_uverbs_qp_attr), Copy2>(
+                ibv_copy_qp_attr_from_kern,
+            ),
             size_of::<ibv_qp_attr>(),
             size_of::<ib_uverbs_qp_attr>(),
         );
         differential(
             c"ibv_copy_path_rec_from_kern",
-            core::mem::transmute::<unsafe extern "C" fn(*mut ibv_sa_path_rec, *mut ib_user_path_rec), Copy2>(ibv_copy_path_rec_from_kern),
+            core::mem::transmute::<unsafe extern "C" fn(*mut ibv_sa_path_rec, *mut ib_user_path_rec), Copy2>(
+                ibv_copy_path_rec_from_kern,
+            ),
             size_of::<ibv_sa_path_rec>(),
             size_of::<ib_user_path_rec>(),
         );
         differential(
             c"ibv_copy_path_rec_to_kern",
-            core::mem::transmute::<unsafe extern "C" fn(*mut ib_user_path_rec, *mut ibv_sa_path_rec), Copy2>(ibv_copy_path_rec_to_kern),
+            core::mem::transmute::<unsafe extern "C" fn(*mut ib_user_path_rec, *mut ibv_sa_path_rec), Copy2>(
+                ibv_copy_path_rec_to_kern,
+            ),
             size_of::<ib_user_path_rec>(),
             size_of::<ibv_sa_path_rec>(),
         );
@@ -98,8 +106,27 @@ fn sa_path_rec_matches_header() {
             v
         }};
     }
-    let p = probes!(dgid, sgid, dlid, slid, raw_traffic, flow_label, hop_limit, traffic_class, reversible, numb_path,
-        pkey, sl, mtu_selector, mtu, rate_selector, rate, packet_life_time_selector, packet_life_time, preference);
+    let p = probes!(
+        dgid,
+        sgid,
+        dlid,
+        slid,
+        raw_traffic,
+        flow_label,
+        hop_limit,
+        traffic_class,
+        reversible,
+        numb_path,
+        pkey,
+        sl,
+        mtu_selector,
+        mtu,
+        rate_selector,
+        rate,
+        packet_life_time_selector,
+        packet_life_time,
+        preference
+    );
     let exprs: Vec<String> = p.iter().map(|(e, _)| e.clone()).collect();
     if let Some(got) = crate::kernel::testutil::c_values(&["infiniband/sa.h"], &exprs) {
         let want: Vec<i64> = p.iter().map(|(_, v)| *v).collect();

@@ -21,7 +21,9 @@ unsafe impl Sync for T {}
 static TABLE: T = T([
     verbs_match_ent {
         driver_data: std::ptr::null_mut(),
-        u: abi::verbs_match_ent_u { modalias: c"rdma_device:Nlst*".as_ptr() },
+        u: abi::verbs_match_ent_u {
+            modalias: c"rdma_device:Nlst*".as_ptr(),
+        },
         vendor: 0,
         device: 0,
         kind: abi::VERBS_MATCH_MODALIAS as u8,
@@ -65,7 +67,10 @@ fn scan(devs: Vec<SysfsDev>) -> VecDeque<SysfsDev> {
 }
 
 fn names(l: &List) -> Vec<String> {
-    l.devices.iter().map(|d| unsafe { crate::device::record::cstr(&(*d.0).device.name) }).collect()
+    l.devices
+        .iter()
+        .map(|d| unsafe { crate::device::record::cstr(&(*d.0).device.name) })
+        .collect()
 }
 
 #[test]
@@ -82,20 +87,35 @@ fn rescans_keep_drop_and_add() {
         loads += 1;
         LOADED.store(true, Ordering::SeqCst);
     };
-    let n = update(&mut l, scan(vec![rec("lst0", "uverbs0", -1, 1), rec("lst1", "uverbs1", -1, 1)]), &drivers, &mut load);
+    let n = update(
+        &mut l,
+        scan(vec![rec("lst0", "uverbs0", -1, 1), rec("lst1", "uverbs1", -1, 1)]),
+        &drivers,
+        &mut load,
+    );
     assert_eq!(n, 2);
     assert_eq!(names(&l), ["lst0", "lst1"]);
     let first: Vec<Dev> = l.devices.iter().copied().collect();
 
     // Same devices: the same objects stay; nothing is loaded again.
-    let n = update(&mut l, scan(vec![rec("lst0", "uverbs0", -1, 1), rec("lst1", "uverbs1", -1, 1)]), &drivers, &mut load);
+    let n = update(
+        &mut l,
+        scan(vec![rec("lst0", "uverbs0", -1, 1), rec("lst1", "uverbs1", -1, 1)]),
+        &drivers,
+        &mut load,
+    );
     assert_eq!(n, 2);
     assert_eq!(l.devices.iter().copied().collect::<Vec<_>>(), first);
 
     // A caller holds lst0 (an open list); lst0 vanishes, lst2 appears.
     unsafe { hold(first[0].0.cast()) };
     let before = UNINITS.load(Ordering::SeqCst);
-    let n = update(&mut l, scan(vec![rec("lst1", "uverbs1", -1, 1), rec("lst2", "uverbs2", -1, 1)]), &drivers, &mut load);
+    let n = update(
+        &mut l,
+        scan(vec![rec("lst1", "uverbs1", -1, 1), rec("lst2", "uverbs2", -1, 1)]),
+        &drivers,
+        &mut load,
+    );
     assert_eq!(n, 2);
     assert_eq!(names(&l), ["lst2", "lst1"]);
     assert_eq!(UNINITS.load(Ordering::SeqCst), before, "held device must survive");
@@ -106,9 +126,17 @@ fn rescans_keep_drop_and_add() {
     assert_eq!(UNINITS.load(Ordering::SeqCst), before + 1);
 
     // A re-created device (new creation time) replaces the old object.
-    let n = update(&mut l, scan(vec![rec("lst1", "uverbs1", -1, 2), rec("lst2", "uverbs2", -1, 1)]), &drivers, &mut load);
+    let n = update(
+        &mut l,
+        scan(vec![rec("lst1", "uverbs1", -1, 2), rec("lst2", "uverbs2", -1, 1)]),
+        &drivers,
+        &mut load,
+    );
     assert_eq!(n, 2);
-    assert_ne!(l.devices.iter().find(|d| names_of(d) == "lst1").copied(), Some(first[1]));
+    assert_ne!(
+        l.devices.iter().find(|d| names_of(d) == "lst1").copied(),
+        Some(first[1])
+    );
 
     // Netlink devices compare by index, not time; an unclaimed device never
     // triggers another load.

@@ -12,7 +12,10 @@ fn dev_msg(idx: u32, name: &str, extra: &[(u16, Vec<u8>)]) -> Vec<u8> {
         (nl::RDMA_NLDEV_ATTR_DEV_INDEX, idx.to_ne_bytes().to_vec()),
         (nl::RDMA_NLDEV_ATTR_DEV_NAME, n),
         (nl::RDMA_NLDEV_ATTR_PORT_INDEX, 2u32.to_ne_bytes().to_vec()),
-        (nl::RDMA_NLDEV_ATTR_NODE_GUID, 0x0002_c903_0042_f1b0u64.to_ne_bytes().to_vec()),
+        (
+            nl::RDMA_NLDEV_ATTR_NODE_GUID,
+            0x0002_c903_0042_f1b0u64.to_ne_bytes().to_vec(),
+        ),
         (nl::RDMA_NLDEV_ATTR_DEV_NODE_TYPE, vec![1]),
     ];
     attrs.extend(extra.iter().cloned());
@@ -49,13 +52,22 @@ fn run(devices: &[u8], chardev: &dyn Fn(i32) -> Vec<u8>, r: &mut Run) -> Result<
             calls.push(d.get().ibdev_idx);
             Err(libc::ENOENT)
         },
-        access: &mut |d: &SysfsDev| if deny.contains(&d.sysfs_name()) { Err(libc::ENOENT) } else { Ok(()) },
+        access: &mut |d: &SysfsDev| {
+            if deny.contains(&d.sysfs_name()) {
+                Err(libc::ENOENT)
+            } else {
+                Ok(())
+            }
+        },
     };
     find_with(&mut t, steps).map(Vec::from)
 }
 
 fn fresh() -> Run {
-    Run { uverbs_sysfs_calls: Vec::new(), deny_access: Vec::new() }
+    Run {
+        uverbs_sysfs_calls: Vec::new(),
+        deny_access: Vec::new(),
+    }
 }
 
 #[test]
@@ -73,7 +85,10 @@ fn one_device_all_fields() {
     let d = v[0].get();
     assert_eq!(v[0].ibdev_name(), "rxe0");
     assert_eq!(v[0].sysfs_name(), "uverbs3");
-    assert_eq!(v[0].ibdev_path(), format!("{}/class/infiniband/rxe0", crate::sysfs::root().display()));
+    assert_eq!(
+        v[0].ibdev_path(),
+        format!("{}/class/infiniband/rxe0", crate::sysfs::root().display())
+    );
     assert_eq!(d.ibdev_idx, 7);
     assert_eq!(d.num_ports, 2);
     assert_eq!(d.node_guid, 0x0002_c903_0042_f1b0);
@@ -109,13 +124,23 @@ fn missing_required_attribute_fails_whole_dump() {
     ] {
         let full = dev_msg(1, "a0", &[]);
         let attrs = nl::parse_messages(&full);
-        let nl::Message::Data { attrs, .. } = &attrs[0] else { panic!() };
-        let kept: Vec<(u16, &[u8])> = attrs.iter().filter(|a| a.kind != drop).map(|a| (a.kind, a.data)).collect();
+        let nl::Message::Data { attrs, .. } = &attrs[0] else {
+            panic!()
+        };
+        let kept: Vec<(u16, &[u8])> = attrs
+            .iter()
+            .filter(|a| a.kind != drop)
+            .map(|a| (a.kind, a.data))
+            .collect();
         let mut b = dev_msg(0, "ok0", &[]);
         b.extend(encode(T, 2, 0, &kept));
         b.extend(encode_done());
         let cd = |_: i32| chardev_msg("uverbs0", 1, 0, None);
-        assert_eq!(run(&b, &cd, &mut fresh()).unwrap_err(), libc::EINVAL, "without attr {drop}");
+        assert_eq!(
+            run(&b, &cd, &mut fresh()).unwrap_err(),
+            libc::EINVAL,
+            "without attr {drop}"
+        );
     }
 }
 
@@ -157,7 +182,12 @@ fn chardev_failures_fall_back_and_access_drops() {
     b.extend(encode_done());
     let cd = |i: i32| match i {
         1 => encode_error(-libc::ENOENT),
-        2 => encode(nl::nl_type(5, 15), 0, 0, &[(nl::RDMA_NLDEV_ATTR_CHARDEV_NAME, b"uverbs2\0")]),
+        2 => encode(
+            nl::nl_type(5, 15),
+            0,
+            0,
+            &[(nl::RDMA_NLDEV_ATTR_CHARDEV_NAME, b"uverbs2\0")],
+        ),
         _ => chardev_msg(&format!("uverbs{i}"), 1, 0, None),
     };
     let mut r = fresh();
@@ -179,7 +209,11 @@ fn kernel_error_in_dump_fails() {
 #[test]
 fn crafted_corpus_never_panics() {
     let mut b = dev_msg(1, "a0", &[]);
-    b.extend(dev_msg(2, "b0", &[(nl::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 5u32.to_ne_bytes().to_vec())]));
+    b.extend(dev_msg(
+        2,
+        "b0",
+        &[(nl::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 5u32.to_ne_bytes().to_vec())],
+    ));
     b.extend(encode_done());
     let c = chardev_msg("uverbs0", 1, 0x1234_5678_9abc, Some(3));
     for n in 0..=b.len() {

@@ -33,7 +33,14 @@ impl Compat {
         }
     }
     pub fn apply(&self, c: Cmd) -> Cmd {
-        c.compat(self.cmd, self.cmd_core, self.cmd_size, self.resp, self.resp_core, self.resp_size)
+        c.compat(
+            self.cmd,
+            self.cmd_core,
+            self.cmd_size,
+            self.resp,
+            self.resp_core,
+            self.resp_size,
+        )
     }
 }
 
@@ -91,7 +98,8 @@ unsafe fn icmd_create_cq(
         if flags & !IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION != 0 || cmd_flags & CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX == 0 {
             c.require_ex();
         }
-        c.in_u32(attr::CREATE_CQ_FLAGS, flags).wx(req!(ib_uverbs_ex_create_cq, flags));
+        c.in_u32(attr::CREATE_CQ_FLAGS, flags)
+            .wx(req!(ib_uverbs_ex_create_cq, flags));
     }
 
     if let Err(e) = c.exec() {
@@ -118,7 +126,16 @@ pub unsafe fn create_cq(
     resp: *mut ib_uverbs_create_cq_resp,
     resp_size: usize,
 ) -> c_int {
-    icmd_create_cq(ctx, cqe, channel, comp_vector, 0, cq, Compat::of(cmd, cmd_size, resp, resp_size), 0)
+    icmd_create_cq(
+        ctx,
+        cqe,
+        channel,
+        comp_vector,
+        0,
+        cq,
+        Compat::of(cmd, cmd_size, resp, resp_size),
+        0,
+    )
 }
 
 /// `ibv_cmd_create_cq_ex`.
@@ -141,7 +158,9 @@ pub unsafe fn create_cq_ex(
         return libc::EOPNOTSUPP;
     }
     let mut flags = 0;
-    if a.wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0 {
+    if a.wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64)
+        != 0
+    {
         flags |= IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
     }
     if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && a.flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN != 0 {
@@ -167,17 +186,24 @@ pub unsafe fn create_cq_ex(
 pub unsafe fn destroy_cq(cq: *mut ibv_cq) -> c_int {
     let mut r: ib_uverbs_destroy_cq_resp = zeroed();
     let mut c = Cmd::new((*cq).context, &m::DESTROY_CQ, 2, core::ptr::null_mut());
-    c.out(attr::DESTROY_CQ_RESP, &mut r)
-        .w(Place::Resp(Field { off: 0, len: core::mem::size_of::<ib_uverbs_destroy_cq_resp>() }));
-    c.in_obj(attr::DESTROY_CQ_HANDLE, (*cq).handle).w(req!(ib_uverbs_destroy_cq, cq_handle));
+    c.out(attr::DESTROY_CQ_RESP, &mut r).w(Place::Resp(Field {
+        off: 0,
+        len: core::mem::size_of::<ib_uverbs_destroy_cq_resp>(),
+    }));
+    c.in_obj(attr::DESTROY_CQ_HANDLE, (*cq).handle)
+        .w(req!(ib_uverbs_destroy_cq, cq_handle));
     let mut ret = super::ok(c.exec());
     if state::is_destroy_err(&mut ret) {
         return ret;
     }
-    super::wait_events(core::ptr::addr_of_mut!((*cq).mutex), core::ptr::addr_of_mut!((*cq).cond), || {
-        core::ptr::addr_of!((*cq).comp_events_completed).read_volatile() == r.comp_events_reported
-            && core::ptr::addr_of!((*cq).async_events_completed).read_volatile() == r.async_events_reported
-    });
+    super::wait_events(
+        core::ptr::addr_of_mut!((*cq).mutex),
+        core::ptr::addr_of_mut!((*cq).cond),
+        || {
+            core::ptr::addr_of!((*cq).comp_events_completed).read_volatile() == r.comp_events_reported
+                && core::ptr::addr_of!((*cq).async_events_completed).read_volatile() == r.async_events_reported
+        },
+    );
     0
 }
 
@@ -185,7 +211,14 @@ pub unsafe fn destroy_cq(cq: *mut ibv_cq) -> c_int {
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn resize_cq(cq: *mut ibv_cq, cqe: c_int, cmd: *mut ibv_resize_cq, cmd_size: usize, resp: *mut ib_uverbs_resize_cq_resp, resp_size: usize) -> c_int {
+pub unsafe fn resize_cq(
+    cq: *mut ibv_cq,
+    cqe: c_int,
+    cmd: *mut ibv_resize_cq,
+    cmd_size: usize,
+    resp: *mut ib_uverbs_resize_cq_resp,
+    resp_size: usize,
+) -> c_int {
     (*cmd).core.cq_handle = (*cq).handle;
     (*cmd).core.cqe = cqe as u32;
     let c = match write_cmd((*cq).context, &m::RESIZE_CQ, cmd, cmd_size, resp, resp_size) {
@@ -219,8 +252,21 @@ pub unsafe fn poll_cq(cq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
     cmd.core.cq_handle = (*cq).handle;
     cmd.core.ne = ne as u32;
     let csz = core::mem::size_of_val(&cmd);
-    let mut c = Cmd::write_only((*cq).context, &m::POLL_CQ, (&mut cmd as *mut ibv_poll_cq).cast(), csz, csz, rp, rsize, rsize);
-    c.set_write(Some(WriteForm { cmd: cmd::POLL_CQ, req: core::mem::size_of::<ib_uverbs_poll_cq>(), resp: rsize }));
+    let mut c = Cmd::write_only(
+        (*cq).context,
+        &m::POLL_CQ,
+        (&mut cmd as *mut ibv_poll_cq).cast(),
+        csz,
+        csz,
+        rp,
+        rsize,
+        rsize,
+    );
+    c.set_write(Some(WriteForm {
+        cmd: cmd::POLL_CQ,
+        req: core::mem::size_of::<ib_uverbs_poll_cq>(),
+        resp: rsize,
+    }));
     if c.exec().is_err() {
         return -1;
     }
@@ -262,7 +308,12 @@ pub unsafe fn req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int {
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn modify_cq(cq: *mut ibv_cq, attr: *const ibv_modify_cq_attr, cmd: *mut ibv_modify_cq, cmd_size: usize) -> c_int {
+pub unsafe fn modify_cq(
+    cq: *mut ibv_cq,
+    attr: *const ibv_modify_cq_attr,
+    cmd: *mut ibv_modify_cq,
+    cmd_size: usize,
+) -> c_int {
     if (*attr).attr_mask >= IBV_CQ_ATTR_RESERVED {
         return libc::EINVAL;
     }

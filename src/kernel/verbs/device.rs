@@ -66,7 +66,10 @@ pub unsafe fn get_context(
 pub unsafe fn query_context(ctx: *mut ibv_context, driver: *mut ibv_command_buffer) -> c_int {
     let mut c = Cmd::new(ctx, &m::QUERY_CONTEXT, 2, driver);
     let mut core_support: u64 = 0;
-    c.out(attr::QUERY_CONTEXT_NUM_COMP_VECTORS, core::ptr::addr_of_mut!((*ctx).num_comp_vectors));
+    c.out(
+        attr::QUERY_CONTEXT_NUM_COMP_VECTORS,
+        core::ptr::addr_of_mut!((*ctx).num_comp_vectors),
+    );
     c.out(attr::QUERY_CONTEXT_CORE_SUPPORT, &mut core_support);
     if let Err(e) = c.exec() {
         return e;
@@ -120,7 +123,13 @@ fn copy_port_resp(pa: &mut ibv_port_attr, r: &ib_uverbs_query_port_resp) {
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn query_port(ctx: *mut ibv_context, port_num: u8, port_attr: *mut ibv_port_attr, cmd: *mut ibv_query_port, cmd_size: usize) -> c_int {
+pub unsafe fn query_port(
+    ctx: *mut ibv_context,
+    port_num: u8,
+    port_attr: *mut ibv_port_attr,
+    cmd: *mut ibv_query_port,
+    cmd_size: usize,
+) -> c_int {
     let mut resp_ex: ib_uverbs_query_port_resp_ex = zeroed();
     let mut c = Cmd::new(ctx, &m::QUERY_PORT, 2, core::ptr::null_mut()).write_bufs(
         cmd.cast(),
@@ -130,9 +139,12 @@ pub unsafe fn query_port(ctx: *mut ibv_context, port_num: u8, port_attr: *mut ib
         0,
         0,
     );
-    c.in_u64(attr::QUERY_PORT_PORT_NUM, port_num as u64).w(req!(ib_uverbs_query_port, port_num));
-    c.out(attr::QUERY_PORT_RESP, &mut resp_ex)
-        .w(Place::Resp(Field { off: 0, len: core::mem::size_of::<ib_uverbs_query_port_resp>() }));
+    c.in_u64(attr::QUERY_PORT_PORT_NUM, port_num as u64)
+        .w(req!(ib_uverbs_query_port, port_num));
+    c.out(attr::QUERY_PORT_RESP, &mut resp_ex).w(Place::Resp(Field {
+        off: 0,
+        len: core::mem::size_of::<ib_uverbs_query_port_resp>(),
+    }));
     let path = match c.exec() {
         Ok(p) => p,
         Err(e) => return e,
@@ -305,7 +317,14 @@ pub unsafe fn query_device_any(
 ///
 /// # Safety
 /// `entry` has `entry_size` writable bytes.
-pub unsafe fn query_gid_entry(ctx: *mut ibv_context, port_num: u32, gid_index: u32, flags: u32, entry: *mut u8, entry_size: usize) -> Result<bool, c_int> {
+pub unsafe fn query_gid_entry(
+    ctx: *mut ibv_context,
+    port_num: u32,
+    gid_index: u32,
+    flags: u32,
+    entry: *mut u8,
+    entry_size: usize,
+) -> Result<bool, c_int> {
     let mut c = Cmd::new(ctx, &m::QUERY_GID_ENTRY, 4, core::ptr::null_mut());
     c.in_u64(attr::QUERY_GID_ENTRY_PORT, port_num as u64);
     c.in_u64(attr::QUERY_GID_ENTRY_GID_INDEX, gid_index as u64);
@@ -320,19 +339,28 @@ pub unsafe fn query_gid_entry(ctx: *mut ibv_context, port_num: u32, gid_index: u
 ///
 /// # Safety
 /// `entries` has `entry_size * max_entries` writable bytes.
-pub unsafe fn query_gid_table(ctx: *mut ibv_context, entries: *mut u8, max_entries: usize, flags: u32, entry_size: usize) -> Result<Option<u64>, c_int> {
+pub unsafe fn query_gid_table(
+    ctx: *mut ibv_context,
+    entries: *mut u8,
+    max_entries: usize,
+    flags: u32,
+    entry_size: usize,
+) -> Result<Option<u64>, c_int> {
     let mut num: u64 = 0;
     let mut c = Cmd::new(ctx, &m::QUERY_GID_TABLE, 4, core::ptr::null_mut());
     c.in_u64(attr::QUERY_GID_TABLE_ENTRY_SIZE, entry_size as u64);
     c.in_u32(attr::QUERY_GID_TABLE_FLAGS, flags);
-    c.out_bytes(attr::QUERY_GID_TABLE_RESP_ENTRIES, entries, entry_size.saturating_mul(max_entries));
+    c.out_bytes(
+        attr::QUERY_GID_TABLE_RESP_ENTRIES,
+        entries,
+        entry_size.saturating_mul(max_entries),
+    );
     c.out(attr::QUERY_GID_TABLE_RESP_NUM_ENTRIES, &mut num);
     match c.try_ioctl()? {
         None => Ok(Some(num)),
         Some(_) => Ok(None),
     }
 }
-
 
 /// The CREATE_COMP_CHANNEL command behind `ibv_create_comp_channel`
 /// (`write()` only): the new channel's fd, or an errno value.

@@ -35,7 +35,10 @@ unsafe fn filters_size(ib: *const u8, val_off: usize, min_filter: usize) -> Resu
     let ib_filter = ib_filter as usize;
     if ib_filter > min_filter {
         let mask = ib.add(val_off + ib_filter);
-        if !is_zero(core::slice::from_raw_parts(mask.add(min_filter), ib_filter - min_filter)) {
+        if !is_zero(core::slice::from_raw_parts(
+            mask.add(min_filter),
+            ib_filter - min_filter,
+        )) {
             return Err(libc::EOPNOTSUPP);
         }
     }
@@ -48,7 +51,9 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
     let ty: u32 = rd(ib, offset_of!(ibv_flow_spec_hdr, r#type));
     let set_hdr = |k: *mut u8, ty: u32, size: usize| {
         k.cast::<u32>().write_unaligned(ty);
-        k.add(offset_of!(ib_uverbs_flow_spec_hdr, size)).cast::<u16>().write_unaligned(size as u16);
+        k.add(offset_of!(ib_uverbs_flow_spec_hdr, size))
+            .cast::<u16>()
+            .write_unaligned(size as u16);
     };
     // Copy `n` bytes of val and mask from the verbs spec to the kernel's.
     let copy = |k: *mut u8, ib_val: usize, ib_mask: usize, kv: usize, km: usize, n: usize| {
@@ -83,13 +88,27 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
             let vo = offset_of!(ibv_flow_spec_ipv4_ext, val);
             let (ibf, kf) = filters_size(ib, vo, offset_of!(ib_uverbs_flow_ipv4_filter, flags) + 1)?;
             set_hdr(k, IBV_FLOW_SPEC_IPV4 | inner, size_of::<ib_uverbs_flow_spec_ipv4>());
-            copy(k, vo, vo + ibf, offset_of!(ib_uverbs_flow_spec_ipv4, val), offset_of!(ib_uverbs_flow_spec_ipv4, mask), kf);
+            copy(
+                k,
+                vo,
+                vo + ibf,
+                offset_of!(ib_uverbs_flow_spec_ipv4, val),
+                offset_of!(ib_uverbs_flow_spec_ipv4, mask),
+                kf,
+            );
         }
         IBV_FLOW_SPEC_IPV6 => {
             let vo = offset_of!(ibv_flow_spec_ipv6, val);
             let (ibf, kf) = filters_size(ib, vo, offset_of!(ib_uverbs_flow_ipv6_filter, hop_limit) + 1)?;
             set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_ipv6>());
-            copy(k, vo, vo + ibf, offset_of!(ib_uverbs_flow_spec_ipv6, val), offset_of!(ib_uverbs_flow_spec_ipv6, mask), kf);
+            copy(
+                k,
+                vo,
+                vo + ibf,
+                offset_of!(ib_uverbs_flow_spec_ipv6, val),
+                offset_of!(ib_uverbs_flow_spec_ipv6, mask),
+                kf,
+            );
         }
         IBV_FLOW_SPEC_ESP => {
             set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_esp>());
@@ -139,12 +158,21 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
             let vo = offset_of!(ibv_flow_spec_tunnel, val);
             let (ibf, kf) = filters_size(ib, vo, offset_of!(ib_uverbs_flow_tunnel_filter, tunnel_id) + 4)?;
             set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_tunnel>());
-            copy(k, vo, vo + ibf, offset_of!(ib_uverbs_flow_spec_tunnel, val), offset_of!(ib_uverbs_flow_spec_tunnel, mask), kf);
+            copy(
+                k,
+                vo,
+                vo + ibf,
+                offset_of!(ib_uverbs_flow_spec_tunnel, val),
+                offset_of!(ib_uverbs_flow_spec_tunnel, mask),
+                kf,
+            );
         }
         IBV_FLOW_SPEC_ACTION_TAG if inner == 0 => {
             set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_tag>());
             let tag: u32 = rd(ib, offset_of!(ibv_flow_spec_action_tag, tag_id));
-            k.add(offset_of!(ib_uverbs_flow_spec_action_tag, tag_id)).cast::<u32>().write_unaligned(tag);
+            k.add(offset_of!(ib_uverbs_flow_spec_action_tag, tag_id))
+                .cast::<u32>()
+                .write_unaligned(tag);
         }
         IBV_FLOW_SPEC_ACTION_DROP if inner == 0 => {
             set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_drop>());
@@ -153,13 +181,17 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
             set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_handle>());
             let action: *const ibv_flow_action = rd(ib, offset_of!(ibv_flow_spec_action_handle, action));
             let v: *const verbs_flow_action = action.cast();
-            k.add(offset_of!(ib_uverbs_flow_spec_action_handle, handle)).cast::<u32>().write_unaligned((*v).handle);
+            k.add(offset_of!(ib_uverbs_flow_spec_action_handle, handle))
+                .cast::<u32>()
+                .write_unaligned((*v).handle);
         }
         IBV_FLOW_SPEC_ACTION_COUNT if inner == 0 => {
             set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_count>());
             let counters: *mut ibv_counters = rd(ib, offset_of!(ibv_flow_spec_counter_action, counters));
             let v: *mut verbs_counters = outer(counters);
-            k.add(offset_of!(ib_uverbs_flow_spec_action_count, handle)).cast::<u32>().write_unaligned((*v).handle);
+            k.add(offset_of!(ib_uverbs_flow_spec_action_count, handle))
+                .cast::<u32>()
+                .write_unaligned((*v).handle);
         }
         _ => return Err(libc::EINVAL),
     }
@@ -171,7 +203,13 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn create_flow(qp: *mut ibv_qp, flow_id: *mut ibv_flow, flow_attr: *mut ibv_flow_attr, ucmd: *mut u8, ucmd_size: usize) -> c_int {
+pub unsafe fn create_flow(
+    qp: *mut ibv_qp,
+    flow_id: *mut ibv_flow,
+    flow_attr: *mut ibv_flow_attr,
+    ucmd: *mut u8,
+    ucmd_size: usize,
+) -> c_int {
     let fa = &*flow_attr;
     let nspecs = fa.num_of_specs as usize;
     let head = size_of::<ibv_create_flow>();
@@ -210,8 +248,21 @@ pub unsafe fn create_flow(qp: *mut ibv_qp, flow_id: *mut ibv_flow, flow_attr: *m
     let core = written.saturating_sub(ucmd_size);
     let mut r: ib_uverbs_create_flow_resp = zeroed();
     let rsz = size_of::<ib_uverbs_create_flow_resp>();
-    let mut c = Cmd::write_only((*qp).context, &m::CREATE_FLOW, p, core, written, (&mut r as *mut ib_uverbs_create_flow_resp).cast(), rsz, rsz);
-    c.set_write_ex(Some(WriteForm { cmd: cmd::EX_CREATE_FLOW, req: core.saturating_sub(size_of::<ex_hdr>()), resp: rsz }));
+    let mut c = Cmd::write_only(
+        (*qp).context,
+        &m::CREATE_FLOW,
+        p,
+        core,
+        written,
+        (&mut r as *mut ib_uverbs_create_flow_resp).cast(),
+        rsz,
+        rsz,
+    );
+    c.set_write_ex(Some(WriteForm {
+        cmd: cmd::EX_CREATE_FLOW,
+        req: core.saturating_sub(size_of::<ex_hdr>()),
+        resp: rsz,
+    }));
     if let Err(e) = c.exec() {
         return e;
     }
@@ -242,10 +293,20 @@ unsafe fn esp_attrs(c: &mut Cmd, esp: &ibv_flow_action_esp_attr) {
         c.in_bytes(attr::FLOW_ACTION_ESP_ESN, (&esp.esn as *const u32).cast(), 4);
     }
     if !esp.keymat_ptr.is_null() {
-        c.in_enum(attr::FLOW_ACTION_ESP_KEYMAT, esp.keymat_proto as u8, esp.keymat_ptr.cast(), esp.keymat_len as usize);
+        c.in_enum(
+            attr::FLOW_ACTION_ESP_KEYMAT,
+            esp.keymat_proto as u8,
+            esp.keymat_ptr.cast(),
+            esp.keymat_len as usize,
+        );
     }
     if !esp.replay_ptr.is_null() {
-        c.in_enum(attr::FLOW_ACTION_ESP_REPLAY, esp.replay_proto as u8, esp.replay_ptr.cast(), esp.replay_len as usize);
+        c.in_enum(
+            attr::FLOW_ACTION_ESP_REPLAY,
+            esp.replay_proto as u8,
+            esp.replay_ptr.cast(),
+            esp.replay_len as usize,
+        );
     }
     // Pointers inside the encap struct already are 64-bit on LP64 (the
     // "scrub" upstream does for 32-bit targets is a no-op here).
@@ -283,7 +344,11 @@ pub unsafe fn create_flow_action_esp(
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn modify_flow_action_esp(flow_action: *mut verbs_flow_action, attr: *mut ibv_flow_action_esp_attr, driver: *mut ibv_command_buffer) -> c_int {
+pub unsafe fn modify_flow_action_esp(
+    flow_action: *mut verbs_flow_action,
+    attr: *mut ibv_flow_action_esp_attr,
+    driver: *mut ibv_command_buffer,
+) -> c_int {
     let mut c = Cmd::new((*flow_action).action.context, &m::MODIFY_FLOW_ACTION_ESP, 6, driver);
     c.in_obj(attr::MODIFY_FLOW_ACTION_ESP_HANDLE, (*flow_action).handle);
     esp_attrs(&mut c, &*attr);
@@ -295,7 +360,12 @@ pub unsafe fn modify_flow_action_esp(flow_action: *mut verbs_flow_action, attr: 
 /// # Safety
 /// Provider arguments.
 pub unsafe fn destroy_flow_action(action: *mut verbs_flow_action) -> c_int {
-    let mut c = Cmd::new((*action).action.context, &m::DESTROY_FLOW_ACTION, 1, core::ptr::null_mut());
+    let mut c = Cmd::new(
+        (*action).action.context,
+        &m::DESTROY_FLOW_ACTION,
+        1,
+        core::ptr::null_mut(),
+    );
     c.in_obj(attr::DESTROY_FLOW_ACTION_HANDLE, (*action).handle);
     let mut ret = super::ok(c.exec());
     if crate::kernel::state::is_destroy_err(&mut ret) {
@@ -334,7 +404,12 @@ pub unsafe fn create_counters(
 /// # Safety
 /// Provider arguments.
 pub unsafe fn destroy_counters(vcounters: *mut verbs_counters) -> c_int {
-    let mut c = Cmd::new((*vcounters).counters.context, &m::DESTROY_COUNTERS, 1, core::ptr::null_mut());
+    let mut c = Cmd::new(
+        (*vcounters).counters.context,
+        &m::DESTROY_COUNTERS,
+        1,
+        core::ptr::null_mut(),
+    );
     c.in_obj(attr::DESTROY_COUNTERS_HANDLE, (*vcounters).handle);
     let mut ret = super::ok(c.exec());
     if crate::kernel::state::is_destroy_err(&mut ret) {
@@ -347,10 +422,20 @@ pub unsafe fn destroy_counters(vcounters: *mut verbs_counters) -> c_int {
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn read_counters(vcounters: *mut verbs_counters, values: *mut u64, ncounters: u32, flags: u32, link: *mut ibv_command_buffer) -> c_int {
+pub unsafe fn read_counters(
+    vcounters: *mut verbs_counters,
+    values: *mut u64,
+    ncounters: u32,
+    flags: u32,
+    link: *mut ibv_command_buffer,
+) -> c_int {
     let mut c = Cmd::new((*vcounters).counters.context, &m::READ_COUNTERS, 3, link);
     c.in_obj(attr::READ_COUNTERS_HANDLE, (*vcounters).handle);
-    c.out_bytes(attr::READ_COUNTERS_BUFF, values.cast(), 8usize.saturating_mul(ncounters as usize));
+    c.out_bytes(
+        attr::READ_COUNTERS_BUFF,
+        values.cast(),
+        8usize.saturating_mul(ncounters as usize),
+    );
     c.in_u32(attr::READ_COUNTERS_FLAGS, flags);
     super::ok(c.exec())
 }

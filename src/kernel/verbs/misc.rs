@@ -47,7 +47,13 @@ pub unsafe fn alloc_pd(
 /// # Safety
 /// Provider arguments.
 pub unsafe fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    destroy((*pd).context, &m::DEALLOC_PD, attr::DESTROY_PD_HANDLE, (*pd).handle, req!(ib_uverbs_dealloc_pd, pd_handle))
+    destroy(
+        (*pd).context,
+        &m::DEALLOC_PD,
+        attr::DESTROY_PD_HANDLE,
+        (*pd).handle,
+        req!(ib_uverbs_dealloc_pd, pd_handle),
+    )
 }
 
 // --- XRCD -----------------------------------------------------------------
@@ -367,7 +373,13 @@ pub unsafe fn alloc_mw(
 /// # Safety
 /// Provider arguments.
 pub unsafe fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    destroy((*mw).context, &m::DEALLOC_MW, attr::DESTROY_MW_HANDLE, (*mw).handle, req!(ib_uverbs_dealloc_mw, mw_handle))
+    destroy(
+        (*mw).context,
+        &m::DEALLOC_MW,
+        attr::DESTROY_MW_HANDLE,
+        (*mw).handle,
+        req!(ib_uverbs_dealloc_mw, mw_handle),
+    )
 }
 
 // --- DM -------------------------------------------------------------------
@@ -376,7 +388,12 @@ pub unsafe fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn alloc_dm(ctx: *mut ibv_context, dm_attr: *const ibv_alloc_dm_attr, dm: *mut verbs_dm, link: *mut ibv_command_buffer) -> c_int {
+pub unsafe fn alloc_dm(
+    ctx: *mut ibv_context,
+    dm_attr: *const ibv_alloc_dm_attr,
+    dm: *mut verbs_dm,
+    link: *mut ibv_command_buffer,
+) -> c_int {
     let mut c = Cmd::new(ctx, &m::ALLOC_DM, 3, link);
     let h = c.out_obj(attr::ALLOC_DM_HANDLE).idx();
     c.in_u64(attr::ALLOC_DM_LENGTH, (*dm_attr).length as u64);
@@ -412,7 +429,13 @@ pub unsafe fn free_dm(dm: *mut verbs_dm) -> c_int {
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn create_ah(pd: *mut ibv_pd, ah: *mut ibv_ah, attr: *const ibv_ah_attr, resp: *mut ib_uverbs_create_ah_resp, resp_size: usize) -> c_int {
+pub unsafe fn create_ah(
+    pd: *mut ibv_pd,
+    ah: *mut ibv_ah,
+    attr: *const ibv_ah_attr,
+    resp: *mut ib_uverbs_create_ah_resp,
+    resp_size: usize,
+) -> c_int {
     let a = &*attr;
     let mut cmd: ibv_create_ah = Default::default();
     let k = &mut cmd.core;
@@ -445,7 +468,13 @@ pub unsafe fn create_ah(pd: *mut ibv_pd, ah: *mut ibv_ah, attr: *const ibv_ah_at
 /// # Safety
 /// Provider arguments.
 pub unsafe fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    destroy((*ah).context, &m::DESTROY_AH, attr::DESTROY_AH_HANDLE, (*ah).handle, req!(ib_uverbs_destroy_ah, ah_handle))
+    destroy(
+        (*ah).context,
+        &m::DESTROY_AH,
+        attr::DESTROY_AH_HANDLE,
+        (*ah).handle,
+        req!(ib_uverbs_destroy_ah, ah_handle),
+    )
 }
 
 // --- multicast ------------------------------------------------------------
@@ -479,4 +508,3 @@ pub unsafe fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_
     }
     0
 }
-

@@ -53,8 +53,22 @@ pub(crate) unsafe fn write_cmd<Req, Resp>(
 ///
 /// # Safety
 /// As for [`write_cmd`].
-pub(crate) unsafe fn write_req<Req>(ctx: *mut ibv_context, m: &'static Method, cmd: *mut Req, cmd_size: usize) -> c_int {
-    let mut c = Cmd::write_only(ctx, m, cmd.cast(), core::mem::size_of::<Req>(), cmd_size, core::ptr::null_mut(), 0, 0);
+pub(crate) unsafe fn write_req<Req>(
+    ctx: *mut ibv_context,
+    m: &'static Method,
+    cmd: *mut Req,
+    cmd_size: usize,
+) -> c_int {
+    let mut c = Cmd::write_only(
+        ctx,
+        m,
+        cmd.cast(),
+        core::mem::size_of::<Req>(),
+        cmd_size,
+        core::ptr::null_mut(),
+        0,
+        0,
+    );
     match c.exec() {
         Ok(_) => 0,
         Err(e) => e,
@@ -67,7 +81,13 @@ pub(crate) unsafe fn write_req<Req>(ctx: *mut ibv_context, m: &'static Method, c
 ///
 /// # Safety
 /// `ctx` is an open context.
-pub(crate) unsafe fn destroy(ctx: *mut ibv_context, m: &'static Method, attr_id: u16, handle: u32, place: super::builder::Place) -> c_int {
+pub(crate) unsafe fn destroy(
+    ctx: *mut ibv_context,
+    m: &'static Method,
+    attr_id: u16,
+    handle: u32,
+    place: super::builder::Place,
+) -> c_int {
     let mut c = Cmd::new(ctx, m, 1, core::ptr::null_mut());
     if m.write.is_some() {
         c.in_obj(attr_id, handle).w(place);
@@ -100,7 +120,11 @@ pub(crate) fn outer<T, U>(p: *mut U) -> *mut T {
 ///
 /// # Safety
 /// `mutex` and `cond` belong to a live object.
-pub(crate) unsafe fn wait_events(mutex: *mut libc::pthread_mutex_t, cond: *mut libc::pthread_cond_t, done: impl Fn() -> bool) {
+pub(crate) unsafe fn wait_events(
+    mutex: *mut libc::pthread_mutex_t,
+    cond: *mut libc::pthread_cond_t,
+    done: impl Fn() -> bool,
+) {
     libc::pthread_mutex_lock(mutex);
     while !done() {
         libc::pthread_cond_wait(cond, mutex);

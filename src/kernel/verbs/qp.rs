@@ -51,7 +51,13 @@ fn einval() -> c_int {
 }
 
 /// Upstream's `ibv_icmd_create_qp`.
-unsafe fn icmd_create_qp(ctx: *mut ibv_context, vqp: *mut verbs_qp, qp_in: *mut ibv_qp, attr_ex: *mut ibv_qp_init_attr_ex, compat: Compat) -> c_int {
+unsafe fn icmd_create_qp(
+    ctx: *mut ibv_context,
+    vqp: *mut verbs_qp,
+    qp_in: *mut ibv_qp,
+    attr_ex: *mut ibv_qp_init_attr_ex,
+    compat: Compat,
+) -> c_int {
     let qp: *mut ibv_qp = if vqp.is_null() { qp_in } else { vqp.cast() };
     let a = &mut *attr_ex;
     let mut c = compat.apply(Cmd::new(ctx, &m::CREATE_QP, 15, core::ptr::null_mut()));
@@ -94,7 +100,11 @@ unsafe fn icmd_create_qp(ctx: *mut ibv_context, vqp: *mut verbs_qp, qp_in: *mut 
                 c.require_ex();
                 c.in_obj(attr::CREATE_QP_IND_TABLE_HANDLE, (*a.rwq_ind_tbl).ind_tbl_handle as u32)
                     .wx(req!(ib_uverbs_ex_create_qp, rwq_ind_tbl_handle));
-                c.wonly(None, Some(req!(ib_uverbs_ex_create_qp, comp_mask)), IB_UVERBS_CREATE_QP_MASK_IND_TABLE as u64);
+                c.wonly(
+                    None,
+                    Some(req!(ib_uverbs_ex_create_qp, comp_mask)),
+                    IB_UVERBS_CREATE_QP_MASK_IND_TABLE as u64,
+                );
                 // The send CQ is optional here.
                 if a.cap.max_send_wr != 0 {
                     c.in_obj(attr::CREATE_QP_SEND_CQ_HANDLE, (*a.send_cq).handle)
@@ -153,9 +163,14 @@ unsafe fn icmd_create_qp(ctx: *mut ibv_context, vqp: *mut verbs_qp, qp_in: *mut 
         }
         c.require_ex();
         create_flags |= a.create_flags;
-        c.wonly(None, Some(req!(ib_uverbs_ex_create_qp, create_flags)), a.create_flags as u64);
+        c.wonly(
+            None,
+            Some(req!(ib_uverbs_ex_create_qp, create_flags)),
+            a.create_flags as u64,
+        );
         if a.create_flags & IBV_QP_CREATE_SOURCE_QPN != 0 {
-            c.in_u32(attr::CREATE_QP_SOURCE_QPN, a.source_qpn).wx(req!(ib_uverbs_ex_create_qp, source_qpn));
+            c.in_u32(attr::CREATE_QP_SOURCE_QPN, a.source_qpn)
+                .wx(req!(ib_uverbs_ex_create_qp, source_qpn));
             // With the ioctl the source QPN is an attribute of its own.
             create_flags &= !IBV_QP_CREATE_SOURCE_QPN;
         }
@@ -176,7 +191,10 @@ unsafe fn icmd_create_qp(ctx: *mut ibv_context, vqp: *mut verbs_qp, qp_in: *mut 
     let cap_resp = |off| Place::Resp(Field { off, len: CAP_LEN });
     c.out(attr::CREATE_QP_RESP_CAP, &mut a.cap)
         .w(cap_resp(core::mem::offset_of!(ib_uverbs_create_qp_resp, max_send_wr)))
-        .wx(cap_resp(core::mem::offset_of!(ib_uverbs_ex_create_qp_resp, base.max_send_wr)));
+        .wx(cap_resp(core::mem::offset_of!(
+            ib_uverbs_ex_create_qp_resp,
+            base.max_send_wr
+        )));
     c.out(attr::CREATE_QP_RESP_QP_NUM, &mut qp_num)
         .w(resp!(ib_uverbs_create_qp_resp, qpn))
         .wx(resp!(ib_uverbs_ex_create_qp_resp, base.qpn));
@@ -214,7 +232,13 @@ pub unsafe fn create_qp(
     ax.sq_sig_all = at.sq_sig_all;
     ax.comp_mask = IBV_QP_INIT_ATTR_PD;
     ax.pd = pd;
-    let ret = icmd_create_qp((*pd).context, core::ptr::null_mut(), qp, &mut ax, Compat::of(cmd, cmd_size, resp, resp_size));
+    let ret = icmd_create_qp(
+        (*pd).context,
+        core::ptr::null_mut(),
+        qp,
+        &mut ax,
+        Compat::of(cmd, cmd_size, resp, resp_size),
+    );
     if ret == 0 {
         at.cap = ax.cap;
     }
@@ -234,10 +258,19 @@ pub unsafe fn create_qp_ex(
     resp: *mut ib_uverbs_create_qp_resp,
     resp_size: usize,
 ) -> c_int {
-    if !super::check_comp_mask((*attr_ex).comp_mask, IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+    if !super::check_comp_mask(
+        (*attr_ex).comp_mask,
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+    ) {
         return einval();
     }
-    icmd_create_qp(ctx, qp, core::ptr::null_mut(), attr_ex, Compat::of(cmd, cmd_size, resp, resp_size))
+    icmd_create_qp(
+        ctx,
+        qp,
+        core::ptr::null_mut(),
+        attr_ex,
+        Compat::of(cmd, cmd_size, resp, resp_size),
+    )
 }
 
 /// `ibv_cmd_create_qp_ex2`.
@@ -263,7 +296,13 @@ pub unsafe fn create_qp_ex2(
     if !super::check_comp_mask((*attr_ex).comp_mask, sup) {
         return einval();
     }
-    icmd_create_qp(ctx, qp, core::ptr::null_mut(), attr_ex, Compat::of(cmd, cmd_size, resp, resp_size))
+    icmd_create_qp(
+        ctx,
+        qp,
+        core::ptr::null_mut(),
+        attr_ex,
+        Compat::of(cmd, cmd_size, resp, resp_size),
+    )
 }
 
 /// `ibv_cmd_destroy_qp`: waits for the application to acknowledge the
@@ -274,15 +313,19 @@ pub unsafe fn create_qp_ex2(
 pub unsafe fn destroy_qp(qp: *mut ibv_qp) -> c_int {
     let mut r: ib_uverbs_destroy_qp_resp = zeroed();
     let mut c = Cmd::new((*qp).context, &m::DESTROY_QP, 2, core::ptr::null_mut());
-    c.out(attr::DESTROY_QP_RESP, &mut r).w(resp!(ib_uverbs_destroy_qp_resp, events_reported));
-    c.in_obj(attr::DESTROY_QP_HANDLE, (*qp).handle).w(req!(ib_uverbs_destroy_qp, qp_handle));
+    c.out(attr::DESTROY_QP_RESP, &mut r)
+        .w(resp!(ib_uverbs_destroy_qp_resp, events_reported));
+    c.in_obj(attr::DESTROY_QP_HANDLE, (*qp).handle)
+        .w(req!(ib_uverbs_destroy_qp, qp_handle));
     let mut ret = super::ok(c.exec());
     if state::is_destroy_err(&mut ret) {
         return ret;
     }
-    super::wait_events(core::ptr::addr_of_mut!((*qp).mutex), core::ptr::addr_of_mut!((*qp).cond), || {
-        core::ptr::addr_of!((*qp).events_completed).read_volatile() == r.events_reported
-    });
+    super::wait_events(
+        core::ptr::addr_of_mut!((*qp).mutex),
+        core::ptr::addr_of_mut!((*qp).cond),
+        || core::ptr::addr_of!((*qp).events_completed).read_volatile() == r.events_reported,
+    );
     0
 }
 
@@ -305,7 +348,10 @@ pub unsafe fn open_qp(
     if a.comp_mask >= IBV_QP_OPEN_ATTR_RESERVED {
         return libc::EOPNOTSUPP;
     }
-    if a.comp_mask & IBV_QP_OPEN_ATTR_XRCD == 0 || a.comp_mask & IBV_QP_OPEN_ATTR_NUM == 0 || a.comp_mask & IBV_QP_OPEN_ATTR_TYPE == 0 {
+    if a.comp_mask & IBV_QP_OPEN_ATTR_XRCD == 0
+        || a.comp_mask & IBV_QP_OPEN_ATTR_NUM == 0
+        || a.comp_mask & IBV_QP_OPEN_ATTR_TYPE == 0
+    {
         return libc::EINVAL;
     }
     let xrcd: *mut verbs_xrcd = outer(a.xrcd);
@@ -515,7 +561,13 @@ unsafe fn copy_modify_qp_fields(qp: *mut ibv_qp, a: &ibv_qp_attr, mask: c_int, k
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, attr_mask: c_int, cmd: *mut ibv_modify_qp, cmd_size: usize) -> c_int {
+pub unsafe fn modify_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    attr_mask: c_int,
+    cmd: *mut ibv_modify_qp,
+    cmd_size: usize,
+) -> c_int {
     if attr_mask as u32 & !(IBV_QP_RATE_LIMIT - 1) != 0 {
         return libc::EOPNOTSUPP;
     }
@@ -539,7 +591,9 @@ pub unsafe fn modify_qp_ex(
 ) -> c_int {
     copy_modify_qp_fields(qp, &*attr, attr_mask, &mut (*cmd).core.base);
     if attr_mask as u32 & IBV_QP_RATE_LIMIT != 0 {
-        let end = core::mem::offset_of!(ibv_modify_qp_ex, core) + core::mem::offset_of!(ib_uverbs_ex_modify_qp, rate_limit) + 4;
+        let end = core::mem::offset_of!(ibv_modify_qp_ex, core)
+            + core::mem::offset_of!(ib_uverbs_ex_modify_qp, rate_limit)
+            + 4;
         if cmd_size >= end {
             (*cmd).core.rate_limit = (*attr).rate_limit;
         } else {
@@ -586,7 +640,11 @@ unsafe fn run_post<W>(
     let len = b.len;
     let mut c = Cmd::write_only(ctx, meth, b.ptr(), len, len, (&mut bad as *mut u32).cast(), 4, 4);
     let f = meth.write.expect("post write form");
-    c.set_write(Some(WriteForm { cmd: f.cmd, req: len - core::mem::size_of::<ib_uverbs_cmd_hdr>(), resp: 4 }));
+    c.set_write(Some(WriteForm {
+        cmd: f.cmd,
+        req: len - core::mem::size_of::<ib_uverbs_cmd_hdr>(),
+        resp: 4,
+    }));
     let ret = super::ok(c.exec());
     if bad_wr.is_null() {
         return ret;
@@ -702,7 +760,11 @@ unsafe fn post_recv_common(
     let mut i = wr;
     while !i.is_null() {
         let w = &*i;
-        let k = ib_uverbs_recv_wr { wr_id: w.wr_id, num_sge: w.num_sge.max(0) as u32, reserved: 0 };
+        let k = ib_uverbs_recv_wr {
+            wr_id: w.wr_id,
+            num_sge: w.num_sge.max(0) as u32,
+            reserved: 0,
+        };
         n.write_unaligned(k);
         n = n.add(1);
         if k.num_sge != 0 {

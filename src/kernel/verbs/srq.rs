@@ -14,7 +14,11 @@ use super::cq::Compat;
 use super::{outer, write_cmd, write_req};
 
 unsafe fn set_vsrq(vsrq: *mut verbs_srq, a: &ibv_srq_init_attr_ex, srq_num: u32) {
-    (*vsrq).srq_type = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 { a.srq_type } else { IBV_SRQT_BASIC };
+    (*vsrq).srq_type = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
+        a.srq_type
+    } else {
+        IBV_SRQT_BASIC
+    };
     if (*vsrq).srq_type == IBV_SRQT_XRC {
         (*vsrq).srq_num = srq_num;
         (*vsrq).xrcd = outer(a.xrcd);
@@ -30,7 +34,13 @@ fn err(e: c_int) -> c_int {
 }
 
 /// Upstream's `ibv_icmd_create_srq`.
-unsafe fn icmd_create_srq(pd: *mut ibv_pd, vsrq: *mut verbs_srq, srq_in: *mut ibv_srq, attr_ex: *mut ibv_srq_init_attr_ex, compat: Compat) -> c_int {
+unsafe fn icmd_create_srq(
+    pd: *mut ibv_pd,
+    vsrq: *mut verbs_srq,
+    srq_in: *mut ibv_srq,
+    attr_ex: *mut ibv_srq_init_attr_ex,
+    compat: Compat,
+) -> c_int {
     let srq: *mut ibv_srq = if vsrq.is_null() { srq_in } else { vsrq.cast() };
     let a = &mut *attr_ex;
     let ctx = (*pd).context;
@@ -38,7 +48,11 @@ unsafe fn icmd_create_srq(pd: *mut ibv_pd, vsrq: *mut verbs_srq, srq_in: *mut ib
     libc::pthread_mutex_init(core::ptr::addr_of_mut!((*srq).mutex), core::ptr::null());
     libc::pthread_cond_init(core::ptr::addr_of_mut!((*srq).cond), core::ptr::null());
 
-    let srq_type = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 { a.srq_type } else { IBV_SRQT_BASIC };
+    let srq_type = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
+        a.srq_type
+    } else {
+        IBV_SRQT_BASIC
+    };
     // The write() fallback picks its command from the caller's srq_type
     // member as it stands (upstream does the same) and the kernel ABI.
     let xsrq = a.srq_type != IBV_SRQT_BASIC;
@@ -75,7 +89,10 @@ unsafe fn icmd_create_srq(pd: *mut ibv_pd, vsrq: *mut verbs_srq, srq_in: *mut ib
             c.out(attr::CREATE_SRQ_RESP_SRQ_NUM, &mut srq_num);
         }
         IBV_SRQT_TM => {
-            if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 || a.comp_mask & IBV_SRQ_INIT_ATTR_TM == 0 || a.tm_cap.max_num_tags == 0 {
+            if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
+                || a.comp_mask & IBV_SRQ_INIT_ATTR_TM == 0
+                || a.tm_cap.max_num_tags == 0
+            {
                 return err(libc::EINVAL);
             }
             c.in_obj(attr::CREATE_SRQ_CQ_HANDLE, (*a.cq).handle);
@@ -88,25 +105,43 @@ unsafe fn icmd_create_srq(pd: *mut ibv_pd, vsrq: *mut verbs_srq, srq_in: *mut ib
         // caller's attributes, whatever the attribute mask says).
         c.wonly(Some(req!(ib_uverbs_create_xsrq, srq_type)), None, a.srq_type as u64);
         if !a.cq.is_null() {
-            c.wonly(Some(req!(ib_uverbs_create_xsrq, cq_handle)), None, (*a.cq).handle as u64);
+            c.wonly(
+                Some(req!(ib_uverbs_create_xsrq, cq_handle)),
+                None,
+                (*a.cq).handle as u64,
+            );
         }
         if a.srq_type == IBV_SRQT_TM {
-            c.wonly(Some(req!(ib_uverbs_create_xsrq, max_num_tags)), None, a.tm_cap.max_num_tags as u64);
+            c.wonly(
+                Some(req!(ib_uverbs_create_xsrq, max_num_tags)),
+                None,
+                a.tm_cap.max_num_tags as u64,
+            );
         } else if !vxrcd.is_null() {
-            c.wonly(Some(req!(ib_uverbs_create_xsrq, xrcd_handle)), None, (*vxrcd).handle as u64);
+            c.wonly(
+                Some(req!(ib_uverbs_create_xsrq, xrcd_handle)),
+                None,
+                (*vxrcd).handle as u64,
+            );
         }
     }
 
-    let h = c.out_obj(attr::CREATE_SRQ_HANDLE).w(resp!(ib_uverbs_create_srq_resp, srq_handle)).idx();
+    let h = c
+        .out_obj(attr::CREATE_SRQ_HANDLE)
+        .w(resp!(ib_uverbs_create_srq_resp, srq_handle))
+        .idx();
     c.in_u64(attr::CREATE_SRQ_TYPE, srq_type as u64);
-    c.in_u64(attr::CREATE_SRQ_USER_HANDLE, srq as usize as u64).w(rq!(user_handle));
+    c.in_u64(attr::CREATE_SRQ_USER_HANDLE, srq as usize as u64)
+        .w(rq!(user_handle));
     c.in_obj(attr::CREATE_SRQ_PD_HANDLE, (*pd).handle).w(rq!(pd_handle));
     c.in_u32(attr::CREATE_SRQ_MAX_WR, a.attr.max_wr).w(rq!(max_wr));
     c.in_u32(attr::CREATE_SRQ_MAX_SGE, a.attr.max_sge).w(rq!(max_sge));
     c.in_u32(attr::CREATE_SRQ_LIMIT, a.attr.srq_limit).w(rq!(srq_limit));
     c.in_fd(attr::CREATE_SRQ_EVENT_FD, (*ctx).async_fd);
-    c.out(attr::CREATE_SRQ_RESP_MAX_WR, &mut max_wr).w(resp!(ib_uverbs_create_srq_resp, max_wr));
-    c.out(attr::CREATE_SRQ_RESP_MAX_SGE, &mut max_sge).w(resp!(ib_uverbs_create_srq_resp, max_sge));
+    c.out(attr::CREATE_SRQ_RESP_MAX_WR, &mut max_wr)
+        .w(resp!(ib_uverbs_create_srq_resp, max_wr));
+    c.out(attr::CREATE_SRQ_RESP_MAX_SGE, &mut max_sge)
+        .w(resp!(ib_uverbs_create_srq_resp, max_sge));
     if state::imported(ctx) {
         c.ioctl_only();
     }
@@ -120,10 +155,9 @@ unsafe fn icmd_create_srq(pd: *mut ibv_pd, vsrq: *mut verbs_srq, srq_in: *mut ib
     a.attr.max_wr = max_wr;
     a.attr.max_sge = max_sge;
     match path {
-        crate::kernel::builder::Path::Ioctl
-            if !vsrq.is_null() => {
-                set_vsrq(vsrq, a, srq_num);
-            }
+        crate::kernel::builder::Path::Ioctl if !vsrq.is_null() => {
+            set_vsrq(vsrq, a, srq_num);
+        }
         _ if xsrq && !vsrq.is_null() => {
             let r: ib_uverbs_create_srq_resp = c.resp_as();
             set_vsrq(vsrq, a, r.srqn);
@@ -149,7 +183,13 @@ pub unsafe fn create_srq(
     let mut ax: ibv_srq_init_attr_ex = core::mem::zeroed();
     ax.srq_context = (*attr).srq_context;
     ax.attr = (*attr).attr;
-    let ret = icmd_create_srq(pd, core::ptr::null_mut(), srq, &mut ax, Compat::of(cmd, cmd_size, resp, resp_size));
+    let ret = icmd_create_srq(
+        pd,
+        core::ptr::null_mut(),
+        srq,
+        &mut ax,
+        Compat::of(cmd, cmd_size, resp, resp_size),
+    );
     if ret == 0 {
         (*attr).attr.max_wr = ax.attr.max_wr;
         (*attr).attr.max_sge = ax.attr.max_sge;
@@ -177,14 +217,26 @@ pub unsafe fn create_srq_ex(
     if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 {
         return err(libc::EINVAL);
     }
-    icmd_create_srq(a.pd, srq, core::ptr::null_mut(), attr_ex, Compat::of(cmd, cmd_size, resp, resp_size))
+    icmd_create_srq(
+        a.pd,
+        srq,
+        core::ptr::null_mut(),
+        attr_ex,
+        Compat::of(cmd, cmd_size, resp, resp_size),
+    )
 }
 
 /// `ibv_cmd_modify_srq` (the ABI 3 layout on such kernels).
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn modify_srq(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, srq_attr_mask: c_int, cmd: *mut ibv_modify_srq, cmd_size: usize) -> c_int {
+pub unsafe fn modify_srq(
+    srq: *mut ibv_srq,
+    srq_attr: *mut ibv_srq_attr,
+    srq_attr_mask: c_int,
+    cmd: *mut ibv_modify_srq,
+    cmd_size: usize,
+) -> c_int {
     let a = &*srq_attr;
     if state::abi_ver() == 3 {
         let new_core = core::mem::size_of::<ibv_modify_srq>();
@@ -201,7 +253,16 @@ pub unsafe fn modify_srq(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, srq_att
             srq_limit: a.srq_limit,
             ..Default::default()
         };
-        let mut c = Cmd::write_only((*srq).context, &m::MODIFY_SRQ, p, old_core, old_core + drv, core::ptr::null_mut(), 0, 0);
+        let mut c = Cmd::write_only(
+            (*srq).context,
+            &m::MODIFY_SRQ,
+            p,
+            old_core,
+            old_core + drv,
+            core::ptr::null_mut(),
+            0,
+            0,
+        );
         c.set_write(Some(m::MODIFY_SRQ_V3));
         return super::ok(c.exec());
     }
@@ -217,7 +278,12 @@ pub unsafe fn modify_srq(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, srq_att
 ///
 /// # Safety
 /// Provider arguments.
-pub unsafe fn query_srq(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, cmd: *mut ibv_query_srq, cmd_size: usize) -> c_int {
+pub unsafe fn query_srq(
+    srq: *mut ibv_srq,
+    srq_attr: *mut ibv_srq_attr,
+    cmd: *mut ibv_query_srq,
+    cmd_size: usize,
+) -> c_int {
     (*cmd).core.srq_handle = (*srq).handle;
     (*cmd).core.reserved = 0;
     let mut r: ib_uverbs_query_srq_resp = zeroed();
@@ -239,15 +305,18 @@ pub unsafe fn query_srq(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, cmd: *mu
 pub unsafe fn destroy_srq(srq: *mut ibv_srq) -> c_int {
     let mut r: ib_uverbs_destroy_srq_resp = zeroed();
     let mut c = Cmd::new((*srq).context, &m::DESTROY_SRQ, 2, core::ptr::null_mut());
-    c.out(attr::DESTROY_SRQ_RESP, &mut r).w(resp!(ib_uverbs_destroy_srq_resp, events_reported));
-    c.in_obj(attr::DESTROY_SRQ_HANDLE, (*srq).handle).w(req!(ib_uverbs_destroy_srq, srq_handle));
+    c.out(attr::DESTROY_SRQ_RESP, &mut r)
+        .w(resp!(ib_uverbs_destroy_srq_resp, events_reported));
+    c.in_obj(attr::DESTROY_SRQ_HANDLE, (*srq).handle)
+        .w(req!(ib_uverbs_destroy_srq, srq_handle));
     let mut ret = super::ok(c.exec());
     if state::is_destroy_err(&mut ret) {
         return ret;
     }
-    super::wait_events(core::ptr::addr_of_mut!((*srq).mutex), core::ptr::addr_of_mut!((*srq).cond), || {
-        core::ptr::addr_of!((*srq).events_completed).read_volatile() == r.events_reported
-    });
+    super::wait_events(
+        core::ptr::addr_of_mut!((*srq).mutex),
+        core::ptr::addr_of_mut!((*srq).cond),
+        || core::ptr::addr_of!((*srq).events_completed).read_volatile() == r.events_reported,
+    );
     0
 }
-

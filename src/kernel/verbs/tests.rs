@@ -179,7 +179,11 @@ fn mask(b: &mut [u8], m: &[(usize, usize)]) {
 /// Runs `f` with our implementation and with Debian's (the `bool` says
 /// which), each on a fresh context whose fd is a pipe, and compares what
 /// reached the pipe (after `masks`) and what `f` returns.
-fn both<T: PartialEq + core::fmt::Debug>(name: &str, masks: &[(usize, usize)], mut f: impl FnMut(*mut ibv_context, bool) -> T) {
+fn both<T: PartialEq + core::fmt::Debug>(
+    name: &str,
+    masks: &[(usize, usize)],
+    mut f: impl FnMut(*mut ibv_context, bool) -> T,
+) {
     let Some(lib) = upstream() else {
         eprintln!("{name}: skipped (no Debian libibverbs)");
         return;
@@ -195,7 +199,10 @@ fn both<T: PartialEq + core::fmt::Debug>(name: &str, masks: &[(usize, usize)], m
     let mut b2 = p2.drain();
     mask(&mut b1, masks);
     mask(&mut b2, masks);
-    assert_eq!(b1, b2, "{name}: bytes written differ\nours   {b1:02x?}\ntheirs {b2:02x?}");
+    assert_eq!(
+        b1, b2,
+        "{name}: bytes written differ\nours   {b1:02x?}\ntheirs {b2:02x?}"
+    );
     assert_eq!(o1, o2, "{name}: results differ");
 }
 
@@ -235,7 +242,10 @@ fn both_forked(name: &str, masks: &[(usize, usize)], mut f: impl FnMut(*mut ibv_
     }
     mask(&mut b1, masks);
     mask(&mut b2, masks);
-    assert_eq!(b1, b2, "{name}: bytes written differ\nours   {b1:02x?}\ntheirs {b2:02x?}");
+    assert_eq!(
+        b1, b2,
+        "{name}: bytes written differ\nours   {b1:02x?}\ntheirs {b2:02x?}"
+    );
 }
 
 /// A provider buffer: the library's part, then driver data.
@@ -247,12 +257,19 @@ struct Buf {
 
 impl Buf {
     fn new(len: usize, seed: u64) -> Self {
-        Buf { mem: vec![0; len.div_ceil(8)], len, seed }
+        Buf {
+            mem: vec![0; len.div_ceil(8)],
+            len,
+            seed,
+        }
     }
     fn reset(&mut self) {
         let len = self.len;
         // SAFETY: our own memory.
-        fill(unsafe { core::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast::<u8>(), len) }, self.seed);
+        fill(
+            unsafe { core::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast::<u8>(), len) },
+            self.seed,
+        );
     }
     fn p<T>(&mut self) -> *mut T {
         self.mem.as_mut_ptr().cast()
@@ -315,7 +332,13 @@ fn parse_ioctl(b: &[u8]) -> (u16, u16, u16, Vec<ParsedAttr>) {
     let attrs = (0..n)
         .map(|i| {
             let a = &b[o[5] + i * o[6]..];
-            ParsedAttr { id: u16_at(a, o[7]), len: u16_at(a, o[8]), flags: u16_at(a, o[9]), elem: a[o[10]], data: u64_at(a, o[11]) }
+            ParsedAttr {
+                id: u16_at(a, o[7]),
+                len: u16_at(a, o[8]),
+                flags: u16_at(a, o[9]),
+                elem: a[o[10]],
+                data: u64_at(a, o[11]),
+            }
         })
         .collect();
     (u16_at(b, o[1]), u16_at(b, o[2]), u16_at(b, o[0]), attrs)
@@ -354,19 +377,71 @@ fn create_cq_ioctl_buffer() {
     let b = c.ioctl_bytes();
     let (obj_id, meth, _, a) = parse_ioctl(&b);
     assert_eq!((obj_id, meth), (obj::CQ, method::CQ_CREATE));
-    let drv_in = u64::from_ne_bytes(cmd.bytes()[core::mem::size_of::<ibv_create_cq>()..][..8].try_into().unwrap());
+    let drv_in = u64::from_ne_bytes(
+        cmd.bytes()[core::mem::size_of::<ibv_create_cq>()..][..8]
+            .try_into()
+            .unwrap(),
+    );
     let resp_drv = resp.p::<u8>() as usize as u64 + core::mem::size_of::<ib_uverbs_create_cq_resp>() as u64;
     let cqe_addr = &mut cqe_out as *mut u32 as usize as u64;
     let m = UVERBS_ATTR_F_MANDATORY;
     let want = vec![
-        ParsedAttr { id: attr::CREATE_CQ_HANDLE, len: 0, flags: m, elem: 0, data: 0 },
-        ParsedAttr { id: attr::CREATE_CQ_RESP_CQE, len: 4, flags: m, elem: 0, data: cqe_addr },
-        ParsedAttr { id: attr::CREATE_CQ_CQE, len: 4, flags: m, elem: 0, data: 255 },
-        ParsedAttr { id: attr::CREATE_CQ_USER_HANDLE, len: 8, flags: m, elem: 0, data: 0x1122_3344_5566_7788 },
-        ParsedAttr { id: attr::CREATE_CQ_COMP_VECTOR, len: 4, flags: m, elem: 0, data: 3 },
-        ParsedAttr { id: attr::CREATE_CQ_EVENT_FD, len: 0, flags: 0, elem: 0, data: 9 },
-        ParsedAttr { id: UVERBS_ATTR_UHW_IN, len: 8, flags: m, elem: 0, data: drv_in },
-        ParsedAttr { id: UVERBS_ATTR_UHW_OUT, len: 16, flags: m, elem: 0, data: resp_drv },
+        ParsedAttr {
+            id: attr::CREATE_CQ_HANDLE,
+            len: 0,
+            flags: m,
+            elem: 0,
+            data: 0,
+        },
+        ParsedAttr {
+            id: attr::CREATE_CQ_RESP_CQE,
+            len: 4,
+            flags: m,
+            elem: 0,
+            data: cqe_addr,
+        },
+        ParsedAttr {
+            id: attr::CREATE_CQ_CQE,
+            len: 4,
+            flags: m,
+            elem: 0,
+            data: 255,
+        },
+        ParsedAttr {
+            id: attr::CREATE_CQ_USER_HANDLE,
+            len: 8,
+            flags: m,
+            elem: 0,
+            data: 0x1122_3344_5566_7788,
+        },
+        ParsedAttr {
+            id: attr::CREATE_CQ_COMP_VECTOR,
+            len: 4,
+            flags: m,
+            elem: 0,
+            data: 3,
+        },
+        ParsedAttr {
+            id: attr::CREATE_CQ_EVENT_FD,
+            len: 0,
+            flags: 0,
+            elem: 0,
+            data: 9,
+        },
+        ParsedAttr {
+            id: UVERBS_ATTR_UHW_IN,
+            len: 8,
+            flags: m,
+            elem: 0,
+            data: drv_in,
+        },
+        ParsedAttr {
+            id: UVERBS_ATTR_UHW_OUT,
+            len: 16,
+            flags: m,
+            elem: 0,
+            data: resp_drv,
+        },
     ];
     assert_eq!(a, want);
 }
@@ -378,7 +453,14 @@ fn enum_and_linked_attributes() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
     let key = [7u8; 20];
-    let mut link = unsafe { crate::kernel::ioctl::OwnedCmdBuf::new(obj::FLOW_ACTION, method::FLOW_ACTION_ESP_CREATE, 1, core::ptr::null_mut()) };
+    let mut link = unsafe {
+        crate::kernel::ioctl::OwnedCmdBuf::new(
+            obj::FLOW_ACTION,
+            method::FLOW_ACTION_ESP_CREATE,
+            1,
+            core::ptr::null_mut(),
+        )
+    };
     link.fill_in_u32(0x1005, 42);
     let mut c = unsafe { Cmd::new(ctx, &m::CREATE_FLOW_ACTION_ESP, 6, link.as_ptr()) };
     c.out_obj(attr::CREATE_FLOW_ACTION_ESP_HANDLE);
@@ -388,8 +470,14 @@ fn enum_and_linked_attributes() {
     }
     let (_, _, _, a) = parse_ioctl(&c.ioctl_bytes());
     assert_eq!(a.len(), 4);
-    assert_eq!((a[1].id, a[1].len, a[1].elem, a[1].data), (attr::FLOW_ACTION_ESP_KEYMAT, 20, 0, key.as_ptr() as usize as u64));
-    assert_eq!((a[2].id, a[2].len, a[2].elem, a[2].data), (attr::FLOW_ACTION_ESP_REPLAY, 4, 1, 0x0707_0707));
+    assert_eq!(
+        (a[1].id, a[1].len, a[1].elem, a[1].data),
+        (attr::FLOW_ACTION_ESP_KEYMAT, 20, 0, key.as_ptr() as usize as u64)
+    );
+    assert_eq!(
+        (a[2].id, a[2].len, a[2].elem, a[2].data),
+        (attr::FLOW_ACTION_ESP_REPLAY, 4, 1, 0x0707_0707)
+    );
     assert_eq!((a[3].id, a[3].len, a[3].data), (0x1005, 4, 42));
 }
 
@@ -425,7 +513,10 @@ fn c_offsets(structs: &[(&str, &[&str])]) -> Option<Vec<usize>> {
 /// response address pointing in front of the driver's response data.
 #[test]
 fn create_cq_write_fallback_bytes() {
-    let Some(o) = c_offsets(&[("ib_uverbs_create_cq", &["response", "user_handle", "cqe", "comp_vector", "comp_channel"])]) else {
+    let Some(o) = c_offsets(&[(
+        "ib_uverbs_create_cq",
+        &["response", "user_handle", "cqe", "comp_vector", "comp_channel"],
+    )]) else {
         return;
     };
     let (core, off) = (o[0], &o[1..]);
@@ -437,7 +528,19 @@ fn create_cq_write_fallback_bytes() {
     cmd.reset();
     resp.reset();
     let mut cq: ibv_cq = zero();
-    let r = unsafe { ibv_cmd_create_cq(ctx, 77, core::ptr::null_mut(), 2, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len) };
+    let r = unsafe {
+        ibv_cmd_create_cq(
+            ctx,
+            77,
+            core::ptr::null_mut(),
+            2,
+            &mut cq,
+            cmd.p(),
+            cmd.len,
+            resp.p(),
+            resp.len,
+        )
+    };
     assert_eq!(r, 0);
     let b = p.drain();
     assert_eq!(b.len(), 8 + core + drv);
@@ -449,7 +552,11 @@ fn create_cq_write_fallback_bytes() {
     assert_eq!(u32_at(&b, 8 + off[2]), 77);
     assert_eq!(u32_at(&b, 8 + off[3]), 2);
     assert_eq!(u32_at(&b, 8 + off[4]) as i32, -1);
-    assert_eq!(&b[8 + core..], &cmd.bytes()[8 + core..], "driver data follows the core request");
+    assert_eq!(
+        &b[8 + core..],
+        &cmd.bytes()[8 + core..],
+        "driver data follows the core request"
+    );
     // The fallback is remembered: the next command skips the ioctl.
     let st = unsafe { crate::kernel::state::of(ctx).unwrap() };
     assert!(st.unsupported(crate::op_bit!(create_cq)));
@@ -460,8 +567,14 @@ fn create_cq_write_fallback_bytes() {
 #[test]
 fn create_cq_ex_write_bytes() {
     let Some(o) = c_offsets(&[
-        ("ib_uverbs_ex_create_cq", &["user_handle", "cqe", "comp_vector", "comp_channel", "flags"]),
-        ("ib_uverbs_ex_cmd_hdr", &["response", "provider_in_words", "provider_out_words"]),
+        (
+            "ib_uverbs_ex_create_cq",
+            &["user_handle", "cqe", "comp_vector", "comp_channel", "flags"],
+        ),
+        (
+            "ib_uverbs_ex_cmd_hdr",
+            &["response", "provider_in_words", "provider_out_words"],
+        ),
     ]) else {
         return;
     };
@@ -520,7 +633,19 @@ fn imported_context_requires_ioctl() {
     let ctx = our_ctx(p.w);
     unsafe { (*crate::context::priv_of(ctx)).imported = true };
     let mut cq: ibv_cq = zero();
-    let r = unsafe { ibv_cmd_create_cq(ctx, 1, core::ptr::null_mut(), 0, &mut cq, core::ptr::null_mut(), 0, core::ptr::null_mut(), 0) };
+    let r = unsafe {
+        ibv_cmd_create_cq(
+            ctx,
+            1,
+            core::ptr::null_mut(),
+            0,
+            &mut cq,
+            core::ptr::null_mut(),
+            0,
+            core::ptr::null_mut(),
+            0,
+        )
+    };
     assert_eq!(r, libc::EOPNOTSUPP);
     assert!(p.drain().is_empty());
 }
@@ -530,10 +655,12 @@ fn imported_context_requires_ioctl() {
 fn mandatory_driver_attribute_blocks_fallback() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
-    let mut link = unsafe { crate::kernel::ioctl::OwnedCmdBuf::new(obj::CQ, method::CQ_CREATE, 1, core::ptr::null_mut()) };
+    let mut link =
+        unsafe { crate::kernel::ioctl::OwnedCmdBuf::new(obj::CQ, method::CQ_CREATE, 1, core::ptr::null_mut()) };
     link.fill_in_u32(0x1002, 1);
     let mut c = unsafe { Cmd::new(ctx, &m::DEALLOC_PD, 1, link.as_ptr()) };
-    c.in_obj(attr::DESTROY_PD_HANDLE, 5).w(req!(ib_uverbs_dealloc_pd, pd_handle));
+    c.in_obj(attr::DESTROY_PD_HANDLE, 5)
+        .w(req!(ib_uverbs_dealloc_pd, pd_handle));
     assert_eq!(unsafe { c.exec() }, Err(libc::EOPNOTSUPP));
     assert!(p.drain().is_empty());
 }
@@ -562,7 +689,14 @@ unsafe fn differential(lib: *mut c_void) {
     // --- PD ---------------------------------------------------------------
     {
         let f: unsafe extern "C" fn(_, _, _, _, _, _) -> _ = ibv_cmd_alloc_pd;
-        let t: unsafe extern "C" fn(*mut ibv_context, *mut ibv_pd, *mut ibv_alloc_pd, usize, *mut ib_uverbs_alloc_pd_resp, usize) -> c_int = theirs!(lib, ibv_cmd_alloc_pd);
+        let t: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut ibv_pd,
+            *mut ibv_alloc_pd,
+            usize,
+            *mut ib_uverbs_alloc_pd_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_alloc_pd);
         let (mut cmd, mut resp) = (Buf::new(16 + 24, 11), Buf::new(4 + 12, 12));
         both("alloc_pd", &[], |ctx, th| {
             cmd.reset();
@@ -583,17 +717,51 @@ unsafe fn differential(lib: *mut c_void) {
 
     // --- XRCD -------------------------------------------------------------
     {
-        let f: unsafe extern "C" fn(*mut ibv_context, *mut verbs_xrcd, c_int, *mut ibv_xrcd_init_attr, *mut ibv_open_xrcd, usize, *mut ib_uverbs_open_xrcd_resp, usize) -> c_int = ibv_cmd_open_xrcd;
-        let t: unsafe extern "C" fn(*mut ibv_context, *mut verbs_xrcd, c_int, *mut ibv_xrcd_init_attr, *mut ibv_open_xrcd, usize, *mut ib_uverbs_open_xrcd_resp, usize) -> c_int = theirs!(lib, ibv_cmd_open_xrcd);
+        let f: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut verbs_xrcd,
+            c_int,
+            *mut ibv_xrcd_init_attr,
+            *mut ibv_open_xrcd,
+            usize,
+            *mut ib_uverbs_open_xrcd_resp,
+            usize,
+        ) -> c_int = ibv_cmd_open_xrcd;
+        let t: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut verbs_xrcd,
+            c_int,
+            *mut ibv_xrcd_init_attr,
+            *mut ibv_open_xrcd,
+            usize,
+            *mut ib_uverbs_open_xrcd_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_open_xrcd);
         let (mut cmd, mut resp) = (Buf::new(24 + 8, 13), Buf::new(4 + 4, 14));
-        for (mask_bits, vsz) in [(IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, 16), (IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, 12), (IBV_XRCD_INIT_ATTR_FD, 16), (8, 16)] {
+        for (mask_bits, vsz) in [
+            (IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, 16),
+            (IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, 12),
+            (IBV_XRCD_INIT_ATTR_FD, 16),
+            (8, 16),
+        ] {
             both("open_xrcd", &[], |ctx, th| {
                 cmd.reset();
                 resp.reset();
                 let mut x: verbs_xrcd = zero();
-                let mut a = ibv_xrcd_init_attr { comp_mask: mask_bits, fd: 5, oflags: libc::O_CREAT };
+                let mut a = ibv_xrcd_init_attr {
+                    comp_mask: mask_bits,
+                    fd: 5,
+                    oflags: libc::O_CREAT,
+                };
                 let r = (if th { t } else { f })(ctx, &mut x, vsz, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
-                (r, x.comp_mask, x.handle, x.xrcd.context == ctx, cmd.bytes(), resp.bytes())
+                (
+                    r,
+                    x.comp_mask,
+                    x.handle,
+                    x.xrcd.context == ctx,
+                    cmd.bytes(),
+                    resp.bytes(),
+                )
             });
         }
         let f: unsafe extern "C" fn(*mut verbs_xrcd) -> c_int = ibv_cmd_close_xrcd;
@@ -608,10 +776,36 @@ unsafe fn differential(lib: *mut c_void) {
 
     // --- MR / MW ----------------------------------------------------------
     {
-        let f: unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int, *mut verbs_mr, *mut ibv_reg_mr, usize, *mut ib_uverbs_reg_mr_resp, usize) -> c_int = ibv_cmd_reg_mr;
-        let t: unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int, *mut verbs_mr, *mut ibv_reg_mr, usize, *mut ib_uverbs_reg_mr_resp, usize) -> c_int = theirs!(lib, ibv_cmd_reg_mr);
+        let f: unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut c_void,
+            usize,
+            u64,
+            c_int,
+            *mut verbs_mr,
+            *mut ibv_reg_mr,
+            usize,
+            *mut ib_uverbs_reg_mr_resp,
+            usize,
+        ) -> c_int = ibv_cmd_reg_mr;
+        let t: unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut c_void,
+            usize,
+            u64,
+            c_int,
+            *mut verbs_mr,
+            *mut ibv_reg_mr,
+            usize,
+            *mut ib_uverbs_reg_mr_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_reg_mr);
         let (mut cmd, mut resp) = (Buf::new(48 + 8, 15), Buf::new(12 + 4, 16));
-        for (addr, len, acc) in [(0x1000usize, 4096usize, 7), (0, usize::MAX, IBV_ACCESS_ON_DEMAND as c_int | 1), (0x1000, usize::MAX, IBV_ACCESS_ON_DEMAND as c_int)] {
+        for (addr, len, acc) in [
+            (0x1000usize, 4096usize, 7),
+            (0, usize::MAX, IBV_ACCESS_ON_DEMAND as c_int | 1),
+            (0x1000, usize::MAX, IBV_ACCESS_ON_DEMAND as c_int),
+        ] {
             both("reg_mr", &[], |ctx, th| {
                 cmd.reset();
                 resp.reset();
@@ -619,12 +813,57 @@ unsafe fn differential(lib: *mut c_void) {
                 pd.context = ctx;
                 pd.handle = 3;
                 let mut mr: verbs_mr = zero();
-                let r = (if th { t } else { f })(&mut pd, addr as *mut c_void, len, 0x2000, acc, &mut mr, cmd.p(), cmd.len, resp.p(), resp.len);
-                (r, mr.ibv_mr.handle, mr.ibv_mr.lkey, mr.ibv_mr.rkey, mr.mr_type, mr.access, mr.ibv_mr.context == ctx, cmd.bytes(), resp.bytes())
+                let r = (if th { t } else { f })(
+                    &mut pd,
+                    addr as *mut c_void,
+                    len,
+                    0x2000,
+                    acc,
+                    &mut mr,
+                    cmd.p(),
+                    cmd.len,
+                    resp.p(),
+                    resp.len,
+                );
+                (
+                    r,
+                    mr.ibv_mr.handle,
+                    mr.ibv_mr.lkey,
+                    mr.ibv_mr.rkey,
+                    mr.mr_type,
+                    mr.access,
+                    mr.ibv_mr.context == ctx,
+                    cmd.bytes(),
+                    resp.bytes(),
+                )
             });
         }
-        let f: unsafe extern "C" fn(*mut verbs_mr, u32, *mut c_void, usize, u64, c_int, *mut ibv_pd, *mut ibv_rereg_mr, usize, *mut ib_uverbs_rereg_mr_resp, usize) -> c_int = ibv_cmd_rereg_mr;
-        let t: unsafe extern "C" fn(*mut verbs_mr, u32, *mut c_void, usize, u64, c_int, *mut ibv_pd, *mut ibv_rereg_mr, usize, *mut ib_uverbs_rereg_mr_resp, usize) -> c_int = theirs!(lib, ibv_cmd_rereg_mr);
+        let f: unsafe extern "C" fn(
+            *mut verbs_mr,
+            u32,
+            *mut c_void,
+            usize,
+            u64,
+            c_int,
+            *mut ibv_pd,
+            *mut ibv_rereg_mr,
+            usize,
+            *mut ib_uverbs_rereg_mr_resp,
+            usize,
+        ) -> c_int = ibv_cmd_rereg_mr;
+        let t: unsafe extern "C" fn(
+            *mut verbs_mr,
+            u32,
+            *mut c_void,
+            usize,
+            u64,
+            c_int,
+            *mut ibv_pd,
+            *mut ibv_rereg_mr,
+            usize,
+            *mut ib_uverbs_rereg_mr_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_rereg_mr);
         let (mut cmd, mut resp) = (Buf::new(56, 17), Buf::new(8 + 8, 18));
         for flags in [0u32, IBV_REREG_MR_CHANGE_PD | 2] {
             both("rereg_mr", &[], |ctx, th| {
@@ -636,8 +875,27 @@ unsafe fn differential(lib: *mut c_void) {
                 let mut mr: verbs_mr = zero();
                 mr.ibv_mr.handle = 8;
                 mr.ibv_mr.context = ctx;
-                let r = (if th { t } else { f })(&mut mr, flags, 0x5000 as *mut c_void, 100, 7, 3, &mut pd, cmd.p(), cmd.len, resp.p(), resp.len);
-                (r, mr.ibv_mr.lkey, mr.ibv_mr.rkey, mr.ibv_mr.context == ctx, cmd.bytes(), resp.bytes())
+                let r = (if th { t } else { f })(
+                    &mut mr,
+                    flags,
+                    0x5000 as *mut c_void,
+                    100,
+                    7,
+                    3,
+                    &mut pd,
+                    cmd.p(),
+                    cmd.len,
+                    resp.p(),
+                    resp.len,
+                );
+                (
+                    r,
+                    mr.ibv_mr.lkey,
+                    mr.ibv_mr.rkey,
+                    mr.ibv_mr.context == ctx,
+                    cmd.bytes(),
+                    resp.bytes(),
+                )
             });
         }
         let f: unsafe extern "C" fn(*mut verbs_mr) -> c_int = ibv_cmd_dereg_mr;
@@ -648,8 +906,24 @@ unsafe fn differential(lib: *mut c_void) {
             mr.ibv_mr.handle = 12;
             (if th { t } else { f })(&mut mr)
         });
-        let f: unsafe extern "C" fn(*mut ibv_pd, u32, *mut ibv_mw, *mut ibv_alloc_mw, usize, *mut ib_uverbs_alloc_mw_resp, usize) -> c_int = ibv_cmd_alloc_mw;
-        let t: unsafe extern "C" fn(*mut ibv_pd, u32, *mut ibv_mw, *mut ibv_alloc_mw, usize, *mut ib_uverbs_alloc_mw_resp, usize) -> c_int = theirs!(lib, ibv_cmd_alloc_mw);
+        let f: unsafe extern "C" fn(
+            *mut ibv_pd,
+            u32,
+            *mut ibv_mw,
+            *mut ibv_alloc_mw,
+            usize,
+            *mut ib_uverbs_alloc_mw_resp,
+            usize,
+        ) -> c_int = ibv_cmd_alloc_mw;
+        let t: unsafe extern "C" fn(
+            *mut ibv_pd,
+            u32,
+            *mut ibv_mw,
+            *mut ibv_alloc_mw,
+            usize,
+            *mut ib_uverbs_alloc_mw_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_alloc_mw);
         let (mut cmd, mut resp) = (Buf::new(24 + 8, 19), Buf::new(8 + 8, 20));
         both("alloc_mw", &[], |ctx, th| {
             cmd.reset();
@@ -659,7 +933,15 @@ unsafe fn differential(lib: *mut c_void) {
             pd.handle = 6;
             let mut mw: ibv_mw = zero();
             let r = (if th { t } else { f })(&mut pd, 2, &mut mw, cmd.p(), cmd.len, resp.p(), resp.len);
-            (r, mw.handle, mw.rkey, mw.r#type, mw.context == ctx, cmd.bytes(), resp.bytes())
+            (
+                r,
+                mw.handle,
+                mw.rkey,
+                mw.r#type,
+                mw.context == ctx,
+                cmd.bytes(),
+                resp.bytes(),
+            )
         });
         let f: unsafe extern "C" fn(*mut ibv_mw) -> c_int = ibv_cmd_dealloc_mw;
         let t: unsafe extern "C" fn(*mut ibv_mw) -> c_int = theirs!(lib, ibv_cmd_dealloc_mw);
@@ -673,10 +955,24 @@ unsafe fn differential(lib: *mut c_void) {
 
     // --- ioctl-only commands: no fallback, the ioctl's error ------------
     {
-        let f: unsafe extern "C" fn(*mut ibv_context, *const ibv_alloc_dm_attr, *mut verbs_dm, *mut ibv_command_buffer) -> c_int = ibv_cmd_alloc_dm;
-        let t: unsafe extern "C" fn(*mut ibv_context, *const ibv_alloc_dm_attr, *mut verbs_dm, *mut ibv_command_buffer) -> c_int = theirs!(lib, ibv_cmd_alloc_dm);
+        let f: unsafe extern "C" fn(
+            *mut ibv_context,
+            *const ibv_alloc_dm_attr,
+            *mut verbs_dm,
+            *mut ibv_command_buffer,
+        ) -> c_int = ibv_cmd_alloc_dm;
+        let t: unsafe extern "C" fn(
+            *mut ibv_context,
+            *const ibv_alloc_dm_attr,
+            *mut verbs_dm,
+            *mut ibv_command_buffer,
+        ) -> c_int = theirs!(lib, ibv_cmd_alloc_dm);
         both("alloc_dm", &[], |ctx, th| {
-            let a = ibv_alloc_dm_attr { length: 64, log_align_req: 3, comp_mask: 0 };
+            let a = ibv_alloc_dm_attr {
+                length: 64,
+                log_align_req: 3,
+                comp_mask: 0,
+            };
             let mut dm: verbs_dm = zero();
             (if th { t } else { f })(ctx, &a, &mut dm, core::ptr::null_mut())
         });
@@ -688,8 +984,24 @@ unsafe fn differential(lib: *mut c_void) {
             let mut mr: verbs_mr = zero();
             (if th { t } else { f })(&mut pd, &mut mr, 3)
         });
-        let f: unsafe extern "C" fn(*mut ibv_pd, *mut verbs_dm, u64, usize, u32, *mut verbs_mr, *mut ibv_command_buffer) -> c_int = ibv_cmd_reg_dm_mr;
-        let t: unsafe extern "C" fn(*mut ibv_pd, *mut verbs_dm, u64, usize, u32, *mut verbs_mr, *mut ibv_command_buffer) -> c_int = theirs!(lib, ibv_cmd_reg_dm_mr);
+        let f: unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut verbs_dm,
+            u64,
+            usize,
+            u32,
+            *mut verbs_mr,
+            *mut ibv_command_buffer,
+        ) -> c_int = ibv_cmd_reg_dm_mr;
+        let t: unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut verbs_dm,
+            u64,
+            usize,
+            u32,
+            *mut verbs_mr,
+            *mut ibv_command_buffer,
+        ) -> c_int = theirs!(lib, ibv_cmd_reg_dm_mr);
         for acc in [0u32, IBV_ACCESS_ZERO_BASED] {
             both("reg_dm_mr", &[], |ctx, th| {
                 let mut pd: ibv_pd = zero();
@@ -699,8 +1011,18 @@ unsafe fn differential(lib: *mut c_void) {
                 (if th { t } else { f })(&mut pd, &mut dm, 0, 64, acc, &mut mr, core::ptr::null_mut())
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_context, *mut ibv_counters_init_attr, *mut verbs_counters, *mut ibv_command_buffer) -> c_int = ibv_cmd_create_counters;
-        let t: unsafe extern "C" fn(*mut ibv_context, *mut ibv_counters_init_attr, *mut verbs_counters, *mut ibv_command_buffer) -> c_int = theirs!(lib, ibv_cmd_create_counters);
+        let f: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut ibv_counters_init_attr,
+            *mut verbs_counters,
+            *mut ibv_command_buffer,
+        ) -> c_int = ibv_cmd_create_counters;
+        let t: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut ibv_counters_init_attr,
+            *mut verbs_counters,
+            *mut ibv_command_buffer,
+        ) -> c_int = theirs!(lib, ibv_cmd_create_counters);
         for cm in [0u32, 1] {
             both("create_counters", &[], |ctx, th| {
                 let mut a = ibv_counters_init_attr { comp_mask: cm };
@@ -709,13 +1031,26 @@ unsafe fn differential(lib: *mut c_void) {
             });
         }
         let f: unsafe extern "C" fn(*mut ibv_context, *mut ibv_command_buffer) -> c_int = ibv_cmd_query_context;
-        let t: unsafe extern "C" fn(*mut ibv_context, *mut ibv_command_buffer) -> c_int = theirs!(lib, ibv_cmd_query_context);
-        both("query_context", &[], |ctx, th| (if th { t } else { f })(ctx, core::ptr::null_mut()));
+        let t: unsafe extern "C" fn(*mut ibv_context, *mut ibv_command_buffer) -> c_int =
+            theirs!(lib, ibv_cmd_query_context);
+        both("query_context", &[], |ctx, th| {
+            (if th { t } else { f })(ctx, core::ptr::null_mut())
+        });
     }
 
     // --- CQ ---------------------------------------------------------------
     {
-        type CreateCq = unsafe extern "C" fn(*mut ibv_context, c_int, *mut ibv_comp_channel, c_int, *mut ibv_cq, *mut ibv_create_cq, usize, *mut ib_uverbs_create_cq_resp, usize) -> c_int;
+        type CreateCq = unsafe extern "C" fn(
+            *mut ibv_context,
+            c_int,
+            *mut ibv_comp_channel,
+            c_int,
+            *mut ibv_cq,
+            *mut ibv_create_cq,
+            usize,
+            *mut ib_uverbs_create_cq_resp,
+            usize,
+        ) -> c_int;
         let f: CreateCq = ibv_cmd_create_cq;
         let t: CreateCq = theirs!(lib, ibv_cmd_create_cq);
         for (drv_in, drv_out, chan) in [(16usize, 8usize, true), (0, 0, false), (8, 0, false), (0, 24, true)] {
@@ -724,7 +1059,11 @@ unsafe fn differential(lib: *mut c_void) {
             both("create_cq", mask, |ctx, th| {
                 cmd.reset();
                 resp.reset();
-                let mut ch = ibv_comp_channel { context: ctx, fd: 33, refcnt: 0 };
+                let mut ch = ibv_comp_channel {
+                    context: ctx,
+                    fd: 33,
+                    refcnt: 0,
+                };
                 let mut cq: ibv_cq = zero();
                 let chp = if chan { &mut ch as *mut _ } else { core::ptr::null_mut() };
                 let r = (if th { t } else { f })(ctx, 100, chp, 1, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len);
@@ -734,17 +1073,38 @@ unsafe fn differential(lib: *mut c_void) {
                     // the response address (a stack buffer upstream)
                     cb[8..16].fill(0);
                 }
-                (r, h, e, cq.context == ctx, cb, if drv_out > 0 { resp.bytes() } else { vec![] })
+                (
+                    r,
+                    h,
+                    e,
+                    cq.context == ctx,
+                    cb,
+                    if drv_out > 0 { resp.bytes() } else { vec![] },
+                )
             });
         }
-        type CreateCqEx = unsafe extern "C" fn(*mut ibv_context, *const ibv_cq_init_attr_ex, *mut verbs_cq, *mut ibv_create_cq_ex, usize, *mut ib_uverbs_ex_create_cq_resp, usize, u32) -> c_int;
+        type CreateCqEx = unsafe extern "C" fn(
+            *mut ibv_context,
+            *const ibv_cq_init_attr_ex,
+            *mut verbs_cq,
+            *mut ibv_create_cq_ex,
+            usize,
+            *mut ib_uverbs_ex_create_cq_resp,
+            usize,
+            u32,
+        ) -> c_int;
         let f: CreateCqEx = ibv_cmd_create_cq_ex;
         let t: CreateCqEx = theirs!(lib, ibv_cmd_create_cq_ex);
         let cases: [(u32, u32, u64, u32); 5] = [
             (0, 0, 0, 0),
             (IBV_CQ_INIT_ATTR_MASK_FLAGS, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN, 0, 0),
             (0, 0, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64, 0),
-            (0, 0, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64, CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX),
+            (
+                0,
+                0,
+                IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64,
+                CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX,
+            ),
             (1 << 5, 0, 0, 0),
         ];
         for (cm, fl, wc, cf) in cases {
@@ -763,8 +1123,22 @@ unsafe fn differential(lib: *mut c_void) {
                 (r, cq.u.cq.handle, cq.u.cq.cqe, cmd.bytes(), resp.bytes())
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_resize_cq, usize, *mut ib_uverbs_resize_cq_resp, usize) -> c_int = ibv_cmd_resize_cq;
-        let t: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_resize_cq, usize, *mut ib_uverbs_resize_cq_resp, usize) -> c_int = theirs!(lib, ibv_cmd_resize_cq);
+        let f: unsafe extern "C" fn(
+            *mut ibv_cq,
+            c_int,
+            *mut ibv_resize_cq,
+            usize,
+            *mut ib_uverbs_resize_cq_resp,
+            usize,
+        ) -> c_int = ibv_cmd_resize_cq;
+        let t: unsafe extern "C" fn(
+            *mut ibv_cq,
+            c_int,
+            *mut ibv_resize_cq,
+            usize,
+            *mut ib_uverbs_resize_cq_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_resize_cq);
         let (mut cmd, mut resp) = (Buf::new(24 + 8, 25), Buf::new(8 + 8, 26));
         both("resize_cq", &[], |ctx, th| {
             cmd.reset();
@@ -785,8 +1159,10 @@ unsafe fn differential(lib: *mut c_void) {
                 (if th { t } else { f })(&mut cq, so)
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_cq, *mut ibv_modify_cq_attr, *mut ibv_modify_cq, usize) -> c_int = ibv_cmd_modify_cq;
-        let t: unsafe extern "C" fn(*mut ibv_cq, *mut ibv_modify_cq_attr, *mut ibv_modify_cq, usize) -> c_int = theirs!(lib, ibv_cmd_modify_cq);
+        let f: unsafe extern "C" fn(*mut ibv_cq, *mut ibv_modify_cq_attr, *mut ibv_modify_cq, usize) -> c_int =
+            ibv_cmd_modify_cq;
+        let t: unsafe extern "C" fn(*mut ibv_cq, *mut ibv_modify_cq_attr, *mut ibv_modify_cq, usize) -> c_int =
+            theirs!(lib, ibv_cmd_modify_cq);
         let mut cmd = Buf::new(40 + 8, 27);
         for am in [1u32, 2] {
             both("modify_cq", &[], |ctx, th| {
@@ -794,7 +1170,13 @@ unsafe fn differential(lib: *mut c_void) {
                 let mut cq: ibv_cq = zero();
                 cq.context = ctx;
                 cq.handle = 33;
-                let mut a = ibv_modify_cq_attr { attr_mask: am, moderate: ibv_moderate_cq { cq_count: 5, cq_period: 6 } };
+                let mut a = ibv_modify_cq_attr {
+                    attr_mask: am,
+                    moderate: ibv_moderate_cq {
+                        cq_count: 5,
+                        cq_period: 6,
+                    },
+                };
                 let r = (if th { t } else { f })(&mut cq, &mut a, cmd.p(), cmd.len);
                 (r, cmd.bytes())
             });
@@ -825,7 +1207,15 @@ unsafe fn differential(lib: *mut c_void) {
 
     // --- SRQ --------------------------------------------------------------
     {
-        type CreateSrq = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_srq, *mut ibv_srq_init_attr, *mut ibv_create_srq, usize, *mut ib_uverbs_create_srq_resp, usize) -> c_int;
+        type CreateSrq = unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut ibv_srq,
+            *mut ibv_srq_init_attr,
+            *mut ibv_create_srq,
+            usize,
+            *mut ib_uverbs_create_srq_resp,
+            usize,
+        ) -> c_int;
         let f: CreateSrq = ibv_cmd_create_srq;
         let t: CreateSrq = theirs!(lib, ibv_cmd_create_srq);
         let (mut cmd, mut resp) = (Buf::new(40 + 8, 28), Buf::new(16 + 8, 29));
@@ -836,19 +1226,48 @@ unsafe fn differential(lib: *mut c_void) {
             pd.context = ctx;
             pd.handle = 41;
             let mut srq: ibv_srq = zero();
-            let mut a = ibv_srq_init_attr { srq_context: 7 as *mut c_void, attr: ibv_srq_attr { max_wr: 10, max_sge: 2, srq_limit: 1 } };
+            let mut a = ibv_srq_init_attr {
+                srq_context: 7 as *mut c_void,
+                attr: ibv_srq_attr {
+                    max_wr: 10,
+                    max_sge: 2,
+                    srq_limit: 1,
+                },
+            };
             let r = (if th { t } else { f })(&mut pd, &mut srq, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
-            (r, srq.handle, a.attr.max_wr, a.attr.max_sge, srq.context == ctx, cmd.bytes(), resp.bytes())
+            (
+                r,
+                srq.handle,
+                a.attr.max_wr,
+                a.attr.max_sge,
+                srq.context == ctx,
+                cmd.bytes(),
+                resp.bytes(),
+            )
         });
-        type CreateSrqEx = unsafe extern "C" fn(*mut ibv_context, *mut verbs_srq, *mut ibv_srq_init_attr_ex, *mut ibv_create_xsrq, usize, *mut ib_uverbs_create_srq_resp, usize) -> c_int;
+        type CreateSrqEx = unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut verbs_srq,
+            *mut ibv_srq_init_attr_ex,
+            *mut ibv_create_xsrq,
+            usize,
+            *mut ib_uverbs_create_srq_resp,
+            usize,
+        ) -> c_int;
         let f: CreateSrqEx = ibv_cmd_create_srq_ex;
         let t: CreateSrqEx = theirs!(lib, ibv_cmd_create_srq_ex);
         let (mut cmd, mut resp) = (Buf::new(56 + 8, 30), Buf::new(16 + 8, 31));
         let base = IBV_SRQ_INIT_ATTR_PD;
         for (cm, ty) in [
             (base, IBV_SRQT_BASIC),
-            (base | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ, IBV_SRQT_XRC),
-            (base | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_TM | IBV_SRQ_INIT_ATTR_CQ, IBV_SRQT_TM),
+            (
+                base | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+                IBV_SRQT_XRC,
+            ),
+            (
+                base | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_TM | IBV_SRQ_INIT_ATTR_CQ,
+                IBV_SRQT_TM,
+            ),
             (base | IBV_SRQ_INIT_ATTR_TYPE, IBV_SRQT_XRC),
             (0, IBV_SRQT_BASIC),
             (1 << 12, IBV_SRQT_BASIC),
@@ -864,7 +1283,11 @@ unsafe fn differential(lib: *mut c_void) {
                 let mut xrcd: verbs_xrcd = zero();
                 xrcd.handle = 44;
                 let mut a: ibv_srq_init_attr_ex = zero();
-                a.attr = ibv_srq_attr { max_wr: 11, max_sge: 3, srq_limit: 2 };
+                a.attr = ibv_srq_attr {
+                    max_wr: 11,
+                    max_sge: 3,
+                    srq_limit: 2,
+                };
                 a.comp_mask = cm;
                 a.srq_type = ty;
                 a.pd = &mut pd;
@@ -873,30 +1296,52 @@ unsafe fn differential(lib: *mut c_void) {
                 a.tm_cap.max_num_tags = 17;
                 let mut srq: verbs_srq = zero();
                 let r = (if th { t } else { f })(ctx, &mut srq, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
-                (r, srq.srq.handle, srq.srq_type, srq.srq_num, std::ptr::eq(srq.xrcd, &xrcd), std::ptr::eq(srq.cq, &cq), a.attr.max_wr, cmd.bytes(), resp.bytes())
+                (
+                    r,
+                    srq.srq.handle,
+                    srq.srq_type,
+                    srq.srq_num,
+                    std::ptr::eq(srq.xrcd, &xrcd),
+                    std::ptr::eq(srq.cq, &cq),
+                    a.attr.max_wr,
+                    cmd.bytes(),
+                    resp.bytes(),
+                )
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, c_int, *mut ibv_modify_srq, usize) -> c_int = ibv_cmd_modify_srq;
-        let t: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, c_int, *mut ibv_modify_srq, usize) -> c_int = theirs!(lib, ibv_cmd_modify_srq);
+        let f: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, c_int, *mut ibv_modify_srq, usize) -> c_int =
+            ibv_cmd_modify_srq;
+        let t: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, c_int, *mut ibv_modify_srq, usize) -> c_int =
+            theirs!(lib, ibv_cmd_modify_srq);
         let mut cmd = Buf::new(24 + 8, 32);
         both("modify_srq", &[], |ctx, th| {
             cmd.reset();
             let mut srq: ibv_srq = zero();
             srq.context = ctx;
             srq.handle = 45;
-            let mut a = ibv_srq_attr { max_wr: 5, max_sge: 6, srq_limit: 7 };
+            let mut a = ibv_srq_attr {
+                max_wr: 5,
+                max_sge: 6,
+                srq_limit: 7,
+            };
             let r = (if th { t } else { f })(&mut srq, &mut a, 3, cmd.p(), cmd.len);
             (r, cmd.bytes())
         });
-        let f: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, *mut ibv_query_srq, usize) -> c_int = ibv_cmd_query_srq;
-        let t: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, *mut ibv_query_srq, usize) -> c_int = theirs!(lib, ibv_cmd_query_srq);
+        let f: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, *mut ibv_query_srq, usize) -> c_int =
+            ibv_cmd_query_srq;
+        let t: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, *mut ibv_query_srq, usize) -> c_int =
+            theirs!(lib, ibv_cmd_query_srq);
         let mut cmd = Buf::new(24, 33);
         both("query_srq", &[rl], |ctx, th| {
             cmd.reset();
             let mut srq: ibv_srq = zero();
             srq.context = ctx;
             srq.handle = 46;
-            let mut a = ibv_srq_attr { max_wr: 0, max_sge: 0, srq_limit: 0 };
+            let mut a = ibv_srq_attr {
+                max_wr: 0,
+                max_sge: 0,
+                srq_limit: 0,
+            };
             (if th { t } else { f })(&mut srq, &mut a, cmd.p(), cmd.len)
         });
         let f: unsafe extern "C" fn(*mut ibv_srq) -> c_int = ibv_cmd_destroy_srq;
@@ -911,11 +1356,25 @@ unsafe fn differential(lib: *mut c_void) {
 
     // --- QP ---------------------------------------------------------------
     {
-        type CreateQp = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_qp, *mut ibv_qp_init_attr, *mut ibv_create_qp, usize, *mut ib_uverbs_create_qp_resp, usize) -> c_int;
+        type CreateQp = unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut ibv_qp,
+            *mut ibv_qp_init_attr,
+            *mut ibv_create_qp,
+            usize,
+            *mut ib_uverbs_create_qp_resp,
+            usize,
+        ) -> c_int;
         let f: CreateQp = ibv_cmd_create_qp;
         let t: CreateQp = theirs!(lib, ibv_cmd_create_qp);
         let (mut cmd, mut resp) = (Buf::new(64 + 16, 34), Buf::new(32 + 8, 35));
-        for (qpt, srq_on, sig) in [(IBV_QPT_RC, false, 0), (IBV_QPT_UD, true, 1), (IBV_QPT_XRC_SEND, false, 0), (IBV_QPT_XRC_RECV, false, 0), (77, false, 0)] {
+        for (qpt, srq_on, sig) in [
+            (IBV_QPT_RC, false, 0),
+            (IBV_QPT_UD, true, 1),
+            (IBV_QPT_XRC_SEND, false, 0),
+            (IBV_QPT_XRC_RECV, false, 0),
+            (77, false, 0),
+        ] {
             both("create_qp", &[], |ctx, th| {
                 cmd.reset();
                 resp.reset();
@@ -932,15 +1391,39 @@ unsafe fn differential(lib: *mut c_void) {
                 a.send_cq = &mut scq;
                 a.recv_cq = &mut rcq;
                 a.srq = if srq_on { &mut srq } else { core::ptr::null_mut() };
-                a.cap = ibv_qp_cap { max_send_wr: 10, max_recv_wr: 11, max_send_sge: 2, max_recv_sge: 3, max_inline_data: 64 };
+                a.cap = ibv_qp_cap {
+                    max_send_wr: 10,
+                    max_recv_wr: 11,
+                    max_send_sge: 2,
+                    max_recv_sge: 3,
+                    max_inline_data: 64,
+                };
                 a.qp_type = qpt;
                 a.sq_sig_all = sig;
                 let mut qp: ibv_qp = zero();
                 let r = (if th { t } else { f })(&mut pd, &mut qp, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
-                (r, qp.handle, qp.qp_num, qp.state, qp.qp_type, a.cap.max_send_wr, a.cap.max_recv_wr, cmd.bytes(), resp.bytes())
+                (
+                    r,
+                    qp.handle,
+                    qp.qp_num,
+                    qp.state,
+                    qp.qp_type,
+                    a.cap.max_send_wr,
+                    a.cap.max_recv_wr,
+                    cmd.bytes(),
+                    resp.bytes(),
+                )
             });
         }
-        type CreateQpEx2 = unsafe extern "C" fn(*mut ibv_context, *mut verbs_qp, *mut ibv_qp_init_attr_ex, *mut ibv_create_qp_ex, usize, *mut ib_uverbs_ex_create_qp_resp, usize) -> c_int;
+        type CreateQpEx2 = unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut verbs_qp,
+            *mut ibv_qp_init_attr_ex,
+            *mut ibv_create_qp_ex,
+            usize,
+            *mut ib_uverbs_ex_create_qp_resp,
+            usize,
+        ) -> c_int;
         let f: CreateQpEx2 = ibv_cmd_create_qp_ex2;
         let t: CreateQpEx2 = theirs!(lib, ibv_cmd_create_qp_ex2);
         let (mut cmd, mut resp) = (Buf::new(88 + 8, 36), Buf::new(40 + 8, 37));
@@ -970,7 +1453,13 @@ unsafe fn differential(lib: *mut c_void) {
                 let mut a: ibv_qp_init_attr_ex = zero();
                 a.send_cq = &mut scq;
                 a.recv_cq = if ind { core::ptr::null_mut() } else { &mut rcq };
-                a.cap = ibv_qp_cap { max_send_wr: if ind { 0 } else { 4 }, max_recv_wr: if ind { 0 } else { 5 }, max_send_sge: 1, max_recv_sge: 0, max_inline_data: 0 };
+                a.cap = ibv_qp_cap {
+                    max_send_wr: if ind { 0 } else { 4 },
+                    max_recv_wr: if ind { 0 } else { 5 },
+                    max_send_sge: 1,
+                    max_recv_sge: 0,
+                    max_inline_data: 0,
+                };
                 a.qp_type = if ind { IBV_QPT_RAW_PACKET } else { IBV_QPT_UC };
                 a.comp_mask = cm;
                 a.pd = &mut pd;
@@ -980,26 +1469,86 @@ unsafe fn differential(lib: *mut c_void) {
                 a.xrcd = &mut xrcd.xrcd;
                 let mut qp: verbs_qp = zero();
                 let r = (if th { t } else { f })(ctx, &mut qp, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
-                (r, qp.u.qp.handle, qp.u.qp.qp_num, qp.comp_mask, std::ptr::eq(qp.xrcd, &xrcd), a.cap.max_send_wr, cmd.bytes(), resp.bytes())
+                (
+                    r,
+                    qp.u.qp.handle,
+                    qp.u.qp.qp_num,
+                    qp.comp_mask,
+                    std::ptr::eq(qp.xrcd, &xrcd),
+                    a.cap.max_send_wr,
+                    cmd.bytes(),
+                    resp.bytes(),
+                )
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_context, *mut verbs_qp, c_int, *mut ibv_qp_open_attr, *mut ibv_open_qp, usize, *mut ib_uverbs_create_qp_resp, usize) -> c_int = ibv_cmd_open_qp;
-        let t: unsafe extern "C" fn(*mut ibv_context, *mut verbs_qp, c_int, *mut ibv_qp_open_attr, *mut ibv_open_qp, usize, *mut ib_uverbs_create_qp_resp, usize) -> c_int = theirs!(lib, ibv_cmd_open_qp);
+        let f: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut verbs_qp,
+            c_int,
+            *mut ibv_qp_open_attr,
+            *mut ibv_open_qp,
+            usize,
+            *mut ib_uverbs_create_qp_resp,
+            usize,
+        ) -> c_int = ibv_cmd_open_qp;
+        let t: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut verbs_qp,
+            c_int,
+            *mut ibv_qp_open_attr,
+            *mut ibv_open_qp,
+            usize,
+            *mut ib_uverbs_create_qp_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_open_qp);
         let (mut cmd, mut resp) = (Buf::new(40 + 8, 38), Buf::new(32, 39));
-        for (cm, vsz) in [(7u32, core::mem::size_of::<verbs_qp>() as c_int), (7, 8), (3, 200), (16, 200)] {
+        for (cm, vsz) in [
+            (7u32, core::mem::size_of::<verbs_qp>() as c_int),
+            (7, 8),
+            (3, 200),
+            (16, 200),
+        ] {
             both("open_qp", &[], |ctx, th| {
                 cmd.reset();
                 resp.reset();
                 let mut xrcd: verbs_xrcd = zero();
                 xrcd.handle = 66;
-                let mut a = ibv_qp_open_attr { comp_mask: cm, qp_num: 0x123, xrcd: &mut xrcd.xrcd, qp_context: 9 as *mut c_void, qp_type: IBV_QPT_XRC_RECV };
+                let mut a = ibv_qp_open_attr {
+                    comp_mask: cm,
+                    qp_num: 0x123,
+                    xrcd: &mut xrcd.xrcd,
+                    qp_context: 9 as *mut c_void,
+                    qp_type: IBV_QPT_XRC_RECV,
+                };
                 let mut qp: verbs_qp = zero();
                 let r = (if th { t } else { f })(ctx, &mut qp, vsz, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
-                (r, qp.u.qp.handle, qp.u.qp.qp_num, qp.u.qp.state, qp.comp_mask, cmd.bytes(), resp.bytes())
+                (
+                    r,
+                    qp.u.qp.handle,
+                    qp.u.qp.qp_num,
+                    qp.u.qp.state,
+                    qp.comp_mask,
+                    cmd.bytes(),
+                    resp.bytes(),
+                )
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr, *mut ibv_query_qp, usize) -> c_int = ibv_cmd_query_qp;
-        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr, *mut ibv_query_qp, usize) -> c_int = theirs!(lib, ibv_cmd_query_qp);
+        let f: unsafe extern "C" fn(
+            *mut ibv_qp,
+            *mut ibv_qp_attr,
+            c_int,
+            *mut ibv_qp_init_attr,
+            *mut ibv_query_qp,
+            usize,
+        ) -> c_int = ibv_cmd_query_qp;
+        let t: unsafe extern "C" fn(
+            *mut ibv_qp,
+            *mut ibv_qp_attr,
+            c_int,
+            *mut ibv_qp_init_attr,
+            *mut ibv_query_qp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_query_qp);
         let mut cmd = Buf::new(24 + 8, 40);
         for am in [0x1fff, IBV_QP_RATE_LIMIT as c_int] {
             both("query_qp", &[rl], |ctx, th| {
@@ -1012,8 +1561,10 @@ unsafe fn differential(lib: *mut c_void) {
                 (if th { t } else { f })(&mut qp, &mut a, am, &mut i, cmd.p(), cmd.len)
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_modify_qp, usize) -> c_int = ibv_cmd_modify_qp;
-        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_modify_qp, usize) -> c_int = theirs!(lib, ibv_cmd_modify_qp);
+        let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_modify_qp, usize) -> c_int =
+            ibv_cmd_modify_qp;
+        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_modify_qp, usize) -> c_int =
+            theirs!(lib, ibv_cmd_modify_qp);
         let mut attr_bytes = vec![0u8; core::mem::size_of::<ibv_qp_attr>()];
         fill(&mut attr_bytes, 99);
         let mut cmd = Buf::new(120 + 8, 41);
@@ -1024,14 +1575,38 @@ unsafe fn differential(lib: *mut c_void) {
                 qp.context = ctx;
                 qp.handle = 68;
                 let mut a: ibv_qp_attr = zero();
-                core::ptr::copy_nonoverlapping(attr_bytes.as_ptr(), (&mut a as *mut ibv_qp_attr).cast::<u8>(), attr_bytes.len());
+                core::ptr::copy_nonoverlapping(
+                    attr_bytes.as_ptr(),
+                    (&mut a as *mut ibv_qp_attr).cast::<u8>(),
+                    attr_bytes.len(),
+                );
                 let r = (if th { t } else { f })(&mut qp, &mut a, am, cmd.p(), cmd.len);
                 (r, cmd.bytes())
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_modify_qp_ex, usize, *mut ib_uverbs_ex_modify_qp_resp, usize) -> c_int = ibv_cmd_modify_qp_ex;
-        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_modify_qp_ex, usize, *mut ib_uverbs_ex_modify_qp_resp, usize) -> c_int = theirs!(lib, ibv_cmd_modify_qp_ex);
-        for (am, csz) in [(0x1fffff | IBV_QP_RATE_LIMIT as c_int, 144usize), (IBV_QP_RATE_LIMIT as c_int, 136), (0x3, 144)] {
+        let f: unsafe extern "C" fn(
+            *mut ibv_qp,
+            *mut ibv_qp_attr,
+            c_int,
+            *mut ibv_modify_qp_ex,
+            usize,
+            *mut ib_uverbs_ex_modify_qp_resp,
+            usize,
+        ) -> c_int = ibv_cmd_modify_qp_ex;
+        let t: unsafe extern "C" fn(
+            *mut ibv_qp,
+            *mut ibv_qp_attr,
+            c_int,
+            *mut ibv_modify_qp_ex,
+            usize,
+            *mut ib_uverbs_ex_modify_qp_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_modify_qp_ex);
+        for (am, csz) in [
+            (0x1fffff | IBV_QP_RATE_LIMIT as c_int, 144usize),
+            (IBV_QP_RATE_LIMIT as c_int, 136),
+            (0x3, 144),
+        ] {
             let (mut cmd, mut resp) = (Buf::new(csz, 42), Buf::new(8 + 8, 43));
             both("modify_qp_ex", &[], |ctx, th| {
                 cmd.reset();
@@ -1040,7 +1615,11 @@ unsafe fn differential(lib: *mut c_void) {
                 qp.context = ctx;
                 qp.handle = 69;
                 let mut a: ibv_qp_attr = zero();
-                core::ptr::copy_nonoverlapping(attr_bytes.as_ptr(), (&mut a as *mut ibv_qp_attr).cast::<u8>(), attr_bytes.len());
+                core::ptr::copy_nonoverlapping(
+                    attr_bytes.as_ptr(),
+                    (&mut a as *mut ibv_qp_attr).cast::<u8>(),
+                    attr_bytes.len(),
+                );
                 let r = (if th { t } else { f })(&mut qp, &mut a, am, cmd.p(), cmd.len, resp.p(), resp.len);
                 (r, cmd.bytes(), resp.bytes())
             });
@@ -1056,14 +1635,19 @@ unsafe fn differential(lib: *mut c_void) {
 
         // posting
         let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int = ibv_cmd_post_send;
-        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int = theirs!(lib, ibv_cmd_post_send);
+        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int =
+            theirs!(lib, ibv_cmd_post_send);
         for qpt in [IBV_QPT_RC, IBV_QPT_UD] {
             // Upstream leaves the members of each work request's union that
             // the opcode does not use as they were on its stack.
             let wr0 = 8 + core::mem::size_of::<ib_uverbs_post_send>();
             let un = core::mem::offset_of!(ib_uverbs_send_wr, wr);
             let wsz = core::mem::size_of::<ib_uverbs_send_wr>();
-            let unused: [(usize, usize); 4] = if qpt == IBV_QPT_UD { [(12, 32); 4] } else { [(12, 32), (28, 32), (0, 32), (12, 32)] };
+            let unused: [(usize, usize); 4] = if qpt == IBV_QPT_UD {
+                [(12, 32); 4]
+            } else {
+                [(12, 32), (28, 32), (0, 32), (12, 32)]
+            };
             let mut masks = vec![rl];
             for (i, (a, e)) in unused.iter().enumerate() {
                 masks.push((wr0 + i * wsz + un + a, wr0 + i * wsz + un + e));
@@ -1075,9 +1659,30 @@ unsafe fn differential(lib: *mut c_void) {
                 qp.qp_type = qpt;
                 let mut ah: ibv_ah = zero();
                 ah.handle = 72;
-                let mut sges = [ibv_sge { addr: 1, length: 2, lkey: 3 }, ibv_sge { addr: 4, length: 5, lkey: 6 }, ibv_sge { addr: 7, length: 8, lkey: 9 }];
+                let mut sges = [
+                    ibv_sge {
+                        addr: 1,
+                        length: 2,
+                        lkey: 3,
+                    },
+                    ibv_sge {
+                        addr: 4,
+                        length: 5,
+                        lkey: 6,
+                    },
+                    ibv_sge {
+                        addr: 7,
+                        length: 8,
+                        lkey: 9,
+                    },
+                ];
                 let mut wrs: [ibv_send_wr; 4] = zero();
-                let ops = [IBV_WR_RDMA_WRITE, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_READ];
+                let ops = [
+                    IBV_WR_RDMA_WRITE,
+                    IBV_WR_ATOMIC_CMP_AND_SWP,
+                    IBV_WR_SEND_WITH_IMM,
+                    IBV_WR_RDMA_READ,
+                ];
                 for (i, w) in wrs.iter_mut().enumerate() {
                     w.wr_id = 100 + i as u64;
                     w.opcode = ops[i];
@@ -1086,11 +1691,23 @@ unsafe fn differential(lib: *mut c_void) {
                     w.num_sge = (i % 3) as c_int;
                     w.sg_list = sges.as_mut_ptr();
                     if qpt == IBV_QPT_UD {
-                        w.wr.ud = ibv_send_wr_wr_ud { ah: &mut ah, remote_qpn: 5, remote_qkey: 6 };
+                        w.wr.ud = ibv_send_wr_wr_ud {
+                            ah: &mut ah,
+                            remote_qpn: 5,
+                            remote_qkey: 6,
+                        };
                     } else if i == 1 {
-                        w.wr.atomic = ibv_send_wr_wr_atomic { remote_addr: 11, compare_add: 12, swap: 13, rkey: 14 };
+                        w.wr.atomic = ibv_send_wr_wr_atomic {
+                            remote_addr: 11,
+                            compare_add: 12,
+                            swap: 13,
+                            rkey: 14,
+                        };
                     } else {
-                        w.wr.rdma = ibv_send_wr_wr_rdma { remote_addr: 15, rkey: 16 };
+                        w.wr.rdma = ibv_send_wr_wr_rdma {
+                            remote_addr: 15,
+                            rkey: 16,
+                        };
                     }
                 }
                 for i in 0..3 {
@@ -1102,13 +1719,18 @@ unsafe fn differential(lib: *mut c_void) {
             });
         }
         let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int = ibv_cmd_post_recv;
-        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int = theirs!(lib, ibv_cmd_post_recv);
-        let fs: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int = ibv_cmd_post_srq_recv;
-        let ts: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int = theirs!(lib, ibv_cmd_post_srq_recv);
+        let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int =
+            theirs!(lib, ibv_cmd_post_recv);
+        let fs: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int =
+            ibv_cmd_post_srq_recv;
+        let ts: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int =
+            theirs!(lib, ibv_cmd_post_srq_recv);
         for srq_path in [false, true] {
             // `reserved` of each receive request: upstream's stack contents.
             let wr0 = 8 + core::mem::size_of::<ib_uverbs_post_recv>();
-            let masks: Vec<(usize, usize)> = std::iter::once(rl).chain((0..3).map(|i| (wr0 + i * 16 + 12, wr0 + i * 16 + 16))).collect();
+            let masks: Vec<(usize, usize)> = std::iter::once(rl)
+                .chain((0..3).map(|i| (wr0 + i * 16 + 12, wr0 + i * 16 + 16)))
+                .collect();
             both("post_recv", &masks, |ctx, th| {
                 let mut qp: ibv_qp = zero();
                 qp.context = ctx;
@@ -1116,7 +1738,18 @@ unsafe fn differential(lib: *mut c_void) {
                 let mut srq: ibv_srq = zero();
                 srq.context = ctx;
                 srq.handle = 74;
-                let mut sges = [ibv_sge { addr: 1, length: 2, lkey: 3 }, ibv_sge { addr: 4, length: 5, lkey: 6 }];
+                let mut sges = [
+                    ibv_sge {
+                        addr: 1,
+                        length: 2,
+                        lkey: 3,
+                    },
+                    ibv_sge {
+                        addr: 4,
+                        length: 5,
+                        lkey: 6,
+                    },
+                ];
                 let mut wrs: [ibv_recv_wr; 3] = zero();
                 for (i, w) in wrs.iter_mut().enumerate() {
                     w.wr_id = 200 + i as u64;
@@ -1138,8 +1771,20 @@ unsafe fn differential(lib: *mut c_void) {
 
     // --- AH, multicast ----------------------------------------------------
     {
-        let f: unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah, *mut ibv_ah_attr, *mut ib_uverbs_create_ah_resp, usize) -> c_int = ibv_cmd_create_ah;
-        let t: unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah, *mut ibv_ah_attr, *mut ib_uverbs_create_ah_resp, usize) -> c_int = theirs!(lib, ibv_cmd_create_ah);
+        let f: unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut ibv_ah,
+            *mut ibv_ah_attr,
+            *mut ib_uverbs_create_ah_resp,
+            usize,
+        ) -> c_int = ibv_cmd_create_ah;
+        let t: unsafe extern "C" fn(
+            *mut ibv_pd,
+            *mut ibv_ah,
+            *mut ibv_ah_attr,
+            *mut ib_uverbs_create_ah_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_create_ah);
         let mut resp = Buf::new(4 + 12, 44);
         let mut ah_bytes = vec![0u8; core::mem::size_of::<ibv_ah_attr>()];
         fill(&mut ah_bytes, 45);
@@ -1149,7 +1794,11 @@ unsafe fn differential(lib: *mut c_void) {
             pd.context = ctx;
             pd.handle = 81;
             let mut a: ibv_ah_attr = zero();
-            core::ptr::copy_nonoverlapping(ah_bytes.as_ptr(), (&mut a as *mut ibv_ah_attr).cast::<u8>(), ah_bytes.len());
+            core::ptr::copy_nonoverlapping(
+                ah_bytes.as_ptr(),
+                (&mut a as *mut ibv_ah_attr).cast::<u8>(),
+                ah_bytes.len(),
+            );
             let mut ah: ibv_ah = zero();
             let r = (if th { t } else { f })(&mut pd, &mut ah, &mut a, resp.p(), resp.len);
             (r, ah.handle, ah.context == ctx, resp.bytes())
@@ -1184,11 +1833,24 @@ unsafe fn differential(lib: *mut c_void) {
 
     // --- WQ, RWQ indirection tables, flows ---------------------------------
     {
-        type CreateWq = unsafe extern "C" fn(*mut ibv_context, *mut ibv_wq_init_attr, *mut ibv_wq, *mut ibv_create_wq, usize, *mut ib_uverbs_ex_create_wq_resp, usize) -> c_int;
+        type CreateWq = unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut ibv_wq_init_attr,
+            *mut ibv_wq,
+            *mut ibv_create_wq,
+            usize,
+            *mut ib_uverbs_ex_create_wq_resp,
+            usize,
+        ) -> c_int;
         let f: CreateWq = ibv_cmd_create_wq;
         let t: CreateWq = theirs!(lib, ibv_cmd_create_wq);
         let (mut cmd, mut resp) = (Buf::new(64 + 8, 46), Buf::new(24 + 8, 47));
-        for (cm, fl) in [(0u32, 0u32), (IBV_WQ_INIT_ATTR_FLAGS, 1), (IBV_WQ_INIT_ATTR_FLAGS, 1 << 20), (4, 0)] {
+        for (cm, fl) in [
+            (0u32, 0u32),
+            (IBV_WQ_INIT_ATTR_FLAGS, 1),
+            (IBV_WQ_INIT_ATTR_FLAGS, 1 << 20),
+            (4, 0),
+        ] {
             both("create_wq", &[], |ctx, th| {
                 cmd.reset();
                 resp.reset();
@@ -1209,16 +1871,28 @@ unsafe fn differential(lib: *mut c_void) {
                 (r, wq.handle, wq.wq_num, a.max_wr, cmd.bytes(), resp.bytes())
             });
         }
-        let f: unsafe extern "C" fn(*mut ibv_wq, *mut ibv_wq_attr, *mut ibv_modify_wq, usize) -> c_int = ibv_cmd_modify_wq;
-        let t: unsafe extern "C" fn(*mut ibv_wq, *mut ibv_wq_attr, *mut ibv_modify_wq, usize) -> c_int = theirs!(lib, ibv_cmd_modify_wq);
+        let f: unsafe extern "C" fn(*mut ibv_wq, *mut ibv_wq_attr, *mut ibv_modify_wq, usize) -> c_int =
+            ibv_cmd_modify_wq;
+        let t: unsafe extern "C" fn(*mut ibv_wq, *mut ibv_wq_attr, *mut ibv_modify_wq, usize) -> c_int =
+            theirs!(lib, ibv_cmd_modify_wq);
         let mut cmd = Buf::new(48 + 8, 48);
-        for (am, fm) in [(IBV_WQ_ATTR_STATE | IBV_WQ_ATTR_FLAGS, 1u32), (IBV_WQ_ATTR_FLAGS, 1 << 20), (IBV_WQ_ATTR_RESERVED, 0)] {
+        for (am, fm) in [
+            (IBV_WQ_ATTR_STATE | IBV_WQ_ATTR_FLAGS, 1u32),
+            (IBV_WQ_ATTR_FLAGS, 1 << 20),
+            (IBV_WQ_ATTR_RESERVED, 0),
+        ] {
             both("modify_wq", &[], |ctx, th| {
                 cmd.reset();
                 let mut wq: ibv_wq = zero();
                 wq.context = ctx;
                 wq.handle = 93;
-                let mut a = ibv_wq_attr { attr_mask: am, wq_state: IBV_WQS_RDY, curr_wq_state: IBV_WQS_RESET, flags: 1, flags_mask: fm };
+                let mut a = ibv_wq_attr {
+                    attr_mask: am,
+                    wq_state: IBV_WQS_RDY,
+                    curr_wq_state: IBV_WQS_RESET,
+                    flags: 1,
+                    flags_mask: fm,
+                };
                 let r = (if th { t } else { f })(&mut wq, &mut a, cmd.p(), cmd.len);
                 (r, wq.state, cmd.bytes())
             });
@@ -1231,8 +1905,20 @@ unsafe fn differential(lib: *mut c_void) {
             wq.handle = 94;
             (if th { t } else { f })(&mut wq)
         });
-        let f: unsafe extern "C" fn(*mut ibv_context, *mut ibv_rwq_ind_table_init_attr, *mut ibv_rwq_ind_table, *mut ib_uverbs_ex_create_rwq_ind_table_resp, usize) -> c_int = ibv_cmd_create_rwq_ind_table;
-        let t: unsafe extern "C" fn(*mut ibv_context, *mut ibv_rwq_ind_table_init_attr, *mut ibv_rwq_ind_table, *mut ib_uverbs_ex_create_rwq_ind_table_resp, usize) -> c_int = theirs!(lib, ibv_cmd_create_rwq_ind_table);
+        let f: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut ibv_rwq_ind_table_init_attr,
+            *mut ibv_rwq_ind_table,
+            *mut ib_uverbs_ex_create_rwq_ind_table_resp,
+            usize,
+        ) -> c_int = ibv_cmd_create_rwq_ind_table;
+        let t: unsafe extern "C" fn(
+            *mut ibv_context,
+            *mut ibv_rwq_ind_table_init_attr,
+            *mut ibv_rwq_ind_table,
+            *mut ib_uverbs_ex_create_rwq_ind_table_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_create_rwq_ind_table);
         let mut resp = Buf::new(16 + 8, 49);
         for log in [0u32, 2] {
             both("create_rwq_ind_table", &[], |ctx, th| {
@@ -1242,7 +1928,11 @@ unsafe fn differential(lib: *mut c_void) {
                     w.handle = 300 + i as u32;
                 }
                 let mut ptrs: Vec<*mut ibv_wq> = wqs.iter_mut().map(|w| w as *mut ibv_wq).collect();
-                let mut a = ibv_rwq_ind_table_init_attr { log_ind_tbl_size: log, ind_tbl: ptrs.as_mut_ptr(), comp_mask: 0 };
+                let mut a = ibv_rwq_ind_table_init_attr {
+                    log_ind_tbl_size: log,
+                    ind_tbl: ptrs.as_mut_ptr(),
+                    comp_mask: 0,
+                };
                 let mut tbl: ibv_rwq_ind_table = zero();
                 let r = (if th { t } else { f })(ctx, &mut a, &mut tbl, resp.p(), resp.len);
                 (r, tbl.ind_tbl_handle, resp.bytes())
@@ -1278,39 +1968,83 @@ unsafe fn differential(lib: *mut c_void) {
                 super::device::create_comp_channel(ctx).is_ok()
             }
         });
-        let f: unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, *mut ibv_query_port, usize) -> c_int = ibv_cmd_query_port;
-        let t: unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, *mut ibv_query_port, usize) -> c_int = theirs!(lib, ibv_cmd_query_port);
+        let f: unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, *mut ibv_query_port, usize) -> c_int =
+            ibv_cmd_query_port;
+        let t: unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, *mut ibv_query_port, usize) -> c_int =
+            theirs!(lib, ibv_cmd_query_port);
         let mut cmd = Buf::new(24, 50);
         both("query_port", &[rl], |ctx, th| {
             cmd.reset();
             let mut pa: ibv_port_attr = zero();
             (if th { t } else { f })(ctx, 2, &mut pa, cmd.p(), cmd.len)
         });
-        let f: unsafe extern "C" fn(*mut verbs_context, *mut ibv_get_context, usize, *mut ib_uverbs_get_context_resp, usize) -> c_int = ibv_cmd_get_context;
-        let t: unsafe extern "C" fn(*mut verbs_context, *mut ibv_get_context, usize, *mut ib_uverbs_get_context_resp, usize) -> c_int = theirs!(lib, ibv_cmd_get_context);
+        let f: unsafe extern "C" fn(
+            *mut verbs_context,
+            *mut ibv_get_context,
+            usize,
+            *mut ib_uverbs_get_context_resp,
+            usize,
+        ) -> c_int = ibv_cmd_get_context;
+        let t: unsafe extern "C" fn(
+            *mut verbs_context,
+            *mut ibv_get_context,
+            usize,
+            *mut ib_uverbs_get_context_resp,
+            usize,
+        ) -> c_int = theirs!(lib, ibv_cmd_get_context);
         let (mut cmd, mut resp) = (Buf::new(16 + 16, 51), Buf::new(8 + 24, 52));
         both("get_context", &[], |ctx, th| {
             cmd.reset();
             resp.reset();
-            let v = ctx.cast::<u8>().sub(core::mem::offset_of!(verbs_context, context)).cast::<verbs_context>();
+            let v = ctx
+                .cast::<u8>()
+                .sub(core::mem::offset_of!(verbs_context, context))
+                .cast::<verbs_context>();
             let r = (if th { t } else { f })(v, cmd.p(), cmd.len, resp.p(), resp.len);
             (r, (*ctx).async_fd, (*ctx).num_comp_vectors, cmd.bytes(), resp.bytes())
         });
-        type Qd = unsafe extern "C" fn(*mut ibv_context, *const ibv_query_device_ex_input, *mut ibv_device_attr_ex, usize, *mut ib_uverbs_ex_query_device_resp, *mut usize) -> c_int;
+        type Qd = unsafe extern "C" fn(
+            *mut ibv_context,
+            *const ibv_query_device_ex_input,
+            *mut ibv_device_attr_ex,
+            usize,
+            *mut ib_uverbs_ex_query_device_resp,
+            *mut usize,
+        ) -> c_int;
         let f: Qd = ibv_cmd_query_device_any;
         let t: Qd = theirs!(lib, ibv_cmd_query_device_any);
         let rsz = core::mem::size_of::<ib_uverbs_ex_query_device_resp>();
         let mut resp = Buf::new(rsz + 16, 53);
-        for (asz, own_resp) in [(core::mem::size_of::<ibv_device_attr>(), true), (core::mem::size_of::<ibv_device_attr_ex>(), true), (core::mem::size_of::<ibv_device_attr_ex>(), false), (8, true)] {
-            let masks: &[(usize, usize)] = if own_resp && asz > core::mem::size_of::<ibv_device_attr>() { &[] } else { &[rl] };
+        for (asz, own_resp) in [
+            (core::mem::size_of::<ibv_device_attr>(), true),
+            (core::mem::size_of::<ibv_device_attr_ex>(), true),
+            (core::mem::size_of::<ibv_device_attr_ex>(), false),
+            (8, true),
+        ] {
+            let masks: &[(usize, usize)] = if own_resp && asz > core::mem::size_of::<ibv_device_attr>() {
+                &[]
+            } else {
+                &[rl]
+            };
             both("query_device_any", masks, |ctx, th| {
                 resp.reset();
                 let mut attr = vec![0u8; core::mem::size_of::<ibv_device_attr_ex>()];
                 fill(&mut attr, 54);
                 let mut rs = resp.len;
-                let (rp, rsp) = if own_resp { (resp.p(), &mut rs as *mut usize) } else { (core::ptr::null_mut(), core::ptr::null_mut()) };
+                let (rp, rsp) = if own_resp {
+                    (resp.p(), &mut rs as *mut usize)
+                } else {
+                    (core::ptr::null_mut(), core::ptr::null_mut())
+                };
                 let r = (if th { t } else { f })(ctx, core::ptr::null(), attr.as_mut_ptr().cast(), asz, rp, rsp);
-                (r, if own_resp { (rs, attr, resp.bytes()) } else { (0, vec![], vec![]) })
+                (
+                    r,
+                    if own_resp {
+                        (rs, attr, resp.bytes())
+                    } else {
+                        (0, vec![], vec![])
+                    },
+                )
             });
         }
     }
@@ -1318,8 +2052,10 @@ unsafe fn differential(lib: *mut c_void) {
 
 /// create_flow with every spec kind (and the ones that must be refused).
 unsafe fn flows(lib: *mut c_void) {
-    let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_flow, *mut ibv_flow_attr, *mut c_void, usize) -> c_int = ibv_cmd_create_flow;
-    let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_flow, *mut ibv_flow_attr, *mut c_void, usize) -> c_int = theirs!(lib, ibv_cmd_create_flow);
+    let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_flow, *mut ibv_flow_attr, *mut c_void, usize) -> c_int =
+        ibv_cmd_create_flow;
+    let t: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_flow, *mut ibv_flow_attr, *mut c_void, usize) -> c_int =
+        theirs!(lib, ibv_cmd_create_flow);
     // One verbs spec of `ty` with `size` bytes, random filter contents.
     let spec = |ty: u32, size: usize, seed: u64| -> Vec<u8> {
         let mut v = vec![0u8; size];
@@ -1358,31 +2094,76 @@ unsafe fn flows(lib: *mut c_void) {
         v
     };
     let cases: Vec<(&str, Vec<Vec<u8>>)> = vec![
-        ("eth+ipv4+tcp", vec![
-            spec(IBV_FLOW_SPEC_ETH, core::mem::size_of::<ibv_flow_spec_eth>(), 1),
-            spec(IBV_FLOW_SPEC_IPV4, core::mem::size_of::<ibv_flow_spec_ipv4>(), 2),
-            spec(IBV_FLOW_SPEC_TCP, core::mem::size_of::<ibv_flow_spec_tcp_udp>(), 3),
-        ]),
-        ("inner ipv4_ext+udp", vec![
-            spec(IBV_FLOW_SPEC_IPV4_EXT | IBV_FLOW_SPEC_INNER, core::mem::size_of::<ibv_flow_spec_ipv4_ext>(), 4),
-            spec(IBV_FLOW_SPEC_UDP | IBV_FLOW_SPEC_INNER, core::mem::size_of::<ibv_flow_spec_tcp_udp>(), 5),
-        ]),
-        ("ipv6+esp+gre+mpls+vxlan", vec![
-            spec(IBV_FLOW_SPEC_IPV6, core::mem::size_of::<ibv_flow_spec_ipv6>(), 6),
-            spec(IBV_FLOW_SPEC_ESP, core::mem::size_of::<ibv_flow_spec_esp>(), 7),
-            spec(IBV_FLOW_SPEC_GRE, core::mem::size_of::<ibv_flow_spec_gre>(), 8),
-            spec(IBV_FLOW_SPEC_MPLS, core::mem::size_of::<ibv_flow_spec_mpls>(), 9),
-            spec(IBV_FLOW_SPEC_VXLAN_TUNNEL, core::mem::size_of::<ibv_flow_spec_tunnel>(), 10),
-        ]),
-        ("actions", vec![
-            spec(IBV_FLOW_SPEC_ACTION_TAG, core::mem::size_of::<ibv_flow_spec_action_tag>(), 11),
-            spec(IBV_FLOW_SPEC_ACTION_DROP, core::mem::size_of::<ibv_flow_spec_action_drop>(), 12),
-            ptr_spec(IBV_FLOW_SPEC_ACTION_HANDLE, (&mut action as *mut verbs_flow_action).cast()),
-            ptr_spec(IBV_FLOW_SPEC_ACTION_COUNT, (&mut counters as *mut verbs_counters).cast()),
-        ]),
+        (
+            "eth+ipv4+tcp",
+            vec![
+                spec(IBV_FLOW_SPEC_ETH, core::mem::size_of::<ibv_flow_spec_eth>(), 1),
+                spec(IBV_FLOW_SPEC_IPV4, core::mem::size_of::<ibv_flow_spec_ipv4>(), 2),
+                spec(IBV_FLOW_SPEC_TCP, core::mem::size_of::<ibv_flow_spec_tcp_udp>(), 3),
+            ],
+        ),
+        (
+            "inner ipv4_ext+udp",
+            vec![
+                spec(
+                    IBV_FLOW_SPEC_IPV4_EXT | IBV_FLOW_SPEC_INNER,
+                    core::mem::size_of::<ibv_flow_spec_ipv4_ext>(),
+                    4,
+                ),
+                spec(
+                    IBV_FLOW_SPEC_UDP | IBV_FLOW_SPEC_INNER,
+                    core::mem::size_of::<ibv_flow_spec_tcp_udp>(),
+                    5,
+                ),
+            ],
+        ),
+        (
+            "ipv6+esp+gre+mpls+vxlan",
+            vec![
+                spec(IBV_FLOW_SPEC_IPV6, core::mem::size_of::<ibv_flow_spec_ipv6>(), 6),
+                spec(IBV_FLOW_SPEC_ESP, core::mem::size_of::<ibv_flow_spec_esp>(), 7),
+                spec(IBV_FLOW_SPEC_GRE, core::mem::size_of::<ibv_flow_spec_gre>(), 8),
+                spec(IBV_FLOW_SPEC_MPLS, core::mem::size_of::<ibv_flow_spec_mpls>(), 9),
+                spec(
+                    IBV_FLOW_SPEC_VXLAN_TUNNEL,
+                    core::mem::size_of::<ibv_flow_spec_tunnel>(),
+                    10,
+                ),
+            ],
+        ),
+        (
+            "actions",
+            vec![
+                spec(
+                    IBV_FLOW_SPEC_ACTION_TAG,
+                    core::mem::size_of::<ibv_flow_spec_action_tag>(),
+                    11,
+                ),
+                spec(
+                    IBV_FLOW_SPEC_ACTION_DROP,
+                    core::mem::size_of::<ibv_flow_spec_action_drop>(),
+                    12,
+                ),
+                ptr_spec(
+                    IBV_FLOW_SPEC_ACTION_HANDLE,
+                    (&mut action as *mut verbs_flow_action).cast(),
+                ),
+                ptr_spec(
+                    IBV_FLOW_SPEC_ACTION_COUNT,
+                    (&mut counters as *mut verbs_counters).cast(),
+                ),
+            ],
+        ),
         ("long ipv6 filter, zero extra mask", vec![ipv6_ext]),
         ("short ipv4_ext", vec![spec(IBV_FLOW_SPEC_IPV4_EXT, sz(12), 13)]),
-        ("inner gre", vec![spec(IBV_FLOW_SPEC_GRE | IBV_FLOW_SPEC_INNER, core::mem::size_of::<ibv_flow_spec_gre>(), 14)]),
+        (
+            "inner gre",
+            vec![spec(
+                IBV_FLOW_SPEC_GRE | IBV_FLOW_SPEC_INNER,
+                core::mem::size_of::<ibv_flow_spec_gre>(),
+                14,
+            )],
+        ),
         ("unknown", vec![spec(0x77, 16, 15)]),
     ];
     for (name, specs) in cases {
@@ -1402,7 +2183,11 @@ unsafe fn flows(lib: *mut c_void) {
                     off += s.len();
                 }
                 let mut ucmd = vec![0x5au8; ucmd_len];
-                let up = if ucmd_len > 0 { ucmd.as_mut_ptr().cast() } else { core::ptr::null_mut() };
+                let up = if ucmd_len > 0 {
+                    ucmd.as_mut_ptr().cast()
+                } else {
+                    core::ptr::null_mut()
+                };
                 let mut qp: ibv_qp = zero();
                 qp.context = ctx;
                 qp.handle = 97;

@@ -23,13 +23,22 @@ unsafe fn icmd_create_wq(ctx: *mut ibv_context, a: *mut ibv_wq_init_attr, wq: *m
     (*wq).pd = a.pd;
     (*wq).wq_type = a.wq_type;
 
-    let h = c.out_obj(attr::CREATE_WQ_HANDLE).wx(resp!(ib_uverbs_ex_create_wq_resp, wq_handle)).idx();
-    c.in_u64(attr::CREATE_WQ_USER_HANDLE, wq as usize as u64).wx(req!(ib_uverbs_ex_create_wq, user_handle));
-    c.in_obj(attr::CREATE_WQ_PD_HANDLE, (*a.pd).handle).wx(req!(ib_uverbs_ex_create_wq, pd_handle));
-    c.in_obj(attr::CREATE_WQ_CQ_HANDLE, (*a.cq).handle).wx(req!(ib_uverbs_ex_create_wq, cq_handle));
-    c.in_u64(attr::CREATE_WQ_TYPE, a.wq_type as u64).wx(req!(ib_uverbs_ex_create_wq, wq_type));
-    c.in_u32(attr::CREATE_WQ_MAX_WR, a.max_wr).wx(req!(ib_uverbs_ex_create_wq, max_wr));
-    c.in_u32(attr::CREATE_WQ_MAX_SGE, a.max_sge).wx(req!(ib_uverbs_ex_create_wq, max_sge));
+    let h = c
+        .out_obj(attr::CREATE_WQ_HANDLE)
+        .wx(resp!(ib_uverbs_ex_create_wq_resp, wq_handle))
+        .idx();
+    c.in_u64(attr::CREATE_WQ_USER_HANDLE, wq as usize as u64)
+        .wx(req!(ib_uverbs_ex_create_wq, user_handle));
+    c.in_obj(attr::CREATE_WQ_PD_HANDLE, (*a.pd).handle)
+        .wx(req!(ib_uverbs_ex_create_wq, pd_handle));
+    c.in_obj(attr::CREATE_WQ_CQ_HANDLE, (*a.cq).handle)
+        .wx(req!(ib_uverbs_ex_create_wq, cq_handle));
+    c.in_u64(attr::CREATE_WQ_TYPE, a.wq_type as u64)
+        .wx(req!(ib_uverbs_ex_create_wq, wq_type));
+    c.in_u32(attr::CREATE_WQ_MAX_WR, a.max_wr)
+        .wx(req!(ib_uverbs_ex_create_wq, max_wr));
+    c.in_u32(attr::CREATE_WQ_MAX_SGE, a.max_sge)
+        .wx(req!(ib_uverbs_ex_create_wq, max_sge));
     c.in_fd(attr::CREATE_WQ_EVENT_FD, (*ctx).async_fd);
     let mut create_flags = 0;
     if a.comp_mask & IBV_WQ_INIT_ATTR_FLAGS != 0 {
@@ -41,10 +50,17 @@ unsafe fn icmd_create_wq(ctx: *mut ibv_context, a: *mut ibv_wq_init_attr, wq: *m
     }
     c.in_u32(attr::CREATE_WQ_FLAGS, create_flags);
     // The extended write() request takes the caller's flags as they are.
-    c.wonly(None, Some(req!(ib_uverbs_ex_create_wq, create_flags)), a.create_flags as u64);
-    c.out(attr::CREATE_WQ_RESP_MAX_WR, &mut max_wr).wx(resp!(ib_uverbs_ex_create_wq_resp, max_wr));
-    c.out(attr::CREATE_WQ_RESP_MAX_SGE, &mut max_sge).wx(resp!(ib_uverbs_ex_create_wq_resp, max_sge));
-    c.out(attr::CREATE_WQ_RESP_WQ_NUM, &mut wq_num).wx(resp!(ib_uverbs_ex_create_wq_resp, wqn));
+    c.wonly(
+        None,
+        Some(req!(ib_uverbs_ex_create_wq, create_flags)),
+        a.create_flags as u64,
+    );
+    c.out(attr::CREATE_WQ_RESP_MAX_WR, &mut max_wr)
+        .wx(resp!(ib_uverbs_ex_create_wq_resp, max_wr));
+    c.out(attr::CREATE_WQ_RESP_MAX_SGE, &mut max_sge)
+        .wx(resp!(ib_uverbs_ex_create_wq_resp, max_sge));
+    c.out(attr::CREATE_WQ_RESP_WQ_NUM, &mut wq_num)
+        .wx(resp!(ib_uverbs_ex_create_wq_resp, wqn));
     if state::imported(ctx) {
         c.ioctl_only();
     }
@@ -88,15 +104,19 @@ pub unsafe fn create_wq(
 pub unsafe fn destroy_wq(wq: *mut ibv_wq) -> c_int {
     let mut events: u32 = 0;
     let mut c = Cmd::new((*wq).context, &m::DESTROY_WQ, 2, core::ptr::null_mut());
-    c.out(attr::DESTROY_WQ_RESP, &mut events).wx(resp!(ib_uverbs_ex_destroy_wq_resp, events_reported));
-    c.in_obj(attr::DESTROY_WQ_HANDLE, (*wq).handle).wx(req!(ib_uverbs_ex_destroy_wq, wq_handle));
+    c.out(attr::DESTROY_WQ_RESP, &mut events)
+        .wx(resp!(ib_uverbs_ex_destroy_wq_resp, events_reported));
+    c.in_obj(attr::DESTROY_WQ_HANDLE, (*wq).handle)
+        .wx(req!(ib_uverbs_ex_destroy_wq, wq_handle));
     let mut ret = super::ok(c.exec());
     if state::is_destroy_err(&mut ret) {
         return ret;
     }
-    super::wait_events(core::ptr::addr_of_mut!((*wq).mutex), core::ptr::addr_of_mut!((*wq).cond), || {
-        core::ptr::addr_of!((*wq).events_completed).read_volatile() == events
-    });
+    super::wait_events(
+        core::ptr::addr_of_mut!((*wq).mutex),
+        core::ptr::addr_of_mut!((*wq).cond),
+        || core::ptr::addr_of!((*wq).events_completed).read_volatile() == events,
+    );
     0
 }
 
@@ -166,8 +186,21 @@ pub unsafe fn create_rwq_ind_table(
     cmd.core.log_ind_tbl_size = a.log_ind_tbl_size;
     cmd.core.comp_mask = 0;
     let rcore = core::mem::size_of::<ib_uverbs_ex_create_rwq_ind_table_resp>();
-    let mut c = Cmd::write_only(ctx, &m::CREATE_RWQ_IND_TBL, p, cmd_size, cmd_size, resp.cast(), rcore, resp_size);
-    c.set_write_ex(Some(WriteForm { cmd: cmd::EX_CREATE_RWQ_IND_TBL, req: cmd_size - core::mem::size_of::<ex_hdr>(), resp: rcore }));
+    let mut c = Cmd::write_only(
+        ctx,
+        &m::CREATE_RWQ_IND_TBL,
+        p,
+        cmd_size,
+        cmd_size,
+        resp.cast(),
+        rcore,
+        resp_size,
+    );
+    c.set_write_ex(Some(WriteForm {
+        cmd: cmd::EX_CREATE_RWQ_IND_TBL,
+        req: cmd_size - core::mem::size_of::<ex_hdr>(),
+        resp: rcore,
+    }));
     if let Err(e) = c.exec() {
         return e;
     }

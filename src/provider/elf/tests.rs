@@ -59,7 +59,13 @@ fn image(file: &str, versions: &[&str]) -> Vec<u8> {
 fn crafted_needs() {
     let b = image(SONAME, &["IBVERBS_PRIVATE_57", "IBVERBS_1.1"]);
     let n = needs(&b).unwrap();
-    assert_eq!(n, [Need { file: SONAME.into(), versions: vec!["IBVERBS_PRIVATE_57".into(), "IBVERBS_1.1".into()] }]);
+    assert_eq!(
+        n,
+        [Need {
+            file: SONAME.into(),
+            versions: vec!["IBVERBS_PRIVATE_57".into(), "IBVERBS_1.1".into()]
+        }]
+    );
     assert_eq!(missing(&n), ["IBVERBS_PRIVATE_57"]);
     assert_eq!(provided_for("IBVERBS_PRIVATE_57"), "IBVERBS_PRIVATE_34");
     assert_eq!(provided_for("IBVERBS_1.15"), "IBVERBS_1.0 to IBVERBS_1.14");

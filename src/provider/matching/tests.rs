@@ -26,14 +26,30 @@ unsafe extern "C" fn no(_s: *mut abi::verbs_sysfs_dev) -> bool {
 }
 
 const fn ent(kind: u32, u: abi::verbs_match_ent_u, vendor: u16, device: u16) -> verbs_match_ent {
-    verbs_match_ent { driver_data: std::ptr::null_mut(), u, vendor, device, kind: kind as u8 }
+    verbs_match_ent {
+        driver_data: std::ptr::null_mut(),
+        u,
+        vendor,
+        device,
+        kind: kind as u8,
+    }
 }
 const NONE: abi::verbs_match_ent_u = abi::verbs_match_ent_u { driver_id: 0 };
 const fn modalias(p: &'static CStr) -> verbs_match_ent {
-    ent(abi::VERBS_MATCH_MODALIAS, abi::verbs_match_ent_u { modalias: p.as_ptr() }, 0, 0)
+    ent(
+        abi::VERBS_MATCH_MODALIAS,
+        abi::verbs_match_ent_u { modalias: p.as_ptr() },
+        0,
+        0,
+    )
 }
 const fn driver_id(id: u64) -> verbs_match_ent {
-    ent(abi::VERBS_MATCH_DRIVER_ID, abi::verbs_match_ent_u { driver_id: id }, 0, 0)
+    ent(
+        abi::VERBS_MATCH_DRIVER_ID,
+        abi::verbs_match_ent_u { driver_id: id },
+        0,
+        0,
+    )
 }
 const fn pci(v: u16, d: u16) -> verbs_match_ent {
     ent(abi::VERBS_MATCH_PCI, NONE, v, d)
@@ -115,7 +131,11 @@ unsafe fn release(v: *mut verbs_device) {
 
 #[test]
 fn device_fields_after_claim() {
-    let (d, dir) = dev("pcidev0", Some("pci:v000015B3d00001013sv000015B3sd00000008bc02sc00i00"), 0);
+    let (d, dir) = dev(
+        "pcidev0",
+        Some("pci:v000015B3d00001013sv000015B3sd00000008bc02sc00i00"),
+        0,
+    );
     let sysfs = d.as_ptr();
     let (who, v) = claimed_by(&[reg(&BY_NAME), reg(&BY_PCI)], d).unwrap();
     assert_eq!(who, "bypci");
@@ -123,13 +143,19 @@ fn device_fields_after_claim() {
         let dv = &(*v).device;
         assert_eq!(cstr(&dv.name), "pcidev0");
         assert_eq!(cstr(&dv.dev_name), "uverbs9");
-        assert_eq!(cstr(&dv.dev_path), format!("{}/class/infiniband_verbs/uverbs9", crate::sysfs::root().display()));
+        assert_eq!(
+            cstr(&dv.dev_path),
+            format!("{}/class/infiniband_verbs/uverbs9", crate::sysfs::root().display())
+        );
         assert_eq!(cstr(&dv.ibdev_path), dir.display().to_string());
         assert_eq!(dv.node_type, abi::IBV_NODE_RNIC);
         assert_eq!(dv.transport_type, abi::IBV_TRANSPORT_IWARP);
         assert_eq!((*v).sysfs, sysfs);
         assert_eq!((*v).refcount.load(Ordering::SeqCst), 1);
-        assert_eq!(cstr(&(*sysfs).modalias), "pci:v000015B3d00001013sv000015B3sd00000008bc02sc00i00");
+        assert_eq!(
+            cstr(&(*sysfs).modalias),
+            "pci:v000015B3d00001013sv000015B3sd00000008bc02sc00i00"
+        );
         assert_ne!((*sysfs).flags & abi::VSYSFS_READ_MODALIAS, 0);
         assert_eq!((*(*sysfs).r#match).device, 0x1013);
         let before = UNINITS.load(Ordering::SeqCst);
