@@ -13,7 +13,7 @@
 //! The shared object is linked by the Makefile from this crate's staticlib
 //! with `symbols.map` as the version script.
 
-pub mod abi;
+pub use ibverbs_abi as abi;
 pub mod api;
 pub mod compat;
 pub mod context;

@@ -141,7 +141,7 @@ fi
 
 # --- the ring protocol, in-process (providers/swrdma/tests/ring.rs) ----------
 if command -v cargo >/dev/null; then
-    if (cd providers/swrdma && timeout 600 cargo test --release --offline -q) >"$OUT/ring-tests" 2>&1; then
+    if (timeout 600 cargo test --release --offline -q -p swrdma-ring) >"$OUT/ring-tests" 2>&1; then
         ok "ring protocol (cargo test)"
     else
         bad "ring protocol (cargo test)" "$(grep -E 'panicked|FAILED|error' "$OUT/ring-tests" | head -n2 | tr '\n' ' ')"

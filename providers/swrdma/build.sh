@@ -6,7 +6,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
 cargo=${CARGO:-cargo}
-(cd "$here" && "$cargo" build --release)
+(cd "$here" && "$cargo" build --release -p swrdma)
 mkdir -p "$build/lib/libibverbs"
-cp "$here/target/release/libswrdma_rdmav34.so" "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp"
+cp "$here/../../target/release/libswrdma_rdmav34.so" "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp"
 mv "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp" "$build/lib/libibverbs/libswrdma-rdmav34.so"

@@ -157,7 +157,7 @@ mod tests {
     /// kern-abi.h's pinned `_KABI_REQ/RESP_STRUCT_*` sizes.
     #[test]
     fn table_is_consistent() {
-        let t = crate::kernel::uapi::tests::table();
+        let t = crate::kernel::testutil::pinned_table();
         for m in ALL {
             assert!(
                 m.ioctl.is_some() || m.write.is_some() || m.write_ex.is_some(),

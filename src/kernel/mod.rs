@@ -15,11 +15,10 @@ pub mod builder;
 pub mod ioctl;
 pub mod methods;
 pub mod netlink;
-pub mod pabi34;
 pub mod state;
-pub mod uapi;
 pub mod verbs;
 pub mod write;
 
 #[cfg(test)]
-pub mod testutil;
+pub use ibverbs_abi::testutil;
+pub use ibverbs_abi::{pabi34, uapi};

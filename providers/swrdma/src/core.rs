@@ -3,12 +3,12 @@
 
 use crate::abi::*;
 use crate::net;
-use crate::ring::*;
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use swrdma_ring::*;
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -1233,14 +1233,6 @@ impl Ctx {
                 }
             }
         }
-    }
-}
-
-impl Msg {
-    /// The initiator's context id is not carried; pending requests are
-    /// answered on the link they came from, recorded in `_r`.
-    pub fn src_ctx(&self) -> u32 {
-        self._r as u32
     }
 }
 

@@ -2,21 +2,14 @@
 //! 34).  See README.md for the design.
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 
-#[allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports
-)]
-pub mod abi;
+/// The ABI mirrors, shared with the library (crate `ibverbs-abi`).
+pub use ibverbs_abi as abi;
 
 mod core;
 mod device;
 mod net;
 mod ops;
 mod qpex;
-mod ring;
 
 use abi::*;
 use std::os::raw::c_char;

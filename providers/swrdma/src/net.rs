@@ -2,10 +2,10 @@
 //! connecting links (memfd + eventfd passed with SCM_RIGHTS, peers checked
 //! with SO_PEERCRED), and QPN -> context resolution.
 
-use crate::ring::{Link, LINK_BYTES};
 use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
 use std::path::{Path, PathBuf};
+use swrdma_ring::{Link, LINK_BYTES};
 
 const MAGIC: u32 = 0x5357_5244; // "SWRD"
 

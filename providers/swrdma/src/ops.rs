@@ -4,12 +4,12 @@ use crate::abi::*;
 use crate::core::*;
 use crate::device;
 use crate::net;
-use crate::ring::*;
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use swrdma_ring::*;
 
 extern "C" {
     fn _verbs_init_and_alloc_context(

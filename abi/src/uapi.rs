@@ -707,24 +707,7 @@ pub(crate) mod tests {
     use core::mem::{align_of, offset_of, size_of};
     use std::collections::HashMap;
 
-    pub(crate) const TABLE: &str = include_str!("../../compat-tests/layout/provider_abi.expected");
-
-    /// `key -> value` of the numeric lines of the pinned table.
-    pub(crate) fn table() -> HashMap<String, i64> {
-        let mut map = HashMap::new();
-        for line in TABLE.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            if let Some((key, value)) = line.rsplit_once(' ') {
-                if let Ok(v) = value.parse::<i64>() {
-                    map.insert(key.to_string(), v);
-                }
-            }
-        }
-        map
-    }
+    pub(crate) use crate::testutil::pinned_table as table;
 
     /// Checks every `(key, value)` against the pinned table; keys the table
     /// does not have are reported separately so typos cannot pass silently.
@@ -1727,9 +1710,7 @@ pub(crate) mod tests {
             "rdma/rdma_user_ioctl.h",
             "rdma/ib_user_sa.h",
         ];
-        if let Some(got) =
-            crate::kernel::testutil::c_values(&includes, &c.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>())
-        {
+        if let Some(got) = crate::testutil::c_values(&includes, &c.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>()) {
             let bad: Vec<String> = c
                 .iter()
                 .zip(got)

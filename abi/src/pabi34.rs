@@ -88,7 +88,7 @@ pub fn req<T>(cmd: *mut T, size: usize) -> (*mut u8, usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::uapi::tests::check;
+    use crate::uapi::tests::check;
     use core::mem::{align_of, offset_of, size_of};
 
     macro_rules! cmd {
@@ -163,8 +163,8 @@ mod tests {
     /// i.e. header size + the member's offset in the kernel struct.
     #[test]
     fn command_members_match_pinned_table() {
-        let t = crate::kernel::uapi::tests::table();
-        let lay = crate::kernel::uapi::tests::layouts();
+        let t = crate::uapi::tests::table();
+        let lay = crate::uapi::tests::layouts();
         macro_rules! members {
             ($($c:ident => $k:ident),* $(,)?) => {{
                 let mut bad = Vec::new();

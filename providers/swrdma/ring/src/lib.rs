@@ -70,6 +70,14 @@ pub struct Msg {
     pub dgid: [u8; 16],
     pub _r: u64,
 }
+
+impl Msg {
+    /// The initiator's context id is not carried; pending requests are
+    /// answered on the link they came from, recorded in `_r`.
+    pub fn src_ctx(&self) -> u32 {
+        self._r as u32
+    }
+}
 const _: () = assert!(std::mem::size_of::<Msg>() == 128);
 
 /// A private copy of the header of a record in a ring (the peer can still
@@ -338,7 +346,7 @@ mod tests {
     //! the wrap-around, one producer and one consumer thread (each possibly
     //! several threads taking turns under the link's locks, as the
     //! application and the context's thread do), the sleeping / room
-    //! wake-ups.  `cargo test --release` in providers/swrdma.
+    //! wake-ups.  `cargo test --release -p swrdma-ring`.
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;

@@ -45,3 +45,22 @@ fn unique() -> u64 {
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
 }
+
+/// The pinned provider-ABI table (`compat-tests/layout/provider_abi.expected`,
+/// rdma-core 44's sizes and offsets): `key -> value` of its numeric lines.
+/// The one reader of that table on the Rust side.
+pub fn pinned_table() -> std::collections::HashMap<String, i64> {
+    const TABLE: &str = include_str!("../../compat-tests/layout/provider_abi.expected");
+    let mut map = std::collections::HashMap::new();
+    for line in TABLE.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some((key, value)) = line.rsplit_once(' ') {
+            if let Ok(v) = value.parse::<i64>() {
+                map.insert(key.to_string(), v);
+            }
+        }
+    }
+    map
+}

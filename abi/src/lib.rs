@@ -12,7 +12,14 @@
 
 pub mod driver;
 pub mod ioctl;
+pub mod pabi34;
+pub mod uapi;
 pub mod verbs;
+
+/// Test helper shared with the library's tests (evaluates C expressions
+/// against the installed headers); not part of the ABI.
+#[doc(hidden)]
+pub mod testutil;
 
 pub use driver::*;
 pub use ioctl::*;

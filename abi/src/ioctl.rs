@@ -104,7 +104,7 @@ mod tests {
                 )
             })
             .collect();
-        if let Some(v) = crate::kernel::testutil::c_values(&["string.h"], &exprs) {
+        if let Some(v) = crate::testutil::c_values(&["string.h"], &exprs) {
             assert_eq!(
                 v,
                 vec![
