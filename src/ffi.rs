@@ -46,7 +46,7 @@ macro_rules! export {
     )*) => {$(
         $(#[$m])*
         #[no_mangle]
-        #[allow(clippy::missing_safety_doc, unused_variables, unused_unsafe)]
+        #[allow(clippy::missing_safety_doc, unused_variables)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             $crate::ffi::guard($err, move || $body)
         }

@@ -20,32 +20,13 @@ pub mod record;
 pub mod soft;
 pub mod sysfs;
 
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 
 use crate::abi::ibv_device;
 
 pub const PFX: &str = "libibverbs: ";
 
-/// `verbs_allow_disassociate_destroy`, exported for providers.
-#[no_mangle]
-pub static mut verbs_allow_disassociate_destroy: bool = false;
-
-/// Upstream's global `abi_ver`: the uverbs ABI (6 once netlink answered a
-/// char-device request; else what `class/infiniband_verbs/abi_version`
-/// said, kept even when it was out of range).
-static ABI_VER: AtomicI32 = AtomicI32::new(0);
-
-/// The uverbs ABI version the kernel reported (0 before discovery).
-pub fn abi_ver() -> i32 {
-    ABI_VER.load(Ordering::Relaxed)
-}
-
-pub(crate) fn set_abi_ver(v: i32) {
-    ABI_VER.store(v, Ordering::Relaxed);
-    // The command layer picks command layouts by the same value.
-    crate::kernel::state::set_abi_ver(v);
-}
+use crate::kernel::state::{abi_ver, set_abi_ver};
 
 struct State {
     initialized: bool,
@@ -69,8 +50,7 @@ fn init_once() {
     }
     let allow =
         crate::env::is_enabled("RDMAV_ALLOW_DISASSOC_DESTROY") || crate::env::is_enabled("MLX4_DEVICE_FATAL_CLEANUP");
-    // SAFETY: written once under the list lock before any provider runs.
-    unsafe { *std::ptr::addr_of_mut!(verbs_allow_disassociate_destroy) = allow };
+    crate::kernel::state::verbs_allow_disassociate_destroy.store(allow, std::sync::atomic::Ordering::Relaxed);
     let _ = crate::sysfs::path();
     check_memlock_limit();
     crate::log::init();

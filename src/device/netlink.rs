@@ -157,7 +157,7 @@ pub fn chardev_from_attrs(attrs: &[Attr<'_>], dev: &mut SysfsDev) -> Result<(), 
         return Err(PARSE_ERR);
     };
     // The uverbs ABI is 6 whenever the kernel answers this request.
-    super::set_abi_ver(6);
+    crate::kernel::state::set_abi_ver(6);
     let d = dev.get_mut();
     d.abi_ver = abi_a.u64().unwrap_or(0) as u32;
     d.driver_id = get(nl::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID)

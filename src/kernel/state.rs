@@ -10,7 +10,7 @@
 //! command layer's only way in.
 
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use crate::abi::{ibv_context, verbs_context_ops};
 use crate::context::ContextPrivate;
@@ -114,34 +114,32 @@ pub fn is_destroy_err(ret: &mut c_int) -> bool {
     *ret != 0
 }
 
-static ABI_VER: AtomicI32 = AtomicI32::new(-1);
+/// Upstream's global `abi_ver`, the kernel's uverbs ABI version: recorded
+/// by discovery (6 once netlink answered a char-device request, else what
+/// `class/infiniband_verbs/abi_version` said); 0 until then.  The one copy:
+/// discovery checks it, the command layer picks command layouts by it.
+static ABI_VER: AtomicI32 = AtomicI32::new(0);
 
-/// The kernel's uverbs ABI version (`class/infiniband_verbs/abi_version`),
-/// upstream's global `abi_ver`: read on first use unless the device layer
-/// recorded it with [`set_abi_ver`]; 6 when it cannot be read (only ABI 3
-/// to 5 change what the command layer sends).
+/// The recorded ABI version, 0 before discovery recorded one (as upstream,
+/// whose command layer reads the same global).
 pub fn abi_ver() -> c_int {
-    let v = ABI_VER.load(Ordering::Relaxed);
-    if v >= 0 {
-        return v;
-    }
-    let p = crate::sysfs::root().join("class/infiniband_verbs/abi_version");
-    let v = std::fs::read_to_string(p)
-        .ok()
-        .and_then(|s| s.trim().parse::<c_int>().ok())
-        .unwrap_or(super::uapi::IB_USER_VERBS_ABI_VERSION as c_int);
-    let _ = ABI_VER.compare_exchange(-1, v, Ordering::Relaxed, Ordering::Relaxed);
     ABI_VER.load(Ordering::Relaxed)
 }
 
-/// Records the ABI version the device layer read (or a test's choice).
+/// Records the ABI version discovery read (or a test's choice).
 pub fn set_abi_ver(v: c_int) {
     ABI_VER.store(v, Ordering::Relaxed);
 }
 
+/// `verbs_allow_disassociate_destroy`, exported for providers (a C `bool`;
+/// `AtomicBool` has its size and alignment): destroying objects after the
+/// device was disassociated succeeds (`RDMAV_ALLOW_DISASSOC_DESTROY`).
+/// Written once at library initialisation, before any provider runs.
+#[no_mangle]
+pub static verbs_allow_disassociate_destroy: AtomicBool = AtomicBool::new(false);
+
 fn allow_disassociate_destroy() -> bool {
-    // SAFETY: a plain bool written once during library initialisation.
-    unsafe { core::ptr::addr_of!(crate::device::verbs_allow_disassociate_destroy).read() }
+    verbs_allow_disassociate_destroy.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]

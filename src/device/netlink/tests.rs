@@ -98,7 +98,7 @@ fn one_device_all_fields() {
     assert_eq!(d.driver_id, 11);
     assert_eq!(libc::major(d.sysfs_cdev), 231);
     assert_eq!(libc::minor(d.sysfs_cdev), 0xc0 | 0x12300);
-    assert_eq!(super::super::abi_ver(), 6);
+    assert_eq!(crate::kernel::state::abi_ver(), 6);
 }
 
 #[test]
