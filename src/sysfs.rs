@@ -2,6 +2,7 @@
 //! reader semantics (`ibv_read_sysfs_file`).
 
 use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -83,6 +84,46 @@ pub fn read_string(path: &Path) -> Option<String> {
     match read_into(path, &mut buf) {
         ReadOutcome::Len(n) => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
         ReadOutcome::Err(_) => None,
+    }
+}
+
+/// Shared by `ibv_read_sysfs_file` and the variadic
+/// `ibv_read_ibdev_sysfs_file` (whose C shim formats the file name).
+///
+/// # Safety
+/// `buf` is NULL or holds `size` writable bytes.
+pub unsafe fn read_sysfs_into(dir: &[u8], file: &[u8], buf: *mut c_char, size: usize) -> c_int {
+    let mut p = dir.to_vec();
+    p.push(b'/');
+    p.extend_from_slice(file);
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&p));
+    if buf.is_null() && size != 0 {
+        // read(2) into NULL fails with EFAULT once the file is open.
+        return match std::fs::File::open(path) {
+            Ok(_) => {
+                crate::ffi::set_errno(libc::EFAULT);
+                -1
+            }
+            Err(e) => {
+                crate::ffi::set_errno(e.raw_os_error().unwrap_or(libc::EIO));
+                -1
+            }
+        };
+    }
+    let out: &mut [u8] = if size == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller promises `buf` holds `size` writable bytes.
+        unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) }
+    };
+    match read_into(path, out) {
+        ReadOutcome::Len(n) => n as c_int,
+        ReadOutcome::Err(e) => {
+            if let Some(e) = e {
+                crate::ffi::set_errno(e);
+            }
+            -1
+        }
     }
 }
 

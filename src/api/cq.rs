@@ -12,28 +12,8 @@ use std::os::raw::{c_int, c_uint, c_void};
 use std::ptr::null_mut;
 
 use crate::abi::*;
-use crate::context::ops_of;
 use crate::ffi::set_errno;
-use crate::verbs::cmd::{execute_cmd_write, ib_uverbs_cmd_hdr};
 use crate::verbs::null_errno;
-
-/// `IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL`.
-const IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: u32 = 17;
-
-/// `struct ibv_create_comp_channel`: header + `ib_uverbs_create_comp_channel`.
-#[repr(C)]
-#[derive(Default)]
-struct CreateCompChannel {
-    hdr: ib_uverbs_cmd_hdr,
-    response: u64,
-}
-
-/// `struct ib_uverbs_create_comp_channel_resp`.
-#[repr(C)]
-#[derive(Default)]
-struct CreateCompChannelResp {
-    fd: u32,
-}
 
 /// `struct ib_uverbs_comp_event_desc`: what a channel fd yields.
 #[repr(C)]
@@ -66,25 +46,15 @@ crate::export! {
                 channel.write(ibv_comp_channel { context, fd, refcnt: 0 });
                 return channel;
             }
-            let mut req = CreateCompChannel::default();
-            let mut resp = CreateCompChannelResp::default();
-            req.response = (&mut resp as *mut CreateCompChannelResp) as u64;
-            let ret = execute_cmd_write(
-                context,
-                IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
-                (&mut req as *mut CreateCompChannel).cast(),
-                std::mem::size_of::<CreateCompChannel>(),
-                std::mem::size_of::<CreateCompChannel>(),
-                (&mut resp as *mut CreateCompChannelResp).cast(),
-                std::mem::size_of::<CreateCompChannelResp>(),
-                std::mem::size_of::<CreateCompChannelResp>(),
-            );
-            if ret != 0 {
-                libc::free(channel.cast());
-                set_errno(ret);
-                return null_mut();
-            }
-            channel.write(ibv_comp_channel { context, fd: resp.fd as c_int, refcnt: 0 });
+            let fd = match crate::kernel::verbs::device::create_comp_channel(context) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    libc::free(channel.cast());
+                    set_errno(e);
+                    return null_mut();
+                }
+            };
+            channel.write(ibv_comp_channel { context, fd, refcnt: 0 });
             channel
         }
     }
@@ -118,7 +88,7 @@ crate::export! {
         }
         // SAFETY: an open context; channel is NULL or one of its channels.
         unsafe {
-            let Some(f) = ops_of(context).create_cq else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!(context, create_cq);
             let cq = f(context, cqe, channel, comp_vector);
             if !cq.is_null() {
                 crate::context::ops::init_cq(cq, context, channel, cq_context);
@@ -134,7 +104,7 @@ crate::export! {
         }
         // SAFETY: a CQ of an open context.
         unsafe {
-            let Some(f) = ops_of((*cq).context).resize_cq else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*cq).context, resize_cq);
             f(cq, cqe)
         }
     }
@@ -148,7 +118,7 @@ crate::export! {
         // provider frees the CQ) outlives it.
         unsafe {
             let channel = (*cq).channel;
-            let Some(f) = ops_of((*cq).context).destroy_cq else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*cq).context, destroy_cq);
             let ret = f(cq);
             if !channel.is_null() && ret == 0 {
                 let m = std::ptr::addr_of_mut!((*(*channel).context).mutex);
@@ -178,9 +148,7 @@ crate::export! {
             let c = ev.cq_handle as usize as *mut ibv_cq;
             *cq = c;
             *cq_context = (*c).cq_context;
-            if let Some(f) = ops_of((*c).context).cq_event {
-                f(c);
-            }
+            crate::op!((*c).context, cq_event)(c);
             0
         }
     }
@@ -206,8 +174,14 @@ mod tests {
 
     #[test]
     fn command_layouts() {
-        assert_eq!(std::mem::size_of::<CreateCompChannel>(), 16);
-        assert_eq!(std::mem::size_of::<CreateCompChannelResp>(), 4);
+        assert_eq!(
+            std::mem::size_of::<crate::kernel::pabi34::ibv_create_comp_channel>(),
+            16
+        );
+        assert_eq!(
+            std::mem::size_of::<crate::kernel::uapi::ib_uverbs_create_comp_channel_resp>(),
+            4
+        );
         assert_eq!(std::mem::size_of::<CompEventDesc>(), 8);
     }
 

@@ -8,12 +8,11 @@
 //! errno).  Everything else — results, errno values, fields filled — is
 //! upstream's.
 
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
 use std::os::raw::{c_int, c_uint};
 use std::ptr::null_mut;
 
 use crate::abi::*;
-use crate::context::ops_of;
 use crate::ffi::{errno, set_errno};
 use crate::verbs::{gid, null_errno};
 
@@ -77,10 +76,6 @@ unsafe fn ack_one(mutex: *mut libc::pthread_mutex_t, cond: *mut libc::pthread_co
     libc::pthread_mutex_unlock(mutex);
 }
 
-/// The size of the pre-1.1.8 `struct ibv_port_attr` (everything before
-/// `port_cap_flags2`), which `ibv_query_port@@IBVERBS_1.1` fills.
-pub const COMPAT_PORT_ATTR_SIZE: usize = offset_of!(ibv_port_attr, port_cap_flags2);
-
 crate::export! {
     /// Opens a device: the provider allocates the context.
     fn __ibv_open_device_1_1(device: *mut ibv_device) -> *mut ibv_context [on_panic: null_mut()] {
@@ -129,7 +124,7 @@ crate::export! {
                 }
                 i += 1;
             }
-            let ctx = import_on(vdev, cmd_fd);
+            let ctx = crate::context::import_device(vdev, cmd_fd);
             let e = errno();
             crate::api::list::__ibv_free_device_list_1_1(list);
             set_errno(e);
@@ -154,9 +149,7 @@ crate::export! {
             }
             (*event).event_type = ev.event_type;
             (*event).element = event_element(ev.event_type, ev.element);
-            if let Some(f) = ops_of(context).async_event {
-                f(context, event);
-            }
+            crate::op!(context, async_event)(context, event);
             0
         }
     }
@@ -198,25 +191,15 @@ crate::export! {
     /// 0 or an errno value.  The provider fills the `ibv_device_attr` that
     /// starts an `ibv_device_attr_ex`, told the size is that of the former.
     fn __ibv_query_device_1_1(context: *mut ibv_context, device_attr: *mut ibv_device_attr) -> c_int [on_panic: libc::EIO] {
-        if context.is_null() || device_attr.is_null() {
-            return libc::EINVAL;
-        }
-        // SAFETY: an open context; the provider writes only
-        // sizeof(ibv_device_attr) bytes (orig_attr is the first member).
-        unsafe {
-            let Some(f) = ops_of(context).query_device_ex else { return libc::EOPNOTSUPP };
-            f(context, std::ptr::null(), device_attr.cast::<ibv_device_attr_ex>(), size_of::<ibv_device_attr>())
-        }
+        // SAFETY: the caller's context and attribute (NULL is refused).
+        unsafe { crate::context::ops::query_device(context, device_attr) }
     }
 
     /// The IBVERBS_1.1 entry of `ibv_query_port` (binaries that predate the
     /// inline wrapper): fills the old, shorter `ibv_port_attr`.
     fn __ibv_query_port_1_1(context: *mut ibv_context, port_num: u8, port_attr: *mut _compat_ibv_port_attr) -> c_int [on_panic: libc::EIO] {
-        if context.is_null() || port_attr.is_null() {
-            return libc::EINVAL;
-        }
-        // SAFETY: an open context; the caller's buffer has the old size.
-        unsafe { crate::context::ops::lib_query_port(context, port_num, port_attr.cast(), COMPAT_PORT_ATTR_SIZE) }
+        // SAFETY: the caller's context and buffer (NULL is refused).
+        unsafe { crate::context::ops::compat_query_port(context, port_num, port_attr) }
     }
 
     /// 0 (an empty GID reads as all zeroes), or -1.
@@ -318,44 +301,13 @@ crate::export! {
     }
 }
 
-/// The part of `ibv_import_device` after the device was looked up: NULL
-/// with errno, or the new context.
-unsafe fn import_on(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_context {
-    if vdev.is_null() {
-        return null_errno(libc::ENODEV);
-    }
-    let ops = (*vdev).ops;
-    let Some(import) = (if ops.is_null() { None } else { (*ops).import_context }) else {
-        return null_errno(libc::EOPNOTSUPP);
-    };
-    // A cdev number reused by another device after a disassociation makes
-    // the provider's first command fail with EIO, so a wrong match cannot
-    // go unnoticed.
-    let vctx = import(std::ptr::addr_of_mut!((*vdev).device), cmd_fd);
-    if vctx.is_null() {
-        return null_mut();
-    }
-    crate::context::ops::set_lib_ops(vctx);
-    let ctx = std::ptr::addr_of_mut!((*vctx).context);
-    let p = crate::context::priv_of(ctx);
-    if !p.is_null() {
-        (*p).imported = true;
-    }
-    let ret = crate::kernel::verbs::device::alloc_async_fd(ctx);
-    if ret != 0 {
-        crate::context::close_device(ctx);
-        return null_errno(ret);
-    }
-    ctx
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn compat_port_attr_size() {
-        assert_eq!(COMPAT_PORT_ATTR_SIZE, 48);
+        assert_eq!(crate::context::ops::COMPAT_PORT_ATTR_SIZE, 48);
         assert_eq!(size_of::<ib_uverbs_async_event_desc>(), 16);
     }
 

@@ -46,45 +46,8 @@ crate::export! {
         // SAFETY: non-NULL pointers are C strings from the caller.
         let dir = if dir.is_null() { c"(null)" } else { unsafe { CStr::from_ptr(dir) } };
         let file = if file.is_null() { c"(null)" } else { unsafe { CStr::from_ptr(file) } };
-        read_sysfs_into(dir.to_bytes(), file.to_bytes(), buf, size)
-    }
-}
-
-/// Shared by `ibv_read_sysfs_file` and the variadic
-/// `ibv_read_ibdev_sysfs_file` (whose C shim formats the file name).
-pub(crate) fn read_sysfs_into(dir: &[u8], file: &[u8], buf: *mut c_char, size: usize) -> c_int {
-    use std::os::unix::ffi::OsStrExt;
-    let mut p = dir.to_vec();
-    p.push(b'/');
-    p.extend_from_slice(file);
-    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&p));
-    if buf.is_null() && size != 0 {
-        // read(2) into NULL fails with EFAULT once the file is open.
-        return match std::fs::File::open(path) {
-            Ok(_) => {
-                set_errno(libc::EFAULT);
-                -1
-            }
-            Err(e) => {
-                set_errno(e.raw_os_error().unwrap_or(libc::EIO));
-                -1
-            }
-        };
-    }
-    let out: &mut [u8] = if size == 0 {
-        &mut []
-    } else {
         // SAFETY: the caller promises `buf` holds `size` writable bytes.
-        unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) }
-    };
-    match crate::sysfs::read_into(path, out) {
-        crate::sysfs::ReadOutcome::Len(n) => n as c_int,
-        crate::sysfs::ReadOutcome::Err(e) => {
-            if let Some(e) = e {
-                set_errno(e);
-            }
-            -1
-        }
+        unsafe { crate::sysfs::read_sysfs_into(dir.to_bytes(), file.to_bytes(), buf, size) }
     }
 }
 
@@ -107,6 +70,7 @@ pub unsafe extern "C" fn ibvrs_read_ibdev_sysfs_file(
         let dir = unsafe { CStr::from_ptr((*sysfs_dev).ibdev_path.as_ptr()) };
         // SAFETY: the shim passes a valid formatted C string.
         let file = unsafe { CStr::from_ptr(file) };
-        read_sysfs_into(dir.to_bytes(), file.to_bytes(), buf, size)
+        // SAFETY: the caller promises `buf` holds `size` writable bytes.
+        unsafe { crate::sysfs::read_sysfs_into(dir.to_bytes(), file.to_bytes(), buf, size) }
     })
 }

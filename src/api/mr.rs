@@ -12,7 +12,6 @@ use std::os::raw::{c_int, c_uint, c_void};
 use std::ptr::null_mut;
 
 use crate::abi::*;
-use crate::context::ops_of;
 use crate::ffi::set_errno;
 use crate::verbs::{mr::effective_access, mr::rereg_input_ok, null_errno, vdev_of};
 
@@ -31,7 +30,7 @@ crate::export! {
         }
         // SAFETY: an open context; the provider returns NULL or a PD.
         unsafe {
-            let Some(f) = ops_of(context).alloc_pd else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!(context, alloc_pd);
             let pd = f(context);
             if !pd.is_null() {
                 (*pd).context = context;
@@ -47,7 +46,7 @@ crate::export! {
         }
         // SAFETY: a PD of an open context.
         unsafe {
-            let Some(f) = ops_of((*pd).context).dealloc_pd else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*pd).context, dealloc_pd);
             f(pd)
         }
     }
@@ -76,7 +75,7 @@ crate::export! {
         }
         // SAFETY: an open context.
         unsafe {
-            let Some(f) = ops_of(context).import_pd else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!(context, import_pd);
             f(context, pd_handle)
         }
     }
@@ -87,9 +86,7 @@ crate::export! {
         }
         // SAFETY: an imported PD of an open context.
         unsafe {
-            if let Some(f) = ops_of((*pd).context).unimport_pd {
-                f(pd);
-            }
+            crate::op!((*pd).context, unimport_pd)(pd);
         }
     }
 
@@ -99,7 +96,7 @@ crate::export! {
         }
         // SAFETY: a PD of an open context.
         unsafe {
-            let Some(f) = ops_of((*pd).context).import_mr else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!((*pd).context, import_mr);
             f(pd, mr_handle)
         }
     }
@@ -110,9 +107,7 @@ crate::export! {
         }
         // SAFETY: an imported MR of an open context.
         unsafe {
-            if let Some(f) = ops_of((*mr).context).unimport_mr {
-                f(mr);
-            }
+            crate::op!((*mr).context, unimport_mr)(mr);
         }
     }
 
@@ -122,7 +117,7 @@ crate::export! {
         }
         // SAFETY: an open context.
         unsafe {
-            let Some(f) = ops_of(context).import_dm else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!(context, import_dm);
             f(context, dm_handle)
         }
     }
@@ -133,9 +128,7 @@ crate::export! {
         }
         // SAFETY: an imported DM of an open context.
         unsafe {
-            if let Some(f) = ops_of((*dm).context).unimport_dm {
-                f(dm);
-            }
+            crate::op!((*dm).context, unimport_dm)(dm);
         }
     }
 
@@ -148,7 +141,7 @@ crate::export! {
         // SAFETY: a PD of an open context.
         unsafe {
             let context = (*pd).context;
-            let Some(f) = ops_of(context).reg_dmabuf_mr else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!(context, reg_dmabuf_mr);
             let mr = f(pd, offset, length, iova, fd, access);
             if mr.is_null() {
                 return null_mut();
@@ -184,7 +177,7 @@ crate::export! {
             let length = (*mr).length;
             let mr_type = (*vmr).mr_type;
             let access = (*vmr).access;
-            let Some(f) = ops_of((*mr).context).dereg_mr else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*mr).context, dereg_mr);
             let ret = f(vmr);
             if ret == 0 && mr_type == IBV_MR_TYPE_MR && access as u32 & IBV_ACCESS_ON_DEMAND == 0 {
                 dofork(addr, length);
@@ -203,10 +196,7 @@ unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, a
     if !odp && dontfork(addr, length) != 0 {
         return null_mut();
     }
-    let mr = match ops_of(context).reg_mr {
-        Some(f) => f(pd, addr, length, iova, access as c_int),
-        None => null_errno(libc::EOPNOTSUPP),
-    };
+    let mr = crate::op!(context, reg_mr)(pd, addr, length, iova, access as c_int);
     if !mr.is_null() {
         (*mr).context = context;
         (*mr).pd = pd;
@@ -242,10 +232,7 @@ unsafe fn rereg_mr(
     }
     let old_addr = (*mr).addr;
     let old_len = (*mr).length;
-    let err = match ops_of((*mr).context).rereg_mr {
-        Some(f) => f(vmr, flags, pd, addr, length, access),
-        None => libc::EOPNOTSUPP,
-    };
+    let err = crate::op!((*mr).context, rereg_mr)(vmr, flags, pd, addr, length, access);
     if err == 0 {
         if flags & IBV_REREG_MR_CHANGE_PD as c_int != 0 {
             (*mr).pd = pd;

@@ -8,7 +8,6 @@ use std::os::raw::{c_int, c_uint};
 use std::ptr::null_mut;
 
 use crate::abi::*;
-use crate::context::ops_of;
 use crate::ffi::set_errno;
 use crate::verbs::{ah, neigh, null_errno};
 
@@ -49,7 +48,7 @@ crate::export! {
         // SAFETY: a PD of an open context and the caller's attributes.
         unsafe {
             let context = (*pd).context;
-            let Some(f) = ops_of(context).create_srq else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!(context, create_srq);
             let srq = f(pd, srq_init_attr);
             if !srq.is_null() {
                 (*srq).context = context;
@@ -70,7 +69,7 @@ crate::export! {
         }
         // SAFETY: an SRQ of an open context.
         unsafe {
-            let Some(f) = ops_of((*srq).context).modify_srq else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*srq).context, modify_srq);
             f(srq, srq_attr, srq_attr_mask)
         }
     }
@@ -82,7 +81,7 @@ crate::export! {
         }
         // SAFETY: an SRQ of an open context.
         unsafe {
-            let Some(f) = ops_of((*srq).context).query_srq else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*srq).context, query_srq);
             f(srq, srq_attr)
         }
     }
@@ -94,7 +93,7 @@ crate::export! {
         }
         // SAFETY: an SRQ of an open context.
         unsafe {
-            let Some(f) = ops_of((*srq).context).destroy_srq else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*srq).context, destroy_srq);
             f(srq)
         }
     }
@@ -107,7 +106,7 @@ crate::export! {
         }
         // SAFETY: a PD of an open context.
         unsafe {
-            let Some(f) = ops_of((*pd).context).create_qp else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!((*pd).context, create_qp);
             f(pd, qp_init_attr)
         }
     }
@@ -135,7 +134,7 @@ crate::export! {
         }
         // SAFETY: a QP of an open context and the caller's attributes.
         unsafe {
-            let Some(f) = ops_of((*qp).context).query_qp else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*qp).context, query_qp);
             let ret = f(qp, attr, attr_mask, init_attr);
             if ret != 0 {
                 return ret;
@@ -158,10 +157,7 @@ crate::export! {
             }
             // SAFETY: a QP of an open context.
             unsafe {
-                match ops_of((*qp).context).query_qp_data_in_order {
-                    Some(f) => f(qp, op, flags),
-                    None => 0,
-                }
+                crate::op!((*qp).context, query_qp_data_in_order)(qp, op, flags)
             }
         }
         #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
@@ -177,7 +173,7 @@ crate::export! {
         }
         // SAFETY: a QP of an open context and the caller's attributes.
         unsafe {
-            let Some(f) = ops_of((*qp).context).modify_qp else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*qp).context, modify_qp);
             let ret = f(qp, attr, attr_mask);
             if ret != 0 {
                 return ret;
@@ -196,7 +192,7 @@ crate::export! {
         }
         // SAFETY: a QP of an open context.
         unsafe {
-            let Some(f) = ops_of((*qp).context).destroy_qp else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*qp).context, destroy_qp);
             f(qp)
         }
     }
@@ -208,7 +204,7 @@ crate::export! {
         // SAFETY: a PD of an open context.
         unsafe {
             let context = (*pd).context;
-            let Some(f) = ops_of(context).create_ah else { return null_errno(libc::EOPNOTSUPP) };
+            let f = crate::op!(context, create_ah);
             let ah = f(pd, attr);
             if !ah.is_null() {
                 (*ah).context = context;
@@ -257,7 +253,7 @@ crate::export! {
         }
         // SAFETY: an AH of an open context.
         unsafe {
-            let Some(f) = ops_of((*ah).context).destroy_ah else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*ah).context, destroy_ah);
             f(ah)
         }
     }
@@ -269,7 +265,7 @@ crate::export! {
         }
         // SAFETY: a QP of an open context.
         unsafe {
-            let Some(f) = ops_of((*qp).context).attach_mcast else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*qp).context, attach_mcast);
             f(qp, gid, lid)
         }
     }
@@ -281,7 +277,7 @@ crate::export! {
         }
         // SAFETY: a QP of an open context.
         unsafe {
-            let Some(f) = ops_of((*qp).context).detach_mcast else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*qp).context, detach_mcast);
             f(qp, gid, lid)
         }
     }
@@ -319,7 +315,7 @@ crate::export! {
                 set_errno(libc::EOPNOTSUPP);
                 return libc::EOPNOTSUPP;
             }
-            let Some(f) = ops_of((*qp).context).set_ece else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*qp).context, set_ece);
             f(qp, ece)
         }
     }
@@ -331,7 +327,7 @@ crate::export! {
         }
         // SAFETY: a QP of an open context.
         unsafe {
-            let Some(f) = ops_of((*qp).context).query_ece else { return libc::EOPNOTSUPP };
+            let f = crate::op!((*qp).context, query_ece);
             f(qp, ece)
         }
     }

@@ -7,66 +7,63 @@ pub mod dummy_ops;
 pub mod ops;
 
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::abi::*;
 use crate::ffi::set_errno;
 
-/// Number of ioctl-capable ops tracked in `unsupported_ioctls`.
-pub const VERBS_OPS_NUM: usize = 128;
+pub use crate::kernel::state::vctx_of;
+use crate::kernel::state::CmdState;
 
 /// The library-private state of a context (`verbs_context.priv`).  Never
 /// seen by providers or applications; only its address is stored.
+#[repr(C)]
 pub struct ContextPrivate {
-    /// Ops the kernel answered "not supported" for (one bit per op), so the
-    /// command layer falls back to write() without asking again.
-    pub unsupported_ioctls: [AtomicU64; VERBS_OPS_NUM / 64],
-    pub driver_id: u32,
-    /// The kernel accepts write() commands through the ioctl interface.
-    pub use_ioctl_write: bool,
-    /// The ops the library dispatches through: dummy defaults overwritten by
-    /// the provider's `verbs_set_ops`.
-    pub ops: verbs_context_ops,
-    /// The context came from `ibv_import_device`.
-    pub imported: bool,
-}
-
-impl ContextPrivate {
-    pub fn is_unsupported(&self, op: usize) -> bool {
-        op < VERBS_OPS_NUM && self.unsupported_ioctls[op / 64].load(Ordering::Relaxed) & (1 << (op % 64)) != 0
-    }
-    pub fn set_unsupported(&self, op: usize) {
-        if op < VERBS_OPS_NUM {
-            self.unsupported_ioctls[op / 64].fetch_or(1 << (op % 64), Ordering::Relaxed);
-        }
-    }
-}
-
-/// The `verbs_context` that contains `ctx` (providers always allocate the
-/// extended form; `abi_compat == __VERBS_ABI_IS_EXTENDED` marks it).
-///
-/// # Safety
-/// `ctx` must be a context created through `_verbs_init_and_alloc_context`.
-pub unsafe fn vctx_of(ctx: *mut ibv_context) -> *mut verbs_context {
-    ctx.cast::<u8>()
-        .sub(std::mem::offset_of!(verbs_context, context))
-        .cast()
+    /// The command layer's state.  First member: `kernel::state::of` finds
+    /// it at the start of the private data.
+    cmd: CmdState,
+    /// The ops the library dispatches through: every slot filled, with the
+    /// dummy "not supported" defaults overwritten by the provider's
+    /// `verbs_set_ops` (only ever with a present op).
+    ops: verbs_context_ops,
 }
 
 /// The private part of a context.
 ///
 /// # Safety
-/// As for [`vctx_of`]; the context must not have been uninitialised.
+/// `ctx` must be a context created through `_verbs_init_and_alloc_context`
+/// and not yet uninitialised.
 pub unsafe fn priv_of(ctx: *mut ibv_context) -> *mut ContextPrivate {
-    (*vctx_of(ctx)).r#priv.cast()
+    // SAFETY: such a context is the `context` member of a verbs_context
+    // whose `priv` init_context set.
+    unsafe { (*vctx_of(ctx)).r#priv.cast() }
 }
 
 /// The op table the library dispatches through (upstream's `get_ops`).
 ///
 /// # Safety
-/// As for [`priv_of`].
+/// As for [`priv_of`]; the table lives as long as the context.
 pub unsafe fn ops_of<'a>(ctx: *mut ibv_context) -> &'a verbs_context_ops {
-    &(*priv_of(ctx)).ops
+    // SAFETY: the private data of a live context (caller's contract).
+    unsafe { &(*priv_of(ctx)).ops }
+}
+
+/// An op of a context's table.  Every slot is filled (see
+/// [`ContextPrivate::ops`]), so call sites never handle a missing op: the
+/// dummy default gives upstream's "not supported" answer.
+pub fn filled<F>(slot: Option<F>) -> F {
+    match slot {
+        Some(f) => f,
+        None => unreachable!("empty op slot: set_ops only stores present ops over the dummy table"),
+    }
+}
+
+/// `op!(ctx, name)`: the op `name` of context `ctx`, ready to call (an
+/// unsafe operation: `ctx` must be an open context).
+#[macro_export]
+macro_rules! op {
+    ($ctx:expr, $name:ident) => {
+        $crate::context::filled($crate::context::ops_of($ctx).$name)
+    };
 }
 
 /// Upstream's `verbs_init_context`: takes ownership of `cmd_fd` (closed on
@@ -85,15 +82,14 @@ pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cm
     (*ctx).abi_compat = usize::MAX as *mut c_void; // __VERBS_ABI_IS_EXTENDED
     (*vctx).sz = std::mem::size_of::<verbs_context>();
     let p = Box::new(ContextPrivate {
-        unsupported_ioctls: Default::default(),
-        driver_id,
-        use_ioctl_write: false,
+        cmd: CmdState::new(driver_id),
         ops: dummy_ops::DUMMY_OPS,
-        imported: false,
     });
     (*vctx).r#priv = Box::into_raw(p).cast();
     set_ops(vctx, &dummy_ops::DUMMY_OPS);
-    (*priv_of(ctx)).use_ioctl_write = crate::kernel::state::has_ioctl_write(ctx);
+    (*priv_of(ctx))
+        .cmd
+        .set_use_ioctl_write(crate::kernel::state::has_ioctl_write(ctx));
     0
 }
 
@@ -322,14 +318,109 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     ctx
 }
 
+/// The part of `ibv_import_device` after the device was looked up: the
+/// provider imports the context, the library installs its ops, marks it
+/// imported and allocates its async event fd.  NULL with errno on failure.
+///
+/// # Safety
+/// `vdev` is NULL or a listed device; `cmd_fd` is the caller's descriptor.
+pub unsafe fn import_device(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_context {
+    if vdev.is_null() {
+        set_errno(libc::ENODEV);
+        return std::ptr::null_mut();
+    }
+    let ops = (*vdev).ops;
+    let Some(import) = (if ops.is_null() { None } else { (*ops).import_context }) else {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    };
+    // A cdev number reused by another device after a disassociation makes
+    // the provider's first command fail with EIO, so a wrong match cannot
+    // go unnoticed.
+    let vctx = import(std::ptr::addr_of_mut!((*vdev).device), cmd_fd);
+    if vctx.is_null() {
+        return std::ptr::null_mut();
+    }
+    ops::set_lib_ops(vctx);
+    let ctx = std::ptr::addr_of_mut!((*vctx).context);
+    if let Some(st) = crate::kernel::state::of(ctx) {
+        st.mark_imported();
+    }
+    let ret = crate::kernel::verbs::device::alloc_async_fd(ctx);
+    if ret != 0 {
+        close_device(ctx);
+        set_errno(ret);
+        return std::ptr::null_mut();
+    }
+    ctx
+}
+
 /// `ibv_close_device`: the provider frees its context (and calls
 /// `verbs_uninit_context`).
 ///
 /// # Safety
 /// `ctx` is an open context.
 pub unsafe fn close_device(ctx: *mut ibv_context) -> c_int {
-    if let Some(free) = ops_of(ctx).free_context {
-        free(ctx);
-    }
+    op!(ctx, free_context)(ctx);
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slots of an op table as raw words (0 = empty).
+    fn words(ops: &verbs_context_ops) -> Vec<usize> {
+        let n = std::mem::size_of::<verbs_context_ops>() / std::mem::size_of::<usize>();
+        // SAFETY: verbs_context_ops is a repr(C) array of nullable function
+        // pointers, each one word.
+        unsafe { std::slice::from_raw_parts((ops as *const verbs_context_ops).cast::<usize>(), n) }.to_vec()
+    }
+
+    #[test]
+    fn dummy_table_fills_every_slot() {
+        let w = words(&dummy_ops::DUMMY_OPS);
+        assert_eq!(w.len(), crate::kernel::state::VERBS_OPS_NUM);
+        assert!(
+            w.iter().all(|&p| p != 0),
+            "empty dummy slots: {:?}",
+            (0..w.len()).filter(|&i| w[i] == 0).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn private_data_starts_with_command_state() {
+        assert_eq!(std::mem::offset_of!(ContextPrivate, cmd), 0);
+    }
+
+    unsafe extern "C" fn provider_alloc_pd(_c: *mut ibv_context) -> *mut ibv_pd {
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn set_ops_keeps_defaults_for_absent_ops() {
+        // SAFETY: a zeroed verbs_context whose private data is ours; only
+        // op slots are read and written.
+        unsafe {
+            let mut v: verbs_context = std::mem::zeroed();
+            let p = Box::into_raw(Box::new(ContextPrivate {
+                cmd: CmdState::new(0),
+                ops: dummy_ops::DUMMY_OPS,
+            }));
+            v.r#priv = p.cast();
+            let mut provider: verbs_context_ops = std::mem::zeroed();
+            provider.alloc_pd = Some(provider_alloc_pd);
+            set_ops(&mut v, &provider);
+            let ctx = std::ptr::addr_of_mut!(v.context);
+            // The provider's op replaced the default, everywhere it is published...
+            assert_eq!(op!(ctx, alloc_pd) as usize, provider_alloc_pd as usize);
+            assert!(v.context.ops._compat_alloc_pd.is_some());
+            // ...and every other slot still holds the dummy default.
+            let (got, dummy) = (words(&(*p).ops), words(&dummy_ops::DUMMY_OPS));
+            let changed: Vec<usize> = (0..got.len()).filter(|&i| got[i] != dummy[i]).collect();
+            assert_eq!(changed, vec![crate::op_bit!(alloc_pd)]);
+            assert!(got.iter().all(|&w| w != 0));
+            drop(Box::from_raw(p));
+        }
+    }
 }

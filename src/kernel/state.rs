@@ -5,67 +5,104 @@
 //! whether `write()` commands travel as the `INVOKE_WRITE` ioctl method,
 //! whether the context was imported, and a bitmap of the
 //! `verbs_context_ops` slots whose ioctl the kernel turned down (ENOTTY /
-//! EPROTONOSUPPORT), after which only the `write()` form is tried.  Here
-//! that is the context layer's [`ContextPrivate`]; this module is the
-//! command layer's only way in.
+//! EPROTONOSUPPORT), after which only the `write()` form is tried.  That
+//! state is [`CmdState`], owned by this layer; the context layer embeds it
+//! as the first member of its private data (`verbs_context.priv`), which is
+//! how [`of`] finds it without knowing the rest of that data.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
-use crate::abi::{ibv_context, verbs_context_ops};
-use crate::context::ContextPrivate;
+use crate::abi::{ibv_context, verbs_context, verbs_context_ops};
 
 /// `VERBS_OPS_NUM`: number of operation slots in `verbs_context_ops`.
 pub const VERBS_OPS_NUM: usize = core::mem::size_of::<verbs_context_ops>() / core::mem::size_of::<usize>();
 
-// The context layer's bitmap must have a bit for every operation slot.
-const _: () = assert!(VERBS_OPS_NUM <= crate::context::VERBS_OPS_NUM);
+/// Bits in the "ioctl turned down" bitmap: room for every slot of every
+/// provider generation's op table.
+const UNSUPPORTED_BITS: usize = 128;
+const _: () = assert!(VERBS_OPS_NUM <= UNSUPPORTED_BITS);
 
-/// The command layer's view of a context's private data.
-#[derive(Clone, Copy)]
-pub struct CmdState<'a>(&'a ContextPrivate);
+/// The command layer's per-context state.
+#[derive(Default)]
+pub struct CmdState {
+    unsupported_ioctls: [AtomicU64; UNSUPPORTED_BITS / 64],
+    driver_id: u32,
+    use_ioctl_write: AtomicBool,
+    imported: AtomicBool,
+}
 
-impl CmdState<'_> {
+impl CmdState {
+    /// A new context's state: every ioctl still to be tried, raw `write()`
+    /// until [`CmdState::set_use_ioctl_write`] says otherwise.
+    pub fn new(driver_id: u32) -> Self {
+        CmdState {
+            driver_id,
+            ..Default::default()
+        }
+    }
     pub fn driver_id(&self) -> u32 {
-        self.0.driver_id
+        self.driver_id
     }
     pub fn use_ioctl_write(&self) -> bool {
-        self.0.use_ioctl_write
+        self.use_ioctl_write.load(Ordering::Relaxed)
+    }
+    /// Records the answer of [`has_ioctl_write`].
+    pub fn set_use_ioctl_write(&self, v: bool) {
+        self.use_ioctl_write.store(v, Ordering::Relaxed)
     }
     pub fn imported(&self) -> bool {
-        self.0.imported
+        self.imported.load(Ordering::Relaxed)
+    }
+    /// The context came from `ibv_import_device`.
+    pub fn mark_imported(&self) {
+        self.imported.store(true, Ordering::Relaxed)
     }
     /// Was the ioctl of operation slot `bit` turned down before?
     pub fn unsupported(&self, bit: usize) -> bool {
-        self.0.is_unsupported(bit)
+        bit < UNSUPPORTED_BITS && self.unsupported_ioctls[bit / 64].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
     }
     pub fn mark_unsupported(&self, bit: usize) {
-        self.0.set_unsupported(bit)
+        if bit < UNSUPPORTED_BITS {
+            self.unsupported_ioctls[bit / 64].fetch_or(1 << (bit % 64), Ordering::Relaxed);
+        }
     }
     /// ENOTTY: no ioctl framework at all, so no slot has an ioctl.
     pub fn mark_all_unsupported(&self) {
         for bit in 0..VERBS_OPS_NUM {
-            self.0.set_unsupported(bit);
+            self.mark_unsupported(bit);
         }
     }
+}
+
+/// The `verbs_context` that contains `ctx` (providers always allocate the
+/// extended form; `abi_compat == __VERBS_ABI_IS_EXTENDED` marks it).
+///
+/// # Safety
+/// `ctx` is the `context` member of a `verbs_context`.
+pub unsafe fn vctx_of(ctx: *mut ibv_context) -> *mut verbs_context {
+    // SAFETY: `context` is a member of the `verbs_context` the caller
+    // vouches for, so stepping back by its offset stays inside that object.
+    unsafe { ctx.byte_sub(std::mem::offset_of!(verbs_context, context)).cast() }
 }
 
 /// The state of `ctx`, or `None` for a context without private data (then:
 /// driver id 0, raw `write()` commands, every ioctl tried, not imported).
 ///
 /// # Safety
-/// `ctx` is null or the `context` member of a live `verbs_context`
-/// initialised by the context layer.
-pub unsafe fn of<'a>(ctx: *mut ibv_context) -> Option<CmdState<'a>> {
+/// `ctx` is null or the `context` member of a live `verbs_context` whose
+/// `priv` is null or points to private data that starts with a [`CmdState`]
+/// (what the context layer installs) and outlives `'a`.
+pub unsafe fn of<'a>(ctx: *mut ibv_context) -> Option<&'a CmdState> {
     if ctx.is_null() {
         return None;
     }
-    let p = crate::context::priv_of(ctx);
-    if p.is_null() {
-        None
-    } else {
-        Some(CmdState(&*p))
-    }
+    // SAFETY: a live verbs_context (caller's contract); reading its `priv`
+    // member, then viewing the data as its leading CmdState, which the
+    // context layer placed there (`#[repr(C)]`, first member).
+    unsafe { (*vctx_of(ctx)).r#priv.cast::<CmdState>().as_ref() }
 }
 
 /// Was `ctx` imported (`ibv_import_device`)?  Such contexts never fall
@@ -74,7 +111,8 @@ pub unsafe fn of<'a>(ctx: *mut ibv_context) -> Option<CmdState<'a>> {
 /// # Safety
 /// As for [`of`].
 pub unsafe fn imported(ctx: *mut ibv_context) -> bool {
-    of(ctx).is_some_and(|s| s.imported())
+    // SAFETY: forwarded caller contract.
+    unsafe { of(ctx) }.is_some_and(|s| s.imported())
 }
 
 /// The slot index of a `verbs_context_ops` member: upstream's `_CMD_BIT`.
@@ -96,9 +134,12 @@ pub use crate::op_bit;
 /// `ctx` must be an open context (valid `cmd_fd`).
 pub unsafe fn has_ioctl_write(ctx: *mut ibv_context) -> bool {
     use super::uapi::{attr, cmd, method, obj};
-    let mut b = super::ioctl::OwnedCmdBuf::new(obj::DEVICE, method::INVOKE_WRITE, 1, core::ptr::null_mut());
+    // SAFETY: a one-attribute buffer with no link to another buffer.
+    let mut b = unsafe { super::ioctl::OwnedCmdBuf::new(obj::DEVICE, method::INVOKE_WRITE, 1, core::ptr::null_mut()) };
     b.fill_in_u64(attr::WRITE_CMD, cmd::QUERY_DEVICE as u64);
-    let rc = super::ioctl::execute(ctx, b.as_ptr());
+    // SAFETY: an open context (caller's contract) and a command buffer
+    // that lives until the call returns.
+    let rc = unsafe { super::ioctl::execute(ctx, b.as_ptr()) };
     !(rc == libc::EPROTONOSUPPORT || rc == libc::ENOTTY)
 }
 
@@ -153,5 +194,40 @@ mod tests {
         assert_eq!(op_bit!(advise_mr), 0);
         assert_eq!(op_bit!(destroy_ah), 29);
         assert_eq!(op_bit!(unimport_pd), VERBS_OPS_NUM - 1);
+    }
+
+    #[test]
+    fn unsupported_bitmap() {
+        let st = CmdState::new(7);
+        assert_eq!(st.driver_id(), 7);
+        assert!(!st.unsupported(0) && !st.unsupported(75));
+        st.mark_unsupported(75);
+        st.mark_unsupported(3);
+        assert!(st.unsupported(75) && st.unsupported(3) && !st.unsupported(4));
+        // Out of range: ignored, never set.
+        st.mark_unsupported(UNSUPPORTED_BITS);
+        assert!(!st.unsupported(UNSUPPORTED_BITS));
+        st.mark_all_unsupported();
+        assert!((0..VERBS_OPS_NUM).all(|b| st.unsupported(b)));
+        assert!(!st.use_ioctl_write() && !st.imported());
+        st.set_use_ioctl_write(true);
+        st.mark_imported();
+        assert!(st.use_ioctl_write() && st.imported());
+    }
+
+    #[test]
+    fn of_finds_state_at_start_of_private_data() {
+        // SAFETY: zeroed plain C data; `priv` points to a live CmdState for
+        // the whole test.
+        unsafe {
+            let mut v: verbs_context = core::mem::zeroed();
+            let ctx = core::ptr::addr_of_mut!(v.context);
+            assert!(of(ctx).is_none());
+            assert!(of(core::ptr::null_mut()).is_none());
+            let st = CmdState::new(42);
+            v.r#priv = (&st as *const CmdState).cast_mut().cast();
+            assert_eq!(vctx_of(ctx), core::ptr::addr_of_mut!(v));
+            assert_eq!(of(ctx).map(|s| s.driver_id()), Some(42));
+        }
     }
 }

@@ -6,26 +6,13 @@
 //! first; when the kernel lacks them the answers come from
 //! `<ibdev>/ports/<port>/{gids,gid_attrs/types,gid_attrs/ndevs}/<index>`.
 
-use std::mem::{offset_of, size_of};
-use std::os::raw::{c_int, c_void};
+use std::mem::size_of;
+use std::os::raw::c_int;
 
-use super::cmd::{self, CmdBuf, Fallback};
 use super::{cstr_bytes, read_ibdev_attr, scan_hx, sysfs_of};
 use crate::abi::*;
 use crate::ffi::{errno, set_errno};
-
-const UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE: u16 = 0;
-const UVERBS_ATTR_QUERY_GID_TABLE_FLAGS: u16 = 1;
-const UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES: u16 = 2;
-const UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES: u16 = 3;
-const UVERBS_ATTR_QUERY_GID_ENTRY_PORT: u16 = 0;
-const UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX: u16 = 1;
-const UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS: u16 = 2;
-const UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY: u16 = 3;
-
-/// Upstream records "the kernel lacks the GID query ioctls" under the bit of
-/// the `async_event` op (`query_gid_kernel_cap`).
-pub const QUERY_GID_KERNEL_CAP: usize = cmd::cmd_bit(offset_of!(verbs_context_ops, async_event));
+use crate::kernel::verbs::device as kdev;
 
 /// All attributes the sysfs fallback can fill.
 pub const ALL_ATTRS: u32 = VERBS_QUERY_GID_ATTR_GID | VERBS_QUERY_GID_ATTR_TYPE | VERBS_QUERY_GID_ATTR_NDEV_IFINDEX;
@@ -211,17 +198,11 @@ pub unsafe fn query_gid_ex(
     entry_size: usize,
     fallback_attr_mask: u32,
 ) -> c_int {
-    let mut cmdb = CmdBuf::<4>::new(cmd::UVERBS_OBJECT_DEVICE, cmd::UVERBS_METHOD_QUERY_GID_ENTRY);
-    cmdb.const_in(UVERBS_ATTR_QUERY_GID_ENTRY_PORT, port_num as u64);
-    cmdb.const_in(UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, gid_index as u64);
-    cmdb.in_u32(UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, flags);
-    cmdb.out(UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, entry.cast(), entry_size);
-    match cmd::execute_ioctl_fallback(ctx, QUERY_GID_KERNEL_CAP, &mut cmdb) {
-        Fallback::Success => 0,
-        Fallback::Error(e) => e,
-        // Not reachable for this single, link-less buffer.
-        Fallback::TryWriteEx => libc::EOPNOTSUPP,
-        Fallback::TryWrite => {
+    match kdev::query_gid_entry(ctx, port_num, gid_index, flags, entry.cast(), entry_size) {
+        Ok(true) => 0,
+        Err(e) => e,
+        // The kernel lacks the method: sysfs.
+        Ok(false) => {
             if flags != 0 {
                 return libc::EOPNOTSUPP;
             }
@@ -247,7 +228,7 @@ unsafe fn query_gid_table_fb(
     entry_size: usize,
 ) -> c_int {
     let mut dev_attr: ibv_device_attr = std::mem::zeroed();
-    let ret = crate::api::device::__ibv_query_device_1_1(ctx, &mut dev_attr);
+    let ret = crate::context::ops::query_device(ctx, &mut dev_attr);
     if ret != 0 {
         return ret;
     }
@@ -283,6 +264,7 @@ unsafe fn query_gid_table_fb(
 }
 
 /// `_array_len`: `size * nelems`, SIZE_MAX on overflow.
+#[allow(dead_code)] // TEMP: moves to kernel::verbs::device
 fn array_len(size: usize, nelems: usize) -> usize {
     if size != 0 && usize::MAX / size <= nelems {
         return usize::MAX;
@@ -304,24 +286,14 @@ pub unsafe fn query_gid_table(
     entry_size: usize,
 ) -> isize {
     let mut num_entries: u64 = 0;
-    let mut cmdb = CmdBuf::<4>::new(cmd::UVERBS_OBJECT_DEVICE, cmd::UVERBS_METHOD_QUERY_GID_TABLE);
-    cmdb.const_in(UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, entry_size as u64);
-    cmdb.in_u32(UVERBS_ATTR_QUERY_GID_TABLE_FLAGS, flags);
-    cmdb.out(
-        UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES,
-        entries.cast(),
-        array_len(entry_size, max_entries),
-    );
-    cmdb.out(
-        UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES,
-        (&mut num_entries as *mut u64).cast::<c_void>(),
-        size_of::<u64>(),
-    );
-    let ret = match cmd::execute_ioctl_fallback(ctx, QUERY_GID_KERNEL_CAP, &mut cmdb) {
-        Fallback::Success => 0,
-        Fallback::Error(e) => e,
-        Fallback::TryWriteEx => libc::EOPNOTSUPP,
-        Fallback::TryWrite => {
+    let ret = match kdev::query_gid_table(ctx, entries.cast(), max_entries, flags, entry_size) {
+        Ok(Some(n)) => {
+            num_entries = n;
+            0
+        }
+        Err(e) => e,
+        // The kernel lacks the method: sysfs.
+        Ok(None) => {
             if flags != 0 {
                 return -(libc::EOPNOTSUPP as isize);
             }
@@ -386,7 +358,10 @@ mod tests {
 
     #[test]
     fn cap_bit_is_async_event_slot() {
-        assert_eq!(QUERY_GID_KERNEL_CAP, 7);
+        // Upstream records "the kernel lacks the GID query ioctls" under the
+        // bit of the `async_event` op (`query_gid_kernel_cap`).
+        assert_eq!(crate::kernel::methods::QUERY_GID_ENTRY.op, Some(7));
+        assert_eq!(crate::kernel::methods::QUERY_GID_TABLE.op, Some(7));
     }
 
     #[test]

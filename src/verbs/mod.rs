@@ -2,9 +2,6 @@
 //! pieces of upstream's `verbs.c`, `device.c`, `cmd_device.c` and `neigh.c`
 //! that are more than a dispatch through the context's op table.
 //!
-//! * [`cmd`] — a small local ioctl/write command builder for the few
-//!   commands the verbs issue themselves (to be folded into the shared
-//!   kernel command layer once it exists).
 //! * [`gid`] — GID/P_Key queries: the kernel's `QUERY_GID_*` methods with
 //!   upstream's sysfs fallback.
 //! * [`ah`] — address-handle attributes from a work completion.
@@ -12,7 +9,6 @@
 //! * [`mr`] — the pure argument checks of `ibv_rereg_mr`.
 
 pub mod ah;
-pub mod cmd;
 pub mod gid;
 pub mod mr;
 pub mod neigh;
@@ -57,7 +53,7 @@ pub unsafe fn read_ibdev_attr(sysfs: *mut verbs_sysfs_dev, file: &str, buf: &mut
         return -1;
     }
     let dir = std::ffi::CStr::from_ptr((*sysfs).ibdev_path.as_ptr());
-    crate::api::misc::read_sysfs_into(dir.to_bytes(), file.as_bytes(), buf.as_mut_ptr().cast(), buf.len())
+    crate::sysfs::read_sysfs_into(dir.to_bytes(), file.as_bytes(), buf.as_mut_ptr().cast(), buf.len())
 }
 
 /// The bytes of a NUL-terminated buffer up to (not including) the NUL.

@@ -95,13 +95,8 @@ fn our_ctx(fd: c_int) -> *mut ibv_context {
     // SAFETY: zeroed verbs_context memory, initialised like init_context.
     unsafe {
         let v: *mut verbs_context = Box::into_raw(Box::new(core::mem::zeroed::<verbs_context>()));
-        let p = Box::new(crate::context::ContextPrivate {
-            unsupported_ioctls: Default::default(),
-            driver_id: 0,
-            use_ioctl_write: false,
-            ops: crate::context::dummy_ops::DUMMY_OPS,
-            imported: false,
-        });
+        // The command layer's state is all it reads of the private data.
+        let p = Box::new(crate::kernel::state::CmdState::new(0));
         (*v).r#priv = Box::into_raw(p).cast();
         (*v).sz = core::mem::size_of::<verbs_context>();
         let ctx = core::ptr::addr_of_mut!((*v).context);
@@ -617,7 +612,9 @@ fn create_cq_ex_write_bytes() {
 fn ioctl_write_path_uses_ioctl() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
-    unsafe { (*crate::context::priv_of(ctx)).use_ioctl_write = true };
+    unsafe { crate::kernel::state::of(ctx) }
+        .unwrap()
+        .set_use_ioctl_write(true);
     let mut cmd: ibv_alloc_pd = Default::default();
     let mut resp: ib_uverbs_alloc_pd_resp = Default::default();
     let mut pd: ibv_pd = zero();
@@ -631,7 +628,7 @@ fn ioctl_write_path_uses_ioctl() {
 fn imported_context_requires_ioctl() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
-    unsafe { (*crate::context::priv_of(ctx)).imported = true };
+    unsafe { crate::kernel::state::of(ctx) }.unwrap().mark_imported();
     let mut cq: ibv_cq = zero();
     let r = unsafe {
         ibv_cmd_create_cq(
