@@ -1,4 +1,6 @@
 //! Environment variables, read the way upstream reads them.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{CStr, CString};
 

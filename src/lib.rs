@@ -13,6 +13,12 @@
 //! The shared object is linked by the Makefile from this crate's staticlib
 //! with `symbols.map` as the version script.
 
+// A panic must never unwind into a C caller: the library is built with
+// `panic = "abort"` in every profile (Cargo.toml).  Unit tests are the one
+// exception (the test harness always unwinds; `ffi::guard` catches there).
+#[cfg(all(not(panic = "abort"), not(test)))]
+compile_error!("libibverbs must be built with panic = \"abort\" (see the profiles in Cargo.toml)");
+
 pub use ibverbs_abi as abi;
 pub mod api;
 pub mod compat;

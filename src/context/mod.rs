@@ -2,6 +2,8 @@
 //! (`_verbs_init_and_alloc_context`), the library-private part of every
 //! context (the op table the library dispatches through), `verbs_set_ops`,
 //! opening and closing devices.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod dummy_ops;
 pub mod ops;
@@ -73,23 +75,34 @@ macro_rules! op {
 /// `vctx` points to zeroed memory large enough for a `verbs_context`;
 /// `device` is a listed device.
 pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cmd_fd: c_int, driver_id: u32) -> c_int {
+    // A reference on the device, released in uninit_context.
     crate::device::hold(device);
-    let ctx = std::ptr::addr_of_mut!((*vctx).context);
-    (*ctx).device = device;
-    (*ctx).cmd_fd = cmd_fd;
-    (*ctx).async_fd = -1;
-    libc::pthread_mutex_init(std::ptr::addr_of_mut!((*ctx).mutex), std::ptr::null());
-    (*ctx).abi_compat = usize::MAX as *mut c_void; // __VERBS_ABI_IS_EXTENDED
-    (*vctx).sz = std::mem::size_of::<verbs_context>();
+    // SAFETY: `vctx` is zeroed memory for a verbs_context that nobody else
+    // uses yet (contract); its mutex is initialised in place.
+    let ctx = unsafe {
+        let ctx = std::ptr::addr_of_mut!((*vctx).context);
+        (*ctx).device = device;
+        (*ctx).cmd_fd = cmd_fd;
+        (*ctx).async_fd = -1;
+        libc::pthread_mutex_init(std::ptr::addr_of_mut!((*ctx).mutex), std::ptr::null());
+        (*ctx).abi_compat = usize::MAX as *mut c_void; // __VERBS_ABI_IS_EXTENDED
+        (*vctx).sz = std::mem::size_of::<verbs_context>();
+        ctx
+    };
     let p = Box::new(ContextPrivate {
         cmd: CmdState::new(driver_id),
         ops: dummy_ops::DUMMY_OPS,
     });
-    (*vctx).r#priv = Box::into_raw(p).cast();
-    set_ops(vctx, &dummy_ops::DUMMY_OPS);
-    (*priv_of(ctx))
-        .cmd
-        .set_use_ioctl_write(crate::kernel::state::has_ioctl_write(ctx));
+    let cmd = std::ptr::addr_of!(p.cmd);
+    // SAFETY: as above; `priv` owns the box until uninit_context, so the
+    // context's ops and command state stay valid as long as the context.
+    unsafe {
+        (*vctx).r#priv = Box::into_raw(p).cast();
+        set_ops(vctx, &dummy_ops::DUMMY_OPS);
+    }
+    // SAFETY: the context is initialised and `cmd_fd` is its command fd;
+    // `cmd` points into the private data just installed.
+    unsafe { (*cmd).set_use_ioctl_write(crate::kernel::state::has_ioctl_write(ctx)) };
     0
 }
 
@@ -99,19 +112,26 @@ pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cm
 /// `vctx` was initialised by `init_context` and is not used afterwards
 /// (the provider frees the memory).
 pub unsafe fn uninit_context(vctx: *mut verbs_context) {
-    let p = (*vctx).r#priv.cast::<ContextPrivate>();
-    if !p.is_null() {
-        drop(Box::from_raw(p));
-        (*vctx).r#priv = std::ptr::null_mut();
-    }
-    let ctx = std::ptr::addr_of_mut!((*vctx).context);
-    if (*ctx).cmd_fd != -1 {
-        libc::close((*ctx).cmd_fd);
-    }
-    if (*ctx).async_fd != -1 {
-        libc::close((*ctx).async_fd);
-    }
-    crate::device::put((*ctx).device);
+    // SAFETY: a context init_context set up (contract): `priv` is null or
+    // the box it installed, dropped exactly once here; the context owns its
+    // command and async fds.
+    let device = unsafe {
+        let p = (*vctx).r#priv.cast::<ContextPrivate>();
+        if !p.is_null() {
+            drop(Box::from_raw(p));
+            (*vctx).r#priv = std::ptr::null_mut();
+        }
+        let ctx = std::ptr::addr_of_mut!((*vctx).context);
+        if (*ctx).cmd_fd != -1 {
+            libc::close((*ctx).cmd_fd);
+        }
+        if (*ctx).async_fd != -1 {
+            libc::close((*ctx).async_fd);
+        }
+        (*ctx).device
+    };
+    // The reference init_context took on this device.
+    crate::device::put(device);
 }
 
 /// `_verbs_init_and_alloc_context`: allocates the provider's context
@@ -127,18 +147,24 @@ pub unsafe fn init_and_alloc(
     context_offset: usize,
     driver_id: u32,
 ) -> *mut c_void {
-    let size = alloc_size.max(context_offset + std::mem::size_of::<verbs_context>());
-    let drv = libc::calloc(1, size);
+    let size = alloc_size.max(context_offset.saturating_add(std::mem::size_of::<verbs_context>()));
+    // SAFETY: plain allocation; the provider frees it with free().
+    let drv = unsafe { libc::calloc(1, size) };
     if drv.is_null() {
         set_errno(libc::ENOMEM);
         if cmd_fd >= 0 {
-            libc::close(cmd_fd);
+            // SAFETY: the provider handed us ownership of cmd_fd.
+            unsafe { libc::close(cmd_fd) };
         }
         return std::ptr::null_mut();
     }
-    let vctx = drv.cast::<u8>().add(context_offset).cast::<verbs_context>();
-    if init_context(vctx, device, cmd_fd, driver_id) != 0 {
-        libc::free(drv);
+    // SAFETY: `size` covers `context_offset` plus a whole verbs_context.
+    let vctx = unsafe { drv.cast::<u8>().add(context_offset).cast::<verbs_context>() };
+    // SAFETY: zeroed memory for a verbs_context; the provider passes a
+    // listed device.
+    if unsafe { init_context(vctx, device, cmd_fd, driver_id) } != 0 {
+        // SAFETY: the allocation above, not handed out.
+        unsafe { libc::free(drv) };
         return std::ptr::null_mut();
     }
     drv
@@ -146,17 +172,18 @@ pub unsafe fn init_and_alloc(
 
 macro_rules! set_ops_impl {
     ($vctx:ident, $priv:ident, $ops:ident;
-     priv_compat: [$($pc:ident),*];
+     priv_compat: [$($pc:ident => $compat:ident),*];
      priv_only: [$($po:ident),*];
      ctx: [$($c:ident),*];
      vctx: [$($v:ident),*];
      renamed: [$($vn:ident = $on:ident),*]) => {{
         let ctxops = &mut (*$vctx).context.ops;
         // Ops kept only in the private table, with the legacy
-        // `_compat_<name>` slot of ibv_context_ops set for old binaries.
+        // `_compat_<name>` slot of ibv_context_ops set (type-erased) for
+        // old binaries.
         $( if let Some(f) = $ops.$pc {
             $priv.ops.$pc = Some(f);
-            paste_compat!(ctxops, $pc, f);
+            ctxops.$compat = compat_fn(f as *const ());
         } )*
         $( if let Some(f) = $ops.$po { $priv.ops.$po = Some(f); } )*
         // Ops also published in ibv_context_ops (used by inline functions).
@@ -165,76 +192,6 @@ macro_rules! set_ops_impl {
         $( if let Some(f) = $ops.$v { $priv.ops.$v = Some(f); (*$vctx).$v = Some(f); } )*
         $( if let Some(f) = $ops.$on { $priv.ops.$on = Some(f); (*$vctx).$vn = Some(f); } )*
     }};
-}
-
-/// Sets `ctxops._compat_<name>` to the op's address (type-erased).
-macro_rules! paste_compat {
-    ($ctxops:ident, alloc_pd, $f:ident) => {
-        $ctxops._compat_alloc_pd = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, async_event, $f:ident) => {
-        $ctxops._compat_async_event = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, attach_mcast, $f:ident) => {
-        $ctxops._compat_attach_mcast = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, cq_event, $f:ident) => {
-        $ctxops._compat_cq_event = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, create_ah, $f:ident) => {
-        $ctxops._compat_create_ah = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, create_cq, $f:ident) => {
-        $ctxops._compat_create_cq = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, create_qp, $f:ident) => {
-        $ctxops._compat_create_qp = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, create_srq, $f:ident) => {
-        $ctxops._compat_create_srq = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, dealloc_pd, $f:ident) => {
-        $ctxops._compat_dealloc_pd = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, dereg_mr, $f:ident) => {
-        $ctxops._compat_dereg_mr = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, destroy_ah, $f:ident) => {
-        $ctxops._compat_destroy_ah = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, destroy_cq, $f:ident) => {
-        $ctxops._compat_destroy_cq = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, destroy_qp, $f:ident) => {
-        $ctxops._compat_destroy_qp = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, destroy_srq, $f:ident) => {
-        $ctxops._compat_destroy_srq = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, detach_mcast, $f:ident) => {
-        $ctxops._compat_detach_mcast = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, modify_qp, $f:ident) => {
-        $ctxops._compat_modify_qp = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, modify_srq, $f:ident) => {
-        $ctxops._compat_modify_srq = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, query_qp, $f:ident) => {
-        $ctxops._compat_query_qp = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, query_srq, $f:ident) => {
-        $ctxops._compat_query_srq = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, reg_mr, $f:ident) => {
-        $ctxops._compat_reg_mr = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, rereg_mr, $f:ident) => {
-        $ctxops._compat_rereg_mr = compat_fn($f as *const ())
-    };
-    ($ctxops:ident, resize_cq, $f:ident) => {
-        $ctxops._compat_resize_cq = compat_fn($f as *const ())
-    };
 }
 
 fn compat_fn(p: *const ()) -> ibv_compat_op_fn {
@@ -249,26 +206,49 @@ fn compat_fn(p: *const ()) -> ibv_compat_op_fn {
 /// # Safety
 /// `vctx` was initialised by `init_context`; `ops` is a valid table.
 pub unsafe fn set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) {
-    let ops = &*ops;
-    let p = &mut *(*vctx).r#priv.cast::<ContextPrivate>();
-    set_ops_impl!(vctx, p, ops;
-        priv_compat: [alloc_pd, async_event, attach_mcast, cq_event, create_ah, create_cq,
-                      create_qp, create_srq, dealloc_pd, dereg_mr, destroy_ah, destroy_cq,
-                      destroy_qp, destroy_srq, detach_mcast, modify_qp, modify_srq, query_qp,
-                      query_srq, reg_mr, rereg_mr, resize_cq];
-        priv_only: [create_cq_ex, free_context, import_dm, import_mr, import_pd, query_ece,
-                    query_port, query_qp_data_in_order, reg_dmabuf_mr, set_ece, unimport_dm,
-                    unimport_mr, unimport_pd];
-        ctx: [alloc_mw, bind_mw, dealloc_mw, poll_cq, post_recv, post_send, post_srq_recv,
-              req_notify_cq];
-        vctx: [advise_mr, alloc_dm, alloc_null_mr, alloc_parent_domain, alloc_td,
-               attach_counters_point_flow, create_counters, close_xrcd, create_flow_action_esp,
-               create_qp_ex, create_rwq_ind_table, create_srq_ex, create_wq, dealloc_td,
-               destroy_counters, destroy_flow_action, destroy_rwq_ind_table, destroy_wq,
-               free_dm, get_srq_num, modify_cq, modify_flow_action_esp, modify_qp_rate_limit,
-               modify_wq, open_qp, open_xrcd, post_srq_ops, query_device_ex, query_rt_values,
-               read_counters, reg_dm_mr];
-        renamed: [ibv_create_flow = create_flow, ibv_destroy_flow = destroy_flow]);
+    // SAFETY: an initialised context (contract): `priv` is its private
+    // data, exclusively ours here, and `ops` a valid table; only op slots
+    // are written, each with a present op.
+    unsafe {
+        let ops = &*ops;
+        let p = &mut *(*vctx).r#priv.cast::<ContextPrivate>();
+        set_ops_impl!(vctx, p, ops;
+            priv_compat: [alloc_pd => _compat_alloc_pd,
+                      async_event => _compat_async_event,
+                      attach_mcast => _compat_attach_mcast,
+                      cq_event => _compat_cq_event,
+                      create_ah => _compat_create_ah,
+                      create_cq => _compat_create_cq,
+                      create_qp => _compat_create_qp,
+                      create_srq => _compat_create_srq,
+                      dealloc_pd => _compat_dealloc_pd,
+                      dereg_mr => _compat_dereg_mr,
+                      destroy_ah => _compat_destroy_ah,
+                      destroy_cq => _compat_destroy_cq,
+                      destroy_qp => _compat_destroy_qp,
+                      destroy_srq => _compat_destroy_srq,
+                      detach_mcast => _compat_detach_mcast,
+                      modify_qp => _compat_modify_qp,
+                      modify_srq => _compat_modify_srq,
+                      query_qp => _compat_query_qp,
+                      query_srq => _compat_query_srq,
+                      reg_mr => _compat_reg_mr,
+                      rereg_mr => _compat_rereg_mr,
+                      resize_cq => _compat_resize_cq];
+            priv_only: [create_cq_ex, free_context, import_dm, import_mr, import_pd, query_ece,
+                        query_port, query_qp_data_in_order, reg_dmabuf_mr, set_ece, unimport_dm,
+                        unimport_mr, unimport_pd];
+            ctx: [alloc_mw, bind_mw, dealloc_mw, poll_cq, post_recv, post_send, post_srq_recv,
+                  req_notify_cq];
+            vctx: [advise_mr, alloc_dm, alloc_null_mr, alloc_parent_domain, alloc_td,
+                   attach_counters_point_flow, create_counters, close_xrcd, create_flow_action_esp,
+                   create_qp_ex, create_rwq_ind_table, create_srq_ex, create_wq, dealloc_td,
+                   destroy_counters, destroy_flow_action, destroy_rwq_ind_table, destroy_wq,
+                   free_dm, get_srq_num, modify_cq, modify_flow_action_esp, modify_qp_rate_limit,
+                   modify_wq, open_qp, open_xrcd, post_srq_ops, query_device_ex, query_rt_values,
+                   read_counters, reg_dm_mr];
+            renamed: [ibv_create_flow = create_flow, ibv_destroy_flow = destroy_flow]);
+    }
 }
 
 pub mod cdev;
@@ -281,36 +261,65 @@ pub mod soft_channel;
 /// `device` is a listed device (first member of a `verbs_device`).
 pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) -> *mut ibv_context {
     let vdev = device.cast::<verbs_device>();
-    let sysfs = (*vdev).sysfs;
+    // SAFETY: a listed device is the first member of a live verbs_device
+    // (contract), whose sysfs record lives as long as the device.
+    let (sysfs, ops) = unsafe { ((*vdev).sysfs, (*vdev).ops) };
     let mut cmd_fd = -1;
-    // A software device (crate::device::soft) has no character device.
-    let kernel = !sysfs.is_null() && (*sysfs).flags & crate::device::soft::VSYSFS_SOFT == 0;
-    if kernel {
-        let name = std::ffi::CStr::from_ptr((*sysfs).sysfs_name.as_ptr()).to_string_lossy();
-        cmd_fd = cdev::open_cdev(&name, (*sysfs).sysfs_cdev);
-        if cmd_fd < 0 {
-            return std::ptr::null_mut();
+    // SAFETY: `sysfs` is checked for null before it is read.
+    unsafe {
+        // A software device (crate::device::soft) has no character device.
+        let kernel = !sysfs.is_null() && (*sysfs).flags & crate::device::soft::VSYSFS_SOFT == 0;
+        if kernel {
+            let name = std::ffi::CStr::from_ptr((*sysfs).sysfs_name.as_ptr()).to_string_lossy();
+            cmd_fd = cdev::open_cdev(&name, (*sysfs).sysfs_cdev);
+            if cmd_fd < 0 {
+                return std::ptr::null_mut();
+            }
         }
     }
-    let ops = (*vdev).ops;
-    let Some(alloc) = (if ops.is_null() { None } else { (*ops).alloc_context }) else {
-        if cmd_fd >= 0 {
-            libc::close(cmd_fd);
+    let kernel = cmd_fd >= 0;
+    // SAFETY: `ops` is null or the provider's static device ops.
+    let Some(alloc) = (if ops.is_null() {
+        None
+    } else {
+        unsafe { (*ops).alloc_context }
+    }) else {
+        if kernel {
+            // SAFETY: the descriptor opened above, not handed out.
+            unsafe { libc::close(cmd_fd) };
         }
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
     };
     // The provider owns cmd_fd from here on (closes it on failure).
-    let vctx = alloc(device, cmd_fd, private_data);
+    // SAFETY: the provider's alloc_context with its own device.
+    let vctx = unsafe { alloc(device, cmd_fd, private_data) };
     if vctx.is_null() {
         return std::ptr::null_mut();
     }
-    ops::set_lib_ops(vctx);
-    let ctx = std::ptr::addr_of_mut!((*vctx).context);
-    if kernel && (*ctx).async_fd == -1 {
-        let rc = crate::kernel::verbs::device::alloc_async_fd(ctx);
+    // SAFETY: a context the provider just allocated through init_context.
+    unsafe { finish_open(vctx, kernel) }
+}
+
+/// The end of opening, once the provider has its context: the library's
+/// ops, and the async event fd of a kernel device unless the provider
+/// opened one.  NULL with errno on failure (the context is closed then).
+///
+/// # Safety
+/// `vctx` is a context the provider just allocated or imported.
+unsafe fn finish_open(vctx: *mut verbs_context, kernel: bool) -> *mut ibv_context {
+    // SAFETY: a fresh, initialised context (contract).
+    let ctx = unsafe {
+        ops::set_lib_ops(vctx);
+        std::ptr::addr_of_mut!((*vctx).context)
+    };
+    // SAFETY: as above; `async_fd` is -1 unless the provider opened one.
+    if kernel && unsafe { (*ctx).async_fd } == -1 {
+        // SAFETY: an open context with its command fd.
+        let rc = unsafe { crate::kernel::verbs::device::alloc_async_fd(ctx) };
         if rc != 0 {
-            close_device(ctx);
+            // SAFETY: the context is open and nobody else has it.
+            unsafe { close_device(ctx) };
             set_errno(rc);
             return std::ptr::null_mut();
         }
@@ -329,27 +338,42 @@ pub unsafe fn import_device(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_
         set_errno(libc::ENODEV);
         return std::ptr::null_mut();
     }
-    let ops = (*vdev).ops;
-    let Some(import) = (if ops.is_null() { None } else { (*ops).import_context }) else {
+    // SAFETY: a listed device (contract) and its static device ops.
+    let ops = unsafe { (*vdev).ops };
+    // SAFETY: `ops` is null or the provider's static device ops.
+    let Some(import) = (if ops.is_null() {
+        None
+    } else {
+        unsafe { (*ops).import_context }
+    }) else {
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
     };
     // A cdev number reused by another device after a disassociation makes
     // the provider's first command fail with EIO, so a wrong match cannot
     // go unnoticed.
-    let vctx = import(std::ptr::addr_of_mut!((*vdev).device), cmd_fd);
+    // SAFETY: the provider's import_context with its own device.
+    let vctx = unsafe { import(std::ptr::addr_of_mut!((*vdev).device), cmd_fd) };
     if vctx.is_null() {
         return std::ptr::null_mut();
     }
-    ops::set_lib_ops(vctx);
-    let ctx = std::ptr::addr_of_mut!((*vctx).context);
-    if let Some(st) = crate::kernel::state::of(ctx) {
+    // SAFETY: a fresh, initialised context (the provider's went through
+    // init_context, which installed the command state `of` finds).
+    let ctx = unsafe {
+        ops::set_lib_ops(vctx);
+        std::ptr::addr_of_mut!((*vctx).context)
+    };
+    // SAFETY: as above.
+    if let Some(st) = unsafe { crate::kernel::state::of(ctx) } {
         st.mark_imported();
     }
-    let ret = crate::kernel::verbs::device::alloc_async_fd(ctx);
-    if ret != 0 {
-        close_device(ctx);
-        set_errno(ret);
+    // Unlike opening, importing always allocates the async event fd.
+    // SAFETY: an open context with its command fd.
+    let rc = unsafe { crate::kernel::verbs::device::alloc_async_fd(ctx) };
+    if rc != 0 {
+        // SAFETY: the context is open and nobody else has it.
+        unsafe { close_device(ctx) };
+        set_errno(rc);
         return std::ptr::null_mut();
     }
     ctx
@@ -361,7 +385,8 @@ pub unsafe fn import_device(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_
 /// # Safety
 /// `ctx` is an open context.
 pub unsafe fn close_device(ctx: *mut ibv_context) -> c_int {
-    op!(ctx, free_context)(ctx);
+    // SAFETY: an open context (contract); the provider frees it.
+    unsafe { op!(ctx, free_context)(ctx) };
     0
 }
 
@@ -413,7 +438,10 @@ mod tests {
             set_ops(&mut v, &provider);
             let ctx = std::ptr::addr_of_mut!(v.context);
             // The provider's op replaced the default, everywhere it is published...
-            assert_eq!(op!(ctx, alloc_pd) as usize, provider_alloc_pd as usize);
+            assert_eq!(
+                op!(ctx, alloc_pd) as *const () as usize,
+                provider_alloc_pd as *const () as usize
+            );
             assert!(v.context.ops._compat_alloc_pd.is_some());
             // ...and every other slot still holds the dummy default.
             let (got, dummy) = (words(&(*p).ops), words(&dummy_ops::DUMMY_OPS));
