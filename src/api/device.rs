@@ -16,6 +16,7 @@ use std::ptr::null_mut;
 
 use crate::abi::*;
 use crate::ffi::{errno, set_errno};
+use crate::verbs::event::{is_qp_event, is_srq_event};
 use crate::verbs::{gid, null_errno};
 
 /// `struct ib_uverbs_async_event_desc`: what the async event fd yields.
@@ -25,25 +26,6 @@ struct ib_uverbs_async_event_desc {
     element: u64,
     event_type: u32,
     reserved: u32,
-}
-
-/// The events whose element is a QP.
-fn is_qp_event(t: ibv_event_type) -> bool {
-    matches!(
-        t,
-        IBV_EVENT_QP_FATAL
-            | IBV_EVENT_QP_REQ_ERR
-            | IBV_EVENT_QP_ACCESS_ERR
-            | IBV_EVENT_COMM_EST
-            | IBV_EVENT_SQ_DRAINED
-            | IBV_EVENT_PATH_MIG
-            | IBV_EVENT_PATH_MIG_ERR
-            | IBV_EVENT_QP_LAST_WQE_REACHED
-    )
-}
-
-fn is_srq_event(t: ibv_event_type) -> bool {
-    matches!(t, IBV_EVENT_SRQ_ERR | IBV_EVENT_SRQ_LIMIT_REACHED)
 }
 
 /// The element of an async event as the kernel reports it (`ev.element`

@@ -5,10 +5,12 @@
 //! * [`gid`] — GID/P_Key queries: the kernel's `QUERY_GID_*` methods with
 //!   upstream's sysfs fallback.
 //! * [`ah`] — address-handle attributes from a work completion.
+//! * [`event`] — which object an asynchronous event is about.
 //! * [`neigh`] — RoCE L2 address resolution over rtnetlink.
 //! * [`mr`] — the pure argument checks of `ibv_rereg_mr`.
 
 pub mod ah;
+pub mod event;
 pub mod gid;
 pub mod mr;
 pub mod neigh;
