@@ -100,9 +100,17 @@ pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cm
         (*vctx).r#priv = Box::into_raw(p).cast();
         set_ops(vctx, &dummy_ops::DUMMY_OPS);
     }
-    // SAFETY: the context is initialised and `cmd_fd` is its command fd;
-    // `cmd` points into the private data just installed.
-    unsafe { (*cmd).set_use_ioctl_write(crate::kernel::state::has_ioctl_write(ctx)) };
+    if cmd_fd < 0 {
+        // No kernel command interface (a device without a character device,
+        // i.e. the software device): no ioctl method exists, so every verb
+        // that has a legacy path (GID queries: sysfs) takes it at once.
+        // SAFETY: `cmd` points into the private data just installed.
+        unsafe { (*cmd).mark_all_unsupported() };
+    } else {
+        // SAFETY: the context is initialised and `cmd_fd` is its command
+        // fd; `cmd` points into the private data just installed.
+        unsafe { (*cmd).set_use_ioctl_write(crate::kernel::state::has_ioctl_write(ctx)) };
+    }
     0
 }
 
