@@ -793,11 +793,11 @@ impl PostBuf {
 // The parts of a post request are laid out back to back in a `PostBuf`
 // (8-byte aligned): each part's size is a multiple of 8, so every part, and
 // every element of the arrays, starts 8-byte aligned.
-const _: () = assert!(core::mem::size_of::<ibv_post_send>() % 8 == 0);
-const _: () = assert!(core::mem::size_of::<ibv_post_recv>() % 8 == 0);
-const _: () = assert!(core::mem::size_of::<ib_uverbs_send_wr>() % 8 == 0);
-const _: () = assert!(core::mem::size_of::<ib_uverbs_recv_wr>() % 8 == 0);
-const _: () = assert!(core::mem::size_of::<ibv_sge>() % 8 == 0);
+const _: () = assert!(core::mem::size_of::<ibv_post_send>().is_multiple_of(8));
+const _: () = assert!(core::mem::size_of::<ibv_post_recv>().is_multiple_of(8));
+const _: () = assert!(core::mem::size_of::<ib_uverbs_send_wr>().is_multiple_of(8));
+const _: () = assert!(core::mem::size_of::<ib_uverbs_recv_wr>().is_multiple_of(8));
+const _: () = assert!(core::mem::size_of::<ibv_sge>().is_multiple_of(8));
 
 /// Runs a post command and reports the first rejected request the way
 /// upstream does (`bad_wr` is 1-based in the response).
