@@ -28,6 +28,14 @@ const CREATE_QP_EX_SUP_CREATE_FLAGS: u32 = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
 const CAP_LEN: usize = core::mem::size_of::<ibv_qp_cap>();
 const _: () = assert!(CAP_LEN == 20);
 
+/// Copies the named members of `$src` to the members of the same names of
+/// `$dst`, in the order given (`name as T` converts on the way).
+macro_rules! copy_fields {
+    ($dst:expr, $src:expr; $($f:ident $(as $t:ty)?),+ $(,)?) => {
+        { $( $dst.$f = $src.$f $(as $t)?; )+ }
+    };
+}
+
 /// Upstream's `set_qp`: the generic fields of a QP the kernel just created.
 ///
 /// # Safety
@@ -39,13 +47,9 @@ unsafe fn set_qp(vqp: *mut verbs_qp, qp: *mut ibv_qp, a: &ibv_qp_init_attr_ex, v
     // stores to it and initialising its mutex and condition variable in
     // place are sound; the attribute pointers are null.
     unsafe {
-        (*qp).qp_context = a.qp_context;
-        (*qp).pd = a.pd;
-        (*qp).send_cq = a.send_cq;
-        (*qp).recv_cq = a.recv_cq;
-        (*qp).srq = a.srq;
-        (*qp).qp_type = a.qp_type;
+        copy_fields!(*qp, a; qp_context, pd, send_cq, recv_cq, srq, qp_type);
         (*qp).state = IBV_QPS_RESET;
+
         (*qp).events_completed = 0;
         libc::pthread_mutex_init(core::ptr::addr_of_mut!((*qp).mutex), core::ptr::null());
         libc::pthread_cond_init(core::ptr::addr_of_mut!((*qp).cond), core::ptr::null());
@@ -296,13 +300,7 @@ pub unsafe fn create_qp(
     // SAFETY: `attr` is a valid, writable `ibv_qp_init_attr` (contract).
     let at = unsafe { &mut *attr };
     let mut ax: ibv_qp_init_attr_ex = zeroed();
-    ax.qp_context = at.qp_context;
-    ax.send_cq = at.send_cq;
-    ax.recv_cq = at.recv_cq;
-    ax.srq = at.srq;
-    ax.cap = at.cap;
-    ax.qp_type = at.qp_type;
-    ax.sq_sig_all = at.sq_sig_all;
+    copy_fields!(ax, at; qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all);
     ax.comp_mask = IBV_QP_INIT_ATTR_PD;
     ax.pd = pd;
     // SAFETY: `pd` is a live PD of an open context and `qp` a writable QP
@@ -516,6 +514,11 @@ pub unsafe fn open_qp(
     0
 }
 
+/// The five capability members of a query response (`ibv_qp_cap` order).
+fn copy_cap(cap: &mut ibv_qp_cap, r: &ib_uverbs_query_qp_resp) {
+    copy_fields!(cap, r; max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data);
+}
+
 fn copy_dest_to_ah(ah: &mut ibv_ah_attr, d: &ib_uverbs_qp_dest) {
     ah.grh.dgid.raw = d.dgid;
     ah.grh.flow_label = d.flow_label;
@@ -564,32 +567,14 @@ pub unsafe fn query_qp(
     // SAFETY: `attr` is a writable `ibv_qp_attr`, not otherwise borrowed
     // during this call (contract).
     let a = unsafe { &mut *attr };
-    a.qkey = r.qkey;
-    a.rq_psn = r.rq_psn;
-    a.sq_psn = r.sq_psn;
-    a.dest_qp_num = r.dest_qp_num;
-    a.qp_access_flags = r.qp_access_flags;
-    a.pkey_index = r.pkey_index;
-    a.alt_pkey_index = r.alt_pkey_index;
-    a.qp_state = r.qp_state as _;
-    a.cur_qp_state = r.cur_qp_state as _;
-    a.path_mtu = r.path_mtu as _;
-    a.path_mig_state = r.path_mig_state as _;
-    a.sq_draining = r.sq_draining;
-    a.max_rd_atomic = r.max_rd_atomic;
-    a.max_dest_rd_atomic = r.max_dest_rd_atomic;
-    a.min_rnr_timer = r.min_rnr_timer;
-    a.port_num = r.port_num;
-    a.timeout = r.timeout;
-    a.retry_cnt = r.retry_cnt;
-    a.rnr_retry = r.rnr_retry;
-    a.alt_port_num = r.alt_port_num;
-    a.alt_timeout = r.alt_timeout;
-    a.cap.max_send_wr = r.max_send_wr;
-    a.cap.max_recv_wr = r.max_recv_wr;
-    a.cap.max_send_sge = r.max_send_sge;
-    a.cap.max_recv_sge = r.max_recv_sge;
-    a.cap.max_inline_data = r.max_inline_data;
+    copy_fields!(a, r; qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags, pkey_index, alt_pkey_index);
+    // The kernel's states and MTU are `u8`; the verbs ones are C enums.
+    copy_fields!(a, r; qp_state as _, cur_qp_state as _, path_mtu as _, path_mig_state as _);
+    copy_fields!(a, r;
+        sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry,
+        alt_port_num, alt_timeout,
+    );
+    copy_cap(&mut a.cap, &r);
     copy_dest_to_ah(&mut a.ah_attr, &r.dest);
     copy_dest_to_ah(&mut a.alt_ah_attr, &r.alt_dest);
 
@@ -597,18 +582,8 @@ pub unsafe fn query_qp(
     // borrowed during this call (contract).
     let i = unsafe { &mut *init_attr };
     // SAFETY: `qp` is a live QP (contract).
-    unsafe {
-        i.qp_context = (*qp).qp_context;
-        i.send_cq = (*qp).send_cq;
-        i.recv_cq = (*qp).recv_cq;
-        i.srq = (*qp).srq;
-        i.qp_type = (*qp).qp_type;
-    }
-    i.cap.max_send_wr = r.max_send_wr;
-    i.cap.max_recv_wr = r.max_recv_wr;
-    i.cap.max_send_sge = r.max_send_sge;
-    i.cap.max_recv_sge = r.max_recv_sge;
-    i.cap.max_inline_data = r.max_inline_data;
+    unsafe { copy_fields!(i, *qp; qp_context, send_cq, recv_cq, srq, qp_type) };
+    copy_cap(&mut i.cap, &r);
     i.sq_sig_all = r.sq_sig_all as c_int;
     0
 }
