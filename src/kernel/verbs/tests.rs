@@ -65,7 +65,8 @@ struct Pipe {
 impl Pipe {
     fn new() -> Self {
         let mut fds = [0; 2];
-        // SAFETY: plain syscalls on our own fds.
+        // SAFETY: `fds` is a writable array of two ints, as `pipe2` needs;
+        // the `fcntl`s act on the two descriptors it just returned.
         unsafe {
             assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
             libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK);
@@ -77,7 +78,8 @@ impl Pipe {
         let mut out = Vec::new();
         let mut buf = [0u8; 4096];
         loop {
-            // SAFETY: reading into our buffer.
+            // SAFETY: `buf` is a local array of `buf.len()` writable bytes;
+            // `self.r` is this pipe's (non-blocking) read end.
             let n = unsafe { libc::read(self.r, buf.as_mut_ptr().cast(), buf.len()) };
             if n <= 0 {
                 break;
@@ -90,7 +92,8 @@ impl Pipe {
 
 impl Drop for Pipe {
     fn drop(&mut self) {
-        // SAFETY: our fds.
+        // SAFETY: both descriptors were opened by `Pipe::new` and are closed
+        // only here, once.
         unsafe {
             libc::close(self.r);
             libc::close(self.w);
@@ -101,7 +104,10 @@ impl Drop for Pipe {
 /// A context of ours on `fd` (what the context layer builds, minus the
 /// device): ioctl-write off, nothing known to be unsupported.
 fn our_ctx(fd: c_int) -> *mut ibv_context {
-    // SAFETY: zeroed verbs_context memory, initialised like init_context.
+    // SAFETY: `v` is a fresh, leaked, zeroed `verbs_context` (all-zero is
+    // valid for this C struct: integers, raw and nullable function
+    // pointers); its members are written in place through `v` / `ctx`,
+    // which point into that live allocation.
     unsafe {
         let v: *mut verbs_context = Box::into_raw(Box::new(core::mem::zeroed::<verbs_context>()));
         let p = Box::new(crate::context::ContextPrivate {
@@ -124,7 +130,10 @@ fn our_ctx(fd: c_int) -> *mut ibv_context {
 
 /// A zeroed `verbs_device` with a sysfs record of 3 ports (leaked).
 fn fake_device() -> *mut ibv_device {
-    // SAFETY: zeroed plain C data.
+    // SAFETY: `verbs_device` and `verbs_sysfs_dev` are C structs for which
+    // all-zero is valid (integers, arrays, raw and nullable function
+    // pointers); both are fresh leaked boxes, written through their own
+    // pointers.
     unsafe {
         let dev: *mut verbs_device = Box::into_raw(Box::new(core::mem::zeroed::<verbs_device>()));
         let sysfs: *mut verbs_sysfs_dev = Box::into_raw(Box::new(core::mem::zeroed::<verbs_sysfs_dev>()));
@@ -137,7 +146,8 @@ fn fake_device() -> *mut ibv_device {
 /// Debian's library, if installed.
 fn upstream() -> Option<*mut c_void> {
     for name in [c"/usr/lib/x86_64-linux-gnu/libibverbs.so.1", c"libibverbs.so.1"] {
-        // SAFETY: dlopen with a valid name.
+        // SAFETY: `name` is a NUL-terminated C string literal; loading
+        // Debian's libibverbs runs only its own constructors.
         let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if !h.is_null() {
             return Some(h);
@@ -150,7 +160,10 @@ fn upstream() -> Option<*mut c_void> {
 /// `_verbs_init_and_alloc_context` for a zeroed device.
 fn their_ctx(lib: *mut c_void, fd: c_int) -> *mut ibv_context {
     type Init = unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut verbs_context, u32) -> *mut c_void;
-    // SAFETY: the symbol has this prototype in rdma-core 44.
+    // SAFETY: `lib` is a live handle; `_verbs_init_and_alloc_context` has
+    // the `Init` prototype in rdma-core 44, so the non-null symbol may be
+    // called through it, with a leaked zeroed device and our fd; the
+    // `verbs_context` it returns (checked non-null) is live and leaked.
     unsafe {
         let p = libc::dlsym(lib, c"_verbs_init_and_alloc_context".as_ptr());
         assert!(!p.is_null());
@@ -239,7 +252,8 @@ fn both_forked(name: &str, masks: &[(usize, usize)], mut f: impl FnMut(*mut ibv_
     let mut b1 = p1.drain();
     let p2 = Pipe::new();
     let ctx = their_ctx(lib, p2.w);
-    // SAFETY: the child only runs the command and exits.
+    // SAFETY: the test process forks a child that only runs the command on
+    // its copy of the context and then `_exit`s; the parent only waits.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         f(ctx, true);
@@ -255,7 +269,9 @@ fn both_forked(name: &str, masks: &[(usize, usize)], mut f: impl FnMut(*mut ibv_
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // SAFETY: our child.
+    // SAFETY: `pid` is the child forked above (not yet reaped), so the
+    // signal and the wait reach only it.
+
     unsafe {
         libc::kill(pid, libc::SIGKILL);
         libc::waitpid(pid, core::ptr::null_mut(), 0);
@@ -285,7 +301,8 @@ impl Buf {
     }
     fn reset(&mut self) {
         let len = self.len;
-        // SAFETY: our own memory.
+        // SAFETY: `mem` holds `len.div_ceil(8)` initialised words, at least
+        // `len` bytes, and is borrowed mutably here only through this slice.
         fill(
             unsafe { core::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast::<u8>(), len) },
             self.seed,
@@ -295,13 +312,17 @@ impl Buf {
         self.mem.as_mut_ptr().cast()
     }
     fn bytes(&self) -> Vec<u8> {
-        // SAFETY: our own memory.
+        // SAFETY: `mem` holds at least `len` initialised bytes.
         unsafe { bytes_of(self.mem.as_ptr().cast::<u8>(), self.len) }
     }
 }
 
+/// An all-zero `T`; only used for the verbs C structs (integers, arrays,
+/// raw pointers, `Option`s of function pointers and unions of those).
 fn zero<T>() -> T {
-    // SAFETY: the verbs structs are plain C data.
+    // SAFETY: every `T` this is called with is such a C struct, for which
+    // the all-zero bit pattern is a valid value.
+
     unsafe { core::mem::zeroed() }
 }
 
