@@ -10,6 +10,9 @@
 //!   the bytes written, the return values, the objects filled in and the
 //!   provider buffers must be identical.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use std::os::raw::{c_int, c_void};
 
 use crate::abi::*;
@@ -34,8 +37,14 @@ fn fill(buf: &mut [u8], seed: u64) {
     }
 }
 
+/// A copy of the `n` bytes at `p`.
+///
+/// # Safety
+/// `p` is readable for `n` bytes, all initialised.
 unsafe fn bytes_of<T>(p: *const T, n: usize) -> Vec<u8> {
-    core::slice::from_raw_parts(p.cast::<u8>(), n).to_vec()
+    // SAFETY: `p` is readable for `n` initialised bytes (contract), copied
+    // out before this returns.
+    unsafe { core::slice::from_raw_parts(p.cast::<u8>(), n).to_vec() }
 }
 
 fn u16_at(b: &[u8], off: usize) -> u16 {
@@ -56,7 +65,8 @@ struct Pipe {
 impl Pipe {
     fn new() -> Self {
         let mut fds = [0; 2];
-        // SAFETY: plain syscalls on our own fds.
+        // SAFETY: `fds` is a writable array of two ints, as `pipe2` needs;
+        // the `fcntl`s act on the two descriptors it just returned.
         unsafe {
             assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
             libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK);
@@ -68,7 +78,8 @@ impl Pipe {
         let mut out = Vec::new();
         let mut buf = [0u8; 4096];
         loop {
-            // SAFETY: reading into our buffer.
+            // SAFETY: `buf` is a local array of `buf.len()` writable bytes;
+            // `self.r` is this pipe's (non-blocking) read end.
             let n = unsafe { libc::read(self.r, buf.as_mut_ptr().cast(), buf.len()) };
             if n <= 0 {
                 break;
@@ -81,7 +92,8 @@ impl Pipe {
 
 impl Drop for Pipe {
     fn drop(&mut self) {
-        // SAFETY: our fds.
+        // SAFETY: both descriptors were opened by `Pipe::new` and are closed
+        // only here, once.
         unsafe {
             libc::close(self.r);
             libc::close(self.w);
@@ -92,7 +104,10 @@ impl Drop for Pipe {
 /// A context of ours on `fd` (what the context layer builds, minus the
 /// device): ioctl-write off, nothing known to be unsupported.
 fn our_ctx(fd: c_int) -> *mut ibv_context {
-    // SAFETY: zeroed verbs_context memory, initialised like init_context.
+    // SAFETY: `v` is a fresh, leaked, zeroed `verbs_context` (all-zero is
+    // valid for this C struct: integers, raw and nullable function
+    // pointers); its members are written in place through `v` / `ctx`,
+    // which point into that live allocation.
     unsafe {
         let v: *mut verbs_context = Box::into_raw(Box::new(core::mem::zeroed::<verbs_context>()));
         // The command layer's state is all it reads of the private data.
@@ -110,7 +125,10 @@ fn our_ctx(fd: c_int) -> *mut ibv_context {
 
 /// A zeroed `verbs_device` with a sysfs record of 3 ports (leaked).
 fn fake_device() -> *mut ibv_device {
-    // SAFETY: zeroed plain C data.
+    // SAFETY: `verbs_device` and `verbs_sysfs_dev` are C structs for which
+    // all-zero is valid (integers, arrays, raw and nullable function
+    // pointers); both are fresh leaked boxes, written through their own
+    // pointers.
     unsafe {
         let dev: *mut verbs_device = Box::into_raw(Box::new(core::mem::zeroed::<verbs_device>()));
         let sysfs: *mut verbs_sysfs_dev = Box::into_raw(Box::new(core::mem::zeroed::<verbs_sysfs_dev>()));
@@ -123,7 +141,8 @@ fn fake_device() -> *mut ibv_device {
 /// Debian's library, if installed.
 fn upstream() -> Option<*mut c_void> {
     for name in [c"/usr/lib/x86_64-linux-gnu/libibverbs.so.1", c"libibverbs.so.1"] {
-        // SAFETY: dlopen with a valid name.
+        // SAFETY: `name` is a NUL-terminated C string literal; loading
+        // Debian's libibverbs runs only its own constructors.
         let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if !h.is_null() {
             return Some(h);
@@ -136,7 +155,10 @@ fn upstream() -> Option<*mut c_void> {
 /// `_verbs_init_and_alloc_context` for a zeroed device.
 fn their_ctx(lib: *mut c_void, fd: c_int) -> *mut ibv_context {
     type Init = unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut verbs_context, u32) -> *mut c_void;
-    // SAFETY: the symbol has this prototype in rdma-core 44.
+    // SAFETY: `lib` is a live handle; `_verbs_init_and_alloc_context` has
+    // the `Init` prototype in rdma-core 44, so the non-null symbol may be
+    // called through it, with a leaked zeroed device and our fd; the
+    // `verbs_context` it returns (checked non-null) is live and leaked.
     unsafe {
         let p = libc::dlsym(lib, c"_verbs_init_and_alloc_context".as_ptr());
         assert!(!p.is_null());
@@ -148,12 +170,21 @@ fn their_ctx(lib: *mut c_void, fd: c_int) -> *mut ibv_context {
     }
 }
 
+/// Debian's `$name` from the library handle `$lib`, as the function-pointer
+/// type the caller's binding names.  `$lib` must be a live handle from
+/// [`upstream`], and the binding's type must be the symbol's prototype in
+/// rdma-core 44 (every binding below spells out the same prototype as our
+/// export's).
 macro_rules! theirs {
     ($lib:expr, $name:ident) => {{
-        let p = libc::dlsym($lib, concat!(stringify!($name), "\0").as_ptr().cast());
+        // SAFETY: `$lib` is a live handle from `upstream()` and the name is
+        // NUL-terminated.
+        let p = unsafe { libc::dlsym($lib, concat!(stringify!($name), "\0").as_ptr().cast()) };
         assert!(!p.is_null(), stringify!($name));
-        // The caller's binding gives the prototype (the same as ours).
-        core::mem::transmute::<*mut c_void, _>(p)
+        // SAFETY: `p` is the non-null address of the C function `$name`,
+        // and the caller's binding gives its rdma-core 44 prototype (the
+        // same as our export's), so it may be called through that type.
+        unsafe { core::mem::transmute::<*mut c_void, _>(p) }
     }};
 }
 
@@ -216,10 +247,13 @@ fn both_forked(name: &str, masks: &[(usize, usize)], mut f: impl FnMut(*mut ibv_
     let mut b1 = p1.drain();
     let p2 = Pipe::new();
     let ctx = their_ctx(lib, p2.w);
-    // SAFETY: the child only runs the command and exits.
+    // SAFETY: the test process forks a child that only runs the command on
+    // its copy of the context and then `_exit`s; the parent only waits.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         f(ctx, true);
+        // SAFETY: in the forked child; `_exit` skips the parent's atexit
+        // handlers and test harness state, which the child must not run.
         unsafe { libc::_exit(0) };
     }
     let mut b2 = Vec::new();
@@ -230,7 +264,9 @@ fn both_forked(name: &str, masks: &[(usize, usize)], mut f: impl FnMut(*mut ibv_
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // SAFETY: our child.
+    // SAFETY: `pid` is the child forked above (not yet reaped), so the
+    // signal and the wait reach only it.
+
     unsafe {
         libc::kill(pid, libc::SIGKILL);
         libc::waitpid(pid, core::ptr::null_mut(), 0);
@@ -260,7 +296,8 @@ impl Buf {
     }
     fn reset(&mut self) {
         let len = self.len;
-        // SAFETY: our own memory.
+        // SAFETY: `mem` holds `len.div_ceil(8)` initialised words, at least
+        // `len` bytes, and is borrowed mutably here only through this slice.
         fill(
             unsafe { core::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast::<u8>(), len) },
             self.seed,
@@ -270,13 +307,17 @@ impl Buf {
         self.mem.as_mut_ptr().cast()
     }
     fn bytes(&self) -> Vec<u8> {
-        // SAFETY: our own memory.
+        // SAFETY: `mem` holds at least `len` initialised bytes.
         unsafe { bytes_of(self.mem.as_ptr().cast::<u8>(), self.len) }
     }
 }
 
+/// An all-zero `T`; only used for the verbs C structs (integers, arrays,
+/// raw pointers, `Option`s of function pointers and unions of those).
 fn zero<T>() -> T {
-    // SAFETY: the verbs structs are plain C data.
+    // SAFETY: every `T` this is called with is such a C struct, for which
+    // the all-zero bit pattern is a valid value.
+
     unsafe { core::mem::zeroed() }
 }
 
@@ -346,12 +387,16 @@ fn parse_ioctl(b: &[u8]) -> (u16, u16, u16, Vec<ParsedAttr>) {
 fn create_cq_ioctl_buffer() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
+    // SAFETY: `ctx` is the live context `our_ctx` just made, used only here.
     unsafe { (*ctx).async_fd = 9 };
     let mut cmd = Buf::new(core::mem::size_of::<ibv_create_cq>() + 8, 1);
     let mut resp = Buf::new(core::mem::size_of::<ib_uverbs_create_cq_resp>() + 16, 2);
     cmd.reset();
     resp.reset();
     let mut cqe_out = 0u32;
+    // SAFETY: `ctx` is our live context and no provider chain is linked;
+    // the command is only encoded (never run), its buffers `cmd`/`resp`
+    // live until the end of the test.
     let mut c = unsafe {
         Cmd::new(ctx, &m::CREATE_CQ, 8, core::ptr::null_mut()).compat(
             cmd.p(),
@@ -448,6 +493,7 @@ fn enum_and_linked_attributes() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
     let key = [7u8; 20];
+    // SAFETY: no chain is linked to the provider block.
     let mut link = unsafe {
         crate::kernel::ioctl::OwnedCmdBuf::new(
             obj::FLOW_ACTION,
@@ -457,8 +503,12 @@ fn enum_and_linked_attributes() {
         )
     };
     link.fill_in_u32(0x1005, 42);
+    // SAFETY: `ctx` is our live context and `link` a valid block that
+    // outlives `c`.
     let mut c = unsafe { Cmd::new(ctx, &m::CREATE_FLOW_ACTION_ESP, 6, link.as_ptr()) };
     c.out_obj(attr::CREATE_FLOW_ACTION_ESP_HANDLE);
+    // SAFETY: `key` is 20 readable bytes that outlive `c` (only encoded,
+    // never run).
     unsafe {
         c.in_enum(attr::FLOW_ACTION_ESP_KEYMAT, 0, key.as_ptr(), key.len());
         c.in_enum(attr::FLOW_ACTION_ESP_REPLAY, 1, key.as_ptr(), 4);
@@ -482,9 +532,12 @@ fn enum_and_linked_attributes() {
 fn oversized_attribute_is_einval() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
+    // SAFETY: `ctx` is our live context; no provider chain is linked.
     let mut c = unsafe { Cmd::new(ctx, &m::READ_COUNTERS, 3, core::ptr::null_mut()) };
     c.in_obj(attr::READ_COUNTERS_HANDLE, 1);
     c.out_bytes(attr::READ_COUNTERS_BUFF, core::ptr::null_mut(), 70000);
+    // SAFETY: the command is refused while being encoded, before anything
+    // is written through its (null) output buffer.
     assert_eq!(unsafe { c.exec() }, Err(libc::EINVAL));
 }
 
@@ -523,6 +576,8 @@ fn create_cq_write_fallback_bytes() {
     cmd.reset();
     resp.reset();
     let mut cq: ibv_cq = zero();
+    // SAFETY: `ctx` is our live context, `cq` a local CQ, `cmd`/`resp`
+    // `Buf`s of the lengths passed; no completion channel.
     let r = unsafe {
         ibv_cmd_create_cq(
             ctx,
@@ -553,6 +608,8 @@ fn create_cq_write_fallback_bytes() {
         "driver data follows the core request"
     );
     // The fallback is remembered: the next command skips the ioctl.
+    // SAFETY: `ctx` is the `context` of the live `verbs_context` `our_ctx`
+    // made, with its private part.
     let st = unsafe { crate::kernel::state::of(ctx).unwrap() };
     assert!(st.unsupported(crate::op_bit!(create_cq)));
 }
@@ -586,6 +643,8 @@ fn create_cq_ex_write_bytes() {
     a.comp_vector = 1;
     a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
     a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+    // SAFETY: `ctx` is our live context, `a` and `cq` locals, `cmd`/`resp`
+    // `Buf`s of the lengths passed.
     let r = unsafe { ibv_cmd_create_cq_ex(ctx, &a, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len, 0) };
     assert_eq!(r, 0);
     let b = p.drain();
@@ -612,12 +671,16 @@ fn create_cq_ex_write_bytes() {
 fn ioctl_write_path_uses_ioctl() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
+    // SAFETY: `ctx` is our live context, whose command state `our_ctx`
+    // installed and nobody else uses.
     unsafe { crate::kernel::state::of(ctx) }
         .unwrap()
         .set_use_ioctl_write(true);
     let mut cmd: ibv_alloc_pd = Default::default();
     let mut resp: ib_uverbs_alloc_pd_resp = Default::default();
     let mut pd: ibv_pd = zero();
+    // SAFETY: `ctx` is our live context; `pd`, `cmd` (16 bytes) and `resp`
+    // (4 bytes) are locals of at least the sizes passed.
     let r = unsafe { ibv_cmd_alloc_pd(ctx, &mut pd, &mut cmd, 16, &mut resp, 4) };
     assert_eq!(r, libc::ENOTTY);
     assert!(p.drain().is_empty());
@@ -628,8 +691,12 @@ fn ioctl_write_path_uses_ioctl() {
 fn imported_context_requires_ioctl() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
+    // SAFETY: `ctx` is our live context, whose command state `our_ctx`
+    // installed and nobody else uses.
     unsafe { crate::kernel::state::of(ctx) }.unwrap().mark_imported();
     let mut cq: ibv_cq = zero();
+    // SAFETY: `ctx` is our live context and `cq` a local; the command and
+    // response buffers are null with size 0, as the call allows.
     let r = unsafe {
         ibv_cmd_create_cq(
             ctx,
@@ -652,13 +719,18 @@ fn imported_context_requires_ioctl() {
 fn mandatory_driver_attribute_blocks_fallback() {
     let p = Pipe::new();
     let ctx = our_ctx(p.w);
+    // SAFETY: no chain is linked to the provider block.
     let mut link =
         unsafe { crate::kernel::ioctl::OwnedCmdBuf::new(obj::CQ, method::CQ_CREATE, 1, core::ptr::null_mut()) };
     link.fill_in_u32(0x1002, 1);
+    // SAFETY: `ctx` is our live context and `link` a valid block that
+    // outlives `c`.
     let mut c = unsafe { Cmd::new(ctx, &m::DEALLOC_PD, 1, link.as_ptr()) };
     c.in_obj(attr::DESTROY_PD_HANDLE, 5)
         .w(req!(ib_uverbs_dealloc_pd, pd_handle));
+    // SAFETY: the only pointers given to `c` are in `link`, still alive.
     assert_eq!(unsafe { c.exec() }, Err(libc::EOPNOTSUPP));
+
     assert!(p.drain().is_empty());
 }
 
@@ -675,9 +747,16 @@ fn differential_against_upstream() {
     // Upstream's global abi_ver is 0 until it lists devices (which it
     // cannot do here): follow it.
     crate::kernel::state::set_abi_ver(0);
+    // SAFETY: `lib` is the live handle `upstream()` just returned.
     unsafe { differential(lib) };
 }
 
+/// Every command of the layer, ours against Debian's, through [`both`] /
+/// [`both_forked`].
+///
+/// # Safety
+/// `lib` is a live handle of Debian's libibverbs from [`upstream`].
+// The bindings spell out the commands' C prototypes in full, on purpose.
 #[allow(clippy::type_complexity)]
 unsafe fn differential(lib: *mut c_void) {
     let rl = RESP_LEGACY;
@@ -699,7 +778,10 @@ unsafe fn differential(lib: *mut c_void) {
             cmd.reset();
             resp.reset();
             let mut pd: ibv_pd = zero();
-            let r = (if th { t } else { f })(ctx, &mut pd, cmd.p(), cmd.len, resp.p(), resp.len);
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `ctx` is the live context `both` made; `pd` is a live local set up as the call
+            // expects; `cmd`/`resp` are `Buf`s of the length passed.
+            let r = unsafe { (if th { t } else { f })(ctx, &mut pd, cmd.p(), cmd.len, resp.p(), resp.len) };
             (r, pd.handle, pd.context == ctx, cmd.bytes(), resp.bytes())
         });
         let f: unsafe extern "C" fn(*mut ibv_pd) -> c_int = ibv_cmd_dealloc_pd;
@@ -708,7 +790,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut pd: ibv_pd = zero();
             pd.context = ctx;
             pd.handle = 0x55;
-            (if th { t } else { f })(&mut pd)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `pd` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut pd) }
         });
     }
 
@@ -750,7 +834,11 @@ unsafe fn differential(lib: *mut c_void) {
                     fd: 5,
                     oflags: libc::O_CREAT,
                 };
-                let r = (if th { t } else { f })(ctx, &mut x, vsz, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `x`, `a` are live locals set up
+                // as the call expects; `cmd`/`resp` are `Buf`s of the length passed.
+                let r =
+                    unsafe { (if th { t } else { f })(ctx, &mut x, vsz, &mut a, cmd.p(), cmd.len, resp.p(), resp.len) };
                 (
                     r,
                     x.comp_mask,
@@ -767,7 +855,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut x: verbs_xrcd = zero();
             x.xrcd.context = ctx;
             x.handle = 9;
-            (if th { t } else { f })(&mut x)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `x` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut x) }
         });
     }
 
@@ -810,18 +900,23 @@ unsafe fn differential(lib: *mut c_void) {
                 pd.context = ctx;
                 pd.handle = 3;
                 let mut mr: verbs_mr = zero();
-                let r = (if th { t } else { f })(
-                    &mut pd,
-                    addr as *mut c_void,
-                    len,
-                    0x2000,
-                    acc,
-                    &mut mr,
-                    cmd.p(),
-                    cmd.len,
-                    resp.p(),
-                    resp.len,
-                );
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `pd`, `mr` are live locals set up as the call expects; `cmd`/`resp` are
+                // `Buf`s of the length passed.
+                let r = unsafe {
+                    (if th { t } else { f })(
+                        &mut pd,
+                        addr as *mut c_void,
+                        len,
+                        0x2000,
+                        acc,
+                        &mut mr,
+                        cmd.p(),
+                        cmd.len,
+                        resp.p(),
+                        resp.len,
+                    )
+                };
                 (
                     r,
                     mr.ibv_mr.handle,
@@ -872,19 +967,24 @@ unsafe fn differential(lib: *mut c_void) {
                 let mut mr: verbs_mr = zero();
                 mr.ibv_mr.handle = 8;
                 mr.ibv_mr.context = ctx;
-                let r = (if th { t } else { f })(
-                    &mut mr,
-                    flags,
-                    0x5000 as *mut c_void,
-                    100,
-                    7,
-                    3,
-                    &mut pd,
-                    cmd.p(),
-                    cmd.len,
-                    resp.p(),
-                    resp.len,
-                );
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `mr`, `pd` are live locals set up as the call expects; `cmd`/`resp` are
+                // `Buf`s of the length passed.
+                let r = unsafe {
+                    (if th { t } else { f })(
+                        &mut mr,
+                        flags,
+                        0x5000 as *mut c_void,
+                        100,
+                        7,
+                        3,
+                        &mut pd,
+                        cmd.p(),
+                        cmd.len,
+                        resp.p(),
+                        resp.len,
+                    )
+                };
                 (
                     r,
                     mr.ibv_mr.lkey,
@@ -901,7 +1001,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut mr: verbs_mr = zero();
             mr.ibv_mr.context = ctx;
             mr.ibv_mr.handle = 12;
-            (if th { t } else { f })(&mut mr)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `mr` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut mr) }
         });
         let f: unsafe extern "C" fn(
             *mut ibv_pd,
@@ -929,7 +1031,10 @@ unsafe fn differential(lib: *mut c_void) {
             pd.context = ctx;
             pd.handle = 6;
             let mut mw: ibv_mw = zero();
-            let r = (if th { t } else { f })(&mut pd, 2, &mut mw, cmd.p(), cmd.len, resp.p(), resp.len);
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `pd`, `mw` are live locals set up as the call expects; `cmd`/`resp` are `Buf`s of
+            // the length passed.
+            let r = unsafe { (if th { t } else { f })(&mut pd, 2, &mut mw, cmd.p(), cmd.len, resp.p(), resp.len) };
             (
                 r,
                 mw.handle,
@@ -946,7 +1051,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut mw: ibv_mw = zero();
             mw.context = ctx;
             mw.handle = 14;
-            (if th { t } else { f })(&mut mw)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `mw` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut mw) }
         });
     }
 
@@ -971,7 +1078,10 @@ unsafe fn differential(lib: *mut c_void) {
                 comp_mask: 0,
             };
             let mut dm: verbs_dm = zero();
-            (if th { t } else { f })(ctx, &a, &mut dm, core::ptr::null_mut())
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `ctx` is the live context `both` made; `a`, `dm` are live locals set up as the
+            // call expects; the null pointers are ones the function accepts.
+            unsafe { (if th { t } else { f })(ctx, &a, &mut dm, core::ptr::null_mut()) }
         });
         let f: unsafe extern "C" fn(*mut ibv_pd, *mut verbs_mr, u32) -> c_int = ibv_cmd_query_mr;
         let t: unsafe extern "C" fn(*mut ibv_pd, *mut verbs_mr, u32) -> c_int = theirs!(lib, ibv_cmd_query_mr);
@@ -979,7 +1089,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut pd: ibv_pd = zero();
             pd.context = ctx;
             let mut mr: verbs_mr = zero();
-            (if th { t } else { f })(&mut pd, &mut mr, 3)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `pd`, `mr` are live locals set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut pd, &mut mr, 3) }
         });
         let f: unsafe extern "C" fn(
             *mut ibv_pd,
@@ -1005,7 +1117,10 @@ unsafe fn differential(lib: *mut c_void) {
                 pd.context = ctx;
                 let mut dm: verbs_dm = zero();
                 let mut mr: verbs_mr = zero();
-                (if th { t } else { f })(&mut pd, &mut dm, 0, 64, acc, &mut mr, core::ptr::null_mut())
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `pd`, `dm`, `mr` are live locals set up as the call expects; the null
+                // pointers are ones the function accepts.
+                unsafe { (if th { t } else { f })(&mut pd, &mut dm, 0, 64, acc, &mut mr, core::ptr::null_mut()) }
             });
         }
         let f: unsafe extern "C" fn(
@@ -1024,14 +1139,20 @@ unsafe fn differential(lib: *mut c_void) {
             both("create_counters", &[], |ctx, th| {
                 let mut a = ibv_counters_init_attr { comp_mask: cm };
                 let mut v: verbs_counters = zero();
-                (if th { t } else { f })(ctx, &mut a, &mut v, core::ptr::null_mut())
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `a`, `v` are live locals set up
+                // as the call expects; the null pointers are ones the function accepts.
+                unsafe { (if th { t } else { f })(ctx, &mut a, &mut v, core::ptr::null_mut()) }
             });
         }
         let f: unsafe extern "C" fn(*mut ibv_context, *mut ibv_command_buffer) -> c_int = ibv_cmd_query_context;
         let t: unsafe extern "C" fn(*mut ibv_context, *mut ibv_command_buffer) -> c_int =
             theirs!(lib, ibv_cmd_query_context);
         both("query_context", &[], |ctx, th| {
-            (if th { t } else { f })(ctx, core::ptr::null_mut())
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `ctx` is the live context `both` made; the null pointers are ones the function
+            // accepts.
+            unsafe { (if th { t } else { f })(ctx, core::ptr::null_mut()) }
         });
     }
 
@@ -1063,7 +1184,13 @@ unsafe fn differential(lib: *mut c_void) {
                 };
                 let mut cq: ibv_cq = zero();
                 let chp = if chan { &mut ch as *mut _ } else { core::ptr::null_mut() };
-                let r = (if th { t } else { f })(ctx, 100, chp, 1, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `cq` is a live local set up as the
+                // call expects; `cmd`/`resp` are `Buf`s of the length passed; `chp` is null or the
+                // local channel `ch` on `ctx`.
+                let r = unsafe {
+                    (if th { t } else { f })(ctx, 100, chp, 1, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len)
+                };
                 let (h, e) = if drv_out > 0 { (cq.handle, cq.cqe) } else { (0, 0) };
                 let mut cb = if drv_in > 0 { cmd.bytes() } else { vec![] };
                 if drv_out == 0 && cb.len() >= 16 {
@@ -1116,8 +1243,15 @@ unsafe fn differential(lib: *mut c_void) {
                 a.flags = fl;
                 a.wc_flags = wc;
                 let mut cq: verbs_cq = zero();
-                let r = (if th { t } else { f })(ctx, &a, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len, cf);
-                (r, cq.u.cq.handle, cq.u.cq.cqe, cmd.bytes(), resp.bytes())
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `a`, `cq` are live locals set up
+                // as the call expects; `cmd`/`resp` are `Buf`s of the length passed.
+                let r = unsafe { (if th { t } else { f })(ctx, &a, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len, cf) };
+                // SAFETY: `cq.u` is a union of `ibv_cq` and `ibv_cq_ex`,
+                // which begins with the same members; `cq` was zeroed and
+                // then written through its `ibv_cq`.
+                let (h, cqe) = unsafe { (cq.u.cq.handle, cq.u.cq.cqe) };
+                (r, h, cqe, cmd.bytes(), resp.bytes())
             });
         }
         let f: unsafe extern "C" fn(
@@ -1143,7 +1277,10 @@ unsafe fn differential(lib: *mut c_void) {
             let mut cq: ibv_cq = zero();
             cq.context = ctx;
             cq.handle = 31;
-            let r = (if th { t } else { f })(&mut cq, 500, cmd.p(), cmd.len, resp.p(), resp.len);
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `cq` is a live local set up as the call expects; `cmd`/`resp` are `Buf`s of the
+            // length passed.
+            let r = unsafe { (if th { t } else { f })(&mut cq, 500, cmd.p(), cmd.len, resp.p(), resp.len) };
             (r, cq.cqe, cmd.bytes(), resp.bytes())
         });
         let f: unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int = ibv_cmd_req_notify_cq;
@@ -1153,7 +1290,9 @@ unsafe fn differential(lib: *mut c_void) {
                 let mut cq: ibv_cq = zero();
                 cq.context = ctx;
                 cq.handle = 32;
-                (if th { t } else { f })(&mut cq, so)
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `cq` is a live local set up as the call expects.
+                unsafe { (if th { t } else { f })(&mut cq, so) }
             });
         }
         let f: unsafe extern "C" fn(*mut ibv_cq, *mut ibv_modify_cq_attr, *mut ibv_modify_cq, usize) -> c_int =
@@ -1174,7 +1313,10 @@ unsafe fn differential(lib: *mut c_void) {
                         cq_period: 6,
                     },
                 };
-                let r = (if th { t } else { f })(&mut cq, &mut a, cmd.p(), cmd.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `cq`, `a` are live locals set up as the call expects; `cmd` is a `Buf`
+                // of the length passed.
+                let r = unsafe { (if th { t } else { f })(&mut cq, &mut a, cmd.p(), cmd.len) };
                 (r, cmd.bytes())
             });
         }
@@ -1188,7 +1330,10 @@ unsafe fn differential(lib: *mut c_void) {
                 cq.context = ctx;
                 cq.handle = 34;
                 let mut wc: [ibv_wc; 3] = zero();
-                (if th { t } else { f })(&mut cq, ne, wc.as_mut_ptr())
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `cq` is a live local set up as the call expects; `wc` is a local array of
+                // 3 `ibv_wc`s, room for `ne` entries.
+                unsafe { (if th { t } else { f })(&mut cq, ne, wc.as_mut_ptr()) }
             });
         }
         type Destroy = unsafe extern "C" fn(*mut ibv_cq) -> c_int;
@@ -1198,7 +1343,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut cq: ibv_cq = zero();
             cq.context = ctx;
             cq.handle = 35;
-            (if th { t } else { f })(&mut cq)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `cq` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut cq) }
         });
     }
 
@@ -1231,7 +1378,11 @@ unsafe fn differential(lib: *mut c_void) {
                     srq_limit: 1,
                 },
             };
-            let r = (if th { t } else { f })(&mut pd, &mut srq, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `pd`, `srq`, `a` are live locals set up as the call expects; `cmd`/`resp` are
+            // `Buf`s of the length passed.
+            let r =
+                unsafe { (if th { t } else { f })(&mut pd, &mut srq, &mut a, cmd.p(), cmd.len, resp.p(), resp.len) };
             (
                 r,
                 srq.handle,
@@ -1292,7 +1443,11 @@ unsafe fn differential(lib: *mut c_void) {
                 a.xrcd = &mut xrcd.xrcd;
                 a.tm_cap.max_num_tags = 17;
                 let mut srq: verbs_srq = zero();
-                let r = (if th { t } else { f })(ctx, &mut srq, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `srq`, `a` are live locals set up
+                // as the call expects; `cmd`/`resp` are `Buf`s of the length passed.
+                let r =
+                    unsafe { (if th { t } else { f })(ctx, &mut srq, &mut a, cmd.p(), cmd.len, resp.p(), resp.len) };
                 (
                     r,
                     srq.srq.handle,
@@ -1321,7 +1476,10 @@ unsafe fn differential(lib: *mut c_void) {
                 max_sge: 6,
                 srq_limit: 7,
             };
-            let r = (if th { t } else { f })(&mut srq, &mut a, 3, cmd.p(), cmd.len);
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `srq`, `a` are live locals set up as the call expects; `cmd` is a `Buf` of the
+            // length passed.
+            let r = unsafe { (if th { t } else { f })(&mut srq, &mut a, 3, cmd.p(), cmd.len) };
             (r, cmd.bytes())
         });
         let f: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_srq_attr, *mut ibv_query_srq, usize) -> c_int =
@@ -1339,7 +1497,10 @@ unsafe fn differential(lib: *mut c_void) {
                 max_sge: 0,
                 srq_limit: 0,
             };
-            (if th { t } else { f })(&mut srq, &mut a, cmd.p(), cmd.len)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `srq`, `a` are live locals set up as the call expects; `cmd` is a `Buf` of the
+            // length passed.
+            unsafe { (if th { t } else { f })(&mut srq, &mut a, cmd.p(), cmd.len) }
         });
         let f: unsafe extern "C" fn(*mut ibv_srq) -> c_int = ibv_cmd_destroy_srq;
         let t: unsafe extern "C" fn(*mut ibv_srq) -> c_int = theirs!(lib, ibv_cmd_destroy_srq);
@@ -1347,7 +1508,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut srq: ibv_srq = zero();
             srq.context = ctx;
             srq.handle = 47;
-            (if th { t } else { f })(&mut srq)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `srq` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut srq) }
         });
     }
 
@@ -1398,7 +1561,11 @@ unsafe fn differential(lib: *mut c_void) {
                 a.qp_type = qpt;
                 a.sq_sig_all = sig;
                 let mut qp: ibv_qp = zero();
-                let r = (if th { t } else { f })(&mut pd, &mut qp, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `pd`, `qp`, `a` are live locals set up as the call expects; `cmd`/`resp`
+                // are `Buf`s of the length passed.
+                let r =
+                    unsafe { (if th { t } else { f })(&mut pd, &mut qp, &mut a, cmd.p(), cmd.len, resp.p(), resp.len) };
                 (
                     r,
                     qp.handle,
@@ -1465,11 +1632,18 @@ unsafe fn differential(lib: *mut c_void) {
                 a.rwq_ind_tbl = &mut tbl;
                 a.xrcd = &mut xrcd.xrcd;
                 let mut qp: verbs_qp = zero();
-                let r = (if th { t } else { f })(ctx, &mut qp, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `qp`, `a` are live locals set up
+                // as the call expects; `cmd`/`resp` are `Buf`s of the length passed.
+                let r = unsafe { (if th { t } else { f })(ctx, &mut qp, &mut a, cmd.p(), cmd.len, resp.p(), resp.len) };
+                // SAFETY: `qp.u` is a union of `ibv_qp` and `ibv_qp_ex`,
+                // which begins with an `ibv_qp`; `qp` was zeroed and then
+                // written through its `ibv_qp`.
+                let (h, num) = unsafe { (qp.u.qp.handle, qp.u.qp.qp_num) };
                 (
                     r,
-                    qp.u.qp.handle,
-                    qp.u.qp.qp_num,
+                    h,
+                    num,
                     qp.comp_mask,
                     std::ptr::eq(qp.xrcd, &xrcd),
                     a.cap.max_send_wr,
@@ -1518,16 +1692,17 @@ unsafe fn differential(lib: *mut c_void) {
                     qp_type: IBV_QPT_XRC_RECV,
                 };
                 let mut qp: verbs_qp = zero();
-                let r = (if th { t } else { f })(ctx, &mut qp, vsz, &mut a, cmd.p(), cmd.len, resp.p(), resp.len);
-                (
-                    r,
-                    qp.u.qp.handle,
-                    qp.u.qp.qp_num,
-                    qp.u.qp.state,
-                    qp.comp_mask,
-                    cmd.bytes(),
-                    resp.bytes(),
-                )
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `qp`, `a` are live locals set up
+                // as the call expects; `cmd`/`resp` are `Buf`s of the length passed.
+                let r = unsafe {
+                    (if th { t } else { f })(ctx, &mut qp, vsz, &mut a, cmd.p(), cmd.len, resp.p(), resp.len)
+                };
+                // SAFETY: `qp.u` is a union of `ibv_qp` and `ibv_qp_ex`,
+                // which begins with an `ibv_qp`; `qp` was zeroed and then
+                // written through its `ibv_qp`.
+                let (h, num, state) = unsafe { (qp.u.qp.handle, qp.u.qp.qp_num, qp.u.qp.state) };
+                (r, h, num, state, qp.comp_mask, cmd.bytes(), resp.bytes())
             });
         }
         let f: unsafe extern "C" fn(
@@ -1555,7 +1730,10 @@ unsafe fn differential(lib: *mut c_void) {
                 qp.handle = 67;
                 let mut a: ibv_qp_attr = zero();
                 let mut i: ibv_qp_init_attr = zero();
-                (if th { t } else { f })(&mut qp, &mut a, am, &mut i, cmd.p(), cmd.len)
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `qp`, `a`, `i` are live locals set up as the call expects; `cmd` is a
+                // `Buf` of the length passed.
+                unsafe { (if th { t } else { f })(&mut qp, &mut a, am, &mut i, cmd.p(), cmd.len) }
             });
         }
         let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_modify_qp, usize) -> c_int =
@@ -1572,12 +1750,20 @@ unsafe fn differential(lib: *mut c_void) {
                 qp.context = ctx;
                 qp.handle = 68;
                 let mut a: ibv_qp_attr = zero();
-                core::ptr::copy_nonoverlapping(
-                    attr_bytes.as_ptr(),
-                    (&mut a as *mut ibv_qp_attr).cast::<u8>(),
-                    attr_bytes.len(),
-                );
-                let r = (if th { t } else { f })(&mut qp, &mut a, am, cmd.p(), cmd.len);
+                // SAFETY: `attr_bytes` holds `size_of::<ibv_qp_attr>()` bytes
+                // (see above), written over the local `a`, plain C data
+                // (integers only) for which any bytes are valid.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        attr_bytes.as_ptr(),
+                        (&mut a as *mut ibv_qp_attr).cast::<u8>(),
+                        attr_bytes.len(),
+                    )
+                };
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `qp`, `a` are live locals set up as the call expects; `cmd` is a `Buf`
+                // of the length passed.
+                let r = unsafe { (if th { t } else { f })(&mut qp, &mut a, am, cmd.p(), cmd.len) };
                 (r, cmd.bytes())
             });
         }
@@ -1612,12 +1798,20 @@ unsafe fn differential(lib: *mut c_void) {
                 qp.context = ctx;
                 qp.handle = 69;
                 let mut a: ibv_qp_attr = zero();
-                core::ptr::copy_nonoverlapping(
-                    attr_bytes.as_ptr(),
-                    (&mut a as *mut ibv_qp_attr).cast::<u8>(),
-                    attr_bytes.len(),
-                );
-                let r = (if th { t } else { f })(&mut qp, &mut a, am, cmd.p(), cmd.len, resp.p(), resp.len);
+                // SAFETY: `attr_bytes` holds `size_of::<ibv_qp_attr>()` bytes
+                // (see above), written over the local `a`, plain C data
+                // (integers only) for which any bytes are valid.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        attr_bytes.as_ptr(),
+                        (&mut a as *mut ibv_qp_attr).cast::<u8>(),
+                        attr_bytes.len(),
+                    )
+                };
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `qp`, `a` are live locals set up as the call expects; `cmd`/`resp` are
+                // `Buf`s of the length passed.
+                let r = unsafe { (if th { t } else { f })(&mut qp, &mut a, am, cmd.p(), cmd.len, resp.p(), resp.len) };
                 (r, cmd.bytes(), resp.bytes())
             });
         }
@@ -1627,7 +1821,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut qp: ibv_qp = zero();
             qp.context = ctx;
             qp.handle = 70;
-            (if th { t } else { f })(&mut qp)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `qp` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut qp) }
         });
 
         // posting
@@ -1711,7 +1907,10 @@ unsafe fn differential(lib: *mut c_void) {
                     wrs[i].next = &mut wrs[i + 1];
                 }
                 let mut bad: *mut ibv_send_wr = core::ptr::null_mut();
-                let r = (if th { t } else { f })(&mut qp, wrs.as_mut_ptr(), &mut bad);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `qp`, `bad` are live locals set up as the call expects; `wrs` is a local
+                // chain of WRs linked through `next`, their `sg_list`s local arrays.
+                let r = unsafe { (if th { t } else { f })(&mut qp, wrs.as_mut_ptr(), &mut bad) };
                 (r, bad.is_null())
             });
         }
@@ -1757,9 +1956,15 @@ unsafe fn differential(lib: *mut c_void) {
                 wrs[1].next = &mut wrs[2];
                 let mut bad: *mut ibv_recv_wr = core::ptr::null_mut();
                 let r = if srq_path {
-                    (if th { ts } else { fs })(&mut srq, wrs.as_mut_ptr(), &mut bad)
+                    // SAFETY: `fs` (ours) and `ts` (Debian's, from `theirs!`) have the prototype
+                    // bound above; `srq`, `bad` are live locals set up as the call expects; `wrs`
+                    // is a local chain of WRs linked through `next`, their `sg_list`s local arrays.
+                    unsafe { (if th { ts } else { fs })(&mut srq, wrs.as_mut_ptr(), &mut bad) }
                 } else {
-                    (if th { t } else { f })(&mut qp, wrs.as_mut_ptr(), &mut bad)
+                    // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype
+                    // bound above; `qp`, `bad` are live locals set up as the call expects; `wrs`
+                    // is a local chain of WRs linked through `next`, their `sg_list`s local arrays.
+                    unsafe { (if th { t } else { f })(&mut qp, wrs.as_mut_ptr(), &mut bad) }
                 };
                 (r, bad.is_null())
             });
@@ -1791,13 +1996,21 @@ unsafe fn differential(lib: *mut c_void) {
             pd.context = ctx;
             pd.handle = 81;
             let mut a: ibv_ah_attr = zero();
-            core::ptr::copy_nonoverlapping(
-                ah_bytes.as_ptr(),
-                (&mut a as *mut ibv_ah_attr).cast::<u8>(),
-                ah_bytes.len(),
-            );
+            // SAFETY: `ah_bytes` holds `size_of::<ibv_ah_attr>()` bytes (see
+            // above), written over the local `a`, plain C data (integers
+            // only) for which any bytes are valid.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    ah_bytes.as_ptr(),
+                    (&mut a as *mut ibv_ah_attr).cast::<u8>(),
+                    ah_bytes.len(),
+                )
+            };
             let mut ah: ibv_ah = zero();
-            let r = (if th { t } else { f })(&mut pd, &mut ah, &mut a, resp.p(), resp.len);
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `pd`, `ah`, `a` are live locals set up as the call expects; `resp` is a `Buf` of
+            // the length passed.
+            let r = unsafe { (if th { t } else { f })(&mut pd, &mut ah, &mut a, resp.p(), resp.len) };
             (r, ah.handle, ah.context == ctx, resp.bytes())
         });
         let f: unsafe extern "C" fn(*mut ibv_ah) -> c_int = ibv_cmd_destroy_ah;
@@ -1806,7 +2019,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut ah: ibv_ah = zero();
             ah.context = ctx;
             ah.handle = 82;
-            (if th { t } else { f })(&mut ah)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `ah` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut ah) }
         });
         let f: unsafe extern "C" fn(*mut ibv_qp, *const ibv_gid, u16) -> c_int = ibv_cmd_attach_mcast;
         let t: unsafe extern "C" fn(*mut ibv_qp, *const ibv_gid, u16) -> c_int = theirs!(lib, ibv_cmd_attach_mcast);
@@ -1818,11 +2033,16 @@ unsafe fn differential(lib: *mut c_void) {
                 qp.context = ctx;
                 qp.handle = 83;
                 let gid = ibv_gid { raw: [9; 16] };
-                match (detach, th) {
-                    (false, false) => f(&mut qp, &gid, 0xc001),
-                    (false, true) => t(&mut qp, &gid, 0xc001),
-                    (true, false) => fd(&mut qp, &gid, 0xc002),
-                    (true, true) => td(&mut qp, &gid, 0xc002),
+                // SAFETY: `f`/`fd` (ours) and `t`/`td` (Debian's, from
+                // `theirs!`) have the prototype bound above; `qp` is a live
+                // local on `ctx` and `gid` a local GID.
+                unsafe {
+                    match (detach, th) {
+                        (false, false) => f(&mut qp, &gid, 0xc001),
+                        (false, true) => t(&mut qp, &gid, 0xc001),
+                        (true, false) => fd(&mut qp, &gid, 0xc002),
+                        (true, true) => td(&mut qp, &gid, 0xc002),
+                    }
                 }
             });
         }
@@ -1864,7 +2084,10 @@ unsafe fn differential(lib: *mut c_void) {
                 a.comp_mask = cm;
                 a.create_flags = fl;
                 let mut wq: ibv_wq = zero();
-                let r = (if th { t } else { f })(ctx, &mut a, &mut wq, cmd.p(), cmd.len, resp.p(), resp.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `a`, `wq` are live locals set up
+                // as the call expects; `cmd`/`resp` are `Buf`s of the length passed.
+                let r = unsafe { (if th { t } else { f })(ctx, &mut a, &mut wq, cmd.p(), cmd.len, resp.p(), resp.len) };
                 (r, wq.handle, wq.wq_num, a.max_wr, cmd.bytes(), resp.bytes())
             });
         }
@@ -1890,7 +2113,10 @@ unsafe fn differential(lib: *mut c_void) {
                     flags: 1,
                     flags_mask: fm,
                 };
-                let r = (if th { t } else { f })(&mut wq, &mut a, cmd.p(), cmd.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `wq`, `a` are live locals set up as the call expects; `cmd` is a `Buf`
+                // of the length passed.
+                let r = unsafe { (if th { t } else { f })(&mut wq, &mut a, cmd.p(), cmd.len) };
                 (r, wq.state, cmd.bytes())
             });
         }
@@ -1900,7 +2126,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut wq: ibv_wq = zero();
             wq.context = ctx;
             wq.handle = 94;
-            (if th { t } else { f })(&mut wq)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `wq` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut wq) }
         });
         let f: unsafe extern "C" fn(
             *mut ibv_context,
@@ -1931,7 +2159,10 @@ unsafe fn differential(lib: *mut c_void) {
                     comp_mask: 0,
                 };
                 let mut tbl: ibv_rwq_ind_table = zero();
-                let r = (if th { t } else { f })(ctx, &mut a, &mut tbl, resp.p(), resp.len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `a`, `tbl` are live locals set up
+                // as the call expects; `resp` is a `Buf` of the length passed.
+                let r = unsafe { (if th { t } else { f })(ctx, &mut a, &mut tbl, resp.p(), resp.len) };
                 (r, tbl.ind_tbl_handle, resp.bytes())
             });
         }
@@ -1941,7 +2172,9 @@ unsafe fn differential(lib: *mut c_void) {
             let mut tbl: ibv_rwq_ind_table = zero();
             tbl.context = ctx;
             tbl.ind_tbl_handle = 95;
-            (if th { t } else { f })(&mut tbl)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `tbl` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut tbl) }
         });
         let f: unsafe extern "C" fn(*mut ibv_flow) -> c_int = ibv_cmd_destroy_flow;
         let t: unsafe extern "C" fn(*mut ibv_flow) -> c_int = theirs!(lib, ibv_cmd_destroy_flow);
@@ -1949,9 +2182,12 @@ unsafe fn differential(lib: *mut c_void) {
             let mut fl: ibv_flow = zero();
             fl.context = ctx;
             fl.handle = 96;
-            (if th { t } else { f })(&mut fl)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `fl` is a live local set up as the call expects.
+            unsafe { (if th { t } else { f })(&mut fl) }
         });
-        flows(lib);
+        // SAFETY: `lib` is the live handle this function was given.
+        unsafe { flows(lib) };
     }
 
     // --- device -------------------------------------------------------------
@@ -1960,9 +2196,13 @@ unsafe fn differential(lib: *mut c_void) {
         let t: Cc = theirs!(lib, ibv_create_comp_channel);
         both("create_comp_channel", &[rl], |ctx, th| {
             if th {
-                !t(ctx).is_null()
+                // SAFETY: `t` is Debian's `ibv_create_comp_channel` with the
+                // prototype bound above; `ctx` is the live context `both`
+                // made.
+                !unsafe { t(ctx) }.is_null()
             } else {
-                super::device::create_comp_channel(ctx).is_ok()
+                // SAFETY: `ctx` is the live context `both` made.
+                unsafe { super::device::create_comp_channel(ctx) }.is_ok()
             }
         });
         let f: unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, *mut ibv_query_port, usize) -> c_int =
@@ -1973,7 +2213,10 @@ unsafe fn differential(lib: *mut c_void) {
         both("query_port", &[rl], |ctx, th| {
             cmd.reset();
             let mut pa: ibv_port_attr = zero();
-            (if th { t } else { f })(ctx, 2, &mut pa, cmd.p(), cmd.len)
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `ctx` is the live context `both` made; `pa` is a live local set up as the call
+            // expects; `cmd` is a `Buf` of the length passed.
+            unsafe { (if th { t } else { f })(ctx, 2, &mut pa, cmd.p(), cmd.len) }
         });
         let f: unsafe extern "C" fn(
             *mut verbs_context,
@@ -1993,12 +2236,21 @@ unsafe fn differential(lib: *mut c_void) {
         both("get_context", &[], |ctx, th| {
             cmd.reset();
             resp.reset();
-            let v = ctx
-                .cast::<u8>()
-                .sub(core::mem::offset_of!(verbs_context, context))
-                .cast::<verbs_context>();
-            let r = (if th { t } else { f })(v, cmd.p(), cmd.len, resp.p(), resp.len);
-            (r, (*ctx).async_fd, (*ctx).num_comp_vectors, cmd.bytes(), resp.bytes())
+            // SAFETY: both libraries' contexts are the `context` member of a
+            // `verbs_context`, so stepping back by its offset stays inside
+            // that allocation.
+            let v = unsafe {
+                ctx.cast::<u8>()
+                    .sub(core::mem::offset_of!(verbs_context, context))
+                    .cast::<verbs_context>()
+            };
+            // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
+            // `cmd`/`resp` are `Buf`s of the length passed; `v` is the `verbs_context` around `ctx`
+            // (its `context` member).
+            let r = unsafe { (if th { t } else { f })(v, cmd.p(), cmd.len, resp.p(), resp.len) };
+            // SAFETY: `ctx` is the live context `both` made.
+            let (afd, ncv) = unsafe { ((*ctx).async_fd, (*ctx).num_comp_vectors) };
+            (r, afd, ncv, cmd.bytes(), resp.bytes())
         });
         type Qd = unsafe extern "C" fn(
             *mut ibv_context,
@@ -2033,7 +2285,12 @@ unsafe fn differential(lib: *mut c_void) {
                 } else {
                     (core::ptr::null_mut(), core::ptr::null_mut())
                 };
-                let r = (if th { t } else { f })(ctx, core::ptr::null(), attr.as_mut_ptr().cast(), asz, rp, rsp);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `ctx` is the live context `both` made; `attr` is a local buffer of at
+                // least `asz` bytes; `rp`/`rsp` are null/0 or `resp`'s buffer and length; the null
+                // pointers are ones the function accepts.
+                let r =
+                    unsafe { (if th { t } else { f })(ctx, core::ptr::null(), attr.as_mut_ptr().cast(), asz, rp, rsp) };
                 (
                     r,
                     if own_resp {
@@ -2048,6 +2305,9 @@ unsafe fn differential(lib: *mut c_void) {
 }
 
 /// create_flow with every spec kind (and the ones that must be refused).
+///
+/// # Safety
+/// `lib` is a live handle of Debian's libibverbs from [`upstream`].
 unsafe fn flows(lib: *mut c_void) {
     let f: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_flow, *mut ibv_flow_attr, *mut c_void, usize) -> c_int =
         ibv_cmd_create_flow;
@@ -2168,7 +2428,10 @@ unsafe fn flows(lib: *mut c_void) {
             both(&format!("create_flow {name}"), &[RESP_EX], |ctx, th| {
                 let mut attr_buf = vec![0u64; 64];
                 let base = attr_buf.as_mut_ptr().cast::<u8>();
-                let fa = &mut *base.cast::<ibv_flow_attr>();
+                // SAFETY: `attr_buf` is 512 zeroed, 8-byte aligned bytes,
+                // room for an `ibv_flow_attr`, and not otherwise used while
+                // `fa` lives.
+                let fa = unsafe { &mut *base.cast::<ibv_flow_attr>() };
                 fa.r#type = IBV_FLOW_ATTR_NORMAL;
                 fa.priority = 3;
                 fa.num_of_specs = specs.len() as u8;
@@ -2176,9 +2439,12 @@ unsafe fn flows(lib: *mut c_void) {
                 fa.flags = 0;
                 let mut off = core::mem::size_of::<ibv_flow_attr>();
                 for s in &specs {
-                    core::ptr::copy_nonoverlapping(s.as_ptr(), base.add(off), s.len());
+                    // SAFETY: the attribute and every case's specs fit in
+                    // `attr_buf`'s 512 bytes, and `s` is a separate vector.
+                    unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), base.add(off), s.len()) };
                     off += s.len();
                 }
+
                 let mut ucmd = vec![0x5au8; ucmd_len];
                 let up = if ucmd_len > 0 {
                     ucmd.as_mut_ptr().cast()
@@ -2189,7 +2455,11 @@ unsafe fn flows(lib: *mut c_void) {
                 qp.context = ctx;
                 qp.handle = 97;
                 let mut fl: ibv_flow = zero();
-                let r = (if th { t } else { f })(&mut qp, &mut fl, base.cast(), up, ucmd_len);
+                // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound
+                // above; `qp`, `fl` are live locals set up as the call expects; `base` is
+                // `attr_buf`, an `ibv_flow_attr` followed by its specs (64 words, room for all of
+                // them); `up` is null or the local `ucmd` of `ucmd_len` bytes.
+                let r = unsafe { (if th { t } else { f })(&mut qp, &mut fl, base.cast(), up, ucmd_len) };
                 (r, fl.context == ctx)
             });
         }
