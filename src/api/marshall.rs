@@ -1,6 +1,8 @@
 //! `execute_ioctl` and the marshalling helpers of the provider ABI
 //! (`IBVERBS_PRIVATE_34`): kernel structs of `<rdma/ib_user_verbs.h>` /
 //! `<rdma/ib_user_sa.h>` to and from the verbs structs.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 
@@ -55,21 +57,29 @@ crate::export! {
             crate::ffi::set_errno(libc::EINVAL);
             return libc::EINVAL;
         }
-        crate::kernel::ioctl::execute(context, cmd)
+        // SAFETY: both pointers are non-null; the provider passes its open
+        // context and a chain it built with the `cmd_ioctl.h` helpers, whose
+        // first block was sized for the whole chain (execute_ioctl's C
+        // contract, which is `execute`'s).
+        unsafe { crate::kernel::ioctl::execute(context, cmd) }
     }
 
     fn ibv_copy_ah_attr_from_kern(dst: *mut ibv_ah_attr, src: *mut ib_uverbs_ah_attr) -> () [on_panic: ()] {
         if dst.is_null() || src.is_null() {
             return;
         }
-        ah_from_kern(&mut *dst, &*src);
+        // SAFETY: both non-null; the provider passes a writable
+        // `ibv_ah_attr` and a readable kernel struct, distinct objects.
+        ah_from_kern(unsafe { &mut *dst }, unsafe { &*src });
     }
 
     fn ibv_copy_qp_attr_from_kern(dst: *mut ibv_qp_attr, src: *mut ib_uverbs_qp_attr) -> () [on_panic: ()] {
         if dst.is_null() || src.is_null() {
             return;
         }
-        let (d, s) = (&mut *dst, &*src);
+        // SAFETY: both non-null; the provider passes a writable
+        // `ibv_qp_attr` and a readable kernel struct, distinct objects.
+        let (d, s) = unsafe { (&mut *dst, &*src) };
         d.cur_qp_state = s.cur_qp_state;
         d.path_mtu = s.path_mtu;
         d.path_mig_state = s.path_mig_state;
@@ -104,7 +114,10 @@ crate::export! {
         if dst.is_null() || src.is_null() {
             return;
         }
-        let (d, s) = (&mut *dst, &*src);
+        // SAFETY: both non-null; the provider passes a writable
+        // `ibv_sa_path_rec` and a readable kernel path record, distinct
+        // objects.
+        let (d, s) = unsafe { (&mut *dst, &*src) };
         d.dgid.raw = s.dgid;
         d.sgid.raw = s.sgid;
         d.dlid = s.dlid;
@@ -130,9 +143,12 @@ crate::export! {
         if dst.is_null() || src.is_null() {
             return;
         }
-        let (d, s) = (&mut *dst, &*src);
-        d.dgid = s.dgid.raw;
-        d.sgid = s.sgid.raw;
+        // SAFETY: both non-null; the provider passes a writable kernel path
+        // record and a readable `ibv_sa_path_rec`, distinct objects.
+        let (d, s) = unsafe { (&mut *dst, &*src) };
+        // SAFETY: `ibv_gid` is a union of 16 plain bytes and two u64 halves:
+        // every bit pattern is a valid `raw`.
+        (d.dgid, d.sgid) = unsafe { (s.dgid.raw, s.sgid.raw) };
         d.dlid = s.dlid;
         d.slid = s.slid;
         d.raw_traffic = s.raw_traffic as u32;
