@@ -50,12 +50,9 @@ pub unsafe fn final_num_attrs(num_attrs: usize, mut link: *mut ibv_command_buffe
 /// every block (or will flag `CMDB_BUFFER_ERROR` where it has not); a
 /// pointer-form `UHW_IN` points at its `len` readable bytes.
 unsafe fn prepare_attrs(cmd: *mut ibv_command_buffer) {
-    // SAFETY: `cmd` is a valid block (contract), so the walk below only
-    // touches its own array below `last_attr` (checked before each write)
-    // and the linked blocks' arrays below their `next_attr`; all of these
-    // pointers stay inside their blocks' allocations.
+    // SAFETY: this function's contract is append_links'.
     unsafe { append_links(cmd) };
-    // SAFETY: as above; `uhw_in_idx` is checked against `num_attrs`, so
+    // SAFETY: `cmd` is a valid block (contract); `uhw_in_idx` is checked against `num_attrs`, so
     // `uhw` is one of the attributes just assembled, and a UHW_IN of at most
     // 8 bytes still in pointer form points at `len` readable bytes of the
     // provider's driver data (contract).
