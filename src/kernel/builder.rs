@@ -463,10 +463,11 @@ impl Cmd {
         let mut v: T = super::uapi::zeroed();
         let n = self.resp_img.1.min(core::mem::size_of::<T>());
         if !self.resp_img.0.is_null() && n > 0 {
-            // SAFETY: `resp_img` is set by `run_write` to the response image
-            // that completed the command (our own `own_resp` or the
-            // provider's buffer, live for the command's lifetime), `n` is at
-            // most its length and at most `size_of::<T>()`.
+            // SAFETY: `resp_img` is only set by `run_write`, to our own
+            // `own_resp` (owned by `self`) or into the provider's response
+            // buffer, which every caller reads right after `exec` while that
+            // buffer is still live; `n` is at most the image's length and
+            // at most `size_of::<T>()`.
             unsafe { core::ptr::copy_nonoverlapping(self.resp_img.0, (&mut v as *mut T).cast::<u8>(), n) };
         }
         v
