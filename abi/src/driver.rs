@@ -30,6 +30,8 @@
 //! table measured from rdma-core 44's own headers (the C header
 //! `include/infiniband/driver.h` is checked against the same table by
 //! `compat-tests/layout/provider_abi.sh`).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use core::mem::ManuallyDrop;
 use core::sync::atomic::AtomicI32;
@@ -235,6 +237,10 @@ pub union verbs_match_ent_u {
 }
 
 // Match tables are immutable data; allow them in Rust statics.
+// SAFETY: the only non-Sync members are raw pointers (`driver_data`, the
+// `modalias` string) that this type never dereferences or writes through;
+// tables are built once (static or provider-owned) and only read afterwards,
+// so sharing a reference between threads cannot race.
 unsafe impl Sync for verbs_match_ent {}
 
 /// `verbs_sysfs_dev::flags` (tag-less enum): optional attributes found.
@@ -283,6 +289,10 @@ pub struct verbs_device_ops {
 }
 
 // Provider descriptions are immutable data; allow them in Rust statics.
+// SAFETY: the members are plain integers, function pointers and raw pointers
+// to data that is itself never written after registration (name, match
+// table); the type does not dereference them, so shared references across
+// threads only ever read immutable words.
 unsafe impl Sync for verbs_device_ops {}
 
 /// `struct verbs_device`: a provider's device; `device` must be first (the
@@ -532,7 +542,12 @@ mod tests {
                          offset_of!($t, $($f).+) as i64));
                 #[allow(unused_unsafe)]
                 $m.push((format!("membersize struct {} {}", stringify!($t), $c),
-                         size_of_field(|s: &$t| unsafe { &s.$($f).+ }) as i64));
+                         size_of_field(|s: &$t| {
+                             // SAFETY: the closure is only used for its type
+                             // (never called); a union member's reference is
+                             // merely named, never read.
+                             unsafe { &s.$($f).+ }
+                         }) as i64));
             )*
         }};
     }

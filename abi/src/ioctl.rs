@@ -1,6 +1,8 @@
 //! The ioctl command buffer of the provider ABI (`cmd_ioctl.h`) and the
 //! kernel's `RDMA_VERBS_IOCTL` header/attribute layouts
 //! (`rdma_user_ioctl_cmds.h`).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// `struct ib_uverbs_attr` (16 bytes).
 #[repr(C)]
@@ -61,10 +63,15 @@ impl ibv_command_buffer {
     /// # Safety
     /// `this` must point to a command buffer.
     pub unsafe fn attrs(this: *mut Self) -> *mut ib_uverbs_attr {
-        core::ptr::addr_of_mut!((*this).hdr)
-            .cast::<u8>()
-            .add(core::mem::size_of::<ib_uverbs_ioctl_hdr>())
-            .cast::<ib_uverbs_attr>()
+        // SAFETY: `this` points to a command buffer (caller's contract), so
+        // `hdr` is in bounds, and one `ib_uverbs_ioctl_hdr` past it is the end
+        // of the struct: at most one past the allocation, never beyond.
+        unsafe {
+            core::ptr::addr_of_mut!((*this).hdr)
+                .cast::<u8>()
+                .add(core::mem::size_of::<ib_uverbs_ioctl_hdr>())
+                .cast::<ib_uverbs_attr>()
+        }
     }
 
     /// Number of attributes written into this block (`next_attr - attrs`).
@@ -73,7 +80,10 @@ impl ibv_command_buffer {
     /// `this` must point to a command buffer whose `next_attr` points into
     /// its own attribute array.
     pub unsafe fn used(this: *mut Self) -> usize {
-        (*this).next_attr.offset_from(Self::attrs(this)).max(0) as usize
+        // SAFETY: `this` points to a command buffer whose `next_attr` lies in
+        // its own attribute array (caller's contract), so both pointers are
+        // in (or one past) the same allocation, as `offset_from` requires.
+        unsafe { (*this).next_attr.offset_from(Self::attrs(this)).max(0) as usize }
     }
 }
 

@@ -13,6 +13,8 @@
 //! checked by the tests below against rdma-core 44's pinned table and
 //! against the installed kernel headers.
 #![allow(non_camel_case_types, non_upper_case_globals, dead_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 // ---------------------------------------------------------------------------
 // rdma_user_ioctl_cmds.h
@@ -705,7 +707,6 @@ pub fn zeroed<T: Copy>() -> T {
 pub(crate) mod tests {
     use super::*;
     use core::mem::{align_of, offset_of, size_of};
-    use std::collections::HashMap;
 
     pub(crate) use crate::testutil::pinned_table as table;
 

@@ -24,6 +24,8 @@
 //!
 //! Commands that only exist as `write()` use the same executor with a
 //! provider buffer the caller has filled ([`Cmd::write_only`]).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 
@@ -232,7 +234,8 @@ impl Cmd {
         Cmd {
             ctx,
             m,
-            buf: Some(OwnedCmdBuf::new(o, me, num_attrs + 2, link)),
+            // SAFETY: `link` is null or a valid chain (caller's contract).
+            buf: Some(unsafe { OwnedCmdBuf::new(o, me, num_attrs + 2, link) }),
             maps: Vec::with_capacity(num_attrs),
             extras: Vec::new(),
             write: m.write,
@@ -247,7 +250,7 @@ impl Cmd {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // two buffers, each (pointer, core size, total size)
     /// A command that only exists as `write()`: `req` is the caller-filled
     /// request, `[header][core request][driver data]` (`req_core` bytes of
     /// header + core, `req_size` in all), `resp` the response buffer
@@ -391,7 +394,8 @@ impl Cmd {
     /// # Safety
     /// `p` has `len` readable bytes until the command ran.
     pub unsafe fn in_bytes(&mut self, id: u16, p: *const u8, len: usize) -> A<'_> {
-        let i = self.b().fill_in(id, p, len);
+        // SAFETY: `p` has `len` readable bytes (caller's contract).
+        let i = unsafe { self.b().fill_in(id, p, len) };
         self.push(i, Src::Bytes(p, len))
     }
     /// `fill_attr_in_ptr`.
@@ -399,14 +403,16 @@ impl Cmd {
     /// # Safety
     /// As for [`in_bytes`](Self::in_bytes).
     pub unsafe fn in_ptr<T>(&mut self, id: u16, p: *const T) -> A<'_> {
-        self.in_bytes(id, p.cast(), core::mem::size_of::<T>())
+        // SAFETY: `p` points at a readable `T` (caller's contract).
+        unsafe { self.in_bytes(id, p.cast(), core::mem::size_of::<T>()) }
     }
     /// `fill_attr_in_enum`.
     ///
     /// # Safety
     /// As for [`in_bytes`](Self::in_bytes).
     pub unsafe fn in_enum(&mut self, id: u16, elem: u8, p: *const u8, len: usize) -> A<'_> {
-        let i = self.b().fill_in_enum(id, elem, p, len);
+        // SAFETY: `p` has `len` readable bytes (caller's contract).
+        let i = unsafe { self.b().fill_in_enum(id, elem, p, len) };
         self.push(i, Src::Bytes(p, len))
     }
     /// `fill_attr_out`: `len` bytes at `p`.
@@ -457,7 +463,11 @@ impl Cmd {
         let mut v: T = super::uapi::zeroed();
         let n = self.resp_img.1.min(core::mem::size_of::<T>());
         if !self.resp_img.0.is_null() && n > 0 {
-            // SAFETY: resp_img describes the live response image.
+            // SAFETY: `resp_img` is only set by `run_write`, to our own
+            // `own_resp` (owned by `self`) or into the provider's response
+            // buffer, which every caller reads right after `exec` while that
+            // buffer is still live; `n` is at most the image's length and
+            // at most `size_of::<T>()`.
             unsafe { core::ptr::copy_nonoverlapping(self.resp_img.0, (&mut v as *mut T).cast::<u8>(), n) };
         }
         v
@@ -481,7 +491,9 @@ impl Cmd {
     /// Adds the provider's private data as UHW attributes (once).
     fn add_uhw(&mut self) {
         if let Some(p) = self.req.filter(|p| p.extra() > 0) {
-            // SAFETY: the provider's buffer holds `total` bytes.
+            // SAFETY: the provider's request buffer holds `total` bytes (the
+            // `compat` caller's contract), so `ptr + core` starts its
+            // `extra()` bytes of driver data.
             let i = unsafe { self.b().fill_in(UVERBS_ATTR_UHW_IN, p.ptr.add(p.core), p.extra()) };
             self.maps.push(Map {
                 w: None,
@@ -491,7 +503,7 @@ impl Cmd {
             let _ = i;
         }
         if let Some(p) = self.resp.filter(|p| p.extra() > 0) {
-            // SAFETY: as above.
+            // SAFETY: likewise for the provider's response buffer.
             let i = self
                 .b()
                 .fill_out(UVERBS_ATTR_UHW_OUT, unsafe { p.ptr.add(p.core) }, p.extra());
@@ -512,18 +524,22 @@ impl Cmd {
     pub unsafe fn exec(&mut self) -> Result<Path, c_int> {
         if self.buf.is_none() {
             let ex = self.write.is_none();
-            return self.run_write(ex);
+            // SAFETY: every pointer given to the builder is live (contract).
+            return unsafe { self.run_write(ex) };
         }
-        match self.try_ioctl()? {
+        // SAFETY: as above.
+        match unsafe { self.try_ioctl() }? {
             None => Ok(Path::Ioctl),
             // Commands that only exist extended use that form even where
             // upstream's fallback says "plain write" (the destroys of WQs,
             // flows and RWQ indirection tables).
             Some(false) => {
                 let ex = self.write.is_none();
-                self.run_write(ex)
+                // SAFETY: as above.
+                unsafe { self.run_write(ex) }
             }
-            Some(true) => self.run_write(true),
+            // SAFETY: as above.
+            Some(true) => unsafe { self.run_write(true) },
         }
     }
 
@@ -542,14 +558,19 @@ impl Cmd {
         let ctx = self.ctx;
         let cmdb = self.b().as_ptr();
         let Some(bit) = self.m.op else {
-            return match ioctl::execute(ctx, cmdb) {
+            // SAFETY: `ctx` is open (`new`'s contract); `cmdb` is our block,
+            // sized by `new` for its own attributes and the linked chain's,
+            // whose buffers are live (this function's contract).
+            return match unsafe { ioctl::execute(ctx, cmdb) } {
                 0 => Ok(None),
                 e => Err(e),
             };
         };
-        let st = state::of(ctx);
+        // SAFETY: `ctx` is an open context (`new`'s contract).
+        let st = unsafe { state::of(ctx) };
         if !st.is_some_and(|s| s.unsupported(bit)) {
-            match ioctl::execute(ctx, cmdb) {
+            // SAFETY: as for the ioctl-only case above.
+            match unsafe { ioctl::execute(ctx, cmdb) } {
                 0 => return Ok(None),
                 libc::ENOTTY => {
                     if let Some(s) = st {
@@ -564,7 +585,8 @@ impl Cmd {
                 e => return Err(e),
             }
         }
-        match ioctl::check_legacy(cmdb) {
+        // SAFETY: `cmdb` is our block, linked to the provider's valid chain.
+        match unsafe { ioctl::check_legacy(cmdb) } {
             Legacy::Write => Ok(Some(false)),
             Legacy::WriteEx => Ok(Some(true)),
             Legacy::NotSupported => {
@@ -575,31 +597,47 @@ impl Cmd {
     }
 
     /// Stores `src` into `place` of the image `base` (`len` bytes).
+    ///
+    /// # Safety
+    /// `base` has `len` writable bytes; a `Src::Bytes` pointer is null or
+    /// has its `n` readable bytes.
     unsafe fn put(base: *mut u8, len: usize, f: Field, src: Src) {
         if f.off + f.len > len {
             return;
         }
-        let dst = base.add(f.off);
-        match src {
-            Src::Val(v) => match f.len {
-                1 => dst.write(v as u8),
-                2 => dst.cast::<u16>().write_unaligned(v as u16),
-                4 => dst.cast::<u32>().write_unaligned(v as u32),
-                8 => dst.cast::<u64>().write_unaligned(v),
-                n => {
-                    let b = v.to_ne_bytes();
-                    core::ptr::copy_nonoverlapping(b.as_ptr(), dst, n.min(8));
+        // SAFETY: `f.off + f.len <= len` (checked above), so `dst` and the
+        // `f.len` bytes after it lie in the image (contract); every store
+        // below writes at most `f.len` bytes, unaligned-tolerant.
+        unsafe {
+            let dst = base.add(f.off);
+            match src {
+                Src::Val(v) => match f.len {
+                    1 => dst.write(v as u8),
+                    2 => dst.cast::<u16>().write_unaligned(v as u16),
+                    4 => dst.cast::<u32>().write_unaligned(v as u32),
+                    8 => dst.cast::<u64>().write_unaligned(v),
+                    n => {
+                        let b = v.to_ne_bytes();
+                        core::ptr::copy_nonoverlapping(b.as_ptr(), dst, n.min(8));
+                    }
+                },
+                Src::Bytes(p, n) => {
+                    // `p` has `n` readable bytes (contract); `min` keeps
+                    // the copy inside both.
+                    if !p.is_null() {
+                        core::ptr::copy_nonoverlapping(p, dst, n.min(f.len));
+                    }
                 }
-            },
-            Src::Bytes(p, n) => {
-                if !p.is_null() {
-                    core::ptr::copy_nonoverlapping(p, dst, n.min(f.len));
-                }
+                Src::Out(..) | Src::OutObj => {}
             }
-            Src::Out(..) | Src::OutObj => {}
         }
     }
 
+    /// The `write()` half of [`exec`](Self::exec), in the extended form if
+    /// `ex`.
+    ///
+    /// # Safety
+    /// As for [`exec`](Self::exec).
     unsafe fn run_write(&mut self, ex: bool) -> Result<Path, c_int> {
         let form = if ex { self.write_ex } else { self.write };
         let Some(form) = form else {
@@ -616,7 +654,9 @@ impl Cmd {
         let in_place = |p: &ProvBuf, core: usize| (!self.zero_core || p.extra() > 0) && p.core >= core;
         let uhw_in = self.req.map_or(0, |p| p.extra());
         let req_ptr = match self.req {
-            Some(p) if in_place(&p, core_req) => p.ptr.add(p.core - core_req),
+            // SAFETY: `p.core >= core_req`, so the image ends exactly where
+            // the provider's driver data starts, inside its buffer.
+            Some(p) if in_place(&p, core_req) => unsafe { p.ptr.add(p.core - core_req) },
             p => {
                 self.own_req = vec![0u64; (core_req + uhw_in).div_ceil(8)];
                 let b = self.own_req.as_mut_ptr().cast::<u8>();
@@ -624,20 +664,32 @@ impl Cmd {
                     if !self.zero_core {
                         // A caller-filled request that is too short for
                         // the form: take what it has.
-                        core::ptr::copy_nonoverlapping(p.ptr, b, p.core.min(core_req));
+                        // SAFETY: the provider's buffer has `p.core` bytes
+                        // and ours `core_req + uhw_in`; at most the smaller
+                        // of `p.core` and `core_req` is copied.
+                        unsafe { core::ptr::copy_nonoverlapping(p.ptr, b, p.core.min(core_req)) };
                     }
-                    core::ptr::copy_nonoverlapping(p.ptr.add(p.core), b.add(core_req), uhw_in);
+                    // SAFETY: the provider's `uhw_in = total - core` bytes of
+                    // driver data go behind our core request, which leaves
+                    // exactly `uhw_in` bytes of our buffer.
+                    unsafe { core::ptr::copy_nonoverlapping(p.ptr.add(p.core), b.add(core_req), uhw_in) };
                 }
                 b
             }
         };
         if self.zero_core {
-            core::ptr::write_bytes(req_ptr, 0, core_req);
+            // SAFETY: `req_ptr` starts `core_req` bytes of image (either
+            // branch above).
+            unsafe { core::ptr::write_bytes(req_ptr, 0, core_req) };
         }
-        let core = req_ptr.add(hdr_len);
+        // SAFETY: the header(s) take the first `hdr_len <= core_req` bytes.
+        let core = unsafe { req_ptr.add(hdr_len) };
         for m in self.maps.iter().chain(self.extras.iter()) {
             if let Some(Place::Req(f)) = if ex { m.wx } else { m.w } {
-                Self::put(core, form.req, f, m.src);
+                // SAFETY: `core` has `form.req` bytes (core_req - hdr_len);
+                // byte sources were given with their length to `in_bytes` /
+                // `wonly_bytes` and are live until `exec` returns.
+                unsafe { Self::put(core, form.req, f, m.src) };
             }
         }
 
@@ -648,7 +700,9 @@ impl Cmd {
             core::ptr::null_mut()
         } else {
             match self.resp {
-                Some(p) if in_place(&p, form.resp) => p.ptr.add(p.core - form.resp),
+                // SAFETY: `p.core >= form.resp`: the image lies in the
+                // provider's buffer, ending where its driver data starts.
+                Some(p) if in_place(&p, form.resp) => unsafe { p.ptr.add(p.core - form.resp) },
                 p => {
                     self.own_resp = vec![0u64; (form.resp + uhw_out).div_ceil(8)];
                     copy_back = p;
@@ -660,23 +714,37 @@ impl Cmd {
         let req_size = core_req + uhw_in;
         let resp_size = form.resp + uhw_out;
         let rc = if ex {
-            write::cmd_write_ex(
-                self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size,
-            )
+            // SAFETY: `ctx` is open; the request image has `req_size` bytes
+            // starting with room for the `ex_hdr`, the response image (or
+            // null) `resp_size` bytes, both built above.
+            unsafe {
+                write::cmd_write_ex(
+                    self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size,
+                )
+            }
         } else {
             if form.resp > 0 {
                 // The legacy request's `response` member (always first).
-                core.cast::<u64>().write_unaligned(resp_ptr as usize as u64);
+                // SAFETY: every legacy request with a response starts with
+                // its 8-byte `response`, inside the `form.req` bytes at
+                // `core`; stored unaligned.
+                unsafe { core.cast::<u64>().write_unaligned(resp_ptr as usize as u64) };
             }
-            write::cmd_write(
-                self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size,
-            )
+            // SAFETY: as for the extended form, with the plain header.
+            unsafe {
+                write::cmd_write(
+                    self.ctx, form.cmd, req_ptr, core_req, req_size, resp_ptr, form.resp, resp_size,
+                )
+            }
         };
         if rc != 0 {
             return Err(rc);
         }
         if let Some(p) = copy_back {
-            core::ptr::copy_nonoverlapping(resp_ptr.add(form.resp), p.ptr.add(p.core), uhw_out);
+            // SAFETY: `copy_back` is set only with our own response image,
+            // `form.resp + uhw_out` bytes; the provider's buffer has
+            // `uhw_out` bytes of driver data after its `core`.
+            unsafe { core::ptr::copy_nonoverlapping(resp_ptr.add(form.resp), p.ptr.add(p.core), uhw_out) };
         }
         self.resp_img = (resp_ptr, form.resp);
 
@@ -690,12 +758,18 @@ impl Cmd {
             if resp_ptr.is_null() || f.off + f.len > form.resp {
                 continue;
             }
-            let src = resp_ptr.add(f.off);
+            // SAFETY: `f.off + f.len <= form.resp` (checked above): the
+            // field lies in the core response image.
+            let src = unsafe { resp_ptr.add(f.off) };
             match m.src {
-                Src::Out(dst, n) => core::ptr::copy_nonoverlapping(src, dst, n.min(f.len)),
+                // SAFETY: `src` has `f.len` readable bytes; `dst` is the
+                // output buffer of `n` bytes given to `out_bytes`, live until
+                // `exec` returns (contract).
+                Src::Out(dst, n) => unsafe { core::ptr::copy_nonoverlapping(src, dst, n.min(f.len)) },
                 Src::OutObj => {
                     let mut v = [0u8; 8];
-                    core::ptr::copy_nonoverlapping(src, v.as_mut_ptr(), f.len.min(8));
+                    // SAFETY: at most 8 of the field's `f.len` bytes.
+                    unsafe { core::ptr::copy_nonoverlapping(src, v.as_mut_ptr(), f.len.min(8)) };
                     self.b().attr(i).data = u64::from_ne_bytes(v);
                 }
                 _ => {}

@@ -7,6 +7,8 @@
 //! attributes of the linked blocks are appended to its own (so the kernel
 //! sees one `ib_uverbs_ioctl_hdr` with one attribute array), and after a
 //! successful ioctl they are copied back so each caller can read its outputs.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 
@@ -27,8 +29,13 @@ const ATTR: usize = core::mem::size_of::<ib_uverbs_attr>();
 pub unsafe fn final_num_attrs(num_attrs: usize, mut link: *mut ibv_command_buffer) -> usize {
     let mut n = num_attrs;
     while !link.is_null() {
-        n += ibv_command_buffer::used(link);
-        link = (*link).next;
+        // SAFETY: `link` is a non-null block of a valid chain (caller's
+        // contract): its `next_attr` lies in its own array and `next` is the
+        // following block or null.
+        unsafe {
+            n += ibv_command_buffer::used(link);
+            link = (*link).next;
+        }
     }
     n
 }
@@ -37,54 +44,90 @@ pub unsafe fn final_num_attrs(num_attrs: usize, mut link: *mut ibv_command_buffe
 /// `prepare_attrs`) and sets `num_attrs`.  A `UHW_IN` that a block records
 /// by index (`uhw_in_idx`) is kept as a pointer until here and is inlined
 /// now when it fits in `data`, as the kernel requires.
+///
+/// # Safety
+/// `cmd` is a valid chain whose first block has room for the attributes of
+/// every block (or will flag `CMDB_BUFFER_ERROR` where it has not); a
+/// pointer-form `UHW_IN` points at its `len` readable bytes.
 unsafe fn prepare_attrs(cmd: *mut ibv_command_buffer) {
-    let base = ibv_command_buffer::attrs(cmd);
-    let mut end = (*cmd).next_attr;
-    let mut link = (*cmd).next;
-    while !link.is_null() {
-        if (*link).uhw_in_idx != _UHW_NO_INDEX && (*cmd).uhw_in_idx == _UHW_NO_INDEX {
-            (*cmd).uhw_in_idx = ((*link).uhw_in_idx as usize + end.offset_from(base) as usize) as u8;
-        }
-        let n = ibv_command_buffer::used(link);
-        let src = ibv_command_buffer::attrs(link);
-        for i in 0..n {
-            if end >= (*cmd).last_attr {
-                // More attributes than the block was sized for: refuse
-                // rather than write past it.
-                (*cmd).flags |= CMDB_BUFFER_ERROR;
-                break;
+    // SAFETY: this function's contract is append_links'.
+    unsafe { append_links(cmd) };
+    // SAFETY: `cmd` is a valid block (contract); `uhw_in_idx` is checked against `num_attrs`, so
+    // `uhw` is one of the attributes just assembled, and a UHW_IN of at most
+    // 8 bytes still in pointer form points at `len` readable bytes of the
+    // provider's driver data (contract).
+    unsafe {
+        let base = ibv_command_buffer::attrs(cmd);
+        if (*cmd).uhw_in_idx != _UHW_NO_INDEX && ((*cmd).uhw_in_idx as u16) < (*cmd).hdr.num_attrs {
+            let uhw = base.add((*cmd).uhw_in_idx as usize);
+            if (*uhw).attr_id == UVERBS_ATTR_UHW_IN && (*uhw).len as usize <= 8 && (*uhw).data != 0 {
+                let p = (*uhw).data as usize as *const u8;
+                let mut v = [0u8; 8];
+                core::ptr::copy_nonoverlapping(p, v.as_mut_ptr(), (*uhw).len as usize);
+                (*uhw).data = u64::from_ne_bytes(v);
             }
-            end.write(src.add(i).read());
-            end = end.add(1);
         }
-        link = (*link).next;
     }
-    (*cmd).hdr.num_attrs = end.offset_from(base) as u16;
+}
 
-    if (*cmd).uhw_in_idx != _UHW_NO_INDEX && ((*cmd).uhw_in_idx as u16) < (*cmd).hdr.num_attrs {
-        let uhw = base.add((*cmd).uhw_in_idx as usize);
-        if (*uhw).attr_id == UVERBS_ATTR_UHW_IN && (*uhw).len as usize <= 8 && (*uhw).data != 0 {
-            let p = (*uhw).data as usize as *const u8;
-            let mut v = [0u8; 8];
-            core::ptr::copy_nonoverlapping(p, v.as_mut_ptr(), (*uhw).len as usize);
-            (*uhw).data = u64::from_ne_bytes(v);
+/// The first half of [`prepare_attrs`]: the linked blocks' attributes
+/// appended to `cmd`'s own, `num_attrs` set.
+///
+/// # Safety
+/// As for [`prepare_attrs`].
+unsafe fn append_links(cmd: *mut ibv_command_buffer) {
+    // SAFETY: `cmd` and every block reachable through `next` are valid
+    // command buffers (contract); `end` starts at `cmd`'s `next_attr`, is
+    // compared with `last_attr` before every write, and `src.add(i)` stays
+    // below the linked block's `next_attr` (`i < used(link)`).
+    unsafe {
+        let base = ibv_command_buffer::attrs(cmd);
+        let mut end = (*cmd).next_attr;
+        let mut link = (*cmd).next;
+        while !link.is_null() {
+            if (*link).uhw_in_idx != _UHW_NO_INDEX && (*cmd).uhw_in_idx == _UHW_NO_INDEX {
+                (*cmd).uhw_in_idx = ((*link).uhw_in_idx as usize + end.offset_from(base) as usize) as u8;
+            }
+            let n = ibv_command_buffer::used(link);
+            let src = ibv_command_buffer::attrs(link);
+            for i in 0..n {
+                if end >= (*cmd).last_attr {
+                    // More attributes than the block was sized for: refuse
+                    // rather than write past it.
+                    (*cmd).flags |= CMDB_BUFFER_ERROR;
+                    break;
+                }
+                end.write(src.add(i).read());
+                end = end.add(1);
+            }
+            link = (*link).next;
         }
+        (*cmd).hdr.num_attrs = end.offset_from(base) as u16;
     }
 }
 
 /// Copies the linked blocks' attributes back from `cmd` (upstream's
 /// `finalize_attrs`), so their owners see what the kernel wrote.
+///
+/// # Safety
+/// `cmd` is a chain that [`prepare_attrs`] assembled without error.
 unsafe fn finalize_attrs(cmd: *mut ibv_command_buffer) {
-    let mut end = (*cmd).next_attr;
-    let mut link = (*cmd).next;
-    while !link.is_null() {
-        let n = ibv_command_buffer::used(link);
-        let dst = ibv_command_buffer::attrs(link);
-        for i in 0..n {
-            dst.add(i).write(end.read());
-            end = end.add(1);
+    // SAFETY: prepare_attrs copied exactly `used(link)` attributes of each
+    // linked block, in chain order, behind `cmd`'s own `next_attr` and below
+    // its `last_attr`; reading them back in the same order stays inside that
+    // range, and each write stays below the link's own `next_attr`.
+    unsafe {
+        let mut end = (*cmd).next_attr;
+        let mut link = (*cmd).next;
+        while !link.is_null() {
+            let n = ibv_command_buffer::used(link);
+            let dst = ibv_command_buffer::attrs(link);
+            for i in 0..n {
+                dst.add(i).write(end.read());
+                end = end.add(1);
+            }
+            link = (*link).next;
         }
-        link = (*link).next;
     }
 }
 
@@ -95,25 +138,39 @@ unsafe fn finalize_attrs(cmd: *mut ibv_command_buffer) {
 /// `ctx` is an open context; `cmd` a valid chain whose first block has room
 /// for every attribute of the chain.
 pub unsafe fn execute(ctx: *mut ibv_context, cmd: *mut ibv_command_buffer) -> c_int {
-    if (*cmd).flags & CMDB_BUFFER_ERROR != 0 {
+    // SAFETY: `cmd` is a valid block (caller's contract).
+    if unsafe { (*cmd).flags } & CMDB_BUFFER_ERROR != 0 {
         set_errno(libc::EINVAL);
         return libc::EINVAL;
     }
-    prepare_attrs(cmd);
-    if (*cmd).flags & CMDB_BUFFER_ERROR != 0 {
+    // SAFETY: `cmd` is a valid chain with room for every attribute (caller's
+    // contract), which is what prepare_attrs needs.
+    unsafe { prepare_attrs(cmd) };
+    // SAFETY: as above.
+    if unsafe { (*cmd).flags } & CMDB_BUFFER_ERROR != 0 {
         set_errno(libc::EINVAL);
         return libc::EINVAL;
     }
-    let hdr = core::ptr::addr_of_mut!((*cmd).hdr);
-    (*hdr).length = (HDR + ATTR * (*hdr).num_attrs as usize) as u16;
-    (*hdr).reserved1 = 0;
-    (*hdr).reserved2 = 0;
-    (*hdr).driver_id = super::state::of(ctx).map_or(0, |s| s.driver_id());
+    // SAFETY: `hdr` is a field of the valid block `cmd`; `ctx` is an open
+    // context (caller's contract), so its state lookup and `cmd_fd` are
+    // readable.
+    let hdr = unsafe {
+        let hdr = core::ptr::addr_of_mut!((*cmd).hdr);
+        (*hdr).length = (HDR + ATTR * (*hdr).num_attrs as usize) as u16;
+        (*hdr).reserved1 = 0;
+        (*hdr).reserved2 = 0;
+        (*hdr).driver_id = super::state::of(ctx).map_or(0, |s| s.driver_id());
+        hdr
+    };
 
-    if libc::ioctl((*ctx).cmd_fd, RDMA_VERBS_IOCTL as _, hdr) != 0 {
+    // SAFETY: the header is followed in the same allocation by `num_attrs`
+    // assembled attributes, exactly `length` bytes, as RDMA_VERBS_IOCTL
+    // reads them; `cmd_fd` belongs to the open context.
+    if unsafe { libc::ioctl((*ctx).cmd_fd, RDMA_VERBS_IOCTL as _, hdr) } != 0 {
         return errno();
     }
-    finalize_attrs(cmd);
+    // SAFETY: prepare_attrs succeeded on this chain (no buffer error above).
+    unsafe { finalize_attrs(cmd) };
     0
 }
 
@@ -130,14 +187,24 @@ pub enum Legacy {
 /// # Safety
 /// `cmd` is a valid chain.
 pub unsafe fn check_legacy(cmd: *mut ibv_command_buffer) -> Legacy {
-    let mut require_ex = (*cmd).flags & CMDB_FALLBACK_REQUIRE_EX != 0;
-    let mut ioctl_only = (*cmd).flags & CMDB_FALLBACK_IOCTL_ONLY != 0;
-    let mut link = (*cmd).next;
+    // SAFETY: `cmd` is a valid block (caller's contract).
+    let (flags, mut link) = unsafe { ((*cmd).flags, (*cmd).next) };
+    let mut require_ex = flags & CMDB_FALLBACK_REQUIRE_EX != 0;
+    let mut ioctl_only = flags & CMDB_FALLBACK_IOCTL_ONLY != 0;
     while !link.is_null() {
-        let n = ibv_command_buffer::used(link);
-        let a = ibv_command_buffer::attrs(link);
+        // SAFETY: `link` is a non-null block of the valid chain (contract);
+        // only its filled attributes (below `next_attr`) are read.
+        let (n, a, lflags, next) = unsafe {
+            (
+                ibv_command_buffer::used(link),
+                ibv_command_buffer::attrs(link),
+                (*link).flags,
+                (*link).next,
+            )
+        };
         for i in 0..n {
-            let at = &*a.add(i);
+            // SAFETY: `i < used(link)`: a filled attribute of the block.
+            let at = unsafe { &*a.add(i) };
             if at.attr_id != super::uapi::UVERBS_ATTR_UHW_IN
                 && at.attr_id != super::uapi::UVERBS_ATTR_UHW_OUT
                 && at.flags & UVERBS_ATTR_F_MANDATORY != 0
@@ -145,9 +212,9 @@ pub unsafe fn check_legacy(cmd: *mut ibv_command_buffer) -> Legacy {
                 return Legacy::NotSupported;
             }
         }
-        require_ex |= (*link).flags & CMDB_FALLBACK_REQUIRE_EX != 0;
-        ioctl_only |= (*link).flags & CMDB_FALLBACK_IOCTL_ONLY != 0;
-        link = (*link).next;
+        require_ex |= lflags & CMDB_FALLBACK_REQUIRE_EX != 0;
+        ioctl_only |= lflags & CMDB_FALLBACK_IOCTL_ONLY != 0;
+        link = next;
     }
     if ioctl_only {
         Legacy::NotSupported
@@ -173,15 +240,22 @@ impl OwnedCmdBuf {
     /// # Safety
     /// `link` is null or a valid chain that outlives this buffer's use.
     pub unsafe fn new(object_id: u16, method_id: u16, num_attrs: usize, link: *mut ibv_command_buffer) -> Self {
-        let total = final_num_attrs(num_attrs, link);
+        // SAFETY: `link` is null or a valid chain (caller's contract).
+        let total = unsafe { final_num_attrs(num_attrs, link) };
         let bytes = core::mem::size_of::<ibv_command_buffer>() + ATTR * total;
         let mut mem = vec![0u64; bytes.div_ceil(8)];
         let cmd = mem.as_mut_ptr().cast::<ibv_command_buffer>();
-        let attrs = ibv_command_buffer::attrs(cmd);
-        cmd.write(ibv_command_buffer {
+        // SAFETY: `mem` is 8-aligned (u64) and holds the block header plus
+        // `total` attributes, so the attribute array starts inside it and
+        // `attrs + total` is at most its end.
+        let (attrs, last) = unsafe {
+            let attrs = ibv_command_buffer::attrs(cmd);
+            (attrs, attrs.add(total))
+        };
+        let block = ibv_command_buffer {
             next: link,
             next_attr: attrs,
-            last_attr: attrs.add(total),
+            last_attr: last,
             uhw_in_idx: _UHW_NO_INDEX,
             uhw_out_idx: _UHW_NO_INDEX,
             uhw_in_headroom_dwords: 0,
@@ -192,7 +266,10 @@ impl OwnedCmdBuf {
                 method_id,
                 ..Default::default()
             },
-        });
+        };
+        // SAFETY: `cmd` is the start of `mem`, aligned and large enough for
+        // an `ibv_command_buffer` (see above).
+        unsafe { cmd.write(block) };
         OwnedCmdBuf { mem }
     }
 
@@ -208,7 +285,8 @@ impl OwnedCmdBuf {
     /// Number of own attributes filled so far.
     pub fn len(&self) -> usize {
         let p = self.mem.as_ptr() as *mut ibv_command_buffer;
-        // SAFETY: next_attr points into our own array.
+        // SAFETY: `mem` holds the block written by `new`, whose `next_attr`
+        // only ever moves within its own attribute array (`next`).
         unsafe { ibv_command_buffer::used(p) }
     }
 
@@ -217,7 +295,8 @@ impl OwnedCmdBuf {
     }
 
     pub fn set_flags(&mut self, bits: u8) {
-        // SAFETY: as above.
+        // SAFETY: `as_ptr` is the initialised block at the start of `mem`,
+        // borrowed mutably through `self`.
         unsafe { (*self.as_ptr()).flags |= bits };
     }
 
@@ -228,7 +307,8 @@ impl OwnedCmdBuf {
     /// Own attribute `i` (filled earlier).
     pub fn attr(&mut self, i: usize) -> &mut ib_uverbs_attr {
         assert!(i < self.len());
-        // SAFETY: i is below next_attr.
+        // SAFETY: `i < len()`, so slot `i` is a filled attribute of our own
+        // array; the `&mut self` borrow makes the reference unique.
         unsafe { &mut *ibv_command_buffer::attrs(self.as_ptr()).add(i) }
     }
 
@@ -236,7 +316,8 @@ impl OwnedCmdBuf {
     /// Returns its index.
     pub fn next(&mut self, attr_id: u16) -> usize {
         let cmd = self.as_ptr();
-        // SAFETY: the slot is checked to lie before last_attr.
+        // SAFETY: `cmd` is our initialised block; the slot is asserted to lie
+        // before `last_attr`, i.e. inside the array `new` allocated.
         unsafe {
             assert!((*cmd).next_attr < (*cmd).last_attr, "command buffer too small");
             let slot = (*cmd).next_attr;
@@ -273,7 +354,9 @@ impl OwnedCmdBuf {
             a.data = data as usize as u64;
         } else if len > 0 {
             let mut v = [0u8; 8];
-            core::ptr::copy_nonoverlapping(data, v.as_mut_ptr(), len);
+            // SAFETY: `data` has `len <= 8` readable bytes (caller's
+            // contract) and `v` has 8.
+            unsafe { core::ptr::copy_nonoverlapping(data, v.as_mut_ptr(), len) };
             a.data = u64::from_ne_bytes(v);
         }
         i
@@ -326,7 +409,8 @@ impl OwnedCmdBuf {
     /// # Safety
     /// As for [`fill_in`](Self::fill_in).
     pub unsafe fn fill_in_enum(&mut self, attr_id: u16, elem_id: u8, data: *const u8, len: usize) -> usize {
-        let i = self.fill_in(attr_id, data, len);
+        // SAFETY: the caller's contract is fill_in's.
+        let i = unsafe { self.fill_in(attr_id, data, len) };
         self.attr(i).attr_data = elem_id as u16; // enum_data.elem_id is the low byte
         i
     }

@@ -1,5 +1,7 @@
 //! The marshalling helpers against Debian's libibverbs (dlopen'ed), on
 //! random inputs, and `ibv_sa_path_rec` against `<infiniband/sa.h>`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 use core::mem::{offset_of, size_of};
@@ -49,7 +51,10 @@ fn differential(name: &core::ffi::CStr, ours: Copy2, dst_size: usize, src_size: 
         fill(&mut d1, &mut seed);
         let mut d2 = d1.clone();
         let mut s2 = src.clone();
-        // SAFETY: buffers of the struct sizes.
+        // SAFETY: the destinations have `dst_size` and the sources `src_size`
+        // bytes, the sizes of the structs both functions take (callers pass
+        // them with the matching function); the byte vectors come from
+        // glibc malloc, 16-byte aligned on x86-64, enough for every struct.
         unsafe {
             ours(d1.as_mut_ptr(), src.as_mut_ptr());
             theirs(d2.as_mut_ptr(), s2.as_mut_ptr());
@@ -61,6 +66,9 @@ fn differential(name: &core::ffi::CStr, ours: Copy2, dst_size: usize, src_size: 
 
 #[test]
 fn copy_helpers_match_upstream() {
+    // SAFETY: each helper is `extern "C" fn(*mut A, *mut B)`; as
+    // `fn(*mut u8, *mut u8)` only the pointee types are forgotten, the C
+    // ABI (two pointer arguments, no result) is identical.
     unsafe {
         differential(
             c"ibv_copy_ah_attr_from_kern",

@@ -1,4 +1,6 @@
 //! Completion queues.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 
@@ -45,7 +47,12 @@ impl Compat {
 }
 
 /// Upstream's `ibv_icmd_create_cq`.
-#[allow(clippy::too_many_arguments)]
+///
+/// # Safety
+/// `ctx` is an open context; `cq` the provider's CQ object (writable);
+/// `channel` null or a live completion channel; the compat buffers valid
+/// for their sizes.
+#[allow(clippy::too_many_arguments)] // mirrors upstream's ibv_icmd_create_cq
 unsafe fn icmd_create_cq(
     ctx: *mut ibv_context,
     cqe: c_int,
@@ -56,9 +63,11 @@ unsafe fn icmd_create_cq(
     compat: Compat,
     cmd_flags: u32,
 ) -> c_int {
-    let mut c = compat.apply(Cmd::new(ctx, &m::CREATE_CQ, 8, core::ptr::null_mut()));
+    // SAFETY: `ctx` is open (contract); no linked blocks.
+    let mut c = compat.apply(unsafe { Cmd::new(ctx, &m::CREATE_CQ, 8, core::ptr::null_mut()) });
     let mut resp_cqe: u32 = 0;
-    (*cq).context = ctx;
+    // SAFETY: `cq` is the provider's writable CQ object (contract).
+    unsafe { (*cq).context = ctx };
 
     let h = c
         .out_obj(attr::CREATE_CQ_HANDLE)
@@ -74,10 +83,16 @@ unsafe fn icmd_create_cq(
     c.in_u64(attr::CREATE_CQ_USER_HANDLE, cq as usize as u64)
         .w(req!(ib_uverbs_create_cq, user_handle))
         .wx(req!(ib_uverbs_ex_create_cq, user_handle));
+    let chan_fd: c_int = if channel.is_null() {
+        -1
+    } else {
+        // SAFETY: a non-null `channel` is a live completion channel
+        // (contract).
+        unsafe { (*channel).fd }
+    };
     if !channel.is_null() {
-        c.in_fd(attr::CREATE_CQ_COMP_CHANNEL, (*channel).fd);
+        c.in_fd(attr::CREATE_CQ_COMP_CHANNEL, chan_fd);
     }
-    let chan_fd: c_int = if channel.is_null() { -1 } else { (*channel).fd };
     c.wonly(
         Some(req!(ib_uverbs_create_cq, comp_channel)),
         Some(req!(ib_uverbs_ex_create_cq, comp_channel)),
@@ -86,8 +101,9 @@ unsafe fn icmd_create_cq(
     c.in_u32(attr::CREATE_CQ_COMP_VECTOR, comp_vector as u32)
         .w(req!(ib_uverbs_create_cq, comp_vector))
         .wx(req!(ib_uverbs_ex_create_cq, comp_vector));
-    let imported = state::imported(ctx);
-    let afd = c.in_fd(attr::CREATE_CQ_EVENT_FD, (*ctx).async_fd).map(|a| a.idx());
+    // SAFETY: `ctx` is an open context of the context layer (contract).
+    let (imported, async_fd) = unsafe { (state::imported(ctx), (*ctx).async_fd) };
+    let afd = c.in_fd(attr::CREATE_CQ_EVENT_FD, async_fd).map(|a| a.idx());
     if imported {
         c.ioctl_only();
     } else if let Some(i) = afd {
@@ -102,19 +118,27 @@ unsafe fn icmd_create_cq(
             .wx(req!(ib_uverbs_ex_create_cq, flags));
     }
 
-    if let Err(e) = c.exec() {
+    // SAFETY: the only pointers in `c` are `resp_cqe` (a local that outlives
+    // the call) and the compat buffers (valid, contract).
+    if let Err(e) = unsafe { c.exec() } {
         return e;
     }
-    (*cq).handle = c.obj(h);
-    (*cq).cqe = resp_cqe as c_int;
+    let handle = c.obj(h);
+    // SAFETY: `cq` is writable (contract).
+    unsafe {
+        (*cq).handle = handle;
+        (*cq).cqe = resp_cqe as c_int;
+    }
     0
 }
 
 /// `ibv_cmd_create_cq`.
 ///
 /// # Safety
-/// Provider arguments.
-#[allow(clippy::too_many_arguments)]
+/// `ctx` is an open context; `cq` the provider's CQ object; `channel` null
+/// or a live completion channel; `cmd` / `resp` have `cmd_size` /
+/// `resp_size` bytes (at least their core structs).
+#[allow(clippy::too_many_arguments)] // mirrors the C prototype of ibv_cmd_create_cq
 pub unsafe fn create_cq(
     ctx: *mut ibv_context,
     cqe: c_int,
@@ -126,23 +150,28 @@ pub unsafe fn create_cq(
     resp: *mut ib_uverbs_create_cq_resp,
     resp_size: usize,
 ) -> c_int {
-    icmd_create_cq(
-        ctx,
-        cqe,
-        channel,
-        comp_vector,
-        0,
-        cq,
-        Compat::of(cmd, cmd_size, resp, resp_size),
-        0,
-    )
+    // SAFETY: the caller's contract is icmd_create_cq's.
+    unsafe {
+        icmd_create_cq(
+            ctx,
+            cqe,
+            channel,
+            comp_vector,
+            0,
+            cq,
+            Compat::of(cmd, cmd_size, resp, resp_size),
+            0,
+        )
+    }
 }
 
 /// `ibv_cmd_create_cq_ex`.
 ///
 /// # Safety
-/// Provider arguments.
-#[allow(clippy::too_many_arguments)]
+/// `ctx` is an open context; `cq_attr` a readable attribute struct whose
+/// `channel` is null or live; `cq` the provider's `verbs_cq`; `cmd` / `resp`
+/// have `cmd_size` / `resp_size` bytes (at least their core structs).
+#[allow(clippy::too_many_arguments)] // mirrors the C prototype of ibv_cmd_create_cq_ex
 pub unsafe fn create_cq_ex(
     ctx: *mut ibv_context,
     cq_attr: *const ibv_cq_init_attr_ex,
@@ -153,7 +182,8 @@ pub unsafe fn create_cq_ex(
     resp_size: usize,
     cmd_flags: u32,
 ) -> c_int {
-    let a = &*cq_attr;
+    // SAFETY: `cq_attr` is readable (contract) and not written meanwhile.
+    let a = unsafe { &*cq_attr };
     if !super::check_comp_mask(a.comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) {
         return libc::EOPNOTSUPP;
     }
@@ -166,51 +196,67 @@ pub unsafe fn create_cq_ex(
     if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && a.flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN != 0 {
         flags |= IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
     }
-    icmd_create_cq(
-        ctx,
-        a.cqe as c_int,
-        a.channel,
-        a.comp_vector as c_int,
-        flags,
-        cq.cast::<ibv_cq>(),
-        Compat::of(cmd, cmd_size, resp, resp_size),
-        cmd_flags,
-    )
+    // SAFETY: `verbs_cq` begins with its `ibv_cq`; the other arguments are
+    // the caller's, under the same contract.
+    unsafe {
+        icmd_create_cq(
+            ctx,
+            a.cqe as c_int,
+            a.channel,
+            a.comp_vector as c_int,
+            flags,
+            cq.cast::<ibv_cq>(),
+            Compat::of(cmd, cmd_size, resp, resp_size),
+            cmd_flags,
+        )
+    }
 }
 
 /// `ibv_cmd_destroy_cq`: after the kernel destroyed it, waits until the
 /// application acknowledged every event the kernel reported for it.
 ///
 /// # Safety
-/// Provider arguments.
+/// `cq` is a live CQ created through the command layer on an open context
+/// (its `mutex` and `cond` initialised).
 pub unsafe fn destroy_cq(cq: *mut ibv_cq) -> c_int {
     let mut r: ib_uverbs_destroy_cq_resp = zeroed();
-    let mut c = Cmd::new((*cq).context, &m::DESTROY_CQ, 2, core::ptr::null_mut());
+    // SAFETY: `cq` is live (contract), so its context is open and its
+    // handle readable.
+    let (ctx, handle) = unsafe { ((*cq).context, (*cq).handle) };
+    // SAFETY: `ctx` is open; no linked blocks.
+    let mut c = unsafe { Cmd::new(ctx, &m::DESTROY_CQ, 2, core::ptr::null_mut()) };
     c.out(attr::DESTROY_CQ_RESP, &mut r).w(Place::Resp(Field {
         off: 0,
         len: core::mem::size_of::<ib_uverbs_destroy_cq_resp>(),
     }));
-    c.in_obj(attr::DESTROY_CQ_HANDLE, (*cq).handle)
+    c.in_obj(attr::DESTROY_CQ_HANDLE, handle)
         .w(req!(ib_uverbs_destroy_cq, cq_handle));
-    let mut ret = super::ok(c.exec());
+    // SAFETY: the only pointer in `c` is the local `r`, live until the end.
+    let mut ret = super::ok(unsafe { c.exec() });
     if state::is_destroy_err(&mut ret) {
         return ret;
     }
-    super::wait_events(
-        core::ptr::addr_of_mut!((*cq).mutex),
-        core::ptr::addr_of_mut!((*cq).cond),
-        || {
-            core::ptr::addr_of!((*cq).comp_events_completed).read_volatile() == r.comp_events_reported
-                && core::ptr::addr_of!((*cq).async_events_completed).read_volatile() == r.async_events_reported
-        },
-    );
+    // SAFETY: `cq` is live with initialised `mutex` / `cond` (contract); the
+    // event counters are read volatile because other threads acknowledge
+    // events under that mutex, which `wait_events` holds while calling us.
+    unsafe {
+        super::wait_events(
+            core::ptr::addr_of_mut!((*cq).mutex),
+            core::ptr::addr_of_mut!((*cq).cond),
+            || {
+                core::ptr::addr_of!((*cq).comp_events_completed).read_volatile() == r.comp_events_reported
+                    && core::ptr::addr_of!((*cq).async_events_completed).read_volatile() == r.async_events_reported
+            },
+        )
+    };
     0
 }
 
 /// `ibv_cmd_resize_cq`.
 ///
 /// # Safety
-/// Provider arguments.
+/// `cq` is a live CQ on an open context; `cmd` / `resp` have `cmd_size` /
+/// `resp_size` bytes (at least their core structs).
 pub unsafe fn resize_cq(
     cq: *mut ibv_cq,
     cqe: c_int,
@@ -219,14 +265,22 @@ pub unsafe fn resize_cq(
     resp: *mut ib_uverbs_resize_cq_resp,
     resp_size: usize,
 ) -> c_int {
-    (*cmd).core.cq_handle = (*cq).handle;
-    (*cmd).core.cqe = cqe as u32;
-    let c = match write_cmd((*cq).context, &m::RESIZE_CQ, cmd, cmd_size, resp, resp_size) {
+    // SAFETY: `cq` is live and `cmd` holds at least its core request
+    // (contract).
+    let ctx = unsafe {
+        (*cmd).core.cq_handle = (*cq).handle;
+        (*cmd).core.cqe = cqe as u32;
+        (*cq).context
+    };
+    // SAFETY: `ctx` is open; the buffers are the caller's, valid for their
+    // sizes.
+    let c = match unsafe { write_cmd(ctx, &m::RESIZE_CQ, cmd, cmd_size, resp, resp_size) } {
         Ok(c) => c,
         Err(e) => return e,
     };
     let r: ib_uverbs_resize_cq_resp = c.resp_as();
-    (*cq).cqe = r.cqe as c_int;
+    // SAFETY: `cq` is live and writable (contract).
+    unsafe { (*cq).cqe = r.cqe as c_int };
     0
 }
 
@@ -234,7 +288,7 @@ pub unsafe fn resize_cq(
 /// number of completions, or -1.
 ///
 /// # Safety
-/// `wc` has room for `ne` entries.
+/// `cq` is a live CQ on an open context; `wc` has room for `ne` entries.
 pub unsafe fn poll_cq(cq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
     if ne < 0 {
         return -1;
@@ -249,32 +303,43 @@ pub unsafe fn poll_cq(cq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
     buf.resize(rsize.div_ceil(8), 0);
     let rp = buf.as_mut_ptr().cast::<u8>();
     let mut cmd: ibv_poll_cq = Default::default();
-    cmd.core.cq_handle = (*cq).handle;
+    // SAFETY: `cq` is live (contract).
+    let (ctx, handle) = unsafe { ((*cq).context, (*cq).handle) };
+    cmd.core.cq_handle = handle;
     cmd.core.ne = ne as u32;
     let csz = core::mem::size_of_val(&cmd);
-    let mut c = Cmd::write_only(
-        (*cq).context,
-        &m::POLL_CQ,
-        (&mut cmd as *mut ibv_poll_cq).cast(),
-        csz,
-        csz,
-        rp,
-        rsize,
-        rsize,
-    );
+    // SAFETY: `cmd` (a local of `csz` bytes) and `buf` (`rsize` bytes at
+    // `rp`) outlive `c`.
+    let mut c = unsafe {
+        Cmd::write_only(
+            ctx,
+            &m::POLL_CQ,
+            (&mut cmd as *mut ibv_poll_cq).cast(),
+            csz,
+            csz,
+            rp,
+            rsize,
+            rsize,
+        )
+    };
     c.set_write(Some(WriteForm {
         cmd: cmd::POLL_CQ,
         req: core::mem::size_of::<ib_uverbs_poll_cq>(),
         resp: rsize,
     }));
-    if c.exec().is_err() {
+    // SAFETY: `ctx` is open; the buffers are the locals above.
+    if unsafe { c.exec() }.is_err() {
         return -1;
     }
-    let count = rp.cast::<ib_uverbs_poll_cq_resp>().read().count;
+    // SAFETY: `buf` is u64-aligned and holds at least the response header.
+    let count = unsafe { rp.cast::<ib_uverbs_poll_cq_resp>().read() }.count;
     let n = (count as usize).min(ne as usize);
     for i in 0..n {
-        let k: ib_uverbs_wc = rp.add(hsz + i * wsz).cast::<ib_uverbs_wc>().read_unaligned();
-        let w = &mut *wc.add(i);
+        // SAFETY: `i < ne`, so entry `i` lies inside the `hsz + ne * wsz`
+        // bytes of `buf`; read unaligned.
+        let k: ib_uverbs_wc = unsafe { rp.add(hsz + i * wsz).cast::<ib_uverbs_wc>().read_unaligned() };
+        // SAFETY: `wc` has room for `ne > i` entries (contract).
+        let w = unsafe { &mut *wc.add(i) };
         w.wr_id = k.wr_id;
         w.status = k.status;
         w.opcode = k.opcode;
@@ -295,33 +360,42 @@ pub unsafe fn poll_cq(cq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
 /// `ibv_cmd_req_notify_cq`.
 ///
 /// # Safety
-/// Provider arguments.
+/// `cq` is a live CQ on an open context.
 pub unsafe fn req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int {
     let mut r: ibv_req_notify_cq = Default::default();
-    r.core.cq_handle = (*cq).handle;
+    // SAFETY: `cq` is live (contract).
+    let (ctx, handle) = unsafe { ((*cq).context, (*cq).handle) };
+    r.core.cq_handle = handle;
     r.core.solicited_only = (solicited_only != 0) as u32;
     let sz = core::mem::size_of_val(&r);
-    write_req((*cq).context, &m::REQ_NOTIFY_CQ, &mut r, sz)
+    // SAFETY: `ctx` is open; `r` is a local request of `sz` bytes.
+    unsafe { write_req(ctx, &m::REQ_NOTIFY_CQ, &mut r, sz) }
 }
 
 /// `ibv_cmd_modify_cq` (extended `write()`).
 ///
 /// # Safety
-/// Provider arguments.
+/// `cq` is a live CQ on an open context; `attr` readable; `cmd` has
+/// `cmd_size` bytes (at least its core struct).
 pub unsafe fn modify_cq(
     cq: *mut ibv_cq,
     attr: *const ibv_modify_cq_attr,
     cmd: *mut ibv_modify_cq,
     cmd_size: usize,
 ) -> c_int {
-    if (*attr).attr_mask >= IBV_CQ_ATTR_RESERVED {
+    // SAFETY: `attr` is readable (contract).
+    let a = unsafe { &*attr };
+    if a.attr_mask >= IBV_CQ_ATTR_RESERVED {
         return libc::EINVAL;
     }
-    let k = &mut (*cmd).core;
-    k.cq_handle = (*cq).handle;
-    k.attr_mask = (*attr).attr_mask;
-    k.attr.cq_count = (*attr).moderate.cq_count;
-    k.attr.cq_period = (*attr).moderate.cq_period;
+    // SAFETY: `cq` is live; `cmd` holds its core request (contract).
+    let (ctx, k) = unsafe { ((*cq).context, &mut (*cmd).core) };
+    // SAFETY: as above.
+    k.cq_handle = unsafe { (*cq).handle };
+    k.attr_mask = a.attr_mask;
+    k.attr.cq_count = a.moderate.cq_count;
+    k.attr.cq_period = a.moderate.cq_period;
     k.reserved = 0;
-    write_req((*cq).context, &m::MODIFY_CQ, cmd, cmd_size)
+    // SAFETY: `ctx` is open; `cmd` has `cmd_size` bytes (contract).
+    unsafe { write_req(ctx, &m::MODIFY_CQ, cmd, cmd_size) }
 }

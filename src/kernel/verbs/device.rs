@@ -1,5 +1,7 @@
 //! Context and device commands: GET_CONTEXT, QUERY_CONTEXT, the async
 //! event fd, QUERY_PORT, QUERY_DEVICE(_EX), the GID queries.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 
@@ -11,8 +13,14 @@ use crate::kernel::uapi::*;
 
 use super::write_cmd;
 
+/// The `verbs_device` behind a context (its `ibv_device` is the first
+/// member).
+///
+/// # Safety
+/// `ctx` is a live context whose device is a provider's `verbs_device`.
 unsafe fn verbs_device_of(ctx: *mut ibv_context) -> *mut verbs_device {
-    (*ctx).device.cast()
+    // SAFETY: `ctx` is live (contract), so `device` is readable.
+    unsafe { (*ctx).device.cast() }
 }
 
 /// `ibv_cmd_get_context`: the kernel half of opening a context.  Via ioctl
@@ -21,7 +29,9 @@ unsafe fn verbs_device_of(ctx: *mut ibv_context) -> *mut verbs_device {
 /// sets `async_fd` and `num_comp_vectors`.
 ///
 /// # Safety
-/// Provider arguments.
+/// `vctx` is the provider's `verbs_context`, initialised by the context
+/// layer (open `cmd_fd`, device a `verbs_device`); `cmd` / `resp_p` have
+/// `cmd_size` / `resp_size` bytes (at least their core structs).
 pub unsafe fn get_context(
     vctx: *mut verbs_context,
     cmd: *mut ibv_get_context,
@@ -29,8 +39,10 @@ pub unsafe fn get_context(
     resp_p: *mut ib_uverbs_get_context_resp,
     resp_size: usize,
 ) -> c_int {
-    let ctx = core::ptr::addr_of_mut!((*vctx).context);
-    let mut c = Cmd::new(ctx, &m::GET_CONTEXT, 2, core::ptr::null_mut()).compat(
+    // SAFETY: `vctx` is valid (contract); only the field address is taken.
+    let ctx = unsafe { core::ptr::addr_of_mut!((*vctx).context) };
+    // SAFETY: `ctx` has its `cmd_fd` (contract); no linked blocks.
+    let mut c = unsafe { Cmd::new(ctx, &m::GET_CONTEXT, 2, core::ptr::null_mut()) }.compat(
         cmd.cast(),
         core::mem::size_of::<ibv_get_context>(),
         cmd_size,
@@ -43,16 +55,25 @@ pub unsafe fn get_context(
     c.out(attr::GET_CONTEXT_NUM_COMP_VECTORS, &mut num_comp_vectors)
         .w(resp!(ib_uverbs_get_context_resp, num_comp_vectors));
     c.out(attr::GET_CONTEXT_CORE_SUPPORT, &mut core_support);
-    match c.exec() {
+    // SAFETY: `c` points at the locals above and the caller's buffers
+    // (valid for their sizes, contract).
+    match unsafe { c.exec() } {
         Ok(Path::Ioctl) => {
-            (*ctx).num_comp_vectors = num_comp_vectors as c_int;
-            (*verbs_device_of(ctx)).core_support = core_support;
+            // SAFETY: the context and its `verbs_device` are writable
+            // (contract).
+            unsafe {
+                (*ctx).num_comp_vectors = num_comp_vectors as c_int;
+                (*verbs_device_of(ctx)).core_support = core_support;
+            }
             0
         }
         Ok(_) => {
             let r: ib_uverbs_get_context_resp = c.resp_as();
-            (*ctx).async_fd = r.async_fd as c_int;
-            (*ctx).num_comp_vectors = r.num_comp_vectors as c_int;
+            // SAFETY: the context is writable (contract).
+            unsafe {
+                (*ctx).async_fd = r.async_fd as c_int;
+                (*ctx).num_comp_vectors = r.num_comp_vectors as c_int;
+            }
             0
         }
         Err(e) => e,
@@ -62,19 +83,25 @@ pub unsafe fn get_context(
 /// `ibv_cmd_query_context` (ioctl only).
 ///
 /// # Safety
-/// Provider arguments.
+/// `ctx` is an open context of the context layer (device a
+/// `verbs_device`); `driver` null or a valid chain of the provider's.
 pub unsafe fn query_context(ctx: *mut ibv_context, driver: *mut ibv_command_buffer) -> c_int {
-    let mut c = Cmd::new(ctx, &m::QUERY_CONTEXT, 2, driver);
+    // SAFETY: `ctx` is open and `driver` null or valid (contract).
+    let mut c = unsafe { Cmd::new(ctx, &m::QUERY_CONTEXT, 2, driver) };
     let mut core_support: u64 = 0;
     c.out(
         attr::QUERY_CONTEXT_NUM_COMP_VECTORS,
-        core::ptr::addr_of_mut!((*ctx).num_comp_vectors),
+        // SAFETY: only the address of a field of the live context.
+        unsafe { core::ptr::addr_of_mut!((*ctx).num_comp_vectors) },
     );
     c.out(attr::QUERY_CONTEXT_CORE_SUPPORT, &mut core_support);
-    if let Err(e) = c.exec() {
+    // SAFETY: the outputs are the live context's field and a local; the
+    // provider's chain is valid (contract).
+    if let Err(e) = unsafe { c.exec() } {
         return e;
     }
-    (*verbs_device_of(ctx)).core_support = core_support;
+    // SAFETY: the context's `verbs_device` is writable (contract).
+    unsafe { (*verbs_device_of(ctx)).core_support = core_support };
     0
 }
 
@@ -85,12 +112,16 @@ pub unsafe fn query_context(ctx: *mut ibv_context, driver: *mut ibv_command_buff
 /// # Safety
 /// `ctx` is an open context.
 pub unsafe fn alloc_async_fd(ctx: *mut ibv_context) -> c_int {
-    let mut c = Cmd::new(ctx, &m::ASYNC_EVENT_ALLOC, 1, core::ptr::null_mut());
+    // SAFETY: `ctx` is open (contract); no linked blocks.
+    let mut c = unsafe { Cmd::new(ctx, &m::ASYNC_EVENT_ALLOC, 1, core::ptr::null_mut()) };
     let i = c.out_fd(attr::ASYNC_EVENT_ALLOC_FD_HANDLE).idx();
-    if let Err(e) = c.exec() {
+    // SAFETY: the command holds no pointers (the fd comes back inline).
+    if let Err(e) = unsafe { c.exec() } {
         return e;
     }
-    (*ctx).async_fd = c.fd(i);
+    let fd = c.fd(i);
+    // SAFETY: `ctx` is open and writable (contract).
+    unsafe { (*ctx).async_fd = fd };
     0
 }
 
@@ -122,7 +153,8 @@ fn copy_port_resp(pa: &mut ibv_port_attr, r: &ib_uverbs_query_port_resp) {
 /// `write()` form (upstream sends no driver data with the ioctl).
 ///
 /// # Safety
-/// Provider arguments.
+/// `ctx` is an open context; `port_attr` writable; `cmd` has `cmd_size`
+/// bytes (at least its core struct).
 pub unsafe fn query_port(
     ctx: *mut ibv_context,
     port_num: u8,
@@ -131,7 +163,8 @@ pub unsafe fn query_port(
     cmd_size: usize,
 ) -> c_int {
     let mut resp_ex: ib_uverbs_query_port_resp_ex = zeroed();
-    let mut c = Cmd::new(ctx, &m::QUERY_PORT, 2, core::ptr::null_mut()).write_bufs(
+    // SAFETY: `ctx` is open (contract); no linked blocks.
+    let mut c = unsafe { Cmd::new(ctx, &m::QUERY_PORT, 2, core::ptr::null_mut()) }.write_bufs(
         cmd.cast(),
         core::mem::size_of::<ibv_query_port>(),
         cmd_size,
@@ -145,13 +178,18 @@ pub unsafe fn query_port(
         off: 0,
         len: core::mem::size_of::<ib_uverbs_query_port_resp>(),
     }));
-    let path = match c.exec() {
+    // SAFETY: `c` points at the local `resp_ex` and the caller's `cmd` of
+    // `cmd_size` bytes (contract).
+    let path = match unsafe { c.exec() } {
         Ok(p) => p,
         Err(e) => return e,
     };
-    copy_port_resp(&mut *port_attr, &resp_ex.legacy_resp);
+    // SAFETY: `port_attr` is writable and not aliased during this call
+    // (contract).
+    let pa = unsafe { &mut *port_attr };
+    copy_port_resp(pa, &resp_ex.legacy_resp);
     if path == Path::Ioctl {
-        (*port_attr).port_cap_flags2 = resp_ex.port_cap_flags2;
+        pa.port_cap_flags2 = resp_ex.port_cap_flags2;
     }
     0
 }
@@ -161,7 +199,11 @@ pub unsafe fn query_port(
 /// command on kernels without it), else the legacy QUERY_DEVICE.
 ///
 /// # Safety
-/// Provider arguments.
+/// `ctx` is an open context of the context layer (device a
+/// `verbs_device`); `input` null or readable; `attr` has `attr_size`
+/// writable bytes; `resp` null, or a response buffer of `*resp_size` bytes
+/// (at least the core extended response) with `resp_size` readable and
+/// writable.
 pub unsafe fn query_device_any(
     ctx: *mut ibv_context,
     input: *const ibv_query_device_ex_input,
@@ -171,7 +213,8 @@ pub unsafe fn query_device_any(
     mut resp_size: *mut usize,
 ) -> c_int {
     let orig = core::mem::size_of::<ibv_device_attr>();
-    if !input.is_null() && (*input).comp_mask != 0 {
+    // SAFETY: a non-null `input` is readable (contract).
+    if !input.is_null() && unsafe { (*input).comp_mask } != 0 {
         return libc::EINVAL;
     }
     if attr_size < orig {
@@ -183,12 +226,17 @@ pub unsafe fn query_device_any(
         resp = &mut internal;
         resp_size = &mut internal_size;
     }
-    core::ptr::write_bytes(attr.cast::<u8>(), 0, attr_size);
+    // SAFETY: `attr` has `attr_size` writable bytes (contract); all-zero is
+    // a valid `ibv_device_attr_ex` (integers only).
+    unsafe { core::ptr::write_bytes(attr.cast::<u8>(), 0, attr_size) };
 
     if attr_size > orig {
         let mut cmd: ibv_query_device_ex = Default::default();
         let sz = core::mem::size_of_val(&cmd);
-        if let Err(e) = write_cmd(ctx, &m::QUERY_DEVICE_EX, &mut cmd, sz, resp, *resp_size) {
+        // SAFETY: `resp` / `resp_size` are the caller's valid pair or our
+        // locals `internal` / `internal_size`; `cmd` is a local of `sz`
+        // bytes; `ctx` is open.
+        if let Err(e) = unsafe { write_cmd(ctx, &m::QUERY_DEVICE_EX, &mut cmd, sz, resp, *resp_size) } {
             if e != libc::EOPNOTSUPP && e != libc::ENOSYS {
                 return e;
             }
@@ -198,17 +246,25 @@ pub unsafe fn query_device_any(
     if attr_size == orig {
         let mut cmd: ibv_query_device = Default::default();
         let sz = core::mem::size_of_val(&cmd);
-        let base = core::ptr::addr_of_mut!((*resp).base);
+        // SAFETY: `resp` is valid (see above); only a field address.
+        let base = unsafe { core::ptr::addr_of_mut!((*resp).base) };
         let bsz = core::mem::size_of::<ib_uverbs_query_device_resp>();
-        if let Err(e) = write_cmd(ctx, &m::QUERY_DEVICE, &mut cmd, sz, base, bsz) {
+        // SAFETY: `base` has the `bsz` bytes of the legacy response, inside
+        // `resp`; `cmd` is a local of `sz` bytes; `ctx` is open.
+        if let Err(e) = unsafe { write_cmd(ctx, &m::QUERY_DEVICE, &mut cmd, sz, base, bsz) } {
             return e;
         }
-        (*resp).response_length = bsz as u32;
+        // SAFETY: `resp` is valid and writable.
+        unsafe { (*resp).response_length = bsz as u32 };
     }
-    *resp_size = (*resp).response_length as usize;
-
-    let r = &*resp;
-    let a = &mut *attr;
+    // SAFETY: `resp` and `resp_size` are valid and distinct (the caller's
+    // or our locals); `attr` holds at least an `ibv_device_attr` and is not
+    // aliased during this call; fields past `attr_size` are only written
+    // when `can_copy!` proves them inside it.
+    let (r, a) = unsafe {
+        *resp_size = (*resp).response_length as usize;
+        (&*resp, &mut *attr)
+    };
     let o = &mut a.orig_attr;
     let b = &r.base;
     o.node_guid = b.node_guid;
@@ -304,8 +360,16 @@ pub unsafe fn query_device_any(
     }
     let f = field!(ibv_device_attr_ex, phys_port_cnt_ex);
     if attr_size >= f.off + f.len {
-        let sysfs = (*verbs_device_of(ctx)).sysfs;
-        let n = if sysfs.is_null() { 0 } else { (*sysfs).num_ports };
+        // SAFETY: `ctx`'s device is a live `verbs_device` (contract), whose
+        // `sysfs` is null or the library's live sysfs record.
+        let n = unsafe {
+            let sysfs = (*verbs_device_of(ctx)).sysfs;
+            if sysfs.is_null() {
+                0
+            } else {
+                (*sysfs).num_ports
+            }
+        };
         a.phys_port_cnt_ex = if n != 0 { n } else { a.orig_attr.phys_port_cnt as u32 };
     }
     0
@@ -316,7 +380,7 @@ pub unsafe fn query_device_any(
 /// must use its sysfs fallback (upstream's TRY_WRITE case), else an errno.
 ///
 /// # Safety
-/// `entry` has `entry_size` writable bytes.
+/// `ctx` is an open context; `entry` has `entry_size` writable bytes.
 pub unsafe fn query_gid_entry(
     ctx: *mut ibv_context,
     port_num: u32,
@@ -325,12 +389,15 @@ pub unsafe fn query_gid_entry(
     entry: *mut u8,
     entry_size: usize,
 ) -> Result<bool, c_int> {
-    let mut c = Cmd::new(ctx, &m::QUERY_GID_ENTRY, 4, core::ptr::null_mut());
+    // SAFETY: `ctx` is open (contract); no linked blocks.
+    let mut c = unsafe { Cmd::new(ctx, &m::QUERY_GID_ENTRY, 4, core::ptr::null_mut()) };
     c.in_u64(attr::QUERY_GID_ENTRY_PORT, port_num as u64);
     c.in_u64(attr::QUERY_GID_ENTRY_GID_INDEX, gid_index as u64);
     c.in_u32(attr::QUERY_GID_ENTRY_FLAGS, flags);
     c.out_bytes(attr::QUERY_GID_ENTRY_RESP_ENTRY, entry, entry_size);
-    c.try_ioctl().map(|fb| fb.is_none())
+    // SAFETY: the only pointer in `c` is `entry`, with `entry_size`
+    // writable bytes (contract).
+    unsafe { c.try_ioctl() }.map(|fb| fb.is_none())
 }
 
 /// The QUERY_GID_TABLE ioctl behind `_ibv_query_gid_table`: `Ok(Some(n))`
@@ -338,7 +405,8 @@ pub unsafe fn query_gid_entry(
 /// errno.
 ///
 /// # Safety
-/// `entries` has `entry_size * max_entries` writable bytes.
+/// `ctx` is an open context; `entries` has `entry_size * max_entries`
+/// writable bytes.
 pub unsafe fn query_gid_table(
     ctx: *mut ibv_context,
     entries: *mut u8,
@@ -347,7 +415,8 @@ pub unsafe fn query_gid_table(
     entry_size: usize,
 ) -> Result<Option<u64>, c_int> {
     let mut num: u64 = 0;
-    let mut c = Cmd::new(ctx, &m::QUERY_GID_TABLE, 4, core::ptr::null_mut());
+    // SAFETY: `ctx` is open (contract); no linked blocks.
+    let mut c = unsafe { Cmd::new(ctx, &m::QUERY_GID_TABLE, 4, core::ptr::null_mut()) };
     c.in_u64(attr::QUERY_GID_TABLE_ENTRY_SIZE, entry_size as u64);
     c.in_u32(attr::QUERY_GID_TABLE_FLAGS, flags);
     c.out_bytes(
@@ -356,7 +425,8 @@ pub unsafe fn query_gid_table(
         entry_size.saturating_mul(max_entries),
     );
     c.out(attr::QUERY_GID_TABLE_RESP_NUM_ENTRIES, &mut num);
-    match c.try_ioctl()? {
+    // SAFETY: `entries` has the announced bytes (contract); `num` is a local.
+    match unsafe { c.try_ioctl() }? {
         None => Ok(Some(num)),
         Some(_) => Ok(None),
     }
@@ -371,6 +441,8 @@ pub unsafe fn create_comp_channel(ctx: *mut ibv_context) -> Result<c_int, c_int>
     let mut req: ibv_create_comp_channel = Default::default();
     let mut resp: ib_uverbs_create_comp_channel_resp = Default::default();
     let (rq, rs) = (core::mem::size_of_val(&req), core::mem::size_of_val(&resp));
-    write_cmd(ctx, &m::CREATE_COMP_CHANNEL, &mut req, rq, &mut resp, rs)?;
+    // SAFETY: `ctx` is open (contract); request and response are locals of
+    // `rq` / `rs` bytes.
+    unsafe { write_cmd(ctx, &m::CREATE_COMP_CHANNEL, &mut req, rq, &mut resp, rs) }?;
     Ok(resp.fd as c_int)
 }

@@ -6,11 +6,19 @@
 //! `verbs_*` wrapper fields, `cqe`, `qp_num`, keys …), and leaves the same
 //! things in the provider's command and response buffers.  Pointers are the
 //! provider's; they are trusted as upstream trusts them.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
+// The two lints above reach the submodules too.  `flow`, `misc`, `qp` and
+// the tests are converted separately: each gets its own inner `#![deny]`,
+// which takes precedence over these outer `allow`s (then they can go).
 pub mod cq;
 pub mod device;
+#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod flow;
+#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod misc;
+#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod qp;
 pub mod srq;
 pub mod wq;
@@ -26,7 +34,8 @@ use super::builder::{Cmd, Method, Path};
 /// `size_of::<Req>()` bytes the library's; `resp` likewise.
 ///
 /// # Safety
-/// Buffers valid for their sizes.
+/// `ctx` is an open context; `cmd` has `cmd_size` and `resp` `resp_size`
+/// bytes, valid until this returns.
 pub(crate) unsafe fn write_cmd<Req, Resp>(
     ctx: *mut ibv_context,
     m: &'static Method,
@@ -35,17 +44,22 @@ pub(crate) unsafe fn write_cmd<Req, Resp>(
     resp: *mut Resp,
     resp_size: usize,
 ) -> Result<Cmd, c_int> {
-    let mut c = Cmd::write_only(
-        ctx,
-        m,
-        cmd.cast(),
-        core::mem::size_of::<Req>(),
-        cmd_size,
-        resp.cast(),
-        core::mem::size_of::<Resp>(),
-        resp_size,
-    );
-    c.exec()?;
+    // SAFETY: the buffers are valid for their sizes until this returns
+    // (caller's contract), and `c` runs before that.
+    let mut c = unsafe {
+        Cmd::write_only(
+            ctx,
+            m,
+            cmd.cast(),
+            core::mem::size_of::<Req>(),
+            cmd_size,
+            resp.cast(),
+            core::mem::size_of::<Resp>(),
+            resp_size,
+        )
+    };
+    // SAFETY: as above; `ctx` is open.
+    unsafe { c.exec() }?;
     Ok(c)
 }
 
@@ -59,17 +73,22 @@ pub(crate) unsafe fn write_req<Req>(
     cmd: *mut Req,
     cmd_size: usize,
 ) -> c_int {
-    let mut c = Cmd::write_only(
-        ctx,
-        m,
-        cmd.cast(),
-        core::mem::size_of::<Req>(),
-        cmd_size,
-        core::ptr::null_mut(),
-        0,
-        0,
-    );
-    match c.exec() {
+    // SAFETY: `cmd` has `cmd_size` bytes until this returns (caller's
+    // contract); there is no response buffer.
+    let mut c = unsafe {
+        Cmd::write_only(
+            ctx,
+            m,
+            cmd.cast(),
+            core::mem::size_of::<Req>(),
+            cmd_size,
+            core::ptr::null_mut(),
+            0,
+            0,
+        )
+    };
+    // SAFETY: as above; `ctx` is open.
+    match unsafe { c.exec() } {
         Ok(_) => 0,
         Err(e) => e,
     }
@@ -88,13 +107,15 @@ pub(crate) unsafe fn destroy(
     handle: u32,
     place: super::builder::Place,
 ) -> c_int {
-    let mut c = Cmd::new(ctx, m, 1, core::ptr::null_mut());
+    // SAFETY: `ctx` is open (caller's contract); no linked blocks.
+    let mut c = unsafe { Cmd::new(ctx, m, 1, core::ptr::null_mut()) };
     if m.write.is_some() {
         c.in_obj(attr_id, handle).w(place);
     } else {
         c.in_obj(attr_id, handle).wx(place);
     }
-    let mut ret = match c.exec() {
+    // SAFETY: the command holds only a handle value, no pointers.
+    let mut ret = match unsafe { c.exec() } {
         Ok(_) => 0,
         Err(e) => e,
     };
@@ -125,11 +146,16 @@ pub(crate) unsafe fn wait_events(
     cond: *mut libc::pthread_cond_t,
     done: impl Fn() -> bool,
 ) {
-    libc::pthread_mutex_lock(mutex);
-    while !done() {
-        libc::pthread_cond_wait(cond, mutex);
+    // SAFETY: `mutex` and `cond` are the initialised pthread objects of a
+    // live object (caller's contract); the mutex is held around every wait
+    // and released at the end, as pthread_cond_wait requires.
+    unsafe {
+        libc::pthread_mutex_lock(mutex);
+        while !done() {
+            libc::pthread_cond_wait(cond, mutex);
+        }
+        libc::pthread_mutex_unlock(mutex);
     }
-    libc::pthread_mutex_unlock(mutex);
 }
 
 pub(crate) fn ok(r: Result<Path, c_int>) -> c_int {
@@ -140,4 +166,5 @@ pub(crate) fn ok(r: Result<Path, c_int>) -> c_int {
 }
 
 #[cfg(test)]
+#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 mod tests;
