@@ -1,6 +1,6 @@
 //! RoCE L2 address resolution for `ibv_resolve_eth_l2_from_gid`, with
-//! upstream's behaviour (`neigh.c`, there built on libnl) and a small
-//! rtnetlink client of our own:
+//! upstream's behaviour (`neigh.c`, there built on libnl), on top of the
+//! library's netlink client ([`crate::kernel::netlink`]):
 //!
 //! 1. the outgoing interface is the one that owns the source GID's IP
 //!    address (`getifaddrs`);
@@ -15,49 +15,14 @@
 //!    re-sending every 3000/11 ms, for up to 11 periods;
 //! 4. the VLAN id is that of the outgoing interface when it is a VLAN
 //!    device, else 0xffff.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use crate::ffi::{errno, set_errno};
-
-const NETLINK_ROUTE: c_int = 0;
-const NLMSG_HDRLEN: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_MULTI: u16 = 2;
-const NLM_F_ACK: u16 = 4;
-const NLM_F_DUMP: u16 = 0x300;
-
-const RTM_NEWLINK: u16 = 16;
-const RTM_GETLINK: u16 = 18;
-const RTM_NEWROUTE: u16 = 24;
-const RTM_GETROUTE: u16 = 26;
-const RTM_NEWNEIGH: u16 = 28;
-const RTM_DELNEIGH: u16 = 29;
-const RTM_GETNEIGH: u16 = 30;
-const RTNLGRP_NEIGH: u32 = 3;
-
-const RTA_DST: u16 = 1;
-const RTA_OIF: u16 = 4;
-const RTA_GATEWAY: u16 = 5;
-const RTA_PREFSRC: u16 = 7;
-const RTA_MULTIPATH: u16 = 9;
-const NDA_DST: u16 = 1;
-const NDA_LLADDR: u16 = 2;
-const IFLA_ADDRESS: u16 = 1;
-const IFLA_LINKINFO: u16 = 18;
-const IFLA_INFO_KIND: u16 = 1;
-const IFLA_INFO_DATA: u16 = 2;
-const IFLA_VLAN_ID: u16 = 1;
-const NLA_TYPE_MASK: u16 = 0x3fff;
-
-const RTN_LOCAL: u8 = 2;
-const RTN_BLACKHOLE: u8 = 6;
-const RTN_UNREACHABLE: u8 = 7;
-const RTN_PROHIBIT: u8 = 8;
-const RTN_THROW: u8 = 9;
+use crate::kernel::netlink::{self as nl, Link, Neigh, ReplyRules, RtMsg, Socket};
 
 /// `NEIGH_GET_DEFAULT_TIMEOUT_MS`.
 pub const DEFAULT_TIMEOUT_MS: u64 = 3000;
@@ -145,385 +110,40 @@ pub fn encoded_mac(dst: &Addr) -> Option<[u8; 6]> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Messages
-// ---------------------------------------------------------------------------
-
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
-fn push_attr(buf: &mut Vec<u8>, kind: u16, data: &[u8]) {
-    let len = 4 + data.len();
-    buf.extend_from_slice(&(len as u16).to_ne_bytes());
-    buf.extend_from_slice(&kind.to_ne_bytes());
-    buf.extend_from_slice(data);
-    buf.resize(align4(buf.len()), 0);
-}
-
-/// A request: header, fixed family header, attributes.
-fn build_msg(kind: u16, flags: u16, seq: u32, fixed: &[u8], attrs: &[(u16, &[u8])]) -> Vec<u8> {
-    let mut m = vec![0u8; NLMSG_HDRLEN];
-    m.extend_from_slice(fixed);
-    m.resize(align4(m.len()), 0);
-    for (k, d) in attrs {
-        push_attr(&mut m, *k, d);
-    }
-    let len = m.len() as u32;
-    m[0..4].copy_from_slice(&len.to_ne_bytes());
-    m[4..6].copy_from_slice(&kind.to_ne_bytes());
-    m[6..8].copy_from_slice(&flags.to_ne_bytes());
-    m[8..12].copy_from_slice(&seq.to_ne_bytes());
-    m
-}
-
 /// `process_get_neigh`'s `RTM_GETROUTE` request: `struct rtmsg` with the
 /// family and prefix length of `dst`, `RTA_DST`, and `RTA_OIF` when known.
 pub fn route_request(dst: &Addr, oif: i32, seq: u32) -> Vec<u8> {
-    let mut rtm = [0u8; 12];
-    rtm[0] = dst.family as u8;
-    rtm[1] = dst.prefix_bits();
+    let rtm = RtMsg {
+        family: dst.family as u8,
+        dst_len: dst.prefix_bits(),
+        ..Default::default()
+    };
     let oif_b = (oif as u32).to_ne_bytes();
-    let mut attrs: Vec<(u16, &[u8])> = vec![(RTA_DST, &dst.bytes)];
+    let mut attrs: Vec<(u16, &[u8])> = vec![(nl::RTA_DST, &dst.bytes)];
     if oif > 0 {
-        attrs.push((RTA_OIF, &oif_b));
+        attrs.push((nl::RTA_OIF, &oif_b));
     }
-    build_msg(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_ACK, seq, &rtm, &attrs)
+    nl::encode_request(
+        nl::RTM_GETROUTE,
+        nl::NLM_F_REQUEST | nl::NLM_F_ACK,
+        seq,
+        &rtm.to_bytes(),
+        &attrs,
+    )
 }
 
-/// One netlink message of a received datagram.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Msg<'a> {
-    pub kind: u16,
-    pub flags: u16,
-    pub seq: u32,
-    pub payload: &'a [u8],
-}
-
-/// Splits a datagram into messages, never trusting the lengths.
-pub fn parse_msgs(mut b: &[u8]) -> Vec<Msg<'_>> {
-    let mut out = Vec::new();
-    while b.len() >= NLMSG_HDRLEN {
-        let len = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize;
-        if len < NLMSG_HDRLEN || len > b.len() {
-            break;
-        }
-        out.push(Msg {
-            kind: u16::from_ne_bytes([b[4], b[5]]),
-            flags: u16::from_ne_bytes([b[6], b[7]]),
-            seq: u32::from_ne_bytes([b[8], b[9], b[10], b[11]]),
-            payload: &b[NLMSG_HDRLEN..len],
-        });
-        b = &b[align4(len).min(b.len())..];
-    }
-    out
-}
-
-/// The attributes in `b`, as (type, data).
-pub fn parse_attrs(mut b: &[u8]) -> Vec<(u16, &[u8])> {
-    let mut out = Vec::new();
-    while b.len() >= 4 {
-        let len = u16::from_ne_bytes([b[0], b[1]]) as usize;
-        if len < 4 || len > b.len() {
-            break;
-        }
-        out.push((u16::from_ne_bytes([b[2], b[3]]) & NLA_TYPE_MASK, &b[4..len]));
-        b = &b[align4(len).min(b.len())..];
-    }
-    out
-}
-
-fn attr<'a>(attrs: &[(u16, &'a [u8])], kind: u16) -> Option<&'a [u8]> {
-    attrs.iter().find(|(k, _)| *k == kind).map(|(_, d)| *d)
-}
-
-fn u32_of(d: &[u8]) -> Option<u32> {
-    Some(u32::from_ne_bytes(d.get(..4)?.try_into().ok()?))
-}
-
-/// The error of an `NLMSG_ERROR` payload (negative errno; 0 is an ACK).
-fn nlmsg_error(payload: &[u8]) -> c_int {
-    payload
-        .get(..4)
-        .map(|e| i32::from_ne_bytes([e[0], e[1], e[2], e[3]]))
-        .unwrap_or(-libc::EPROTO)
-}
-
-/// The parts of a route reply upstream looks at (its first next hop).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Route {
-    pub family: c_int,
-    pub rtype: u8,
-    pub gateway: Option<Vec<u8>>,
-    pub oif: i32,
-    pub prefsrc: Option<Vec<u8>>,
-}
-
-pub fn parse_route(p: &[u8]) -> Option<Route> {
-    if p.len() < 12 {
-        return None;
-    }
-    let attrs = parse_attrs(&p[12..]);
-    let mut r = Route {
-        family: p[0] as c_int,
-        rtype: p[7],
-        ..Default::default()
-    };
-    r.prefsrc = attr(&attrs, RTA_PREFSRC).map(|d| d.to_vec());
-    // Next hop 0: the first of RTA_MULTIPATH when present, else the
-    // single-path RTA_OIF / RTA_GATEWAY.
-    if let Some(mp) = attr(&attrs, RTA_MULTIPATH).filter(|mp| mp.len() >= 8) {
-        let len = (u16::from_ne_bytes([mp[0], mp[1]]) as usize).clamp(8, mp.len());
-        r.oif = i32::from_ne_bytes([mp[4], mp[5], mp[6], mp[7]]);
-        r.gateway = attr(&parse_attrs(&mp[8..len]), RTA_GATEWAY).map(|d| d.to_vec());
-    } else {
-        r.oif = attr(&attrs, RTA_OIF).and_then(u32_of).unwrap_or(0) as i32;
-        r.gateway = attr(&attrs, RTA_GATEWAY).map(|d| d.to_vec());
-    }
-    Some(r)
-}
-
-/// A neighbour table entry.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Neigh {
-    pub family: c_int,
-    pub ifindex: i32,
-    pub dst: Option<Vec<u8>>,
-    pub lladdr: Option<Vec<u8>>,
-}
-
-pub fn parse_neigh(p: &[u8]) -> Option<Neigh> {
-    if p.len() < 12 {
-        return None;
-    }
-    let attrs = parse_attrs(&p[12..]);
-    Some(Neigh {
-        family: p[0] as c_int,
-        ifindex: i32::from_ne_bytes([p[4], p[5], p[6], p[7]]),
-        dst: attr(&attrs, NDA_DST).map(|d| d.to_vec()),
-        lladdr: attr(&attrs, NDA_LLADDR).map(|d| d.to_vec()),
-    })
-}
-
-impl Neigh {
-    /// The filter upstream matches neighbours with: interface and address.
-    fn matches(&self, oif: i32, dst: &Addr) -> bool {
-        self.ifindex == oif && self.family == dst.family && self.dst.as_deref() == Some(&dst.bytes[..])
-    }
-}
-
-/// A network interface: its hardware address and, for VLAN devices, the
-/// VLAN id.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Link {
-    pub addr: Option<Vec<u8>>,
-    pub is_vlan: bool,
-    pub vlan_id: u16,
-}
-
-pub fn parse_link(p: &[u8]) -> Option<Link> {
-    if p.len() < 16 {
-        return None;
-    }
-    let attrs = parse_attrs(&p[16..]);
-    let mut l = Link {
-        addr: attr(&attrs, IFLA_ADDRESS).map(|d| d.to_vec()),
-        ..Default::default()
-    };
-    if let Some(info) = attr(&attrs, IFLA_LINKINFO) {
-        let info = parse_attrs(info);
-        let kind = attr(&info, IFLA_INFO_KIND).map(super::cstr_bytes);
-        if kind == Some(b"vlan") {
-            l.is_vlan = true;
-            if let Some(data) = attr(&info, IFLA_INFO_DATA) {
-                if let Some(id) = attr(&parse_attrs(data), IFLA_VLAN_ID).and_then(|d| d.get(..2)) {
-                    l.vlan_id = u16::from_ne_bytes([id[0], id[1]]);
-                }
-            }
-        }
-    }
-    Some(l)
-}
-
-// ---------------------------------------------------------------------------
-// The socket
-// ---------------------------------------------------------------------------
-
-struct Nl {
-    fd: OwnedFd,
-    seq: u32,
-}
-
-impl Nl {
-    /// A bound `NETLINK_ROUTE` socket, or a negative errno value.
-    fn open() -> Result<Nl, c_int> {
-        // SAFETY: plain socket calls with valid arguments.
-        unsafe {
-            let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, NETLINK_ROUTE);
-            if fd < 0 {
-                return Err(-errno());
-            }
-            let fd = OwnedFd::from_raw_fd(fd);
-            let mut sa: libc::sockaddr_nl = std::mem::zeroed();
-            sa.nl_family = libc::AF_NETLINK as u16;
-            if libc::bind(
-                fd.as_raw_fd(),
-                (&sa as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            ) != 0
-            {
-                return Err(-errno());
-            }
-            let seq = libc::time(std::ptr::null_mut()) as u32;
-            Ok(Nl { fd, seq })
-        }
-    }
-
-    fn next_seq(&mut self) -> u32 {
-        self.seq = self.seq.wrapping_add(1);
-        self.seq
-    }
-
-    fn send(&self, msg: &[u8]) -> Result<(), c_int> {
-        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        sa.nl_family = libc::AF_NETLINK as u16;
-        // SAFETY: msg and sa are valid for the call.
-        let n = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                msg.as_ptr().cast(),
-                msg.len(),
-                0,
-                (&sa as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            )
-        };
-        if n < 0 {
-            Err(-errno())
-        } else {
-            Ok(())
-        }
-    }
-
-    /// One datagram (sized with MSG_PEEK|MSG_TRUNC first), retrying EINTR.
-    fn recv(&self) -> Result<Vec<u8>, c_int> {
-        loop {
-            // SAFETY: a zero-length peek into a valid (empty) buffer.
-            let n = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    [0u8; 1].as_mut_ptr().cast(),
-                    0,
-                    libc::MSG_PEEK | libc::MSG_TRUNC,
-                )
-            };
-            if n < 0 {
-                if errno() == libc::EINTR {
-                    continue;
-                }
-                return Err(-errno());
-            }
-            let mut buf = vec![0u8; (n as usize).max(4096)];
-            // SAFETY: buf is writable for its length.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-            if n < 0 {
-                if errno() == libc::EINTR {
-                    continue;
-                }
-                return Err(-errno());
-            }
-            buf.truncate(n as usize);
-            return Ok(buf);
-        }
-    }
-
-    /// A dump: the payloads of every message of type `want`.
-    fn dump(&mut self, kind: u16, fixed: &[u8], want: u16) -> Result<Vec<Vec<u8>>, c_int> {
-        let seq = self.next_seq();
-        self.send(&build_msg(kind, NLM_F_REQUEST | NLM_F_DUMP, seq, fixed, &[]))?;
-        let mut out = Vec::new();
-        loop {
-            let buf = self.recv()?;
-            let msgs = parse_msgs(&buf);
-            if msgs.is_empty() {
-                return Err(-libc::EPROTO);
-            }
-            for m in msgs {
-                if m.seq != seq {
-                    continue;
-                }
-                match m.kind {
-                    NLMSG_DONE => return Ok(out),
-                    NLMSG_ERROR => {
-                        let e = nlmsg_error(m.payload);
-                        if e != 0 {
-                            return Err(e);
-                        }
-                        return Ok(out);
-                    }
-                    k if k == want => out.push(m.payload.to_vec()),
-                    _ => {}
-                }
-            }
-        }
-    }
-
-    /// A request with one reply of type `want` (plus the ACK).
-    fn request_one(&mut self, kind: u16, fixed: &[u8], attrs: &[(u16, &[u8])], want: u16) -> Result<Vec<u8>, c_int> {
-        let seq = self.next_seq();
-        self.send(&build_msg(kind, NLM_F_REQUEST | NLM_F_ACK, seq, fixed, attrs))?;
-        let mut found = None;
-        loop {
-            let buf = self.recv()?;
-            let msgs = parse_msgs(&buf);
-            if msgs.is_empty() {
-                return Err(-libc::EPROTO);
-            }
-            for m in msgs {
-                if m.seq != seq {
-                    continue;
-                }
-                match m.kind {
-                    NLMSG_ERROR => {
-                        let e = nlmsg_error(m.payload);
-                        if e != 0 {
-                            return Err(e);
-                        }
-                        return found.ok_or(-libc::ENODATA);
-                    }
-                    NLMSG_DONE => return found.ok_or(-libc::ENODATA),
-                    k if k == want && found.is_none() => found = Some(m.payload.to_vec()),
-                    _ => {}
-                }
-            }
-        }
-    }
-
-    fn add_membership(&self, group: u32) -> Result<(), c_int> {
-        // SAFETY: setsockopt with a valid u32 option value.
-        let r = unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_NETLINK,
-                libc::NETLINK_ADD_MEMBERSHIP,
-                (&group as *const u32).cast(),
-                4,
-            )
-        };
-        if r != 0 {
-            Err(-errno())
-        } else {
-            Ok(())
-        }
-    }
+/// The filter upstream matches neighbours with: interface and address.
+fn neigh_matches(n: &Neigh, oif: i32, dst: &Addr) -> bool {
+    n.ifindex == oif && n.family == dst.family && n.dst.as_deref() == Some(&dst.bytes[..])
 }
 
 // ---------------------------------------------------------------------------
 // The resolution (upstream's get_neigh_handler)
 // ---------------------------------------------------------------------------
 
-struct Handler {
-    nl: Nl,
+struct Handler<'s> {
+    /// The rtnetlink socket of this resolution.
+    nl: &'s Socket,
     oif: i32,
     found: Option<Vec<u8>>,
     dst: Addr,
@@ -534,17 +154,14 @@ struct Handler {
 /// Why the route step failed (upstream only distinguishes zero/non-zero).
 struct Failed;
 
-impl Handler {
+impl Handler<'_> {
     /// The interface `ifindex`, as the link cache would give it.
-    fn link(&mut self, ifindex: i32) -> Option<Link> {
-        let mut ifi = [0u8; 16];
-        ifi[4..8].copy_from_slice(&ifindex.to_ne_bytes());
-        let p = self.nl.request_one(RTM_GETLINK, &ifi, &[], RTM_NEWLINK).ok()?;
-        parse_link(&p)
+    fn link(&self, ifindex: i32) -> Option<Link> {
+        self.nl.link(ifindex).ok()
     }
 
     /// `neigh_get_vlan_id_from_dev`.
-    fn vlan_id_from_dev(&mut self) -> u16 {
+    fn vlan_id_from_dev(&self) -> u16 {
         let Some(link) = self.link(self.oif) else {
             set_errno(libc::EINVAL);
             return 0xffff;
@@ -559,52 +176,35 @@ impl Handler {
 
     /// `get_neigh_mac`: the link-layer address of the (oif, dst) neighbour
     /// from the kernel's neighbour table.
-    fn neigh_from_table(&mut self) -> Option<Vec<u8>> {
-        let ndm = [0u8; 12];
-        let all = self.nl.dump(RTM_GETNEIGH, &ndm, RTM_NEWNEIGH).ok()?;
-        all.iter()
-            .filter_map(|p| parse_neigh(p))
-            .find(|n| n.matches(self.oif, &self.dst))
+    fn neigh_from_table(&self) -> Option<Vec<u8>> {
+        let all = self.nl.neighbours().ok()?;
+        all.into_iter()
+            .find(|n| neigh_matches(n, self.oif, &self.dst))
             .and_then(|n| n.lladdr)
     }
 
     /// `process_get_neigh`: the route lookup; Ok when a link-layer
-    /// address was found.
+    /// address was found.  The reply is single-part: its first datagram
+    /// without `NLM_F_MULTI` ends the lookup, an error fails it, the ACK
+    /// or the end of a dump ends it (without a route: no address found).
     fn process_get_neigh(&mut self) -> Result<(), Failed> {
-        let seq = self.nl.next_seq();
-        self.nl
-            .send(&route_request(&self.dst, self.oif, seq))
+        let nl = self.nl;
+        let seq = nl.next_seq();
+        nl.send_bytes(&route_request(&self.dst, self.oif, seq))
             .map_err(|_| Failed)?;
-        loop {
-            let buf = self.nl.recv().map_err(|_| Failed)?;
-            let msgs = parse_msgs(&buf);
-            let mut multi = false;
-            for m in &msgs {
-                multi |= m.flags & NLM_F_MULTI != 0;
-                match m.kind {
-                    // An error fails the lookup; the ACK or the end of a
-                    // dump ends it (without a route: no address found).
-                    NLMSG_ERROR => {
-                        return if nlmsg_error(m.payload) != 0 {
-                            Err(Failed)
-                        } else {
-                            Ok(())
-                        };
-                    }
-                    NLMSG_DONE => return Ok(()),
-                    RTM_NEWROUTE => self.route_cb(m.payload)?,
-                    _ => {}
-                }
+        nl.receive(ReplyRules::single_part(), |m| {
+            if m.kind == nl::RTM_NEWROUTE {
+                self.route_cb(m.payload).map_err(|Failed| libc::EHOSTUNREACH)
+            } else {
+                Ok(())
             }
-            if !multi {
-                return Ok(());
-            }
-        }
+        })
+        .map_err(|_| Failed)
     }
 
     /// `get_route_cb` with `get_route_cb_parser`.
     fn route_cb(&mut self, payload: &[u8]) -> Result<(), Failed> {
-        let Some(r) = parse_route(payload) else {
+        let Some(r) = nl::parse_route(payload) else {
             set_errno(libc::ENOMSG);
             return Err(Failed);
         };
@@ -614,7 +214,10 @@ impl Handler {
                 bytes: gw.clone(),
             };
         }
-        if matches!(r.rtype, RTN_BLACKHOLE | RTN_UNREACHABLE | RTN_PROHIBIT | RTN_THROW) {
+        if matches!(
+            r.rtype,
+            nl::RTN_BLACKHOLE | nl::RTN_UNREACHABLE | nl::RTN_PROHIBIT | nl::RTN_THROW
+        ) {
             set_errno(libc::ENETUNREACH);
             self.src = None;
         } else {
@@ -629,7 +232,7 @@ impl Handler {
             if self.oif < 0 && r.oif > 0 {
                 self.oif = r.oif;
             }
-            if r.rtype == RTN_LOCAL {
+            if r.rtype == nl::RTN_LOCAL {
                 // The destination is this host: the interface's own MAC.
                 match self.link(self.oif).and_then(|l| l.addr) {
                     Some(a) => self.found = Some(a),
@@ -659,11 +262,11 @@ impl Handler {
         if let Some(ll) = self.neigh_from_table() {
             return Some(ll);
         }
-        let events = Nl::open().ok()?;
-        events.add_membership(RTNLGRP_NEIGH).ok()?;
+        let events = Socket::connect(nl::NETLINK_ROUTE).ok()?;
+        events.add_membership(nl::RTNLGRP_NEIGH).ok()?;
         let src = self.src.clone()?;
-        let (sock, dst_sa, dst_len) = create_socket(&src, &self.dst, self.oif)?;
-        if try_send_to(&sock, &dst_sa, dst_len) != 0 {
+        let (sock, dst_sa) = create_socket(&src, &self.dst, self.oif)?;
+        if try_send_to(&sock, &dst_sa) != 0 {
             return None;
         }
         let timer = create_timer(self.timeout_ms)?;
@@ -672,7 +275,7 @@ impl Handler {
         loop {
             let mut fds = [
                 libc::pollfd {
-                    fd: events.fd.as_raw_fd(),
+                    fd: events.as_raw_fd(),
                     events: libc::POLLIN,
                     revents: 0,
                 },
@@ -682,8 +285,9 @@ impl Handler {
                     revents: 0,
                 },
             ];
-            // SAFETY: two valid pollfds.
-            let ret = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            // SAFETY: fds is an array of 2 initialised pollfds, alive and
+            // exclusively borrowed across the call; nfds is its length.
+            let ret = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
             if ret == -1 {
                 break;
             }
@@ -693,20 +297,19 @@ impl Handler {
             let nl_ready = fds[0].revents != 0;
             let timer_ready = fds[1].revents != 0;
             if nl_ready {
-                if let Ok(buf) = events.recv() {
-                    for m in parse_msgs(&buf) {
-                        if m.kind != RTM_NEWNEIGH && m.kind != RTM_DELNEIGH {
-                            continue;
-                        }
-                        if let Some(n) = parse_neigh(m.payload) {
-                            if found.is_none() && n.matches(self.oif, &self.dst) {
-                                if let Some(ll) = n.lladdr {
-                                    found = Some(ll);
-                                }
+                let (oif, dst) = (self.oif, &self.dst);
+                let _ = events.recv_each(|m| {
+                    if m.kind != nl::RTM_NEWNEIGH && m.kind != nl::RTM_DELNEIGH {
+                        return;
+                    }
+                    if let Some(n) = nl::parse_neigh(m.payload) {
+                        if found.is_none() && neigh_matches(&n, oif, dst) {
+                            if let Some(ll) = n.lladdr {
+                                found = Some(ll);
                             }
                         }
                     }
-                }
+                });
                 if found.is_some() {
                     break;
                 }
@@ -714,11 +317,12 @@ impl Handler {
                 found = Some(ll);
                 break;
             } else if timer_ready && retries < NUM_OF_RETRIES {
-                try_send_to(&sock, &dst_sa, dst_len);
+                try_send_to(&sock, &dst_sa);
             }
             if timer_ready {
                 let mut v = 0u64;
-                // SAFETY: reading the 8-byte expiry count of a timerfd.
+                // SAFETY: v is 8 writable bytes living across the call, the
+                // size of a timerfd's expiry count.
                 unsafe { libc::read(timer.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
                 retries += 1;
                 if retries >= NUM_OF_TRIES {
@@ -733,75 +337,99 @@ impl Handler {
     }
 }
 
-/// `sockaddr_in`/`sockaddr_in6` of an address (`nl_addr_fill_sockaddr`).
-fn sockaddr_of(a: &Addr, port: u16, scope: u32) -> Option<(libc::sockaddr_storage, u32)> {
-    // SAFETY: all-zero sockaddr_storage is valid; the casts stay inside it.
-    unsafe {
-        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
-        match a.family {
-            libc::AF_INET if a.bytes.len() == 4 => {
-                let s = (&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>();
-                (*s).sin_family = libc::AF_INET as u16;
-                (*s).sin_port = port.to_be();
-                (*s).sin_addr.s_addr = u32::from_ne_bytes([a.bytes[0], a.bytes[1], a.bytes[2], a.bytes[3]]);
-                Some((ss, std::mem::size_of::<libc::sockaddr_in>() as u32))
-            }
-            libc::AF_INET6 if a.bytes.len() == 16 => {
-                let s = (&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>();
-                (*s).sin6_family = libc::AF_INET6 as u16;
-                (*s).sin6_port = port.to_be();
-                (*s).sin6_addr.s6_addr.copy_from_slice(&a.bytes);
-                (*s).sin6_scope_id = scope;
-                Some((ss, std::mem::size_of::<libc::sockaddr_in6>() as u32))
-            }
-            _ => None,
+/// A socket address of the probe socket (`nl_addr_fill_sockaddr`).
+enum SockAddr {
+    V4(libc::sockaddr_in),
+    V6(libc::sockaddr_in6),
+}
+
+impl SockAddr {
+    /// The address as the socket calls take it: pointer and length.  The
+    /// pointer is valid as long as `self` is.
+    fn as_raw(&self) -> (*const libc::sockaddr, libc::socklen_t) {
+        match self {
+            SockAddr::V4(s) => (
+                (s as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            ),
+            SockAddr::V6(s) => (
+                (s as *const libc::sockaddr_in6).cast(),
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            ),
         }
+    }
+}
+
+/// `sockaddr_in`/`sockaddr_in6` of an address (`nl_addr_fill_sockaddr`).
+fn sockaddr_of(a: &Addr, port: u16, scope: u32) -> Option<SockAddr> {
+    match (a.family, a.bytes.len()) {
+        (libc::AF_INET, 4) => Some(SockAddr::V4(libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes([a.bytes[0], a.bytes[1], a.bytes[2], a.bytes[3]]),
+            },
+            sin_zero: [0; 8],
+        })),
+        (libc::AF_INET6, 16) => {
+            let mut s6_addr = [0u8; 16];
+            s6_addr.copy_from_slice(&a.bytes);
+            Some(SockAddr::V6(libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: port.to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr { s6_addr },
+                sin6_scope_id: scope,
+            }))
+        }
+        _ => None,
     }
 }
 
 /// `create_socket`: a UDP socket bound to the source address, and the
 /// discard-port destination (scoped to the outgoing interface for IPv6).
-fn create_socket(src: &Addr, dst: &Addr, oif: i32) -> Option<(OwnedFd, libc::sockaddr_storage, u32)> {
-    let Some((src_sa, src_len)) = sockaddr_of(src, 0, 0) else {
+fn create_socket(src: &Addr, dst: &Addr, oif: i32) -> Option<(OwnedFd, SockAddr)> {
+    let Some(src_sa) = sockaddr_of(src, 0, 0) else {
         set_errno(libc::EADDRNOTAVAIL);
         return None;
     };
-    let Some((dst_sa, dst_len)) = sockaddr_of(dst, PORT_DISCARD, oif as u32) else {
+    let Some(dst_sa) = sockaddr_of(dst, PORT_DISCARD, oif as u32) else {
         set_errno(libc::EADDRNOTAVAIL);
         return None;
     };
-    // SAFETY: plain socket calls with valid addresses.
-    unsafe {
-        let fd = libc::socket(dst.family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if fd == -1 {
-            return None;
-        }
-        let fd = OwnedFd::from_raw_fd(fd);
-        if libc::bind(
-            fd.as_raw_fd(),
-            (&src_sa as *const libc::sockaddr_storage).cast(),
-            src_len,
-        ) != 0
-        {
-            return None;
-        }
-        Some((fd, dst_sa, dst_len))
+    // SAFETY: socket(2) takes only integers and touches no memory of ours.
+    let fd = unsafe { libc::socket(dst.family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd == -1 {
+        return None;
     }
+    // SAFETY: fd is the descriptor socket(2) just returned: open, and owned
+    // by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let (sa, len) = src_sa.as_raw();
+    // SAFETY: sa points to src_sa, a sockaddr_in/sockaddr_in6 of len bytes
+    // that lives across the call.
+    if unsafe { libc::bind(fd.as_raw_fd(), sa, len) } != 0 {
+        return None;
+    }
+    Some((fd, dst_sa))
 }
 
 /// `try_send_to`: 0 or -1 (retrying while the source address is not yet
 /// usable).
-fn try_send_to(sock: &OwnedFd, dst: &libc::sockaddr_storage, len: u32) -> c_int {
+fn try_send_to(sock: &OwnedFd, dst: &SockAddr) -> c_int {
+    let (sa, len) = dst.as_raw();
     let mut count = UDP_SOCKET_MAX_SENDTO;
     loop {
-        // SAFETY: valid payload and destination.
+        // SAFETY: SEND_PAYLOAD is readable for its length (static), and sa
+        // points to dst, a socket address of len bytes borrowed across the
+        // call.
         let r = unsafe {
             libc::sendto(
                 sock.as_raw_fd(),
                 SEND_PAYLOAD.as_ptr().cast(),
                 SEND_PAYLOAD.len(),
                 0,
-                (dst as *const libc::sockaddr_storage).cast(),
+                sa,
                 len,
             )
         };
@@ -822,23 +450,57 @@ fn create_timer(timeout_ms: u64) -> Option<OwnedFd> {
         tv_sec: (per / 1000) as libc::time_t,
         tv_nsec: ((per % 1000) * 1_000_000) as libc::c_long,
     };
-    // SAFETY: plain timerfd calls.
-    unsafe {
-        let fd = libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC);
-        if fd == -1 {
+    // SAFETY: timerfd_create(2) takes only integers.
+    let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+    if fd == -1 {
+        return None;
+    }
+    // SAFETY: fd is the descriptor timerfd_create just returned: open, and
+    // owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if timeout_ms != 0 {
+        let spec = libc::itimerspec {
+            it_interval: ts,
+            it_value: ts,
+        };
+        // SAFETY: spec is a valid itimerspec living across the call; a null
+        // old-value pointer is allowed (the old setting is not returned).
+        if unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } != 0 {
             return None;
         }
-        let fd = OwnedFd::from_raw_fd(fd);
-        if timeout_ms != 0 {
-            let spec = libc::itimerspec {
-                it_interval: ts,
-                it_value: ts,
-            };
-            if libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) != 0 {
-                return None;
-            }
+    }
+    Some(fd)
+}
+
+/// Whether the interface address `sa` (possibly null) is `src`.
+///
+/// # Safety
+///
+/// `sa` is null or points to a socket address that is valid for its
+/// family (a `sockaddr_in` for `AF_INET`, a `sockaddr_in6` for
+/// `AF_INET6`), as `getifaddrs` gives them.
+unsafe fn sockaddr_is(sa: *const libc::sockaddr, src: &Addr) -> bool {
+    if sa.is_null() {
+        return false;
+    }
+    // SAFETY: sa is non-null and points to a socket address (caller);
+    // every one starts with its family.
+    let family = c_int::from(unsafe { (*sa).sa_family });
+    if family != src.family {
+        return false;
+    }
+    match family {
+        libc::AF_INET => {
+            // SAFETY: an AF_INET address is a sockaddr_in (caller).
+            let a = unsafe { (*sa.cast::<libc::sockaddr_in>()).sin_addr.s_addr }.to_ne_bytes();
+            a[..] == src.bytes[..]
         }
-        Some(fd)
+        libc::AF_INET6 => {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6 (caller).
+            let a = unsafe { (*sa.cast::<libc::sockaddr_in6>()).sin6_addr.s6_addr };
+            a[..] == src.bytes[..]
+        }
+        _ => false,
     }
 }
 
@@ -847,37 +509,29 @@ fn create_timer(timeout_ms: u64) -> Option<OwnedFd> {
 /// upstream returns the positive errno value; kept as is.)
 fn oif_from_src(src: &Addr) -> c_int {
     let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills a list freed below.
+    // SAFETY: &mut ifap is a valid out-pointer for the list head.
     if unsafe { libc::getifaddrs(&mut ifap) } == -1 {
         return errno();
     }
     let mut index = -libc::ENODEV;
     let mut p = ifap;
-    // SAFETY: walking the list getifaddrs returned.
-    unsafe {
-        while !p.is_null() {
-            let sa = (*p).ifa_addr;
-            if !sa.is_null() && (*sa).sa_family as c_int == src.family {
-                let same = match src.family {
-                    libc::AF_INET => {
-                        let a = (*sa.cast::<libc::sockaddr_in>()).sin_addr.s_addr.to_ne_bytes();
-                        a[..] == src.bytes[..]
-                    }
-                    libc::AF_INET6 => {
-                        let a = (*sa.cast::<libc::sockaddr_in6>()).sin6_addr.s6_addr;
-                        a[..] == src.bytes[..]
-                    }
-                    _ => false,
-                };
-                if same {
-                    index = libc::if_nametoindex((*p).ifa_name) as c_int;
-                    break;
-                }
-            }
-            p = (*p).ifa_next;
+    while !p.is_null() {
+        // SAFETY: p is a non-null node of the list getifaddrs returned,
+        // which stays allocated (and unmodified) until freeifaddrs below.
+        let ifa = unsafe { &*p };
+        // SAFETY: ifa_addr is null or an address getifaddrs filled in,
+        // valid for its family.
+        if unsafe { sockaddr_is(ifa.ifa_addr, src) } {
+            // SAFETY: ifa_name is the NUL-terminated interface name
+            // getifaddrs stored with the node.
+            index = unsafe { libc::if_nametoindex(ifa.ifa_name) } as c_int;
+            break;
         }
-        libc::freeifaddrs(ifap);
+        p = ifa.ifa_next;
     }
+    // SAFETY: ifap came from a successful getifaddrs and is freed once; no
+    // reference into the list is used after this.
+    unsafe { libc::freeifaddrs(ifap) };
     index
 }
 
@@ -887,9 +541,9 @@ fn oif_from_src(src: &Addr) -> c_int {
 /// link-layer address could be found, or a negative errno value when no
 /// rtnetlink socket could be opened (upstream: libnl's error code).
 pub fn resolve(sgid: &[u8; 16], dgid: &[u8; 16], mac: &mut [u8; 6], vid: Option<&mut u16>) -> c_int {
-    let nl = match Nl::open() {
+    let nl = match Socket::connect(nl::NETLINK_ROUTE) {
         Ok(n) => n,
-        Err(e) => return e,
+        Err(e) => return -e,
     };
     let src = peer_from_gid(sgid);
     let oif = oif_from_src(&src);
@@ -897,7 +551,7 @@ pub fn resolve(sgid: &[u8; 16], dgid: &[u8; 16], mac: &mut [u8; 6], vid: Option<
         return -libc::EINVAL;
     }
     let mut h = Handler {
-        nl,
+        nl: &nl,
         oif,
         found: None,
         dst: peer_from_gid(dgid),
@@ -922,6 +576,22 @@ pub fn resolve(sgid: &[u8; 16], dgid: &[u8; 16], mac: &mut [u8; 6], vid: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::netlink::{
+        encode_request as build_msg, parse_link, parse_neigh, parse_route, push_attr, Route, IFLA_ADDRESS,
+        IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINKINFO, IFLA_VLAN_ID, NDA_DST, NDA_LLADDR, NLM_F_ACK, NLM_F_REQUEST,
+        RTA_DST, RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF, RTA_PREFSRC, RTM_GETROUTE, RTM_NEWLINK, RTM_NEWNEIGH,
+        RTM_NEWROUTE,
+    };
+
+    /// The messages of a datagram, as a list.
+    fn parse_msgs(b: &[u8]) -> Vec<nl::Msg<'_>> {
+        nl::split_messages(b).collect()
+    }
+
+    /// The attributes in `b`, as (type, data).
+    fn parse_attrs(b: &[u8]) -> Vec<(u16, &[u8])> {
+        nl::parse_attrs(b).into_iter().map(|a| (a.kind, a.data)).collect()
+    }
 
     fn gid(s: &str) -> [u8; 16] {
         let a: std::net::Ipv6Addr = s.parse().unwrap();
@@ -1063,21 +733,24 @@ mod tests {
             &[(NDA_DST, &[10, 0, 0, 1]), (NDA_LLADDR, &[1, 2, 3, 4, 5, 6])],
         );
         let n = parse_neigh(parse_msgs(&m)[0].payload).unwrap();
-        assert!(n.matches(
+        assert!(neigh_matches(
+            &n,
             7,
             &Addr {
                 family: libc::AF_INET,
                 bytes: vec![10, 0, 0, 1]
             }
         ));
-        assert!(!n.matches(
+        assert!(!neigh_matches(
+            &n,
             8,
             &Addr {
                 family: libc::AF_INET,
                 bytes: vec![10, 0, 0, 1]
             }
         ));
-        assert!(!n.matches(
+        assert!(!neigh_matches(
+            &n,
             7,
             &Addr {
                 family: libc::AF_INET,
@@ -1131,7 +804,7 @@ mod tests {
     fn resolves_local_destination() {
         // Source and destination on "lo": the route is RTN_LOCAL and the
         // answer is lo's own (all-zero) hardware address, without VLAN.
-        if Nl::open().is_err() {
+        if Socket::connect(nl::NETLINK_ROUTE).is_err() {
             return; // no rtnetlink in this sandbox
         }
         let lo = gid("::ffff:127.0.0.1");
