@@ -120,7 +120,7 @@ pub fn update(
         if crate::env::get("IBV_SHOW_WARNINGS").is_some() {
             eprint!(
                 "{}Warning: no userspace device-specific driver found for {}\n",
-                super::PFX,
+                crate::log::PFX,
                 d.ibdev_name()
             );
         }
@@ -128,7 +128,7 @@ pub fn update(
             crate::log::LEVEL_INFO,
             format_args!(
                 "{}no provider claimed device {} ({}, kernel ABI {}, driver id {}); {} provider(s) registered\n",
-                super::PFX,
+                crate::log::PFX,
                 d.ibdev_name(),
                 d.sysfs_name(),
                 d.get().abi_ver,

@@ -23,8 +23,7 @@ pub mod sysfs;
 use std::sync::Mutex;
 
 use crate::abi::ibv_device;
-
-pub const PFX: &str = "libibverbs: ";
+use crate::log::PFX;
 
 use crate::kernel::state::{abi_ver, set_abi_ver};
 

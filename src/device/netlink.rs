@@ -199,7 +199,7 @@ pub fn find_with(t: &mut dyn Transport, steps: Steps<'_>) -> Result<VecDeque<Sys
             crate::log::LEVEL_DEBUG,
             format_args!(
                 "{}netlink device dump failed ({}), using sysfs\n",
-                super::PFX,
+                crate::log::PFX,
                 std::io::Error::from_raw_os_error(e)
             ),
         );
@@ -215,7 +215,7 @@ pub fn find_with(t: &mut dyn Transport, steps: Steps<'_>) -> Result<VecDeque<Sys
                 crate::log::LEVEL_INFO,
                 format_args!(
                     "{}dropping device {}: no uverbs char device found\n",
-                    super::PFX,
+                    crate::log::PFX,
                     dev.ibdev_name()
                 ),
             );
@@ -231,7 +231,7 @@ pub fn find() -> Result<VecDeque<SysfsDev>, i32> {
             crate::log::LEVEL_DEBUG,
             format_args!(
                 "{}no RDMA netlink ({}), using sysfs\n",
-                super::PFX,
+                crate::log::PFX,
                 std::io::Error::from_raw_os_error(e)
             ),
         );

@@ -108,7 +108,7 @@ pub fn try_access_device(dev: &SysfsDev) -> Result<(), i32> {
             crate::log::LEVEL_INFO,
             format_args!(
                 "{}dropping device {}: {}: {}\n",
-                super::PFX,
+                crate::log::PFX,
                 dev.ibdev_name(),
                 String::from_utf8_lossy(&p),
                 std::io::Error::from_raw_os_error(e)

@@ -6,7 +6,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
-use super::load::PFX;
+use crate::log::PFX;
 
 /// The configuration directory (`IBV_CONFIG_DIR`, fixed when the library is
 /// built, like upstream's; no run-time override exists upstream).

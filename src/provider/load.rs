@@ -16,9 +16,7 @@ use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN};
-
-pub const PFX: &str = "libibverbs: ";
+use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN, PFX};
 
 /// `VERBS_PROVIDER_SUFFIX`: the private ABI generation in the file name.
 pub const SUFFIX: &str = "-rdmav34.so";

@@ -12,9 +12,7 @@ use std::sync::atomic::Ordering;
 use super::Registered;
 use crate::abi::{self, verbs_device, verbs_device_ops, verbs_match_ent};
 use crate::device::record::{self, cstr, set_cstr, SysfsDev};
-use crate::log::{log, LEVEL_DEBUG};
-
-const PFX: &str = "libibverbs: ";
+use crate::log::{log, LEVEL_DEBUG, PFX};
 
 /// Why a provider did not claim a device.
 #[derive(Debug, Clone, PartialEq, Eq)]

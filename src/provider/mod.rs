@@ -53,7 +53,8 @@ pub fn register(ops: *const verbs_device_ops) {
     crate::log::log(
         crate::log::LEVEL_DEBUG,
         format_args!(
-            "libibverbs: provider '{}' registered (kernel ABI {} to {})\n",
+            "{}provider '{}' registered (kernel ABI {} to {})\n",
+            crate::log::PFX,
             r.name(),
             min,
             max
