@@ -8,8 +8,9 @@
 //! * [`record`] — the `verbs_sysfs_dev` records both produce;
 //! * [`list`] — the list across rescans, reference counts, handing devices
 //!   to the providers (`crate::provider`);
-//! * [`soft`] — software devices (`RDMAV_SOFT_DEVICES`), our one extension:
-//!   they are added to what the kernel reports.
+//! * [`crate::soft`] — software devices (`RDMAV_SOFT_DEVICES`), our one
+//!   extension: their records are added to what the kernel reports, and
+//!   their provider is loaded after upstream's.
 //!
 //! Results where nothing usable is found match upstream: no RDMA support in
 //! the kernel at all gives `ENOSYS`; support without devices an empty list.
@@ -17,7 +18,6 @@
 pub mod list;
 pub mod netlink;
 pub mod record;
-pub mod soft;
 pub mod sysfs;
 
 use std::sync::Mutex;
@@ -103,7 +103,7 @@ pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
         init_once();
         st.initialized = true;
     }
-    let soft = soft_devices();
+    let soft = crate::soft::records();
     let mut found = match netlink::find() {
         Ok(v) => v,
         Err(_) => match sysfs::find() {
@@ -119,43 +119,15 @@ pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
     for d in soft {
         found.push_front(d);
     }
-    list::update(
-        &mut st.list,
-        found,
-        &crate::provider::registered,
-        &mut crate::provider::load::load_drivers,
-    );
+    list::update(&mut st.list, found, &crate::provider::registered, &mut || {
+        crate::provider::load::load_drivers(crate::soft::load_provider)
+    });
     let out: Vec<*mut ibv_device> = st.list.devices.iter().map(|d| d.0.cast::<ibv_device>()).collect();
     for &d in &out {
         // SAFETY: listed devices are live.
         unsafe { list::hold(d) };
     }
     Ok(out)
-}
-
-/// Records for the software devices the environment asks for: no char
-/// device ([`soft::VSYSFS_SOFT`]), matched by their `swrdma:<name>`
-/// modalias (already "read", so sysfs is not asked), index -1 and no
-/// creation time, so a rescan keeps them.
-fn soft_devices() -> Vec<record::SysfsDev> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut out = Vec::new();
-    for s in soft::requested() {
-        let Some(mut r) = record::SysfsDev::new() else { break };
-        let d = r.get_mut();
-        d.ibdev_idx = -1;
-        d.flags = soft::VSYSFS_SOFT | crate::abi::VSYSFS_READ_MODALIAS;
-        d.node_type = crate::abi::IBV_NODE_CA;
-        d.abi_ver = crate::abi::IB_USER_VERBS_MAX_ABI_VERSION;
-        let ok = record::set_cstr(&mut d.sysfs_name, s.name.as_bytes())
-            && record::set_cstr(&mut d.ibdev_name, s.name.as_bytes())
-            && record::set_cstr(&mut d.ibdev_path, s.ibdev_path.as_os_str().as_bytes())
-            && record::set_cstr(&mut d.modalias, s.modalias.as_bytes());
-        if ok {
-            out.push(r);
-        }
-    }
-    out
 }
 
 /// Takes a reference to a listed device (an open context holds one).

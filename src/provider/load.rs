@@ -64,7 +64,9 @@ fn dlopen_now(path: &[u8]) -> Result<(), String> {
     }
 }
 
-fn attempt(name: &[u8], path: &[u8]) -> Result<(), Failure> {
+/// One `dlopen` of `path` for the provider `name`, logged under
+/// `VERBS_LOG_LEVEL`.
+pub fn attempt(name: &[u8], path: &[u8]) -> Result<(), Failure> {
     let before = super::registered().len();
     let r = dlopen_now(path);
     let shown = String::from_utf8_lossy(path);
@@ -194,8 +196,10 @@ pub fn load_driver(name: &[u8]) {
 
 /// Upstream's `load_drivers`: the config directory is read first (its
 /// warnings come first), then the environment's providers are loaded, then
-/// the configured ones.
-pub fn load_drivers() {
+/// the configured ones; then `extra` (the caller's providers beyond
+/// upstream's: discovery passes the software device's, `crate::soft`),
+/// before the count is logged.
+pub fn load_drivers(extra: impl FnOnce()) {
     let configured = super::config::read_dir(super::config::CONFIG_DIR);
     for n in super::config::env_drivers() {
         load_driver(&n);
@@ -203,62 +207,13 @@ pub fn load_drivers() {
     for n in configured {
         load_driver(&n);
     }
-    load_soft_provider();
+    extra();
     log(
         LEVEL_DEBUG,
         format_args!(
             "{PFX}{} provider(s) registered after loading\n",
             super::registered().len()
         ),
-    );
-}
-
-/// The directory this library was loaded from (via `dladdr`).
-fn own_dir() -> Option<std::path::PathBuf> {
-    // SAFETY: dladdr only reads the address; info is a valid out-parameter.
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(own_dir as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        let p = std::ffi::CStr::from_ptr(info.dli_fname).to_bytes();
-        let p = std::fs::canonicalize(OsStr::from_bytes(p)).ok()?;
-        p.parent().map(|d| d.to_path_buf())
-    }
-}
-
-/// Software devices (crate::device::soft) need our `swrdma` provider.  When
-/// some are requested and it has not registered through the normal paths,
-/// look for it beside this library (`<dir>/libibverbs/`, the build tree and
-/// an install both put it there), then in the provider directory.  Silent
-/// unless logging is on: nothing here is upstream behaviour.
-fn load_soft_provider() {
-    if crate::device::soft::requested_env().is_empty() {
-        return;
-    }
-    // SAFETY: registered ops tables are static data of loaded providers.
-    let have = super::registered().iter().any(|r| unsafe {
-        !r.0.is_null() && !(*r.0).name.is_null() && std::ffi::CStr::from_ptr((*r.0).name).to_bytes() == b"swrdma"
-    });
-    if have {
-        return;
-    }
-    let file = format!("libswrdma{SUFFIX}");
-    let mut candidates: Vec<Vec<u8>> = Vec::new();
-    if let Some(d) = own_dir() {
-        candidates.push(d.join("libibverbs").join(&file).as_os_str().as_bytes().to_vec());
-    }
-    if !PROVIDER_DIR.is_empty() {
-        candidates.push(format!("{PROVIDER_DIR}/{file}").into_bytes());
-    }
-    for c in candidates {
-        if attempt(b"swrdma", &c).is_ok() {
-            return;
-        }
-    }
-    log(
-        LEVEL_WARN,
-        format_args!("{PFX}software devices requested but the swrdma provider ({file}) was not found\n"),
     );
 }
 

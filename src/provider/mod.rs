@@ -40,6 +40,16 @@ impl Registered {
             }
         }
     }
+
+    /// Whether the provider's `name` is exactly `name`.
+    pub fn is_named(&self, name: &[u8]) -> bool {
+        // SAFETY: a registered ops table; name is NULL or a C string.
+        unsafe {
+            !self.0.is_null()
+                && !(*self.0).name.is_null()
+                && std::ffi::CStr::from_ptr((*self.0).name).to_bytes() == name
+        }
+    }
 }
 
 static DRIVERS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
