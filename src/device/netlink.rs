@@ -12,11 +12,8 @@
 use std::collections::VecDeque;
 
 use super::record::{self, set_cstr, SysfsDev};
-use crate::abi;
+use crate::abi::{self, RDMA_DRIVER_UNKNOWN};
 use crate::kernel::netlink::{self as nl, Attr};
-
-/// `RDMA_DRIVER_UNKNOWN`.
-pub const RDMA_DRIVER_UNKNOWN: u32 = 0;
 
 /// An error of a reply callback (libnl's `NLE_PARSE_ERR`, `NLE_RANGE`…).
 pub const PARSE_ERR: i32 = libc::EINVAL;

@@ -77,7 +77,7 @@ unsafe fn match_modalias(e: *const verbs_match_ent, value: &CStr) -> bool {
 /// `ops` is a registered provider's table.
 pub unsafe fn match_driver_id(ops: *const verbs_device_ops, dev: &SysfsDev) -> *const verbs_match_ent {
     let id = dev.get().driver_id;
-    if id == crate::device::netlink::RDMA_DRIVER_UNKNOWN {
+    if id == abi::RDMA_DRIVER_UNKNOWN {
         return std::ptr::null();
     }
     entries((*ops).match_table)
@@ -253,7 +253,7 @@ fn attempt(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Option<*mut verb
 /// Upstream's `try_drivers`: the device claimed by the first provider that
 /// takes it (which then owns the sysfs record), or the record back.
 pub fn try_drivers(drivers: &[Registered], mut dev: SysfsDev) -> Result<*mut verbs_device, SysfsDev> {
-    if dev.get().driver_id != crate::device::netlink::RDMA_DRIVER_UNKNOWN {
+    if dev.get().driver_id != abi::RDMA_DRIVER_UNKNOWN {
         for d in drivers {
             // SAFETY: registered table.
             if !unsafe { match_driver_id(d.0, &dev) }.is_null() {
