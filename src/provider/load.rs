@@ -12,7 +12,7 @@
 //! error that upstream's message hides), and every attempt in detail under
 //! `VERBS_LOG_LEVEL`.
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -42,25 +42,29 @@ pub struct Failure {
     pub dlerror: String,
 }
 
-/// `dlopen(path, RTLD_NOW)`: the handle is kept for the life of the process
-/// (providers are never unloaded).
+/// `dlopen(path, RTLD_NOW)` (no other flag, as upstream): the handle is kept
+/// for the life of the process (providers are never unloaded).  The error
+/// is `dlerror()`'s text, which upstream's warning prints.
 fn dlopen_now(path: &[u8]) -> Result<(), String> {
-    let Ok(c) = CString::new(path) else {
+    if path.contains(&0) {
         return Err("name contains a NUL byte".into());
-    };
-    // SAFETY: c is NUL-terminated; dlerror's string is copied at once.
-    unsafe {
-        libc::dlerror();
-        let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW);
-        if !h.is_null() {
-            return Ok(());
+    }
+    // SAFETY: dlopen runs the file's ELF constructors: the files tried are
+    // providers named by the system's configuration or the user's
+    // environment, exactly those upstream loads, and a provider's
+    // constructor calls verbs_register_driver_34, which takes only the
+    // registry lock (not held here: registered() releases it).  Their
+    // destructors do not run early: the library is never closed
+    // (`into_raw` below).  The path has no interior NUL (checked above).
+    let lib = unsafe { libloading::os::unix::Library::open(Some(OsStr::from_bytes(path)), libc::RTLD_NOW) };
+    match lib {
+        Ok(lib) => {
+            // Give up the handle without dlclose: providers stay loaded.
+            let _ = lib.into_raw();
+            Ok(())
         }
-        let e = libc::dlerror();
-        Err(if e.is_null() {
-            "unknown dlopen error".into()
-        } else {
-            CStr::from_ptr(e).to_string_lossy().into_owned()
-        })
+        Err(libloading::Error::DlOpen { source }) => Err(source.to_string()),
+        Err(_) => Err("unknown dlopen error".into()),
     }
 }
 
