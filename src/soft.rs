@@ -66,7 +66,7 @@ pub fn requested_names(value: &str) -> Vec<String> {
     for n in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let ok = n.len() < 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !ok {
-            eprint!("{PFX}Warning: ignoring software device name '{n}' in {ENV}\n");
+            eprintln!("{PFX}Warning: ignoring software device name '{n}' in {ENV}");
             continue;
         }
         if !out.iter().any(|o| o == n) {
@@ -105,8 +105,8 @@ pub fn user_dir() -> Option<PathBuf> {
     if private_dir_ok(&dir, uid) {
         Some(dir)
     } else {
-        eprint!(
-            "{PFX}Warning: {} is not a private directory of uid {uid}; software devices disabled\n",
+        eprintln!(
+            "{PFX}Warning: {} is not a private directory of uid {uid}; software devices disabled",
             dir.display()
         );
         None

@@ -14,6 +14,8 @@
 //!
 //! Results where nothing usable is found match upstream: no RDMA support in
 //! the kernel at all gives `ENOSYS`; support without devices an empty list.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod list;
 pub mod netlink;
@@ -42,10 +44,9 @@ static STATE: Mutex<State> = Mutex::new(State {
 
 /// Upstream's `ibverbs_init`, run once before the first discovery.
 fn init_once() {
-    if crate::env::is_enabled("RDMAV_FORK_SAFE") || crate::env::is_enabled("IBV_FORK_SAFE") {
-        if crate::fork::init() != 0 {
-            eprint!("{PFX}Warning: fork()-safety requested but init failed\n");
-        }
+    let fork_safe = crate::env::is_enabled("RDMAV_FORK_SAFE") || crate::env::is_enabled("IBV_FORK_SAFE");
+    if fork_safe && crate::fork::init() != 0 {
+        eprintln!("{PFX}Warning: fork()-safety requested but init failed");
     }
     let allow =
         crate::env::is_enabled("RDMAV_ALLOW_DISASSOC_DESTROY") || crate::env::is_enabled("MLX4_DEVICE_FATAL_CLEANUP");
@@ -56,22 +57,25 @@ fn init_once() {
 }
 
 fn check_memlock_limit() {
-    // SAFETY: plain syscalls; rlimit is a valid out-parameter.
-    unsafe {
-        if libc::geteuid() == 0 {
-            return;
-        }
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) != 0 {
-            eprint!("{PFX}Warning: getrlimit(RLIMIT_MEMLOCK) failed.");
-            return;
-        }
-        if rl.rlim_cur <= 32768 {
-            eprint!(
-                "{PFX}Warning: RLIMIT_MEMLOCK is {} bytes.\n    This will severely limit memory registrations.\n",
-                rl.rlim_cur
-            );
-        }
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        return;
+    }
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `struct rlimit` through its pointer, and
+    // `rl` is a live, writable one.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) } != 0 {
+        eprint!("{PFX}Warning: getrlimit(RLIMIT_MEMLOCK) failed.");
+        return;
+    }
+    if rl.rlim_cur <= 32768 {
+        eprintln!(
+            "{PFX}Warning: RLIMIT_MEMLOCK is {} bytes.\n    This will severely limit memory registrations.",
+            rl.rlim_cur
+        );
     }
 }
 
@@ -86,8 +90,8 @@ fn check_abi_version() -> Result<(), i32> {
         sysfs::AbiCheck::Ok => Ok(()),
         sysfs::AbiCheck::Unreadable => Err(libc::ENOSYS),
         sysfs::AbiCheck::Mismatch(v) => {
-            eprint!(
-                "{PFX}Fatal: kernel ABI version {v} doesn't match library version {}.\n",
+            eprintln!(
+                "{PFX}Fatal: kernel ABI version {v} doesn't match library version {}.",
                 crate::abi::IB_USER_VERBS_MAX_ABI_VERSION
             );
             Err(libc::ENOSYS)
@@ -124,25 +128,37 @@ pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
     });
     let out: Vec<*mut ibv_device> = st.list.devices.iter().map(|d| d.0.cast::<ibv_device>()).collect();
     for &d in &out {
-        // SAFETY: listed devices are live.
+        // SAFETY: `d` is in the list, which holds a reference to it, and the
+        // list lock (`st`) is held, so no rescan can drop it meanwhile.
         unsafe { list::hold(d) };
     }
     Ok(out)
 }
 
 /// Takes a reference to a listed device (an open context holds one).
+///
+/// `dev` must be NULL or a device this library handed out that the caller
+/// still holds a reference to.  This is an `unsafe` contract on a safe
+/// function: its callers (src/api/list.rs, src/context/mod.rs) call it
+/// outside `unsafe` blocks today; it should become `unsafe fn`.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn hold(dev: *mut ibv_device) {
     if !dev.is_null() {
-        // SAFETY: callers pass devices this library handed out, still
-        // referenced by them.
+        // SAFETY: non-NULL, and by this function's contract a live listed
+        // device (the caller's reference keeps it alive).
         unsafe { list::hold(dev) }
     }
 }
 
 /// Releases a reference taken by [`get_list`] or [`hold`].
+///
+/// `dev` must be NULL or a device whose reference the caller owns and gives
+/// up here (same caveat as [`hold`]: it should become `unsafe fn`).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn put(dev: *mut ibv_device) {
     if !dev.is_null() {
-        // SAFETY: as for hold; the caller gives up its reference.
+        // SAFETY: non-NULL, a live device, and by this function's contract
+        // the caller owns the reference it hands back.
         unsafe { list::put(dev) }
     }
 }

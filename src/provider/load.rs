@@ -11,6 +11,8 @@
 //! loaded (a symbol version this library lacks, or the earlier attempt's
 //! error that upstream's message hides), and every attempt in detail under
 //! `VERBS_LOG_LEVEL`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -116,7 +118,7 @@ fn file_of(f: &Failure) -> Option<Vec<u8>> {
     if let Some(i) = f.dlerror.rfind("(required by ") {
         let rest = &f.dlerror[i + "(required by ".len()..];
         if let Some(j) = rest.find(')') {
-            return Some(rest[..j].as_bytes().to_vec());
+            return Some(rest.as_bytes()[..j].to_vec());
         }
     }
     if f.path.starts_with(b"/") && Path::new(OsStr::from_bytes(&f.path)).is_file() {

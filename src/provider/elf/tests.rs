@@ -1,4 +1,6 @@
 //! The verneed reader on a crafted image, a real provider, and garbage.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 
