@@ -32,5 +32,6 @@ pub mod kernel;
 pub mod log;
 pub mod provider;
 pub mod rate;
+pub mod soft;
 pub mod sysfs;
 pub mod verbs;

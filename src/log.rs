@@ -10,6 +10,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
+pub const PFX: &str = "libibverbs: ";
 pub const LEVEL_NONE: u32 = 0;
 pub const LEVEL_ERR: u32 = 1;
 pub const LEVEL_WARN: u32 = 2;

@@ -39,8 +39,8 @@ crate::export! {
             }
             if (*context).cmd_fd == -1 {
                 // A software device (no kernel): the channel is a pipe whose
-                // read end the application sees; see crate::context::soft_channel.
-                let fd = crate::context::soft_channel::create();
+                // read end the application sees; see crate::soft.
+                let fd = crate::soft::create_channel();
                 if fd < 0 {
                     libc::free(channel.cast());
                     return null_mut();
@@ -74,7 +74,7 @@ crate::export! {
             let ret = if (*channel).refcnt != 0 {
                 libc::EBUSY
             } else {
-                crate::context::soft_channel::destroy((*channel).fd);
+                crate::soft::destroy_channel((*channel).fd);
                 libc::close((*channel).fd);
                 libc::free(channel.cast());
                 0

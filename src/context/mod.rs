@@ -260,7 +260,6 @@ pub unsafe fn set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) {
 }
 
 pub mod cdev;
-pub mod soft_channel;
 
 /// `verbs_open_device`: opens the command fd, lets the provider allocate
 /// its context, installs the library's ops and the async event fd.
@@ -275,8 +274,8 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     let mut cmd_fd = -1;
     // SAFETY: `sysfs` is checked for null before it is read.
     unsafe {
-        // A software device (crate::device::soft) has no character device.
-        let kernel = !sysfs.is_null() && (*sysfs).flags & crate::device::soft::VSYSFS_SOFT == 0;
+        // A software device (crate::soft) has no character device.
+        let kernel = !sysfs.is_null() && !crate::soft::is_soft(&*sysfs);
         if kernel {
             let name = std::ffi::CStr::from_ptr((*sysfs).sysfs_name.as_ptr()).to_string_lossy();
             cmd_fd = cdev::open_cdev(&name, (*sysfs).sysfs_cdev);

@@ -7,6 +7,8 @@
 //! providers; providers are loaded once per process, and only when a
 //! device is left unclaimed.  A device lives until its last reference (the
 //! list's, each returned list's, each open context's) is put.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -22,8 +24,10 @@ mod tests;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Dev(pub *mut verbs_device);
 
-// SAFETY: devices are shared C objects whose lifetime is governed by their
-// atomic reference count.
+// SAFETY: a `Dev` is one counted reference to a `verbs_device`; the count
+// is atomic and the library only reads or writes the device's other fields
+// under the device list lock (or after the last reference is gone), so the
+// reference may be owned by, and put from, any thread.
 unsafe impl Send for Dev {}
 
 /// Upstream's device list and its companions.
@@ -47,7 +51,11 @@ pub fn same(a: &verbs_sysfs_dev, b: &verbs_sysfs_dev) -> bool {
 /// # Safety
 /// `dev` is a live device (first member of a `verbs_device`).
 pub unsafe fn hold(dev: *mut ibv_device) {
-    (*dev.cast::<verbs_device>()).refcount.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: the caller guarantees `dev` is a live device, i.e. the
+    // `ibv_device` at the start of a `verbs_device`; the count is atomic, so
+    // a shared reference to it is enough.
+    let refcount = unsafe { &(*dev.cast::<verbs_device>()).refcount };
+    refcount.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Drops a reference; the last one frees the sysfs record and hands the
@@ -57,15 +65,30 @@ pub unsafe fn hold(dev: *mut ibv_device) {
 /// `dev` is a live device and the caller owns one reference to it.
 pub unsafe fn put(dev: *mut ibv_device) {
     let v = dev.cast::<verbs_device>();
-    if (*v).refcount.fetch_sub(1, Ordering::SeqCst) == 1 {
-        let ops = (*v).ops;
+    // SAFETY: as in `hold`: a live device, and the count is atomic.
+    let refcount = unsafe { &(*v).refcount };
+    if refcount.fetch_sub(1, Ordering::SeqCst) != 1 {
+        return;
+    }
+    // SAFETY: that was the last reference, so nobody else can reach the
+    // device any more: we may read and write its fields.  `sysfs` is the
+    // calloc'ed record the device took over from discovery
+    // (`SysfsDev::into_raw`), or NULL; it is freed once and cleared.
+    let ops = unsafe {
         libc::free((*v).sysfs.cast());
         (*v).sysfs = std::ptr::null_mut();
-        if !ops.is_null() {
-            if let Some(u) = (*ops).uninit_device {
-                u(v);
-            }
-        }
+        (*v).ops
+    };
+    if ops.is_null() {
+        return;
+    }
+    // SAFETY: `ops` is the table of the provider that allocated the device
+    // (set when it was claimed); providers are never unloaded.
+    let uninit = unsafe { (*ops).uninit_device };
+    if let Some(u) = uninit {
+        // SAFETY: the provider's own destructor for a device it allocated,
+        // called once, after the last reference is gone.
+        unsafe { u(v) };
     }
 }
 
@@ -99,14 +122,18 @@ pub fn update(
     let mut count = 0;
     let old: Vec<Dev> = list.devices.drain(..).collect();
     for d in old {
-        // SAFETY: listed devices are live and own their sysfs record.
+        // SAFETY: `d` is listed, so the list's reference keeps it alive,
+        // and a listed device always has the sysfs record it was claimed
+        // with (cleared only by the last put); `known` is dropped before
+        // `d` can be put below.
         let known = unsafe { &*(*d.0).sysfs };
         if let Some(i) = found.iter().position(|f| same(known, f.get())) {
             found.remove(i);
             list.devices.push_back(d);
             count += 1;
         } else {
-            // SAFETY: the list's own reference.
+            // SAFETY: `d` was listed (live) and has just left the list: this
+            // gives back the list's own reference, exactly once.
             unsafe { put(d.0.cast()) };
         }
     }
@@ -118,9 +145,9 @@ pub fn update(
     }
     for d in found {
         if crate::env::get("IBV_SHOW_WARNINGS").is_some() {
-            eprint!(
-                "{}Warning: no userspace device-specific driver found for {}\n",
-                super::PFX,
+            eprintln!(
+                "{}Warning: no userspace device-specific driver found for {}",
+                crate::log::PFX,
                 d.ibdev_name()
             );
         }
@@ -128,7 +155,7 @@ pub fn update(
             crate::log::LEVEL_INFO,
             format_args!(
                 "{}no provider claimed device {} ({}, kernel ABI {}, driver id {}); {} provider(s) registered\n",
-                super::PFX,
+                crate::log::PFX,
                 d.ibdev_name(),
                 d.sysfs_name(),
                 d.get().abi_ver,

@@ -8,23 +8,24 @@
 //! * [`record`] — the `verbs_sysfs_dev` records both produce;
 //! * [`list`] — the list across rescans, reference counts, handing devices
 //!   to the providers (`crate::provider`);
-//! * [`soft`] — software devices (`RDMAV_SOFT_DEVICES`), our one extension:
-//!   they are added to what the kernel reports.
+//! * [`crate::soft`] — software devices (`RDMAV_SOFT_DEVICES`), our one
+//!   extension: their records are added to what the kernel reports, and
+//!   their provider is loaded after upstream's.
 //!
 //! Results where nothing usable is found match upstream: no RDMA support in
 //! the kernel at all gives `ENOSYS`; support without devices an empty list.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod list;
 pub mod netlink;
 pub mod record;
-pub mod soft;
 pub mod sysfs;
 
 use std::sync::Mutex;
 
 use crate::abi::ibv_device;
-
-pub const PFX: &str = "libibverbs: ";
+use crate::log::PFX;
 
 use crate::kernel::state::{abi_ver, set_abi_ver};
 
@@ -43,10 +44,9 @@ static STATE: Mutex<State> = Mutex::new(State {
 
 /// Upstream's `ibverbs_init`, run once before the first discovery.
 fn init_once() {
-    if crate::env::is_enabled("RDMAV_FORK_SAFE") || crate::env::is_enabled("IBV_FORK_SAFE") {
-        if crate::fork::init() != 0 {
-            eprint!("{PFX}Warning: fork()-safety requested but init failed\n");
-        }
+    let fork_safe = crate::env::is_enabled("RDMAV_FORK_SAFE") || crate::env::is_enabled("IBV_FORK_SAFE");
+    if fork_safe && crate::fork::init() != 0 {
+        eprintln!("{PFX}Warning: fork()-safety requested but init failed");
     }
     let allow =
         crate::env::is_enabled("RDMAV_ALLOW_DISASSOC_DESTROY") || crate::env::is_enabled("MLX4_DEVICE_FATAL_CLEANUP");
@@ -57,22 +57,25 @@ fn init_once() {
 }
 
 fn check_memlock_limit() {
-    // SAFETY: plain syscalls; rlimit is a valid out-parameter.
-    unsafe {
-        if libc::geteuid() == 0 {
-            return;
-        }
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) != 0 {
-            eprint!("{PFX}Warning: getrlimit(RLIMIT_MEMLOCK) failed.");
-            return;
-        }
-        if rl.rlim_cur <= 32768 {
-            eprint!(
-                "{PFX}Warning: RLIMIT_MEMLOCK is {} bytes.\n    This will severely limit memory registrations.\n",
-                rl.rlim_cur
-            );
-        }
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        return;
+    }
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `struct rlimit` through its pointer, and
+    // `rl` is a live, writable one.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) } != 0 {
+        eprint!("{PFX}Warning: getrlimit(RLIMIT_MEMLOCK) failed.");
+        return;
+    }
+    if rl.rlim_cur <= 32768 {
+        eprintln!(
+            "{PFX}Warning: RLIMIT_MEMLOCK is {} bytes.\n    This will severely limit memory registrations.",
+            rl.rlim_cur
+        );
     }
 }
 
@@ -87,8 +90,8 @@ fn check_abi_version() -> Result<(), i32> {
         sysfs::AbiCheck::Ok => Ok(()),
         sysfs::AbiCheck::Unreadable => Err(libc::ENOSYS),
         sysfs::AbiCheck::Mismatch(v) => {
-            eprint!(
-                "{PFX}Fatal: kernel ABI version {v} doesn't match library version {}.\n",
+            eprintln!(
+                "{PFX}Fatal: kernel ABI version {v} doesn't match library version {}.",
                 crate::abi::IB_USER_VERBS_MAX_ABI_VERSION
             );
             Err(libc::ENOSYS)
@@ -104,7 +107,7 @@ pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
         init_once();
         st.initialized = true;
     }
-    let soft = soft_devices();
+    let soft = crate::soft::records();
     let mut found = match netlink::find() {
         Ok(v) => v,
         Err(_) => match sysfs::find() {
@@ -120,58 +123,42 @@ pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
     for d in soft {
         found.push_front(d);
     }
-    list::update(
-        &mut st.list,
-        found,
-        &crate::provider::registered,
-        &mut crate::provider::load::load_drivers,
-    );
+    list::update(&mut st.list, found, &crate::provider::registered, &mut || {
+        crate::provider::load::load_drivers(crate::soft::load_provider)
+    });
     let out: Vec<*mut ibv_device> = st.list.devices.iter().map(|d| d.0.cast::<ibv_device>()).collect();
     for &d in &out {
-        // SAFETY: listed devices are live.
+        // SAFETY: `d` is in the list, which holds a reference to it, and the
+        // list lock (`st`) is held, so no rescan can drop it meanwhile.
         unsafe { list::hold(d) };
     }
     Ok(out)
 }
 
-/// Records for the software devices the environment asks for: no char
-/// device ([`soft::VSYSFS_SOFT`]), matched by their `swrdma:<name>`
-/// modalias (already "read", so sysfs is not asked), index -1 and no
-/// creation time, so a rescan keeps them.
-fn soft_devices() -> Vec<record::SysfsDev> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut out = Vec::new();
-    for s in soft::requested() {
-        let Some(mut r) = record::SysfsDev::new() else { break };
-        let d = r.get_mut();
-        d.ibdev_idx = -1;
-        d.flags = soft::VSYSFS_SOFT | crate::abi::VSYSFS_READ_MODALIAS;
-        d.node_type = crate::abi::IBV_NODE_CA;
-        d.abi_ver = crate::abi::IB_USER_VERBS_MAX_ABI_VERSION;
-        let ok = record::set_cstr(&mut d.sysfs_name, s.name.as_bytes())
-            && record::set_cstr(&mut d.ibdev_name, s.name.as_bytes())
-            && record::set_cstr(&mut d.ibdev_path, s.ibdev_path.as_os_str().as_bytes())
-            && record::set_cstr(&mut d.modalias, s.modalias.as_bytes());
-        if ok {
-            out.push(r);
-        }
-    }
-    out
-}
-
 /// Takes a reference to a listed device (an open context holds one).
+///
+/// `dev` must be NULL or a device this library handed out that the caller
+/// still holds a reference to.  This is an `unsafe` contract on a safe
+/// function: its callers (src/api/list.rs, src/context/mod.rs) call it
+/// outside `unsafe` blocks today; it should become `unsafe fn`.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn hold(dev: *mut ibv_device) {
     if !dev.is_null() {
-        // SAFETY: callers pass devices this library handed out, still
-        // referenced by them.
+        // SAFETY: non-NULL, and by this function's contract a live listed
+        // device (the caller's reference keeps it alive).
         unsafe { list::hold(dev) }
     }
 }
 
 /// Releases a reference taken by [`get_list`] or [`hold`].
+///
+/// `dev` must be NULL or a device whose reference the caller owns and gives
+/// up here (same caveat as [`hold`]: it should become `unsafe fn`).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn put(dev: *mut ibv_device) {
     if !dev.is_null() {
-        // SAFETY: as for hold; the caller gives up its reference.
+        // SAFETY: non-NULL, a live device, and by this function's contract
+        // the caller owns the reference it hands back.
         unsafe { list::put(dev) }
     }
 }

@@ -8,15 +8,14 @@
 //! The kernel exchange is behind [`Transport`] so that the record building
 //! and libnl's validation rules can be tested (and fuzzed) with crafted
 //! replies.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::VecDeque;
 
 use super::record::{self, set_cstr, SysfsDev};
-use crate::abi;
+use crate::abi::{self, RDMA_DRIVER_UNKNOWN};
 use crate::kernel::netlink::{self as nl, Attr};
-
-/// `RDMA_DRIVER_UNKNOWN`.
-pub const RDMA_DRIVER_UNKNOWN: u32 = 0;
 
 /// An error of a reply callback (libnl's `NLE_PARSE_ERR`, `NLE_RANGE`…).
 pub const PARSE_ERR: i32 = libc::EINVAL;
@@ -199,7 +198,7 @@ pub fn find_with(t: &mut dyn Transport, steps: Steps<'_>) -> Result<VecDeque<Sys
             crate::log::LEVEL_DEBUG,
             format_args!(
                 "{}netlink device dump failed ({}), using sysfs\n",
-                super::PFX,
+                crate::log::PFX,
                 std::io::Error::from_raw_os_error(e)
             ),
         );
@@ -215,7 +214,7 @@ pub fn find_with(t: &mut dyn Transport, steps: Steps<'_>) -> Result<VecDeque<Sys
                 crate::log::LEVEL_INFO,
                 format_args!(
                     "{}dropping device {}: no uverbs char device found\n",
-                    super::PFX,
+                    crate::log::PFX,
                     dev.ibdev_name()
                 ),
             );
@@ -231,7 +230,7 @@ pub fn find() -> Result<VecDeque<SysfsDev>, i32> {
             crate::log::LEVEL_DEBUG,
             format_args!(
                 "{}no RDMA netlink ({}), using sysfs\n",
-                super::PFX,
+                crate::log::PFX,
                 std::io::Error::from_raw_os_error(e)
             ),
         );

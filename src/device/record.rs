@@ -2,6 +2,8 @@
 //! `struct verbs_sysfs_dev` (providers keep pointers into it, and the
 //! library frees it with `free()` once the device's last reference is gone),
 //! plus the small C-style text conversions discovery uses.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::CStr;
 use std::os::raw::c_char;
@@ -12,25 +14,31 @@ use crate::abi::{self, verbs_sysfs_dev};
 /// An owned `verbs_sysfs_dev` (zeroed by `calloc`, like upstream's).
 pub struct SysfsDev(NonNull<verbs_sysfs_dev>);
 
-// SAFETY: the record is plain data owned by exactly one `SysfsDev`; moving
-// the owner between threads moves the ownership.
+// SAFETY: a `SysfsDev` is the sole owner of its calloc'ed record (no other
+// pointer to it exists until `into_raw` hands it over), the record is plain
+// C data with no thread affinity, and `free` may be called from any thread;
+// so moving the owner to another thread moves the ownership, like a `Box`.
+// (Not `Sync`: nothing is shared.)
 unsafe impl Send for SysfsDev {}
 
 impl SysfsDev {
     /// A zeroed record, or `None` when the C allocator fails.
     pub fn new() -> Option<Self> {
-        // SAFETY: calloc of one record; all-zero is a valid value of it.
+        // SAFETY: calloc has no preconditions; it returns NULL (handled
+        // below) or memory for one record, zeroed, and all-zero is a valid
+        // value of this plain C struct.
         let p = unsafe { libc::calloc(1, std::mem::size_of::<verbs_sysfs_dev>()) };
         NonNull::new(p.cast()).map(SysfsDev)
     }
 
     pub fn get(&self) -> &verbs_sysfs_dev {
-        // SAFETY: owned, live allocation.
+        // SAFETY: the pointer is calloc's non-NULL, aligned result, owned by
+        // `self` and freed only in drop; `&self` rules out a `&mut` alias.
         unsafe { self.0.as_ref() }
     }
 
     pub fn get_mut(&mut self) -> &mut verbs_sysfs_dev {
-        // SAFETY: owned, live allocation; &mut self gives exclusivity.
+        // SAFETY: as in `get`; `&mut self` makes this the only reference.
         unsafe { self.0.as_mut() }
     }
 
@@ -58,7 +66,9 @@ impl SysfsDev {
 
 impl Drop for SysfsDev {
     fn drop(&mut self) {
-        // SAFETY: came from calloc and is still owned.
+        // SAFETY: the pointer came from calloc and is still owned (into_raw
+        // forgets `self`, so drop never sees a handed-over record): freed
+        // exactly once.
         unsafe { libc::free(self.0.as_ptr().cast()) }
     }
 }
@@ -88,7 +98,9 @@ pub fn cstr(a: &[c_char]) -> String {
 
 /// The bytes of a NUL-terminated C array, without the terminator.
 pub fn cbytes(a: &[c_char]) -> &[u8] {
-    // SAFETY: c_char and u8 have the same size and alignment.
+    // SAFETY: the same memory as `a` (valid for `a.len()` elements and
+    // borrowed for the result's lifetime), viewed as u8, which has the size
+    // and alignment of c_char and accepts every bit pattern.
     let b = unsafe { std::slice::from_raw_parts(a.as_ptr().cast::<u8>(), a.len()) };
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     &b[..end]
@@ -115,8 +127,9 @@ pub fn set_cstr(dst: &mut [c_char], src: &[u8]) -> bool {
 
 /// `CStr` view of a C array that is known to be terminated.
 pub fn as_cstr(a: &[c_char]) -> &CStr {
-    // SAFETY: reinterpretation as bytes; from_bytes_until_nul checks for the
-    // terminator and falls back to the empty string.
+    // SAFETY: as in `cbytes`: `a` viewed as bytes for its own lifetime;
+    // from_bytes_until_nul then checks for the terminator (the empty string
+    // when there is none).
     let b = unsafe { std::slice::from_raw_parts(a.as_ptr().cast::<u8>(), a.len()) };
     CStr::from_bytes_until_nul(b).unwrap_or(c"")
 }

@@ -3,6 +3,8 @@
 //! the IB device's `node_type`, the global `abi_version` check, and the
 //! `/dev/infiniband/<uverbsN>` access check that drops devices whose char
 //! device this process cannot see (containers).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::VecDeque;
 use std::ffi::{CString, OsStr};
@@ -33,14 +35,16 @@ pub fn join_checked(parts: &[&[u8]], cap: usize) -> Option<Vec<u8>> {
 fn open_dir(dirfd: Option<&OwnedFd>, name: &[u8]) -> Option<OwnedFd> {
     let c = cpath(name)?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-    // SAFETY: c is NUL-terminated; dirfd (if any) is an open descriptor.
+    // SAFETY: `c` is a NUL-terminated path that outlives the call, and
+    // `dirfd`, when given, is an open descriptor borrowed for the call.
     let fd = unsafe {
         match dirfd {
             Some(d) => libc::openat(d.as_raw_fd(), c.as_ptr(), flags),
             None => libc::open(c.as_ptr(), flags),
         }
     };
-    // SAFETY: a fresh descriptor we own.
+    // SAFETY: fd >= 0 is the descriptor open(at) just returned: open, and
+    // owned by nobody else, so OwnedFd may close it.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -50,7 +54,8 @@ fn open_dir(dirfd: Option<&OwnedFd>, name: &[u8]) -> Option<OwnedFd> {
 /// or `None` for upstream's -1.
 pub fn read_at(dirfd: Option<&OwnedFd>, file: &[u8], size: usize) -> Option<Vec<u8>> {
     let c = cpath(file)?;
-    // SAFETY: c is NUL-terminated; dirfd (if any) is open.
+    // SAFETY: `c` is a NUL-terminated path that outlives the call, and
+    // `dirfd`, when given, is an open descriptor borrowed for the call.
     let fd = unsafe {
         match dirfd {
             Some(d) => libc::openat(d.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC),
@@ -60,10 +65,12 @@ pub fn read_at(dirfd: Option<&OwnedFd>, file: &[u8], size: usize) -> Option<Vec<
     if fd < 0 {
         return None;
     }
-    // SAFETY: fresh descriptor we own.
+    // SAFETY: fd >= 0 (checked above) is the descriptor open(at) just
+    // returned: open, and owned by nobody else, so OwnedFd may close it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut buf = vec![0u8; size];
-    // SAFETY: buf is valid for `size` bytes.
+    // SAFETY: read writes at most `size` bytes, and `buf` is a live,
+    // exclusively borrowed buffer of exactly `size` bytes.
     let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), size) };
     if n < 0 {
         return None;
@@ -86,12 +93,14 @@ pub fn read_ibdev(dev: &SysfsDev, file: &[u8], size: usize) -> Option<Vec<u8>> {
 /// `stat()` of a path: the modification time, or the errno.
 pub fn stat_mtime(path: &[u8]) -> Result<libc::timespec, i32> {
     let c = cpath(path).ok_or(libc::EINVAL)?;
-    // SAFETY: zeroed stat buffer filled by stat(2).
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: c is NUL-terminated, st is writable.
-    if unsafe { libc::stat(c.as_ptr(), &mut st) } != 0 {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call; stat
+    // writes one `struct stat` into `st`, which is writable storage for it.
+    if unsafe { libc::stat(c.as_ptr(), st.as_mut_ptr()) } != 0 {
         return Err(crate::ffi::errno());
     }
+    // SAFETY: stat succeeded, so it filled the whole struct.
+    let st = unsafe { st.assume_init() };
     Ok(libc::timespec {
         tv_sec: st.st_mtime,
         tv_nsec: st.st_mtime_nsec,
@@ -108,7 +117,7 @@ pub fn try_access_device(dev: &SysfsDev) -> Result<(), i32> {
             crate::log::LEVEL_INFO,
             format_args!(
                 "{}dropping device {}: {}: {}\n",
-                super::PFX,
+                crate::log::PFX,
                 dev.ibdev_name(),
                 String::from_utf8_lossy(&p),
                 std::io::Error::from_raw_os_error(e)

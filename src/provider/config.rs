@@ -2,11 +2,13 @@
 //! regular file in it, lines `driver NAME`, `#` comments) and the
 //! `RDMAV_DRIVERS` / `IBV_DRIVERS` lists, parsed with upstream's rules and
 //! warnings.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
-use super::load::PFX;
+use crate::log::PFX;
 
 /// The configuration directory (`IBV_CONFIG_DIR`, fixed when the library is
 /// built, like upstream's; no run-time override exists upstream).
@@ -75,7 +77,7 @@ pub fn read_file(path: &[u8]) -> Vec<Vec<u8>> {
     let text = match std::fs::read(OsStr::from_bytes(path)) {
         Ok(t) => t,
         Err(_) => {
-            eprint!("{PFX}Warning: couldn't read config file {shown}.\n");
+            eprintln!("{PFX}Warning: couldn't read config file {shown}.");
             return Vec::new();
         }
     };
@@ -85,8 +87,8 @@ pub fn read_file(path: &[u8]) -> Vec<Vec<u8>> {
             Line::Skip => {}
             Line::Driver(n) => names.push(n.to_vec()),
             Line::Bad(f) => {
-                eprint!(
-                    "{PFX}Warning: ignoring bad config directive '{}' in file '{shown}'.\n",
+                eprintln!(
+                    "{PFX}Warning: ignoring bad config directive '{}' in file '{shown}'.",
                     String::from_utf8_lossy(f)
                 );
             }
@@ -102,7 +104,7 @@ pub fn read_dir(dir: &str) -> Vec<Vec<u8>> {
     let rd = match std::fs::read_dir(dir) {
         Ok(r) => r,
         Err(_) => {
-            eprint!("{PFX}Warning: couldn't open config directory '{dir}'.\n");
+            eprintln!("{PFX}Warning: couldn't open config directory '{dir}'.");
             return Vec::new();
         }
     };
@@ -114,8 +116,8 @@ pub fn read_dir(dir: &str) -> Vec<Vec<u8>> {
         path.extend_from_slice(ent.file_name().as_bytes());
         match std::fs::metadata(OsStr::from_bytes(&path)) {
             Err(_) => {
-                eprint!(
-                    "{PFX}Warning: couldn't stat config file '{}'.\n",
+                eprintln!(
+                    "{PFX}Warning: couldn't stat config file '{}'.",
                     String::from_utf8_lossy(&path)
                 );
             }

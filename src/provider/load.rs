@@ -11,14 +11,14 @@
 //! loaded (a symbol version this library lacks, or the earlier attempt's
 //! error that upstream's message hides), and every attempt in detail under
 //! `VERBS_LOG_LEVEL`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN};
-
-pub const PFX: &str = "libibverbs: ";
+use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN, PFX};
 
 /// `VERBS_PROVIDER_SUFFIX`: the private ABI generation in the file name.
 pub const SUFFIX: &str = "-rdmav34.so";
@@ -44,29 +44,35 @@ pub struct Failure {
     pub dlerror: String,
 }
 
-/// `dlopen(path, RTLD_NOW)`: the handle is kept for the life of the process
-/// (providers are never unloaded).
+/// `dlopen(path, RTLD_NOW)` (no other flag, as upstream): the handle is kept
+/// for the life of the process (providers are never unloaded).  The error
+/// is `dlerror()`'s text, which upstream's warning prints.
 fn dlopen_now(path: &[u8]) -> Result<(), String> {
-    let Ok(c) = CString::new(path) else {
+    if path.contains(&0) {
         return Err("name contains a NUL byte".into());
-    };
-    // SAFETY: c is NUL-terminated; dlerror's string is copied at once.
-    unsafe {
-        libc::dlerror();
-        let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW);
-        if !h.is_null() {
-            return Ok(());
+    }
+    // SAFETY: dlopen runs the file's ELF constructors: the files tried are
+    // providers named by the system's configuration or the user's
+    // environment, exactly those upstream loads, and a provider's
+    // constructor calls verbs_register_driver_34, which takes only the
+    // registry lock (not held here: registered() releases it).  Their
+    // destructors do not run early: the library is never closed
+    // (`into_raw` below).  The path has no interior NUL (checked above).
+    let lib = unsafe { libloading::os::unix::Library::open(Some(OsStr::from_bytes(path)), libc::RTLD_NOW) };
+    match lib {
+        Ok(lib) => {
+            // Give up the handle without dlclose: providers stay loaded.
+            let _ = lib.into_raw();
+            Ok(())
         }
-        let e = libc::dlerror();
-        Err(if e.is_null() {
-            "unknown dlopen error".into()
-        } else {
-            CStr::from_ptr(e).to_string_lossy().into_owned()
-        })
+        Err(libloading::Error::DlOpen { source }) => Err(source.to_string()),
+        Err(_) => Err("unknown dlopen error".into()),
     }
 }
 
-fn attempt(name: &[u8], path: &[u8]) -> Result<(), Failure> {
+/// One `dlopen` of `path` for the provider `name`, logged under
+/// `VERBS_LOG_LEVEL`.
+pub fn attempt(name: &[u8], path: &[u8]) -> Result<(), Failure> {
     let before = super::registered().len();
     let r = dlopen_now(path);
     let shown = String::from_utf8_lossy(path);
@@ -112,7 +118,7 @@ fn file_of(f: &Failure) -> Option<Vec<u8>> {
     if let Some(i) = f.dlerror.rfind("(required by ") {
         let rest = &f.dlerror[i + "(required by ".len()..];
         if let Some(j) = rest.find(')') {
-            return Some(rest[..j].as_bytes().to_vec());
+            return Some(rest.as_bytes()[..j].to_vec());
         }
     }
     if f.path.starts_with(b"/") && Path::new(OsStr::from_bytes(&f.path)).is_file() {
@@ -196,8 +202,10 @@ pub fn load_driver(name: &[u8]) {
 
 /// Upstream's `load_drivers`: the config directory is read first (its
 /// warnings come first), then the environment's providers are loaded, then
-/// the configured ones.
-pub fn load_drivers() {
+/// the configured ones; then `extra` (the caller's providers beyond
+/// upstream's: discovery passes the software device's, `crate::soft`),
+/// before the count is logged.
+pub fn load_drivers(extra: impl FnOnce()) {
     let configured = super::config::read_dir(super::config::CONFIG_DIR);
     for n in super::config::env_drivers() {
         load_driver(&n);
@@ -205,62 +213,13 @@ pub fn load_drivers() {
     for n in configured {
         load_driver(&n);
     }
-    load_soft_provider();
+    extra();
     log(
         LEVEL_DEBUG,
         format_args!(
             "{PFX}{} provider(s) registered after loading\n",
             super::registered().len()
         ),
-    );
-}
-
-/// The directory this library was loaded from (via `dladdr`).
-fn own_dir() -> Option<std::path::PathBuf> {
-    // SAFETY: dladdr only reads the address; info is a valid out-parameter.
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(own_dir as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        let p = std::ffi::CStr::from_ptr(info.dli_fname).to_bytes();
-        let p = std::fs::canonicalize(OsStr::from_bytes(p)).ok()?;
-        p.parent().map(|d| d.to_path_buf())
-    }
-}
-
-/// Software devices (crate::device::soft) need our `swrdma` provider.  When
-/// some are requested and it has not registered through the normal paths,
-/// look for it beside this library (`<dir>/libibverbs/`, the build tree and
-/// an install both put it there), then in the provider directory.  Silent
-/// unless logging is on: nothing here is upstream behaviour.
-fn load_soft_provider() {
-    if crate::device::soft::requested_env().is_empty() {
-        return;
-    }
-    // SAFETY: registered ops tables are static data of loaded providers.
-    let have = super::registered().iter().any(|r| unsafe {
-        !r.0.is_null() && !(*r.0).name.is_null() && std::ffi::CStr::from_ptr((*r.0).name).to_bytes() == b"swrdma"
-    });
-    if have {
-        return;
-    }
-    let file = format!("libswrdma{SUFFIX}");
-    let mut candidates: Vec<Vec<u8>> = Vec::new();
-    if let Some(d) = own_dir() {
-        candidates.push(d.join("libibverbs").join(&file).as_os_str().as_bytes().to_vec());
-    }
-    if !PROVIDER_DIR.is_empty() {
-        candidates.push(format!("{PROVIDER_DIR}/{file}").into_bytes());
-    }
-    for c in candidates {
-        if attempt(b"swrdma", &c).is_ok() {
-            return;
-        }
-    }
-    log(
-        LEVEL_WARN,
-        format_args!("{PFX}software devices requested but the swrdma provider ({file}) was not found\n"),
     );
 }
 

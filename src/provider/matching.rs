@@ -5,16 +5,16 @@
 //! and PCI vendor/device), then its `match_device`, then its kernel ABI
 //! range, then `alloc_device`.  The device that `alloc_device` returns is
 //! filled in as upstream does.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{CStr, CString};
 use std::sync::atomic::Ordering;
 
 use super::Registered;
-use crate::abi::{self, verbs_device, verbs_device_ops, verbs_match_ent};
+use crate::abi::{self, verbs_device, verbs_match_ent};
 use crate::device::record::{self, cstr, set_cstr, SysfsDev};
-use crate::log::{log, LEVEL_DEBUG};
-
-const PFX: &str = "libibverbs: ";
+use crate::log::{log, LEVEL_DEBUG, PFX};
 
 /// Why a provider did not claim a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,25 +31,33 @@ pub enum Refusal {
     PathTooLong,
 }
 
-/// The entries of a match table before its sentinel.
-///
-/// # Safety
-/// `t` is NULL or a sentinel-terminated table.
-unsafe fn entries(t: *const verbs_match_ent) -> Vec<*const verbs_match_ent> {
+/// The entries of a provider's match table before its sentinel (none when
+/// it has no table).
+fn entries(ops: Registered) -> Vec<&'static verbs_match_ent> {
     let mut v = Vec::new();
-    if t.is_null() {
+    let mut p = ops.ops().match_table;
+    if p.is_null() {
         return v;
     }
-    let mut p = t;
-    while u32::from((*p).kind) != abi::VERBS_MATCH_SENTINEL {
-        v.push(p);
-        p = p.add(1);
+    loop {
+        // SAFETY: a provider's `match_table` is NULL (handled above) or a
+        // static array ended by a `VERBS_MATCH_SENTINEL` entry, part of the
+        // provider's static data like the ops table itself; `p` never moves
+        // past the sentinel.
+        let e: &'static verbs_match_ent = unsafe { &*p };
+        if u32::from(e.kind) == abi::VERBS_MATCH_SENTINEL {
+            return v;
+        }
+        v.push(e);
+        // SAFETY: `e` is not the sentinel, so the next entry is still
+        // inside the array.
+        p = unsafe { p.add(1) };
     }
-    v
 }
 
 fn fnmatch(pattern: &CStr, value: &CStr) -> bool {
-    // SAFETY: both are NUL-terminated.
+    // SAFETY: both arguments are NUL-terminated strings that outlive the
+    // call; fnmatch only reads them.
     unsafe { libc::fnmatch(pattern.as_ptr(), value.as_ptr(), 0) == 0 }
 }
 
@@ -59,33 +67,36 @@ pub fn pci_pattern(vendor: u16, device: u16) -> CString {
 }
 
 /// Upstream's `match_modalias`: one entry against one modalias value.
-///
-/// # Safety
-/// `e` points to a valid entry.
-unsafe fn match_modalias(e: *const verbs_match_ent, value: &CStr) -> bool {
-    match u32::from((*e).kind) {
+fn match_modalias(e: &verbs_match_ent, value: &CStr) -> bool {
+    match u32::from(e.kind) {
         abi::VERBS_MATCH_MODALIAS => {
-            let p = (*e).u.modalias;
-            !p.is_null() && fnmatch(CStr::from_ptr(p), value)
+            // SAFETY: an entry of kind VERBS_MATCH_MODALIAS holds the
+            // `modalias` member of its union (the provider ABI's rule).
+            let p = unsafe { e.u.modalias };
+            // SAFETY: non-NULL (checked first), it is the entry's pattern: a
+            // NUL-terminated string in the provider's static data.
+            !p.is_null() && fnmatch(unsafe { CStr::from_ptr(p) }, value)
         }
-        abi::VERBS_MATCH_PCI => fnmatch(&pci_pattern((*e).vendor, (*e).device), value),
+        abi::VERBS_MATCH_PCI => fnmatch(&pci_pattern(e.vendor, e.device), value),
         _ => false,
     }
 }
 
 /// The table entry listing the device's kernel driver id.
-///
-/// # Safety
-/// `ops` is a registered provider's table.
-pub unsafe fn match_driver_id(ops: *const verbs_device_ops, dev: &SysfsDev) -> *const verbs_match_ent {
+pub fn match_driver_id(ops: Registered, dev: &SysfsDev) -> *const verbs_match_ent {
     let id = dev.get().driver_id;
-    if id == crate::device::netlink::RDMA_DRIVER_UNKNOWN {
+    if id == abi::RDMA_DRIVER_UNKNOWN {
         return std::ptr::null();
     }
-    entries((*ops).match_table)
+    entries(ops)
         .into_iter()
-        .find(|&e| u32::from((*e).kind) == abi::VERBS_MATCH_DRIVER_ID && (*e).u.driver_id == u64::from(id))
-        .unwrap_or(std::ptr::null())
+        .find(|e| {
+            u32::from(e.kind) == abi::VERBS_MATCH_DRIVER_ID
+                // SAFETY: an entry of kind VERBS_MATCH_DRIVER_ID (checked
+                // first) holds the `driver_id` member of its union.
+                && unsafe { e.u.driver_id } == u64::from(id)
+        })
+        .map_or(std::ptr::null(), |e| e as *const verbs_match_ent)
 }
 
 /// The name a device is matched by: `rdma_device:N<ibdev name>`.
@@ -95,17 +106,17 @@ pub fn name_alias(dev: &SysfsDev) -> CString {
     CString::new(v).unwrap_or_default()
 }
 
-unsafe fn match_name(ops: *const verbs_device_ops, dev: &SysfsDev) -> *const verbs_match_ent {
+fn match_name(ops: Registered, dev: &SysfsDev) -> *const verbs_match_ent {
     let alias = name_alias(dev);
-    entries((*ops).match_table)
+    entries(ops)
         .into_iter()
-        .find(|&e| match_modalias(e, &alias))
-        .unwrap_or(std::ptr::null())
+        .find(|e| match_modalias(e, &alias))
+        .map_or(std::ptr::null(), |e| e as *const verbs_match_ent)
 }
 
 /// Upstream's `match_modalias_device`: reads `device/modalias` once per
 /// device (an unreadable one counts as read, and empty).
-unsafe fn match_modalias_device(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> *const verbs_match_ent {
+fn match_modalias_device(ops: Registered, dev: &mut SysfsDev) -> *const verbs_match_ent {
     if dev.get().flags & abi::VSYSFS_READ_MODALIAS == 0 {
         dev.get_mut().flags |= abi::VSYSFS_READ_MODALIAS;
         match crate::device::sysfs::read_ibdev(dev, b"device/modalias", 512) {
@@ -119,15 +130,16 @@ unsafe fn match_modalias_device(ops: *const verbs_device_ops, dev: &mut SysfsDev
         }
     }
     let value = record::as_cstr(&dev.get().modalias).to_owned();
-    entries((*ops).match_table)
+    entries(ops)
         .into_iter()
-        .find(|&e| match_modalias(e, &value))
-        .unwrap_or(std::ptr::null())
+        .find(|e| match_modalias(e, &value))
+        .map_or(std::ptr::null(), |e| e as *const verbs_match_ent)
 }
 
 /// Upstream's `match_device`, with the reason when it says no.
-unsafe fn match_device(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Result<(), Refusal> {
-    if !(*ops).match_table.is_null() {
+fn match_device(ops: Registered, dev: &mut SysfsDev) -> Result<(), Refusal> {
+    let t = ops.ops();
+    if !t.match_table.is_null() {
         let mut m = match_driver_id(ops, dev);
         if m.is_null() {
             m = match_name(ops, dev);
@@ -137,22 +149,20 @@ unsafe fn match_device(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Resu
         }
         dev.get_mut().r#match = m;
     }
-    if let Some(f) = (*ops).match_device {
-        if !f(dev.as_ptr()) {
+    if let Some(f) = t.match_device {
+        // SAFETY: the provider's own match_device, given the record it is
+        // asked about: a live, exclusively borrowed verbs_sysfs_dev.
+        if !unsafe { f(dev.as_ptr()) } {
             return Err(Refusal::MatchDevice);
         }
     } else if dev.get().r#match.is_null() {
         return Err(Refusal::NoMatch);
     }
-    let (abi, min, max) = (
-        dev.get().abi_ver,
-        (*ops).match_min_abi_version,
-        (*ops).match_max_abi_version,
-    );
+    let (abi, min, max) = (dev.get().abi_ver, t.match_min_abi_version, t.match_max_abi_version);
     if abi < min || abi > max {
-        eprint!(
-            "{PFX}Warning: Driver {} does not support the kernel ABI of {abi} (supports {min} to {max}) for device {}\n",
-            Registered(ops).name(),
+        eprintln!(
+            "{PFX}Warning: Driver {} does not support the kernel ABI of {abi} (supports {min} to {max}) for device {}",
+            ops.name(),
             dev.ibdev_path()
         );
         return Err(Refusal::Abi { abi, min, max });
@@ -161,11 +171,18 @@ unsafe fn match_device(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Resu
 }
 
 /// Fills the `ibv_device` part of a freshly allocated device.
-unsafe fn fill(vdev: *mut verbs_device, ops: *const verbs_device_ops, dev: &SysfsDev) -> bool {
-    (*vdev).ops = ops;
-    (*vdev).refcount.store(1, Ordering::SeqCst);
+///
+/// # Safety
+/// `vdev` is the non-NULL `verbs_device` that `ops`' `alloc_device` just
+/// returned for `dev`, not yet shared with anyone.
+unsafe fn fill(vdev: *mut verbs_device, ops: Registered, dev: &SysfsDev) -> bool {
+    // SAFETY: the caller guarantees `vdev` is a live verbs_device that only
+    // we can reach, so a unique reference to it is sound.
+    let v = unsafe { &mut *vdev };
+    v.ops = ops.as_ptr();
+    v.refcount.store(1, Ordering::SeqCst);
     let s = dev.get();
-    let d = &mut (*vdev).device;
+    let d = &mut v.device;
     d.node_type = s.node_type;
     d.transport_type = record::transport_of(s.node_type);
     set_cstr(&mut d.dev_name, record::cbytes(&s.sysfs_name));
@@ -180,27 +197,31 @@ unsafe fn fill(vdev: *mut verbs_device, ops: *const verbs_device_ops, dev: &Sysf
     }
     set_cstr(&mut d.name, record::cbytes(&s.ibdev_name));
     set_cstr(&mut d.ibdev_path, record::cbytes(&s.ibdev_path));
-    (*vdev).sysfs = dev.as_ptr();
+    v.sysfs = dev.as_ptr();
     true
 }
 
 /// Upstream's `try_driver`: one provider for one device.
-///
-/// # Safety
-/// `ops` is a registered provider's table.
-pub unsafe fn try_driver(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Result<*mut verbs_device, Refusal> {
+pub fn try_driver(ops: Registered, dev: &mut SysfsDev) -> Result<*mut verbs_device, Refusal> {
     match_device(ops, dev)?;
-    let vdev = match (*ops).alloc_device {
-        Some(f) => f(dev.as_ptr()),
+    let vdev = match ops.ops().alloc_device {
+        // SAFETY: the provider's own alloc_device, given the record it
+        // matched: a live verbs_sysfs_dev (the provider may keep pointers
+        // into it; it is freed only with the device).
+        Some(f) => unsafe { f(dev.as_ptr()) },
         None => std::ptr::null_mut(),
     };
     if vdev.is_null() {
-        eprint!("{PFX}Fatal: couldn't allocate device for {}\n", dev.ibdev_path());
+        eprintln!("{PFX}Fatal: couldn't allocate device for {}", dev.ibdev_path());
         return Err(Refusal::AllocFailed);
     }
-    if !fill(vdev, ops, dev) {
-        if let Some(u) = (*ops).uninit_device {
-            u(vdev);
+    // SAFETY: vdev is the non-NULL device alloc_device just returned for
+    // this record; nothing else has seen it yet.
+    if !unsafe { fill(vdev, ops, dev) } {
+        if let Some(u) = ops.ops().uninit_device {
+            // SAFETY: the provider's destructor for the device it just
+            // allocated, called once; the device was never handed out.
+            unsafe { u(vdev) };
         }
         return Err(Refusal::PathTooLong);
     }
@@ -223,16 +244,15 @@ fn describe(dev: &SysfsDev, r: &Refusal) -> String {
     }
 }
 
-fn attempt(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Option<*mut verbs_device> {
-    // SAFETY: `ops` comes from the registry.
-    match unsafe { try_driver(ops, dev) } {
+fn attempt(ops: Registered, dev: &mut SysfsDev) -> Option<*mut verbs_device> {
+    match try_driver(ops, dev) {
         Ok(v) => {
             log(
                 LEVEL_DEBUG,
                 format_args!(
                     "{PFX}device {}: claimed by provider '{}'\n",
                     dev.ibdev_name(),
-                    Registered(ops).name()
+                    ops.name()
                 ),
             );
             Some(v)
@@ -243,7 +263,7 @@ fn attempt(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Option<*mut verb
                 format_args!(
                     "{PFX}device {}: provider '{}' does not claim it: {}\n",
                     dev.ibdev_name(),
-                    Registered(ops).name(),
+                    ops.name(),
                     describe(dev, &r)
                 ),
             );
@@ -255,19 +275,18 @@ fn attempt(ops: *const verbs_device_ops, dev: &mut SysfsDev) -> Option<*mut verb
 /// Upstream's `try_drivers`: the device claimed by the first provider that
 /// takes it (which then owns the sysfs record), or the record back.
 pub fn try_drivers(drivers: &[Registered], mut dev: SysfsDev) -> Result<*mut verbs_device, SysfsDev> {
-    if dev.get().driver_id != crate::device::netlink::RDMA_DRIVER_UNKNOWN {
-        for d in drivers {
-            // SAFETY: registered table.
-            if !unsafe { match_driver_id(d.0, &dev) }.is_null() {
-                if let Some(v) = attempt(d.0, &mut dev) {
+    if dev.get().driver_id != abi::RDMA_DRIVER_UNKNOWN {
+        for &d in drivers {
+            if !match_driver_id(d, &dev).is_null() {
+                if let Some(v) = attempt(d, &mut dev) {
                     dev.into_raw();
                     return Ok(v);
                 }
             }
         }
     }
-    for d in drivers {
-        if let Some(v) = attempt(d.0, &mut dev) {
+    for &d in drivers {
+        if let Some(v) = attempt(d, &mut dev) {
             dev.into_raw();
             return Ok(v);
         }

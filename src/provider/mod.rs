@@ -9,6 +9,8 @@
 //!   reason spelled out when a provider cannot be loaded;
 //! * [`elf`] — reads a provider's symbol-version needs (`.gnu.version_r`);
 //! * [`matching`] — which provider claims a device, and `alloc_device`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod config;
 pub mod elf;
@@ -20,40 +22,101 @@ use std::sync::Mutex;
 use crate::abi::verbs_device_ops;
 
 /// A registered provider: its `const struct verbs_device_ops *`.
+///
+/// Invariant: the pointer is non-NULL and points to a provider's ops table
+/// that stays valid and unchanged for the rest of the process (providers
+/// declare it `static const`, and are never unloaded).  Only
+/// [`Registered::new`] (unsafe, the caller vouches) and
+/// [`Registered::from_static`] make one.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Registered(pub *const verbs_device_ops);
+pub struct Registered(*const verbs_device_ops);
 
-// SAFETY: the ops tables are immutable static data of the provider library,
-// valid for the life of the process (providers are never unloaded).
+// SAFETY: by the type's invariant the pointer designates immutable data that
+// lives for the whole process and has no thread affinity, so the value may
+// move to (and the registry be locked from) any thread.
 unsafe impl Send for Registered {}
 
 impl Registered {
+    /// Wraps a provider's ops table.
+    ///
+    /// # Safety
+    /// `ops` is non-NULL, and points to a `verbs_device_ops` that stays valid
+    /// and unchanged for the rest of the process, as a provider's static
+    /// table is.
+    pub unsafe fn new(ops: *const verbs_device_ops) -> Self {
+        Registered(ops)
+    }
+
+    /// A table that is static data of this program (tests, built-ins).
+    pub fn from_static(ops: &'static verbs_device_ops) -> Self {
+        Registered(ops)
+    }
+
+    /// The `const struct verbs_device_ops *` itself.
+    pub fn as_ptr(self) -> *const verbs_device_ops {
+        self.0
+    }
+
+    /// The ops table.
+    pub fn ops(self) -> &'static verbs_device_ops {
+        // SAFETY: by the type's invariant the pointer is non-NULL, aligned
+        // (it designates a real table) and the table is neither freed nor
+        // written for the rest of the process.
+        unsafe { &*self.0 }
+    }
+
+    /// The provider's `name` as a C string (`None` when NULL).
+    fn c_name(self) -> Option<&'static std::ffi::CStr> {
+        let n = self.ops().name;
+        if n.is_null() {
+            return None;
+        }
+        // SAFETY: a provider's `name` is NULL (handled above) or points to a
+        // NUL-terminated string in its static data, which lives as long as
+        // the table.
+        Some(unsafe { std::ffi::CStr::from_ptr(n) })
+    }
+
     /// The provider's `name` (lossy; for messages).
     pub fn name(&self) -> String {
-        // SAFETY: a registered ops table; name is NULL or a C string.
-        unsafe {
-            let n = (*self.0).name;
-            if n.is_null() {
-                "(unnamed)".into()
-            } else {
-                std::ffi::CStr::from_ptr(n).to_string_lossy().into_owned()
-            }
+        match self.c_name() {
+            Some(n) => n.to_string_lossy().into_owned(),
+            None => "(unnamed)".into(),
         }
+    }
+
+    /// Whether the provider's `name` is exactly `name`.
+    pub fn is_named(&self, name: &[u8]) -> bool {
+        self.c_name().is_some_and(|n| n.to_bytes() == name)
     }
 }
 
 static DRIVERS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
 /// Records a provider (in registration order, as upstream's list).
+///
+/// `ops` must be a provider's static ops table (non-NULL): this is the
+/// body of `verbs_register_driver_34`, which a provider's constructor calls
+/// with its `static const` table and which rejects NULL.  It stays a safe
+/// function only because that caller (src/api/provider.rs) calls it outside
+/// an `unsafe` block; it should become `unsafe fn` with the caller's
+/// `unsafe` block stating the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn register(ops: *const verbs_device_ops) {
-    let r = Registered(ops);
+    if ops.is_null() {
+        return;
+    }
+    // SAFETY: non-NULL (checked above), and the table of the provider whose
+    // constructor is registering: static data of a library that is never
+    // unloaded (see the contract above).
+    let r = unsafe { Registered::new(ops) };
     DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push(r);
-    // SAFETY: a provider's ops table (checked non-NULL by the caller).
-    let (min, max) = unsafe { ((*ops).match_min_abi_version, (*ops).match_max_abi_version) };
+    let (min, max) = (r.ops().match_min_abi_version, r.ops().match_max_abi_version);
     crate::log::log(
         crate::log::LEVEL_DEBUG,
         format_args!(
-            "libibverbs: provider '{}' registered (kernel ABI {} to {})\n",
+            "{}provider '{}' registered (kernel ABI {} to {})\n",
+            crate::log::PFX,
             r.name(),
             min,
             max

@@ -1,5 +1,7 @@
 //! The list across rescans: keep, drop, add; reference counts; providers
 //! loaded once.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 use crate::abi::{self, verbs_device_ops, verbs_match_ent};
@@ -8,15 +10,27 @@ use std::sync::atomic::AtomicUsize;
 
 static UNINITS: AtomicUsize = AtomicUsize::new(0);
 
+/// A provider's `alloc_device`: a zeroed device from the C allocator.
+///
+/// # Safety
+/// None beyond the ABI: the record is not used.
 unsafe extern "C" fn alloc(_s: *mut verbs_sysfs_dev) -> *mut verbs_device {
-    libc::calloc(1, std::mem::size_of::<verbs_device>()).cast()
+    // SAFETY: calloc of one verbs_device; all-zero is a valid value of it.
+    unsafe { libc::calloc(1, std::mem::size_of::<verbs_device>()) }.cast()
 }
+/// A provider's `uninit_device`, freeing what [`alloc`] returned.
+///
+/// # Safety
+/// `d` came from [`alloc`] and is not used afterwards.
 unsafe extern "C" fn uninit(d: *mut verbs_device) {
     UNINITS.fetch_add(1, Ordering::SeqCst);
-    libc::free(d.cast());
+    // SAFETY: by the contract, `d` is alloc's calloc'ed block, freed once.
+    unsafe { libc::free(d.cast()) };
 }
 
 struct T([verbs_match_ent; 2]);
+// SAFETY: the table is an immutable static; its raw pointers designate
+// static C strings that are only ever read.
 unsafe impl Sync for T {}
 static TABLE: T = T([
     verbs_match_ent {
@@ -69,6 +83,7 @@ fn scan(devs: Vec<SysfsDev>) -> VecDeque<SysfsDev> {
 fn names(l: &List) -> Vec<String> {
     l.devices
         .iter()
+        // SAFETY: listed devices are live while the list holds them.
         .map(|d| unsafe { crate::device::record::cstr(&(*d.0).device.name) })
         .collect()
 }
@@ -77,7 +92,13 @@ fn names(l: &List) -> Vec<String> {
 fn rescans_keep_drop_and_add() {
     let mut l = List::default();
     let mut loads = 0;
-    let drivers = || if loaded_flag() { vec![Registered(&OPS)] } else { vec![] };
+    let drivers = || {
+        if loaded_flag() {
+            vec![Registered::from_static(&OPS)]
+        } else {
+            vec![]
+        }
+    };
     // The first scan finds nothing registered: providers get loaded once.
     fn loaded_flag() -> bool {
         LOADED.load(Ordering::SeqCst)
@@ -108,6 +129,7 @@ fn rescans_keep_drop_and_add() {
     assert_eq!(l.devices.iter().copied().collect::<Vec<_>>(), first);
 
     // A caller holds lst0 (an open list); lst0 vanishes, lst2 appears.
+    // SAFETY: first[0] is listed, hence live.
     unsafe { hold(first[0].0.cast()) };
     let before = UNINITS.load(Ordering::SeqCst);
     let n = update(
@@ -119,6 +141,8 @@ fn rescans_keep_drop_and_add() {
     assert_eq!(n, 2);
     assert_eq!(names(&l), ["lst2", "lst1"]);
     assert_eq!(UNINITS.load(Ordering::SeqCst), before, "held device must survive");
+    // SAFETY: lst0 left the list but our reference (taken above) keeps it
+    // alive until the put, which gives that reference back.
     unsafe {
         assert_eq!(crate::device::record::cstr(&(*first[0].0).device.name), "lst0");
         put(first[0].0.cast());
@@ -147,6 +171,7 @@ fn rescans_keep_drop_and_add() {
 }
 
 fn names_of(d: &Dev) -> String {
+    // SAFETY: called on listed devices, live while the list holds them.
     unsafe { crate::device::record::cstr(&(*d.0).device.name) }
 }
 

@@ -1,4 +1,6 @@
 //! The verneed reader on a crafted image, a real provider, and garbage.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 
@@ -35,8 +37,9 @@ fn image(file: &str, versions: &[&str]) -> Vec<u8> {
     let sh_off = (vn_off + vn.len() + 7) & !7;
     let mut b = vec![0u8; sh_off + 3 * 64];
     b[..4].copy_from_slice(b"\x7fELF");
-    b[4] = 2;
-    b[5] = 1;
+    b[4] = 2; // ELFCLASS64
+    b[5] = 1; // ELFDATA2LSB
+    b[6] = 1; // EV_CURRENT: the loader (and `object`) accept no other
     b[0x28..0x30].copy_from_slice(&(sh_off as u64).to_le_bytes());
     b[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
     b[0x3c..0x3e].copy_from_slice(&3u16.to_le_bytes());
@@ -50,8 +53,8 @@ fn image(file: &str, versions: &[&str]) -> Vec<u8> {
         b[h + 0x28..h + 0x2c].copy_from_slice(&link.to_le_bytes());
         b[h + 0x2c..h + 0x30].copy_from_slice(&info.to_le_bytes());
     };
-    sh(1, 3, str_off, strtab.len(), 0, 0);
-    sh(2, SHT_GNU_VERNEED, vn_off, vn.len(), 1, 1);
+    sh(1, elf::SHT_STRTAB.0, str_off, strtab.len(), 0, 0);
+    sh(2, elf::SHT_GNU_VERNEED.0, vn_off, vn.len(), 1, 1);
     b
 }
 

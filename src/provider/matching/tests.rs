@@ -1,26 +1,51 @@
 //! Matching order and device set-up with providers written in Rust.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
+use crate::abi::verbs_device_ops;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::AtomicUsize;
 
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
 static UNINITS: AtomicUsize = AtomicUsize::new(0);
 
+/// A provider's `alloc_device`: a zeroed device from the C allocator.
+///
+/// # Safety
+/// None beyond the ABI: the record is not used.
 pub unsafe extern "C" fn alloc(_s: *mut abi::verbs_sysfs_dev) -> *mut verbs_device {
     ALLOCS.fetch_add(1, Ordering::SeqCst);
-    libc::calloc(1, std::mem::size_of::<verbs_device>()).cast()
+    // SAFETY: calloc of one verbs_device; all-zero is a valid value of it.
+    unsafe { libc::calloc(1, std::mem::size_of::<verbs_device>()) }.cast()
 }
+/// A provider's `alloc_device` that fails.
+///
+/// # Safety
+/// None: nothing is touched.
 pub unsafe extern "C" fn alloc_fail(_s: *mut abi::verbs_sysfs_dev) -> *mut verbs_device {
     std::ptr::null_mut()
 }
+/// A provider's `uninit_device`, freeing what [`alloc`] returned.
+///
+/// # Safety
+/// `d` came from [`alloc`] and is not used afterwards.
 pub unsafe extern "C" fn uninit(d: *mut verbs_device) {
     UNINITS.fetch_add(1, Ordering::SeqCst);
-    libc::free(d.cast());
+    // SAFETY: by the contract, `d` is alloc's calloc'ed block, freed once.
+    unsafe { libc::free(d.cast()) };
 }
+/// A `match_device` that accepts.
+///
+/// # Safety
+/// None: the record is not used.
 unsafe extern "C" fn yes(_s: *mut abi::verbs_sysfs_dev) -> bool {
     true
 }
+/// A `match_device` that refuses.
+///
+/// # Safety
+/// None: the record is not used.
 unsafe extern "C" fn no(_s: *mut abi::verbs_sysfs_dev) -> bool {
     false
 }
@@ -79,6 +104,8 @@ const fn ops(
 }
 
 struct Table<const N: usize>([verbs_match_ent; N]);
+// SAFETY: the tables are immutable statics; their raw pointers designate
+// static C strings that are only ever read.
 unsafe impl<const N: usize> Sync for Table<N> {}
 
 static NAME_T: Table<2> = Table([modalias(c"rdma_device:Nnm*"), END]);
@@ -93,7 +120,7 @@ static ACCEPTS: verbs_device_ops = ops(c"accepts", std::ptr::null(), 0, 10, Some
 static FAILS: verbs_device_ops = ops(c"fails", NAME_T.0.as_ptr(), 0, 10, None, alloc_fail);
 
 fn reg(o: &'static verbs_device_ops) -> Registered {
-    Registered(o)
+    Registered::from_static(o)
 }
 
 /// A record for `name`, whose ibdev_path is a scratch directory holding
@@ -119,14 +146,20 @@ fn dev(name: &str, modalias_text: Option<&str>, driver: u32) -> (SysfsDev, std::
 
 fn claimed_by(drivers: &[Registered], d: SysfsDev) -> Option<(String, *mut verbs_device)> {
     match try_drivers(drivers, d) {
-        // SAFETY: a freshly claimed device with its ops set.
-        Ok(v) => Some((unsafe { Registered((*v).ops).name() }, v)),
+        // SAFETY: a freshly claimed device, live until released; its `ops`
+        // was set by `fill` to one of the static tables of this file.
+        Ok(v) => Some((unsafe { Registered::new((*v).ops) }.name(), v)),
         Err(_) => None,
     }
 }
 
+/// Drops the reference a claim gave.
+///
+/// # Safety
+/// `v` is a claimed device whose only reference the caller gives up.
 unsafe fn release(v: *mut verbs_device) {
-    crate::device::list::put(v.cast());
+    // SAFETY: by the contract, a live device and the caller's reference.
+    unsafe { crate::device::list::put(v.cast()) };
 }
 
 #[test]
@@ -139,6 +172,9 @@ fn device_fields_after_claim() {
     let sysfs = d.as_ptr();
     let (who, v) = claimed_by(&[reg(&BY_NAME), reg(&BY_PCI)], d).unwrap();
     assert_eq!(who, "bypci");
+    // SAFETY: `v` is the live device just claimed (one reference, ours) and
+    // `sysfs` its record, which lives until that reference is released at
+    // the end of this block.
     unsafe {
         let dv = &(*v).device;
         assert_eq!(cstr(&dv.name), "pcidev0");
@@ -171,15 +207,18 @@ fn driver_id_goes_first() {
     let (d, dir) = dev("nm0", None, 42);
     let (who, v) = claimed_by(&[reg(&BY_NAME), reg(&BY_ID)], d).unwrap();
     assert_eq!(who, "byid");
+    // SAFETY: `v` was just claimed; this is its only reference.
     unsafe { release(v) };
     let (d, _) = dev("nm0", None, 0);
     let (who, v) = claimed_by(&[reg(&BY_NAME), reg(&BY_ID)], d).unwrap();
     assert_eq!(who, "byname");
+    // SAFETY: `v` was just claimed; this is its only reference.
     unsafe { release(v) };
     // An unknown driver id falls through to the ordinary pass.
     let (d, _) = dev("nm0", None, 77);
     let (who, v) = claimed_by(&[reg(&BY_ID), reg(&BY_NAME)], d).unwrap();
     assert_eq!(who, "byname");
+    // SAFETY: `v` was just claimed; this is its only reference.
     unsafe { release(v) };
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -191,11 +230,13 @@ fn refusals() {
     // next provider is asked.
     let (who, v) = claimed_by(&[reg(&OLD_ABI), reg(&REFUSES), reg(&FAILS), reg(&BY_NAME)], d).unwrap();
     assert_eq!(who, "byname");
+    // SAFETY: `v` was just claimed; this is its only reference.
     unsafe { release(v) };
     // match_device alone (no table) decides.
     let (d, _) = dev("other0", None, 0);
     let (who, v) = claimed_by(&[reg(&BY_NAME), reg(&ACCEPTS)], d).unwrap();
     assert_eq!(who, "accepts");
+    // SAFETY: `v` was just claimed; this is its only reference.
     unsafe { release(v) };
     // Nobody: the record comes back, modalias marked read (and empty).
     let (d, _) = dev("other1", None, 0);

@@ -1,0 +1,302 @@
+//! Software devices: our one extension beyond upstream, and the one home of
+//! everything that treats them specially.
+//!
+//! A software RDMA device (our `swrdma` provider) has no kernel counterpart,
+//! so neither netlink nor sysfs can report it.  It exists only where someone
+//! asked for it: `RDMAV_SOFT_DEVICES=swr0[,swr1…]` (ignored by setuid
+//! programs, like the other user-controlled paths).  This module gives
+//!
+//! * discovery ([`crate::device`]) the device [`records`] it adds to what the
+//!   kernel reports, each with
+//!   - `modalias` `swrdma:<name>` (the provider matches on it),
+//!   - [`VSYSFS_SOFT`] in `flags` (no character device is opened for it),
+//!   - `ibdev_path` a per-user directory `<rt>/ibverbs-soft-<uid>/<name>`
+//!     (`<rt>` = `$XDG_RUNTIME_DIR` when set and owned by the user, else
+//!     `/tmp`) in which the provider keeps a sysfs-shaped description of the
+//!     device (GIDs, P_Keys, node GUID), read by the same generic code that
+//!     reads a real device's sysfs.  The per-user directory is created with
+//!     mode 0700 and refused when it belongs to someone else or is open to
+//!     group/others;
+//! * provider loading the extra step [`load_provider`] (our provider beside
+//!   this library or in the provider directory);
+//! * the context layer [`is_soft`] (open no command fd);
+//! * the verbs layer completion channels without a kernel
+//!   ([`create_channel`], [`destroy_channel`]).
+//!
+//! Dependencies point one way: discovery → here → [`crate::provider`];
+//! this module uses only the record type of [`crate::device`].
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::raw::c_int;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::abi::verbs_sysfs_dev;
+use crate::device::record::{self, SysfsDev};
+use crate::log::{log, LEVEL_WARN, PFX};
+use crate::provider::load::{PROVIDER_DIR, SUFFIX};
+
+/// Our private bit in `verbs_sysfs_dev.flags`: a device without a kernel
+/// character device.  Upstream's flags use the low bits only.
+pub const VSYSFS_SOFT: u32 = 1 << 31;
+
+/// The environment variable that enables software devices.
+pub const ENV: &str = "RDMAV_SOFT_DEVICES";
+
+/// The name our provider registers under.
+const PROVIDER: &[u8] = b"swrdma";
+
+/// One requested software device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SoftDevice {
+    pub name: String,
+    pub ibdev_path: PathBuf,
+    pub modalias: String,
+}
+
+/// Device names from the environment: comma separated, each 1–63 of
+/// `[A-Za-z0-9_-]` (anything else is ignored with a warning).
+pub fn requested_names(value: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let ok = n.len() < 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            eprintln!("{PFX}Warning: ignoring software device name '{n}' in {ENV}");
+            continue;
+        }
+        if !out.iter().any(|o| o == n) {
+            out.push(n.to_owned());
+        }
+    }
+    out
+}
+
+fn private_dir_ok(p: &Path, uid: u32) -> bool {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) => m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0,
+        Err(_) => false,
+    }
+}
+
+/// The per-user directory, created if needed; `None` when it cannot be
+/// made safe.
+pub fn user_dir() -> Option<PathBuf> {
+    // SAFETY: getuid takes no arguments, cannot fail and touches no memory
+    // of ours.
+    let uid = unsafe { libc::getuid() };
+    let rt = crate::env::get("XDG_RUNTIME_DIR")
+        .map(|v| PathBuf::from(v.to_string_lossy().into_owned()))
+        .filter(|p| p.is_absolute())
+        .filter(|p| {
+            std::fs::metadata(p)
+                .map(|m| m.is_dir() && m.uid() == uid)
+                .unwrap_or(false)
+        })
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let dir = rt.join(format!("ibverbs-soft-{uid}"));
+    if !dir.exists() {
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    }
+    if private_dir_ok(&dir, uid) {
+        Some(dir)
+    } else {
+        eprintln!(
+            "{PFX}Warning: {} is not a private directory of uid {uid}; software devices disabled",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// The names requested by the environment (no directory is created).
+pub fn requested_env() -> Vec<String> {
+    if crate::env::is_setuid() {
+        return Vec::new();
+    }
+    match crate::env::get(ENV) {
+        Some(v) => requested_names(&v.to_string_lossy()),
+        None => Vec::new(),
+    }
+}
+
+/// The software devices requested by the environment (setuid programs
+/// ignore the variable), each with its per-user directory made.
+pub fn requested() -> Vec<SoftDevice> {
+    if crate::env::is_setuid() {
+        return Vec::new();
+    }
+    let Some(v) = crate::env::get(ENV) else {
+        return Vec::new();
+    };
+    let names = requested_names(&v.to_string_lossy());
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let Some(dir) = user_dir() else { return Vec::new() };
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let p = dir.join(&name);
+            if !p.exists() {
+                let _ = std::fs::DirBuilder::new().mode(0o700).create(&p);
+            }
+            let m = std::fs::symlink_metadata(&p).ok()?;
+            if !m.is_dir() {
+                return None;
+            }
+            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
+            Some(SoftDevice {
+                modalias: format!("swrdma:{name}"),
+                ibdev_path: p,
+                name,
+            })
+        })
+        .collect()
+}
+
+/// The discovery records of the software devices the environment asks for:
+/// no char device ([`VSYSFS_SOFT`]), matched by their `swrdma:<name>`
+/// modalias (already "read", so sysfs is not asked), index -1 and no
+/// creation time, so a rescan keeps them.
+pub fn records() -> Vec<SysfsDev> {
+    let mut out = Vec::new();
+    for s in requested() {
+        let Some(mut r) = SysfsDev::new() else { break };
+        let d = r.get_mut();
+        d.ibdev_idx = -1;
+        d.flags = VSYSFS_SOFT | crate::abi::VSYSFS_READ_MODALIAS;
+        d.node_type = crate::abi::IBV_NODE_CA;
+        d.abi_ver = crate::abi::IB_USER_VERBS_MAX_ABI_VERSION;
+        let ok = record::set_cstr(&mut d.sysfs_name, s.name.as_bytes())
+            && record::set_cstr(&mut d.ibdev_name, s.name.as_bytes())
+            && record::set_cstr(&mut d.ibdev_path, s.ibdev_path.as_os_str().as_bytes())
+            && record::set_cstr(&mut d.modalias, s.modalias.as_bytes());
+        if ok {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Whether a device record is a software device's (a context for it has
+/// no kernel command fd).
+pub fn is_soft(dev: &verbs_sysfs_dev) -> bool {
+    dev.flags & VSYSFS_SOFT != 0
+}
+
+/// The directory this library was loaded from (via `dladdr`).
+fn own_dir() -> Option<PathBuf> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only looks the address (a function of this library) up
+    // and writes the out-parameter, which points to writable storage of the
+    // right type.
+    let found = unsafe { libc::dladdr(own_dir as *const libc::c_void, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: dladdr succeeded, so it filled the record; an all-zero
+    // Dl_info (null pointers) was a valid value of it anyway.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is non-null and, per dladdr, the NUL-terminated
+    // path of the loaded object; the loader keeps it alive while the object
+    // is loaded (this library is never unloaded), and it is copied at once.
+    let p = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_bytes();
+    let p = std::fs::canonicalize(OsStr::from_bytes(p)).ok()?;
+    p.parent().map(|d| d.to_path_buf())
+}
+
+/// Software devices need our `swrdma` provider.  When some are requested
+/// and it has not registered through the normal paths, look for it beside
+/// this library (`<dir>/libibverbs/`, the build tree and an install both
+/// put it there), then in the provider directory.  Silent unless logging is
+/// on: nothing here is upstream behaviour.  Run by discovery as the last
+/// step of loading providers.
+pub fn load_provider() {
+    if requested_env().is_empty() {
+        return;
+    }
+    if crate::provider::registered().iter().any(|r| r.is_named(PROVIDER)) {
+        return;
+    }
+    let file = format!("libswrdma{SUFFIX}");
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    if let Some(d) = own_dir() {
+        candidates.push(d.join("libibverbs").join(&file).as_os_str().as_bytes().to_vec());
+    }
+    if !PROVIDER_DIR.is_empty() {
+        candidates.push(format!("{PROVIDER_DIR}/{file}").into_bytes());
+    }
+    for c in candidates {
+        if crate::provider::load::attempt(PROVIDER, &c).is_ok() {
+            return;
+        }
+    }
+    log(
+        LEVEL_WARN,
+        format_args!("{PFX}software devices requested but the swrdma provider ({file}) was not found\n"),
+    );
+}
+
+// Completion channels of software devices (contexts without a kernel
+// command fd): a pipe.  The application reads `struct
+// ib_uverbs_comp_event_desc` records from the read end exactly as from a
+// kernel channel; the provider obtains a write end of the same pipe by
+// opening `/proc/self/fd/<channel fd>` for writing.  The library keeps its
+// own write end open for the channel's lifetime so that a reader blocks
+// (rather than seeing end-of-file) while no provider writer is open.
+
+/// The library's write end of each software channel, by read end.
+static WRITERS: Mutex<Option<HashMap<c_int, c_int>>> = Mutex::new(None);
+
+/// Creates a software completion channel's pipe; returns the read end, or
+/// -1 with errno.
+pub fn create_channel() -> c_int {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: pipe2 writes exactly two descriptors into the array it is
+    // given, and fds is a live two-element c_int array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return -1;
+    }
+    WRITERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(fds[0], fds[1]);
+    fds[0]
+}
+
+/// Closes the library's write end of a software channel (no-op for kernel
+/// channels).
+pub fn destroy_channel(read_fd: c_int) {
+    let w = WRITERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()
+        .and_then(|m| m.remove(&read_fd));
+    if let Some(w) = w {
+        // SAFETY: w is the write end create_channel opened and recorded; it
+        // was just removed from the table, so it is closed exactly once and
+        // nothing else in the library uses it.
+        unsafe { libc::close(w) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(requested_names("swr0, swr1,,swr0"), vec!["swr0", "swr1"]);
+        assert!(requested_names("../x").is_empty());
+        assert!(requested_names("").is_empty());
+    }
+}
