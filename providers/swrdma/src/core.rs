@@ -3,7 +3,10 @@
 
 use crate::abi::*;
 use crate::net;
+use rustix::event::epoll;
+use rustix::event::Timespec;
 use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::raw::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -57,7 +60,9 @@ pub struct SWqe {
 pub struct CqInner {
     pub wcs: VecDeque<ibv_wc>,
     pub armed: u8, // 0 no, 1 any, 2 solicited
-    wfd: c_int,
+    /// Our own descriptor for the completion channel's pipe (opened on the
+    /// first event: the library's descriptor may not be written by us).
+    wfd: Option<OwnedFd>,
 }
 
 pub struct Cq {
@@ -75,7 +80,7 @@ impl Cq {
             inner: Mutex::new(CqInner {
                 wcs: VecDeque::new(),
                 armed: 0,
-                wfd: -1,
+                wfd: None,
             }),
             has: AtomicU32::new(0),
         }
@@ -95,15 +100,17 @@ impl Cq {
         if self.chan_fd < 0 {
             return;
         }
-        unsafe {
-            if g.wfd < 0 {
-                let p = std::ffi::CString::new(format!("/proc/self/fd/{}", self.chan_fd)).unwrap();
-                g.wfd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NONBLOCK);
-            }
-            if g.wfd >= 0 {
-                let h: u64 = self.ibcq as u64;
-                libc::write(g.wfd, &h as *const u64 as *const _, 8);
-            }
+        if g.wfd.is_none() {
+            use std::os::unix::fs::OpenOptionsExt;
+            g.wfd = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(format!("/proc/self/fd/{}", self.chan_fd))
+                .ok()
+                .map(OwnedFd::from);
+        }
+        if let Some(w) = &g.wfd {
+            let _ = rustix::io::write(w, &(self.ibcq as u64).to_ne_bytes());
         }
     }
 
@@ -141,15 +148,6 @@ impl Cq {
         }
         self.has.store(g.wcs.len() as u32, Ordering::Release);
         n
-    }
-}
-
-impl Drop for Cq {
-    fn drop(&mut self) {
-        let g = lock(&self.inner);
-        if g.wfd >= 0 {
-            unsafe { libc::close(g.wfd) };
-        }
     }
 }
 
@@ -253,10 +251,15 @@ pub struct Ctx {
     pub links: Mutex<Arc<Vec<Arc<Link>>>>,
     pub out: Mutex<HashMap<u32, Arc<Link>>>,
     pub qpn_cache: Mutex<HashMap<u32, u32>>,
-    pub efd: c_int,
-    pub lfd: c_int,
-    pub epfd: c_int,
-    pub async_w: c_int,
+    /// The context's eventfd: kicks its thread (peers get a copy).
+    efd: OwnedFd,
+    /// The listening socket `c<id>`.
+    lfd: OwnedFd,
+    /// The thread's epoll set: `lfd`, `efd` and every link's socket.
+    epfd: OwnedFd,
+    /// The write end of the async-event pipe (the read end is the
+    /// library's `async_fd`).
+    async_w: OwnedFd,
     pub last_poll: AtomicU64,
     pub pending: AtomicBool,
     pub stop: AtomicBool,
@@ -269,7 +272,84 @@ unsafe impl Sync for Ctx {}
 
 const SPIN_CHECK: u32 = 256;
 
+/// epoll tags of the listening socket and the eventfd (links are tagged
+/// with their socket's descriptor number).
+const TAG_LISTEN: u64 = u64::MAX;
+const TAG_EFD: u64 = u64::MAX - 1;
+
 impl Ctx {
+    /// Opens context `id`'s endpoint in `dir` (its listening socket,
+    /// eventfd, epoll set and async-event pipe).  Returns the context and
+    /// the read end of the async-event pipe, for `ibv_context.async_fd`.
+    pub fn open(
+        id: u32,
+        dir: PathBuf,
+        gids: [[u8; 16]; crate::device::GID_TBL_LEN],
+        guid: u64,
+        ibctx: usize,
+    ) -> Result<(Arc<Ctx>, OwnedFd), c_int> {
+        use rustix::event::{eventfd, EventfdFlags};
+        let lfd = net::listen(&dir, id).ok_or(libc::EIO)?;
+        let efd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|_| libc::EMFILE)?;
+        let epfd = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
+        let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
+        // Events are dropped rather than block the writer on a full pipe.
+        let _ = rustix::io::ioctl_fionbio(&async_w, true);
+        for (fd, tag) in [(&lfd, TAG_LISTEN), (&efd, TAG_EFD)] {
+            let _ = epoll::add(&epfd, fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN);
+        }
+        let c = Arc::new(Ctx {
+            id,
+            dir,
+            gids,
+            guid,
+            ibctx,
+            qps: RwLock::new(HashMap::new()),
+            srqs: RwLock::new(HashMap::new()),
+            mrs: RwLock::new(HashMap::new()),
+            links: Mutex::new(Arc::new(Vec::new())),
+            out: Mutex::new(HashMap::new()),
+            qpn_cache: Mutex::new(HashMap::new()),
+            efd,
+            lfd,
+            epfd,
+            async_w,
+            last_poll: AtomicU64::new(0),
+            pending: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            next_key: AtomicU32::new(1),
+            next_obj: AtomicU32::new(1),
+        });
+        Ok((c, async_r))
+    }
+
+    /// Kicks the context's thread out of its sleep.
+    fn kick(&self) {
+        let _ = rustix::io::write(&self.efd, &1u64.to_ne_bytes());
+    }
+
+    /// Tells the context's thread to end (the caller joins it).
+    pub fn stop_thread(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.kick();
+    }
+
+    /// The context goes away (its thread has ended): its socket path and
+    /// QPN symlinks disappear, QPs forget their links and every link is
+    /// dropped (closing its socket, which tells the peers).  The
+    /// descriptors of the context close when the last `Arc` is dropped.
+    pub fn close(&self) {
+        let _ = std::fs::remove_file(net::ctx_sock_path(&self.dir, self.id));
+        for qpn in self.qps.read().unwrap().keys() {
+            net::unpublish(&self.dir, *qpn);
+        }
+        for qp in self.qps.write().unwrap().drain() {
+            lock(&qp.1.st).link = None;
+        }
+        *lock(&self.links) = Arc::new(Vec::new());
+        lock(&self.out).clear();
+    }
+
     pub fn links(&self) -> Arc<Vec<Arc<Link>>> {
         lock(&self.links).clone()
     }
@@ -281,14 +361,14 @@ impl Ctx {
         *g = Arc::new(v);
         drop(g);
         // The context's thread may be asleep: make it look at the new link.
-        l.rx.set_sleeping(true);
-        let one: u64 = 1;
-        unsafe { libc::write(self.efd, &one as *const u64 as *const _, 8) };
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
-            u64: l.sock as u64,
-        };
-        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, l.sock, &mut ev) };
+        l.rx().set_sleeping(true);
+        self.kick();
+        let _ = epoll::add(
+            &self.epfd,
+            l.sock(),
+            epoll::EventData::new_u64(l.sock().as_raw_fd() as u64),
+            epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+        );
     }
 
     pub fn remove_link(&self, l: &Arc<Link>) {
@@ -296,7 +376,7 @@ impl Ctx {
         let v: Vec<Arc<Link>> = g.iter().filter(|x| !Arc::ptr_eq(x, l)).cloned().collect();
         *g = Arc::new(v);
         drop(g);
-        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, l.sock, std::ptr::null_mut()) };
+        let _ = epoll::delete(&self.epfd, l.sock());
         let mut o = lock(&self.out);
         if let Some(x) = o.get(&l.peer) {
             if Arc::ptr_eq(x, l) {
@@ -306,8 +386,10 @@ impl Ctx {
     }
 
     pub fn async_event(&self, element: u64, ty: u32) {
-        let rec: [u64; 2] = [element, ty as u64];
-        unsafe { libc::write(self.async_w, rec.as_ptr() as *const _, 16) };
+        let mut rec = [0u8; 16];
+        rec[..8].copy_from_slice(&element.to_ne_bytes());
+        rec[8..].copy_from_slice(&(ty as u64).to_ne_bytes());
+        let _ = rustix::io::write(&self.async_w, &rec);
     }
 
     pub fn qp(&self, qpn: u32) -> Option<Arc<Qp>> {
@@ -384,6 +466,119 @@ impl Ctx {
 
     // ----- progress ------------------------------------------------------
 
+    /// The context's thread: makes progress when the application does not
+    /// (it polls its CQ), accepts connections and notices dead peers.
+    pub fn run_thread(&self) {
+        // Short sleeps must stay short (default timer slack is 50 us).
+        // SAFETY: PR_SET_TIMERSLACK takes its value in the second argument and
+        // ignores the rest; it only changes this thread's timer slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64, 0u64, 0u64, 0u64) };
+        let mut idle_since = 0u64;
+        let mut seen_poll = 0u64;
+        let mut poll_change = 0u64;
+        let mut iter = 0u64;
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            iter += 1;
+            let now = now_ns();
+            let pc = self.last_poll.load(Ordering::Relaxed);
+            if pc != seen_poll {
+                seen_poll = pc;
+                poll_change = now;
+            }
+            if now.saturating_sub(poll_change) < 200_000 {
+                // The application polls and drives progress itself; stay off the
+                // CPU and the ring locks, but look again every few microseconds:
+                // if it did not poll meanwhile (it may be waiting on memory, as
+                // RDMA-write users do) take over.
+                self.handle_epoll(0);
+                let before = self.last_poll.load(Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_nanos(10_000));
+                if self.last_poll.load(Ordering::Relaxed) == before {
+                    self.progress();
+                }
+                idle_since = 0;
+                continue;
+            }
+            let n = self.progress();
+            if n > 0 {
+                idle_since = 0;
+                if iter % 256 == 0 {
+                    self.handle_epoll(0);
+                }
+                continue;
+            }
+            if idle_since == 0 {
+                idle_since = now;
+            }
+            if now - idle_since < 50_000 {
+                std::hint::spin_loop();
+                if iter % 256 == 0 {
+                    self.handle_epoll(0);
+                }
+                continue;
+            }
+            let links = self.links();
+            for l in links.iter() {
+                l.rx().set_sleeping(true);
+            }
+            if !self.any_rx() && !self.pending.load(Ordering::Relaxed) {
+                self.handle_epoll(100);
+            }
+            for l in self.links().iter() {
+                l.rx().set_sleeping(false);
+            }
+            idle_since = 0;
+        }
+    }
+
+    /// Handles what the epoll set reports within `timeout_ms` (0: only what
+    /// is ready now).
+    fn handle_epoll(&self, timeout_ms: i64) {
+        let none = epoll::Event {
+            flags: epoll::EventFlags::empty(),
+            data: epoll::EventData::new_u64(0),
+        };
+        let mut evs = [none; 16];
+        let t = Timespec {
+            tv_sec: timeout_ms / 1000,
+            tv_nsec: (timeout_ms % 1000) * 1_000_000,
+        };
+        let n = epoll::wait(&self.epfd, &mut evs, Some(&t)).unwrap_or(0);
+        for e in evs.iter().take(n) {
+            let (tag, flags) = (e.data.u64(), e.flags);
+            if tag == TAG_LISTEN {
+                while let Some(l) = net::accept(self.lfd.as_fd(), self.id, self.efd.as_fd()) {
+                    if let Some(l) = l {
+                        self.add_link(Arc::new(l));
+                    }
+                }
+            } else if tag == TAG_EFD {
+                let mut v = [0u8; 8];
+                let _ = rustix::io::read(&self.efd, &mut v);
+            } else {
+                let fd = tag as RawFd;
+                let links = self.links();
+                let Some(l) = links.iter().find(|l| l.sock().as_raw_fd() == fd) else {
+                    continue;
+                };
+                let mut b = [0u8; 64];
+                let r = rustix::net::recv(l.sock(), &mut b, rustix::net::RecvFlags::DONTWAIT);
+                let gone = matches!(r, Ok((0, _)))
+                    || r.is_err_and(|e| e != rustix::io::Errno::AGAIN)
+                    || flags.intersects(epoll::EventFlags::HUP | epoll::EventFlags::RDHUP);
+                if gone {
+                    // Take in what the peer wrote before it went away.
+                    self.drain_final(l);
+                    self.progress();
+                    self.link_died(l);
+                }
+            }
+        }
+    }
+
     /// Processes incoming messages on every link (whoever gets there first:
     /// the application in poll_cq or the context's thread), and sends the
     /// responses that did not fit into their rings before.
@@ -401,7 +596,7 @@ impl Ctx {
             if l.backlogged.load(Ordering::Acquire) {
                 self.flush_backlog(l);
             }
-            if l.rx.has_data() {
+            if l.rx().has_data() {
                 n += self.drain(l, 512);
             }
         }
@@ -414,7 +609,7 @@ impl Ctx {
     /// Incoming messages wait (the context's thread must not sleep; a
     /// backlog needs no check: its consumer kicks us when it made room).
     pub fn any_rx(&self) -> bool {
-        self.links().iter().any(|l| l.rx.has_data())
+        self.links().iter().any(|l| l.rx().has_data())
     }
 
     fn drain(&self, l: &Arc<Link>, max: usize) -> usize {
@@ -433,8 +628,8 @@ impl Ctx {
     fn drain_locked(&self, l: &Arc<Link>, max: usize) -> usize {
         let mut n = 0;
         while n < max {
-            match unsafe { l.rx.peek() } {
-                Err(()) => {
+            match unsafe { l.rx().peek() } {
+                Err(Corrupt) => {
                     l.dead.store(true, Ordering::SeqCst);
                     break;
                 }
@@ -447,13 +642,13 @@ impl Ctx {
                     }
                     let payload = unsafe { (mp as *const u8).add(MSG_HDR) };
                     self.handle(l, &m, payload);
-                    l.rx.consume(nt);
+                    l.rx().consume(nt);
                     n += 1;
                 }
             }
         }
         // The producer may be waiting for room (responses in its backlog).
-        if n > 0 && l.rx.room_made() {
+        if n > 0 && l.rx().room_made() {
             l.wake_peer();
         }
         n
@@ -484,7 +679,7 @@ impl Ctx {
     fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
         let need = align64(MSG_HDR + plen);
         unsafe {
-            let Some((p, nh)) = l.tx.try_reserve(need) else {
+            let Some((p, nh)) = l.tx().try_reserve(need) else {
                 return false;
             };
             self.put_at(l, p, nh, m, need, plen, fill);
@@ -509,7 +704,7 @@ impl Ctx {
         if plen > 0 {
             fill(p.add(MSG_HDR));
         }
-        if l.tx.commit(nh) {
+        if l.tx().commit(nh) {
             l.wake_peer();
         }
     }
@@ -532,14 +727,14 @@ impl Ctx {
                 self.last_poll.fetch_add(1, Ordering::Relaxed);
                 self.progress();
                 if spins > 1 << 20 {
-                    unsafe { libc::sched_yield() };
+                    std::thread::yield_now();
                 }
             }
             std::hint::spin_loop();
             true
         };
         unsafe {
-            let Some((p, nh)) = l.tx.reserve(need, &mut wait) else {
+            let Some((p, nh)) = l.tx().reserve(need, &mut wait) else {
                 return false;
             };
             self.put_at(l, p, nh, m, need, plen, fill);
@@ -641,7 +836,7 @@ impl Ctx {
     /// made room, then try once more (it may have made room just before).
     fn backlog_wait(&self, l: &Link, bl: &mut VecDeque<Resp>) {
         l.backlogged.store(true, Ordering::Release);
-        l.tx.want_space();
+        l.tx().want_space();
         self.flush_locked(l, bl);
         if !bl.is_empty() {
             l.backlogged.store(true, Ordering::Release);
@@ -1192,7 +1387,7 @@ impl Ctx {
                 return Some(l.clone());
             }
         }
-        let l = Arc::new(net::connect(&self.dir, self.id, self.efd, peer)?);
+        let l = Arc::new(net::connect(&self.dir, self.id, self.efd.as_fd(), peer)?);
         o.insert(peer, l.clone());
         drop(o);
         self.add_link(l.clone());

@@ -4,11 +4,11 @@ use crate::abi::*;
 use crate::core::*;
 use crate::device;
 use crate::net;
-use std::collections::HashMap;
+use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use swrdma_ring::*;
 
 extern "C" {
@@ -167,55 +167,17 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
     device::private_dir(&dir).map_err(|_| libc::EPERM)?;
     let id = net::alloc_ids(&dir, 1);
-    let lfd = net::listen(&dir, id);
-    if lfd < 0 {
-        return Err(libc::EIO);
-    }
-    let efd = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
-    let epfd = libc::epoll_create1(libc::EPOLL_CLOEXEC);
-    let mut p = [-1; 2];
-    if efd < 0 || epfd < 0 || libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-        return Err(libc::EMFILE);
-    }
-    let fl = libc::fcntl(p[1], libc::F_GETFL);
-    libc::fcntl(p[1], libc::F_SETFL, fl | libc::O_NONBLOCK);
     let ctx = (*vctx).context.as_mut_ptr_compat();
-    (*ctx).async_fd = p[0];
-    (*ctx).num_comp_vectors = 1;
-    for (fd, tag) in [(lfd, u64::MAX), (efd, u64::MAX - 1)] {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: tag,
-        };
-        libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev);
-    }
-    let c = Arc::new(Ctx {
-        id,
-        dir,
-        gids: info.gids,
-        guid: info.guid,
-        ibctx: ctx as usize,
-        qps: RwLock::new(HashMap::new()),
-        srqs: RwLock::new(HashMap::new()),
-        mrs: RwLock::new(HashMap::new()),
-        links: Mutex::new(Arc::new(Vec::new())),
-        out: Mutex::new(HashMap::new()),
-        qpn_cache: Mutex::new(HashMap::new()),
-        efd,
-        lfd,
-        epfd,
-        async_w: p[1],
-        last_poll: AtomicU64::new(0),
-        pending: AtomicBool::new(false),
-        stop: AtomicBool::new(false),
-        next_key: AtomicU32::new(1),
-        next_obj: AtomicU32::new(1),
-    });
+    let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
     let tc = c.clone();
     let h = std::thread::Builder::new()
         .name("swrdma".into())
-        .spawn(move || thread_main(tc))
+        .spawn(move || tc.run_thread())
         .map_err(|_| libc::EAGAIN)?;
+    // The library owns the async-event descriptor from now on (it closes
+    // it in verbs_uninit_context).
+    (*ctx).async_fd = async_r.into_raw_fd();
+    (*ctx).num_comp_vectors = 1;
     let sw = vctx as *mut SwCtx;
     (*sw).ctx = Arc::into_raw(c);
     (*sw).thread = Box::into_raw(Box::new(Some(h)));
@@ -235,130 +197,15 @@ impl CompatPtr for ibv_context {
 unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
     let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
     let c = Arc::from_raw((*sw).ctx);
-    c.stop.store(true, Ordering::SeqCst);
-    let one: u64 = 1;
-    libc::write(c.efd, &one as *const u64 as *const c_void, 8);
+    c.stop_thread();
     if let Some(h) = (*Box::from_raw((*sw).thread)).take() {
         let _ = h.join();
     }
-    let _ = std::fs::remove_file(net::ctx_sock_path(&c.dir, c.id));
-    for qpn in c.qps.read().unwrap().keys() {
-        net::unpublish(&c.dir, *qpn);
-    }
-    for qp in c.qps.write().unwrap().drain() {
-        lock(&qp.1.st).link = None;
-    }
-    *lock(&c.links) = Arc::new(Vec::new());
-    lock(&c.out).clear();
-    libc::close(c.lfd);
-    libc::close(c.efd);
-    libc::close(c.epfd);
-    libc::close(c.async_w);
+    c.close();
+    // The last reference (the thread's is gone): closes the descriptors.
     drop(c);
     verbs_uninit_context(std::ptr::addr_of_mut!((*sw).vctx));
     libc::free(sw as *mut c_void);
-}
-
-fn thread_main(ctx: Arc<Ctx>) {
-    // Short sleeps must stay short (default timer slack is 50 us).
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64, 0u64, 0u64, 0u64) };
-    let mut idle_since = 0u64;
-    let mut seen_poll = 0u64;
-    let mut poll_change = 0u64;
-    let mut iter = 0u64;
-    loop {
-        if ctx.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        iter += 1;
-        let now = now_ns();
-        let pc = ctx.last_poll.load(Ordering::Relaxed);
-        if pc != seen_poll {
-            seen_poll = pc;
-            poll_change = now;
-        }
-        if now.saturating_sub(poll_change) < 200_000 {
-            // The application polls and drives progress itself; stay off the
-            // CPU and the ring locks, but look again every few microseconds:
-            // if it did not poll meanwhile (it may be waiting on memory, as
-            // RDMA-write users do) take over.
-            handle_epoll(&ctx, 0);
-            let before = ctx.last_poll.load(Ordering::Relaxed);
-            let ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 10_000,
-            };
-            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
-            if ctx.last_poll.load(Ordering::Relaxed) == before {
-                ctx.progress();
-            }
-            idle_since = 0;
-            continue;
-        }
-        let n = ctx.progress();
-        if n > 0 {
-            idle_since = 0;
-            if iter % 256 == 0 {
-                handle_epoll(&ctx, 0);
-            }
-            continue;
-        }
-        if idle_since == 0 {
-            idle_since = now;
-        }
-        if now - idle_since < 50_000 {
-            std::hint::spin_loop();
-            if iter % 256 == 0 {
-                handle_epoll(&ctx, 0);
-            }
-            continue;
-        }
-        let links = ctx.links();
-        for l in links.iter() {
-            l.rx.set_sleeping(true);
-        }
-        if !ctx.any_rx() && !ctx.pending.load(Ordering::Relaxed) {
-            handle_epoll(&ctx, 100);
-        }
-        for l in ctx.links().iter() {
-            l.rx.set_sleeping(false);
-        }
-        idle_since = 0;
-    }
-}
-
-fn handle_epoll(ctx: &Arc<Ctx>, timeout: c_int) {
-    let mut evs: [libc::epoll_event; 16] = unsafe { std::mem::zeroed() };
-    let n = unsafe { libc::epoll_wait(ctx.epfd, evs.as_mut_ptr(), 16, timeout) };
-    for e in evs.iter().take(n.max(0) as usize) {
-        let tag = e.u64;
-        if tag == u64::MAX {
-            while let Some(l) = net::accept(ctx.lfd, ctx.id, ctx.efd) {
-                if let Some(l) = l {
-                    ctx.add_link(Arc::new(l));
-                }
-            }
-        } else if tag == u64::MAX - 1 {
-            let mut v = 0u64;
-            unsafe { libc::read(ctx.efd, &mut v as *mut u64 as *mut c_void, 8) };
-        } else {
-            let fd = tag as c_int;
-            let mut b = [0u8; 64];
-            let r = unsafe { libc::recv(fd, b.as_mut_ptr() as *mut c_void, 64, libc::MSG_DONTWAIT) };
-            let gone = r == 0
-                || (r < 0 && unsafe { *libc::__errno_location() } != libc::EAGAIN)
-                || e.events & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0;
-            if gone {
-                let links = ctx.links();
-                if let Some(l) = links.iter().find(|l| l.sock == fd) {
-                    // Take in what the peer wrote before it went away.
-                    ctx.drain_final(l);
-                    ctx.progress();
-                    ctx.link_died(l);
-                }
-            }
-        }
-    }
 }
 
 unsafe extern "C" fn async_event(_c: *mut ibv_context, _e: *mut ibv_async_event) {}
