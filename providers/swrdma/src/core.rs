@@ -19,6 +19,7 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid `timespec` to fill; CLOCK_MONOTONIC exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -152,6 +153,8 @@ impl Cq {
 }
 
 pub fn wc_zero() -> ibv_wc {
+    // SAFETY: `ibv_wc` is plain integers and a union of integers: all-zero
+    // is a valid value.
     unsafe { std::mem::zeroed() }
 }
 
@@ -216,6 +219,8 @@ impl Qp {
     pub fn new_st() -> QpSt {
         QpSt {
             state: IBV_QPS_RESET,
+            // SAFETY: `ibv_qp_attr` is integers, integer unions and arrays
+            // (no pointers, no enums with invalid zero): all-zero is valid.
             attr: unsafe { std::mem::zeroed() },
             link: None,
             sq: VecDeque::new(),
@@ -267,8 +272,8 @@ pub struct Ctx {
     pub next_obj: AtomicU32,
 }
 
-unsafe impl Send for Ctx {}
-unsafe impl Sync for Ctx {}
+// (`Ctx` is `Send` and `Sync` by its fields: descriptors are `OwnedFd`s,
+// shared state is behind locks and atomics, links are `Send + Sync`.)
 
 const SPIN_CHECK: u32 = 256;
 
@@ -505,7 +510,7 @@ impl Ctx {
             let n = self.progress();
             if n > 0 {
                 idle_since = 0;
-                if iter % 256 == 0 {
+                if iter.is_multiple_of(256) {
                     self.handle_epoll(0);
                 }
                 continue;
@@ -515,7 +520,7 @@ impl Ctx {
             }
             if now - idle_since < 50_000 {
                 std::hint::spin_loop();
-                if iter % 256 == 0 {
+                if iter.is_multiple_of(256) {
                     self.handle_epoll(0);
                 }
                 continue;
@@ -628,6 +633,8 @@ impl Ctx {
     fn drain_locked(&self, l: &Arc<Link>, max: usize) -> usize {
         let mut n = 0;
         while n < max {
+            // SAFETY: we hold `l.rx_lock` (the callers' contract): the only
+            // consumer of this ring.
             match unsafe { l.rx().peek() } {
                 Err(Corrupt) => {
                     l.dead.store(true, Ordering::SeqCst);
@@ -635,12 +642,16 @@ impl Ctx {
                 }
                 Ok(None) => break,
                 Ok(Some((mp, nt, len))) => {
+                    // SAFETY: `peek` returned a record of `len` >= MSG_HDR
+                    // bytes inside the mapped ring, 64-aligned.
                     let m = unsafe { read_header(mp) };
                     if m.plen as usize > len - MSG_HDR {
                         l.dead.store(true, Ordering::SeqCst);
                         break;
                     }
-                    let payload = unsafe { (mp as *const u8).add(MSG_HDR) };
+                    // (Inside the record: `len` >= MSG_HDR; `handle` reads only
+                    // `m.plen` <= len - MSG_HDR bytes from it.)
+                    let payload = (mp as *const u8).wrapping_add(MSG_HDR);
                     self.handle(l, &m, payload);
                     l.rx().consume(nt);
                     n += 1;
@@ -678,35 +689,14 @@ impl Ctx {
     /// now.  The caller holds `l.tx_lock`.
     fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
         let need = align64(MSG_HDR + plen);
-        unsafe {
-            let Some((p, nh)) = l.tx().try_reserve(need) else {
-                return false;
-            };
-            self.put_at(l, p, nh, m, need, plen, fill);
-        }
+        // SAFETY: the caller holds `l.tx_lock`: we are the ring's only
+        // producer; `need` is 64-aligned and at most MSG_HDR + MAX_CHUNK.
+        let Some((p, nh)) = (unsafe { l.tx().try_reserve(need) }) else {
+            return false;
+        };
+        // SAFETY: `p` is the space just reserved for `need` bytes.
+        unsafe { put_at(l, p, nh, m, plen, fill) };
         true
-    }
-
-    unsafe fn put_at(
-        &self,
-        l: &Link,
-        p: *mut u8,
-        nh: u64,
-        m: &Msg,
-        need: usize,
-        plen: usize,
-        fill: &mut dyn FnMut(*mut u8),
-    ) {
-        let mut h = *m;
-        h.len = need as u32;
-        h.plen = plen as u32;
-        std::ptr::write(p as *mut Msg, h);
-        if plen > 0 {
-            fill(p.add(MSG_HDR));
-        }
-        if l.tx().commit(nh) {
-            l.wake_peer();
-        }
     }
 
     /// Writes one request (header + payload produced by `fill`), waiting for
@@ -720,7 +710,7 @@ impl Ctx {
                 return false;
             }
             spins += 1;
-            if spins % SPIN_CHECK == 0 {
+            if spins.is_multiple_of(SPIN_CHECK) {
                 // The application drives progress itself meanwhile, as in
                 // poll_cq: the context's thread (on the same CPU, often)
                 // must keep napping, not spin beside it.
@@ -733,12 +723,13 @@ impl Ctx {
             std::hint::spin_loop();
             true
         };
-        unsafe {
-            let Some((p, nh)) = l.tx().reserve(need, &mut wait) else {
-                return false;
-            };
-            self.put_at(l, p, nh, m, need, plen, fill);
-        }
+        // SAFETY: the caller (post_send) holds `l.tx_lock`: the ring's only
+        // producer; `need` is 64-aligned and at most MSG_HDR + MAX_CHUNK.
+        let Some((p, nh)) = (unsafe { l.tx().reserve(need, &mut wait) }) else {
+            return false;
+        };
+        // SAFETY: `p` is the space just reserved for `need` bytes.
+        unsafe { put_at(l, p, nh, m, plen, fill) };
         true
     }
 
@@ -776,9 +767,14 @@ impl Ctx {
                     h.off = *off;
                     h.flags = if *off + plen as u64 >= total { F_LAST } else { 0 };
                     let s = src as *const u8;
-                    if !self.try_put(l, &h, plen, &mut |d| unsafe {
-                        std::ptr::copy_nonoverlapping(s, d, plen)
-                    }) {
+                    let mut copy = |d: *mut u8| {
+                        // SAFETY: `check_remote` just proved [s, s+plen) lies in
+                        // a live MR with REMOTE_READ, memory of this process
+                        // the application keeps mapped while it is registered;
+                        // `d` is `plen` bytes of reserved ring space.
+                        unsafe { std::ptr::copy_nonoverlapping(s, d, plen) }
+                    };
+                    if !self.try_put(l, &h, plen, &mut copy) {
                         return false;
                     }
                     *off += plen as u64;
@@ -925,6 +921,9 @@ impl Ctx {
                             st.dropping = m.flags & F_LAST == 0;
                             return;
                         };
+                        // SAFETY: `check_remote` proved [dst, dst+plen) lies in a live MR with
+                        // REMOTE_WRITE (application memory that stays mapped while registered);
+                        // `payload` holds `m.plen` bytes (the record, validated by `peek`).
                         unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
                         if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
                             let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0);
@@ -996,6 +995,10 @@ impl Ctx {
                     self.to_err(qp, st);
                     return Ok(());
                 };
+                // SAFETY: `check_remote` proved [dst, dst+plen) lies in a live MR with
+                // REMOTE_WRITE (application memory that stays mapped while registered);
+                // `payload` holds `m.plen` bytes (a record validated by `peek`, or its
+                // private copy in `pending`).
                 unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
                 if last {
                     if m.flags & F_IMM != 0 {
@@ -1048,7 +1051,7 @@ impl Ctx {
                 );
             }
             K_AWRITE => {
-                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr % 8 == 0 {
+                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr.is_multiple_of(8) {
                     self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_WRITE)
                 } else {
                     None
@@ -1061,12 +1064,17 @@ impl Ctx {
                 };
                 // The 8 bytes land at once, as the value was sent (its byte
                 // order is the requester's memory, which is ours).
+                // SAFETY: `check_remote` proved the 8 bytes at `tgt` lie in a
+                // live MR with REMOTE_WRITE, application memory that stays
+                // mapped while registered; the target is 8-aligned when the
+                // MR keeps IOVA and process address congruent (as verbs
+                // require for atomics).  Accessed atomically, as a device does.
                 let a = unsafe { &*(tgt as *const AtomicU64) };
                 a.store(m.swap, Ordering::SeqCst);
                 self.reply(l, m, K_ACK, 0);
             }
             K_CAS | K_FAA => {
-                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr % 8 == 0 {
+                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr.is_multiple_of(8) {
                     self.check_remote(
                         qp.qpn,
                         self.resp_pd(qp, m),
@@ -1084,6 +1092,7 @@ impl Ctx {
                     self.to_err(qp, st);
                     return Ok(());
                 };
+                // SAFETY: as for K_AWRITE above, with REMOTE_ATOMIC.
                 let a = unsafe { &*(tgt as *const AtomicU64) };
                 let orig = if m.kind == K_CAS {
                     match a.compare_exchange(m.cmp, m.swap, Ordering::SeqCst, Ordering::SeqCst) {
@@ -1178,6 +1187,8 @@ impl Ctx {
                 cq,
             };
             if grh > 0 && cur.err == 0 {
+                // SAFETY: `ibv_grh` is integers and byte arrays: all-zero is
+                // valid.
                 let mut g: ibv_grh = unsafe { std::mem::zeroed() };
                 g.version_tclass_flow = (6u32 << 28).to_be();
                 g.paylen = ((m.total as u32 + 8) as u16).to_be();
@@ -1185,7 +1196,9 @@ impl Ctx {
                 g.hop_limit = 64;
                 g.sgid.raw = m.sgid;
                 g.dgid.raw = m.dgid;
-                if !scatter(&cur.wqe.sges, 0, &g as *const ibv_grh as *const u8, 40) {
+                // SAFETY: the WQE's SGEs passed `check_local` for writing (in
+                // live MRs of this process); `g` is 40 readable bytes.
+                if !unsafe { scatter(&cur.wqe.sges, 0, &g as *const ibv_grh as *const u8, 40) } {
                     cur.err = IBV_WC_LOC_LEN_ERR;
                 }
             }
@@ -1195,7 +1208,9 @@ impl Ctx {
         if cur.err == 0
             && !payload.is_null()
             && m.plen > 0
-            && !scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize)
+            // SAFETY: the WQE's SGEs passed `check_local` for writing;
+            // `payload` holds `m.plen` bytes (a validated record or its copy).
+            && !unsafe { scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize) }
         {
             cur.err = IBV_WC_LOC_LEN_ERR;
         }
@@ -1248,8 +1263,10 @@ impl Ctx {
         for qp in qps {
             let mut st = lock(&qp.st);
             while let Some(buf) = st.pending.front() {
+                // SAFETY: `buf` came from `copy_msg`: a whole `Msg` followed by
+                // its payload (read unaligned: a Vec<u8>).
                 let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
-                let payload = unsafe { buf.as_ptr().add(MSG_HDR) };
+                let payload = buf[MSG_HDR..].as_ptr();
                 // Responses go back on the link from that peer's context.
                 let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) else {
                     st.pending.pop_front();
@@ -1288,7 +1305,12 @@ impl Ctx {
             match m.kind {
                 K_ACK => w.done = Some(status),
                 K_READ_RESP => {
-                    if m.off + m.plen as u64 > w.len as u64 || !scatter(&w.sges, m.off, payload, m.plen as usize) {
+                    // SAFETY: the READ's SGEs passed `check_local` for writing
+                    // when it was posted (kept translated in the WQE); the
+                    // response record holds `m.plen` bytes at `payload`.
+                    let fits = m.off + m.plen as u64 <= w.len as u64
+                        && unsafe { scatter(&w.sges, m.off, payload, m.plen as usize) };
+                    if !fits {
                         status = IBV_WC_LOC_LEN_ERR;
                         w.done = Some(status);
                     } else if m.flags & F_LAST != 0 {
@@ -1297,7 +1319,9 @@ impl Ctx {
                 }
                 K_ATOMIC_RESP => {
                     let v = m.cmp.to_ne_bytes();
-                    scatter(&w.sges, 0, v.as_ptr(), 8);
+                    // SAFETY: the atomic's SGEs passed `check_local` for
+                    // writing when posted; `v` is 8 readable bytes.
+                    unsafe { scatter(&w.sges, 0, v.as_ptr(), 8) };
                     w.done = Some(status);
                 }
                 _ => {}
@@ -1361,6 +1385,7 @@ impl Ctx {
         }
         let links = self.links();
         for buf in st.pending.drain(..) {
+            // SAFETY: `buf` came from `copy_msg`: a whole `Msg` first.
             let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
             if needs_ack(&m) {
                 if let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) {
@@ -1435,10 +1460,15 @@ fn needs_ack(m: &Msg) -> bool {
     m.flags & F_LAST != 0 || m.kind == K_READ || m.kind == K_CAS || m.kind == K_FAA || m.kind == K_AWRITE
 }
 
+/// A private copy of a request (header, with the peer in `_r`, then the
+/// payload) kept until its QP can take it.  `payload` holds `m.plen` bytes
+/// (the record being handled, validated by `peek`).
 fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {
     let mut v = vec![0u8; MSG_HDR + m.plen as usize];
     let mut h = *m;
     h._r = peer as u64;
+    // SAFETY: `v` has MSG_HDR + plen bytes; `h` is a whole `Msg` (MSG_HDR
+    // bytes) and `payload` holds `m.plen` readable bytes (see above).
     unsafe {
         std::ptr::copy_nonoverlapping(&h as *const Msg as *const u8, v.as_mut_ptr(), MSG_HDR);
         std::ptr::copy_nonoverlapping(payload, v.as_mut_ptr().add(MSG_HDR), m.plen as usize);
@@ -1446,9 +1476,37 @@ fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {
     v
 }
 
+/// Writes header `m` (with its `len`/`plen` set) and `plen` payload bytes
+/// produced by `fill` at `p`, then publishes the record.
+///
+/// # Safety
+/// `p` and `nh` come from `try_reserve`/`reserve` on `l.tx()` for
+/// `align64(MSG_HDR + plen)` bytes, by the ring's only producer (the holder
+/// of `l.tx_lock`); `fill` writes at most `plen` bytes at its argument.
+unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) {
+    let mut h = *m;
+    h.len = align64(MSG_HDR + plen) as u32;
+    h.plen = plen as u32;
+    // SAFETY: `p` is reserved space of `h.len` >= MSG_HDR bytes, 64-aligned,
+    // that no one reads until `commit` (the contract).
+    unsafe { std::ptr::write(p as *mut Msg, h) };
+    if plen > 0 {
+        // (The payload space follows the header, inside the reservation.)
+        fill(p.wrapping_add(MSG_HDR));
+    }
+    if l.tx().commit(nh) {
+        l.wake_peer();
+    }
+}
+
 /// Copies `len` bytes into the scatter list starting at byte `off`; false
 /// when the list is too short.
-pub fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bool {
+///
+/// # Safety
+/// Every SGE range is writable memory of this process (the list passed
+/// `check_local` for writing: it lies in registered MRs, and addresses are
+/// process addresses); `src` has `len` readable bytes, not overlapping.
+pub unsafe fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bool {
     let mut done = 0usize;
     for s in sges {
         if done == len {
@@ -1460,6 +1518,8 @@ pub fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bo
             continue;
         }
         let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `n` bytes from `done` < `len` of `src`, into the SGE's
+        // range at `off` < its length (the contract covers both).
         unsafe { std::ptr::copy_nonoverlapping(src.add(done), (s.addr + off) as *mut u8, n) };
         done += n;
         off = 0;
@@ -1468,7 +1528,12 @@ pub fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bo
 }
 
 /// Copies `len` bytes out of the gather list starting at byte `off`.
-pub fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
+///
+/// # Safety
+/// Every SGE range is readable memory of this process (the list passed
+/// `check_local`, or is the inline data of the request being posted);
+/// `dst` has room for `len` bytes, not overlapping.
+pub unsafe fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
     let mut done = 0usize;
     for s in sges {
         if done == len {
@@ -1480,6 +1545,8 @@ pub fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
             continue;
         }
         let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `n` bytes of the SGE's range from `off` < its length, to
+        // `dst` + `done` with `done + n` <= `len` (the contract covers both).
         unsafe { std::ptr::copy_nonoverlapping((s.addr + off) as *const u8, dst.add(done), n) };
         done += n;
         off = 0;

@@ -1,6 +1,7 @@
 //! swrdma: a kernel-free software RDMA device for libibverbs (provider ABI
 //! 34).  See README.md for the design.
-#![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// The ABI mirrors, shared with the library (crate `ibverbs-abi`).
 pub use ibverbs_abi as abi;

@@ -56,6 +56,7 @@ pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(false)
         .mode(0o600)
         .open(dir.join("ids"));
     let Ok(f) = f else {

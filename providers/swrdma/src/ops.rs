@@ -94,39 +94,74 @@ pub struct SwAh {
     pub attr: ibv_ah_attr,
 }
 
+/// # Safety
+/// `c` is the `ibv_context` inside a live `SwCtx` made by `alloc_context`.
 pub unsafe fn ctx_of<'a>(c: *mut ibv_context) -> &'a Ctx {
-    let v = (c as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
-    &*(*v).ctx
+    // SAFETY: `c` lies `offset_of!(verbs_context, context)` bytes into the `SwCtx`'s `vctx` (its
+    // first field), so stepping back gives the live `SwCtx`; its `ctx` is the `Arc<Ctx>` raw
+    // pointer stored by `make_ctx`, released only by `free_context`.
+    unsafe {
+        let v = (c as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
+        &*(*v).ctx
+    }
 }
+/// # Safety
+/// `pd` is the `ibv_pd` of a live `SwPd` (alloc_pd / alloc_parent_domain).
 unsafe fn pd_id(pd: *mut ibv_pd) -> u32 {
-    (*(pd as *mut SwPd)).id
+    // SAFETY: `pd` is the first field of a live `SwPd` (the contract).
+    unsafe { (*(pd as *mut SwPd)).id }
 }
+/// # Safety
+/// `cq` is the `ibv_cq` of a live `SwCq` (new_cq).
 pub unsafe fn cq_of<'a>(cq: *mut ibv_cq) -> &'a SwCq {
-    &*(cq as *mut SwCq)
+    // SAFETY: `cq` is the start of a live `SwCq` (`vcq` is its first field, and `ibv_cq` the prefix
+    // of `verbs_cq`).
+    unsafe { &*(cq as *mut SwCq) }
 }
+/// # Safety
+/// `cq` is null or the `ibv_cq` of a live `SwCq`.
 unsafe fn cq_arc(cq: *mut ibv_cq) -> Option<Arc<Cq>> {
-    if cq.is_null() {
-        return None;
+    // SAFETY: `cq` is non-null, so a live `SwCq` whose `cq` is the `Arc::into_raw` of new_cq, still
+    // owned by it: adding a count before `from_raw` leaves that reference intact.
+    unsafe {
+        if cq.is_null() {
+            return None;
+        }
+        let p = (*(cq as *mut SwCq)).cq;
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
     }
-    let p = (*(cq as *mut SwCq)).cq;
-    Arc::increment_strong_count(p);
-    Some(Arc::from_raw(p))
 }
+/// # Safety
+/// `srq` is null or the `ibv_srq` of a live `SwSrq`.
 unsafe fn srq_arc(srq: *mut ibv_srq) -> Option<Arc<Srq>> {
-    if srq.is_null() {
-        return None;
+    // SAFETY: `srq` is non-null, so a live `SwSrq` whose `srq` is the `Arc::into_raw` of new_srq,
+    // still owned by it: adding a count before `from_raw` leaves that reference intact.
+    unsafe {
+        if srq.is_null() {
+            return None;
+        }
+        let p = (*(srq as *mut SwSrq)).srq;
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
     }
-    let p = (*(srq as *mut SwSrq)).srq;
-    Arc::increment_strong_count(p);
-    Some(Arc::from_raw(p))
 }
+/// # Safety
+/// `qp` is the `ibv_qp` of a live `SwQp` (create_qp_ex), whose context outlives the returned reference.
 pub unsafe fn qp_of<'a>(qp: *mut ibv_qp) -> (&'a Ctx, Arc<Qp>) {
-    let s = &*(qp as *mut SwQp);
-    Arc::increment_strong_count(s.qp);
-    (&*s.ctx, Arc::from_raw(s.qp))
+    // SAFETY: `qp` is the start of a live `SwQp` (`vqp` first, `ibv_qp` the prefix of `verbs_qp`);
+    // its `qp` is the `Arc::into_raw` of create_qp_ex (a count is added, so the SwQp keeps its own)
+    // and `ctx` the context's `Ctx`, alive until free_context, after the QP is gone.
+    unsafe {
+        let s = &*(qp as *mut SwQp);
+        Arc::increment_strong_count(s.qp);
+        (&*s.ctx, Arc::from_raw(s.qp))
+    }
 }
 
 fn set_errno(e: c_int) {
+    // SAFETY: `__errno_location` returns this thread's errno slot, always
+    // valid for writing.
     unsafe { *libc::__errno_location() = e };
 }
 
@@ -134,55 +169,71 @@ fn set_errno(e: c_int) {
 // Context
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn alloc_context(
     device: *mut ibv_device,
     cmd_fd: c_int,
     _private: *mut c_void,
 ) -> *mut verbs_context {
-    let drv = _verbs_init_and_alloc_context(
-        device,
-        cmd_fd,
-        std::mem::size_of::<SwCtx>(),
-        std::mem::offset_of!(SwCtx, vctx) as *mut verbs_context,
-        0,
-    ) as *mut SwCtx;
-    if drv.is_null() {
-        return std::ptr::null_mut();
-    }
-    let vctx = std::ptr::addr_of_mut!((*drv).vctx);
-    match make_ctx(device, vctx) {
-        Ok(()) => vctx,
-        Err(e) => {
-            verbs_uninit_context(vctx);
-            libc::free(drv as *mut c_void);
-            set_errno(e);
-            std::ptr::null_mut()
+    // SAFETY: `device` is the device the library created with our alloc_device;
+    // `_verbs_init_and_alloc_context` returns null or a zeroed `SwCtx`-sized block whose `vctx` it
+    // initialised, which we either complete (make_ctx) or give back with `verbs_uninit_context` +
+    // `free` (the library's allocator).
+    unsafe {
+        let drv = _verbs_init_and_alloc_context(
+            device,
+            cmd_fd,
+            std::mem::size_of::<SwCtx>(),
+            std::mem::offset_of!(SwCtx, vctx) as *mut verbs_context,
+            0,
+        ) as *mut SwCtx;
+        if drv.is_null() {
+            return std::ptr::null_mut();
+        }
+        let vctx = std::ptr::addr_of_mut!((*drv).vctx);
+        match make_ctx(device, vctx) {
+            Ok(()) => vctx,
+            Err(e) => {
+                verbs_uninit_context(vctx);
+                libc::free(drv as *mut c_void);
+                set_errno(e);
+                std::ptr::null_mut()
+            }
         }
     }
 }
 
+/// # Safety
+/// `device` is the library's device for us and `vctx` the initialised `verbs_context` at the start of a zeroed `SwCtx`.
 unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<(), c_int> {
-    let info = device::info_of_device(device);
-    device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-    let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
-    device::private_dir(&dir).map_err(|_| libc::EPERM)?;
-    let id = net::alloc_ids(&dir, 1);
-    let ctx = (*vctx).context.as_mut_ptr_compat();
-    let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
-    let tc = c.clone();
-    let h = std::thread::Builder::new()
-        .name("swrdma".into())
-        .spawn(move || tc.run_thread())
-        .map_err(|_| libc::EAGAIN)?;
-    // The library owns the async-event descriptor from now on (it closes
-    // it in verbs_uninit_context).
-    (*ctx).async_fd = async_r.into_raw_fd();
-    (*ctx).num_comp_vectors = 1;
-    let sw = vctx as *mut SwCtx;
-    (*sw).ctx = Arc::into_raw(c);
-    (*sw).thread = Box::into_raw(Box::new(Some(h)));
-    verbs_set_ops(vctx, &OPS);
-    Ok(())
+    // SAFETY: `device` is valid (the contract); `vctx` is the `vctx` of an `SwCtx`, so its context
+    // may be written and the `SwCtx` fields set; `verbs_set_ops` gets a `'static` table.
+    unsafe {
+        let info = device::info_of_device(device);
+        device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
+        device::private_dir(&dir).map_err(|_| libc::EPERM)?;
+        let id = net::alloc_ids(&dir, 1);
+        let ctx = (*vctx).context.as_mut_ptr_compat();
+        let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
+        let tc = c.clone();
+        let h = std::thread::Builder::new()
+            .name("swrdma".into())
+            .spawn(move || tc.run_thread())
+            .map_err(|_| libc::EAGAIN)?;
+        // The library owns the async-event descriptor from now on (it closes
+        // it in verbs_uninit_context).
+        (*ctx).async_fd = async_r.into_raw_fd();
+        (*ctx).num_comp_vectors = 1;
+        let sw = vctx as *mut SwCtx;
+        (*sw).ctx = Arc::into_raw(c);
+        (*sw).thread = Box::into_raw(Box::new(Some(h)));
+        verbs_set_ops(vctx, &OPS);
+        Ok(())
+    }
 }
 
 trait CompatPtr {
@@ -194,34 +245,53 @@ impl CompatPtr for ibv_context {
     }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
-    let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
-    let c = Arc::from_raw((*sw).ctx);
-    c.stop_thread();
-    if let Some(h) = (*Box::from_raw((*sw).thread)).take() {
-        let _ = h.join();
+    // SAFETY: `ibctx` is the context of a live `SwCtx` made by alloc_context (whose `ctx` and
+    // `thread` were set by make_ctx); the library calls this once, last, and the memory is freed
+    // with the allocator `_verbs_init_and_alloc_context` used.
+    unsafe {
+        let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
+        let c = Arc::from_raw((*sw).ctx);
+        c.stop_thread();
+        if let Some(h) = (*Box::from_raw((*sw).thread)).take() {
+            let _ = h.join();
+        }
+        c.close();
+        // The last reference (the thread's is gone): closes the descriptors.
+        drop(c);
+        verbs_uninit_context(std::ptr::addr_of_mut!((*sw).vctx));
+        libc::free(sw as *mut c_void);
     }
-    c.close();
-    // The last reference (the thread's is gone): closes the descriptors.
-    drop(c);
-    verbs_uninit_context(std::ptr::addr_of_mut!((*sw).vctx));
-    libc::free(sw as *mut c_void);
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn async_event(_c: *mut ibv_context, _e: *mut ibv_async_event) {}
 
 // ---------------------------------------------------------------------------
 // Device / port
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// `context` is one of our contexts and `attr` has room for `attr_size`
+/// bytes (the verb's contract).
 unsafe extern "C" fn query_device_ex(
     context: *mut ibv_context,
     _input: *const ibv_query_device_ex_input,
     attr: *mut ibv_device_attr_ex,
     attr_size: usize,
 ) -> c_int {
-    let c = ctx_of(context);
-    let mut a: ibv_device_attr_ex = std::mem::zeroed();
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    // SAFETY: `ibv_device_attr_ex` is integers, arrays and nested structs of
+    // integers: all-zero is valid.
+    let mut a: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
     let o = &mut a.orig_attr;
     for (i, b) in b"44.0.0".iter().enumerate() {
         o.fw_ver[i] = *b as i8;
@@ -284,98 +354,149 @@ unsafe extern "C" fn query_device_ex(
     a.max_dm_size = MAX_DM as u64;
     a.phys_port_cnt_ex = 1;
     let n = attr_size.min(std::mem::size_of::<ibv_device_attr_ex>());
-    std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n);
+    // SAFETY: `attr` has room for `attr_size` >= `n` bytes (the contract);
+    // `a` is a whole local `ibv_device_attr_ex` (>= `n` bytes).
+    unsafe { std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n) };
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_port_attr) -> c_int {
-    if port != 1 {
-        return libc::EINVAL;
+    // SAFETY: `attr` points to an `ibv_port_attr` to fill (the verb's contract).
+    unsafe {
+        if port != 1 {
+            return libc::EINVAL;
+        }
+        let a = &mut *attr;
+        a.state = IBV_PORT_ACTIVE;
+        a.max_mtu = IBV_MTU_4096;
+        a.active_mtu = IBV_MTU_4096;
+        a.gid_tbl_len = device::GID_TBL_LEN as i32;
+        a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+        a.max_msg_sz = 0x8000_0000;
+        a.bad_pkey_cntr = 0;
+        a.qkey_viol_cntr = 0;
+        a.pkey_tbl_len = 1;
+        a.lid = 0;
+        a.sm_lid = 0;
+        a.lmc = 0;
+        a.max_vl_num = 1;
+        a.sm_sl = 0;
+        a.subnet_timeout = 0;
+        a.init_type_reply = 0;
+        a.active_width = 2; // 4X
+        a.active_speed = 32; // EDR
+        a.phys_state = 5; // LinkUp
+        a.link_layer = IBV_LINK_LAYER_ETHERNET as u8;
+        a.flags = 0;
+        a.port_cap_flags2 = 0;
+        0
     }
-    let a = &mut *attr;
-    a.state = IBV_PORT_ACTIVE;
-    a.max_mtu = IBV_MTU_4096;
-    a.active_mtu = IBV_MTU_4096;
-    a.gid_tbl_len = device::GID_TBL_LEN as i32;
-    a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
-    a.max_msg_sz = 0x8000_0000;
-    a.bad_pkey_cntr = 0;
-    a.qkey_viol_cntr = 0;
-    a.pkey_tbl_len = 1;
-    a.lid = 0;
-    a.sm_lid = 0;
-    a.lmc = 0;
-    a.max_vl_num = 1;
-    a.sm_sl = 0;
-    a.subnet_timeout = 0;
-    a.init_type_reply = 0;
-    a.active_width = 2; // 4X
-    a.active_speed = 32; // EDR
-    a.phys_state = 5; // LinkUp
-    a.link_layer = IBV_LINK_LAYER_ETHERNET as u8;
-    a.flags = 0;
-    a.port_cap_flags2 = 0;
-    0
 }
 
 // ---------------------------------------------------------------------------
 // PD, MR, AH, XRCD
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
-    let c = ctx_of(context);
-    let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
-    let p = Box::into_raw(Box::new(SwPd {
-        pd: ibv_pd { context, handle: id },
-        id,
-    }));
-    p as *mut ibv_pd
+    // SAFETY: `context` is one of our contexts (ctx_of's contract).
+    unsafe {
+        let c = ctx_of(context);
+        let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+        let p = Box::into_raw(Box::new(SwPd {
+            pd: ibv_pd { context, handle: id },
+            id,
+        }));
+        p as *mut ibv_pd
+    }
 }
 
 /// A parent domain is a PD (the same protection domain as the one it
 /// wraps: same id for every check) that carries a thread domain and custom
 /// allocators.  This device has no queue buffers a device must reach, so the
 /// allocators are never needed (a provider may always allocate by itself).
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_parent_domain(
     context: *mut ibv_context,
     attr: *mut ibv_parent_domain_init_attr,
 ) -> *mut ibv_pd {
-    let a = &*attr;
-    if a.pd.is_null()
-        || (*a.pd).context != context
-        || (!a.td.is_null() && (*a.td).context != context)
-        || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0
-    {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: `attr` is a valid init attribute; its `pd` (checked non-null) is a PD of ours and
+    // `td` null or a TD of ours, as the verb requires.
+    unsafe {
+        let a = &*attr;
+        if a.pd.is_null()
+            || (*a.pd).context != context
+            || (!a.td.is_null() && (*a.td).context != context)
+            || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0
+        {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        let id = pd_id(a.pd);
+        Box::into_raw(Box::new(SwPd {
+            pd: ibv_pd { context, handle: id },
+            id,
+        })) as *mut ibv_pd
     }
-    let id = pd_id(a.pd);
-    Box::into_raw(Box::new(SwPd {
-        pd: ibv_pd { context, handle: id },
-        id,
-    })) as *mut ibv_pd
 }
 
 /// Thread domains: a promise of single-threaded use, which this device does
 /// not need to exploit.
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut ibv_td_init_attr) -> *mut ibv_td {
-    if !attr.is_null() && (*attr).comp_mask != 0 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: `attr` is null or a valid init attribute (checked).
+    unsafe {
+        if !attr.is_null() && (*attr).comp_mask != 0 {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        Box::into_raw(Box::new(ibv_td { context }))
     }
-    Box::into_raw(Box::new(ibv_td { context }))
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
-    drop(Box::from_raw(td));
-    0
+    // SAFETY: `td` is a `Box<ibv_td>` made by alloc_td, destroyed once (the verb's contract).
+    unsafe {
+        drop(Box::from_raw(td));
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    drop(Box::from_raw(pd as *mut SwPd));
-    0
+    // SAFETY: `pd` is a `Box<SwPd>` made by alloc_pd / alloc_parent_domain, destroyed once.
+    unsafe {
+        drop(Box::from_raw(pd as *mut SwPd));
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn reg_mr(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -383,81 +504,100 @@ unsafe extern "C" fn reg_mr(
     hca_va: u64,
     access: c_int,
 ) -> *mut ibv_mr {
-    let c = ctx_of((*pd).context);
-    let access = access as u32;
-    if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if access & IBV_ACCESS_MW_BIND != 0 {
-        // no memory windows; fall through ignoring the bind right
-    }
-    let key = new_key(c);
-    c.mrs.write().unwrap().insert(
-        key,
-        MrEnt {
-            pd: pd_id(pd),
-            va: addr as u64,
-            addr: hca_va,
-            len: length as u64,
-            access,
-            mw: 0,
-            parent: 0,
-            qpn: 0,
-        },
-    );
-    let m = Box::into_raw(Box::new(SwMr {
-        vmr: verbs_mr {
-            ibv_mr: ibv_mr {
-                context: (*pd).context,
-                pd,
-                addr,
-                length,
-                handle: key,
-                lkey: key,
-                rkey: key,
+    // SAFETY: `pd` is one of our PDs; `addr`/`length` are only recorded (never dereferenced here:
+    // later accesses are range-checked against them and done by the owner).
+    unsafe {
+        let c = ctx_of((*pd).context);
+        let access = access as u32;
+        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if access & IBV_ACCESS_MW_BIND != 0 {
+            // no memory windows; fall through ignoring the bind right
+        }
+        let key = new_key(c);
+        c.mrs.write().unwrap().insert(
+            key,
+            MrEnt {
+                pd: pd_id(pd),
+                va: addr as u64,
+                addr: hca_va,
+                len: length as u64,
+                access,
+                mw: 0,
+                parent: 0,
+                qpn: 0,
             },
-            mr_type: IBV_MR_TYPE_MR,
-            access: access as c_int,
-        },
-        dm: std::ptr::null_mut(),
-    }));
-    m as *mut ibv_mr
+        );
+        let m = Box::into_raw(Box::new(SwMr {
+            vmr: verbs_mr {
+                ibv_mr: ibv_mr {
+                    context: (*pd).context,
+                    pd,
+                    addr,
+                    length,
+                    handle: key,
+                    lkey: key,
+                    rkey: key,
+                },
+                mr_type: IBV_MR_TYPE_MR,
+                access: access as c_int,
+            },
+            dm: std::ptr::null_mut(),
+        }));
+        m as *mut ibv_mr
+    }
 }
 
 /// ibv_advise_mr: nothing to prefetch (the owner's own page faults do it),
 /// but the request is checked as a device would.
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mut ibv_sge, n: u32) -> c_int {
-    if !matches!(
-        advice,
-        IBV_ADVISE_MR_ADVICE_PREFETCH | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
-    ) || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
-        || n == 0
-        || sg.is_null()
-    {
-        return libc::EINVAL;
-    }
-    let c = ctx_of((*pd).context);
-    let pdid = pd_id(pd);
-    for s in std::slice::from_raw_parts(sg, n as usize) {
-        let Some(m) = c.mr(s.lkey) else { return libc::EINVAL };
-        if m.pd != pdid || m.access & IBV_ACCESS_ON_DEMAND == 0 {
-            return libc::EINVAL;
-        }
-        if s.addr < m.addr
-            || s.addr
-                .checked_add(s.length as u64)
-                .map_or(true, |e| e > m.addr.saturating_add(m.len))
+    // SAFETY: `pd` is one of our PDs and `sg` (checked non-null) holds `n` SGEs (the verb's
+    // contract).
+    unsafe {
+        if !matches!(
+            advice,
+            IBV_ADVISE_MR_ADVICE_PREFETCH
+                | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
+                | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+        ) || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
+            || n == 0
+            || sg.is_null()
         {
             return libc::EINVAL;
         }
-        if advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
-            return libc::EINVAL;
+        let c = ctx_of((*pd).context);
+        let pdid = pd_id(pd);
+        for s in std::slice::from_raw_parts(sg, n as usize) {
+            let Some(m) = c.mr(s.lkey) else { return libc::EINVAL };
+            if m.pd != pdid || m.access & IBV_ACCESS_ON_DEMAND == 0 {
+                return libc::EINVAL;
+            }
+            if s.addr < m.addr
+                || s.addr
+                    .checked_add(s.length as u64)
+                    .is_none_or(|e| e > m.addr.saturating_add(m.len))
+            {
+                return libc::EINVAL;
+            }
+            if advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
+                return libc::EINVAL;
+            }
         }
+        0
     }
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn rereg_mr(
     vmr: *mut verbs_mr,
     flags: c_int,
@@ -466,119 +606,168 @@ unsafe extern "C" fn rereg_mr(
     length: usize,
     access: c_int,
 ) -> c_int {
-    let m = vmr as *mut SwMr;
-    let c = ctx_of((*m).vmr.ibv_mr.context);
-    let flags = flags as u32;
-    let access = access as u32;
-    if flags & IBV_REREG_MR_CHANGE_ACCESS != 0
-        && access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
-        && access & IBV_ACCESS_LOCAL_WRITE == 0
-    {
-        set_errno(libc::EINVAL);
-        return libc::EINVAL;
+    // SAFETY: `vmr` is the `verbs_mr` at the start of a live `SwMr` of ours; `pd` (used only with
+    // CHANGE_PD, checked non-null) is one of our PDs.
+    unsafe {
+        let m = vmr as *mut SwMr;
+        let c = ctx_of((*m).vmr.ibv_mr.context);
+        let flags = flags as u32;
+        let access = access as u32;
+        if flags & IBV_REREG_MR_CHANGE_ACCESS != 0
+            && access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
+            && access & IBV_ACCESS_LOCAL_WRITE == 0
+        {
+            set_errno(libc::EINVAL);
+            return libc::EINVAL;
+        }
+        if flags & IBV_REREG_MR_CHANGE_PD != 0 && pd.is_null() {
+            set_errno(libc::EINVAL);
+            return libc::EINVAL;
+        }
+        let mut mrs = c.mrs.write().unwrap();
+        let Some(e) = mrs.get_mut(&(*m).vmr.ibv_mr.lkey) else {
+            set_errno(libc::EINVAL);
+            return libc::EINVAL;
+        };
+        // The keys stay; what the MR covers, who may use it and how changes
+        // at once for every later access (they all look the key up).
+        if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+            e.va = addr as u64;
+            e.addr = addr as u64;
+            e.len = length as u64;
+        }
+        if flags & IBV_REREG_MR_CHANGE_PD != 0 {
+            e.pd = pd_id(pd);
+        }
+        if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+            e.access = access;
+            (*m).vmr.access = access as c_int;
+        }
+        0
     }
-    if flags & IBV_REREG_MR_CHANGE_PD != 0 && pd.is_null() {
-        set_errno(libc::EINVAL);
-        return libc::EINVAL;
-    }
-    let mut mrs = c.mrs.write().unwrap();
-    let Some(e) = mrs.get_mut(&(*m).vmr.ibv_mr.lkey) else {
-        set_errno(libc::EINVAL);
-        return libc::EINVAL;
-    };
-    // The keys stay; what the MR covers, who may use it and how changes
-    // at once for every later access (they all look the key up).
-    if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
-        e.va = addr as u64;
-        e.addr = addr as u64;
-        e.len = length as u64;
-    }
-    if flags & IBV_REREG_MR_CHANGE_PD != 0 {
-        e.pd = pd_id(pd);
-    }
-    if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
-        e.access = access;
-        (*m).vmr.access = access as c_int;
-    }
-    0
 }
 
 // ----- device memory ---------------------------------------------------------
 
+/// # Safety
+/// `dm` is the `ibv_dm` of a live `SwDm`.
 unsafe fn dm_range_ok(dm: *mut ibv_dm, off: u64, len: usize) -> Option<*mut u8> {
-    let d = &*(dm as *mut SwDm);
-    // As device memory: 4-byte granules.
-    if off % 4 != 0 || len % 4 != 0 || off.checked_add(len as u64).map_or(true, |e| e > d.len as u64) {
-        return None;
+    // SAFETY: `dm` is the start of a live `SwDm` (the contract); the offset is checked against its
+    // `len` before `add`.
+    unsafe {
+        let d = &*(dm as *mut SwDm);
+        // As device memory: 4-byte granules.
+        if !off.is_multiple_of(4)
+            || !len.is_multiple_of(4)
+            || off.checked_add(len as u64).is_none_or(|e| e > d.len as u64)
+        {
+            return None;
+        }
+        Some(d.base.add(off as usize))
     }
-    Some(d.base.add(off as usize))
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn memcpy_to_dm(dm: *mut ibv_dm, off: u64, host: *const c_void, len: usize) -> c_int {
-    let Some(p) = dm_range_ok(dm, off, len) else {
-        return libc::EINVAL;
-    };
-    std::ptr::copy(host as *const u8, p, len);
-    0
+    // SAFETY: `dm` is one of our `SwDm`s; `dm_range_ok` checked `[off, off+len)` is inside its
+    // mapping, and `host` has `len` readable bytes (the verb's contract).
+    unsafe {
+        let Some(p) = dm_range_ok(dm, off, len) else {
+            return libc::EINVAL;
+        };
+        std::ptr::copy(host as *const u8, p, len);
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn memcpy_from_dm(host: *mut c_void, dm: *mut ibv_dm, off: u64, len: usize) -> c_int {
-    let Some(p) = dm_range_ok(dm, off, len) else {
-        return libc::EINVAL;
-    };
-    std::ptr::copy(p, host as *mut u8, len);
-    0
+    // SAFETY: `dm` is one of our `SwDm`s; `dm_range_ok` checked `[off, off+len)` is inside its
+    // mapping, and `host` has room for `len` bytes (the verb's contract).
+    unsafe {
+        let Some(p) = dm_range_ok(dm, off, len) else {
+            return libc::EINVAL;
+        };
+        std::ptr::copy(p, host as *mut u8, len);
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm {
-    let a = &*attr;
-    if a.comp_mask != 0 || a.length == 0 || a.log_align_req > 12 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: `attr` is a valid attribute, `context` one of ours; the mapping is fresh (no hint)
+    // and owned by the new `SwDm`.
+    unsafe {
+        let a = &*attr;
+        if a.comp_mask != 0 || a.length == 0 || a.log_align_req > 12 {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if a.length > MAX_DM {
+            set_errno(libc::ENOMEM);
+            return std::ptr::null_mut();
+        }
+        let len = (a.length + 4095) & !4095;
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            set_errno(libc::ENOMEM);
+            return std::ptr::null_mut();
+        }
+        let c = ctx_of(context);
+        let d = Box::into_raw(Box::new(SwDm {
+            dm: ibv_dm {
+                context,
+                memcpy_to_dm: Some(memcpy_to_dm),
+                memcpy_from_dm: Some(memcpy_from_dm),
+                comp_mask: 0,
+                handle: c.next_obj.fetch_add(1, Ordering::Relaxed),
+            },
+            base: p as *mut u8,
+            len: a.length,
+            mrs: AtomicU32::new(0),
+        }));
+        d as *mut ibv_dm
     }
-    if a.length > MAX_DM {
-        set_errno(libc::ENOMEM);
-        return std::ptr::null_mut();
-    }
-    let len = (a.length + 4095) & !4095;
-    let p = libc::mmap(
-        std::ptr::null_mut(),
-        len,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-        -1,
-        0,
-    );
-    if p == libc::MAP_FAILED {
-        set_errno(libc::ENOMEM);
-        return std::ptr::null_mut();
-    }
-    let c = ctx_of(context);
-    let d = Box::into_raw(Box::new(SwDm {
-        dm: ibv_dm {
-            context,
-            memcpy_to_dm: Some(memcpy_to_dm),
-            memcpy_from_dm: Some(memcpy_from_dm),
-            comp_mask: 0,
-            handle: c.next_obj.fetch_add(1, Ordering::Relaxed),
-        },
-        base: p as *mut u8,
-        len: a.length,
-        mrs: AtomicU32::new(0),
-    }));
-    d as *mut ibv_dm
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn free_dm(dm: *mut ibv_dm) -> c_int {
-    let d = dm as *mut SwDm;
-    if (*d).mrs.load(Ordering::SeqCst) != 0 {
-        return libc::EBUSY;
+    // SAFETY: `dm` is a `Box<SwDm>` made by alloc_dm, destroyed once; its mapping (`base`, rounded
+    // `len`) is unmapped only here, and only when no MR uses it.
+    unsafe {
+        let d = dm as *mut SwDm;
+        if (*d).mrs.load(Ordering::SeqCst) != 0 {
+            return libc::EBUSY;
+        }
+        let d = Box::from_raw(d);
+        libc::munmap(d.base as *mut c_void, (d.len + 4095) & !4095);
+        0
     }
-    let d = Box::from_raw(d);
-    libc::munmap(d.base as *mut c_void, (d.len + 4095) & !4095);
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn reg_dm_mr(
     pd: *mut ibv_pd,
     dm: *mut ibv_dm,
@@ -586,58 +775,62 @@ unsafe extern "C" fn reg_dm_mr(
     length: usize,
     access: c_uint,
 ) -> *mut ibv_mr {
-    let allowed = IBV_ACCESS_ZERO_BASED
-        | IBV_ACCESS_LOCAL_WRITE
-        | IBV_ACCESS_REMOTE_WRITE
-        | IBV_ACCESS_REMOTE_READ
-        | IBV_ACCESS_REMOTE_ATOMIC;
-    let d = dm as *mut SwDm;
-    if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || (*dm).context != (*pd).context {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if off.checked_add(length as u64).map_or(true, |e| e > (*d).len as u64) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    let c = ctx_of((*pd).context);
-    let key = new_key(c);
-    let access = access & !IBV_ACCESS_ZERO_BASED;
-    c.mrs.write().unwrap().insert(
-        key,
-        MrEnt {
-            pd: pd_id(pd),
-            va: (*d).base as u64 + off,
-            addr: 0,
-            len: length as u64,
-            access,
-            mw: 0,
-            parent: 0,
-            qpn: 0,
-        },
-    );
-    (*d).mrs.fetch_add(1, Ordering::SeqCst);
-    let m = Box::into_raw(Box::new(SwMr {
-        vmr: verbs_mr {
-            ibv_mr: ibv_mr {
-                context: (*pd).context,
-                pd,
-                addr: std::ptr::null_mut(),
-                length,
-                handle: key,
-                lkey: key,
-                rkey: key,
+    // SAFETY: `pd` and `dm` are ours (an `SwDm`); the range is checked against the DM's length
+    // before its address is recorded.
+    unsafe {
+        let allowed = IBV_ACCESS_ZERO_BASED
+            | IBV_ACCESS_LOCAL_WRITE
+            | IBV_ACCESS_REMOTE_WRITE
+            | IBV_ACCESS_REMOTE_READ
+            | IBV_ACCESS_REMOTE_ATOMIC;
+        let d = dm as *mut SwDm;
+        if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || (*dm).context != (*pd).context {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if off.checked_add(length as u64).is_none_or(|e| e > (*d).len as u64) {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        let c = ctx_of((*pd).context);
+        let key = new_key(c);
+        let access = access & !IBV_ACCESS_ZERO_BASED;
+        c.mrs.write().unwrap().insert(
+            key,
+            MrEnt {
+                pd: pd_id(pd),
+                va: (*d).base as u64 + off,
+                addr: 0,
+                len: length as u64,
+                access,
+                mw: 0,
+                parent: 0,
+                qpn: 0,
             },
-            mr_type: IBV_MR_TYPE_MR,
-            access: access as c_int,
-        },
-        dm: d,
-    }));
-    m as *mut ibv_mr
+        );
+        (*d).mrs.fetch_add(1, Ordering::SeqCst);
+        let m = Box::into_raw(Box::new(SwMr {
+            vmr: verbs_mr {
+                ibv_mr: ibv_mr {
+                    context: (*pd).context,
+                    pd,
+                    addr: std::ptr::null_mut(),
+                    length,
+                    handle: key,
+                    lkey: key,
+                    rkey: key,
+                },
+                mr_type: IBV_MR_TYPE_MR,
+                access: access as c_int,
+            },
+            dm: d,
+        }));
+        m as *mut ibv_mr
+    }
 }
 
 /// A fresh MR/MW key: an index (unique in the context) and an 8-bit tag.
@@ -653,276 +846,398 @@ fn new_key(c: &Ctx) -> u32 {
 // rights, and for type 2 the QP it was bound through (type 2B: QP and PD).
 // Unbound or invalidated windows have no entry, so their rkeys fail.
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
-    if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: `pd` is one of our PDs.
+    unsafe {
+        if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        let c = ctx_of((*pd).context);
+        let key = new_key(c);
+        Box::into_raw(Box::new(ibv_mw {
+            context: (*pd).context,
+            pd,
+            rkey: key,
+            handle: key,
+            r#type: ty,
+        }))
     }
-    let c = ctx_of((*pd).context);
-    let key = new_key(c);
-    Box::into_raw(Box::new(ibv_mw {
-        context: (*pd).context,
-        pd,
-        rkey: key,
-        handle: key,
-        r#type: ty,
-    }))
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    let c = ctx_of((*mw).context);
-    {
-        let mut mrs = c.mrs.write().unwrap();
-        if mrs.get(&(*mw).rkey).is_some_and(|m| m.mw != 0) {
-            mrs.remove(&(*mw).rkey);
+    // SAFETY: `mw` is a `Box<ibv_mw>` made by alloc_mw, destroyed once.
+    unsafe {
+        let c = ctx_of((*mw).context);
+        {
+            let mut mrs = c.mrs.write().unwrap();
+            if mrs.get(&(*mw).rkey).is_some_and(|m| m.mw != 0) {
+                mrs.remove(&(*mw).rkey);
+            }
         }
+        drop(Box::from_raw(mw));
+        0
     }
-    drop(Box::from_raw(mw));
-    0
 }
 
 /// Binds (or, with length 0, unbinds) `mw` to the range of `info`; the
 /// window's new rkey is `rkey`.  Err: the completion status.
+///
+/// # Safety
+/// `mw` is null or one of our windows, `qp.ibqp` the `ibv_qp` of a live `SwQp`, and `info.mr` null or one of our MRs.
 unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bind_info) -> Result<(), u32> {
-    if mw.is_null() || (*mw).context != (*(qp.ibqp as *mut ibv_qp)).context {
-        return Err(IBV_WC_MW_BIND_ERR);
-    }
-    let ty = (*mw).r#type;
-    let old = (*mw).rkey;
-    let access = info.mw_access_flags;
-    if access & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
-        != 0
-    {
-        return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
-    }
-    let mwpd = pd_id((*mw).pd);
-    let mut mrs = c.mrs.write().unwrap();
-    let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
-    if ty == IBV_MW_TYPE_2 && (bound || qp.pd != mwpd) {
-        return Err(IBV_WC_MW_BIND_ERR);
-    }
-    let mut ent = None;
-    if info.length > 0 {
-        if info.mr.is_null() {
+    // SAFETY: `mw` is checked non-null, then it (and `info.mr`, checked non-null) are our live
+    // objects by the contract; `qp.ibqp` is the live `ibv_qp` of `qp`.
+    unsafe {
+        if mw.is_null() || (*mw).context != (*(qp.ibqp as *mut ibv_qp)).context {
             return Err(IBV_WC_MW_BIND_ERR);
         }
-        let Some(mr) = mrs.get(&(*info.mr).lkey).copied() else {
-            return Err(IBV_WC_MW_BIND_ERR);
-        };
-        let inside = info.addr >= mr.addr
-            && info
-                .addr
-                .checked_add(info.length)
-                .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
-        if mr.mw != 0 || mr.pd != mwpd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
-            return Err(IBV_WC_MW_BIND_ERR);
-        }
-        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
+        let ty = (*mw).r#type;
+        let old = (*mw).rkey;
+        let access = info.mw_access_flags;
+        if access
+            & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
+            != 0
         {
+            return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
+        }
+        let mwpd = pd_id((*mw).pd);
+        let mut mrs = c.mrs.write().unwrap();
+        let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
+        if ty == IBV_MW_TYPE_2 && (bound || qp.pd != mwpd) {
             return Err(IBV_WC_MW_BIND_ERR);
         }
-        ent = Some(MrEnt {
-            pd: mwpd,
-            va: mr.va + (info.addr - mr.addr),
-            addr: info.addr,
-            len: info.length,
-            access: access & !IBV_ACCESS_LOCAL_WRITE,
-            mw: ty,
-            parent: (*info.mr).lkey,
-            qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
-        });
+        let mut ent = None;
+        if info.length > 0 {
+            if info.mr.is_null() {
+                return Err(IBV_WC_MW_BIND_ERR);
+            }
+            let Some(mr) = mrs.get(&(*info.mr).lkey).copied() else {
+                return Err(IBV_WC_MW_BIND_ERR);
+            };
+            let inside = info.addr >= mr.addr
+                && info
+                    .addr
+                    .checked_add(info.length)
+                    .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
+            if mr.mw != 0 || mr.pd != mwpd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
+                return Err(IBV_WC_MW_BIND_ERR);
+            }
+            if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
+                && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
+            {
+                return Err(IBV_WC_MW_BIND_ERR);
+            }
+            ent = Some(MrEnt {
+                pd: mwpd,
+                va: mr.va + (info.addr - mr.addr),
+                addr: info.addr,
+                len: info.length,
+                access: access & !IBV_ACCESS_LOCAL_WRITE,
+                mw: ty,
+                parent: (*info.mr).lkey,
+                qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
+            });
+        }
+        if bound {
+            mrs.remove(&old);
+        }
+        // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
+        // the next one).
+        let new = if ty == IBV_MW_TYPE_2 {
+            (old & !0xff) | (rkey & 0xff)
+        } else {
+            (old & !0xff) | (old.wrapping_add(1) & 0xff)
+        };
+        if let Some(e) = ent {
+            mrs.insert(new, e);
+        }
+        (*mw).rkey = new;
+        Ok(())
     }
-    if bound {
-        mrs.remove(&old);
-    }
-    // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
-    // the next one).
-    let new = if ty == IBV_MW_TYPE_2 {
-        (old & !0xff) | (rkey & 0xff)
-    } else {
-        (old & !0xff) | (old.wrapping_add(1) & 0xff)
-    };
-    if let Some(e) = ent {
-        mrs.insert(new, e);
-    }
-    (*mw).rkey = new;
-    Ok(())
 }
 
 /// ibv_bind_mw (type 1 windows): a work request of the send queue.
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bind) -> c_int {
-    let (c, qp) = qp_of(ibqp);
-    if (*mw).r#type != IBV_MW_TYPE_1 || !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND) {
-        return libc::EINVAL;
+    // SAFETY: `ibqp` is one of our QPs, `mw` one of our windows and `b` a valid bind request (the
+    // verb's contract).
+    unsafe {
+        let (c, qp) = qp_of(ibqp);
+        if (*mw).r#type != IBV_MW_TYPE_1 || !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND) {
+            return libc::EINVAL;
+        }
+        let b = &*b;
+        let signaled = b.send_flags & IBV_SEND_SIGNALED != 0;
+        let state = lock(&qp.st).state;
+        if state == IBV_QPS_ERR {
+            finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, IBV_WC_WR_FLUSH_ERR);
+            return 0;
+        }
+        if state != IBV_QPS_RTS {
+            return libc::EINVAL;
+        }
+        let status = match do_bind(c, &qp, mw, 0, &b.bind_info) {
+            Ok(()) => 0,
+            Err(s) => s,
+        };
+        finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, status);
+        0
     }
-    let b = &*b;
-    let signaled = b.send_flags & IBV_SEND_SIGNALED != 0;
-    let state = lock(&qp.st).state;
-    if state == IBV_QPS_ERR {
-        finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, IBV_WC_WR_FLUSH_ERR);
-        return 0;
-    }
-    if state != IBV_QPS_RTS {
-        return libc::EINVAL;
-    }
-    let status = match do_bind(c, &qp, mw, 0, &b.bind_info) {
-        Ok(()) => 0,
-        Err(s) => s,
-    };
-    finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, status);
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    let m = vmr as *mut SwMr;
-    let c = ctx_of((*m).vmr.ibv_mr.context);
-    c.mrs.write().unwrap().remove(&(*m).vmr.ibv_mr.lkey);
-    if !(*m).dm.is_null() {
-        (*(*m).dm).mrs.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr / reg_dm_mr, destroyed once; its
+    // `dm` is null or a live `SwDm` (free_dm refuses while MRs use it).
+    unsafe {
+        let m = vmr as *mut SwMr;
+        let c = ctx_of((*m).vmr.ibv_mr.context);
+        c.mrs.write().unwrap().remove(&(*m).vmr.ibv_mr.lkey);
+        if !(*m).dm.is_null() {
+            (*(*m).dm).mrs.fetch_sub(1, Ordering::SeqCst);
+        }
+        drop(Box::from_raw(m));
+        0
     }
-    drop(Box::from_raw(m));
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-    if (*attr).port_num != 1 || ((*attr).is_global != 0 && (*attr).grh.sgid_index as usize >= device::GID_TBL_LEN) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: `pd` is one of our PDs and `attr` a valid address vector.
+    unsafe {
+        if (*attr).port_num != 1 || ((*attr).is_global != 0 && (*attr).grh.sgid_index as usize >= device::GID_TBL_LEN) {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        let a = Box::into_raw(Box::new(SwAh {
+            ah: ibv_ah {
+                context: (*pd).context,
+                pd,
+                handle: 0,
+            },
+            attr: *attr,
+        }));
+        a as *mut ibv_ah
     }
-    let a = Box::into_raw(Box::new(SwAh {
-        ah: ibv_ah {
-            context: (*pd).context,
-            pd,
-            handle: 0,
-        },
-        attr: *attr,
-    }));
-    a as *mut ibv_ah
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    drop(Box::from_raw(ah as *mut SwAh));
-    0
+    // SAFETY: `ah` is a `Box<SwAh>` made by create_ah, destroyed once.
+    unsafe {
+        drop(Box::from_raw(ah as *mut SwAh));
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
-    let c = ctx_of(context);
-    let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
-    let x = Box::into_raw(Box::new(SwXrcd {
-        vx: verbs_xrcd {
-            xrcd: ibv_xrcd { context },
-            comp_mask: VERBS_XRCD_HANDLE,
-            handle: id,
-        },
-        id,
-    }));
-    x as *mut ibv_xrcd
+    // SAFETY: `context` is one of our contexts.
+    unsafe {
+        let c = ctx_of(context);
+        let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+        let x = Box::into_raw(Box::new(SwXrcd {
+            vx: verbs_xrcd {
+                xrcd: ibv_xrcd { context },
+                comp_mask: VERBS_XRCD_HANDLE,
+                handle: id,
+            },
+            id,
+        }));
+        x as *mut ibv_xrcd
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn close_xrcd(x: *mut ibv_xrcd) -> c_int {
-    drop(Box::from_raw(x as *mut SwXrcd));
-    0
+    // SAFETY: `x` is a `Box<SwXrcd>` made by open_xrcd, destroyed once.
+    unsafe {
+        drop(Box::from_raw(x as *mut SwXrcd));
+        0
+    }
 }
 
 // ---------------------------------------------------------------------------
 // CQ
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// `context` is one of our contexts; `channel` is null or a live completion channel.
 unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel) -> *mut SwCq {
-    let c = ctx_of(context);
-    let s = Box::into_raw(Box::new(SwCq {
-        vcq: std::mem::zeroed(),
-        cq: std::ptr::null(),
-        ctx: c,
-        cur: wc_zero(),
-    }));
-    let chan_fd = if channel.is_null() { -1 } else { (*channel).fd };
-    (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
-    let ex = &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex);
-    ex.context = context;
-    ex.channel = channel;
-    ex.cqe = cqe;
-    crate::qpex::fill_cq_ex(ex);
-    s
+    // SAFETY: the `SwCq` is ours, fresh from `Box::into_raw`; an all-zero `verbs_cq` is valid
+    // (integers, null pointers, `None`s); `channel` is null or live (the contract).
+    unsafe {
+        let c = ctx_of(context);
+        let s = Box::into_raw(Box::new(SwCq {
+            vcq: std::mem::zeroed(),
+            cq: std::ptr::null(),
+            ctx: c,
+            cur: wc_zero(),
+        }));
+        let chan_fd = if channel.is_null() { -1 } else { (*channel).fd };
+        (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
+        let ex = &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex);
+        ex.context = context;
+        ex.channel = channel;
+        ex.cqe = cqe;
+        crate::qpex::fill_cq_ex(ex);
+        s
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_cq(
     context: *mut ibv_context,
     cqe: c_int,
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
 ) -> *mut ibv_cq {
-    if cqe < 1 || cqe > MAX_CQE || comp_vector < 0 || comp_vector >= (*context).num_comp_vectors {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: `context` is one of our contexts; `channel` null or a live channel.
+    unsafe {
+        if !(1..=MAX_CQE).contains(&cqe) || comp_vector < 0 || comp_vector >= (*context).num_comp_vectors {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        new_cq(context, cqe, channel) as *mut ibv_cq
     }
-    new_cq(context, cqe, channel) as *mut ibv_cq
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
-    let a = &*attr;
-    if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= (*context).num_comp_vectors as u32 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: `context` is one of our contexts and `attr` a valid init attribute.
+    unsafe {
+        let a = &*attr;
+        if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= (*context).num_comp_vectors as u32 {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if a.wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 != 0
+            || a.wc_flags & !(IBV_WC_STANDARD_FLAGS as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0
+        {
+            set_errno(libc::EOPNOTSUPP);
+            return std::ptr::null_mut();
+        }
+        let s = new_cq(context, a.cqe as c_int, a.channel);
+        (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
+        s as *mut ibv_cq_ex
     }
-    if a.wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 != 0
-        || a.wc_flags & !(IBV_WC_STANDARD_FLAGS as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0
-    {
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
-    }
-    let s = new_cq(context, a.cqe as c_int, a.channel);
-    (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
-    s as *mut ibv_cq_ex
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
-    let s = cq_of(cq);
-    let c = &*s.ctx;
-    c.last_poll.fetch_add(1, Ordering::Relaxed);
-    if n <= 0 {
-        return 0;
+    // SAFETY: `cq` is one of our CQs; `wc` has room for `n` completions (the verb's contract; n <=
+    // 0 returns before the slice is made); the CQ's `ctx` is its live context.
+    unsafe {
+        let s = cq_of(cq);
+        let c = &*s.ctx;
+        c.last_poll.fetch_add(1, Ordering::Relaxed);
+        if n <= 0 {
+            return 0;
+        }
+        let out = std::slice::from_raw_parts_mut(wc, n as usize);
+        let cqr = &*s.cq;
+        let mut k = cqr.poll(out);
+        if k < out.len() {
+            c.progress();
+            k += cqr.poll(&mut out[k..]);
+        }
+        k as c_int
     }
-    let out = std::slice::from_raw_parts_mut(wc, n as usize);
-    let cqr = &*s.cq;
-    let mut k = cqr.poll(out);
-    if k < out.len() {
-        c.progress();
-        k += cqr.poll(&mut out[k..]);
-    }
-    k as c_int
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
-    (*cq_of(cq).cq).arm(solicited != 0);
-    0
+    // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
+    unsafe {
+        (*cq_of(cq).cq).arm(solicited != 0);
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {}
 
+/// # Safety
+/// `cq` is a CQ of ours (see `OPS`), destroyed once.
 unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
-    let s = Box::from_raw(cq as *mut SwCq);
-    drop(Arc::from_raw(s.cq));
+    // SAFETY: `cq` is a `Box<SwCq>` made by new_cq, destroyed once; its `cq`
+    // is the `Arc::into_raw` that box owns.
+    unsafe {
+        let s = Box::from_raw(cq as *mut SwCq);
+        drop(Arc::from_raw(s.cq));
+    }
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
-    if cqe < 1 || cqe > MAX_CQE {
-        return libc::EINVAL;
+    // SAFETY: `cq` is one of our CQs.
+    unsafe {
+        if !(1..=MAX_CQE).contains(&cqe) {
+            return libc::EINVAL;
+        }
+        // As a hardware CQ: the new size must hold the completions not yet polled.
+        let g = lock(&(*cq_of(cq).cq).inner);
+        if g.wcs.len() > cqe as usize {
+            return libc::EINVAL;
+        }
+        (*cq).cqe = cqe;
+        0
     }
-    // As a hardware CQ: the new size must hold the completions not yet polled.
-    let g = lock(&(*cq_of(cq).cq).inner);
-    if g.wcs.len() > cqe as usize {
-        return libc::EINVAL;
-    }
-    (*cq).cqe = cqe;
-    0
 }
 
 // ---------------------------------------------------------------------------
 // SRQ
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// `context` is one of our contexts; `pd`, `xrcd`, `cq` are null or ours.
 unsafe fn new_srq(
     context: *mut ibv_context,
     pd: *mut ibv_pd,
@@ -932,317 +1247,394 @@ unsafe fn new_srq(
     xrcd: *mut ibv_xrcd,
     cq: *mut ibv_cq,
 ) -> *mut ibv_srq {
-    let c = ctx_of(context);
-    if attr.max_wr == 0 || attr.max_wr > MAX_WR || attr.max_sge > MAX_SGE {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+    // SAFETY: the `SwSrq` is ours, fresh from `Box::into_raw`; an all-zero `verbs_srq` is valid;
+    // `pd`, `xrcd`, `cq` are null-checked before use and ours otherwise (the contract); the pthread
+    // objects are initialised in place, as the library expects.
+    unsafe {
+        let c = ctx_of(context);
+        if attr.max_wr == 0 || attr.max_wr > MAX_WR || attr.max_sge > MAX_SGE {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        let num = net::alloc_ids(&c.dir, 1);
+        let s = Box::into_raw(Box::new(SwSrq {
+            vsrq: std::mem::zeroed(),
+            srq: std::ptr::null(),
+        }));
+        let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
+        let srq = Arc::new(Srq {
+            num,
+            ibsrq: s as usize,
+            pd: if pd.is_null() { 0 } else { pd_id(pd) },
+            xrcd: xid,
+            cq: cq_arc(cq),
+            st: Mutex::new(SrqSt {
+                wqes: Default::default(),
+                max_wr: attr.max_wr,
+                max_sge: attr.max_sge.max(1),
+                limit: attr.srq_limit,
+            }),
+        });
+        c.srqs.write().unwrap().insert(num, srq.clone());
+        (*s).srq = Arc::into_raw(srq);
+        let v = &mut (*s).vsrq;
+        v.srq.context = context;
+        v.srq.srq_context = srq_context;
+        v.srq.pd = pd;
+        v.srq.handle = num;
+        libc::pthread_mutex_init(&mut v.srq.mutex, std::ptr::null());
+        libc::pthread_cond_init(&mut v.srq.cond, std::ptr::null());
+        v.srq_type = ty;
+        v.xrcd = xrcd as *mut verbs_xrcd;
+        v.cq = cq;
+        v.srq_num = num;
+        s as *mut ibv_srq
     }
-    let num = net::alloc_ids(&c.dir, 1);
-    let s = Box::into_raw(Box::new(SwSrq {
-        vsrq: std::mem::zeroed(),
-        srq: std::ptr::null(),
-    }));
-    let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
-    let srq = Arc::new(Srq {
-        num,
-        ibsrq: s as usize,
-        pd: if pd.is_null() { 0 } else { pd_id(pd) },
-        xrcd: xid,
-        cq: cq_arc(cq),
-        st: Mutex::new(SrqSt {
-            wqes: Default::default(),
-            max_wr: attr.max_wr,
-            max_sge: attr.max_sge.max(1),
-            limit: attr.srq_limit,
-        }),
-    });
-    c.srqs.write().unwrap().insert(num, srq.clone());
-    (*s).srq = Arc::into_raw(srq);
-    let v = &mut (*s).vsrq;
-    v.srq.context = context;
-    v.srq.srq_context = srq_context;
-    v.srq.pd = pd;
-    v.srq.handle = num;
-    libc::pthread_mutex_init(&mut v.srq.mutex, std::ptr::null());
-    libc::pthread_cond_init(&mut v.srq.cond, std::ptr::null());
-    v.srq_type = ty;
-    v.xrcd = xrcd as *mut verbs_xrcd;
-    v.cq = cq;
-    v.srq_num = num;
-    s as *mut ibv_srq
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
-    let a = &mut *attr;
-    new_srq(
-        (*pd).context,
-        pd,
-        &mut a.attr,
-        a.srq_context,
-        IBV_SRQT_BASIC,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-    )
-}
-
-unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
-    let a = &mut *attr;
-    let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
-        a.srq_type
-    } else {
-        IBV_SRQT_BASIC
-    };
-    if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    match ty {
-        IBV_SRQT_BASIC => new_srq(
-            context,
-            a.pd,
+    // SAFETY: `pd` is one of our PDs and `attr` a valid init attribute.
+    unsafe {
+        let a = &mut *attr;
+        new_srq(
+            (*pd).context,
+            pd,
             &mut a.attr,
             a.srq_context,
-            ty,
+            IBV_SRQT_BASIC,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
-        ),
-        IBV_SRQT_XRC => {
-            if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0
-                || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
-                || a.xrcd.is_null()
-                || a.cq.is_null()
-            {
-                set_errno(libc::EINVAL);
-                return std::ptr::null_mut();
+        )
+    }
+}
+
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
+unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
+    // SAFETY: `context` is ours and `attr` a valid init attribute; its `pd`, `xrcd` and `cq` are
+    // checked non-null before use.
+    unsafe {
+        let a = &mut *attr;
+        let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
+            a.srq_type
+        } else {
+            IBV_SRQT_BASIC
+        };
+        if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        match ty {
+            IBV_SRQT_BASIC => new_srq(
+                context,
+                a.pd,
+                &mut a.attr,
+                a.srq_context,
+                ty,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            ),
+            IBV_SRQT_XRC => {
+                if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0
+                    || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
+                    || a.xrcd.is_null()
+                    || a.cq.is_null()
+                {
+                    set_errno(libc::EINVAL);
+                    return std::ptr::null_mut();
+                }
+                new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq)
             }
-            new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq)
-        }
-        _ => {
-            set_errno(libc::EOPNOTSUPP);
-            std::ptr::null_mut()
+            _ => {
+                set_errno(libc::EOPNOTSUPP);
+                std::ptr::null_mut()
+            }
         }
     }
 }
 
+/// # Safety
+/// `srq` is the `ibv_srq` of a live `SwSrq`.
 unsafe fn srq_of<'a>(srq: *mut ibv_srq) -> &'a Srq {
-    &*(*(srq as *mut SwSrq)).srq
+    // SAFETY: `srq` is the start of a live `SwSrq` whose `srq` is its live `Arc<Srq>` (the
+    // contract).
+    unsafe { &*(*(srq as *mut SwSrq)).srq }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
-    let s = srq_of(srq);
-    let mut st = lock(&s.st);
-    let mask = mask as u32;
-    if mask & IBV_SRQ_MAX_WR != 0 {
-        if (*attr).max_wr == 0 || (*attr).max_wr > MAX_WR || ((*attr).max_wr as usize) < st.wqes.len() {
-            return libc::EINVAL;
-        }
-        st.max_wr = (*attr).max_wr;
-    }
-    if mask & IBV_SRQ_LIMIT != 0 {
-        if (*attr).srq_limit > st.max_wr {
-            return libc::EINVAL;
-        }
-        st.limit = (*attr).srq_limit;
-    }
-    0
-}
-
-unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
-    let s = srq_of(srq);
-    let st = lock(&s.st);
-    (*attr).max_wr = st.max_wr;
-    (*attr).max_sge = st.max_sge;
-    (*attr).srq_limit = st.limit;
-    0
-}
-
-unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
-    let b = Box::from_raw(srq as *mut SwSrq);
-    let s = Arc::from_raw(b.srq);
-    let c = ctx_of((*srq).context);
-    c.srqs.write().unwrap().remove(&s.num);
-    0
-}
-
-unsafe extern "C" fn get_srq_num(srq: *mut ibv_srq, num: *mut u32) -> c_int {
-    *num = srq_of(srq).num;
-    0
-}
-
-unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    let s = srq_of(srq);
-    let c = ctx_of((*srq).context);
-    {
+    // SAFETY: `srq` is one of our SRQs and `attr` a valid attribute.
+    unsafe {
+        let s = srq_of(srq);
         let mut st = lock(&s.st);
-        while !wr.is_null() {
-            let w = &*wr;
-            if w.num_sge < 0 || w.num_sge as u32 > st.max_sge {
-                *bad = wr;
+        let mask = mask as u32;
+        if mask & IBV_SRQ_MAX_WR != 0 {
+            if (*attr).max_wr == 0 || (*attr).max_wr > MAX_WR || ((*attr).max_wr as usize) < st.wqes.len() {
                 return libc::EINVAL;
             }
-            if st.wqes.len() >= st.max_wr as usize {
-                *bad = wr;
-                return libc::ENOMEM;
-            }
-            let sges = if w.num_sge > 0 {
-                std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
-            } else {
-                Vec::new()
-            };
-            st.wqes.push_back(RWqe { wr_id: w.wr_id, sges });
-            wr = w.next;
+            st.max_wr = (*attr).max_wr;
         }
+        if mask & IBV_SRQ_LIMIT != 0 {
+            if (*attr).srq_limit > st.max_wr {
+                return libc::EINVAL;
+            }
+            st.limit = (*attr).srq_limit;
+        }
+        0
     }
-    c.pending.store(true, Ordering::Relaxed);
-    c.retry_pending();
-    0
+}
+
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
+unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
+    // SAFETY: `srq` is one of our SRQs and `attr` room for an attribute.
+    unsafe {
+        let s = srq_of(srq);
+        let st = lock(&s.st);
+        (*attr).max_wr = st.max_wr;
+        (*attr).max_sge = st.max_sge;
+        (*attr).srq_limit = st.limit;
+        0
+    }
+}
+
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
+unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
+    // SAFETY: `srq` is a `Box<SwSrq>` made by new_srq, destroyed once; its `srq` is the
+    // `Arc::into_raw` it owns.
+    unsafe {
+        let b = Box::from_raw(srq as *mut SwSrq);
+        let s = Arc::from_raw(b.srq);
+        let c = ctx_of((*srq).context);
+        c.srqs.write().unwrap().remove(&s.num);
+        0
+    }
+}
+
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
+unsafe extern "C" fn get_srq_num(srq: *mut ibv_srq, num: *mut u32) -> c_int {
+    // SAFETY: `srq` is one of our SRQs and `num` room for the number.
+    unsafe {
+        *num = srq_of(srq).num;
+        0
+    }
+}
+
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
+unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+    // SAFETY: `srq` is one of our SRQs; `wr` is a list of valid receive requests, each with
+    // `num_sge` SGEs at `sg_list`; `bad` may be written.
+    unsafe {
+        let s = srq_of(srq);
+        let c = ctx_of((*srq).context);
+        {
+            let mut st = lock(&s.st);
+            while !wr.is_null() {
+                let w = &*wr;
+                if w.num_sge < 0 || w.num_sge as u32 > st.max_sge {
+                    *bad = wr;
+                    return libc::EINVAL;
+                }
+                if st.wqes.len() >= st.max_wr as usize {
+                    *bad = wr;
+                    return libc::ENOMEM;
+                }
+                let sges = if w.num_sge > 0 {
+                    std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
+                } else {
+                    Vec::new()
+                };
+                st.wqes.push_back(RWqe { wr_id: w.wr_id, sges });
+                wr = w.next;
+            }
+        }
+        c.pending.store(true, Ordering::Relaxed);
+        c.retry_pending();
+        0
+    }
 }
 
 // ---------------------------------------------------------------------------
 // QP
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
-    let mut ex: ibv_qp_init_attr_ex = std::mem::zeroed();
-    let a = &mut *attr;
-    ex.qp_context = a.qp_context;
-    ex.send_cq = a.send_cq;
-    ex.recv_cq = a.recv_cq;
-    ex.srq = a.srq;
-    ex.cap = a.cap;
-    ex.qp_type = a.qp_type;
-    ex.sq_sig_all = a.sq_sig_all;
-    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-    ex.pd = pd;
-    let qp = create_qp_ex((*pd).context, &mut ex);
-    if !qp.is_null() {
-        a.cap = ex.cap;
+    // SAFETY: `pd` is one of our PDs and `attr` a valid init attribute.
+    unsafe {
+        let mut ex: ibv_qp_init_attr_ex = std::mem::zeroed();
+        let a = &mut *attr;
+        ex.qp_context = a.qp_context;
+        ex.send_cq = a.send_cq;
+        ex.recv_cq = a.recv_cq;
+        ex.srq = a.srq;
+        ex.cap = a.cap;
+        ex.qp_type = a.qp_type;
+        ex.sq_sig_all = a.sq_sig_all;
+        ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+        ex.pd = pd;
+        let qp = create_qp_ex((*pd).context, &mut ex);
+        if !qp.is_null() {
+            a.cap = ex.cap;
+        }
+        qp
     }
-    qp
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
-    let c = ctx_of(context);
-    let a = &mut *attr;
-    let qpt = a.qp_type;
-    if !matches!(
-        qpt,
-        IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV
-    ) {
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+    // SAFETY: `context` is ours and `attr` a valid init attribute; `pd`, `xrcd`, the CQs and the
+    // SRQ are null-checked where optional and ours otherwise; the `SwQp` is fresh from
+    // `Box::into_raw` and an all-zero `verbs_qp` is valid.
+    unsafe {
+        let c = ctx_of(context);
+        let a = &mut *attr;
+        let qpt = a.qp_type;
+        if !matches!(
+            qpt,
+            IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV
+        ) {
+            set_errno(libc::EOPNOTSUPP);
+            return std::ptr::null_mut();
+        }
+        let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
+            a.pd
+        } else {
+            std::ptr::null_mut()
+        };
+        let xrcd = if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 {
+            a.xrcd
+        } else {
+            std::ptr::null_mut()
+        };
+        if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
+            set_errno(libc::EOPNOTSUPP);
+            return std::ptr::null_mut();
+        }
+        if a.comp_mask
+            & !(IBV_QP_INIT_ATTR_PD
+                | IBV_QP_INIT_ATTR_XRCD
+                | IBV_QP_INIT_ATTR_CREATE_FLAGS
+                | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+            != 0
+        {
+            // RSS, WQ indirection tables, max_tso_header, source QPN ...
+            set_errno(libc::EOPNOTSUPP);
+            return std::ptr::null_mut();
+        }
+        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !send_ops_supported(qpt) != 0 {
+            // TSO (raw packet QPs only), or an operation the QP type lacks.
+            set_errno(libc::EOPNOTSUPP);
+            return std::ptr::null_mut();
+        }
+        let cap = &mut a.cap;
+        let sends = qpt != IBV_QPT_XRC_RECV;
+        let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
+        if cap.max_send_wr > MAX_WR
+            || cap.max_recv_wr > MAX_WR
+            || cap.max_send_sge > MAX_SGE
+            || cap.max_recv_sge > MAX_SGE
+            || cap.max_inline_data > MAX_INLINE
+        {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if (sends && a.send_cq.is_null()) || (recvs && a.recv_cq.is_null()) {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+        if sends {
+            cap.max_send_sge = cap.max_send_sge.max(1);
+            cap.max_inline_data = cap.max_inline_data.max(256);
+        } else {
+            cap.max_send_wr = 0;
+            cap.max_send_sge = 0;
+            cap.max_inline_data = 0;
+        }
+        if recvs {
+            cap.max_recv_sge = cap.max_recv_sge.max(1);
+        } else {
+            cap.max_recv_wr = 0;
+            cap.max_recv_sge = 0;
+        }
+        let qpn = net::alloc_ids(&c.dir, 1);
+        let s = Box::into_raw(Box::new(SwQp {
+            vqp: std::mem::zeroed(),
+            qp: std::ptr::null(),
+            ctx: c,
+            wrs: std::ptr::null_mut(),
+        }));
+        let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
+        let qp = Arc::new(Qp {
+            qpn,
+            qpt,
+            ibqp: s as usize,
+            pd: if pd.is_null() { 0 } else { pd_id(pd) },
+            xrcd: xid,
+            send_cq: cq_arc(a.send_cq),
+            recv_cq: cq_arc(a.recv_cq),
+            srq: srq_arc(a.srq),
+            sq_sig_all: a.sq_sig_all != 0,
+            cap: *cap,
+            st: Mutex::new(Qp::new_st()),
+        });
+        c.qps.write().unwrap().insert(qpn, qp.clone());
+        net::publish(&c.dir, qpn, c.id);
+        (*s).qp = Arc::into_raw(qp);
+        let v = &mut (*s).vqp;
+        let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
+        q.context = context;
+        q.qp_context = a.qp_context;
+        q.pd = pd;
+        q.send_cq = a.send_cq;
+        q.recv_cq = a.recv_cq;
+        q.srq = a.srq;
+        q.handle = qpn;
+        q.qp_num = qpn;
+        q.state = IBV_QPS_RESET;
+        q.qp_type = qpt;
+        libc::pthread_mutex_init(&mut q.mutex, std::ptr::null());
+        libc::pthread_cond_init(&mut q.cond, std::ptr::null());
+        if !xrcd.is_null() {
+            v.comp_mask |= VERBS_QP_XRCD;
+            v.xrcd = xrcd as *mut verbs_xrcd;
+        }
+        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+            v.comp_mask |= VERBS_QP_EX;
+            crate::qpex::fill_qp_ex(s, a.send_ops_flags);
+        }
+        s as *mut ibv_qp
     }
-    let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
-        a.pd
-    } else {
-        std::ptr::null_mut()
-    };
-    let xrcd = if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 {
-        a.xrcd
-    } else {
-        std::ptr::null_mut()
-    };
-    if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
-    }
-    if a.comp_mask
-        & !(IBV_QP_INIT_ATTR_PD
-            | IBV_QP_INIT_ATTR_XRCD
-            | IBV_QP_INIT_ATTR_CREATE_FLAGS
-            | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-        != 0
-    {
-        // RSS, WQ indirection tables, max_tso_header, source QPN ...
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
-    }
-    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !send_ops_supported(qpt) != 0 {
-        // TSO (raw packet QPs only), or an operation the QP type lacks.
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
-    }
-    let cap = &mut a.cap;
-    let sends = qpt != IBV_QPT_XRC_RECV;
-    let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
-    if cap.max_send_wr > MAX_WR
-        || cap.max_recv_wr > MAX_WR
-        || cap.max_send_sge > MAX_SGE
-        || cap.max_recv_sge > MAX_SGE
-        || cap.max_inline_data > MAX_INLINE
-    {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if (sends && a.send_cq.is_null()) || (recvs && a.recv_cq.is_null()) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if sends {
-        cap.max_send_sge = cap.max_send_sge.max(1);
-        cap.max_inline_data = cap.max_inline_data.max(256);
-    } else {
-        cap.max_send_wr = 0;
-        cap.max_send_sge = 0;
-        cap.max_inline_data = 0;
-    }
-    if recvs {
-        cap.max_recv_sge = cap.max_recv_sge.max(1);
-    } else {
-        cap.max_recv_wr = 0;
-        cap.max_recv_sge = 0;
-    }
-    let qpn = net::alloc_ids(&c.dir, 1);
-    let s = Box::into_raw(Box::new(SwQp {
-        vqp: std::mem::zeroed(),
-        qp: std::ptr::null(),
-        ctx: c,
-        wrs: std::ptr::null_mut(),
-    }));
-    let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
-    let qp = Arc::new(Qp {
-        qpn,
-        qpt,
-        ibqp: s as usize,
-        pd: if pd.is_null() { 0 } else { pd_id(pd) },
-        xrcd: xid,
-        send_cq: cq_arc(a.send_cq),
-        recv_cq: cq_arc(a.recv_cq),
-        srq: srq_arc(a.srq),
-        sq_sig_all: a.sq_sig_all != 0,
-        cap: *cap,
-        st: Mutex::new(Qp::new_st()),
-    });
-    c.qps.write().unwrap().insert(qpn, qp.clone());
-    net::publish(&c.dir, qpn, c.id);
-    (*s).qp = Arc::into_raw(qp);
-    let v = &mut (*s).vqp;
-    let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
-    q.context = context;
-    q.qp_context = a.qp_context;
-    q.pd = pd;
-    q.send_cq = a.send_cq;
-    q.recv_cq = a.recv_cq;
-    q.srq = a.srq;
-    q.handle = qpn;
-    q.qp_num = qpn;
-    q.state = IBV_QPS_RESET;
-    q.qp_type = qpt;
-    libc::pthread_mutex_init(&mut q.mutex, std::ptr::null());
-    libc::pthread_cond_init(&mut q.cond, std::ptr::null());
-    if !xrcd.is_null() {
-        v.comp_mask |= VERBS_QP_XRCD;
-        v.xrcd = xrcd as *mut verbs_xrcd;
-    }
-    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
-        v.comp_mask |= VERBS_QP_EX;
-        crate::qpex::fill_qp_ex(s, a.send_ops_flags);
-    }
-    s as *mut ibv_qp
 }
 
 /// The `ibv_wr_*` builders a QP of type `qpt` offers.
@@ -1290,194 +1682,238 @@ fn valid_transition(cur: u32, new: u32) -> bool {
     )
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
-    let (c, qp) = qp_of(ibqp);
-    let a = &*attr;
-    let mask = mask as u32;
-    let connect_to;
-    {
-        let mut st = lock(&qp.st);
-        let cur = st.state;
-        let new = if mask & IBV_QP_STATE != 0 { a.qp_state } else { cur };
-        if new > IBV_QPS_ERR || !valid_transition(cur, new) {
-            return libc::EINVAL;
-        }
-        if mask & IBV_QP_CUR_STATE != 0 && a.cur_qp_state != cur && a.cur_qp_state != IBV_QPS_UNKNOWN {
-            return libc::EINVAL;
-        }
-        if mask & IBV_QP_PORT != 0 && a.port_num != 1 {
-            return libc::EINVAL;
-        }
-        if mask & IBV_QP_AV != 0 && a.ah_attr.is_global != 0 && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN
+    // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute.
+    unsafe {
+        let (c, qp) = qp_of(ibqp);
+        let a = &*attr;
+        let mask = mask as u32;
+        let connect_to;
         {
-            return libc::EINVAL;
-        }
-        let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
-        if conn && cur == IBV_QPS_INIT && new == IBV_QPS_RTR && mask & IBV_QP_DEST_QPN == 0 {
-            return libc::EINVAL;
-        }
-        let t = &mut st.attr;
-        macro_rules! take {
-            ($bit:expr, $($f:ident),*) => { if mask & $bit != 0 { $( t.$f = a.$f; )* } };
-        }
-        take!(IBV_QP_ACCESS_FLAGS, qp_access_flags);
-        take!(IBV_QP_PKEY_INDEX, pkey_index);
-        take!(IBV_QP_PORT, port_num);
-        take!(IBV_QP_QKEY, qkey);
-        take!(IBV_QP_AV, ah_attr);
-        take!(IBV_QP_PATH_MTU, path_mtu);
-        take!(IBV_QP_TIMEOUT, timeout);
-        take!(IBV_QP_RETRY_CNT, retry_cnt);
-        take!(IBV_QP_RNR_RETRY, rnr_retry);
-        take!(IBV_QP_RQ_PSN, rq_psn);
-        take!(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
-        take!(IBV_QP_ALT_PATH, alt_ah_attr, alt_pkey_index, alt_port_num, alt_timeout);
-        take!(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
-        take!(IBV_QP_SQ_PSN, sq_psn);
-        take!(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
-        take!(IBV_QP_PATH_MIG_STATE, path_mig_state);
-        take!(IBV_QP_DEST_QPN, dest_qp_num);
-        take!(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
-        take!(IBV_QP_RATE_LIMIT, rate_limit);
-        if new == IBV_QPS_ERR && cur != IBV_QPS_ERR {
-            c.to_err(&qp, &mut st);
-        }
-        if new == IBV_QPS_RESET {
-            st.sq.clear();
-            st.rq.clear();
-            st.cur = None;
-            c.fail_pending(&mut st);
-            st.link = None;
-            st.next_seq = 1;
-            clean_cqs(&qp);
-        }
-        st.state = new;
-        (*ibqp).state = new;
-        connect_to = if conn && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
-            Some(st.attr.dest_qp_num)
-        } else {
-            None
-        };
-    }
-    if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
-        // Requests that arrived before the QP was ready.
-        c.pending.store(true, Ordering::Relaxed);
-        c.retry_pending();
-    }
-    if let Some(d) = connect_to {
-        // Best effort: connect now so the first send does not pay for it.
-        if let Some(l) = c.link_to(d) {
             let mut st = lock(&qp.st);
-            if st.link.is_none() {
-                st.link = Some(l);
+            let cur = st.state;
+            let new = if mask & IBV_QP_STATE != 0 { a.qp_state } else { cur };
+            if new > IBV_QPS_ERR || !valid_transition(cur, new) {
+                return libc::EINVAL;
+            }
+            if mask & IBV_QP_CUR_STATE != 0 && a.cur_qp_state != cur && a.cur_qp_state != IBV_QPS_UNKNOWN {
+                return libc::EINVAL;
+            }
+            if mask & IBV_QP_PORT != 0 && a.port_num != 1 {
+                return libc::EINVAL;
+            }
+            if mask & IBV_QP_AV != 0
+                && a.ah_attr.is_global != 0
+                && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN
+            {
+                return libc::EINVAL;
+            }
+            let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
+            if conn && cur == IBV_QPS_INIT && new == IBV_QPS_RTR && mask & IBV_QP_DEST_QPN == 0 {
+                return libc::EINVAL;
+            }
+            let t = &mut st.attr;
+            macro_rules! take {
+                ($bit:expr, $($f:ident),*) => { if mask & $bit != 0 { $( t.$f = a.$f; )* } };
+            }
+            take!(IBV_QP_ACCESS_FLAGS, qp_access_flags);
+            take!(IBV_QP_PKEY_INDEX, pkey_index);
+            take!(IBV_QP_PORT, port_num);
+            take!(IBV_QP_QKEY, qkey);
+            take!(IBV_QP_AV, ah_attr);
+            take!(IBV_QP_PATH_MTU, path_mtu);
+            take!(IBV_QP_TIMEOUT, timeout);
+            take!(IBV_QP_RETRY_CNT, retry_cnt);
+            take!(IBV_QP_RNR_RETRY, rnr_retry);
+            take!(IBV_QP_RQ_PSN, rq_psn);
+            take!(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+            take!(IBV_QP_ALT_PATH, alt_ah_attr, alt_pkey_index, alt_port_num, alt_timeout);
+            take!(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
+            take!(IBV_QP_SQ_PSN, sq_psn);
+            take!(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+            take!(IBV_QP_PATH_MIG_STATE, path_mig_state);
+            take!(IBV_QP_DEST_QPN, dest_qp_num);
+            take!(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+            take!(IBV_QP_RATE_LIMIT, rate_limit);
+            if new == IBV_QPS_ERR && cur != IBV_QPS_ERR {
+                c.to_err(&qp, &mut st);
+            }
+            if new == IBV_QPS_RESET {
+                st.sq.clear();
+                st.rq.clear();
+                st.cur = None;
+                c.fail_pending(&mut st);
+                st.link = None;
+                st.next_seq = 1;
+                clean_cqs(&qp);
+            }
+            st.state = new;
+            (*ibqp).state = new;
+            connect_to = if conn && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
+                Some(st.attr.dest_qp_num)
+            } else {
+                None
+            };
+        }
+        if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
+            // Requests that arrived before the QP was ready.
+            c.pending.store(true, Ordering::Relaxed);
+            c.retry_pending();
+        }
+        if let Some(d) = connect_to {
+            // Best effort: connect now so the first send does not pay for it.
+            if let Some(l) = c.link_to(d) {
+                let mut st = lock(&qp.st);
+                if st.link.is_none() {
+                    st.link = Some(l);
+                }
             }
         }
+        0
     }
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn query_qp(
     ibqp: *mut ibv_qp,
     attr: *mut ibv_qp_attr,
     _mask: c_int,
     init: *mut ibv_qp_init_attr,
 ) -> c_int {
-    let (_c, qp) = qp_of(ibqp);
-    let st = lock(&qp.st);
-    *attr = st.attr;
-    (*attr).qp_state = st.state;
-    (*attr).cur_qp_state = st.state;
-    (*attr).cap = qp.cap;
-    (*attr).port_num = if st.attr.port_num == 0 { 1 } else { st.attr.port_num };
-    (*attr).sq_draining = 0;
-    if !init.is_null() {
-        let i = &mut *init;
-        i.qp_context = (*ibqp).qp_context;
-        i.send_cq = (*ibqp).send_cq;
-        i.recv_cq = (*ibqp).recv_cq;
-        i.srq = (*ibqp).srq;
-        i.cap = qp.cap;
-        i.qp_type = qp.qpt;
-        i.sq_sig_all = qp.sq_sig_all as c_int;
+    // SAFETY: `ibqp` is one of our QPs; `attr` is room for an attribute and `init` null or room for
+    // an init attribute.
+    unsafe {
+        let (_c, qp) = qp_of(ibqp);
+        let st = lock(&qp.st);
+        *attr = st.attr;
+        (*attr).qp_state = st.state;
+        (*attr).cur_qp_state = st.state;
+        (*attr).cap = qp.cap;
+        (*attr).port_num = if st.attr.port_num == 0 { 1 } else { st.attr.port_num };
+        (*attr).sq_draining = 0;
+        if !init.is_null() {
+            let i = &mut *init;
+            i.qp_context = (*ibqp).qp_context;
+            i.send_cq = (*ibqp).send_cq;
+            i.recv_cq = (*ibqp).recv_cq;
+            i.srq = (*ibqp).srq;
+            i.cap = qp.cap;
+            i.qp_type = qp.qpt;
+            i.sq_sig_all = qp.sq_sig_all as c_int;
+        }
+        0
     }
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
-    let s = Box::from_raw(ibqp as *mut SwQp);
-    let c = &*s.ctx;
-    let qp = Arc::from_raw(s.qp);
-    c.qps.write().unwrap().remove(&qp.qpn);
-    net::unpublish(&c.dir, qp.qpn);
-    {
-        let mut st = lock(&qp.st);
-        st.link = None;
-        c.fail_pending(&mut st);
+    // SAFETY: `ibqp` is a `Box<SwQp>` made by create_qp_ex, destroyed once; its `qp` is the
+    // `Arc::into_raw` it owns, `ctx` its live context and `wrs` null or the builders' `Box`.
+    unsafe {
+        let s = Box::from_raw(ibqp as *mut SwQp);
+        let c = &*s.ctx;
+        let qp = Arc::from_raw(s.qp);
+        c.qps.write().unwrap().remove(&qp.qpn);
+        net::unpublish(&c.dir, qp.qpn);
+        {
+            let mut st = lock(&qp.st);
+            st.link = None;
+            c.fail_pending(&mut st);
+        }
+        clean_cqs(&qp);
+        if !s.wrs.is_null() {
+            drop(Box::from_raw(s.wrs));
+        }
+        0
     }
-    clean_cqs(&qp);
-    if !s.wrs.is_null() {
-        drop(Box::from_raw(s.wrs));
-    }
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    let (c, qp) = qp_of(ibqp);
-    let retry;
-    {
-        let mut st = lock(&qp.st);
-        while !wr.is_null() {
-            let w = &*wr;
-            if qp.srq.is_some() || st.state == IBV_QPS_RESET || qp.qpt == IBV_QPT_XRC_SEND || qp.qpt == IBV_QPT_XRC_RECV
-            {
-                *bad = wr;
-                return libc::EINVAL;
-            }
-            if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_recv_sge {
-                *bad = wr;
-                return libc::EINVAL;
-            }
-            if st.rq.len() >= qp.cap.max_recv_wr as usize {
-                *bad = wr;
-                return libc::ENOMEM;
-            }
-            let sges = if w.num_sge > 0 {
-                std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
-            } else {
-                Vec::new()
-            };
-            if st.state == IBV_QPS_ERR {
-                let mut wc = wc_zero();
-                wc.wr_id = w.wr_id;
-                wc.status = IBV_WC_WR_FLUSH_ERR;
-                wc.opcode = IBV_WC_RECV;
-                wc.qp_num = qp.qpn;
-                if let Some(cq) = &qp.recv_cq {
-                    cq.push(wc, false);
+    // SAFETY: `ibqp` is one of our QPs; `wr` is a list of valid receive requests, each with
+    // `num_sge` SGEs at `sg_list`; `bad` may be written.
+    unsafe {
+        let (c, qp) = qp_of(ibqp);
+        let retry;
+        {
+            let mut st = lock(&qp.st);
+            while !wr.is_null() {
+                let w = &*wr;
+                if qp.srq.is_some()
+                    || st.state == IBV_QPS_RESET
+                    || qp.qpt == IBV_QPT_XRC_SEND
+                    || qp.qpt == IBV_QPT_XRC_RECV
+                {
+                    *bad = wr;
+                    return libc::EINVAL;
                 }
-            } else {
-                st.rq.push_back(RWqe { wr_id: w.wr_id, sges });
+                if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_recv_sge {
+                    *bad = wr;
+                    return libc::EINVAL;
+                }
+                if st.rq.len() >= qp.cap.max_recv_wr as usize {
+                    *bad = wr;
+                    return libc::ENOMEM;
+                }
+                let sges = if w.num_sge > 0 {
+                    std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
+                } else {
+                    Vec::new()
+                };
+                if st.state == IBV_QPS_ERR {
+                    let mut wc = wc_zero();
+                    wc.wr_id = w.wr_id;
+                    wc.status = IBV_WC_WR_FLUSH_ERR;
+                    wc.opcode = IBV_WC_RECV;
+                    wc.qp_num = qp.qpn;
+                    if let Some(cq) = &qp.recv_cq {
+                        cq.push(wc, false);
+                    }
+                } else {
+                    st.rq.push_back(RWqe { wr_id: w.wr_id, sges });
+                }
+                wr = w.next;
             }
-            wr = w.next;
+            retry = !st.pending.is_empty();
         }
-        retry = !st.pending.is_empty();
+        if retry {
+            c.retry_pending();
+        }
+        0
     }
-    if retry {
-        c.retry_pending();
-    }
-    0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
-    let (c, qp) = qp_of(ibqp);
-    while !wr.is_null() {
-        if let Err(e) = post_one(c, &qp, &*wr) {
-            *bad = wr;
-            return e;
+    // SAFETY: `ibqp` is one of our QPs; `wr` is a list of valid send requests (post_one's
+    // contract); `bad` may be written.
+    unsafe {
+        let (c, qp) = qp_of(ibqp);
+        while !wr.is_null() {
+            if let Err(e) = post_one(c, &qp, &*wr) {
+                *bad = wr;
+                return e;
+            }
+            wr = (*wr).next;
         }
-        wr = (*wr).next;
+        0
     }
-    0
 }
 
 fn wc_op(op: u32) -> Option<u32> {
@@ -1515,272 +1951,279 @@ pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: boo
 }
 
 /// Posts one send work request.
+///
+/// # Safety
+/// `wr` is a valid send request: `num_sge` SGEs at `sg_list`, and for its opcode a live `ah` (UD) or `mw` (bind) of ours; SGE ranges of inline data are readable.
 pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
-    let (state, dqpn, cached, own_qkey, av_sgid) = {
-        let st = lock(&qp.st);
-        (
-            st.state,
-            st.attr.dest_qp_num,
-            st.link.clone(),
-            st.attr.qkey,
-            st.attr.ah_attr.grh.sgid_index,
-        )
-    };
-    let qpt = qp.qpt;
-    if qpt == IBV_QPT_XRC_RECV {
-        return Err(libc::EINVAL);
-    }
-    let Some(op) = wc_op(wr.opcode) else {
-        return Err(libc::EINVAL);
-    };
-    let allowed = match qpt {
-        IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
-        IBV_QPT_UC => matches!(
-            wr.opcode,
-            IBV_WR_SEND
-                | IBV_WR_SEND_WITH_IMM
-                | IBV_WR_RDMA_WRITE
-                | IBV_WR_RDMA_WRITE_WITH_IMM
-                | IBV_WR_BIND_MW
-                | IBV_WR_LOCAL_INV
-        ),
-        _ => true,
-    };
-    if !allowed {
-        return Err(libc::EINVAL);
-    }
-    let signaled = wr.send_flags & IBV_SEND_SIGNALED != 0;
-    if state == IBV_QPS_ERR {
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
-        return Ok(());
-    }
-    if state != IBV_QPS_RTS && state != IBV_QPS_SQD {
-        return Err(libc::EINVAL);
-    }
-    // Local operations: done at once, completed in order.
-    if wr.opcode == IBV_WR_BIND_MW {
-        let b = &wr.bind_mw_tso.bind_mw;
-        if b.mw.is_null() || (*b.mw).r#type != IBV_MW_TYPE_2 {
+    // SAFETY: the pointers inside `wr` are valid by the contract: its SGE list, the UD address
+    // handle (an `SwAh`, checked non-null) and the window of a bind (checked non-null).
+    unsafe {
+        let (state, dqpn, cached, own_qkey, av_sgid) = {
+            let st = lock(&qp.st);
+            (
+                st.state,
+                st.attr.dest_qp_num,
+                st.link.clone(),
+                st.attr.qkey,
+                st.attr.ah_attr.grh.sgid_index,
+            )
+        };
+        let qpt = qp.qpt;
+        if qpt == IBV_QPT_XRC_RECV {
             return Err(libc::EINVAL);
         }
-        let status = match do_bind(c, qp, b.mw, b.rkey, &b.bind_info) {
-            Ok(()) => 0,
-            Err(s) => s,
+        let Some(op) = wc_op(wr.opcode) else {
+            return Err(libc::EINVAL);
         };
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
-        return Ok(());
-    }
-    if wr.opcode == IBV_WR_LOCAL_INV {
-        let status = if c.invalidate(wr.imm.invalidate_rkey, 0) {
-            0
-        } else {
-            IBV_WC_LOC_QP_OP_ERR
+        let allowed = match qpt {
+            IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
+            IBV_QPT_UC => matches!(
+                wr.opcode,
+                IBV_WR_SEND
+                    | IBV_WR_SEND_WITH_IMM
+                    | IBV_WR_RDMA_WRITE
+                    | IBV_WR_RDMA_WRITE_WITH_IMM
+                    | IBV_WR_BIND_MW
+                    | IBV_WR_LOCAL_INV
+            ),
+            _ => true,
         };
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
-        return Ok(());
-    }
-    let inline = wr.send_flags & IBV_SEND_INLINE != 0
-        && matches!(
-            wr.opcode,
-            IBV_WR_SEND
-                | IBV_WR_SEND_WITH_IMM
-                | IBV_WR_SEND_WITH_INV
-                | IBV_WR_RDMA_WRITE
-                | IBV_WR_RDMA_WRITE_WITH_IMM
-                | IBV_WR_ATOMIC_WRITE
-        );
-    if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
-        return Err(libc::EINVAL);
-    }
-    let sges: &[ibv_sge] = if wr.num_sge > 0 {
-        std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize)
-    } else {
-        &[]
-    };
-    let len: u64 = sges.iter().map(|s| s.length as u64).sum();
-    if inline && len > qp.cap.max_inline_data as u64 {
-        return Err(libc::EINVAL);
-    }
-    if len > 0x8000_0000 || (qpt == IBV_QPT_UD && len > MTU_BYTES) {
-        return Err(libc::EINVAL);
-    }
-    let is_atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
-    let is_read = wr.opcode == IBV_WR_RDMA_READ;
-    let is_awrite = wr.opcode == IBV_WR_ATOMIC_WRITE;
-    if (is_atomic || is_awrite) && len != 8 {
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
-        return Ok(());
-    }
-    let translated;
-    let mut sges = sges;
-    if !inline {
-        match c.check_local(qp.pd, sges, is_atomic || is_read) {
-            Ok(None) => {}
-            Ok(Some(t)) => {
-                translated = t;
-                sges = &translated;
-            }
-            Err(s) => {
-                finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
-                return Ok(());
-            }
-        }
-    }
-    // Destination.
-    let mut m = Msg {
-        src_qpn: qp.qpn,
-        total: len,
-        ..Default::default()
-    };
-    let (dest, link) = if qpt == IBV_QPT_UD {
-        let ah = wr.wr.ud.ah as *mut SwAh;
-        if ah.is_null() {
+        if !allowed {
             return Err(libc::EINVAL);
         }
-        let aa = &(*ah).attr;
-        m.qkey = if wr.wr.ud.remote_qkey & 0x8000_0000 != 0 {
-            own_qkey
-        } else {
-            wr.wr.ud.remote_qkey
-        };
-        if aa.is_global != 0 {
-            m.dgid = aa.grh.dgid.raw;
-            m.sgid = c.gids[(aa.grh.sgid_index as usize).min(c.gids.len() - 1)];
-        } else {
-            m.sgid = c.gids[0];
+        let signaled = wr.send_flags & IBV_SEND_SIGNALED != 0;
+        if state == IBV_QPS_ERR {
+            finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
+            return Ok(());
         }
-        let d = wr.wr.ud.remote_qpn;
-        (d, c.link_to(d))
-    } else {
-        m.sgid = c.gids[(av_sgid as usize).min(c.gids.len() - 1)];
-        let l = match cached {
-            Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
-            _ => {
-                let l = c.link_to(dqpn);
-                if let Some(l) = &l {
-                    lock(&qp.st).link = Some(l.clone());
+        if state != IBV_QPS_RTS && state != IBV_QPS_SQD {
+            return Err(libc::EINVAL);
+        }
+        // Local operations: done at once, completed in order.
+        if wr.opcode == IBV_WR_BIND_MW {
+            let b = &wr.bind_mw_tso.bind_mw;
+            if b.mw.is_null() || (*b.mw).r#type != IBV_MW_TYPE_2 {
+                return Err(libc::EINVAL);
+            }
+            let status = match do_bind(c, qp, b.mw, b.rkey, &b.bind_info) {
+                Ok(()) => 0,
+                Err(s) => s,
+            };
+            finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
+            return Ok(());
+        }
+        if wr.opcode == IBV_WR_LOCAL_INV {
+            let status = if c.invalidate(wr.imm.invalidate_rkey, 0) {
+                0
+            } else {
+                IBV_WC_LOC_QP_OP_ERR
+            };
+            finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
+            return Ok(());
+        }
+        let inline = wr.send_flags & IBV_SEND_INLINE != 0
+            && matches!(
+                wr.opcode,
+                IBV_WR_SEND
+                    | IBV_WR_SEND_WITH_IMM
+                    | IBV_WR_SEND_WITH_INV
+                    | IBV_WR_RDMA_WRITE
+                    | IBV_WR_RDMA_WRITE_WITH_IMM
+                    | IBV_WR_ATOMIC_WRITE
+            );
+        if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
+            return Err(libc::EINVAL);
+        }
+        let sges: &[ibv_sge] = if wr.num_sge > 0 {
+            std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize)
+        } else {
+            &[]
+        };
+        let len: u64 = sges.iter().map(|s| s.length as u64).sum();
+        if inline && len > qp.cap.max_inline_data as u64 {
+            return Err(libc::EINVAL);
+        }
+        if len > 0x8000_0000 || (qpt == IBV_QPT_UD && len > MTU_BYTES) {
+            return Err(libc::EINVAL);
+        }
+        let is_atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
+        let is_read = wr.opcode == IBV_WR_RDMA_READ;
+        let is_awrite = wr.opcode == IBV_WR_ATOMIC_WRITE;
+        if (is_atomic || is_awrite) && len != 8 {
+            finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
+            return Ok(());
+        }
+        let translated;
+        let mut sges = sges;
+        if !inline {
+            match c.check_local(qp.pd, sges, is_atomic || is_read) {
+                Ok(None) => {}
+                Ok(Some(t)) => {
+                    translated = t;
+                    sges = &translated;
                 }
-                l
+                Err(s) => {
+                    finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
+                    return Ok(());
+                }
             }
+        }
+        // Destination.
+        let mut m = Msg {
+            src_qpn: qp.qpn,
+            total: len,
+            ..Default::default()
         };
-        (dqpn, l)
-    };
-    m.dst_qpn = dest;
-    let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
-    let Some(link) = link else {
-        let status = if reliable { IBV_WC_RETRY_EXC_ERR } else { 0 };
-        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, status);
-        return Ok(());
-    };
-    if qpt == IBV_QPT_XRC_SEND {
-        m.srqn = wr.qp_type.xrc.remote_srqn;
-    }
-    let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND {
-        F_EXT
-    } else {
-        0
-    };
-    if wr.send_flags & IBV_SEND_SOLICITED != 0 {
-        flags |= F_SOLICITED;
-    }
-    if matches!(wr.opcode, IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM) {
-        flags |= F_IMM;
-        m.imm = wr.imm.imm_data;
-    }
-    if wr.opcode == IBV_WR_SEND_WITH_INV {
-        flags |= F_INV;
-        m.imm = wr.imm.invalidate_rkey;
-    }
-    m.kind = match wr.opcode {
-        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => K_SEND,
-        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => K_WRITE,
-        IBV_WR_RDMA_READ => K_READ,
-        IBV_WR_ATOMIC_CMP_AND_SWP => K_CAS,
-        IBV_WR_ATOMIC_WRITE => K_AWRITE,
-        _ => K_FAA,
-    };
-    match m.kind {
-        K_WRITE | K_READ => {
-            m.raddr = wr.wr.rdma.remote_addr;
-            m.rkey = wr.wr.rdma.rkey;
-        }
-        K_AWRITE => {
-            m.raddr = wr.wr.rdma.remote_addr;
-            m.rkey = wr.wr.rdma.rkey;
-            let mut v = [0u8; 8];
-            gather(sges, 0, v.as_mut_ptr(), 8);
-            m.swap = u64::from_ne_bytes(v);
-        }
-        K_CAS | K_FAA => {
-            m.raddr = wr.wr.atomic.remote_addr;
-            m.rkey = wr.wr.atomic.rkey;
-            m.cmp = wr.wr.atomic.compare_add;
-            m.swap = wr.wr.atomic.swap;
-        }
-        _ => {}
-    }
-    let tx = lock(&link.tx_lock);
-    if reliable {
-        let mut st = lock(&qp.st);
-        let seq = st.next_seq;
-        st.next_seq += 1;
-        let keep = if is_read || is_atomic {
-            sges.to_vec()
+        let (dest, link) = if qpt == IBV_QPT_UD {
+            let ah = wr.wr.ud.ah as *mut SwAh;
+            if ah.is_null() {
+                return Err(libc::EINVAL);
+            }
+            let aa = &(*ah).attr;
+            m.qkey = if wr.wr.ud.remote_qkey & 0x8000_0000 != 0 {
+                own_qkey
+            } else {
+                wr.wr.ud.remote_qkey
+            };
+            if aa.is_global != 0 {
+                m.dgid = aa.grh.dgid.raw;
+                m.sgid = c.gids[(aa.grh.sgid_index as usize).min(c.gids.len() - 1)];
+            } else {
+                m.sgid = c.gids[0];
+            }
+            let d = wr.wr.ud.remote_qpn;
+            (d, c.link_to(d))
         } else {
-            Vec::new()
+            m.sgid = c.gids[(av_sgid as usize).min(c.gids.len() - 1)];
+            let l = match cached {
+                Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
+                _ => {
+                    let l = c.link_to(dqpn);
+                    if let Some(l) = &l {
+                        lock(&qp.st).link = Some(l.clone());
+                    }
+                    l
+                }
+            };
+            (dqpn, l)
         };
-        st.sq.push_back(SWqe {
-            seq,
-            wr_id: wr.wr_id,
-            op,
-            signaled,
-            len: len as u32,
-            done: None,
-            sges: keep,
-        });
-        m.seq = seq;
-    }
-    let mut ok = true;
-    if m.kind == K_SEND || m.kind == K_WRITE {
-        let mut off = 0u64;
-        loop {
-            let plen = (len - off).min(MAX_CHUNK as u64) as usize;
-            let mut h = m;
-            h.off = off;
-            h.flags = flags & !(F_SOLICITED | F_IMM | F_INV);
-            if off == 0 {
-                h.flags |= F_FIRST;
-            }
-            if off + plen as u64 >= len {
-                h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM | F_INV));
-            }
-            let o = off;
-            if !c.send_msg(&link, &h, plen, &mut |d| gather(sges, o, d, plen)) {
-                ok = false;
-                break;
-            }
-            off += plen as u64;
-            if off >= len {
-                break;
-            }
+        m.dst_qpn = dest;
+        let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
+        let Some(link) = link else {
+            let status = if reliable { IBV_WC_RETRY_EXC_ERR } else { 0 };
+            finish_now(c, qp, wr.wr_id, op, len as u32, signaled, status);
+            return Ok(());
+        };
+        if qpt == IBV_QPT_XRC_SEND {
+            m.srqn = wr.qp_type.xrc.remote_srqn;
         }
-    } else {
-        m.flags = F_FIRST | F_LAST | (flags & F_EXT);
-        ok = c.send_msg(&link, &m, 0, &mut |_| {});
-    }
-    drop(tx);
-    if !reliable {
-        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
-    } else if !ok {
-        let mut st = lock(&qp.st);
-        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == m.seq) {
-            if w.done.is_none() {
-                w.done = Some(IBV_WC_RETRY_EXC_ERR);
-            }
+        let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND {
+            F_EXT
+        } else {
+            0
+        };
+        if wr.send_flags & IBV_SEND_SOLICITED != 0 {
+            flags |= F_SOLICITED;
         }
-        c.to_err(qp, &mut st);
+        if matches!(wr.opcode, IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM) {
+            flags |= F_IMM;
+            m.imm = wr.imm.imm_data;
+        }
+        if wr.opcode == IBV_WR_SEND_WITH_INV {
+            flags |= F_INV;
+            m.imm = wr.imm.invalidate_rkey;
+        }
+        m.kind = match wr.opcode {
+            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => K_SEND,
+            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => K_WRITE,
+            IBV_WR_RDMA_READ => K_READ,
+            IBV_WR_ATOMIC_CMP_AND_SWP => K_CAS,
+            IBV_WR_ATOMIC_WRITE => K_AWRITE,
+            _ => K_FAA,
+        };
+        match m.kind {
+            K_WRITE | K_READ => {
+                m.raddr = wr.wr.rdma.remote_addr;
+                m.rkey = wr.wr.rdma.rkey;
+            }
+            K_AWRITE => {
+                m.raddr = wr.wr.rdma.remote_addr;
+                m.rkey = wr.wr.rdma.rkey;
+                let mut v = [0u8; 8];
+                gather(sges, 0, v.as_mut_ptr(), 8);
+                m.swap = u64::from_ne_bytes(v);
+            }
+            K_CAS | K_FAA => {
+                m.raddr = wr.wr.atomic.remote_addr;
+                m.rkey = wr.wr.atomic.rkey;
+                m.cmp = wr.wr.atomic.compare_add;
+                m.swap = wr.wr.atomic.swap;
+            }
+            _ => {}
+        }
+        let tx = lock(&link.tx_lock);
+        if reliable {
+            let mut st = lock(&qp.st);
+            let seq = st.next_seq;
+            st.next_seq += 1;
+            let keep = if is_read || is_atomic {
+                sges.to_vec()
+            } else {
+                Vec::new()
+            };
+            st.sq.push_back(SWqe {
+                seq,
+                wr_id: wr.wr_id,
+                op,
+                signaled,
+                len: len as u32,
+                done: None,
+                sges: keep,
+            });
+            m.seq = seq;
+        }
+        let mut ok = true;
+        if m.kind == K_SEND || m.kind == K_WRITE {
+            let mut off = 0u64;
+            loop {
+                let plen = (len - off).min(MAX_CHUNK as u64) as usize;
+                let mut h = m;
+                h.off = off;
+                h.flags = flags & !(F_SOLICITED | F_IMM | F_INV);
+                if off == 0 {
+                    h.flags |= F_FIRST;
+                }
+                if off + plen as u64 >= len {
+                    h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM | F_INV));
+                }
+                let o = off;
+                if !c.send_msg(&link, &h, plen, &mut |d| gather(sges, o, d, plen)) {
+                    ok = false;
+                    break;
+                }
+                off += plen as u64;
+                if off >= len {
+                    break;
+                }
+            }
+        } else {
+            m.flags = F_FIRST | F_LAST | (flags & F_EXT);
+            ok = c.send_msg(&link, &m, 0, &mut |_| {});
+        }
+        drop(tx);
+        if !reliable {
+            finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
+        } else if !ok {
+            let mut st = lock(&qp.st);
+            if let Some(w) = st.sq.iter_mut().find(|w| w.seq == m.seq) {
+                if w.done.is_none() {
+                    w.done = Some(IBV_WC_RETRY_EXC_ERR);
+                }
+            }
+            c.to_err(qp, &mut st);
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 pub static OPS: verbs_context_ops = verbs_context_ops {
@@ -1831,6 +2274,8 @@ pub static OPS: verbs_context_ops = verbs_context_ops {
     ..EMPTY_OPS
 };
 
+// SAFETY: `verbs_context_ops` is a table of `Option<extern fn>`: all-zero
+// is every entry `None`.
 const EMPTY_OPS: verbs_context_ops = unsafe { std::mem::zeroed() };
 
 #[allow(dead_code)]
