@@ -233,6 +233,21 @@ impl Qp {
     }
 }
 
+/// A memory-window bind, as read from the application's objects.
+pub struct WindowBind {
+    /// IBV_MW_TYPE_1 or _2.
+    pub ty: u32,
+    /// The window's current rkey.
+    pub old: u32,
+    /// The window's PD.
+    pub pd: u32,
+    pub access: u32,
+    /// Type 2: the 8-bit key the consumer chose.
+    pub rkey: u32,
+    /// The MR's lkey, start and length; None: unbind.
+    pub range: Option<(u32, u64, u64)>,
+}
+
 pub enum RecvErr {
     Rnr,
     #[allow(dead_code)]
@@ -244,18 +259,18 @@ pub enum RecvErr {
 // ---------------------------------------------------------------------------
 
 pub struct Ctx {
-    pub id: u32,
-    pub dir: PathBuf,
-    pub gids: [[u8; 16]; crate::device::GID_TBL_LEN],
-    pub guid: u64,
+    id: u32,
+    dir: PathBuf,
+    gids: [[u8; 16]; crate::device::GID_TBL_LEN],
+    guid: u64,
     #[allow(dead_code)]
-    pub ibctx: usize,
-    pub qps: RwLock<HashMap<u32, Arc<Qp>>>,
-    pub srqs: RwLock<HashMap<u32, Arc<Srq>>>,
-    pub mrs: RwLock<HashMap<u32, MrEnt>>,
-    pub links: Mutex<Arc<Vec<Arc<Link>>>>,
-    pub out: Mutex<HashMap<u32, Arc<Link>>>,
-    pub qpn_cache: Mutex<HashMap<u32, u32>>,
+    ibctx: usize,
+    qps: RwLock<HashMap<u32, Arc<Qp>>>,
+    srqs: RwLock<HashMap<u32, Arc<Srq>>>,
+    mrs: RwLock<HashMap<u32, MrEnt>>,
+    links: Mutex<Arc<Vec<Arc<Link>>>>,
+    out: Mutex<HashMap<u32, Arc<Link>>>,
+    qpn_cache: Mutex<HashMap<u32, u32>>,
     /// The context's eventfd: kicks its thread (peers get a copy).
     efd: OwnedFd,
     /// The listening socket `c<id>`.
@@ -265,11 +280,11 @@ pub struct Ctx {
     /// The write end of the async-event pipe (the read end is the
     /// library's `async_fd`).
     async_w: OwnedFd,
-    pub last_poll: AtomicU64,
-    pub pending: AtomicBool,
-    pub stop: AtomicBool,
-    pub next_key: AtomicU32,
-    pub next_obj: AtomicU32,
+    last_poll: AtomicU64,
+    pending: AtomicBool,
+    stop: AtomicBool,
+    next_key: AtomicU32,
+    next_obj: AtomicU32,
 }
 
 // (`Ctx` is `Send` and `Sync` by its fields: descriptors are `OwnedFd`s,
@@ -326,6 +341,153 @@ impl Ctx {
             next_obj: AtomicU32::new(1),
         });
         Ok((c, async_r))
+    }
+
+    pub fn guid(&self) -> u64 {
+        self.guid
+    }
+
+    /// GID `index` of the port (clamped to the table).
+    pub fn gid(&self, index: usize) -> [u8; 16] {
+        self.gids[index.min(self.gids.len() - 1)]
+    }
+
+    /// A fresh id for a PD, XRCD or DM (unique in the context).
+    pub fn new_obj_id(&self) -> u32 {
+        self.next_obj.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh MR/MW key: an index (unique in the context) and an 8-bit tag.
+    pub fn new_key(&self) -> u32 {
+        let n = self.next_key.fetch_add(1, Ordering::Relaxed);
+        (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff)
+    }
+
+    /// A fresh QPN/SRQN, unique for the user.
+    pub fn alloc_id(&self) -> u32 {
+        net::alloc_ids(&self.dir, 1)
+    }
+
+    /// The application polled (or otherwise drives progress itself): the
+    /// context's thread stays in the background.
+    pub fn note_poll(&self) {
+        self.last_poll.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Receives were posted or a QP became ready: requests kept for
+    /// receivers not ready are tried again now.
+    pub fn recv_posted(&self) {
+        self.pending.store(true, Ordering::Relaxed);
+        self.retry_pending();
+    }
+
+    /// A new QP: findable by its QPN, here and (the symlink) by peers.
+    pub fn add_qp(&self, qp: Arc<Qp>) {
+        let qpn = qp.qpn;
+        self.qps.write().unwrap().insert(qpn, qp);
+        net::publish(&self.dir, qpn, self.id);
+    }
+
+    /// A QP is destroyed: no longer found, here or by peers.
+    pub fn remove_qp(&self, qpn: u32) {
+        self.qps.write().unwrap().remove(&qpn);
+        net::unpublish(&self.dir, qpn);
+    }
+
+    pub fn add_srq(&self, srq: Arc<Srq>) {
+        self.srqs.write().unwrap().insert(srq.num, srq);
+    }
+
+    pub fn remove_srq(&self, num: u32) {
+        self.srqs.write().unwrap().remove(&num);
+    }
+
+    /// Registers key `key` (an MR) with what it covers.
+    pub fn insert_mr(&self, key: u32, ent: MrEnt) {
+        self.mrs.write().unwrap().insert(key, ent);
+    }
+
+    pub fn remove_mr(&self, key: u32) {
+        self.mrs.write().unwrap().remove(&key);
+    }
+
+    /// Changes MR `key` in place (rereg); false when there is none.
+    pub fn update_mr(&self, key: u32, f: impl FnOnce(&mut MrEnt)) -> bool {
+        match self.mrs.write().unwrap().get_mut(&key) {
+            Some(e) => {
+                f(e);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets window `rkey` if it is bound (dealloc_mw).
+    pub fn unbind_window(&self, rkey: u32) {
+        let mut mrs = self.mrs.write().unwrap();
+        if mrs.get(&rkey).is_some_and(|m| m.mw != 0) {
+            mrs.remove(&rkey);
+        }
+    }
+
+    /// Binds (or, without a range, unbinds) a window through `qp`, checking
+    /// it against the MR it lies in; the window's new rkey, or the
+    /// completion status.
+    pub fn bind_window(&self, qp: &Qp, b: &WindowBind) -> Result<u32, u32> {
+        let (ty, old, access) = (b.ty, b.old, b.access);
+        if access
+            & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
+            != 0
+        {
+            return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
+        }
+        let mut mrs = self.mrs.write().unwrap();
+        let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
+        if ty == IBV_MW_TYPE_2 && (bound || qp.pd != b.pd) {
+            return Err(IBV_WC_MW_BIND_ERR);
+        }
+        let mut ent = None;
+        if let Some((lkey, addr, length)) = b.range {
+            let Some(mr) = mrs.get(&lkey).copied() else {
+                return Err(IBV_WC_MW_BIND_ERR);
+            };
+            let inside = addr >= mr.addr
+                && addr
+                    .checked_add(length)
+                    .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
+            if mr.mw != 0 || mr.pd != b.pd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
+                return Err(IBV_WC_MW_BIND_ERR);
+            }
+            if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
+                && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
+            {
+                return Err(IBV_WC_MW_BIND_ERR);
+            }
+            ent = Some(MrEnt {
+                pd: b.pd,
+                va: mr.va + (addr - mr.addr),
+                addr,
+                len: length,
+                access: access & !IBV_ACCESS_LOCAL_WRITE,
+                mw: ty,
+                parent: lkey,
+                qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
+            });
+        }
+        if bound {
+            mrs.remove(&old);
+        }
+        // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
+        // the next one).
+        let new = if ty == IBV_MW_TYPE_2 {
+            (old & !0xff) | (b.rkey & 0xff)
+        } else {
+            (old & !0xff) | (old.wrapping_add(1) & 0xff)
+        };
+        if let Some(e) = ent {
+            mrs.insert(new, e);
+        }
+        Ok(new)
     }
 
     /// Kicks the context's thread out of its sleep.

@@ -296,8 +296,8 @@ unsafe extern "C" fn query_device_ex(
     for (i, b) in b"44.0.0".iter().enumerate() {
         o.fw_ver[i] = *b as i8;
     }
-    o.node_guid = c.guid.to_be();
-    o.sys_image_guid = c.guid.to_be();
+    o.node_guid = c.guid().to_be();
+    o.sys_image_guid = c.guid().to_be();
     o.max_mr_size = 1 << 40;
     o.page_size_cap = 0xffff_f000;
     // Not an IEEE OUI of a real vendor (as rxe): tools and tests expect a
@@ -409,7 +409,7 @@ unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     // SAFETY: `context` is one of our contexts (ctx_of's contract).
     unsafe {
         let c = ctx_of(context);
-        let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+        let id = c.new_obj_id();
         let p = Box::into_raw(Box::new(SwPd {
             pd: ibv_pd { context, handle: id },
             id,
@@ -517,7 +517,7 @@ unsafe extern "C" fn reg_mr(
             // no memory windows; fall through ignoring the bind right
         }
         let key = new_key(c);
-        c.mrs.write().unwrap().insert(
+        c.insert_mr(
             key,
             MrEnt {
                 pd: pd_id(pd),
@@ -624,23 +624,31 @@ unsafe extern "C" fn rereg_mr(
             set_errno(libc::EINVAL);
             return libc::EINVAL;
         }
-        let mut mrs = c.mrs.write().unwrap();
-        let Some(e) = mrs.get_mut(&(*m).vmr.ibv_mr.lkey) else {
-            set_errno(libc::EINVAL);
-            return libc::EINVAL;
+        let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
+            Some(pd_id(pd))
+        } else {
+            None
         };
         // The keys stay; what the MR covers, who may use it and how changes
         // at once for every later access (they all look the key up).
-        if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
-            e.va = addr as u64;
-            e.addr = addr as u64;
-            e.len = length as u64;
-        }
-        if flags & IBV_REREG_MR_CHANGE_PD != 0 {
-            e.pd = pd_id(pd);
+        let found = c.update_mr((*m).vmr.ibv_mr.lkey, |e| {
+            if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+                e.va = addr as u64;
+                e.addr = addr as u64;
+                e.len = length as u64;
+            }
+            if let Some(p) = new_pd {
+                e.pd = p;
+            }
+            if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+                e.access = access;
+            }
+        });
+        if !found {
+            set_errno(libc::EINVAL);
+            return libc::EINVAL;
         }
         if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
-            e.access = access;
             (*m).vmr.access = access as c_int;
         }
         0
@@ -736,7 +744,7 @@ unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm
                 memcpy_to_dm: Some(memcpy_to_dm),
                 memcpy_from_dm: Some(memcpy_from_dm),
                 comp_mask: 0,
-                handle: c.next_obj.fetch_add(1, Ordering::Relaxed),
+                handle: c.new_obj_id(),
             },
             base: p as *mut u8,
             len: a.length,
@@ -799,7 +807,7 @@ unsafe extern "C" fn reg_dm_mr(
         let c = ctx_of((*pd).context);
         let key = new_key(c);
         let access = access & !IBV_ACCESS_ZERO_BASED;
-        c.mrs.write().unwrap().insert(
+        c.insert_mr(
             key,
             MrEnt {
                 pd: pd_id(pd),
@@ -835,8 +843,7 @@ unsafe extern "C" fn reg_dm_mr(
 
 /// A fresh MR/MW key: an index (unique in the context) and an 8-bit tag.
 fn new_key(c: &Ctx) -> u32 {
-    let n = c.next_key.fetch_add(1, Ordering::Relaxed);
-    (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff)
+    c.new_key()
 }
 
 // ----- memory windows --------------------------------------------------------
@@ -877,12 +884,7 @@ unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
     // SAFETY: `mw` is a `Box<ibv_mw>` made by alloc_mw, destroyed once.
     unsafe {
         let c = ctx_of((*mw).context);
-        {
-            let mut mrs = c.mrs.write().unwrap();
-            if mrs.get(&(*mw).rkey).is_some_and(|m| m.mw != 0) {
-                mrs.remove(&(*mw).rkey);
-            }
-        }
+        c.unbind_window((*mw).rkey);
         drop(Box::from_raw(mw));
         0
     }
@@ -900,66 +902,23 @@ unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bi
         if mw.is_null() || (*mw).context != (*(qp.ibqp as *mut ibv_qp)).context {
             return Err(IBV_WC_MW_BIND_ERR);
         }
-        let ty = (*mw).r#type;
-        let old = (*mw).rkey;
-        let access = info.mw_access_flags;
-        if access
-            & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
-            != 0
-        {
-            return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
-        }
-        let mwpd = pd_id((*mw).pd);
-        let mut mrs = c.mrs.write().unwrap();
-        let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
-        if ty == IBV_MW_TYPE_2 && (bound || qp.pd != mwpd) {
-            return Err(IBV_WC_MW_BIND_ERR);
-        }
-        let mut ent = None;
-        if info.length > 0 {
+        let range = if info.length > 0 {
             if info.mr.is_null() {
                 return Err(IBV_WC_MW_BIND_ERR);
             }
-            let Some(mr) = mrs.get(&(*info.mr).lkey).copied() else {
-                return Err(IBV_WC_MW_BIND_ERR);
-            };
-            let inside = info.addr >= mr.addr
-                && info
-                    .addr
-                    .checked_add(info.length)
-                    .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
-            if mr.mw != 0 || mr.pd != mwpd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
-                return Err(IBV_WC_MW_BIND_ERR);
-            }
-            if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
-                && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
-            {
-                return Err(IBV_WC_MW_BIND_ERR);
-            }
-            ent = Some(MrEnt {
-                pd: mwpd,
-                va: mr.va + (info.addr - mr.addr),
-                addr: info.addr,
-                len: info.length,
-                access: access & !IBV_ACCESS_LOCAL_WRITE,
-                mw: ty,
-                parent: (*info.mr).lkey,
-                qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
-            });
-        }
-        if bound {
-            mrs.remove(&old);
-        }
-        // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
-        // the next one).
-        let new = if ty == IBV_MW_TYPE_2 {
-            (old & !0xff) | (rkey & 0xff)
+            Some(((*info.mr).lkey, info.addr, info.length))
         } else {
-            (old & !0xff) | (old.wrapping_add(1) & 0xff)
+            None
         };
-        if let Some(e) = ent {
-            mrs.insert(new, e);
-        }
+        let bind = WindowBind {
+            ty: (*mw).r#type,
+            old: (*mw).rkey,
+            pd: pd_id((*mw).pd),
+            access: info.mw_access_flags,
+            rkey,
+            range,
+        };
+        let new = c.bind_window(qp, &bind)?;
         (*mw).rkey = new;
         Ok(())
     }
@@ -1008,7 +967,7 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     unsafe {
         let m = vmr as *mut SwMr;
         let c = ctx_of((*m).vmr.ibv_mr.context);
-        c.mrs.write().unwrap().remove(&(*m).vmr.ibv_mr.lkey);
+        c.remove_mr((*m).vmr.ibv_mr.lkey);
         if !(*m).dm.is_null() {
             (*(*m).dm).mrs.fetch_sub(1, Ordering::SeqCst);
         }
@@ -1060,7 +1019,7 @@ unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_i
     // SAFETY: `context` is one of our contexts.
     unsafe {
         let c = ctx_of(context);
-        let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+        let id = c.new_obj_id();
         let x = Box::into_raw(Box::new(SwXrcd {
             vx: verbs_xrcd {
                 xrcd: ibv_xrcd { context },
@@ -1167,7 +1126,7 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
     unsafe {
         let s = cq_of(cq);
         let c = &*s.ctx;
-        c.last_poll.fetch_add(1, Ordering::Relaxed);
+        c.note_poll();
         if n <= 0 {
             return 0;
         }
@@ -1256,7 +1215,7 @@ unsafe fn new_srq(
             set_errno(libc::EINVAL);
             return std::ptr::null_mut();
         }
-        let num = net::alloc_ids(&c.dir, 1);
+        let num = c.alloc_id();
         let s = Box::into_raw(Box::new(SwSrq {
             vsrq: std::mem::zeroed(),
             srq: std::ptr::null(),
@@ -1275,7 +1234,7 @@ unsafe fn new_srq(
                 limit: attr.srq_limit,
             }),
         });
-        c.srqs.write().unwrap().insert(num, srq.clone());
+        c.add_srq(srq.clone());
         (*s).srq = Arc::into_raw(srq);
         let v = &mut (*s).vsrq;
         v.srq.context = context;
@@ -1420,7 +1379,7 @@ unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
         let b = Box::from_raw(srq as *mut SwSrq);
         let s = Arc::from_raw(b.srq);
         let c = ctx_of((*srq).context);
-        c.srqs.write().unwrap().remove(&s.num);
+        c.remove_srq(s.num);
         0
     }
 }
@@ -1468,8 +1427,7 @@ unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, 
                 wr = w.next;
             }
         }
-        c.pending.store(true, Ordering::Relaxed);
-        c.retry_pending();
+        c.recv_posted();
         0
     }
 }
@@ -1587,7 +1545,7 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
             cap.max_recv_wr = 0;
             cap.max_recv_sge = 0;
         }
-        let qpn = net::alloc_ids(&c.dir, 1);
+        let qpn = c.alloc_id();
         let s = Box::into_raw(Box::new(SwQp {
             vqp: std::mem::zeroed(),
             qp: std::ptr::null(),
@@ -1608,8 +1566,7 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
             cap: *cap,
             st: Mutex::new(Qp::new_st()),
         });
-        c.qps.write().unwrap().insert(qpn, qp.clone());
-        net::publish(&c.dir, qpn, c.id);
+        c.add_qp(qp.clone());
         (*s).qp = Arc::into_raw(qp);
         let v = &mut (*s).vqp;
         let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
@@ -1761,8 +1718,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
         }
         if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
             // Requests that arrived before the QP was ready.
-            c.pending.store(true, Ordering::Relaxed);
-            c.retry_pending();
+            c.recv_posted();
         }
         if let Some(d) = connect_to {
             // Best effort: connect now so the first send does not pay for it.
@@ -1823,8 +1779,7 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         let s = Box::from_raw(ibqp as *mut SwQp);
         let c = &*s.ctx;
         let qp = Arc::from_raw(s.qp);
-        c.qps.write().unwrap().remove(&qp.qpn);
-        net::unpublish(&c.dir, qp.qpn);
+        c.remove_qp(qp.qpn);
         {
             let mut st = lock(&qp.st);
             st.link = None;
@@ -2087,14 +2042,14 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             };
             if aa.is_global != 0 {
                 m.dgid = aa.grh.dgid.raw;
-                m.sgid = c.gids[(aa.grh.sgid_index as usize).min(c.gids.len() - 1)];
+                m.sgid = c.gid(aa.grh.sgid_index as usize);
             } else {
-                m.sgid = c.gids[0];
+                m.sgid = c.gid(0);
             }
             let d = wr.wr.ud.remote_qpn;
             (d, c.link_to(d))
         } else {
-            m.sgid = c.gids[(av_sgid as usize).min(c.gids.len() - 1)];
+            m.sgid = c.gid(av_sgid as usize);
             let l = match cached {
                 Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
                 _ => {
