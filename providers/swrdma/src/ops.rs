@@ -170,79 +170,82 @@ fn set_errno(e: c_int) {
 // ---------------------------------------------------------------------------
 
 /// # Safety
-/// Called by libibverbs through `OPS`, only with objects this provider
-/// created and the application has not destroyed, and with argument
-/// pointers valid as the verb's contract says.
+/// Called by libibverbs (`DEVICE_OPS.alloc_context`) with a device our
+/// `alloc_device` created.
 pub unsafe extern "C" fn alloc_context(
     device: *mut ibv_device,
     cmd_fd: c_int,
     _private: *mut c_void,
 ) -> *mut verbs_context {
-    // SAFETY: `device` is the device the library created with our alloc_device;
-    // `_verbs_init_and_alloc_context` returns null or a zeroed `SwCtx`-sized block whose `vctx` it
-    // initialised, which we either complete (make_ctx) or give back with `verbs_uninit_context` +
-    // `free` (the library's allocator).
-    unsafe {
-        let drv = _verbs_init_and_alloc_context(
+    // SAFETY: `device` is ours (the contract); we ask for a zeroed block of
+    // `SwCtx`'s size with the `verbs_context` at `vctx`'s offset, which is
+    // what the function allocates and initialises.
+    let drv = unsafe {
+        _verbs_init_and_alloc_context(
             device,
             cmd_fd,
             std::mem::size_of::<SwCtx>(),
             std::mem::offset_of!(SwCtx, vctx) as *mut verbs_context,
             0,
-        ) as *mut SwCtx;
-        if drv.is_null() {
-            return std::ptr::null_mut();
-        }
-        let vctx = std::ptr::addr_of_mut!((*drv).vctx);
-        match make_ctx(device, vctx) {
-            Ok(()) => vctx,
-            Err(e) => {
+        )
+    } as *mut SwCtx;
+    if drv.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `drv` is the non-null block just allocated (no reference made).
+    let vctx = unsafe { std::ptr::addr_of_mut!((*drv).vctx) };
+    // SAFETY: `device` is ours and `vctx` the initialised context at the
+    // start of the zeroed `SwCtx` (make_ctx's contract).
+    match unsafe { make_ctx(device, vctx) } {
+        Ok(()) => vctx,
+        Err(e) => {
+            // SAFETY: the context was initialised by the library and is given
+            // back (nothing of ours refers to it: make_ctx failed before
+            // publishing anything in it), then the block is freed with the C
+            // allocator that made it.
+            unsafe {
                 verbs_uninit_context(vctx);
                 libc::free(drv as *mut c_void);
-                set_errno(e);
-                std::ptr::null_mut()
             }
+            set_errno(e);
+            std::ptr::null_mut()
         }
     }
 }
 
+/// Opens the context's endpoint and thread and fills in the `SwCtx`.
+///
 /// # Safety
-/// `device` is the library's device for us and `vctx` the initialised `verbs_context` at the start of a zeroed `SwCtx`.
+/// `device` is the library's device for us and `vctx` the initialised
+/// `verbs_context` at the start of a zeroed `SwCtx`.
 unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<(), c_int> {
-    // SAFETY: `device` is valid (the contract); `vctx` is the `vctx` of an `SwCtx`, so its context
-    // may be written and the `SwCtx` fields set; `verbs_set_ops` gets a `'static` table.
+    // SAFETY: `device` is live (the contract).
+    let info = unsafe { device::info_of_device(device) };
+    device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
+    device::private_dir(&dir).map_err(|_| libc::EPERM)?;
+    let id = net::alloc_ids(&dir, 1);
+    // SAFETY: `vctx` is live and initialised (the contract).
+    let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
+    let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
+    let tc = c.clone();
+    let h = std::thread::Builder::new()
+        .name("swrdma".into())
+        .spawn(move || tc.run_thread())
+        .map_err(|_| libc::EAGAIN)?;
+    let sw = vctx as *mut SwCtx;
+    // SAFETY: `ctx` is the context inside `vctx` and `sw` the `SwCtx` it
+    // starts (the contract), not yet visible to the application.  The
+    // library owns the async-event descriptor from now on (it closes it in
+    // verbs_uninit_context); `verbs_set_ops` gets a `'static` table.
     unsafe {
-        let info = device::info_of_device(device);
-        device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-        let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
-        device::private_dir(&dir).map_err(|_| libc::EPERM)?;
-        let id = net::alloc_ids(&dir, 1);
-        let ctx = (*vctx).context.as_mut_ptr_compat();
-        let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
-        let tc = c.clone();
-        let h = std::thread::Builder::new()
-            .name("swrdma".into())
-            .spawn(move || tc.run_thread())
-            .map_err(|_| libc::EAGAIN)?;
-        // The library owns the async-event descriptor from now on (it closes
-        // it in verbs_uninit_context).
         (*ctx).async_fd = async_r.into_raw_fd();
         (*ctx).num_comp_vectors = 1;
-        let sw = vctx as *mut SwCtx;
         (*sw).ctx = Arc::into_raw(c);
         (*sw).thread = Box::into_raw(Box::new(Some(h)));
         verbs_set_ops(vctx, &OPS);
-        Ok(())
     }
-}
-
-trait CompatPtr {
-    fn as_mut_ptr_compat(&mut self) -> *mut ibv_context;
-}
-impl CompatPtr for ibv_context {
-    fn as_mut_ptr_compat(&mut self) -> *mut ibv_context {
-        self as *mut ibv_context
-    }
+    Ok(())
 }
 
 /// # Safety
@@ -250,19 +253,26 @@ impl CompatPtr for ibv_context {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
-    // SAFETY: `ibctx` is the context of a live `SwCtx` made by alloc_context (whose `ctx` and
-    // `thread` were set by make_ctx); the library calls this once, last, and the memory is freed
-    // with the allocator `_verbs_init_and_alloc_context` used.
-    unsafe {
+    // SAFETY: `ibctx` is the context of a live `SwCtx` made by
+    // alloc_context: stepping back by the context's offset in `vctx` (the
+    // `SwCtx`'s first field) gives it; make_ctx stored `ctx` (an
+    // `Arc::into_raw`) and `thread` (a `Box::into_raw`), taken back once,
+    // here (the library calls this once, last).
+    let (sw, c, mut thread) = unsafe {
         let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
-        let c = Arc::from_raw((*sw).ctx);
-        c.stop_thread();
-        if let Some(h) = (*Box::from_raw((*sw).thread)).take() {
-            let _ = h.join();
-        }
-        c.close();
-        // The last reference (the thread's is gone): closes the descriptors.
-        drop(c);
+        (sw, Arc::from_raw((*sw).ctx), Box::from_raw((*sw).thread))
+    };
+    c.stop_thread();
+    if let Some(h) = (*thread).take() {
+        let _ = h.join();
+    }
+    c.close();
+    // The last reference (the thread's is gone): closes the descriptors.
+    drop(c);
+    // SAFETY: nothing of ours refers to the context any more; it is given
+    // back to the library, then its block freed with the C allocator
+    // `_verbs_init_and_alloc_context` used.
+    unsafe {
         verbs_uninit_context(std::ptr::addr_of_mut!((*sw).vctx));
         libc::free(sw as *mut c_void);
     }
@@ -1121,24 +1131,26 @@ unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_i
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
-    // SAFETY: `cq` is one of our CQs; `wc` has room for `n` completions (the verb's contract; n <=
-    // 0 returns before the slice is made); the CQ's `ctx` is its live context.
-    unsafe {
+    // SAFETY: `cq` is one of our CQs (the contract); its `ctx` is the live
+    // context that created it (contexts outlive their CQs) and its `cq` the
+    // `Arc<Cq>` it owns until destroy_cq.
+    let (c, cqr) = unsafe {
         let s = cq_of(cq);
-        let c = &*s.ctx;
-        c.note_poll();
-        if n <= 0 {
-            return 0;
-        }
-        let out = std::slice::from_raw_parts_mut(wc, n as usize);
-        let cqr = &*s.cq;
-        let mut k = cqr.poll(out);
-        if k < out.len() {
-            c.progress();
-            k += cqr.poll(&mut out[k..]);
-        }
-        k as c_int
+        (&*s.ctx, &*s.cq)
+    };
+    c.note_poll();
+    if n <= 0 {
+        return 0;
     }
+    // SAFETY: `wc` has room for `n` > 0 completions (the verb's contract),
+    // not aliased during the call.
+    let out = unsafe { std::slice::from_raw_parts_mut(wc, n as usize) };
+    let mut k = cqr.poll(out);
+    if k < out.len() {
+        c.progress();
+        k += cqr.poll(&mut out[k..]);
+    }
+    k as c_int
 }
 
 /// # Safety
@@ -1147,10 +1159,9 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
     // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
-    unsafe {
-        (*cq_of(cq).cq).arm(solicited != 0);
-        0
-    }
+    let cqr = unsafe { &*cq_of(cq).cq };
+    cqr.arm(solicited != 0);
+    0
 }
 
 /// # Safety
@@ -1441,25 +1452,28 @@ unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, 
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
-    // SAFETY: `pd` is one of our PDs and `attr` a valid init attribute.
-    unsafe {
-        let mut ex: ibv_qp_init_attr_ex = std::mem::zeroed();
-        let a = &mut *attr;
-        ex.qp_context = a.qp_context;
-        ex.send_cq = a.send_cq;
-        ex.recv_cq = a.recv_cq;
-        ex.srq = a.srq;
-        ex.cap = a.cap;
-        ex.qp_type = a.qp_type;
-        ex.sq_sig_all = a.sq_sig_all;
-        ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-        ex.pd = pd;
-        let qp = create_qp_ex((*pd).context, &mut ex);
-        if !qp.is_null() {
-            a.cap = ex.cap;
-        }
-        qp
+    // SAFETY: `ibv_qp_init_attr_ex` is integers and pointers: all-zero is
+    // valid (null pointers, no optional fields).
+    let mut ex: ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
+    // SAFETY: `attr` is a valid, writable init attribute (the verb's
+    // contract), not otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
+    ex.qp_context = a.qp_context;
+    ex.send_cq = a.send_cq;
+    ex.recv_cq = a.recv_cq;
+    ex.srq = a.srq;
+    ex.cap = a.cap;
+    ex.qp_type = a.qp_type;
+    ex.sq_sig_all = a.sq_sig_all;
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    // SAFETY: `pd` is one of our PDs, so its context is one of ours; `ex`
+    // is a complete init attribute with the PD in it.
+    let qp = unsafe { create_qp_ex((*pd).context, &mut ex) };
+    if !qp.is_null() {
+        a.cap = ex.cap;
     }
+    qp
 }
 
 /// # Safety
@@ -1467,106 +1481,124 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
-    // SAFETY: `context` is ours and `attr` a valid init attribute; `pd`, `xrcd`, the CQs and the
-    // SRQ are null-checked where optional and ours otherwise; the `SwQp` is fresh from
-    // `Box::into_raw` and an all-zero `verbs_qp` is valid.
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    // SAFETY: `attr` is a valid, writable init attribute (the verb's
+    // contract), not otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
+    let qpt = a.qp_type;
+    if !matches!(
+        qpt,
+        IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV
+    ) {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
+        a.pd
+    } else {
+        std::ptr::null_mut()
+    };
+    let xrcd = if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 {
+        a.xrcd
+    } else {
+        std::ptr::null_mut()
+    };
+    if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    if a.comp_mask
+        & !(IBV_QP_INIT_ATTR_PD
+            | IBV_QP_INIT_ATTR_XRCD
+            | IBV_QP_INIT_ATTR_CREATE_FLAGS
+            | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+        != 0
+    {
+        // RSS, WQ indirection tables, max_tso_header, source QPN ...
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !send_ops_supported(qpt) != 0 {
+        // TSO (raw packet QPs only), or an operation the QP type lacks.
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    let cap = &mut a.cap;
+    let sends = qpt != IBV_QPT_XRC_RECV;
+    let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
+    if cap.max_send_wr > MAX_WR
+        || cap.max_recv_wr > MAX_WR
+        || cap.max_send_sge > MAX_SGE
+        || cap.max_recv_sge > MAX_SGE
+        || cap.max_inline_data > MAX_INLINE
+    {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if (sends && a.send_cq.is_null()) || (recvs && a.recv_cq.is_null()) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if sends {
+        cap.max_send_sge = cap.max_send_sge.max(1);
+        cap.max_inline_data = cap.max_inline_data.max(256);
+    } else {
+        cap.max_send_wr = 0;
+        cap.max_send_sge = 0;
+        cap.max_inline_data = 0;
+    }
+    if recvs {
+        cap.max_recv_sge = cap.max_recv_sge.max(1);
+    } else {
+        cap.max_recv_wr = 0;
+        cap.max_recv_sge = 0;
+    }
+    let cap = *cap;
+    let qpn = c.alloc_id();
+    let s = Box::into_raw(Box::new(SwQp {
+        // SAFETY: `verbs_qp` is integers, pointers and pthread objects that
+        // are initialised below: all-zero is valid.
+        vqp: unsafe { std::mem::zeroed() },
+        qp: std::ptr::null(),
+        ctx: c,
+        wrs: std::ptr::null_mut(),
+    }));
+    // SAFETY: `xrcd`, `pd`, the CQs and the SRQ are null (checked) or
+    // objects of ours (the verb's contract): an `SwXrcd`, an `SwPd`, `SwCq`s
+    // and an `SwSrq`, live during the call.
+    let (xid, pdid, send_cq, recv_cq, srq) = unsafe {
+        (
+            if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id },
+            if pd.is_null() { 0 } else { pd_id(pd) },
+            cq_arc(a.send_cq),
+            cq_arc(a.recv_cq),
+            srq_arc(a.srq),
+        )
+    };
+    let qp = Arc::new(Qp {
+        qpn,
+        qpt,
+        ibqp: s as usize,
+        pd: pdid,
+        xrcd: xid,
+        send_cq,
+        recv_cq,
+        srq,
+        sq_sig_all: a.sq_sig_all != 0,
+        cap,
+        st: Mutex::new(Qp::new_st()),
+    });
+    c.add_qp(qp.clone());
+    // SAFETY: `s` is the fresh `SwQp` box made above (not yet visible to the
+    // application); `u.qp` is the `ibv_qp` view of its `verbs_qp`, and the
+    // pthread objects are initialised in place where the library expects
+    // them; `fill_qp_ex` gets this live `SwQp`.
     unsafe {
-        let c = ctx_of(context);
-        let a = &mut *attr;
-        let qpt = a.qp_type;
-        if !matches!(
-            qpt,
-            IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV
-        ) {
-            set_errno(libc::EOPNOTSUPP);
-            return std::ptr::null_mut();
-        }
-        let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
-            a.pd
-        } else {
-            std::ptr::null_mut()
-        };
-        let xrcd = if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 {
-            a.xrcd
-        } else {
-            std::ptr::null_mut()
-        };
-        if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
-            set_errno(libc::EOPNOTSUPP);
-            return std::ptr::null_mut();
-        }
-        if a.comp_mask
-            & !(IBV_QP_INIT_ATTR_PD
-                | IBV_QP_INIT_ATTR_XRCD
-                | IBV_QP_INIT_ATTR_CREATE_FLAGS
-                | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-            != 0
-        {
-            // RSS, WQ indirection tables, max_tso_header, source QPN ...
-            set_errno(libc::EOPNOTSUPP);
-            return std::ptr::null_mut();
-        }
-        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !send_ops_supported(qpt) != 0 {
-            // TSO (raw packet QPs only), or an operation the QP type lacks.
-            set_errno(libc::EOPNOTSUPP);
-            return std::ptr::null_mut();
-        }
-        let cap = &mut a.cap;
-        let sends = qpt != IBV_QPT_XRC_RECV;
-        let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
-        if cap.max_send_wr > MAX_WR
-            || cap.max_recv_wr > MAX_WR
-            || cap.max_send_sge > MAX_SGE
-            || cap.max_recv_sge > MAX_SGE
-            || cap.max_inline_data > MAX_INLINE
-        {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if (sends && a.send_cq.is_null()) || (recvs && a.recv_cq.is_null()) {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if sends {
-            cap.max_send_sge = cap.max_send_sge.max(1);
-            cap.max_inline_data = cap.max_inline_data.max(256);
-        } else {
-            cap.max_send_wr = 0;
-            cap.max_send_sge = 0;
-            cap.max_inline_data = 0;
-        }
-        if recvs {
-            cap.max_recv_sge = cap.max_recv_sge.max(1);
-        } else {
-            cap.max_recv_wr = 0;
-            cap.max_recv_sge = 0;
-        }
-        let qpn = c.alloc_id();
-        let s = Box::into_raw(Box::new(SwQp {
-            vqp: std::mem::zeroed(),
-            qp: std::ptr::null(),
-            ctx: c,
-            wrs: std::ptr::null_mut(),
-        }));
-        let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
-        let qp = Arc::new(Qp {
-            qpn,
-            qpt,
-            ibqp: s as usize,
-            pd: if pd.is_null() { 0 } else { pd_id(pd) },
-            xrcd: xid,
-            send_cq: cq_arc(a.send_cq),
-            recv_cq: cq_arc(a.recv_cq),
-            srq: srq_arc(a.srq),
-            sq_sig_all: a.sq_sig_all != 0,
-            cap: *cap,
-            st: Mutex::new(Qp::new_st()),
-        });
-        c.add_qp(qp.clone());
         (*s).qp = Arc::into_raw(qp);
         let v = &mut (*s).vqp;
         let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
@@ -1590,8 +1622,8 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
             v.comp_mask |= VERBS_QP_EX;
             crate::qpex::fill_qp_ex(s, a.send_ops_flags);
         }
-        s as *mut ibv_qp
     }
+    s as *mut ibv_qp
 }
 
 /// The `ibv_wr_*` builders a QP of type `qpt` offers.
@@ -1644,93 +1676,94 @@ fn valid_transition(cur: u32, new: u32) -> bool {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
-    // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute.
-    unsafe {
+    // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute (the
+    // verb's contract).
+    let (c, qp, a) = unsafe {
         let (c, qp) = qp_of(ibqp);
-        let a = &*attr;
-        let mask = mask as u32;
-        let connect_to;
+        (c, qp, &*attr)
+    };
+    let mask = mask as u32;
+    let connect_to;
+    {
+        let mut st = lock(&qp.st);
+        let cur = st.state;
+        let new = if mask & IBV_QP_STATE != 0 { a.qp_state } else { cur };
+        if new > IBV_QPS_ERR || !valid_transition(cur, new) {
+            return libc::EINVAL;
+        }
+        if mask & IBV_QP_CUR_STATE != 0 && a.cur_qp_state != cur && a.cur_qp_state != IBV_QPS_UNKNOWN {
+            return libc::EINVAL;
+        }
+        if mask & IBV_QP_PORT != 0 && a.port_num != 1 {
+            return libc::EINVAL;
+        }
+        if mask & IBV_QP_AV != 0 && a.ah_attr.is_global != 0 && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN
         {
-            let mut st = lock(&qp.st);
-            let cur = st.state;
-            let new = if mask & IBV_QP_STATE != 0 { a.qp_state } else { cur };
-            if new > IBV_QPS_ERR || !valid_transition(cur, new) {
-                return libc::EINVAL;
-            }
-            if mask & IBV_QP_CUR_STATE != 0 && a.cur_qp_state != cur && a.cur_qp_state != IBV_QPS_UNKNOWN {
-                return libc::EINVAL;
-            }
-            if mask & IBV_QP_PORT != 0 && a.port_num != 1 {
-                return libc::EINVAL;
-            }
-            if mask & IBV_QP_AV != 0
-                && a.ah_attr.is_global != 0
-                && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN
-            {
-                return libc::EINVAL;
-            }
-            let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
-            if conn && cur == IBV_QPS_INIT && new == IBV_QPS_RTR && mask & IBV_QP_DEST_QPN == 0 {
-                return libc::EINVAL;
-            }
-            let t = &mut st.attr;
-            macro_rules! take {
-                ($bit:expr, $($f:ident),*) => { if mask & $bit != 0 { $( t.$f = a.$f; )* } };
-            }
-            take!(IBV_QP_ACCESS_FLAGS, qp_access_flags);
-            take!(IBV_QP_PKEY_INDEX, pkey_index);
-            take!(IBV_QP_PORT, port_num);
-            take!(IBV_QP_QKEY, qkey);
-            take!(IBV_QP_AV, ah_attr);
-            take!(IBV_QP_PATH_MTU, path_mtu);
-            take!(IBV_QP_TIMEOUT, timeout);
-            take!(IBV_QP_RETRY_CNT, retry_cnt);
-            take!(IBV_QP_RNR_RETRY, rnr_retry);
-            take!(IBV_QP_RQ_PSN, rq_psn);
-            take!(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
-            take!(IBV_QP_ALT_PATH, alt_ah_attr, alt_pkey_index, alt_port_num, alt_timeout);
-            take!(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
-            take!(IBV_QP_SQ_PSN, sq_psn);
-            take!(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
-            take!(IBV_QP_PATH_MIG_STATE, path_mig_state);
-            take!(IBV_QP_DEST_QPN, dest_qp_num);
-            take!(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
-            take!(IBV_QP_RATE_LIMIT, rate_limit);
-            if new == IBV_QPS_ERR && cur != IBV_QPS_ERR {
-                c.to_err(&qp, &mut st);
-            }
-            if new == IBV_QPS_RESET {
-                st.sq.clear();
-                st.rq.clear();
-                st.cur = None;
-                c.fail_pending(&mut st);
-                st.link = None;
-                st.next_seq = 1;
-                clean_cqs(&qp);
-            }
-            st.state = new;
-            (*ibqp).state = new;
-            connect_to = if conn && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
-                Some(st.attr.dest_qp_num)
-            } else {
-                None
-            };
+            return libc::EINVAL;
         }
-        if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
-            // Requests that arrived before the QP was ready.
-            c.recv_posted();
+        let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
+        if conn && cur == IBV_QPS_INIT && new == IBV_QPS_RTR && mask & IBV_QP_DEST_QPN == 0 {
+            return libc::EINVAL;
         }
-        if let Some(d) = connect_to {
-            // Best effort: connect now so the first send does not pay for it.
-            if let Some(l) = c.link_to(d) {
-                let mut st = lock(&qp.st);
-                if st.link.is_none() {
-                    st.link = Some(l);
-                }
-            }
+        let t = &mut st.attr;
+        macro_rules! take {
+            ($bit:expr, $($f:ident),*) => { if mask & $bit != 0 { $( t.$f = a.$f; )* } };
         }
-        0
+        take!(IBV_QP_ACCESS_FLAGS, qp_access_flags);
+        take!(IBV_QP_PKEY_INDEX, pkey_index);
+        take!(IBV_QP_PORT, port_num);
+        take!(IBV_QP_QKEY, qkey);
+        take!(IBV_QP_AV, ah_attr);
+        take!(IBV_QP_PATH_MTU, path_mtu);
+        take!(IBV_QP_TIMEOUT, timeout);
+        take!(IBV_QP_RETRY_CNT, retry_cnt);
+        take!(IBV_QP_RNR_RETRY, rnr_retry);
+        take!(IBV_QP_RQ_PSN, rq_psn);
+        take!(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+        take!(IBV_QP_ALT_PATH, alt_ah_attr, alt_pkey_index, alt_port_num, alt_timeout);
+        take!(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
+        take!(IBV_QP_SQ_PSN, sq_psn);
+        take!(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+        take!(IBV_QP_PATH_MIG_STATE, path_mig_state);
+        take!(IBV_QP_DEST_QPN, dest_qp_num);
+        take!(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+        take!(IBV_QP_RATE_LIMIT, rate_limit);
+        if new == IBV_QPS_ERR && cur != IBV_QPS_ERR {
+            c.to_err(&qp, &mut st);
+        }
+        if new == IBV_QPS_RESET {
+            st.sq.clear();
+            st.rq.clear();
+            st.cur = None;
+            c.fail_pending(&mut st);
+            st.link = None;
+            st.next_seq = 1;
+            clean_cqs(&qp);
+        }
+        st.state = new;
+        // SAFETY: `ibqp` is our live QP; the library reads `state` only
+        // under the verbs' own serialisation of modify_qp on one QP.
+        unsafe { (*ibqp).state = new };
+        connect_to = if conn && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
+            Some(st.attr.dest_qp_num)
+        } else {
+            None
+        };
     }
+    if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
+        // Requests that arrived before the QP was ready.
+        c.recv_posted();
+    }
+    if let Some(d) = connect_to {
+        // Best effort: connect now so the first send does not pay for it.
+        if let Some(l) = c.link_to(d) {
+            let mut st = lock(&qp.st);
+            if st.link.is_none() {
+                st.link = Some(l);
+            }
+        }
+    }
+    0
 }
 
 /// # Safety
@@ -1743,29 +1776,29 @@ unsafe extern "C" fn query_qp(
     _mask: c_int,
     init: *mut ibv_qp_init_attr,
 ) -> c_int {
-    // SAFETY: `ibqp` is one of our QPs; `attr` is room for an attribute and `init` null or room for
-    // an init attribute.
-    unsafe {
-        let (_c, qp) = qp_of(ibqp);
-        let st = lock(&qp.st);
-        *attr = st.attr;
-        (*attr).qp_state = st.state;
-        (*attr).cur_qp_state = st.state;
-        (*attr).cap = qp.cap;
-        (*attr).port_num = if st.attr.port_num == 0 { 1 } else { st.attr.port_num };
-        (*attr).sq_draining = 0;
-        if !init.is_null() {
-            let i = &mut *init;
-            i.qp_context = (*ibqp).qp_context;
-            i.send_cq = (*ibqp).send_cq;
-            i.recv_cq = (*ibqp).recv_cq;
-            i.srq = (*ibqp).srq;
-            i.cap = qp.cap;
-            i.qp_type = qp.qpt;
-            i.sq_sig_all = qp.sq_sig_all as c_int;
-        }
-        0
+    // SAFETY: `ibqp` is one of our QPs; `attr` is room for an attribute
+    // (the verb's contract), not otherwise referenced during the call.
+    let (qp, at) = unsafe { (qp_of(ibqp).1, &mut *attr) };
+    let st = lock(&qp.st);
+    *at = st.attr;
+    at.qp_state = st.state;
+    at.cur_qp_state = st.state;
+    at.cap = qp.cap;
+    at.port_num = if st.attr.port_num == 0 { 1 } else { st.attr.port_num };
+    at.sq_draining = 0;
+    if !init.is_null() {
+        // SAFETY: `init` is non-null, so room for an init attribute (the
+        // verb's contract); `ibqp` is our live QP, read only.
+        let (i, q) = unsafe { (&mut *init, &*ibqp) };
+        i.qp_context = q.qp_context;
+        i.send_cq = q.send_cq;
+        i.recv_cq = q.recv_cq;
+        i.srq = q.srq;
+        i.cap = qp.cap;
+        i.qp_type = qp.qpt;
+        i.sq_sig_all = qp.sq_sig_all as c_int;
     }
+    0
 }
 
 /// # Safety
@@ -1773,24 +1806,28 @@ unsafe extern "C" fn query_qp(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
-    // SAFETY: `ibqp` is a `Box<SwQp>` made by create_qp_ex, destroyed once; its `qp` is the
-    // `Arc::into_raw` it owns, `ctx` its live context and `wrs` null or the builders' `Box`.
-    unsafe {
+    // SAFETY: `ibqp` is the start of a `Box<SwQp>` made by create_qp_ex,
+    // destroyed once (the verb's contract); its `qp` is the `Arc::into_raw`
+    // the box owns and `ctx` its context, alive until free_context.
+    let (s, c, qp) = unsafe {
         let s = Box::from_raw(ibqp as *mut SwQp);
         let c = &*s.ctx;
         let qp = Arc::from_raw(s.qp);
-        c.remove_qp(qp.qpn);
-        {
-            let mut st = lock(&qp.st);
-            st.link = None;
-            c.fail_pending(&mut st);
-        }
-        clean_cqs(&qp);
-        if !s.wrs.is_null() {
-            drop(Box::from_raw(s.wrs));
-        }
-        0
+        (s, c, qp)
+    };
+    c.remove_qp(qp.qpn);
+    {
+        let mut st = lock(&qp.st);
+        st.link = None;
+        c.fail_pending(&mut st);
     }
+    clean_cqs(&qp);
+    if !s.wrs.is_null() {
+        // SAFETY: `wrs` is the builders' `Box::into_raw` (qpex::list), owned
+        // by this QP and freed only here.
+        drop(unsafe { Box::from_raw(s.wrs) });
+    }
+    0
 }
 
 /// # Safety
@@ -1798,57 +1835,57 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    // SAFETY: `ibqp` is one of our QPs; `wr` is a list of valid receive requests, each with
-    // `num_sge` SGEs at `sg_list`; `bad` may be written.
-    unsafe {
-        let (c, qp) = qp_of(ibqp);
-        let retry;
-        {
-            let mut st = lock(&qp.st);
-            while !wr.is_null() {
-                let w = &*wr;
-                if qp.srq.is_some()
-                    || st.state == IBV_QPS_RESET
-                    || qp.qpt == IBV_QPT_XRC_SEND
-                    || qp.qpt == IBV_QPT_XRC_RECV
-                {
-                    *bad = wr;
-                    return libc::EINVAL;
-                }
-                if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_recv_sge {
-                    *bad = wr;
-                    return libc::EINVAL;
-                }
-                if st.rq.len() >= qp.cap.max_recv_wr as usize {
-                    *bad = wr;
-                    return libc::ENOMEM;
-                }
-                let sges = if w.num_sge > 0 {
-                    std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
-                } else {
-                    Vec::new()
-                };
-                if st.state == IBV_QPS_ERR {
-                    let mut wc = wc_zero();
-                    wc.wr_id = w.wr_id;
-                    wc.status = IBV_WC_WR_FLUSH_ERR;
-                    wc.opcode = IBV_WC_RECV;
-                    wc.qp_num = qp.qpn;
-                    if let Some(cq) = &qp.recv_cq {
-                        cq.push(wc, false);
-                    }
-                } else {
-                    st.rq.push_back(RWqe { wr_id: w.wr_id, sges });
-                }
-                wr = w.next;
+    // SAFETY: `ibqp` is one of our QPs (the contract).
+    let (c, qp) = unsafe { qp_of(ibqp) };
+    // SAFETY (each `*bad = wr` below): `bad` is writable (the verb's contract).
+    let fail = |wr: *mut ibv_recv_wr, e: c_int| {
+        // SAFETY: see above.
+        unsafe { *bad = wr };
+        e
+    };
+    let retry;
+    {
+        let mut st = lock(&qp.st);
+        while !wr.is_null() {
+            // SAFETY: `wr` is a non-null element of the application's list of
+            // valid receive requests (the verb's contract).
+            let w = unsafe { &*wr };
+            if qp.srq.is_some() || st.state == IBV_QPS_RESET || qp.qpt == IBV_QPT_XRC_SEND || qp.qpt == IBV_QPT_XRC_RECV
+            {
+                return fail(wr, libc::EINVAL);
             }
-            retry = !st.pending.is_empty();
+            if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_recv_sge {
+                return fail(wr, libc::EINVAL);
+            }
+            if st.rq.len() >= qp.cap.max_recv_wr as usize {
+                return fail(wr, libc::ENOMEM);
+            }
+            let sges = if w.num_sge > 0 {
+                // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`.
+                unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
+            } else {
+                Vec::new()
+            };
+            if st.state == IBV_QPS_ERR {
+                let mut wc = wc_zero();
+                wc.wr_id = w.wr_id;
+                wc.status = IBV_WC_WR_FLUSH_ERR;
+                wc.opcode = IBV_WC_RECV;
+                wc.qp_num = qp.qpn;
+                if let Some(cq) = &qp.recv_cq {
+                    cq.push(wc, false);
+                }
+            } else {
+                st.rq.push_back(RWqe { wr_id: w.wr_id, sges });
+            }
+            wr = w.next;
         }
-        if retry {
-            c.retry_pending();
-        }
-        0
+        retry = !st.pending.is_empty();
     }
+    if retry {
+        c.retry_pending();
+    }
+    0
 }
 
 /// # Safety
@@ -1856,19 +1893,21 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
-    // SAFETY: `ibqp` is one of our QPs; `wr` is a list of valid send requests (post_one's
-    // contract); `bad` may be written.
-    unsafe {
-        let (c, qp) = qp_of(ibqp);
-        while !wr.is_null() {
-            if let Err(e) = post_one(c, &qp, &*wr) {
-                *bad = wr;
-                return e;
-            }
-            wr = (*wr).next;
+    // SAFETY: `ibqp` is one of our QPs (the contract).
+    let (c, qp) = unsafe { qp_of(ibqp) };
+    while !wr.is_null() {
+        // SAFETY: `wr` is a non-null element of the application's list of
+        // valid send requests, which is `post_one`'s contract.
+        let w = unsafe { &*wr };
+        // SAFETY: see above.
+        if let Err(e) = unsafe { post_one(c, &qp, w) } {
+            // SAFETY: `bad` is writable (the verb's contract).
+            unsafe { *bad = wr };
+            return e;
         }
-        0
+        wr = w.next;
     }
+    0
 }
 
 fn wc_op(op: u32) -> Option<u32> {
@@ -1910,275 +1949,299 @@ pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: boo
 /// # Safety
 /// `wr` is a valid send request: `num_sge` SGEs at `sg_list`, and for its opcode a live `ah` (UD) or `mw` (bind) of ours; SGE ranges of inline data are readable.
 pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
-    // SAFETY: the pointers inside `wr` are valid by the contract: its SGE list, the UD address
-    // handle (an `SwAh`, checked non-null) and the window of a bind (checked non-null).
-    unsafe {
-        let (state, dqpn, cached, own_qkey, av_sgid) = {
-            let st = lock(&qp.st);
-            (
-                st.state,
-                st.attr.dest_qp_num,
-                st.link.clone(),
-                st.attr.qkey,
-                st.attr.ah_attr.grh.sgid_index,
-            )
+    let (state, dqpn, cached, own_qkey, av_sgid) = {
+        let st = lock(&qp.st);
+        (
+            st.state,
+            st.attr.dest_qp_num,
+            st.link.clone(),
+            st.attr.qkey,
+            st.attr.ah_attr.grh.sgid_index,
+        )
+    };
+    let qpt = qp.qpt;
+    if qpt == IBV_QPT_XRC_RECV {
+        return Err(libc::EINVAL);
+    }
+    let Some(op) = wc_op(wr.opcode) else {
+        return Err(libc::EINVAL);
+    };
+    let allowed = match qpt {
+        IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
+        IBV_QPT_UC => matches!(
+            wr.opcode,
+            IBV_WR_SEND
+                | IBV_WR_SEND_WITH_IMM
+                | IBV_WR_RDMA_WRITE
+                | IBV_WR_RDMA_WRITE_WITH_IMM
+                | IBV_WR_BIND_MW
+                | IBV_WR_LOCAL_INV
+        ),
+        _ => true,
+    };
+    if !allowed {
+        return Err(libc::EINVAL);
+    }
+    let signaled = wr.send_flags & IBV_SEND_SIGNALED != 0;
+    if state == IBV_QPS_ERR {
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
+        return Ok(());
+    }
+    if state != IBV_QPS_RTS && state != IBV_QPS_SQD {
+        return Err(libc::EINVAL);
+    }
+    // Local operations: done at once, completed in order.
+    if wr.opcode == IBV_WR_BIND_MW {
+        // SAFETY: a BIND_MW request uses the `bind_mw` member of the union
+        // (plain integers and pointers: any bits are a value).
+        let b = unsafe { &wr.bind_mw_tso.bind_mw };
+        // SAFETY: `b.mw` is checked non-null first; then it is one of our
+        // windows (the contract).
+        if b.mw.is_null() || unsafe { (*b.mw).r#type } != IBV_MW_TYPE_2 {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: `b.mw` is a live window of ours, `qp` is live, and
+        // `bind_info.mr` is null or one of our MRs (the contract).
+        let status = match unsafe { do_bind(c, qp, b.mw, b.rkey, &b.bind_info) } {
+            Ok(()) => 0,
+            Err(s) => s,
         };
-        let qpt = qp.qpt;
-        if qpt == IBV_QPT_XRC_RECV {
-            return Err(libc::EINVAL);
-        }
-        let Some(op) = wc_op(wr.opcode) else {
-            return Err(libc::EINVAL);
-        };
-        let allowed = match qpt {
-            IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
-            IBV_QPT_UC => matches!(
-                wr.opcode,
-                IBV_WR_SEND
-                    | IBV_WR_SEND_WITH_IMM
-                    | IBV_WR_RDMA_WRITE
-                    | IBV_WR_RDMA_WRITE_WITH_IMM
-                    | IBV_WR_BIND_MW
-                    | IBV_WR_LOCAL_INV
-            ),
-            _ => true,
-        };
-        if !allowed {
-            return Err(libc::EINVAL);
-        }
-        let signaled = wr.send_flags & IBV_SEND_SIGNALED != 0;
-        if state == IBV_QPS_ERR {
-            finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
-            return Ok(());
-        }
-        if state != IBV_QPS_RTS && state != IBV_QPS_SQD {
-            return Err(libc::EINVAL);
-        }
-        // Local operations: done at once, completed in order.
-        if wr.opcode == IBV_WR_BIND_MW {
-            let b = &wr.bind_mw_tso.bind_mw;
-            if b.mw.is_null() || (*b.mw).r#type != IBV_MW_TYPE_2 {
-                return Err(libc::EINVAL);
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
+        return Ok(());
+    }
+    if wr.opcode == IBV_WR_LOCAL_INV {
+        // SAFETY: `imm` is a union of two `u32`s: every bit pattern is valid.
+        let rkey = unsafe { wr.imm.invalidate_rkey };
+        let status = if c.invalidate(rkey, 0) { 0 } else { IBV_WC_LOC_QP_OP_ERR };
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
+        return Ok(());
+    }
+    let inline = wr.send_flags & IBV_SEND_INLINE != 0
+        && matches!(
+            wr.opcode,
+            IBV_WR_SEND
+                | IBV_WR_SEND_WITH_IMM
+                | IBV_WR_SEND_WITH_INV
+                | IBV_WR_RDMA_WRITE
+                | IBV_WR_RDMA_WRITE_WITH_IMM
+                | IBV_WR_ATOMIC_WRITE
+        );
+    if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
+        return Err(libc::EINVAL);
+    }
+    let sges: &[ibv_sge] = if wr.num_sge > 0 {
+        // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`,
+        // unchanged during the call (the contract).
+        unsafe { std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize) }
+    } else {
+        &[]
+    };
+    let len: u64 = sges.iter().map(|s| s.length as u64).sum();
+    if inline && len > qp.cap.max_inline_data as u64 {
+        return Err(libc::EINVAL);
+    }
+    if len > 0x8000_0000 || (qpt == IBV_QPT_UD && len > MTU_BYTES) {
+        return Err(libc::EINVAL);
+    }
+    let is_atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
+    let is_read = wr.opcode == IBV_WR_RDMA_READ;
+    let is_awrite = wr.opcode == IBV_WR_ATOMIC_WRITE;
+    if (is_atomic || is_awrite) && len != 8 {
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
+        return Ok(());
+    }
+    let translated;
+    let mut sges = sges;
+    if !inline {
+        match c.check_local(qp.pd, sges, is_atomic || is_read) {
+            Ok(None) => {}
+            Ok(Some(t)) => {
+                translated = t;
+                sges = &translated;
             }
-            let status = match do_bind(c, qp, b.mw, b.rkey, &b.bind_info) {
-                Ok(()) => 0,
-                Err(s) => s,
-            };
-            finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
-            return Ok(());
+            Err(s) => {
+                finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
+                return Ok(());
+            }
         }
-        if wr.opcode == IBV_WR_LOCAL_INV {
-            let status = if c.invalidate(wr.imm.invalidate_rkey, 0) {
-                0
-            } else {
-                IBV_WC_LOC_QP_OP_ERR
-            };
-            finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
-            return Ok(());
-        }
-        let inline = wr.send_flags & IBV_SEND_INLINE != 0
-            && matches!(
-                wr.opcode,
-                IBV_WR_SEND
-                    | IBV_WR_SEND_WITH_IMM
-                    | IBV_WR_SEND_WITH_INV
-                    | IBV_WR_RDMA_WRITE
-                    | IBV_WR_RDMA_WRITE_WITH_IMM
-                    | IBV_WR_ATOMIC_WRITE
-            );
-        if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
+    }
+    // Destination.
+    let mut m = Msg {
+        src_qpn: qp.qpn,
+        total: len,
+        ..Default::default()
+    };
+    let (dest, link) = if qpt == IBV_QPT_UD {
+        // SAFETY: a UD request uses the `ud` member of the union (integers
+        // and a pointer: any bits are a value).
+        let ud = unsafe { wr.wr.ud };
+        let ah = ud.ah as *mut SwAh;
+        if ah.is_null() {
             return Err(libc::EINVAL);
         }
-        let sges: &[ibv_sge] = if wr.num_sge > 0 {
-            std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize)
+        // SAFETY: `ah` is non-null, so one of our `SwAh`s (the contract:
+        // `ibv_ah` is its first field), live during the call.
+        let aa = unsafe { &(*ah).attr };
+        m.qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
+            own_qkey
         } else {
-            &[]
+            ud.remote_qkey
         };
-        let len: u64 = sges.iter().map(|s| s.length as u64).sum();
-        if inline && len > qp.cap.max_inline_data as u64 {
-            return Err(libc::EINVAL);
-        }
-        if len > 0x8000_0000 || (qpt == IBV_QPT_UD && len > MTU_BYTES) {
-            return Err(libc::EINVAL);
-        }
-        let is_atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
-        let is_read = wr.opcode == IBV_WR_RDMA_READ;
-        let is_awrite = wr.opcode == IBV_WR_ATOMIC_WRITE;
-        if (is_atomic || is_awrite) && len != 8 {
-            finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
-            return Ok(());
-        }
-        let translated;
-        let mut sges = sges;
-        if !inline {
-            match c.check_local(qp.pd, sges, is_atomic || is_read) {
-                Ok(None) => {}
-                Ok(Some(t)) => {
-                    translated = t;
-                    sges = &translated;
-                }
-                Err(s) => {
-                    finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
-                    return Ok(());
-                }
-            }
-        }
-        // Destination.
-        let mut m = Msg {
-            src_qpn: qp.qpn,
-            total: len,
-            ..Default::default()
-        };
-        let (dest, link) = if qpt == IBV_QPT_UD {
-            let ah = wr.wr.ud.ah as *mut SwAh;
-            if ah.is_null() {
-                return Err(libc::EINVAL);
-            }
-            let aa = &(*ah).attr;
-            m.qkey = if wr.wr.ud.remote_qkey & 0x8000_0000 != 0 {
-                own_qkey
-            } else {
-                wr.wr.ud.remote_qkey
-            };
-            if aa.is_global != 0 {
-                m.dgid = aa.grh.dgid.raw;
-                m.sgid = c.gid(aa.grh.sgid_index as usize);
-            } else {
-                m.sgid = c.gid(0);
-            }
-            let d = wr.wr.ud.remote_qpn;
-            (d, c.link_to(d))
+        if aa.is_global != 0 {
+            // SAFETY: `ibv_gid` is a union of 16 bytes and two `u64`s: any
+            // bits are a value.
+            m.dgid = unsafe { aa.grh.dgid.raw };
+            m.sgid = c.gid(aa.grh.sgid_index as usize);
         } else {
-            m.sgid = c.gid(av_sgid as usize);
-            let l = match cached {
-                Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
-                _ => {
-                    let l = c.link_to(dqpn);
-                    if let Some(l) = &l {
-                        lock(&qp.st).link = Some(l.clone());
-                    }
-                    l
+            m.sgid = c.gid(0);
+        }
+        let d = ud.remote_qpn;
+        (d, c.link_to(d))
+    } else {
+        m.sgid = c.gid(av_sgid as usize);
+        let l = match cached {
+            Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
+            _ => {
+                let l = c.link_to(dqpn);
+                if let Some(l) = &l {
+                    lock(&qp.st).link = Some(l.clone());
                 }
-            };
-            (dqpn, l)
-        };
-        m.dst_qpn = dest;
-        let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
-        let Some(link) = link else {
-            let status = if reliable { IBV_WC_RETRY_EXC_ERR } else { 0 };
-            finish_now(c, qp, wr.wr_id, op, len as u32, signaled, status);
-            return Ok(());
-        };
-        if qpt == IBV_QPT_XRC_SEND {
-            m.srqn = wr.qp_type.xrc.remote_srqn;
-        }
-        let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND {
-            F_EXT
-        } else {
-            0
-        };
-        if wr.send_flags & IBV_SEND_SOLICITED != 0 {
-            flags |= F_SOLICITED;
-        }
-        if matches!(wr.opcode, IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM) {
-            flags |= F_IMM;
-            m.imm = wr.imm.imm_data;
-        }
-        if wr.opcode == IBV_WR_SEND_WITH_INV {
-            flags |= F_INV;
-            m.imm = wr.imm.invalidate_rkey;
-        }
-        m.kind = match wr.opcode {
-            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => K_SEND,
-            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => K_WRITE,
-            IBV_WR_RDMA_READ => K_READ,
-            IBV_WR_ATOMIC_CMP_AND_SWP => K_CAS,
-            IBV_WR_ATOMIC_WRITE => K_AWRITE,
-            _ => K_FAA,
-        };
-        match m.kind {
-            K_WRITE | K_READ => {
-                m.raddr = wr.wr.rdma.remote_addr;
-                m.rkey = wr.wr.rdma.rkey;
+                l
             }
-            K_AWRITE => {
-                m.raddr = wr.wr.rdma.remote_addr;
-                m.rkey = wr.wr.rdma.rkey;
+        };
+        (dqpn, l)
+    };
+    m.dst_qpn = dest;
+    let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
+    let Some(link) = link else {
+        let status = if reliable { IBV_WC_RETRY_EXC_ERR } else { 0 };
+        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, status);
+        return Ok(());
+    };
+    if qpt == IBV_QPT_XRC_SEND {
+        // SAFETY: an XRC request uses the `xrc` member (a `u32`).
+        m.srqn = unsafe { wr.qp_type.xrc.remote_srqn };
+    }
+    let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND {
+        F_EXT
+    } else {
+        0
+    };
+    if wr.send_flags & IBV_SEND_SOLICITED != 0 {
+        flags |= F_SOLICITED;
+    }
+    if matches!(wr.opcode, IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM) {
+        flags |= F_IMM;
+        // SAFETY: `imm` is a union of two `u32`s: every bit pattern is valid.
+        m.imm = unsafe { wr.imm.imm_data };
+    }
+    if wr.opcode == IBV_WR_SEND_WITH_INV {
+        flags |= F_INV;
+        // SAFETY: as above.
+        m.imm = unsafe { wr.imm.invalidate_rkey };
+    }
+    m.kind = match wr.opcode {
+        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => K_SEND,
+        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => K_WRITE,
+        IBV_WR_RDMA_READ => K_READ,
+        IBV_WR_ATOMIC_CMP_AND_SWP => K_CAS,
+        IBV_WR_ATOMIC_WRITE => K_AWRITE,
+        _ => K_FAA,
+    };
+    match m.kind {
+        K_WRITE | K_READ | K_AWRITE => {
+            // SAFETY: RDMA requests use the `rdma` member (integers).
+            let r = unsafe { wr.wr.rdma };
+            m.raddr = r.remote_addr;
+            m.rkey = r.rkey;
+            if m.kind == K_AWRITE {
                 let mut v = [0u8; 8];
-                gather(sges, 0, v.as_mut_ptr(), 8);
+                // SAFETY: the 8 bytes (len == 8, checked) of the SGE list are
+                // readable: it passed `check_local`, or is inline data the
+                // application provides readable for the call.
+                unsafe { gather(sges, 0, v.as_mut_ptr(), 8) };
                 m.swap = u64::from_ne_bytes(v);
             }
-            K_CAS | K_FAA => {
-                m.raddr = wr.wr.atomic.remote_addr;
-                m.rkey = wr.wr.atomic.rkey;
-                m.cmp = wr.wr.atomic.compare_add;
-                m.swap = wr.wr.atomic.swap;
-            }
-            _ => {}
         }
-        let tx = lock(&link.tx_lock);
-        if reliable {
-            let mut st = lock(&qp.st);
-            let seq = st.next_seq;
-            st.next_seq += 1;
-            let keep = if is_read || is_atomic {
-                sges.to_vec()
-            } else {
-                Vec::new()
-            };
-            st.sq.push_back(SWqe {
-                seq,
-                wr_id: wr.wr_id,
-                op,
-                signaled,
-                len: len as u32,
-                done: None,
-                sges: keep,
-            });
-            m.seq = seq;
+        K_CAS | K_FAA => {
+            // SAFETY: atomic requests use the `atomic` member (integers).
+            let a = unsafe { wr.wr.atomic };
+            m.raddr = a.remote_addr;
+            m.rkey = a.rkey;
+            m.cmp = a.compare_add;
+            m.swap = a.swap;
         }
-        let mut ok = true;
-        if m.kind == K_SEND || m.kind == K_WRITE {
-            let mut off = 0u64;
-            loop {
-                let plen = (len - off).min(MAX_CHUNK as u64) as usize;
-                let mut h = m;
-                h.off = off;
-                h.flags = flags & !(F_SOLICITED | F_IMM | F_INV);
-                if off == 0 {
-                    h.flags |= F_FIRST;
-                }
-                if off + plen as u64 >= len {
-                    h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM | F_INV));
-                }
-                let o = off;
-                if !c.send_msg(&link, &h, plen, &mut |d| gather(sges, o, d, plen)) {
-                    ok = false;
-                    break;
-                }
-                off += plen as u64;
-                if off >= len {
-                    break;
-                }
-            }
-        } else {
-            m.flags = F_FIRST | F_LAST | (flags & F_EXT);
-            ok = c.send_msg(&link, &m, 0, &mut |_| {});
-        }
-        drop(tx);
-        if !reliable {
-            finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
-        } else if !ok {
-            let mut st = lock(&qp.st);
-            if let Some(w) = st.sq.iter_mut().find(|w| w.seq == m.seq) {
-                if w.done.is_none() {
-                    w.done = Some(IBV_WC_RETRY_EXC_ERR);
-                }
-            }
-            c.to_err(qp, &mut st);
-        }
-        Ok(())
+        _ => {}
     }
+    let tx = lock(&link.tx_lock);
+    if reliable {
+        let mut st = lock(&qp.st);
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        let keep = if is_read || is_atomic {
+            sges.to_vec()
+        } else {
+            Vec::new()
+        };
+        st.sq.push_back(SWqe {
+            seq,
+            wr_id: wr.wr_id,
+            op,
+            signaled,
+            len: len as u32,
+            done: None,
+            sges: keep,
+        });
+        m.seq = seq;
+    }
+    let mut ok = true;
+    if m.kind == K_SEND || m.kind == K_WRITE {
+        let mut off = 0u64;
+        loop {
+            let plen = (len - off).min(MAX_CHUNK as u64) as usize;
+            let mut h = m;
+            h.off = off;
+            h.flags = flags & !(F_SOLICITED | F_IMM | F_INV);
+            if off == 0 {
+                h.flags |= F_FIRST;
+            }
+            if off + plen as u64 >= len {
+                h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM | F_INV));
+            }
+            let o = off;
+            let mut fill = |d: *mut u8| {
+                // SAFETY: bytes [o, o+plen) of the SGE list are readable (it
+                // passed `check_local`, or is inline data readable for the
+                // call; o + plen <= len, its total); `d` is the `plen` bytes
+                // of ring space `send_msg` reserved.
+                unsafe { gather(sges, o, d, plen) }
+            };
+            if !c.send_msg(&link, &h, plen, &mut fill) {
+                ok = false;
+                break;
+            }
+            off += plen as u64;
+            if off >= len {
+                break;
+            }
+        }
+    } else {
+        m.flags = F_FIRST | F_LAST | (flags & F_EXT);
+        ok = c.send_msg(&link, &m, 0, &mut |_| {});
+    }
+    drop(tx);
+    if !reliable {
+        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
+    } else if !ok {
+        let mut st = lock(&qp.st);
+        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == m.seq) {
+            if w.done.is_none() {
+                w.done = Some(IBV_WC_RETRY_EXC_ERR);
+            }
+        }
+        c.to_err(qp, &mut st);
+    }
+    Ok(())
 }
 
 pub static OPS: verbs_context_ops = verbs_context_ops {
