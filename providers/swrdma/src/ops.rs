@@ -375,36 +375,35 @@ unsafe extern "C" fn query_device_ex(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_port_attr) -> c_int {
-    // SAFETY: `attr` points to an `ibv_port_attr` to fill (the verb's contract).
-    unsafe {
-        if port != 1 {
-            return libc::EINVAL;
-        }
-        let a = &mut *attr;
-        a.state = IBV_PORT_ACTIVE;
-        a.max_mtu = IBV_MTU_4096;
-        a.active_mtu = IBV_MTU_4096;
-        a.gid_tbl_len = device::GID_TBL_LEN as i32;
-        a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
-        a.max_msg_sz = 0x8000_0000;
-        a.bad_pkey_cntr = 0;
-        a.qkey_viol_cntr = 0;
-        a.pkey_tbl_len = 1;
-        a.lid = 0;
-        a.sm_lid = 0;
-        a.lmc = 0;
-        a.max_vl_num = 1;
-        a.sm_sl = 0;
-        a.subnet_timeout = 0;
-        a.init_type_reply = 0;
-        a.active_width = 2; // 4X
-        a.active_speed = 32; // EDR
-        a.phys_state = 5; // LinkUp
-        a.link_layer = IBV_LINK_LAYER_ETHERNET as u8;
-        a.flags = 0;
-        a.port_cap_flags2 = 0;
-        0
+    if port != 1 {
+        return libc::EINVAL;
     }
+    // SAFETY: `attr` is room for a port attribute (the verb's contract),
+    // not otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
+    a.state = IBV_PORT_ACTIVE;
+    a.max_mtu = IBV_MTU_4096;
+    a.active_mtu = IBV_MTU_4096;
+    a.gid_tbl_len = device::GID_TBL_LEN as i32;
+    a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+    a.max_msg_sz = 0x8000_0000;
+    a.bad_pkey_cntr = 0;
+    a.qkey_viol_cntr = 0;
+    a.pkey_tbl_len = 1;
+    a.lid = 0;
+    a.sm_lid = 0;
+    a.lmc = 0;
+    a.max_vl_num = 1;
+    a.sm_sl = 0;
+    a.subnet_timeout = 0;
+    a.init_type_reply = 0;
+    a.active_width = 2; // 4X
+    a.active_speed = 32; // EDR
+    a.phys_state = 5; // LinkUp
+    a.link_layer = IBV_LINK_LAYER_ETHERNET as u8;
+    a.flags = 0;
+    a.port_cap_flags2 = 0;
+    0
 }
 
 // ---------------------------------------------------------------------------
@@ -416,16 +415,14 @@ unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_p
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
-    // SAFETY: `context` is one of our contexts (ctx_of's contract).
-    unsafe {
-        let c = ctx_of(context);
-        let id = c.new_obj_id();
-        let p = Box::into_raw(Box::new(SwPd {
-            pd: ibv_pd { context, handle: id },
-            id,
-        }));
-        p as *mut ibv_pd
-    }
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    let id = c.new_obj_id();
+    let p = Box::into_raw(Box::new(SwPd {
+        pd: ibv_pd { context, handle: id },
+        id,
+    }));
+    p as *mut ibv_pd
 }
 
 /// A parent domain is a PD (the same protection domain as the one it
@@ -441,24 +438,23 @@ unsafe extern "C" fn alloc_parent_domain(
     context: *mut ibv_context,
     attr: *mut ibv_parent_domain_init_attr,
 ) -> *mut ibv_pd {
-    // SAFETY: `attr` is a valid init attribute; its `pd` (checked non-null) is a PD of ours and
-    // `td` null or a TD of ours, as the verb requires.
-    unsafe {
-        let a = &*attr;
-        if a.pd.is_null()
-            || (*a.pd).context != context
-            || (!a.td.is_null() && (*a.td).context != context)
-            || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0
-        {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        let id = pd_id(a.pd);
-        Box::into_raw(Box::new(SwPd {
-            pd: ibv_pd { context, handle: id },
-            id,
-        })) as *mut ibv_pd
+    // SAFETY: `attr` is a valid init attribute (the verb's contract).
+    let a = unsafe { &*attr };
+    // SAFETY: `pd` and `td` are null (checked first) or a PD / TD of the
+    // application's, ours by the contract, live during the call.
+    let bad = a.pd.is_null()
+        || unsafe { (*a.pd).context } != context
+        || (!a.td.is_null() && unsafe { (*a.td).context } != context);
+    if bad || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
     }
+    // SAFETY: `a.pd` is non-null, so one of our `SwPd`s (see above).
+    let id = unsafe { pd_id(a.pd) };
+    Box::into_raw(Box::new(SwPd {
+        pd: ibv_pd { context, handle: id },
+        id,
+    })) as *mut ibv_pd
 }
 
 /// Thread domains: a promise of single-threaded use, which this device does
@@ -469,14 +465,12 @@ unsafe extern "C" fn alloc_parent_domain(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut ibv_td_init_attr) -> *mut ibv_td {
-    // SAFETY: `attr` is null or a valid init attribute (checked).
-    unsafe {
-        if !attr.is_null() && (*attr).comp_mask != 0 {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        Box::into_raw(Box::new(ibv_td { context }))
+    // SAFETY: `attr` is null (checked first) or a valid init attribute.
+    if !attr.is_null() && unsafe { (*attr).comp_mask } != 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
     }
+    Box::into_raw(Box::new(ibv_td { context }))
 }
 
 /// # Safety
@@ -514,50 +508,50 @@ unsafe extern "C" fn reg_mr(
     hca_va: u64,
     access: c_int,
 ) -> *mut ibv_mr {
-    // SAFETY: `pd` is one of our PDs; `addr`/`length` are only recorded (never dereferenced here:
-    // later accesses are range-checked against them and done by the owner).
-    unsafe {
-        let c = ctx_of((*pd).context);
-        let access = access as u32;
-        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if access & IBV_ACCESS_MW_BIND != 0 {
-            // no memory windows; fall through ignoring the bind right
-        }
-        let key = new_key(c);
-        c.insert_mr(
-            key,
-            MrEnt {
-                pd: pd_id(pd),
-                va: addr as u64,
-                addr: hca_va,
-                len: length as u64,
-                access,
-                mw: 0,
-                parent: 0,
-                qpn: 0,
-            },
-        );
-        let m = Box::into_raw(Box::new(SwMr {
-            vmr: verbs_mr {
-                ibv_mr: ibv_mr {
-                    context: (*pd).context,
-                    pd,
-                    addr,
-                    length,
-                    handle: key,
-                    lkey: key,
-                    rkey: key,
-                },
-                mr_type: IBV_MR_TYPE_MR,
-                access: access as c_int,
-            },
-            dm: std::ptr::null_mut(),
-        }));
-        m as *mut ibv_mr
+    // SAFETY: `pd` is one of our PDs (an `SwPd`), so its context is one of
+    // our contexts (the contract).  `addr`/`length` are only recorded,
+    // never dereferenced here: later accesses are range-checked against
+    // them and done by this process.
+    let (context, c, pdid) = unsafe { ((*pd).context, ctx_of((*pd).context), pd_id(pd)) };
+    let access = access as u32;
+    if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
     }
+    if access & IBV_ACCESS_MW_BIND != 0 {
+        // no memory windows; fall through ignoring the bind right
+    }
+    let key = c.new_key();
+    c.insert_mr(
+        key,
+        MrEnt {
+            pd: pdid,
+            va: addr as u64,
+            addr: hca_va,
+            len: length as u64,
+            access,
+            mw: 0,
+            parent: 0,
+            qpn: 0,
+        },
+    );
+    let m = Box::into_raw(Box::new(SwMr {
+        vmr: verbs_mr {
+            ibv_mr: ibv_mr {
+                context,
+                pd,
+                addr,
+                length,
+                handle: key,
+                lkey: key,
+                rkey: key,
+            },
+            mr_type: IBV_MR_TYPE_MR,
+            access: access as c_int,
+        },
+        dm: std::ptr::null_mut(),
+    }));
+    m as *mut ibv_mr
 }
 
 /// ibv_advise_mr: nothing to prefetch (the owner's own page faults do it),
@@ -568,40 +562,41 @@ unsafe extern "C" fn reg_mr(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mut ibv_sge, n: u32) -> c_int {
-    // SAFETY: `pd` is one of our PDs and `sg` (checked non-null) holds `n` SGEs (the verb's
-    // contract).
-    unsafe {
-        if !matches!(
-            advice,
-            IBV_ADVISE_MR_ADVICE_PREFETCH
-                | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
-                | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
-        ) || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
-            || n == 0
-            || sg.is_null()
+    if !matches!(
+        advice,
+        IBV_ADVISE_MR_ADVICE_PREFETCH | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+    ) || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
+        || n == 0
+        || sg.is_null()
+    {
+        return libc::EINVAL;
+    }
+    // SAFETY: `pd` is one of our PDs, its context one of ours; `sg` (checked
+    // non-null) holds `n` SGEs (the verb's contract).
+    let (c, pdid, sgl) = unsafe {
+        (
+            ctx_of((*pd).context),
+            pd_id(pd),
+            std::slice::from_raw_parts(sg, n as usize),
+        )
+    };
+    for s in sgl {
+        let Some(m) = c.mr(s.lkey) else { return libc::EINVAL };
+        if m.pd != pdid || m.access & IBV_ACCESS_ON_DEMAND == 0 {
+            return libc::EINVAL;
+        }
+        if s.addr < m.addr
+            || s.addr
+                .checked_add(s.length as u64)
+                .is_none_or(|e| e > m.addr.saturating_add(m.len))
         {
             return libc::EINVAL;
         }
-        let c = ctx_of((*pd).context);
-        let pdid = pd_id(pd);
-        for s in std::slice::from_raw_parts(sg, n as usize) {
-            let Some(m) = c.mr(s.lkey) else { return libc::EINVAL };
-            if m.pd != pdid || m.access & IBV_ACCESS_ON_DEMAND == 0 {
-                return libc::EINVAL;
-            }
-            if s.addr < m.addr
-                || s.addr
-                    .checked_add(s.length as u64)
-                    .is_none_or(|e| e > m.addr.saturating_add(m.len))
-            {
-                return libc::EINVAL;
-            }
-            if advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
-                return libc::EINVAL;
-            }
+        if advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
+            return libc::EINVAL;
         }
-        0
     }
+    0
 }
 
 /// # Safety
@@ -616,53 +611,54 @@ unsafe extern "C" fn rereg_mr(
     length: usize,
     access: c_int,
 ) -> c_int {
-    // SAFETY: `vmr` is the `verbs_mr` at the start of a live `SwMr` of ours; `pd` (used only with
-    // CHANGE_PD, checked non-null) is one of our PDs.
-    unsafe {
-        let m = vmr as *mut SwMr;
-        let c = ctx_of((*m).vmr.ibv_mr.context);
-        let flags = flags as u32;
-        let access = access as u32;
-        if flags & IBV_REREG_MR_CHANGE_ACCESS != 0
-            && access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
-            && access & IBV_ACCESS_LOCAL_WRITE == 0
-        {
-            set_errno(libc::EINVAL);
-            return libc::EINVAL;
+    let m = vmr as *mut SwMr;
+    // SAFETY: `vmr` is the `verbs_mr` at the start of a live `SwMr` of
+    // ours (the contract); its context is one of ours.
+    let (c, lkey) = unsafe { (ctx_of((*m).vmr.ibv_mr.context), (*m).vmr.ibv_mr.lkey) };
+    let flags = flags as u32;
+    let access = access as u32;
+    if flags & IBV_REREG_MR_CHANGE_ACCESS != 0
+        && access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
+        && access & IBV_ACCESS_LOCAL_WRITE == 0
+    {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    }
+    if flags & IBV_REREG_MR_CHANGE_PD != 0 && pd.is_null() {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    }
+    let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
+        // SAFETY: `pd` is non-null (checked above), so one of our PDs.
+        Some(unsafe { pd_id(pd) })
+    } else {
+        None
+    };
+    // The keys stay; what the MR covers, who may use it and how changes
+    // at once for every later access (they all look the key up).
+    let found = c.update_mr(lkey, |e| {
+        if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+            e.va = addr as u64;
+            e.addr = addr as u64;
+            e.len = length as u64;
         }
-        if flags & IBV_REREG_MR_CHANGE_PD != 0 && pd.is_null() {
-            set_errno(libc::EINVAL);
-            return libc::EINVAL;
-        }
-        let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
-            Some(pd_id(pd))
-        } else {
-            None
-        };
-        // The keys stay; what the MR covers, who may use it and how changes
-        // at once for every later access (they all look the key up).
-        let found = c.update_mr((*m).vmr.ibv_mr.lkey, |e| {
-            if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
-                e.va = addr as u64;
-                e.addr = addr as u64;
-                e.len = length as u64;
-            }
-            if let Some(p) = new_pd {
-                e.pd = p;
-            }
-            if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
-                e.access = access;
-            }
-        });
-        if !found {
-            set_errno(libc::EINVAL);
-            return libc::EINVAL;
+        if let Some(p) = new_pd {
+            e.pd = p;
         }
         if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
-            (*m).vmr.access = access as c_int;
+            e.access = access;
         }
-        0
+    });
+    if !found {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
     }
+    if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+        // SAFETY: `m` is our live `SwMr` (see above); the application does
+        // not use the MR concurrently with rereg (the verb's contract).
+        unsafe { (*m).vmr.access = access as c_int };
+    }
+    0
 }
 
 // ----- device memory ---------------------------------------------------------
@@ -690,15 +686,14 @@ unsafe fn dm_range_ok(dm: *mut ibv_dm, off: u64, len: usize) -> Option<*mut u8> 
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn memcpy_to_dm(dm: *mut ibv_dm, off: u64, host: *const c_void, len: usize) -> c_int {
-    // SAFETY: `dm` is one of our `SwDm`s; `dm_range_ok` checked `[off, off+len)` is inside its
-    // mapping, and `host` has `len` readable bytes (the verb's contract).
-    unsafe {
-        let Some(p) = dm_range_ok(dm, off, len) else {
-            return libc::EINVAL;
-        };
-        std::ptr::copy(host as *const u8, p, len);
-        0
-    }
+    // SAFETY: `dm` is one of our `SwDm`s (the contract).
+    let Some(p) = (unsafe { dm_range_ok(dm, off, len) }) else {
+        return libc::EINVAL;
+    };
+    // SAFETY: `dm_range_ok` checked `[off, off+len)` is inside the DM's
+    // mapping; `host` has `len` readable bytes (the verb's contract).
+    unsafe { std::ptr::copy(host as *const u8, p, len) };
+    0
 }
 
 /// # Safety
@@ -706,15 +701,14 @@ unsafe extern "C" fn memcpy_to_dm(dm: *mut ibv_dm, off: u64, host: *const c_void
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn memcpy_from_dm(host: *mut c_void, dm: *mut ibv_dm, off: u64, len: usize) -> c_int {
-    // SAFETY: `dm` is one of our `SwDm`s; `dm_range_ok` checked `[off, off+len)` is inside its
-    // mapping, and `host` has room for `len` bytes (the verb's contract).
-    unsafe {
-        let Some(p) = dm_range_ok(dm, off, len) else {
-            return libc::EINVAL;
-        };
-        std::ptr::copy(p, host as *mut u8, len);
-        0
-    }
+    // SAFETY: `dm` is one of our `SwDm`s (the contract).
+    let Some(p) = (unsafe { dm_range_ok(dm, off, len) }) else {
+        return libc::EINVAL;
+    };
+    // SAFETY: `dm_range_ok` checked `[off, off+len)` is inside the DM's
+    // mapping; `host` has room for `len` bytes (the verb's contract).
+    unsafe { std::ptr::copy(p, host as *mut u8, len) };
+    0
 }
 
 /// # Safety
@@ -722,46 +716,48 @@ unsafe extern "C" fn memcpy_from_dm(host: *mut c_void, dm: *mut ibv_dm, off: u64
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm {
-    // SAFETY: `attr` is a valid attribute, `context` one of ours; the mapping is fresh (no hint)
-    // and owned by the new `SwDm`.
-    unsafe {
-        let a = &*attr;
-        if a.comp_mask != 0 || a.length == 0 || a.log_align_req > 12 {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if a.length > MAX_DM {
-            set_errno(libc::ENOMEM);
-            return std::ptr::null_mut();
-        }
-        let len = (a.length + 4095) & !4095;
-        let p = libc::mmap(
+    // SAFETY: `attr` is a valid attribute (the verb's contract).
+    let a = unsafe { &*attr };
+    if a.comp_mask != 0 || a.length == 0 || a.log_align_req > 12 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if a.length > MAX_DM {
+        set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
+    }
+    let len = (a.length + 4095) & !4095;
+    // SAFETY: a fresh anonymous mapping (no hint, no descriptor), owned by
+    // the `SwDm` made below and unmapped by free_dm.
+    let p = unsafe {
+        libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
-        );
-        if p == libc::MAP_FAILED {
-            set_errno(libc::ENOMEM);
-            return std::ptr::null_mut();
-        }
-        let c = ctx_of(context);
-        let d = Box::into_raw(Box::new(SwDm {
-            dm: ibv_dm {
-                context,
-                memcpy_to_dm: Some(memcpy_to_dm),
-                memcpy_from_dm: Some(memcpy_from_dm),
-                comp_mask: 0,
-                handle: c.new_obj_id(),
-            },
-            base: p as *mut u8,
-            len: a.length,
-            mrs: AtomicU32::new(0),
-        }));
-        d as *mut ibv_dm
+        )
+    };
+    if p == libc::MAP_FAILED {
+        set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
     }
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    let d = Box::into_raw(Box::new(SwDm {
+        dm: ibv_dm {
+            context,
+            memcpy_to_dm: Some(memcpy_to_dm),
+            memcpy_from_dm: Some(memcpy_from_dm),
+            comp_mask: 0,
+            handle: c.new_obj_id(),
+        },
+        base: p as *mut u8,
+        len: a.length,
+        mrs: AtomicU32::new(0),
+    }));
+    d as *mut ibv_dm
 }
 
 /// # Safety
@@ -769,17 +765,18 @@ unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn free_dm(dm: *mut ibv_dm) -> c_int {
-    // SAFETY: `dm` is a `Box<SwDm>` made by alloc_dm, destroyed once; its mapping (`base`, rounded
-    // `len`) is unmapped only here, and only when no MR uses it.
-    unsafe {
-        let d = dm as *mut SwDm;
-        if (*d).mrs.load(Ordering::SeqCst) != 0 {
-            return libc::EBUSY;
-        }
-        let d = Box::from_raw(d);
-        libc::munmap(d.base as *mut c_void, (d.len + 4095) & !4095);
-        0
+    let d = dm as *mut SwDm;
+    // SAFETY: `dm` is the start of a live `Box<SwDm>` made by alloc_dm (the
+    // contract).
+    if unsafe { (*d).mrs.load(Ordering::SeqCst) } != 0 {
+        return libc::EBUSY;
     }
+    // SAFETY: as above; destroyed once (the verb's contract).
+    let d = unsafe { Box::from_raw(d) };
+    // SAFETY: the DM's own mapping (base, length rounded as in alloc_dm),
+    // used by no MR (checked above) and no longer reachable.
+    unsafe { libc::munmap(d.base as *mut c_void, (d.len + 4095) & !4095) };
+    0
 }
 
 /// # Safety
@@ -793,67 +790,59 @@ unsafe extern "C" fn reg_dm_mr(
     length: usize,
     access: c_uint,
 ) -> *mut ibv_mr {
-    // SAFETY: `pd` and `dm` are ours (an `SwDm`); the range is checked against the DM's length
-    // before its address is recorded.
-    unsafe {
-        let allowed = IBV_ACCESS_ZERO_BASED
-            | IBV_ACCESS_LOCAL_WRITE
-            | IBV_ACCESS_REMOTE_WRITE
-            | IBV_ACCESS_REMOTE_READ
-            | IBV_ACCESS_REMOTE_ATOMIC;
-        let d = dm as *mut SwDm;
-        if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || (*dm).context != (*pd).context {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if off.checked_add(length as u64).is_none_or(|e| e > (*d).len as u64) {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        let c = ctx_of((*pd).context);
-        let key = new_key(c);
-        let access = access & !IBV_ACCESS_ZERO_BASED;
-        c.insert_mr(
-            key,
-            MrEnt {
-                pd: pd_id(pd),
-                va: (*d).base as u64 + off,
-                addr: 0,
-                len: length as u64,
-                access,
-                mw: 0,
-                parent: 0,
-                qpn: 0,
-            },
-        );
-        (*d).mrs.fetch_add(1, Ordering::SeqCst);
-        let m = Box::into_raw(Box::new(SwMr {
-            vmr: verbs_mr {
-                ibv_mr: ibv_mr {
-                    context: (*pd).context,
-                    pd,
-                    addr: std::ptr::null_mut(),
-                    length,
-                    handle: key,
-                    lkey: key,
-                    rkey: key,
-                },
-                mr_type: IBV_MR_TYPE_MR,
-                access: access as c_int,
-            },
-            dm: d,
-        }));
-        m as *mut ibv_mr
+    let allowed = IBV_ACCESS_ZERO_BASED
+        | IBV_ACCESS_LOCAL_WRITE
+        | IBV_ACCESS_REMOTE_WRITE
+        | IBV_ACCESS_REMOTE_READ
+        | IBV_ACCESS_REMOTE_ATOMIC;
+    // SAFETY: `pd` is one of our PDs and `dm` the start of one of our live
+    // `SwDm`s (the contract); their contexts are ours.
+    let (d, context, c, pdid) = unsafe { (&*(dm as *mut SwDm), (*pd).context, ctx_of((*pd).context), pd_id(pd)) };
+    if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || d.dm.context != context {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
     }
-}
-
-/// A fresh MR/MW key: an index (unique in the context) and an 8-bit tag.
-fn new_key(c: &Ctx) -> u32 {
-    c.new_key()
+    if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if off.checked_add(length as u64).is_none_or(|e| e > d.len as u64) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let key = c.new_key();
+    let access = access & !IBV_ACCESS_ZERO_BASED;
+    c.insert_mr(
+        key,
+        MrEnt {
+            pd: pdid,
+            va: d.base as u64 + off,
+            addr: 0,
+            len: length as u64,
+            access,
+            mw: 0,
+            parent: 0,
+            qpn: 0,
+        },
+    );
+    d.mrs.fetch_add(1, Ordering::SeqCst);
+    let m = Box::into_raw(Box::new(SwMr {
+        vmr: verbs_mr {
+            ibv_mr: ibv_mr {
+                context,
+                pd,
+                addr: std::ptr::null_mut(),
+                length,
+                handle: key,
+                lkey: key,
+                rkey: key,
+            },
+            mr_type: IBV_MR_TYPE_MR,
+            access: access as c_int,
+        },
+        dm: dm as *mut SwDm,
+    }));
+    m as *mut ibv_mr
 }
 
 // ----- memory windows --------------------------------------------------------
@@ -868,22 +857,20 @@ fn new_key(c: &Ctx) -> u32 {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
-    // SAFETY: `pd` is one of our PDs.
-    unsafe {
-        if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        let c = ctx_of((*pd).context);
-        let key = new_key(c);
-        Box::into_raw(Box::new(ibv_mw {
-            context: (*pd).context,
-            pd,
-            rkey: key,
-            handle: key,
-            r#type: ty,
-        }))
+    if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
     }
+    // SAFETY: `pd` is one of our PDs; its context is one of ours.
+    let (context, c) = unsafe { ((*pd).context, ctx_of((*pd).context)) };
+    let key = c.new_key();
+    Box::into_raw(Box::new(ibv_mw {
+        context,
+        pd,
+        rkey: key,
+        handle: key,
+        r#type: ty,
+    }))
 }
 
 /// # Safety
@@ -941,30 +928,32 @@ unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bi
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bind) -> c_int {
-    // SAFETY: `ibqp` is one of our QPs, `mw` one of our windows and `b` a valid bind request (the
-    // verb's contract).
-    unsafe {
+    // SAFETY: `ibqp` is one of our QPs, `mw` one of our windows and `b` a
+    // valid bind request (the verb's contract).
+    let (c, qp, ty, b) = unsafe {
         let (c, qp) = qp_of(ibqp);
-        if (*mw).r#type != IBV_MW_TYPE_1 || !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND) {
-            return libc::EINVAL;
-        }
-        let b = &*b;
-        let signaled = b.send_flags & IBV_SEND_SIGNALED != 0;
-        let state = lock(&qp.st).state;
-        if state == IBV_QPS_ERR {
-            finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, IBV_WC_WR_FLUSH_ERR);
-            return 0;
-        }
-        if state != IBV_QPS_RTS {
-            return libc::EINVAL;
-        }
-        let status = match do_bind(c, &qp, mw, 0, &b.bind_info) {
-            Ok(()) => 0,
-            Err(s) => s,
-        };
-        finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, status);
-        0
+        (c, qp, (*mw).r#type, &*b)
+    };
+    if ty != IBV_MW_TYPE_1 || !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND) {
+        return libc::EINVAL;
     }
+    let signaled = b.send_flags & IBV_SEND_SIGNALED != 0;
+    let state = lock(&qp.st).state;
+    if state == IBV_QPS_ERR {
+        finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, IBV_WC_WR_FLUSH_ERR);
+        return 0;
+    }
+    if state != IBV_QPS_RTS {
+        return libc::EINVAL;
+    }
+    // SAFETY: `mw` is our live window, `qp` our live QP, and the bind's MR
+    // null or one of ours (the verb's contract).
+    let status = match unsafe { do_bind(c, &qp, mw, 0, &b.bind_info) } {
+        Ok(()) => 0,
+        Err(s) => s,
+    };
+    finish_now(c, &qp, b.wr_id, IBV_WC_BIND_MW, 0, signaled, status);
+    0
 }
 
 /// # Safety
@@ -972,18 +961,16 @@ unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr / reg_dm_mr, destroyed once; its
-    // `dm` is null or a live `SwDm` (free_dm refuses while MRs use it).
-    unsafe {
-        let m = vmr as *mut SwMr;
-        let c = ctx_of((*m).vmr.ibv_mr.context);
-        c.remove_mr((*m).vmr.ibv_mr.lkey);
-        if !(*m).dm.is_null() {
-            (*(*m).dm).mrs.fetch_sub(1, Ordering::SeqCst);
-        }
-        drop(Box::from_raw(m));
-        0
+    // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr /
+    // reg_dm_mr, destroyed once (the verb's contract); its context is ours.
+    let (c, m) = unsafe { (ctx_of((*vmr).ibv_mr.context), Box::from_raw(vmr as *mut SwMr)) };
+    c.remove_mr(m.vmr.ibv_mr.lkey);
+    if !m.dm.is_null() {
+        // SAFETY: a DM MR's `dm` is a live `SwDm`: free_dm refuses while
+        // its MR count (which this MR holds) is not zero.
+        unsafe { (*m.dm).mrs.fetch_sub(1, Ordering::SeqCst) };
     }
+    0
 }
 
 /// # Safety
@@ -991,22 +978,18 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-    // SAFETY: `pd` is one of our PDs and `attr` a valid address vector.
-    unsafe {
-        if (*attr).port_num != 1 || ((*attr).is_global != 0 && (*attr).grh.sgid_index as usize >= device::GID_TBL_LEN) {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        let a = Box::into_raw(Box::new(SwAh {
-            ah: ibv_ah {
-                context: (*pd).context,
-                pd,
-                handle: 0,
-            },
-            attr: *attr,
-        }));
-        a as *mut ibv_ah
+    // SAFETY: `attr` is a valid address vector and `pd` one of our PDs (the
+    // verb's contract); the attribute is copied.
+    let (attr, context) = unsafe { (*attr, (*pd).context) };
+    if attr.port_num != 1 || (attr.is_global != 0 && attr.grh.sgid_index as usize >= device::GID_TBL_LEN) {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
     }
+    let a = Box::into_raw(Box::new(SwAh {
+        ah: ibv_ah { context, pd, handle: 0 },
+        attr,
+    }));
+    a as *mut ibv_ah
 }
 
 /// # Safety
@@ -1026,20 +1009,18 @@ unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
-    // SAFETY: `context` is one of our contexts.
-    unsafe {
-        let c = ctx_of(context);
-        let id = c.new_obj_id();
-        let x = Box::into_raw(Box::new(SwXrcd {
-            vx: verbs_xrcd {
-                xrcd: ibv_xrcd { context },
-                comp_mask: VERBS_XRCD_HANDLE,
-                handle: id,
-            },
-            id,
-        }));
-        x as *mut ibv_xrcd
-    }
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    let id = c.new_obj_id();
+    let x = Box::into_raw(Box::new(SwXrcd {
+        vx: verbs_xrcd {
+            xrcd: ibv_xrcd { context },
+            comp_mask: VERBS_XRCD_HANDLE,
+            handle: id,
+        },
+        id,
+    }));
+    x as *mut ibv_xrcd
 }
 
 /// # Safety
@@ -1061,25 +1042,28 @@ unsafe extern "C" fn close_xrcd(x: *mut ibv_xrcd) -> c_int {
 /// # Safety
 /// `context` is one of our contexts; `channel` is null or a live completion channel.
 unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel) -> *mut SwCq {
-    // SAFETY: the `SwCq` is ours, fresh from `Box::into_raw`; an all-zero `verbs_cq` is valid
-    // (integers, null pointers, `None`s); `channel` is null or live (the contract).
-    unsafe {
-        let c = ctx_of(context);
-        let s = Box::into_raw(Box::new(SwCq {
-            vcq: std::mem::zeroed(),
-            cq: std::ptr::null(),
-            ctx: c,
-            cur: wc_zero(),
-        }));
-        let chan_fd = if channel.is_null() { -1 } else { (*channel).fd };
+    // SAFETY: `context` is one of our contexts; `channel` is null (checked)
+    // or a live completion channel (the contract).
+    let (c, chan_fd) = unsafe { (ctx_of(context), if channel.is_null() { -1 } else { (*channel).fd }) };
+    let s = Box::into_raw(Box::new(SwCq {
+        // SAFETY: `verbs_cq` is integers, pointers, `Option<fn>`s and
+        // pthread objects the library initialises: all-zero is valid.
+        vcq: unsafe { std::mem::zeroed() },
+        cq: std::ptr::null(),
+        ctx: c,
+        cur: wc_zero(),
+    }));
+    // SAFETY: `s` is the fresh box made above, not yet visible to anyone;
+    // `cq_ex` is the member of the `verbs_cq` union an extended CQ uses.
+    let ex = unsafe {
         (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
-        let ex = &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex);
-        ex.context = context;
-        ex.channel = channel;
-        ex.cqe = cqe;
-        crate::qpex::fill_cq_ex(ex);
-        s
-    }
+        &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)
+    };
+    ex.context = context;
+    ex.channel = channel;
+    ex.cqe = cqe;
+    crate::qpex::fill_cq_ex(ex);
+    s
 }
 
 /// # Safety
@@ -1092,14 +1076,14 @@ unsafe extern "C" fn create_cq(
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
 ) -> *mut ibv_cq {
-    // SAFETY: `context` is one of our contexts; `channel` null or a live channel.
-    unsafe {
-        if !(1..=MAX_CQE).contains(&cqe) || comp_vector < 0 || comp_vector >= (*context).num_comp_vectors {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        new_cq(context, cqe, channel) as *mut ibv_cq
+    // SAFETY: `context` is one of our contexts (the contract).
+    let vectors = unsafe { (*context).num_comp_vectors };
+    if !(1..=MAX_CQE).contains(&cqe) || comp_vector < 0 || comp_vector >= vectors {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
     }
+    // SAFETY: `context` is ours and `channel` null or live (the contract).
+    (unsafe { new_cq(context, cqe, channel) }) as *mut ibv_cq
 }
 
 /// # Safety
@@ -1107,19 +1091,22 @@ unsafe extern "C" fn create_cq(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
-    // SAFETY: `context` is one of our contexts and `attr` a valid init attribute.
+    // SAFETY: `context` is one of our contexts and `attr` a valid init
+    // attribute (the verb's contract).
+    let (a, vectors) = unsafe { (&*attr, (*context).num_comp_vectors) };
+    if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= vectors as u32 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if a.wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 != 0
+        || a.wc_flags & !(IBV_WC_STANDARD_FLAGS as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0
+    {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `context` is ours and `a.channel` null or live (the contract);
+    // `s` is then our fresh `SwCq`, whose `cq_ex` member is in use.
     unsafe {
-        let a = &*attr;
-        if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= (*context).num_comp_vectors as u32 {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        if a.wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 != 0
-            || a.wc_flags & !(IBV_WC_STANDARD_FLAGS as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0
-        {
-            set_errno(libc::EOPNOTSUPP);
-            return std::ptr::null_mut();
-        }
         let s = new_cq(context, a.cqe as c_int, a.channel);
         (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
         s as *mut ibv_cq_ex
@@ -1187,19 +1174,19 @@ unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
-    // SAFETY: `cq` is one of our CQs.
-    unsafe {
-        if !(1..=MAX_CQE).contains(&cqe) {
-            return libc::EINVAL;
-        }
-        // As a hardware CQ: the new size must hold the completions not yet polled.
-        let g = lock(&(*cq_of(cq).cq).inner);
-        if g.wcs.len() > cqe as usize {
-            return libc::EINVAL;
-        }
-        (*cq).cqe = cqe;
-        0
+    if !(1..=MAX_CQE).contains(&cqe) {
+        return libc::EINVAL;
     }
+    // As a hardware CQ: the new size must hold the completions not yet polled.
+    // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
+    let g = lock(unsafe { &(*cq_of(cq).cq).inner });
+    if g.wcs.len() > cqe as usize {
+        return libc::EINVAL;
+    }
+    // SAFETY: `cq` is our live CQ; the application does not use it
+    // concurrently with resize (the verb's contract).
+    unsafe { (*cq).cqe = cqe };
+    0
 }
 
 // ---------------------------------------------------------------------------
@@ -1217,49 +1204,63 @@ unsafe fn new_srq(
     xrcd: *mut ibv_xrcd,
     cq: *mut ibv_cq,
 ) -> *mut ibv_srq {
-    // SAFETY: the `SwSrq` is ours, fresh from `Box::into_raw`; an all-zero `verbs_srq` is valid;
-    // `pd`, `xrcd`, `cq` are null-checked before use and ours otherwise (the contract); the pthread
-    // objects are initialised in place, as the library expects.
-    unsafe {
-        let c = ctx_of(context);
-        if attr.max_wr == 0 || attr.max_wr > MAX_WR || attr.max_sge > MAX_SGE {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        let num = c.alloc_id();
-        let s = Box::into_raw(Box::new(SwSrq {
-            vsrq: std::mem::zeroed(),
-            srq: std::ptr::null(),
-        }));
-        let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
-        let srq = Arc::new(Srq {
-            num,
-            ibsrq: s as usize,
-            pd: if pd.is_null() { 0 } else { pd_id(pd) },
-            xrcd: xid,
-            cq: cq_arc(cq),
-            st: Mutex::new(SrqSt {
-                wqes: Default::default(),
-                max_wr: attr.max_wr,
-                max_sge: attr.max_sge.max(1),
-                limit: attr.srq_limit,
-            }),
-        });
-        c.add_srq(srq.clone());
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    if attr.max_wr == 0 || attr.max_wr > MAX_WR || attr.max_sge > MAX_SGE {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let num = c.alloc_id();
+    let s = Box::into_raw(Box::new(SwSrq {
+        // SAFETY: `verbs_srq` is integers, pointers and pthread objects that
+        // are initialised below: all-zero is valid.
+        vsrq: unsafe { std::mem::zeroed() },
+        srq: std::ptr::null(),
+    }));
+    // SAFETY: `xrcd`, `pd` and `cq` are null (checked) or an `SwXrcd`, an
+    // `SwPd` and an `SwCq` of ours (the contract).
+    let (xid, pdid, srq_cq) = unsafe {
+        (
+            if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id },
+            if pd.is_null() { 0 } else { pd_id(pd) },
+            cq_arc(cq),
+        )
+    };
+    let srq = Arc::new(Srq {
+        num,
+        ibsrq: s as usize,
+        pd: pdid,
+        xrcd: xid,
+        cq: srq_cq,
+        st: Mutex::new(SrqSt {
+            wqes: Default::default(),
+            max_wr: attr.max_wr,
+            max_sge: attr.max_sge.max(1),
+            limit: attr.srq_limit,
+        }),
+    });
+    c.add_srq(srq.clone());
+    // SAFETY: `s` is the fresh box made above, not yet visible to the
+    // application (peers only know the SRQ number).
+    let v = unsafe {
         (*s).srq = Arc::into_raw(srq);
-        let v = &mut (*s).vsrq;
-        v.srq.context = context;
-        v.srq.srq_context = srq_context;
-        v.srq.pd = pd;
-        v.srq.handle = num;
+        &mut (*s).vsrq
+    };
+    v.srq.context = context;
+    v.srq.srq_context = srq_context;
+    v.srq.pd = pd;
+    v.srq.handle = num;
+    // SAFETY: the pthread objects are initialised in place, where the
+    // library expects them, before anyone can use them.
+    unsafe {
         libc::pthread_mutex_init(&mut v.srq.mutex, std::ptr::null());
         libc::pthread_cond_init(&mut v.srq.cond, std::ptr::null());
-        v.srq_type = ty;
-        v.xrcd = xrcd as *mut verbs_xrcd;
-        v.cq = cq;
-        v.srq_num = num;
-        s as *mut ibv_srq
     }
+    v.srq_type = ty;
+    v.xrcd = xrcd as *mut verbs_xrcd;
+    v.cq = cq;
+    v.srq_num = num;
+    s as *mut ibv_srq
 }
 
 /// # Safety
@@ -1267,7 +1268,8 @@ unsafe fn new_srq(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
-    // SAFETY: `pd` is one of our PDs and `attr` a valid init attribute.
+    // SAFETY: `attr` is a valid, writable init attribute and `pd` one of
+    // our PDs, whose context is ours (the verb's contract).
     unsafe {
         let a = &mut *attr;
         new_srq(
@@ -1287,21 +1289,22 @@ unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
-    // SAFETY: `context` is ours and `attr` a valid init attribute; its `pd`, `xrcd` and `cq` are
-    // checked non-null before use.
-    unsafe {
-        let a = &mut *attr;
-        let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
-            a.srq_type
-        } else {
-            IBV_SRQT_BASIC
-        };
-        if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
-            set_errno(libc::EINVAL);
-            return std::ptr::null_mut();
-        }
-        match ty {
-            IBV_SRQT_BASIC => new_srq(
+    // SAFETY: `attr` is a valid, writable init attribute (the contract).
+    let a = unsafe { &mut *attr };
+    let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
+        a.srq_type
+    } else {
+        IBV_SRQT_BASIC
+    };
+    if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    match ty {
+        // SAFETY: `context` is ours and `a.pd` (checked non-null) one of our
+        // PDs (the verb's contract).
+        IBV_SRQT_BASIC => unsafe {
+            new_srq(
                 context,
                 a.pd,
                 &mut a.attr,
@@ -1309,22 +1312,24 @@ unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq
                 ty,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
-            ),
-            IBV_SRQT_XRC => {
-                if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0
-                    || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
-                    || a.xrcd.is_null()
-                    || a.cq.is_null()
-                {
-                    set_errno(libc::EINVAL);
-                    return std::ptr::null_mut();
-                }
-                new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq)
+            )
+        },
+        IBV_SRQT_XRC => {
+            if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0
+                || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
+                || a.xrcd.is_null()
+                || a.cq.is_null()
+            {
+                set_errno(libc::EINVAL);
+                return std::ptr::null_mut();
             }
-            _ => {
-                set_errno(libc::EOPNOTSUPP);
-                std::ptr::null_mut()
-            }
+            // SAFETY: `context` is ours; `a.pd`, `a.xrcd` and `a.cq` (checked
+            // non-null) are a PD, an XRCD and a CQ of ours (the contract).
+            unsafe { new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq) }
+        }
+        _ => {
+            set_errno(libc::EOPNOTSUPP);
+            std::ptr::null_mut()
         }
     }
 }
@@ -1342,25 +1347,24 @@ unsafe fn srq_of<'a>(srq: *mut ibv_srq) -> &'a Srq {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
-    // SAFETY: `srq` is one of our SRQs and `attr` a valid attribute.
-    unsafe {
-        let s = srq_of(srq);
-        let mut st = lock(&s.st);
-        let mask = mask as u32;
-        if mask & IBV_SRQ_MAX_WR != 0 {
-            if (*attr).max_wr == 0 || (*attr).max_wr > MAX_WR || ((*attr).max_wr as usize) < st.wqes.len() {
-                return libc::EINVAL;
-            }
-            st.max_wr = (*attr).max_wr;
+    // SAFETY: `srq` is one of our SRQs and `attr` a valid attribute (the
+    // verb's contract); the attribute is copied.
+    let (s, a) = unsafe { (srq_of(srq), *attr) };
+    let mut st = lock(&s.st);
+    let mask = mask as u32;
+    if mask & IBV_SRQ_MAX_WR != 0 {
+        if a.max_wr == 0 || a.max_wr > MAX_WR || (a.max_wr as usize) < st.wqes.len() {
+            return libc::EINVAL;
         }
-        if mask & IBV_SRQ_LIMIT != 0 {
-            if (*attr).srq_limit > st.max_wr {
-                return libc::EINVAL;
-            }
-            st.limit = (*attr).srq_limit;
-        }
-        0
+        st.max_wr = a.max_wr;
     }
+    if mask & IBV_SRQ_LIMIT != 0 {
+        if a.srq_limit > st.max_wr {
+            return libc::EINVAL;
+        }
+        st.limit = a.srq_limit;
+    }
+    0
 }
 
 /// # Safety
@@ -1368,15 +1372,14 @@ unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
-    // SAFETY: `srq` is one of our SRQs and `attr` room for an attribute.
-    unsafe {
-        let s = srq_of(srq);
-        let st = lock(&s.st);
-        (*attr).max_wr = st.max_wr;
-        (*attr).max_sge = st.max_sge;
-        (*attr).srq_limit = st.limit;
-        0
-    }
+    // SAFETY: `srq` is one of our SRQs and `attr` room for an attribute (the
+    // verb's contract), not otherwise referenced during the call.
+    let (s, a) = unsafe { (srq_of(srq), &mut *attr) };
+    let st = lock(&s.st);
+    a.max_wr = st.max_wr;
+    a.max_sge = st.max_sge;
+    a.srq_limit = st.limit;
+    0
 }
 
 /// # Safety
@@ -1384,15 +1387,16 @@ unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
-    // SAFETY: `srq` is a `Box<SwSrq>` made by new_srq, destroyed once; its `srq` is the
-    // `Arc::into_raw` it owns.
-    unsafe {
-        let b = Box::from_raw(srq as *mut SwSrq);
-        let s = Arc::from_raw(b.srq);
+    // SAFETY: `srq` is the start of a `Box<SwSrq>` made by new_srq,
+    // destroyed once (the verb's contract), in one of our contexts; its
+    // `srq` is the `Arc::into_raw` the box owns.
+    let (c, s) = unsafe {
         let c = ctx_of((*srq).context);
-        c.remove_srq(s.num);
-        0
-    }
+        let b = Box::from_raw(srq as *mut SwSrq);
+        (c, Arc::from_raw(b.srq))
+    };
+    c.remove_srq(s.num);
+    0
 }
 
 /// # Safety
@@ -1412,35 +1416,37 @@ unsafe extern "C" fn get_srq_num(srq: *mut ibv_srq, num: *mut u32) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    // SAFETY: `srq` is one of our SRQs; `wr` is a list of valid receive requests, each with
-    // `num_sge` SGEs at `sg_list`; `bad` may be written.
-    unsafe {
-        let s = srq_of(srq);
-        let c = ctx_of((*srq).context);
-        {
-            let mut st = lock(&s.st);
-            while !wr.is_null() {
-                let w = &*wr;
-                if w.num_sge < 0 || w.num_sge as u32 > st.max_sge {
-                    *bad = wr;
-                    return libc::EINVAL;
-                }
-                if st.wqes.len() >= st.max_wr as usize {
-                    *bad = wr;
-                    return libc::ENOMEM;
-                }
-                let sges = if w.num_sge > 0 {
-                    std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
-                } else {
-                    Vec::new()
-                };
-                st.wqes.push_back(RWqe { wr_id: w.wr_id, sges });
-                wr = w.next;
+    // SAFETY: `srq` is one of our SRQs, in one of our contexts.
+    let (s, c) = unsafe { (srq_of(srq), ctx_of((*srq).context)) };
+    let fail = |wr: *mut ibv_recv_wr, e: c_int| {
+        // SAFETY: `bad` is writable (the verb's contract).
+        unsafe { *bad = wr };
+        e
+    };
+    {
+        let mut st = lock(&s.st);
+        while !wr.is_null() {
+            // SAFETY: `wr` is a non-null element of the application's list of
+            // valid receive requests (the verb's contract).
+            let w = unsafe { &*wr };
+            if w.num_sge < 0 || w.num_sge as u32 > st.max_sge {
+                return fail(wr, libc::EINVAL);
             }
+            if st.wqes.len() >= st.max_wr as usize {
+                return fail(wr, libc::ENOMEM);
+            }
+            let sges = if w.num_sge > 0 {
+                // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`.
+                unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
+            } else {
+                Vec::new()
+            };
+            st.wqes.push_back(RWqe { wr_id: w.wr_id, sges });
+            wr = w.next;
         }
-        c.recv_posted();
-        0
     }
+    c.recv_posted();
+    0
 }
 
 // ---------------------------------------------------------------------------
