@@ -666,19 +666,15 @@ unsafe extern "C" fn rereg_mr(
 /// # Safety
 /// `dm` is the `ibv_dm` of a live `SwDm`.
 unsafe fn dm_range_ok(dm: *mut ibv_dm, off: u64, len: usize) -> Option<*mut u8> {
-    // SAFETY: `dm` is the start of a live `SwDm` (the contract); the offset is checked against its
-    // `len` before `add`.
-    unsafe {
-        let d = &*(dm as *mut SwDm);
-        // As device memory: 4-byte granules.
-        if !off.is_multiple_of(4)
-            || !len.is_multiple_of(4)
-            || off.checked_add(len as u64).is_none_or(|e| e > d.len as u64)
-        {
-            return None;
-        }
-        Some(d.base.add(off as usize))
+    // SAFETY: `dm` is the start of a live `SwDm` (the contract).
+    let d = unsafe { &*(dm as *mut SwDm) };
+    // As device memory: 4-byte granules.
+    if !off.is_multiple_of(4) || !len.is_multiple_of(4) || off.checked_add(len as u64).is_none_or(|e| e > d.len as u64)
+    {
+        return None;
     }
+    // SAFETY: `off` + `len` <= `d.len` (checked above): inside the mapping.
+    Some(unsafe { d.base.add(off as usize) })
 }
 
 /// # Safety
@@ -893,32 +889,35 @@ unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
 /// # Safety
 /// `mw` is null or one of our windows, `qp.ibqp` the `ibv_qp` of a live `SwQp`, and `info.mr` null or one of our MRs.
 unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bind_info) -> Result<(), u32> {
-    // SAFETY: `mw` is checked non-null, then it (and `info.mr`, checked non-null) are our live
-    // objects by the contract; `qp.ibqp` is the live `ibv_qp` of `qp`.
-    unsafe {
-        if mw.is_null() || (*mw).context != (*(qp.ibqp as *mut ibv_qp)).context {
+    if mw.is_null() {
+        return Err(IBV_WC_MW_BIND_ERR);
+    }
+    // SAFETY: `mw` is non-null, so one of our live windows (the contract),
+    // not used concurrently by the application during the bind; its PD is
+    // one of ours; `qp.ibqp` is the live `ibv_qp` of `qp`.
+    let (mwpd, qctx, w) = unsafe { (pd_id((*mw).pd), (*(qp.ibqp as *mut ibv_qp)).context, &mut *mw) };
+    if w.context != qctx {
+        return Err(IBV_WC_MW_BIND_ERR);
+    }
+    let range = if info.length > 0 {
+        if info.mr.is_null() {
             return Err(IBV_WC_MW_BIND_ERR);
         }
-        let range = if info.length > 0 {
-            if info.mr.is_null() {
-                return Err(IBV_WC_MW_BIND_ERR);
-            }
-            Some(((*info.mr).lkey, info.addr, info.length))
-        } else {
-            None
-        };
-        let bind = WindowBind {
-            ty: (*mw).r#type,
-            old: (*mw).rkey,
-            pd: pd_id((*mw).pd),
-            access: info.mw_access_flags,
-            rkey,
-            range,
-        };
-        let new = c.bind_window(qp, &bind)?;
-        (*mw).rkey = new;
-        Ok(())
-    }
+        // SAFETY: `info.mr` is non-null, so one of our MRs (the contract).
+        Some((unsafe { (*info.mr).lkey }, info.addr, info.length))
+    } else {
+        None
+    };
+    let bind = WindowBind {
+        ty: w.r#type,
+        old: w.rkey,
+        pd: mwpd,
+        access: info.mw_access_flags,
+        rkey,
+        range,
+    };
+    w.rkey = c.bind_window(qp, &bind)?;
+    Ok(())
 }
 
 /// ibv_bind_mw (type 1 windows): a work request of the send queue.
