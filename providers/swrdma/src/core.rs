@@ -3,7 +3,10 @@
 
 use crate::abi::*;
 use crate::net;
+use rustix::event::epoll;
+use rustix::event::Timespec;
 use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::raw::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -16,6 +19,7 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid `timespec` to fill; CLOCK_MONOTONIC exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -57,7 +61,9 @@ pub struct SWqe {
 pub struct CqInner {
     pub wcs: VecDeque<ibv_wc>,
     pub armed: u8, // 0 no, 1 any, 2 solicited
-    wfd: c_int,
+    /// Our own descriptor for the completion channel's pipe (opened on the
+    /// first event: the library's descriptor may not be written by us).
+    wfd: Option<OwnedFd>,
 }
 
 pub struct Cq {
@@ -75,7 +81,7 @@ impl Cq {
             inner: Mutex::new(CqInner {
                 wcs: VecDeque::new(),
                 armed: 0,
-                wfd: -1,
+                wfd: None,
             }),
             has: AtomicU32::new(0),
         }
@@ -95,15 +101,17 @@ impl Cq {
         if self.chan_fd < 0 {
             return;
         }
-        unsafe {
-            if g.wfd < 0 {
-                let p = std::ffi::CString::new(format!("/proc/self/fd/{}", self.chan_fd)).unwrap();
-                g.wfd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NONBLOCK);
-            }
-            if g.wfd >= 0 {
-                let h: u64 = self.ibcq as u64;
-                libc::write(g.wfd, &h as *const u64 as *const _, 8);
-            }
+        if g.wfd.is_none() {
+            use std::os::unix::fs::OpenOptionsExt;
+            g.wfd = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(format!("/proc/self/fd/{}", self.chan_fd))
+                .ok()
+                .map(OwnedFd::from);
+        }
+        if let Some(w) = &g.wfd {
+            let _ = rustix::io::write(w, &(self.ibcq as u64).to_ne_bytes());
         }
     }
 
@@ -144,16 +152,9 @@ impl Cq {
     }
 }
 
-impl Drop for Cq {
-    fn drop(&mut self) {
-        let g = lock(&self.inner);
-        if g.wfd >= 0 {
-            unsafe { libc::close(g.wfd) };
-        }
-    }
-}
-
 pub fn wc_zero() -> ibv_wc {
+    // SAFETY: `ibv_wc` is plain integers and a union of integers: all-zero
+    // is a valid value.
     unsafe { std::mem::zeroed() }
 }
 
@@ -218,6 +219,8 @@ impl Qp {
     pub fn new_st() -> QpSt {
         QpSt {
             state: IBV_QPS_RESET,
+            // SAFETY: `ibv_qp_attr` is integers, integer unions and arrays
+            // (no pointers, no enums with invalid zero): all-zero is valid.
             attr: unsafe { std::mem::zeroed() },
             link: None,
             sq: VecDeque::new(),
@@ -228,6 +231,21 @@ impl Qp {
             pending: VecDeque::new(),
         }
     }
+}
+
+/// A memory-window bind, as read from the application's objects.
+pub struct WindowBind {
+    /// IBV_MW_TYPE_1 or _2.
+    pub ty: u32,
+    /// The window's current rkey.
+    pub old: u32,
+    /// The window's PD.
+    pub pd: u32,
+    pub access: u32,
+    /// Type 2: the 8-bit key the consumer chose.
+    pub rkey: u32,
+    /// The MR's lkey, start and length; None: unbind.
+    pub range: Option<(u32, u64, u64)>,
 }
 
 pub enum RecvErr {
@@ -241,35 +259,264 @@ pub enum RecvErr {
 // ---------------------------------------------------------------------------
 
 pub struct Ctx {
-    pub id: u32,
-    pub dir: PathBuf,
-    pub gids: [[u8; 16]; crate::device::GID_TBL_LEN],
-    pub guid: u64,
+    id: u32,
+    dir: PathBuf,
+    gids: [[u8; 16]; crate::device::GID_TBL_LEN],
+    guid: u64,
     #[allow(dead_code)]
-    pub ibctx: usize,
-    pub qps: RwLock<HashMap<u32, Arc<Qp>>>,
-    pub srqs: RwLock<HashMap<u32, Arc<Srq>>>,
-    pub mrs: RwLock<HashMap<u32, MrEnt>>,
-    pub links: Mutex<Arc<Vec<Arc<Link>>>>,
-    pub out: Mutex<HashMap<u32, Arc<Link>>>,
-    pub qpn_cache: Mutex<HashMap<u32, u32>>,
-    pub efd: c_int,
-    pub lfd: c_int,
-    pub epfd: c_int,
-    pub async_w: c_int,
-    pub last_poll: AtomicU64,
-    pub pending: AtomicBool,
-    pub stop: AtomicBool,
-    pub next_key: AtomicU32,
-    pub next_obj: AtomicU32,
+    ibctx: usize,
+    qps: RwLock<HashMap<u32, Arc<Qp>>>,
+    srqs: RwLock<HashMap<u32, Arc<Srq>>>,
+    mrs: RwLock<HashMap<u32, MrEnt>>,
+    links: Mutex<Arc<Vec<Arc<Link>>>>,
+    out: Mutex<HashMap<u32, Arc<Link>>>,
+    qpn_cache: Mutex<HashMap<u32, u32>>,
+    /// The context's eventfd: kicks its thread (peers get a copy).
+    efd: OwnedFd,
+    /// The listening socket `c<id>`.
+    lfd: OwnedFd,
+    /// The thread's epoll set: `lfd`, `efd` and every link's socket.
+    epfd: OwnedFd,
+    /// The write end of the async-event pipe (the read end is the
+    /// library's `async_fd`).
+    async_w: OwnedFd,
+    last_poll: AtomicU64,
+    pending: AtomicBool,
+    stop: AtomicBool,
+    next_key: AtomicU32,
+    next_obj: AtomicU32,
 }
 
-unsafe impl Send for Ctx {}
-unsafe impl Sync for Ctx {}
+// (`Ctx` is `Send` and `Sync` by its fields: descriptors are `OwnedFd`s,
+// shared state is behind locks and atomics, links are `Send + Sync`.)
 
 const SPIN_CHECK: u32 = 256;
 
+/// epoll tags of the listening socket and the eventfd (links are tagged
+/// with their socket's descriptor number).
+const TAG_LISTEN: u64 = u64::MAX;
+const TAG_EFD: u64 = u64::MAX - 1;
+
 impl Ctx {
+    /// Opens context `id`'s endpoint in `dir` (its listening socket,
+    /// eventfd, epoll set and async-event pipe).  Returns the context and
+    /// the read end of the async-event pipe, for `ibv_context.async_fd`.
+    pub fn open(
+        id: u32,
+        dir: PathBuf,
+        gids: [[u8; 16]; crate::device::GID_TBL_LEN],
+        guid: u64,
+        ibctx: usize,
+    ) -> Result<(Arc<Ctx>, OwnedFd), c_int> {
+        use rustix::event::{eventfd, EventfdFlags};
+        let lfd = net::listen(&dir, id).ok_or(libc::EIO)?;
+        let efd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|_| libc::EMFILE)?;
+        let epfd = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
+        let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
+        // Events are dropped rather than block the writer on a full pipe.
+        let _ = rustix::io::ioctl_fionbio(&async_w, true);
+        for (fd, tag) in [(&lfd, TAG_LISTEN), (&efd, TAG_EFD)] {
+            let _ = epoll::add(&epfd, fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN);
+        }
+        let c = Arc::new(Ctx {
+            id,
+            dir,
+            gids,
+            guid,
+            ibctx,
+            qps: RwLock::new(HashMap::new()),
+            srqs: RwLock::new(HashMap::new()),
+            mrs: RwLock::new(HashMap::new()),
+            links: Mutex::new(Arc::new(Vec::new())),
+            out: Mutex::new(HashMap::new()),
+            qpn_cache: Mutex::new(HashMap::new()),
+            efd,
+            lfd,
+            epfd,
+            async_w,
+            last_poll: AtomicU64::new(0),
+            pending: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            next_key: AtomicU32::new(1),
+            next_obj: AtomicU32::new(1),
+        });
+        Ok((c, async_r))
+    }
+
+    pub fn guid(&self) -> u64 {
+        self.guid
+    }
+
+    /// GID `index` of the port (clamped to the table).
+    pub fn gid(&self, index: usize) -> [u8; 16] {
+        self.gids[index.min(self.gids.len() - 1)]
+    }
+
+    /// A fresh id for a PD, XRCD or DM (unique in the context).
+    pub fn new_obj_id(&self) -> u32 {
+        self.next_obj.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh MR/MW key: an index (unique in the context) and an 8-bit tag.
+    pub fn new_key(&self) -> u32 {
+        let n = self.next_key.fetch_add(1, Ordering::Relaxed);
+        (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff)
+    }
+
+    /// A fresh QPN/SRQN, unique for the user.
+    pub fn alloc_id(&self) -> u32 {
+        net::alloc_ids(&self.dir, 1)
+    }
+
+    /// The application polled (or otherwise drives progress itself): the
+    /// context's thread stays in the background.
+    pub fn note_poll(&self) {
+        self.last_poll.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Receives were posted or a QP became ready: requests kept for
+    /// receivers not ready are tried again now.
+    pub fn recv_posted(&self) {
+        self.pending.store(true, Ordering::Relaxed);
+        self.retry_pending();
+    }
+
+    /// A new QP: findable by its QPN, here and (the symlink) by peers.
+    pub fn add_qp(&self, qp: Arc<Qp>) {
+        let qpn = qp.qpn;
+        self.qps.write().unwrap().insert(qpn, qp);
+        net::publish(&self.dir, qpn, self.id);
+    }
+
+    /// A QP is destroyed: no longer found, here or by peers.
+    pub fn remove_qp(&self, qpn: u32) {
+        self.qps.write().unwrap().remove(&qpn);
+        net::unpublish(&self.dir, qpn);
+    }
+
+    pub fn add_srq(&self, srq: Arc<Srq>) {
+        self.srqs.write().unwrap().insert(srq.num, srq);
+    }
+
+    pub fn remove_srq(&self, num: u32) {
+        self.srqs.write().unwrap().remove(&num);
+    }
+
+    /// Registers key `key` (an MR) with what it covers.
+    pub fn insert_mr(&self, key: u32, ent: MrEnt) {
+        self.mrs.write().unwrap().insert(key, ent);
+    }
+
+    pub fn remove_mr(&self, key: u32) {
+        self.mrs.write().unwrap().remove(&key);
+    }
+
+    /// Changes MR `key` in place (rereg); false when there is none.
+    pub fn update_mr(&self, key: u32, f: impl FnOnce(&mut MrEnt)) -> bool {
+        match self.mrs.write().unwrap().get_mut(&key) {
+            Some(e) => {
+                f(e);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets window `rkey` if it is bound (dealloc_mw).
+    pub fn unbind_window(&self, rkey: u32) {
+        let mut mrs = self.mrs.write().unwrap();
+        if mrs.get(&rkey).is_some_and(|m| m.mw != 0) {
+            mrs.remove(&rkey);
+        }
+    }
+
+    /// Binds (or, without a range, unbinds) a window through `qp`, checking
+    /// it against the MR it lies in; the window's new rkey, or the
+    /// completion status.
+    pub fn bind_window(&self, qp: &Qp, b: &WindowBind) -> Result<u32, u32> {
+        let (ty, old, access) = (b.ty, b.old, b.access);
+        if access
+            & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
+            != 0
+        {
+            return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
+        }
+        let mut mrs = self.mrs.write().unwrap();
+        let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
+        if ty == IBV_MW_TYPE_2 && (bound || qp.pd != b.pd) {
+            return Err(IBV_WC_MW_BIND_ERR);
+        }
+        let mut ent = None;
+        if let Some((lkey, addr, length)) = b.range {
+            let Some(mr) = mrs.get(&lkey).copied() else {
+                return Err(IBV_WC_MW_BIND_ERR);
+            };
+            let inside = addr >= mr.addr
+                && addr
+                    .checked_add(length)
+                    .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
+            if mr.mw != 0 || mr.pd != b.pd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
+                return Err(IBV_WC_MW_BIND_ERR);
+            }
+            if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
+                && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
+            {
+                return Err(IBV_WC_MW_BIND_ERR);
+            }
+            ent = Some(MrEnt {
+                pd: b.pd,
+                va: mr.va + (addr - mr.addr),
+                addr,
+                len: length,
+                access: access & !IBV_ACCESS_LOCAL_WRITE,
+                mw: ty,
+                parent: lkey,
+                qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
+            });
+        }
+        if bound {
+            mrs.remove(&old);
+        }
+        // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
+        // the next one).
+        let new = if ty == IBV_MW_TYPE_2 {
+            (old & !0xff) | (b.rkey & 0xff)
+        } else {
+            (old & !0xff) | (old.wrapping_add(1) & 0xff)
+        };
+        if let Some(e) = ent {
+            mrs.insert(new, e);
+        }
+        Ok(new)
+    }
+
+    /// Kicks the context's thread out of its sleep.
+    fn kick(&self) {
+        let _ = rustix::io::write(&self.efd, &1u64.to_ne_bytes());
+    }
+
+    /// Tells the context's thread to end (the caller joins it).
+    pub fn stop_thread(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.kick();
+    }
+
+    /// The context goes away (its thread has ended): its socket path and
+    /// QPN symlinks disappear, QPs forget their links and every link is
+    /// dropped (closing its socket, which tells the peers).  The
+    /// descriptors of the context close when the last `Arc` is dropped.
+    pub fn close(&self) {
+        let _ = std::fs::remove_file(net::ctx_sock_path(&self.dir, self.id));
+        for qpn in self.qps.read().unwrap().keys() {
+            net::unpublish(&self.dir, *qpn);
+        }
+        for qp in self.qps.write().unwrap().drain() {
+            lock(&qp.1.st).link = None;
+        }
+        *lock(&self.links) = Arc::new(Vec::new());
+        lock(&self.out).clear();
+    }
+
     pub fn links(&self) -> Arc<Vec<Arc<Link>>> {
         lock(&self.links).clone()
     }
@@ -281,14 +528,14 @@ impl Ctx {
         *g = Arc::new(v);
         drop(g);
         // The context's thread may be asleep: make it look at the new link.
-        l.rx.set_sleeping(true);
-        let one: u64 = 1;
-        unsafe { libc::write(self.efd, &one as *const u64 as *const _, 8) };
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
-            u64: l.sock as u64,
-        };
-        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, l.sock, &mut ev) };
+        l.rx().set_sleeping(true);
+        self.kick();
+        let _ = epoll::add(
+            &self.epfd,
+            l.sock(),
+            epoll::EventData::new_u64(l.sock().as_raw_fd() as u64),
+            epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+        );
     }
 
     pub fn remove_link(&self, l: &Arc<Link>) {
@@ -296,7 +543,7 @@ impl Ctx {
         let v: Vec<Arc<Link>> = g.iter().filter(|x| !Arc::ptr_eq(x, l)).cloned().collect();
         *g = Arc::new(v);
         drop(g);
-        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, l.sock, std::ptr::null_mut()) };
+        let _ = epoll::delete(&self.epfd, l.sock());
         let mut o = lock(&self.out);
         if let Some(x) = o.get(&l.peer) {
             if Arc::ptr_eq(x, l) {
@@ -306,8 +553,10 @@ impl Ctx {
     }
 
     pub fn async_event(&self, element: u64, ty: u32) {
-        let rec: [u64; 2] = [element, ty as u64];
-        unsafe { libc::write(self.async_w, rec.as_ptr() as *const _, 16) };
+        let mut rec = [0u8; 16];
+        rec[..8].copy_from_slice(&element.to_ne_bytes());
+        rec[8..].copy_from_slice(&(ty as u64).to_ne_bytes());
+        let _ = rustix::io::write(&self.async_w, &rec);
     }
 
     pub fn qp(&self, qpn: u32) -> Option<Arc<Qp>> {
@@ -384,6 +633,119 @@ impl Ctx {
 
     // ----- progress ------------------------------------------------------
 
+    /// The context's thread: makes progress when the application does not
+    /// (it polls its CQ), accepts connections and notices dead peers.
+    pub fn run_thread(&self) {
+        // Short sleeps must stay short (default timer slack is 50 us).
+        // SAFETY: PR_SET_TIMERSLACK takes its value in the second argument and
+        // ignores the rest; it only changes this thread's timer slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64, 0u64, 0u64, 0u64) };
+        let mut idle_since = 0u64;
+        let mut seen_poll = 0u64;
+        let mut poll_change = 0u64;
+        let mut iter = 0u64;
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            iter += 1;
+            let now = now_ns();
+            let pc = self.last_poll.load(Ordering::Relaxed);
+            if pc != seen_poll {
+                seen_poll = pc;
+                poll_change = now;
+            }
+            if now.saturating_sub(poll_change) < 200_000 {
+                // The application polls and drives progress itself; stay off the
+                // CPU and the ring locks, but look again every few microseconds:
+                // if it did not poll meanwhile (it may be waiting on memory, as
+                // RDMA-write users do) take over.
+                self.handle_epoll(0);
+                let before = self.last_poll.load(Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_nanos(10_000));
+                if self.last_poll.load(Ordering::Relaxed) == before {
+                    self.progress();
+                }
+                idle_since = 0;
+                continue;
+            }
+            let n = self.progress();
+            if n > 0 {
+                idle_since = 0;
+                if iter.is_multiple_of(256) {
+                    self.handle_epoll(0);
+                }
+                continue;
+            }
+            if idle_since == 0 {
+                idle_since = now;
+            }
+            if now - idle_since < 50_000 {
+                std::hint::spin_loop();
+                if iter.is_multiple_of(256) {
+                    self.handle_epoll(0);
+                }
+                continue;
+            }
+            let links = self.links();
+            for l in links.iter() {
+                l.rx().set_sleeping(true);
+            }
+            if !self.any_rx() && !self.pending.load(Ordering::Relaxed) {
+                self.handle_epoll(100);
+            }
+            for l in self.links().iter() {
+                l.rx().set_sleeping(false);
+            }
+            idle_since = 0;
+        }
+    }
+
+    /// Handles what the epoll set reports within `timeout_ms` (0: only what
+    /// is ready now).
+    fn handle_epoll(&self, timeout_ms: i64) {
+        let none = epoll::Event {
+            flags: epoll::EventFlags::empty(),
+            data: epoll::EventData::new_u64(0),
+        };
+        let mut evs = [none; 16];
+        let t = Timespec {
+            tv_sec: timeout_ms / 1000,
+            tv_nsec: (timeout_ms % 1000) * 1_000_000,
+        };
+        let n = epoll::wait(&self.epfd, &mut evs, Some(&t)).unwrap_or(0);
+        for e in evs.iter().take(n) {
+            let (tag, flags) = (e.data.u64(), e.flags);
+            if tag == TAG_LISTEN {
+                while let Some(l) = net::accept(self.lfd.as_fd(), self.id, self.efd.as_fd()) {
+                    if let Some(l) = l {
+                        self.add_link(Arc::new(l));
+                    }
+                }
+            } else if tag == TAG_EFD {
+                let mut v = [0u8; 8];
+                let _ = rustix::io::read(&self.efd, &mut v);
+            } else {
+                let fd = tag as RawFd;
+                let links = self.links();
+                let Some(l) = links.iter().find(|l| l.sock().as_raw_fd() == fd) else {
+                    continue;
+                };
+                let mut b = [0u8; 64];
+                let r = rustix::net::recv(l.sock(), &mut b, rustix::net::RecvFlags::DONTWAIT);
+                let gone = matches!(r, Ok((0, _)))
+                    || r.is_err_and(|e| e != rustix::io::Errno::AGAIN)
+                    || flags.intersects(epoll::EventFlags::HUP | epoll::EventFlags::RDHUP);
+                if gone {
+                    // Take in what the peer wrote before it went away.
+                    self.drain_final(l);
+                    self.progress();
+                    self.link_died(l);
+                }
+            }
+        }
+    }
+
     /// Processes incoming messages on every link (whoever gets there first:
     /// the application in poll_cq or the context's thread), and sends the
     /// responses that did not fit into their rings before.
@@ -401,7 +763,7 @@ impl Ctx {
             if l.backlogged.load(Ordering::Acquire) {
                 self.flush_backlog(l);
             }
-            if l.rx.has_data() {
+            if l.rx().has_data() {
                 n += self.drain(l, 512);
             }
         }
@@ -414,7 +776,7 @@ impl Ctx {
     /// Incoming messages wait (the context's thread must not sleep; a
     /// backlog needs no check: its consumer kicks us when it made room).
     pub fn any_rx(&self) -> bool {
-        self.links().iter().any(|l| l.rx.has_data())
+        self.links().iter().any(|l| l.rx().has_data())
     }
 
     fn drain(&self, l: &Arc<Link>, max: usize) -> usize {
@@ -433,27 +795,33 @@ impl Ctx {
     fn drain_locked(&self, l: &Arc<Link>, max: usize) -> usize {
         let mut n = 0;
         while n < max {
-            match unsafe { l.rx.peek() } {
-                Err(()) => {
+            // SAFETY: we hold `l.rx_lock` (the callers' contract): the only
+            // consumer of this ring.
+            match unsafe { l.rx().peek() } {
+                Err(Corrupt) => {
                     l.dead.store(true, Ordering::SeqCst);
                     break;
                 }
                 Ok(None) => break,
                 Ok(Some((mp, nt, len))) => {
+                    // SAFETY: `peek` returned a record of `len` >= MSG_HDR
+                    // bytes inside the mapped ring, 64-aligned.
                     let m = unsafe { read_header(mp) };
                     if m.plen as usize > len - MSG_HDR {
                         l.dead.store(true, Ordering::SeqCst);
                         break;
                     }
-                    let payload = unsafe { (mp as *const u8).add(MSG_HDR) };
+                    // (Inside the record: `len` >= MSG_HDR; `handle` reads only
+                    // `m.plen` <= len - MSG_HDR bytes from it.)
+                    let payload = (mp as *const u8).wrapping_add(MSG_HDR);
                     self.handle(l, &m, payload);
-                    l.rx.consume(nt);
+                    l.rx().consume(nt);
                     n += 1;
                 }
             }
         }
         // The producer may be waiting for room (responses in its backlog).
-        if n > 0 && l.rx.room_made() {
+        if n > 0 && l.rx().room_made() {
             l.wake_peer();
         }
         n
@@ -483,35 +851,14 @@ impl Ctx {
     /// now.  The caller holds `l.tx_lock`.
     fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
         let need = align64(MSG_HDR + plen);
-        unsafe {
-            let Some((p, nh)) = l.tx.try_reserve(need) else {
-                return false;
-            };
-            self.put_at(l, p, nh, m, need, plen, fill);
-        }
+        // SAFETY: the caller holds `l.tx_lock`: we are the ring's only
+        // producer; `need` is 64-aligned and at most MSG_HDR + MAX_CHUNK.
+        let Some((p, nh)) = (unsafe { l.tx().try_reserve(need) }) else {
+            return false;
+        };
+        // SAFETY: `p` is the space just reserved for `need` bytes.
+        unsafe { put_at(l, p, nh, m, plen, fill) };
         true
-    }
-
-    unsafe fn put_at(
-        &self,
-        l: &Link,
-        p: *mut u8,
-        nh: u64,
-        m: &Msg,
-        need: usize,
-        plen: usize,
-        fill: &mut dyn FnMut(*mut u8),
-    ) {
-        let mut h = *m;
-        h.len = need as u32;
-        h.plen = plen as u32;
-        std::ptr::write(p as *mut Msg, h);
-        if plen > 0 {
-            fill(p.add(MSG_HDR));
-        }
-        if l.tx.commit(nh) {
-            l.wake_peer();
-        }
     }
 
     /// Writes one request (header + payload produced by `fill`), waiting for
@@ -525,25 +872,26 @@ impl Ctx {
                 return false;
             }
             spins += 1;
-            if spins % SPIN_CHECK == 0 {
+            if spins.is_multiple_of(SPIN_CHECK) {
                 // The application drives progress itself meanwhile, as in
                 // poll_cq: the context's thread (on the same CPU, often)
                 // must keep napping, not spin beside it.
                 self.last_poll.fetch_add(1, Ordering::Relaxed);
                 self.progress();
                 if spins > 1 << 20 {
-                    unsafe { libc::sched_yield() };
+                    std::thread::yield_now();
                 }
             }
             std::hint::spin_loop();
             true
         };
-        unsafe {
-            let Some((p, nh)) = l.tx.reserve(need, &mut wait) else {
-                return false;
-            };
-            self.put_at(l, p, nh, m, need, plen, fill);
-        }
+        // SAFETY: the caller (post_send) holds `l.tx_lock`: the ring's only
+        // producer; `need` is 64-aligned and at most MSG_HDR + MAX_CHUNK.
+        let Some((p, nh)) = (unsafe { l.tx().reserve(need, &mut wait) }) else {
+            return false;
+        };
+        // SAFETY: `p` is the space just reserved for `need` bytes.
+        unsafe { put_at(l, p, nh, m, plen, fill) };
         true
     }
 
@@ -581,9 +929,14 @@ impl Ctx {
                     h.off = *off;
                     h.flags = if *off + plen as u64 >= total { F_LAST } else { 0 };
                     let s = src as *const u8;
-                    if !self.try_put(l, &h, plen, &mut |d| unsafe {
-                        std::ptr::copy_nonoverlapping(s, d, plen)
-                    }) {
+                    let mut copy = |d: *mut u8| {
+                        // SAFETY: `check_remote` just proved [s, s+plen) lies in
+                        // a live MR with REMOTE_READ, memory of this process
+                        // the application keeps mapped while it is registered;
+                        // `d` is `plen` bytes of reserved ring space.
+                        unsafe { std::ptr::copy_nonoverlapping(s, d, plen) }
+                    };
+                    if !self.try_put(l, &h, plen, &mut copy) {
                         return false;
                     }
                     *off += plen as u64;
@@ -641,7 +994,7 @@ impl Ctx {
     /// made room, then try once more (it may have made room just before).
     fn backlog_wait(&self, l: &Link, bl: &mut VecDeque<Resp>) {
         l.backlogged.store(true, Ordering::Release);
-        l.tx.want_space();
+        l.tx().want_space();
         self.flush_locked(l, bl);
         if !bl.is_empty() {
             l.backlogged.store(true, Ordering::Release);
@@ -730,6 +1083,9 @@ impl Ctx {
                             st.dropping = m.flags & F_LAST == 0;
                             return;
                         };
+                        // SAFETY: `check_remote` proved [dst, dst+plen) lies in a live MR with
+                        // REMOTE_WRITE (application memory that stays mapped while registered);
+                        // `payload` holds `m.plen` bytes (the record, validated by `peek`).
                         unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
                         if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
                             let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0);
@@ -801,6 +1157,10 @@ impl Ctx {
                     self.to_err(qp, st);
                     return Ok(());
                 };
+                // SAFETY: `check_remote` proved [dst, dst+plen) lies in a live MR with
+                // REMOTE_WRITE (application memory that stays mapped while registered);
+                // `payload` holds `m.plen` bytes (a record validated by `peek`, or its
+                // private copy in `pending`).
                 unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
                 if last {
                     if m.flags & F_IMM != 0 {
@@ -853,7 +1213,7 @@ impl Ctx {
                 );
             }
             K_AWRITE => {
-                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr % 8 == 0 {
+                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr.is_multiple_of(8) {
                     self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_WRITE)
                 } else {
                     None
@@ -866,12 +1226,17 @@ impl Ctx {
                 };
                 // The 8 bytes land at once, as the value was sent (its byte
                 // order is the requester's memory, which is ours).
+                // SAFETY: `check_remote` proved the 8 bytes at `tgt` lie in a
+                // live MR with REMOTE_WRITE, application memory that stays
+                // mapped while registered; the target is 8-aligned when the
+                // MR keeps IOVA and process address congruent (as verbs
+                // require for atomics).  Accessed atomically, as a device does.
                 let a = unsafe { &*(tgt as *const AtomicU64) };
                 a.store(m.swap, Ordering::SeqCst);
                 self.reply(l, m, K_ACK, 0);
             }
             K_CAS | K_FAA => {
-                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr % 8 == 0 {
+                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr.is_multiple_of(8) {
                     self.check_remote(
                         qp.qpn,
                         self.resp_pd(qp, m),
@@ -889,6 +1254,7 @@ impl Ctx {
                     self.to_err(qp, st);
                     return Ok(());
                 };
+                // SAFETY: as for K_AWRITE above, with REMOTE_ATOMIC.
                 let a = unsafe { &*(tgt as *const AtomicU64) };
                 let orig = if m.kind == K_CAS {
                     match a.compare_exchange(m.cmp, m.swap, Ordering::SeqCst, Ordering::SeqCst) {
@@ -983,6 +1349,8 @@ impl Ctx {
                 cq,
             };
             if grh > 0 && cur.err == 0 {
+                // SAFETY: `ibv_grh` is integers and byte arrays: all-zero is
+                // valid.
                 let mut g: ibv_grh = unsafe { std::mem::zeroed() };
                 g.version_tclass_flow = (6u32 << 28).to_be();
                 g.paylen = ((m.total as u32 + 8) as u16).to_be();
@@ -990,7 +1358,9 @@ impl Ctx {
                 g.hop_limit = 64;
                 g.sgid.raw = m.sgid;
                 g.dgid.raw = m.dgid;
-                if !scatter(&cur.wqe.sges, 0, &g as *const ibv_grh as *const u8, 40) {
+                // SAFETY: the WQE's SGEs passed `check_local` for writing (in
+                // live MRs of this process); `g` is 40 readable bytes.
+                if !unsafe { scatter(&cur.wqe.sges, 0, &g as *const ibv_grh as *const u8, 40) } {
                     cur.err = IBV_WC_LOC_LEN_ERR;
                 }
             }
@@ -1000,7 +1370,9 @@ impl Ctx {
         if cur.err == 0
             && !payload.is_null()
             && m.plen > 0
-            && !scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize)
+            // SAFETY: the WQE's SGEs passed `check_local` for writing;
+            // `payload` holds `m.plen` bytes (a validated record or its copy).
+            && !unsafe { scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize) }
         {
             cur.err = IBV_WC_LOC_LEN_ERR;
         }
@@ -1053,8 +1425,10 @@ impl Ctx {
         for qp in qps {
             let mut st = lock(&qp.st);
             while let Some(buf) = st.pending.front() {
+                // SAFETY: `buf` came from `copy_msg`: a whole `Msg` followed by
+                // its payload (read unaligned: a Vec<u8>).
                 let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
-                let payload = unsafe { buf.as_ptr().add(MSG_HDR) };
+                let payload = buf[MSG_HDR..].as_ptr();
                 // Responses go back on the link from that peer's context.
                 let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) else {
                     st.pending.pop_front();
@@ -1093,7 +1467,12 @@ impl Ctx {
             match m.kind {
                 K_ACK => w.done = Some(status),
                 K_READ_RESP => {
-                    if m.off + m.plen as u64 > w.len as u64 || !scatter(&w.sges, m.off, payload, m.plen as usize) {
+                    // SAFETY: the READ's SGEs passed `check_local` for writing
+                    // when it was posted (kept translated in the WQE); the
+                    // response record holds `m.plen` bytes at `payload`.
+                    let fits = m.off + m.plen as u64 <= w.len as u64
+                        && unsafe { scatter(&w.sges, m.off, payload, m.plen as usize) };
+                    if !fits {
                         status = IBV_WC_LOC_LEN_ERR;
                         w.done = Some(status);
                     } else if m.flags & F_LAST != 0 {
@@ -1102,7 +1481,9 @@ impl Ctx {
                 }
                 K_ATOMIC_RESP => {
                     let v = m.cmp.to_ne_bytes();
-                    scatter(&w.sges, 0, v.as_ptr(), 8);
+                    // SAFETY: the atomic's SGEs passed `check_local` for
+                    // writing when posted; `v` is 8 readable bytes.
+                    unsafe { scatter(&w.sges, 0, v.as_ptr(), 8) };
                     w.done = Some(status);
                 }
                 _ => {}
@@ -1166,6 +1547,7 @@ impl Ctx {
         }
         let links = self.links();
         for buf in st.pending.drain(..) {
+            // SAFETY: `buf` came from `copy_msg`: a whole `Msg` first.
             let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
             if needs_ack(&m) {
                 if let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) {
@@ -1192,7 +1574,7 @@ impl Ctx {
                 return Some(l.clone());
             }
         }
-        let l = Arc::new(net::connect(&self.dir, self.id, self.efd, peer)?);
+        let l = Arc::new(net::connect(&self.dir, self.id, self.efd.as_fd(), peer)?);
         o.insert(peer, l.clone());
         drop(o);
         self.add_link(l.clone());
@@ -1240,10 +1622,15 @@ fn needs_ack(m: &Msg) -> bool {
     m.flags & F_LAST != 0 || m.kind == K_READ || m.kind == K_CAS || m.kind == K_FAA || m.kind == K_AWRITE
 }
 
+/// A private copy of a request (header, with the peer in `_r`, then the
+/// payload) kept until its QP can take it.  `payload` holds `m.plen` bytes
+/// (the record being handled, validated by `peek`).
 fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {
     let mut v = vec![0u8; MSG_HDR + m.plen as usize];
     let mut h = *m;
     h._r = peer as u64;
+    // SAFETY: `v` has MSG_HDR + plen bytes; `h` is a whole `Msg` (MSG_HDR
+    // bytes) and `payload` holds `m.plen` readable bytes (see above).
     unsafe {
         std::ptr::copy_nonoverlapping(&h as *const Msg as *const u8, v.as_mut_ptr(), MSG_HDR);
         std::ptr::copy_nonoverlapping(payload, v.as_mut_ptr().add(MSG_HDR), m.plen as usize);
@@ -1251,9 +1638,37 @@ fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {
     v
 }
 
+/// Writes header `m` (with its `len`/`plen` set) and `plen` payload bytes
+/// produced by `fill` at `p`, then publishes the record.
+///
+/// # Safety
+/// `p` and `nh` come from `try_reserve`/`reserve` on `l.tx()` for
+/// `align64(MSG_HDR + plen)` bytes, by the ring's only producer (the holder
+/// of `l.tx_lock`); `fill` writes at most `plen` bytes at its argument.
+unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) {
+    let mut h = *m;
+    h.len = align64(MSG_HDR + plen) as u32;
+    h.plen = plen as u32;
+    // SAFETY: `p` is reserved space of `h.len` >= MSG_HDR bytes, 64-aligned,
+    // that no one reads until `commit` (the contract).
+    unsafe { std::ptr::write(p as *mut Msg, h) };
+    if plen > 0 {
+        // (The payload space follows the header, inside the reservation.)
+        fill(p.wrapping_add(MSG_HDR));
+    }
+    if l.tx().commit(nh) {
+        l.wake_peer();
+    }
+}
+
 /// Copies `len` bytes into the scatter list starting at byte `off`; false
 /// when the list is too short.
-pub fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bool {
+///
+/// # Safety
+/// Every SGE range is writable memory of this process (the list passed
+/// `check_local` for writing: it lies in registered MRs, and addresses are
+/// process addresses); `src` has `len` readable bytes, not overlapping.
+pub unsafe fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bool {
     let mut done = 0usize;
     for s in sges {
         if done == len {
@@ -1265,6 +1680,8 @@ pub fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bo
             continue;
         }
         let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `n` bytes from `done` < `len` of `src`, into the SGE's
+        // range at `off` < its length (the contract covers both).
         unsafe { std::ptr::copy_nonoverlapping(src.add(done), (s.addr + off) as *mut u8, n) };
         done += n;
         off = 0;
@@ -1273,7 +1690,12 @@ pub fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bo
 }
 
 /// Copies `len` bytes out of the gather list starting at byte `off`.
-pub fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
+///
+/// # Safety
+/// Every SGE range is readable memory of this process (the list passed
+/// `check_local`, or is the inline data of the request being posted);
+/// `dst` has room for `len` bytes, not overlapping.
+pub unsafe fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
     let mut done = 0usize;
     for s in sges {
         if done == len {
@@ -1285,6 +1707,8 @@ pub fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
             continue;
         }
         let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `n` bytes of the SGE's range from `off` < its length, to
+        // `dst` + `done` with `done + n` <= `len` (the contract covers both).
         unsafe { std::ptr::copy_nonoverlapping((s.addr + off) as *const u8, dst.add(done), n) };
         done += n;
         off = 0;

@@ -34,7 +34,7 @@ fn fnv(data: &[u8]) -> u64 {
 
 impl DevInfo {
     pub fn new(name: &str, path: &Path) -> DevInfo {
-        let uid = unsafe { libc::getuid() };
+        let uid = rustix::process::getuid().as_raw();
         let h = fnv(format!("swrdma:{uid}:{name}").as_bytes());
         // EUI-64 shaped, locally administered: 02xx:xxff:fexx:xxxx.
         let b = h.to_be_bytes();
@@ -88,7 +88,7 @@ fn fmt_guid(g: u64) -> String {
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(md) => {
-            let uid = unsafe { libc::getuid() };
+            let uid = rustix::process::getuid().as_raw();
             if !md.is_dir() || md.uid() != uid || md.mode() & 0o077 != 0 {
                 return Err(std::io::Error::from_raw_os_error(libc::EPERM));
             }
@@ -114,7 +114,7 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
 
 fn private_dir_check(dir: &Path) -> std::io::Result<()> {
     let md = std::fs::symlink_metadata(dir)?;
-    if !md.is_dir() || md.uid() != unsafe { libc::getuid() } || md.mode() & 0o077 != 0 {
+    if !md.is_dir() || md.uid() != rustix::process::getuid().as_raw() || md.mode() & 0o077 != 0 {
         return Err(std::io::Error::from_raw_os_error(libc::EPERM));
     }
     Ok(())
@@ -129,7 +129,7 @@ fn put(path: &Path, content: &str) -> std::io::Result<()> {
     if let Some(p) = path.parent() {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", unsafe { libc::getpid() }));
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(content.as_bytes())?;
@@ -173,21 +173,39 @@ pub fn write_tree(info: &DevInfo) -> std::io::Result<()> {
     Ok(())
 }
 
+/// # Safety
+/// `device` is a live `ibv_device` (the library's, for our driver): its
+/// `name` and `ibdev_path` are NUL-terminated arrays.
 pub unsafe fn info_of_device(device: *const ibv_device) -> DevInfo {
-    let name = CStr::from_ptr((*device).name.as_ptr()).to_string_lossy().into_owned();
-    let path = CStr::from_ptr((*device).ibdev_path.as_ptr())
-        .to_string_lossy()
-        .into_owned();
+    // SAFETY: `device` is live and both arrays are NUL-terminated (the
+    // contract); the strings are copied at once.
+    let (name, path) = unsafe {
+        (
+            CStr::from_ptr((*device).name.as_ptr()).to_string_lossy().into_owned(),
+            CStr::from_ptr((*device).ibdev_path.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
+        )
+    };
     DevInfo::new(&name, Path::new(&path))
 }
 
+/// # Safety
+/// Called by libibverbs (`verbs_device_ops.alloc_device`) with a live
+/// `verbs_sysfs_dev` whose name and path arrays are NUL-terminated.
 pub unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) -> *mut verbs_device {
-    let name = CStr::from_ptr((*sysfs_dev).ibdev_name.as_ptr())
-        .to_string_lossy()
-        .into_owned();
-    let path = CStr::from_ptr((*sysfs_dev).ibdev_path.as_ptr())
-        .to_string_lossy()
-        .into_owned();
+    // SAFETY: `sysfs_dev` is live and both arrays are NUL-terminated (the
+    // library's contract); the strings are copied at once.
+    let (name, path) = unsafe {
+        (
+            CStr::from_ptr((*sysfs_dev).ibdev_name.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
+            CStr::from_ptr((*sysfs_dev).ibdev_path.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
+        )
+    };
     if path.is_empty() {
         return std::ptr::null_mut();
     }
@@ -195,13 +213,20 @@ pub unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) -> *mut v
     if write_tree(&info).is_err() {
         return std::ptr::null_mut();
     }
-    let d = libc::calloc(1, std::mem::size_of::<SwDevice>()) as *mut SwDevice;
+    // SAFETY: a plain zeroed allocation (the library reads and fills the
+    // `verbs_device`, zero is its initial state); freed by uninit_device.
+    let d = unsafe { libc::calloc(1, std::mem::size_of::<SwDevice>()) } as *mut SwDevice;
     if d.is_null() {
         return std::ptr::null_mut();
     }
-    std::ptr::addr_of_mut!((*d).vdev)
+    // SAFETY: `d` is non-null, fresh and big enough for an `SwDevice`.
+    unsafe { std::ptr::addr_of_mut!((*d).vdev) }
 }
 
+/// # Safety
+/// Called by libibverbs once, with a device `alloc_device` returned (the
+/// `vdev` at offset 0 of the calloc'ed `SwDevice`).
 pub unsafe extern "C" fn uninit_device(vdev: *mut verbs_device) {
-    libc::free(vdev as *mut _);
+    // SAFETY: `vdev` is the calloc'ed block (offset 0), freed once.
+    unsafe { libc::free(vdev as *mut _) };
 }

@@ -1,6 +1,7 @@
 //! swrdma: a kernel-free software RDMA device for libibverbs (provider ABI
 //! 34).  See README.md for the design.
-#![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// The ABI mirrors, shared with the library (crate `ibverbs-abi`).
 pub use ibverbs_abi as abi;
@@ -50,10 +51,15 @@ static DEVICE_OPS: verbs_device_ops = verbs_device_ops {
     uninit_device: Some(device::uninit_device),
 };
 
-extern "C" fn swrdma_init() {
+/// Registers the driver when the library loads us (an ELF constructor, as
+/// upstream's drivers do).  `unsafe` for `ctor`: it runs before `main` /
+/// during `dlopen`, where only the plain call below happens (no std
+/// runtime services are used).
+#[ctor::ctor(unsafe)]
+fn swrdma_init() {
+    // SAFETY: `DEVICE_OPS` is a `'static` table in the provider-ABI 34
+    // layout (`ibverbs-abi`), with a sentinel-terminated match table and
+    // `extern "C"` callbacks; the library keeps the pointer, which stays
+    // valid for as long as we are loaded.
     unsafe { verbs_register_driver_34(&DEVICE_OPS) };
 }
-
-#[used]
-#[link_section = ".init_array"]
-static SWRDMA_INIT: extern "C" fn() = swrdma_init;

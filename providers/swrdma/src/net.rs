@@ -1,48 +1,82 @@
 //! Endpoints: per-user id allocation, the per-context listening socket,
 //! connecting links (memfd + eventfd passed with SCM_RIGHTS, peers checked
 //! with SO_PEERCRED), and QPN -> context resolution.
+//!
+//! Every descriptor here is an `OwnedFd`: it is closed exactly once, when
+//! its owner (a `Link`, the `Ctx`, or a local on an error path) is dropped.
 
-use std::ffi::CString;
-use std::os::raw::{c_int, c_void};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::fs::{fstat, ftruncate, memfd_create, MemfdFlags};
+use rustix::net::{
+    accept_with, bind, connect as connect_socket, listen as listen_socket, recvmsg, sendmsg, socket_with,
+    sockopt::socket_peercred, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+};
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use swrdma_ring::{Link, LINK_BYTES};
 
 const MAGIC: u32 = 0x5357_5244; // "SWRD"
 
-#[repr(C)]
+/// The first message each way on a new connection (8 bytes: magic and the
+/// sender's context id, native byte order — both ends are on one machine).
 #[derive(Clone, Copy, Default)]
 struct Hello {
     magic: u32,
     ctx_id: u32,
 }
 
-fn cpath(p: &Path) -> CString {
-    CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
+impl Hello {
+    const LEN: usize = 8;
+
+    fn new(ctx_id: u32) -> Hello {
+        Hello { magic: MAGIC, ctx_id }
+    }
+    fn to_bytes(self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..4].copy_from_slice(&self.magic.to_ne_bytes());
+        b[4..].copy_from_slice(&self.ctx_id.to_ne_bytes());
+        b
+    }
+    fn from_bytes(b: &[u8; Self::LEN]) -> Hello {
+        Hello {
+            magic: u32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+            ctx_id: u32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
+        }
+    }
 }
 
 /// Allocates `n` consecutive ids (QPNs, SRQNs, context ids) unique for the
 /// user, from the counter file in the private directory (flock'ed).
 pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
-    unsafe {
-        let p = cpath(&dir.join("ids"));
-        let fd = libc::open(p.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600);
-        if fd < 0 {
-            // Fall back to something unlikely to collide.
-            return ((libc::getpid() as u32 & 0xffff) << 8) | 0x11;
-        }
-        libc::flock(fd, libc::LOCK_EX);
-        let mut buf = [0u8; 4];
-        let r = libc::pread(fd, buf.as_mut_ptr() as *mut c_void, 4, 0);
-        let mut v = if r == 4 { u32::from_le_bytes(buf) } else { 0 };
-        if !(0x100..0xff_0000).contains(&v) {
-            v = 0x100;
-        }
-        let next = v + n;
-        libc::pwrite(fd, next.to_le_bytes().as_ptr() as *const c_void, 4, 0);
-        libc::flock(fd, libc::LOCK_UN);
-        libc::close(fd);
-        v
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join("ids"));
+    let Ok(f) = f else {
+        // Fall back to something unlikely to collide.
+        return ((std::process::id() & 0xffff) << 8) | 0x11;
+    };
+    // flock(LOCK_EX); released by the unlock below (or by the close).
+    let _ = f.lock();
+    let mut buf = [0u8; 4];
+    let mut v = match f.read_at(&mut buf, 0) {
+        Ok(4) => u32::from_le_bytes(buf),
+        _ => 0,
+    };
+    if !(0x100..0xff_0000).contains(&v) {
+        v = 0x100;
     }
+    let next = v + n;
+    let _ = f.write_at(&next.to_le_bytes(), 0);
+    let _ = f.unlock();
+    v
 }
 
 pub fn ctx_sock_path(dir: &Path, id: u32) -> PathBuf {
@@ -66,208 +100,110 @@ pub fn resolve(dir: &Path, num: u32) -> Option<u32> {
     t.to_str()?.strip_prefix('c')?.parse().ok()
 }
 
-unsafe fn sockaddr(path: &Path) -> Option<(libc::sockaddr_un, libc::socklen_t)> {
-    let mut a: libc::sockaddr_un = std::mem::zeroed();
-    a.sun_family = libc::AF_UNIX as u16;
-    let b = path.as_os_str().as_encoded_bytes();
-    if b.len() >= a.sun_path.len() {
+/// The listening socket of context `id` (non-blocking), bound to its path.
+pub fn listen(dir: &Path, id: u32) -> Option<OwnedFd> {
+    let p = ctx_sock_path(dir, id);
+    let _ = std::fs::remove_file(&p);
+    let addr = SocketAddrUnix::new(&p).ok()?;
+    let fd = socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )
+    .ok()?;
+    bind(&fd, &addr).ok()?;
+    listen_socket(&fd, 128).ok()?;
+    Some(fd)
+}
+
+/// The peer of connected socket `fd` runs as our user.
+fn peer_ok(fd: BorrowedFd<'_>) -> bool {
+    socket_peercred(fd).is_ok_and(|c| c.uid == rustix::process::getuid())
+}
+
+/// Sends `h` with descriptors `fds` (at most 2) attached.
+fn send_fds(fd: BorrowedFd<'_>, h: Hello, fds: &[BorrowedFd<'_>]) -> bool {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut cmsg = SendAncillaryBuffer::new(&mut space);
+    if !cmsg.push(SendAncillaryMessage::ScmRights(fds)) {
+        return false;
+    }
+    let b = h.to_bytes();
+    sendmsg(fd, &[IoSlice::new(&b)], &mut cmsg, SendFlags::NOSIGNAL) == Ok(Hello::LEN)
+}
+
+/// Receives a `Hello` with exactly `want` descriptors (waiting at most 5 s).
+/// Anything else is refused; descriptors received with it are closed.
+fn recv_fds(fd: BorrowedFd<'_>, want: usize) -> Option<(Hello, Vec<OwnedFd>)> {
+    let mut pfd = [PollFd::new(&fd, PollFlags::IN)];
+    let t = Timespec { tv_sec: 5, tv_nsec: 0 };
+    if poll(&mut pfd, Some(&t)) != Ok(1) {
         return None;
     }
-    for (i, c) in b.iter().enumerate() {
-        a.sun_path[i] = *c as i8;
-    }
-    Some((
-        a,
-        (std::mem::size_of::<libc::sa_family_t>() + b.len() + 1) as libc::socklen_t,
-    ))
-}
-
-pub fn listen(dir: &Path, id: u32) -> c_int {
-    unsafe {
-        let p = ctx_sock_path(dir, id);
-        let _ = std::fs::remove_file(&p);
-        let Some((a, l)) = sockaddr(&p) else { return -1 };
-        let fd = libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            0,
-        );
-        if fd < 0 {
-            return -1;
-        }
-        if libc::bind(fd, &a as *const _ as *const libc::sockaddr, l) != 0 || libc::listen(fd, 128) != 0 {
-            libc::close(fd);
-            return -1;
-        }
-        fd
-    }
-}
-
-fn peer_ok(fd: c_int) -> bool {
-    unsafe {
-        let mut cred: libc::ucred = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            &mut cred as *mut _ as *mut c_void,
-            &mut len,
-        ) == 0
-            && cred.uid == libc::getuid()
-    }
-}
-
-unsafe fn send_fds(fd: c_int, h: &Hello, fds: &[c_int]) -> bool {
-    let mut iov = libc::iovec {
-        iov_base: h as *const _ as *mut c_void,
-        iov_len: std::mem::size_of::<Hello>(),
-    };
-    let mut cbuf = [0u64; 8];
-    let mut msg: libc::msghdr = std::mem::zeroed();
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr() as *mut c_void;
-    msg.msg_controllen = libc::CMSG_SPACE((fds.len() * 4) as u32) as usize;
-    let c = libc::CMSG_FIRSTHDR(&msg);
-    (*c).cmsg_level = libc::SOL_SOCKET;
-    (*c).cmsg_type = libc::SCM_RIGHTS;
-    (*c).cmsg_len = libc::CMSG_LEN((fds.len() * 4) as u32) as usize;
-    std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c) as *mut c_int, fds.len());
-    libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) == std::mem::size_of::<Hello>() as isize
-}
-
-unsafe fn recv_fds(fd: c_int, want: usize) -> Option<(Hello, Vec<c_int>)> {
-    let mut h = Hello::default();
-    let mut iov = libc::iovec {
-        iov_base: &mut h as *mut _ as *mut c_void,
-        iov_len: std::mem::size_of::<Hello>(),
-    };
-    let mut cbuf = [0u64; 8];
-    let mut msg: libc::msghdr = std::mem::zeroed();
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr() as *mut c_void;
-    msg.msg_controllen = std::mem::size_of_val(&cbuf);
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    if libc::poll(&mut pfd, 1, 5000) != 1 {
-        return None;
-    }
-    let n = libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC);
+    let mut b = [0u8; Hello::LEN];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let r = recvmsg(fd, &mut [IoSliceMut::new(&mut b)], &mut cmsg, RecvFlags::CMSG_CLOEXEC);
     let mut fds = Vec::new();
-    let mut c = libc::CMSG_FIRSTHDR(&msg);
-    while !c.is_null() {
-        if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-            let cnt = ((*c).cmsg_len - libc::CMSG_LEN(0) as usize) / 4;
-            for i in 0..cnt {
-                fds.push(*(libc::CMSG_DATA(c) as *const c_int).add(i));
-            }
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmRights(it) = m {
+            fds.extend(it);
         }
-        c = libc::CMSG_NXTHDR(&msg, c);
     }
-    if n != std::mem::size_of::<Hello>() as isize || h.magic != MAGIC || fds.len() != want {
-        for f in fds {
-            libc::close(f);
-        }
+    let h = Hello::from_bytes(&b);
+    if !r.is_ok_and(|r| r.bytes == Hello::LEN) || h.magic != MAGIC || fds.len() != want {
         return None;
     }
     Some((h, fds))
 }
 
 /// Initiator: connects to context `peer`, creates and shares the rings.
-pub fn connect(dir: &Path, my_id: u32, my_efd: c_int, peer: u32) -> Option<Link> {
-    unsafe {
-        let (a, l) = sockaddr(&ctx_sock_path(dir, peer))?;
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return None;
-        }
-        if libc::connect(fd, &a as *const _ as *const libc::sockaddr, l) != 0 || !peer_ok(fd) {
-            libc::close(fd);
-            return None;
-        }
-        let memfd = libc::memfd_create(c"swrdma-link".as_ptr(), libc::MFD_CLOEXEC);
-        if memfd < 0 || libc::ftruncate(memfd, LINK_BYTES as i64) != 0 {
-            libc::close(fd);
-            if memfd >= 0 {
-                libc::close(memfd);
-            }
-            return None;
-        }
-        let ok = send_fds(
-            fd,
-            &Hello {
-                magic: MAGIC,
-                ctx_id: my_id,
-            },
-            &[memfd, my_efd],
-        );
-        let reply = if ok { recv_fds(fd, 1) } else { None };
-        let Some((h, fds)) = reply else {
-            libc::close(fd);
-            libc::close(memfd);
-            return None;
-        };
-        if h.ctx_id != peer {
-            libc::close(fd);
-            libc::close(memfd);
-            libc::close(fds[0]);
-            return None;
-        }
-        let link = Link::new(peer, true, fd, memfd, fds[0]);
-        libc::close(memfd);
-        if link.is_none() {
-            libc::close(fd);
-            libc::close(fds[0]);
-        }
-        link
+pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Option<Link> {
+    let addr = SocketAddrUnix::new(ctx_sock_path(dir, peer)).ok()?;
+    let fd = socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None).ok()?;
+    if connect_socket(&fd, &addr).is_err() || !peer_ok(fd.as_fd()) {
+        return None;
     }
+    let memfd = memfd_create(c"swrdma-link", MemfdFlags::CLOEXEC).ok()?;
+    ftruncate(&memfd, LINK_BYTES as u64).ok()?;
+    if !send_fds(fd.as_fd(), Hello::new(my_id), &[memfd.as_fd(), my_efd]) {
+        return None;
+    }
+    let (h, mut fds) = recv_fds(fd.as_fd(), 1)?;
+    if h.ctx_id != peer {
+        return None;
+    }
+    let peer_efd = fds.pop()?;
+    // SAFETY: `memfd` is the memory file created and sized to `LINK_BYTES`
+    // just above; it is shared only with the peer, over this connection, to
+    // hold this link's two rings.
+    unsafe { Link::new(peer, true, fd, memfd.as_fd(), peer_efd) }
 }
 
-/// Target: accepts one pending connection on `lfd`.
-pub fn accept(lfd: c_int, my_id: u32, my_efd: c_int) -> Option<Option<Link>> {
-    unsafe {
-        let fd = libc::accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC);
-        if fd < 0 {
-            return None; // nothing pending
-        }
-        if !peer_ok(fd) {
-            libc::close(fd);
-            return Some(None);
-        }
-        let Some((h, fds)) = recv_fds(fd, 2) else {
-            libc::close(fd);
-            return Some(None);
-        };
-        let (memfd, peer_efd) = (fds[0], fds[1]);
-        // The shared file must be exactly a link's size (no surprises).
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(memfd, &mut st) != 0
-            || st.st_size as usize != LINK_BYTES
-            || !send_fds(
-                fd,
-                &Hello {
-                    magic: MAGIC,
-                    ctx_id: my_id,
-                },
-                &[my_efd],
-            )
-        {
-            libc::close(fd);
-            libc::close(memfd);
-            libc::close(peer_efd);
-            return Some(None);
-        }
-        let link = Link::new(h.ctx_id, false, fd, memfd, peer_efd);
-        libc::close(memfd);
-        if link.is_none() {
-            libc::close(fd);
-            libc::close(peer_efd);
-        }
-        Some(link)
+/// Target: accepts one pending connection on `lfd`.  None: nothing is
+/// pending; Some(None): a connection was refused.
+pub fn accept(lfd: BorrowedFd<'_>, my_id: u32, my_efd: BorrowedFd<'_>) -> Option<Option<Link>> {
+    let fd = accept_with(lfd, SocketFlags::CLOEXEC).ok()?;
+    if !peer_ok(fd.as_fd()) {
+        return Some(None);
     }
+    let Some((h, fds)) = recv_fds(fd.as_fd(), 2) else {
+        return Some(None);
+    };
+    let mut fds = fds.into_iter();
+    let (Some(memfd), Some(peer_efd)) = (fds.next(), fds.next()) else {
+        return Some(None);
+    };
+    // The shared file must be exactly a link's size (no surprises).
+    let size_ok = fstat(&memfd).is_ok_and(|st| st.st_size as u64 == LINK_BYTES as u64);
+    if !size_ok || !send_fds(fd.as_fd(), Hello::new(my_id), &[my_efd]) {
+        return Some(None);
+    }
+    // SAFETY: `memfd` came from a peer of our own uid (SO_PEERCRED) and is
+    // exactly `LINK_BYTES` long (checked above); by the protocol it holds
+    // this link's rings and nothing else.  (A same-user peer could still
+    // shrink it later; that peer could also ptrace us — see the README's
+    // isolation model.)
+    Some(unsafe { Link::new(h.ctx_id, false, fd, memfd.as_fd(), peer_efd) })
 }

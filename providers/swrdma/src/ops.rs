@@ -4,11 +4,11 @@ use crate::abi::*;
 use crate::core::*;
 use crate::device;
 use crate::net;
-use std::collections::HashMap;
+use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use swrdma_ring::*;
 
 extern "C" {
@@ -94,39 +94,74 @@ pub struct SwAh {
     pub attr: ibv_ah_attr,
 }
 
+/// # Safety
+/// `c` is the `ibv_context` inside a live `SwCtx` made by `alloc_context`.
 pub unsafe fn ctx_of<'a>(c: *mut ibv_context) -> &'a Ctx {
-    let v = (c as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
-    &*(*v).ctx
+    // SAFETY: `c` lies `offset_of!(verbs_context, context)` bytes into the `SwCtx`'s `vctx` (its
+    // first field), so stepping back gives the live `SwCtx`; its `ctx` is the `Arc<Ctx>` raw
+    // pointer stored by `make_ctx`, released only by `free_context`.
+    unsafe {
+        let v = (c as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
+        &*(*v).ctx
+    }
 }
+/// # Safety
+/// `pd` is the `ibv_pd` of a live `SwPd` (alloc_pd / alloc_parent_domain).
 unsafe fn pd_id(pd: *mut ibv_pd) -> u32 {
-    (*(pd as *mut SwPd)).id
+    // SAFETY: `pd` is the first field of a live `SwPd` (the contract).
+    unsafe { (*(pd as *mut SwPd)).id }
 }
+/// # Safety
+/// `cq` is the `ibv_cq` of a live `SwCq` (new_cq).
 pub unsafe fn cq_of<'a>(cq: *mut ibv_cq) -> &'a SwCq {
-    &*(cq as *mut SwCq)
+    // SAFETY: `cq` is the start of a live `SwCq` (`vcq` is its first field, and `ibv_cq` the prefix
+    // of `verbs_cq`).
+    unsafe { &*(cq as *mut SwCq) }
 }
+/// # Safety
+/// `cq` is null or the `ibv_cq` of a live `SwCq`.
 unsafe fn cq_arc(cq: *mut ibv_cq) -> Option<Arc<Cq>> {
-    if cq.is_null() {
-        return None;
+    // SAFETY: `cq` is non-null, so a live `SwCq` whose `cq` is the `Arc::into_raw` of new_cq, still
+    // owned by it: adding a count before `from_raw` leaves that reference intact.
+    unsafe {
+        if cq.is_null() {
+            return None;
+        }
+        let p = (*(cq as *mut SwCq)).cq;
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
     }
-    let p = (*(cq as *mut SwCq)).cq;
-    Arc::increment_strong_count(p);
-    Some(Arc::from_raw(p))
 }
+/// # Safety
+/// `srq` is null or the `ibv_srq` of a live `SwSrq`.
 unsafe fn srq_arc(srq: *mut ibv_srq) -> Option<Arc<Srq>> {
-    if srq.is_null() {
-        return None;
+    // SAFETY: `srq` is non-null, so a live `SwSrq` whose `srq` is the `Arc::into_raw` of new_srq,
+    // still owned by it: adding a count before `from_raw` leaves that reference intact.
+    unsafe {
+        if srq.is_null() {
+            return None;
+        }
+        let p = (*(srq as *mut SwSrq)).srq;
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
     }
-    let p = (*(srq as *mut SwSrq)).srq;
-    Arc::increment_strong_count(p);
-    Some(Arc::from_raw(p))
 }
+/// # Safety
+/// `qp` is the `ibv_qp` of a live `SwQp` (create_qp_ex), whose context outlives the returned reference.
 pub unsafe fn qp_of<'a>(qp: *mut ibv_qp) -> (&'a Ctx, Arc<Qp>) {
-    let s = &*(qp as *mut SwQp);
-    Arc::increment_strong_count(s.qp);
-    (&*s.ctx, Arc::from_raw(s.qp))
+    // SAFETY: `qp` is the start of a live `SwQp` (`vqp` first, `ibv_qp` the prefix of `verbs_qp`);
+    // its `qp` is the `Arc::into_raw` of create_qp_ex (a count is added, so the SwQp keeps its own)
+    // and `ctx` the context's `Ctx`, alive until free_context, after the QP is gone.
+    unsafe {
+        let s = &*(qp as *mut SwQp);
+        Arc::increment_strong_count(s.qp);
+        (&*s.ctx, Arc::from_raw(s.qp))
+    }
 }
 
 fn set_errno(e: c_int) {
+    // SAFETY: `__errno_location` returns this thread's errno slot, always
+    // valid for writing.
     unsafe { *libc::__errno_location() = e };
 }
 
@@ -134,253 +169,145 @@ fn set_errno(e: c_int) {
 // Context
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// Called by libibverbs (`DEVICE_OPS.alloc_context`) with a device our
+/// `alloc_device` created.
 pub unsafe extern "C" fn alloc_context(
     device: *mut ibv_device,
     cmd_fd: c_int,
     _private: *mut c_void,
 ) -> *mut verbs_context {
-    let drv = _verbs_init_and_alloc_context(
-        device,
-        cmd_fd,
-        std::mem::size_of::<SwCtx>(),
-        std::mem::offset_of!(SwCtx, vctx) as *mut verbs_context,
-        0,
-    ) as *mut SwCtx;
+    // SAFETY: `device` is ours (the contract); we ask for a zeroed block of
+    // `SwCtx`'s size with the `verbs_context` at `vctx`'s offset, which is
+    // what the function allocates and initialises.
+    let drv = unsafe {
+        _verbs_init_and_alloc_context(
+            device,
+            cmd_fd,
+            std::mem::size_of::<SwCtx>(),
+            std::mem::offset_of!(SwCtx, vctx) as *mut verbs_context,
+            0,
+        )
+    } as *mut SwCtx;
     if drv.is_null() {
         return std::ptr::null_mut();
     }
-    let vctx = std::ptr::addr_of_mut!((*drv).vctx);
-    match make_ctx(device, vctx) {
+    // SAFETY: `drv` is the non-null block just allocated (no reference made).
+    let vctx = unsafe { std::ptr::addr_of_mut!((*drv).vctx) };
+    // SAFETY: `device` is ours and `vctx` the initialised context at the
+    // start of the zeroed `SwCtx` (make_ctx's contract).
+    match unsafe { make_ctx(device, vctx) } {
         Ok(()) => vctx,
         Err(e) => {
-            verbs_uninit_context(vctx);
-            libc::free(drv as *mut c_void);
+            // SAFETY: the context was initialised by the library and is given
+            // back (nothing of ours refers to it: make_ctx failed before
+            // publishing anything in it), then the block is freed with the C
+            // allocator that made it.
+            unsafe {
+                verbs_uninit_context(vctx);
+                libc::free(drv as *mut c_void);
+            }
             set_errno(e);
             std::ptr::null_mut()
         }
     }
 }
 
+/// Opens the context's endpoint and thread and fills in the `SwCtx`.
+///
+/// # Safety
+/// `device` is the library's device for us and `vctx` the initialised
+/// `verbs_context` at the start of a zeroed `SwCtx`.
 unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<(), c_int> {
-    let info = device::info_of_device(device);
+    // SAFETY: `device` is live (the contract).
+    let info = unsafe { device::info_of_device(device) };
     device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
     device::private_dir(&dir).map_err(|_| libc::EPERM)?;
     let id = net::alloc_ids(&dir, 1);
-    let lfd = net::listen(&dir, id);
-    if lfd < 0 {
-        return Err(libc::EIO);
-    }
-    let efd = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
-    let epfd = libc::epoll_create1(libc::EPOLL_CLOEXEC);
-    let mut p = [-1; 2];
-    if efd < 0 || epfd < 0 || libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-        return Err(libc::EMFILE);
-    }
-    let fl = libc::fcntl(p[1], libc::F_GETFL);
-    libc::fcntl(p[1], libc::F_SETFL, fl | libc::O_NONBLOCK);
-    let ctx = (*vctx).context.as_mut_ptr_compat();
-    (*ctx).async_fd = p[0];
-    (*ctx).num_comp_vectors = 1;
-    for (fd, tag) in [(lfd, u64::MAX), (efd, u64::MAX - 1)] {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: tag,
-        };
-        libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev);
-    }
-    let c = Arc::new(Ctx {
-        id,
-        dir,
-        gids: info.gids,
-        guid: info.guid,
-        ibctx: ctx as usize,
-        qps: RwLock::new(HashMap::new()),
-        srqs: RwLock::new(HashMap::new()),
-        mrs: RwLock::new(HashMap::new()),
-        links: Mutex::new(Arc::new(Vec::new())),
-        out: Mutex::new(HashMap::new()),
-        qpn_cache: Mutex::new(HashMap::new()),
-        efd,
-        lfd,
-        epfd,
-        async_w: p[1],
-        last_poll: AtomicU64::new(0),
-        pending: AtomicBool::new(false),
-        stop: AtomicBool::new(false),
-        next_key: AtomicU32::new(1),
-        next_obj: AtomicU32::new(1),
-    });
+    // SAFETY: `vctx` is live and initialised (the contract).
+    let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
+    let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
     let tc = c.clone();
     let h = std::thread::Builder::new()
         .name("swrdma".into())
-        .spawn(move || thread_main(tc))
+        .spawn(move || tc.run_thread())
         .map_err(|_| libc::EAGAIN)?;
     let sw = vctx as *mut SwCtx;
-    (*sw).ctx = Arc::into_raw(c);
-    (*sw).thread = Box::into_raw(Box::new(Some(h)));
-    verbs_set_ops(vctx, &OPS);
+    // SAFETY: `ctx` is the context inside `vctx` and `sw` the `SwCtx` it
+    // starts (the contract), not yet visible to the application.  The
+    // library owns the async-event descriptor from now on (it closes it in
+    // verbs_uninit_context); `verbs_set_ops` gets a `'static` table.
+    unsafe {
+        (*ctx).async_fd = async_r.into_raw_fd();
+        (*ctx).num_comp_vectors = 1;
+        (*sw).ctx = Arc::into_raw(c);
+        (*sw).thread = Box::into_raw(Box::new(Some(h)));
+        verbs_set_ops(vctx, &OPS);
+    }
     Ok(())
 }
 
-trait CompatPtr {
-    fn as_mut_ptr_compat(&mut self) -> *mut ibv_context;
-}
-impl CompatPtr for ibv_context {
-    fn as_mut_ptr_compat(&mut self) -> *mut ibv_context {
-        self as *mut ibv_context
-    }
-}
-
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
-    let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
-    let c = Arc::from_raw((*sw).ctx);
-    c.stop.store(true, Ordering::SeqCst);
-    let one: u64 = 1;
-    libc::write(c.efd, &one as *const u64 as *const c_void, 8);
-    if let Some(h) = (*Box::from_raw((*sw).thread)).take() {
+    // SAFETY: `ibctx` is the context of a live `SwCtx` made by
+    // alloc_context: stepping back by the context's offset in `vctx` (the
+    // `SwCtx`'s first field) gives it; make_ctx stored `ctx` (an
+    // `Arc::into_raw`) and `thread` (a `Box::into_raw`), taken back once,
+    // here (the library calls this once, last).
+    let (sw, c, mut thread) = unsafe {
+        let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
+        (sw, Arc::from_raw((*sw).ctx), Box::from_raw((*sw).thread))
+    };
+    c.stop_thread();
+    if let Some(h) = (*thread).take() {
         let _ = h.join();
     }
-    let _ = std::fs::remove_file(net::ctx_sock_path(&c.dir, c.id));
-    for qpn in c.qps.read().unwrap().keys() {
-        net::unpublish(&c.dir, *qpn);
-    }
-    for qp in c.qps.write().unwrap().drain() {
-        lock(&qp.1.st).link = None;
-    }
-    *lock(&c.links) = Arc::new(Vec::new());
-    lock(&c.out).clear();
-    libc::close(c.lfd);
-    libc::close(c.efd);
-    libc::close(c.epfd);
-    libc::close(c.async_w);
+    c.close();
+    // The last reference (the thread's is gone): closes the descriptors.
     drop(c);
-    verbs_uninit_context(std::ptr::addr_of_mut!((*sw).vctx));
-    libc::free(sw as *mut c_void);
-}
-
-fn thread_main(ctx: Arc<Ctx>) {
-    // Short sleeps must stay short (default timer slack is 50 us).
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64, 0u64, 0u64, 0u64) };
-    let mut idle_since = 0u64;
-    let mut seen_poll = 0u64;
-    let mut poll_change = 0u64;
-    let mut iter = 0u64;
-    loop {
-        if ctx.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        iter += 1;
-        let now = now_ns();
-        let pc = ctx.last_poll.load(Ordering::Relaxed);
-        if pc != seen_poll {
-            seen_poll = pc;
-            poll_change = now;
-        }
-        if now.saturating_sub(poll_change) < 200_000 {
-            // The application polls and drives progress itself; stay off the
-            // CPU and the ring locks, but look again every few microseconds:
-            // if it did not poll meanwhile (it may be waiting on memory, as
-            // RDMA-write users do) take over.
-            handle_epoll(&ctx, 0);
-            let before = ctx.last_poll.load(Ordering::Relaxed);
-            let ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 10_000,
-            };
-            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
-            if ctx.last_poll.load(Ordering::Relaxed) == before {
-                ctx.progress();
-            }
-            idle_since = 0;
-            continue;
-        }
-        let n = ctx.progress();
-        if n > 0 {
-            idle_since = 0;
-            if iter % 256 == 0 {
-                handle_epoll(&ctx, 0);
-            }
-            continue;
-        }
-        if idle_since == 0 {
-            idle_since = now;
-        }
-        if now - idle_since < 50_000 {
-            std::hint::spin_loop();
-            if iter % 256 == 0 {
-                handle_epoll(&ctx, 0);
-            }
-            continue;
-        }
-        let links = ctx.links();
-        for l in links.iter() {
-            l.rx.set_sleeping(true);
-        }
-        if !ctx.any_rx() && !ctx.pending.load(Ordering::Relaxed) {
-            handle_epoll(&ctx, 100);
-        }
-        for l in ctx.links().iter() {
-            l.rx.set_sleeping(false);
-        }
-        idle_since = 0;
+    // SAFETY: nothing of ours refers to the context any more; it is given
+    // back to the library, then its block freed with the C allocator
+    // `_verbs_init_and_alloc_context` used.
+    unsafe {
+        verbs_uninit_context(std::ptr::addr_of_mut!((*sw).vctx));
+        libc::free(sw as *mut c_void);
     }
 }
 
-fn handle_epoll(ctx: &Arc<Ctx>, timeout: c_int) {
-    let mut evs: [libc::epoll_event; 16] = unsafe { std::mem::zeroed() };
-    let n = unsafe { libc::epoll_wait(ctx.epfd, evs.as_mut_ptr(), 16, timeout) };
-    for e in evs.iter().take(n.max(0) as usize) {
-        let tag = e.u64;
-        if tag == u64::MAX {
-            while let Some(l) = net::accept(ctx.lfd, ctx.id, ctx.efd) {
-                if let Some(l) = l {
-                    ctx.add_link(Arc::new(l));
-                }
-            }
-        } else if tag == u64::MAX - 1 {
-            let mut v = 0u64;
-            unsafe { libc::read(ctx.efd, &mut v as *mut u64 as *mut c_void, 8) };
-        } else {
-            let fd = tag as c_int;
-            let mut b = [0u8; 64];
-            let r = unsafe { libc::recv(fd, b.as_mut_ptr() as *mut c_void, 64, libc::MSG_DONTWAIT) };
-            let gone = r == 0
-                || (r < 0 && unsafe { *libc::__errno_location() } != libc::EAGAIN)
-                || e.events & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0;
-            if gone {
-                let links = ctx.links();
-                if let Some(l) = links.iter().find(|l| l.sock == fd) {
-                    // Take in what the peer wrote before it went away.
-                    ctx.drain_final(l);
-                    ctx.progress();
-                    ctx.link_died(l);
-                }
-            }
-        }
-    }
-}
-
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn async_event(_c: *mut ibv_context, _e: *mut ibv_async_event) {}
 
 // ---------------------------------------------------------------------------
 // Device / port
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// `context` is one of our contexts and `attr` has room for `attr_size`
+/// bytes (the verb's contract).
 unsafe extern "C" fn query_device_ex(
     context: *mut ibv_context,
     _input: *const ibv_query_device_ex_input,
     attr: *mut ibv_device_attr_ex,
     attr_size: usize,
 ) -> c_int {
-    let c = ctx_of(context);
-    let mut a: ibv_device_attr_ex = std::mem::zeroed();
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    // SAFETY: `ibv_device_attr_ex` is integers, arrays and nested structs of
+    // integers: all-zero is valid.
+    let mut a: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
     let o = &mut a.orig_attr;
     for (i, b) in b"44.0.0".iter().enumerate() {
         o.fw_ver[i] = *b as i8;
     }
-    o.node_guid = c.guid.to_be();
-    o.sys_image_guid = c.guid.to_be();
+    o.node_guid = c.guid().to_be();
+    o.sys_image_guid = c.guid().to_be();
     o.max_mr_size = 1 << 40;
     o.page_size_cap = 0xffff_f000;
     // Not an IEEE OUI of a real vendor (as rxe): tools and tests expect a
@@ -437,15 +364,23 @@ unsafe extern "C" fn query_device_ex(
     a.max_dm_size = MAX_DM as u64;
     a.phys_port_cnt_ex = 1;
     let n = attr_size.min(std::mem::size_of::<ibv_device_attr_ex>());
-    std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n);
+    // SAFETY: `attr` has room for `attr_size` >= `n` bytes (the contract);
+    // `a` is a whole local `ibv_device_attr_ex` (>= `n` bytes).
+    unsafe { std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n) };
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_port_attr) -> c_int {
     if port != 1 {
         return libc::EINVAL;
     }
-    let a = &mut *attr;
+    // SAFETY: `attr` is room for a port attribute (the verb's contract),
+    // not otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
     a.state = IBV_PORT_ACTIVE;
     a.max_mtu = IBV_MTU_4096;
     a.active_mtu = IBV_MTU_4096;
@@ -475,9 +410,14 @@ unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_p
 // PD, MR, AH, XRCD
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
-    let c = ctx_of(context);
-    let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    let id = c.new_obj_id();
     let p = Box::into_raw(Box::new(SwPd {
         pd: ibv_pd { context, handle: id },
         id,
@@ -489,20 +429,28 @@ unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
 /// wraps: same id for every check) that carries a thread domain and custom
 /// allocators.  This device has no queue buffers a device must reach, so the
 /// allocators are never needed (a provider may always allocate by itself).
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_parent_domain(
     context: *mut ibv_context,
     attr: *mut ibv_parent_domain_init_attr,
 ) -> *mut ibv_pd {
-    let a = &*attr;
-    if a.pd.is_null()
-        || (*a.pd).context != context
-        || (!a.td.is_null() && (*a.td).context != context)
-        || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0
-    {
+    // SAFETY: `attr` is a valid init attribute (the verb's contract).
+    let a = unsafe { &*attr };
+    // SAFETY: `pd` and `td` are null (checked first) or a PD / TD of the
+    // application's, ours by the contract, live during the call.
+    let bad = a.pd.is_null()
+        || unsafe { (*a.pd).context } != context
+        || (!a.td.is_null() && unsafe { (*a.td).context } != context);
+    if bad || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    let id = pd_id(a.pd);
+    // SAFETY: `a.pd` is non-null, so one of our `SwPd`s (see above).
+    let id = unsafe { pd_id(a.pd) };
     Box::into_raw(Box::new(SwPd {
         pd: ibv_pd { context, handle: id },
         id,
@@ -511,24 +459,48 @@ unsafe extern "C" fn alloc_parent_domain(
 
 /// Thread domains: a promise of single-threaded use, which this device does
 /// not need to exploit.
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut ibv_td_init_attr) -> *mut ibv_td {
-    if !attr.is_null() && (*attr).comp_mask != 0 {
+    // SAFETY: `attr` is null (checked first) or a valid init attribute.
+    if !attr.is_null() && unsafe { (*attr).comp_mask } != 0 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
     Box::into_raw(Box::new(ibv_td { context }))
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
-    drop(Box::from_raw(td));
-    0
+    // SAFETY: `td` is a `Box<ibv_td>` made by alloc_td, destroyed once (the verb's contract).
+    unsafe {
+        drop(Box::from_raw(td));
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    drop(Box::from_raw(pd as *mut SwPd));
-    0
+    // SAFETY: `pd` is a `Box<SwPd>` made by alloc_pd / alloc_parent_domain, destroyed once.
+    unsafe {
+        drop(Box::from_raw(pd as *mut SwPd));
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn reg_mr(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -536,7 +508,11 @@ unsafe extern "C" fn reg_mr(
     hca_va: u64,
     access: c_int,
 ) -> *mut ibv_mr {
-    let c = ctx_of((*pd).context);
+    // SAFETY: `pd` is one of our PDs (an `SwPd`), so its context is one of
+    // our contexts (the contract).  `addr`/`length` are only recorded,
+    // never dereferenced here: later accesses are range-checked against
+    // them and done by this process.
+    let (context, c, pdid) = unsafe { ((*pd).context, ctx_of((*pd).context), pd_id(pd)) };
     let access = access as u32;
     if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
         set_errno(libc::EINVAL);
@@ -545,11 +521,11 @@ unsafe extern "C" fn reg_mr(
     if access & IBV_ACCESS_MW_BIND != 0 {
         // no memory windows; fall through ignoring the bind right
     }
-    let key = new_key(c);
-    c.mrs.write().unwrap().insert(
+    let key = c.new_key();
+    c.insert_mr(
         key,
         MrEnt {
-            pd: pd_id(pd),
+            pd: pdid,
             va: addr as u64,
             addr: hca_va,
             len: length as u64,
@@ -562,7 +538,7 @@ unsafe extern "C" fn reg_mr(
     let m = Box::into_raw(Box::new(SwMr {
         vmr: verbs_mr {
             ibv_mr: ibv_mr {
-                context: (*pd).context,
+                context,
                 pd,
                 addr,
                 length,
@@ -580,6 +556,11 @@ unsafe extern "C" fn reg_mr(
 
 /// ibv_advise_mr: nothing to prefetch (the owner's own page faults do it),
 /// but the request is checked as a device would.
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mut ibv_sge, n: u32) -> c_int {
     if !matches!(
         advice,
@@ -590,9 +571,16 @@ unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mu
     {
         return libc::EINVAL;
     }
-    let c = ctx_of((*pd).context);
-    let pdid = pd_id(pd);
-    for s in std::slice::from_raw_parts(sg, n as usize) {
+    // SAFETY: `pd` is one of our PDs, its context one of ours; `sg` (checked
+    // non-null) holds `n` SGEs (the verb's contract).
+    let (c, pdid, sgl) = unsafe {
+        (
+            ctx_of((*pd).context),
+            pd_id(pd),
+            std::slice::from_raw_parts(sg, n as usize),
+        )
+    };
+    for s in sgl {
         let Some(m) = c.mr(s.lkey) else { return libc::EINVAL };
         if m.pd != pdid || m.access & IBV_ACCESS_ON_DEMAND == 0 {
             return libc::EINVAL;
@@ -600,7 +588,7 @@ unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mu
         if s.addr < m.addr
             || s.addr
                 .checked_add(s.length as u64)
-                .map_or(true, |e| e > m.addr.saturating_add(m.len))
+                .is_none_or(|e| e > m.addr.saturating_add(m.len))
         {
             return libc::EINVAL;
         }
@@ -611,6 +599,10 @@ unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mu
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn rereg_mr(
     vmr: *mut verbs_mr,
     flags: c_int,
@@ -620,7 +612,9 @@ unsafe extern "C" fn rereg_mr(
     access: c_int,
 ) -> c_int {
     let m = vmr as *mut SwMr;
-    let c = ctx_of((*m).vmr.ibv_mr.context);
+    // SAFETY: `vmr` is the `verbs_mr` at the start of a live `SwMr` of
+    // ours (the contract); its context is one of ours.
+    let (c, lkey) = unsafe { (ctx_of((*m).vmr.ibv_mr.context), (*m).vmr.ibv_mr.lkey) };
     let flags = flags as u32;
     let access = access as u32;
     if flags & IBV_REREG_MR_CHANGE_ACCESS != 0
@@ -634,57 +628,92 @@ unsafe extern "C" fn rereg_mr(
         set_errno(libc::EINVAL);
         return libc::EINVAL;
     }
-    let mut mrs = c.mrs.write().unwrap();
-    let Some(e) = mrs.get_mut(&(*m).vmr.ibv_mr.lkey) else {
-        set_errno(libc::EINVAL);
-        return libc::EINVAL;
+    let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
+        // SAFETY: `pd` is non-null (checked above), so one of our PDs.
+        Some(unsafe { pd_id(pd) })
+    } else {
+        None
     };
     // The keys stay; what the MR covers, who may use it and how changes
     // at once for every later access (they all look the key up).
-    if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
-        e.va = addr as u64;
-        e.addr = addr as u64;
-        e.len = length as u64;
-    }
-    if flags & IBV_REREG_MR_CHANGE_PD != 0 {
-        e.pd = pd_id(pd);
+    let found = c.update_mr(lkey, |e| {
+        if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+            e.va = addr as u64;
+            e.addr = addr as u64;
+            e.len = length as u64;
+        }
+        if let Some(p) = new_pd {
+            e.pd = p;
+        }
+        if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+            e.access = access;
+        }
+    });
+    if !found {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
     }
     if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
-        e.access = access;
-        (*m).vmr.access = access as c_int;
+        // SAFETY: `m` is our live `SwMr` (see above); the application does
+        // not use the MR concurrently with rereg (the verb's contract).
+        unsafe { (*m).vmr.access = access as c_int };
     }
     0
 }
 
 // ----- device memory ---------------------------------------------------------
 
+/// # Safety
+/// `dm` is the `ibv_dm` of a live `SwDm`.
 unsafe fn dm_range_ok(dm: *mut ibv_dm, off: u64, len: usize) -> Option<*mut u8> {
-    let d = &*(dm as *mut SwDm);
+    // SAFETY: `dm` is the start of a live `SwDm` (the contract).
+    let d = unsafe { &*(dm as *mut SwDm) };
     // As device memory: 4-byte granules.
-    if off % 4 != 0 || len % 4 != 0 || off.checked_add(len as u64).map_or(true, |e| e > d.len as u64) {
+    if !off.is_multiple_of(4) || !len.is_multiple_of(4) || off.checked_add(len as u64).is_none_or(|e| e > d.len as u64)
+    {
         return None;
     }
-    Some(d.base.add(off as usize))
+    // SAFETY: `off` + `len` <= `d.len` (checked above): inside the mapping.
+    Some(unsafe { d.base.add(off as usize) })
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn memcpy_to_dm(dm: *mut ibv_dm, off: u64, host: *const c_void, len: usize) -> c_int {
-    let Some(p) = dm_range_ok(dm, off, len) else {
+    // SAFETY: `dm` is one of our `SwDm`s (the contract).
+    let Some(p) = (unsafe { dm_range_ok(dm, off, len) }) else {
         return libc::EINVAL;
     };
-    std::ptr::copy(host as *const u8, p, len);
+    // SAFETY: `dm_range_ok` checked `[off, off+len)` is inside the DM's
+    // mapping; `host` has `len` readable bytes (the verb's contract).
+    unsafe { std::ptr::copy(host as *const u8, p, len) };
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn memcpy_from_dm(host: *mut c_void, dm: *mut ibv_dm, off: u64, len: usize) -> c_int {
-    let Some(p) = dm_range_ok(dm, off, len) else {
+    // SAFETY: `dm` is one of our `SwDm`s (the contract).
+    let Some(p) = (unsafe { dm_range_ok(dm, off, len) }) else {
         return libc::EINVAL;
     };
-    std::ptr::copy(p, host as *mut u8, len);
+    // SAFETY: `dm_range_ok` checked `[off, off+len)` is inside the DM's
+    // mapping; `host` has room for `len` bytes (the verb's contract).
+    unsafe { std::ptr::copy(p, host as *mut u8, len) };
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm {
-    let a = &*attr;
+    // SAFETY: `attr` is a valid attribute (the verb's contract).
+    let a = unsafe { &*attr };
     if a.comp_mask != 0 || a.length == 0 || a.log_align_req > 12 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
@@ -694,26 +723,31 @@ unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm
         return std::ptr::null_mut();
     }
     let len = (a.length + 4095) & !4095;
-    let p = libc::mmap(
-        std::ptr::null_mut(),
-        len,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-        -1,
-        0,
-    );
+    // SAFETY: a fresh anonymous mapping (no hint, no descriptor), owned by
+    // the `SwDm` made below and unmapped by free_dm.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
     if p == libc::MAP_FAILED {
         set_errno(libc::ENOMEM);
         return std::ptr::null_mut();
     }
-    let c = ctx_of(context);
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
     let d = Box::into_raw(Box::new(SwDm {
         dm: ibv_dm {
             context,
             memcpy_to_dm: Some(memcpy_to_dm),
             memcpy_from_dm: Some(memcpy_from_dm),
             comp_mask: 0,
-            handle: c.next_obj.fetch_add(1, Ordering::Relaxed),
+            handle: c.new_obj_id(),
         },
         base: p as *mut u8,
         len: a.length,
@@ -722,16 +756,29 @@ unsafe extern "C" fn alloc_dm(context: *mut ibv_context, attr: *mut ibv_alloc_dm
     d as *mut ibv_dm
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn free_dm(dm: *mut ibv_dm) -> c_int {
     let d = dm as *mut SwDm;
-    if (*d).mrs.load(Ordering::SeqCst) != 0 {
+    // SAFETY: `dm` is the start of a live `Box<SwDm>` made by alloc_dm (the
+    // contract).
+    if unsafe { (*d).mrs.load(Ordering::SeqCst) } != 0 {
         return libc::EBUSY;
     }
-    let d = Box::from_raw(d);
-    libc::munmap(d.base as *mut c_void, (d.len + 4095) & !4095);
+    // SAFETY: as above; destroyed once (the verb's contract).
+    let d = unsafe { Box::from_raw(d) };
+    // SAFETY: the DM's own mapping (base, length rounded as in alloc_dm),
+    // used by no MR (checked above) and no longer reachable.
+    unsafe { libc::munmap(d.base as *mut c_void, (d.len + 4095) & !4095) };
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn reg_dm_mr(
     pd: *mut ibv_pd,
     dm: *mut ibv_dm,
@@ -744,8 +791,10 @@ unsafe extern "C" fn reg_dm_mr(
         | IBV_ACCESS_REMOTE_WRITE
         | IBV_ACCESS_REMOTE_READ
         | IBV_ACCESS_REMOTE_ATOMIC;
-    let d = dm as *mut SwDm;
-    if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || (*dm).context != (*pd).context {
+    // SAFETY: `pd` is one of our PDs and `dm` the start of one of our live
+    // `SwDm`s (the contract); their contexts are ours.
+    let (d, context, c, pdid) = unsafe { (&*(dm as *mut SwDm), (*pd).context, ctx_of((*pd).context), pd_id(pd)) };
+    if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || d.dm.context != context {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
@@ -753,18 +802,17 @@ unsafe extern "C" fn reg_dm_mr(
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    if off.checked_add(length as u64).map_or(true, |e| e > (*d).len as u64) {
+    if off.checked_add(length as u64).is_none_or(|e| e > d.len as u64) {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    let c = ctx_of((*pd).context);
-    let key = new_key(c);
+    let key = c.new_key();
     let access = access & !IBV_ACCESS_ZERO_BASED;
-    c.mrs.write().unwrap().insert(
+    c.insert_mr(
         key,
         MrEnt {
-            pd: pd_id(pd),
-            va: (*d).base as u64 + off,
+            pd: pdid,
+            va: d.base as u64 + off,
             addr: 0,
             len: length as u64,
             access,
@@ -773,11 +821,11 @@ unsafe extern "C" fn reg_dm_mr(
             qpn: 0,
         },
     );
-    (*d).mrs.fetch_add(1, Ordering::SeqCst);
+    d.mrs.fetch_add(1, Ordering::SeqCst);
     let m = Box::into_raw(Box::new(SwMr {
         vmr: verbs_mr {
             ibv_mr: ibv_mr {
-                context: (*pd).context,
+                context,
                 pd,
                 addr: std::ptr::null_mut(),
                 length,
@@ -788,15 +836,9 @@ unsafe extern "C" fn reg_dm_mr(
             mr_type: IBV_MR_TYPE_MR,
             access: access as c_int,
         },
-        dm: d,
+        dm: dm as *mut SwDm,
     }));
     m as *mut ibv_mr
-}
-
-/// A fresh MR/MW key: an index (unique in the context) and an 8-bit tag.
-fn new_key(c: &Ctx) -> u32 {
-    let n = c.next_key.fetch_add(1, Ordering::Relaxed);
-    (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff)
 }
 
 // ----- memory windows --------------------------------------------------------
@@ -806,15 +848,20 @@ fn new_key(c: &Ctx) -> u32 {
 // rights, and for type 2 the QP it was bound through (type 2B: QP and PD).
 // Unbound or invalidated windows have no entry, so their rkeys fail.
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
     if ty != IBV_MW_TYPE_1 && ty != IBV_MW_TYPE_2 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    let c = ctx_of((*pd).context);
-    let key = new_key(c);
+    // SAFETY: `pd` is one of our PDs; its context is one of ours.
+    let (context, c) = unsafe { ((*pd).context, ctx_of((*pd).context)) };
+    let key = c.new_key();
     Box::into_raw(Box::new(ibv_mw {
-        context: (*pd).context,
+        context,
         pd,
         rkey: key,
         handle: key,
@@ -822,93 +869,73 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
     }))
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    let c = ctx_of((*mw).context);
-    {
-        let mut mrs = c.mrs.write().unwrap();
-        if mrs.get(&(*mw).rkey).is_some_and(|m| m.mw != 0) {
-            mrs.remove(&(*mw).rkey);
-        }
+    // SAFETY: `mw` is a `Box<ibv_mw>` made by alloc_mw, destroyed once.
+    unsafe {
+        let c = ctx_of((*mw).context);
+        c.unbind_window((*mw).rkey);
+        drop(Box::from_raw(mw));
+        0
     }
-    drop(Box::from_raw(mw));
-    0
 }
 
 /// Binds (or, with length 0, unbinds) `mw` to the range of `info`; the
 /// window's new rkey is `rkey`.  Err: the completion status.
+///
+/// # Safety
+/// `mw` is null or one of our windows, `qp.ibqp` the `ibv_qp` of a live `SwQp`, and `info.mr` null or one of our MRs.
 unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bind_info) -> Result<(), u32> {
-    if mw.is_null() || (*mw).context != (*(qp.ibqp as *mut ibv_qp)).context {
+    if mw.is_null() {
         return Err(IBV_WC_MW_BIND_ERR);
     }
-    let ty = (*mw).r#type;
-    let old = (*mw).rkey;
-    let access = info.mw_access_flags;
-    if access & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
-        != 0
-    {
-        return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
-    }
-    let mwpd = pd_id((*mw).pd);
-    let mut mrs = c.mrs.write().unwrap();
-    let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
-    if ty == IBV_MW_TYPE_2 && (bound || qp.pd != mwpd) {
+    // SAFETY: `mw` is non-null, so one of our live windows (the contract),
+    // not used concurrently by the application during the bind; its PD is
+    // one of ours; `qp.ibqp` is the live `ibv_qp` of `qp`.
+    let (mwpd, qctx, w) = unsafe { (pd_id((*mw).pd), (*(qp.ibqp as *mut ibv_qp)).context, &mut *mw) };
+    if w.context != qctx {
         return Err(IBV_WC_MW_BIND_ERR);
     }
-    let mut ent = None;
-    if info.length > 0 {
+    let range = if info.length > 0 {
         if info.mr.is_null() {
             return Err(IBV_WC_MW_BIND_ERR);
         }
-        let Some(mr) = mrs.get(&(*info.mr).lkey).copied() else {
-            return Err(IBV_WC_MW_BIND_ERR);
-        };
-        let inside = info.addr >= mr.addr
-            && info
-                .addr
-                .checked_add(info.length)
-                .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
-        if mr.mw != 0 || mr.pd != mwpd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
-            return Err(IBV_WC_MW_BIND_ERR);
-        }
-        if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
-        {
-            return Err(IBV_WC_MW_BIND_ERR);
-        }
-        ent = Some(MrEnt {
-            pd: mwpd,
-            va: mr.va + (info.addr - mr.addr),
-            addr: info.addr,
-            len: info.length,
-            access: access & !IBV_ACCESS_LOCAL_WRITE,
-            mw: ty,
-            parent: (*info.mr).lkey,
-            qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
-        });
-    }
-    if bound {
-        mrs.remove(&old);
-    }
-    // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
-    // the next one).
-    let new = if ty == IBV_MW_TYPE_2 {
-        (old & !0xff) | (rkey & 0xff)
+        // SAFETY: `info.mr` is non-null, so one of our MRs (the contract).
+        Some((unsafe { (*info.mr).lkey }, info.addr, info.length))
     } else {
-        (old & !0xff) | (old.wrapping_add(1) & 0xff)
+        None
     };
-    if let Some(e) = ent {
-        mrs.insert(new, e);
-    }
-    (*mw).rkey = new;
+    let bind = WindowBind {
+        ty: w.r#type,
+        old: w.rkey,
+        pd: mwpd,
+        access: info.mw_access_flags,
+        rkey,
+        range,
+    };
+    w.rkey = c.bind_window(qp, &bind)?;
     Ok(())
 }
 
 /// ibv_bind_mw (type 1 windows): a work request of the send queue.
+///
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bind) -> c_int {
-    let (c, qp) = qp_of(ibqp);
-    if (*mw).r#type != IBV_MW_TYPE_1 || !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND) {
+    // SAFETY: `ibqp` is one of our QPs, `mw` one of our windows and `b` a
+    // valid bind request (the verb's contract).
+    let (c, qp, ty, b) = unsafe {
+        let (c, qp) = qp_of(ibqp);
+        (c, qp, (*mw).r#type, &*b)
+    };
+    if ty != IBV_MW_TYPE_1 || !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND) {
         return libc::EINVAL;
     }
-    let b = &*b;
     let signaled = b.send_flags & IBV_SEND_SIGNALED != 0;
     let state = lock(&qp.st).state;
     if state == IBV_QPS_ERR {
@@ -918,7 +945,9 @@ unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_
     if state != IBV_QPS_RTS {
         return libc::EINVAL;
     }
-    let status = match do_bind(c, &qp, mw, 0, &b.bind_info) {
+    // SAFETY: `mw` is our live window, `qp` our live QP, and the bind's MR
+    // null or one of ours (the verb's contract).
+    let status = match unsafe { do_bind(c, &qp, mw, 0, &b.bind_info) } {
         Ok(()) => 0,
         Err(s) => s,
     };
@@ -926,41 +955,62 @@ unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    let m = vmr as *mut SwMr;
-    let c = ctx_of((*m).vmr.ibv_mr.context);
-    c.mrs.write().unwrap().remove(&(*m).vmr.ibv_mr.lkey);
-    if !(*m).dm.is_null() {
-        (*(*m).dm).mrs.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr /
+    // reg_dm_mr, destroyed once (the verb's contract); its context is ours.
+    let (c, m) = unsafe { (ctx_of((*vmr).ibv_mr.context), Box::from_raw(vmr as *mut SwMr)) };
+    c.remove_mr(m.vmr.ibv_mr.lkey);
+    if !m.dm.is_null() {
+        // SAFETY: a DM MR's `dm` is a live `SwDm`: free_dm refuses while
+        // its MR count (which this MR holds) is not zero.
+        unsafe { (*m.dm).mrs.fetch_sub(1, Ordering::SeqCst) };
     }
-    drop(Box::from_raw(m));
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-    if (*attr).port_num != 1 || ((*attr).is_global != 0 && (*attr).grh.sgid_index as usize >= device::GID_TBL_LEN) {
+    // SAFETY: `attr` is a valid address vector and `pd` one of our PDs (the
+    // verb's contract); the attribute is copied.
+    let (attr, context) = unsafe { (*attr, (*pd).context) };
+    if attr.port_num != 1 || (attr.is_global != 0 && attr.grh.sgid_index as usize >= device::GID_TBL_LEN) {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
     let a = Box::into_raw(Box::new(SwAh {
-        ah: ibv_ah {
-            context: (*pd).context,
-            pd,
-            handle: 0,
-        },
-        attr: *attr,
+        ah: ibv_ah { context, pd, handle: 0 },
+        attr,
     }));
     a as *mut ibv_ah
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    drop(Box::from_raw(ah as *mut SwAh));
-    0
+    // SAFETY: `ah` is a `Box<SwAh>` made by create_ah, destroyed once.
+    unsafe {
+        drop(Box::from_raw(ah as *mut SwAh));
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
-    let c = ctx_of(context);
-    let id = c.next_obj.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    let id = c.new_obj_id();
     let x = Box::into_raw(Box::new(SwXrcd {
         vx: verbs_xrcd {
             xrcd: ibv_xrcd { context },
@@ -972,26 +1022,42 @@ unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_i
     x as *mut ibv_xrcd
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn close_xrcd(x: *mut ibv_xrcd) -> c_int {
-    drop(Box::from_raw(x as *mut SwXrcd));
-    0
+    // SAFETY: `x` is a `Box<SwXrcd>` made by open_xrcd, destroyed once.
+    unsafe {
+        drop(Box::from_raw(x as *mut SwXrcd));
+        0
+    }
 }
 
 // ---------------------------------------------------------------------------
 // CQ
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// `context` is one of our contexts; `channel` is null or a live completion channel.
 unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel) -> *mut SwCq {
-    let c = ctx_of(context);
+    // SAFETY: `context` is one of our contexts; `channel` is null (checked)
+    // or a live completion channel (the contract).
+    let (c, chan_fd) = unsafe { (ctx_of(context), if channel.is_null() { -1 } else { (*channel).fd }) };
     let s = Box::into_raw(Box::new(SwCq {
-        vcq: std::mem::zeroed(),
+        // SAFETY: `verbs_cq` is integers, pointers, `Option<fn>`s and
+        // pthread objects the library initialises: all-zero is valid.
+        vcq: unsafe { std::mem::zeroed() },
         cq: std::ptr::null(),
         ctx: c,
         cur: wc_zero(),
     }));
-    let chan_fd = if channel.is_null() { -1 } else { (*channel).fd };
-    (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
-    let ex = &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex);
+    // SAFETY: `s` is the fresh box made above, not yet visible to anyone;
+    // `cq_ex` is the member of the `verbs_cq` union an extended CQ uses.
+    let ex = unsafe {
+        (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
+        &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)
+    };
     ex.context = context;
     ex.channel = channel;
     ex.cqe = cqe;
@@ -999,22 +1065,35 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     s
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_cq(
     context: *mut ibv_context,
     cqe: c_int,
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
 ) -> *mut ibv_cq {
-    if cqe < 1 || cqe > MAX_CQE || comp_vector < 0 || comp_vector >= (*context).num_comp_vectors {
+    // SAFETY: `context` is one of our contexts (the contract).
+    let vectors = unsafe { (*context).num_comp_vectors };
+    if !(1..=MAX_CQE).contains(&cqe) || comp_vector < 0 || comp_vector >= vectors {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    new_cq(context, cqe, channel) as *mut ibv_cq
+    // SAFETY: `context` is ours and `channel` null or live (the contract).
+    (unsafe { new_cq(context, cqe, channel) }) as *mut ibv_cq
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
-    let a = &*attr;
-    if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= (*context).num_comp_vectors as u32 {
+    // SAFETY: `context` is one of our contexts and `attr` a valid init
+    // attribute (the verb's contract).
+    let (a, vectors) = unsafe { (&*attr, (*context).num_comp_vectors) };
+    if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= vectors as u32 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
@@ -1024,20 +1103,34 @@ unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_i
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
     }
-    let s = new_cq(context, a.cqe as c_int, a.channel);
-    (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
-    s as *mut ibv_cq_ex
+    // SAFETY: `context` is ours and `a.channel` null or live (the contract);
+    // `s` is then our fresh `SwCq`, whose `cq_ex` member is in use.
+    unsafe {
+        let s = new_cq(context, a.cqe as c_int, a.channel);
+        (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
+        s as *mut ibv_cq_ex
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
-    let s = cq_of(cq);
-    let c = &*s.ctx;
-    c.last_poll.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: `cq` is one of our CQs (the contract); its `ctx` is the live
+    // context that created it (contexts outlive their CQs) and its `cq` the
+    // `Arc<Cq>` it owns until destroy_cq.
+    let (c, cqr) = unsafe {
+        let s = cq_of(cq);
+        (&*s.ctx, &*s.cq)
+    };
+    c.note_poll();
     if n <= 0 {
         return 0;
     }
-    let out = std::slice::from_raw_parts_mut(wc, n as usize);
-    let cqr = &*s.cq;
+    // SAFETY: `wc` has room for `n` > 0 completions (the verb's contract),
+    // not aliased during the call.
+    let out = unsafe { std::slice::from_raw_parts_mut(wc, n as usize) };
     let mut k = cqr.poll(out);
     if k < out.len() {
         c.progress();
@@ -1046,29 +1139,52 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
     k as c_int
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
-    (*cq_of(cq).cq).arm(solicited != 0);
+    // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
+    let cqr = unsafe { &*cq_of(cq).cq };
+    cqr.arm(solicited != 0);
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {}
 
+/// # Safety
+/// `cq` is a CQ of ours (see `OPS`), destroyed once.
 unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
-    let s = Box::from_raw(cq as *mut SwCq);
-    drop(Arc::from_raw(s.cq));
+    // SAFETY: `cq` is a `Box<SwCq>` made by new_cq, destroyed once; its `cq`
+    // is the `Arc::into_raw` that box owns.
+    unsafe {
+        let s = Box::from_raw(cq as *mut SwCq);
+        drop(Arc::from_raw(s.cq));
+    }
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
-    if cqe < 1 || cqe > MAX_CQE {
+    if !(1..=MAX_CQE).contains(&cqe) {
         return libc::EINVAL;
     }
     // As a hardware CQ: the new size must hold the completions not yet polled.
-    let g = lock(&(*cq_of(cq).cq).inner);
+    // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
+    let g = lock(unsafe { &(*cq_of(cq).cq).inner });
     if g.wcs.len() > cqe as usize {
         return libc::EINVAL;
     }
-    (*cq).cqe = cqe;
+    // SAFETY: `cq` is our live CQ; the application does not use it
+    // concurrently with resize (the verb's contract).
+    unsafe { (*cq).cqe = cqe };
     0
 }
 
@@ -1076,6 +1192,8 @@ unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
 // SRQ
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// `context` is one of our contexts; `pd`, `xrcd`, `cq` are null or ours.
 unsafe fn new_srq(
     context: *mut ibv_context,
     pd: *mut ibv_pd,
@@ -1085,23 +1203,34 @@ unsafe fn new_srq(
     xrcd: *mut ibv_xrcd,
     cq: *mut ibv_cq,
 ) -> *mut ibv_srq {
-    let c = ctx_of(context);
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
     if attr.max_wr == 0 || attr.max_wr > MAX_WR || attr.max_sge > MAX_SGE {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    let num = net::alloc_ids(&c.dir, 1);
+    let num = c.alloc_id();
     let s = Box::into_raw(Box::new(SwSrq {
-        vsrq: std::mem::zeroed(),
+        // SAFETY: `verbs_srq` is integers, pointers and pthread objects that
+        // are initialised below: all-zero is valid.
+        vsrq: unsafe { std::mem::zeroed() },
         srq: std::ptr::null(),
     }));
-    let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
+    // SAFETY: `xrcd`, `pd` and `cq` are null (checked) or an `SwXrcd`, an
+    // `SwPd` and an `SwCq` of ours (the contract).
+    let (xid, pdid, srq_cq) = unsafe {
+        (
+            if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id },
+            if pd.is_null() { 0 } else { pd_id(pd) },
+            cq_arc(cq),
+        )
+    };
     let srq = Arc::new(Srq {
         num,
         ibsrq: s as usize,
-        pd: if pd.is_null() { 0 } else { pd_id(pd) },
+        pd: pdid,
         xrcd: xid,
-        cq: cq_arc(cq),
+        cq: srq_cq,
         st: Mutex::new(SrqSt {
             wqes: Default::default(),
             max_wr: attr.max_wr,
@@ -1109,15 +1238,23 @@ unsafe fn new_srq(
             limit: attr.srq_limit,
         }),
     });
-    c.srqs.write().unwrap().insert(num, srq.clone());
-    (*s).srq = Arc::into_raw(srq);
-    let v = &mut (*s).vsrq;
+    c.add_srq(srq.clone());
+    // SAFETY: `s` is the fresh box made above, not yet visible to the
+    // application (peers only know the SRQ number).
+    let v = unsafe {
+        (*s).srq = Arc::into_raw(srq);
+        &mut (*s).vsrq
+    };
     v.srq.context = context;
     v.srq.srq_context = srq_context;
     v.srq.pd = pd;
     v.srq.handle = num;
-    libc::pthread_mutex_init(&mut v.srq.mutex, std::ptr::null());
-    libc::pthread_cond_init(&mut v.srq.cond, std::ptr::null());
+    // SAFETY: the pthread objects are initialised in place, where the
+    // library expects them, before anyone can use them.
+    unsafe {
+        libc::pthread_mutex_init(&mut v.srq.mutex, std::ptr::null());
+        libc::pthread_cond_init(&mut v.srq.cond, std::ptr::null());
+    }
     v.srq_type = ty;
     v.xrcd = xrcd as *mut verbs_xrcd;
     v.cq = cq;
@@ -1125,21 +1262,34 @@ unsafe fn new_srq(
     s as *mut ibv_srq
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
-    let a = &mut *attr;
-    new_srq(
-        (*pd).context,
-        pd,
-        &mut a.attr,
-        a.srq_context,
-        IBV_SRQT_BASIC,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-    )
+    // SAFETY: `attr` is a valid, writable init attribute and `pd` one of
+    // our PDs, whose context is ours (the verb's contract).
+    unsafe {
+        let a = &mut *attr;
+        new_srq(
+            (*pd).context,
+            pd,
+            &mut a.attr,
+            a.srq_context,
+            IBV_SRQT_BASIC,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
-    let a = &mut *attr;
+    // SAFETY: `attr` is a valid, writable init attribute (the contract).
+    let a = unsafe { &mut *attr };
     let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
         a.srq_type
     } else {
@@ -1150,15 +1300,19 @@ unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq
         return std::ptr::null_mut();
     }
     match ty {
-        IBV_SRQT_BASIC => new_srq(
-            context,
-            a.pd,
-            &mut a.attr,
-            a.srq_context,
-            ty,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        ),
+        // SAFETY: `context` is ours and `a.pd` (checked non-null) one of our
+        // PDs (the verb's contract).
+        IBV_SRQT_BASIC => unsafe {
+            new_srq(
+                context,
+                a.pd,
+                &mut a.attr,
+                a.srq_context,
+                ty,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        },
         IBV_SRQT_XRC => {
             if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0
                 || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
@@ -1168,7 +1322,9 @@ unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq
                 set_errno(libc::EINVAL);
                 return std::ptr::null_mut();
             }
-            new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq)
+            // SAFETY: `context` is ours; `a.pd`, `a.xrcd` and `a.cq` (checked
+            // non-null) are a PD, an XRCD and a CQ of ours (the contract).
+            unsafe { new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq) }
         }
         _ => {
             set_errno(libc::EOPNOTSUPP);
@@ -1177,68 +1333,110 @@ unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq
     }
 }
 
+/// # Safety
+/// `srq` is the `ibv_srq` of a live `SwSrq`.
 unsafe fn srq_of<'a>(srq: *mut ibv_srq) -> &'a Srq {
-    &*(*(srq as *mut SwSrq)).srq
+    // SAFETY: `srq` is the start of a live `SwSrq` whose `srq` is its live `Arc<Srq>` (the
+    // contract).
+    unsafe { &*(*(srq as *mut SwSrq)).srq }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
-    let s = srq_of(srq);
+    // SAFETY: `srq` is one of our SRQs and `attr` a valid attribute (the
+    // verb's contract); the attribute is copied.
+    let (s, a) = unsafe { (srq_of(srq), *attr) };
     let mut st = lock(&s.st);
     let mask = mask as u32;
     if mask & IBV_SRQ_MAX_WR != 0 {
-        if (*attr).max_wr == 0 || (*attr).max_wr > MAX_WR || ((*attr).max_wr as usize) < st.wqes.len() {
+        if a.max_wr == 0 || a.max_wr > MAX_WR || (a.max_wr as usize) < st.wqes.len() {
             return libc::EINVAL;
         }
-        st.max_wr = (*attr).max_wr;
+        st.max_wr = a.max_wr;
     }
     if mask & IBV_SRQ_LIMIT != 0 {
-        if (*attr).srq_limit > st.max_wr {
+        if a.srq_limit > st.max_wr {
             return libc::EINVAL;
         }
-        st.limit = (*attr).srq_limit;
+        st.limit = a.srq_limit;
     }
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
-    let s = srq_of(srq);
+    // SAFETY: `srq` is one of our SRQs and `attr` room for an attribute (the
+    // verb's contract), not otherwise referenced during the call.
+    let (s, a) = unsafe { (srq_of(srq), &mut *attr) };
     let st = lock(&s.st);
-    (*attr).max_wr = st.max_wr;
-    (*attr).max_sge = st.max_sge;
-    (*attr).srq_limit = st.limit;
+    a.max_wr = st.max_wr;
+    a.max_sge = st.max_sge;
+    a.srq_limit = st.limit;
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
-    let b = Box::from_raw(srq as *mut SwSrq);
-    let s = Arc::from_raw(b.srq);
-    let c = ctx_of((*srq).context);
-    c.srqs.write().unwrap().remove(&s.num);
+    // SAFETY: `srq` is the start of a `Box<SwSrq>` made by new_srq,
+    // destroyed once (the verb's contract), in one of our contexts; its
+    // `srq` is the `Arc::into_raw` the box owns.
+    let (c, s) = unsafe {
+        let c = ctx_of((*srq).context);
+        let b = Box::from_raw(srq as *mut SwSrq);
+        (c, Arc::from_raw(b.srq))
+    };
+    c.remove_srq(s.num);
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn get_srq_num(srq: *mut ibv_srq, num: *mut u32) -> c_int {
-    *num = srq_of(srq).num;
-    0
+    // SAFETY: `srq` is one of our SRQs and `num` room for the number.
+    unsafe {
+        *num = srq_of(srq).num;
+        0
+    }
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    let s = srq_of(srq);
-    let c = ctx_of((*srq).context);
+    // SAFETY: `srq` is one of our SRQs, in one of our contexts.
+    let (s, c) = unsafe { (srq_of(srq), ctx_of((*srq).context)) };
+    let fail = |wr: *mut ibv_recv_wr, e: c_int| {
+        // SAFETY: `bad` is writable (the verb's contract).
+        unsafe { *bad = wr };
+        e
+    };
     {
         let mut st = lock(&s.st);
         while !wr.is_null() {
-            let w = &*wr;
+            // SAFETY: `wr` is a non-null element of the application's list of
+            // valid receive requests (the verb's contract).
+            let w = unsafe { &*wr };
             if w.num_sge < 0 || w.num_sge as u32 > st.max_sge {
-                *bad = wr;
-                return libc::EINVAL;
+                return fail(wr, libc::EINVAL);
             }
             if st.wqes.len() >= st.max_wr as usize {
-                *bad = wr;
-                return libc::ENOMEM;
+                return fail(wr, libc::ENOMEM);
             }
             let sges = if w.num_sge > 0 {
-                std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
+                // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`.
+                unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
             } else {
                 Vec::new()
             };
@@ -1246,8 +1444,7 @@ unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, 
             wr = w.next;
         }
     }
-    c.pending.store(true, Ordering::Relaxed);
-    c.retry_pending();
+    c.recv_posted();
     0
 }
 
@@ -1255,9 +1452,17 @@ unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, 
 // QP
 // ---------------------------------------------------------------------------
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
-    let mut ex: ibv_qp_init_attr_ex = std::mem::zeroed();
-    let a = &mut *attr;
+    // SAFETY: `ibv_qp_init_attr_ex` is integers and pointers: all-zero is
+    // valid (null pointers, no optional fields).
+    let mut ex: ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
+    // SAFETY: `attr` is a valid, writable init attribute (the verb's
+    // contract), not otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
     ex.qp_context = a.qp_context;
     ex.send_cq = a.send_cq;
     ex.recv_cq = a.recv_cq;
@@ -1267,16 +1472,25 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
     ex.sq_sig_all = a.sq_sig_all;
     ex.comp_mask = IBV_QP_INIT_ATTR_PD;
     ex.pd = pd;
-    let qp = create_qp_ex((*pd).context, &mut ex);
+    // SAFETY: `pd` is one of our PDs, so its context is one of ours; `ex`
+    // is a complete init attribute with the PD in it.
+    let qp = unsafe { create_qp_ex((*pd).context, &mut ex) };
     if !qp.is_null() {
         a.cap = ex.cap;
     }
     qp
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
-    let c = ctx_of(context);
-    let a = &mut *attr;
+    // SAFETY: `context` is one of our contexts (the contract).
+    let c = unsafe { ctx_of(context) };
+    // SAFETY: `attr` is a valid, writable init attribute (the verb's
+    // contract), not otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
     let qpt = a.qp_type;
     if !matches!(
         qpt,
@@ -1349,51 +1563,70 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         cap.max_recv_wr = 0;
         cap.max_recv_sge = 0;
     }
-    let qpn = net::alloc_ids(&c.dir, 1);
+    let cap = *cap;
+    let qpn = c.alloc_id();
     let s = Box::into_raw(Box::new(SwQp {
-        vqp: std::mem::zeroed(),
+        // SAFETY: `verbs_qp` is integers, pointers and pthread objects that
+        // are initialised below: all-zero is valid.
+        vqp: unsafe { std::mem::zeroed() },
         qp: std::ptr::null(),
         ctx: c,
         wrs: std::ptr::null_mut(),
     }));
-    let xid = if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id };
+    // SAFETY: `xrcd`, `pd`, the CQs and the SRQ are null (checked) or
+    // objects of ours (the verb's contract): an `SwXrcd`, an `SwPd`, `SwCq`s
+    // and an `SwSrq`, live during the call.
+    let (xid, pdid, send_cq, recv_cq, srq) = unsafe {
+        (
+            if xrcd.is_null() { 0 } else { (*(xrcd as *mut SwXrcd)).id },
+            if pd.is_null() { 0 } else { pd_id(pd) },
+            cq_arc(a.send_cq),
+            cq_arc(a.recv_cq),
+            srq_arc(a.srq),
+        )
+    };
     let qp = Arc::new(Qp {
         qpn,
         qpt,
         ibqp: s as usize,
-        pd: if pd.is_null() { 0 } else { pd_id(pd) },
+        pd: pdid,
         xrcd: xid,
-        send_cq: cq_arc(a.send_cq),
-        recv_cq: cq_arc(a.recv_cq),
-        srq: srq_arc(a.srq),
+        send_cq,
+        recv_cq,
+        srq,
         sq_sig_all: a.sq_sig_all != 0,
-        cap: *cap,
+        cap,
         st: Mutex::new(Qp::new_st()),
     });
-    c.qps.write().unwrap().insert(qpn, qp.clone());
-    net::publish(&c.dir, qpn, c.id);
-    (*s).qp = Arc::into_raw(qp);
-    let v = &mut (*s).vqp;
-    let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
-    q.context = context;
-    q.qp_context = a.qp_context;
-    q.pd = pd;
-    q.send_cq = a.send_cq;
-    q.recv_cq = a.recv_cq;
-    q.srq = a.srq;
-    q.handle = qpn;
-    q.qp_num = qpn;
-    q.state = IBV_QPS_RESET;
-    q.qp_type = qpt;
-    libc::pthread_mutex_init(&mut q.mutex, std::ptr::null());
-    libc::pthread_cond_init(&mut q.cond, std::ptr::null());
-    if !xrcd.is_null() {
-        v.comp_mask |= VERBS_QP_XRCD;
-        v.xrcd = xrcd as *mut verbs_xrcd;
-    }
-    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
-        v.comp_mask |= VERBS_QP_EX;
-        crate::qpex::fill_qp_ex(s, a.send_ops_flags);
+    c.add_qp(qp.clone());
+    // SAFETY: `s` is the fresh `SwQp` box made above (not yet visible to the
+    // application); `u.qp` is the `ibv_qp` view of its `verbs_qp`, and the
+    // pthread objects are initialised in place where the library expects
+    // them; `fill_qp_ex` gets this live `SwQp`.
+    unsafe {
+        (*s).qp = Arc::into_raw(qp);
+        let v = &mut (*s).vqp;
+        let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
+        q.context = context;
+        q.qp_context = a.qp_context;
+        q.pd = pd;
+        q.send_cq = a.send_cq;
+        q.recv_cq = a.recv_cq;
+        q.srq = a.srq;
+        q.handle = qpn;
+        q.qp_num = qpn;
+        q.state = IBV_QPS_RESET;
+        q.qp_type = qpt;
+        libc::pthread_mutex_init(&mut q.mutex, std::ptr::null());
+        libc::pthread_cond_init(&mut q.cond, std::ptr::null());
+        if !xrcd.is_null() {
+            v.comp_mask |= VERBS_QP_XRCD;
+            v.xrcd = xrcd as *mut verbs_xrcd;
+        }
+        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+            v.comp_mask |= VERBS_QP_EX;
+            crate::qpex::fill_qp_ex(s, a.send_ops_flags);
+        }
     }
     s as *mut ibv_qp
 }
@@ -1443,9 +1676,17 @@ fn valid_transition(cur: u32, new: u32) -> bool {
     )
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
-    let (c, qp) = qp_of(ibqp);
-    let a = &*attr;
+    // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute (the
+    // verb's contract).
+    let (c, qp, a) = unsafe {
+        let (c, qp) = qp_of(ibqp);
+        (c, qp, &*attr)
+    };
     let mask = mask as u32;
     let connect_to;
     {
@@ -1505,7 +1746,9 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             clean_cqs(&qp);
         }
         st.state = new;
-        (*ibqp).state = new;
+        // SAFETY: `ibqp` is our live QP; the library reads `state` only
+        // under the verbs' own serialisation of modify_qp on one QP.
+        unsafe { (*ibqp).state = new };
         connect_to = if conn && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
             Some(st.attr.dest_qp_num)
         } else {
@@ -1514,8 +1757,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
     }
     if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
         // Requests that arrived before the QP was ready.
-        c.pending.store(true, Ordering::Relaxed);
-        c.retry_pending();
+        c.recv_posted();
     }
     if let Some(d) = connect_to {
         // Best effort: connect now so the first send does not pay for it.
@@ -1529,26 +1771,34 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn query_qp(
     ibqp: *mut ibv_qp,
     attr: *mut ibv_qp_attr,
     _mask: c_int,
     init: *mut ibv_qp_init_attr,
 ) -> c_int {
-    let (_c, qp) = qp_of(ibqp);
+    // SAFETY: `ibqp` is one of our QPs; `attr` is room for an attribute
+    // (the verb's contract), not otherwise referenced during the call.
+    let (qp, at) = unsafe { (qp_of(ibqp).1, &mut *attr) };
     let st = lock(&qp.st);
-    *attr = st.attr;
-    (*attr).qp_state = st.state;
-    (*attr).cur_qp_state = st.state;
-    (*attr).cap = qp.cap;
-    (*attr).port_num = if st.attr.port_num == 0 { 1 } else { st.attr.port_num };
-    (*attr).sq_draining = 0;
+    *at = st.attr;
+    at.qp_state = st.state;
+    at.cur_qp_state = st.state;
+    at.cap = qp.cap;
+    at.port_num = if st.attr.port_num == 0 { 1 } else { st.attr.port_num };
+    at.sq_draining = 0;
     if !init.is_null() {
-        let i = &mut *init;
-        i.qp_context = (*ibqp).qp_context;
-        i.send_cq = (*ibqp).send_cq;
-        i.recv_cq = (*ibqp).recv_cq;
-        i.srq = (*ibqp).srq;
+        // SAFETY: `init` is non-null, so room for an init attribute (the
+        // verb's contract); `ibqp` is our live QP, read only.
+        let (i, q) = unsafe { (&mut *init, &*ibqp) };
+        i.qp_context = q.qp_context;
+        i.send_cq = q.send_cq;
+        i.recv_cq = q.recv_cq;
+        i.srq = q.srq;
         i.cap = qp.cap;
         i.qp_type = qp.qpt;
         i.sq_sig_all = qp.sq_sig_all as c_int;
@@ -1556,12 +1806,21 @@ unsafe extern "C" fn query_qp(
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
-    let s = Box::from_raw(ibqp as *mut SwQp);
-    let c = &*s.ctx;
-    let qp = Arc::from_raw(s.qp);
-    c.qps.write().unwrap().remove(&qp.qpn);
-    net::unpublish(&c.dir, qp.qpn);
+    // SAFETY: `ibqp` is the start of a `Box<SwQp>` made by create_qp_ex,
+    // destroyed once (the verb's contract); its `qp` is the `Arc::into_raw`
+    // the box owns and `ctx` its context, alive until free_context.
+    let (s, c, qp) = unsafe {
+        let s = Box::from_raw(ibqp as *mut SwQp);
+        let c = &*s.ctx;
+        let qp = Arc::from_raw(s.qp);
+        (s, c, qp)
+    };
+    c.remove_qp(qp.qpn);
     {
         let mut st = lock(&qp.st);
         st.link = None;
@@ -1569,33 +1828,46 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
     }
     clean_cqs(&qp);
     if !s.wrs.is_null() {
-        drop(Box::from_raw(s.wrs));
+        // SAFETY: `wrs` is the builders' `Box::into_raw` (qpex::list), owned
+        // by this QP and freed only here.
+        drop(unsafe { Box::from_raw(s.wrs) });
     }
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    let (c, qp) = qp_of(ibqp);
+    // SAFETY: `ibqp` is one of our QPs (the contract).
+    let (c, qp) = unsafe { qp_of(ibqp) };
+    // SAFETY (each `*bad = wr` below): `bad` is writable (the verb's contract).
+    let fail = |wr: *mut ibv_recv_wr, e: c_int| {
+        // SAFETY: see above.
+        unsafe { *bad = wr };
+        e
+    };
     let retry;
     {
         let mut st = lock(&qp.st);
         while !wr.is_null() {
-            let w = &*wr;
+            // SAFETY: `wr` is a non-null element of the application's list of
+            // valid receive requests (the verb's contract).
+            let w = unsafe { &*wr };
             if qp.srq.is_some() || st.state == IBV_QPS_RESET || qp.qpt == IBV_QPT_XRC_SEND || qp.qpt == IBV_QPT_XRC_RECV
             {
-                *bad = wr;
-                return libc::EINVAL;
+                return fail(wr, libc::EINVAL);
             }
             if w.num_sge < 0 || w.num_sge as u32 > qp.cap.max_recv_sge {
-                *bad = wr;
-                return libc::EINVAL;
+                return fail(wr, libc::EINVAL);
             }
             if st.rq.len() >= qp.cap.max_recv_wr as usize {
-                *bad = wr;
-                return libc::ENOMEM;
+                return fail(wr, libc::ENOMEM);
             }
             let sges = if w.num_sge > 0 {
-                std::slice::from_raw_parts(w.sg_list, w.num_sge as usize).to_vec()
+                // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`.
+                unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
             } else {
                 Vec::new()
             };
@@ -1621,14 +1893,24 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
     0
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
-    let (c, qp) = qp_of(ibqp);
+    // SAFETY: `ibqp` is one of our QPs (the contract).
+    let (c, qp) = unsafe { qp_of(ibqp) };
     while !wr.is_null() {
-        if let Err(e) = post_one(c, &qp, &*wr) {
-            *bad = wr;
+        // SAFETY: `wr` is a non-null element of the application's list of
+        // valid send requests, which is `post_one`'s contract.
+        let w = unsafe { &*wr };
+        // SAFETY: see above.
+        if let Err(e) = unsafe { post_one(c, &qp, w) } {
+            // SAFETY: `bad` is writable (the verb's contract).
+            unsafe { *bad = wr };
             return e;
         }
-        wr = (*wr).next;
+        wr = w.next;
     }
     0
 }
@@ -1668,6 +1950,9 @@ pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: boo
 }
 
 /// Posts one send work request.
+///
+/// # Safety
+/// `wr` is a valid send request: `num_sge` SGEs at `sg_list`, and for its opcode a live `ah` (UD) or `mw` (bind) of ours; SGE ranges of inline data are readable.
 pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
     let (state, dqpn, cached, own_qkey, av_sgid) = {
         let st = lock(&qp.st);
@@ -1712,11 +1997,17 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     }
     // Local operations: done at once, completed in order.
     if wr.opcode == IBV_WR_BIND_MW {
-        let b = &wr.bind_mw_tso.bind_mw;
-        if b.mw.is_null() || (*b.mw).r#type != IBV_MW_TYPE_2 {
+        // SAFETY: a BIND_MW request uses the `bind_mw` member of the union
+        // (plain integers and pointers: any bits are a value).
+        let b = unsafe { &wr.bind_mw_tso.bind_mw };
+        // SAFETY: `b.mw` is checked non-null first; then it is one of our
+        // windows (the contract).
+        if b.mw.is_null() || unsafe { (*b.mw).r#type } != IBV_MW_TYPE_2 {
             return Err(libc::EINVAL);
         }
-        let status = match do_bind(c, qp, b.mw, b.rkey, &b.bind_info) {
+        // SAFETY: `b.mw` is a live window of ours, `qp` is live, and
+        // `bind_info.mr` is null or one of our MRs (the contract).
+        let status = match unsafe { do_bind(c, qp, b.mw, b.rkey, &b.bind_info) } {
             Ok(()) => 0,
             Err(s) => s,
         };
@@ -1724,11 +2015,9 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         return Ok(());
     }
     if wr.opcode == IBV_WR_LOCAL_INV {
-        let status = if c.invalidate(wr.imm.invalidate_rkey, 0) {
-            0
-        } else {
-            IBV_WC_LOC_QP_OP_ERR
-        };
+        // SAFETY: `imm` is a union of two `u32`s: every bit pattern is valid.
+        let rkey = unsafe { wr.imm.invalidate_rkey };
+        let status = if c.invalidate(rkey, 0) { 0 } else { IBV_WC_LOC_QP_OP_ERR };
         finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
         return Ok(());
     }
@@ -1746,7 +2035,9 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         return Err(libc::EINVAL);
     }
     let sges: &[ibv_sge] = if wr.num_sge > 0 {
-        std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize)
+        // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`,
+        // unchanged during the call (the contract).
+        unsafe { std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize) }
     } else {
         &[]
     };
@@ -1786,26 +2077,33 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         ..Default::default()
     };
     let (dest, link) = if qpt == IBV_QPT_UD {
-        let ah = wr.wr.ud.ah as *mut SwAh;
+        // SAFETY: a UD request uses the `ud` member of the union (integers
+        // and a pointer: any bits are a value).
+        let ud = unsafe { wr.wr.ud };
+        let ah = ud.ah as *mut SwAh;
         if ah.is_null() {
             return Err(libc::EINVAL);
         }
-        let aa = &(*ah).attr;
-        m.qkey = if wr.wr.ud.remote_qkey & 0x8000_0000 != 0 {
+        // SAFETY: `ah` is non-null, so one of our `SwAh`s (the contract:
+        // `ibv_ah` is its first field), live during the call.
+        let aa = unsafe { &(*ah).attr };
+        m.qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
             own_qkey
         } else {
-            wr.wr.ud.remote_qkey
+            ud.remote_qkey
         };
         if aa.is_global != 0 {
-            m.dgid = aa.grh.dgid.raw;
-            m.sgid = c.gids[(aa.grh.sgid_index as usize).min(c.gids.len() - 1)];
+            // SAFETY: `ibv_gid` is a union of 16 bytes and two `u64`s: any
+            // bits are a value.
+            m.dgid = unsafe { aa.grh.dgid.raw };
+            m.sgid = c.gid(aa.grh.sgid_index as usize);
         } else {
-            m.sgid = c.gids[0];
+            m.sgid = c.gid(0);
         }
-        let d = wr.wr.ud.remote_qpn;
+        let d = ud.remote_qpn;
         (d, c.link_to(d))
     } else {
-        m.sgid = c.gids[(av_sgid as usize).min(c.gids.len() - 1)];
+        m.sgid = c.gid(av_sgid as usize);
         let l = match cached {
             Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
             _ => {
@@ -1826,7 +2124,8 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         return Ok(());
     };
     if qpt == IBV_QPT_XRC_SEND {
-        m.srqn = wr.qp_type.xrc.remote_srqn;
+        // SAFETY: an XRC request uses the `xrc` member (a `u32`).
+        m.srqn = unsafe { wr.qp_type.xrc.remote_srqn };
     }
     let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND {
         F_EXT
@@ -1838,11 +2137,13 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     }
     if matches!(wr.opcode, IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM) {
         flags |= F_IMM;
-        m.imm = wr.imm.imm_data;
+        // SAFETY: `imm` is a union of two `u32`s: every bit pattern is valid.
+        m.imm = unsafe { wr.imm.imm_data };
     }
     if wr.opcode == IBV_WR_SEND_WITH_INV {
         flags |= F_INV;
-        m.imm = wr.imm.invalidate_rkey;
+        // SAFETY: as above.
+        m.imm = unsafe { wr.imm.invalidate_rkey };
     }
     m.kind = match wr.opcode {
         IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => K_SEND,
@@ -1853,22 +2154,27 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         _ => K_FAA,
     };
     match m.kind {
-        K_WRITE | K_READ => {
-            m.raddr = wr.wr.rdma.remote_addr;
-            m.rkey = wr.wr.rdma.rkey;
-        }
-        K_AWRITE => {
-            m.raddr = wr.wr.rdma.remote_addr;
-            m.rkey = wr.wr.rdma.rkey;
-            let mut v = [0u8; 8];
-            gather(sges, 0, v.as_mut_ptr(), 8);
-            m.swap = u64::from_ne_bytes(v);
+        K_WRITE | K_READ | K_AWRITE => {
+            // SAFETY: RDMA requests use the `rdma` member (integers).
+            let r = unsafe { wr.wr.rdma };
+            m.raddr = r.remote_addr;
+            m.rkey = r.rkey;
+            if m.kind == K_AWRITE {
+                let mut v = [0u8; 8];
+                // SAFETY: the 8 bytes (len == 8, checked) of the SGE list are
+                // readable: it passed `check_local`, or is inline data the
+                // application provides readable for the call.
+                unsafe { gather(sges, 0, v.as_mut_ptr(), 8) };
+                m.swap = u64::from_ne_bytes(v);
+            }
         }
         K_CAS | K_FAA => {
-            m.raddr = wr.wr.atomic.remote_addr;
-            m.rkey = wr.wr.atomic.rkey;
-            m.cmp = wr.wr.atomic.compare_add;
-            m.swap = wr.wr.atomic.swap;
+            // SAFETY: atomic requests use the `atomic` member (integers).
+            let a = unsafe { wr.wr.atomic };
+            m.raddr = a.remote_addr;
+            m.rkey = a.rkey;
+            m.cmp = a.compare_add;
+            m.swap = a.swap;
         }
         _ => {}
     }
@@ -1908,7 +2214,14 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
                 h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM | F_INV));
             }
             let o = off;
-            if !c.send_msg(&link, &h, plen, &mut |d| gather(sges, o, d, plen)) {
+            let mut fill = |d: *mut u8| {
+                // SAFETY: bytes [o, o+plen) of the SGE list are readable (it
+                // passed `check_local`, or is inline data readable for the
+                // call; o + plen <= len, its total); `d` is the `plen` bytes
+                // of ring space `send_msg` reserved.
+                unsafe { gather(sges, o, d, plen) }
+            };
+            if !c.send_msg(&link, &h, plen, &mut fill) {
                 ok = false;
                 break;
             }
@@ -1984,6 +2297,8 @@ pub static OPS: verbs_context_ops = verbs_context_ops {
     ..EMPTY_OPS
 };
 
+// SAFETY: `verbs_context_ops` is a table of `Option<extern fn>`: all-zero
+// is every entry `None`.
 const EMPTY_OPS: verbs_context_ops = unsafe { std::mem::zeroed() };
 
 #[allow(dead_code)]

@@ -2,71 +2,91 @@
 //! request builders) interfaces.
 
 use crate::abi::*;
-use crate::core::now_ns;
 use crate::ops::{post_one, qp_of, SwCq, SwQp};
 use std::os::raw::{c_int, c_uint, c_void};
 
 // ----- CQ ------------------------------------------------------------------
+//
+// These callbacks are installed by `fill_cq_ex` only into the `ibv_cq_ex`
+// of an `SwCq` (which starts with it), so every `cq` they get is the first
+// field of a live `SwCq` of ours: the library calls them between
+// `ibv_start_poll` and `ibv_end_poll` on a CQ the application has not
+// destroyed.
 
+/// The completion the poll cursor is on.
+///
+/// # Safety
+/// `cq` is the `ibv_cq_ex` of a live `SwCq` (see above), not being
+/// polled by another thread meanwhile (the library's contract for the
+/// extended poll interface).
 unsafe fn cur<'a>(cq: *mut ibv_cq_ex) -> &'a ibv_wc {
-    &(*(cq as *mut SwCq)).cur
+    // SAFETY: `cq` is the first field of a live `SwCq` (this function's
+    // contract), so the cast pointer is valid and aligned for `SwCq`.
+    unsafe { &(*(cq as *mut SwCq)).cur }
 }
 
 unsafe extern "C" fn start_poll(cq: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq_attr) -> c_int {
-    next_poll(cq)
+    // SAFETY: `cq` is one of our CQs (installed only there, see above).
+    unsafe { next_poll(cq) }
 }
 
 unsafe extern "C" fn next_poll(cq: *mut ibv_cq_ex) -> c_int {
     let s = cq as *mut SwCq;
     let mut wc = crate::core::wc_zero();
-    if crate::ops::poll_cq(cq as *mut ibv_cq, 1, &mut wc) != 1 {
+    // SAFETY: `cq` is the `ibv_cq_ex` (= `ibv_cq` prefix) of a live `SwCq`,
+    // which is what `poll_cq` expects; `wc` is room for one completion.
+    if unsafe { crate::ops::poll_cq(cq as *mut ibv_cq, 1, &mut wc) } != 1 {
         return libc::ENOENT;
     }
-    (*s).cur = wc;
-    (*cq).wr_id = wc.wr_id;
-    (*cq).status = wc.status;
+    // SAFETY: as above, `s` is our live `SwCq` and `cq` its public part;
+    // the poller is the only one touching the cursor (extended poll
+    // interface contract).
+    unsafe {
+        (*s).cur = wc;
+        (*cq).wr_id = wc.wr_id;
+        (*cq).status = wc.status;
+    }
     0
 }
 
 unsafe extern "C" fn end_poll(_cq: *mut ibv_cq_ex) {}
-unsafe extern "C" fn read_opcode(cq: *mut ibv_cq_ex) -> ibv_wc_opcode {
-    cur(cq).opcode
+
+/// The readers: one field of the current completion each.
+macro_rules! reader {
+    ($name:ident -> $t:ty, |$w:ident| $e:expr) => {
+        unsafe extern "C" fn $name(cq: *mut ibv_cq_ex) -> $t {
+            // SAFETY: `cq` is one of our CQs, inside a poll (see above).
+            let $w = unsafe { cur(cq) };
+            $e
+        }
+    };
 }
-unsafe extern "C" fn read_vendor_err(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).vendor_err
-}
-unsafe extern "C" fn read_byte_len(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).byte_len
-}
+reader!(read_opcode -> ibv_wc_opcode, |w| w.opcode);
+reader!(read_vendor_err -> u32, |w| w.vendor_err);
+reader!(read_byte_len -> u32, |w| w.byte_len);
 unsafe extern "C" fn read_imm_data(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).imm.imm_data
+    // SAFETY: `cq` is one of our CQs, inside a poll (see above).
+    let w = unsafe { cur(cq) };
+    // SAFETY: `imm` is a union of two `u32`s: every bit pattern is valid.
+    unsafe { w.imm.imm_data }
 }
-unsafe extern "C" fn read_qp_num(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).qp_num
-}
-unsafe extern "C" fn read_src_qp(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).src_qp
-}
-unsafe extern "C" fn read_wc_flags(cq: *mut ibv_cq_ex) -> c_uint {
-    cur(cq).wc_flags
-}
-unsafe extern "C" fn read_slid(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq).slid as u32
-}
-unsafe extern "C" fn read_sl(cq: *mut ibv_cq_ex) -> u8 {
-    cur(cq).sl
-}
-unsafe extern "C" fn read_dlid_path_bits(cq: *mut ibv_cq_ex) -> u8 {
-    cur(cq).dlid_path_bits
-}
+reader!(read_qp_num -> u32, |w| w.qp_num);
+reader!(read_src_qp -> u32, |w| w.src_qp);
+reader!(read_wc_flags -> c_uint, |w| w.wc_flags);
+reader!(read_slid -> u32, |w| w.slid as u32);
+reader!(read_sl -> u8, |w| w.sl);
+reader!(read_dlid_path_bits -> u8, |w| w.dlid_path_bits);
+
 unsafe extern "C" fn read_wallclock(_cq: *mut ibv_cq_ex) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
-    let _ = now_ns;
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    t.as_secs() * 1_000_000_000 + t.subsec_nanos() as u64
 }
 
-pub unsafe fn fill_cq_ex(ex: &mut ibv_cq_ex) {
+/// Installs the extended poll callbacks.  `ex` must be the `ibv_cq_ex` at
+/// the start of an `SwCq` (the callbacks rely on it).
+pub fn fill_cq_ex(ex: &mut ibv_cq_ex) {
     ex.start_poll = Some(start_poll);
     ex.next_poll = Some(next_poll);
     ex.end_poll = Some(end_poll);
@@ -92,51 +112,86 @@ pub struct WrList {
     bufs: Vec<Vec<u8>>,
 }
 
+/// The work requests being built on QP `q` (created on first use).
+///
+/// # Safety
+/// `q` is the `ibv_qp_ex` inside a live `SwQp` (the builders are installed
+/// only there, by `fill_qp_ex`), used by one thread between `wr_start` and
+/// `wr_complete`/`wr_abort` (the interface's contract), so no other
+/// reference to its `WrList` exists.
 unsafe fn list<'a>(q: *mut ibv_qp_ex) -> &'a mut WrList {
     let s = q as *mut SwQp;
-    if (*s).wrs.is_null() {
-        (*s).wrs = Box::into_raw(Box::default());
+    // SAFETY: `s` is our live `SwQp` (the contract); `wrs` is null or the
+    // `Box` made here, freed only by destroy_qp.
+    unsafe {
+        if (*s).wrs.is_null() {
+            (*s).wrs = Box::into_raw(Box::default());
+        }
+        &mut *(*s).wrs
     }
-    &mut *(*s).wrs
 }
 
-unsafe fn new_wr(q: *mut ibv_qp_ex, opcode: u32) -> &'static mut ibv_send_wr {
-    let l = list(q);
-    let mut w: ibv_send_wr = std::mem::zeroed();
-    w.wr_id = (*q).wr_id;
-    w.send_flags = (*q).wr_flags;
+/// Appends a new work request with the QP's current `wr_id`/`wr_flags`.
+///
+/// # Safety
+/// As for [`list`].
+unsafe fn new_wr<'a>(q: *mut ibv_qp_ex, opcode: u32) -> &'a mut ibv_send_wr {
+    // SAFETY: forwarded to our caller.
+    let l = unsafe { list(q) };
+    // SAFETY: `q` is valid (our contract); an all-zero `ibv_send_wr` is
+    // valid (integers, null pointers, `None` callbacks).
+    let mut w: ibv_send_wr = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, `q` is a live `ibv_qp_ex`.
+    let (wr_id, flags) = unsafe { ((*q).wr_id, (*q).wr_flags) };
+    w.wr_id = wr_id;
+    w.send_flags = flags;
     w.opcode = opcode;
     l.wrs.push(w);
     l.sges.push(Vec::new());
-    &mut *(l.wrs.last_mut().unwrap() as *mut ibv_send_wr)
+    l.wrs.last_mut().expect("just pushed")
 }
 
-unsafe fn last(q: *mut ibv_qp_ex) -> Option<(&'static mut ibv_send_wr, &'static mut Vec<ibv_sge>)> {
-    let l = list(q);
-    let w = l.wrs.last_mut()? as *mut ibv_send_wr;
-    let s = l.sges.last_mut()? as *mut Vec<ibv_sge>;
-    Some((&mut *w, &mut *s))
+/// The last work request and its scatter/gather list.
+///
+/// # Safety
+/// As for [`list`].
+unsafe fn last<'a>(q: *mut ibv_qp_ex) -> Option<(&'a mut ibv_send_wr, &'a mut Vec<ibv_sge>)> {
+    // SAFETY: forwarded to our caller.
+    let l = unsafe { list(q) };
+    Some((l.wrs.last_mut()?, l.sges.last_mut()?))
 }
+
+// The builders below are installed only into the `ibv_qp_ex` of our `SwQp`s
+// (`fill_qp_ex`): `q` is always one of them, and the application calls
+// them from one thread between `ibv_wr_start` and `ibv_wr_complete`.
 
 unsafe extern "C" fn wr_start(q: *mut ibv_qp_ex) {
-    let l = list(q);
+    // SAFETY: `q` is one of our QPs (see above).
+    let l = unsafe { list(q) };
     l.wrs.clear();
     l.sges.clear();
     l.bufs.clear();
 }
 unsafe extern "C" fn wr_abort(q: *mut ibv_qp_ex) {
-    wr_start(q)
+    // SAFETY: `q` is one of our QPs (see above).
+    unsafe { wr_start(q) }
 }
 unsafe extern "C" fn wr_complete(q: *mut ibv_qp_ex) -> c_int {
-    let (c, qp) = qp_of(q as *mut ibv_qp);
-    let l = list(q);
+    // SAFETY: `q` is the `ibv_qp_ex` = `ibv_qp` prefix of our live `SwQp`.
+    let (c, qp) = unsafe { qp_of(q as *mut ibv_qp) };
+    // SAFETY: `q` is one of our QPs (see above).
+    let l = unsafe { list(q) };
     let mut rc = 0;
     for i in 0..l.wrs.len() {
         let mut w = l.wrs[i];
         w.sg_list = l.sges[i].as_mut_ptr();
         w.num_sge = l.sges[i].len() as c_int;
         w.next = std::ptr::null_mut();
-        if let Err(e) = post_one(c, &qp, &w) {
+        // SAFETY: `w` was built by the builders: its SGE list is the Vec
+        // just above (alive until the clear below), inline data points into
+        // `l.bufs`, and `ah`/`mw` are what the application passed to
+        // `wr_set_ud_addr`/`wr_bind_mw`, as with `ibv_post_send`.
+        if let Err(e) = unsafe { post_one(c, &qp, &w) } {
             rc = e;
             break;
         }
@@ -146,127 +201,150 @@ unsafe extern "C" fn wr_complete(q: *mut ibv_qp_ex) -> c_int {
     l.bufs.clear();
     rc
 }
-unsafe extern "C" fn wr_send(q: *mut ibv_qp_ex) {
-    new_wr(q, IBV_WR_SEND);
+
+/// The builders that only start a work request.
+macro_rules! builder {
+    ($name:ident($($a:ident: $t:ty),*), $op:expr, |$w:ident| $body:block) => {
+        unsafe extern "C" fn $name(q: *mut ibv_qp_ex $(, $a: $t)*) {
+            // SAFETY: `q` is one of our QPs, inside wr_start/wr_complete.
+            let $w = unsafe { new_wr(q, $op) };
+            $body
+        }
+    };
 }
-unsafe extern "C" fn wr_send_imm(q: *mut ibv_qp_ex, imm: u32) {
-    new_wr(q, IBV_WR_SEND_WITH_IMM).imm.imm_data = imm;
-}
-unsafe extern "C" fn wr_rdma_write(q: *mut ibv_qp_ex, rkey: u32, addr: u64) {
-    let w = new_wr(q, IBV_WR_RDMA_WRITE);
+builder!(wr_send(), IBV_WR_SEND, |_w| {});
+builder!(wr_send_imm(imm: u32), IBV_WR_SEND_WITH_IMM, |w| {
+    w.imm.imm_data = imm;
+});
+builder!(wr_rdma_write(rkey: u32, addr: u64), IBV_WR_RDMA_WRITE, |w| {
     w.wr.rdma.rkey = rkey;
     w.wr.rdma.remote_addr = addr;
-}
-unsafe extern "C" fn wr_rdma_write_imm(q: *mut ibv_qp_ex, rkey: u32, addr: u64, imm: u32) {
-    let w = new_wr(q, IBV_WR_RDMA_WRITE_WITH_IMM);
+});
+builder!(wr_rdma_write_imm(rkey: u32, addr: u64, imm: u32), IBV_WR_RDMA_WRITE_WITH_IMM, |w| {
     w.wr.rdma.rkey = rkey;
     w.wr.rdma.remote_addr = addr;
     w.imm.imm_data = imm;
-}
-unsafe extern "C" fn wr_rdma_read(q: *mut ibv_qp_ex, rkey: u32, addr: u64) {
-    let w = new_wr(q, IBV_WR_RDMA_READ);
+});
+builder!(wr_rdma_read(rkey: u32, addr: u64), IBV_WR_RDMA_READ, |w| {
     w.wr.rdma.rkey = rkey;
     w.wr.rdma.remote_addr = addr;
-}
-unsafe extern "C" fn wr_cas(q: *mut ibv_qp_ex, rkey: u32, addr: u64, compare: u64, swap: u64) {
-    let w = new_wr(q, IBV_WR_ATOMIC_CMP_AND_SWP);
+});
+builder!(wr_cas(rkey: u32, addr: u64, compare: u64, swap: u64), IBV_WR_ATOMIC_CMP_AND_SWP, |w| {
     w.wr.atomic.rkey = rkey;
     w.wr.atomic.remote_addr = addr;
     w.wr.atomic.compare_add = compare;
     w.wr.atomic.swap = swap;
-}
-unsafe extern "C" fn wr_faa(q: *mut ibv_qp_ex, rkey: u32, addr: u64, add: u64) {
-    let w = new_wr(q, IBV_WR_ATOMIC_FETCH_AND_ADD);
+});
+builder!(wr_faa(rkey: u32, addr: u64, add: u64), IBV_WR_ATOMIC_FETCH_AND_ADD, |w| {
     w.wr.atomic.rkey = rkey;
     w.wr.atomic.remote_addr = addr;
     w.wr.atomic.compare_add = add;
-}
+});
+builder!(wr_send_inv(rkey: u32), IBV_WR_SEND_WITH_INV, |w| {
+    w.imm.invalidate_rkey = rkey;
+});
+builder!(wr_local_inv(rkey: u32), IBV_WR_LOCAL_INV, |w| {
+    w.imm.invalidate_rkey = rkey;
+});
+
 unsafe extern "C" fn wr_atomic_write(q: *mut ibv_qp_ex, rkey: u32, addr: u64, atomic_wr: *const c_void) {
-    let w = new_wr(q, IBV_WR_ATOMIC_WRITE);
+    // SAFETY: `q` is one of our QPs, inside wr_start/wr_complete.
+    let w = unsafe { new_wr(q, IBV_WR_ATOMIC_WRITE) };
     w.wr.rdma.rkey = rkey;
     w.wr.rdma.remote_addr = addr;
     // The 8 bytes are taken now (the caller's buffer may change before
     // wr_complete), as inline data.
-    let data = std::slice::from_raw_parts(atomic_wr as *const u8, 8).to_vec();
-    let l = list(q);
-    let sge = ibv_sge {
-        addr: data.as_ptr() as u64,
-        length: 8,
-        lkey: 0,
-    };
-    l.bufs.push(data);
-    if let Some((w, s)) = last(q) {
-        w.send_flags |= IBV_SEND_INLINE;
-        s.clear();
-        s.push(sge);
-    }
-}
-unsafe extern "C" fn wr_send_inv(q: *mut ibv_qp_ex, rkey: u32) {
-    new_wr(q, IBV_WR_SEND_WITH_INV).imm.invalidate_rkey = rkey;
-}
-unsafe extern "C" fn wr_local_inv(q: *mut ibv_qp_ex, rkey: u32) {
-    new_wr(q, IBV_WR_LOCAL_INV).imm.invalidate_rkey = rkey;
+    // SAFETY: `ibv_wr_atomic_write` takes a pointer to the 8 bytes to write.
+    let data = unsafe { std::slice::from_raw_parts(atomic_wr as *const u8, 8) }.to_vec();
+    set_inline(q, data);
 }
 unsafe extern "C" fn wr_bind_mw(q: *mut ibv_qp_ex, mw: *mut ibv_mw, rkey: u32, info: *const ibv_mw_bind_info) {
-    let w = new_wr(q, IBV_WR_BIND_MW);
-    w.bind_mw_tso.bind_mw = ibv_send_wr_bind_mw {
-        mw,
-        rkey,
-        bind_info: *info,
-    };
+    // SAFETY: `q` is one of our QPs, inside wr_start/wr_complete.
+    let w = unsafe { new_wr(q, IBV_WR_BIND_MW) };
+    // SAFETY: `ibv_wr_bind_mw` takes a valid bind description.
+    let bind_info = unsafe { *info };
+    w.bind_mw_tso.bind_mw = ibv_send_wr_bind_mw { mw, rkey, bind_info };
 }
 unsafe extern "C" fn wr_set_ud_addr(q: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
-    if let Some((w, _)) = last(q) {
+    // SAFETY: `q` is one of our QPs, inside wr_start/wr_complete.
+    if let Some((w, _)) = unsafe { last(q) } {
         w.wr.ud.ah = ah;
         w.wr.ud.remote_qpn = qpn;
         w.wr.ud.remote_qkey = qkey;
     }
 }
 unsafe extern "C" fn wr_set_xrc_srqn(q: *mut ibv_qp_ex, srqn: u32) {
-    if let Some((w, _)) = last(q) {
+    // SAFETY: `q` is one of our QPs, inside wr_start/wr_complete.
+    if let Some((w, _)) = unsafe { last(q) } {
         w.qp_type.xrc.remote_srqn = srqn;
     }
 }
 unsafe extern "C" fn wr_set_sge(q: *mut ibv_qp_ex, lkey: u32, addr: u64, length: u32) {
-    if let Some((_, s)) = last(q) {
+    // SAFETY: `q` is one of our QPs, inside wr_start/wr_complete.
+    if let Some((_, s)) = unsafe { last(q) } {
         s.clear();
         s.push(ibv_sge { addr, length, lkey });
     }
 }
 unsafe extern "C" fn wr_set_sge_list(q: *mut ibv_qp_ex, n: usize, sg: *const ibv_sge) {
-    if let Some((_, s)) = last(q) {
+    // SAFETY: `q` is one of our QPs, inside wr_start/wr_complete.
+    if let Some((_, s)) = unsafe { last(q) } {
         s.clear();
         if n > 0 {
-            s.extend_from_slice(std::slice::from_raw_parts(sg, n));
+            // SAFETY: `ibv_wr_set_sge_list` takes `n` SGEs at `sg`.
+            s.extend_from_slice(unsafe { std::slice::from_raw_parts(sg, n) });
         }
     }
 }
 unsafe extern "C" fn wr_set_inline_data(q: *mut ibv_qp_ex, addr: *mut c_void, length: usize) {
     let buf = ibv_data_buf { addr, length };
-    wr_set_inline_data_list(q, 1, &buf);
+    // SAFETY: `q` is one of our QPs; `buf` is one buffer description, of
+    // the `length` readable bytes at `addr` the application passed.
+    unsafe { wr_set_inline_data_list(q, 1, &buf) }
 }
 unsafe extern "C" fn wr_set_inline_data_list(q: *mut ibv_qp_ex, n: usize, bl: *const ibv_data_buf) {
-    let l = list(q);
     let mut data = Vec::new();
     for i in 0..n {
-        let b = &*bl.add(i);
-        data.extend_from_slice(std::slice::from_raw_parts(b.addr as *const u8, b.length));
+        // SAFETY: `ibv_wr_set_inline_data_list` takes `n` descriptions at
+        // `bl`, each of `length` readable bytes at `addr` (copied now: the
+        // application may reuse them before wr_complete).
+        unsafe {
+            let b = &*bl.add(i);
+            data.extend_from_slice(std::slice::from_raw_parts(b.addr as *const u8, b.length));
+        }
     }
+    set_inline(q, data);
+}
+
+/// Makes `data` the inline payload of the last work request of `q` (kept
+/// in the QP's `WrList` until wr_complete).
+fn set_inline(q: *mut ibv_qp_ex, data: Vec<u8>) {
+    // SAFETY: only called by the builders above, with their `q` (one of
+    // our QPs, inside wr_start/wr_complete).
+    let l = unsafe { list(q) };
     let sge = ibv_sge {
         addr: data.as_ptr() as u64,
         length: data.len() as u32,
         lkey: 0,
     };
     l.bufs.push(data);
-    if let Some((w, s)) = last(q) {
+    if let (Some(w), Some(s)) = (l.wrs.last_mut(), l.sges.last_mut()) {
         w.send_flags |= IBV_SEND_INLINE;
         s.clear();
         s.push(sge);
     }
 }
 
+/// Installs the work request builders.
+///
+/// # Safety
+/// `s` points to a live `SwQp` (its `vqp` gets the callbacks, which rely on
+/// being installed only there).
 pub unsafe fn fill_qp_ex(s: *mut SwQp, _flags: u64) {
-    let q = &mut *(std::ptr::addr_of_mut!((*s).vqp.u.qp_ex) as *mut ibv_qp_ex);
+    // SAFETY: `s` is live (the contract); `qp_ex` is the member of the
+    // `verbs_qp` union that an extended QP uses, and no other reference to
+    // it exists while we fill it.
+    let q = unsafe { &mut *(std::ptr::addr_of_mut!((*s).vqp.u.qp_ex) as *mut ibv_qp_ex) };
     q.wr_start = Some(wr_start);
     q.wr_complete = Some(wr_complete);
     q.wr_abort = Some(wr_abort);

@@ -10,9 +10,11 @@
 //! from another process and is validated before use (lengths, offsets, a
 //! private copy of the header); memory is only ever touched by the process
 //! that owns it.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::VecDeque;
-use std::os::raw::c_int;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -85,17 +87,32 @@ const _: () = assert!(std::mem::size_of::<Msg>() == 128);
 /// read only when the message uses it: most messages (RC SEND/WRITE/READ,
 /// ACKs) fit in the first, and a line written by the other CPU costs a
 /// transfer.  Unread fields are 0.
+///
+/// # Safety
+/// `m` points to `MSG_HDR` readable bytes, 8-aligned (a record returned by
+/// [`Ring::peek`], whose ring stays mapped during the call).  The bytes may
+/// be changed concurrently by the peer: they are read with volatile loads
+/// and every field value is acceptable (`Msg` is plain integers).
 pub unsafe fn read_header(m: *const Msg) -> Msg {
     let mut h = Msg::default();
     let src = m as *const [u64; 8];
     let dst = &mut h as *mut Msg as *mut [u64; 8];
-    *dst = std::ptr::read_volatile(src);
+    // SAFETY: `src` is the first 64 of the `MSG_HDR` readable, 8-aligned
+    // bytes the caller vouches for; `dst` is the first half of our own
+    // `Msg` (128 bytes, 8-aligned, checked below).
+    unsafe { *dst = std::ptr::read_volatile(src) };
     if h.flags & F_EXT != 0 || matches!(h.kind, K_CAS | K_FAA | K_AWRITE | K_ATOMIC_RESP) {
-        *dst.add(1) = std::ptr::read_volatile(src.add(1));
+        // SAFETY: the second 64 bytes of both headers (`MSG_HDR` = 128).
+        unsafe { *dst.add(1) = std::ptr::read_volatile(src.add(1)) };
     }
     h
 }
 const _: () = assert!(std::mem::offset_of!(Msg, cmp) == 64 && std::mem::align_of::<Msg>() == 8);
+
+/// The peer wrote something into a ring that breaks the protocol (the
+/// link must be given up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupt;
 
 #[repr(C)]
 struct RingHdr {
@@ -110,12 +127,24 @@ struct RingHdr {
     space_wanted: AtomicU32,
 }
 
-#[derive(Clone, Copy)]
+/// One ring of a mapped link: a `RingHdr` followed by `RING_SIZE` data
+/// bytes.  Invariant (from [`Ring::at`]): both pointers stay valid while
+/// the `Ring` exists — a link's rings live inside the `Link` that owns the
+/// mapping and are only lent out by reference.
 pub struct Ring {
     hdr: *const RingHdr,
     data: *mut u8,
 }
+// SAFETY: the pointers refer to a shared mapping that outlives the `Ring`
+// (see the type's invariant), not to thread-local state.  Through `&Ring`
+// the header is only touched with atomics; the data area only through the
+// `unsafe` producer/consumer functions, whose contracts require one
+// producer and one consumer at a time (the link's `tx_lock`/`rx_lock`),
+// which is what makes concurrent use from several threads sound.
 unsafe impl Send for Ring {}
+// SAFETY: as for `Send`: shared access is atomics on the header plus the
+// single-producer/single-consumer discipline on the data the `unsafe`
+// methods require of their callers.
 unsafe impl Sync for Ring {}
 
 pub fn align64(n: usize) -> usize {
@@ -123,19 +152,33 @@ pub fn align64(n: usize) -> usize {
 }
 
 impl Ring {
+    /// # Safety
+    /// `base` is the start of `RING_HDR + RING_SIZE` bytes of readable and
+    /// writable memory, page-aligned (a shared mapping), that stay mapped
+    /// for as long as the returned `Ring` is used.
     unsafe fn at(base: *mut u8) -> Ring {
         Ring {
             hdr: base as *const RingHdr,
-            data: base.add(RING_HDR),
+            // SAFETY: `RING_HDR` is inside the region the caller vouches for.
+            data: unsafe { base.add(RING_HDR) },
         }
     }
     fn h(&self) -> &RingHdr {
+        // SAFETY: `hdr` is page-aligned and valid for the `Ring`'s life (the
+        // type's invariant); `RingHdr` is atomics and padding, so a shared
+        // reference is sound even while the peer process writes it.
         unsafe { &*self.hdr }
     }
 
     /// Producer: room for one record of `need` bytes (64-aligned, at most
     /// RING_SIZE/4), or None when the ring is too full.  Returns the write
     /// pointer and the head to commit.
+    ///
+    /// # Safety
+    /// The caller is the ring's only producer until it commits (it holds
+    /// the link's `tx_lock`): the padding record and the returned space are
+    /// written without synchronisation.  `need` is a multiple of 64, at
+    /// least `MSG_HDR` and at most `RING_SIZE / 4`.
     pub unsafe fn try_reserve(&self, need: usize) -> Option<(*mut u8, u64)> {
         let head = self.h().head.load(Ordering::Relaxed);
         let pos = head as usize & (RING_SIZE - 1);
@@ -146,7 +189,7 @@ impl Ring {
         // that looks full (as if it stopped consuming), never a write
         // outside the data area (records are 64-aligned, and the padding
         // record needs 8 bytes).
-        if head % 64 != 0
+        if !head.is_multiple_of(64)
             || head.wrapping_sub(tail) > RING_SIZE as u64
             || RING_SIZE as u64 - head.wrapping_sub(tail) < total as u64
         {
@@ -159,19 +202,31 @@ impl Ring {
             // `kind` (the first 8 bytes) are written, never a whole header:
             // that would run past the end of the data area (into the other
             // ring's header, or past the end of the mapping).
-            let pad = self.data.add(pos) as *mut Msg;
-            std::ptr::write(std::ptr::addr_of_mut!((*pad).len), contig as u32);
-            std::ptr::write(std::ptr::addr_of_mut!((*pad).kind), K_PAD);
+            // SAFETY: `pos` < RING_SIZE and is 64-aligned (head % 64 == 0),
+            // so at least 64 bytes of the data area start there; only the
+            // first 8 (`len`, `kind`) are written, and the free-space check
+            // above means the consumer is not reading them; we are the only
+            // producer (the caller's contract).
+            unsafe {
+                let pad = self.data.add(pos) as *mut Msg;
+                std::ptr::write(std::ptr::addr_of_mut!((*pad).len), contig as u32);
+                std::ptr::write(std::ptr::addr_of_mut!((*pad).kind), K_PAD);
+            }
             h += contig as u64;
         }
-        Some((self.data.add(h as usize & (RING_SIZE - 1)), h + need as u64))
+        // SAFETY: the offset is masked into the data area.
+        Some((unsafe { self.data.add(h as usize & (RING_SIZE - 1)) }, h + need as u64))
     }
 
     /// Producer: like `try_reserve`, calling `wait` while the ring is full;
     /// `wait` returns false to give up.
+    ///
+    /// # Safety
+    /// As for [`Ring::try_reserve`].
     pub unsafe fn reserve(&self, need: usize, wait: &mut dyn FnMut() -> bool) -> Option<(*mut u8, u64)> {
         loop {
-            if let Some(r) = self.try_reserve(need) {
+            // SAFETY: our caller's contract is `try_reserve`'s.
+            if let Some(r) = unsafe { self.try_reserve(need) } {
                 return Some(r);
             }
             if !wait() {
@@ -194,8 +249,12 @@ impl Ring {
 
     /// Consumer: the next record (skipping padding), validated: its
     /// address, the tail to consume it and its length (at least `MSG_HDR`).
-    /// Err(()) on a corrupt ring.
-    pub unsafe fn peek(&self) -> Result<Option<(*const Msg, u64, usize)>, ()> {
+    /// Err(Corrupt) on a corrupt ring.
+    ///
+    /// # Safety
+    /// The caller is the ring's only consumer (it holds the link's
+    /// `rx_lock`) until it has consumed the record or given up on it.
+    pub unsafe fn peek(&self) -> Result<Option<(*const Msg, u64, usize)>, Corrupt> {
         loop {
             let tail = self.h().tail.load(Ordering::Relaxed);
             let head = self.h().head.load(Ordering::Acquire);
@@ -203,21 +262,35 @@ impl Ring {
                 return Ok(None);
             }
             let avail = head.wrapping_sub(tail);
-            if tail % 64 != 0 {
-                return Err(()); // (records are 64-aligned; see try_reserve)
+            if !tail.is_multiple_of(64) {
+                return Err(Corrupt); // (records are 64-aligned; see try_reserve)
             }
             let pos = tail as usize & (RING_SIZE - 1);
-            let m = self.data.add(pos) as *const Msg;
-            let len = std::ptr::read_volatile(std::ptr::addr_of!((*m).len)) as usize;
+            // SAFETY: `pos` is masked into the data area and 64-aligned, so
+            // the 8 bytes of `len` and `kind` are inside it; the producer
+            // published them before `head` (Acquire above).  Volatile: the
+            // peer process may still write them (any value is checked).
+            let (m, len, kind) = unsafe {
+                let m = self.data.add(pos) as *const Msg;
+                let len = std::ptr::read_volatile(std::ptr::addr_of!((*m).len)) as usize;
+                let kind = std::ptr::read_volatile(std::ptr::addr_of!((*m).kind));
+                (m, len, kind)
+            };
             if len < 64 || len % 64 != 0 || len as u64 > avail || len > RING_SIZE - pos {
-                return Err(());
+                return Err(Corrupt);
             }
-            if (*m).kind == K_PAD {
+            if kind == K_PAD {
                 self.h().tail.store(tail + len as u64, Ordering::Release);
                 continue;
             }
-            if len < MSG_HDR || (*m).plen as usize > len - MSG_HDR {
-                return Err(());
+            if len < MSG_HDR {
+                return Err(Corrupt);
+            }
+            // SAFETY: the record's `len` >= MSG_HDR bytes lie inside the data
+            // area (checked just above against RING_SIZE - pos).
+            let plen = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*m).plen)) };
+            if plen as usize > len - MSG_HDR {
+                return Err(Corrupt);
             }
             return Ok(Some((m, tail + len as u64, len)));
         }
@@ -274,40 +347,70 @@ pub enum Resp {
 pub struct Link {
     pub peer: u32,
     pub outgoing: bool,
-    pub sock: c_int,
+    sock: OwnedFd,
+    /// The `LINK_BYTES` shared mapping `tx` and `rx` point into; unmapped
+    /// by `Drop`, after which no `Ring` of this link is reachable.
     map: *mut u8,
-    pub tx: Ring,
-    pub rx: Ring,
+    tx: Ring,
+    rx: Ring,
     /// Held by the (only) producer of `tx`; guards the response backlog.
     pub tx_lock: Mutex<VecDeque<Resp>>,
     /// The backlog is not empty.
     pub backlogged: AtomicBool,
     pub rx_lock: Mutex<()>,
-    pub peer_efd: c_int,
+    peer_efd: OwnedFd,
     pub dead: AtomicBool,
 }
+// SAFETY: the only fields that are not `Send` are the raw pointers: `map`
+// (used by `Drop` alone, to unmap) and the two `Ring`s, which are `Send`
+// and `Sync` for the reasons given there; the mapping is a shared one the
+// `Link` owns, not tied to the creating thread.
 unsafe impl Send for Link {}
+// SAFETY: shared use goes through the `Ring`s (see their `Sync`), the
+// mutexes, atomics and the file descriptors, all of which are thread-safe.
 unsafe impl Sync for Link {}
 
 impl Link {
-    /// Maps the link's memfd.  `outgoing`: this side initiated it.
-    pub unsafe fn new(peer: u32, outgoing: bool, sock: c_int, memfd: c_int, peer_efd: c_int) -> Option<Link> {
-        let map = libc::mmap(
-            std::ptr::null_mut(),
-            LINK_BYTES,
-            libc::PROT_READ | libc::PROT_WRITE,
-            // Populated now: no page faults (4 KiB zeroed each) while the
-            // first 8 MiB of traffic go through.
-            libc::MAP_SHARED | libc::MAP_POPULATE,
-            memfd,
-            0,
-        );
+    /// Maps the link's memfd.  `outgoing`: this side initiated it.  The
+    /// link owns `sock` (its connection to the peer) and `peer_efd` (the
+    /// peer's eventfd) and closes them when dropped; `memfd` may be closed
+    /// once this returns (the mapping keeps the memory).
+    ///
+    /// # Safety
+    /// `memfd` is a shared-memory file of exactly `LINK_BYTES` bytes that
+    /// is used only as this link's ring pair (by us and the peer): every
+    /// later access to the rings assumes the mapping is fully backed.
+    pub unsafe fn new(
+        peer: u32,
+        outgoing: bool,
+        sock: OwnedFd,
+        memfd: BorrowedFd<'_>,
+        peer_efd: OwnedFd,
+    ) -> Option<Link> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a fresh mapping chosen by the kernel (no address hint),
+        // of a descriptor that is open for the duration of the call.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                LINK_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                // Populated now: no page faults (4 KiB zeroed each) while the
+                // first 8 MiB of traffic go through.
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                memfd.as_raw_fd(),
+                0,
+            )
+        };
         if map == libc::MAP_FAILED {
             return None;
         }
         let map = map as *mut u8;
-        let r0 = Ring::at(map);
-        let r1 = Ring::at(map.add(RING_HDR + RING_SIZE));
+        // SAFETY: the mapping is `LINK_BYTES` = 2 * (RING_HDR + RING_SIZE)
+        // bytes, page-aligned, read-write and backed (the caller's contract
+        // on the file's size); it lives until `Drop` of the `Link` that
+        // owns both rings.  The second ring starts half-way, page-aligned.
+        let (r0, r1) = unsafe { (Ring::at(map), Ring::at(map.add(RING_HDR + RING_SIZE))) };
         let (tx, rx) = if outgoing { (r0, r1) } else { (r1, r0) };
         Some(Link {
             peer,
@@ -324,19 +427,35 @@ impl Link {
         })
     }
 
+    /// The outgoing ring (this side produces).
+    pub fn tx(&self) -> &Ring {
+        &self.tx
+    }
+
+    /// The incoming ring (this side consumes).
+    pub fn rx(&self) -> &Ring {
+        &self.rx
+    }
+
+    /// The connection to the peer (its hang-up tells that the peer is gone).
+    pub fn sock(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+
     pub fn wake_peer(&self) {
-        let one: u64 = 1;
-        unsafe { libc::write(self.peer_efd, &one as *const u64 as *const _, 8) };
+        // An eventfd write of 1 (it can only fail when the counter would
+        // overflow, and then the peer has wake-ups pending anyway).
+        let _ = rustix::io::write(&self.peer_efd, &1u64.to_ne_bytes());
     }
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
-        unsafe {
-            libc::munmap(self.map as *mut _, LINK_BYTES);
-            libc::close(self.sock);
-            libc::close(self.peer_efd);
-        }
+        // SAFETY: `map` is the `LINK_BYTES` mapping made in `new`; the rings
+        // pointing into it are fields of `self` and die with it, and they
+        // are only lent out by reference, so nothing uses it afterwards.
+        // (The descriptors are closed by their `OwnedFd`s.)
+        unsafe { libc::munmap(self.map as *mut _, LINK_BYTES) };
     }
 }
 
@@ -355,31 +474,44 @@ mod tests {
     /// A link-sized shared mapping followed by an inaccessible guard page
     /// (a write past the second ring faults).
     struct Map(*mut u8);
+    // SAFETY: the pointer is an anonymous shared mapping owned by the `Map`
+    // (unmapped by its `Drop` only), usable from any thread; the tests reach
+    // its contents only through `Ring`, under the ring protocol.
     unsafe impl Send for Map {}
+    // SAFETY: `Map` itself never reads or writes the memory (see `Send`).
     unsafe impl Sync for Map {}
     impl Map {
         fn new() -> Map {
-            unsafe {
-                let p = libc::mmap(
+            // SAFETY: a fresh anonymous mapping (no hint, no descriptor).
+            let p = unsafe {
+                libc::mmap(
                     std::ptr::null_mut(),
                     LINK_BYTES + 4096,
                     libc::PROT_READ | libc::PROT_WRITE,
                     libc::MAP_SHARED | libc::MAP_ANONYMOUS,
                     -1,
                     0,
-                );
-                assert_ne!(p, libc::MAP_FAILED);
-                let p = p as *mut u8;
-                assert_eq!(libc::mprotect(p.add(LINK_BYTES) as *mut _, 4096, libc::PROT_NONE), 0);
-                Map(p)
-            }
+                )
+            };
+            assert_ne!(p, libc::MAP_FAILED);
+            let p = p as *mut u8;
+            // SAFETY: the last page of the mapping just made is turned into a
+            // guard page; nothing refers to it yet.
+            let r = unsafe { libc::mprotect(p.add(LINK_BYTES) as *mut _, 4096, libc::PROT_NONE) };
+            assert_eq!(r, 0);
+            Map(p)
         }
+        /// The two rings; the caller keeps the `Map` alive while it uses them.
         fn rings(&self) -> (Ring, Ring) {
+            // SAFETY: `LINK_BYTES` read-write bytes from `self.0`, both halves
+            // page-aligned; every test holds the `Map` (or an `Arc` of it)
+            // for as long as it uses the rings.
             unsafe { (Ring::at(self.0), Ring::at(self.0.add(RING_HDR + RING_SIZE))) }
         }
     }
     impl Drop for Map {
         fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`, no longer used (see `rings`).
             unsafe { libc::munmap(self.0 as *mut _, LINK_BYTES + 4096) };
         }
     }
@@ -389,8 +521,13 @@ mod tests {
         r.h().tail.store(v, Ordering::Relaxed);
     }
 
+    /// Produces one record of `need` bytes with a payload derived from `seq`.
+    ///
+    /// # Safety
+    /// As for [`Ring::try_reserve`]: the caller is the ring's only producer.
     unsafe fn put(r: &Ring, need: usize, seq: u64) -> bool {
-        let Some((p, nh)) = r.try_reserve(need) else {
+        // SAFETY: forwarded to our caller.
+        let Some((p, nh)) = (unsafe { r.try_reserve(need) }) else {
             return false;
         };
         let m = Msg {
@@ -400,21 +537,35 @@ mod tests {
             plen: (need - MSG_HDR) as u32,
             ..Default::default()
         };
-        std::ptr::write(p as *mut Msg, m);
-        for i in 0..need - MSG_HDR {
-            *p.add(MSG_HDR + i) = (seq as usize + i) as u8;
+        // SAFETY: `try_reserve` gave `need` writable bytes at `p`, 64-aligned,
+        // that no one else touches until `commit`.
+        unsafe {
+            std::ptr::write(p as *mut Msg, m);
+            for i in 0..need - MSG_HDR {
+                *p.add(MSG_HDR + i) = (seq as usize + i) as u8;
+            }
         }
         r.commit(nh);
         true
     }
 
+    /// Consumes one record and checks its payload.
+    ///
+    /// # Safety
+    /// As for [`Ring::peek`]: the caller is the ring's only consumer.
     unsafe fn get(r: &Ring) -> Option<(u64, usize)> {
-        let (m, nt, len) = r.peek().expect("corrupt ring")?;
-        assert_eq!(len, (*m).len as usize);
-        let m = &*m;
-        let pl = (m as *const Msg as *const u8).add(MSG_HDR);
+        // SAFETY: forwarded to our caller.
+        let (m, nt, len) = unsafe { r.peek() }.expect("corrupt ring")?;
+        // SAFETY: `peek` validated a record of `len` bytes at `m` that the
+        // producer (a thread of this test, done writing) no longer changes
+        // until we consume it.
+        let m = unsafe { &*m };
+        assert_eq!(len, m.len as usize);
+        let pl = (m as *const Msg as *const u8).wrapping_add(MSG_HDR);
         for i in 0..m.plen as usize {
-            assert_eq!(*pl.add(i), (m.seq as usize + i) as u8, "payload of {}", m.seq);
+            // SAFETY: `plen` <= len - MSG_HDR (checked by `peek`).
+            let b = unsafe { *pl.add(i) };
+            assert_eq!(b, (m.seq as usize + i) as u8, "payload of {}", m.seq);
         }
         let r2 = (m.seq, m.len as usize);
         r.consume(nt);
@@ -433,6 +584,7 @@ mod tests {
                 set_pos(r, (RING_SIZE - 64) as u64 + 7 * RING_SIZE as u64);
             }
             let before = r1.h().head.load(Ordering::Relaxed);
+            // SAFETY: this thread is the only producer and consumer.
             unsafe {
                 // r0's padding must not touch r1's header ...
                 assert!(put(&r0, need, 1));
@@ -461,6 +613,7 @@ mod tests {
             for back in (64..=need + 128).step_by(64) {
                 set_pos(&r, (RING_SIZE - back) as u64);
                 seq += 1;
+                // SAFETY: this thread is the only producer and consumer.
                 unsafe {
                     assert!(put(&r, need, seq));
                     assert!(put(&r, need, seq + 1));
@@ -485,9 +638,11 @@ mod tests {
             cmp: 4,
             ..Default::default()
         };
+        // SAFETY: a reference to a whole `Msg` (128 bytes, aligned).
         let h = unsafe { read_header(&full) };
         assert_eq!((h.kind, h.seq, h.plen, h.qkey, h.srqn, h.cmp), (K_SEND, 7, 3, 0, 0, 0));
         let ext = Msg { flags: F_EXT, ..full };
+        // SAFETY: as above.
         let h = unsafe { read_header(&ext) };
         assert_eq!((h.qkey, h.srqn, h.sgid, h.cmp), (9, 5, [1; 16], 4));
         let cas = Msg {
@@ -495,26 +650,27 @@ mod tests {
             swap: 11,
             ..full
         };
+        // SAFETY: as above.
         assert_eq!(unsafe { read_header(&cas) }.swap, 11);
     }
 
-    fn efd() -> c_int {
-        unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) }
+    fn efd() -> Arc<OwnedFd> {
+        Arc::new(rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).expect("eventfd"))
     }
-    fn kick(fd: c_int) {
-        let one = 1u64;
-        unsafe { libc::write(fd, &one as *const u64 as *const _, 8) };
+    fn kick(fd: &OwnedFd) {
+        let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
     }
     /// Sleeps on `fd` for at most `ms`; true when kicked.
-    fn nap(fd: c_int, ms: c_int) -> bool {
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
+    fn nap(fd: &OwnedFd, ms: i64) -> bool {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let mut p = [PollFd::new(fd, PollFlags::IN)];
+        let t = Timespec {
+            tv_sec: ms / 1000,
+            tv_nsec: (ms % 1000) * 1_000_000,
         };
-        if unsafe { libc::poll(&mut p, 1, ms) } == 1 {
-            let mut v = 0u64;
-            unsafe { libc::read(fd, &mut v as *mut u64 as *mut _, 8) };
+        if poll(&mut p, Some(&t)) == Ok(1) {
+            let mut v = [0u8; 8];
+            let _ = rustix::io::read(fd, &mut v);
             return true;
         }
         false
@@ -531,7 +687,7 @@ mod tests {
     fn concurrent_spsc_with_sleep_and_wakeups() {
         const N: u64 = 300_000;
         let map = Arc::new(Map::new());
-        let (_, ring) = map.rings();
+        let ring = Arc::new(map.rings().1);
         let tx_lock = Arc::new(Mutex::new(0u64)); // next seq to send
         let rx_lock = Arc::new(Mutex::new(0u64)); // next seq expected
         let (cons_efd, prod_efd) = (efd(), efd());
@@ -540,12 +696,13 @@ mod tests {
         let mut th = Vec::new();
         for id in 0..2u64 {
             // producers
-            let (tx_lock, lost, _map) = (tx_lock.clone(), lost.clone(), map.clone());
+            let (tx_lock, lost, _map, ring) = (tx_lock.clone(), lost.clone(), map.clone(), ring.clone());
+            let (cons_efd, prod_efd) = (cons_efd.clone(), prod_efd.clone());
             th.push(std::thread::spawn(move || loop {
                 let mut g = tx_lock.lock().unwrap();
                 if *g >= N {
-                    kick(cons_efd);
-                    kick(prod_efd);
+                    kick(&cons_efd);
+                    kick(&prod_efd);
                     return;
                 }
                 // sizes from 128 bytes to 64 KiB, mostly small
@@ -555,25 +712,27 @@ mod tests {
                 } else {
                     align64(MSG_HDR + ((s * 2654435761) % 300) as usize)
                 };
+                // SAFETY: producers take turns under `tx_lock` (held in `g`).
                 if unsafe { put(&ring, need, s) } {
                     *g += 1;
                     // (put commits; a sleeping consumer must be kicked)
                     if ring.h().sleeping.load(Ordering::Relaxed) != 0 {
-                        kick(cons_efd);
+                        kick(&cons_efd);
                     }
                     continue;
                 }
                 // Full: ask for room, try once more, then sleep.
                 ring.want_space();
+                // SAFETY: as above, `g` still holds `tx_lock`.
                 if unsafe { put(&ring, need, s) } {
                     *g += 1;
-                    kick(cons_efd);
+                    kick(&cons_efd);
                     continue;
                 }
                 drop(g);
                 if id == 1 {
                     std::thread::yield_now();
-                } else if !nap(prod_efd, 2000)
+                } else if !nap(&prod_efd, 2000)
                     && ring.h().head.load(Ordering::Relaxed) == ring.h().tail.load(Ordering::Relaxed)
                 {
                     lost.fetch_add(1, Ordering::Relaxed);
@@ -582,7 +741,8 @@ mod tests {
         }
         for id in 0..2 {
             // consumers
-            let (rx_lock, lost, _map) = (rx_lock.clone(), lost.clone(), map.clone());
+            let (rx_lock, lost, _map, ring) = (rx_lock.clone(), lost.clone(), map.clone(), ring.clone());
+            let (cons_efd, prod_efd) = (cons_efd.clone(), prod_efd.clone());
             th.push(std::thread::spawn(move || loop {
                 let Ok(mut g) = rx_lock.try_lock() else {
                     std::thread::yield_now();
@@ -592,17 +752,18 @@ mod tests {
                     continue;
                 };
                 if *g >= N {
-                    kick(cons_efd);
+                    kick(&cons_efd);
                     return;
                 }
                 let mut n = 0;
+                // SAFETY: consumers take turns under `rx_lock` (held in `g`).
                 while let Some((seq, _)) = unsafe { get(&ring) } {
                     assert_eq!(seq, *g, "out of order / lost / duplicated record");
                     *g += 1;
                     n += 1;
                 }
                 if n > 0 && ring.room_made() {
-                    kick(prod_efd);
+                    kick(&prod_efd);
                 }
                 if *g >= N {
                     return;
@@ -615,7 +776,7 @@ mod tests {
                     drop(g);
                     ring.set_sleeping(true);
                     if !ring.has_data() {
-                        let kicked = nap(cons_efd, 2000);
+                        let kicked = nap(&cons_efd, 2000);
                         if !kicked && ring.has_data() {
                             lost.fetch_add(1, Ordering::Relaxed);
                         }
@@ -630,9 +791,5 @@ mod tests {
         assert_eq!(*rx_lock.lock().unwrap(), N);
         assert_eq!(lost.load(Ordering::Relaxed), 0, "lost wake-ups");
         assert!(t0.elapsed() < Duration::from_secs(120));
-        unsafe {
-            libc::close(cons_efd);
-            libc::close(prod_efd);
-        }
     }
 }
