@@ -22,8 +22,8 @@
 #   fail_early NAME WHY       fail NAME WHY, then finish
 #   need WHAT...              fail_early "prerequisites" naming every WHAT
 #                             this machine lacks.  WHAT is a command
-#                             ("readelf"), an absolute path ("/usr/bin/x":
-#                             must exist), each optionally followed by
+#                             ("readelf") or a path (has a '/': must
+#                             exist), each optionally followed by
 #                             "=HINT" (what provides it: "readelf=binutils",
 #                             "$OUR_LIB=run make")
 #   abspath PATH              PATH made absolute (relative to $ROOT)
@@ -70,7 +70,7 @@ need() {
         hint=
         [ "$what" = "$w" ] || hint=" (${w#*=})"
         case "$what" in
-            /*) [ -e "$what" ] || missing="$missing $what$hint" ;;
+            */*) [ -e "$what" ] || missing="$missing $what$hint" ;;
             *) command -v "$what" >/dev/null 2>&1 || missing="$missing $what$hint" ;;
         esac
     done
