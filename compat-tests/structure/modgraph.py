@@ -2,6 +2,7 @@
 """Module dependency graph of the library crate (src/**/*.rs) and its cycles.
 
     modgraph.py [--src DIR] [--dot] [--edges]
+    modgraph.py --self-test
 
 A module is a file: src/lib.rs is the crate root, src/a/b.rs and
 src/a/b/mod.rs are a::b.  Files named tests.rs, modules declared under
@@ -387,13 +388,55 @@ def sccs(nodes, edges):
     return out
 
 
+SELF_TEST = {
+    'lib.rs': 'pub mod a;\npub mod b;\npub mod c;\npub mod d;\n',
+    'a/mod.rs': 'pub mod x;\nuse crate::b::Thing; // a -> b\n',
+    'a/x.rs': 'fn f() { super::super::c::g(); } // a::x -> c\n',
+    'b.rs': 'use crate::{a::x::{self, Y}, d}; // b -> a::x, b -> d\n'
+            '#[cfg(test)]\nmod tests { use crate::c::Z; }\n',
+    'c.rs': '/* crate::d::no */ fn g() { let s = "crate::d::no"; self::h(); }\n'
+            'macro_rules! m { () => { $crate::d::no() } }\n',
+    'd.rs': '#[cfg(test)]\nmod t;\n',
+    'd/t.rs': 'use crate::a::X; // test-only: no edge\n',
+    'a/tests.rs': 'use crate::c::X; // tests.rs: no edge\n',
+}
+
+
+def self_test():
+    """A small fixture: edges a -> b, b -> a::x, b -> d, a::x -> c (comments,
+    strings, $crate paths, #[cfg(test)] items and modules, tests.rs give
+    none), no cycle; then c -> a::x closes one."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in SELF_TEST.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)) or d, exist_ok=True)
+            with open(os.path.join(d, rel), 'w') as f:
+                f.write(text)
+        modules, edges = build(d)
+        got = sorted((modname(x), modname(y)) for x, y in edges)
+        want = [('a', 'b'), ('a::x', 'c'), ('b', 'a::x'), ('b', 'd')]
+        assert got == want, got
+        assert not [c for c in sccs(modules, edges) if len(c) > 1]
+        with open(os.path.join(d, 'c.rs'), 'a') as f:
+            f.write('use super::a::x; // c -> a::x: cycle a::x -> c -> a::x\n')
+        modules, edges = build(d)
+        comps = [c for c in sccs(modules, edges) if len(c) > 1]
+        assert [[modname(m) for m in c] for c in comps] == [['a::x', 'c']], comps
+        assert edges[(('c',), ('a', 'x'))] == ['src/c.rs:3'], edges[(('c',), ('a', 'x'))]
+    print('modgraph: self-test passed')
+    return 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument('--src', default=os.path.join(here, '..', '..', 'src'))
     ap.add_argument('--dot', action='store_true')
     ap.add_argument('--edges', action='store_true')
+    ap.add_argument('--self-test', action='store_true')
     a = ap.parse_args(argv)
+    if a.self_test:
+        return self_test()
     if not os.path.isfile(os.path.join(a.src, 'lib.rs')):
         print('modgraph: no lib.rs in %s' % a.src, file=sys.stderr)
         return 2

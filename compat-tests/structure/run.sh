@@ -50,6 +50,11 @@ else
     grep -E '^(error|warning)(\[|:)' -A1 "$SCRATCH/clippy.log" | grep -vE '^--$' | head -n 30 | sed 's/^/    /'
 fi
 
+if python3 compat-tests/structure/modgraph.py --self-test >"$SCRATCH/modgraph-self-test.txt" 2>&1; then
+    pass "modgraph.py self-test (a fixture crate with and without a cycle)"
+else
+    fail "modgraph.py self-test" "$(tail -n 1 "$SCRATCH/modgraph-self-test.txt")"
+fi
 if python3 compat-tests/structure/modgraph.py >"$SCRATCH/modgraph.txt" 2>&1; then
     pass "no import cycles between the modules of src/ (modgraph.py)"
 else
