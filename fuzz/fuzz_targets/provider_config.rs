@@ -19,7 +19,10 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(total, data.len());
     let names = split_list(data);
-    assert_eq!(names.len(), 1 + data.iter().filter(|&&c| c == b':' || c == b';').count());
+    assert_eq!(
+        names.len(),
+        1 + data.iter().filter(|&&c| c == b':' || c == b';').count()
+    );
     for name in &names {
         assert!(!name.iter().any(|&c| c == b':' || c == b';'), "{name:?}");
     }

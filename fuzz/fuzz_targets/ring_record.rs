@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use swrdma_ring::{read_header, Link, MSG_HDR, RING_HDR, RING_SIZE, LINK_BYTES};
+use swrdma_ring::{read_header, Link, LINK_BYTES, MSG_HDR, RING_HDR, RING_SIZE};
 
 struct Peer {
     link: Link,
@@ -43,7 +43,11 @@ fn peer() -> &'static Peer {
         );
         assert_ne!(map, libc::MAP_FAILED);
         let rx = (map as *mut u8).add(RING_HDR + RING_SIZE);
-        Peer { link, hdr: rx, data: rx.add(RING_HDR) }
+        Peer {
+            link,
+            hdr: rx,
+            data: rx.add(RING_HDR),
+        }
     })
 }
 

@@ -17,7 +17,13 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     // node_guid: a parsed GUID prints back to a text that parses the same.
     if let Some(g) = parse_guid(data) {
-        let text = format!("{:04x}:{:04x}:{:04x}:{:04x}", g >> 48, (g >> 32) & 0xffff, (g >> 16) & 0xffff, g & 0xffff);
+        let text = format!(
+            "{:04x}:{:04x}:{:04x}:{:04x}",
+            g >> 48,
+            (g >> 32) & 0xffff,
+            (g >> 16) & 0xffff,
+            g & 0xffff
+        );
         assert_eq!(parse_guid(text.as_bytes()), Some(g), "{text}");
     }
 
@@ -66,7 +72,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = name;
     }
     if data.len() >= 4 {
-        let p = pci_pattern(u16::from_le_bytes([data[0], data[1]]), u16::from_le_bytes([data[2], data[3]]));
+        let p = pci_pattern(
+            u16::from_le_bytes([data[0], data[1]]),
+            u16::from_le_bytes([data[2], data[3]]),
+        );
         assert_eq!(p.as_bytes().len(), "pci:v00000000d00000000sv*".len());
     }
 });
