@@ -39,15 +39,18 @@ step() {
 step "cargo fmt --all --check" "$SCRATCH/fmt.log" "$CARGO" fmt --all --check -- --color=never
 step "cargo fmt --check (fuzz/)" "$SCRATCH/fmt-fuzz.log" "$CARGO" fmt --manifest-path fuzz/Cargo.toml --check -- --color=never
 
-timeout "$TO" "$CARGO" clippy --workspace --all-targets -- -D warnings >"$SCRATCH/clippy.log" 2>&1
+# --keep-going: every crate's diagnostics, not only the first failing crate's.
+timeout "$TO" "$CARGO" clippy --keep-going --workspace --all-targets -- -D warnings >"$SCRATCH/clippy.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ]; then
     pass "cargo clippy --workspace --all-targets -- -D warnings"
 else
-    n=$(grep -cE '^(error|warning)(\[|:)' "$SCRATCH/clippy.log")
+    grep -E '^(error|warning)(\[[^]]*\])?: ' -A1 "$SCRATCH/clippy.log" |
+        grep -vE '^--$|could not compile|build failed|generated [0-9]+ warning' >"$SCRATCH/clippy.short"
+    n=$(grep -cE '^(error|warning)' "$SCRATCH/clippy.short")
     fail "cargo clippy --workspace --all-targets -- -D warnings" \
         "exit status $rc, $n diagnostics (full output: $SCRATCH/clippy.log)"
-    grep -E '^(error|warning)(\[|:)' -A1 "$SCRATCH/clippy.log" | grep -vE '^--$' | head -n 30 | sed 's/^/    /'
+    head -n 40 "$SCRATCH/clippy.short" | sed 's/^/    /'
 fi
 
 if python3 compat-tests/structure/modgraph.py --self-test >"$SCRATCH/modgraph-self-test.txt" 2>&1; then
