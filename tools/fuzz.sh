@@ -8,7 +8,8 @@
 # Environment: FUZZ_RUNS (executions per target, default 1000000),
 #   FUZZ_SECONDS (time limit per target, default 900: a target that runs out
 #   of time before FUZZ_RUNS fails), FUZZ_TOOLCHAIN (default +nightly),
-#   FUZZ_JOBS (cargo build jobs).
+#   FUZZ_JOBS (cargo build jobs), FUZZ_FLAGS (more cargo-fuzz build options,
+#   e.g. "-O --target-dir fuzz/target-O": optimised, without overflow checks).
 # Corpora (kept between runs) and crash artifacts: build/fuzz/{corpus,artifacts}/TARGET/;
 # each target's libFuzzer output: build/fuzz/TARGET.log.
 set -u
@@ -29,7 +30,8 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 echo "fuzz: building ${targets[*]}"
-(cd fuzz && cargo "$TC" fuzz build ${FUZZ_JOBS:+--jobs "$FUZZ_JOBS"}) >"$OUT/build.log" 2>&1 ||
+# shellcheck disable=SC2086
+(cd fuzz && cargo "$TC" fuzz build ${FUZZ_JOBS:+--jobs "$FUZZ_JOBS"} ${FUZZ_FLAGS:-}) >"$OUT/build.log" 2>&1 ||
     { tail -n 30 "$OUT/build.log"; echo "fuzz: build failed (log: $OUT/build.log)"; exit 1; }
 
 bad=0
@@ -38,7 +40,8 @@ for t in "${targets[@]}"; do
     mkdir -p "$OUT/corpus/$t" "$OUT/artifacts/$t"
     before=$(ls "$OUT/artifacts/$t" | wc -l)
     t0=$(date +%s)
-    (cd fuzz && cargo "$TC" fuzz run "$t" "$OUT/corpus/$t" -- \
+    # shellcheck disable=SC2086
+    (cd fuzz && cargo "$TC" fuzz run ${FUZZ_FLAGS:-} "$t" "$OUT/corpus/$t" -- \
         -runs="$RUNS" -max_total_time="$SECS" -print_final_stats=1 \
         -artifact_prefix="$OUT/artifacts/$t/") >"$OUT/$t.log" 2>&1
     rc=$?
@@ -61,6 +64,6 @@ for t in "${targets[@]}"; do
     rows+=("$line")
 done
 echo
-echo "=== fuzz summary (FUZZ_RUNS=$RUNS, FUZZ_SECONDS=$SECS)"
+echo "=== fuzz summary (FUZZ_RUNS=$RUNS, FUZZ_SECONDS=$SECS${FUZZ_FLAGS:+, FUZZ_FLAGS=$FUZZ_FLAGS})"
 printf '%s\n' "${rows[@]}"
 exit $bad
