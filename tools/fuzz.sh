@@ -29,9 +29,10 @@ if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cd fuzz && cargo "$TC" fuzz list)
 fi
 
+[ -z "${FUZZ_JOBS:-}" ] || export CARGO_BUILD_JOBS=$FUZZ_JOBS
 echo "fuzz: building ${targets[*]}"
 # shellcheck disable=SC2086
-(cd fuzz && cargo "$TC" fuzz build ${FUZZ_JOBS:+--jobs "$FUZZ_JOBS"} ${FUZZ_FLAGS:-}) >"$OUT/build.log" 2>&1 ||
+(cd fuzz && cargo "$TC" fuzz build ${FUZZ_FLAGS:-}) >"$OUT/build.log" 2>&1 ||
     { tail -n 30 "$OUT/build.log"; echo "fuzz: build failed (log: $OUT/build.log)"; exit 1; }
 
 bad=0
