@@ -6,6 +6,8 @@
 #   make install         PREFIX, DESTDIR, LIBDIR (default: the multiarch dir)
 #   make uninstall       removes exactly what install put there
 #   make deps            installs the Debian packages the tests compare against
+#   make fuzz            every cargo-fuzz target (fuzz/), bounded: FUZZ_RUNS
+#                        executions each (default 1000000), not part of `make test`
 
 PREFIX    ?= /usr/local
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
@@ -63,6 +65,11 @@ bench: deps lib swrdma
 
 deps:
 	bash .ci/deps.sh
+
+# cargo-fuzz on the nightly toolchain (cargo install cargo-fuzz --locked).
+.PHONY: fuzz
+fuzz:
+	bash tools/fuzz.sh
 
 install: lib swrdma libibverbs.pc.in
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/infiniband \

@@ -23,10 +23,10 @@
 # Output: the tables on stdout, progress on stderr, raw outputs under
 # build/bench/{limits,soft,vm}/, everything as JSON in build/bench/results.json.
 set -u
-cd "$(dirname "$0")/../.."
+# lib.sh: the repository root, OUR_LIB / OUR_INCLUDE defaults (no PASS/FAIL
+# here, and the scratch directory is build/bench/, not build/compat-tests/).
+. "$(dirname "$0")/../lib.sh"
 HERE=compat-tests/bench
-OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
-OUR_INCLUDE=${OUR_INCLUDE:-include}
 B=build/bench
 SECTIONS=${BENCH_SECTIONS:-soft vm}
 QUICK=${BENCH_QUICK:-}

@@ -23,36 +23,16 @@
 #
 # Follows compat-tests/CONVENTIONS.md.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cd "$root" || exit 2
-
-OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
-UPSTREAM_LIB=${UPSTREAM_LIB:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0}
-UPSTREAM_INCLUDE=${UPSTREAM_INCLUDE:-/usr/include}
-out=build/compat-tests/compat10
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-
-pass=0 fail=0 skip=0
-ok()  { echo "PASS $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
-skp() { echo "SKIP $1: $2"; skip=$((skip + 1)); }
-finish() {
-    if [ "$skip" -gt 0 ]; then echo "compat10: $pass passed, $fail failed, $skip skipped"
-    else echo "compat10: $pass passed, $fail failed"; fi
-    [ "$fail" -eq 0 ]
-    exit
-}
-abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$root/$1" ;; esac; }
+. "$(dirname "$0")/../lib.sh"
+suite_begin compat10
+here=$ROOT/compat-tests/compat10
+out=$SCRATCH
 OUR_LIB=$(abspath "$OUR_LIB")
 UPSTREAM_LIB=$(abspath "$UPSTREAM_LIB")
 
 # --- setup -------------------------------------------------------------------
-[ -f "$UPSTREAM_LIB" ] || { bad setup "upstream library $UPSTREAM_LIB missing (install libibverbs1)"; finish; }
-[ -f "$UPSTREAM_INCLUDE/infiniband/verbs.h" ] || { bad setup "$UPSTREAM_INCLUDE/infiniband/verbs.h missing (install libibverbs-dev)"; finish; }
-[ -f "$OUR_LIB" ] || { bad setup "our library $OUR_LIB missing (run make)"; finish; }
-command -v cc >/dev/null || { bad setup "cc missing"; finish; }
+need "$UPSTREAM_LIB=install libibverbs1" "$UPSTREAM_INCLUDE/infiniband/verbs.h=install libibverbs-dev" \
+    "$OUR_LIB=run make" cc readelf=binutils
 
 # Each library is found through LD_LIBRARY_PATH under its soname.  Ours is
 # used from its own directory (the software provider sits beside it).
@@ -60,19 +40,19 @@ up_dir=$out/upstream-lib
 mkdir -p "$up_dir" && ln -sfn "$UPSTREAM_LIB" "$up_dir/libibverbs.so.1"
 our_dir=$(dirname "$OUR_LIB")
 if [ "$(readlink -f "$our_dir/libibverbs.so.1")" != "$(readlink -f "$OUR_LIB")" ]; then
-    bad setup "$our_dir/libibverbs.so.1 is not $OUR_LIB"; finish
+    fail_early setup "$our_dir/libibverbs.so.1 is not $OUR_LIB"
 fi
 
 bin=$out/compat10
 if ! cc -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
         -I"$UPSTREAM_INCLUDE" -o "$bin" "$here/compat10.c" "$up_dir/libibverbs.so.1" -ldl \
         >"$out/cc.log" 2>&1; then
-    cat "$out/cc.log"; bad setup "compiling compat10.c failed"; finish
+    cat "$out/cc.log"; fail_early setup "compiling compat10.c failed"
 fi
 # The references must carry the 1.0 version.
 n10=$(readelf --dyn-syms -W "$bin" | grep -c '@IBVERBS_1\.0\b' || true)
-if [ "$n10" -ge 33 ]; then ok "binary references the IBVERBS_1.0 versions ($n10 symbols)"
-else bad "binary references the IBVERBS_1.0 versions" "only $n10 @IBVERBS_1.0 references"; fi
+if [ "$n10" -ge 33 ]; then pass "binary references the IBVERBS_1.0 versions ($n10 symbols)"
+else fail "binary references the IBVERBS_1.0 versions" "only $n10 @IBVERBS_1.0 references"; fi
 
 # run_prog <logfile> <libdir> <args...> (extra environment from the caller)
 run_prog() {
@@ -94,8 +74,8 @@ report() {
     while IFS= read -r line; do
         name=${line#CHECK }
         case $name in
-            *" ok") ok "$prefix: ${name% ok}" ;;
-            *" bad: "*) bad "$prefix: ${name%% bad: *}" "${name#* bad: }" ;;
+            *" ok") pass "$prefix: ${name% ok}" ;;
+            *" bad: "*) fail "$prefix: ${name%% bad: *}" "${name#* bad: }" ;;
         esac
     done < <(grep '^CHECK ' "$ours")
     if [ -n "$up" ]; then
@@ -104,16 +84,16 @@ report() {
         missing=$(comm -23 <(grep '^CHECK ' "$up" | sed 's/ ok$//; s/ bad: .*//' | sort -u) \
                           <(grep '^CHECK ' "$ours" | sed 's/ ok$//; s/ bad: .*//' | sort -u) | sed 's/^CHECK //')
         if [ -n "$missing" ]; then
-            bad "$prefix: $(echo "$missing" | wc -l) checks not reached by ours" \
+            fail "$prefix: $(echo "$missing" | wc -l) checks not reached by ours" \
                 "$(echo "$missing" | head -n 3 | tr '\n' ';') ... (see $ours)"
         fi
         if grep -q '^CHECK .* bad: ' "$up"; then
-            bad "$prefix: upstream passes its own checks" "$(grep '^CHECK .* bad: ' "$up" | head -n 3 | tr '\n' ';')"
+            fail "$prefix: upstream passes its own checks" "$(grep '^CHECK .* bad: ' "$up" | head -n 3 | tr '\n' ';')"
         fi
         if diff <(grep '^INFO ' "$up") <(grep '^INFO ' "$ours") >"$ours.infodiff"; then
-            ok "$prefix: same INFO output as upstream ($(grep -c '^INFO ' "$ours") lines)"
+            pass "$prefix: same INFO output as upstream ($(grep -c '^INFO ' "$ours") lines)"
         else
-            bad "$prefix: same INFO output as upstream" "$(grep '^[<>]' "$ours.infodiff" | head -n 4 | tr '\n' ';')"
+            fail "$prefix: same INFO output as upstream" "$(grep '^[<>]' "$ours.infodiff" | head -n 4 | tr '\n' ';')"
         fi
     fi
 }
@@ -125,18 +105,18 @@ report() {
     run_prog "$out/nodev.ours" "$our_dir" nodev
 )
 if ! lib_ok "$out/nodev.upstream" "$UPSTREAM_LIB" || ! lib_ok "$out/nodev.ours" "$OUR_LIB"; then
-    bad "nodev: libraries under test" "upstream ran on '$(sed -n 's/^LIB //p' "$out/nodev.upstream")', ours on '$(sed -n 's/^LIB //p' "$out/nodev.ours")'"
+    fail "nodev: libraries under test" "upstream ran on '$(sed -n 's/^LIB //p' "$out/nodev.upstream")', ours on '$(sed -n 's/^LIB //p' "$out/nodev.ours")'"
 fi
 report nodev "$out/nodev.ours" "$out/nodev.upstream"
 for l in upstream ours; do
     rc=$(cat "$out/nodev.$l.rc")
-    [ "$rc" = 0 ] || bad "nodev: $l exit status" "$rc ($(tail -n 2 "$out/nodev.$l.err" | tr '\n' ' '))"
+    [ "$rc" = 0 ] || fail "nodev: $l exit status" "$rc ($(tail -n 2 "$out/nodev.$l.err" | tr '\n' ' '))"
 done
 
 # --- 2. this host, the software device (ours) -------------------------------------
 prov=$our_dir/libibverbs/libswrdma-rdmav34.so
 if [ ! -e "$prov" ]; then
-    skp swr0 "no software device: $prov not built (make swrdma)"
+    skip swr0 "no software device: $prov not built (make swrdma)"
 else
     rt=$out/rt
     rm -rf "$rt"; mkdir -p -m 0700 "$rt"
@@ -147,22 +127,22 @@ else
     )
     rc=$(cat "$out/swr0.ours.rc")
     if [ "$rc" = 77 ]; then
-        bad "swr0: device listed" "$(grep '^SKIP' "$out/swr0.ours" | head -n1)"
+        fail "swr0: device listed" "$(grep '^SKIP' "$out/swr0.ours" | head -n1)"
     else
-        lib_ok "$out/swr0.ours" "$OUR_LIB" || bad "swr0: library under test" "ran on '$(sed -n 's/^LIB //p' "$out/swr0.ours")'"
+        lib_ok "$out/swr0.ours" "$OUR_LIB" || fail "swr0: library under test" "ran on '$(sed -n 's/^LIB //p' "$out/swr0.ours")'"
         report swr0 "$out/swr0.ours"
         d=$(sed -n 's/^DIFF query_qp_1_0-without-srq //p' "$out/swr0.ours")
-        if [ "$d" = ok ]; then ok "swr0: query_qp_1_0 on a QP without SRQ"
-        elif [ -n "$d" ]; then bad "swr0: query_qp_1_0 on a QP without SRQ" "$d"; fi
-        [ "$rc" = 0 ] || bad "swr0: exit status" "$rc ($(tail -n 2 "$out/swr0.ours.err" | tr '\n' ' '))"
+        if [ "$d" = ok ]; then pass "swr0: query_qp_1_0 on a QP without SRQ"
+        elif [ -n "$d" ]; then fail "swr0: query_qp_1_0 on a QP without SRQ" "$d"; fi
+        [ "$rc" = 0 ] || fail "swr0: exit status" "$rc ($(tail -n 2 "$out/swr0.ours.err" | tr '\n' ' '))"
     fi
 fi
 
 # --- 3. the Soft-RoCE VM: rxe0, upstream and ours -------------------------------------
 if [ "${COMPAT10_VM:-1}" = 0 ]; then
-    skp vm "COMPAT10_VM=0"
+    skip vm "COMPAT10_VM=0"
 elif [ ! -f compat-tests/vm/vm-run.sh ]; then
-    skp vm "compat-tests/vm/vm-run.sh missing"
+    skip vm "compat-tests/vm/vm-run.sh missing"
 else
     guest=$out/guest.sh
     cat >"$guest" <<EOF
@@ -180,9 +160,9 @@ EOF
     VM_TIMEOUT=${COMPAT10_VM_TIMEOUT:-400} bash compat-tests/vm/vm-run.sh "$guest" >"$out/vm.log" 2>"$out/vm.err"
     vrc=$?
     if [ "$vrc" = 125 ]; then
-        skp vm "the VM could not be started: $(grep -m1 -i 'error' "$out/vm.err" || tail -n1 "$out/vm.err")"
+        skip vm "the VM could not be started: $(grep -m1 -i 'error' "$out/vm.err" || tail -n1 "$out/vm.err")"
     elif [ "$vrc" = 124 ]; then
-        bad vm "hard timeout (see $out/vm.err)"
+        fail vm "hard timeout (see $out/vm.err)"
     else
         # Split the guest's output into one file per (library, mode).
         awk -v o="$out/vm" '
@@ -191,18 +171,18 @@ EOF
             f          { print > f }' "$out/vm.log"
         for m in nodev device; do
             for l in upstream ours; do
-                [ -f "$out/vm.$l.$m" ] || { bad "vm $m: $l ran" "no output (see $out/vm.log)"; continue 2; }
+                [ -f "$out/vm.$l.$m" ] || { fail "vm $m: $l ran" "no output (see $out/vm.log)"; continue 2; }
             done
             lib_ok "$out/vm.upstream.$m" "$UPSTREAM_LIB" && lib_ok "$out/vm.ours.$m" "$OUR_LIB" ||
-                bad "vm $m: libraries under test" "upstream '$(sed -n 's/^LIB //p' "$out/vm.upstream.$m")', ours '$(sed -n 's/^LIB //p' "$out/vm.ours.$m")'"
+                fail "vm $m: libraries under test" "upstream '$(sed -n 's/^LIB //p' "$out/vm.upstream.$m")', ours '$(sed -n 's/^LIB //p' "$out/vm.ours.$m")'"
             if grep -q '^SKIP' "$out/vm.upstream.$m"; then
-                skp "vm $m" "$(grep -m1 '^SKIP' "$out/vm.upstream.$m")"
+                skip "vm $m" "$(grep -m1 '^SKIP' "$out/vm.upstream.$m")"
                 continue
             fi
             report "vm $m" "$out/vm.ours.$m" "$out/vm.upstream.$m"
             for l in upstream ours; do
                 rc=$(sed -n 's/^RC //p' "$out/vm.$l.$m")
-                [ "$rc" = 0 ] || bad "vm $m: $l exit status" "$rc"
+                [ "$rc" = 0 ] || fail "vm $m: $l exit status" "$rc"
             done
         done
         # Upstream reads through NULL in ibv_query_qp@IBVERBS_1.0 for a QP
@@ -210,8 +190,8 @@ EOF
         if [ -f "$out/vm.ours.device" ] && grep -q '^DIFF query_qp_1_0-without-srq' "$out/vm.ours.device"; then
             d=$(sed -n 's/^DIFF query_qp_1_0-without-srq //p' "$out/vm.ours.device")
             u=$(sed -n 's/^DIFF query_qp_1_0-without-srq //p' "$out/vm.upstream.device")
-            if [ "$d" = ok ]; then ok "vm device: query_qp_1_0 on a QP without SRQ (upstream: $u)"
-            else bad "vm device: query_qp_1_0 on a QP without SRQ" "$d (upstream: $u)"; fi
+            if [ "$d" = ok ]; then pass "vm device: query_qp_1_0 on a QP without SRQ (upstream: $u)"
+            else fail "vm device: query_qp_1_0 on a QP without SRQ" "$d (upstream: $u)"; fi
         fi
     fi
 fi

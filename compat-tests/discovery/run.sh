@@ -13,33 +13,18 @@
 #   in discovery, which only stat()s /dev/infiniband/uverbsN;
 # * setuid programs ignoring SYSFS_PATH / RDMAV_DRIVERS.
 set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
+suite_begin discovery --clean
 HERE=compat-tests/discovery
-OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
-UPSTREAM_LIB=${UPSTREAM_LIB:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0}
-UPSTREAM_INCLUDE=${UPSTREAM_INCLUDE:-/usr/include}
-S=$PWD/build/compat-tests/discovery
+S=$SCRATCH
 MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 PROVIDER_DIR=/usr/lib/$MULTIARCH/libibverbs
 CC=${CC:-cc}
 . $HERE/fixture.sh
 
-pass=0 fail=0 skip=0
-PASS() { echo "PASS $1"; pass=$((pass + 1)); }
-FAIL() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
-SKIP() { echo "SKIP $1: $2"; skip=$((skip + 1)); }
-finish() {
-    echo "discovery: $pass passed, $fail failed, $skip skipped"
-    [ "$fail" = 0 ]
-    exit
-}
-
-rm -rf "$S"
 mkdir -p "$S/ours" "$S/upstream" "$S/fake" "$S/stub"
-for f in "$OUR_LIB" "$UPSTREAM_LIB" "$UPSTREAM_INCLUDE/infiniband/verbs.h"; do
-    [ -e "$f" ] || { FAIL prerequisites "$f missing (make; make deps)"; finish; }
-done
-ls "$PROVIDER_DIR"/lib*-rdmav34.so > /dev/null 2>&1 || { FAIL prerequisites "no providers in $PROVIDER_DIR (ibverbs-providers)"; finish; }
+need "$OUR_LIB=make" "$UPSTREAM_LIB=libibverbs1" "$UPSTREAM_INCLUDE/infiniband/verbs.h=libibverbs-dev" "$CC" readelf=binutils
+ls "$PROVIDER_DIR"/lib*-rdmav34.so > /dev/null 2>&1 || fail_early prerequisites "no providers in $PROVIDER_DIR (ibverbs-providers)"
 ln -sf "$(realpath "$OUR_LIB")" "$S/ours/libibverbs.so.1"
 ln -sf "$(realpath "$UPSTREAM_LIB")" "$S/upstream/libibverbs.so.1"
 
@@ -51,15 +36,15 @@ build() {
             -Wl,--version-script=$HERE/stub57.map >> "$log" 2>&1 &&
         $CC -shared -fPIC -o "$S/fake/libfake57-rdmav34.so" $HERE/fake57.c -L"$S/stub" -libverbs >> "$log" 2>&1
 }
-if build; then PASS build; else FAIL build "$(tail -5 "$S/build.log")"; finish; fi
+if build; then pass build; else fail_early build "$(tail -5 "$S/build.log")"; fi
 if readelf -V "$S/fake/libfake57-rdmav34.so" | grep -q 'Name: IBVERBS_PRIVATE_57'; then
-    PASS fake57-needs-private-57
+    pass fake57-needs-private-57
 else
-    FAIL fake57-needs-private-57 "the fake provider does not need IBVERBS_PRIVATE_57"
+    fail fake57-needs-private-57 "the fake provider does not need IBVERBS_PRIVATE_57"
 fi
 
 if ! bash $HERE/fakedev.sh --check; then
-    SKIP namespaces "neither root nor user namespaces: /dev/infiniband cannot be faked, scenarios with devices skipped"
+    skip namespaces "neither root nor user namespaces: /dev/infiniband cannot be faked, scenarios with devices skipped"
     NS=0
 else
     NS=1
@@ -95,25 +80,25 @@ scenario() {
     [ -z "${RESET:-}" ] || eval "$RESET"
     run ours "$@"
     if cmp -s "$S/$name.upstream.out" "$S/$name.ours.out"; then
-        PASS "$name-stdout-same"
+        pass "$name-stdout-same"
     else
-        FAIL "$name-stdout-same" "$(diff "$S/$name.upstream.out" "$S/$name.ours.out" | head -8 | tr '\n' '|')"
+        fail "$name-stdout-same" "$(diff "$S/$name.upstream.out" "$S/$name.ours.out" | head -8 | tr '\n' '|')"
     fi
     if [ -n "${EXTRA_STDERR:-}" ]; then
         :
     elif cmp -s "$S/$name.upstream.err" "$S/$name.ours.err"; then
-        PASS "$name-stderr-same"
+        pass "$name-stderr-same"
     else
-        FAIL "$name-stderr-same" "$(diff "$S/$name.upstream.err" "$S/$name.ours.err" | head -8 | tr '\n' '|')"
+        fail "$name-stderr-same" "$(diff "$S/$name.upstream.err" "$S/$name.ours.err" | head -8 | tr '\n' '|')"
     fi
 }
 
 # expect NAME LIB FILE-SUFFIX TEXT: a line of the output equals TEXT.
 expect() {
     if grep -qxF -- "$4" "$S/$1.$2.$3"; then
-        PASS "$1-$2-$3-has:${4:0:60}"
+        pass "$1-$2-$3-has:${4:0:60}"
     else
-        FAIL "$1-$2-$3-has" "no line '$4' in $S/$1.$2.$3"
+        fail "$1-$2-$3-has" "no line '$4' in $S/$1.$2.$3"
     fi
 }
 
@@ -199,15 +184,15 @@ if [ "$NS" = 1 ]; then
     scenario env-missing-driver "uverbs0" "$FX/unmatched" RDMAV_DRIVERS="nosuchdrv:;/no/such/dir/libx" IBV_SHOW_WARNINGS=1 -- list list
     expect env-missing-driver ours err "libibverbs: Warning: couldn't load driver 'libnosuchdrv-rdmav34.so': libnosuchdrv-rdmav34.so: cannot open shared object file: No such file or directory"
     n=$(grep -c "couldn't load driver 'libnosuchdrv" "$S/env-missing-driver.ours.err")
-    if [ "$n" = 1 ]; then PASS env-missing-driver-loaded-once; else FAIL env-missing-driver-loaded-once "$n warnings"; fi
+    if [ "$n" = 1 ]; then pass env-missing-driver-loaded-once; else fail env-missing-driver-loaded-once "$n warnings"; fi
     # A provider already registered (preloaded) claims the device: nothing
     # is loaded, so the bad name is never tried.
     scenario preloaded-no-load "uverbs0" "$FX/one" LD_PRELOAD="$PROVIDER_DIR/librxe-rdmav34.so" RDMAV_DRIVERS=nosuch5 -- list
     expect preloaded-no-load ours out "list 1: num=1"
     if [ -s "$S/preloaded-no-load.ours.err" ]; then
-        FAIL preloaded-no-load-quiet "$(head -3 "$S/preloaded-no-load.ours.err" | tr '\n' '|')"
+        fail preloaded-no-load-quiet "$(head -3 "$S/preloaded-no-load.ours.err" | tr '\n' '|')"
     else
-        PASS preloaded-no-load-quiet
+        pass preloaded-no-load-quiet
     fi
     scenario ibv-drivers "uverbs0" "$FX/unmatched" IBV_DRIVERS="nosuch2" -- list
     scenario rdmav-wins "uverbs0" "$FX/unmatched" RDMAV_DRIVERS="nosuch3" IBV_DRIVERS="nosuch4" -- list
@@ -218,9 +203,9 @@ if [ "$NS" = 1 ]; then
     want="libibverbs: Warning: $S/fake/libfake57-rdmav34.so needs IBVERBS_PRIVATE_57, this library provides IBVERBS_PRIVATE_34"
     if [ "$extra" = "$want" ] && diff "$S/fake57-abs.upstream.err" "$S/fake57-abs.ours.err" | grep -q '^>' &&
         ! diff "$S/fake57-abs.upstream.err" "$S/fake57-abs.ours.err" | grep -q '^<'; then
-        PASS fake57-abs-explained
+        pass fake57-abs-explained
     else
-        FAIL fake57-abs-explained "want upstream's stderr plus '$want'; got extra '$extra'"
+        fail fake57-abs-explained "want upstream's stderr plus '$want'; got extra '$extra'"
     fi
     # In the provider directory upstream's message names only the last
     # attempt (the search path); ours adds the real cause.
@@ -233,23 +218,23 @@ if [ "$NS" = 1 ]; then
     extra=$(diff "$S/fake57-dir.upstream.err" "$S/fake57-dir.ours.err" | sed -n 's/^> //p')
     want="libibverbs: Warning: $PROVIDER_DIR/libfake57-rdmav34.so needs IBVERBS_PRIVATE_57, this library provides IBVERBS_PRIVATE_34"
     if [ "$extra" = "$want" ]; then
-        PASS fake57-dir-explained
+        pass fake57-dir-explained
     else
-        FAIL fake57-dir-explained "want upstream's stderr plus '$want'; got extra '$extra'"
+        fail fake57-dir-explained "want upstream's stderr plus '$want'; got extra '$extra'"
     fi
 
     # --- every Debian provider loads (RTLD_NOW) and registers with us --------
     run ours registrations "uverbs0" "$FX/unmatched" VERBS_LOG_LEVEL=4 VERBS_LOG_FILE="$S/registrations.log" -- list
     want="bnxt_re cxgb4 efa erdma hfi1verbs hns ipathverbs irdma mana mlx4 mlx5 mthca ocrdma pvrdma qedr rxe siw"
     got=$(sed -n "s/^libibverbs: provider '\([^']*\)' registered.*/\1/p" "$S/registrations.log" 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//')
-    if [ "$got" = "$want" ]; then PASS registrations-all-17; else FAIL registrations-all-17 "registered: '$got'"; fi
+    if [ "$got" = "$want" ]; then pass registrations-all-17; else fail registrations-all-17 "registered: '$got'"; fi
     if grep -q "couldn't load" "$S/registrations.ours.err"; then
-        FAIL registrations-no-load-error "$(grep "couldn't load" "$S/registrations.ours.err" | head -3 | tr '\n' '|')"
+        fail registrations-no-load-error "$(grep "couldn't load" "$S/registrations.ours.err" | head -3 | tr '\n' '|')"
     else
-        PASS registrations-no-load-error
+        pass registrations-no-load-error
     fi
     n=$(ls "$PROVIDER_DIR"/lib*-rdmav34.so | wc -l)
-    if [ "$n" = 17 ]; then PASS providers-installed-17; else FAIL providers-installed-17 "$n provider files"; fi
+    if [ "$n" = 17 ]; then pass providers-installed-17; else fail providers-installed-17 "$n provider files"; fi
 fi
 
 finish

@@ -9,38 +9,19 @@
 #     LIBDIR defaults to $(PREFIX)/lib/$(gcc -print-multiarch)
 #   make uninstall (same variables) removes exactly that.
 # Scratch: build/compat-tests/install/.  Needs make, cc, pkg-config, readelf, ldd.
-cd "$(dirname "$0")/../.." || exit 1
-ROOT=$PWD
-W=$ROOT/build/compat-tests/install
-SUITE=install
+. "$(dirname "$0")/../lib.sh"
+suite_begin install
+W=$SCRATCH
 CC=${CC:-cc}
-mkdir -p "$W"
-
-npass=0 nfail=0 nskip=0
-pass() { npass=$((npass + 1)); echo "PASS $1"; }
-fail() { nfail=$((nfail + 1)); echo "FAIL $1: $2"; }
-skip() { nskip=$((nskip + 1)); echo "SKIP $1: $2"; }
 # show (indented) the last lines of a log after a FAIL
 show() { tail -n "${2:-15}" "$1" | sed 's/^/    /'; }
-finish() {
-	echo "$SUITE: $npass passed, $nfail failed$([ $nskip -gt 0 ] && echo ", $nskip skipped")"
-	[ $nfail -eq 0 ]
-	exit
-}
 
 HEADERS="verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h"
 MULTIARCH=$($CC -print-multiarch 2>/dev/null)
 [ -n "$MULTIARCH" ] || MULTIARCH=x86_64-linux-gnu
 UPSTREAM_PC=/usr/lib/$MULTIARCH/pkgconfig/libibverbs.pc
 
-missing=
-for t in make "$CC" pkg-config readelf ldd; do
-	command -v "$t" >/dev/null || missing="$missing $t"
-done
-if [ -n "$missing" ]; then
-	fail prerequisites "not found:$missing"
-	finish
-fi
+need make "$CC" pkg-config readelf=binutils ldd
 if [ ! -f Makefile ]; then
 	fail Makefile "no Makefile in $ROOT (the install/uninstall targets are tested)"
 	finish

@@ -1252,38 +1252,28 @@ def compare_variant(rep, sel, vname, base, upv, ours):
 
 
 def hook(rep, root, argv):
-    """Provider ABI (driver.h) expectations, written by another suite author."""
+    """Provider ABI (driver.h): the facts pinned in provider_abi.expected,
+    read and checked by provider_abi.py (the table's one reader)."""
     here = os.path.dirname(os.path.abspath(__file__))
     exp = os.path.join(here, 'provider_abi.expected')
-    sh = os.path.join(here, 'provider_abi.sh')
     if argv and 'driver.h' not in [os.path.basename(a) for a in argv]:
         return  # a header selection without driver.h
     if not os.path.exists(exp):
         return
-    if not os.path.exists(sh):
-        rep.skip('provider ABI (driver.h)', 'provider_abi.expected exists but provider_abi.sh does not')
-        return
-    env = dict(os.environ)
-    env.pop('LAYOUT_QUIET', None)  # its PASS lines are counted here
-    r = subprocess.run(['bash', sh], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, errors='replace', cwd=root, env=env)
-    counted = False
-    for l in r.stdout.splitlines():
-        if re.match(r'^\S+: \d+ passed, \d+ failed', l):
-            continue  # its closing line; its checks are counted below
-        if not (QUIET and l.startswith('PASS ')):
-            print(l)
-        if l.startswith('PASS '):
+    sys.path.insert(0, here)
+    import provider_abi
+    try:
+        lines, _passed, _failed = provider_abi.check()
+    except (provider_abi.TableError, OSError) as e:
+        lines = [('FAIL', 'FAIL %s: %s' % (provider_abi.SUITE, e))]
+    for status, text in lines:
+        if not (QUIET and status == 'PASS'):
+            print(text)
+        if status == 'PASS':
             rep.passed += 1
-            counted = True
-        elif l.startswith('FAIL '):
+        else:
             rep.failed += 1
             rep.diffs += 1
-            counted = True
-        elif l.startswith('SKIP '):
-            rep.skipped += 1
-    if r.returncode != 0 and not counted:
-        rep.check('provider ABI (driver.h)', ['provider_abi.sh exited with %d' % r.returncode])
 
 
 def finish(rep, argv):

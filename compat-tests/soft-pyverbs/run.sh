@@ -19,21 +19,19 @@
 # RoCE v1), SOFT_PYVERBS_ONLY (a regex of test ids: run only those),
 # SOFT_PYVERBS_DEADLINE (seconds per test, default 60).
 set -u
-OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
+. "$(dirname "$0")/../lib.sh"
+suite_begin soft-pyverbs
 OUT=build/compat-tests/soft-pyverbs
 HERE=compat-tests/soft-pyverbs
 SRC=${PYVERBS_TESTS:-/usr/share/doc/rdma-core/tests}
 GID=${SOFT_PYVERBS_GID:-1}
-mkdir -p "$OUT"
-fail() { echo "FAIL $1: $2"; echo "soft-pyverbs: 0 passed, 1 failed"; exit 1; }
 
-LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail library "missing $OUR_LIB (run: make)"
-[ -e "$LIBDIR/libibverbs/libswrdma-rdmav34.so" ] || fail provider "missing $LIBDIR/libibverbs/libswrdma-rdmav34.so (run: make)"
+LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "missing $OUR_LIB (run: make)"
+[ -e "$LIBDIR/libibverbs/libswrdma-rdmav34.so" ] || fail_early provider "missing $LIBDIR/libibverbs/libswrdma-rdmav34.so (run: make)"
 # Debian's python3 (pyverbs is built for it), not whatever python3 is first on the PATH.
 PY=/usr/bin/python3
-[ -x "$PY" ] || fail deps "/usr/bin/python3 missing (apt-get install python3)"
-"$PY" -c 'import pyverbs.device' 2>/dev/null || fail deps "pyverbs missing (apt-get install python3-pyverbs)"
-[ -f "$SRC/run_tests.py" ] || fail deps "$SRC/run_tests.py missing (apt-get install python3-pyverbs)"
+need "$PY=python3" "$SRC/run_tests.py=python3-pyverbs"
+"$PY" -c 'import pyverbs.device' 2>/dev/null || fail_early prerequisites "pyverbs missing (apt-get install python3-pyverbs)"
 
 # Debian ships the suite compressed as documentation: a runnable copy.
 rm -rf "$OUT/tests"

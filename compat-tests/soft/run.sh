@@ -8,15 +8,11 @@
 # SOFT_QUICK=1 runs a smaller perftest matrix (and the stress runs once).
 # SOFT_STRESS=N repeats each stress run N times (default 3; 0: none).
 set -u
-OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
-LIBDIR=$(cd "$(dirname "$OUR_LIB")" && pwd)
-PROV="$LIBDIR/libibverbs/libswrdma-rdmav34.so"
+. "$(dirname "$0")/../lib.sh"
+suite_begin soft
 OUT=build/compat-tests/soft
-mkdir -p "$OUT"
-pass=0; fail=0; skip=0
-ok()   { echo "PASS $1"; pass=$((pass+1)); }
-bad()  { echo "FAIL $1: $2"; fail=$((fail+1)); }
-skp()  { echo "SKIP $1: $2"; skip=$((skip+1)); }
+LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "missing $OUR_LIB (run: make)"
+PROV="$LIBDIR/libibverbs/libswrdma-rdmav34.so"
 
 # A private runtime directory: tests never meet other users' devices.
 export XDG_RUNTIME_DIR="$PWD/$OUT/rt"
@@ -27,27 +23,22 @@ export RDMAV_SOFT_DEVICES=swr0
 # nothing names it here, so that lookup is tested too.
 unset RDMAV_DRIVERS IBV_DRIVERS
 
-if [ ! -e "$PROV" ]; then
-    bad provider "missing $PROV (run: make swrdma)"
-    echo "soft: $pass passed, $fail failed"; exit 1
-fi
-for t in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_asyncwatch; do
-    command -v $t >/dev/null || { bad deps "$t missing (apt-get install ibverbs-utils)"; echo "soft: $pass passed, $fail failed"; exit 1; }
-done
+[ -e "$PROV" ] || fail_early provider "missing $PROV (run: make swrdma)"
+need ibv_devices=ibverbs-utils ibv_devinfo=ibverbs-utils ibv_rc_pingpong=ibverbs-utils ibv_asyncwatch=ibverbs-utils
 
 # --- device ---------------------------------------------------------------
 out=$(timeout 20 ibv_devices 2>&1)
-if echo "$out" | grep -qE '^\s*swr0\s+[0-9a-f]{16}$'; then ok ibv_devices; else bad ibv_devices "$out"; fi
+if echo "$out" | grep -qE '^\s*swr0\s+[0-9a-f]{16}$'; then pass ibv_devices; else fail ibv_devices "$out"; fi
 out=$(timeout 20 ibv_devinfo -v -d swr0 2>&1); rc=$?
 echo "$out" > "$OUT/devinfo.txt"
 if [ $rc -eq 0 ] && echo "$out" | grep -q 'PORT_ACTIVE' && echo "$out" | grep -q 'link_layer:.*Ethernet' \
    && echo "$out" | grep -q 'GID\[  1\]:.*::ffff:127.0.0.1, RoCE v2'; then
-    ok "ibv_devinfo -v"
+    pass "ibv_devinfo -v"
 else
-    bad "ibv_devinfo -v" "rc=$rc, see $OUT/devinfo.txt"
+    fail "ibv_devinfo -v" "rc=$rc, see $OUT/devinfo.txt"
 fi
 out=$(RDMAV_SOFT_DEVICES= timeout 20 ibv_devices 2>&1)
-if echo "$out" | grep -q swr0; then bad "disabled without RDMAV_SOFT_DEVICES" "$out"; else ok "disabled without RDMAV_SOFT_DEVICES"; fi
+if echo "$out" | grep -q swr0; then fail "disabled without RDMAV_SOFT_DEVICES" "$out"; else pass "disabled without RDMAV_SOFT_DEVICES"; fi
 
 # --- two-process runs -------------------------------------------------------
 # With two or more CPUs, server and client get one each (busy-polling
@@ -68,8 +59,8 @@ pair() {
     "${pin_c[@]}" timeout "$to" "${cli[@]}" >"$log.client" 2>&1
     local crc=$?
     wait $spid; local src=$?
-    if [ $crc -eq 0 ] && [ $src -eq 0 ]; then ok "$name"; return 0; fi
-    bad "$name" "server rc=$src client rc=$crc ($(tail -n1 "$log.client" | tr -d '\n'))"
+    if [ $crc -eq 0 ] && [ $src -eq 0 ]; then pass "$name"; return 0; fi
+    fail "$name" "server rc=$src client rc=$crc ($(tail -n1 "$log.client" | tr -d '\n'))"
     return 1
 }
 
@@ -87,29 +78,28 @@ port=$((port+1))
 pair "ibv_rc_pingpong -s 1000000 -n 200" 60 ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port -- ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port localhost
 
 # Error semantics and isolation (two processes, see semantics.c).
-OUR_INCLUDE=${OUR_INCLUDE:-include}
 if cc -O1 -o "$OUT/semantics" compat-tests/soft/semantics.c -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/semantics.cc"; then
     timeout 120 "$OUT/semantics" >"$OUT/semantics.out" 2>&1; rc=$?
     while read -r l; do
         case "$l" in
-            PASS\ *) ok "semantics: ${l#PASS }";;
-            FAIL\ *) n=${l#FAIL }; bad "semantics: ${n%%: *}" "${n#*: }";;
+            PASS\ *) pass "semantics: ${l#PASS }";;
+            FAIL\ *) n=${l#FAIL }; fail "semantics: ${n%%: *}" "${n#*: }";;
         esac
     done <"$OUT/semantics.out"
-    [ $rc -eq 0 ] || bad "semantics" "exit status $rc ($(grep -v '^PASS\|^FAIL' "$OUT/semantics.out" | head -n2 | tr '\n' ' '))"
+    [ $rc -eq 0 ] || fail "semantics" "exit status $rc ($(grep -v '^PASS\|^FAIL' "$OUT/semantics.out" | head -n2 | tr '\n' ' '))"
 else
-    bad "semantics (build)" "$(head -n3 "$OUT/semantics.cc")"
+    fail "semantics (build)" "$(head -n3 "$OUT/semantics.cc")"
 fi
 
 # ibv_asyncwatch: opens the device and waits for events (none come).
 timeout 2 ibv_asyncwatch -d swr0 >"$OUT/asyncwatch" 2>&1; rc=$?
-if [ $rc -eq 124 ]; then ok ibv_asyncwatch; else bad ibv_asyncwatch "rc=$rc $(head -c 200 "$OUT/asyncwatch")"; fi
+if [ $rc -eq 124 ]; then pass ibv_asyncwatch; else fail ibv_asyncwatch "rc=$rc $(head -c 200 "$OUT/asyncwatch")"; fi
 
 # --- perftest ---------------------------------------------------------------
 table="$OUT/results.txt"
 : >"$table"
 if ! command -v ib_send_lat >/dev/null; then
-    skp perftest "perftest not installed (apt-get install perftest)"
+    skip perftest "perftest not installed (apt-get install perftest)"
 else
     if [ "${SOFT_QUICK:-}" = 1 ]; then sizes_lat="2"; sizes_bw="65536"; else sizes_lat="2 4096"; sizes_bw="4096 65536"; fi
     run_pt() { # <test> <size> <extra...>
@@ -142,9 +132,9 @@ fi
 # --- the ring protocol, in-process (providers/swrdma/tests/ring.rs) ----------
 if command -v cargo >/dev/null; then
     if (timeout 600 cargo test --release --offline -q -p swrdma-ring) >"$OUT/ring-tests" 2>&1; then
-        ok "ring protocol (cargo test)"
+        pass "ring protocol (cargo test)"
     else
-        bad "ring protocol (cargo test)" "$(grep -E 'panicked|FAILED|error' "$OUT/ring-tests" | head -n2 | tr '\n' ' ')"
+        fail "ring protocol (cargo test)" "$(grep -E 'panicked|FAILED|error' "$OUT/ring-tests" | head -n2 | tr '\n' ' ')"
     fi
 fi
 
@@ -180,5 +170,4 @@ if [ -s "$table" ]; then
     sed 's/^/#   /' "$table"
 fi
 
-echo "soft: $pass passed, $fail failed$( [ $skip -gt 0 ] && echo ", $skip skipped")"
-[ $fail -eq 0 ]
+finish

@@ -46,8 +46,7 @@ class Rep:
             self.ok(name)
 
     def finish(self):
-        print('%s: %d passed, %d failed%s' % (SUITE, self.p, self.f,
-                                              ', %d skipped' % self.s if self.s else ''))
+        print('%s: %d passed, %d failed, %d skipped' % (SUITE, self.p, self.f, self.s))
         return 1 if self.f else 0
 
 
@@ -202,5 +201,5 @@ if __name__ == '__main__':
         sys.exit(main())
     except RuntimeError as e:
         print('FAIL readelf: %s' % e)
-        print('%s: 0 passed, 1 failed' % SUITE)
+        print('%s: 0 passed, 1 failed, 0 skipped' % SUITE)
         sys.exit(1)

@@ -9,53 +9,19 @@
 # "version ... not found" error appears.  One PASS/FAIL per (tool, args).
 # Follows compat-tests/CONVENTIONS.md.
 set -u
-
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cd "$root" || exit 2
-
-OUR_LIB=${OUR_LIB:-build/lib/libibverbs.so.1}
-UPSTREAM_LIB=${UPSTREAM_LIB:-/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0}
-out=$root/build/compat-tests/tools
+. "$(dirname "$0")/../lib.sh"
+suite_begin tools --clean
+out=$SCRATCH
 BIN=${IBV_TOOLS_BIN:-/usr/bin}
 TIMEOUT=${TOOLS_TIMEOUT:-20}
 
-npass=0
-nfail=0
-nskip=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
-finish() {
-	echo "tools: $npass passed, $nfail failed, $nskip skipped"
-	[ $nfail -eq 0 ]
-	exit
-}
-
-abspath() {
-	case $1 in
-	/*) printf '%s\n' "$1" ;;
-	*) printf '%s\n' "$root/$1" ;;
-	esac
-}
+# ---- prerequisites -------------------------------------------------------
+need "$UPSTREAM_LIB=install libibverbs1" \
+	$(for t in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
+		ibv_srq_pingpong ibv_xsrq_pingpong ibv_asyncwatch; do echo "$BIN/$t=ibverbs-utils"; done) \
+	"$OUR_LIB=run make" timeout=coreutils
 OUR_LIB=$(abspath "$OUR_LIB")
 UPSTREAM_LIB=$(abspath "$UPSTREAM_LIB")
-
-rm -rf "$out"
-mkdir -p "$out"
-
-# ---- prerequisites -------------------------------------------------------
-missing=
-[ -f "$UPSTREAM_LIB" ] || missing="$missing upstream-library($UPSTREAM_LIB: install libibverbs1)"
-for t in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
-	ibv_srq_pingpong ibv_xsrq_pingpong ibv_asyncwatch; do
-	[ -x "$BIN/$t" ] || missing="$missing $BIN/$t(install ibverbs-utils)"
-done
-[ -f "$OUR_LIB" ] || missing="$missing our-library($OUR_LIB: run make)"
-command -v timeout >/dev/null 2>&1 || missing="$missing timeout(coreutils)"
-if [ -n "$missing" ]; then
-	fail setup "missing:$missing"
-	finish
-fi
 
 # ---- library directories for LD_LIBRARY_PATH ------------------------------
 # Ours: the directory of OUR_LIB if the file is called libibverbs.so.1 there,

@@ -1,0 +1,89 @@
+#!/bin/bash
+# compat-tests/structure: the code's shape, not its behaviour.
+#   cargo fmt --all --check                       the workspace is rustfmt-clean
+#   cargo fmt --check (fuzz/, its own workspace)  so are the fuzz targets
+#   cargo clippy --workspace --all-targets -- -D warnings
+#   modgraph.py                                   no import cycles between the
+#                                                 library's modules (src/)
+#   no #[path] attribute in any *.rs              every module where its name says
+#   no `static mut` in src/ and providers/
+# One PASS/FAIL line each; a FAIL is followed by (indented) what failed.
+# Environment: CARGO (default cargo), STRUCTURE_TIMEOUT (s per cargo step, 1200).
+# Scratch: build/compat-tests/structure/ (each step's full output).
+set -u
+. "$(dirname "$0")/../lib.sh"
+suite_begin structure
+CARGO=${CARGO:-cargo}
+TO=${STRUCTURE_TIMEOUT:-1200}
+need "$CARGO=rustup" python3 git grep
+
+# show FILE [N]: its first N (20) lines, indented
+show() { head -n "${2:-20}" "$1" | sed 's/^/    /'; }
+
+# step NAME LOG CMD...: PASS when CMD exits 0, else FAIL with its output
+step() {
+    local name=$1 log=$2 rc
+    shift 2
+    timeout "$TO" "$@" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        pass "$name"
+    else
+        local why="exit status $rc"
+        [ $rc -eq 124 ] && why="timed out after ${TO}s"
+        fail "$name" "$why (full output: $log)"
+        show "$log"
+    fi
+}
+
+step "cargo fmt --all --check" "$SCRATCH/fmt.log" "$CARGO" fmt --all --check -- --color=never
+step "cargo fmt --check (fuzz/)" "$SCRATCH/fmt-fuzz.log" "$CARGO" fmt --manifest-path fuzz/Cargo.toml --check -- --color=never
+
+# --keep-going: every crate's diagnostics, not only the first failing crate's.
+timeout "$TO" "$CARGO" clippy --keep-going --workspace --all-targets -- -D warnings >"$SCRATCH/clippy.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
+    pass "cargo clippy --workspace --all-targets -- -D warnings"
+else
+    grep -E '^(error|warning)(\[[^]]*\])?: ' -A1 "$SCRATCH/clippy.log" |
+        grep -vE '^--$|could not compile|build failed|generated [0-9]+ warning' >"$SCRATCH/clippy.short"
+    n=$(grep -cE '^(error|warning)' "$SCRATCH/clippy.short")
+    fail "cargo clippy --workspace --all-targets -- -D warnings" \
+        "exit status $rc, $n diagnostics (full output: $SCRATCH/clippy.log)"
+    head -n 40 "$SCRATCH/clippy.short" | sed 's/^/    /'
+fi
+
+if python3 compat-tests/structure/modgraph.py --self-test >"$SCRATCH/modgraph-self-test.txt" 2>&1; then
+    pass "modgraph.py self-test (a fixture crate with and without a cycle)"
+else
+    fail "modgraph.py self-test" "$(tail -n 1 "$SCRATCH/modgraph-self-test.txt")"
+fi
+if python3 compat-tests/structure/modgraph.py >"$SCRATCH/modgraph.txt" 2>&1; then
+    pass "no import cycles between the modules of src/ (modgraph.py)"
+else
+    fail "no import cycles between the modules of src/ (modgraph.py)" \
+        "$(head -n1 "$SCRATCH/modgraph.txt") (full output: $SCRATCH/modgraph.txt)"
+    tail -n +2 "$SCRATCH/modgraph.txt" | head -n 40 | sed 's/^/    /'
+fi
+
+# Code lines only: a match after // (a comment) does not count, nor does
+# &'static mut (a lifetime).
+git ls-files -co --exclude-standard -- '*.rs' >"$SCRATCH/rs-files"
+xargs -d '\n' -r grep -nP '^(?:(?!//).)*#\s*!?\s*\[\s*path\b' <"$SCRATCH/rs-files" >"$SCRATCH/path-attr.txt"
+if [ ! -s "$SCRATCH/path-attr.txt" ]; then
+    pass "no #[path] attribute in any *.rs ($(wc -l <"$SCRATCH/rs-files") files)"
+else
+    fail "no #[path] attribute in any *.rs" "$(wc -l <"$SCRATCH/path-attr.txt") found"
+    show "$SCRATCH/path-attr.txt"
+fi
+
+grep -E '^(src|providers)/' "$SCRATCH/rs-files" |
+    xargs -d '\n' -r grep -nP "^(?:(?!//).)*(?<!')\\bstatic\\s+mut\\b" >"$SCRATCH/static-mut.txt"
+if [ ! -s "$SCRATCH/static-mut.txt" ]; then
+    pass "no static mut in src/ and providers/"
+else
+    fail "no static mut in src/ and providers/" "$(wc -l <"$SCRATCH/static-mut.txt") found"
+    show "$SCRATCH/static-mut.txt"
+fi
+
+finish
