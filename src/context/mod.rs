@@ -109,7 +109,7 @@ pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cm
     } else {
         // SAFETY: the context is initialised and `cmd_fd` is its command
         // fd; `cmd` points into the private data just installed.
-        unsafe { (*cmd).set_use_ioctl_write(crate::kernel::state::has_ioctl_write(ctx)) };
+        unsafe { (*cmd).set_use_ioctl_write(crate::kernel::ioctl::has_ioctl_write(ctx)) };
     }
     0
 }

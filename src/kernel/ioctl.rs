@@ -436,3 +436,21 @@ impl OwnedCmdBuf {
         }
     }
 }
+
+/// Upstream's `has_ioctl_write()`: does the kernel take `write()` commands
+/// through the `INVOKE_WRITE` ioctl method?  Probed once per context, with a
+/// QUERY_DEVICE whose request is too short (the kernel answers ENOSPC when
+/// the method exists).
+///
+/// # Safety
+/// `ctx` must be an open context (valid `cmd_fd`).
+pub unsafe fn has_ioctl_write(ctx: *mut ibv_context) -> bool {
+    use super::uapi::{attr, cmd, method, obj};
+    // SAFETY: a one-attribute buffer with no link to another buffer.
+    let mut b = unsafe { OwnedCmdBuf::new(obj::DEVICE, method::INVOKE_WRITE, 1, core::ptr::null_mut()) };
+    b.fill_in_u64(attr::WRITE_CMD, cmd::QUERY_DEVICE as u64);
+    // SAFETY: an open context (caller's contract) and a command buffer
+    // that lives until the call returns.
+    let rc = unsafe { execute(ctx, b.as_ptr()) };
+    !(rc == libc::EPROTONOSUPPORT || rc == libc::ENOTTY)
+}
