@@ -263,15 +263,6 @@ unsafe fn query_gid_table_fb(
     0
 }
 
-/// `_array_len`: `size * nelems`, SIZE_MAX on overflow.
-#[allow(dead_code)] // TEMP: moves to kernel::verbs::device
-fn array_len(size: usize, nelems: usize) -> usize {
-    if size != 0 && usize::MAX / size <= nelems {
-        return usize::MAX;
-    }
-    size * nelems
-}
-
 /// Upstream's `_ibv_query_gid_table`: the number of entries written, or a
 /// negative errno value.
 ///
@@ -362,12 +353,5 @@ mod tests {
         // bit of the `async_event` op (`query_gid_kernel_cap`).
         assert_eq!(crate::kernel::methods::QUERY_GID_ENTRY.op, Some(7));
         assert_eq!(crate::kernel::methods::QUERY_GID_TABLE.op, Some(7));
-    }
-
-    #[test]
-    fn array_lengths() {
-        assert_eq!(array_len(32, 4), 128);
-        assert_eq!(array_len(0, usize::MAX), 0);
-        assert_eq!(array_len(32, usize::MAX / 16), usize::MAX);
     }
 }

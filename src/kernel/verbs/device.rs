@@ -422,7 +422,7 @@ pub unsafe fn query_gid_table(
     c.out_bytes(
         attr::QUERY_GID_TABLE_RESP_ENTRIES,
         entries,
-        entry_size.saturating_mul(max_entries),
+        array_len(entry_size, max_entries),
     );
     c.out(attr::QUERY_GID_TABLE_RESP_NUM_ENTRIES, &mut num);
     // SAFETY: `entries` has the announced bytes (contract); `num` is a local.
@@ -430,6 +430,16 @@ pub unsafe fn query_gid_table(
         None => Ok(Some(num)),
         Some(_) => Ok(None),
     }
+}
+
+/// Upstream's `_array_len`: `size * nelems`, SIZE_MAX when that would
+/// overflow (also when it would be exactly SIZE_MAX / size * size, as
+/// upstream's test is `SIZE_MAX / size <= nelems`).
+fn array_len(size: usize, nelems: usize) -> usize {
+    if size != 0 && usize::MAX / size <= nelems {
+        return usize::MAX;
+    }
+    size * nelems
 }
 
 /// The CREATE_COMP_CHANNEL command behind `ibv_create_comp_channel`
@@ -445,4 +455,16 @@ pub unsafe fn create_comp_channel(ctx: *mut ibv_context) -> Result<c_int, c_int>
     // `rq` / `rs` bytes.
     unsafe { write_cmd(ctx, &m::CREATE_COMP_CHANNEL, &mut req, rq, &mut resp, rs) }?;
     Ok(resp.fd as c_int)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::array_len;
+
+    #[test]
+    fn array_lengths() {
+        assert_eq!(array_len(32, 4), 128);
+        assert_eq!(array_len(0, usize::MAX), 0);
+        assert_eq!(array_len(32, usize::MAX / 16), usize::MAX);
+    }
 }
