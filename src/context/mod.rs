@@ -286,11 +286,7 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     }
     let kernel = cmd_fd >= 0;
     // SAFETY: `ops` is null or the provider's static device ops.
-    let Some(alloc) = (if ops.is_null() {
-        None
-    } else {
-        unsafe { (*ops).alloc_context }
-    }) else {
+    let Some(alloc) = (unsafe { ops.as_ref() }).and_then(|o| o.alloc_context) else {
         if kernel {
             // SAFETY: the descriptor opened above, not handed out.
             unsafe { libc::close(cmd_fd) };
@@ -348,11 +344,7 @@ pub unsafe fn import_device(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_
     // SAFETY: a listed device (contract) and its static device ops.
     let ops = unsafe { (*vdev).ops };
     // SAFETY: `ops` is null or the provider's static device ops.
-    let Some(import) = (if ops.is_null() {
-        None
-    } else {
-        unsafe { (*ops).import_context }
-    }) else {
+    let Some(import) = (unsafe { ops.as_ref() }).and_then(|o| o.import_context) else {
         set_errno(libc::EOPNOTSUPP);
         return std::ptr::null_mut();
     };
