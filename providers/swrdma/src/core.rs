@@ -250,7 +250,6 @@ pub struct WindowBind {
 
 pub enum RecvErr {
     Rnr,
-    #[allow(dead_code)]
     Status(u32),
 }
 
@@ -263,7 +262,7 @@ pub struct Ctx {
     dir: PathBuf,
     gids: [[u8; 16]; crate::device::GID_TBL_LEN],
     guid: u64,
-    #[allow(dead_code)]
+    #[allow(dead_code)] // the `ibv_context` this is the device state of (for debuggers)
     ibctx: usize,
     qps: RwLock<HashMap<u32, Arc<Qp>>>,
     srqs: RwLock<HashMap<u32, Arc<Srq>>>,

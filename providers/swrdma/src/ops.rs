@@ -6,7 +6,6 @@ use crate::device;
 use crate::net;
 use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
-use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use swrdma_ring::*;
@@ -2300,6 +2299,3 @@ pub static OPS: verbs_context_ops = verbs_context_ops {
 // SAFETY: `verbs_context_ops` is a table of `Option<extern fn>`: all-zero
 // is every entry `None`.
 const EMPTY_OPS: verbs_context_ops = unsafe { std::mem::zeroed() };
-
-#[allow(dead_code)]
-fn _unused(_: &Path) {}
