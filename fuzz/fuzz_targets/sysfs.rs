@@ -30,7 +30,8 @@ fuzz_target!(|data: &[u8]| {
     // decimal attributes (abi_version, port numbers, ...)
     let l = record::strtol(data);
     let u = record::strtoul(data);
-    if !data.iter().any(|&c| c == b'-') && l >= 0 && (l as u64) < u64::MAX / 2 {
+    // (strtol saturates at i64::MAX, strtoul only at u64::MAX)
+    if !data.contains(&b'-') && (0..i64::MAX).contains(&l) {
         assert_eq!(u, l as u64);
     }
     if let Some((major, minor)) = record::parse_dev(data) {
