@@ -897,7 +897,8 @@ crate::export! {
         if context.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 context.
+        // SAFETY: `context` is non-NULL (checked above), so the application's live
+        // 1.0 context from __ibv_open_device_1_0; its real object is live with it.
         unsafe { api_dev::__ibv_query_device_1_1((*context).real_context, device_attr) }
     }
 
@@ -931,7 +932,8 @@ crate::export! {
             set_errno(libc::EINVAL);
             return -1;
         }
-        // SAFETY: a 1.0 context.
+        // SAFETY: `context` is non-NULL (checked above), so the application's live
+        // 1.0 context from __ibv_open_device_1_0; its real object is live with it.
         unsafe { api_dev::__ibv_query_gid_1_1((*context).real_context, port_num, index, gid) }
     }
 
@@ -940,7 +942,8 @@ crate::export! {
             set_errno(libc::EINVAL);
             return -1;
         }
-        // SAFETY: a 1.0 context.
+        // SAFETY: `context` is non-NULL (checked above), so the application's live
+        // 1.0 context from __ibv_open_device_1_0; its real object is live with it.
         unsafe { api_dev::__ibv_query_pkey_1_1((*context).real_context, port_num, index, pkey) }
     }
 
@@ -972,7 +975,8 @@ crate::export! {
         if pd.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 PD.
+        // SAFETY: `pd` is non-NULL (checked above), so the application's live
+        // 1.0 PD from __ibv_alloc_pd_1_0; its real object is live with it.
         unsafe {
             let ret = api_mr::__ibv_dealloc_pd_1_1((*pd).real_pd);
             if ret != 0 {
@@ -1014,7 +1018,8 @@ crate::export! {
         if mr.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 MR.
+        // SAFETY: `mr` is non-NULL (checked above), so the application's live
+        // 1.0 MR from __ibv_reg_mr_1_0; its real object is live with it.
         unsafe {
             let ret = api_mr::__ibv_dereg_mr_1_1((*mr).real_mr);
             if ret != 0 {
@@ -1058,7 +1063,8 @@ crate::export! {
         if cq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 CQ.
+        // SAFETY: `cq` is non-NULL (checked above), so the application's live
+        // 1.0 CQ from __ibv_create_cq_1_0; its real object is live with it.
         unsafe { api_cq::__ibv_resize_cq_1_1((*cq).real_cq, cqe) }
     }
 
@@ -1066,7 +1072,8 @@ crate::export! {
         if cq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 CQ.
+        // SAFETY: `cq` is non-NULL (checked above), so the application's live
+        // 1.0 CQ from __ibv_create_cq_1_0; its real object is live with it.
         unsafe {
             let ret = api_cq::__ibv_destroy_cq_1_1((*cq).real_cq);
             if ret != 0 {
@@ -1103,7 +1110,8 @@ crate::export! {
         if cq.is_null() {
             return;
         }
-        // SAFETY: a 1.0 CQ.
+        // SAFETY: `cq` is non-NULL (checked above), so the application's live
+        // 1.0 CQ from __ibv_create_cq_1_0; its real object is live with it.
         unsafe { api_cq::__ibv_ack_cq_events_1_1((*cq).real_cq, nevents) }
     }
 
@@ -1138,7 +1146,8 @@ crate::export! {
         if srq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 SRQ.
+        // SAFETY: `srq` is non-NULL (checked above), so the application's live
+        // 1.0 SRQ from __ibv_create_srq_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_modify_srq_1_1((*srq).real_srq, srq_attr, srq_attr_mask) }
     }
 
@@ -1146,7 +1155,8 @@ crate::export! {
         if srq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 SRQ.
+        // SAFETY: `srq` is non-NULL (checked above), so the application's live
+        // 1.0 SRQ from __ibv_create_srq_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_query_srq_1_1((*srq).real_srq, srq_attr) }
     }
 
@@ -1154,7 +1164,8 @@ crate::export! {
         if srq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 SRQ.
+        // SAFETY: `srq` is non-NULL (checked above), so the application's live
+        // 1.0 SRQ from __ibv_create_srq_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_destroy_srq_1_1((*srq).real_srq);
             if ret != 0 {
@@ -1245,7 +1256,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_modify_qp_1_1((*qp).real_qp, attr, attr_mask);
             if ret == 0 {
@@ -1259,7 +1271,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_destroy_qp_1_1((*qp).real_qp);
             if ret != 0 {
@@ -1274,7 +1287,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_attach_mcast_1_1((*qp).real_qp, gid, lid) }
     }
 
@@ -1282,7 +1296,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_detach_mcast_1_1((*qp).real_qp, gid, lid) }
     }
 
@@ -1315,7 +1330,8 @@ crate::export! {
         if ah.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 AH.
+        // SAFETY: `ah` is non-NULL (checked above), so the application's live
+        // 1.0 AH from __ibv_create_ah_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_destroy_ah_1_1((*ah).real_ah);
             if ret != 0 {

@@ -62,12 +62,14 @@ crate::export! {
     }
 
     fn __ibv_reg_mr_1_1(pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> *mut ibv_mr [on_panic: null_mut()] {
-        // SAFETY: our own export.
+        // SAFETY: ibv_reg_mr_iova2 has this function's contract (NULL `pd`
+        // refused, else a PD of an open context); only the iova is derived.
         unsafe { ibv_reg_mr_iova2(pd, addr, length, addr as usize as u64, access as c_uint) }
     }
 
     fn ibv_reg_mr_iova(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, access: c_int) -> *mut ibv_mr [on_panic: null_mut()] {
-        // SAFETY: our own export.
+        // SAFETY: ibv_reg_mr_iova2 has this function's contract (NULL `pd`
+        // refused, else a PD of an open context).
         unsafe { ibv_reg_mr_iova2(pd, addr, length, iova, access as c_uint) }
     }
 
@@ -199,11 +201,11 @@ unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, a
     let odp = access & IBV_ACCESS_ON_DEMAND != 0;
     // SAFETY: `context` is the PD's open context.
     let dev = unsafe { vdev_of(context) };
-    // SAFETY: a non-NULL device of an open context is the provider's live
-    // verbs_device.
     let core_support = if dev.is_null() {
         0
     } else {
+        // SAFETY: a non-NULL device of an open context is the provider's
+        // live verbs_device.
         unsafe { (*dev).core_support }
     };
     let access = effective_access(access, core_support);
