@@ -34,6 +34,8 @@
 //! context's fds and vector count, the QP state, the unused op slots) the
 //! wrappers here are zeroed and carry the real object's value, and NULL
 //! arguments fail with `EINVAL` instead of crashing.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::mem::size_of;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
@@ -336,7 +338,9 @@ fn alloc_zeroed<T>() -> *mut T {
 /// # Safety
 /// `p` came from [`alloc_zeroed`] and is not used afterwards.
 unsafe fn free_wrapper<T>(p: *mut T) {
-    libc::free(p.cast());
+    // SAFETY: `p` is a calloc'ed block from `alloc_zeroed` that nothing uses
+    // afterwards (caller's contract).
+    unsafe { libc::free(p.cast()) };
 }
 
 fn null_errno<T>(e: c_int) -> *mut T {
@@ -372,31 +376,47 @@ unsafe fn real_ctx(ctx: *mut ibv_context_1_0) -> *mut ibv_context {
     if ctx.is_null() {
         null_mut()
     } else {
-        (*ctx).real_context
+        // SAFETY: non-NULL, so a live 1.0 context (caller's contract).
+        unsafe { (*ctx).real_context }
     }
 }
 
+/// The real CQ behind a 1.0 CQ (NULL-safe).
+///
+/// # Safety
+/// `cq` is NULL or a live `ibv_cq_1_0`.
 unsafe fn real_cq_of(cq: *mut ibv_cq_1_0) -> *mut ibv_cq {
     if cq.is_null() {
         null_mut()
     } else {
-        (*cq).real_cq
+        // SAFETY: non-NULL, so a live 1.0 CQ (caller's contract).
+        unsafe { (*cq).real_cq }
     }
 }
 
+/// The real SRQ behind a 1.0 SRQ (NULL-safe).
+///
+/// # Safety
+/// `srq` is NULL or a live `ibv_srq_1_0`.
 unsafe fn real_srq_of(srq: *mut ibv_srq_1_0) -> *mut ibv_srq {
     if srq.is_null() {
         null_mut()
     } else {
-        (*srq).real_srq
+        // SAFETY: non-NULL, so a live 1.0 SRQ (caller's contract).
+        unsafe { (*srq).real_srq }
     }
 }
 
+/// The real AH behind a 1.0 AH (NULL-safe).
+///
+/// # Safety
+/// `ah` is NULL or a live `ibv_ah_1_0`.
 unsafe fn real_ah_of(ah: *mut ibv_ah_1_0) -> *mut ibv_ah {
     if ah.is_null() {
         null_mut()
     } else {
-        (*ah).real_ah
+        // SAFETY: non-NULL, so a live 1.0 AH (caller's contract).
+        unsafe { (*ah).real_ah }
     }
 }
 
@@ -409,35 +429,54 @@ unsafe fn real_ah_of(ah: *mut ibv_ah_1_0) -> *mut ibv_ah {
 /// # Safety
 /// `ctx` is NULL or a live `ibv_context_1_0` with an open real context.
 unsafe fn real_ops<'a>(ctx: *mut ibv_context_1_0) -> Option<&'a ibv_context_ops> {
-    let real = real_ctx(ctx);
+    // SAFETY: `ctx` is NULL or a live 1.0 context (caller's contract).
+    let real = unsafe { real_ctx(ctx) };
     if real.is_null() {
         None
     } else {
-        Some(&(*real).ops)
+        // SAFETY: the real context of a live 1.0 context is open, and its
+        // legacy op table lives as long as it does.
+        Some(unsafe { &(*real).ops })
     }
 }
 
+/// `ibv_context_ops_1_0.poll_cq`, called by 1.0's inline `ibv_poll_cq`.
+///
+/// # Safety
+/// `cq` is NULL or a live 1.0 CQ; `wc` holds `num_entries` completions.
 unsafe extern "C" fn poll_cq_wrapper_1_0(cq: *mut ibv_cq_1_0, num_entries: c_int, wc: *mut ibv_wc) -> c_int {
     guard(-1, || {
         if cq.is_null() {
             return -libc::EINVAL;
         }
-        match real_ops((*cq).context).and_then(|o| o.poll_cq) {
-            Some(f) => f((*cq).real_cq, num_entries, wc),
-            None => -libc::EOPNOTSUPP,
-        }
+        // SAFETY: `cq` is a live 1.0 CQ (non-NULL, caller's contract) whose
+        // context is a live 1.0 context around an open real one.
+        let Some(f) = (unsafe { real_ops((*cq).context) }).and_then(|o| o.poll_cq) else {
+            return -libc::EOPNOTSUPP;
+        };
+        // SAFETY: the provider's poll_cq on the real CQ behind the wrapper,
+        // with the caller's completion array.
+        unsafe { f((*cq).real_cq, num_entries, wc) }
     })
 }
 
+/// `ibv_context_ops_1_0.req_notify_cq`.
+///
+/// # Safety
+/// `cq` is NULL or a live 1.0 CQ.
 unsafe extern "C" fn req_notify_cq_wrapper_1_0(cq: *mut ibv_cq_1_0, solicited_only: c_int) -> c_int {
     guard(libc::EIO, || {
         if cq.is_null() {
             return libc::EINVAL;
         }
-        match real_ops((*cq).context).and_then(|o| o.req_notify_cq) {
-            Some(f) => f((*cq).real_cq, solicited_only),
-            None => libc::EOPNOTSUPP,
-        }
+        // SAFETY: `cq` is a live 1.0 CQ (non-NULL, caller's contract) whose
+        // context is a live 1.0 context around an open real one.
+        let Some(f) = (unsafe { real_ops((*cq).context) }).and_then(|o| o.req_notify_cq) else {
+            return libc::EOPNOTSUPP;
+        };
+        // SAFETY: the provider's req_notify_cq on the real CQ behind the
+        // wrapper.
+        unsafe { f((*cq).real_cq, solicited_only) }
     })
 }
 
@@ -451,15 +490,21 @@ unsafe fn real_recv_list(wr: *mut ibv_recv_wr_1_0) -> (Vec<ibv_recv_wr>, Vec<*mu
     let mut w = wr;
     while !w.is_null() {
         old.push(w);
-        w = (*w).next;
+        // SAFETY: a non-NULL element of the caller's NULL-terminated list.
+        w = unsafe { (*w).next };
     }
     let mut real: Vec<ibv_recv_wr> = old
         .iter()
-        .map(|&w| ibv_recv_wr {
-            wr_id: (*w).wr_id,
-            next: null_mut(),
-            sg_list: (*w).sg_list,
-            num_sge: (*w).num_sge,
+        .map(|&w| {
+            // SAFETY: every element of `old` is a live request of the list
+            // walked above.
+            let w = unsafe { &*w };
+            ibv_recv_wr {
+                wr_id: w.wr_id,
+                next: null_mut(),
+                sg_list: w.sg_list,
+                num_sge: w.num_sge,
+            }
         })
         .collect();
     link(&mut real, |r, n| r.next = n);
@@ -494,10 +539,17 @@ unsafe fn map_bad<T, U>(real: &[T], old: &[*mut U], real_bad: *mut T, bad: *mut 
         return;
     }
     if let Some(i) = real.iter().position(|r| std::ptr::eq(r, real_bad)) {
-        *bad = old[i];
+        // SAFETY: `bad` is a non-NULL, valid out-parameter (caller's
+        // contract).
+        unsafe { *bad = old[i] };
     }
 }
 
+/// `ibv_context_ops_1_0.post_srq_recv`.
+///
+/// # Safety
+/// `srq` is NULL or a live 1.0 SRQ; `wr` is NULL or a NULL-terminated list
+/// of 1.0 receive requests; `bad_wr` is NULL or writable.
 unsafe extern "C" fn post_srq_recv_wrapper_1_0(
     srq: *mut ibv_srq_1_0,
     wr: *mut ibv_recv_wr_1_0,
@@ -507,19 +559,32 @@ unsafe extern "C" fn post_srq_recv_wrapper_1_0(
         if srq.is_null() {
             return libc::EINVAL;
         }
-        let Some(f) = real_ops((*srq).context).and_then(|o| o.post_srq_recv) else {
+        // SAFETY: `srq` is a live 1.0 SRQ (non-NULL, caller's contract)
+        // whose context is a live 1.0 context around an open real one.
+        let Some(f) = (unsafe { real_ops((*srq).context) }).and_then(|o| o.post_srq_recv) else {
             return libc::EOPNOTSUPP;
         };
-        let (mut real, old) = real_recv_list(wr);
+        // SAFETY: `wr` is NULL or a NULL-terminated 1.0 list (caller's
+        // contract).
+        let (mut real, old) = unsafe { real_recv_list(wr) };
         let mut real_bad: *mut ibv_recv_wr = null_mut();
-        let ret = f((*srq).real_srq, head(&mut real), &mut real_bad);
+        // SAFETY: the provider's post_srq_recv on the real SRQ behind the
+        // wrapper, with the translated list (alive until the end of this
+        // closure) and a local out-parameter.
+        let ret = unsafe { f((*srq).real_srq, head(&mut real), &mut real_bad) };
         if ret != 0 {
-            map_bad(&real, &old, real_bad, bad_wr);
+            // SAFETY: `bad_wr` is NULL or writable (caller's contract).
+            unsafe { map_bad(&real, &old, real_bad, bad_wr) };
         }
         ret
     })
 }
 
+/// `ibv_context_ops_1_0.post_recv`.
+///
+/// # Safety
+/// `qp` is NULL or a live 1.0 QP; `wr` is NULL or a NULL-terminated list
+/// of 1.0 receive requests; `bad_wr` is NULL or writable.
 unsafe extern "C" fn post_recv_wrapper_1_0(
     qp: *mut ibv_qp_1_0,
     wr: *mut ibv_recv_wr_1_0,
@@ -529,14 +594,22 @@ unsafe extern "C" fn post_recv_wrapper_1_0(
         if qp.is_null() {
             return libc::EINVAL;
         }
-        let Some(f) = real_ops((*qp).context).and_then(|o| o.post_recv) else {
+        // SAFETY: `qp` is a live 1.0 QP (non-NULL, caller's contract) whose
+        // context is a live 1.0 context around an open real one.
+        let Some(f) = (unsafe { real_ops((*qp).context) }).and_then(|o| o.post_recv) else {
             return libc::EOPNOTSUPP;
         };
-        let (mut real, old) = real_recv_list(wr);
+        // SAFETY: `wr` is NULL or a NULL-terminated 1.0 list (caller's
+        // contract).
+        let (mut real, old) = unsafe { real_recv_list(wr) };
         let mut real_bad: *mut ibv_recv_wr = null_mut();
-        let ret = f((*qp).real_qp, head(&mut real), &mut real_bad);
+        // SAFETY: the provider's post_recv on the real QP behind the
+        // wrapper, with the translated list (alive until the end of this
+        // closure) and a local out-parameter.
+        let ret = unsafe { f((*qp).real_qp, head(&mut real), &mut real_bad) };
         if ret != 0 {
-            map_bad(&real, &old, real_bad, bad_wr);
+            // SAFETY: `bad_wr` is NULL or writable (caller's contract).
+            unsafe { map_bad(&real, &old, real_bad, bad_wr) };
         }
         ret
     })
@@ -550,25 +623,42 @@ unsafe extern "C" fn post_recv_wrapper_1_0(
 /// `w` is a live 1.0 send request; for UD its `wr.ud.ah` is NULL or a live
 /// 1.0 address handle.
 unsafe fn real_send_wr(w: *const ibv_send_wr_1_0, is_ud: bool) -> ibv_send_wr {
-    let mut r: ibv_send_wr = std::mem::zeroed();
-    r.wr_id = (*w).wr_id;
-    r.sg_list = (*w).sg_list;
-    r.num_sge = (*w).num_sge;
-    r.opcode = (*w).opcode;
-    r.send_flags = (*w).send_flags as c_uint;
-    r.imm.imm_data = (*w).imm_data;
+    // SAFETY: `ibv_send_wr` is a C struct of integers, pointers and unions
+    // of those, for which all-zero (NULL pointers) is a valid value.
+    let mut r: ibv_send_wr = unsafe { std::mem::zeroed() };
+    // SAFETY: `w` is a live 1.0 send request (caller's contract).
+    let w = unsafe { &*w };
+    r.wr_id = w.wr_id;
+    r.sg_list = w.sg_list;
+    r.num_sge = w.num_sge;
+    r.opcode = w.opcode;
+    r.send_flags = w.send_flags as c_uint;
+    r.imm.imm_data = w.imm_data;
     // The unions have the same size and member offsets: copy all of it.
-    std::ptr::copy_nonoverlapping(
-        std::ptr::addr_of!((*w).wr).cast::<u8>(),
-        std::ptr::addr_of_mut!(r.wr).cast::<u8>(),
-        size_of::<ibv_send_wr_wr>(),
-    );
+    // SAFETY: both are distinct, live unions of `size_of::<ibv_send_wr_wr>()`
+    // bytes (the layout test checks the 1.0 one has the same size); any
+    // bytes are valid for their integer and pointer members.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            std::ptr::addr_of!(w.wr).cast::<u8>(),
+            std::ptr::addr_of_mut!(r.wr).cast::<u8>(),
+            size_of::<ibv_send_wr_wr>(),
+        );
+    }
     if is_ud {
-        r.wr.ud.ah = real_ah_of((*w).wr.ud.ah);
+        // SAFETY: on a UD QP the caller filled `wr.ud`, whose `ah` is NULL or
+        // a live 1.0 AH (caller's contract).
+        r.wr.ud.ah = unsafe { real_ah_of(w.wr.ud.ah) };
     }
     r
 }
 
+/// `ibv_context_ops_1_0.post_send`.
+///
+/// # Safety
+/// `qp` is NULL or a live 1.0 QP; `wr` is NULL or a NULL-terminated list
+/// of 1.0 send requests (UD ones with NULL or live 1.0 address handles);
+/// `bad_wr` is NULL or writable.
 unsafe extern "C" fn post_send_wrapper_1_0(
     qp: *mut ibv_qp_1_0,
     wr: *mut ibv_send_wr_1_0,
@@ -578,22 +668,32 @@ unsafe extern "C" fn post_send_wrapper_1_0(
         if qp.is_null() {
             return libc::EINVAL;
         }
-        let Some(f) = real_ops((*qp).context).and_then(|o| o.post_send) else {
+        // SAFETY: `qp` is a live 1.0 QP (non-NULL, caller's contract) whose
+        // context is a live 1.0 context around an open real one.
+        let Some(f) = (unsafe { real_ops((*qp).context) }).and_then(|o| o.post_send) else {
             return libc::EOPNOTSUPP;
         };
-        let is_ud = (*qp).qp_type == IBV_QPT_UD;
+        // SAFETY: `qp` is a live 1.0 QP, as above.
+        let is_ud = unsafe { (*qp).qp_type } == IBV_QPT_UD;
         let mut old = Vec::new();
         let mut w = wr;
         while !w.is_null() {
             old.push(w);
-            w = (*w).next;
+            // SAFETY: a non-NULL element of the caller's NULL-terminated
+            // list.
+            w = unsafe { (*w).next };
         }
-        let mut real: Vec<ibv_send_wr> = old.iter().map(|&w| real_send_wr(w, is_ud)).collect();
+        // SAFETY: every element of `old` is a live request of that list.
+        let mut real: Vec<ibv_send_wr> = old.iter().map(|&w| unsafe { real_send_wr(w, is_ud) }).collect();
         link(&mut real, |r, n| r.next = n);
         let mut real_bad: *mut ibv_send_wr = null_mut();
-        let ret = f((*qp).real_qp, head(&mut real), &mut real_bad);
+        // SAFETY: the provider's post_send on the real QP behind the
+        // wrapper, with the translated list (alive until the end of this
+        // closure) and a local out-parameter.
+        let ret = unsafe { f((*qp).real_qp, head(&mut real), &mut real_bad) };
         if ret != 0 {
-            map_bad(&real, &old, real_bad, bad_wr);
+            // SAFETY: `bad_wr` is NULL or writable (caller's contract).
+            unsafe { map_bad(&real, &old, real_bad, bad_wr) };
         }
         ret
     })
@@ -797,7 +897,8 @@ crate::export! {
         if context.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 context.
+        // SAFETY: `context` is non-NULL (checked above), so the application's live
+        // 1.0 context from __ibv_open_device_1_0; its real object is live with it.
         unsafe { api_dev::__ibv_query_device_1_1((*context).real_context, device_attr) }
     }
 
@@ -831,7 +932,8 @@ crate::export! {
             set_errno(libc::EINVAL);
             return -1;
         }
-        // SAFETY: a 1.0 context.
+        // SAFETY: `context` is non-NULL (checked above), so the application's live
+        // 1.0 context from __ibv_open_device_1_0; its real object is live with it.
         unsafe { api_dev::__ibv_query_gid_1_1((*context).real_context, port_num, index, gid) }
     }
 
@@ -840,7 +942,8 @@ crate::export! {
             set_errno(libc::EINVAL);
             return -1;
         }
-        // SAFETY: a 1.0 context.
+        // SAFETY: `context` is non-NULL (checked above), so the application's live
+        // 1.0 context from __ibv_open_device_1_0; its real object is live with it.
         unsafe { api_dev::__ibv_query_pkey_1_1((*context).real_context, port_num, index, pkey) }
     }
 
@@ -872,7 +975,8 @@ crate::export! {
         if pd.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 PD.
+        // SAFETY: `pd` is non-NULL (checked above), so the application's live
+        // 1.0 PD from __ibv_alloc_pd_1_0; its real object is live with it.
         unsafe {
             let ret = api_mr::__ibv_dealloc_pd_1_1((*pd).real_pd);
             if ret != 0 {
@@ -914,7 +1018,8 @@ crate::export! {
         if mr.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 MR.
+        // SAFETY: `mr` is non-NULL (checked above), so the application's live
+        // 1.0 MR from __ibv_reg_mr_1_0; its real object is live with it.
         unsafe {
             let ret = api_mr::__ibv_dereg_mr_1_1((*mr).real_mr);
             if ret != 0 {
@@ -958,7 +1063,8 @@ crate::export! {
         if cq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 CQ.
+        // SAFETY: `cq` is non-NULL (checked above), so the application's live
+        // 1.0 CQ from __ibv_create_cq_1_0; its real object is live with it.
         unsafe { api_cq::__ibv_resize_cq_1_1((*cq).real_cq, cqe) }
     }
 
@@ -966,7 +1072,8 @@ crate::export! {
         if cq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 CQ.
+        // SAFETY: `cq` is non-NULL (checked above), so the application's live
+        // 1.0 CQ from __ibv_create_cq_1_0; its real object is live with it.
         unsafe {
             let ret = api_cq::__ibv_destroy_cq_1_1((*cq).real_cq);
             if ret != 0 {
@@ -1003,7 +1110,8 @@ crate::export! {
         if cq.is_null() {
             return;
         }
-        // SAFETY: a 1.0 CQ.
+        // SAFETY: `cq` is non-NULL (checked above), so the application's live
+        // 1.0 CQ from __ibv_create_cq_1_0; its real object is live with it.
         unsafe { api_cq::__ibv_ack_cq_events_1_1((*cq).real_cq, nevents) }
     }
 
@@ -1038,7 +1146,8 @@ crate::export! {
         if srq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 SRQ.
+        // SAFETY: `srq` is non-NULL (checked above), so the application's live
+        // 1.0 SRQ from __ibv_create_srq_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_modify_srq_1_1((*srq).real_srq, srq_attr, srq_attr_mask) }
     }
 
@@ -1046,7 +1155,8 @@ crate::export! {
         if srq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 SRQ.
+        // SAFETY: `srq` is non-NULL (checked above), so the application's live
+        // 1.0 SRQ from __ibv_create_srq_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_query_srq_1_1((*srq).real_srq, srq_attr) }
     }
 
@@ -1054,7 +1164,8 @@ crate::export! {
         if srq.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 SRQ.
+        // SAFETY: `srq` is non-NULL (checked above), so the application's live
+        // 1.0 SRQ from __ibv_create_srq_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_destroy_srq_1_1((*srq).real_srq);
             if ret != 0 {
@@ -1145,7 +1256,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_modify_qp_1_1((*qp).real_qp, attr, attr_mask);
             if ret == 0 {
@@ -1159,7 +1271,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_destroy_qp_1_1((*qp).real_qp);
             if ret != 0 {
@@ -1174,7 +1287,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_attach_mcast_1_1((*qp).real_qp, gid, lid) }
     }
 
@@ -1182,7 +1296,8 @@ crate::export! {
         if qp.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 QP.
+        // SAFETY: `qp` is non-NULL (checked above), so the application's live
+        // 1.0 QP from __ibv_create_qp_1_0; its real object is live with it.
         unsafe { api_qp::__ibv_detach_mcast_1_1((*qp).real_qp, gid, lid) }
     }
 
@@ -1215,7 +1330,8 @@ crate::export! {
         if ah.is_null() {
             return libc::EINVAL;
         }
-        // SAFETY: a 1.0 AH.
+        // SAFETY: `ah` is non-NULL (checked above), so the application's live
+        // 1.0 AH from __ibv_create_ah_1_0; its real object is live with it.
         unsafe {
             let ret = api_qp::__ibv_destroy_ah_1_1((*ah).real_ah);
             if ret != 0 {
@@ -1329,6 +1445,8 @@ mod tests {
 
     #[test]
     fn send_wr_translation() {
+        // SAFETY: ibv_ah is plain data (integers and pointers); all-zero is
+        // a valid value.
         let mut ah_real: ibv_ah = unsafe { std::mem::zeroed() };
         let mut ah = ibv_ah_1_0 {
             context: null_mut(),
@@ -1336,6 +1454,7 @@ mod tests {
             handle: 0,
             real_ah: &mut ah_real,
         };
+        // SAFETY: as above, plain data.
         let mut w: ibv_send_wr_1_0 = unsafe { std::mem::zeroed() };
         w.wr_id = 7;
         w.num_sge = 2;
@@ -1348,11 +1467,14 @@ mod tests {
             swap: 3,
             rkey: 4,
         };
+        // SAFETY: `w` is a live local request; not UD, so its AH is unused.
         let r = unsafe { real_send_wr(&w, false) };
         assert_eq!(
             (r.wr_id, r.num_sge, r.opcode, r.send_flags),
             (7, 2, IBV_WR_SEND_WITH_IMM, IBV_SEND_SIGNALED as c_uint)
         );
+        // SAFETY: reads of union members the translation just copied, all
+        // plain integers.
         unsafe {
             assert_eq!(r.imm.imm_data, 0x1234_5678);
             assert_eq!(
@@ -1371,7 +1493,10 @@ mod tests {
             remote_qpn: 9,
             remote_qkey: 10,
         };
+        // SAFETY: `w` is a live local UD request whose AH is the live local
+        // 1.0 wrapper `ah`.
         let r = unsafe { real_send_wr(&w, true) };
+        // SAFETY: `wr.ud` is the member the translation filled.
         unsafe {
             assert_eq!(r.wr.ud.ah, &mut ah_real as *mut ibv_ah);
             assert_eq!((r.wr.ud.remote_qpn, r.wr.ud.remote_qkey), (9, 10));
@@ -1380,6 +1505,8 @@ mod tests {
 
     #[test]
     fn recv_list_translation_and_bad_wr() {
+        // SAFETY: ibv_recv_wr_1_0 is plain data; all-zero (a NULL `next`)
+        // is a valid value.
         let mut c: ibv_recv_wr_1_0 = unsafe { std::mem::zeroed() };
         c.wr_id = 3;
         let mut b = ibv_recv_wr_1_0 {
@@ -1394,9 +1521,11 @@ mod tests {
             sg_list: null_mut(),
             num_sge: 0,
         };
+        // SAFETY: `a` -> `b` -> `c` is a NULL-terminated list of live locals.
         let (mut real, old) = unsafe { real_recv_list(&mut a) };
         assert_eq!(real.len(), 3);
         let h = head(&mut real);
+        // SAFETY: `h` heads the linked translated list, alive in `real`.
         unsafe {
             assert_eq!((*h).wr_id, 1);
             assert_eq!((*(*h).next).wr_id, 2);
@@ -1405,15 +1534,19 @@ mod tests {
             assert!((*(*(*h).next).next).next.is_null());
         }
         let mut bad: *mut ibv_recv_wr_1_0 = null_mut();
+        // SAFETY: as above.
         let second = unsafe { (*h).next };
+        // SAFETY: `bad` is a writable local out-parameter.
         unsafe { map_bad(&real, &old, second, &mut bad) };
         assert_eq!(bad, &mut b as *mut ibv_recv_wr_1_0);
+        // SAFETY: an empty (NULL) list is allowed.
         let (mut empty, _) = unsafe { real_recv_list(null_mut()) };
         assert!(head(&mut empty).is_null());
     }
 
     #[test]
     fn null_arguments_fail_cleanly() {
+        // SAFETY: NULL arguments are refused before any use.
         unsafe {
             assert!(__ibv_open_device_1_0(null_mut()).is_null());
             assert_eq!(__ibv_close_device_1_0(null_mut()), -1);

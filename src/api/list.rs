@@ -1,4 +1,6 @@
 //! The device list and per-device identification.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::{c_char, c_int};
 
@@ -63,12 +65,14 @@ crate::export! {
     }
 
     fn __ibv_get_device_name_1_1(device: *mut ibv_device) -> *const c_char [on_panic: std::ptr::null()] {
-        // SAFETY: upstream reads device->name without a check; a NULL device
-        // is refused here instead of crashing.
+        // Upstream reads device->name without a check; a NULL device is
+        // refused here instead of crashing.
         if device.is_null() {
             set_errno(libc::EINVAL);
             return std::ptr::null();
         }
+        // SAFETY: a non-NULL device from the application's device list, so a
+        // live ibv_device whose `name` array lives as long as the device.
         unsafe { (*device).name.as_ptr() }
     }
 
@@ -78,9 +82,11 @@ crate::export! {
             set_errno(libc::EINVAL);
             return 0;
         }
-        // SAFETY: every ibv_device handed out is the first member of a
-        // verbs_device (the provider ABI guarantees it).
+        // Every ibv_device handed out is the first member of a verbs_device
+        // (the provider ABI guarantees it).
         let vdev = device.cast::<verbs_device>();
+        // SAFETY: `vdev` is the live verbs_device around the application's
+        // non-NULL device (see above).
         let sysfs = unsafe { (*vdev).sysfs };
         let _g = crate::device::DEV_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         if !sysfs.is_null() {

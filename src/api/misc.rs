@@ -1,5 +1,7 @@
 //! Pure functions of the public API: enum names, rate conversions, fork
 //! support, sysfs helpers.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
@@ -43,8 +45,9 @@ crate::export! {
     fn ibv_read_sysfs_file(dir: *const c_char, file: *const c_char, buf: *mut c_char, size: usize) -> c_int [on_panic: -1] {
         // glibc's printf renders a NULL string as "(null)", which is the
         // path upstream then fails to open; do the same.
-        // SAFETY: non-NULL pointers are C strings from the caller.
+        // SAFETY: a non-NULL `dir` is a C string from the caller.
         let dir = if dir.is_null() { c"(null)" } else { unsafe { CStr::from_ptr(dir) } };
+        // SAFETY: a non-NULL `file` is a C string from the caller.
         let file = if file.is_null() { c"(null)" } else { unsafe { CStr::from_ptr(file) } };
         // SAFETY: the caller promises `buf` holds `size` writable bytes.
         unsafe { crate::sysfs::read_sysfs_into(dir.to_bytes(), file.to_bytes(), buf, size) }
@@ -53,6 +56,10 @@ crate::export! {
 
 /// Called by the C shim behind `ibv_read_ibdev_sysfs_file` with the file
 /// name already formatted.
+///
+/// # Safety
+/// `sysfs_dev` is NULL or a provider's valid sysfs record; `file` is a C
+/// string; `buf` is NULL or holds `size` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn ibvrs_read_ibdev_sysfs_file(
     buf: *mut c_char,

@@ -7,6 +7,8 @@
 //!
 //! Where upstream would crash on a NULL object pointer these functions fail
 //! cleanly with EINVAL in the function's error convention.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::{c_int, c_uint, c_void};
 use std::ptr::null_mut;
@@ -60,12 +62,14 @@ crate::export! {
     }
 
     fn __ibv_reg_mr_1_1(pd: *mut ibv_pd, addr: *mut c_void, length: usize, access: c_int) -> *mut ibv_mr [on_panic: null_mut()] {
-        // SAFETY: our own export.
+        // SAFETY: ibv_reg_mr_iova2 has this function's contract (NULL `pd`
+        // refused, else a PD of an open context); only the iova is derived.
         unsafe { ibv_reg_mr_iova2(pd, addr, length, addr as usize as u64, access as c_uint) }
     }
 
     fn ibv_reg_mr_iova(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, access: c_int) -> *mut ibv_mr [on_panic: null_mut()] {
-        // SAFETY: our own export.
+        // SAFETY: ibv_reg_mr_iova2 has this function's contract (NULL `pd`
+        // refused, else a PD of an open context).
         unsafe { ibv_reg_mr_iova2(pd, addr, length, iova, access as c_uint) }
     }
 
@@ -188,20 +192,38 @@ crate::export! {
 }
 
 /// `ibv_reg_mr_iova2`.
+///
+/// # Safety
+/// `pd` is a PD of an open context.
 unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, access: c_uint) -> *mut ibv_mr {
-    let context = (*pd).context;
+    // SAFETY: `pd` is a live PD (caller's contract).
+    let context = unsafe { (*pd).context };
     let odp = access & IBV_ACCESS_ON_DEMAND != 0;
-    let dev = vdev_of(context);
-    let access = effective_access(access, if dev.is_null() { 0 } else { (*dev).core_support });
+    // SAFETY: `context` is the PD's open context.
+    let dev = unsafe { vdev_of(context) };
+    let core_support = if dev.is_null() {
+        0
+    } else {
+        // SAFETY: a non-NULL device of an open context is the provider's
+        // live verbs_device.
+        unsafe { (*dev).core_support }
+    };
+    let access = effective_access(access, core_support);
     if !odp && dontfork(addr, length) != 0 {
         return null_mut();
     }
-    let mr = crate::op!(context, reg_mr)(pd, addr, length, iova, access as c_int);
+    // SAFETY: `context` is open, so its op table is filled; the provider's
+    // reg_mr takes the application's PD and buffer as they are.
+    let mr = unsafe { crate::op!(context, reg_mr)(pd, addr, length, iova, access as c_int) };
     if !mr.is_null() {
-        (*mr).context = context;
-        (*mr).pd = pd;
-        (*mr).addr = addr;
-        (*mr).length = length;
+        // SAFETY: the provider returned a live MR that nobody else has seen
+        // yet.
+        unsafe {
+            (*mr).context = context;
+            (*mr).pd = pd;
+            (*mr).addr = addr;
+            (*mr).length = length;
+        }
     } else if !odp {
         dofork(addr, length);
     }
@@ -209,6 +231,10 @@ unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, length: usize, iova: u64, a
 }
 
 /// `ibv_rereg_mr`.
+///
+/// # Safety
+/// `mr` is an MR of an open context (every MR is the first member of a
+/// provider's `verbs_mr`).
 unsafe fn rereg_mr(
     mr: *mut ibv_mr,
     flags: c_int,
@@ -218,7 +244,10 @@ unsafe fn rereg_mr(
     access: c_int,
 ) -> c_int {
     let vmr = mr.cast::<verbs_mr>();
-    if !rereg_input_ok((*vmr).mr_type, flags, addr.is_null(), length, access) {
+    // SAFETY: `mr` is the first member of a live verbs_mr (caller's
+    // contract).
+    let mr_type = unsafe { (*vmr).mr_type };
+    if !rereg_input_ok(mr_type, flags, addr.is_null(), length, access) {
         set_errno(libc::EINVAL);
         return IBV_REREG_MR_ERR_INPUT;
     }
@@ -230,16 +259,22 @@ unsafe fn rereg_mr(
         }
         dofork_onfail = true;
     }
-    let old_addr = (*mr).addr;
-    let old_len = (*mr).length;
-    let err = crate::op!((*mr).context, rereg_mr)(vmr, flags, pd, addr, length, access);
+    // SAFETY: `mr` is a live MR (caller's contract).
+    let (old_addr, old_len, context) = unsafe { ((*mr).addr, (*mr).length, (*mr).context) };
+    // SAFETY: `context` is the MR's open context, so its op table is filled;
+    // the provider's rereg_mr takes the application's arguments as they are.
+    let err = unsafe { crate::op!(context, rereg_mr)(vmr, flags, pd, addr, length, access) };
     if err == 0 {
         if flags & IBV_REREG_MR_CHANGE_PD as c_int != 0 {
-            (*mr).pd = pd;
+            // SAFETY: the MR is still live after a successful rereg.
+            unsafe { (*mr).pd = pd };
         }
         if translation {
-            (*mr).addr = addr;
-            (*mr).length = length;
+            // SAFETY: as above.
+            unsafe {
+                (*mr).addr = addr;
+                (*mr).length = length;
+            }
             if dofork(old_addr, old_len) != 0 {
                 return IBV_REREG_MR_ERR_DO_FORK_OLD;
             }
@@ -282,6 +317,8 @@ mod tests {
     fn rereg_refuses_bad_input_before_any_dispatch() {
         // A verbs_mr without a context: the checks must fail before the
         // op table is consulted.
+        // SAFETY: verbs_mr is a C struct of integers and pointers, for
+        // which all-zero (NULL pointers) is a valid value.
         let mut vmr: verbs_mr = unsafe { std::mem::zeroed() };
         vmr.mr_type = IBV_MR_TYPE_NULL_MR;
         let mr = &mut vmr.ibv_mr as *mut ibv_mr;

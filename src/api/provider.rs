@@ -6,6 +6,8 @@
 //! errno code EOPNOTSUPP, or -1 with errno (per the function's convention).
 //! Functions returning void cannot report failure; no object they could act
 //! on can exist before the device layer (no context can be opened yet).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 #[allow(unused_imports)]
 use std::os::raw::{c_char, c_int, c_uint, c_void};
@@ -22,29 +24,44 @@ crate::export! {
         }
         // The "pointer" is the byte offset of the verbs_context in the
         // provider's wrapper (upstream passes offsetof as a pointer).
-        crate::context::init_and_alloc(device, cmd_fd, alloc_size, context_offset as usize, driver_id)
+        // SAFETY: called by a provider's alloc_context with its listed
+        // device (non-NULL, checked above) and the layout of its own
+        // context wrapper, which is init_and_alloc's contract.
+        unsafe { crate::context::init_and_alloc(device, cmd_fd, alloc_size, context_offset as usize, driver_id) }
     }
     fn verbs_init_cq(cq: *mut ibv_cq, context: *mut ibv_context, channel: *mut ibv_comp_channel, cq_context: *mut c_void) -> () [on_panic: ()] {
-        crate::context::ops::init_cq(cq, context, channel, cq_context)
+        // SAFETY: called by a provider's create_cq on the CQ it just
+        // allocated for `context`, with the application's channel (NULL or
+        // a channel of that context), which is init_cq's contract.
+        unsafe { crate::context::ops::init_cq(cq, context, channel, cq_context) }
     }
     fn verbs_open_device(device: *mut ibv_device, private_data: *mut c_void) -> *mut ibv_context [on_panic: std::ptr::null_mut()] {
         if device.is_null() {
             set_errno(libc::EINVAL);
             return std::ptr::null_mut();
         }
-        crate::context::open_device(device, private_data)
+        // SAFETY: a non-NULL device (checked above) handed to us by the
+        // application from the device list, hence the first member of a
+        // provider's verbs_device.
+        unsafe { crate::context::open_device(device, private_data) }
     }
     fn verbs_set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) -> () [on_panic: ()] {
-        if vctx.is_null() || ops.is_null() || (*vctx).r#priv.is_null() {
+        // SAFETY: the provider passes the verbs_context of the context it
+        // is initialising (non-NULL, checked first).
+        if vctx.is_null() || ops.is_null() || unsafe { (*vctx).r#priv.is_null() } {
             return;
         }
-        crate::context::set_ops(vctx, ops)
+        // SAFETY: `vctx` has private data, so init_context initialised it;
+        // `ops` is the provider's (non-NULL) op table.
+        unsafe { crate::context::set_ops(vctx, ops) }
     }
     fn verbs_uninit_context(context: *mut verbs_context) -> () [on_panic: ()] {
         if context.is_null() {
             return;
         }
-        crate::context::uninit_context(context)
+        // SAFETY: a provider calls this on the verbs_context that
+        // init_and_alloc initialised, just before freeing it.
+        unsafe { crate::context::uninit_context(context) }
     }
 }
 

@@ -3,6 +3,8 @@
 //!
 //! Where upstream would crash on a NULL object pointer these functions fail
 //! cleanly with EINVAL in the function's error convention.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::{c_int, c_uint};
 use std::ptr::null_mut;
@@ -16,6 +18,9 @@ use super::device::{__ibv_query_gid_1_1, ibv_query_gid_type};
 /// Upstream's `ibv_find_gid_index`: the first index of `port_num`'s GID
 /// table holding `gid` with the given type, or the failure (-1) of the
 /// first query that fails (the end of the table).
+///
+/// # Safety
+/// `context` is an open context.
 unsafe fn find_gid_index(
     context: *mut ibv_context,
     port_num: u8,
@@ -26,15 +31,21 @@ unsafe fn find_gid_index(
     let mut i: c_int = 0;
     loop {
         let mut sgid = ibv_gid { raw: [0; 16] };
-        let mut ret = __ibv_query_gid_1_1(context, port_num, i, &mut sgid);
+        // SAFETY: `context` is an open context (caller's contract); `sgid`
+        // is a writable local.
+        let mut ret = unsafe { __ibv_query_gid_1_1(context, port_num, i, &mut sgid) };
         if ret == 0 {
-            ret = ibv_query_gid_type(context, port_num, i as c_uint, &mut sgid_type);
+            // SAFETY: as above; `sgid_type` is a writable local.
+            ret = unsafe { ibv_query_gid_type(context, port_num, i as c_uint, &mut sgid_type) };
         }
         i = i.wrapping_add(1);
         if ret != 0 {
             return ret;
         }
-        if sgid.raw == gid.raw && gid_type == sgid_type {
+        // SAFETY: both views of `ibv_gid` are 16 plain bytes, so reading
+        // `raw` is valid whichever view was written.
+        let same_gid = unsafe { sgid.raw == gid.raw };
+        if same_gid && gid_type == sgid_type {
             return i - 1;
         }
     }

@@ -4,6 +4,8 @@
 //!
 //! The GID-table search is passed in as a closure so that the address
 //! math can be tested without a device.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 
@@ -228,6 +230,7 @@ mod tests {
 
     #[test]
     fn no_grh_fills_generic_fields_only() {
+        // SAFETY: ibv_ah_attr is plain data; all-zero is a valid value.
         let mut ah: ibv_ah_attr = unsafe { std::mem::zeroed() };
         let raw = ipv6_grh(0, 0xabcde, 0x1b, 1, [0; 16], [0; 16]);
         let mut calls = 0;
@@ -246,18 +249,29 @@ mod tests {
 
     #[test]
     fn roce_v2_ipv4() {
+        // SAFETY: ibv_ah_attr is plain data; all-zero is a valid value.
         let mut ah: ibv_ah_attr = unsafe { std::mem::zeroed() };
         let raw = ipv4_grh([10, 0, 0, 1], [10, 0, 0, 2], 63, 0x28);
         let mut seen = None;
         let r = init_ah_from_wc(1, &wc(IBV_WC_GRH), &raw, &mut ah, &mut |g, t| {
-            seen = Some((unsafe { g.raw }, t));
+            // SAFETY: both views of ibv_gid are 16 plain bytes.
+            let raw = unsafe { g.raw };
+            seen = Some((raw, t));
             3
         });
         assert_eq!(r, 0);
         let (g, t) = seen.unwrap();
-        assert_eq!(g, unsafe { v4_mapped([10, 0, 0, 2]).raw });
+        // SAFETY: both views of ibv_gid are 16 plain bytes.
+        let (src, dst, dgid) = unsafe {
+            (
+                v4_mapped([10, 0, 0, 2]).raw,
+                v4_mapped([10, 0, 0, 1]).raw,
+                ah.grh.dgid.raw,
+            )
+        };
+        assert_eq!(g, src);
         assert_eq!(t, IBV_GID_TYPE_SYSFS_ROCE_V2);
-        assert_eq!(unsafe { ah.grh.dgid.raw }, unsafe { v4_mapped([10, 0, 0, 1]).raw });
+        assert_eq!(dgid, dst);
         assert_eq!(
             (ah.grh.sgid_index, ah.grh.hop_limit, ah.grh.traffic_class, ah.is_global),
             (3, 63, 0x28, 1)
@@ -267,6 +281,7 @@ mod tests {
 
     #[test]
     fn ipv4_multicast_refused() {
+        // SAFETY: ibv_ah_attr is plain data; all-zero is a valid value.
         let mut ah: ibv_ah_attr = unsafe { std::mem::zeroed() };
         let raw = ipv4_grh([10, 0, 0, 1], [224, 0, 0, 5], 1, 0);
         assert_eq!(init_ah_from_wc(1, &wc(IBV_WC_GRH), &raw, &mut ah, &mut |_, _| 0), -1);
@@ -278,16 +293,21 @@ mod tests {
         let s = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
         let d = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1];
         for (nh, ty) in [(0x1b, IBV_GID_TYPE_SYSFS_IB_ROCE_V1), (17, IBV_GID_TYPE_SYSFS_ROCE_V2)] {
+            // SAFETY: ibv_ah_attr is plain data; all-zero is a valid value.
             let mut ah: ibv_ah_attr = unsafe { std::mem::zeroed() };
             let raw = ipv6_grh(0x5a, 0x12345, nh, 9, s, d);
             let mut seen = None;
             let r = init_ah_from_wc(1, &wc(IBV_WC_GRH), &raw, &mut ah, &mut |g, t| {
-                seen = Some((unsafe { g.raw }, t));
+                // SAFETY: both views of ibv_gid are 16 plain bytes.
+                let raw = unsafe { g.raw };
+                seen = Some((raw, t));
                 7
             });
             assert_eq!(r, 0);
             assert_eq!(seen, Some((d, ty)));
-            assert_eq!(unsafe { ah.grh.dgid.raw }, s);
+            // SAFETY: both views of ibv_gid are 16 plain bytes.
+            let dgid = unsafe { ah.grh.dgid.raw };
+            assert_eq!(dgid, s);
             assert_eq!(
                 (ah.grh.sgid_index, ah.grh.hop_limit, ah.grh.traffic_class),
                 (7, 9, 0x5a)
@@ -298,6 +318,7 @@ mod tests {
 
     #[test]
     fn ipv6_errors() {
+        // SAFETY: ibv_ah_attr is plain data; all-zero is a valid value.
         let mut ah: ibv_ah_attr = unsafe { std::mem::zeroed() };
         let raw = ipv6_grh(0, 0, 0x1b, 1, [1; 16], [0xff; 16]);
         assert_eq!(init_ah_from_wc(1, &wc(IBV_WC_GRH), &raw, &mut ah, &mut |_, _| 0), -1);

@@ -5,6 +5,8 @@
 //! The kernel's `UVERBS_METHOD_QUERY_GID_ENTRY`/`_TABLE` ioctls are tried
 //! first; when the kernel lacks them the answers come from
 //! `<ibdev>/ports/<port>/{gids,gid_attrs/types,gid_attrs/ndevs}/<index>`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::mem::size_of;
 use std::os::raw::c_int;
@@ -39,14 +41,20 @@ pub fn parse_sysfs_gid(text: &[u8]) -> Option<[u8; 16]> {
 }
 
 /// `query_sysfs_gid`: 0 or -1.
+///
+/// # Safety
+/// `ctx` is an open context; `gid` is writable.
 unsafe fn query_sysfs_gid(ctx: *mut ibv_context, port_num: u8, index: c_int, gid: *mut ibv_gid) -> c_int {
     let mut attr = [0u8; 41];
-    if read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/gids/{index}"), &mut attr) < 0 {
+    // SAFETY: `ctx` is an open context (caller's contract), so `sysfs_of`
+    // gives NULL or its device's valid sysfs record.
+    if unsafe { read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/gids/{index}"), &mut attr) } < 0 {
         return -1;
     }
     match parse_sysfs_gid(&attr) {
         Some(raw) => {
-            (*gid).raw = raw;
+            // SAFETY: `gid` is writable (caller's contract).
+            unsafe { (*gid).raw = raw };
             0
         }
         None => -1,
@@ -63,25 +71,37 @@ pub fn sysfs_gid_type(text: &[u8]) -> Option<ibv_gid_type_sysfs> {
 }
 
 /// `query_sysfs_gid_type`: 0 or -1 with errno.
+///
+/// # Safety
+/// `ctx` is an open context.
 unsafe fn query_sysfs_gid_type(ctx: *mut ibv_context, port_num: u8, index: u32, ty: &mut ibv_gid_type_sysfs) -> c_int {
-    let sysfs = sysfs_of(ctx);
+    // SAFETY: `ctx` is an open context (caller's contract).
+    let sysfs = unsafe { sysfs_of(ctx) };
     let mut buff = [0u8; 11];
     // errno is reset so that its value after the read tells what failed.
     set_errno(0);
-    if read_ibdev_attr(
-        sysfs,
-        &format!("ports/{port_num}/gid_attrs/types/{}", index as c_int),
-        &mut buff,
-    ) <= 0
-    {
+    // SAFETY: `sysfs` is NULL or the valid record of an open context's
+    // device.
+    let read = unsafe {
+        read_ibdev_attr(
+            sysfs,
+            &format!("ports/{port_num}/gid_attrs/types/{}", index as c_int),
+            &mut buff,
+        )
+    };
+    if read <= 0 {
         if errno() == libc::EINVAL {
             // On IB the kernel refuses to read this file with EINVAL.
             *ty = IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
             return 0;
         }
+        // SAFETY: the read fails with EINVAL (handled above) when `sysfs`
+        // is NULL, so here it is the device's valid sysfs record, whose
+        // `ibdev_path` is a NUL-terminated array.
+        let ibdev_path = unsafe { std::ffi::CStr::from_ptr((*sysfs).ibdev_path.as_ptr()) };
         let dir_path = format!(
             "{}/ports/{port_num}/gid_attrs/",
-            String::from_utf8_lossy(std::ffi::CStr::from_ptr((*sysfs).ibdev_path.as_ptr()).to_bytes())
+            String::from_utf8_lossy(ibdev_path.to_bytes())
         );
         match std::fs::read_dir(&dir_path) {
             Err(e) => {
@@ -113,20 +133,30 @@ unsafe fn query_sysfs_gid_type(ctx: *mut ibv_context, port_num: u8, index: u32, 
 }
 
 /// `query_sysfs_gid_ndev_ifindex`: 0 or an errno value.
+///
+/// # Safety
+/// `ctx` is an open context; `out` is writable.
 unsafe fn query_sysfs_gid_ndev_ifindex(ctx: *mut ibv_context, port_num: u8, gid_index: u32, out: *mut u32) -> c_int {
     let mut buff = [0u8; IF_NAMESIZE];
-    if read_ibdev_attr(
-        sysfs_of(ctx),
-        &format!("ports/{port_num}/gid_attrs/ndevs/{}", gid_index as c_int),
-        &mut buff,
-    ) <= 0
-    {
-        *out = 0;
+    // SAFETY: `ctx` is an open context (caller's contract), so `sysfs_of`
+    // gives NULL or its device's valid sysfs record.
+    let read = unsafe {
+        read_ibdev_attr(
+            sysfs_of(ctx),
+            &format!("ports/{port_num}/gid_attrs/ndevs/{}", gid_index as c_int),
+            &mut buff,
+        )
+    };
+    if read <= 0 {
+        // SAFETY: `out` is writable (caller's contract).
+        unsafe { *out = 0 };
         return 0;
     }
-    // The read NUL-terminated the name inside the buffer.
-    *out = libc::if_nametoindex(buff.as_ptr().cast());
-    if *out != 0 {
+    // SAFETY: the successful read NUL-terminated the name inside `buff`.
+    let ifindex = unsafe { libc::if_nametoindex(buff.as_ptr().cast()) };
+    // SAFETY: `out` is writable (caller's contract).
+    unsafe { *out = ifindex };
+    if ifindex != 0 {
         0
     } else {
         errno()
@@ -135,6 +165,9 @@ unsafe fn query_sysfs_gid_ndev_ifindex(ctx: *mut ibv_context, port_num: u8, gid_
 
 /// `query_sysfs_gid_entry`: 0 or an errno value.  `link_layer` < 0 means
 /// "query the port when needed".
+///
+/// # Safety
+/// `ctx` is an open context; `entry` points to a writable `ibv_gid_entry`.
 unsafe fn query_sysfs_gid_entry(
     ctx: *mut ibv_context,
     port_num: u32,
@@ -143,41 +176,58 @@ unsafe fn query_sysfs_gid_entry(
     attr_mask: u32,
     mut link_layer: c_int,
 ) -> c_int {
-    (*entry).gid_index = gid_index;
-    (*entry).port_num = port_num;
+    // SAFETY: `entry` is a writable `ibv_gid_entry` (caller's contract).
+    unsafe {
+        (*entry).gid_index = gid_index;
+        (*entry).port_num = port_num;
+    }
     // Upstream's helpers take the port as uint8_t.
     let port8 = port_num as u8;
     if attr_mask & VERBS_QUERY_GID_ATTR_GID != 0
-        && query_sysfs_gid(ctx, port8, gid_index as c_int, std::ptr::addr_of_mut!((*entry).gid)) != 0
+        // SAFETY: `ctx` is open and `entry.gid` is a writable field of the
+        // caller's entry (this function's contract).
+        && unsafe { query_sysfs_gid(ctx, port8, gid_index as c_int, std::ptr::addr_of_mut!((*entry).gid)) } != 0
     {
         return libc::EINVAL;
     }
     if attr_mask & VERBS_QUERY_GID_ATTR_TYPE != 0 {
         let mut ty = 0;
-        if query_sysfs_gid_type(ctx, port8, gid_index, &mut ty) != 0 {
+        // SAFETY: `ctx` is an open context (caller's contract).
+        if unsafe { query_sysfs_gid_type(ctx, port8, gid_index, &mut ty) } != 0 {
             return libc::EINVAL;
         }
-        if ty == IBV_GID_TYPE_SYSFS_IB_ROCE_V1 {
+        let gid_type = if ty == IBV_GID_TYPE_SYSFS_IB_ROCE_V1 {
             if link_layer < 0 {
-                let mut pa: ibv_port_attr = std::mem::zeroed();
-                let ret = crate::context::ops::lib_query_port(ctx, port8, &mut pa, size_of::<ibv_port_attr>());
+                // SAFETY: `ibv_port_attr` is a C struct of integers, valid
+                // all-zero.
+                let mut pa: ibv_port_attr = unsafe { std::mem::zeroed() };
+                // SAFETY: `ctx` is an open context and `pa` a local with
+                // exactly the size passed.
+                let ret =
+                    unsafe { crate::context::ops::lib_query_port(ctx, port8, &mut pa, size_of::<ibv_port_attr>()) };
                 if ret != 0 {
                     return ret;
                 }
                 link_layer = pa.link_layer as c_int;
             }
-            (*entry).gid_type = if link_layer == IBV_LINK_LAYER_ETHERNET as c_int {
+            if link_layer == IBV_LINK_LAYER_ETHERNET as c_int {
                 IBV_GID_TYPE_ROCE_V1
             } else {
                 // InfiniBand, and an unspecified link layer (IB by default).
                 IBV_GID_TYPE_IB
-            };
+            }
         } else {
-            (*entry).gid_type = IBV_GID_TYPE_ROCE_V2;
-        }
+            IBV_GID_TYPE_ROCE_V2
+        };
+        // SAFETY: `entry` is a writable `ibv_gid_entry` (caller's contract).
+        unsafe { (*entry).gid_type = gid_type };
     }
     if attr_mask & VERBS_QUERY_GID_ATTR_NDEV_IFINDEX != 0 {
-        return query_sysfs_gid_ndev_ifindex(ctx, port8, gid_index, std::ptr::addr_of_mut!((*entry).ndev_ifindex));
+        // SAFETY: `ctx` is open and `entry.ndev_ifindex` is a writable field
+        // of the caller's entry.
+        return unsafe {
+            query_sysfs_gid_ndev_ifindex(ctx, port8, gid_index, std::ptr::addr_of_mut!((*entry).ndev_ifindex))
+        };
     }
     0
 }
@@ -198,7 +248,8 @@ pub unsafe fn query_gid_ex(
     entry_size: usize,
     fallback_attr_mask: u32,
 ) -> c_int {
-    match kdev::query_gid_entry(ctx, port_num, gid_index, flags, entry.cast(), entry_size) {
+    // SAFETY: `entry` holds `entry_size` writable bytes (caller's contract).
+    match unsafe { kdev::query_gid_entry(ctx, port_num, gid_index, flags, entry.cast(), entry_size) } {
         Ok(true) => 0,
         Err(e) => e,
         // The kernel lacks the method: sysfs.
@@ -206,11 +257,14 @@ pub unsafe fn query_gid_ex(
             if flags != 0 {
                 return libc::EOPNOTSUPP;
             }
-            let ret = query_sysfs_gid_entry(ctx, port_num, gid_index, entry, fallback_attr_mask, -1);
+            // SAFETY: `ctx` is open and `entry` a whole writable
+            // `ibv_gid_entry` on this path (caller's contract).
+            let ret = unsafe { query_sysfs_gid_entry(ctx, port_num, gid_index, entry, fallback_attr_mask, -1) };
             if ret != 0 {
                 return ret;
             }
-            if fallback_attr_mask & VERBS_QUERY_GID_ATTR_GID != 0 && is_zero_gid(&(*entry).gid) {
+            // SAFETY: as above; the entry was just filled.
+            if fallback_attr_mask & VERBS_QUERY_GID_ATTR_GID != 0 && is_zero_gid(unsafe { &(*entry).gid }) {
                 return libc::ENODATA;
             }
             0
@@ -220,6 +274,11 @@ pub unsafe fn query_gid_ex(
 
 /// `query_gid_table_fb`: walks every port's GID table through sysfs,
 /// keeping the non-empty GIDs.
+///
+/// # Safety
+/// `ctx` is an open context; `entries` holds `max_entries` slots spaced
+/// `entry_size` bytes apart, each with room for a whole `ibv_gid_entry`
+/// (upstream's fallback makes the same assumption).
 unsafe fn query_gid_table_fb(
     ctx: *mut ibv_context,
     entries: *mut ibv_gid_entry,
@@ -227,17 +286,26 @@ unsafe fn query_gid_table_fb(
     num_entries: &mut u64,
     entry_size: usize,
 ) -> c_int {
-    let mut dev_attr: ibv_device_attr = std::mem::zeroed();
-    let ret = crate::context::ops::query_device(ctx, &mut dev_attr);
+    // SAFETY: `ibv_device_attr` is a C struct of integers and byte arrays,
+    // valid all-zero.
+    let mut dev_attr: ibv_device_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: `ctx` is an open context; `dev_attr` is a writable local.
+    let ret = unsafe { crate::context::ops::query_device(ctx, &mut dev_attr) };
     if ret != 0 {
         return ret;
     }
-    let mut scratch: ibv_gid_entry = std::mem::zeroed();
+    // SAFETY: `ibv_gid_entry` is a C struct of integers and a byte union,
+    // valid all-zero.
+    let mut scratch: ibv_gid_entry = unsafe { std::mem::zeroed() };
     let mut tmp = entries.cast::<u8>();
     *num_entries = 0;
     for i in 0..dev_attr.phys_port_cnt as u32 {
-        let mut pa: ibv_port_attr = std::mem::zeroed();
-        let ret = crate::context::ops::lib_query_port(ctx, (i + 1) as u8, &mut pa, size_of::<ibv_port_attr>());
+        // SAFETY: as for `dev_attr`, valid all-zero.
+        let mut pa: ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: `ctx` is an open context and `pa` a local with exactly the
+        // size passed.
+        let ret =
+            unsafe { crate::context::ops::lib_query_port(ctx, (i + 1) as u8, &mut pa, size_of::<ibv_port_attr>()) };
         if ret != 0 {
             return ret;
         }
@@ -246,11 +314,15 @@ unsafe fn query_gid_table_fb(
             // entry: the call still succeeds if every remaining GID is empty.
             let full = *num_entries as usize == max_entries;
             let dst: *mut ibv_gid_entry = if full { &mut scratch } else { tmp.cast() };
-            let ret = query_sysfs_gid_entry(ctx, i + 1, j, dst, ALL_ATTRS, pa.link_layer as c_int);
+            // SAFETY: `dst` is either the local scratch entry or, while fewer
+            // than `max_entries` were kept, slot `num_entries` of the
+            // caller's array (this function's contract).
+            let ret = unsafe { query_sysfs_gid_entry(ctx, i + 1, j, dst, ALL_ATTRS, pa.link_layer as c_int) };
             if ret != 0 {
                 return ret;
             }
-            if is_zero_gid(&(*dst).gid) {
+            // SAFETY: `dst` is valid as above and was just filled.
+            if is_zero_gid(unsafe { &(*dst).gid }) {
                 continue;
             }
             if full {
@@ -268,7 +340,8 @@ unsafe fn query_gid_table_fb(
 ///
 /// # Safety
 /// `ctx` is an open context; `entries` holds `max_entries` entries of
-/// `entry_size` bytes.
+/// `entry_size` bytes (each with room for a whole `ibv_gid_entry` when the
+/// sysfs fallback runs, as upstream assumes).
 pub unsafe fn query_gid_table(
     ctx: *mut ibv_context,
     entries: *mut ibv_gid_entry,
@@ -277,7 +350,9 @@ pub unsafe fn query_gid_table(
     entry_size: usize,
 ) -> isize {
     let mut num_entries: u64 = 0;
-    let ret = match kdev::query_gid_table(ctx, entries.cast(), max_entries, flags, entry_size) {
+    // SAFETY: `entries` holds `max_entries * entry_size` writable bytes
+    // (caller's contract).
+    let ret = match unsafe { kdev::query_gid_table(ctx, entries.cast(), max_entries, flags, entry_size) } {
         Ok(Some(n)) => {
             num_entries = n;
             0
@@ -288,7 +363,9 @@ pub unsafe fn query_gid_table(
             if flags != 0 {
                 return -(libc::EOPNOTSUPP as isize);
             }
-            query_gid_table_fb(ctx, entries, max_entries, &mut num_entries, entry_size)
+            // SAFETY: `ctx` is open and `entries` has the layout the
+            // fallback needs (caller's contract).
+            unsafe { query_gid_table_fb(ctx, entries, max_entries, &mut num_entries, entry_size) }
         }
     };
     if ret != 0 {
@@ -313,7 +390,9 @@ pub fn sysfs_type_of(gid_type: u32) -> ibv_gid_type_sysfs {
 /// `ctx` is an open context.
 pub unsafe fn query_pkey(ctx: *mut ibv_context, port_num: u8, index: c_int) -> Option<u16> {
     let mut attr = [0u8; 8];
-    if read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/pkeys/{index}"), &mut attr) < 0 {
+    // SAFETY: `ctx` is an open context (caller's contract), so `sysfs_of`
+    // gives NULL or its device's valid sysfs record.
+    if unsafe { read_ibdev_attr(sysfs_of(ctx), &format!("ports/{port_num}/pkeys/{index}"), &mut attr) } < 0 {
         return None;
     }
     let v = scan_hx(cstr_bytes(&attr))?;
