@@ -1,6 +1,4 @@
 //! Environment variables, read the way upstream reads them.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{CStr, CString};
 

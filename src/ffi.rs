@@ -1,6 +1,4 @@
 //! Helpers for the C boundary: errno access and the panic guard.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

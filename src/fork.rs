@@ -1,7 +1,5 @@
 //! Fork support: `ibv_fork_init` and the reference-counted `MADV_DONTFORK`
 //! ranges that keep registered memory out of forked children.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -3,8 +3,6 @@
 //! (appended to).  As in upstream's release builds, logging is off unless
 //! the file can be opened.  Read once, when the
 //! device list is first initialised, like upstream.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};

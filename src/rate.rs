@@ -1,6 +1,4 @@
 //! Conversions between `enum ibv_rate` and link speeds.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// `IBV_RATE_MAX`: what upstream returns for a speed with no enum value.
 pub const RATE_MAX: u32 = 0;

@@ -25,8 +25,6 @@
 //!
 //! Dependencies point one way: discovery → here → [`crate::provider`];
 //! this module uses only the record type of [`crate::device`].
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::HashMap;
 use std::ffi::OsStr;

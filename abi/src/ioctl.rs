@@ -1,8 +1,6 @@
 //! The ioctl command buffer of the provider ABI (`cmd_ioctl.h`) and the
 //! kernel's `RDMA_VERBS_IOCTL` header/attribute layouts
 //! (`rdma_user_ioctl_cmds.h`).
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// `struct ib_uverbs_attr` (16 bytes).
 #[repr(C)]

@@ -9,8 +9,6 @@
 //! Every size and offset here is checked against upstream by the layout tests
 //! (`compat-tests/layout`, and the Rust tests in each module).
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code)]
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod driver;
 pub mod ioctl;

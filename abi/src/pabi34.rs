@@ -5,8 +5,6 @@
 //! allocation, by the provider's private data.  A later private-ABI
 //! generation that changes how commands are framed gets a sibling module.
 #![allow(non_camel_case_types)]
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::uapi::*;
 

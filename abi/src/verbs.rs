@@ -34,8 +34,6 @@
 //! The `tests` module at the bottom compares the size and alignment of every
 //! type here, the offset/size/alignment of every field, and the value of every
 //! constant with what a C compiler reports for Debian's real headers.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use libc::{c_char, c_int, c_uint, c_void, pthread_cond_t, pthread_mutex_t, size_t, timespec};
 

@@ -7,8 +7,6 @@
 //! function's error convention (errno value, -1 with errno, or NULL with
 //! errno).  Everything else — results, errno values, fields filled — is
 //! upstream's.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::mem::size_of;
 use std::os::raw::{c_int, c_uint};

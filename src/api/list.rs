@@ -1,6 +1,4 @@
 //! The device list and per-device identification.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::{c_char, c_int};
 

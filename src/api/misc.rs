@@ -1,7 +1,5 @@
 //! Pure functions of the public API: enum names, rate conversions, fork
 //! support, sysfs helpers.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};

@@ -6,8 +6,6 @@
 //! errno code EOPNOTSUPP, or -1 with errno (per the function's convention).
 //! Functions returning void cannot report failure; no object they could act
 //! on can exist before the device layer (no context can be opened yet).
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 #[allow(unused_imports)]
 use std::os::raw::{c_char, c_int, c_uint, c_void};

@@ -3,8 +3,6 @@
 //!
 //! Where upstream would crash on a NULL object pointer these functions fail
 //! cleanly with EINVAL in the function's error convention.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::{c_int, c_uint};
 use std::ptr::null_mut;

@@ -1,8 +1,6 @@
 //! Opening the uverbs character device (`/dev/infiniband/<name>`, or
 //! `/dev/char/<major>:<minor>` when that name is not there, waiting up to
 //! 5 s for udev to create it, as upstream does).
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::CString;
 use std::os::raw::c_int;

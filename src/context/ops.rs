@@ -1,7 +1,5 @@
 //! The library's own entries in every context's op tables (upstream's
 //! `set_lib_ops`) and the per-object initialisation shared with providers.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::{c_int, c_void};
 

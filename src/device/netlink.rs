@@ -8,8 +8,6 @@
 //! The kernel exchange is behind [`Transport`] so that the record building
 //! and libnl's validation rules can be tested (and fuzzed) with crafted
 //! replies.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::VecDeque;
 

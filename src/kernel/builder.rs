@@ -24,8 +24,6 @@
 //!
 //! Commands that only exist as `write()` use the same executor with a
 //! provider buffer the caller has filled ([`Cmd::write_only`]).
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

@@ -7,8 +7,6 @@
 //! attributes of the linked blocks are appended to its own (so the kernel
 //! sees one `ib_uverbs_ioctl_hdr` with one attribute array), and after a
 //! successful ioctl they are copied back so each caller can read its outputs.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

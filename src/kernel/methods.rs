@@ -9,8 +9,6 @@
 //! Methods with `op: None` and an ioctl have no `write()` fallback.
 //! A fallback to the plain `write()` uses the legacy form, or the extended
 //! one for commands that only exist extended.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::builder::{Method, WriteForm};
 use super::uapi::*;

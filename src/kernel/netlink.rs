@@ -22,8 +22,6 @@
 //! malformed input ends parsing; nothing panics or reads out of bounds
 //! ([`parse_messages`] is fuzzed; crafted corpora in the tests).  Errors are
 //! positive errno values throughout.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::cell::Cell;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};

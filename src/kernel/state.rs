@@ -9,8 +9,6 @@
 //! state is [`CmdState`], owned by this layer; the context layer embeds it
 //! as the first member of its private data (`verbs_context.priv`), which is
 //! how [`of`] finds it without knowing the rest of that data.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};

@@ -7,8 +7,6 @@
 //! On kernels that have the ioctl framework the same commands are sent as
 //! the `INVOKE_WRITE` method of the device object instead (upstream's
 //! `use_ioctl_write`), with the core and driver parts as separate attributes.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

@@ -2,8 +2,6 @@
 //! (`.gnu.version_r`, `SHT_GNU_verneed`), to say which version of this
 //! library a provider that failed to load was built for.  The ELF is read
 //! with the `object` crate (64- and 32-bit little-endian, bounds-checked).
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader};

@@ -4,8 +4,6 @@
 //!
 //! The GID-table search is passed in as a closure so that the address
 //! math can be tested without a device.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

@@ -8,16 +8,11 @@
 //! * [`event`] — which object an asynchronous event is about.
 //! * [`neigh`] — RoCE L2 address resolution over rtnetlink.
 //! * [`mr`] — the pure argument checks of `ibv_rereg_mr`.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod ah;
 pub mod event;
 pub mod gid;
 pub mod mr;
-// Not yet converted to the lints above (its own file).  An inner `#![deny]`
-// in it overrides this `allow`, so converting it needs no change here.
-#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod neigh;
 
 use std::os::raw::c_int;

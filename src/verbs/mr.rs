@@ -1,7 +1,5 @@
 //! The pure parts of memory registration: `ibv_rereg_mr`'s argument checks
 //! and the access flags a device is given.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

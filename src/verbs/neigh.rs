@@ -15,8 +15,6 @@
 //!    re-sending every 3000/11 ms, for up to 11 periods;
 //! 4. the VLAN id is that of the outgoing interface when it is a VLAN
 //!    device, else 0xffff.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::raw::c_int;

@@ -1,7 +1,5 @@
 //! swrdma: a kernel-free software RDMA device for libibverbs (provider ABI
 //! 34).  See README.md for the design.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// The ABI mirrors, shared with the library (crate `ibverbs-abi`).
 pub use ibverbs_abi as abi;

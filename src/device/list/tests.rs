@@ -1,7 +1,5 @@
 //! The list across rescans: keep, drop, add; reference counts; providers
 //! loaded once.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 use crate::abi::{self, verbs_device_ops, verbs_match_ent};

@@ -1,6 +1,4 @@
 //! Netlink discovery over crafted replies.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 use crate::kernel::netlink::{encode, encode_done, encode_error};

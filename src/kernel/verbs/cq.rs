@@ -1,6 +1,4 @@
 //! Completion queues.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

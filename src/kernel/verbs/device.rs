@@ -1,7 +1,5 @@
 //! Context and device commands: GET_CONTEXT, QUERY_CONTEXT, the async
 //! event fd, QUERY_PORT, QUERY_DEVICE(_EX), the GID queries.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

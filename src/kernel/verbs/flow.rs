@@ -1,8 +1,5 @@
 //! Flow steering, flow actions (IPsec ESP) and counters.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use std::os::raw::c_int;
 
 use crate::abi::*;

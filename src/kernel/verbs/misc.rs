@@ -1,9 +1,6 @@
 //! Protection domains, XRC domains, memory regions and windows, device
 //! memory, address handles, multicast.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use std::os::raw::{c_int, c_uint, c_void};
 
 use crate::abi::*;

@@ -6,19 +6,11 @@
 //! `verbs_*` wrapper fields, `cqe`, `qp_num`, keys …), and leaves the same
 //! things in the provider's command and response buffers.  Pointers are the
 //! provider's; they are trusted as upstream trusts them.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
-// The two lints above reach the submodules too.  `flow`, `misc`, `qp` and
-// the tests are converted separately: each gets its own inner `#![deny]`,
-// which takes precedence over these outer `allow`s (then they can go).
 pub mod cq;
 pub mod device;
-#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod flow;
-#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod misc;
-#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod qp;
 pub mod srq;
 pub mod wq;
@@ -166,5 +158,4 @@ pub(crate) fn ok(r: Result<Path, c_int>) -> c_int {
 }
 
 #[cfg(test)]
-#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 mod tests;

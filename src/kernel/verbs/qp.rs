@@ -1,9 +1,6 @@
 //! Queue pairs: create (three entry points), open, query, modify, destroy,
 //! and the kernel-side post of work requests.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use std::os::raw::c_int;
 
 use crate::abi::*;

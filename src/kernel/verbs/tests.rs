@@ -10,9 +10,6 @@
 //!   the bytes written, the return values, the objects filled in and the
 //!   provider buffers must be identical.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use std::os::raw::{c_int, c_void};
 
 use crate::abi::*;

@@ -1,6 +1,4 @@
 //! Work queues and receive-WQ indirection tables.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::os::raw::c_int;
 

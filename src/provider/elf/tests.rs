@@ -1,6 +1,4 @@
 //! The verneed reader on a crafted image, a real provider, and garbage.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 

@@ -1,6 +1,4 @@
 //! Matching order and device set-up with providers written in Rust.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use super::*;
 use crate::abi::verbs_device_ops;

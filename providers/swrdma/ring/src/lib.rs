@@ -10,8 +10,6 @@
 //! from another process and is validated before use (lengths, offsets, a
 //! private copy of the header); memory is only ever touched by the process
 //! that owns it.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
