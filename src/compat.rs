@@ -42,6 +42,10 @@ use std::ptr::null_mut;
 use crate::abi::*;
 use crate::api::{cq as api_cq, device as api_dev, list as api_list, mr as api_mr, qp as api_qp};
 use crate::ffi::{guard, set_errno};
+// IBVERBS_1.0 knows the same QP and SRQ events; WQ events postdate it and
+// have no class (passed through).
+use crate::verbs::event::{is_qp_event, is_srq_event};
+use crate::verbs::null_errno;
 
 // Not in unit-test builds: they link no shared object, and the test
 // harness splits the crate into several object files.
@@ -339,31 +343,6 @@ unsafe fn free_wrapper<T>(p: *mut T) {
     // SAFETY: `p` is a calloc'ed block from `alloc_zeroed` that nothing uses
     // afterwards (caller's contract).
     unsafe { libc::free(p.cast()) };
-}
-
-fn null_errno<T>(e: c_int) -> *mut T {
-    set_errno(e);
-    null_mut()
-}
-
-/// The events whose element is a QP, an SRQ (upstream's 1.0 lists;
-/// `IBV_EVENT_WQ_FATAL` postdates 1.0 and is passed through).
-fn qp_event(t: ibv_event_type) -> bool {
-    matches!(
-        t,
-        IBV_EVENT_QP_FATAL
-            | IBV_EVENT_QP_REQ_ERR
-            | IBV_EVENT_QP_ACCESS_ERR
-            | IBV_EVENT_COMM_EST
-            | IBV_EVENT_SQ_DRAINED
-            | IBV_EVENT_PATH_MIG
-            | IBV_EVENT_PATH_MIG_ERR
-            | IBV_EVENT_QP_LAST_WQE_REACHED
-    )
-}
-
-fn srq_event(t: ibv_event_type) -> bool {
-    matches!(t, IBV_EVENT_SRQ_ERR | IBV_EVENT_SRQ_LIMIT_REACHED)
 }
 
 /// The real context behind a 1.0 object's context (NULL-safe).
@@ -858,11 +837,11 @@ crate::export! {
                 if !el.cq.is_null() {
                     el.cq = (*el.cq).cq_context.cast();
                 }
-            } else if qp_event(t) {
+            } else if is_qp_event(t) {
                 if !el.qp.is_null() {
                     el.qp = (*el.qp).qp_context.cast();
                 }
-            } else if srq_event(t) && !el.srq.is_null() {
+            } else if is_srq_event(t) && !el.srq.is_null() {
                 el.srq = (*el.srq).srq_context.cast();
             }
             0
@@ -881,10 +860,10 @@ crate::export! {
             let t = real.event_type;
             if t == IBV_EVENT_CQ_ERR {
                 real.element.cq = real_cq_of((*event).element.cq.cast());
-            } else if qp_event(t) {
+            } else if is_qp_event(t) {
                 let qp = (*event).element.qp.cast::<ibv_qp_1_0>();
                 real.element.qp = if qp.is_null() { null_mut() } else { (*qp).real_qp };
-            } else if srq_event(t) {
+            } else if is_srq_event(t) {
                 real.element.srq = real_srq_of((*event).element.srq.cast());
             }
             api_dev::__ibv_ack_async_event_1_1(&mut real);

@@ -506,23 +506,9 @@ mod tests {
     use super::super::ioctl::ibv_command_buffer;
     use super::*;
     use core::mem::{align_of, offset_of, size_of};
-    use std::collections::{BTreeSet, HashMap};
+    use std::collections::BTreeSet;
 
-    const TABLE: &str = include_str!("../../compat-tests/layout/provider_abi.expected");
-
-    /// `key -> value` for every numeric line of the table.
-    fn table() -> HashMap<String, i64> {
-        let mut map = HashMap::new();
-        for line in TABLE.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (key, value) = line.rsplit_once(' ').expect("table line without value");
-            map.insert(key.to_string(), value.parse::<i64>().expect("non-numeric value"));
-        }
-        map
-    }
+    use crate::testutil::pinned_table as table;
 
     /// Size of the field a projection closure points at.
     fn size_of_field<T, F>(_: impl Fn(&T) -> &F) -> usize {
@@ -808,8 +794,8 @@ mod tests {
             name.starts_with("_ABI_ALIGN_") || name.starts_with("IB_USER_VERBS_CMD_") || name == "_UHW_NO_INDEX"
         };
         let mut missing = Vec::new();
-        for line in TABLE.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-            let (key, _) = line.rsplit_once(' ').unwrap();
+        for key in table().keys() {
+            let key = key.as_str();
             let words: Vec<&str> = key.split(' ').collect();
             let wanted = match words.as_slice() {
                 ["offsetof" | "membersize", "struct", s, ..] => structs.contains(*s),
@@ -820,6 +806,7 @@ mod tests {
                 missing.push(key.to_string());
             }
         }
+        missing.sort();
         assert!(
             missing.is_empty(),
             "not covered by the Rust mirrors:\n{}",

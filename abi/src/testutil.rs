@@ -47,8 +47,9 @@ fn unique() -> u64 {
 }
 
 /// The pinned provider-ABI table (`compat-tests/layout/provider_abi.expected`,
-/// rdma-core 44's sizes and offsets): `key -> value` of its numeric lines.
-/// The one reader of that table on the Rust side.
+/// rdma-core 44's sizes and offsets): `key -> value` of its lines (`#`
+/// comments and blank lines aside).  The one reader of that table on the
+/// Rust side; a malformed line is a test failure, never skipped.
 pub fn pinned_table() -> std::collections::HashMap<String, i64> {
     const TABLE: &str = include_str!("../../compat-tests/layout/provider_abi.expected");
     let mut map = std::collections::HashMap::new();
@@ -56,11 +57,13 @@ pub fn pinned_table() -> std::collections::HashMap<String, i64> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        if let Some((key, value)) = line.rsplit_once(' ') {
-            if let Ok(v) = value.parse::<i64>() {
-                map.insert(key.to_string(), v);
-            }
-        }
+        let (key, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("table line without value: {line}"));
+        let value = value
+            .parse::<i64>()
+            .unwrap_or_else(|_| panic!("non-numeric value: {line}"));
+        map.insert(key.to_string(), value);
     }
     map
 }
