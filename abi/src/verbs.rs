@@ -37,6 +37,10 @@
 
 use libc::{c_char, c_int, c_uint, c_void, pthread_cond_t, pthread_mutex_t, size_t, timespec};
 
+/// `<linux/types.h>`'s big-endian 64-bit integer: the bytes in network
+/// order (named where a prototype has it, so generated C says `__be64`).
+pub type __be64 = u64;
+
 // The only layouts mirrored (and checked) here are the LP64 ones.
 const _: () = assert!(
     core::mem::size_of::<usize>() == 8,

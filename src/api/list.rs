@@ -2,7 +2,7 @@
 
 use std::os::raw::{c_char, c_int};
 
-use crate::abi::{ibv_device, verbs_device, VSYSFS_READ_NODE_GUID};
+use crate::abi::{__be64, ibv_device, verbs_device, VSYSFS_READ_NODE_GUID};
 use crate::ffi::set_errno;
 
 crate::export! {
@@ -75,7 +75,7 @@ crate::export! {
     }
 
     /// The node GUID in network byte order, 0 when it cannot be read.
-    fn __ibv_get_device_guid_1_1(device: *mut ibv_device) -> u64 [on_panic: 0] {
+    fn __ibv_get_device_guid_1_1(device: *mut ibv_device) -> __be64 [on_panic: 0] {
         if device.is_null() {
             set_errno(libc::EINVAL);
             return 0;
