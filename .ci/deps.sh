@@ -16,3 +16,17 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
 command -v cargo >/dev/null || { echo "cargo (Rust toolchain) is required: https://rustup.rs" >&2; exit 1; }
+# The code-shape checks (compat-tests/structure) need rustfmt and clippy;
+# the prototype check (compat-tests/prototypes) needs cbindgen, built from
+# crates.io at a pinned version when it is not installed yet.
+for c in rustfmt clippy; do
+    cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1 ||
+        { command -v rustup >/dev/null && rustup component add "$c"; } ||
+        echo "warning: cargo $c unavailable (compat-tests/structure will fail)" >&2
+done
+CBINDGEN_VERSION=0.29.4
+CBINDGEN=$(command -v cbindgen || echo "$HOME/.cargo/bin/cbindgen")
+if ! "$CBINDGEN" --version 2>/dev/null | grep -qx "cbindgen $CBINDGEN_VERSION"; then
+    echo "installing cbindgen $CBINDGEN_VERSION"
+    cargo install --locked --quiet cbindgen --version "$CBINDGEN_VERSION"
+fi
