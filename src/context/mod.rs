@@ -299,23 +299,45 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
         return std::ptr::null_mut();
     }
     // SAFETY: a context the provider just allocated through init_context.
-    unsafe { finish_open(vctx, kernel) }
+    unsafe { finish_open(vctx, if kernel { AsyncFd::IfMissing } else { AsyncFd::None }) }
 }
 
-/// The end of opening, once the provider has its context: the library's
-/// ops, and the async event fd of a kernel device unless the provider
-/// opened one.  NULL with errno on failure (the context is closed then).
+/// When the library allocates a context's async event fd.
+enum AsyncFd {
+    /// Never (a device without a kernel).
+    None,
+    /// Unless the provider opened one (upstream's `verbs_open_device`).
+    IfMissing,
+    /// Always, and the context is marked imported (`ibv_import_device`).
+    Imported,
+}
+
+/// The end of opening or importing, once the provider has its context:
+/// the library's ops, the import mark, and the async event fd as `async_fd`
+/// says.  NULL with errno on failure (the context is closed then).
 ///
 /// # Safety
-/// `vctx` is a context the provider just allocated or imported.
-unsafe fn finish_open(vctx: *mut verbs_context, kernel: bool) -> *mut ibv_context {
+/// `vctx` is a context the provider just allocated or imported (through
+/// init_context, which installed the command state).
+unsafe fn finish_open(vctx: *mut verbs_context, async_fd: AsyncFd) -> *mut ibv_context {
     // SAFETY: a fresh, initialised context (contract).
     let ctx = unsafe {
         ops::set_lib_ops(vctx);
         std::ptr::addr_of_mut!((*vctx).context)
     };
-    // SAFETY: as above; `async_fd` is -1 unless the provider opened one.
-    if kernel && unsafe { (*ctx).async_fd } == -1 {
+    let alloc = match async_fd {
+        AsyncFd::None => false,
+        // SAFETY: as above; `async_fd` is -1 unless the provider opened one.
+        AsyncFd::IfMissing => (unsafe { (*ctx).async_fd }) == -1,
+        AsyncFd::Imported => {
+            // SAFETY: as above.
+            if let Some(st) = unsafe { crate::kernel::state::of(ctx) } {
+                st.mark_imported();
+            }
+            true
+        }
+    };
+    if alloc {
         // SAFETY: an open context with its command fd.
         let rc = unsafe { crate::kernel::verbs::device::alloc_async_fd(ctx) };
         if rc != 0 {
@@ -354,26 +376,8 @@ pub unsafe fn import_device(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_
     if vctx.is_null() {
         return std::ptr::null_mut();
     }
-    // SAFETY: a fresh, initialised context (the provider's went through
-    // init_context, which installed the command state `of` finds).
-    let ctx = unsafe {
-        ops::set_lib_ops(vctx);
-        std::ptr::addr_of_mut!((*vctx).context)
-    };
-    // SAFETY: as above.
-    if let Some(st) = unsafe { crate::kernel::state::of(ctx) } {
-        st.mark_imported();
-    }
-    // Unlike opening, importing always allocates the async event fd.
-    // SAFETY: an open context with its command fd.
-    let rc = unsafe { crate::kernel::verbs::device::alloc_async_fd(ctx) };
-    if rc != 0 {
-        // SAFETY: the context is open and nobody else has it.
-        unsafe { close_device(ctx) };
-        set_errno(rc);
-        return std::ptr::null_mut();
-    }
-    ctx
+    // SAFETY: a context the provider just imported through init_context.
+    unsafe { finish_open(vctx, AsyncFd::Imported) }
 }
 
 /// `ibv_close_device`: the provider frees its context (and calls
