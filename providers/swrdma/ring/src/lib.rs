@@ -210,10 +210,13 @@ impl Ring {
                 std::ptr::write(std::ptr::addr_of_mut!((*pad).len), contig as u32);
                 std::ptr::write(std::ptr::addr_of_mut!((*pad).kind), K_PAD);
             }
-            h += contig as u64;
+            h = h.wrapping_add(contig as u64);
         }
         // SAFETY: the offset is masked into the data area.
-        Some((unsafe { self.data.add(h as usize & (RING_SIZE - 1)) }, h + need as u64))
+        Some((
+            unsafe { self.data.add(h as usize & (RING_SIZE - 1)) },
+            h.wrapping_add(need as u64),
+        ))
     }
 
     /// Producer: like `try_reserve`, calling `wait` while the ring is full;
@@ -278,7 +281,7 @@ impl Ring {
                 return Err(Corrupt);
             }
             if kind == K_PAD {
-                self.h().tail.store(tail + len as u64, Ordering::Release);
+                self.h().tail.store(tail.wrapping_add(len as u64), Ordering::Release);
                 continue;
             }
             if len < MSG_HDR {
@@ -290,7 +293,7 @@ impl Ring {
             if plen as usize > len - MSG_HDR {
                 return Err(Corrupt);
             }
-            return Ok(Some((m, tail + len as u64, len)));
+            return Ok(Some((m, tail.wrapping_add(len as u64), len)));
         }
     }
 
