@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,6 +139,14 @@ int main(void)
 	if (pipe(p2c) || pipe(c2p))
 		die("pipe");
 	pid_t child = fork();
+	if (child == 0) {
+		/* Never outlive the test: a target that fails early must not leave
+		 * the initiator waiting (holding the suite's files) forever. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(2);
+		alarm(150);
+	}
 	open_dev();
 	if (child) { /* target */
 		static uint64_t A[BUF / 8] __attribute__((aligned(64))), B[BUF / 8];
