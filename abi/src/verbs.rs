@@ -2788,6 +2788,19 @@ mod tests {
 
     fn all_checks() -> Vec<Check> {
         let mut out = Vec::new();
+        // Named integer types: size and integer kind.
+        check(
+            &mut out,
+            "sizeof __be64".into(),
+            size_of::<__be64>() as i64,
+            "sizeof(__be64)".into(),
+        );
+        check(
+            &mut out,
+            "kind __be64".into(),
+            (&probe_of(std::ptr::null::<__be64>())).kind(),
+            "KIND((__be64)0)".into(),
+        );
         layouts! { out;
             union ibv_gid { raw, global, global.subnet_prefix, global.interface_id, }
             struct ibv_gid_entry { gid, gid_index, port_num, gid_type, ndev_ifindex, }
