@@ -2795,12 +2795,10 @@ mod tests {
             size_of::<__be64>() as i64,
             "sizeof(__be64)".into(),
         );
-        check(
-            &mut out,
-            "kind __be64".into(),
-            (&probe_of(std::ptr::null::<__be64>())).kind(),
-            "KIND((__be64)0)".into(),
-        );
+        // The integer-kind probe dispatches on the explicit borrow (as in `layouts!`).
+        #[allow(clippy::needless_borrow)]
+        let kind = (&probe_of(std::ptr::null::<__be64>())).kind();
+        check(&mut out, "kind __be64".into(), kind, "KIND((__be64)0)".into());
         layouts! { out;
             union ibv_gid { raw, global, global.subnet_prefix, global.interface_id, }
             struct ibv_gid_entry { gid, gid_index, port_num, gid_type, ndev_ifindex, }
