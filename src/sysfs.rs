@@ -78,15 +78,6 @@ pub fn terminate(buf: &mut [u8], n: usize) -> ReadOutcome {
     }
 }
 
-/// Reads a small attribute as a trimmed string (for our own use).
-pub fn read_string(path: &Path) -> Option<String> {
-    let mut buf = [0u8; 256];
-    match read_into(path, &mut buf) {
-        ReadOutcome::Len(n) => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
-        ReadOutcome::Err(_) => None,
-    }
-}
-
 /// Shared by `ibv_read_sysfs_file` and the variadic
 /// `ibv_read_ibdev_sysfs_file` (whose C shim formats the file name).
 ///
