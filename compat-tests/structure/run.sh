@@ -2,6 +2,7 @@
 # compat-tests/structure: the code's shape, not its behaviour.
 #   cargo fmt --all --check                       the workspace is rustfmt-clean
 #   cargo fmt --check (fuzz/, its own workspace)  so are the fuzz targets
+#   cargo check (fuzz/)                           which still compile
 #   cargo clippy --workspace --all-targets -- -D warnings
 #   modgraph.py                                   no import cycles between the
 #                                                 library's modules (src/)
@@ -38,6 +39,9 @@ step() {
 
 step "cargo fmt --all --check" "$SCRATCH/fmt.log" "$CARGO" fmt --all --check -- --color=never
 step "cargo fmt --check (fuzz/)" "$SCRATCH/fmt-fuzz.log" "$CARGO" fmt --manifest-path fuzz/Cargo.toml --check -- --color=never
+# The fuzz targets are built only by `make fuzz` (nightly): check here that
+# they still compile against today's APIs.
+step "cargo check (fuzz/ targets)" "$SCRATCH/check-fuzz.log" "$CARGO" check --manifest-path fuzz/Cargo.toml --bins
 
 # --keep-going: every crate's diagnostics, not only the first failing crate's.
 timeout "$TO" "$CARGO" clippy --keep-going --workspace --all-targets -- -D warnings >"$SCRATCH/clippy.log" 2>&1
