@@ -33,18 +33,10 @@ pub struct ibv_sa_path_rec {
     pub preference: u8,
 }
 
-/// `copy_same!(d, s, a, b, …)`: `d.a = s.a; d.b = s.b; …` — the members a
-/// kernel struct and its verbs counterpart share under one name and type.
-macro_rules! copy_same {
-    ($d:expr, $s:expr, $($f:ident),+ $(,)?) => {
-        $( $d.$f = $s.$f; )+
-    };
-}
-
 fn ah_from_kern(d: &mut ibv_ah_attr, s: &ib_uverbs_ah_attr) {
     d.grh.dgid.raw = s.grh.dgid;
-    copy_same!(d.grh, s.grh, flow_label, sgid_index, hop_limit, traffic_class);
-    copy_same!(d, s, dlid, sl, src_path_bits, static_rate, is_global, port_num);
+    crate::kernel::copy_fields!(d.grh, s.grh; flow_label, sgid_index, hop_limit, traffic_class);
+    crate::kernel::copy_fields!(d, s; dlid, sl, src_path_bits, static_rate, is_global, port_num);
 }
 
 /// The members `ibv_sa_path_rec` and `ib_user_path_rec` share under one
@@ -52,24 +44,9 @@ fn ah_from_kern(d: &mut ibv_ah_attr, s: &ib_uverbs_ah_attr) {
 /// `mtu`, whose types differ).
 macro_rules! copy_path_rec_common {
     ($d:expr, $s:expr) => {
-        copy_same!(
-            $d,
-            $s,
-            dlid,
-            slid,
-            flow_label,
-            hop_limit,
-            traffic_class,
-            numb_path,
-            pkey,
-            sl,
-            mtu_selector,
-            rate_selector,
-            rate,
-            packet_life_time,
-            preference,
-            packet_life_time_selector,
-        )
+        crate::kernel::copy_fields!($d, $s;
+            dlid, slid, flow_label, hop_limit, traffic_class, numb_path, pkey, sl, mtu_selector,
+            rate_selector, rate, packet_life_time, preference, packet_life_time_selector)
     };
 }
 
@@ -104,27 +81,13 @@ crate::export! {
         // SAFETY: both non-null; the provider passes a writable
         // `ibv_qp_attr` and a readable kernel struct, distinct objects.
         let (d, s) = unsafe { (&mut *dst, &*src) };
-        copy_same!(d, s, cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags);
-        copy_same!(d.cap, s, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data);
+        crate::kernel::copy_fields!(d, s; cur_qp_state, path_mtu, path_mig_state, qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags);
+        crate::kernel::copy_fields!(d.cap, s; max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data);
         ah_from_kern(&mut d.ah_attr, &s.ah_attr);
         ah_from_kern(&mut d.alt_ah_attr, &s.alt_ah_attr);
-        copy_same!(
-            d,
-            s,
-            pkey_index,
-            alt_pkey_index,
-            en_sqd_async_notify,
-            sq_draining,
-            max_rd_atomic,
-            max_dest_rd_atomic,
-            min_rnr_timer,
-            port_num,
-            timeout,
-            retry_cnt,
-            rnr_retry,
-            alt_port_num,
-            alt_timeout,
-        );
+        crate::kernel::copy_fields!(d, s;
+            pkey_index, alt_pkey_index, en_sqd_async_notify, sq_draining, max_rd_atomic, max_dest_rd_atomic,
+            min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num, alt_timeout);
     }
 
     fn ibv_copy_path_rec_from_kern(dst: *mut ibv_sa_path_rec, src: *mut ib_user_path_rec) -> () [on_panic: ()] {

@@ -22,3 +22,14 @@ pub mod write;
 #[cfg(test)]
 pub use ibverbs_abi::testutil;
 pub use ibverbs_abi::{pabi34, uapi};
+
+/// Copies the named members of `$src` to the members of the same names of
+/// `$dst`, in the order given (`name as T` converts on the way): the
+/// members a kernel struct and its verbs counterpart share under one name.
+macro_rules! copy_fields {
+    ($dst:expr, $src:expr; $($f:ident $(as $t:ty)?),+ $(,)?) => {
+        { $( $dst.$f = $src.$f $(as $t)?; )+ }
+    };
+}
+
+pub(crate) use copy_fields;

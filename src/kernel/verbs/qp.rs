@@ -25,14 +25,6 @@ const CREATE_QP_EX_SUP_CREATE_FLAGS: u32 = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
 const CAP_LEN: usize = core::mem::size_of::<ibv_qp_cap>();
 const _: () = assert!(CAP_LEN == 20);
 
-/// Copies the named members of `$src` to the members of the same names of
-/// `$dst`, in the order given (`name as T` converts on the way).
-macro_rules! copy_fields {
-    ($dst:expr, $src:expr; $($f:ident $(as $t:ty)?),+ $(,)?) => {
-        { $( $dst.$f = $src.$f $(as $t)?; )+ }
-    };
-}
-
 /// Upstream's `set_qp`: the generic fields of a QP the kernel just created.
 ///
 /// # Safety
@@ -44,7 +36,7 @@ unsafe fn set_qp(vqp: *mut verbs_qp, qp: *mut ibv_qp, a: &ibv_qp_init_attr_ex, v
     // stores to it and initialising its mutex and condition variable in
     // place are sound; the attribute pointers are null.
     unsafe {
-        copy_fields!(*qp, a; qp_context, pd, send_cq, recv_cq, srq, qp_type);
+        crate::kernel::copy_fields!(*qp, a; qp_context, pd, send_cq, recv_cq, srq, qp_type);
         (*qp).state = IBV_QPS_RESET;
 
         (*qp).events_completed = 0;
@@ -297,7 +289,7 @@ pub unsafe fn create_qp(
     // SAFETY: `attr` is a valid, writable `ibv_qp_init_attr` (contract).
     let at = unsafe { &mut *attr };
     let mut ax: ibv_qp_init_attr_ex = zeroed();
-    copy_fields!(ax, at; qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all);
+    crate::kernel::copy_fields!(ax, at; qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all);
     ax.comp_mask = IBV_QP_INIT_ATTR_PD;
     ax.pd = pd;
     // SAFETY: `pd` is a live PD of an open context and `qp` a writable QP
@@ -513,7 +505,7 @@ pub unsafe fn open_qp(
 
 /// The five capability members of a query response (`ibv_qp_cap` order).
 fn copy_cap(cap: &mut ibv_qp_cap, r: &ib_uverbs_query_qp_resp) {
-    copy_fields!(cap, r; max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data);
+    crate::kernel::copy_fields!(cap, r; max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data);
 }
 
 fn copy_dest_to_ah(ah: &mut ibv_ah_attr, d: &ib_uverbs_qp_dest) {
@@ -564,10 +556,10 @@ pub unsafe fn query_qp(
     // SAFETY: `attr` is a writable `ibv_qp_attr`, not otherwise borrowed
     // during this call (contract).
     let a = unsafe { &mut *attr };
-    copy_fields!(a, r; qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags, pkey_index, alt_pkey_index);
+    crate::kernel::copy_fields!(a, r; qkey, rq_psn, sq_psn, dest_qp_num, qp_access_flags, pkey_index, alt_pkey_index);
     // The kernel's states and MTU are `u8`; the verbs ones are C enums.
-    copy_fields!(a, r; qp_state as _, cur_qp_state as _, path_mtu as _, path_mig_state as _);
-    copy_fields!(a, r;
+    crate::kernel::copy_fields!(a, r; qp_state as _, cur_qp_state as _, path_mtu as _, path_mig_state as _);
+    crate::kernel::copy_fields!(a, r;
         sq_draining, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry,
         alt_port_num, alt_timeout,
     );
@@ -579,7 +571,7 @@ pub unsafe fn query_qp(
     // borrowed during this call (contract).
     let i = unsafe { &mut *init_attr };
     // SAFETY: `qp` is a live QP (contract).
-    unsafe { copy_fields!(i, *qp; qp_context, send_cq, recv_cq, srq, qp_type) };
+    unsafe { crate::kernel::copy_fields!(i, *qp; qp_context, send_cq, recv_cq, srq, qp_type) };
     copy_cap(&mut i.cap, &r);
     i.sq_sig_all = r.sq_sig_all as c_int;
     0
