@@ -15,7 +15,7 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 ROOTS_DIR=${ROOTS_DIR:-$REPO/build/roots}
-ROOT_PKGS=${ROOT_PKGS:-ibverbs-utils,ibverbs-providers,perftest,python3-pyverbs,rdma-core,rdmacm-utils,iproute2,libibverbs-dev,gcc,libc6-dev,procps}
+ROOT_PKGS=${ROOT_PKGS:-ibverbs-utils,ibverbs-providers,perftest,python3-pyverbs,rdma-core,rdmacm-utils,iproute2,libibverbs-dev}
 
 rebuild=0
 [ "${1:-}" = --rebuild ] && { rebuild=1; shift; }
