@@ -68,6 +68,34 @@ pub fn event_type(v: u32) -> &'static CStr {
     pick(&T, 0, v as i64)
 }
 
+/// `enum ibv_wr_opcode` (unsigned; `ibv_wr_opcode_str`, rdma-core 49).
+/// Upstream's table has no text for 12 and 13 (no opcode has them): NULL
+/// there, "unknown" outside the table.
+pub fn wr_opcode(v: u32) -> Option<&'static CStr> {
+    const T: [Option<&CStr>; 16] = [
+        Some(c"rdma-write"),
+        Some(c"rdma-write-with-imm"),
+        Some(c"send"),
+        Some(c"send-with-imm"),
+        Some(c"rdma-read"),
+        Some(c"atomic-cmp-and-swp"),
+        Some(c"atomic-fetch-and-add"),
+        Some(c"local-inv"),
+        Some(c"bind-mw"),
+        Some(c"send-with-inv"),
+        Some(c"tso"),
+        Some(c"driver1"),
+        None,
+        None,
+        Some(c"flush"),
+        Some(c"atomic-write"),
+    ];
+    match T.get(v as usize) {
+        Some(s) => *s,
+        None => Some(UNKNOWN),
+    }
+}
+
 /// `enum ibv_wc_status` (unsigned).
 pub fn wc_status(v: u32) -> &'static CStr {
     const T: [&CStr; 24] = [

@@ -28,6 +28,7 @@ pub mod enum_strs;
 pub mod env;
 pub mod ffi;
 pub mod fork;
+pub mod generation;
 pub mod kernel;
 pub mod log;
 pub mod provider;

@@ -37,6 +37,7 @@ use core::sync::atomic::AtomicI32;
 use libc::{c_char, c_int, c_uint, c_void, dev_t, size_t, timespec};
 
 use super::verbs::*;
+use super::verbs65::*;
 
 const _: () = assert!(
     core::mem::size_of::<usize>() == 8,
@@ -310,16 +311,146 @@ pub type verbs_driver_init_func =
     Option<unsafe extern "C" fn(uverbs_sys_path: *const c_char, abi_version: c_int) -> *mut verbs_device>;
 
 // ---------------------------------------------------------------------------
+// Types private ABI 65 (rdma-core 65) added
+// ---------------------------------------------------------------------------
+
+/// `struct ibv_buf` (rdma-core 65): memory `ibv_alloc_buf` handed out, or a
+/// dmabuf, with the PD it belongs to.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct ibv_buf {
+    pub addr: *mut c_void,
+    pub size: size_t,
+    pub pd: *mut ibv_pd,
+    pub dmabuf_fd: c_int,
+}
+
+/// `struct verbs_dmah` (rdma-core 65): a DMA handle with its kernel handle.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct verbs_dmah {
+    pub dmah: ibv_dmah,
+    pub handle: u32,
+}
+
+/// `enum create_cq_cmd_flags` members rdma-core 65 added.
+pub const CREATE_CQ_CMD_FLAGS_WITH_MEM_VA: u32 = 1 << 1;
+pub const CREATE_CQ_CMD_FLAGS_WITH_MEM_DMABUF: u32 = 1 << 2;
+
+/// The dmabuf half of [`verbs_create_cq_prov_attr_buffer_u`].
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct verbs_create_cq_prov_attr_buffer_dmabuf {
+    pub offset: u64,
+    pub fd: c_int,
+}
+
+/// The anonymous union of `verbs_create_cq_prov_attr.buffer`.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union verbs_create_cq_prov_attr_buffer_u {
+    pub ptr: *mut u8,
+    pub dmabuf: verbs_create_cq_prov_attr_buffer_dmabuf,
+}
+
+/// `verbs_create_cq_prov_attr.buffer`.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct verbs_create_cq_prov_attr_buffer {
+    pub length: u64,
+    pub u: verbs_create_cq_prov_attr_buffer_u,
+}
+
+/// `struct verbs_create_cq_prov_attr` (rdma-core 65): CQ memory a provider
+/// supplies to `ibv_cmd_create_cq_ex{,2}`.
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct verbs_create_cq_prov_attr {
+    pub buffer: verbs_create_cq_prov_attr_buffer,
+}
+
+/// The part of rdma-core 65's `struct verbs_context` in front of what
+/// rdma-core 44 to 56 have: the context "grows up", so every older member
+/// keeps its offset from `context`, and the new ones come first.
+#[repr(C)]
+#[derive(Copy, Clone, Default)]
+pub struct verbs_context_65_front {
+    pub free_buf: Option<unsafe extern "C" fn(buf: *mut ibv_buf)>,
+    pub alloc_buf: Option<unsafe extern "C" fn(pd: *mut ibv_pd, size: size_t, buf: *mut *mut ibv_buf) -> *mut c_void>,
+    pub dm_export_dmabuf_fd: Option<unsafe extern "C" fn(dm: *mut ibv_dm) -> c_int>,
+    pub reg_mr_ex: Option<unsafe extern "C" fn(pd: *mut ibv_pd, mr_init_attr: *mut ibv_mr_init_attr) -> *mut ibv_mr>,
+    pub dealloc_dmah: Option<unsafe extern "C" fn(dmah: *mut ibv_dmah) -> c_int>,
+    pub alloc_dmah:
+        Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_dmah_init_attr) -> *mut ibv_dmah>,
+}
+
+/// rdma-core 65's `struct verbs_context`: the new front, then the layout
+/// every generation shares ([`verbs_context`]).
+#[repr(C)]
+pub struct verbs_context_65 {
+    pub front: verbs_context_65_front,
+    pub common: verbs_context,
+}
+
+// ---------------------------------------------------------------------------
 // Provider operations
 // ---------------------------------------------------------------------------
 
-/// `struct verbs_context_ops`: every operation a provider can implement, in
-/// the order fixed by the ABI.  A provider fills in the ones it supports and
-/// passes the table to `verbs_set_ops()`.
-#[repr(C)]
-#[derive(Copy, Clone, Default)]
-pub struct verbs_context_ops {
-    pub advise_mr: Option<
+/// Defines the op tables of every private-ABI generation from one list, in
+/// upstream's order: `all NAME: TYPE;` is a member of every generation's
+/// table, `new NAME: TYPE;` only of the rdma-core 65 one.  Also generates
+/// `verbs_context_ops_65::from_34`, the translation of an older provider's
+/// table (member by member, by name) into the library's own layout.
+macro_rules! ops_tables {
+    ($(#[$m34:meta])* $t34:ident; $(#[$m65:meta])* $t65:ident; $($rest:tt)*) => {
+        ops_tables!(@munch [$(#[$m34])* $t34] [$(#[$m65])* $t65] [] [] [] $($rest)*);
+    };
+    (@munch $h34:tt $h65:tt [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*]
+     all $name:ident : $ty:ty; $($rest:tt)*) => {
+        ops_tables!(@munch $h34 $h65 [$($f34)* pub $name: $ty,] [$($f65)* pub $name: $ty,]
+                    [$($common)* $name] $($rest)*);
+    };
+    (@munch $h34:tt $h65:tt [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*]
+     new $name:ident : $ty:ty; $($rest:tt)*) => {
+        ops_tables!(@munch $h34 $h65 [$($f34)*] [$($f65)* pub $name: $ty,] [$($common)*] $($rest)*);
+    };
+    (@munch [$(#[$m34:meta])* $t34:ident] [$(#[$m65:meta])* $t65:ident]
+     [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*]) => {
+        $(#[$m34])*
+        #[repr(C)]
+        #[derive(Copy, Clone, Default)]
+        pub struct $t34 { $($f34)* }
+
+        $(#[$m65])*
+        #[repr(C)]
+        #[derive(Copy, Clone, Default)]
+        pub struct $t65 { $($f65)* }
+
+        impl $t65 {
+            /// An older generation's table in this layout: every op it has,
+            /// the newer ones empty.
+            pub fn from_34(o: &$t34) -> Self {
+                $t65 { $($common: o.$common,)* ..Default::default() }
+            }
+        }
+
+        /// The names of the ops every generation has, in table order.
+        pub const OPS_COMMON: &[&str] = &[$(stringify!($common)),*];
+    };
+}
+
+ops_tables! {
+    /// `struct verbs_context_ops`: every operation a provider of private ABI
+    /// 34 (rdma-core 44 to 56) can implement, in the order fixed by the ABI
+    /// (upstream keeps it sorted by name).  A provider fills in the ones it
+    /// supports and passes the table to `verbs_set_ops()`.
+    verbs_context_ops;
+    /// The same table as private ABI 65 (rdma-core 65) lays it out: a
+    /// superset of [`verbs_context_ops`], still sorted by name, so every
+    /// member after the first new one moved.  The library's own dispatch
+    /// table has this layout whatever the provider's generation.
+    verbs_context_ops_65;
+    all advise_mr: Option<
         unsafe extern "C" fn(
             pd: *mut ibv_pd,
             advice: ibv_advise_mr_advice,
@@ -327,135 +458,138 @@ pub struct verbs_context_ops {
             sg_list: *mut ibv_sge,
             num_sges: u32,
         ) -> c_int,
-    >,
-    pub alloc_dm: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm>,
-    pub alloc_mw: Option<unsafe extern "C" fn(pd: *mut ibv_pd, type_: ibv_mw_type) -> *mut ibv_mw>,
-    pub alloc_null_mr: Option<unsafe extern "C" fn(pd: *mut ibv_pd) -> *mut ibv_mr>,
-    pub alloc_parent_domain:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd>,
-    pub alloc_pd: Option<unsafe extern "C" fn(context: *mut ibv_context) -> *mut ibv_pd>,
-    pub alloc_td:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_td_init_attr) -> *mut ibv_td>,
-    pub async_event: Option<unsafe extern "C" fn(context: *mut ibv_context, event: *mut ibv_async_event)>,
-    pub attach_counters_point_flow: Option<
+    >;
+    new alloc_buf: Option<unsafe extern "C" fn(pd: *mut ibv_pd, size: size_t, buf: *mut *mut ibv_buf) -> *mut c_void>;
+    all alloc_dm: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_alloc_dm_attr) -> *mut ibv_dm>;
+    new alloc_dmah: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_dmah_init_attr) -> *mut ibv_dmah>;
+    all alloc_mw: Option<unsafe extern "C" fn(pd: *mut ibv_pd, type_: ibv_mw_type) -> *mut ibv_mw>;
+    all alloc_null_mr: Option<unsafe extern "C" fn(pd: *mut ibv_pd) -> *mut ibv_mr>;
+    all alloc_parent_domain: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd>;
+    all alloc_pd: Option<unsafe extern "C" fn(context: *mut ibv_context) -> *mut ibv_pd>;
+    all alloc_td: Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_td_init_attr) -> *mut ibv_td>;
+    all async_event: Option<unsafe extern "C" fn(context: *mut ibv_context, event: *mut ibv_async_event)>;
+    all attach_counters_point_flow: Option<
         unsafe extern "C" fn(
             counters: *mut ibv_counters,
             attr: *mut ibv_counter_attach_attr,
             flow: *mut ibv_flow,
         ) -> c_int,
-    >,
-    pub attach_mcast: Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>,
-    pub bind_mw: Option<unsafe extern "C" fn(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw_bind) -> c_int>,
-    pub close_xrcd: Option<unsafe extern "C" fn(xrcd: *mut ibv_xrcd) -> c_int>,
-    pub cq_event: Option<unsafe extern "C" fn(cq: *mut ibv_cq)>,
-    pub create_ah: Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah>,
-    pub create_counters: Option<
+    >;
+    all attach_mcast: Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>;
+    all bind_mw: Option<unsafe extern "C" fn(qp: *mut ibv_qp, mw: *mut ibv_mw, mw_bind: *mut ibv_mw_bind) -> c_int>;
+    all close_xrcd: Option<unsafe extern "C" fn(xrcd: *mut ibv_xrcd) -> c_int>;
+    all cq_event: Option<unsafe extern "C" fn(cq: *mut ibv_cq)>;
+    all create_ah: Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah>;
+    new create_comp_cntr: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_comp_cntr_init_attr) -> *mut ibv_comp_cntr>;
+    all create_counters: Option<
         unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_counters_init_attr) -> *mut ibv_counters,
-    >,
-    pub create_cq: Option<
+    >;
+    all create_cq: Option<
         unsafe extern "C" fn(
             context: *mut ibv_context,
             cqe: c_int,
             channel: *mut ibv_comp_channel,
             comp_vector: c_int,
         ) -> *mut ibv_cq,
-    >,
-    pub create_cq_ex:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex>,
-    pub create_flow: Option<unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow>,
-    pub create_flow_action_esp: Option<
+    >;
+    all create_cq_ex: Option<unsafe extern "C" fn(context: *mut ibv_context, init_attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex>;
+    all create_flow: Option<unsafe extern "C" fn(qp: *mut ibv_qp, flow_attr: *mut ibv_flow_attr) -> *mut ibv_flow>;
+    all create_flow_action_esp: Option<
         unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_flow_action_esp_attr) -> *mut ibv_flow_action,
-    >,
-    pub create_qp: Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp>,
-    pub create_qp_ex: Option<
+    >;
+    all create_qp: Option<unsafe extern "C" fn(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp>;
+    all create_qp_ex: Option<
         unsafe extern "C" fn(context: *mut ibv_context, qp_init_attr_ex: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp,
-    >,
-    pub create_rwq_ind_table: Option<
+    >;
+    all create_rwq_ind_table: Option<
         unsafe extern "C" fn(
             context: *mut ibv_context,
             init_attr: *mut ibv_rwq_ind_table_init_attr,
         ) -> *mut ibv_rwq_ind_table,
-    >,
-    pub create_srq:
-        Option<unsafe extern "C" fn(pd: *mut ibv_pd, srq_init_attr: *mut ibv_srq_init_attr) -> *mut ibv_srq>,
-    pub create_srq_ex: Option<
+    >;
+    all create_srq: Option<unsafe extern "C" fn(pd: *mut ibv_pd, srq_init_attr: *mut ibv_srq_init_attr) -> *mut ibv_srq>;
+    all create_srq_ex: Option<
         unsafe extern "C" fn(context: *mut ibv_context, srq_init_attr_ex: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq,
-    >,
-    pub create_wq:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, wq_init_attr: *mut ibv_wq_init_attr) -> *mut ibv_wq>,
-    pub dealloc_mw: Option<unsafe extern "C" fn(mw: *mut ibv_mw) -> c_int>,
-    pub dealloc_pd: Option<unsafe extern "C" fn(pd: *mut ibv_pd) -> c_int>,
-    pub dealloc_td: Option<unsafe extern "C" fn(td: *mut ibv_td) -> c_int>,
-    pub dereg_mr: Option<unsafe extern "C" fn(vmr: *mut verbs_mr) -> c_int>,
-    pub destroy_ah: Option<unsafe extern "C" fn(ah: *mut ibv_ah) -> c_int>,
-    pub destroy_counters: Option<unsafe extern "C" fn(counters: *mut ibv_counters) -> c_int>,
-    pub destroy_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq) -> c_int>,
-    pub destroy_flow: Option<unsafe extern "C" fn(flow: *mut ibv_flow) -> c_int>,
-    pub destroy_flow_action: Option<unsafe extern "C" fn(action: *mut ibv_flow_action) -> c_int>,
-    pub destroy_qp: Option<unsafe extern "C" fn(qp: *mut ibv_qp) -> c_int>,
-    pub destroy_rwq_ind_table: Option<unsafe extern "C" fn(rwq_ind_table: *mut ibv_rwq_ind_table) -> c_int>,
-    pub destroy_srq: Option<unsafe extern "C" fn(srq: *mut ibv_srq) -> c_int>,
-    pub destroy_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq) -> c_int>,
-    pub detach_mcast: Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>,
-    pub free_context: Option<unsafe extern "C" fn(context: *mut ibv_context)>,
-    pub free_dm: Option<unsafe extern "C" fn(dm: *mut ibv_dm) -> c_int>,
-    pub get_srq_num: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_num: *mut u32) -> c_int>,
-    pub import_dm: Option<unsafe extern "C" fn(context: *mut ibv_context, dm_handle: u32) -> *mut ibv_dm>,
-    pub import_mr: Option<unsafe extern "C" fn(pd: *mut ibv_pd, mr_handle: u32) -> *mut ibv_mr>,
-    pub import_pd: Option<unsafe extern "C" fn(context: *mut ibv_context, pd_handle: u32) -> *mut ibv_pd>,
-    pub modify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>,
-    pub modify_flow_action_esp:
-        Option<unsafe extern "C" fn(action: *mut ibv_flow_action, attr: *mut ibv_flow_action_esp_attr) -> c_int>,
-    pub modify_qp: Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, attr_mask: c_int) -> c_int>,
-    pub modify_qp_rate_limit: Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_rate_limit_attr) -> c_int>,
-    pub modify_srq:
-        Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, srq_attr_mask: c_int) -> c_int>,
-    pub modify_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>,
-    pub open_qp: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_qp_open_attr) -> *mut ibv_qp>,
-    pub open_xrcd: Option<
+    >;
+    all create_wq: Option<unsafe extern "C" fn(context: *mut ibv_context, wq_init_attr: *mut ibv_wq_init_attr) -> *mut ibv_wq>;
+    new dealloc_dmah: Option<unsafe extern "C" fn(dmah: *mut ibv_dmah) -> c_int>;
+    all dealloc_mw: Option<unsafe extern "C" fn(mw: *mut ibv_mw) -> c_int>;
+    all dealloc_pd: Option<unsafe extern "C" fn(pd: *mut ibv_pd) -> c_int>;
+    all dealloc_td: Option<unsafe extern "C" fn(td: *mut ibv_td) -> c_int>;
+    all dereg_mr: Option<unsafe extern "C" fn(vmr: *mut verbs_mr) -> c_int>;
+    all destroy_ah: Option<unsafe extern "C" fn(ah: *mut ibv_ah) -> c_int>;
+    new destroy_comp_cntr: Option<unsafe extern "C" fn(comp_cntr: *mut ibv_comp_cntr) -> c_int>;
+    all destroy_counters: Option<unsafe extern "C" fn(counters: *mut ibv_counters) -> c_int>;
+    all destroy_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq) -> c_int>;
+    all destroy_flow: Option<unsafe extern "C" fn(flow: *mut ibv_flow) -> c_int>;
+    all destroy_flow_action: Option<unsafe extern "C" fn(action: *mut ibv_flow_action) -> c_int>;
+    all destroy_qp: Option<unsafe extern "C" fn(qp: *mut ibv_qp) -> c_int>;
+    all destroy_rwq_ind_table: Option<unsafe extern "C" fn(rwq_ind_table: *mut ibv_rwq_ind_table) -> c_int>;
+    all destroy_srq: Option<unsafe extern "C" fn(srq: *mut ibv_srq) -> c_int>;
+    all destroy_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq) -> c_int>;
+    all detach_mcast: Option<unsafe extern "C" fn(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int>;
+    new dm_export_dmabuf_fd: Option<unsafe extern "C" fn(dm: *mut ibv_dm) -> c_int>;
+    new free_buf: Option<unsafe extern "C" fn(buf: *mut ibv_buf)>;
+    all free_context: Option<unsafe extern "C" fn(context: *mut ibv_context)>;
+    all free_dm: Option<unsafe extern "C" fn(dm: *mut ibv_dm) -> c_int>;
+    all get_srq_num: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_num: *mut u32) -> c_int>;
+    all import_dm: Option<unsafe extern "C" fn(context: *mut ibv_context, dm_handle: u32) -> *mut ibv_dm>;
+    all import_mr: Option<unsafe extern "C" fn(pd: *mut ibv_pd, mr_handle: u32) -> *mut ibv_mr>;
+    all import_pd: Option<unsafe extern "C" fn(context: *mut ibv_context, pd_handle: u32) -> *mut ibv_pd>;
+    new inc_comp_cntr: Option<unsafe extern "C" fn(comp_cntr: *mut ibv_comp_cntr, amount: u64) -> c_int>;
+    new inc_err_comp_cntr: Option<unsafe extern "C" fn(comp_cntr: *mut ibv_comp_cntr, amount: u64) -> c_int>;
+    all modify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, attr: *mut ibv_modify_cq_attr) -> c_int>;
+    all modify_flow_action_esp: Option<unsafe extern "C" fn(action: *mut ibv_flow_action, attr: *mut ibv_flow_action_esp_attr) -> c_int>;
+    all modify_qp: Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, attr_mask: c_int) -> c_int>;
+    all modify_qp_rate_limit: Option<unsafe extern "C" fn(qp: *mut ibv_qp, attr: *mut ibv_qp_rate_limit_attr) -> c_int>;
+    all modify_srq: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, srq_attr_mask: c_int) -> c_int>;
+    all modify_wq: Option<unsafe extern "C" fn(wq: *mut ibv_wq, wq_attr: *mut ibv_wq_attr) -> c_int>;
+    all open_qp: Option<unsafe extern "C" fn(context: *mut ibv_context, attr: *mut ibv_qp_open_attr) -> *mut ibv_qp>;
+    all open_xrcd: Option<
         unsafe extern "C" fn(context: *mut ibv_context, xrcd_init_attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd,
-    >,
-    pub poll_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int>,
-    pub post_recv:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int>,
-    pub post_send:
-        Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv_send_wr) -> c_int>,
-    pub post_srq_ops:
-        Option<unsafe extern "C" fn(srq: *mut ibv_srq, op: *mut ibv_ops_wr, bad_op: *mut *mut ibv_ops_wr) -> c_int>,
-    pub post_srq_recv: Option<
+    >;
+    all poll_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, num_entries: c_int, wc: *mut ibv_wc) -> c_int>;
+    all post_recv: Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int>;
+    all post_send: Option<unsafe extern "C" fn(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv_send_wr) -> c_int>;
+    all post_srq_ops: Option<unsafe extern "C" fn(srq: *mut ibv_srq, op: *mut ibv_ops_wr, bad_op: *mut *mut ibv_ops_wr) -> c_int>;
+    all post_srq_recv: Option<
         unsafe extern "C" fn(srq: *mut ibv_srq, recv_wr: *mut ibv_recv_wr, bad_recv_wr: *mut *mut ibv_recv_wr) -> c_int,
-    >,
-    pub query_device_ex: Option<
+    >;
+    new qp_attach_comp_cntr: Option<unsafe extern "C" fn(qp: *mut ibv_qp, comp_cntr: *mut ibv_comp_cntr, attr: *mut ibv_qp_attach_comp_cntr_attr) -> c_int>;
+    new query_comp_cntr_caps: Option<unsafe extern "C" fn(context: *mut ibv_context, caps: *mut ibv_comp_cntr_caps, caps_size: size_t) -> c_int>;
+    all query_device_ex: Option<
         unsafe extern "C" fn(
             context: *mut ibv_context,
             input: *const ibv_query_device_ex_input,
             attr: *mut ibv_device_attr_ex,
             attr_size: size_t,
         ) -> c_int,
-    >,
-    pub query_ece: Option<unsafe extern "C" fn(qp: *mut ibv_qp, ece: *mut ibv_ece) -> c_int>,
-    pub query_port:
-        Option<unsafe extern "C" fn(context: *mut ibv_context, port_num: u8, port_attr: *mut ibv_port_attr) -> c_int>,
-    pub query_qp: Option<
+    >;
+    all query_ece: Option<unsafe extern "C" fn(qp: *mut ibv_qp, ece: *mut ibv_ece) -> c_int>;
+    all query_port: Option<unsafe extern "C" fn(context: *mut ibv_context, port_num: u8, port_attr: *mut ibv_port_attr) -> c_int>;
+    new query_port_speed: Option<unsafe extern "C" fn(context: *mut ibv_context, port_num: u32, speed: *mut u64) -> c_int>;
+    all query_qp: Option<
         unsafe extern "C" fn(
             qp: *mut ibv_qp,
             attr: *mut ibv_qp_attr,
             attr_mask: c_int,
             init_attr: *mut ibv_qp_init_attr,
         ) -> c_int,
-    >,
-    pub query_qp_data_in_order: Option<unsafe extern "C" fn(qp: *mut ibv_qp, op: ibv_wr_opcode, flags: u32) -> c_int>,
-    pub query_rt_values: Option<unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int>,
-    pub query_srq: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr) -> c_int>,
-    pub read_counters: Option<
+    >;
+    all query_qp_data_in_order: Option<unsafe extern "C" fn(qp: *mut ibv_qp, op: ibv_wr_opcode, flags: u32) -> c_int>;
+    all query_rt_values: Option<unsafe extern "C" fn(context: *mut ibv_context, values: *mut ibv_values_ex) -> c_int>;
+    all query_srq: Option<unsafe extern "C" fn(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr) -> c_int>;
+    new read_comp_cntr: Option<unsafe extern "C" fn(comp_cntr: *mut ibv_comp_cntr, value: *mut u64) -> c_int>;
+    all read_counters: Option<
         unsafe extern "C" fn(
             counters: *mut ibv_counters,
             counters_value: *mut u64,
             ncounters: u32,
             flags: u32,
         ) -> c_int,
-    >,
-    pub reg_dm_mr: Option<
+    >;
+    new read_err_comp_cntr: Option<unsafe extern "C" fn(comp_cntr: *mut ibv_comp_cntr, value: *mut u64) -> c_int>;
+    all reg_dm_mr: Option<
         unsafe extern "C" fn(
             pd: *mut ibv_pd,
             dm: *mut ibv_dm,
@@ -463,8 +597,8 @@ pub struct verbs_context_ops {
             length: size_t,
             access: c_uint,
         ) -> *mut ibv_mr,
-    >,
-    pub reg_dmabuf_mr: Option<
+    >;
+    all reg_dmabuf_mr: Option<
         unsafe extern "C" fn(
             pd: *mut ibv_pd,
             offset: u64,
@@ -473,8 +607,8 @@ pub struct verbs_context_ops {
             fd: c_int,
             access: c_int,
         ) -> *mut ibv_mr,
-    >,
-    pub reg_mr: Option<
+    >;
+    all reg_mr: Option<
         unsafe extern "C" fn(
             pd: *mut ibv_pd,
             addr: *mut c_void,
@@ -482,9 +616,10 @@ pub struct verbs_context_ops {
             hca_va: u64,
             access: c_int,
         ) -> *mut ibv_mr,
-    >,
-    pub req_notify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>,
-    pub rereg_mr: Option<
+    >;
+    new reg_mr_ex: Option<unsafe extern "C" fn(pd: *mut ibv_pd, mr_init_attr: *mut ibv_mr_init_attr) -> *mut ibv_mr>;
+    all req_notify_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, solicited_only: c_int) -> c_int>;
+    all rereg_mr: Option<
         unsafe extern "C" fn(
             vmr: *mut verbs_mr,
             flags: c_int,
@@ -493,12 +628,14 @@ pub struct verbs_context_ops {
             length: size_t,
             access: c_int,
         ) -> c_int,
-    >,
-    pub resize_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, cqe: c_int) -> c_int>,
-    pub set_ece: Option<unsafe extern "C" fn(qp: *mut ibv_qp, ece: *mut ibv_ece) -> c_int>,
-    pub unimport_dm: Option<unsafe extern "C" fn(dm: *mut ibv_dm)>,
-    pub unimport_mr: Option<unsafe extern "C" fn(mr: *mut ibv_mr)>,
-    pub unimport_pd: Option<unsafe extern "C" fn(pd: *mut ibv_pd)>,
+    >;
+    all resize_cq: Option<unsafe extern "C" fn(cq: *mut ibv_cq, cqe: c_int) -> c_int>;
+    new set_comp_cntr: Option<unsafe extern "C" fn(comp_cntr: *mut ibv_comp_cntr, value: u64) -> c_int>;
+    all set_ece: Option<unsafe extern "C" fn(qp: *mut ibv_qp, ece: *mut ibv_ece) -> c_int>;
+    new set_err_comp_cntr: Option<unsafe extern "C" fn(comp_cntr: *mut ibv_comp_cntr, value: u64) -> c_int>;
+    all unimport_dm: Option<unsafe extern "C" fn(dm: *mut ibv_dm)>;
+    all unimport_mr: Option<unsafe extern "C" fn(mr: *mut ibv_mr)>;
+    all unimport_pd: Option<unsafe extern "C" fn(pd: *mut ibv_pd)>;
 }
 
 #[cfg(test)]

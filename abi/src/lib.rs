@@ -8,6 +8,7 @@
 //!
 //! Every size and offset here is checked against upstream by the layout tests
 //! (`compat-tests/layout`, and the Rust tests in each module).
+#![recursion_limit = "512"]
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code)]
 
 pub mod driver;
@@ -15,6 +16,7 @@ pub mod ioctl;
 pub mod pabi34;
 pub mod uapi;
 pub mod verbs;
+pub mod verbs65;
 
 /// Test helper shared with the library's tests (evaluates C expressions
 /// against the installed headers); not part of the ABI.
@@ -24,3 +26,4 @@ pub mod testutil;
 pub use driver::*;
 pub use ioctl::*;
 pub use verbs::*;
+pub use verbs65::*;

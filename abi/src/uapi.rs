@@ -120,6 +120,8 @@ pub mod attr {
     // GET_CONTEXT / QUERY_CONTEXT
     pub const GET_CONTEXT_NUM_COMP_VECTORS: u16 = 0;
     pub const GET_CONTEXT_CORE_SUPPORT: u16 = 1;
+    /// Kernel 6.18 and later (rdma-core 65).
+    pub const GET_CONTEXT_FD_ARR: u16 = 2;
     pub const QUERY_CONTEXT_NUM_COMP_VECTORS: u16 = 0;
     pub const QUERY_CONTEXT_CORE_SUPPORT: u16 = 1;
     // CQ_CREATE
@@ -131,6 +133,11 @@ pub mod attr {
     pub const CREATE_CQ_FLAGS: u16 = 5;
     pub const CREATE_CQ_RESP_CQE: u16 = 6;
     pub const CREATE_CQ_EVENT_FD: u16 = 7;
+    // Provider-supplied CQ memory (rdma-core 65; newer kernels than 6.1).
+    pub const CREATE_CQ_BUFFER_VA: u16 = 8;
+    pub const CREATE_CQ_BUFFER_LENGTH: u16 = 9;
+    pub const CREATE_CQ_BUFFER_FD: u16 = 10;
+    pub const CREATE_CQ_BUFFER_OFFSET: u16 = 11;
     // CQ_DESTROY
     pub const DESTROY_CQ_HANDLE: u16 = 0;
     pub const DESTROY_CQ_RESP: u16 = 1;

@@ -9,16 +9,21 @@
 use std::os::raw::{c_int, c_uint, c_void};
 
 use crate::abi::*;
+use crate::generation::Pabi;
 use crate::kernel::pabi34::*;
 use crate::kernel::uapi::*;
 use crate::kernel::verbs::{cq, device, flow, misc, qp, srq, wq};
 
 crate::export! {
-    fn ibv_cmd_get_context(context: *mut verbs_context, cmd: *mut ibv_get_context, cmd_size: usize, resp: *mut ib_uverbs_get_context_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
-        // SAFETY: `context` is the provider's `verbs_context` being set up by the context layer (open
-        // `cmd_fd`), with the provider's command/response buffers of `cmd_size`/`resp_size` bytes, as
-        // device::get_context requires (this function's C contract, forwarded unchanged).
-        unsafe { device::get_context(context, cmd, cmd_size, resp, resp_size) }
+    fn ibv_cmd_get_context(context: *mut c_void, cmd: *mut ibv_get_context, cmd_size: usize, fd_arr: *mut ibv_fd_arr, resp: *mut ib_uverbs_get_context_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: `context` is the provider's (PABI 65) `verbs_context` being set up by the context layer
+        // (open `cmd_fd`), with the provider's command/response buffers of `cmd_size`/`resp_size` bytes and
+        // `fd_arr` null or valid, as device::get_context requires (this function's C contract).
+        unsafe { device::get_context(Pabi::P65.view(context), cmd, cmd_size, fd_arr, resp, resp_size) }
+    }
+    fn __ibvrs_p34_ibv_cmd_get_context(context: *mut c_void, cmd: *mut ibv_get_context, cmd_size: usize, resp: *mut ib_uverbs_get_context_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: as ibv_cmd_get_context, for a PABI 34 `verbs_context`, without descriptors.
+        unsafe { device::get_context(Pabi::P34.view(context), cmd, cmd_size, core::ptr::null(), resp, resp_size) }
     }
     fn ibv_cmd_query_context(ctx: *mut ibv_context, driver: *mut ibv_command_buffer) -> c_int [on_panic: libc::EIO] {
         // SAFETY: `ctx` is an open context and `driver` null or the provider's attribute chain, as
@@ -86,10 +91,21 @@ crate::export! {
         // forwarded unchanged).
         unsafe { misc::advise_mr(pd, advice, flags, sg_list, num_sge) }
     }
-    fn ibv_cmd_reg_dmabuf_mr(pd: *mut ibv_pd, offset: u64, length: usize, iova: u64, fd: c_int, access: c_int, vmr: *mut verbs_mr) -> c_int [on_panic: libc::EIO] {
-        // SAFETY: `pd` is a live PD and `vmr` the provider's new MR wrapper (the fd and range only go to the
-        // kernel) (this function's C contract, forwarded unchanged).
-        unsafe { misc::reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr) }
+    fn ibv_cmd_reg_dmabuf_mr(pd: *mut ibv_pd, offset: u64, length: usize, iova: u64, fd: c_int, access: c_int, vmr: *mut verbs_mr, driver: *mut ibv_command_buffer) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: `pd` is a live PD, `vmr` the provider's new MR wrapper and `driver` null or its attribute
+        // chain (the fd and range only go to the kernel) (this function's C contract, forwarded unchanged).
+        unsafe { misc::reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr, driver) }
+    }
+    fn __ibvrs_p34_ibv_cmd_reg_dmabuf_mr(pd: *mut ibv_pd, offset: u64, length: usize, iova: u64, fd: c_int, access: c_int, vmr: *mut verbs_mr, driver: *mut ibv_command_buffer) -> c_int [on_panic: libc::EIO] {
+        if pd.is_null() {
+            return libc::EINVAL;
+        }
+        // A provider built before rdma-core 54 passes 7 arguments: its
+        // `driver` is whatever the stack held (crate::generation).
+        // SAFETY: `pd` is a live PD (contract), so its context is open.
+        let driver = if unsafe { crate::context::registration_of((*pd).context) }.dmabuf_driver_arg { driver } else { core::ptr::null_mut() };
+        // SAFETY: as ibv_cmd_reg_dmabuf_mr.
+        unsafe { misc::reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr, driver) }
     }
     fn ibv_cmd_reg_dm_mr(pd: *mut ibv_pd, dm: *mut verbs_dm, offset: u64, length: usize, access: c_uint, vmr: *mut verbs_mr, link: *mut ibv_command_buffer) -> c_int [on_panic: libc::EIO] {
         // SAFETY: `pd` and `dm` are live objects, `vmr` the provider's new MR wrapper, `link` null or its
@@ -123,11 +139,23 @@ crate::export! {
         // function's C contract, forwarded unchanged).
         unsafe { cq::create_cq(context, cqe, channel, comp_vector, cq, cmd, cmd_size, resp, resp_size) }
     }
-    fn ibv_cmd_create_cq_ex(context: *mut ibv_context, cq_attr: *const ibv_cq_init_attr_ex, cq: *mut verbs_cq, cmd: *mut ibv_create_cq_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_cq_resp, resp_size: usize, cmd_flags: u32) -> c_int [on_panic: libc::EIO] {
-        // SAFETY: `context` is open, `cq_attr` readable (its channel null or live), `cq` the provider's new
-        // `verbs_cq`, with the provider's command/response buffers of `cmd_size`/`resp_size` bytes, as
-        // cq::create_cq_ex requires (this function's C contract, forwarded unchanged).
-        unsafe { cq::create_cq_ex(context, cq_attr, cq, cmd, cmd_size, resp, resp_size, cmd_flags) }
+    fn ibv_cmd_create_cq_ex(context: *mut ibv_context, cq_attr: *const ibv_cq_init_attr_ex, prov_attr: *mut verbs_create_cq_prov_attr, cq: *mut verbs_cq, cmd: *mut ibv_create_cq_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_cq_resp, resp_size: usize, cmd_flags: u32) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: `context` is open, `cq_attr` readable (its channel null or live), `prov_attr` null or
+        // readable, `cq` the provider's new `verbs_cq`, with the provider's command/response buffers of
+        // `cmd_size`/`resp_size` bytes, as cq::create_cq_ex requires (this function's C contract).
+        unsafe { cq::create_cq_ex(context, cq_attr, prov_attr, cq, cmd, cmd_size, resp, resp_size, cmd_flags, core::ptr::null_mut()) }
+    }
+    fn ibv_cmd_create_cq_ex2(context: *mut ibv_context, cq_attr: *const ibv_cq_init_attr_ex, prov_attr: *mut verbs_create_cq_prov_attr, cq: *mut verbs_cq, cmd: *mut ibv_create_cq_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_cq_resp, resp_size: usize, cmd_flags: u32, driver: *mut ibv_command_buffer) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: as ibv_cmd_create_cq_ex, with `driver` null or the provider's attribute chain.
+        unsafe { cq::create_cq_ex(context, cq_attr, prov_attr, cq, cmd, cmd_size, resp, resp_size, cmd_flags, driver) }
+    }
+    fn __ibvrs_p34_ibv_cmd_create_cq_ex(context: *mut ibv_context, cq_attr: *const ibv_cq_init_attr_ex, cq: *mut verbs_cq, cmd: *mut ibv_create_cq_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_cq_resp, resp_size: usize, cmd_flags: u32) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: as ibv_cmd_create_cq_ex (PABI 34: no provider memory).
+        unsafe { cq::create_cq_ex(context, cq_attr, core::ptr::null(), cq, cmd, cmd_size, resp, resp_size, cmd_flags, core::ptr::null_mut()) }
+    }
+    fn __ibvrs_p34_ibv_cmd_create_cq_ex2(context: *mut ibv_context, cq_attr: *const ibv_cq_init_attr_ex, cq: *mut verbs_cq, cmd: *mut ibv_create_cq_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_cq_resp, resp_size: usize, cmd_flags: u32, driver: *mut ibv_command_buffer) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: as ibv_cmd_create_cq_ex2 (PABI 34, rdma-core 53 to 56: no provider memory).
+        unsafe { cq::create_cq_ex(context, cq_attr, core::ptr::null(), cq, cmd, cmd_size, resp, resp_size, cmd_flags, driver) }
     }
     fn ibv_cmd_destroy_cq(cq: *mut ibv_cq) -> c_int [on_panic: libc::EIO] {
         // SAFETY: `cq` is a live CQ created through ibv_cmd_create_cq(_ex), as cq::destroy_cq requires (this
@@ -196,11 +224,15 @@ crate::export! {
         // `cmd_size`/`resp_size` bytes (this function's C contract, forwarded unchanged).
         unsafe { qp::create_qp_ex(context, qp, attr_ex, cmd, cmd_size, resp, resp_size) }
     }
-    fn ibv_cmd_create_qp_ex2(context: *mut ibv_context, qp: *mut verbs_qp, qp_attr: *mut ibv_qp_init_attr_ex, cmd: *mut ibv_create_qp_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_qp_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
+    fn ibv_cmd_create_qp_ex2(context: *mut ibv_context, qp: *mut verbs_qp, qp_attr: *mut ibv_qp_init_attr_ex, cmd: *mut ibv_create_qp_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_qp_resp, resp_size: usize, driver: *mut ibv_command_buffer) -> c_int [on_panic: libc::EIO] {
+        // SAFETY: as the PABI 34 form below, with `driver` null or the provider's attribute chain.
+        unsafe { qp::create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp, resp_size, driver) }
+    }
+    fn __ibvrs_p34_ibv_cmd_create_qp_ex2(context: *mut ibv_context, qp: *mut verbs_qp, qp_attr: *mut ibv_qp_init_attr_ex, cmd: *mut ibv_create_qp_ex, cmd_size: usize, resp: *mut ib_uverbs_ex_create_qp_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
         // SAFETY: `context` is open, `qp` the provider's new `verbs_qp`, `qp_attr` readable and writable with
         // live objects where its mask says, with the provider's command/response buffers of
         // `cmd_size`/`resp_size` bytes (this function's C contract, forwarded unchanged).
-        unsafe { qp::create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp, resp_size) }
+        unsafe { qp::create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp, resp_size, core::ptr::null_mut()) }
     }
     fn ibv_cmd_open_qp(context: *mut ibv_context, qp: *mut verbs_qp, vqp_sz: c_int, attr: *mut ibv_qp_open_attr, cmd: *mut ibv_open_qp, cmd_size: usize, resp: *mut ib_uverbs_create_qp_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
         // SAFETY: `context` is open, `qp` the provider's `verbs_qp` of `vqp_sz` bytes, `attr` readable with a

@@ -19,6 +19,9 @@ crate::export! {
     fn ibv_wc_status_str(status: u32) -> *const c_char [on_panic: std::ptr::null()] {
         crate::enum_strs::wc_status(status).as_ptr()
     }
+    fn ibv_wr_opcode_str(opcode: u32) -> *const c_char [on_panic: std::ptr::null()] {
+        crate::enum_strs::wr_opcode(opcode).map_or(std::ptr::null(), |s| s.as_ptr())
+    }
 
     fn ibv_rate_to_mult(rate: u32) -> c_int [on_panic: -1] { crate::rate::rate_to_mult(rate) }
     fn mult_to_ibv_rate(mult: c_int) -> u32 [on_panic: 0] { crate::rate::mult_to_rate(mult) }

@@ -64,3 +64,18 @@ int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
 	free(file);
 	return ret;
 }
+
+/* Both private-ABI generations (src/generation.rs): the same definitions
+ * under IBVERBS_PRIVATE_34 and, as the default, IBVERBS_PRIVATE_65. */
+__asm__(".globl __ibvrs_p34___verbs_log\n"
+	".set __ibvrs_p34___verbs_log, __verbs_log\n"
+	".symver __ibvrs_p34___verbs_log, __verbs_log@IBVERBS_PRIVATE_34\n"
+	".globl __ibvrs_p65___verbs_log\n"
+	".set __ibvrs_p65___verbs_log, __verbs_log\n"
+	".symver __ibvrs_p65___verbs_log, __verbs_log@@IBVERBS_PRIVATE_65\n"
+	".globl __ibvrs_p34_ibv_read_ibdev_sysfs_file\n"
+	".set __ibvrs_p34_ibv_read_ibdev_sysfs_file, ibv_read_ibdev_sysfs_file\n"
+	".symver __ibvrs_p34_ibv_read_ibdev_sysfs_file, ibv_read_ibdev_sysfs_file@IBVERBS_PRIVATE_34\n"
+	".globl __ibvrs_p65_ibv_read_ibdev_sysfs_file\n"
+	".set __ibvrs_p65_ibv_read_ibdev_sysfs_file, ibv_read_ibdev_sysfs_file\n"
+	".symver __ibvrs_p65_ibv_read_ibdev_sysfs_file, ibv_read_ibdev_sysfs_file@@IBVERBS_PRIVATE_65\n");

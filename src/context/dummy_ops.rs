@@ -414,8 +414,137 @@ unsafe extern "C" fn unimport_mr(_mr: *mut ibv_mr) {}
 
 unsafe extern "C" fn unimport_pd(_pd: *mut ibv_pd) {}
 
+// The ops rdma-core 65 added.
+
+unsafe extern "C" fn alloc_buf(pd: *mut ibv_pd, size: size_t, buf: *mut *mut ibv_buf) -> *mut c_void {
+    // Upstream's default: page-aligned memory from the C allocator, with
+    // its handle (freed by free_buf).
+    if buf.is_null() {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: plain allocation of a zeroed handle.
+    let b = unsafe { libc::calloc(1, std::mem::size_of::<ibv_buf>()) }.cast::<ibv_buf>();
+    if b.is_null() {
+        set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
+    }
+    let mut mem: *mut c_void = std::ptr::null_mut();
+    // SAFETY: sysconf has no preconditions; posix_memalign writes `mem`.
+    let rc = unsafe { libc::posix_memalign(&mut mem, libc::sysconf(libc::_SC_PAGESIZE) as usize, size) };
+    if rc != 0 {
+        // SAFETY: the handle allocated above, not handed out.
+        unsafe { libc::free(b.cast()) };
+        set_errno(rc);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `b` is a fresh handle; `buf` was checked non-NULL and is the
+    // caller's out pointer.
+    unsafe {
+        *b = ibv_buf {
+            addr: mem,
+            size,
+            pd,
+            dmabuf_fd: -1,
+        };
+        *buf = b;
+    }
+    mem
+}
+
+unsafe extern "C" fn free_buf(buf: *mut ibv_buf) {
+    if buf.is_null() {
+        return;
+    }
+    // SAFETY: a handle alloc_buf above made (the only way to get one from
+    // this default), freed once by its owner.
+    unsafe {
+        libc::free((*buf).addr);
+        libc::free(buf.cast());
+    }
+}
+
+unsafe extern "C" fn alloc_dmah(_context: *mut ibv_context, _attr: *mut ibv_dmah_init_attr) -> *mut ibv_dmah {
+    set_errno(E);
+    std::ptr::null_mut()
+}
+
+unsafe extern "C" fn dealloc_dmah(_dmah: *mut ibv_dmah) -> c_int {
+    E
+}
+
+unsafe extern "C" fn create_comp_cntr(
+    _context: *mut ibv_context,
+    _attr: *mut ibv_comp_cntr_init_attr,
+) -> *mut ibv_comp_cntr {
+    set_errno(E);
+    std::ptr::null_mut()
+}
+
+unsafe extern "C" fn destroy_comp_cntr(_c: *mut ibv_comp_cntr) -> c_int {
+    E
+}
+
+unsafe extern "C" fn dm_export_dmabuf_fd(_dm: *mut ibv_dm) -> c_int {
+    set_errno(E);
+    -1
+}
+
+unsafe extern "C" fn comp_cntr_u64(_c: *mut ibv_comp_cntr, _v: u64) -> c_int {
+    E
+}
+
+unsafe extern "C" fn comp_cntr_read(_c: *mut ibv_comp_cntr, _v: *mut u64) -> c_int {
+    E
+}
+
+unsafe extern "C" fn qp_attach_comp_cntr(
+    _qp: *mut ibv_qp,
+    _c: *mut ibv_comp_cntr,
+    _attr: *mut ibv_qp_attach_comp_cntr_attr,
+) -> c_int {
+    E
+}
+
+unsafe extern "C" fn query_comp_cntr_caps(
+    _context: *mut ibv_context,
+    _caps: *mut ibv_comp_cntr_caps,
+    _caps_size: size_t,
+) -> c_int {
+    E
+}
+
+unsafe extern "C" fn query_port_speed(_context: *mut ibv_context, _port_num: u32, _speed: *mut u64) -> c_int {
+    E
+}
+
+/// The default `reg_mr_ex`.  Upstream's default translates a request the
+/// legacy ops can express into them; until that translation is here, it
+/// answers "not supported" like every other default.
+unsafe extern "C" fn reg_mr_ex(_pd: *mut ibv_pd, _attr: *mut ibv_mr_init_attr) -> *mut ibv_mr {
+    set_errno(E);
+    std::ptr::null_mut()
+}
+
 /// The default op table.
-pub static DUMMY_OPS: verbs_context_ops = verbs_context_ops {
+pub static DUMMY_OPS: verbs_context_ops_65 = verbs_context_ops_65 {
+    alloc_buf: Some(alloc_buf),
+    alloc_dmah: Some(alloc_dmah),
+    create_comp_cntr: Some(create_comp_cntr),
+    dealloc_dmah: Some(dealloc_dmah),
+    destroy_comp_cntr: Some(destroy_comp_cntr),
+    dm_export_dmabuf_fd: Some(dm_export_dmabuf_fd),
+    free_buf: Some(free_buf),
+    inc_comp_cntr: Some(comp_cntr_u64),
+    inc_err_comp_cntr: Some(comp_cntr_u64),
+    qp_attach_comp_cntr: Some(qp_attach_comp_cntr),
+    query_comp_cntr_caps: Some(query_comp_cntr_caps),
+    query_port_speed: Some(query_port_speed),
+    read_comp_cntr: Some(comp_cntr_read),
+    read_err_comp_cntr: Some(comp_cntr_read),
+    reg_mr_ex: Some(reg_mr_ex),
+    set_comp_cntr: Some(comp_cntr_u64),
+    set_err_comp_cntr: Some(comp_cntr_u64),
     advise_mr: Some(advise_mr),
     alloc_dm: Some(alloc_dm),
     alloc_mw: Some(alloc_mw),

@@ -10,6 +10,7 @@ use std::os::raw::{c_int, c_void};
 
 use crate::abi::*;
 use crate::ffi::set_errno;
+use crate::generation::{Pabi, Registration};
 
 pub use crate::kernel::state::vctx_of;
 use crate::kernel::state::CmdState;
@@ -24,7 +25,11 @@ pub struct ContextPrivate {
     /// The ops the library dispatches through: every slot filled, with the
     /// dummy "not supported" defaults overwritten by the provider's
     /// `verbs_set_ops` (only ever with a present op).
-    ops: verbs_context_ops,
+    ops: verbs_context_ops_65,
+    /// The private-ABI generation of the provider that owns the context.
+    pabi: Pabi,
+    /// What was recorded of that provider when it registered.
+    reg: Registration,
 }
 
 /// The private part of a context.
@@ -38,11 +43,20 @@ pub unsafe fn priv_of(ctx: *mut ibv_context) -> *mut ContextPrivate {
     unsafe { (*vctx_of(ctx)).r#priv.cast() }
 }
 
+/// What the library recorded of the provider that owns `ctx`.
+///
+/// # Safety
+/// As for [`priv_of`].
+pub unsafe fn registration_of(ctx: *mut ibv_context) -> Registration {
+    // SAFETY: the private data of a live context (caller's contract).
+    unsafe { (*priv_of(ctx)).reg }
+}
+
 /// The op table the library dispatches through (upstream's `get_ops`).
 ///
 /// # Safety
 /// As for [`priv_of`]; the table lives as long as the context.
-pub unsafe fn ops_of<'a>(ctx: *mut ibv_context) -> &'a verbs_context_ops {
+pub unsafe fn ops_of<'a>(ctx: *mut ibv_context) -> &'a verbs_context_ops_65 {
     // SAFETY: the private data of a live context (caller's contract).
     unsafe { &(*priv_of(ctx)).ops }
 }
@@ -70,9 +84,16 @@ macro_rules! op {
 /// failure).  Returns 0 or -1 with errno.
 ///
 /// # Safety
-/// `vctx` points to zeroed memory large enough for a `verbs_context`;
+/// `vctx` is the common part (the view, see [`crate::generation`]) of zeroed
+/// memory large enough for a `verbs_context` of generation `pabi`;
 /// `device` is a listed device.
-pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cmd_fd: c_int, driver_id: u32) -> c_int {
+pub unsafe fn init_context(
+    vctx: *mut verbs_context,
+    device: *mut ibv_device,
+    cmd_fd: c_int,
+    driver_id: u32,
+    pabi: Pabi,
+) -> c_int {
     // A reference on the device, released in uninit_context.
     crate::device::hold(device);
     // SAFETY: `vctx` is zeroed memory for a verbs_context that nobody else
@@ -84,12 +105,16 @@ pub unsafe fn init_context(vctx: *mut verbs_context, device: *mut ibv_device, cm
         (*ctx).async_fd = -1;
         libc::pthread_mutex_init(std::ptr::addr_of_mut!((*ctx).mutex), std::ptr::null());
         (*ctx).abi_compat = usize::MAX as *mut c_void; // __VERBS_ABI_IS_EXTENDED
-        (*vctx).sz = std::mem::size_of::<verbs_context>();
+        (*vctx).sz = pabi.info().vctx_size;
         ctx
     };
+    // SAFETY: a listed device is the first member of its verbs_device.
+    let reg = crate::provider::registration_of(unsafe { (*device.cast::<verbs_device>()).ops });
     let p = Box::new(ContextPrivate {
         cmd: CmdState::new(driver_id),
         ops: dummy_ops::DUMMY_OPS,
+        pabi,
+        reg: Registration { pabi, ..reg },
     });
     let cmd = std::ptr::addr_of!(p.cmd);
     // SAFETY: as above; `priv` owns the box until uninit_context, so the
@@ -142,7 +167,7 @@ pub unsafe fn uninit_context(vctx: *mut verbs_context) {
 
 /// `_verbs_init_and_alloc_context`: allocates the provider's context
 /// wrapper (`alloc_size` bytes, zeroed, C allocator — the provider frees it
-/// with free()) with the `verbs_context` at `context_offset`.
+/// with free()) with the generation's `verbs_context` at `context_offset`.
 ///
 /// # Safety
 /// Called by providers with their own layout facts.
@@ -152,8 +177,9 @@ pub unsafe fn init_and_alloc(
     alloc_size: usize,
     context_offset: usize,
     driver_id: u32,
+    pabi: Pabi,
 ) -> *mut c_void {
-    let size = alloc_size.max(context_offset.saturating_add(std::mem::size_of::<verbs_context>()));
+    let size = alloc_size.max(context_offset.saturating_add(pabi.info().vctx_size));
     // SAFETY: plain allocation; the provider frees it with free().
     let drv = unsafe { libc::calloc(1, size) };
     if drv.is_null() {
@@ -164,11 +190,12 @@ pub unsafe fn init_and_alloc(
         }
         return std::ptr::null_mut();
     }
-    // SAFETY: `size` covers `context_offset` plus a whole verbs_context.
-    let vctx = unsafe { drv.cast::<u8>().add(context_offset).cast::<verbs_context>() };
+    // SAFETY: `size` covers `context_offset` plus a whole verbs_context of
+    // the generation, whose common part is its view.
+    let vctx = pabi.view(unsafe { drv.cast::<u8>().add(context_offset) }.cast());
     // SAFETY: zeroed memory for a verbs_context; the provider passes a
     // listed device.
-    if unsafe { init_context(vctx, device, cmd_fd, driver_id) } != 0 {
+    if unsafe { init_context(vctx, device, cmd_fd, driver_id, pabi) } != 0 {
         // SAFETY: the allocation above, not handed out.
         unsafe { libc::free(drv) };
         return std::ptr::null_mut();
@@ -211,7 +238,7 @@ fn compat_fn(p: *const ()) -> ibv_compat_op_fn {
 ///
 /// # Safety
 /// `vctx` was initialised by `init_context`; `ops` is a valid table.
-pub unsafe fn set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) {
+pub unsafe fn set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops_65) {
     // SAFETY: an initialised context (contract): `priv` is its private
     // data, exclusively ours here, and `ops` a valid table; only op slots
     // are written, each with a present op.
@@ -241,7 +268,11 @@ pub unsafe fn set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) {
                       reg_mr => _compat_reg_mr,
                       rereg_mr => _compat_rereg_mr,
                       resize_cq => _compat_resize_cq];
-            priv_only: [create_cq_ex, free_context, import_dm, import_mr, import_pd, query_ece,
+            priv_only: [alloc_buf, alloc_dmah, create_comp_cntr, dealloc_dmah, destroy_comp_cntr,
+                        dm_export_dmabuf_fd, free_buf, inc_comp_cntr, inc_err_comp_cntr,
+                        qp_attach_comp_cntr, query_comp_cntr_caps, query_port_speed, read_comp_cntr,
+                        read_err_comp_cntr, reg_mr_ex, set_comp_cntr, set_err_comp_cntr,
+                        create_cq_ex, free_context, import_dm, import_mr, import_pd, query_ece,
                         query_port, query_qp_data_in_order, reg_dmabuf_mr, set_ece, unimport_dm,
                         unimport_mr, unimport_pd];
             ctx: [alloc_mw, bind_mw, dealloc_mw, poll_cq, post_recv, post_send, post_srq_recv,
@@ -254,7 +285,30 @@ pub unsafe fn set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops) {
                    modify_wq, open_qp, open_xrcd, post_srq_ops, query_device_ex, query_rt_values,
                    read_counters, reg_dm_mr];
             renamed: [ibv_create_flow = create_flow, ibv_destroy_flow = destroy_flow]);
+        // A rdma-core 65 context publishes its newest ops in front.
+        if let Some(front) = p.pabi.front_of(vctx) {
+            let o = &p.ops;
+            *front = verbs_context_65_front {
+                free_buf: o.free_buf,
+                alloc_buf: o.alloc_buf,
+                dm_export_dmabuf_fd: o.dm_export_dmabuf_fd,
+                reg_mr_ex: o.reg_mr_ex,
+                dealloc_dmah: o.dealloc_dmah,
+                alloc_dmah: o.alloc_dmah,
+            };
+        }
     }
+}
+
+/// `verbs_set_ops@IBVERBS_PRIVATE_34`: an older provider's table, translated.
+///
+/// # Safety
+/// As for [`set_ops`], with a PABI 34 table.
+pub unsafe fn set_ops_34(vctx: *mut verbs_context, ops: *const verbs_context_ops) {
+    // SAFETY: a valid table (contract).
+    let ops = verbs_context_ops_65::from_34(unsafe { &*ops });
+    // SAFETY: as the contract says.
+    unsafe { set_ops(vctx, &ops) }
 }
 
 pub mod cdev;
@@ -294,10 +348,11 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     };
     // The provider owns cmd_fd from here on (closes it on failure).
     // SAFETY: the provider's alloc_context with its own device.
-    let vctx = unsafe { alloc(device, cmd_fd, private_data) };
-    if vctx.is_null() {
+    let real = unsafe { alloc(device, cmd_fd, private_data) };
+    if real.is_null() {
         return std::ptr::null_mut();
     }
+    let vctx = crate::provider::registration_of(ops).pabi.view(real.cast());
     // SAFETY: a context the provider just allocated through init_context.
     unsafe { finish_open(vctx, if kernel { AsyncFd::IfMissing } else { AsyncFd::None }) }
 }
@@ -372,10 +427,11 @@ pub unsafe fn import_device(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_
     // the provider's first command fail with EIO, so a wrong match cannot
     // go unnoticed.
     // SAFETY: the provider's import_context with its own device.
-    let vctx = unsafe { import(std::ptr::addr_of_mut!((*vdev).device), cmd_fd) };
-    if vctx.is_null() {
+    let real = unsafe { import(std::ptr::addr_of_mut!((*vdev).device), cmd_fd) };
+    if real.is_null() {
         return std::ptr::null_mut();
     }
+    let vctx = crate::provider::registration_of(ops).pabi.view(real.cast());
     // SAFETY: a context the provider just imported through init_context.
     unsafe { finish_open(vctx, AsyncFd::Imported) }
 }
@@ -396,11 +452,11 @@ mod tests {
     use super::*;
 
     /// The slots of an op table as raw words (0 = empty).
-    fn words(ops: &verbs_context_ops) -> Vec<usize> {
-        let n = std::mem::size_of::<verbs_context_ops>() / std::mem::size_of::<usize>();
+    fn words(ops: &verbs_context_ops_65) -> Vec<usize> {
+        let n = std::mem::size_of::<verbs_context_ops_65>() / std::mem::size_of::<usize>();
         // SAFETY: verbs_context_ops is a repr(C) array of nullable function
         // pointers, each one word.
-        unsafe { std::slice::from_raw_parts((ops as *const verbs_context_ops).cast::<usize>(), n) }.to_vec()
+        unsafe { std::slice::from_raw_parts((ops as *const verbs_context_ops_65).cast::<usize>(), n) }.to_vec()
     }
 
     #[test]
@@ -432,11 +488,16 @@ mod tests {
             let p = Box::into_raw(Box::new(ContextPrivate {
                 cmd: CmdState::new(0),
                 ops: dummy_ops::DUMMY_OPS,
+                pabi: Pabi::P34,
+                reg: Registration {
+                    pabi: Pabi::P34,
+                    dmabuf_driver_arg: false,
+                },
             }));
             v.r#priv = p.cast();
             let mut provider: verbs_context_ops = std::mem::zeroed();
             provider.alloc_pd = Some(provider_alloc_pd);
-            set_ops(&mut v, &provider);
+            set_ops_34(&mut v, &provider);
             let ctx = std::ptr::addr_of_mut!(v.context);
             // The provider's op replaced the default, everywhere it is published...
             assert_eq!(

@@ -13,10 +13,10 @@
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
-use crate::abi::{ibv_context, verbs_context, verbs_context_ops};
+use crate::abi::{ibv_context, verbs_context, verbs_context_ops_65};
 
 /// `VERBS_OPS_NUM`: number of operation slots in `verbs_context_ops`.
-pub const VERBS_OPS_NUM: usize = core::mem::size_of::<verbs_context_ops>() / core::mem::size_of::<usize>();
+pub const VERBS_OPS_NUM: usize = core::mem::size_of::<verbs_context_ops_65>() / core::mem::size_of::<usize>();
 
 /// Bits in the "ioctl turned down" bitmap: room for every slot of every
 /// provider generation's op table.
@@ -118,7 +118,7 @@ pub unsafe fn imported(ctx: *mut ibv_context) -> bool {
 #[doc(hidden)]
 macro_rules! op_bit {
     ($op:ident) => {
-        core::mem::offset_of!($crate::abi::verbs_context_ops, $op) / core::mem::size_of::<usize>()
+        core::mem::offset_of!($crate::abi::verbs_context_ops_65, $op) / core::mem::size_of::<usize>()
     };
 }
 pub use crate::op_bit;
@@ -169,10 +169,11 @@ mod tests {
 
     #[test]
     fn ops_num_and_bits() {
-        // rdma-core 44: 76 operations.
-        assert_eq!(VERBS_OPS_NUM, 76);
+        // The library's table has rdma-core 65's layout: 93 operations
+        // (rdma-core 44 to 56: 76).
+        assert_eq!(VERBS_OPS_NUM, 93);
         assert_eq!(op_bit!(advise_mr), 0);
-        assert_eq!(op_bit!(destroy_ah), 29);
+        assert_eq!(op_bit!(destroy_ah), 33);
         assert_eq!(op_bit!(unimport_pd), VERBS_OPS_NUM - 1);
     }
 

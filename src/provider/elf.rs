@@ -21,7 +21,12 @@ pub const PROVIDED: &[&str] = &[
     "IBVERBS_1.12",
     "IBVERBS_1.13",
     "IBVERBS_1.14",
+    "IBVERBS_1.15",
+    "IBVERBS_1.16",
+    "IBVERBS_1.17",
+    "IBVERBS_1.18",
     "IBVERBS_PRIVATE_34",
+    "IBVERBS_PRIVATE_65",
 ];
 
 /// Our soname, as it appears in a provider's needs.
@@ -106,3 +111,35 @@ pub fn missing_in_file(path: &std::path::Path) -> Vec<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether the ELF image imports (has an undefined dynamic symbol) `name`.
+pub fn imports(b: &[u8], name: &str) -> bool {
+    use object::{Object, ObjectSymbol};
+    let Ok(file) = object::File::parse(b) else {
+        return false;
+    };
+    file.dynamic_symbols()
+        .any(|s| s.is_undefined() && s.name_bytes().is_ok_and(|n| n == name.as_bytes()))
+}
+
+/// [`imports`] of the file at `path` (false when it cannot be read).
+pub fn imports_in_file(path: &std::path::Path, name: &str) -> bool {
+    std::fs::read(path).is_ok_and(|b| imports(&b, name))
+}
+
+/// The file of the loaded object that contains `addr` (`dladdr`).  The
+/// address is only looked up in the loader's tables, never dereferenced.
+pub fn file_of_address(addr: usize) -> Option<std::path::PathBuf> {
+    let addr = addr as *const std::os::raw::c_void;
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: dladdr only reads the loader's tables; `info` is a plain
+    // out-struct it fills on success.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; any address may be asked about.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: on success dli_fname is the loader's NUL-terminated path.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes())))
+}

@@ -18,6 +18,7 @@ pub mod matching;
 use std::sync::Mutex;
 
 use crate::abi::verbs_device_ops;
+use crate::generation::{Pabi, Registration};
 
 /// A registered provider: its `const struct verbs_device_ops *`.
 ///
@@ -89,18 +90,19 @@ impl Registered {
     }
 }
 
-static DRIVERS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+static DRIVERS: Mutex<Vec<(Registered, Registration)>> = Mutex::new(Vec::new());
 
-/// Records a provider (in registration order, as upstream's list).
+/// Records a provider (in registration order, as upstream's list) with its
+/// private-ABI generation (`verbs_register_driver_34` or `_65`).
 ///
 /// `ops` must be a provider's static ops table (non-NULL): this is the
-/// body of `verbs_register_driver_34`, which a provider's constructor calls
+/// body of `verbs_register_driver_<N>`, which a provider's constructor calls
 /// with its `static const` table and which rejects NULL.  It stays a safe
 /// function only because that caller (src/api/provider.rs) calls it outside
 /// an `unsafe` block; it should become `unsafe fn` with the caller's
 /// `unsafe` block stating the contract.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn register(ops: *const verbs_device_ops) {
+pub fn register(ops: *const verbs_device_ops, pabi: Pabi) {
     if ops.is_null() {
         return;
     }
@@ -108,21 +110,59 @@ pub fn register(ops: *const verbs_device_ops) {
     // constructor is registering: static data of a library that is never
     // unloaded (see the contract above).
     let r = unsafe { Registered::new(ops) };
-    DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+    let file = elf::file_of_address(ops as usize);
+    let dmabuf_driver_arg = match pabi {
+        Pabi::P65 => true,
+        Pabi::P34 => file
+            .as_deref()
+            .is_some_and(|f| elf::imports_in_file(f, "ibv_cmd_create_cq_ex2")),
+    };
+    let reg = Registration {
+        pabi,
+        dmabuf_driver_arg,
+    };
+    DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push((r, reg));
     let (min, max) = (r.ops().match_min_abi_version, r.ops().match_max_abi_version);
     crate::log::log(
         crate::log::LEVEL_DEBUG,
         format_args!(
-            "{}provider '{}' registered (kernel ABI {} to {})\n",
+            "{}provider '{}' registered (IBVERBS_PRIVATE_{}{}, kernel ABI {} to {}){}\n",
             crate::log::PFX,
             r.name(),
+            pabi.info().number,
+            if dmabuf_driver_arg && pabi == Pabi::P34 {
+                ", rdma-core 53 or later"
+            } else {
+                ""
+            },
             min,
-            max
+            max,
+            file.map(|f| format!(" from {}", f.display())).unwrap_or_default(),
         ),
     );
 }
 
+/// What was recorded of the provider whose device ops are `ops` (a provider
+/// that never registered — built-in tables of tests — counts as PABI 34).
+pub fn registration_of(ops: *const verbs_device_ops) -> Registration {
+    DRIVERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(r, _)| r.as_ptr() == ops)
+        .map(|(_, reg)| *reg)
+        .unwrap_or(Registration {
+            pabi: Pabi::P34,
+            dmabuf_driver_arg: false,
+        })
+}
+
 /// The providers registered so far.
 pub fn registered() -> Vec<Registered> {
-    DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    DRIVERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|(r, _)| *r)
+        .collect()
 }

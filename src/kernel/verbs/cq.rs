@@ -60,9 +60,16 @@ unsafe fn icmd_create_cq(
     cq: *mut ibv_cq,
     compat: Compat,
     cmd_flags: u32,
+    prov_attr: *const verbs_create_cq_prov_attr,
+    link: *mut ibv_command_buffer,
 ) -> c_int {
-    // SAFETY: `ctx` is open (contract); no linked blocks.
-    let mut c = compat.apply(unsafe { Cmd::new(ctx, &m::CREATE_CQ, 8, core::ptr::null_mut()) });
+    let with_mem = cmd_flags & (CREATE_CQ_CMD_FLAGS_WITH_MEM_VA | CREATE_CQ_CMD_FLAGS_WITH_MEM_DMABUF);
+    if with_mem != 0 && prov_attr.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: `ctx` is open (contract); `link` is null or the provider's
+    // attribute chain (contract).
+    let mut c = compat.apply(unsafe { Cmd::new(ctx, &m::CREATE_CQ, 12, link) });
     let mut resp_cqe: u32 = 0;
     // SAFETY: `cq` is the provider's writable CQ object (contract).
     unsafe { (*cq).context = ctx };
@@ -107,6 +114,21 @@ unsafe fn icmd_create_cq(
     } else if let Some(i) = afd {
         // Keeps the write() fallback possible on kernels without it.
         c.make_optional(i);
+    }
+    if with_mem != 0 {
+        // SAFETY: non-null (checked first) and readable (contract).
+        let b = unsafe { (*prov_attr).buffer };
+        if cmd_flags & CREATE_CQ_CMD_FLAGS_WITH_MEM_VA != 0 {
+            // SAFETY: the VA form of the union is the one the flag names.
+            c.in_u64(attr::CREATE_CQ_BUFFER_VA, unsafe { b.u.ptr } as usize as u64);
+        } else {
+            // SAFETY: the dmabuf form of the union is the one the flag names.
+            let d = unsafe { b.u.dmabuf };
+            c.in_fd(attr::CREATE_CQ_BUFFER_FD, d.fd);
+            c.in_u64(attr::CREATE_CQ_BUFFER_OFFSET, d.offset);
+        }
+        c.in_u64(attr::CREATE_CQ_BUFFER_LENGTH, b.length);
+        c.ioctl_only();
     }
     if flags != 0 {
         if flags & !IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION != 0 || cmd_flags & CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX == 0 {
@@ -159,6 +181,8 @@ pub unsafe fn create_cq(
             cq,
             Compat::of(cmd, cmd_size, resp, resp_size),
             0,
+            core::ptr::null(),
+            core::ptr::null_mut(),
         )
     }
 }
@@ -168,17 +192,23 @@ pub unsafe fn create_cq(
 /// # Safety
 /// `ctx` is an open context; `cq_attr` a readable attribute struct whose
 /// `channel` is null or live; `cq` the provider's `verbs_cq`; `cmd` / `resp`
-/// have `cmd_size` / `resp_size` bytes (at least their core structs).
+/// have `cmd_size` / `resp_size` bytes (at least their core structs);
+/// `prov_attr` null or readable (required by the memory flags of
+/// `cmd_flags`); `driver` null or the provider's attribute chain.
+/// Serves `ibv_cmd_create_cq_ex` and `ibv_cmd_create_cq_ex2` of every
+/// generation (the older prototypes pass NULL for what they lack).
 #[allow(clippy::too_many_arguments)] // mirrors the C prototype of ibv_cmd_create_cq_ex
 pub unsafe fn create_cq_ex(
     ctx: *mut ibv_context,
     cq_attr: *const ibv_cq_init_attr_ex,
+    prov_attr: *const verbs_create_cq_prov_attr,
     cq: *mut verbs_cq,
     cmd: *mut ibv_create_cq_ex,
     cmd_size: usize,
     resp: *mut ib_uverbs_ex_create_cq_resp,
     resp_size: usize,
     cmd_flags: u32,
+    driver: *mut ibv_command_buffer,
 ) -> c_int {
     // SAFETY: `cq_attr` is readable (contract) and not written meanwhile.
     let a = unsafe { &*cq_attr };
@@ -206,6 +236,8 @@ pub unsafe fn create_cq_ex(
             cq.cast::<ibv_cq>(),
             Compat::of(cmd, cmd_size, resp, resp_size),
             cmd_flags,
+            prov_attr,
+            driver,
         )
     }
 }

@@ -29,18 +29,20 @@ unsafe fn verbs_device_of(ctx: *mut ibv_context) -> *mut verbs_device {
 /// # Safety
 /// `vctx` is the provider's `verbs_context`, initialised by the context
 /// layer (open `cmd_fd`, device a `verbs_device`); `cmd` / `resp_p` have
-/// `cmd_size` / `resp_size` bytes (at least their core structs).
+/// `cmd_size` / `resp_size` bytes (at least their core structs); `fd_arr`
+/// is null or names `count` readable descriptors (rdma-core 65).
 pub unsafe fn get_context(
     vctx: *mut verbs_context,
     cmd: *mut ibv_get_context,
     cmd_size: usize,
+    fd_arr: *const ibv_fd_arr,
     resp_p: *mut ib_uverbs_get_context_resp,
     resp_size: usize,
 ) -> c_int {
     // SAFETY: `vctx` is valid (contract); only the field address is taken.
     let ctx = unsafe { core::ptr::addr_of_mut!((*vctx).context) };
     // SAFETY: `ctx` has its `cmd_fd` (contract); no linked blocks.
-    let mut c = unsafe { Cmd::new(ctx, &m::GET_CONTEXT, 2, core::ptr::null_mut()) }.compat(
+    let mut c = unsafe { Cmd::new(ctx, &m::GET_CONTEXT, 3, core::ptr::null_mut()) }.compat(
         cmd.cast(),
         core::mem::size_of::<ibv_get_context>(),
         cmd_size,
@@ -53,6 +55,20 @@ pub unsafe fn get_context(
     c.out(attr::GET_CONTEXT_NUM_COMP_VECTORS, &mut num_comp_vectors)
         .w(resp!(ib_uverbs_get_context_resp, num_comp_vectors));
     c.out(attr::GET_CONTEXT_CORE_SUPPORT, &mut core_support);
+    // SAFETY: `fd_arr` is null or readable (contract).
+    if let Some(fds) = unsafe { fd_arr.as_ref() } {
+        if !fds.arr.is_null() {
+            // SAFETY: `arr` has `count` readable descriptors (contract),
+            // read during exec below.
+            unsafe {
+                c.in_bytes(
+                    attr::GET_CONTEXT_FD_ARR,
+                    fds.arr.cast(),
+                    fds.count as usize * core::mem::size_of::<c_int>(),
+                )
+            };
+        }
+    }
     // SAFETY: `c` points at the locals above and the caller's buffers
     // (valid for their sizes, contract).
     match unsafe { c.exec() } {

@@ -339,7 +339,7 @@ pub unsafe fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg_list: *mut 
 ///
 /// # Safety
 /// Provider arguments: `pd` is a live PD of an open context; `vmr` a
-/// writable `verbs_mr`.
+/// writable `verbs_mr`; `driver` null or the provider's attribute chain.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn reg_dmabuf_mr(
     pd: *mut ibv_pd,
@@ -349,12 +349,14 @@ pub unsafe fn reg_dmabuf_mr(
     fd: c_int,
     access: c_int,
     vmr: *mut verbs_mr,
+    driver: *mut ibv_command_buffer,
 ) -> c_int {
     let (mut lkey, mut rkey) = (0u32, 0u32);
     // SAFETY: `pd` is a live PD (contract).
     let (ctx, pd_handle) = unsafe { ((*pd).context, (*pd).handle) };
-    // SAFETY: `ctx` is open; no provider chain is linked.
-    let mut c = unsafe { Cmd::new(ctx, &m::REG_DMABUF_MR, 9, core::ptr::null_mut()) };
+    // SAFETY: `ctx` is open; `driver` is null or the provider's chain
+    // (contract).
+    let mut c = unsafe { Cmd::new(ctx, &m::REG_DMABUF_MR, 9, driver) };
     let h = c.out_obj(attr::REG_DMABUF_MR_HANDLE).idx();
     c.out(attr::REG_DMABUF_MR_RESP_LKEY, &mut lkey);
     c.out(attr::REG_DMABUF_MR_RESP_RKEY, &mut rkey);

@@ -72,21 +72,23 @@ fn einval() -> c_int {
 /// or XRC_SEND; `srq` when non-null) — upstream dereferences them the same
 /// way; `vqp` is null or a writable `verbs_qp`, and `qp_in` is a writable
 /// `ibv_qp` when `vqp` is null; `compat`'s buffers are null or valid for
-/// their sizes.
+/// their sizes; `link` is null or the provider's attribute chain.
 unsafe fn icmd_create_qp(
     ctx: *mut ibv_context,
     vqp: *mut verbs_qp,
     qp_in: *mut ibv_qp,
     attr_ex: *mut ibv_qp_init_attr_ex,
     compat: Compat,
+    link: *mut ibv_command_buffer,
 ) -> c_int {
     let qp: *mut ibv_qp = if vqp.is_null() { qp_in } else { vqp.cast() };
     // SAFETY: `attr_ex` is valid, writable and not otherwise borrowed for
     // the duration of this call (contract).
     let a = unsafe { &mut *attr_ex };
-    // SAFETY: `ctx` is an open context (contract); no provider chain is
+    // SAFETY: `ctx` is an open context (contract); `link` is null or the
+    // provider's chain (contract).
     // linked.
-    let mut c = compat.apply(unsafe { Cmd::new(ctx, &m::CREATE_QP, 15, core::ptr::null_mut()) });
+    let mut c = compat.apply(unsafe { Cmd::new(ctx, &m::CREATE_QP, 15, link) });
     let mut vxrcd: *mut verbs_xrcd = core::ptr::null_mut();
     let mut create_flags: u32 = 0;
     let mut qp_num: u32 = 0;
@@ -302,6 +304,7 @@ pub unsafe fn create_qp(
             qp,
             &mut ax,
             Compat::of(cmd, cmd_size, resp, resp_size),
+            core::ptr::null_mut(),
         )
     };
     if ret == 0 {
@@ -343,6 +346,7 @@ pub unsafe fn create_qp_ex(
             core::ptr::null_mut(),
             attr_ex,
             Compat::of(cmd, cmd_size, resp, resp_size),
+            core::ptr::null_mut(),
         )
     }
 }
@@ -350,7 +354,9 @@ pub unsafe fn create_qp_ex(
 /// `ibv_cmd_create_qp_ex2`.
 ///
 /// # Safety
-/// As for [`create_qp_ex`], with the extended command and response.
+/// As for [`create_qp_ex`], with the extended command and response;
+/// `driver` null or the provider's attribute chain (rdma-core 65).
+#[allow(clippy::too_many_arguments)] // mirrors the C prototype of ibv_cmd_create_qp_ex2
 pub unsafe fn create_qp_ex2(
     ctx: *mut ibv_context,
     qp: *mut verbs_qp,
@@ -359,6 +365,7 @@ pub unsafe fn create_qp_ex2(
     cmd_size: usize,
     resp: *mut ib_uverbs_ex_create_qp_resp,
     resp_size: usize,
+    driver: *mut ibv_command_buffer,
 ) -> c_int {
     let sup = IBV_QP_INIT_ATTR_PD
         | IBV_QP_INIT_ATTR_XRCD
@@ -381,6 +388,7 @@ pub unsafe fn create_qp_ex2(
             core::ptr::null_mut(),
             attr_ex,
             Compat::of(cmd, cmd_size, resp, resp_size),
+            driver,
         )
     }
 }

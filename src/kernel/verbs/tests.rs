@@ -642,7 +642,7 @@ fn create_cq_ex_write_bytes() {
     a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
     // SAFETY: `ctx` is our live context, `a` and `cq` locals, `cmd`/`resp`
     // `Buf`s of the lengths passed.
-    let r = unsafe { ibv_cmd_create_cq_ex(ctx, &a, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len, 0) };
+    let r = unsafe { __ibvrs_p34_ibv_cmd_create_cq_ex(ctx, &a, &mut cq, cmd.p(), cmd.len, resp.p(), resp.len, 0) };
     assert_eq!(r, 0);
     let b = p.drain();
     assert_eq!(b.len(), cmd.len);
@@ -1214,7 +1214,7 @@ unsafe fn differential(lib: *mut c_void) {
             usize,
             u32,
         ) -> c_int;
-        let f: CreateCqEx = ibv_cmd_create_cq_ex;
+        let f: CreateCqEx = __ibvrs_p34_ibv_cmd_create_cq_ex;
         let t: CreateCqEx = theirs!(lib, ibv_cmd_create_cq_ex);
         let cases: [(u32, u32, u64, u32); 5] = [
             (0, 0, 0, 0),
@@ -1585,7 +1585,7 @@ unsafe fn differential(lib: *mut c_void) {
             *mut ib_uverbs_ex_create_qp_resp,
             usize,
         ) -> c_int;
-        let f: CreateQpEx2 = ibv_cmd_create_qp_ex2;
+        let f: CreateQpEx2 = __ibvrs_p34_ibv_cmd_create_qp_ex2;
         let t: CreateQpEx2 = theirs!(lib, ibv_cmd_create_qp_ex2);
         let (mut cmd, mut resp) = (Buf::new(88 + 8, 36), Buf::new(40 + 8, 37));
         let pdm = IBV_QP_INIT_ATTR_PD;
@@ -2216,14 +2216,14 @@ unsafe fn differential(lib: *mut c_void) {
             unsafe { (if th { t } else { f })(ctx, 2, &mut pa, cmd.p(), cmd.len) }
         });
         let f: unsafe extern "C" fn(
-            *mut verbs_context,
+            *mut c_void,
             *mut ibv_get_context,
             usize,
             *mut ib_uverbs_get_context_resp,
             usize,
-        ) -> c_int = ibv_cmd_get_context;
+        ) -> c_int = __ibvrs_p34_ibv_cmd_get_context;
         let t: unsafe extern "C" fn(
-            *mut verbs_context,
+            *mut c_void,
             *mut ibv_get_context,
             usize,
             *mut ib_uverbs_get_context_resp,
@@ -2244,7 +2244,7 @@ unsafe fn differential(lib: *mut c_void) {
             // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
             // `cmd`/`resp` are `Buf`s of the length passed; `v` is the `verbs_context` around `ctx`
             // (its `context` member).
-            let r = unsafe { (if th { t } else { f })(v, cmd.p(), cmd.len, resp.p(), resp.len) };
+            let r = unsafe { (if th { t } else { f })(v.cast(), cmd.p(), cmd.len, resp.p(), resp.len) };
             // SAFETY: `ctx` is the live context `both` made.
             let (afd, ncv) = unsafe { ((*ctx).async_fd, (*ctx).num_comp_vectors) };
             (r, afd, ncv, cmd.bytes(), resp.bytes())
