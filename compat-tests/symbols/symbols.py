@@ -1,5 +1,14 @@
 #!/usr/bin/env python3
-"""Dynamic symbol table comparison: OUR_LIB against UPSTREAM_LIB.
+"""Dynamic symbol table comparison: OUR_LIB against the union of
+UPSTREAM_LIBS (space-separated: Debian bookworm's, trixie's and sid's
+libibverbs.so.1; UPSTREAM_LIB alone when UPSTREAM_LIBS is unset).
+
+The union: every (name, version, type) that any of them defines.  A name
+that two releases define at different default versions (the private ABI:
+name@@IBVERBS_PRIVATE_34 in 44 and 56, name@@IBVERBS_PRIVATE_65 in 65) is
+expected once per version, the newest release's as the default (@@) and the
+others as plain name@VERSION.  Sizes, binding and visibility are compared
+with the newest release that has the symbol.
 
 Compared (defined symbols only, from `readelf --dyn-syms -W`):
   * (name, version, type) triples; the version keeps readelf's marker, so
@@ -126,13 +135,39 @@ def fmt(key, ent=None):
     return s
 
 
+def union_of(libs):
+    """(verdefs, symbols) of the union of `libs` (oldest first)."""
+    vds, syms, defaults = set(), {}, {}
+    for lib in libs:
+        vd = verdefs(lib)
+        vds |= set(vd)
+        for (name, marker), ent in dynsyms(lib, [d[0] for d in vd]).items():
+            ver = marker.lstrip('@')
+            syms[(name, ver)] = dict(ent, lib=lib)
+            if marker.startswith('@@'):
+                defaults[name] = ver  # later (newer) libraries win
+    out = {}
+    for (name, ver), ent in syms.items():
+        if not ver:
+            marker = ''
+        elif ent['ndx'] == 'ABS' and name == ver:
+            marker = '@@' + ver
+        else:
+            marker = ('@@' if defaults.get(name) == ver else '@') + ver
+        out[(name, marker)] = ent
+    return vds, out
+
+
 def main():
     our = os.environ.get('OUR_LIB', 'build/lib/libibverbs.so.1')
-    up = os.environ.get('UPSTREAM_LIB', '/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0')
+    ups = os.environ.get('UPSTREAM_LIBS', '').split() or \
+        [os.environ.get('UPSTREAM_LIB', '/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0')]
     rep = Rep()
-    if not os.path.isfile(up):
-        rep.fail('upstream library', '%s not found (install libibverbs1)' % up)
-        return rep.finish()
+    for up in ups:
+        if not os.path.isfile(up):
+            rep.fail('upstream library', '%s not found (install libibverbs1 / build the release roots)' % up)
+            return rep.finish()
+    print('upstream: %s' % ' + '.join(ups))
     if not os.path.isfile(our):
         rep.fail('our library', '%s not found (run make first)' % our)
         return rep.finish()
@@ -142,19 +177,21 @@ def main():
         return rep.finish()
     rep.ok('our library %s is an ELF shared object' % our)
 
-    so_up, so_our = soname(up), soname(our)
-    rep.check('SONAME %s' % so_up, so_up != so_our, 'ours is %s' % so_our)
+    so_our = soname(our)
+    for up in ups:
+        so_up = soname(up)
+        rep.check('SONAME %s (%s)' % (so_up, up), so_up != so_our, 'ours is %s' % so_our)
 
-    vd_up, vd_our = verdefs(up), verdefs(our)
-    sup, sour = set(vd_up), set(vd_our)
+    sup, s_up = union_of(ups)
+    vd_our = verdefs(our)
+    sour = set(vd_our)
     det = ['missing: %s (flags %s%s)' % (n, f, ', parent ' + ' '.join(p) if p else '')
            for n, f, p in sorted(sup - sour)]
     det += ['extra:   %s (flags %s%s)' % (n, f, ', parent ' + ' '.join(p) if p else '')
             for n, f, p in sorted(sour - sup)]
-    rep.check('version definitions (%d)' % len(vd_up), sup != sour,
+    rep.check('version definitions (%d)' % len(sup), sup != sour,
               '%d differ' % len(det), det)
 
-    s_up = dynsyms(up, [d[0] for d in vd_up])
     s_our = dynsyms(our, [d[0] for d in vd_our])
     # (name, version, type) triples: a type change shows up as missing + extra
     t_up = {k + (e['type'],) for k, e in s_up.items()}

@@ -64,8 +64,35 @@ unsafe extern "C" fn lib_create_cq_ex(context: *mut ibv_context, attr: *mut ibv_
     })
 }
 
-/// `verbs_context.query_port`: hides the size of the caller's
-/// `ibv_port_attr` (older binaries have a shorter one) from the provider.
+/// rdma-core 50 and later's `struct ibv_port_attr`: the older one
+/// ([`ibv_port_attr`]) plus `active_speed_ex`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct PortAttrFull {
+    attr: ibv_port_attr,
+    active_speed_ex: u32,
+}
+
+/// Where `active_speed_ex` lies in a full-size `ibv_port_attr`.
+pub const ACTIVE_SPEED_EX_OFFSET: usize = std::mem::offset_of!(PortAttrFull, active_speed_ex);
+const _: () = assert!(ACTIVE_SPEED_EX_OFFSET == std::mem::size_of::<ibv_port_attr>());
+
+thread_local! {
+    /// The full-size buffer a `lib_query_port` of this thread is filling.
+    static FULL_PORT_ATTR: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether `p` is the library's own full-size buffer of a query in
+/// progress on this thread (so `active_speed_ex` may be written).
+pub fn port_attr_is_full(p: *const ibv_port_attr) -> bool {
+    !p.is_null() && FULL_PORT_ATTR.with(|c| c.get()) == p as usize
+}
+
+/// The library's `verbs_context.query_port` (upstream's `__lib_query_port`):
+/// the provider always fills the library's own full-size `ibv_port_attr`,
+/// of which the caller gets its `len` bytes (zero beyond).  A provider never
+/// sees a caller's shorter (older) struct, and a provider built before
+/// `active_speed_ex` never gets a buffer it could overrun.
 ///
 /// # Safety
 /// `context` is an open context; `port_attr` holds `len` writable bytes.
@@ -78,26 +105,25 @@ pub unsafe extern "C" fn lib_query_port(
     crate::ffi::guard(libc::EIO, || {
         // SAFETY: an open context (function contract).
         let query = unsafe { crate::op!(context, query_port) };
-        if len < std::mem::size_of::<ibv_port_attr>() {
-            // SAFETY: ibv_port_attr is plain data; all-zero bytes are valid.
-            let mut tmp: ibv_port_attr = unsafe { std::mem::zeroed() };
-            // SAFETY: the provider fills a whole ibv_port_attr of ours.
-            let rc = unsafe { query(context, port_num, &mut tmp) };
-            if rc != 0 {
-                return rc;
-            }
-            // SAFETY: the caller's buffer holds `len` bytes, fewer than tmp's.
-            unsafe {
-                std::ptr::copy_nonoverlapping((&tmp as *const ibv_port_attr).cast::<u8>(), port_attr.cast::<u8>(), len)
-            };
-            return 0;
+        // SAFETY: plain data; all-zero bytes are valid.
+        let mut tmp: PortAttrFull = unsafe { std::mem::zeroed() };
+        let p = std::ptr::addr_of_mut!(tmp).cast::<ibv_port_attr>();
+        let prev = FULL_PORT_ATTR.with(|c| c.replace(p as usize));
+        // SAFETY: the provider fills an ibv_port_attr of at least its own
+        // size; `tmp` is the newest, largest one.
+        let rc = unsafe { query(context, port_num, p) };
+        FULL_PORT_ATTR.with(|c| c.set(prev));
+        if rc != 0 {
+            return rc;
         }
-        // SAFETY: the caller's buffer holds `len` >= sizeof(ibv_port_attr)
-        // bytes; the provider fills the ibv_port_attr at its start.
+        let n = len.min(std::mem::size_of::<PortAttrFull>());
+        // SAFETY: the caller's buffer holds `len` bytes (contract), `tmp`
+        // at least `n`.
         unsafe {
             std::ptr::write_bytes(port_attr.cast::<u8>(), 0, len);
-            query(context, port_num, port_attr)
+            std::ptr::copy_nonoverlapping(p.cast::<u8>(), port_attr.cast::<u8>(), n);
         }
+        0
     })
 }
 

@@ -1,9 +1,13 @@
-//! Loading providers as rdma-core 44 does (`load_drivers`): the config
+//! Loading providers as rdma-core does (`load_drivers`): the config
 //! directory's names and `RDMAV_DRIVERS`/`IBV_DRIVERS`, each tried as
 //!
-//! 1. an absolute path: `<name>-rdmav34.so`;
-//! 2. else `<provider dir>/lib<name>-rdmav34.so`, then `lib<name>-rdmav34.so`
+//! 1. an absolute path: `<name>-rdmav<N>.so`;
+//! 2. else `<provider dir>/lib<name>-rdmav<N>.so`, then `lib<name>-rdmav<N>.so`
 //!    on the library search path,
+//!
+//! for each private-ABI generation N this library serves, newest first
+//! (`RDMAV_PROVIDER_ABI` overrides the order, see [`generation_order`]):
+//! the first that loads serves the provider's devices.
 //!
 //! with `dlopen(RTLD_NOW)`; a provider registers itself from its
 //! constructor.  Failures print upstream's warning; then, beyond upstream,
@@ -18,7 +22,8 @@ use std::path::Path;
 
 use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN, PFX};
 
-/// `VERBS_PROVIDER_SUFFIX`: the private ABI generation in the file name.
+/// The file-name suffix of this project's own provider (the software
+/// device, a PABI 34 provider).
 pub const SUFFIX: &str = "-rdmav34.so";
 
 /// `VERBS_PROVIDER_DIR` (fixed when the library is built, like upstream's).
@@ -165,21 +170,78 @@ fn warn(so_name: &[u8], failures: &[Failure]) {
     eprint!("{msg}");
 }
 
-/// Upstream's `load_driver` for one name.
+/// The private-ABI generations tried for a provider name, in order:
+/// `RDMAV_PROVIDER_ABI` (generation numbers, e.g. "34" or "34,65"; unknown
+/// numbers are ignored) or, by default, newest first (65, then 34).  The
+/// first generation whose file loads serves the provider's devices.
+pub fn generation_order() -> Vec<u32> {
+    let known: Vec<u32> = crate::generation::GENERATIONS.iter().map(|g| g.number).collect();
+    let chosen: Vec<u32> = crate::env::get("RDMAV_PROVIDER_ABI")
+        .map(|v| {
+            String::from_utf8_lossy(v.to_bytes())
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter_map(|t| t.parse().ok())
+                .filter(|n| known.contains(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    if chosen.is_empty() {
+        known
+    } else {
+        chosen
+    }
+}
+
+/// Upstream's `load_driver` for one name, for each generation in
+/// [`generation_order`] until one loads.  When none does, the warning is
+/// upstream's for the generation whose file exists (the one whose failure
+/// says something), else for the first generation tried.
 pub fn load_driver(name: &[u8]) {
-    let suffix = SUFFIX.as_bytes();
+    let mut tried: Vec<(Vec<u8>, Vec<Failure>)> = Vec::new();
+    for n in generation_order() {
+        let suffix = format!("-rdmav{n}.so");
+        match load_generation(name, suffix.as_bytes()) {
+            Ok(()) => {
+                for (so, f) in &tried {
+                    for l in explain(f) {
+                        log(LEVEL_DEBUG, format_args!("{l}"));
+                    }
+                    log(
+                        LEVEL_DEBUG,
+                        format_args!(
+                            "{PFX}provider '{}': {} not loaded, a later generation was\n",
+                            String::from_utf8_lossy(name),
+                            String::from_utf8_lossy(so)
+                        ),
+                    );
+                }
+                return;
+            }
+            Err(t) => tried.push(t),
+        }
+    }
+    let pick = tried
+        .iter()
+        .position(|(_, f)| f.iter().any(|x| file_of(x).is_some()))
+        .unwrap_or(0);
+    if let Some((so, f)) = tried.get(pick) {
+        warn(so, f);
+    }
+}
+
+/// One generation's attempts (upstream's order): an absolute name as is,
+/// else the provider directory, then the library search path.  On failure,
+/// the file name upstream's warning shows and every failed attempt.
+fn load_generation(name: &[u8], suffix: &[u8]) -> Result<(), (Vec<u8>, Vec<Failure>)> {
     if name.first() == Some(&b'/') {
         let so = [name, suffix].concat();
-        if let Err(f) = attempt(name, &so) {
-            warn(&so, &[f]);
-        }
-        return;
+        return attempt(name, &so).map_err(|f| (so, vec![f]));
     }
     let mut failures = Vec::new();
     if !PROVIDER_DIR.is_empty() {
         let so = [PROVIDER_DIR.as_bytes(), b"/lib", name, suffix].concat();
         match attempt(name, &so) {
-            Ok(()) => return,
+            Ok(()) => return Ok(()),
             Err(f) => failures.push(f),
         }
     }
@@ -190,10 +252,11 @@ pub fn load_driver(name: &[u8]) {
             for l in explain(&failures) {
                 log(LEVEL_WARN, format_args!("{l}"));
             }
+            Ok(())
         }
         Err(f) => {
             failures.push(f);
-            warn(&so, &failures);
+            Err((so, failures))
         }
     }
 }

@@ -204,6 +204,26 @@ pub unsafe fn query_port(
     copy_port_resp(pa, &resp_ex.legacy_resp);
     if path == Path::Ioctl {
         pa.port_cap_flags2 = resp_ex.port_cap_flags2;
+        // `active_speed_ex` (rdma-core 50; the kernel's bytes after
+        // `port_cap_flags2` and two reserved ones, zero before 6.6) lies past
+        // the end of the `ibv_port_attr` older providers were built with:
+        // written only where the buffer is known to be long enough.
+        // SAFETY: `ctx` is an open context of the context layer (contract).
+        if crate::context::ops::port_attr_is_full(port_attr)
+            || unsafe { crate::context::registration_of(ctx) }.pabi == crate::generation::Pabi::P65
+        {
+            let r = resp_ex.reserved;
+            let speed_ex = u32::from_ne_bytes([r[2], r[3], r[4], r[5]]);
+            // SAFETY: the buffer holds a full-size (rdma-core 50 or later)
+            // ibv_port_attr, whose active_speed_ex is at this offset.
+            unsafe {
+                port_attr
+                    .cast::<u8>()
+                    .add(crate::context::ops::ACTIVE_SPEED_EX_OFFSET)
+                    .cast::<u32>()
+                    .write_unaligned(speed_ex)
+            };
+        }
     }
     0
 }
