@@ -209,9 +209,8 @@ pub unsafe fn query_port(
         // the end of the `ibv_port_attr` older providers were built with:
         // written only where the buffer is known to be long enough.
         // SAFETY: `ctx` is an open context of the context layer (contract).
-        if crate::context::ops::port_attr_is_full(port_attr)
-            || unsafe { crate::context::registration_of(ctx) }.pabi == crate::generation::Pabi::P65
-        {
+        let newest = unsafe { crate::context::registration_of(ctx) }.pabi == crate::generation::Pabi::P65;
+        if newest || crate::context::ops::port_attr_is_full(port_attr) {
             let r = resp_ex.reserved;
             let speed_ex = u32::from_ne_bytes([r[2], r[3], r[4], r[5]]);
             // SAFETY: the buffer holds a full-size (rdma-core 50 or later)
