@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use swrdma_ring::*;
 
+// A provider of private ABI 34: its references bind to that generation's
+// definitions (the library's defaults are PABI 65's).
 extern "C" {
+    #[link_name = "_verbs_init_and_alloc_context@IBVERBS_PRIVATE_34"]
     fn _verbs_init_and_alloc_context(
         device: *mut ibv_device,
         cmd_fd: c_int,
@@ -18,7 +21,9 @@ extern "C" {
         context_offset: *mut verbs_context,
         driver_id: u32,
     ) -> *mut c_void;
+    #[link_name = "verbs_uninit_context@IBVERBS_PRIVATE_34"]
     fn verbs_uninit_context(context: *mut verbs_context);
+    #[link_name = "verbs_set_ops@IBVERBS_PRIVATE_34"]
     fn verbs_set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops);
 }
 
