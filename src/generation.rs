@@ -41,8 +41,9 @@ use std::os::raw::c_void;
 use crate::abi::*;
 
 /// A provider's private-ABI generation.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Pabi {
+    #[default]
     P34,
     P65,
 }
@@ -109,8 +110,10 @@ impl Pabi {
     }
 }
 
-/// What the library records of a provider when it registers.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// What the library records of a provider when it registers.  The
+/// default (a provider that never registered: built-in tables of tests) is
+/// PABI 34 without the later `driver` argument.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Registration {
     pub pabi: Pabi,
     /// Whether `ibv_cmd_reg_dmabuf_mr`'s `driver` argument is read (always

@@ -15,11 +15,11 @@ use crate::kernel::uapi::*;
 use crate::kernel::verbs::{cq, device, flow, misc, qp, srq, wq};
 
 crate::export! {
-    fn ibv_cmd_get_context(context: *mut c_void, cmd: *mut ibv_get_context, cmd_size: usize, fd_arr: *mut ibv_fd_arr, resp: *mut ib_uverbs_get_context_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
+    fn ibv_cmd_get_context(context: *mut verbs_context_65, cmd: *mut ibv_get_context, cmd_size: usize, fd_arr: *mut ibv_fd_arr, resp: *mut ib_uverbs_get_context_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
         // SAFETY: `context` is the provider's (PABI 65) `verbs_context` being set up by the context layer
         // (open `cmd_fd`), with the provider's command/response buffers of `cmd_size`/`resp_size` bytes and
         // `fd_arr` null or valid, as device::get_context requires (this function's C contract).
-        unsafe { device::get_context(Pabi::P65.view(context), cmd, cmd_size, fd_arr, resp, resp_size) }
+        unsafe { device::get_context(Pabi::P65.view(context.cast()), cmd, cmd_size, fd_arr, resp, resp_size) }
     }
     fn __ibvrs_p34_ibv_cmd_get_context(context: *mut c_void, cmd: *mut ibv_get_context, cmd_size: usize, resp: *mut ib_uverbs_get_context_resp, resp_size: usize) -> c_int [on_panic: libc::EIO] {
         // SAFETY: as ibv_cmd_get_context, for a PABI 34 `verbs_context`, without descriptors.
@@ -103,7 +103,7 @@ crate::export! {
         // A provider built before rdma-core 54 passes 7 arguments: its
         // `driver` is whatever the stack held (crate::generation).
         // SAFETY: `pd` is a live PD (contract), so its context is open.
-        let driver = if unsafe { crate::context::registration_of((*pd).context) }.dmabuf_driver_arg { driver } else { core::ptr::null_mut() };
+        let driver = if unsafe { crate::kernel::state::of((*pd).context) }.is_some_and(|st| st.registration().dmabuf_driver_arg) { driver } else { core::ptr::null_mut() };
         // SAFETY: as ibv_cmd_reg_dmabuf_mr.
         unsafe { misc::reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr, driver) }
     }

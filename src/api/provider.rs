@@ -30,8 +30,8 @@ fn initialised_view(real: *mut c_void, pabi: Pabi) -> Option<*mut verbs_context>
 }
 
 crate::export! {
-    fn _verbs_init_and_alloc_context(device: *mut ibv_device, cmd_fd: c_int, alloc_size: usize, context_offset: *mut c_void, driver_id: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] {
-        init_and_alloc(device, cmd_fd, alloc_size, context_offset, driver_id, Pabi::P65)
+    fn _verbs_init_and_alloc_context(device: *mut ibv_device, cmd_fd: c_int, alloc_size: usize, context_offset: *mut verbs_context_65, driver_id: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] {
+        init_and_alloc(device, cmd_fd, alloc_size, context_offset.cast(), driver_id, Pabi::P65)
     }
     fn __ibvrs_p34__verbs_init_and_alloc_context(device: *mut ibv_device, cmd_fd: c_int, alloc_size: usize, context_offset: *mut c_void, driver_id: u32) -> *mut c_void [on_panic: std::ptr::null_mut()] {
         init_and_alloc(device, cmd_fd, alloc_size, context_offset, driver_id, Pabi::P34)
@@ -52,8 +52,8 @@ crate::export! {
         // provider's verbs_device.
         unsafe { crate::context::open_device(device, private_data) }
     }
-    fn verbs_set_ops(vctx: *mut c_void, ops: *const verbs_context_ops_65) -> () [on_panic: ()] {
-        if let (Some(view), false) = (initialised_view(vctx, Pabi::P65), ops.is_null()) {
+    fn verbs_set_ops(vctx: *mut verbs_context_65, ops: *const verbs_context_ops_65) -> () [on_panic: ()] {
+        if let (Some(view), false) = (initialised_view(vctx.cast(), Pabi::P65), ops.is_null()) {
             // SAFETY: a context init_context initialised; `ops` is the
             // provider's (non-NULL) PABI 65 op table.
             unsafe { crate::context::set_ops(view, ops) }
@@ -66,8 +66,8 @@ crate::export! {
             unsafe { crate::context::set_ops_34(view, ops) }
         }
     }
-    fn verbs_uninit_context(context: *mut c_void) -> () [on_panic: ()] {
-        if let Some(view) = initialised_view(context, Pabi::P65) {
+    fn verbs_uninit_context(context: *mut verbs_context_65) -> () [on_panic: ()] {
+        if let Some(view) = initialised_view(context.cast(), Pabi::P65) {
             // SAFETY: a provider calls this on the verbs_context that
             // init_and_alloc initialised, just before freeing it.
             unsafe { crate::context::uninit_context(view) }

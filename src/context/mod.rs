@@ -28,8 +28,6 @@ pub struct ContextPrivate {
     ops: verbs_context_ops_65,
     /// The private-ABI generation of the provider that owns the context.
     pabi: Pabi,
-    /// What was recorded of that provider when it registered.
-    reg: Registration,
 }
 
 /// The private part of a context.
@@ -41,15 +39,6 @@ pub unsafe fn priv_of(ctx: *mut ibv_context) -> *mut ContextPrivate {
     // SAFETY: such a context is the `context` member of a verbs_context
     // whose `priv` init_context set.
     unsafe { (*vctx_of(ctx)).r#priv.cast() }
-}
-
-/// What the library recorded of the provider that owns `ctx`.
-///
-/// # Safety
-/// As for [`priv_of`].
-pub unsafe fn registration_of(ctx: *mut ibv_context) -> Registration {
-    // SAFETY: the private data of a live context (caller's contract).
-    unsafe { (*priv_of(ctx)).reg }
 }
 
 /// The op table the library dispatches through (upstream's `get_ops`).
@@ -111,10 +100,9 @@ pub unsafe fn init_context(
     // SAFETY: a listed device is the first member of its verbs_device.
     let reg = crate::provider::registration_of(unsafe { (*device.cast::<verbs_device>()).ops });
     let p = Box::new(ContextPrivate {
-        cmd: CmdState::new(driver_id),
+        cmd: CmdState::new(driver_id, Registration { pabi, ..reg }),
         ops: dummy_ops::DUMMY_OPS,
         pabi,
-        reg: Registration { pabi, ..reg },
     });
     let cmd = std::ptr::addr_of!(p.cmd);
     // SAFETY: as above; `priv` owns the box until uninit_context, so the
@@ -486,13 +474,9 @@ mod tests {
         unsafe {
             let mut v: verbs_context = std::mem::zeroed();
             let p = Box::into_raw(Box::new(ContextPrivate {
-                cmd: CmdState::new(0),
+                cmd: CmdState::new(0, Registration::default()),
                 ops: dummy_ops::DUMMY_OPS,
                 pabi: Pabi::P34,
-                reg: Registration {
-                    pabi: Pabi::P34,
-                    dmabuf_driver_arg: false,
-                },
             }));
             v.r#priv = p.cast();
             let mut provider: verbs_context_ops = std::mem::zeroed();

@@ -5,6 +5,7 @@ use std::os::raw::{c_int, c_void};
 
 use crate::abi::*;
 use crate::ffi::set_errno;
+use crate::kernel::verbs::device::{with_full_port_attr, PortAttrFull};
 
 /// `verbs_init_cq`: the fields the library owns in every CQ.
 ///
@@ -64,30 +65,6 @@ unsafe extern "C" fn lib_create_cq_ex(context: *mut ibv_context, attr: *mut ibv_
     })
 }
 
-/// rdma-core 50 and later's `struct ibv_port_attr`: the older one
-/// ([`ibv_port_attr`]) plus `active_speed_ex`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct PortAttrFull {
-    attr: ibv_port_attr,
-    active_speed_ex: u32,
-}
-
-/// Where `active_speed_ex` lies in a full-size `ibv_port_attr`.
-pub const ACTIVE_SPEED_EX_OFFSET: usize = std::mem::offset_of!(PortAttrFull, active_speed_ex);
-const _: () = assert!(ACTIVE_SPEED_EX_OFFSET == std::mem::size_of::<ibv_port_attr>());
-
-thread_local! {
-    /// The full-size buffer a `lib_query_port` of this thread is filling.
-    static FULL_PORT_ATTR: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Whether `p` is the library's own full-size buffer of a query in
-/// progress on this thread (so `active_speed_ex` may be written).
-pub fn port_attr_is_full(p: *const ibv_port_attr) -> bool {
-    !p.is_null() && FULL_PORT_ATTR.with(|c| c.get()) == p as usize
-}
-
 /// The library's `verbs_context.query_port` (upstream's `__lib_query_port`):
 /// the provider always fills the library's own full-size `ibv_port_attr`,
 /// of which the caller gets its `len` bytes (zero beyond).  A provider never
@@ -108,11 +85,9 @@ pub unsafe extern "C" fn lib_query_port(
         // SAFETY: plain data; all-zero bytes are valid.
         let mut tmp: PortAttrFull = unsafe { std::mem::zeroed() };
         let p = std::ptr::addr_of_mut!(tmp).cast::<ibv_port_attr>();
-        let prev = FULL_PORT_ATTR.with(|c| c.replace(p as usize));
         // SAFETY: the provider fills an ibv_port_attr of at least its own
         // size; `tmp` is the newest, largest one.
-        let rc = unsafe { query(context, port_num, p) };
-        FULL_PORT_ATTR.with(|c| c.set(prev));
+        let rc = with_full_port_attr(p, || unsafe { query(context, port_num, p) });
         if rc != 0 {
             return rc;
         }

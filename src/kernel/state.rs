@@ -14,6 +14,7 @@ use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 use crate::abi::{ibv_context, verbs_context, verbs_context_ops_65};
+use crate::generation::Registration;
 
 /// `VERBS_OPS_NUM`: number of operation slots in `verbs_context_ops`.
 pub const VERBS_OPS_NUM: usize = core::mem::size_of::<verbs_context_ops_65>() / core::mem::size_of::<usize>();
@@ -30,16 +31,24 @@ pub struct CmdState {
     driver_id: u32,
     use_ioctl_write: AtomicBool,
     imported: AtomicBool,
+    /// What the library recorded of the provider that owns the context
+    /// (its generation decides some prototypes' and layouts' readings).
+    reg: Registration,
 }
 
 impl CmdState {
     /// A new context's state: every ioctl still to be tried, raw `write()`
     /// until [`CmdState::set_use_ioctl_write`] says otherwise.
-    pub fn new(driver_id: u32) -> Self {
+    pub fn new(driver_id: u32, reg: Registration) -> Self {
         CmdState {
             driver_id,
+            reg,
             ..Default::default()
         }
+    }
+    /// The owning provider's registration.
+    pub fn registration(&self) -> Registration {
+        self.reg
     }
     pub fn driver_id(&self) -> u32 {
         self.driver_id
@@ -179,7 +188,7 @@ mod tests {
 
     #[test]
     fn unsupported_bitmap() {
-        let st = CmdState::new(7);
+        let st = CmdState::new(7, Default::default());
         assert_eq!(st.driver_id(), 7);
         assert!(!st.unsupported(0) && !st.unsupported(75));
         st.mark_unsupported(75);
@@ -205,7 +214,7 @@ mod tests {
             let ctx = core::ptr::addr_of_mut!(v.context);
             assert!(of(ctx).is_none());
             assert!(of(core::ptr::null_mut()).is_none());
-            let st = CmdState::new(42);
+            let st = CmdState::new(42, Default::default());
             v.r#priv = (&st as *const CmdState).cast_mut().cast();
             assert_eq!(vctx_of(ctx), core::ptr::addr_of_mut!(v));
             assert_eq!(of(ctx).map(|s| s.driver_id()), Some(42));

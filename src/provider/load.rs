@@ -192,10 +192,37 @@ pub fn generation_order() -> Vec<u32> {
     }
 }
 
+/// The generation of the providers installed on this system: the newest
+/// one with a `lib*-rdmav<N>.so` in the provider directory (the oldest
+/// served when there is none).  Read once.
+pub fn system_generation() -> u32 {
+    static GEN: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *GEN.get_or_init(|| {
+        let names: Vec<Vec<u8>> = std::fs::read_dir(PROVIDER_DIR)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().as_bytes().to_vec())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let gens = &crate::generation::GENERATIONS;
+        gens.iter()
+            .map(|g| g.number)
+            .find(|n| {
+                let suffix = format!("-rdmav{n}.so");
+                names
+                    .iter()
+                    .any(|f| f.starts_with(b"lib") && f.ends_with(suffix.as_bytes()))
+            })
+            .unwrap_or(gens[gens.len() - 1].number)
+    })
+}
+
 /// Upstream's `load_driver` for one name, for each generation in
 /// [`generation_order`] until one loads.  When none does, the warning is
 /// upstream's for the generation whose file exists (the one whose failure
-/// says something), else for the first generation tried.
+/// says something), else for the system's generation
+/// ([`system_generation`]): the message that system's own libibverbs prints.
 pub fn load_driver(name: &[u8]) {
     let mut tried: Vec<(Vec<u8>, Vec<Failure>)> = Vec::new();
     for n in generation_order() {
@@ -220,9 +247,11 @@ pub fn load_driver(name: &[u8]) {
             Err(t) => tried.push(t),
         }
     }
+    let system = format!("-rdmav{}.so", system_generation());
     let pick = tried
         .iter()
         .position(|(_, f)| f.iter().any(|x| file_of(x).is_some()))
+        .or_else(|| tried.iter().position(|(so, _)| so.ends_with(system.as_bytes())))
         .unwrap_or(0);
     if let Some((so, f)) = tried.get(pick) {
         warn(so, f);

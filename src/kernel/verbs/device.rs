@@ -4,6 +4,7 @@
 use std::os::raw::c_int;
 
 use crate::abi::*;
+use crate::generation::Pabi;
 use crate::kernel::builder::{field, req, resp, Cmd, Field, Path, Place};
 use crate::kernel::methods as m;
 use crate::kernel::pabi34::*;
@@ -163,6 +164,39 @@ fn copy_port_resp(pa: &mut ibv_port_attr, r: &ib_uverbs_query_port_resp) {
     pa.flags = r.flags;
 }
 
+/// rdma-core 50 and later's `struct ibv_port_attr`: the older one
+/// ([`ibv_port_attr`]) plus `active_speed_ex`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PortAttrFull {
+    pub attr: ibv_port_attr,
+    pub active_speed_ex: u32,
+}
+
+/// Where `active_speed_ex` lies in a full-size `ibv_port_attr`.
+pub const ACTIVE_SPEED_EX_OFFSET: usize = std::mem::offset_of!(PortAttrFull, active_speed_ex);
+const _: () = assert!(ACTIVE_SPEED_EX_OFFSET == std::mem::size_of::<ibv_port_attr>());
+
+thread_local! {
+    /// The full-size buffer a `lib_query_port` of this thread is filling.
+    static FULL_PORT_ATTR: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether `p` is the library's own full-size buffer of a query in
+/// progress on this thread (so `active_speed_ex` may be written).
+pub fn port_attr_is_full(p: *const ibv_port_attr) -> bool {
+    !p.is_null() && FULL_PORT_ATTR.with(|c| c.get()) == p as usize
+}
+
+/// Runs `f` with `p` marked as the library's full-size buffer of this
+/// thread's query in progress.
+pub fn with_full_port_attr<R>(p: *const ibv_port_attr, f: impl FnOnce() -> R) -> R {
+    let prev = FULL_PORT_ATTR.with(|c| c.replace(p as usize));
+    let r = f();
+    FULL_PORT_ATTR.with(|c| c.set(prev));
+    r
+}
+
 /// `ibv_cmd_query_port`.  The provider's `cmd` is only used for the
 /// `write()` form (upstream sends no driver data with the ioctl).
 ///
@@ -209,8 +243,8 @@ pub unsafe fn query_port(
         // the end of the `ibv_port_attr` older providers were built with:
         // written only where the buffer is known to be long enough.
         // SAFETY: `ctx` is an open context of the context layer (contract).
-        let newest = unsafe { crate::context::registration_of(ctx) }.pabi == crate::generation::Pabi::P65;
-        if newest || crate::context::ops::port_attr_is_full(port_attr) {
+        let newest = unsafe { crate::kernel::state::of(ctx) }.is_some_and(|s| s.registration().pabi == Pabi::P65);
+        if newest || port_attr_is_full(port_attr) {
             let r = resp_ex.reserved;
             let speed_ex = u32::from_ne_bytes([r[2], r[3], r[4], r[5]]);
             // SAFETY: the buffer holds a full-size (rdma-core 50 or later)
@@ -218,7 +252,7 @@ pub unsafe fn query_port(
             unsafe {
                 port_attr
                     .cast::<u8>()
-                    .add(crate::context::ops::ACTIVE_SPEED_EX_OFFSET)
+                    .add(ACTIVE_SPEED_EX_OFFSET)
                     .cast::<u32>()
                     .write_unaligned(speed_ex)
             };

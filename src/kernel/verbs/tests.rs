@@ -108,7 +108,7 @@ fn our_ctx(fd: c_int) -> *mut ibv_context {
     unsafe {
         let v: *mut verbs_context = Box::into_raw(Box::new(core::mem::zeroed::<verbs_context>()));
         // The command layer's state is all it reads of the private data.
-        let p = Box::new(crate::kernel::state::CmdState::new(0));
+        let p = Box::new(crate::kernel::state::CmdState::new(0, Default::default()));
         (*v).r#priv = Box::into_raw(p).cast();
         (*v).sz = core::mem::size_of::<verbs_context>();
         let ctx = core::ptr::addr_of_mut!((*v).context);
