@@ -1,0 +1,98 @@
+#!/bin/bash
+# Every provider of Debian bookworm (rdma-core 44, IBVERBS_PRIVATE_34),
+# trixie (56.1, PRIVATE_34 in its later form) and sid (65.0, PRIVATE_65)
+# loads with dlopen(RTLD_NOW) into a process that uses our library, and
+# registers with its generation.
+#
+#   compat-tests/generations/run.sh
+#
+# Each release's providers are loaded by that release's own ibv_devices, in
+# the release's own root (chroot; bookworm is this machine) with our library
+# first on the search path (LD_LIBRARY_PATH, our build dir bound into the
+# root) and the software device listed so that providers are loaded
+# (RDMAV_SOFT_DEVICES=swr0): one run per provider file, named by its
+# absolute path in RDMAV_DRIVERS.  PASS when ibv_devices succeeds, prints no
+# warning, and our debug log shows the provider registered at the expected
+# private-ABI generation.  Also: the same with the release's own library
+# (a provider that does not load there is a SKIP, not ours to fix), and the
+# loading rule (RDMAV_PROVIDER_ABI) on the host.
+# Needs: root (chroot, mount), mmdebstrap (roots.sh).
+. "$(dirname "$0")/../lib.sh"
+suite_begin generations --clean
+need "$OUR_LIB=run make" chroot mount
+[ "$(id -u)" = 0 ] || fail_early prerequisites "needs root (chroot)"
+OURDIR=$(cd "$(dirname "$OUR_LIB")" && pwd)
+[ -e "$OURDIR/libibverbs/libswrdma-rdmav34.so" ] || fail_early prerequisites "$OURDIR/libibverbs/libswrdma-rdmav34.so missing (make swrdma)"
+roots=$(bash compat-tests/roots.sh trixie sid) || fail_early roots "compat-tests/roots.sh trixie sid failed"
+
+MNT=()
+cleanup() { local m; for m in "${MNT[@]}"; do umount -l "$m" 2>/dev/null; done; }
+trap cleanup EXIT
+
+# run_in ROOT CMD...: CMD in ROOT ("/" = this machine), our build dir at /mnt.
+run_in() {
+    local root=$1; shift
+    if [ "$root" = / ]; then "$@"; else chroot "$root" "$@"; fi
+}
+
+check_release() { # REL ROOT PABI LIBDIR_IN_ROOT
+    local rel=$1 root=$2 pabi=$3 ourdir=$4 f name log out rc base
+    local pdir=/usr/lib/x86_64-linux-gnu/libibverbs
+    for f in "$root$pdir"/lib*-rdmav"$pabi".so; do
+        [ -e "$f" ] || continue
+        base=$(basename "$f"); name=${base#lib}; name=${name%-rdmav"$pabi".so}
+        [ "$name" = swrdma ] && continue
+        log=$SCRATCH/$rel-$name.log
+        rm -f "$log"
+        out=$(run_in "$root" env LD_LIBRARY_PATH="$ourdir" RDMAV_SOFT_DEVICES=swr0 \
+                  RDMAV_DRIVERS="$pdir/lib$name" VERBS_LOG_LEVEL=4 VERBS_LOG_FILE=/tmp/gen.log \
+                  ibv_devices 2>&1); rc=$?
+        run_in "$root" cat /tmp/gen.log >"$log" 2>/dev/null; run_in "$root" rm -f /tmp/gen.log
+        if [ $rc -ne 0 ] || printf '%s\n' "$out" | grep -q 'Warning'; then
+            # Does the release's own library load it?
+            if run_in "$root" env RDMAV_DRIVERS="$pdir/lib$name" ibv_devices 2>&1 | grep -q Warning; then
+                skip "$rel: $base" "does not load with the release's own library either"
+            else
+                fail "$rel: $base" "exit $rc: $(printf '%s' "$out" | grep Warning | head -2 | tr '\n' ' ')"
+            fi
+        elif ! grep -q "registered (IBVERBS_PRIVATE_$pabi.* from $pdir/$base\$" "$log"; then
+            fail "$rel: $base" "loaded, but not registered from it at IBVERBS_PRIVATE_$pabi: $(grep "from $pdir/$base" "$log" | head -1)"
+        else
+            pass "$rel: $base (IBVERBS_PRIVATE_$pabi)"
+        fi
+    done
+}
+
+check_release bookworm / 34 "$OURDIR"
+for r in $roots; do
+    rel=$(basename "$r")
+    mount --bind "$OURDIR" "$r/mnt" && MNT+=("$r/mnt") || { fail "$rel: mount" "cannot bind $OURDIR"; continue; }
+    for d in proc tmp; do
+        if [ $d = proc ]; then mount -t proc proc "$r/proc"; else mount -t tmpfs tmpfs "$r/tmp"; fi && MNT+=("$r/$d")
+    done
+    case $rel in sid) pabi=65 ;; *) pabi=34 ;; esac
+    check_release "$rel" "$r" "$pabi" /mnt
+    cleanup; MNT=()
+done
+
+# The loading rule on this machine: newest generation first; RDMAV_PROVIDER_ABI
+# chooses.  A directory with both generations of one provider (sid's rxe
+# beside bookworm's) shows which of its files registers (the system's own
+# configured rxe registers too, from the provider directory).
+both=$SCRATCH/both; mkdir -p "$both"
+sid_root=$(printf '%s\n' $roots | grep '/sid$')
+cp /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so "$both/"
+cp "$sid_root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav65.so" "$both/"
+for order in "" 34 65 "34,65"; do
+    case $order in ''|65) want=65 ;; *) want=34 ;; esac
+    log=$SCRATCH/order-${order:-default}.log; rm -f "$log"
+    env LD_LIBRARY_PATH="$OURDIR" RDMAV_SOFT_DEVICES=swr0 RDMAV_DRIVERS="$both/librxe" \
+        ${order:+RDMAV_PROVIDER_ABI=$order} VERBS_LOG_LEVEL=4 VERBS_LOG_FILE="$log" ibv_devices >/dev/null 2>&1
+    got=$(grep "from $both/" "$log" | grep -o "provider 'rxe' registered (IBVERBS_PRIVATE_[0-9]*" | grep -o '[0-9]*$' | tr '\n' ' ')
+    if [ "$got" = "$want " ]; then
+        pass "RDMAV_PROVIDER_ABI=${order:-(unset)}: rxe served by IBVERBS_PRIVATE_$want"
+    else
+        fail "RDMAV_PROVIDER_ABI=${order:-(unset)}" "expected rxe registered once at $want, got '${got}'"
+    fi
+done
+finish
