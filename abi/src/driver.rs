@@ -403,19 +403,20 @@ pub struct verbs_context_65 {
 /// table (member by member, by name) into the library's own layout.
 macro_rules! ops_tables {
     ($(#[$m34:meta])* $t34:ident; $(#[$m65:meta])* $t65:ident; $($rest:tt)*) => {
-        ops_tables!(@munch [$(#[$m34])* $t34] [$(#[$m65])* $t65] [] [] [] $($rest)*);
+        ops_tables!(@munch [$(#[$m34])* $t34] [$(#[$m65])* $t65] [] [] [] [] $($rest)*);
     };
-    (@munch $h34:tt $h65:tt [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*]
+    (@munch $h34:tt $h65:tt [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*] [$($every:ident)*]
      all $name:ident : $ty:ty; $($rest:tt)*) => {
         ops_tables!(@munch $h34 $h65 [$($f34)* pub $name: $ty,] [$($f65)* pub $name: $ty,]
-                    [$($common)* $name] $($rest)*);
+                    [$($common)* $name] [$($every)* $name] $($rest)*);
     };
-    (@munch $h34:tt $h65:tt [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*]
+    (@munch $h34:tt $h65:tt [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*] [$($every:ident)*]
      new $name:ident : $ty:ty; $($rest:tt)*) => {
-        ops_tables!(@munch $h34 $h65 [$($f34)*] [$($f65)* pub $name: $ty,] [$($common)*] $($rest)*);
+        ops_tables!(@munch $h34 $h65 [$($f34)*] [$($f65)* pub $name: $ty,] [$($common)*]
+                    [$($every)* $name] $($rest)*);
     };
     (@munch [$(#[$m34:meta])* $t34:ident] [$(#[$m65:meta])* $t65:ident]
-     [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*]) => {
+     [$($f34:tt)*] [$($f65:tt)*] [$($common:ident)*] [$($every:ident)*]) => {
         $(#[$m34])*
         #[repr(C)]
         #[derive(Copy, Clone, Default)]
@@ -434,8 +435,11 @@ macro_rules! ops_tables {
             }
         }
 
-        /// The names of the ops every generation has, in table order.
+        /// The names of the ops every generation has, in table order (the
+        /// members of the PABI 34 table).
         pub const OPS_COMMON: &[&str] = &[$(stringify!($common)),*];
+        /// The members of the PABI 65 table, in order.
+        pub const OPS_65: &[&str] = &[$(stringify!($every)),*];
     };
 }
 
@@ -646,6 +650,27 @@ mod tests {
     use std::collections::BTreeSet;
 
     use crate::testutil::pinned_table as table;
+
+    /// The member lists of both generations' op tables equal upstream's
+    /// (pinned in compat-tests/generations/ops{34,65}.expected), and every
+    /// member is one pointer, in list order.
+    #[test]
+    fn op_tables_match_upstream_order() {
+        let pinned = |f: &str| -> Vec<String> {
+            let path = format!("{}/../compat-tests/generations/{f}", env!("CARGO_MANIFEST_DIR"));
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{path}: {e}"))
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(OPS_65, pinned("ops65.expected"));
+        assert_eq!(OPS_COMMON, pinned("ops34.expected"));
+        assert_eq!(size_of::<verbs_context_ops_65>(), OPS_65.len() * size_of::<usize>());
+        assert_eq!(size_of::<verbs_context_ops>(), OPS_COMMON.len() * size_of::<usize>());
+    }
 
     /// Size of the field a projection closure points at.
     fn size_of_field<T, F>(_: impl Fn(&T) -> &F) -> usize {

@@ -95,4 +95,32 @@ for order in "" 34 65 "34,65"; do
         fail "RDMAV_PROVIDER_ABI=${order:-(unset)}" "expected rxe registered once at $want, got '${got}'"
     fi
 done
+# Our driver.h describes both generations' op tables as upstream orders
+# them (ops65.expected / ops34.expected: upstream's member lists): default
+# (IBVERBS_PABI_VERSION 65) and -DIBVERBS_PABI_VERSION=34.
+for g in 65 34; do
+    exp=compat-tests/generations/ops$g.expected
+    prog=$SCRATCH/ops$g.c
+    {
+        echo '#include <stddef.h>'
+        echo '#include <stdio.h>'
+        echo '#include <infiniband/driver.h>'
+        echo 'int main(void) { int bad = 0;'
+        i=0
+        for m in $(grep -v '^#' "$exp"); do
+            echo "if (offsetof(struct verbs_context_ops, $m) != $i * sizeof(void *)) { printf(\"$m\\n\"); bad++; }"
+            i=$((i + 1))
+        done
+        echo "if (sizeof(struct verbs_context_ops) != $i * sizeof(void *)) { printf(\"sizeof\\n\"); bad++; }"
+        echo 'return bad; }'
+    } >"$prog"
+    if ! out=$(cc -I"$OUR_INCLUDE" -DIBVERBS_PABI_VERSION=$g -o "$prog.bin" "$prog" 2>&1); then
+        fail "driver.h verbs_context_ops (PABI $g)" "does not compile: $(printf '%s' "$out" | grep error | head -2 | tr '\n' ' ')"
+    elif ! out=$("$prog.bin"); then
+        fail "driver.h verbs_context_ops (PABI $g)" "members out of place: $(printf '%s' "$out" | tr '\n' ' ')"
+    else
+        pass "driver.h verbs_context_ops (PABI $g): $(grep -vc '^#' "$exp") members in upstream's order"
+    fi
+done
+
 finish

@@ -177,7 +177,7 @@ def check():
     (status, text) with status 'PASS' or 'FAIL' and text the full line."""
     include = os.environ.get('OUR_INCLUDE') or 'include'
     cc = os.environ.get('CC') or 'cc'
-    cflags = shlex.split(os.environ.get('PROVIDER_ABI_CFLAGS') or '-I' + include)
+    cflags = shlex.split(os.environ.get('PROVIDER_ABI_CFLAGS') or '-I' + include + ' -DIBVERBS_PABI_VERSION=34')
     scratch = os.path.join(ROOT, 'build/compat-tests/layout/provider_abi')
     if not shutil.which(cc):
         raise TableError("C compiler '%s' not found" % cc)
@@ -220,7 +220,7 @@ def main(argv):
     if argv[:1] == ['--print']:
         include = os.environ.get('OUR_INCLUDE') or 'include'
         cc = os.environ.get('CC') or 'cc'
-        cflags = shlex.split(os.environ.get('PROVIDER_ABI_CFLAGS') or '-I' + include)
+        cflags = shlex.split(os.environ.get('PROVIDER_ABI_CFLAGS') or '-I' + include + ' -DIBVERBS_PABI_VERSION=34')
         scratch = os.path.join(ROOT, 'build/compat-tests/layout/provider_abi')
         os.makedirs(scratch, exist_ok=True)
         try:

@@ -28,9 +28,19 @@
 #include <infiniband/kern-abi.h>
 #include <infiniband/cmd_ioctl.h>
 
-/* Generation of the private provider ABI described by this header. */
+/*
+ * Generation of the private provider ABI described by this header: 65
+ * (rdma-core 65) unless the includer asks for 34 (rdma-core 44's form; the
+ * library serves both, see src/generation.rs).  __VERBS_PABI65(...) keeps
+ * its argument only in the newer generation.
+ */
 #ifndef IBVERBS_PABI_VERSION
 #define IBVERBS_PABI_VERSION 65
+#endif
+#if IBVERBS_PABI_VERSION >= 65
+#define __VERBS_PABI65(...) __VA_ARGS__
+#else
+#define __VERBS_PABI65(...)
 #endif
 
 /*
@@ -335,6 +345,16 @@ struct verbs_device {
 	uint64_t core_support;
 };
 
+/* Public types of rdma-core 65 (verbs.h) the declarations below name. */
+struct ibv_dmah;
+struct ibv_dmah_init_attr;
+struct ibv_comp_cntr;
+struct ibv_comp_cntr_init_attr;
+struct ibv_comp_cntr_caps;
+struct ibv_qp_attach_comp_cntr_attr;
+struct ibv_mr_init_attr;
+struct ibv_fd_arr;
+
 /* Memory a provider hands out with alloc_buf, or a dmabuf (rdma-core 65). */
 struct ibv_buf {
 	void *addr;
@@ -357,12 +377,6 @@ struct verbs_create_cq_prov_attr {
 	} buffer;
 };
 
-/* A DMA handle with its kernel handle (rdma-core 65). */
-struct verbs_dmah {
-	struct ibv_dmah dmah;
-	uint32_t handle;
-};
-
 /*
  * Every operation a provider may implement, in the (alphabetical) order
  * fixed by the IBVERBS_PRIVATE_65 ABI (rdma-core 65; the PABI 34 table of
@@ -377,11 +391,11 @@ struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
-	void *(*alloc_buf)(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);
+	__VERBS_PABI65(void *(*alloc_buf)(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);)
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
 				   struct ibv_alloc_dm_attr *attr);
-	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
-				       struct ibv_dmah_init_attr *attr);
+	__VERBS_PABI65(struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
+				       struct ibv_dmah_init_attr *attr);)
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
 	struct ibv_pd *(*alloc_parent_domain)(
@@ -402,8 +416,8 @@ struct verbs_context_ops {
 	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
-	struct ibv_comp_cntr *(*create_comp_cntr)(struct ibv_context *context,
-						  struct ibv_comp_cntr_init_attr *attr);
+	__VERBS_PABI65(struct ibv_comp_cntr *(*create_comp_cntr)(struct ibv_context *context,
+						  struct ibv_comp_cntr_init_attr *attr);)
 	struct ibv_counters *(*create_counters)(
 		struct ibv_context *context,
 		struct ibv_counters_init_attr *init_attr);
@@ -432,13 +446,13 @@ struct verbs_context_ops {
 		struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *wq_init_attr);
-	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+	__VERBS_PABI65(int (*dealloc_dmah)(struct ibv_dmah *dmah);)
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dealloc_td)(struct ibv_td *td);
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
-	int (*destroy_comp_cntr)(struct ibv_comp_cntr *comp_cntr);
+	__VERBS_PABI65(int (*destroy_comp_cntr)(struct ibv_comp_cntr *comp_cntr);)
 	int (*destroy_counters)(struct ibv_counters *counters);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_flow)(struct ibv_flow *flow);
@@ -449,8 +463,8 @@ struct verbs_context_ops {
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
-	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
-	void (*free_buf)(struct ibv_buf *buf);
+	__VERBS_PABI65(int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);)
+	__VERBS_PABI65(void (*free_buf)(struct ibv_buf *buf);)
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
@@ -459,8 +473,8 @@ struct verbs_context_ops {
 	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context,
 				    uint32_t pd_handle);
-	int (*inc_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
-	int (*inc_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+	__VERBS_PABI65(int (*inc_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);)
+	__VERBS_PABI65(int (*inc_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);)
 	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
 				      struct ibv_flow_action_esp_attr *attr);
@@ -484,10 +498,10 @@ struct verbs_context_ops {
 			    struct ibv_ops_wr **bad_op);
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
 			     struct ibv_recv_wr **bad_recv_wr);
-	int (*qp_attach_comp_cntr)(struct ibv_qp *qp, struct ibv_comp_cntr *comp_cntr,
-				   struct ibv_qp_attach_comp_cntr_attr *attr);
-	int (*query_comp_cntr_caps)(struct ibv_context *context,
-				    struct ibv_comp_cntr_caps *caps, size_t caps_size);
+	__VERBS_PABI65(int (*qp_attach_comp_cntr)(struct ibv_qp *qp, struct ibv_comp_cntr *comp_cntr,
+				   struct ibv_qp_attach_comp_cntr_attr *attr);)
+	__VERBS_PABI65(int (*query_comp_cntr_caps)(struct ibv_context *context,
+				    struct ibv_comp_cntr_caps *caps, size_t caps_size);)
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -495,8 +509,8 @@ struct verbs_context_ops {
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
-	int (*query_port_speed)(struct ibv_context *context, uint32_t port_num,
-				uint64_t *speed);
+	__VERBS_PABI65(int (*query_port_speed)(struct ibv_context *context, uint32_t port_num,
+				uint64_t *speed);)
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	int (*query_qp_data_in_order)(struct ibv_qp *qp, enum ibv_wr_opcode op,
@@ -504,11 +518,11 @@ struct verbs_context_ops {
 	int (*query_rt_values)(struct ibv_context *context,
 			       struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
-	int (*read_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+	__VERBS_PABI65(int (*read_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);)
 	int (*read_counters)(struct ibv_counters *counters,
 			     uint64_t *counters_value, uint32_t ncounters,
 			     uint32_t flags);
-	int (*read_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+	__VERBS_PABI65(int (*read_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);)
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
 				    uint64_t dm_offset, size_t length,
 				    unsigned int access);
@@ -517,15 +531,15 @@ struct verbs_context_ops {
 					int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
-	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
-				    struct ibv_mr_init_attr *mr_init_attr);
+	__VERBS_PABI65(struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
+				    struct ibv_mr_init_attr *mr_init_attr);)
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
-	int (*set_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+	__VERBS_PABI65(int (*set_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);)
 	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
-	int (*set_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+	__VERBS_PABI65(int (*set_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);)
 	void (*unimport_dm)(struct ibv_dm *dm);
 	void (*unimport_mr)(struct ibv_mr *mr);
 	void (*unimport_pd)(struct ibv_pd *pd);
@@ -615,7 +629,7 @@ struct ibv_context *verbs_open_device(struct ibv_device *device,
  */
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
-			struct ibv_fd_arr *fd_arr,
+			__VERBS_PABI65(struct ibv_fd_arr *fd_arr,)
 			struct ib_uverbs_get_context_resp *resp,
 			size_t resp_size);
 int ibv_cmd_query_context(struct ibv_context *ctx,
@@ -662,7 +676,8 @@ int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		      uint32_t num_sge);
 int ibv_cmd_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
 			  uint64_t iova, int fd, int access,
-			  struct verbs_mr *vmr, struct ibv_command_buffer *driver);
+			  struct verbs_mr *vmr
+			  __VERBS_PABI65(, struct ibv_command_buffer *driver));
 int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
 		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
 		     size_t cmd_size, struct ib_uverbs_alloc_mw_resp *resp,
@@ -675,14 +690,14 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      size_t resp_size);
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
-			 struct verbs_create_cq_prov_attr *prov_attr,
+			 __VERBS_PABI65(struct verbs_create_cq_prov_attr *prov_attr,)
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
 			 size_t cmd_size,
 			 struct ib_uverbs_ex_create_cq_resp *resp,
 			 size_t resp_size, uint32_t cmd_flags);
 int ibv_cmd_create_cq_ex2(struct ibv_context *context,
 			  const struct ibv_cq_init_attr_ex *cq_attr,
-			  struct verbs_create_cq_prov_attr *prov_attr,
+			  __VERBS_PABI65(struct verbs_create_cq_prov_attr *prov_attr,)
 			  struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
 			  size_t cmd_size,
 			  struct ib_uverbs_ex_create_cq_resp *resp,
@@ -727,7 +742,8 @@ int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
 			  struct ibv_qp_init_attr_ex *qp_attr,
 			  struct ibv_create_qp_ex *cmd, size_t cmd_size,
 			  struct ib_uverbs_ex_create_qp_resp *resp,
-			  size_t resp_size, struct ibv_command_buffer *driver);
+			  size_t resp_size
+			  __VERBS_PABI65(, struct ibv_command_buffer *driver));
 int ibv_cmd_open_qp(struct ibv_context *context, struct verbs_qp *qp,
 		    int vqp_sz, struct ibv_qp_open_attr *attr,
 		    struct ibv_open_qp *cmd, size_t cmd_size,
