@@ -57,6 +57,10 @@ pub mod obj {
     pub const DM: u16 = 14;
     pub const COUNTERS: u16 = 15;
     pub const ASYNC_EVENT: u16 = 16;
+    // added after rdma-core 44 (kernel 6.17 and later)
+    pub const DMAH: u16 = 17;
+    pub const DMABUF: u16 = 18;
+    pub const COMP_CNTR: u16 = 19;
 }
 
 pub const UVERBS_ATTR_UHW_IN: u16 = UVERBS_UDATA_DRIVER_DATA_FLAG;
@@ -106,6 +110,21 @@ pub mod method {
     pub const RWQ_IND_TBL_DESTROY: u16 = 0;
     pub const FLOW_DESTROY: u16 = 0;
     pub const ASYNC_EVENT_ALLOC: u16 = 0;
+    // added after rdma-core 44: device, qp, mr
+    pub const QUERY_PORT_SPEED: u16 = 7;
+    pub const QUERY_COMP_CNTR_CAPS: u16 = 8;
+    pub const QP_ATTACH_COMP_CNTR: u16 = 2;
+    pub const REG_MR: u16 = 5;
+    // dmah
+    pub const DMAH_ALLOC: u16 = 0;
+    pub const DMAH_FREE: u16 = 1;
+    // dmabuf
+    pub const DMABUF_ALLOC: u16 = 0;
+    // completion counters
+    pub const COMP_CNTR_CREATE: u16 = 0;
+    pub const COMP_CNTR_DESTROY: u16 = 1;
+    pub const COMP_CNTR_MODIFY: u16 = 2;
+    pub const COMP_CNTR_READ: u16 = 3;
 }
 
 /// Attribute ids, per method (`enum uverbs_attrs_*`).
@@ -260,7 +279,215 @@ pub mod attr {
     pub const QUERY_GID_ENTRY_GID_INDEX: u16 = 1;
     pub const QUERY_GID_ENTRY_FLAGS: u16 = 2;
     pub const QUERY_GID_ENTRY_RESP_ENTRY: u16 = 3;
+    // added after rdma-core 44
+    // QUERY_PORT_SPEED
+    pub const QUERY_PORT_SPEED_PORT_NUM: u16 = 0;
+    pub const QUERY_PORT_SPEED_RESP: u16 = 1;
+    // QUERY_COMP_CNTR_CAPS
+    pub const QUERY_COMP_CNTR_CAPS_MAX_COUNTERS: u16 = 0;
+    pub const QUERY_COMP_CNTR_CAPS_MAX_VALUE: u16 = 1;
+    pub const QUERY_COMP_CNTR_CAPS_SUPPORTED_QP_ATTACH_OPS: u16 = 2;
+    // QP_ATTACH_COMP_CNTR
+    pub const QP_ATTACH_COMP_CNTR_HANDLE: u16 = 0;
+    pub const QP_ATTACH_COMP_CNTR_CNTR_HANDLE: u16 = 1;
+    pub const QP_ATTACH_COMP_CNTR_OP_MASK: u16 = 2;
+    // DMAH_ALLOC / DMAH_FREE
+    pub const ALLOC_DMAH_HANDLE: u16 = 0;
+    pub const ALLOC_DMAH_CPU_ID: u16 = 1;
+    pub const ALLOC_DMAH_TPH_MEM_TYPE: u16 = 2;
+    pub const ALLOC_DMAH_PH: u16 = 3;
+    pub const FREE_DMA_HANDLE: u16 = 0;
+    // DMABUF_ALLOC
+    pub const ALLOC_DMABUF_HANDLE: u16 = 0;
+    pub const ALLOC_DMABUF_PGOFF: u16 = 1;
+    // REG_MR
+    pub const REG_MR_HANDLE: u16 = 0;
+    pub const REG_MR_PD_HANDLE: u16 = 1;
+    pub const REG_MR_DMA_HANDLE: u16 = 2;
+    pub const REG_MR_IOVA: u16 = 3;
+    pub const REG_MR_ADDR: u16 = 4;
+    pub const REG_MR_LENGTH: u16 = 5;
+    pub const REG_MR_ACCESS_FLAGS: u16 = 6;
+    pub const REG_MR_FD: u16 = 7;
+    pub const REG_MR_FD_OFFSET: u16 = 8;
+    pub const REG_MR_RESP_LKEY: u16 = 9;
+    pub const REG_MR_RESP_RKEY: u16 = 10;
+    // COMP_CNTR_*
+    pub const CREATE_COMP_CNTR_HANDLE: u16 = 0;
+    pub const DESTROY_COMP_CNTR_HANDLE: u16 = 0;
+    pub const MODIFY_COMP_CNTR_HANDLE: u16 = 0;
+    pub const MODIFY_COMP_CNTR_ENTRY: u16 = 1;
+    pub const MODIFY_COMP_CNTR_OP: u16 = 2;
+    pub const MODIFY_COMP_CNTR_VALUE: u16 = 3;
+    pub const READ_COMP_CNTR_HANDLE: u16 = 0;
+    pub const READ_COMP_CNTR_ENTRY: u16 = 1;
+    pub const READ_COMP_CNTR_RESP_VALUE: u16 = 2;
 }
+
+// ib_user_ioctl_verbs.h values added after rdma-core 44.
+
+/// `enum ib_uverbs_comp_cntr_entry`.
+pub const IB_UVERBS_COMP_CNTR_ENTRY_COMP: u8 = 0;
+pub const IB_UVERBS_COMP_CNTR_ENTRY_ERR: u8 = 1;
+/// `enum ib_uverbs_comp_cntr_modify_op`.
+pub const IB_UVERBS_COMP_CNTR_MODIFY_OP_SET: u8 = 0;
+pub const IB_UVERBS_COMP_CNTR_MODIFY_OP_INC: u8 = 1;
+/// `enum ib_uverbs_qp_attach_comp_cntr_op`.
+pub const IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_SEND: u32 = 1 << 0;
+pub const IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV: u32 = 1 << 1;
+pub const IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_READ: u32 = 1 << 2;
+pub const IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ: u32 = 1 << 3;
+pub const IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE: u32 = 1 << 4;
+pub const IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE: u32 = 1 << 5;
+
+/// The ids above, as the uAPI header of rdma-core 65 names them (checked
+/// against those headers when they are installed, see the tests).
+pub const IDS_AFTER_44: &[(&str, i64)] = &[
+    ("UVERBS_OBJECT_DMAH", obj::DMAH as i64),
+    ("UVERBS_OBJECT_DMABUF", obj::DMABUF as i64),
+    ("UVERBS_OBJECT_COMP_CNTR", obj::COMP_CNTR as i64),
+    ("UVERBS_METHOD_QUERY_PORT_SPEED", method::QUERY_PORT_SPEED as i64),
+    (
+        "UVERBS_METHOD_QUERY_COMP_CNTR_CAPS",
+        method::QUERY_COMP_CNTR_CAPS as i64,
+    ),
+    ("UVERBS_METHOD_QP_ATTACH_COMP_CNTR", method::QP_ATTACH_COMP_CNTR as i64),
+    ("UVERBS_METHOD_REG_MR", method::REG_MR as i64),
+    ("UVERBS_METHOD_DMAH_ALLOC", method::DMAH_ALLOC as i64),
+    ("UVERBS_METHOD_DMAH_FREE", method::DMAH_FREE as i64),
+    ("UVERBS_METHOD_DMABUF_ALLOC", method::DMABUF_ALLOC as i64),
+    ("UVERBS_METHOD_COMP_CNTR_CREATE", method::COMP_CNTR_CREATE as i64),
+    ("UVERBS_METHOD_COMP_CNTR_DESTROY", method::COMP_CNTR_DESTROY as i64),
+    ("UVERBS_METHOD_COMP_CNTR_MODIFY", method::COMP_CNTR_MODIFY as i64),
+    ("UVERBS_METHOD_COMP_CNTR_READ", method::COMP_CNTR_READ as i64),
+    (
+        "UVERBS_ATTR_QUERY_PORT_SPEED_PORT_NUM",
+        attr::QUERY_PORT_SPEED_PORT_NUM as i64,
+    ),
+    ("UVERBS_ATTR_QUERY_PORT_SPEED_RESP", attr::QUERY_PORT_SPEED_RESP as i64),
+    (
+        "UVERBS_ATTR_QUERY_COMP_CNTR_CAPS_MAX_COUNTERS",
+        attr::QUERY_COMP_CNTR_CAPS_MAX_COUNTERS as i64,
+    ),
+    (
+        "UVERBS_ATTR_QUERY_COMP_CNTR_CAPS_MAX_VALUE",
+        attr::QUERY_COMP_CNTR_CAPS_MAX_VALUE as i64,
+    ),
+    (
+        "UVERBS_ATTR_QUERY_COMP_CNTR_CAPS_SUPPORTED_QP_ATTACH_OPS",
+        attr::QUERY_COMP_CNTR_CAPS_SUPPORTED_QP_ATTACH_OPS as i64,
+    ),
+    (
+        "UVERBS_ATTR_QP_ATTACH_COMP_CNTR_HANDLE",
+        attr::QP_ATTACH_COMP_CNTR_HANDLE as i64,
+    ),
+    (
+        "UVERBS_ATTR_QP_ATTACH_COMP_CNTR_CNTR_HANDLE",
+        attr::QP_ATTACH_COMP_CNTR_CNTR_HANDLE as i64,
+    ),
+    (
+        "UVERBS_ATTR_QP_ATTACH_COMP_CNTR_OP_MASK",
+        attr::QP_ATTACH_COMP_CNTR_OP_MASK as i64,
+    ),
+    ("UVERBS_ATTR_ALLOC_DMAH_HANDLE", attr::ALLOC_DMAH_HANDLE as i64),
+    ("UVERBS_ATTR_ALLOC_DMAH_CPU_ID", attr::ALLOC_DMAH_CPU_ID as i64),
+    (
+        "UVERBS_ATTR_ALLOC_DMAH_TPH_MEM_TYPE",
+        attr::ALLOC_DMAH_TPH_MEM_TYPE as i64,
+    ),
+    ("UVERBS_ATTR_ALLOC_DMAH_PH", attr::ALLOC_DMAH_PH as i64),
+    ("UVERBS_ATTR_FREE_DMA_HANDLE", attr::FREE_DMA_HANDLE as i64),
+    ("UVERBS_ATTR_ALLOC_DMABUF_HANDLE", attr::ALLOC_DMABUF_HANDLE as i64),
+    ("UVERBS_ATTR_ALLOC_DMABUF_PGOFF", attr::ALLOC_DMABUF_PGOFF as i64),
+    ("UVERBS_ATTR_REG_MR_HANDLE", attr::REG_MR_HANDLE as i64),
+    ("UVERBS_ATTR_REG_MR_PD_HANDLE", attr::REG_MR_PD_HANDLE as i64),
+    ("UVERBS_ATTR_REG_MR_DMA_HANDLE", attr::REG_MR_DMA_HANDLE as i64),
+    ("UVERBS_ATTR_REG_MR_IOVA", attr::REG_MR_IOVA as i64),
+    ("UVERBS_ATTR_REG_MR_ADDR", attr::REG_MR_ADDR as i64),
+    ("UVERBS_ATTR_REG_MR_LENGTH", attr::REG_MR_LENGTH as i64),
+    ("UVERBS_ATTR_REG_MR_ACCESS_FLAGS", attr::REG_MR_ACCESS_FLAGS as i64),
+    ("UVERBS_ATTR_REG_MR_FD", attr::REG_MR_FD as i64),
+    ("UVERBS_ATTR_REG_MR_FD_OFFSET", attr::REG_MR_FD_OFFSET as i64),
+    ("UVERBS_ATTR_REG_MR_RESP_LKEY", attr::REG_MR_RESP_LKEY as i64),
+    ("UVERBS_ATTR_REG_MR_RESP_RKEY", attr::REG_MR_RESP_RKEY as i64),
+    (
+        "UVERBS_ATTR_CREATE_COMP_CNTR_HANDLE",
+        attr::CREATE_COMP_CNTR_HANDLE as i64,
+    ),
+    (
+        "UVERBS_ATTR_DESTROY_COMP_CNTR_HANDLE",
+        attr::DESTROY_COMP_CNTR_HANDLE as i64,
+    ),
+    (
+        "UVERBS_ATTR_MODIFY_COMP_CNTR_HANDLE",
+        attr::MODIFY_COMP_CNTR_HANDLE as i64,
+    ),
+    (
+        "UVERBS_ATTR_MODIFY_COMP_CNTR_ENTRY",
+        attr::MODIFY_COMP_CNTR_ENTRY as i64,
+    ),
+    ("UVERBS_ATTR_MODIFY_COMP_CNTR_OP", attr::MODIFY_COMP_CNTR_OP as i64),
+    (
+        "UVERBS_ATTR_MODIFY_COMP_CNTR_VALUE",
+        attr::MODIFY_COMP_CNTR_VALUE as i64,
+    ),
+    ("UVERBS_ATTR_READ_COMP_CNTR_HANDLE", attr::READ_COMP_CNTR_HANDLE as i64),
+    ("UVERBS_ATTR_READ_COMP_CNTR_ENTRY", attr::READ_COMP_CNTR_ENTRY as i64),
+    (
+        "UVERBS_ATTR_READ_COMP_CNTR_RESP_VALUE",
+        attr::READ_COMP_CNTR_RESP_VALUE as i64,
+    ),
+    ("IB_UVERBS_COMP_CNTR_ENTRY_COMP", IB_UVERBS_COMP_CNTR_ENTRY_COMP as i64),
+    ("IB_UVERBS_COMP_CNTR_ENTRY_ERR", IB_UVERBS_COMP_CNTR_ENTRY_ERR as i64),
+    (
+        "IB_UVERBS_COMP_CNTR_MODIFY_OP_SET",
+        IB_UVERBS_COMP_CNTR_MODIFY_OP_SET as i64,
+    ),
+    (
+        "IB_UVERBS_COMP_CNTR_MODIFY_OP_INC",
+        IB_UVERBS_COMP_CNTR_MODIFY_OP_INC as i64,
+    ),
+    (
+        "IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_SEND",
+        IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_SEND as i64,
+    ),
+    (
+        "IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV",
+        IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV as i64,
+    ),
+    (
+        "IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_READ",
+        IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_READ as i64,
+    ),
+    (
+        "IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ",
+        IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ as i64,
+    ),
+    (
+        "IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE",
+        IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE as i64,
+    ),
+    (
+        "IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE",
+        IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE as i64,
+    ),
+];
+
+/// `struct dma_heap_allocation_data` of `<linux/dma-heap.h>`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct dma_heap_allocation_data {
+    pub len: u64,
+    pub fd: u32,
+    pub fd_flags: u32,
+    pub heap_flags: u64,
+}
+
+/// `DMA_HEAP_IOCTL_ALLOC`: `_IOWR('H', 0, struct dma_heap_allocation_data)`.
+pub const DMA_HEAP_IOCTL_ALLOC: u64 = {
+    const IOC_READ_WRITE: u64 = 3;
+    (IOC_READ_WRITE << 30) | ((core::mem::size_of::<dma_heap_allocation_data>() as u64) << 16) | ((b'H' as u64) << 8)
+};
 
 // ---------------------------------------------------------------------------
 // ib_user_ioctl_verbs.h (the parts the command layer uses)
@@ -1724,6 +1951,46 @@ pub(crate) mod tests {
                 .map(|((e, want), got)| format!("{e}: rust {want}, C {got}"))
                 .collect();
             assert!(bad.is_empty(), "{}", bad.join("\n"));
+        }
+    }
+
+    /// The ids rdma-core 65's uAPI added, against the installed kernel
+    /// headers when they are new enough to have them (linux-libc-dev of
+    /// kernel 6.17 or later); the dma-heap ioctl against `<linux/dma-heap.h>`.
+    #[test]
+    fn ids_after_44_match_installed_headers_where_present() {
+        let heap = vec![
+            ("DMA_HEAP_IOCTL_ALLOC".to_string(), DMA_HEAP_IOCTL_ALLOC as i64),
+            (
+                "sizeof(struct dma_heap_allocation_data)".to_string(),
+                size_of::<dma_heap_allocation_data>() as i64,
+            ),
+            (
+                "offsetof(struct dma_heap_allocation_data, fd_flags)".to_string(),
+                offset_of!(dma_heap_allocation_data, fd_flags) as i64,
+            ),
+            (
+                "offsetof(struct dma_heap_allocation_data, heap_flags)".to_string(),
+                offset_of!(dma_heap_allocation_data, heap_flags) as i64,
+            ),
+        ];
+        let mut checks = vec![(vec!["linux/dma-heap.h"], heap)];
+        let cmds = std::fs::read_to_string("/usr/include/rdma/ib_user_ioctl_cmds.h").unwrap_or_default();
+        if cmds.contains("UVERBS_OBJECT_COMP_CNTR") {
+            let ids = IDS_AFTER_44.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+            checks.push((vec!["rdma/ib_user_ioctl_cmds.h", "rdma/ib_user_ioctl_verbs.h"], ids));
+        }
+        for (includes, c) in checks {
+            let exprs: Vec<String> = c.iter().map(|(e, _)| e.clone()).collect();
+            if let Some(got) = crate::testutil::c_values(&includes, &exprs) {
+                let bad: Vec<String> = c
+                    .iter()
+                    .zip(got)
+                    .filter(|((_, want), got)| want != got)
+                    .map(|((e, want), got)| format!("{e}: rust {want}, C {got}"))
+                    .collect();
+                assert!(bad.is_empty(), "{}", bad.join("\n"));
+            }
         }
     }
 }

@@ -10,3 +10,4 @@ pub mod misc;
 pub mod mr;
 pub mod provider;
 pub mod qp;
+pub mod v65;

@@ -518,12 +518,61 @@ unsafe extern "C" fn query_port_speed(_context: *mut ibv_context, _port_num: u32
     E
 }
 
-/// The default `reg_mr_ex`.  Upstream's default translates a request the
-/// legacy ops can express into them; until that translation is here, it
-/// answers "not supported" like every other default.
-unsafe extern "C" fn reg_mr_ex(_pd: *mut ibv_pd, _attr: *mut ibv_mr_init_attr) -> *mut ibv_mr {
-    set_errno(E);
-    std::ptr::null_mut()
+/// The default `reg_mr_ex` (upstream's): a request the legacy ops can
+/// express goes to `reg_dmabuf_mr` (fd-based: FD, FD_OFFSET and IOVA, no
+/// ADDR) or `reg_mr` (ADDR, no FD_OFFSET; the iova defaults to the
+/// address); other combinations are EINVAL, and anything the legacy ops
+/// cannot carry (a DMA handle, a buffer handle) EOPNOTSUPP.  Fork handling
+/// and the MR's common members are `ibv_reg_mr_ex`'s.
+unsafe extern "C" fn reg_mr_ex(pd: *mut ibv_pd, attr: *mut ibv_mr_init_attr) -> *mut ibv_mr {
+    // SAFETY: the library passes its own copy of the attribute and a PD of
+    // an open context.
+    let (a, context) = unsafe { (*attr, (*pd).context) };
+    match legacy_reg(&a) {
+        Err(e) => {
+            set_errno(e);
+            std::ptr::null_mut()
+        }
+        // SAFETY: an open context; the provider gets the caller's values.
+        Ok(LegacyReg::Dmabuf) => unsafe {
+            crate::op!(context, reg_dmabuf_mr)(pd, a.fd_offset, a.length, a.iova, a.fd, a.access)
+        },
+        // SAFETY: as above.
+        Ok(LegacyReg::Mr { iova }) => unsafe { crate::op!(context, reg_mr)(pd, a.addr, a.length, iova, a.access) },
+    }
+}
+
+/// Which legacy op serves a `reg_mr_ex` request.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LegacyReg {
+    Dmabuf,
+    Mr { iova: u64 },
+}
+
+/// The default `reg_mr_ex`'s decision (upstream's checks, in its order).
+pub(crate) fn legacy_reg(a: &ibv_mr_init_attr) -> Result<LegacyReg, c_int> {
+    let m = a.comp_mask;
+    let has = |b: u32| m & b as u64 != 0;
+    let supported =
+        (IBV_REG_MR_MASK_IOVA | IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_FD | IBV_REG_MR_MASK_FD_OFFSET) as u64;
+    if m & !supported != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if has(IBV_REG_MR_MASK_FD) {
+        if has(IBV_REG_MR_MASK_ADDR) || !has(IBV_REG_MR_MASK_FD_OFFSET) || !has(IBV_REG_MR_MASK_IOVA) {
+            return Err(libc::EINVAL);
+        }
+        return Ok(LegacyReg::Dmabuf);
+    }
+    if !has(IBV_REG_MR_MASK_ADDR) || has(IBV_REG_MR_MASK_FD_OFFSET) {
+        return Err(libc::EINVAL);
+    }
+    let iova = if has(IBV_REG_MR_MASK_IOVA) {
+        a.iova
+    } else {
+        a.addr as usize as u64
+    };
+    Ok(LegacyReg::Mr { iova })
 }
 
 /// The default op table.

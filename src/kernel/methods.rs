@@ -138,6 +138,22 @@ methods! {
         write_ex: w!(cmd::EX_CREATE_RWQ_IND_TBL, ib_uverbs_ex_create_rwq_ind_table, ib_uverbs_ex_create_rwq_ind_table_resp) }
     DESTROY_RWQ_IND_TBL = { ioctl: Some((obj::RWQ_IND_TBL, method::RWQ_IND_TBL_DESTROY)), op: Some(op_bit!(destroy_ah)),
         write: None, write_ex: w!(cmd::EX_DESTROY_RWQ_IND_TBL, ib_uverbs_ex_destroy_rwq_ind_table, empty) }
+
+    // added by rdma-core 65 (ioctl only, except REG_MR_EX, whose fallback is
+    // the legacy REG_MR write for an address-based request, remembered under
+    // the reg_mr_ex slot as upstream does)
+    QUERY_PORT_SPEED = { ioctl: Some((obj::DEVICE, method::QUERY_PORT_SPEED)), op: None, write: None, write_ex: None }
+    QUERY_COMP_CNTR_CAPS = { ioctl: Some((obj::DEVICE, method::QUERY_COMP_CNTR_CAPS)), op: None, write: None, write_ex: None }
+    REG_MR_EX = { ioctl: Some((obj::MR, method::REG_MR)), op: Some(op_bit!(reg_mr_ex)),
+        write: w!(cmd::REG_MR, ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp), write_ex: None }
+    ALLOC_DMAH = { ioctl: Some((obj::DMAH, method::DMAH_ALLOC)), op: None, write: None, write_ex: None }
+    FREE_DMAH = { ioctl: Some((obj::DMAH, method::DMAH_FREE)), op: None, write: None, write_ex: None }
+    ALLOC_DMABUF = { ioctl: Some((obj::DMABUF, method::DMABUF_ALLOC)), op: None, write: None, write_ex: None }
+    CREATE_COMP_CNTR = { ioctl: Some((obj::COMP_CNTR, method::COMP_CNTR_CREATE)), op: None, write: None, write_ex: None }
+    DESTROY_COMP_CNTR = { ioctl: Some((obj::COMP_CNTR, method::COMP_CNTR_DESTROY)), op: None, write: None, write_ex: None }
+    MODIFY_COMP_CNTR = { ioctl: Some((obj::COMP_CNTR, method::COMP_CNTR_MODIFY)), op: None, write: None, write_ex: None }
+    READ_COMP_CNTR = { ioctl: Some((obj::COMP_CNTR, method::COMP_CNTR_READ)), op: None, write: None, write_ex: None }
+    QP_ATTACH_COMP_CNTR = { ioctl: Some((obj::QP, method::QP_ATTACH_COMP_CNTR)), op: None, write: None, write_ex: None }
 }
 
 /// ABI-version variants of legacy forms (the kernel's uverbs ABI 3 to 5).

@@ -13,6 +13,7 @@ pub mod flow;
 pub mod misc;
 pub mod qp;
 pub mod srq;
+pub mod v65;
 pub mod wq;
 
 use std::os::raw::c_int;
