@@ -324,6 +324,8 @@ static void t_wrong_size(void)
 	result(!got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
 }
 
+static void ring_record(int m, int te);
+
 /* (d) A peer that passes a pipe (read end closed) as its doorbell: the
  * target must refuse it, and must not die of SIGPIPE when it would ring it
  * (we write one record into the request ring and ask for a wake-up). */
@@ -338,21 +340,48 @@ static void t_pipe_doorbell(void)
 	close(p[0]);
 	send_hello(s, m, p[1]);
 	int got = wait_reply(s, 2000, &te);
-	if (got) {
-		uint8_t *map = mmap(NULL, LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
-		if (map == MAP_FAILED)
-			die("mmap");
-		/* request ring (ring 0): one 128-byte record of an unknown kind */
-		uint32_t *rec = (uint32_t *)(map + RING_HDR);
-		rec[0] = 128;		/* len */
-		rec[1] = 99;		/* kind 99, flags 0 */
-		__atomic_store_n((uint32_t *)(map + 132), 1, __ATOMIC_SEQ_CST); /* space_wanted */
-		__atomic_store_n((uint64_t *)map, 128, __ATOMIC_RELEASE);      /* head */
-		kick(te);
-	}
+	if (got)
+		ring_record(m, te);
 	msleep(500);
 	int ok = stop_target(&t, why, sizeof why);
 	result(!got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
+}
+
+/* Writes one record of an unknown kind into the request ring of link
+ * memory `m` and asks the target for a wake-up once it has consumed it
+ * (the target then rings our doorbell). */
+static void ring_record(int m, int te)
+{
+	uint8_t *map = mmap(NULL, LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	uint32_t *rec = (uint32_t *)(map + RING_HDR);
+	rec[0] = 128;	/* len */
+	rec[1] = 99;	/* kind 99, flags 0 */
+	__atomic_store_n((uint32_t *)(map + 132), 1, __ATOMIC_SEQ_CST); /* space_wanted */
+	__atomic_store_n((uint64_t *)map, 128, __ATOMIC_RELEASE);      /* head */
+	kick(te);
+}
+
+/* Hang: a peer whose doorbell is full (an eventfd at its maximum count, in
+ * blocking mode) must not block the target's thread (nor close_device)
+ * when the target rings it. */
+static void t_full_doorbell(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+	uint64_t max = 0xfffffffffffffffeull;
+	if (write(e, &max, 8) != 8)
+		die("eventfd write");
+	send_hello(s, m, e);
+	int got = wait_reply(s, 2000, &te);
+	if (got)
+		ring_record(m, te);
+	msleep(500);
+	int ok = stop_target(&t, why, sizeof why);
+	result(got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
 }
 
 /* (d) A socket instead of an eventfd is refused as well. */
@@ -975,6 +1004,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "memfd-wrong-size-refused")) t_wrong_size();
 	else if (!strcmp(t, "doorbell-pipe-refused-no-sigpipe")) t_pipe_doorbell();
 	else if (!strcmp(t, "doorbell-socket-refused")) t_socket_doorbell();
+	else if (!strcmp(t, "doorbell-full-no-block")) t_full_doorbell();
 	else if (!strcmp(t, "silent-hello-no-stall")) t_silent_hello();
 	else if (!strcmp(t, "remote-access-unmapped-mr")) t_remote_unmapped(M_UNMAP);
 	else if (!strcmp(t, "remote-write-readonly-mr")) t_remote_unmapped(M_RDONLY);

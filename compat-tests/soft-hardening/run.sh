@@ -53,6 +53,7 @@ TESTS=(
     memfd-wrong-size-refused
     doorbell-pipe-refused-no-sigpipe
     doorbell-socket-refused
+    doorbell-full-no-block
     silent-hello-no-stall
     # the owner's memory (a), (b)
     reg-mr-null-efault
