@@ -384,6 +384,54 @@ static void t_full_doorbell(void)
 	result(got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
 }
 
+/* Unbounded growth / hang: a peer that streams requests (SENDs to a QPN
+ * that does not exist: each is answered with a NAK) and never consumes its
+ * response ring; the target's response backlog is bounded: the link is
+ * dropped (our socket is hung up), the target lives. */
+static void t_backlog_overflow(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), te;
+	send_hello(s, m, e);
+	int got = wait_reply(s, 2000, &te), dropped = 0;
+	long sent = 0;
+	if (got) {
+		uint8_t *map = mmap(NULL, LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
+		if (map == MAP_FAILED)
+			die("mmap");
+		uint64_t *head = (uint64_t *)map, *tail = (uint64_t *)(map + 64), h = 0;
+		double end = now() + 30;
+		while (now() < end && !dropped && sent < 2000000) {
+			uint64_t tl = __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+			int n = 0;
+			while (h - tl + 128 <= RING_SIZE && n < 1024) {
+				uint32_t *rec = (uint32_t *)(map + RING_HDR + (h & (RING_SIZE - 1)));
+				memset(rec, 0, 128);
+				rec[0] = 128;			/* len */
+				rec[1] = 1 | (3u << 16);	/* K_SEND, F_FIRST|F_LAST */
+				rec[2] = 0xfffff0;		/* dst_qpn: none */
+				h += 128;
+				n++;
+			}
+			if (n) {
+				__atomic_store_n(head, h, __ATOMIC_RELEASE);
+				sent += n;
+				kick(te);
+			}
+			struct pollfd p = { .fd = s, .events = POLLIN };
+			if (poll(&p, 1, n ? 0 : 1) == 1) {
+				char b[16];
+				ssize_t r = recv(s, b, sizeof b, MSG_DONTWAIT);
+				dropped = r == 0 || (r < 0 && errno != EAGAIN);
+			}
+		}
+	}
+	int ok = stop_target(&t, why, sizeof why);
+	result(got && dropped && ok, "%ld requests sent, link %s, %s", sent, dropped ? "dropped" : "not dropped", why);
+}
+
 /* (d) A socket instead of an eventfd is refused as well. */
 static void t_socket_doorbell(void)
 {
@@ -1005,6 +1053,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "doorbell-pipe-refused-no-sigpipe")) t_pipe_doorbell();
 	else if (!strcmp(t, "doorbell-socket-refused")) t_socket_doorbell();
 	else if (!strcmp(t, "doorbell-full-no-block")) t_full_doorbell();
+	else if (!strcmp(t, "response-backlog-bounded")) t_backlog_overflow();
 	else if (!strcmp(t, "silent-hello-no-stall")) t_silent_hello();
 	else if (!strcmp(t, "remote-access-unmapped-mr")) t_remote_unmapped(M_UNMAP);
 	else if (!strcmp(t, "remote-write-readonly-mr")) t_remote_unmapped(M_RDONLY);

@@ -54,6 +54,7 @@ TESTS=(
     doorbell-pipe-refused-no-sigpipe
     doorbell-socket-refused
     doorbell-full-no-block
+    response-backlog-bounded
     silent-hello-no-stall
     # the owner's memory (a), (b)
     reg-mr-null-efault

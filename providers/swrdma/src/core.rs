@@ -329,6 +329,10 @@ pub struct Ctx {
 
 const SPIN_CHECK: u32 = 256;
 
+/// At most this many responses wait for room in a link's response ring
+/// (about 40 MiB); a peer that lets more pile up loses the link.
+const MAX_BACKLOG: usize = 256 * 1024;
+
 /// epoll tags of the listening socket and the eventfd (links are tagged
 /// with their socket's descriptor number).
 const TAG_LISTEN: u64 = u64::MAX;
@@ -1117,6 +1121,16 @@ impl Ctx {
             self.flush_locked(l, &mut bl);
         }
         if bl.is_empty() && self.put_resp(l, &mut r) {
+            return;
+        }
+        if bl.len() >= MAX_BACKLOG {
+            // The peer sends requests but does not take its responses: the
+            // link is given up (its socket shut down: both sides see the
+            // hang-up, RC work on it fails) rather than grow without bound.
+            l.dead.store(true, Ordering::SeqCst);
+            bl.clear();
+            l.backlogged.store(false, Ordering::Release);
+            let _ = rustix::net::shutdown(l.sock(), rustix::net::Shutdown::Both);
             return;
         }
         bl.push_back(r);

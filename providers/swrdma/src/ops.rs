@@ -683,6 +683,28 @@ unsafe extern "C" fn rereg_mr(
         set_errno(libc::EINVAL);
         return libc::EINVAL;
     }
+    if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+        // The new range is checked as reg_mr checks it (ODP: only the wrap).
+        // SAFETY: `m` is our live `SwMr` (see above).
+        let old_access = unsafe { (*m).vmr.access } as u32;
+        let acc = if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+            access
+        } else {
+            old_access
+        };
+        let writable = acc
+            & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+            != 0;
+        let r = if acc & IBV_ACCESS_ON_DEMAND != 0 {
+            (addr as u64).checked_add(length as u64).map(|_| ()).ok_or(libc::EINVAL)
+        } else {
+            crate::mem::check_mapped(addr as u64, length as u64, writable)
+        };
+        if let Err(e) = r {
+            set_errno(e);
+            return e;
+        }
+    }
     let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
         // SAFETY: `pd` is non-null (checked above), so one of our PDs.
         Some(unsafe { pd_id(pd) })
