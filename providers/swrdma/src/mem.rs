@@ -22,6 +22,24 @@
 //! on it, with the MR still registered.)
 
 use std::os::raw::c_void;
+use std::sync::OnceLock;
+
+/// The kernel copies for us (`process_vm_readv` on our own process works:
+/// a seccomp filter may forbid it).  When it does not, copies are made by
+/// the CPU, trusting the MR checks alone (the device's behaviour before the
+/// fault-safe copies; the README says so).
+fn kernel_copies() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        let src = 0x5a5a_5a5a_u64;
+        let mut dst = 0u64;
+        let local = iov(&mut dst as *mut u64 as u64, 8);
+        let remote = iov(&src as *const u64 as u64, 8);
+        // SAFETY: both iovecs cover 8 bytes of live locals of ours.
+        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        n == 8 && dst == src
+    })
+}
 
 fn iov(p: u64, len: usize) -> libc::iovec {
     libc::iovec {
@@ -36,10 +54,18 @@ fn iov(p: u64, len: usize) -> libc::iovec {
 /// not mapped writable.
 ///
 /// # Safety
-/// `src` has `len` readable bytes.  (`dst` may be anything: the kernel
-/// checks it.)
+/// `src` has `len` readable bytes.  `dst` may be anything the kernel checks
+/// it; only where the kernel refuses to copy for us (`kernel_copies`) it
+/// must lie in a registered MR the caller checked.
 pub unsafe fn copy_in(dst: u64, src: *const u8, len: usize) -> bool {
     if len == 0 {
+        return true;
+    }
+    if !kernel_copies() {
+        // SAFETY: the fallback (see `kernel_copies`): `dst` lies in an MR
+        // the caller checked, memory the application keeps mapped while it
+        // is registered; `src` has `len` readable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst as *mut u8, len) };
         return true;
     }
     let local = iov(src as u64, len);
@@ -56,9 +82,17 @@ pub unsafe fn copy_in(dst: u64, src: *const u8, len: usize) -> bool {
 /// page of the source is not mapped readable.
 ///
 /// # Safety
-/// `dst` has room for `len` bytes.  (`src` may be anything.)
+/// `dst` has room for `len` bytes.  `src` may be anything the kernel checks;
+/// only where the kernel refuses to copy for us (`kernel_copies`) it must
+/// lie in a registered MR the caller checked.
 pub unsafe fn copy_out(dst: *mut u8, src: u64, len: usize) -> bool {
     if len == 0 {
+        return true;
+    }
+    if !kernel_copies() {
+        // SAFETY: the fallback (see `kernel_copies`): `src` lies in an MR
+        // the caller checked; `dst` has room for `len` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst, len) };
         return true;
     }
     let local = iov(dst as u64, len);

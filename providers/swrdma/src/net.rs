@@ -204,9 +204,27 @@ fn recv_fds(fd: BorrowedFd<'_>, want: usize, wait_ms: i64) -> Got {
 /// fails instead of blocking).
 pub fn is_eventfd(fd: BorrowedFd<'_>) -> bool {
     use std::os::fd::AsRawFd;
-    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-    if !link.is_ok_and(|l| l.as_os_str() == "anon_inode:[eventfd]") {
-        return false;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        Ok(l) if l.as_os_str() == "anon_inode:[eventfd]" => {}
+        Ok(_) => return false,
+        Err(_) => {
+            // No procfs: at least no pipe, socket, device or directory.
+            let ty = fstat(fd).map(|st| FileType::from_raw_mode(st.st_mode));
+            if ty.is_err()
+                || ty.is_ok_and(|t| {
+                    matches!(
+                        t,
+                        FileType::Fifo
+                            | FileType::Socket
+                            | FileType::CharacterDevice
+                            | FileType::BlockDevice
+                            | FileType::Directory
+                    )
+                })
+            {
+                return false;
+            }
+        }
     }
     rustix::io::ioctl_fionbio(fd, true).is_ok()
 }
