@@ -962,6 +962,64 @@ static void t_cq_overrun(void)
 	       "poll error afterwards: %s", total, depth, ev ? "yes" : "no", neg ? "yes" : "no");
 }
 
+/* An RC QP takes requests only from the QP it is connected to: C (connected
+ * to B, while B is connected to A) cannot consume B's posted receive; its
+ * SEND fails (RETRY_EXC_ERR, as packets dropped on the wire), A's SEND then
+ * lands in that receive. */
+static void t_foreign_qp(void)
+{
+	struct local l;
+	local_pair(&l, 64, 8, 8);
+	struct ibv_qp *c = mkqp(l.pd, l.cq, 8, 8);
+	to_init(c);
+	to_rts(l.c, c, l.b->qp_num);
+	static char buf[256];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge rs = { .addr = (uintptr_t)buf, .length = 128, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 50, .sg_list = &rs, .num_sge = 1 }, *rb;
+	if (ibv_post_recv(l.b, &rw, &rb))
+		die("post_recv");
+	struct ibv_sge s16 = { .addr = (uintptr_t)buf + 128, .length = 16, .lkey = mr->lkey };
+	struct ibv_sge s32 = { .addr = (uintptr_t)buf + 128, .length = 32, .lkey = mr->lkey };
+	struct ibv_send_wr wc_ = { .wr_id = 1, .sg_list = &s16, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_send_wr wa = { .wr_id = 2, .sg_list = &s32, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED };
+	if (ibv_post_send(c, &wc_, &bad))
+		die("post_send C");
+	int c_status = -1, a_status = -1, b_len = -1, b_status = -1;
+	struct ibv_wc wc;
+	double end = now() + 5;
+	while (now() < end && c_status < 0) {
+		if (ibv_poll_cq(l.cq, 1, &wc) == 1) {
+			if (wc.qp_num == c->qp_num)
+				c_status = wc.status;
+			else if (wc.qp_num == l.b->qp_num) {
+				b_status = wc.status;
+				b_len = wc.byte_len;
+			}
+		}
+	}
+	if (ibv_post_send(l.a, &wa, &bad))
+		die("post_send A");
+	end = now() + 5;
+	while (now() < end && (a_status < 0 || b_len < 0)) {
+		if (ibv_poll_cq(l.cq, 1, &wc) == 1) {
+			if (wc.qp_num == l.a->qp_num)
+				a_status = wc.status;
+			else if (wc.qp_num == l.b->qp_num && b_len < 0) {
+				b_status = wc.status;
+				b_len = wc.byte_len;
+			}
+		}
+	}
+	result(c_status == IBV_WC_RETRY_EXC_ERR && a_status == IBV_WC_SUCCESS && b_status == IBV_WC_SUCCESS &&
+	       b_len == 32, "C's SEND: %s; A's SEND: %s; B's receive: %s, %d bytes (want RETRY_EXC_ERR, success, "
+	       "success with A's 32 bytes)", c_status < 0 ? "none" : ibv_wc_status_str(c_status),
+	       a_status < 0 ? "none" : ibv_wc_status_str(a_status),
+	       b_status < 0 ? "none" : ibv_wc_status_str(b_status), b_len);
+}
+
 static void t_modify_missing(int step)
 {
 	struct ibv_context *c = open_dev();
@@ -1067,6 +1125,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "post-send-beyond-max-send-wr-enomem")) t_overpost_send();
 	else if (!strcmp(t, "post-recv-beyond-max-recv-wr-enomem")) t_overpost_recv();
 	else if (!strcmp(t, "cq-overrun-cq-err")) t_cq_overrun();
+	else if (!strcmp(t, "rc-foreign-qp-cannot-consume-recv")) t_foreign_qp();
 	else if (!strcmp(t, "modify-qp-reset-init-missing-einval")) t_modify_missing(0);
 	else if (!strcmp(t, "modify-qp-init-rtr-missing-einval")) t_modify_missing(1);
 	else if (!strcmp(t, "dealloc-pd-live-mr-ebusy")) t_busy("mr");

@@ -70,6 +70,7 @@ TESTS=(
     post-send-beyond-max-send-wr-enomem
     post-recv-beyond-max-recv-wr-enomem
     cq-overrun-cq-err
+    rc-foreign-qp-cannot-consume-recv
     modify-qp-reset-init-missing-einval
     modify-qp-init-rtr-missing-einval
     dealloc-pd-live-mr-ebusy

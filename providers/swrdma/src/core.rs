@@ -1220,6 +1220,9 @@ impl Ctx {
                 if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS {
                     return;
                 }
+                if !from_connected_peer(l, &st, m) {
+                    return; // dropped, as on the wire
+                }
                 match m.kind {
                     K_SEND => {
                         if m.flags & F_FIRST != 0 {
@@ -1268,6 +1271,15 @@ impl Ctx {
     /// One RC request; Err(()) = receiver not ready (keep it pending).
     fn rc_exec(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
         let last = m.flags & F_LAST != 0;
+        if qp.qpt == IBV_QPT_RC && !from_connected_peer(l, st, m) {
+            // Not from the QP this one is connected to: the wire would drop
+            // it (rxe checks the source of every packet of a connected QP)
+            // and the sender would retry in vain.
+            if needs_ack(m) {
+                self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+            }
+            return Ok(());
+        }
         match m.kind {
             K_SEND => match self.recv_data(qp, st, m, payload, 0) {
                 Ok(()) => {
@@ -1785,6 +1797,13 @@ fn grant(mrs: &HashMap<u32, MrEnt>, qpn: u32, pd: u32, rkey: u32, addr: u64, len
     } else {
         None
     }
+}
+
+/// Request `m` came from the QP a connected (RC/UC) QP is connected to: its
+/// source QPN is the QP's destination and, once the QP has its own link to
+/// that QP's context, it came from that context.
+fn from_connected_peer(l: &Link, st: &QpSt, m: &Msg) -> bool {
+    m.src_qpn == st.attr.dest_qp_num && st.link.as_ref().is_none_or(|o| o.peer == l.peer)
 }
 
 fn needs_ack(m: &Msg) -> bool {
