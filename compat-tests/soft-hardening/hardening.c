@@ -1034,6 +1034,23 @@ static void t_modify_missing(int step)
 		a.qp_state = IBV_QPS_INIT;
 		a.port_num = 1;
 		r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PORT);
+	} else if (step == 2) {
+		/* INIT->RTR with everything required plus an RTS attribute
+		 * (TIMEOUT), which this transition does not take */
+		to_init(q);
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = q->qp_num;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		a.timeout = 14;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.sgid_index = 1;
+		a.ah_attr.grh.hop_limit = 1;
+		a.ah_attr.port_num = 1;
+		ibv_query_gid(c, 1, 1, &a.ah_attr.grh.dgid);
+		r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | IBV_QP_TIMEOUT);
 	} else {
 		to_init(q);
 		/* INIT->RTR with the destination only: PATH_MTU, RQ_PSN,
@@ -1128,6 +1145,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "rc-foreign-qp-cannot-consume-recv")) t_foreign_qp();
 	else if (!strcmp(t, "modify-qp-reset-init-missing-einval")) t_modify_missing(0);
 	else if (!strcmp(t, "modify-qp-init-rtr-missing-einval")) t_modify_missing(1);
+	else if (!strcmp(t, "modify-qp-init-rtr-extra-attr-einval")) t_modify_missing(2);
 	else if (!strcmp(t, "dealloc-pd-live-mr-ebusy")) t_busy("mr");
 	else if (!strcmp(t, "dealloc-pd-live-qp-ebusy")) t_busy("qp");
 	else if (!strcmp(t, "dealloc-pd-live-ah-ebusy")) t_busy("ah");

@@ -19,7 +19,9 @@
 #   - ibv_modify_qp: ib_modify_qp_is_ok (drivers/infiniband/core/verbs.c,
 #     qp_state_table) refuses a transition without its required attributes
 #     with EINVAL (RC RESET->INIT: PKEY_INDEX|PORT|ACCESS_FLAGS; RC
-#     INIT->RTR: AV|PATH_MTU|DEST_QPN|RQ_PSN|MAX_DEST_RD_ATOMIC|MIN_RNR_TIMER).
+#     INIT->RTR: AV|PATH_MTU|DEST_QPN|RQ_PSN|MAX_DEST_RD_ATOMIC|MIN_RNR_TIMER)
+#     and one with an attribute the transition does not take (TIMEOUT at
+#     INIT->RTR) with EINVAL too.
 #   - ibv_dealloc_pd / ibv_destroy_cq with objects still using them: the
 #     uverbs use counts give EBUSY (ib_destroy_usecnt).
 #   - post_send / post_recv beyond the queue depth: ENOMEM with *bad_wr
@@ -73,6 +75,7 @@ TESTS=(
     rc-foreign-qp-cannot-consume-recv
     modify-qp-reset-init-missing-einval
     modify-qp-init-rtr-missing-einval
+    modify-qp-init-rtr-extra-attr-einval
     dealloc-pd-live-mr-ebusy
     dealloc-pd-live-qp-ebusy
     dealloc-pd-live-ah-ebusy

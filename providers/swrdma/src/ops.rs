@@ -1838,6 +1838,52 @@ fn required_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
     }
 }
 
+/// The attributes a transition of a QP of type `qpt` may set besides the
+/// required ones (the same state table): others are EINVAL.
+fn optional_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
+    let ud = qpt == IBV_QPT_UD;
+    let uc_like = matches!(qpt, IBV_QPT_UC | IBV_QPT_XRC_SEND);
+    let path = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
+    // RTR->RTS, RTS->RTS and SQD->RTS take the same optional attributes.
+    let to_rts = if ud {
+        IBV_QP_CUR_STATE | IBV_QP_QKEY
+    } else if uc_like {
+        path
+    } else {
+        path | IBV_QP_MIN_RNR_TIMER
+    };
+    match (cur, new) {
+        (IBV_QPS_INIT, IBV_QPS_INIT) if ud => IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+        (IBV_QPS_INIT, IBV_QPS_INIT) => IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+        (IBV_QPS_INIT, IBV_QPS_RTR) if ud => IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+        (IBV_QPS_INIT, IBV_QPS_RTR) => IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+        (IBV_QPS_RTR, IBV_QPS_RTS) | (IBV_QPS_RTS, IBV_QPS_RTS) | (IBV_QPS_SQD, IBV_QPS_RTS) => to_rts,
+        (IBV_QPS_RTS, IBV_QPS_SQD) => IBV_QP_EN_SQD_ASYNC_NOTIFY,
+        (IBV_QPS_SQD, IBV_QPS_SQD) => {
+            let common = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE;
+            let rc_paths = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT;
+            match qpt {
+                IBV_QPT_UD => IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+                IBV_QPT_UC => common | IBV_QP_AV,
+                IBV_QPT_RC => {
+                    common
+                        | rc_paths
+                        | IBV_QP_RETRY_CNT
+                        | IBV_QP_RNR_RETRY
+                        | IBV_QP_MAX_QP_RD_ATOMIC
+                        | IBV_QP_MAX_DEST_RD_ATOMIC
+                        | IBV_QP_MIN_RNR_TIMER
+                }
+                IBV_QPT_XRC_SEND => common | rc_paths | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+                _ => common | rc_paths | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+            }
+        }
+        (IBV_QPS_SQE, IBV_QPS_RTS) if ud => IBV_QP_CUR_STATE | IBV_QP_QKEY,
+        (IBV_QPS_SQE, IBV_QPS_RTS) if qpt == IBV_QPT_UC => IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,
+        _ => 0,
+    }
+}
+
 /// # Safety
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
@@ -1870,7 +1916,8 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
         }
         let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
         let need = required_attrs(qp.qpt, cur, new);
-        if mask & IBV_QP_STATE != 0 && mask & need != need {
+        let may = need | optional_attrs(qp.qpt, cur, new) | IBV_QP_STATE;
+        if mask & IBV_QP_STATE != 0 && (mask & need != need || mask & !may != 0) {
             return libc::EINVAL;
         }
         let t = &mut st.attr;
