@@ -71,10 +71,23 @@ pub struct Cq {
     pub chan_fd: c_int,
     pub inner: Mutex<CqInner>,
     pub has: AtomicU32,
+    /// The depth `ibv_create_cq` promised (`cqe`, changed by resize): no
+    /// more completions than this are ever held.
+    pub depth: AtomicU32,
+    /// Set when a completion found the CQ full (an overrun): the CQ is in
+    /// the error state, IBV_EVENT_CQ_ERR was reported, and once what it
+    /// holds has been polled, polling fails.
+    pub overrun: AtomicBool,
+    /// The QPs and SRQs that complete into this CQ: destroy_cq refuses with
+    /// EBUSY while any lives (the kernel's use count).
+    pub users: AtomicU32,
+    /// The context's async-event pipe (a duplicate: the CQ may report an
+    /// overrun from any thread).
+    async_w: Option<OwnedFd>,
 }
 
 impl Cq {
-    pub fn new(ibcq: usize, chan_fd: c_int) -> Cq {
+    pub fn new(ibcq: usize, chan_fd: c_int, depth: u32, async_w: Option<OwnedFd>) -> Cq {
         Cq {
             ibcq,
             chan_fd,
@@ -84,11 +97,28 @@ impl Cq {
                 wfd: None,
             }),
             has: AtomicU32::new(0),
+            depth: AtomicU32::new(depth),
+            overrun: AtomicBool::new(false),
+            users: AtomicU32::new(0),
+            async_w,
         }
     }
 
     pub fn push(&self, wc: ibv_wc, solicited: bool) {
         let mut g = lock(&self.inner);
+        if g.wcs.len() >= self.depth.load(Ordering::Relaxed) as usize {
+            // CQ overrun (as rxe): the completion is lost, the CQ is in
+            // error and the owner hears of it as an affiliated async event.
+            if !self.overrun.swap(true, Ordering::SeqCst) {
+                if let Some(w) = &self.async_w {
+                    let mut rec = [0u8; 16];
+                    rec[..8].copy_from_slice(&(self.ibcq as u64).to_ne_bytes());
+                    rec[8..].copy_from_slice(&(IBV_EVENT_CQ_ERR as u64).to_ne_bytes());
+                    let _ = rustix::io::write(w, &rec);
+                }
+            }
+            return;
+        }
         g.wcs.push_back(wc);
         self.has.store(g.wcs.len() as u32, Ordering::Release);
         if g.armed != 0 && (g.armed == 1 || solicited || wc.status != IBV_WC_SUCCESS) {
@@ -130,6 +160,11 @@ impl Cq {
         if g.armed == 0 || want == 1 {
             g.armed = want;
         }
+    }
+
+    /// The async-event pipe duplicate for a new CQ of context `c`.
+    pub fn async_dup(c: &Ctx) -> Option<OwnedFd> {
+        c.async_w.try_clone().ok()
     }
 
     pub fn poll(&self, out: &mut [ibv_wc]) -> usize {
@@ -268,6 +303,9 @@ pub struct Ctx {
     srqs: RwLock<HashMap<u32, Arc<Srq>>>,
     mrs: RwLock<HashMap<u32, MrEnt>>,
     links: Mutex<Arc<Vec<Arc<Link>>>>,
+    /// Accepted connections whose hello has not come yet, with their
+    /// deadlines (in the epoll set, tagged `TAG_HELLO | fd`).
+    hellos: Mutex<Vec<(OwnedFd, u64)>>,
     out: Mutex<HashMap<u32, Arc<Link>>>,
     qpn_cache: Mutex<HashMap<u32, u32>>,
     /// The context's eventfd: kicks its thread (peers get a copy).
@@ -291,10 +329,20 @@ pub struct Ctx {
 
 const SPIN_CHECK: u32 = 256;
 
+/// At most this many responses wait for room in a link's response ring
+/// (about 40 MiB); a peer that lets more pile up loses the link.
+const MAX_BACKLOG: usize = 256 * 1024;
+
 /// epoll tags of the listening socket and the eventfd (links are tagged
 /// with their socket's descriptor number).
 const TAG_LISTEN: u64 = u64::MAX;
 const TAG_EFD: u64 = u64::MAX - 1;
+/// Tags of connections waiting for their hello: this bit and the socket.
+const TAG_HELLO: u64 = 1 << 32;
+/// At most this many connections wait for their hello at once (the oldest
+/// is dropped to make room): a peer that opens connections and says
+/// nothing costs a bounded number of descriptors.
+const MAX_HELLOS: usize = 64;
 
 impl Ctx {
     /// Opens context `id`'s endpoint in `dir` (its listening socket,
@@ -327,6 +375,7 @@ impl Ctx {
             srqs: RwLock::new(HashMap::new()),
             mrs: RwLock::new(HashMap::new()),
             links: Mutex::new(Arc::new(Vec::new())),
+            hellos: Mutex::new(Vec::new()),
             out: Mutex::new(HashMap::new()),
             qpn_cache: Mutex::new(HashMap::new()),
             efd,
@@ -514,6 +563,7 @@ impl Ctx {
         }
         *lock(&self.links) = Arc::new(Vec::new());
         lock(&self.out).clear();
+        lock(&self.hellos).clear();
     }
 
     pub fn links(&self) -> Arc<Vec<Arc<Link>>> {
@@ -602,19 +652,68 @@ impl Ctx {
     /// Returns the local address of `addr` (the MR's I/O virtual address
     /// space) when `rkey` grants `access` to [addr, addr+len).
     pub fn check_remote(&self, qpn: u32, pd: u32, rkey: u32, addr: u64, len: u64, access: u32) -> Option<u64> {
+        grant(&self.mrs.read().unwrap(), qpn, pd, rkey, addr, len, access)
+    }
+
+    /// Like `check_remote`, then runs `f` on the local address with the MR
+    /// table held (read): a dereg (which takes it to write) waits for the
+    /// copy `f` makes, and none starts after the dereg.  `f` must not take
+    /// the MR table itself.  None: the access is not granted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_remote<R>(
+        &self,
+        qpn: u32,
+        pd: u32,
+        rkey: u32,
+        addr: u64,
+        len: u64,
+        access: u32,
+        f: impl FnOnce(u64) -> R,
+    ) -> Option<R> {
         let mrs = self.mrs.read().unwrap();
-        let m = mrs.get(&rkey)?;
-        let ok = m.pd == pd
-            && (m.mw == 0 || mrs.contains_key(&m.parent))
-            && (m.qpn == 0 || m.qpn == qpn)
-            && m.access & access == access
-            && addr >= m.addr
-            && addr.checked_add(len).is_some_and(|e| e <= m.addr.saturating_add(m.len));
-        if ok {
-            Some(addr - m.addr + m.va)
-        } else {
-            None
-        }
+        let a = grant(&mrs, qpn, pd, rkey, addr, len, access)?;
+        let r = f(a);
+        drop(mrs);
+        Some(r)
+    }
+
+    /// An RDMA WRITE chunk: `len` bytes from `src` (a validated ring record
+    /// or its private copy) to [addr, addr+len) of MR `rkey`, which must
+    /// grant REMOTE_WRITE.  False: not granted, or the owner no longer maps
+    /// that memory writable (the kernel copies: EFAULT, never a fault).
+    pub fn write_remote(&self, qpn: u32, pd: u32, rkey: u32, addr: u64, src: *const u8, len: usize) -> bool {
+        self.with_remote(qpn, pd, rkey, addr, len as u64, IBV_ACCESS_REMOTE_WRITE, |dst| {
+            // SAFETY: `src` holds `len` readable bytes (our caller's
+            // records); the destination is checked by the kernel.
+            unsafe { crate::mem::copy_in(dst, src, len) }
+        }) == Some(true)
+    }
+
+    /// An atomic on the 8 bytes at `addr` of MR `rkey` (granting `access`):
+    /// `op`'s result, or None when not granted or the memory is no longer
+    /// mapped (probed through the kernel first, with the MR table held).
+    pub fn atomic_remote(
+        &self,
+        qpn: u32,
+        pd: u32,
+        rkey: u32,
+        addr: u64,
+        access: u32,
+        op: impl FnOnce(&AtomicU64) -> u64,
+    ) -> Option<u64> {
+        self.with_remote(qpn, pd, rkey, addr, 8, access, |tgt| {
+            if !tgt.is_multiple_of(8) || !crate::mem::probe(tgt, 8) {
+                return None;
+            }
+            // SAFETY: the 8 bytes at `tgt` lie in a live MR granting
+            // `access` (held: no dereg meanwhile), 8-aligned (checked), and
+            // were mapped a moment ago (the probe; see mem.rs for the window
+            // left); MRs with write rights were checked writable when
+            // registered.  Accessed atomically, as a device does.
+            let a = unsafe { &*(tgt as *const AtomicU64) };
+            Some(op(a))
+        })
+        .flatten()
     }
 
     /// Invalidates the type 2 window `rkey` (LOCAL_INV, SEND_WITH_INV);
@@ -713,14 +812,25 @@ impl Ctx {
             tv_nsec: (timeout_ms % 1000) * 1_000_000,
         };
         let n = epoll::wait(&self.epfd, &mut evs, Some(&t)).unwrap_or(0);
+        self.expire_hellos();
         for e in evs.iter().take(n) {
             let (tag, flags) = (e.data.u64(), e.flags);
             if tag == TAG_LISTEN {
-                while let Some(l) = net::accept(self.lfd.as_fd(), self.id, self.efd.as_fd()) {
-                    if let Some(l) = l {
-                        self.add_link(Arc::new(l));
+                while let Some(fd) = net::accept(self.lfd.as_fd()) {
+                    if let Some(fd) = fd {
+                        self.take_hello(fd, now_ns() + net::HELLO_DEADLINE_NS);
                     }
                 }
+            } else if tag & TAG_HELLO != 0 && tag < TAG_EFD {
+                let fd = (tag & !TAG_HELLO) as RawFd;
+                let mut hs = lock(&self.hellos);
+                let Some(i) = hs.iter().position(|(s, _)| s.as_raw_fd() == fd) else {
+                    continue;
+                };
+                let (s, deadline) = hs.swap_remove(i);
+                drop(hs);
+                let _ = epoll::delete(&self.epfd, &s);
+                self.take_hello(s, deadline);
             } else if tag == TAG_EFD {
                 let mut v = [0u8; 8];
                 let _ = rustix::io::read(&self.efd, &mut v);
@@ -743,6 +853,46 @@ impl Ctx {
                 }
             }
         }
+    }
+
+    /// Takes the hello on accepted connection `fd` if it has come (a link),
+    /// else keeps the connection until it is readable or `deadline` passes.
+    /// Never waits: a peer that connects and says nothing stalls no one.
+    fn take_hello(&self, fd: OwnedFd, deadline: u64) {
+        match net::hello(fd, self.id, self.efd.as_fd()) {
+            net::Handshake::Link(l) => self.add_link(Arc::new(l)),
+            net::Handshake::Refused => {}
+            net::Handshake::Later(fd) => {
+                if now_ns() >= deadline {
+                    return;
+                }
+                let mut hs = lock(&self.hellos);
+                if hs.len() >= MAX_HELLOS {
+                    let (old, _) = hs.remove(0);
+                    let _ = epoll::delete(&self.epfd, &old);
+                }
+                let tag = TAG_HELLO | fd.as_raw_fd() as u64;
+                if epoll::add(&self.epfd, &fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN).is_ok() {
+                    hs.push((fd, deadline));
+                }
+            }
+        }
+    }
+
+    /// Drops the connections whose hello did not come in time.
+    fn expire_hellos(&self) {
+        let now = now_ns();
+        let mut hs = lock(&self.hellos);
+        if hs.is_empty() {
+            return;
+        }
+        hs.retain(|(fd, deadline)| {
+            let keep = *deadline > now;
+            if !keep {
+                let _ = epoll::delete(&self.epfd, fd);
+            }
+            keep
+        });
     }
 
     /// Processes incoming messages on every link (whoever gets there first:
@@ -848,7 +998,7 @@ impl Ctx {
 
     /// Writes one message (header + payload produced by `fill`) if it fits
     /// now.  The caller holds `l.tx_lock`.
-    fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
+    fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) -> bool {
         let need = align64(MSG_HDR + plen);
         // SAFETY: the caller holds `l.tx_lock`: we are the ring's only
         // producer; `need` is 64-aligned and at most MSG_HDR + MAX_CHUNK.
@@ -890,7 +1040,12 @@ impl Ctx {
             return false;
         };
         // SAFETY: `p` is the space just reserved for `need` bytes.
-        unsafe { put_at(l, p, nh, m, plen, fill) };
+        unsafe {
+            put_at(l, p, nh, m, plen, &mut |d| {
+                fill(d);
+                true
+            })
+        };
         true
     }
 
@@ -900,43 +1055,51 @@ impl Ctx {
     fn put_resp(&self, l: &Link, r: &mut Resp) -> bool {
         loop {
             match r {
-                Resp::Hdr(m) => return self.try_put(l, m, 0, &mut |_| {}),
+                Resp::Hdr(m) => return self.try_put(l, m, 0, &mut |_| true),
                 Resp::Read { hdr, qpn, pd, off } => {
                     let total = hdr.total;
                     let plen = (total - *off).min(MAX_CHUNK as u64) as usize;
-                    let src = self.check_remote(
+                    let mut h = *hdr;
+                    h.off = *off;
+                    h.flags = if *off + plen as u64 >= total { F_LAST } else { 0 };
+                    let mut copied = true;
+                    // Checked and copied with the MR table held: a dereg
+                    // waits for this chunk, and a chunk never starts after it.
+                    let put = self.with_remote(
                         *qpn,
                         *pd,
                         hdr.rkey,
                         hdr.raddr + *off,
                         plen as u64,
                         IBV_ACCESS_REMOTE_READ,
+                        |src| {
+                            let mut copy = |d: *mut u8| {
+                                // SAFETY: `d` is `plen` bytes of reserved ring
+                                // space; the source is read by the kernel
+                                // (EFAULT, not a fault, for memory the owner
+                                // no longer maps).
+                                copied = unsafe { crate::mem::copy_out(d, src, plen) };
+                                copied
+                            };
+                            self.try_put(l, &h, plen, &mut copy)
+                        },
                     );
-                    let Some(src) = src else {
-                        // Deregistered meanwhile: the READ fails.
-                        let nak = Msg {
-                            kind: K_ACK,
-                            flags: F_LAST,
-                            status: IBV_WC_REM_ACCESS_ERR,
-                            total: 0,
-                            ..*hdr
-                        };
-                        *r = Resp::Hdr(nak);
-                        continue;
-                    };
-                    let mut h = *hdr;
-                    h.off = *off;
-                    h.flags = if *off + plen as u64 >= total { F_LAST } else { 0 };
-                    let s = src as *const u8;
-                    let mut copy = |d: *mut u8| {
-                        // SAFETY: `check_remote` just proved [s, s+plen) lies in
-                        // a live MR with REMOTE_READ, memory of this process
-                        // the application keeps mapped while it is registered;
-                        // `d` is `plen` bytes of reserved ring space.
-                        unsafe { std::ptr::copy_nonoverlapping(s, d, plen) }
-                    };
-                    if !self.try_put(l, &h, plen, &mut copy) {
-                        return false;
+                    match put {
+                        None => {
+                            // Deregistered meanwhile: the READ fails.
+                            let nak = Msg {
+                                kind: K_ACK,
+                                flags: F_LAST,
+                                status: IBV_WC_REM_ACCESS_ERR,
+                                total: 0,
+                                ..*hdr
+                            };
+                            *r = Resp::Hdr(nak);
+                            continue;
+                        }
+                        Some(false) => return false,
+                        Some(true) if !copied => return true, // the NAK went instead
+                        Some(true) => {}
                     }
                     *off += plen as u64;
                     if *off >= total {
@@ -958,6 +1121,16 @@ impl Ctx {
             self.flush_locked(l, &mut bl);
         }
         if bl.is_empty() && self.put_resp(l, &mut r) {
+            return;
+        }
+        if bl.len() >= MAX_BACKLOG {
+            // The peer sends requests but does not take its responses: the
+            // link is given up (its socket shut down: both sides see the
+            // hang-up, RC work on it fails) rather than grow without bound.
+            l.dead.store(true, Ordering::SeqCst);
+            bl.clear();
+            l.backlogged.store(false, Ordering::Release);
+            let _ = rustix::net::shutdown(l.sock(), rustix::net::Shutdown::Both);
             return;
         }
         bl.push_back(r);
@@ -1047,6 +1220,9 @@ impl Ctx {
                 if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS {
                     return;
                 }
+                if !from_connected_peer(l, &st, m) {
+                    return; // dropped, as on the wire
+                }
                 match m.kind {
                     K_SEND => {
                         if m.flags & F_FIRST != 0 {
@@ -1066,26 +1242,12 @@ impl Ctx {
                         if st.dropping {
                             return;
                         }
-                        let dst = if m.off + m.plen as u64 <= m.total {
-                            self.check_remote(
-                                qp.qpn,
-                                qp.pd,
-                                m.rkey,
-                                m.raddr + m.off,
-                                m.plen as u64,
-                                IBV_ACCESS_REMOTE_WRITE,
-                            )
-                        } else {
-                            None
-                        };
-                        let Some(dst) = dst else {
+                        let done = m.off + m.plen as u64 <= m.total
+                            && self.write_remote(qp.qpn, qp.pd, m.rkey, m.raddr + m.off, payload, m.plen as usize);
+                        if !done {
                             st.dropping = m.flags & F_LAST == 0;
                             return;
-                        };
-                        // SAFETY: `check_remote` proved [dst, dst+plen) lies in a live MR with
-                        // REMOTE_WRITE (application memory that stays mapped while registered);
-                        // `payload` holds `m.plen` bytes (the record, validated by `peek`).
-                        unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
+                        }
                         if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
                             let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0);
                         }
@@ -1109,6 +1271,15 @@ impl Ctx {
     /// One RC request; Err(()) = receiver not ready (keep it pending).
     fn rc_exec(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
         let last = m.flags & F_LAST != 0;
+        if qp.qpt == IBV_QPT_RC && !from_connected_peer(l, st, m) {
+            // Not from the QP this one is connected to: the wire would drop
+            // it (rxe checks the source of every packet of a connected QP)
+            // and the sender would retry in vain.
+            if needs_ack(m) {
+                self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+            }
+            return Ok(());
+        }
         match m.kind {
             K_SEND => match self.recv_data(qp, st, m, payload, 0) {
                 Ok(()) => {
@@ -1137,30 +1308,22 @@ impl Ctx {
                 if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
                     return Err(());
                 }
-                let dst = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.off + m.plen as u64 <= m.total
-                {
-                    self.check_remote(
+                let done = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0
+                    && m.off + m.plen as u64 <= m.total
+                    && self.write_remote(
                         qp.qpn,
                         self.resp_pd(qp, m),
                         m.rkey,
                         m.raddr + m.off,
-                        m.plen as u64,
-                        IBV_ACCESS_REMOTE_WRITE,
-                    )
-                } else {
-                    None
-                };
-                let Some(dst) = dst else {
+                        payload,
+                        m.plen as usize,
+                    );
+                if !done {
                     self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
                     self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
                     self.to_err(qp, st);
                     return Ok(());
-                };
-                // SAFETY: `check_remote` proved [dst, dst+plen) lies in a live MR with
-                // REMOTE_WRITE (application memory that stays mapped while registered);
-                // `payload` holds `m.plen` bytes (a record validated by `peek`, or its
-                // private copy in `pending`).
-                unsafe { std::ptr::copy_nonoverlapping(payload, dst as *mut u8, m.plen as usize) };
+                }
                 if last {
                     if m.flags & F_IMM != 0 {
                         let mut h = *m;
@@ -1212,55 +1375,57 @@ impl Ctx {
                 );
             }
             K_AWRITE => {
-                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr.is_multiple_of(8) {
-                    self.check_remote(qp.qpn, self.resp_pd(qp, m), m.rkey, m.raddr, 8, IBV_ACCESS_REMOTE_WRITE)
-                } else {
-                    None
-                };
-                let Some(tgt) = tgt else {
-                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
-                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
-                    self.to_err(qp, st);
-                    return Ok(());
-                };
-                // The 8 bytes land at once, as the value was sent (its byte
-                // order is the requester's memory, which is ours).
-                // SAFETY: `check_remote` proved the 8 bytes at `tgt` lie in a
-                // live MR with REMOTE_WRITE, application memory that stays
-                // mapped while registered; the target is 8-aligned when the
-                // MR keeps IOVA and process address congruent (as verbs
-                // require for atomics).  Accessed atomically, as a device does.
-                let a = unsafe { &*(tgt as *const AtomicU64) };
-                a.store(m.swap, Ordering::SeqCst);
-                self.reply(l, m, K_ACK, 0);
-            }
-            K_CAS | K_FAA => {
-                let tgt = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr.is_multiple_of(8) {
-                    self.check_remote(
+                let done = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr.is_multiple_of(8) {
+                    self.atomic_remote(
                         qp.qpn,
                         self.resp_pd(qp, m),
                         m.rkey,
                         m.raddr,
-                        8,
-                        IBV_ACCESS_REMOTE_ATOMIC,
+                        IBV_ACCESS_REMOTE_WRITE,
+                        |a| {
+                            // The 8 bytes land at once, as the value was sent
+                            // (its byte order is the requester's memory, ours).
+                            a.store(m.swap, Ordering::SeqCst);
+                            0
+                        },
                     )
                 } else {
                     None
                 };
-                let Some(tgt) = tgt else {
+                if done.is_none() {
                     self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
                     self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
                     self.to_err(qp, st);
                     return Ok(());
-                };
-                // SAFETY: as for K_AWRITE above, with REMOTE_ATOMIC.
-                let a = unsafe { &*(tgt as *const AtomicU64) };
-                let orig = if m.kind == K_CAS {
-                    match a.compare_exchange(m.cmp, m.swap, Ordering::SeqCst, Ordering::SeqCst) {
-                        Ok(v) | Err(v) => v,
-                    }
+                }
+                self.reply(l, m, K_ACK, 0);
+            }
+            K_CAS | K_FAA => {
+                let orig = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr.is_multiple_of(8) {
+                    self.atomic_remote(
+                        qp.qpn,
+                        self.resp_pd(qp, m),
+                        m.rkey,
+                        m.raddr,
+                        IBV_ACCESS_REMOTE_ATOMIC,
+                        |a| {
+                            if m.kind == K_CAS {
+                                match a.compare_exchange(m.cmp, m.swap, Ordering::SeqCst, Ordering::SeqCst) {
+                                    Ok(v) | Err(v) => v,
+                                }
+                            } else {
+                                a.fetch_add(m.cmp, Ordering::SeqCst)
+                            }
+                        },
+                    )
                 } else {
-                    a.fetch_add(m.cmp, Ordering::SeqCst)
+                    None
+                };
+                let Some(orig) = orig else {
+                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
+                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
+                    self.to_err(qp, st);
+                    return Ok(());
                 };
                 let r = Msg {
                     kind: K_ATOMIC_RESP,
@@ -1617,6 +1782,30 @@ impl Ctx {
     }
 }
 
+/// The local address of `addr` when `rkey` grants `access` to [addr,
+/// addr+len) through QP `qpn` of PD `pd` (see `Ctx::check_remote`).
+fn grant(mrs: &HashMap<u32, MrEnt>, qpn: u32, pd: u32, rkey: u32, addr: u64, len: u64, access: u32) -> Option<u64> {
+    let m = mrs.get(&rkey)?;
+    let ok = m.pd == pd
+        && (m.mw == 0 || mrs.contains_key(&m.parent))
+        && (m.qpn == 0 || m.qpn == qpn)
+        && m.access & access == access
+        && addr >= m.addr
+        && addr.checked_add(len).is_some_and(|e| e <= m.addr.saturating_add(m.len));
+    if ok {
+        Some(addr - m.addr + m.va)
+    } else {
+        None
+    }
+}
+
+/// Request `m` came from the QP a connected (RC/UC) QP is connected to: its
+/// source QPN is the QP's destination and, once the QP has its own link to
+/// that QP's context, it came from that context.
+fn from_connected_peer(l: &Link, st: &QpSt, m: &Msg) -> bool {
+    m.src_qpn == st.attr.dest_qp_num && st.link.as_ref().is_none_or(|o| o.peer == l.peer)
+}
+
 fn needs_ack(m: &Msg) -> bool {
     m.flags & F_LAST != 0 || m.kind == K_READ || m.kind == K_CAS || m.kind == K_FAA || m.kind == K_AWRITE
 }
@@ -1643,25 +1832,34 @@ fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {
 /// # Safety
 /// `p` and `nh` come from `try_reserve`/`reserve` on `l.tx()` for
 /// `align64(MSG_HDR + plen)` bytes, by the ring's only producer (the holder
-/// of `l.tx_lock`); `fill` writes at most `plen` bytes at its argument.
-unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) {
+/// of `l.tx_lock`); `fill` writes at most `plen` bytes at its argument
+/// (false: it could not; the record becomes a remote-access NAK).
+unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) {
     let mut h = *m;
     h.len = align64(MSG_HDR + plen) as u32;
     h.plen = plen as u32;
+    // (The payload space follows the header, inside the reservation.)
+    if plen > 0 && !fill(p.wrapping_add(MSG_HDR)) {
+        // The payload could not be read (a READ from memory the owner no
+        // longer maps): the record becomes the request's remote-access NAK
+        // (it keeps its reserved length; the payload is not sent).
+        h.kind = K_ACK;
+        h.flags = F_LAST;
+        h.status = IBV_WC_REM_ACCESS_ERR;
+        h.plen = 0;
+        h.total = 0;
+    }
     // SAFETY: `p` is reserved space of `h.len` >= MSG_HDR bytes, 64-aligned,
     // that no one reads until `commit` (the contract).
     unsafe { std::ptr::write(p as *mut Msg, h) };
-    if plen > 0 {
-        // (The payload space follows the header, inside the reservation.)
-        fill(p.wrapping_add(MSG_HDR));
-    }
     if l.tx().commit(nh) {
         l.wake_peer();
     }
 }
 
 /// Copies `len` bytes into the scatter list starting at byte `off`; false
-/// when the list is too short.
+/// when the list is too short or a destination is no longer mapped
+/// writable (fault-safe: the kernel copies, see mem.rs).
 ///
 /// # Safety
 /// Every SGE range is writable memory of this process (the list passed
@@ -1679,9 +1877,12 @@ pub unsafe fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize
             continue;
         }
         let n = ((sl - off) as usize).min(len - done);
-        // SAFETY: `n` bytes from `done` < `len` of `src`, into the SGE's
-        // range at `off` < its length (the contract covers both).
-        unsafe { std::ptr::copy_nonoverlapping(src.add(done), (s.addr + off) as *mut u8, n) };
+        // SAFETY: `n` bytes from `done` < `len` of `src` (the contract); the
+        // destination is written by the kernel: memory the owner no longer
+        // maps writable fails the copy, it does not fault.
+        if !unsafe { crate::mem::copy_in(s.addr + off, src.add(done), n) } {
+            return false;
+        }
         done += n;
         off = 0;
     }

@@ -6,6 +6,7 @@ pub use ibverbs_abi as abi;
 
 mod core;
 mod device;
+mod mem;
 mod net;
 mod ops;
 mod qpex;

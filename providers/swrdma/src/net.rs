@@ -6,7 +6,7 @@
 //! its owner (a `Link`, the `Ctx`, or a local on an error path) is dropped.
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
-use rustix::fs::{fstat, ftruncate, memfd_create, MemfdFlags};
+use rustix::fs::{fcntl_add_seals, fcntl_get_seals, fstat, ftruncate, memfd_create, FileType, MemfdFlags, SealFlags};
 use rustix::net::{
     accept_with, bind, connect as connect_socket, listen as listen_socket, recvmsg, sendmsg, socket_with,
     sockopt::socket_peercred, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
@@ -24,7 +24,7 @@ const MAGIC: u32 = 0x5357_5244; // "SWRD"
 /// The first message each way on a new connection (8 bytes: magic and the
 /// sender's context id, native byte order — both ends are on one machine).
 #[derive(Clone, Copy, Default)]
-struct Hello {
+pub struct Hello {
     magic: u32,
     ctx_id: u32,
 }
@@ -130,32 +130,113 @@ fn send_fds(fd: BorrowedFd<'_>, h: Hello, fds: &[BorrowedFd<'_>]) -> bool {
         return false;
     }
     let b = h.to_bytes();
-    sendmsg(fd, &[IoSlice::new(&b)], &mut cmsg, SendFlags::NOSIGNAL) == Ok(Hello::LEN)
+    // Never blocks (a fresh connection has room for 8 bytes, or the peer is
+    // misbehaving) and never raises SIGPIPE.
+    sendmsg(
+        fd,
+        &[IoSlice::new(&b)],
+        &mut cmsg,
+        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+    ) == Ok(Hello::LEN)
 }
 
-/// Receives a `Hello` with exactly `want` descriptors (waiting at most 5 s).
-/// Anything else is refused; descriptors received with it are closed.
-fn recv_fds(fd: BorrowedFd<'_>, want: usize) -> Option<(Hello, Vec<OwnedFd>)> {
-    let mut pfd = [PollFd::new(&fd, PollFlags::IN)];
-    let t = Timespec { tv_sec: 5, tv_nsec: 0 };
-    if poll(&mut pfd, Some(&t)) != Ok(1) {
-        return None;
+/// How long a peer may take to say hello (its connection waits meanwhile,
+/// off the progress path: see `Ctx`'s pending hellos).
+pub const HELLO_DEADLINE_NS: u64 = 2_000_000_000;
+
+/// The seals a link's memfd must carry before we map it: its size can
+/// neither shrink (SIGBUS on our next ring access) nor grow, and no further
+/// seal (such as F_SEAL_WRITE) can be added by the peer.
+const LINK_SEALS: SealFlags = SealFlags::SHRINK.union(SealFlags::GROW).union(SealFlags::SEAL);
+
+/// What waiting for a hello gave.
+pub enum Got {
+    Hello(Hello, Vec<OwnedFd>),
+    /// Nothing yet (a non-blocking read found no data).
+    Later,
+    Refused,
+}
+
+/// Receives a `Hello` with exactly `want` descriptors, waiting at most
+/// `wait_ms` (0: only what is there now).  Anything else is refused;
+/// descriptors received with it are closed.
+fn recv_fds(fd: BorrowedFd<'_>, want: usize, wait_ms: i64) -> Got {
+    if wait_ms > 0 {
+        let mut pfd = [PollFd::new(&fd, PollFlags::IN)];
+        let t = Timespec {
+            tv_sec: wait_ms / 1000,
+            tv_nsec: (wait_ms % 1000) * 1_000_000,
+        };
+        if poll(&mut pfd, Some(&t)) != Ok(1) {
+            return Got::Refused;
+        }
     }
     let mut b = [0u8; Hello::LEN];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut cmsg = RecvAncillaryBuffer::new(&mut space);
-    let r = recvmsg(fd, &mut [IoSliceMut::new(&mut b)], &mut cmsg, RecvFlags::CMSG_CLOEXEC);
+    let r = recvmsg(
+        fd,
+        &mut [IoSliceMut::new(&mut b)],
+        &mut cmsg,
+        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
+    );
     let mut fds = Vec::new();
     for m in cmsg.drain() {
         if let RecvAncillaryMessage::ScmRights(it) = m {
             fds.extend(it);
         }
     }
+    if r.as_ref().is_err_and(|e| *e == rustix::io::Errno::AGAIN) {
+        return Got::Later;
+    }
     let h = Hello::from_bytes(&b);
     if !r.is_ok_and(|r| r.bytes == Hello::LEN) || h.magic != MAGIC || fds.len() != want {
-        return None;
+        return Got::Refused;
     }
-    Some((h, fds))
+    Got::Hello(h, fds)
+}
+
+/// `fd` is an eventfd (what a peer passes as its doorbell): a pipe or a
+/// socket there would block us when full or kill us with SIGPIPE.  Checked
+/// by what the kernel names the descriptor's file (anon inodes carry no
+/// type in `st_mode`).  On success the descriptor is made non-blocking (a
+/// write to an eventfd whose counter a peer drove to its maximum then
+/// fails instead of blocking).
+pub fn is_eventfd(fd: BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        Ok(l) if l.as_os_str() == "anon_inode:[eventfd]" => {}
+        Ok(_) => return false,
+        Err(_) => {
+            // No procfs: at least no pipe, socket, device or directory.
+            let ty = fstat(fd).map(|st| FileType::from_raw_mode(st.st_mode));
+            if ty.is_err()
+                || ty.is_ok_and(|t| {
+                    matches!(
+                        t,
+                        FileType::Fifo
+                            | FileType::Socket
+                            | FileType::CharacterDevice
+                            | FileType::BlockDevice
+                            | FileType::Directory
+                    )
+                })
+            {
+                return false;
+            }
+        }
+    }
+    rustix::io::ioctl_fionbio(fd, true).is_ok()
+}
+
+/// `fd` is a link's memory file as the protocol wants it: a regular file of
+/// exactly `LINK_BYTES`, sealed against shrinking and growing (F_SEAL_SHRINK,
+/// F_SEAL_GROW, F_SEAL_SEAL).  Only then is mapping it safe from SIGBUS.
+pub fn is_link_memfd(fd: BorrowedFd<'_>) -> bool {
+    let st_ok = fstat(fd).is_ok_and(|st| {
+        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile && st.st_size as u64 == LINK_BYTES as u64
+    });
+    st_ok && fcntl_get_seals(fd).is_ok_and(|s| s.contains(LINK_SEALS))
 }
 
 /// Initiator: connects to context `peer`, creates and shares the rings.
@@ -165,45 +246,76 @@ pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Opt
     if connect_socket(&fd, &addr).is_err() || !peer_ok(fd.as_fd()) {
         return None;
     }
-    let memfd = memfd_create(c"swrdma-link", MemfdFlags::CLOEXEC).ok()?;
+    let memfd = memfd_create(c"swrdma-link", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
     ftruncate(&memfd, LINK_BYTES as u64).ok()?;
+    fcntl_add_seals(&memfd, LINK_SEALS).ok()?;
     if !send_fds(fd.as_fd(), Hello::new(my_id), &[memfd.as_fd(), my_efd]) {
         return None;
     }
-    let (h, mut fds) = recv_fds(fd.as_fd(), 1)?;
+    let Got::Hello(h, mut fds) = recv_fds(fd.as_fd(), 1, 5000) else {
+        return None;
+    };
     if h.ctx_id != peer {
         return None;
     }
     let peer_efd = fds.pop()?;
-    // SAFETY: `memfd` is the memory file created and sized to `LINK_BYTES`
-    // just above; it is shared only with the peer, over this connection, to
+    if !is_eventfd(peer_efd.as_fd()) {
+        return None;
+    }
+    // SAFETY: `memfd` is the memory file created, sized to `LINK_BYTES` and
+    // sealed against shrinking and growing just above (no one can undo the
+    // seals); it is shared only with the peer, over this connection, to
     // hold this link's two rings.
     unsafe { Link::new(peer, true, fd, memfd.as_fd(), peer_efd) }
 }
 
-/// Target: accepts one pending connection on `lfd`.  None: nothing is
-/// pending; Some(None): a connection was refused.
-pub fn accept(lfd: BorrowedFd<'_>, my_id: u32, my_efd: BorrowedFd<'_>) -> Option<Option<Link>> {
-    let fd = accept_with(lfd, SocketFlags::CLOEXEC).ok()?;
+/// Target: accepts one pending connection on `lfd` (non-blocking).  None:
+/// nothing is pending; Some(None): a connection was refused; Some(Some(fd)):
+/// a connection from a peer of our uid, whose hello is for `hello` to take.
+pub fn accept(lfd: BorrowedFd<'_>) -> Option<Option<OwnedFd>> {
+    let fd = accept_with(lfd, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK).ok()?;
     if !peer_ok(fd.as_fd()) {
         return Some(None);
     }
-    let Some((h, fds)) = recv_fds(fd.as_fd(), 2) else {
-        return Some(None);
+    Some(Some(fd))
+}
+
+/// What the target's side of a handshake gave.
+pub enum Handshake {
+    Link(Link),
+    /// The hello has not arrived yet (try again when the socket is readable,
+    /// until the deadline).
+    Later(OwnedFd),
+    Refused,
+}
+
+/// Target: takes the hello on accepted connection `fd` if it is there
+/// (never waits), checks what came with it and answers.
+pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>) -> Handshake {
+    let (h, fds) = match recv_fds(fd.as_fd(), 2, 0) {
+        Got::Hello(h, fds) => (h, fds),
+        Got::Later => return Handshake::Later(fd),
+        Got::Refused => return Handshake::Refused,
     };
     let mut fds = fds.into_iter();
     let (Some(memfd), Some(peer_efd)) = (fds.next(), fds.next()) else {
-        return Some(None);
+        return Handshake::Refused;
     };
-    // The shared file must be exactly a link's size (no surprises).
-    let size_ok = fstat(&memfd).is_ok_and(|st| st.st_size as u64 == LINK_BYTES as u64);
-    if !size_ok || !send_fds(fd.as_fd(), Hello::new(my_id), &[my_efd]) {
-        return Some(None);
+    // The shared file must be exactly a link's size and sealed so (no
+    // surprises later), the doorbell an eventfd.
+    if !is_link_memfd(memfd.as_fd()) || !is_eventfd(peer_efd.as_fd()) {
+        return Handshake::Refused;
     }
-    // SAFETY: `memfd` came from a peer of our own uid (SO_PEERCRED) and is
-    // exactly `LINK_BYTES` long (checked above); by the protocol it holds
-    // this link's rings and nothing else.  (A same-user peer could still
-    // shrink it later; that peer could also ptrace us — see the README's
-    // isolation model.)
-    Some(unsafe { Link::new(h.ctx_id, false, fd, memfd.as_fd(), peer_efd) })
+    if !send_fds(fd.as_fd(), Hello::new(my_id), &[my_efd]) {
+        return Handshake::Refused;
+    }
+    // SAFETY: `memfd` came from a peer of our own uid (SO_PEERCRED), is a
+    // regular file of exactly `LINK_BYTES` and sealed against shrinking and
+    // growing (checked above, F_SEAL_SEAL: no one can undo that), so every
+    // page of the mapping stays backed; by the protocol it holds this
+    // link's rings and nothing else.
+    match unsafe { Link::new(h.ctx_id, false, fd, memfd.as_fd(), peer_efd) } {
+        Some(l) => Handshake::Link(l),
+        None => Handshake::Refused,
+    }
 }

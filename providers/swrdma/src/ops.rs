@@ -44,6 +44,29 @@ pub struct SwCtx {
 pub struct SwPd {
     pub pd: ibv_pd,
     pub id: u32,
+    /// The objects made in this PD and not destroyed (MRs, MWs, QPs, AHs,
+    /// SRQs, parent domains over it): dealloc_pd refuses with EBUSY while
+    /// any lives, as the kernel's use counts make it.
+    pub users: AtomicU32,
+    /// A parent domain: the PD it wraps (and holds a use of); else null.
+    pub parent: *mut ibv_pd,
+}
+
+/// One more (`up`) or one fewer object lives in PD `pd` (null: none).
+///
+/// # Safety
+/// `pd` is null or one of our live `SwPd`s.
+unsafe fn pd_use(pd: *mut ibv_pd, up: bool) {
+    if pd.is_null() {
+        return;
+    }
+    // SAFETY: a live `SwPd` (the contract); `users` is atomic.
+    let u = unsafe { &(*(pd as *mut SwPd)).users };
+    if up {
+        u.fetch_add(1, Ordering::SeqCst);
+    } else {
+        u.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[repr(C)]
@@ -425,6 +448,8 @@ unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     let p = Box::into_raw(Box::new(SwPd {
         pd: ibv_pd { context, handle: id },
         id,
+        users: AtomicU32::new(0),
+        parent: std::ptr::null_mut(),
     }));
     p as *mut ibv_pd
 }
@@ -455,9 +480,14 @@ unsafe extern "C" fn alloc_parent_domain(
     }
     // SAFETY: `a.pd` is non-null, so one of our `SwPd`s (see above).
     let id = unsafe { pd_id(a.pd) };
+    // SAFETY: `a.pd` is our live PD (see above); the parent domain holds it
+    // until it is deallocated itself.
+    unsafe { pd_use(a.pd, true) };
     Box::into_raw(Box::new(SwPd {
         pd: ibv_pd { context, handle: id },
         id,
+        users: AtomicU32::new(0),
+        parent: a.pd,
     })) as *mut ibv_pd
 }
 
@@ -494,11 +524,17 @@ unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    // SAFETY: `pd` is a `Box<SwPd>` made by alloc_pd / alloc_parent_domain, destroyed once.
-    unsafe {
-        drop(Box::from_raw(pd as *mut SwPd));
-        0
+    // SAFETY: `pd` is a live `SwPd` made by alloc_pd / alloc_parent_domain.
+    if unsafe { (*(pd as *mut SwPd)).users.load(Ordering::SeqCst) } != 0 {
+        return libc::EBUSY; // MRs, MWs, QPs, AHs, SRQs or parent domains live in it
     }
+    // SAFETY: `pd` is a `Box<SwPd>` made by alloc_pd / alloc_parent_domain,
+    // destroyed once (nothing refers to it any more: no users).
+    let b = unsafe { Box::from_raw(pd as *mut SwPd) };
+    // SAFETY: a parent domain's PD is live: it could not be deallocated
+    // while this parent domain held a use of it.
+    unsafe { pd_use(b.parent, false) };
+    0
 }
 
 /// # Safety
@@ -522,8 +558,26 @@ unsafe extern "C" fn reg_mr(
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    if access & IBV_ACCESS_MW_BIND != 0 {
-        // no memory windows; fall through ignoring the bind right
+    // As a kernel provider pinning the pages (ib_umem_get): a range that
+    // wraps is EINVAL, memory not mapped (or not writable while the rights
+    // let it be written) EFAULT.  On-demand paging pins nothing (an
+    // implicit ODP MR covers the whole address space): only the wrap check.
+    let writable = access
+        & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+        != 0;
+    let implicit = access & IBV_ACCESS_ON_DEMAND != 0 && addr.is_null() && length == usize::MAX;
+    let r = if access & IBV_ACCESS_ON_DEMAND != 0 {
+        if implicit || (addr as u64).checked_add(length as u64).is_some() {
+            Ok(())
+        } else {
+            Err(libc::EINVAL)
+        }
+    } else {
+        crate::mem::check_mapped(addr as u64, length as u64, writable)
+    };
+    if let Err(e) = r {
+        set_errno(e);
+        return std::ptr::null_mut();
     }
     let key = c.new_key();
     c.insert_mr(
@@ -555,6 +609,8 @@ unsafe extern "C" fn reg_mr(
         },
         dm: std::ptr::null_mut(),
     }));
+    // SAFETY: `pd` is our live PD; the MR holds a use until dereg.
+    unsafe { pd_use(pd, true) };
     m as *mut ibv_mr
 }
 
@@ -632,6 +688,28 @@ unsafe extern "C" fn rereg_mr(
         set_errno(libc::EINVAL);
         return libc::EINVAL;
     }
+    if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+        // The new range is checked as reg_mr checks it (ODP: only the wrap).
+        // SAFETY: `m` is our live `SwMr` (see above).
+        let old_access = unsafe { (*m).vmr.access } as u32;
+        let acc = if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+            access
+        } else {
+            old_access
+        };
+        let writable = acc
+            & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+            != 0;
+        let r = if acc & IBV_ACCESS_ON_DEMAND != 0 {
+            (addr as u64).checked_add(length as u64).map(|_| ()).ok_or(libc::EINVAL)
+        } else {
+            crate::mem::check_mapped(addr as u64, length as u64, writable)
+        };
+        if let Err(e) = r {
+            set_errno(e);
+            return e;
+        }
+    }
     let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
         // SAFETY: `pd` is non-null (checked above), so one of our PDs.
         Some(unsafe { pd_id(pd) })
@@ -661,6 +739,16 @@ unsafe extern "C" fn rereg_mr(
         // SAFETY: `m` is our live `SwMr` (see above); the application does
         // not use the MR concurrently with rereg (the verb's contract).
         unsafe { (*m).vmr.access = access as c_int };
+    }
+    if new_pd.is_some() {
+        // SAFETY: `m` is our live `SwMr`; its old PD and the new `pd` are
+        // live PDs of ours (the use moves from one to the other).  (The
+        // library records the new PD in the `ibv_mr` after we return.)
+        unsafe {
+            pd_use((*m).vmr.ibv_mr.pd, false);
+            pd_use(pd, true);
+            (*m).vmr.ibv_mr.pd = pd;
+        }
     }
     0
 }
@@ -842,6 +930,8 @@ unsafe extern "C" fn reg_dm_mr(
         },
         dm: dm as *mut SwDm,
     }));
+    // SAFETY: `pd` is our live PD; the MR holds a use until dereg.
+    unsafe { pd_use(pd, true) };
     m as *mut ibv_mr
 }
 
@@ -864,6 +954,8 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
     // SAFETY: `pd` is one of our PDs; its context is one of ours.
     let (context, c) = unsafe { ((*pd).context, ctx_of((*pd).context)) };
     let key = c.new_key();
+    // SAFETY: `pd` is our live PD; the window holds a use until dealloc.
+    unsafe { pd_use(pd, true) };
     Box::into_raw(Box::new(ibv_mw {
         context,
         pd,
@@ -882,6 +974,7 @@ unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
     unsafe {
         let c = ctx_of((*mw).context);
         c.unbind_window((*mw).rkey);
+        pd_use((*mw).pd, false);
         drop(Box::from_raw(mw));
         0
     }
@@ -967,7 +1060,12 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr /
     // reg_dm_mr, destroyed once (the verb's contract); its context is ours.
     let (c, m) = unsafe { (ctx_of((*vmr).ibv_mr.context), Box::from_raw(vmr as *mut SwMr)) };
+    // (`remove_mr` returns once no copy by a peer's request is in flight
+    // on any MR of the context: none can touch this one afterwards.)
     c.remove_mr(m.vmr.ibv_mr.lkey);
+    // SAFETY: the MR's PD is live (it cannot be deallocated while the MR
+    // held a use of it).
+    unsafe { pd_use(m.vmr.ibv_mr.pd, false) };
     if !m.dm.is_null() {
         // SAFETY: a DM MR's `dm` is a live `SwDm`: free_dm refuses while
         // its MR count (which this MR holds) is not zero.
@@ -992,6 +1090,8 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
         ah: ibv_ah { context, pd, handle: 0 },
         attr,
     }));
+    // SAFETY: `pd` is our live PD; the AH holds a use until destroyed.
+    unsafe { pd_use(pd, true) };
     a as *mut ibv_ah
 }
 
@@ -1000,8 +1100,10 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    // SAFETY: `ah` is a `Box<SwAh>` made by create_ah, destroyed once.
+    // SAFETY: `ah` is a `Box<SwAh>` made by create_ah, destroyed once; its
+    // PD is live (held by this AH).
     unsafe {
+        pd_use((*ah).pd, false);
         drop(Box::from_raw(ah as *mut SwAh));
         0
     }
@@ -1059,7 +1161,7 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     // SAFETY: `s` is the fresh box made above, not yet visible to anyone;
     // `cq_ex` is the member of the `verbs_cq` union an extended CQ uses.
     let ex = unsafe {
-        (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd)));
+        (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd, cqe as u32, Cq::async_dup(c))));
         &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)
     };
     ex.context = context;
@@ -1140,6 +1242,11 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
         c.progress();
         k += cqr.poll(&mut out[k..]);
     }
+    if k == 0 && cqr.overrun.load(Ordering::Relaxed) {
+        // An overrun CQ is in the error state: once what it held is polled,
+        // polling fails (completions were lost).
+        return -1;
+    }
     k as c_int
 }
 
@@ -1163,6 +1270,10 @@ unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {}
 /// # Safety
 /// `cq` is a CQ of ours (see `OPS`), destroyed once.
 unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
+    // SAFETY: `cq` is our live CQ, whose `cq` is its live `Arc<Cq>`.
+    if unsafe { (*cq_of(cq).cq).users.load(Ordering::SeqCst) } != 0 {
+        return libc::EBUSY; // a QP or SRQ still completes into it
+    }
     // SAFETY: `cq` is a `Box<SwCq>` made by new_cq, destroyed once; its `cq`
     // is the `Arc::into_raw` that box owns.
     unsafe {
@@ -1186,6 +1297,8 @@ unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
     if g.wcs.len() > cqe as usize {
         return libc::EINVAL;
     }
+    // SAFETY: as above.
+    unsafe { (*cq_of(cq).cq).depth.store(cqe as u32, Ordering::Relaxed) };
     // SAFETY: `cq` is our live CQ; the application does not use it
     // concurrently with resize (the verb's contract).
     unsafe { (*cq).cqe = cqe };
@@ -1229,6 +1342,11 @@ unsafe fn new_srq(
             cq_arc(cq),
         )
     };
+    if let Some(cq) = &srq_cq {
+        cq.users.fetch_add(1, Ordering::SeqCst);
+    }
+    // SAFETY: `pd` is null or our live PD; the SRQ holds a use until destroyed.
+    unsafe { pd_use(pd, true) };
     let srq = Arc::new(Srq {
         num,
         ibsrq: s as usize,
@@ -1393,12 +1511,19 @@ unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
     // SAFETY: `srq` is the start of a `Box<SwSrq>` made by new_srq,
     // destroyed once (the verb's contract), in one of our contexts; its
     // `srq` is the `Arc::into_raw` the box owns.
-    let (c, s) = unsafe {
+    let (c, s, pd) = unsafe {
         let c = ctx_of((*srq).context);
+        let pd = (*srq).pd;
         let b = Box::from_raw(srq as *mut SwSrq);
-        (c, Arc::from_raw(b.srq))
+        (c, Arc::from_raw(b.srq), pd)
     };
     c.remove_srq(s.num);
+    if let Some(cq) = &s.cq {
+        cq.users.fetch_sub(1, Ordering::SeqCst);
+    }
+    // SAFETY: the SRQ's PD (null for none) is live: it could not be
+    // deallocated while this SRQ held a use of it.
+    unsafe { pd_use(pd, false) };
     0
 }
 
@@ -1589,6 +1714,11 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
             srq_arc(a.srq),
         )
     };
+    for cq in [&send_cq, &recv_cq].into_iter().flatten() {
+        cq.users.fetch_add(1, Ordering::SeqCst);
+    }
+    // SAFETY: `pd` is null or our live PD; the QP holds a use until destroyed.
+    unsafe { pd_use(pd, true) };
     let qp = Arc::new(Qp {
         qpn,
         qpt,
@@ -1680,6 +1810,85 @@ fn valid_transition(cur: u32, new: u32) -> bool {
     )
 }
 
+/// The attributes a transition of a QP of type `qpt` must set (the IB
+/// specification's QP state table, as the kernel's `ib_modify_qp_is_ok`
+/// enforces it for every kernel provider: EINVAL without them).
+fn required_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
+    let rc_like = matches!(qpt, IBV_QPT_RC | IBV_QPT_XRC_RECV);
+    match (cur, new) {
+        (IBV_QPS_RESET, IBV_QPS_INIT) => {
+            let base = IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+            if qpt == IBV_QPT_UD {
+                base | IBV_QP_QKEY
+            } else {
+                base | IBV_QP_ACCESS_FLAGS
+            }
+        }
+        (IBV_QPS_INIT, IBV_QPS_RTR) if qpt != IBV_QPT_UD => {
+            let base = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+            if rc_like {
+                base | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER
+            } else {
+                base
+            }
+        }
+        (IBV_QPS_RTR, IBV_QPS_RTS) => match qpt {
+            IBV_QPT_RC | IBV_QPT_XRC_SEND => {
+                IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC
+            }
+            IBV_QPT_XRC_RECV => IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
+            _ => IBV_QP_SQ_PSN,
+        },
+        _ => 0,
+    }
+}
+
+/// The attributes a transition of a QP of type `qpt` may set besides the
+/// required ones (the same state table): others are EINVAL.
+fn optional_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
+    let ud = qpt == IBV_QPT_UD;
+    let uc_like = matches!(qpt, IBV_QPT_UC | IBV_QPT_XRC_SEND);
+    let path = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
+    // RTR->RTS, RTS->RTS and SQD->RTS take the same optional attributes.
+    let to_rts = if ud {
+        IBV_QP_CUR_STATE | IBV_QP_QKEY
+    } else if uc_like {
+        path
+    } else {
+        path | IBV_QP_MIN_RNR_TIMER
+    };
+    match (cur, new) {
+        (IBV_QPS_INIT, IBV_QPS_INIT) if ud => IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+        (IBV_QPS_INIT, IBV_QPS_INIT) => IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+        (IBV_QPS_INIT, IBV_QPS_RTR) if ud => IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+        (IBV_QPS_INIT, IBV_QPS_RTR) => IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+        (IBV_QPS_RTR, IBV_QPS_RTS) | (IBV_QPS_RTS, IBV_QPS_RTS) | (IBV_QPS_SQD, IBV_QPS_RTS) => to_rts,
+        (IBV_QPS_RTS, IBV_QPS_SQD) => IBV_QP_EN_SQD_ASYNC_NOTIFY,
+        (IBV_QPS_SQD, IBV_QPS_SQD) => {
+            let common = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE;
+            let rc_paths = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT;
+            match qpt {
+                IBV_QPT_UD => IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+                IBV_QPT_UC => common | IBV_QP_AV,
+                IBV_QPT_RC => {
+                    common
+                        | rc_paths
+                        | IBV_QP_RETRY_CNT
+                        | IBV_QP_RNR_RETRY
+                        | IBV_QP_MAX_QP_RD_ATOMIC
+                        | IBV_QP_MAX_DEST_RD_ATOMIC
+                        | IBV_QP_MIN_RNR_TIMER
+                }
+                IBV_QPT_XRC_SEND => common | rc_paths | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+                _ => common | rc_paths | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+            }
+        }
+        (IBV_QPS_SQE, IBV_QPS_RTS) if ud => IBV_QP_CUR_STATE | IBV_QP_QKEY,
+        (IBV_QPS_SQE, IBV_QPS_RTS) if qpt == IBV_QPT_UC => IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,
+        _ => 0,
+    }
+}
+
 /// # Safety
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
@@ -1711,7 +1920,9 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             return libc::EINVAL;
         }
         let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
-        if conn && cur == IBV_QPS_INIT && new == IBV_QPS_RTR && mask & IBV_QP_DEST_QPN == 0 {
+        let need = required_attrs(qp.qpt, cur, new);
+        let may = need | optional_attrs(qp.qpt, cur, new) | IBV_QP_STATE;
+        if mask & IBV_QP_STATE != 0 && (mask & need != need || mask & !may != 0) {
             return libc::EINVAL;
         }
         let t = &mut st.attr;
@@ -1831,6 +2042,12 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         c.fail_pending(&mut st);
     }
     clean_cqs(&qp);
+    for cq in [&qp.send_cq, &qp.recv_cq].into_iter().flatten() {
+        cq.users.fetch_sub(1, Ordering::SeqCst);
+    }
+    // SAFETY: the QP's PD (null for an XRC target QP) is live: it could not
+    // be deallocated while this QP held a use of it.
+    unsafe { pd_use(s.vqp.u.qp.pd, false) };
     if !s.wrs.is_null() {
         // SAFETY: `wrs` is the builders' `Box::into_raw` (qpex::list), owned
         // by this QP and freed only here.
@@ -1958,7 +2175,7 @@ pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: boo
 /// # Safety
 /// `wr` is a valid send request: `num_sge` SGEs at `sg_list`, and for its opcode a live `ah` (UD) or `mw` (bind) of ours; SGE ranges of inline data are readable.
 pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
-    let (state, dqpn, cached, own_qkey, av_sgid) = {
+    let (state, dqpn, cached, own_qkey, av_sgid, outstanding) = {
         let st = lock(&qp.st);
         (
             st.state,
@@ -1966,11 +2183,18 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             st.link.clone(),
             st.attr.qkey,
             st.attr.ah_attr.grh.sgid_index,
+            st.sq.len(),
         )
     };
     let qpt = qp.qpt;
     if qpt == IBV_QPT_XRC_RECV {
         return Err(libc::EINVAL);
+    }
+    // The send queue holds `max_send_wr` requests not yet completed, as
+    // `ibv_create_qp` promised and no more (a hardware queue is full:
+    // ENOMEM, as upstream's providers answer).
+    if outstanding >= qp.cap.max_send_wr as usize {
+        return Err(libc::ENOMEM);
     }
     let Some(op) = wc_op(wr.opcode) else {
         return Err(libc::EINVAL);

@@ -1,0 +1,1159 @@
+/* compat-tests/soft-hardening/hardening.c: the software RDMA device (swrdma)
+ * against hostile peers and out-of-contract use.
+ *
+ * `hardening <test>` runs one named test and prints "PASS <name>" or
+ * "FAIL <name>: why" (run.sh runs each under a timeout: a hang fails).
+ *
+ * Raw-peer tests speak the device's link protocol directly over its Unix
+ * socket (`$XDG_RUNTIME_DIR/ibverbs-soft-<uid>/c<id>`): an 8-byte hello
+ * (magic "SWRD", context id) with SCM_RIGHTS descriptors (the initiator's
+ * ring memfd of LINK_BYTES and its eventfd doorbell), answered by the
+ * target's hello with its eventfd.  The target is a child process that
+ * opens swr0 and waits; a test passes only if the target survives, and
+ * exits normally, with what the test asserts.
+ *
+ * Verbs tests use two processes (parent: initiator and judge; child: the
+ * target, whose death by a signal fails the test) or one process. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SW_MAGIC 0x53575244u
+#define RING_HDR 4096u
+#define RING_SIZE (4u << 20)
+#define LINK_BYTES (2u * (RING_HDR + RING_SIZE))
+
+static const char *test_name;
+static int failed;
+
+static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void result(int ok, const char *fmt, ...)
+{
+	char why[512] = "";
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (ok)
+		printf("PASS %s\n", test_name);
+	else {
+		printf("FAIL %s: %s\n", test_name, why);
+		failed = 1;
+	}
+	fflush(stdout);
+}
+
+static void die(const char *m)
+{
+	printf("FAIL %s: %s: %s\n", test_name, m, strerror(errno));
+	fflush(stdout);
+	exit(2);
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void msleep(int ms) { usleep(ms * 1000); }
+
+static struct ibv_context *open_dev(void)
+{
+	int n;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	struct ibv_context *c = NULL;
+	if (!l)
+		die("ibv_get_device_list");
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), "swr0"))
+			c = ibv_open_device(l[i]);
+	ibv_free_device_list(l);
+	if (!c)
+		die("open swr0");
+	return c;
+}
+
+/* ---- raw peers --------------------------------------------------------- */
+
+static const char *sockdir(void)
+{
+	static char d[512];
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	snprintf(d, sizeof d, "%s/ibverbs-soft-%u", rt ? rt : "/tmp", (unsigned)getuid());
+	return d;
+}
+
+/* The context ids whose sockets exist now (c<id>), as a bitmap-ish list. */
+static int list_ids(uint32_t *ids, int max)
+{
+	DIR *d = opendir(sockdir());
+	struct dirent *e;
+	int n = 0;
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && n < max) {
+		char *end;
+		if (e->d_name[0] != 'c')
+			continue;
+		unsigned long v = strtoul(e->d_name + 1, &end, 10);
+		if (*end == 0 && end != e->d_name + 1)
+			ids[n++] = (uint32_t)v;
+	}
+	closedir(d);
+	return n;
+}
+
+struct target {
+	pid_t pid;
+	int cmd;	/* write end: a byte tells the target to close and exit */
+	uint32_t id;	/* its context id */
+};
+
+/* The target: opens swr0, reports its context id, waits for the command,
+ * closes the device and exits 0 (3 when ibv_close_device took > 1 s). */
+static void start_target(struct target *t)
+{
+	int rdy[2], cmd[2];
+	if (pipe(rdy) || pipe(cmd))
+		die("pipe");
+	t->pid = fork();
+	if (t->pid < 0)
+		die("fork");
+	if (t->pid == 0) {
+		uint32_t before[256], after[256], id = 0;
+		close(rdy[0]);
+		close(cmd[1]);
+		int nb = list_ids(before, 256);
+		struct ibv_context *c = open_dev();
+		int na = list_ids(after, 256);
+		for (int i = 0; i < na; i++) {
+			int old = 0;
+			for (int j = 0; j < nb; j++)
+				old |= after[i] == before[j];
+			if (!old)
+				id = after[i];
+		}
+		if (write(rdy[1], &id, 4) != 4)
+			_exit(2);
+		char b;
+		if (read(cmd[0], &b, 1) != 1)
+			_exit(2);
+		double t0 = now();
+		ibv_close_device(c);
+		_exit(now() - t0 > 1.0 ? 3 : 0);
+	}
+	close(rdy[1]);
+	close(cmd[0]);
+	t->cmd = cmd[1];
+	struct pollfd p = { .fd = rdy[0], .events = POLLIN };
+	if (poll(&p, 1, 10000) != 1 || read(rdy[0], &t->id, 4) != 4 || t->id == 0) {
+		errno = EIO;
+		die("target did not start");
+	}
+	close(rdy[0]);
+}
+
+/* Tells the target to finish; describes how it ended into `why`; 1 when it
+ * exited normally with status 0. */
+static int stop_target(struct target *t, char *why, size_t n)
+{
+	int st = 0;
+	signal(SIGPIPE, SIG_IGN);
+	(void)!write(t->cmd, "q", 1);
+	close(t->cmd);
+	double end = now() + 15;
+	while (waitpid(t->pid, &st, WNOHANG) == 0) {
+		if (now() > end) {
+			kill(t->pid, SIGKILL);
+			waitpid(t->pid, &st, 0);
+			snprintf(why, n, "target hung (killed after 15 s)");
+			return 0;
+		}
+		msleep(10);
+	}
+	if (WIFSIGNALED(st)) {
+		snprintf(why, n, "target died of signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return 0;
+	}
+	if (WEXITSTATUS(st) == 3) {
+		snprintf(why, n, "target's ibv_close_device took more than 1 s");
+		return 0;
+	}
+	if (WEXITSTATUS(st) != 0) {
+		snprintf(why, n, "target exit status %d", WEXITSTATUS(st));
+		return 0;
+	}
+	snprintf(why, n, "target exited normally");
+	return 1;
+}
+
+static int peer_connect(uint32_t id)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof a.sun_path, "%s/c%u", sockdir(), id);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a))
+		die("connect to the target's socket");
+	return s;
+}
+
+static void send_hello(int s, int fd1, int fd2)
+{
+	uint32_t h[2] = { SW_MAGIC, 0x7ff00000u + (uint32_t)(getpid() & 0xffff) };
+	struct iovec iov = { .iov_base = h, .iov_len = sizeof h };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	int fds[2] = { fd1, fd2 };
+	memcpy(CMSG_DATA(c), fds, sizeof fds);
+	if (sendmsg(s, &m, MSG_NOSIGNAL) != sizeof h)
+		die("sendmsg hello");
+}
+
+/* 1 when the target answered our hello within `ms` (its eventfd in *efd). */
+static int wait_reply(int s, int ms, int *efd)
+{
+	struct pollfd p = { .fd = s, .events = POLLIN };
+	*efd = -1;
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	uint32_t h[2] = { 0, 0 };
+	struct iovec iov = { .iov_base = h, .iov_len = sizeof h };
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+	ssize_t n = recvmsg(s, &m, MSG_DONTWAIT);
+	if (n != sizeof h || h[0] != SW_MAGIC)
+		return 0; /* closed: refused */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(efd, CMSG_DATA(c), sizeof(int));
+	return 1;
+}
+
+static int make_memfd(int seal)
+{
+	int fd = memfd_create("peer-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, LINK_BYTES))
+		die("memfd");
+	if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
+		die("F_ADD_SEALS");
+	return fd;
+}
+
+static void kick(int efd)
+{
+	uint64_t one = 1;
+	if (efd >= 0)
+		(void)!write(efd, &one, 8);
+}
+
+/* Control: a well-formed crafted peer (sealed memfd, eventfd) is accepted:
+ * the reply-detection the refusal tests rely on works. */
+static void t_accepted(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+	send_hello(s, m, e);
+	int got = wait_reply(s, 3000, &te);
+	int ok = stop_target(&t, why, sizeof why);
+	result(got && ok, "reply=%d, %s", got, why);
+}
+
+/* (c) A peer that passes an unsealed memfd and shrinks it after the
+ * handshake must not kill the target with SIGBUS: the link is refused. */
+static void t_unsealed(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(0), e = eventfd(0, EFD_CLOEXEC), te;
+	send_hello(s, m, e);
+	int got = wait_reply(s, 2000, &te);
+	if (ftruncate(m, 0))
+		die("ftruncate");
+	kick(te);
+	msleep(400);
+	int ok = stop_target(&t, why, sizeof why);
+	result(!got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
+}
+
+/* (c) A memfd of the wrong size (sealed) is refused too. */
+static void t_wrong_size(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), e = eventfd(0, EFD_CLOEXEC), te;
+	int m = memfd_create("peer-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0 || ftruncate(m, 4096) || fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
+		die("memfd");
+	send_hello(s, m, e);
+	int got = wait_reply(s, 2000, &te);
+	msleep(200);
+	int ok = stop_target(&t, why, sizeof why);
+	result(!got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
+}
+
+static void ring_record(int m, int te);
+
+/* (d) A peer that passes a pipe (read end closed) as its doorbell: the
+ * target must refuse it, and must not die of SIGPIPE when it would ring it
+ * (we write one record into the request ring and ask for a wake-up). */
+static void t_pipe_doorbell(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(1), p[2], te;
+	if (pipe(p))
+		die("pipe");
+	close(p[0]);
+	send_hello(s, m, p[1]);
+	int got = wait_reply(s, 2000, &te);
+	if (got)
+		ring_record(m, te);
+	msleep(500);
+	int ok = stop_target(&t, why, sizeof why);
+	result(!got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
+}
+
+/* Writes one record of an unknown kind into the request ring of link
+ * memory `m` and asks the target for a wake-up once it has consumed it
+ * (the target then rings our doorbell). */
+static void ring_record(int m, int te)
+{
+	uint8_t *map = mmap(NULL, LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	uint32_t *rec = (uint32_t *)(map + RING_HDR);
+	rec[0] = 128;	/* len */
+	rec[1] = 99;	/* kind 99, flags 0 */
+	__atomic_store_n((uint32_t *)(map + 132), 1, __ATOMIC_SEQ_CST); /* space_wanted */
+	__atomic_store_n((uint64_t *)map, 128, __ATOMIC_RELEASE);      /* head */
+	kick(te);
+}
+
+/* Hang: a peer whose doorbell is full (an eventfd at its maximum count, in
+ * blocking mode) must not block the target's thread (nor close_device)
+ * when the target rings it. */
+static void t_full_doorbell(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+	uint64_t max = 0xfffffffffffffffeull;
+	if (write(e, &max, 8) != 8)
+		die("eventfd write");
+	send_hello(s, m, e);
+	int got = wait_reply(s, 2000, &te);
+	if (got)
+		ring_record(m, te);
+	msleep(500);
+	int ok = stop_target(&t, why, sizeof why);
+	result(got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
+}
+
+/* Unbounded growth / hang: a peer that streams requests (SENDs to a QPN
+ * that does not exist: each is answered with a NAK) and never consumes its
+ * response ring; the target's response backlog is bounded: the link is
+ * dropped (our socket is hung up), the target lives. */
+static void t_backlog_overflow(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), te;
+	send_hello(s, m, e);
+	int got = wait_reply(s, 2000, &te), dropped = 0;
+	long sent = 0;
+	if (got) {
+		uint8_t *map = mmap(NULL, LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
+		if (map == MAP_FAILED)
+			die("mmap");
+		uint64_t *head = (uint64_t *)map, *tail = (uint64_t *)(map + 64), h = 0;
+		double end = now() + 30;
+		while (now() < end && !dropped && sent < 2000000) {
+			uint64_t tl = __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+			int n = 0;
+			while (h - tl + 128 <= RING_SIZE && n < 1024) {
+				uint32_t *rec = (uint32_t *)(map + RING_HDR + (h & (RING_SIZE - 1)));
+				memset(rec, 0, 128);
+				rec[0] = 128;			/* len */
+				rec[1] = 1 | (3u << 16);	/* K_SEND, F_FIRST|F_LAST */
+				rec[2] = 0xfffff0;		/* dst_qpn: none */
+				h += 128;
+				n++;
+			}
+			if (n) {
+				__atomic_store_n(head, h, __ATOMIC_RELEASE);
+				sent += n;
+				kick(te);
+			}
+			struct pollfd p = { .fd = s, .events = POLLIN };
+			if (poll(&p, 1, n ? 0 : 1) == 1) {
+				char b[16];
+				ssize_t r = recv(s, b, sizeof b, MSG_DONTWAIT);
+				dropped = r == 0 || (r < 0 && errno != EAGAIN);
+			}
+		}
+	}
+	int ok = stop_target(&t, why, sizeof why);
+	result(got && dropped && ok, "%ld requests sent, link %s, %s", sent, dropped ? "dropped" : "not dropped", why);
+}
+
+/* (d) A socket instead of an eventfd is refused as well. */
+static void t_socket_doorbell(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int s = peer_connect(t.id), m = make_memfd(1), sp[2], te;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
+		die("socketpair");
+	send_hello(s, m, sp[1]);
+	int got = wait_reply(s, 2000, &te);
+	msleep(200);
+	int ok = stop_target(&t, why, sizeof why);
+	result(!got && ok, "%s, %s", got ? "link accepted" : "link refused", why);
+}
+
+/* Hang: peers that connect and never say hello must not stall the
+ * provider's thread (another peer's hello is answered at once) nor
+ * ibv_close_device. */
+static void t_silent_hello(void)
+{
+	struct target t;
+	char why[128];
+	start_target(&t);
+	int silent[4];
+	for (int i = 0; i < 4; i++)
+		silent[i] = peer_connect(t.id);
+	msleep(50);
+	int s = peer_connect(t.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+	double t0 = now();
+	send_hello(s, m, e);
+	int got = wait_reply(s, 4000, &te);
+	double dt = now() - t0;
+	int ok = stop_target(&t, why, sizeof why);
+	for (int i = 0; i < 4; i++)
+		close(silent[i]);
+	result(got && dt < 1.0 && ok, "hello answered: %s after %.2f s (want < 1 s), %s", got ? "yes" : "no", dt, why);
+}
+
+/* ---- verbs helpers ------------------------------------------------------- */
+
+static void to_init(struct ibv_qp *q)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("modify to INIT");
+}
+
+static void to_rts(struct ibv_context *c, struct ibv_qp *q, uint32_t dqpn)
+{
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	if (ibv_query_gid(c, 1, 1, &a.ah_attr.grh.dgid))
+		die("query_gid");
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("modify to RTR");
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				     IBV_QP_MAX_QP_RD_ATOMIC))
+		die("modify to RTS");
+}
+
+static struct ibv_qp *mkqp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t swr, uint32_t rwr)
+{
+	struct ibv_qp_init_attr a = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = swr, .max_recv_wr = rwr, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *q = ibv_create_qp(pd, &a);
+	if (!q)
+		die("create_qp");
+	return q;
+}
+
+/* One completion within `ms` (0: none came). */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	double end = now() + ms / 1000.0;
+	while (now() < end) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n > 0)
+			return 1;
+		if (n < 0)
+			return 0;
+	}
+	return 0;
+}
+
+static void xwrite(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		die("pipe write");
+}
+
+static void xread(int fd, void *p, size_t n)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+	while (got < n) {
+		if (poll(&pf, 1, 20000) != 1) {
+			errno = ETIMEDOUT;
+			die("pipe read");
+		}
+		ssize_t r = read(fd, (char *)p + got, n - got);
+		if (r <= 0) {
+			errno = EPIPE;
+			die("pipe read (peer gone)");
+		}
+		got += r;
+	}
+}
+
+/* ---- (a), (b): remote accesses the target cannot serve -------------------- */
+
+#define NQ 4
+enum { M_UNMAP, M_RDONLY, M_DEREG_UNMAP, M_DEREG_FILL };
+struct tinfo { uint32_t qpn[NQ]; uint64_t addr; uint32_t rkey; uint64_t len; };
+
+/* The target child: NQ QPs, one MR over an mmap'ed buffer of `len` bytes,
+ * then the mode's mischief.  Exit 0 unless it sees a write land after its
+ * ibv_dereg_mr returned (exit 4). */
+static void target_main(int mode, size_t len, int to_p, int from_p)
+{
+	struct ibv_context *c = open_dev();
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 64, NULL, NULL, 0);
+	if (!pd || !cq)
+		die("pd/cq");
+	struct ibv_qp *q[NQ];
+	struct tinfo ti, pi;
+	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		die("mmap");
+	memset(buf, 0, len);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (!mr)
+		die("reg_mr");
+	for (int i = 0; i < NQ; i++) {
+		q[i] = mkqp(pd, cq, 16, 16);
+		to_init(q[i]);
+		ti.qpn[i] = q[i]->qp_num;
+	}
+	ti.addr = (uintptr_t)buf;
+	ti.rkey = mr->rkey;
+	ti.len = len;
+	xwrite(to_p, &ti, sizeof ti);
+	xread(from_p, &pi, sizeof pi);
+	for (int i = 0; i < NQ; i++)
+		to_rts(c, q[i], pi.qpn[i]);
+	int status = 0;
+	if (mode == M_UNMAP)
+		munmap(buf, len);
+	if (mode == M_RDONLY && mprotect(buf, len, PROT_READ))
+		die("mprotect");
+	xwrite(to_p, "r", 1);
+	if (mode == M_DEREG_UNMAP || mode == M_DEREG_FILL) {
+		/* Wait until the peer's write is under way, then deregister. */
+		volatile uint8_t *mid = buf + len / 2;
+		double end = now() + 10;
+		while (*mid != 0xaa && now() < end)
+			;
+		if (ibv_dereg_mr(mr))
+			die("dereg_mr");
+		if (mode == M_DEREG_UNMAP) {
+			munmap(buf, len);
+		} else {
+			memset(buf, 0x55, len);
+			msleep(100);
+			for (size_t i = 0; i < len; i++)
+				if (buf[i] != 0x55) {
+					status = 4;
+					break;
+				}
+		}
+	}
+	char b;
+	xread(from_p, &b, 1);
+	_exit(status);
+}
+
+/* Starts the target; fills *ti; connects the initiator's QPs. */
+struct pairx {
+	pid_t pid;
+	int to_t, from_t;
+	struct ibv_context *c;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *q[NQ];
+	struct tinfo ti;
+};
+
+static void start_pair(struct pairx *x, int mode, size_t len)
+{
+	int a[2], b[2];
+	if (pipe(a) || pipe(b))
+		die("pipe");
+	x->pid = fork();
+	if (x->pid < 0)
+		die("fork");
+	if (x->pid == 0) {
+		close(a[0]);
+		close(b[1]);
+		target_main(mode, len, a[1], b[0]);
+	}
+	close(a[1]);
+	close(b[0]);
+	x->from_t = a[0];
+	x->to_t = b[1];
+	x->c = open_dev();
+	x->pd = ibv_alloc_pd(x->c);
+	x->cq = ibv_create_cq(x->c, 64, NULL, NULL, 0);
+	if (!x->pd || !x->cq)
+		die("pd/cq");
+	struct tinfo mine;
+	memset(&mine, 0, sizeof mine);
+	for (int i = 0; i < NQ; i++) {
+		x->q[i] = mkqp(x->pd, x->cq, 16, 16);
+		to_init(x->q[i]);
+		mine.qpn[i] = x->q[i]->qp_num;
+	}
+	xread(x->from_t, &x->ti, sizeof x->ti);
+	xwrite(x->to_t, &mine, sizeof mine);
+	for (int i = 0; i < NQ; i++)
+		to_rts(x->c, x->q[i], x->ti.qpn[i]);
+	char r;
+	xread(x->from_t, &r, 1);
+}
+
+/* Ends the pair: tells the target to finish and describes its end. */
+static int end_pair(struct pairx *x, char *why, size_t n)
+{
+	int st;
+	signal(SIGPIPE, SIG_IGN);
+	(void)!write(x->to_t, "d", 1);
+	double end = now() + 15;
+	while (waitpid(x->pid, &st, WNOHANG) == 0) {
+		if (now() > end) {
+			kill(x->pid, SIGKILL);
+			waitpid(x->pid, &st, 0);
+			snprintf(why, n, "target hung");
+			return 0;
+		}
+		msleep(5);
+	}
+	if (WIFSIGNALED(st)) {
+		snprintf(why, n, "target died of signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return 0;
+	}
+	if (WEXITSTATUS(st) == 4) {
+		snprintf(why, n, "a write landed in the target's memory after ibv_dereg_mr returned");
+		return 0;
+	}
+	if (WEXITSTATUS(st)) {
+		snprintf(why, n, "target exit status %d", WEXITSTATUS(st));
+		return 0;
+	}
+	snprintf(why, n, "target alive");
+	return 1;
+}
+
+static int post_op(struct ibv_qp *q, enum ibv_wr_opcode op, void *l, uint32_t len, uint32_t lkey, uint64_t ra,
+		   uint32_t rkey)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)l, .length = len, .lkey = lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w.wr.atomic.remote_addr = ra;
+		w.wr.atomic.rkey = rkey;
+		w.wr.atomic.compare_add = 0;
+		w.wr.atomic.swap = 1;
+	} else {
+		w.wr.rdma.remote_addr = ra;
+		w.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(q, &w, &bad);
+}
+
+/* (a) RDMA WRITE / READ / atomics into a registered region its owner has
+ * unmapped (or made read-only): remote-access error completions, the owner
+ * lives. */
+static void t_remote_unmapped(int mode)
+{
+	struct pairx x;
+	char why[160], res[200] = "";
+	start_pair(&x, mode, 65536);
+	static uint8_t lb[4096] __attribute__((aligned(64)));
+	struct ibv_mr *lmr = ibv_reg_mr(x.pd, lb, sizeof lb, IBV_ACCESS_LOCAL_WRITE);
+	if (!lmr)
+		die("reg local");
+	static const struct { enum ibv_wr_opcode op; const char *n; } ops[NQ] = {
+		{ IBV_WR_RDMA_WRITE, "WRITE" }, { IBV_WR_RDMA_READ, "READ" },
+		{ IBV_WR_ATOMIC_CMP_AND_SWP, "CAS" }, { IBV_WR_ATOMIC_FETCH_AND_ADD, "FAA" } };
+	int good = 1, nops = mode == M_RDONLY ? 2 : NQ;
+	for (int i = 0; i < nops; i++) {
+		struct ibv_wc wc;
+		int want = (mode == M_RDONLY && ops[i].op == IBV_WR_RDMA_READ) ? IBV_WC_SUCCESS : IBV_WC_REM_ACCESS_ERR;
+		uint32_t len = ops[i].op == IBV_WR_RDMA_WRITE || ops[i].op == IBV_WR_RDMA_READ ? 4096 : 8;
+		if (post_op(x.q[i], ops[i].op, lb, len, lmr->lkey, x.ti.addr, x.ti.rkey))
+			die("post_send");
+		int got = wait_wc(x.cq, &wc, 5000);
+		char one[48];
+		snprintf(one, sizeof one, "%s:%s ", ops[i].n, got ? ibv_wc_status_str(wc.status) : "no completion");
+		strncat(res, one, sizeof res - strlen(res) - 1);
+		if (!got || (int)wc.status != want)
+			good = 0;
+	}
+	int ok = end_pair(&x, why, sizeof why);
+	result(good && ok, "%s; %s", res, why);
+}
+
+/* (b) ibv_dereg_mr while a 64 MiB RDMA WRITE streams in: the target must
+ * not fault (dereg + munmap) and no byte may land after dereg returned
+ * (dereg + refill + check).  Several rounds alternate the two. */
+static void t_dereg_inflight(void)
+{
+	const size_t big = 64u << 20;
+	int rounds = 6, good = 1;
+	char why[160] = "", last[320] = "";
+	uint8_t *lb = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (lb == MAP_FAILED)
+		die("mmap");
+	memset(lb, 0xaa, big);
+	for (int r = 0; r < rounds && good; r++) {
+		struct pairx x;
+		int mode = r % 2 ? M_DEREG_FILL : M_DEREG_UNMAP;
+		start_pair(&x, mode, big);
+		struct ibv_mr *lmr = ibv_reg_mr(x.pd, lb, big, IBV_ACCESS_LOCAL_WRITE);
+		if (!lmr)
+			die("reg local");
+		int writes = 0, errs = 0;
+		double end = now() + 8;
+		while (now() < end && !errs) {
+			struct ibv_wc wc;
+			if (post_op(x.q[0], IBV_WR_RDMA_WRITE, lb, (uint32_t)big, lmr->lkey, x.ti.addr, x.ti.rkey))
+				break;
+			if (!wait_wc(x.cq, &wc, 8000))
+				break;
+			writes++;
+			if (wc.status != IBV_WC_SUCCESS)
+				errs++;
+		}
+		good = end_pair(&x, why, sizeof why);
+		snprintf(last, sizeof last, "round %d (%s): %d writes, %s", r + 1,
+			 mode == M_DEREG_FILL ? "dereg+refill" : "dereg+munmap", writes, why);
+		printf("# %s\n", last);
+		ibv_dereg_mr(lmr);
+		ibv_destroy_qp(x.q[0]);
+	}
+	result(good, "%s", last);
+}
+
+/* ---- (a) registration checks ------------------------------------------------ */
+
+static void t_reg(const char *what)
+{
+	struct ibv_context *c = open_dev();
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	int w = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_mr *mr = NULL;
+	int want = 0;
+	void *p = NULL;
+	size_t len = 4096;
+	if (!strcmp(what, "null")) {
+		want = EFAULT;
+	} else if (!strcmp(what, "2^40")) {
+		p = malloc(4096);
+		len = 1ull << 40;
+		want = EFAULT;
+	} else if (!strcmp(what, "wrap")) {
+		p = (void *)(uintptr_t)-4096;
+		len = 8192;
+		want = EINVAL;
+	} else if (!strcmp(what, "unmapped")) {
+		p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		munmap(p, 8192);
+		want = EFAULT;
+	} else if (!strcmp(what, "read-only-writable")) {
+		p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		want = EFAULT;
+	} else if (!strcmp(what, "read-only-readable")) {
+		p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		w = IBV_ACCESS_REMOTE_READ;
+		want = 0;
+	}
+	errno = 0;
+	mr = ibv_reg_mr(pd, p, len, w);
+	int e = errno;
+	if (want == 0)
+		result(mr != NULL, "ibv_reg_mr failed: %s", strerror(e));
+	else
+		result(!mr && e == want, "ibv_reg_mr gave %s, errno %d (%s); want NULL, %s", mr ? "an MR" : "NULL", e,
+		       strerror(e), strerror(want));
+	if (mr)
+		ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(c);
+}
+
+/* ---- strictness (one process) ------------------------------------------------ */
+
+struct local {
+	struct ibv_context *c;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *a, *b;
+};
+
+static void local_pair(struct local *l, int cqe, uint32_t swr, uint32_t rwr)
+{
+	l->c = open_dev();
+	l->pd = ibv_alloc_pd(l->c);
+	l->cq = ibv_create_cq(l->c, cqe, NULL, NULL, 0);
+	if (!l->pd || !l->cq)
+		die("pd/cq");
+	l->a = mkqp(l->pd, l->cq, swr, rwr);
+	l->b = mkqp(l->pd, l->cq, swr, rwr);
+	to_init(l->a);
+	to_init(l->b);
+	to_rts(l->c, l->a, l->b->qp_num);
+	to_rts(l->c, l->b, l->a->qp_num);
+}
+
+/* ibv_post_send beyond max_send_wr outstanding: ENOMEM, *bad_wr the first
+ * request not posted (no receives are posted: the SENDs stay outstanding). */
+static void t_overpost_send(void)
+{
+	struct local l;
+	local_pair(&l, 64, 2, 2);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	struct ibv_send_wr w[4], *bad = NULL;
+	memset(w, 0, sizeof w);
+	for (int i = 0; i < 4; i++) {
+		w[i].wr_id = i;
+		w[i].sg_list = &s;
+		w[i].num_sge = 1;
+		w[i].opcode = IBV_WR_SEND;
+		w[i].send_flags = IBV_SEND_SIGNALED;
+		w[i].next = i < 3 ? &w[i + 1] : NULL;
+	}
+	int r = ibv_post_send(l.a, w, &bad);
+	result(r == ENOMEM && bad == &w[2], "ibv_post_send of 4 on max_send_wr=2 gave %d (%s), bad_wr=#%ld; want ENOMEM, #2",
+	       r, strerror(r), bad ? (long)(bad - w) : -1L);
+}
+
+static void t_overpost_recv(void)
+{
+	struct local l;
+	local_pair(&l, 64, 2, 2);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	struct ibv_recv_wr w[4], *bad = NULL;
+	memset(w, 0, sizeof w);
+	for (int i = 0; i < 4; i++) {
+		w[i].wr_id = i;
+		w[i].sg_list = &s;
+		w[i].num_sge = 1;
+		w[i].next = i < 3 ? &w[i + 1] : NULL;
+	}
+	int r = ibv_post_recv(l.a, w, &bad);
+	result(r == ENOMEM && bad == &w[2], "ibv_post_recv of 4 on max_recv_wr=2 gave %d (%s), bad_wr=#%ld; want ENOMEM, #2",
+	       r, strerror(r), bad ? (long)(bad - w) : -1L);
+}
+
+/* A CQ never holds more completions than its depth: 16 SEND completions and
+ * 16 RECV completions into a CQ of 4 give IBV_EVENT_CQ_ERR and at most 4. */
+static void t_cq_overrun(void)
+{
+	struct local l;
+	local_pair(&l, 4, 16, 16);
+	int depth = l.cq->cqe;
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	for (int i = 0; i < 16; i++) {
+		struct ibv_recv_wr rw = { .wr_id = 100 + i, .sg_list = &s, .num_sge = 1 }, *rb;
+		if (ibv_post_recv(l.b, &rw, &rb))
+			die("post_recv");
+	}
+	for (int i = 0; i < 16; i++) {
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED }, *bad;
+		if (ibv_post_send(l.a, &w, &bad))
+			die("post_send");
+	}
+	/* Let everything complete (the provider's thread makes progress). */
+	msleep(500);
+	struct ibv_wc wc[64];
+	int total = 0, neg = 0;
+	for (int k = 0; k < 10; k++) {
+		int n = ibv_poll_cq(l.cq, 64, wc);
+		if (n < 0) {
+			neg = 1;
+			break;
+		}
+		total += n;
+	}
+	int ev = 0;
+	struct pollfd p = { .fd = l.c->async_fd, .events = POLLIN };
+	int fl = fcntl(l.c->async_fd, F_GETFL);
+	fcntl(l.c->async_fd, F_SETFL, fl | O_NONBLOCK);
+	if (poll(&p, 1, 1000) == 1) {
+		struct ibv_async_event e;
+		if (!ibv_get_async_event(l.c, &e)) {
+			ev = e.event_type == IBV_EVENT_CQ_ERR && e.element.cq == l.cq;
+			ibv_ack_async_event(&e);
+		}
+	}
+	result(total <= depth && ev, "polled %d completions from a CQ of depth %d (32 generated), CQ_ERR event: %s, "
+	       "poll error afterwards: %s", total, depth, ev ? "yes" : "no", neg ? "yes" : "no");
+}
+
+/* An RC QP takes requests only from the QP it is connected to: C (connected
+ * to B, while B is connected to A) cannot consume B's posted receive; its
+ * SEND fails (RETRY_EXC_ERR, as packets dropped on the wire), A's SEND then
+ * lands in that receive. */
+static void t_foreign_qp(void)
+{
+	struct local l;
+	local_pair(&l, 64, 8, 8);
+	struct ibv_qp *c = mkqp(l.pd, l.cq, 8, 8);
+	to_init(c);
+	to_rts(l.c, c, l.b->qp_num);
+	static char buf[256];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge rs = { .addr = (uintptr_t)buf, .length = 128, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 50, .sg_list = &rs, .num_sge = 1 }, *rb;
+	if (ibv_post_recv(l.b, &rw, &rb))
+		die("post_recv");
+	struct ibv_sge s16 = { .addr = (uintptr_t)buf + 128, .length = 16, .lkey = mr->lkey };
+	struct ibv_sge s32 = { .addr = (uintptr_t)buf + 128, .length = 32, .lkey = mr->lkey };
+	struct ibv_send_wr wc_ = { .wr_id = 1, .sg_list = &s16, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_send_wr wa = { .wr_id = 2, .sg_list = &s32, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED };
+	if (ibv_post_send(c, &wc_, &bad))
+		die("post_send C");
+	int c_status = -1, a_status = -1, b_len = -1, b_status = -1;
+	struct ibv_wc wc;
+	double end = now() + 5;
+	while (now() < end && c_status < 0) {
+		if (ibv_poll_cq(l.cq, 1, &wc) == 1) {
+			if (wc.qp_num == c->qp_num)
+				c_status = wc.status;
+			else if (wc.qp_num == l.b->qp_num) {
+				b_status = wc.status;
+				b_len = wc.byte_len;
+			}
+		}
+	}
+	if (ibv_post_send(l.a, &wa, &bad))
+		die("post_send A");
+	end = now() + 5;
+	while (now() < end && (a_status < 0 || b_len < 0)) {
+		if (ibv_poll_cq(l.cq, 1, &wc) == 1) {
+			if (wc.qp_num == l.a->qp_num)
+				a_status = wc.status;
+			else if (wc.qp_num == l.b->qp_num && b_len < 0) {
+				b_status = wc.status;
+				b_len = wc.byte_len;
+			}
+		}
+	}
+	result(c_status == IBV_WC_RETRY_EXC_ERR && a_status == IBV_WC_SUCCESS && b_status == IBV_WC_SUCCESS &&
+	       b_len == 32, "C's SEND: %s; A's SEND: %s; B's receive: %s, %d bytes (want RETRY_EXC_ERR, success, "
+	       "success with A's 32 bytes)", c_status < 0 ? "none" : ibv_wc_status_str(c_status),
+	       a_status < 0 ? "none" : ibv_wc_status_str(a_status),
+	       b_status < 0 ? "none" : ibv_wc_status_str(b_status), b_len);
+}
+
+static void t_modify_missing(int step)
+{
+	struct ibv_context *c = open_dev();
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 8, NULL, NULL, 0);
+	struct ibv_qp *q = mkqp(pd, cq, 4, 4);
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	int r;
+	if (step == 0) {
+		/* RESET->INIT with only the port: PKEY_INDEX, ACCESS_FLAGS missing */
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PORT);
+	} else if (step == 2) {
+		/* INIT->RTR with everything required plus an RTS attribute
+		 * (TIMEOUT), which this transition does not take */
+		to_init(q);
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = q->qp_num;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		a.timeout = 14;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.sgid_index = 1;
+		a.ah_attr.grh.hop_limit = 1;
+		a.ah_attr.port_num = 1;
+		ibv_query_gid(c, 1, 1, &a.ah_attr.grh.dgid);
+		r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | IBV_QP_TIMEOUT);
+	} else {
+		to_init(q);
+		/* INIT->RTR with the destination only: PATH_MTU, RQ_PSN,
+		 * MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER missing */
+		a.qp_state = IBV_QPS_RTR;
+		a.dest_qp_num = q->qp_num;
+		a.ah_attr.port_num = 1;
+		r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN);
+	}
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr ia;
+	ibv_query_qp(q, &qa, IBV_QP_STATE, &ia);
+	int want_state = step == 0 ? IBV_QPS_RESET : IBV_QPS_INIT;
+	result(r == EINVAL && (int)qa.qp_state == want_state, "ibv_modify_qp gave %d (%s), state now %d; want EINVAL, %d",
+	       r, strerror(r), qa.qp_state, want_state);
+}
+
+/* ibv_dealloc_pd with a live object in the PD, ibv_destroy_cq with a live
+ * QP: EBUSY, and 0 once the object is gone. */
+static void t_busy(const char *what)
+{
+	struct ibv_context *c = open_dev();
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 8, NULL, NULL, 0);
+	static char buf[4096];
+	int r1, r2 = -1;
+	if (!strcmp(what, "mr")) {
+		struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+		r1 = ibv_dealloc_pd(pd);
+		ibv_dereg_mr(mr);
+	} else if (!strcmp(what, "qp")) {
+		struct ibv_qp *q = mkqp(pd, cq, 4, 4);
+		r1 = ibv_dealloc_pd(pd);
+		ibv_destroy_qp(q);
+	} else if (!strcmp(what, "ah")) {
+		struct ibv_ah_attr aa = { .port_num = 1, .is_global = 1, .grh = { .sgid_index = 1, .hop_limit = 1 } };
+		ibv_query_gid(c, 1, 1, &aa.grh.dgid);
+		struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+		if (!ah)
+			die("create_ah");
+		r1 = ibv_dealloc_pd(pd);
+		ibv_destroy_ah(ah);
+	} else if (!strcmp(what, "srq")) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+		struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+		if (!srq)
+			die("create_srq");
+		r1 = ibv_dealloc_pd(pd);
+		ibv_destroy_srq(srq);
+	} else { /* cq with a live QP */
+		struct ibv_qp *q = mkqp(pd, cq, 4, 4);
+		r1 = ibv_destroy_cq(cq);
+		ibv_destroy_qp(q);
+		r2 = ibv_destroy_cq(cq);
+		cq = NULL;
+	}
+	if (r2 == -1)
+		r2 = ibv_dealloc_pd(pd);
+	result(r1 == EBUSY && r2 == 0, "with the %s alive: %d (%s), after destroying it: %d; want EBUSY, 0", what, r1,
+	       strerror(r1), r2);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s <test>\n", argv[0]);
+		return 2;
+	}
+	const char *t = argv[1];
+	test_name = t;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(t, "peer-accepted-control")) t_accepted();
+	else if (!strcmp(t, "memfd-unsealed-refused")) t_unsealed();
+	else if (!strcmp(t, "memfd-wrong-size-refused")) t_wrong_size();
+	else if (!strcmp(t, "doorbell-pipe-refused-no-sigpipe")) t_pipe_doorbell();
+	else if (!strcmp(t, "doorbell-socket-refused")) t_socket_doorbell();
+	else if (!strcmp(t, "doorbell-full-no-block")) t_full_doorbell();
+	else if (!strcmp(t, "response-backlog-bounded")) t_backlog_overflow();
+	else if (!strcmp(t, "silent-hello-no-stall")) t_silent_hello();
+	else if (!strcmp(t, "remote-access-unmapped-mr")) t_remote_unmapped(M_UNMAP);
+	else if (!strcmp(t, "remote-write-readonly-mr")) t_remote_unmapped(M_RDONLY);
+	else if (!strcmp(t, "dereg-mr-waits-for-inflight-write")) t_dereg_inflight();
+	else if (!strcmp(t, "reg-mr-null-efault")) t_reg("null");
+	else if (!strcmp(t, "reg-mr-2^40-efault")) t_reg("2^40");
+	else if (!strcmp(t, "reg-mr-wrap-einval")) t_reg("wrap");
+	else if (!strcmp(t, "reg-mr-unmapped-efault")) t_reg("unmapped");
+	else if (!strcmp(t, "reg-mr-readonly-writable-efault")) t_reg("read-only-writable");
+	else if (!strcmp(t, "reg-mr-readonly-readable-ok")) t_reg("read-only-readable");
+	else if (!strcmp(t, "post-send-beyond-max-send-wr-enomem")) t_overpost_send();
+	else if (!strcmp(t, "post-recv-beyond-max-recv-wr-enomem")) t_overpost_recv();
+	else if (!strcmp(t, "cq-overrun-cq-err")) t_cq_overrun();
+	else if (!strcmp(t, "rc-foreign-qp-cannot-consume-recv")) t_foreign_qp();
+	else if (!strcmp(t, "modify-qp-reset-init-missing-einval")) t_modify_missing(0);
+	else if (!strcmp(t, "modify-qp-init-rtr-missing-einval")) t_modify_missing(1);
+	else if (!strcmp(t, "modify-qp-init-rtr-extra-attr-einval")) t_modify_missing(2);
+	else if (!strcmp(t, "dealloc-pd-live-mr-ebusy")) t_busy("mr");
+	else if (!strcmp(t, "dealloc-pd-live-qp-ebusy")) t_busy("qp");
+	else if (!strcmp(t, "dealloc-pd-live-ah-ebusy")) t_busy("ah");
+	else if (!strcmp(t, "dealloc-pd-live-srq-ebusy")) t_busy("srq");
+	else if (!strcmp(t, "destroy-cq-live-qp-ebusy")) t_busy("cq");
+	else {
+		fprintf(stderr, "unknown test %s\n", t);
+		return 2;
+	}
+	return failed;
+}
