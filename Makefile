@@ -24,7 +24,7 @@ BUILD     := build
 STATICLIB := target/release/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := structure symbols generations layout prototypes diff tools install discovery soft soft-pyverbs compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork
+SUITES    := structure symbols generations layout prototypes diff tools install discovery soft soft-hardening soft-pyverbs compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork
 
 .PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
 
