@@ -497,4 +497,82 @@ mod tests {
             drop(Box::from_raw(p));
         }
     }
+
+    unsafe extern "C" fn provider_reg_mr_ex(_pd: *mut ibv_pd, _a: *mut ibv_mr_init_attr) -> *mut ibv_mr {
+        std::ptr::null_mut()
+    }
+
+    /// A PABI 65 context: the op table is taken as it is (no translation),
+    /// the front slots get the merged ops; a PABI 34 context's memory in
+    /// front of its `verbs_context` is left alone.
+    #[test]
+    fn set_ops_per_generation() {
+        // SAFETY: zeroed repr(C) contexts whose private data is ours; only
+        // op slots are read and written.
+        unsafe {
+            for pabi in [Pabi::P65, Pabi::P34] {
+                let mut real: verbs_context_65 = std::mem::zeroed();
+                let marker = 0x5a5a_5a5a_usize;
+                // Poison the front: a PABI 34 context must keep it.
+                let front = std::ptr::addr_of_mut!(real.front).cast::<usize>();
+                for i in 0..6 {
+                    *front.add(i) = marker;
+                }
+                // Either way the common part is at the same place: for PABI
+                // 65 the front is the context's own, for PABI 34 it is
+                // whatever the provider keeps before its verbs_context.
+                let view = std::ptr::addr_of_mut!(real.common);
+                let provider_ptr = if pabi == Pabi::P65 {
+                    std::ptr::addr_of_mut!(real).cast()
+                } else {
+                    view.cast()
+                };
+                assert_eq!(pabi.view(provider_ptr), view);
+                let p = Box::into_raw(Box::new(ContextPrivate {
+                    cmd: CmdState::new(0, Registration::default()),
+                    ops: dummy_ops::DUMMY_OPS,
+                    pabi,
+                }));
+                (*view).r#priv = p.cast();
+                let mut provider: verbs_context_ops_65 = std::mem::zeroed();
+                provider.alloc_pd = Some(provider_alloc_pd);
+                provider.reg_mr_ex = Some(provider_reg_mr_ex);
+                set_ops(view, &provider);
+                let ctx = std::ptr::addr_of_mut!((*view).context);
+                assert_eq!(
+                    op!(ctx, reg_mr_ex) as *const () as usize,
+                    provider_reg_mr_ex as *const () as usize
+                );
+                assert_eq!(
+                    op!(ctx, alloc_pd) as *const () as usize,
+                    provider_alloc_pd as *const () as usize
+                );
+                let f = std::ptr::read(front.cast::<[usize; 6]>());
+                if pabi == Pabi::P65 {
+                    assert_eq!(f[3], provider_reg_mr_ex as *const () as usize, "reg_mr_ex front slot");
+                    assert!(
+                        f.iter().all(|&w| w != 0 && w != marker),
+                        "every front slot filled: {f:x?}"
+                    );
+                } else {
+                    assert_eq!(f, [marker; 6], "a PABI 34 context's front memory is not the library's");
+                }
+                drop(Box::from_raw(p));
+            }
+        }
+    }
+
+    /// A PABI 34 table lands by member name in the library's 65 layout.
+    #[test]
+    fn pabi34_table_is_translated_by_name() {
+        // SAFETY: zeroed op tables (all slots None).
+        let mut old: verbs_context_ops = unsafe { std::mem::zeroed() };
+        old.alloc_pd = Some(provider_alloc_pd);
+        let new = verbs_context_ops_65::from_34(&old);
+        assert_eq!(
+            new.alloc_pd.map(|f| f as *const () as usize),
+            Some(provider_alloc_pd as *const () as usize)
+        );
+        assert!(new.reg_mr_ex.is_none() && new.alloc_dm.is_none());
+    }
 }
