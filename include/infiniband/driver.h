@@ -9,8 +9,9 @@
  * layout, enum value and prototype here must stay identical to rdma-core 44;
  * compat-tests/layout/provider_abi.sh checks that against pinned values.
  * The public types it embeds have rdma-core 65's layout (see verbs.h;
- * provider_abi.grown lists what that changes here).  The additions of
- * rdma-core 65's private ABI (IBVERBS_PRIVATE_65) are declared at the end.
+ * compat-tests/layout/provider_abi.grown lists what that changes here).
+ * The commands and helpers only rdma-core 65's private ABI has are
+ * declared at the end, for IBVERBS_PABI_VERSION 65.
  *
  * Unlike upstream, this header needs neither the rdma-core build's config.h
  * nor ccan: the ccan type used by the shared structs is provided here with
@@ -249,33 +250,6 @@ static inline struct verbs_dmah *verbs_get_dmah(struct ibv_dmah *dmah)
 	return (struct verbs_dmah *)((uintptr_t)dmah - offsetof(struct verbs_dmah, dmah));
 }
 
-/*
- * What ibv_alloc_buf() hands out (rdma-core 65): the memory, its size, the
- * PD it was allocated for and, for dma-buf backed memory, the dma-buf fd
- * (-1 otherwise).
- */
-struct ibv_buf {
-	void *addr;
-	size_t size;
-	struct ibv_pd *pd;
-	int dmabuf_fd;
-};
-
-static inline void ibv_buf_init(struct ibv_buf *buf, struct ibv_pd *pd,
-				void *addr, size_t size)
-{
-	buf->addr = addr;
-	buf->size = size;
-	buf->pd = pd;
-	buf->dmabuf_fd = -1;
-}
-
-static inline void ibv_buf_init_dmabuf(struct ibv_buf *buf, struct ibv_pd *pd,
-				       void *addr, size_t size, int fd)
-{
-	ibv_buf_init(buf, pd, addr, size);
-	buf->dmabuf_fd = fd;
-}
 
 /* ------------------------------------------------------------------------
  * Device matching
@@ -404,6 +378,23 @@ struct ibv_buf {
 	struct ibv_pd *pd;
 	int dmabuf_fd;
 };
+
+/* Initialise a buffer handle (dmabuf_fd -1: not dma-buf backed). */
+static inline void ibv_buf_init(struct ibv_buf *buf, struct ibv_pd *pd,
+				void *addr, size_t size)
+{
+	buf->addr = addr;
+	buf->size = size;
+	buf->pd = pd;
+	buf->dmabuf_fd = -1;
+}
+
+static inline void ibv_buf_init_dmabuf(struct ibv_buf *buf, struct ibv_pd *pd,
+				       void *addr, size_t size, int fd)
+{
+	ibv_buf_init(buf, pd, addr, size);
+	buf->dmabuf_fd = fd;
+}
 
 /* The CQ memory the WITH_MEM cmd_flags of ibv_cmd_create_cq_ex{,2} name. */
 struct verbs_create_cq_prov_attr {
@@ -919,6 +910,7 @@ static inline void ibv_initialize_parent_domain(struct ibv_pd *parent_domain,
  * objects and methods, and the dma-buf heap helpers.  Each returns 0 or an
  * errno value unless said otherwise.
  */
+#if IBVERBS_PABI_VERSION >= 65
 int ibv_cmd_query_port_speed(struct ibv_context *context, uint32_t port_num,
 			     uint64_t *speed);
 int ibv_cmd_reg_mr_ex(struct ibv_pd *pd, struct verbs_mr *vmr,
@@ -954,5 +946,6 @@ void ibv_dmabuf_heap_destroy(struct ibv_dmabuf_heap *heap);
 void *ibv_dmabuf_heap_alloc(struct ibv_dmabuf_heap *heap, size_t size,
 			    int *dmabuf_fd);
 void ibv_dmabuf_heap_free(void *buf, size_t size, int dmabuf_fd);
+#endif /* IBVERBS_PABI_VERSION >= 65 */
 
 #endif /* INFINIBAND_DRIVER_H */
