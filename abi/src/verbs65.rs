@@ -119,3 +119,164 @@ pub struct ibv_fd_arr {
     pub arr: *mut c_int,
     pub count: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{align_of, offset_of, size_of};
+    use std::fmt::Write;
+
+    /// rdma-core 65's public headers: `$IBVERBS_SID_INCLUDE`, else the sid
+    /// root `compat-tests/roots.sh` builds (`build/roots/sid/usr/include`).
+    fn sid_include() -> Option<std::path::PathBuf> {
+        let dir = match std::env::var_os("IBVERBS_SID_INCLUDE") {
+            Some(d) => std::path::PathBuf::from(d),
+            None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/roots/sid/usr/include"),
+        };
+        dir.join("infiniband/verbs.h").exists().then_some(dir)
+    }
+
+    macro_rules! layout {
+        ($v:ident, $t:ident { $($f:ident),* }) => {{
+            $v.push((format!("sizeof(struct {})", stringify!($t)), size_of::<$t>() as i64));
+            $v.push((format!("_Alignof(struct {})", stringify!($t)), align_of::<$t>() as i64));
+            $(
+                let f = stringify!($f).trim_start_matches("r#");
+                $v.push((format!("offsetof(struct {}, {})", stringify!($t), f), offset_of!($t, $f) as i64));
+                $v.push((format!("sizeof(((struct {} *)0)->{})", stringify!($t), f),
+                         size_of_val(&unsafe_zeroed::<$t>().$f) as i64));
+            )*
+        }};
+    }
+
+    macro_rules! values {
+        ($v:ident, $($c:ident)*) => { $( $v.push((stringify!($c).to_string(), $c as i64)); )* };
+    }
+
+    fn unsafe_zeroed<T>() -> T {
+        // SAFETY: only used for the repr(C) structs of this file, made of
+        // integers and raw pointers, for which all-zero bytes are valid.
+        unsafe { core::mem::zeroed() }
+    }
+
+    /// Every type and value of this file against rdma-core 65's verbs.h
+    /// (`struct ibv_buf` is opaque there; its layout is the provider
+    /// ABI's, see `crate::driver`).
+    #[test]
+    fn layouts_and_values_match_rdma_core_65_headers() {
+        let Some(inc) = sid_include() else {
+            eprintln!("abi::verbs65: rdma-core 65 headers not found (run compat-tests/roots.sh sid); skipped");
+            return;
+        };
+        let mut v: Vec<(String, i64)> = Vec::new();
+        layout!(v, ibv_dmah { context });
+        layout!(
+            v,
+            ibv_dmah_init_attr {
+                comp_mask,
+                cpu_id,
+                ph,
+                tph_mem_type
+            }
+        );
+        layout!(
+            v,
+            ibv_mr_init_attr {
+                length,
+                access,
+                comp_mask,
+                iova,
+                addr,
+                fd,
+                fd_offset,
+                dmah,
+                buf
+            }
+        );
+        layout!(v, ibv_comp_cntr { context, handle });
+        layout!(
+            v,
+            ibv_comp_cntr_init_attr {
+                comp_mask,
+                r#type,
+                flags
+            }
+        );
+        layout!(
+            v,
+            ibv_comp_cntr_caps {
+                max_value,
+                max_counters,
+                supported_qp_attach_ops
+            }
+        );
+        layout!(v, ibv_qp_attach_comp_cntr_attr { comp_mask, op_mask });
+        layout!(v, ibv_fd_arr { arr, count });
+        for e in [
+            "ibv_tph_mem_type",
+            "ibv_dmah_init_attr_mask",
+            "ibv_mr_init_attr_mask",
+            "ibv_comp_cntr_type",
+            "ibv_qp_attach_comp_cntr_op",
+        ] {
+            v.push((format!("sizeof(enum {e})"), 4));
+        }
+        values!(v, IBV_TPH_MEM_TYPE_VM IBV_TPH_MEM_TYPE_PM
+            IBV_DMAH_INIT_ATTR_MASK_CPU_ID IBV_DMAH_INIT_ATTR_MASK_PH IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE
+            IBV_REG_MR_MASK_IOVA IBV_REG_MR_MASK_ADDR IBV_REG_MR_MASK_FD IBV_REG_MR_MASK_FD_OFFSET
+            IBV_REG_MR_MASK_DMAH IBV_REG_MR_MASK_BUF
+            IBV_COMP_CNTR_TYPE_WRS IBV_COMP_CNTR_TYPE_BYTES
+            IBV_QP_ATTACH_COMP_CNTR_OP_SEND IBV_QP_ATTACH_COMP_CNTR_OP_RECV IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_READ
+            IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE
+            IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE);
+        // The "grows up" front of rdma-core 65's verbs_context: the older
+        // members keep their distance to the end.
+        v.push((
+            "offsetof(struct verbs_context, context)".into(),
+            (size_of::<crate::driver::verbs_context_65_front>() + offset_of!(crate::verbs::verbs_context, context))
+                as i64,
+        ));
+        v.push((
+            "sizeof(struct verbs_context)".into(),
+            size_of::<crate::driver::verbs_context_65>() as i64,
+        ));
+
+        let mut src =
+            String::from("#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\nint main(void) {\n");
+        for (e, _) in &v {
+            writeln!(src, "\tprintf(\"%lld\\n\", (long long)({e}));").unwrap();
+        }
+        src.push_str("\treturn 0;\n}\n");
+        let dir = std::env::temp_dir().join(format!("ibverbs-rs-verbs65-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (c, exe) = (dir.join("probe.c"), dir.join("probe"));
+        std::fs::write(&c, src).unwrap();
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let out = std::process::Command::new(cc)
+            .arg("-std=gnu11")
+            .arg("-w")
+            .arg(format!("-I{}", inc.display()))
+            .arg("-o")
+            .arg(&exe)
+            .arg(&c)
+            .output()
+            .expect("C compiler");
+        assert!(out.status.success(), "probe: {}", String::from_utf8_lossy(&out.stderr));
+        let run = std::process::Command::new(&exe).output().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let got: Vec<i64> = String::from_utf8(run.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect();
+        assert_eq!(got.len(), v.len());
+        let bad: Vec<String> = v
+            .iter()
+            .zip(&got)
+            .filter(|((_, want), got)| want != *got)
+            .map(|((e, want), got)| format!("{e}: Rust {want}, C {got}"))
+            .collect();
+        assert!(bad.is_empty(), "against {}:\n{}", inc.display(), bad.join("\n"));
+        eprintln!("abi::verbs65: {} checks agree with {}", v.len(), inc.display());
+    }
+}

@@ -8,6 +8,10 @@
  * marshal the kernel uverbs commands on a provider's behalf.  Every struct
  * layout, enum value and prototype here must stay identical to rdma-core 44;
  * compat-tests/layout/provider_abi.sh checks that against pinned values.
+ * The public types it embeds have rdma-core 65's layout (see verbs.h;
+ * compat-tests/layout/provider_abi.grown lists what that changes here).
+ * The commands and helpers only rdma-core 65's private ABI has are
+ * declared at the end, for IBVERBS_PABI_VERSION 65.
  *
  * Unlike upstream, this header needs neither the rdma-core build's config.h
  * nor ccan: the ccan type used by the shared structs is provided here with
@@ -235,6 +239,18 @@ struct verbs_counters {
 	uint32_t handle;
 };
 
+/* A DMA handle with its kernel object handle (rdma-core 65). */
+struct verbs_dmah {
+	struct ibv_dmah dmah;
+	uint32_t handle;
+};
+
+static inline struct verbs_dmah *verbs_get_dmah(struct ibv_dmah *dmah)
+{
+	return (struct verbs_dmah *)((uintptr_t)dmah - offsetof(struct verbs_dmah, dmah));
+}
+
+
 /* ------------------------------------------------------------------------
  * Device matching
  */
@@ -362,6 +378,23 @@ struct ibv_buf {
 	struct ibv_pd *pd;
 	int dmabuf_fd;
 };
+
+/* Initialise a buffer handle (dmabuf_fd -1: not dma-buf backed). */
+static inline void ibv_buf_init(struct ibv_buf *buf, struct ibv_pd *pd,
+				void *addr, size_t size)
+{
+	buf->addr = addr;
+	buf->size = size;
+	buf->pd = pd;
+	buf->dmabuf_fd = -1;
+}
+
+static inline void ibv_buf_init_dmabuf(struct ibv_buf *buf, struct ibv_pd *pd,
+				       void *addr, size_t size, int fd)
+{
+	ibv_buf_init(buf, pd, addr, size);
+	buf->dmabuf_fd = fd;
+}
 
 /* The CQ memory the WITH_MEM cmd_flags of ibv_cmd_create_cq_ex{,2} name. */
 struct verbs_create_cq_prov_attr {
@@ -871,5 +904,48 @@ static inline void ibv_initialize_parent_domain(struct ibv_pd *parent_domain,
 	parent_domain->context = contained_pd->context;
 	parent_domain->handle = contained_pd->handle;
 }
+
+/* ------------------------------------------------------------------------
+ * IBVERBS_PRIVATE_65 only (rdma-core 65): commands of the kernel's newer
+ * objects and methods, and the dma-buf heap helpers.  Each returns 0 or an
+ * errno value unless said otherwise.
+ */
+#if IBVERBS_PABI_VERSION >= 65
+int ibv_cmd_query_port_speed(struct ibv_context *context, uint32_t port_num,
+			     uint64_t *speed);
+int ibv_cmd_reg_mr_ex(struct ibv_pd *pd, struct verbs_mr *vmr,
+		      struct ibv_mr_init_attr *mr_init_attr);
+/* A dma-buf fd of the mmap page pg_off, or -1 with errno. */
+int ibv_cmd_export_dmabuf_fd(struct ibv_context *ctx, off_t pg_off);
+int ibv_cmd_alloc_dmah(struct ibv_context *ctx, struct verbs_dmah *st,
+		       struct ibv_dmah_init_attr *attr);
+int ibv_cmd_free_dmah(struct verbs_dmah *dmah);
+int ibv_cmd_query_comp_cntr_caps(struct ibv_context *context,
+				 struct ibv_comp_cntr_caps *caps,
+				 size_t caps_size);
+int ibv_cmd_create_comp_cntr(struct ibv_context *context,
+			     struct ibv_comp_cntr *comp_cntr,
+			     struct ibv_command_buffer *link);
+int ibv_cmd_destroy_comp_cntr(struct ibv_comp_cntr *comp_cntr);
+int ibv_cmd_inc_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_cmd_inc_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_cmd_read_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+int ibv_cmd_read_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+int ibv_cmd_set_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_cmd_set_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_cmd_qp_attach_comp_cntr(struct ibv_qp *qp,
+				struct ibv_comp_cntr *comp_cntr,
+				struct ibv_qp_attach_comp_cntr_attr *attr);
+
+/* An open /dev/dma_heap device (upstream declares these in dmabuf_heap.h). */
+struct ibv_dmabuf_heap;
+/* The confidential-computing shared heap, or NULL with errno. */
+struct ibv_dmabuf_heap *ibv_dmabuf_heap_cc_shared_init(void);
+void ibv_dmabuf_heap_destroy(struct ibv_dmabuf_heap *heap);
+/* size bytes mapped read/write, the dma-buf fd in *dmabuf_fd; NULL, errno. */
+void *ibv_dmabuf_heap_alloc(struct ibv_dmabuf_heap *heap, size_t size,
+			    int *dmabuf_fd);
+void ibv_dmabuf_heap_free(void *buf, size_t size, int dmabuf_fd);
+#endif /* IBVERBS_PABI_VERSION >= 65 */
 
 #endif /* INFINIBAND_DRIVER_H */

@@ -24,6 +24,7 @@
 
 enum ib_uverbs_core_support {
 	IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS = 1 << 0,
+	IB_UVERBS_CORE_SUPPORT_ROBUST_UDATA = 1 << 1,
 };
 
 enum ib_uverbs_access_flags {
@@ -35,6 +36,8 @@ enum ib_uverbs_access_flags {
 	IB_UVERBS_ACCESS_ZERO_BASED = 1 << 5,
 	IB_UVERBS_ACCESS_ON_DEMAND = 1 << 6,
 	IB_UVERBS_ACCESS_HUGETLB = 1 << 7,
+	IB_UVERBS_ACCESS_FLUSH_GLOBAL = 1 << 8,
+	IB_UVERBS_ACCESS_FLUSH_PERSISTENT = 1 << 9,
 
 	IB_UVERBS_ACCESS_RELAXED_ORDERING = IB_UVERBS_ACCESS_OPTIONAL_FIRST,
 	/* every bit from OPTIONAL_FIRST up to and including OPTIONAL_LAST */
@@ -191,7 +194,8 @@ enum ib_uverbs_advise_mr_flag {
 struct ib_uverbs_query_port_resp_ex {
 	struct ib_uverbs_query_port_resp legacy_resp;
 	__u16 port_cap_flags2;
-	__u8 reserved[6];
+	__u8 reserved[2];
+	__u32 active_speed_ex;
 };
 
 struct ib_uverbs_qp_cap {
@@ -225,6 +229,7 @@ enum rdma_driver_id {
 	RDMA_DRIVER_SIW = 18,
 	RDMA_DRIVER_ERDMA = 19,
 	RDMA_DRIVER_MANA = 20,
+	RDMA_DRIVER_IONIC = 21,
 };
 
 enum ib_uverbs_gid_type {
@@ -239,6 +244,46 @@ struct ib_uverbs_gid_entry {
 	__u32 port_num;
 	__u32 gid_type;
 	__u32 netdev_ifindex;	/* 0 when no netdev is attached */
+};
+
+/* How a buffer is given to the kernel. */
+enum ib_uverbs_buffer_type {
+	IB_UVERBS_BUFFER_TYPE_DMABUF,
+	IB_UVERBS_BUFFER_TYPE_VA,
+};
+
+/*
+ * One buffer, by dma-buf (fd, offset in addr) or by user virtual address
+ * (addr): the payload of a UVERBS_ATTR_UMEM attribute.  Bits of flags the
+ * kernel does not know are refused, bits of optional_flags ignored.
+ */
+struct ib_uverbs_buffer_desc {
+	__u32 type;		/* enum ib_uverbs_buffer_type */
+	__s32 fd;
+	__u32 flags;
+	__u32 optional_flags;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+};
+
+/* The two counts of a completion counter. */
+enum ib_uverbs_comp_cntr_entry {
+	IB_UVERBS_COMP_CNTR_ENTRY_COMP,
+	IB_UVERBS_COMP_CNTR_ENTRY_ERR,
+};
+
+enum ib_uverbs_comp_cntr_modify_op {
+	IB_UVERBS_COMP_CNTR_MODIFY_OP_SET,
+	IB_UVERBS_COMP_CNTR_MODIFY_OP_INC,
+};
+
+enum ib_uverbs_qp_attach_comp_cntr_op {
+	IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_SEND = 1 << 0,
+	IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RECV = 1 << 1,
+	IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_READ = 1 << 2,
+	IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ = 1 << 3,
+	IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE = 1 << 4,
+	IB_UVERBS_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE = 1 << 5,
 };
 
 #endif /* IB_USER_IOCTL_VERBS_H */

@@ -3,10 +3,13 @@
  * verbs.h - part of the ibverbs_rs libibverbs replacement.
  *
  * The public verbs API.  Source and binary compatible with the
- * <infiniband/verbs.h> of rdma-core 44: every type, constant, macro and
- * prototype here has the same name, type, value and layout as there.  The
- * static inline helpers are independent implementations with the same
- * observable behaviour (same provider callbacks, return values and errno).
+ * <infiniband/verbs.h> of rdma-core 65: every type, constant, macro and
+ * prototype here has the same name, type, value and layout as there.
+ * Programs built against rdma-core 44's header keep working: where a type
+ * grew since (ibv_port_attr, ibv_qp_ex, verbs_context), it grew the way
+ * upstream's did, and the library accepts the older sizes.  The static
+ * inline helpers are independent implementations with the same observable
+ * behaviour (same provider callbacks, return values and errno).
  */
 
 #ifndef INFINIBAND_VERBS_H
@@ -18,6 +21,7 @@
 #include <errno.h>
 #include <string.h>
 #include <linux/types.h>
+#include <linux/if_ether.h>
 #include <sys/types.h>
 #include <infiniband/verbs_api.h>
 
@@ -134,6 +138,7 @@ enum ibv_fork_status {
  */
 #define IBV_DEVICE_RAW_SCATTER_FCS (1ULL << 34)
 #define IBV_DEVICE_PCI_WRITE_END_PADDING (1ULL << 36)
+#define IBV_DEVICE_CC_DMA_BOUNCE (1ULL << 41)
 
 enum ibv_atomic_cap {
 	IBV_ATOMIC_NONE,
@@ -216,6 +221,8 @@ enum ibv_odp_transport_cap_bits {
 	IBV_ODP_SUPPORT_READ = 1 << 3,
 	IBV_ODP_SUPPORT_ATOMIC = 1 << 4,
 	IBV_ODP_SUPPORT_SRQ_RECV = 1 << 5,
+	IBV_ODP_SUPPORT_FLUSH = 1 << 6,
+	IBV_ODP_SUPPORT_ATOMIC_WRITE = 1 << 7,
 };
 
 struct ibv_odp_caps {
@@ -393,6 +400,7 @@ enum ibv_port_cap_flags2 {
 	IBV_PORT_LINK_WIDTH_2X_SUP = 1 << 4,
 	IBV_PORT_LINK_SPEED_HDR_SUP = 1 << 5,
 	IBV_PORT_LINK_SPEED_NDR_SUP = 1 << 10,
+	IBV_PORT_LINK_SPEED_XDR_SUP = 1 << 12,
 };
 
 struct ibv_port_attr {
@@ -418,6 +426,7 @@ struct ibv_port_attr {
 	uint8_t link_layer;
 	uint8_t flags;
 	uint16_t port_cap_flags2;
+	uint32_t active_speed_ex;	/* when set, supersedes active_speed */
 };
 
 /* ------------------------------------------------------------------ */
@@ -445,6 +454,7 @@ enum ibv_event_type {
 	IBV_EVENT_CLIENT_REREGISTER,
 	IBV_EVENT_GID_CHANGE,
 	IBV_EVENT_WQ_FATAL,
+	IBV_EVENT_DEVICE_SPEED_CHANGE,
 };
 
 struct ibv_async_event {
@@ -500,6 +510,7 @@ enum ibv_wc_opcode {
 	IBV_WC_BIND_MW,
 	IBV_WC_LOCAL_INV,
 	IBV_WC_TSO,
+	IBV_WC_FLUSH,
 	IBV_WC_ATOMIC_WRITE = 9,
 	/* Receive opcodes all have bit 7 set: (opcode & IBV_WC_RECV). */
 	IBV_WC_RECV = 1 << 7,
@@ -593,6 +604,8 @@ enum ibv_access_flags {
 	IBV_ACCESS_ZERO_BASED = (1 << 5),
 	IBV_ACCESS_ON_DEMAND = (1 << 6),
 	IBV_ACCESS_HUGETLB = (1 << 7),
+	IBV_ACCESS_FLUSH_GLOBAL = (1 << 8),
+	IBV_ACCESS_FLUSH_PERSISTENT = (1 << 9),
 	IBV_ACCESS_RELAXED_ORDERING = IBV_ACCESS_OPTIONAL_FIRST,
 };
 
@@ -602,6 +615,14 @@ struct ibv_mw_bind_info {
 	uint64_t length;
 	unsigned int mw_access_flags;	/* enum ibv_access_flags bits */
 };
+
+/* DMA handle: steering hints (TPH) for memory registered with it. */
+struct ibv_dmah {
+	struct ibv_context *context;
+};
+
+/* Opaque handle of a buffer from ibv_alloc_buf(). */
+struct ibv_buf;
 
 struct ibv_pd {
 	struct ibv_context *context;
@@ -647,6 +668,29 @@ struct ibv_mr {
 	uint32_t handle;
 	uint32_t lkey;
 	uint32_t rkey;
+};
+
+/* Which members of struct ibv_mr_init_attr are valid. */
+enum ibv_mr_init_attr_mask {
+	IBV_REG_MR_MASK_IOVA = 1 << 0,
+	IBV_REG_MR_MASK_ADDR = 1 << 1,
+	IBV_REG_MR_MASK_FD = 1 << 2,
+	IBV_REG_MR_MASK_FD_OFFSET = 1 << 3,
+	IBV_REG_MR_MASK_DMAH = 1 << 4,
+	IBV_REG_MR_MASK_BUF = 1 << 5,
+};
+
+/* Input of ibv_reg_mr_ex(): a virtual address range or a dma-buf range. */
+struct ibv_mr_init_attr {
+	size_t length;
+	int access;			/* enum ibv_access_flags bits */
+	uint64_t comp_mask;		/* enum ibv_mr_init_attr_mask bits */
+	uint64_t iova;
+	void *addr;
+	int fd;				/* dma-buf file descriptor */
+	uint64_t fd_offset;
+	struct ibv_dmah *dmah;
+	struct ibv_buf *buf;		/* from ibv_alloc_buf(); needs addr */
 };
 
 enum ibv_mw_type {
@@ -915,6 +959,7 @@ enum ibv_qp_create_send_ops_flags {
 	IBV_QP_EX_WITH_BIND_MW = 1 << 8,
 	IBV_QP_EX_WITH_SEND_WITH_INV = 1 << 9,
 	IBV_QP_EX_WITH_TSO = 1 << 10,
+	IBV_QP_EX_WITH_FLUSH = 1 << 11,
 	IBV_QP_EX_WITH_ATOMIC_WRITE = 1 << 12,
 };
 
@@ -988,6 +1033,18 @@ enum ibv_qp_attr_mask {
 	IBV_QP_RATE_LIMIT = 1 << 25,
 };
 
+/* flags of ibv_query_qp_data_in_order() */
+enum ibv_query_qp_data_in_order_flags {
+	IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS = 1 << 0,
+	IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY = 1 << 1,
+};
+
+/* Capability bits ibv_query_qp_data_in_order() returns with RETURN_CAPS. */
+enum ibv_query_qp_data_in_order_caps {
+	IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG = 1 << 0,
+	IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES = 1 << 1,
+};
+
 enum ibv_qp_state {
 	IBV_QPS_RESET,
 	IBV_QPS_INIT,
@@ -1058,8 +1115,12 @@ enum ibv_wr_opcode {
 	IBV_WR_SEND_WITH_INV,
 	IBV_WR_TSO,
 	IBV_WR_DRIVER1,
+	IBV_WR_FLUSH = 14,
 	IBV_WR_ATOMIC_WRITE = 15,
 };
+
+/* Name of a work request opcode. */
+const char *ibv_wr_opcode_str(enum ibv_wr_opcode opcode);
 
 enum ibv_send_flags {
 	IBV_SEND_FENCE = 1 << 0,
@@ -1067,6 +1128,18 @@ enum ibv_send_flags {
 	IBV_SEND_SOLICITED = 1 << 2,
 	IBV_SEND_INLINE = 1 << 3,
 	IBV_SEND_IP_CSUM = 1 << 4
+};
+
+/* Placement of a FLUSH: global visibility and/or persistence. */
+enum ibv_placement_type {
+	IBV_FLUSH_GLOBAL = 1U << 0,
+	IBV_FLUSH_PERSISTENT = 1U << 1,
+};
+
+/* What a FLUSH covers: the given range or the whole MR. */
+enum ibv_selectivity_level {
+	IBV_FLUSH_RANGE = 0,
+	IBV_FLUSH_MR,
 };
 
 struct ibv_data_buf {
@@ -1078,6 +1151,12 @@ struct ibv_sge {
 	uint64_t addr;
 	uint32_t length;
 	uint32_t lkey;
+};
+
+/* An array of file descriptors. */
+struct ibv_fd_arr {
+	int *arr;
+	uint32_t count;
 };
 
 struct ibv_send_wr {
@@ -1270,6 +1349,9 @@ struct ibv_qp_ex {
 
 	void (*wr_atomic_write)(struct ibv_qp_ex *qp, uint32_t rkey,
 				uint64_t remote_addr, const void *atomic_wr);
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey,
+			 uint64_t remote_addr, size_t len, uint8_t type,
+			 uint8_t level);
 };
 
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp);
@@ -1312,6 +1394,13 @@ static inline void ibv_wr_rdma_write(struct ibv_qp_ex *qp, uint32_t rkey,
 				     uint64_t remote_addr)
 {
 	qp->wr_rdma_write(qp, rkey, remote_addr);
+}
+
+static inline void ibv_wr_flush(struct ibv_qp_ex *qp, uint32_t rkey,
+				uint64_t remote_addr, size_t len, uint8_t type,
+				uint8_t level)
+{
+	qp->wr_flush(qp, rkey, remote_addr, len, type, level);
 }
 
 static inline void ibv_wr_rdma_write_imm(struct ibv_qp_ex *qp, uint32_t rkey,
@@ -1651,9 +1740,10 @@ enum ibv_flow_spec_type {
 	IBV_FLOW_SPEC_ACTION_COUNT = 0x1003,
 };
 
+#define ETHERNET_LL_SIZE ETH_ALEN
 struct ibv_flow_eth_filter {
-	uint8_t dst_mac[6];
-	uint8_t src_mac[6];
+	uint8_t dst_mac[ETHERNET_LL_SIZE];
+	uint8_t src_mac[ETHERNET_LL_SIZE];
 	uint16_t ether_type;
 	uint16_t vlan_tag;	/* 802.1Q TCI: PCP(3) DEI(1) VID(12) */
 };
@@ -1965,9 +2055,48 @@ struct ibv_cq_init_attr_ex {
 	struct ibv_pd *parent_domain;
 };
 
+/* Operations whose completions a completion counter counts. */
+enum ibv_qp_attach_comp_cntr_op {
+	IBV_QP_ATTACH_COMP_CNTR_OP_SEND = 1 << 0,
+	IBV_QP_ATTACH_COMP_CNTR_OP_RECV = 1 << 1,
+	IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_READ = 1 << 2,
+	IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ = 1 << 3,
+	IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE = 1 << 4,
+	IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE = 1 << 5,
+};
+
+struct ibv_comp_cntr_caps {
+	uint64_t max_value;
+	uint32_t max_counters;
+	uint32_t supported_qp_attach_ops;	/* ibv_qp_attach_comp_cntr_op bits */
+};
+
+/* A completion counter: a count of completions and one of errors. */
+struct ibv_comp_cntr {
+	struct ibv_context *context;
+	uint32_t handle;
+};
+
+enum ibv_comp_cntr_type {
+	IBV_COMP_CNTR_TYPE_WRS,
+	IBV_COMP_CNTR_TYPE_BYTES,
+};
+
+struct ibv_comp_cntr_init_attr {
+	uint32_t comp_mask;
+	enum ibv_comp_cntr_type type;
+	uint32_t flags;
+};
+
+struct ibv_qp_attach_comp_cntr_attr {
+	uint32_t comp_mask;
+	uint32_t op_mask;		/* ibv_qp_attach_comp_cntr_op bits */
+};
+
 enum ibv_parent_domain_init_attr_mask {
 	IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS = 1 << 0,
 	IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT = 1 << 1,
+	IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC = 1 << 2,
 };
 
 /* Returned by a custom alloc() hook to request the built-in allocator. */
@@ -1982,6 +2111,25 @@ struct ibv_parent_domain_init_attr {
 	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
 		     uint64_t resource_type);
 	void *pd_context;
+};
+
+/* The memory kind a DMA handle's steering hints are for. */
+enum ibv_tph_mem_type {
+	IBV_TPH_MEM_TYPE_VM,	/* volatile */
+	IBV_TPH_MEM_TYPE_PM,	/* persistent */
+};
+
+enum ibv_dmah_init_attr_mask {
+	IBV_DMAH_INIT_ATTR_MASK_CPU_ID = 1 << 0,
+	IBV_DMAH_INIT_ATTR_MASK_PH = 1 << 1,
+	IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE = 1 << 2,
+};
+
+struct ibv_dmah_init_attr {
+	uint32_t comp_mask;	/* enum ibv_dmah_init_attr_mask bits */
+	uint32_t cpu_id;
+	uint8_t ph;		/* processing hint */
+	uint8_t tph_mem_type;	/* enum ibv_tph_mem_type */
 };
 
 struct ibv_counters_init_attr {
@@ -2023,6 +2171,16 @@ struct ibv_values_ex {
  * provider's sz tells how many of them it knows about.
  */
 struct verbs_context {
+	/* newest first: added by rdma-core 65 */
+	void (*free_buf)(struct ibv_buf *buf);
+	void *(*alloc_buf)(struct ibv_pd *pd, size_t size,
+			   struct ibv_buf **buf);
+	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
+	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
+				    struct ibv_mr_init_attr *mr_init_attr);
+	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
+				       struct ibv_dmah_init_attr *attr);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr,
 			  size_t port_attr_len);
@@ -2107,13 +2265,13 @@ struct verbs_context {
 /* The extended context around ctx, or NULL for a legacy provider. */
 static inline struct verbs_context *verbs_get_ctx(struct ibv_context *ctx)
 {
-	uint8_t *base;
+	uintptr_t base;
 
 	if (ctx->abi_compat != __VERBS_ABI_IS_EXTENDED)
 		return NULL;
 
 	/* container_of() spelled out to keep the namespace clean */
-	base = (uint8_t *)ctx - offsetof(struct verbs_context, context);
+	base = (uintptr_t)ctx - offsetof(struct verbs_context, context);
 	return (struct verbs_context *)base;
 }
 
@@ -2150,18 +2308,18 @@ struct ibv_device **ibv_get_device_list(int *num_devices);
  */
 #ifdef RDMA_STATIC_PROVIDERS
 #define _RDMA_STATIC_PREFIX_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11,    \
-			     _12, _13, _14, _15, _16, _17, _18, _19, ...)     \
+			     _12, _13, _14, _15, _16, _17, _18, _19, _20, ...) \
 	&verbs_provider_##_1, &verbs_provider_##_2, &verbs_provider_##_3,     \
 	&verbs_provider_##_4, &verbs_provider_##_5, &verbs_provider_##_6,     \
 	&verbs_provider_##_7, &verbs_provider_##_8, &verbs_provider_##_9,     \
 	&verbs_provider_##_10, &verbs_provider_##_11, &verbs_provider_##_12,  \
 	&verbs_provider_##_13, &verbs_provider_##_14, &verbs_provider_##_15,  \
 	&verbs_provider_##_16, &verbs_provider_##_17, &verbs_provider_##_18,  \
-	&verbs_provider_##_19
+	&verbs_provider_##_19, &verbs_provider_##_20
 #define _RDMA_STATIC_PREFIX(arg)                                              \
 	_RDMA_STATIC_PREFIX_(arg, none, none, none, none, none, none, none,   \
 			     none, none, none, none, none, none, none, none,  \
-			     none, none, none)
+			     none, none, none, none)
 
 struct verbs_devices_ops;
 extern const struct verbs_device_ops verbs_provider_bnxt_re;
@@ -2181,6 +2339,7 @@ extern const struct verbs_device_ops verbs_provider_qedr;
 extern const struct verbs_device_ops verbs_provider_rxe;
 extern const struct verbs_device_ops verbs_provider_siw;
 extern const struct verbs_device_ops verbs_provider_vmw_pvrdma;
+extern const struct verbs_device_ops verbs_provider_ionic;
 extern const struct verbs_device_ops verbs_provider_all;
 extern const struct verbs_device_ops verbs_provider_none;
 void ibv_static_providers(void *unused, ...);
@@ -2242,6 +2401,10 @@ int ibv_query_device(struct ibv_context *context,
 /* Exported symbol; callers reach it through the ibv_query_port() macro. */
 int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 		   struct _compat_ibv_port_attr *port_attr);
+
+/* The port's effective speed, in units of 100 Mb/s. */
+int ibv_query_port_speed(struct ibv_context *context, uint32_t port_num,
+			 uint64_t *port_speed);
 
 static inline int ___ibv_query_port(struct ibv_context *context,
 				    uint8_t port_num,
@@ -2408,7 +2571,7 @@ __ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, unsigned int access,
 #define ibv_reg_mr(pd, addr, length, access)                                  \
 	__ibv_reg_mr(pd, addr, length, access,                                \
 		     __builtin_constant_p(                                    \
-			     ((access) & IBV_ACCESS_OPTIONAL_RANGE) == 0))
+			     ((int)(access) & IBV_ACCESS_OPTIONAL_RANGE) == 0))
 
 struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
 			       uint64_t iova, int access);
@@ -2431,6 +2594,9 @@ __ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 				 size_t length, uint64_t iova, int fd,
 				 int access);
+
+/* Register what mr_init_attr describes (see enum ibv_mr_init_attr_mask). */
+struct ibv_mr *ibv_reg_mr_ex(struct ibv_pd *pd, struct ibv_mr_init_attr *mr_init_attr);
 
 enum ibv_rereg_mr_err_code {
 	IBV_REREG_MR_ERR_INPUT = -1,		/* bad input, old MR intact */
@@ -2533,6 +2699,9 @@ static inline int ibv_free_dm(struct ibv_dm *dm)
 		return EOPNOTSUPP;
 	return vctx->free_dm(dm);
 }
+
+/* A dma-buf file descriptor for the device memory, or -1 with errno. */
+int ibv_dm_export_dmabuf_fd(struct ibv_dm *dm);
 
 /* Copy length bytes between host memory and dm at byte offset dm_offset. */
 static inline int ibv_memcpy_to_dm(struct ibv_dm *dm, uint64_t dm_offset,
@@ -2645,6 +2814,33 @@ static inline int ibv_modify_cq(struct ibv_cq *cq,
 		return EOPNOTSUPP;
 	return vctx->modify_cq(cq, attr);
 }
+
+/* ------------------------------------------------------------------ */
+/* Completion counters                                                */
+/* ------------------------------------------------------------------ */
+
+int _ibv_query_comp_cntr_caps(struct ibv_context *context,
+			      struct ibv_comp_cntr_caps *caps, size_t caps_size);
+
+/* The device's completion counter limits; 0 or an errno value. */
+static inline int ibv_query_comp_cntr_caps(struct ibv_context *context,
+					   struct ibv_comp_cntr_caps *caps)
+{
+	return _ibv_query_comp_cntr_caps(context, caps, sizeof(*caps));
+}
+
+/* A new completion counter, or NULL with errno. */
+struct ibv_comp_cntr *ibv_create_comp_cntr(struct ibv_context *context,
+					   struct ibv_comp_cntr_init_attr *cc_attr);
+
+/* The following return 0 or an errno value. */
+int ibv_destroy_comp_cntr(struct ibv_comp_cntr *comp_cntr);
+int ibv_set_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_set_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_inc_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_inc_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_read_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+int ibv_read_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
 
 /* ------------------------------------------------------------------ */
 /* Shared receive queues                                              */
@@ -2790,6 +2986,29 @@ ibv_alloc_parent_domain(struct ibv_context *context,
 	return vctx->alloc_parent_domain(context, attr);
 }
 
+/*
+ * Memory the provider allocates for pd (at least page aligned, so any part
+ * of it can be registered with ibv_reg_buf_mr()); its handle is stored in
+ * *buf for ibv_free_buf().  NULL with errno on failure.
+ */
+void *ibv_alloc_buf(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);
+
+/* A new descriptor (close it) of the dma-buf behind buf, or -1 with errno. */
+int ibv_export_buf_dmabuf_fd(struct ibv_buf *buf);
+
+void ibv_free_buf(struct ibv_buf *buf);
+
+/* Register [addr, addr + length), which must lie inside buf. */
+struct ibv_mr *ibv_reg_buf_mr(struct ibv_pd *pd, struct ibv_buf *buf,
+			      void *addr, size_t length, int access);
+
+/* A DMA handle, or NULL with errno. */
+struct ibv_dmah *ibv_alloc_dmah(struct ibv_context *context,
+				struct ibv_dmah_init_attr *attr);
+
+/* 0 or an errno value. */
+int ibv_dealloc_dmah(struct ibv_dmah *dmah);
+
 /* Read the device real-time values selected in values->comp_mask. */
 static inline int ibv_query_rt_values_ex(struct ibv_context *context,
 					 struct ibv_values_ex *values)
@@ -2855,9 +3074,14 @@ static inline int ibv_modify_qp_rate_limit(struct ibv_qp *qp,
 	return vctx->modify_qp_rate_limit(qp, attr);
 }
 
+/* Count the QP's completions of the operations attr->op_mask selects. */
+int ibv_qp_attach_comp_cntr(struct ibv_qp *qp, struct ibv_comp_cntr *comp_cntr,
+			    struct ibv_qp_attach_comp_cntr_attr *attr);
+
 /*
- * 1 when data of operation op is guaranteed to be written in order on
- * this QP, 0 otherwise.  flags must be 0.
+ * Whether data of operation op is written in order on this QP.  flags 0:
+ * 1 or 0 for whole messages; IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS: the
+ * enum ibv_query_qp_data_in_order_caps bits that hold.
  */
 int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
 			       uint32_t flags);
@@ -3001,7 +3225,6 @@ const char *ibv_node_type_str(enum ibv_node_type node_type);
 const char *ibv_port_state_str(enum ibv_port_state port_state);
 const char *ibv_event_type_str(enum ibv_event_type event);
 
-#define ETHERNET_LL_SIZE 6
 int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 				struct ibv_ah_attr *attr,
 				uint8_t eth_mac[ETHERNET_LL_SIZE],

@@ -472,4 +472,159 @@ mod tests {
         let r = unsafe { query_comp_cntr_caps(core::ptr::null_mut(), core::ptr::null_mut(), 8) };
         assert_eq!(r, libc::EINVAL);
     }
+
+    /// A context of ours whose command fd is the write end of a pipe: the
+    /// ioctl fails there with ENOTTY, so a command with a `write()` form
+    /// takes upstream's fallback and the pipe receives what the kernel
+    /// would (as `super::super::tests` does).
+    fn pipe_ctx() -> (*mut ibv_context, c_int, c_int) {
+        let mut fds = [0; 2];
+        // SAFETY: a local array for pipe2; zeroed leaked C structs for the
+        // context and its device; the command state is all the command
+        // layer reads of the private data.
+        unsafe {
+            assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK), 0);
+            let v: *mut verbs_context = Box::into_raw(Box::new(core::mem::zeroed::<verbs_context>()));
+            let st = Box::new(crate::kernel::state::CmdState::new(0, Default::default()));
+            (*v).r#priv = Box::into_raw(st).cast();
+            (*v).sz = core::mem::size_of::<verbs_context>();
+            let dev: *mut verbs_device = Box::into_raw(Box::new(core::mem::zeroed::<verbs_device>()));
+            let ctx = core::ptr::addr_of_mut!((*v).context);
+            (*ctx).cmd_fd = fds[1];
+            (*ctx).async_fd = -1;
+            (*ctx).abi_compat = usize::MAX as *mut c_void;
+            (*ctx).device = dev.cast();
+            (ctx, fds[0], fds[1])
+        }
+    }
+
+    fn drain(r: c_int) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            // SAFETY: a local buffer of its length; `r` is a non-blocking
+            // pipe read end.
+            let n = unsafe { libc::read(r, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+        out
+    }
+
+    fn close(fds: (c_int, c_int)) {
+        // SAFETY: the test's own pipe, closed once.
+        unsafe {
+            libc::close(fds.0);
+            libc::close(fds.1);
+        }
+    }
+
+    #[test]
+    fn reg_mr_ex_falls_back_to_the_legacy_reg_mr_write() {
+        for (mask, iova, access) in [
+            (IBV_REG_MR_MASK_ADDR, 0u64, 7),
+            (IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_IOVA, 0x9000, 1),
+        ] {
+            let (c1, r1, w1) = pipe_ctx();
+            let (c2, r2, w2) = pipe_ctx();
+            let mut pd1: ibv_pd = unsafe_zeroed();
+            pd1.context = c1;
+            pd1.handle = 3;
+            let mut pd2 = pd1;
+            pd2.context = c2;
+            let mut a = attr(mask);
+            a.addr = 0x5000 as *mut c_void;
+            a.length = 0x3000;
+            a.iova = iova;
+            a.access = access;
+            let (mut m1, mut m2): (verbs_mr, verbs_mr) = (unsafe_zeroed(), unsafe_zeroed());
+            // SAFETY: live local PDs of pipe contexts, writable local MRs and
+            // command/response buffers of the sizes passed.
+            let (ret1, ret2) = unsafe {
+                let e = reg_mr_ex(&mut pd1, &mut m1, &a);
+                let mut req: ibv_reg_mr = core::mem::zeroed();
+                let mut resp: ib_uverbs_reg_mr_resp = core::mem::zeroed();
+                let hca = if iova != 0 { iova } else { 0x5000 };
+                let l = super::super::misc::reg_mr(
+                    &mut pd2,
+                    a.addr,
+                    a.length,
+                    hca,
+                    access,
+                    &mut m2,
+                    &mut req,
+                    core::mem::size_of::<ibv_reg_mr>(),
+                    &mut resp,
+                    core::mem::size_of::<ib_uverbs_reg_mr_resp>(),
+                );
+                (e, l)
+            };
+            let (mut b1, mut b2) = (drain(r1), drain(r2));
+            assert!(!b1.is_empty(), "the fallback wrote the REG_MR command");
+            // the response member: the address of a stack buffer
+            for b in [&mut b1, &mut b2] {
+                for x in b.iter_mut().take(16).skip(8) {
+                    *x = 0;
+                }
+            }
+            assert_eq!(b1, b2, "bytes written");
+            assert_eq!(ret1, ret2);
+            assert_eq!((m1.mr_type, m1.access), (m2.mr_type, m2.access));
+            close((r1, w1));
+            close((r2, w2));
+        }
+    }
+
+    #[test]
+    fn reg_mr_ex_without_a_write_form_is_eopnotsupp_on_an_old_kernel() {
+        let fd = IBV_REG_MR_MASK_FD | IBV_REG_MR_MASK_FD_OFFSET | IBV_REG_MR_MASK_IOVA;
+        for mask in [fd, IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_DMAH] {
+            let (c, r, w) = pipe_ctx();
+            let mut pd: ibv_pd = unsafe_zeroed();
+            pd.context = c;
+            let mut dmah = verbs_dmah {
+                dmah: ibv_dmah { context: c },
+                handle: 4,
+            };
+            let mut a = attr(mask);
+            a.addr = 0x5000 as *mut c_void;
+            a.fd = 0;
+            a.dmah = &mut dmah.dmah;
+            let mut m: verbs_mr = unsafe_zeroed();
+            // SAFETY: as above; `dmah` is a live verbs_dmah.
+            assert_eq!(unsafe { reg_mr_ex(&mut pd, &mut m, &a) }, libc::EOPNOTSUPP);
+            assert!(drain(r).is_empty(), "nothing written");
+            close((r, w));
+        }
+    }
+
+    #[test]
+    fn ioctl_only_commands_return_the_kernels_errno() {
+        let (c, r, w) = pipe_ctx();
+        let mut cc = ibv_comp_cntr { context: c, handle: 1 };
+        let mut v = 0u64;
+        // SAFETY: a pipe context and live local objects; the ioctl fails.
+        unsafe {
+            assert_eq!(modify_comp_cntr(&mut cc, 0, 1, 5), libc::ENOTTY);
+            assert_eq!(read_comp_cntr(&mut cc, 1, &mut v), libc::ENOTTY);
+            assert_eq!(query_port_speed(c, 1, &mut v), libc::ENOTTY);
+            assert_eq!(create_comp_cntr(c, &mut cc, core::ptr::null_mut()), libc::ENOTTY);
+            assert_eq!(cc.context, c, "the context is set before the command");
+            assert_eq!(export_dmabuf_fd(c, 0), -1);
+            assert_eq!(crate::ffi::errno(), libc::ENOTTY);
+            let mut d: verbs_dmah = unsafe_zeroed();
+            let a: ibv_dmah_init_attr = unsafe_zeroed();
+            assert_eq!(alloc_dmah(c, &mut d, &a), libc::ENOTTY);
+        }
+        assert!(drain(r).is_empty(), "no write() fallback");
+        close((r, w));
+    }
+
+    fn unsafe_zeroed<T>() -> T {
+        // SAFETY: only the C structs of this module's tests (integers and
+        // raw pointers), for which all-zero is valid.
+        unsafe { core::mem::zeroed() }
+    }
 }
