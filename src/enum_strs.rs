@@ -43,7 +43,7 @@ pub fn port_state(v: u32) -> &'static CStr {
 
 /// `enum ibv_event_type` (unsigned).
 pub fn event_type(v: u32) -> &'static CStr {
-    const T: [&CStr; 20] = [
+    const T: [&CStr; 21] = [
         c"CQ error",
         c"local work queue catastrophic error",
         c"invalid request local work queue error",
@@ -64,6 +64,7 @@ pub fn event_type(v: u32) -> &'static CStr {
         c"client reregistration",
         c"GID table change",
         c"WQ fatal",
+        c"Device link speed change",
     ];
     pick(&T, 0, v as i64)
 }
@@ -141,7 +142,12 @@ mod tests {
         assert_eq!(port_state(5).to_str().unwrap(), "active defer");
         assert_eq!(port_state(u32::MAX), UNKNOWN);
         assert_eq!(event_type(19).to_str().unwrap(), "WQ fatal");
-        assert_eq!(event_type(20), UNKNOWN);
+        assert_eq!(event_type(20).to_str().unwrap(), "Device link speed change");
+        assert_eq!(event_type(21), UNKNOWN);
+        assert_eq!(wr_opcode(11), Some(c"driver1"));
+        assert_eq!(wr_opcode(12), None);
+        assert_eq!(wr_opcode(15), Some(c"atomic-write"));
+        assert_eq!(wr_opcode(16), Some(UNKNOWN));
         assert_eq!(wc_status(23).to_str().unwrap(), "TM software rendezvous");
         assert_eq!(wc_status(24), UNKNOWN);
     }

@@ -63,6 +63,36 @@ check_release() { # REL ROOT PABI LIBDIR_IN_ROOT
     done
 }
 
+# The enum texts of each release's own library against ours, both in the
+# release's root (its python3, ctypes; one process per library): every
+# value from -3 to 40 of the *_str functions that release exports.
+strs_probe='import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+for f in sys.argv[2:]:
+    fn = getattr(lib, f)
+    fn.restype = ctypes.c_char_p
+    for v in range(-3, 41):
+        s = fn(v)
+        print(f, v, "NULL" if s is None else s.decode())'
+strs_check() { # REL ROOT OURDIR
+    local rel=$1 root=$2 ourdir=$3 fns="ibv_node_type_str ibv_port_state_str ibv_event_type_str ibv_wc_status_str"
+    [ "$rel" = bookworm ] || fns="$fns ibv_wr_opcode_str"
+    local theirs ours
+    # Before rdma-core 65 the event after IBV_EVENT_WQ_FATAL (20) had no
+    # name; the one library gives 65's text to everyone.
+    local skip=x
+    [ "$rel" = sid ] || skip='^ibv_event_type_str 20 '
+    theirs=$(run_in "$root" python3 -c "$strs_probe" /usr/lib/x86_64-linux-gnu/libibverbs.so.1 $fns 2>&1 | grep -v "$skip")
+    ours=$(run_in "$root" python3 -c "$strs_probe" "$ourdir/libibverbs.so.1" $fns 2>&1 | grep -v "$skip")
+    if [ -z "$theirs" ] || [ "$theirs" != "$ours" ]; then
+        fail "$rel: enum texts" "$(diff <(printf '%s\n' "$theirs") <(printf '%s\n' "$ours") | head -4 | tr '\n' ' ')"
+    elif [ "$rel" != sid ]; then
+        pass "$rel: enum texts of $fns (-3..40) as its own library, but for IBV_EVENT_DEVICE_SPEED_CHANGE (rdma-core 65's text)"
+    else
+        pass "$rel: enum texts of $fns (-3..40) as its own library"
+    fi
+}
+
 check_release bookworm / 34 "$OURDIR"
 for r in $roots; do
     rel=$(basename "$r")
@@ -72,6 +102,7 @@ for r in $roots; do
     done
     case $rel in sid) pabi=65 ;; *) pabi=34 ;; esac
     check_release "$rel" "$r" "$pabi" /mnt
+    strs_check "$rel" "$r" /mnt
     cleanup; MNT=()
 done
 
