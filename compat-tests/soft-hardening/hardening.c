@@ -764,7 +764,7 @@ static void t_remote_unmapped(int mode)
 static void t_dereg_inflight(void)
 {
 	const size_t big = 64u << 20;
-	int rounds = 6, good = 1;
+	int rounds = 10, good = 1;
 	char why[160] = "", last[320] = "";
 	uint8_t *lb = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (lb == MAP_FAILED)
