@@ -764,7 +764,7 @@ static void t_remote_unmapped(int mode)
 static void t_dereg_inflight(void)
 {
 	const size_t big = 64u << 20;
-	int rounds = 6, good = 1;
+	int rounds = 10, good = 1;
 	char why[160] = "", last[320] = "";
 	uint8_t *lb = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (lb == MAP_FAILED)
@@ -1113,6 +1113,47 @@ static void t_busy(const char *what)
 	       strerror(r1), r2);
 }
 
+/* The device's fault recovery (mem.rs) must leave faults that are not its
+ * own to the application: a SIGSEGV handler installed before the device
+ * opened still gets them, and without one the process still dies of
+ * SIGSEGV (no loop, no hang). */
+static void app_handler(int sig)
+{
+	(void)sig;
+	_exit(7);
+}
+
+static void t_foreign_fault(int with_handler)
+{
+	pid_t p = fork();
+	if (p < 0)
+		die("fork");
+	if (p == 0) {
+		if (with_handler)
+			signal(SIGSEGV, app_handler);
+		struct ibv_context *c = open_dev();
+		struct ibv_pd *pd = ibv_alloc_pd(c); /* the provider is fully up */
+		(void)pd;
+		*(volatile int *)(uintptr_t)8 = 1;
+		_exit(0);
+	}
+	int st;
+	double end = now() + 20;
+	while (waitpid(p, &st, WNOHANG) == 0) {
+		if (now() > end) {
+			kill(p, SIGKILL);
+			waitpid(p, &st, 0);
+			result(0, "the faulting process hung");
+			return;
+		}
+		msleep(5);
+	}
+	if (with_handler)
+		result(WIFEXITED(st) && WEXITSTATUS(st) == 7, "status 0x%x; want exit 7 from the application's handler", st);
+	else
+		result(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status 0x%x; want death by SIGSEGV", st);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1133,6 +1174,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "remote-access-unmapped-mr")) t_remote_unmapped(M_UNMAP);
 	else if (!strcmp(t, "remote-write-readonly-mr")) t_remote_unmapped(M_RDONLY);
 	else if (!strcmp(t, "dereg-mr-waits-for-inflight-write")) t_dereg_inflight();
+	else if (!strcmp(t, "foreign-segv-reaches-app-handler")) t_foreign_fault(1);
+	else if (!strcmp(t, "foreign-segv-default-action")) t_foreign_fault(0);
 	else if (!strcmp(t, "reg-mr-null-efault")) t_reg("null");
 	else if (!strcmp(t, "reg-mr-2^40-efault")) t_reg("2^40");
 	else if (!strcmp(t, "reg-mr-wrap-einval")) t_reg("wrap");

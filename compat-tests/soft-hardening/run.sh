@@ -68,6 +68,8 @@ TESTS=(
     remote-access-unmapped-mr
     remote-write-readonly-mr
     dereg-mr-waits-for-inflight-write
+    foreign-segv-reaches-app-handler
+    foreign-segv-default-action
     # strictness
     post-send-beyond-max-send-wr-enomem
     post-recv-beyond-max-recv-wr-enomem

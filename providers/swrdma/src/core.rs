@@ -690,8 +690,9 @@ impl Ctx {
     }
 
     /// An atomic on the 8 bytes at `addr` of MR `rkey` (granting `access`):
-    /// `op`'s result, or None when not granted or the memory is no longer
-    /// mapped (probed through the kernel first, with the MR table held).
+    /// the original value, or None when not granted or the memory is no
+    /// longer mapped writable (fault-safe, see mem.rs; with the MR table
+    /// held: no dereg meanwhile).
     pub fn atomic_remote(
         &self,
         qpn: u32,
@@ -699,19 +700,13 @@ impl Ctx {
         rkey: u32,
         addr: u64,
         access: u32,
-        op: impl FnOnce(&AtomicU64) -> u64,
+        op: crate::mem::Atomic,
     ) -> Option<u64> {
         self.with_remote(qpn, pd, rkey, addr, 8, access, |tgt| {
-            if !tgt.is_multiple_of(8) || !crate::mem::probe(tgt, 8) {
+            if !tgt.is_multiple_of(8) {
                 return None;
             }
-            // SAFETY: the 8 bytes at `tgt` lie in a live MR granting
-            // `access` (held: no dereg meanwhile), 8-aligned (checked), and
-            // were mapped a moment ago (the probe; see mem.rs for the window
-            // left); MRs with write rights were checked writable when
-            // registered.  Accessed atomically, as a device does.
-            let a = unsafe { &*(tgt as *const AtomicU64) };
-            Some(op(a))
+            crate::mem::atomic(tgt, op)
         })
         .flatten()
     }
@@ -1382,12 +1377,9 @@ impl Ctx {
                         m.rkey,
                         m.raddr,
                         IBV_ACCESS_REMOTE_WRITE,
-                        |a| {
-                            // The 8 bytes land at once, as the value was sent
-                            // (its byte order is the requester's memory, ours).
-                            a.store(m.swap, Ordering::SeqCst);
-                            0
-                        },
+                        // The 8 bytes land at once, as the value was sent
+                        // (its byte order is the requester's memory, ours).
+                        crate::mem::Atomic::Store(m.swap),
                     )
                 } else {
                     None
@@ -1408,14 +1400,10 @@ impl Ctx {
                         m.rkey,
                         m.raddr,
                         IBV_ACCESS_REMOTE_ATOMIC,
-                        |a| {
-                            if m.kind == K_CAS {
-                                match a.compare_exchange(m.cmp, m.swap, Ordering::SeqCst, Ordering::SeqCst) {
-                                    Ok(v) | Err(v) => v,
-                                }
-                            } else {
-                                a.fetch_add(m.cmp, Ordering::SeqCst)
-                            }
+                        if m.kind == K_CAS {
+                            crate::mem::Atomic::Cas(m.cmp, m.swap)
+                        } else {
+                            crate::mem::Atomic::Add(m.cmp)
                         },
                     )
                 } else {

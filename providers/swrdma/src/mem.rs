@@ -7,19 +7,26 @@
 //! application may therefore unmap or write-protect registered memory
 //! after `ibv_reg_mr`.  Every access a *peer* causes (RDMA WRITE, READ and
 //! atomics into our MRs, SEND data into posted receive buffers, READ
-//! responses into local buffers) goes through [`copy_in`]/[`copy_out`]:
-//! `process_vm_writev`/`process_vm_readv` on our own process, which the
-//! kernel carries out with the access rights of the mapping and reports a
-//! missing or protected page as EFAULT, never as a signal.  The device
-//! answers such an access with a remote-access (or local-protection) error
-//! completion, as a device answers an access to memory it cannot reach.
+//! responses into local buffers) goes through [`copy_in`], [`copy_out`]
+//! and [`atomic`], which report a missing or protected page as a failure,
+//! never as a signal; the device answers such an access with a
+//! remote-access (or local) error completion, as a device answers an access
+//! to memory it cannot reach.
 //!
-//! Atomics must be single 8-byte operations on the owner's memory, so they
-//! are done with the CPU's atomics after [`probe`] has read the 8 bytes
-//! through the kernel: an address the owner unmapped before the request
-//! came in gives an error completion.  (Remaining window, documented in the
-//! README: memory unmapped or write-protected *concurrently* with an atomic
-//! on it, with the MR still registered.)
+//! How, on x86-64: the copy (`rep movsb`) and the atomic instructions live
+//! in a few lines of assembly whose faulting instruction addresses are
+//! known; a SIGSEGV/SIGBUS handler, installed when the first context opens,
+//! resumes a fault at one of those addresses at a recovery label (as the
+//! kernel's exception tables do for `copy_from_user`).  Any other fault is
+//! passed on to the handler that was installed before ours (or the default
+//! action).  No system call on the fast path.  An application that later
+//! replaces our handler loses the protection (a fault then kills it, as
+//! before), and so does one that blocks SIGSEGV in a thread that drives
+//! progress.  Elsewhere (other architectures), copies go through
+//! `process_vm_writev`/`process_vm_readv` on our own process (EFAULT
+//! instead of a fault; about 2 us per call), and atomics are preceded by an
+//! 8-byte probe through the kernel (memory unmapped or write-protected
+//! concurrently with the atomic is the window left there).
 
 use std::os::raw::c_void;
 use std::sync::OnceLock;
@@ -38,6 +45,246 @@ fn kernel_copies() -> bool {
         // SAFETY: both iovecs cover 8 bytes of live locals of ours.
         let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
         n == 8 && dst == src
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod fixup {
+    //! The fault-recovering copy and atomics (x86-64) and their handler.
+    use std::os::raw::{c_int, c_void};
+    use std::sync::OnceLock;
+
+    // Each routine returns 0 in eax, or 1 from `swrdma_fc_fixup` when the
+    // instruction at its `_ip` label faulted (the handler moved rip there).
+    // System V ABI: rdi, rsi, rdx, rcx are the arguments; rcx, rsi, rdi,
+    // rax are clobbered; nothing else is touched.
+    std::arch::global_asm!(
+        ".pushsection .text.swrdma_fc,\"ax\",@progbits",
+        ".p2align 4",
+        ".globl swrdma_fc_copy",
+        ".hidden swrdma_fc_copy",
+        "swrdma_fc_copy:",
+        "    mov rcx, rdx",
+        ".globl swrdma_fc_copy_ip",
+        ".hidden swrdma_fc_copy_ip",
+        "swrdma_fc_copy_ip:",
+        "    rep movsb",
+        "    xor eax, eax",
+        "    ret",
+        ".globl swrdma_fc_cas",
+        ".hidden swrdma_fc_cas",
+        "swrdma_fc_cas:",
+        "    mov rax, rsi",
+        ".globl swrdma_fc_cas_ip",
+        ".hidden swrdma_fc_cas_ip",
+        "swrdma_fc_cas_ip:",
+        "    lock cmpxchg qword ptr [rdi], rdx",
+        "    mov qword ptr [rcx], rax",
+        "    xor eax, eax",
+        "    ret",
+        ".globl swrdma_fc_faa",
+        ".hidden swrdma_fc_faa",
+        "swrdma_fc_faa:",
+        ".globl swrdma_fc_faa_ip",
+        ".hidden swrdma_fc_faa_ip",
+        "swrdma_fc_faa_ip:",
+        "    lock xadd qword ptr [rdi], rsi",
+        "    mov qword ptr [rdx], rsi",
+        "    xor eax, eax",
+        "    ret",
+        ".globl swrdma_fc_store",
+        ".hidden swrdma_fc_store",
+        "swrdma_fc_store:",
+        ".globl swrdma_fc_store_ip",
+        ".hidden swrdma_fc_store_ip",
+        "swrdma_fc_store_ip:",
+        "    xchg qword ptr [rdi], rsi",
+        "    xor eax, eax",
+        "    ret",
+        ".globl swrdma_fc_fixup",
+        ".hidden swrdma_fc_fixup",
+        "swrdma_fc_fixup:",
+        "    mov eax, 1",
+        "    ret",
+        ".popsection",
+    );
+
+    extern "C" {
+        fn swrdma_fc_copy(dst: *mut u8, src: *const u8, n: usize) -> u32;
+        fn swrdma_fc_cas(p: *mut u64, cmp: u64, swap: u64, old: *mut u64) -> u32;
+        fn swrdma_fc_faa(p: *mut u64, add: u64, old: *mut u64) -> u32;
+        fn swrdma_fc_store(p: *mut u64, v: u64) -> u32;
+        static swrdma_fc_copy_ip: u8;
+        static swrdma_fc_cas_ip: u8;
+        static swrdma_fc_faa_ip: u8;
+        static swrdma_fc_store_ip: u8;
+        static swrdma_fc_fixup: u8;
+    }
+
+    /// The handlers of SIGSEGV and SIGBUS before ours (to pass other
+    /// faults on to).
+    struct Old([libc::sigaction; 2]);
+    // SAFETY: plain data (handler addresses, flags, a signal mask), read
+    // only after it is set once.
+    unsafe impl Sync for Old {}
+    // SAFETY: as above.
+    unsafe impl Send for Old {}
+    static OLD: OnceLock<Old> = OnceLock::new();
+
+    /// The addresses of the instructions that may fault (only the labels'
+    /// addresses are taken, never their bytes).
+    fn faulting_ips() -> [usize; 4] {
+        [
+            std::ptr::addr_of!(swrdma_fc_copy_ip) as usize,
+            std::ptr::addr_of!(swrdma_fc_cas_ip) as usize,
+            std::ptr::addr_of!(swrdma_fc_faa_ip) as usize,
+            std::ptr::addr_of!(swrdma_fc_store_ip) as usize,
+        ]
+    }
+
+    extern "C" fn on_fault(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+        let uc = ctx as *mut libc::ucontext_t;
+        // SAFETY: the kernel passes the interrupted context of this thread
+        // (SA_SIGINFO); rip is read and, for our own instructions, moved to
+        // the recovery label, which is what resuming there means.
+        unsafe {
+            let rip = &mut (*uc).uc_mcontext.gregs[libc::REG_RIP as usize];
+            if faulting_ips().contains(&(*rip as usize)) {
+                *rip = std::ptr::addr_of!(swrdma_fc_fixup) as i64;
+                return;
+            }
+        }
+        // Not ours: the previous handler's business.
+        let i = if sig == libc::SIGBUS { 1 } else { 0 };
+        let Some(old) = OLD.get() else { return };
+        let o = &old.0[i];
+        let h = o.sa_sigaction;
+        if h == libc::SIG_DFL || h == libc::SIG_IGN {
+            // Back to the default action; returning re-runs the faulting
+            // instruction, which then ends the process as it would have.
+            // SAFETY: a valid sigaction (the default) for this signal.
+            unsafe {
+                let mut d: libc::sigaction = std::mem::zeroed();
+                d.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &d, std::ptr::null_mut());
+            }
+        } else if o.sa_flags & libc::SA_SIGINFO != 0 {
+            // SAFETY: the application's handler, with the arguments the
+            // kernel gave us, as it would have received them.
+            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = unsafe { std::mem::transmute(h) };
+            f(sig, info, ctx);
+        } else {
+            // SAFETY: as above, a plain handler.
+            let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(h) };
+            f(sig);
+        }
+    }
+
+    /// Installs the handler once (first context).  False when it could not
+    /// be (then the caller copies through the kernel).
+    pub fn install() -> bool {
+        static DONE: OnceLock<bool> = OnceLock::new();
+        *DONE.get_or_init(|| {
+            // SAFETY: sigaction with valid structures: the old actions are
+            // read first, then ours installed (SA_SIGINFO handler, the
+            // faulting signal not blocked inside it so a chained default
+            // action can happen; SA_ONSTACK: an alternate stack is used if
+            // the thread has one).
+            unsafe {
+                let mut old: [libc::sigaction; 2] = std::mem::zeroed();
+                for (i, sig) in [libc::SIGSEGV, libc::SIGBUS].into_iter().enumerate() {
+                    if libc::sigaction(sig, std::ptr::null(), &mut old[i]) != 0 {
+                        return false;
+                    }
+                }
+                if OLD.set(Old(old)).is_err() {
+                    return false;
+                }
+                let mut a: libc::sigaction = std::mem::zeroed();
+                a.sa_sigaction = on_fault as *const () as usize;
+                a.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
+                libc::sigemptyset(&mut a.sa_mask);
+                [libc::SIGSEGV, libc::SIGBUS]
+                    .into_iter()
+                    .all(|sig| libc::sigaction(sig, &a, std::ptr::null_mut()) == 0)
+            }
+        })
+    }
+
+    /// # Safety
+    /// `src` has `n` readable bytes or `dst` `n` writable bytes (one of the
+    /// two is ours and certainly valid); the other may be anything: a fault
+    /// there returns false.  Not overlapping.
+    pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) -> bool {
+        // SAFETY: the routine copies `n` bytes; a fault in it is recovered
+        // by `on_fault` (installed: see the callers).
+        unsafe { swrdma_fc_copy(dst, src, n) == 0 }
+    }
+
+    /// The atomic `op` on the 8 bytes at `p` (8-aligned); None on a fault.
+    pub fn atomic(p: u64, op: super::Atomic) -> Option<u64> {
+        let mut old = 0u64;
+        let p = p as *mut u64;
+        // SAFETY: `p` is 8-aligned (the callers check); the instructions
+        // fault at their `_ip` labels only, recovered by `on_fault`.
+        let r = unsafe {
+            match op {
+                super::Atomic::Cas(c, s) => swrdma_fc_cas(p, c, s, &mut old),
+                super::Atomic::Add(a) => swrdma_fc_faa(p, a, &mut old),
+                super::Atomic::Store(v) => swrdma_fc_store(p, v),
+            }
+        };
+        (r == 0).then_some(old)
+    }
+}
+
+/// An atomic operation a peer asks for.
+#[derive(Clone, Copy)]
+pub enum Atomic {
+    /// Compare (first) and swap (second).
+    Cas(u64, u64),
+    Add(u64),
+    Store(u64),
+}
+
+/// Fault-safe accesses need their handler: installed when a context opens
+/// (before any peer can reach our memory).  False: copies go through the
+/// kernel.
+pub fn init() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        fixup::install()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+fn fast() -> bool {
+    init()
+}
+
+/// The atomic `op` on the 8 bytes at `addr` (8-aligned) of this process:
+/// its original value, or None when that memory is not mapped (writable).
+pub fn atomic(addr: u64, op: Atomic) -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    if fast() {
+        return fixup::atomic(addr, op);
+    }
+    if !probe(addr, 8) {
+        return None;
+    }
+    // SAFETY: 8-aligned (the callers check) and mapped a moment ago (the
+    // probe; the window left is documented above).
+    let a = unsafe { &*(addr as *const std::sync::atomic::AtomicU64) };
+    use std::sync::atomic::Ordering::SeqCst;
+    Some(match op {
+        Atomic::Cas(c, s) => match a.compare_exchange(c, s, SeqCst, SeqCst) {
+            Ok(v) | Err(v) => v,
+        },
+        Atomic::Add(v) => a.fetch_add(v, SeqCst),
+        Atomic::Store(v) => a.swap(v, SeqCst),
     })
 }
 
@@ -60,6 +307,12 @@ fn iov(p: u64, len: usize) -> libc::iovec {
 pub unsafe fn copy_in(dst: u64, src: *const u8, len: usize) -> bool {
     if len == 0 {
         return true;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if fast() {
+        // SAFETY: `src` has `len` readable bytes (the contract); a fault at
+        // `dst` is recovered.
+        return unsafe { fixup::copy(dst as *mut u8, src, len) };
     }
     if !kernel_copies() {
         // SAFETY: the fallback (see `kernel_copies`): `dst` lies in an MR
@@ -88,6 +341,12 @@ pub unsafe fn copy_in(dst: u64, src: *const u8, len: usize) -> bool {
 pub unsafe fn copy_out(dst: *mut u8, src: u64, len: usize) -> bool {
     if len == 0 {
         return true;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if fast() {
+        // SAFETY: `dst` has room for `len` bytes (the contract); a fault at
+        // `src` is recovered.
+        return unsafe { fixup::copy(dst, src as *const u8, len) };
     }
     if !kernel_copies() {
         // SAFETY: the fallback (see `kernel_copies`): `src` lies in an MR

@@ -254,6 +254,7 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     let id = net::alloc_ids(&dir, 1);
     // SAFETY: `vctx` is live and initialised (the contract).
     let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
+    crate::mem::init();
     let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
     let tc = c.clone();
     let h = std::thread::Builder::new()
