@@ -259,6 +259,7 @@ def run_main(a):
         progressed = False
         killed = None
         done = False
+        got_lib = False     # the child loaded the tests (its "lib" event)
         while True:
             rc = p.poll()
             evs, pos = read_events(events, pos)
@@ -275,8 +276,10 @@ def run_main(a):
                     extras.append({k: ev.get(k) for k in ("id", "status", "message", "details")})
                 elif ev["ev"] == "done":
                     done = True
-                elif ev["ev"] == "lib" and not loaded:
-                    loaded.extend(ev["paths"])
+                elif ev["ev"] == "lib":
+                    got_lib = True
+                    if not loaded:
+                        loaded.extend(ev["paths"])
             if rc is not None:
                 break
             now = time.time()
@@ -302,6 +305,10 @@ def run_main(a):
                 extras.append({k: ev.get(k) for k in ("id", "status", "message", "details")})
             elif ev["ev"] == "done":
                 done = True
+            elif ev["ev"] == "lib":
+                got_lib = True
+                if not loaded:
+                    loaded.extend(ev["paths"])
         stderr_tail = open(errfile, errors="replace").read()[-6000:]
         if done:
             # the tests the child never started (a failed setUpClass skips them)
@@ -324,6 +331,16 @@ def run_main(a):
                        else f"the test process exited with status {rc} inside the test")
             record({"id": cur[0], "status": status, "message": msg,
                     "details": stderr_tail, "secs": round(elapsed, 3)})
+        elif not progressed and not got_lib:
+            # died before the tests were even loaded (pyverbs or the tests
+            # cannot be imported with this library): every remaining test
+            # would fail the same way, so charge them all at once instead of
+            # starting one child per test
+            for i in remaining:
+                record({"id": i, "status": "crash",
+                        "message": f"the test process could not load the tests (exit status {rc}"
+                                   + (f", {killed}" if killed else "") + ")",
+                        "details": stderr_tail, "secs": 0})
         elif not progressed:
             # died outside any test (import, fixture): charge the next test,
             # so the run always moves on
