@@ -5,6 +5,7 @@
 # Results: $VM_RUN_DIR/results/{upstream,ours}.jsonl, ids, info
 #   UPSTREAM_LD / OUR_LD: LD_LIBRARY_PATH for each library ("" = system default)
 #   PYV_ONLY: extended regex; only the test ids matching it run ("" = all)
+#   PYV_RETRY_CRASHES=1: pyverbs-runner.py --retry-crashes (both libraries)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/guest-lib.sh"
@@ -31,6 +32,8 @@ cp -r /usr/share/doc/rdma-core/tests "$TD" || exit 3
 gunzip -f "$TD"/*.gz || exit 3
 
 common=(--tests-dir "$TD" --dev rxe0 --gid "$G0")
+retry=()
+[ -n "${PYV_RETRY_CRASHES:-}" ] && retry=(--retry-crashes)
 cd "$R" || exit 3
 # the list comes from upstream's library (ours might not even import)
 if ! LD_LIBRARY_PATH=$UPSTREAM_LD $PY "$HERE/pyverbs-runner.py" list "${common[@]}" \
@@ -44,13 +47,13 @@ echo "tests_all=$(wc -l < ids.all)" >> info
 t0=$(date +%s)
 echo "pyverbs-guest: upstream ($(wc -l < ids) tests)" >&2
 LD_LIBRARY_PATH=$UPSTREAM_LD $PY "$HERE/pyverbs-runner.py" run "${common[@]}" --ids ids \
-    --tag upstream --out upstream.jsonl --deadline "$T_UP" --budget "$BUDGET"
+    --tag upstream --out upstream.jsonl --deadline "$T_UP" --budget "$BUDGET" "${retry[@]}"
 t1=$(date +%s)
 echo "upstream_secs=$((t1 - t0))" >> info
 # ours: 10x upstream's time per test, within [30 s, T_UP]
 echo "pyverbs-guest: ours" >&2
 LD_LIBRARY_PATH=$OUR_LD $PY "$HERE/pyverbs-runner.py" run "${common[@]}" --ids ids \
     --tag ours --out ours.jsonl --deadline "$T_UP" --deadlines-from upstream.jsonl \
-    --factor 10 --min 30 --max "$T_UP" --budget "$BUDGET"
+    --factor 10 --min 30 --max "$T_UP" --budget "$BUDGET" "${retry[@]}"
 echo "ours_secs=$(( $(date +%s) - t1 ))" >> info
 echo done > complete

@@ -139,6 +139,12 @@ def main():
         print(f"ours:     {len(ids)} tests: {fmt_counts(co)}")
         loaded = lambda ex: next((x["message"] for x in ex if x["id"] == "libibverbs loaded"), "?")
         print(f"libibverbs mapped by the test processes: upstream {loaded(up_extra)}, ours {loaded(ours_extra)}")
+        for tid in ids:
+            for who, res in (("upstream", up), ("ours", ours)):
+                first = (res.get(tid) or {}).get("retried")
+                if first:
+                    print(f"note: {who}: {short_id(tid)}: first run: {first.get('status')}: "
+                          f"{first.get('message', '')}; run again in a new process: {res[tid]['status']}")
         extras = [x for x in ours_extra if x["status"] not in ("pass", "skip", "info")]
         for x in extras:
             print(f"note: ours: {x['id']}: {x['status']}: {x.get('message', '')}")

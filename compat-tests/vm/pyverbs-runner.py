@@ -14,11 +14,15 @@ the next test.  A child that dies inside a test records "crash".
   pyverbs-runner.py run  --tests-dir D --dev rxe0 --gid 1 --ids ids --out R.jsonl
           [--deadline S | --deadlines-from UP.jsonl --factor F --min S --max S]
           [--budget S]
+          [--retry-crashes]
   (the library under test comes from LD_LIBRARY_PATH, as for any program)
+
+--retry-crashes: a test whose process crashes runs once more, first in a new
+process; its record then says how the first run ended ("retried").
 
 R.jsonl holds one JSON object per test:
   {"id", "status": pass|fail|error|skip|xfail|xpass|timeout|crash|not-run,
-   "message", "details", "secs"}
+   "message", "details", "secs"[, "retried": {how the first run ended}]}
 """
 import argparse
 import json
@@ -227,7 +231,11 @@ def run_main(a):
     t_start = time.time()
     out = open(a.out, "w", buffering=1)
 
+    retried = {}        # --retry-crashes: test id -> how its first run ended
+
     def record(r):
+        if r["id"] in retried:
+            r["retried"] = retried[r["id"]]
         results[r["id"]] = r
         out.write(json.dumps(r) + "\n")
 
@@ -259,6 +267,7 @@ def run_main(a):
         progressed = False
         killed = None
         done = False
+        got_lib = False     # the child loaded the tests (its "lib" event)
         while True:
             rc = p.poll()
             evs, pos = read_events(events, pos)
@@ -275,8 +284,10 @@ def run_main(a):
                     extras.append({k: ev.get(k) for k in ("id", "status", "message", "details")})
                 elif ev["ev"] == "done":
                     done = True
-                elif ev["ev"] == "lib" and not loaded:
-                    loaded.extend(ev["paths"])
+                elif ev["ev"] == "lib":
+                    got_lib = True
+                    if not loaded:
+                        loaded.extend(ev["paths"])
             if rc is not None:
                 break
             now = time.time()
@@ -302,6 +313,10 @@ def run_main(a):
                 extras.append({k: ev.get(k) for k in ("id", "status", "message", "details")})
             elif ev["ev"] == "done":
                 done = True
+            elif ev["ev"] == "lib":
+                got_lib = True
+                if not loaded:
+                    loaded.extend(ev["paths"])
         stderr_tail = open(errfile, errors="replace").read()[-6000:]
         if done:
             # the tests the child never started (a failed setUpClass skips them)
@@ -322,8 +337,25 @@ def run_main(a):
                 status = "crash"
                 msg = (f"the test process died (signal {-rc})" if rc < 0
                        else f"the test process exited with status {rc} inside the test")
-            record({"id": cur[0], "status": status, "message": msg,
-                    "details": stderr_tail, "secs": round(elapsed, 3)})
+            if status == "crash" and a.retry_crashes and cur[0] not in retried:
+                # once more, first in a fresh process: a crash caused by what
+                # earlier tests left behind (objects freed in the wrong order
+                # by a later garbage collection) does not repeat there
+                retried[cur[0]] = {"status": status, "message": msg, "details": stderr_tail,
+                                   "secs": round(elapsed, 3)}
+            else:
+                record({"id": cur[0], "status": status, "message": msg,
+                        "details": stderr_tail, "secs": round(elapsed, 3)})
+        elif not progressed and not got_lib:
+            # died before the tests were even loaded (pyverbs or the tests
+            # cannot be imported with this library): every remaining test
+            # would fail the same way, so charge them all at once instead of
+            # starting one child per test
+            for i in remaining:
+                record({"id": i, "status": "crash",
+                        "message": f"the test process could not load the tests (exit status {rc}"
+                                   + (f", {killed}" if killed else "") + ")",
+                        "details": stderr_tail, "secs": 0})
         elif not progressed:
             # died outside any test (import, fixture): charge the next test,
             # so the run always moves on
@@ -368,6 +400,7 @@ def main():
     ap.add_argument("--min", type=float, default=30)
     ap.add_argument("--max", type=float, default=120)
     ap.add_argument("--budget", type=float, default=0)
+    ap.add_argument("--retry-crashes", action="store_true")
     a = ap.parse_args()
     if a.mode == "list":
         return list_main(a)

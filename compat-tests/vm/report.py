@@ -85,6 +85,10 @@ def main():
                     why += f"; ours said: {msg}"
             elif kind == "single" and not same:
                 why = "stdout differs from upstream's"
+            elif kind == "single" and a.compare_stderr and up["stderr"] != ours["stderr"]:
+                why = ("stderr differs from upstream's; ours said: "
+                       f"{first_line(ours['stderr']) or '(nothing)'} / upstream said: "
+                       f"{first_line(up['stderr']) or '(nothing)'}")
             elif reason is not None and not same:
                 # a device limit: ours must hit it, not fail for another reason
                 why = ("upstream fails at a device limit, ours fails differently; ours said: "

@@ -142,6 +142,12 @@ def parse_args(*options):
     ap.add_argument("--seconds", type=float, default=None)
     ap.add_argument("--our-lib", default="")
     ap.add_argument("--upstream-lib", default="")
+    # the release suites (release.sh) run several reports for one suite:
+    # their closing line's name and a prefix for each check's name
+    ap.add_argument("--suite", default=None)
+    ap.add_argument("--prefix", default="")
+    # report.py: the single commands' stderr must be byte-identical too
+    ap.add_argument("--compare-stderr", action="store_true")
     return ap.parse_args()
 
 
@@ -206,7 +212,10 @@ def finish(suite, a, complete, info, checks, lead=None, mid=None, tail=None):
     JSON file a.json (atomically) and returns the exit status: 0 only when
     nothing failed.  The JSON: lead's keys, suite, vm_status, complete,
     seconds, info, our_lib, upstream_lib, mid's keys, checks, tail's keys,
-    passed, failed."""
+    passed, failed.  a.suite (when given) replaces suite, a.prefix goes
+    before every check's name."""
+    suite = a.suite or suite
+    checks = [(r, a.prefix + n, y) for r, n, y in checks]
     passed = sum(1 for c in checks if c[0] == "PASS")
     failed = sum(1 for c in checks if c[0] == "FAIL")
     for res, name, why in checks:
