@@ -120,6 +120,56 @@ pub struct Registration {
     /// for PABI 65; for PABI 34 only from a provider built from rdma-core 53
     /// or later, recognised by its import of `ibv_cmd_create_cq_ex2`).
     pub dmabuf_driver_arg: bool,
+    /// Whether the provider's `verbs_qp` has rdma-core 45's layout:
+    /// `ibv_qp_ex` gained `wr_flush`, so `comp_mask` and `xrcd` after it
+    /// moved by one pointer (always for PABI 65; for PABI 34 known only of
+    /// the providers recognised as rdma-core 53 or later).
+    pub qp_ex_grown: bool,
+}
+
+/// Where a provider's `verbs_qp` keeps `comp_mask` and `xrcd`: the
+/// library's (rdma-core 44) offsets plus this many bytes.
+pub fn qp_tail_shift(grown: bool) -> usize {
+    if grown {
+        core::mem::size_of::<usize>()
+    } else {
+        0
+    }
+}
+
+/// `comp_mask` and `xrcd` of a provider's `verbs_qp`, in its layout.
+pub fn qp_tail(vqp: *mut verbs_qp, grown: bool) -> (*mut u32, *mut *mut verbs_xrcd) {
+    let shift = qp_tail_shift(grown);
+    let base = vqp.cast::<u8>();
+    (
+        base.wrapping_add(core::mem::offset_of!(verbs_qp, comp_mask) + shift)
+            .cast(),
+        base.wrapping_add(core::mem::offset_of!(verbs_qp, xrcd) + shift).cast(),
+    )
+}
+
+/// `ibv_qp_to_qp_ex`'s question, for a QP of any layout: is VERBS_QP_EX set
+/// in its `comp_mask`?  The QP's context knows the layout when the provider
+/// is known to be rdma-core 45 or later; otherwise both places are looked
+/// at, and a word counts as `comp_mask` only when it holds nothing but
+/// VERBS_QP_* bits (at the other place lies a pointer: `wr_flush`, or
+/// `xrcd`, whose low 32 bits are never 2 or 3).
+///
+/// # Safety
+/// `qp` is a live QP, the first member of its provider's `verbs_qp` (of
+/// either layout: both are at least one pointer longer than the place read).
+pub unsafe fn qp_is_ex(qp: *mut ibv_qp, grown: Option<bool>) -> bool {
+    let vqp = qp.cast::<verbs_qp>();
+    let is_ex = |g: bool| {
+        // SAFETY: the comp_mask of one of the two layouts, inside the
+        // provider's verbs_qp (contract).
+        let w = unsafe { qp_tail(vqp, g).0.read_unaligned() };
+        w & !(VERBS_QP_XRCD | VERBS_QP_EX) == 0 && w & VERBS_QP_EX != 0
+    };
+    match grown {
+        Some(g) => is_ex(g),
+        None => is_ex(false) || is_ex(true),
+    }
 }
 
 /// The names of the private ABI whose prototype is the same in every
@@ -196,6 +246,34 @@ mod tests {
         assert_eq!(Pabi::from_number(65), Some(Pabi::P65));
         assert_eq!(Pabi::from_number(34), Some(Pabi::P34));
         assert_eq!(Pabi::from_number(35), None);
+    }
+
+    /// VERBS_QP_EX is found in either verbs_qp layout, and a pointer in
+    /// the other place is not taken for it.
+    #[test]
+    fn qp_ex_in_both_layouts() {
+        #[repr(C)]
+        struct Grown {
+            vqp: verbs_qp,
+            tail: [usize; 1],
+        }
+        let mut g: Grown = unsafe_zeroed();
+        let qp = std::ptr::addr_of_mut!(g.vqp).cast::<ibv_qp>();
+        // SAFETY: `g` is larger than either layout's tail.
+        unsafe {
+            assert!(!qp_is_ex(qp, None));
+            // rdma-core 44 layout
+            *qp_tail(qp.cast(), false).0 = VERBS_QP_EX;
+            assert!(qp_is_ex(qp, None) && qp_is_ex(qp, Some(false)) && !qp_is_ex(qp, Some(true)));
+            // rdma-core 45 layout: a function pointer where 44 has comp_mask
+            qp.cast::<u8>()
+                .add(core::mem::offset_of!(verbs_qp, comp_mask))
+                .cast::<usize>()
+                .write_unaligned(front_is_six_pointers_and_views_round_trip as *const () as usize);
+            assert!(!qp_is_ex(qp, None));
+            *qp_tail(qp.cast(), true).0 = VERBS_QP_EX | VERBS_QP_XRCD;
+            assert!(qp_is_ex(qp, None) && qp_is_ex(qp, Some(true)));
+        }
     }
 
     fn unsafe_zeroed<T>() -> T {

@@ -125,14 +125,18 @@ crate::export! {
         if qp.is_null() {
             return null_errno(libc::EINVAL);
         }
+        // The provider's verbs_qp layout, when its registration tells
+        // (crate::generation::qp_is_ex looks at both places otherwise).
+        // SAFETY: a live QP's context is open.
+        let grown = unsafe { crate::kernel::state::of((*qp).context) }
+            .map(|s| s.registration())
+            .filter(|r| r.qp_ex_grown)
+            .map(|_| true);
         // SAFETY: every QP is the first member of a provider's verbs_qp.
-        unsafe {
-            let vqp = qp.cast::<verbs_qp>();
-            if (*vqp).comp_mask & VERBS_QP_EX != 0 {
-                qp.cast::<ibv_qp_ex>()
-            } else {
-                null_mut()
-            }
+        if unsafe { crate::generation::qp_is_ex(qp, grown) } {
+            qp.cast::<ibv_qp_ex>()
+        } else {
+            null_mut()
         }
     }
 

@@ -120,6 +120,9 @@ pub fn register(ops: *const verbs_device_ops, pabi: Pabi) {
     let reg = Registration {
         pabi,
         dmabuf_driver_arg,
+        // rdma-core 45 grew ibv_qp_ex; a provider known to be 53 or later
+        // (or of PABI 65) has the new verbs_qp.
+        qp_ex_grown: dmabuf_driver_arg,
     };
     DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push((r, reg));
     let (min, max) = (r.ops().match_min_abi_version, r.ops().match_max_abi_version);
@@ -154,6 +157,7 @@ pub fn registration_of(ops: *const verbs_device_ops) -> Registration {
         .unwrap_or(Registration {
             pabi: Pabi::P34,
             dmabuf_driver_arg: false,
+            qp_ex_grown: false,
         })
 }
 

@@ -44,13 +44,18 @@ unsafe fn set_qp(vqp: *mut verbs_qp, qp: *mut ibv_qp, a: &ibv_qp_init_attr_ex, v
         libc::pthread_cond_init(core::ptr::addr_of_mut!((*qp).cond), core::ptr::null());
     }
     if !vqp.is_null() {
+        // In the provider's own layout (rdma-core 45 moved the tail).
+        // SAFETY: the QP's context was set (to an open context) before the
+        // command ran.
+        let grown = unsafe { state::of((*qp).context) }.is_some_and(|s| s.registration().qp_ex_grown);
+        let (comp_mask, xrcd) = crate::generation::qp_tail(vqp, grown);
         // SAFETY: a non-null `vqp` is the writable `verbs_qp` around `qp`
-        // (contract).
+        // (contract), in the layout its provider was built with.
         unsafe {
-            (*vqp).comp_mask = 0;
+            *comp_mask = 0;
             if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 {
-                (*vqp).comp_mask |= VERBS_QP_XRCD;
-                (*vqp).xrcd = vxrcd;
+                *comp_mask |= VERBS_QP_XRCD;
+                *xrcd = vxrcd;
             }
         }
     }
@@ -497,15 +502,19 @@ pub unsafe fn open_qp(
         libc::pthread_mutex_init(core::ptr::addr_of_mut!((*q).mutex), core::ptr::null());
         libc::pthread_cond_init(core::ptr::addr_of_mut!((*q).cond), core::ptr::null());
     }
-    // SAFETY: `qp` is writable up to its `comp_mask` (contract); `xrcd` is
-    // written only when the provider's struct of `vqp_sz` bytes reaches it
-    // (upstream's `vext_field_avail`).
-
+    // SAFETY: `ctx` is an open context (contract).
+    let grown = unsafe { state::of(ctx) }.is_some_and(|s| s.registration().qp_ex_grown);
+    let shift = crate::generation::qp_tail_shift(grown);
+    let (comp_mask, xrcd_at) = crate::generation::qp_tail(qp, grown);
+    // SAFETY: `qp` is writable up to its `comp_mask` (contract), in the
+    // layout its provider was built with; `xrcd` is written only when the
+    // provider's struct of `vqp_sz` bytes reaches it (upstream's
+    // `vext_field_avail`).
     unsafe {
-        (*qp).comp_mask = 0;
-        if (core::mem::offset_of!(verbs_qp, xrcd) as i64) < vqp_sz as i64 {
-            (*qp).comp_mask = VERBS_QP_XRCD;
-            (*qp).xrcd = xrcd;
+        *comp_mask = 0;
+        if ((core::mem::offset_of!(verbs_qp, xrcd) + shift) as i64) < vqp_sz as i64 {
+            *comp_mask = VERBS_QP_XRCD;
+            *xrcd_at = xrcd;
         }
     }
     0
