@@ -172,8 +172,10 @@ fn warn(so_name: &[u8], failures: &[Failure]) {
 
 /// The private-ABI generations tried for a provider name, in order:
 /// `RDMAV_PROVIDER_ABI` (generation numbers, e.g. "34" or "34,65"; unknown
-/// numbers are ignored) or, by default, newest first (65, then 34).  The
-/// first generation whose file loads serves the provider's devices.
+/// numbers are ignored) or, by default, newest first (65, then 34), a
+/// generation other than the system's only when its file is in the
+/// provider directory ([`worth_trying`]).  The first generation whose file
+/// loads serves the provider's devices.
 pub fn generation_order() -> Vec<u32> {
     let known: Vec<u32> = crate::generation::GENERATIONS.iter().map(|g| g.number).collect();
     let chosen: Vec<u32> = crate::env::get("RDMAV_PROVIDER_ABI")
@@ -198,13 +200,7 @@ pub fn generation_order() -> Vec<u32> {
 pub fn system_generation() -> u32 {
     static GEN: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *GEN.get_or_init(|| {
-        let names: Vec<Vec<u8>> = std::fs::read_dir(PROVIDER_DIR)
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().as_bytes().to_vec())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let names = provider_dir_files();
         let gens = &crate::generation::GENERATIONS;
         gens.iter()
             .map(|g| g.number)
@@ -218,6 +214,33 @@ pub fn system_generation() -> u32 {
     })
 }
 
+/// The file names in the provider directory (read once).
+fn provider_dir_files() -> &'static [Vec<u8>] {
+    static FILES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| {
+        std::fs::read_dir(PROVIDER_DIR)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().as_bytes().to_vec())
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// Whether generation `n` is worth trying for provider `name` (not an
+/// absolute path): by default, another generation than the system's is
+/// tried only when its file is in the provider directory, so that loading
+/// costs what upstream's does (one dlopen per provider); with
+/// `RDMAV_PROVIDER_ABI` set, every listed generation is tried everywhere.
+fn worth_trying(name: &[u8], n: u32, overridden: bool) -> bool {
+    if overridden || name.first() == Some(&b'/') || n == system_generation() {
+        return true;
+    }
+    let file = [b"lib", name, format!("-rdmav{n}.so").as_bytes()].concat();
+    provider_dir_files().contains(&file)
+}
+
 /// Upstream's `load_driver` for one name, for each generation in
 /// [`generation_order`] until one loads.  When none does, the warning is
 /// upstream's for the generation whose file exists (the one whose failure
@@ -225,7 +248,11 @@ pub fn system_generation() -> u32 {
 /// ([`system_generation`]): the message that system's own libibverbs prints.
 pub fn load_driver(name: &[u8]) {
     let mut tried: Vec<(Vec<u8>, Vec<Failure>)> = Vec::new();
+    let overridden = crate::env::get("RDMAV_PROVIDER_ABI").is_some();
     for n in generation_order() {
+        if !worth_trying(name, n, overridden) {
+            continue;
+        }
         let suffix = format!("-rdmav{n}.so");
         match load_generation(name, suffix.as_bytes()) {
             Ok(()) => {

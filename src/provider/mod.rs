@@ -90,7 +90,17 @@ impl Registered {
     }
 }
 
-static DRIVERS: Mutex<Vec<(Registered, Registration)>> = Mutex::new(Vec::new());
+/// One registration: the table, its generation, the file it came from, and
+/// (worked out on first need, see [`registration_of`]) whether a PABI 34
+/// provider is of rdma-core 53 or later.
+struct Entry {
+    ops: Registered,
+    pabi: Pabi,
+    file: Option<std::path::PathBuf>,
+    later: Option<bool>,
+}
+
+static DRIVERS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
 /// Records a provider (in registration order, as upstream's list) with its
 /// private-ABI generation (`verbs_register_driver_34` or `_65`).
@@ -111,54 +121,70 @@ pub fn register(ops: *const verbs_device_ops, pabi: Pabi) {
     // unloaded (see the contract above).
     let r = unsafe { Registered::new(ops) };
     let file = elf::file_of_address(ops as usize);
-    let dmabuf_driver_arg = match pabi {
-        Pabi::P65 => true,
-        Pabi::P34 => file
-            .as_deref()
-            .is_some_and(|f| elf::imports_in_file(f, "ibv_cmd_create_cq_ex2")),
-    };
-    let reg = Registration {
-        pabi,
-        dmabuf_driver_arg,
-        // rdma-core 45 grew ibv_qp_ex; a provider known to be 53 or later
-        // (or of PABI 65) has the new verbs_qp.
-        qp_ex_grown: dmabuf_driver_arg,
-    };
-    DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push((r, reg));
     let (min, max) = (r.ops().match_min_abi_version, r.ops().match_max_abi_version);
     crate::log::log(
         crate::log::LEVEL_DEBUG,
         format_args!(
-            "{}provider '{}' registered (IBVERBS_PRIVATE_{}{}, kernel ABI {} to {}){}\n",
+            "{}provider '{}' registered (IBVERBS_PRIVATE_{}, kernel ABI {} to {}){}\n",
             crate::log::PFX,
             r.name(),
             pabi.info().number,
-            if dmabuf_driver_arg && pabi == Pabi::P34 {
-                ", rdma-core 53 or later"
-            } else {
-                ""
-            },
             min,
             max,
-            file.map(|f| format!(" from {}", f.display())).unwrap_or_default(),
+            file.as_ref()
+                .map(|f| format!(" from {}", f.display()))
+                .unwrap_or_default(),
         ),
     );
+    DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push(Entry {
+        ops: r,
+        pabi,
+        file,
+        later: None,
+    });
 }
 
-/// What was recorded of the provider whose device ops are `ops` (a provider
-/// that never registered — built-in tables of tests — counts as PABI 34).
+/// What is known of the provider whose device ops are `ops` (a provider
+/// that never registered — built-in tables of tests — counts as PABI 34 of
+/// rdma-core 44).  For a PABI 34 provider, whether it is of rdma-core 53 or
+/// later (it imports `ibv_cmd_create_cq_ex2`) is read from its file the
+/// first time a context of it opens, not at registration: loading stays as
+/// cheap as upstream's.
 pub fn registration_of(ops: *const verbs_device_ops) -> Registration {
-    DRIVERS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .find(|(r, _)| r.as_ptr() == ops)
-        .map(|(_, reg)| *reg)
-        .unwrap_or(Registration {
-            pabi: Pabi::P34,
-            dmabuf_driver_arg: false,
-            qp_ex_grown: false,
-        })
+    let mut drivers = DRIVERS.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(e) = drivers.iter_mut().find(|e| e.ops.as_ptr() == ops) else {
+        return Registration::default();
+    };
+    let later = match e.pabi {
+        Pabi::P65 => true,
+        Pabi::P34 => *e.later.get_or_insert_with(|| {
+            let later = e
+                .file
+                .as_deref()
+                .is_some_and(|f| elf::imports_in_file(f, "ibv_cmd_create_cq_ex2"));
+            crate::log::log(
+                crate::log::LEVEL_DEBUG,
+                format_args!(
+                    "{}provider '{}' (IBVERBS_PRIVATE_34) is {}\n",
+                    crate::log::PFX,
+                    e.ops.name(),
+                    if later {
+                        "of rdma-core 53 or later"
+                    } else {
+                        "taken as rdma-core 44"
+                    }
+                ),
+            );
+            later
+        }),
+    };
+    Registration {
+        pabi: e.pabi,
+        dmabuf_driver_arg: later,
+        // rdma-core 45 grew ibv_qp_ex; a provider known to be 53 or later
+        // (or of PABI 65) has the new verbs_qp.
+        qp_ex_grown: later,
+    }
 }
 
 /// The providers registered so far.
@@ -167,6 +193,6 @@ pub fn registered() -> Vec<Registered> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
-        .map(|(r, _)| *r)
+        .map(|e| e.ops)
         .collect()
 }
