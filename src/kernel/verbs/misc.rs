@@ -370,18 +370,13 @@ pub unsafe fn reg_dmabuf_mr(
     if let Err(e) = unsafe { c.exec() } {
         return e;
     }
-    let handle = c.obj(h);
     // SAFETY: `vmr` is a writable `verbs_mr` (contract).
     unsafe {
+        set_mr(vmr, c.obj(h), ctx, lkey, rkey, IBV_MR_TYPE_DMABUF_MR);
         let mr = &mut (*vmr).ibv_mr;
-        mr.handle = handle;
-        mr.context = ctx;
-        mr.lkey = lkey;
-        mr.rkey = rkey;
         mr.pd = pd;
         mr.addr = offset as usize as *mut c_void;
         mr.length = length;
-        (*vmr).mr_type = IBV_MR_TYPE_DMABUF_MR;
     }
     0
 }
@@ -425,20 +420,39 @@ pub unsafe fn reg_dm_mr(
     if let Err(e) = unsafe { c.exec() } {
         return e;
     }
-    let handle = c.obj(h);
     // SAFETY: `vmr` is a writable `verbs_mr` (contract).
+    unsafe {
+        set_mr(vmr, c.obj(h), ctx, lkey, rkey, IBV_MR_TYPE_MR);
+        let mr = &mut (*vmr).ibv_mr;
+        mr.length = length;
+        mr.pd = pd;
+        mr.addr = core::ptr::null_mut();
+    }
+    0
+}
+
+/// What every MR-creating command writes into the provider's `verbs_mr`
+/// once the kernel answered: handle, context, keys and type.
+///
+/// # Safety
+/// `vmr` is a writable `verbs_mr`.
+pub(crate) unsafe fn set_mr(
+    vmr: *mut verbs_mr,
+    handle: u32,
+    ctx: *mut ibv_context,
+    lkey: u32,
+    rkey: u32,
+    mr_type: ibv_mr_type,
+) {
+    // SAFETY: writable (contract).
     unsafe {
         let mr = &mut (*vmr).ibv_mr;
         mr.handle = handle;
         mr.context = ctx;
         mr.lkey = lkey;
         mr.rkey = rkey;
-        mr.length = length;
-        mr.pd = pd;
-        mr.addr = core::ptr::null_mut();
-        (*vmr).mr_type = IBV_MR_TYPE_MR;
+        (*vmr).mr_type = mr_type;
     }
-    0
 }
 
 // --- MW -------------------------------------------------------------------

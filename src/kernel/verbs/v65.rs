@@ -388,19 +388,14 @@ pub unsafe fn reg_mr_ex(pd: *mut ibv_pd, vmr: *mut verbs_mr, a: *const ibv_mr_in
         }
         Err(e) => return e,
     }
-    let handle = c.obj(h);
+    let mr_type = if fd_based {
+        IBV_MR_TYPE_DMABUF_MR
+    } else {
+        IBV_MR_TYPE_MR
+    };
     // SAFETY: `vmr` is a writable `verbs_mr` (contract).
     unsafe {
-        let mr = &mut (*vmr).ibv_mr;
-        mr.handle = handle;
-        mr.context = ctx;
-        mr.lkey = lkey;
-        mr.rkey = rkey;
-        (*vmr).mr_type = if fd_based {
-            IBV_MR_TYPE_DMABUF_MR
-        } else {
-            IBV_MR_TYPE_MR
-        };
+        super::misc::set_mr(vmr, c.obj(h), ctx, lkey, rkey, mr_type);
         (*vmr).access = a.access;
     }
     0
