@@ -6,6 +6,7 @@
 #   make install         PREFIX, DESTDIR, LIBDIR (default: the multiarch dir)
 #   make uninstall       removes exactly what install put there
 #   make deps            installs the Debian packages the tests compare against
+#   make deb             Debian packages into build/deb/ (DEB_ARCH=arm64: cross-built)
 #   make fuzz            every cargo-fuzz target (fuzz/), bounded: FUZZ_RUNS
 #                        executions each (default 1000000), not part of `make test`
 
@@ -19,12 +20,25 @@ CARGO     ?= cargo
 
 VERSION   := 1.14.44.0
 SONAME    := libibverbs.so.1
+# Debian's build keeps the debug information (dh_strip moves it into -dbgsym).
+LINK_STRIP ?= -Wl,--strip-debug
 LIBFILE   := libibverbs.so.$(VERSION)
 BUILD     := build
-STATICLIB := target/release/libibverbs_rs.a
+# Cross builds: RUST_TARGET=aarch64-unknown-linux-gnu CC=aarch64-linux-gnu-gcc
+# MULTIARCH=aarch64-linux-gnu (what `DEB_ARCH=arm64 make deb` passes).
+RUST_TARGET ?=
+ifneq ($(RUST_TARGET),)
+RUST_OUT  := $(or $(CARGO_TARGET_DIR),target)/$(RUST_TARGET)/release
+CARGO_TARGET_FLAG := --target $(RUST_TARGET)
+else
+RUST_OUT  := $(or $(CARGO_TARGET_DIR),target)/release
+CARGO_TARGET_FLAG :=
+endif
+export RUST_TARGET
+STATICLIB := $(RUST_OUT)/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := structure symbols generations layout prototypes diff tools install discovery soft soft-hardening soft-pyverbs compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-trixie vm-sid
+SUITES    := structure symbols generations layout prototypes diff tools install deb discovery soft soft-hardening soft-pyverbs compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-trixie vm-sid
 
 .PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
 
@@ -33,7 +47,7 @@ all: lib swrdma
 lib: $(BUILD)/lib/$(LIBFILE)
 
 $(STATICLIB): FORCE
-	$(CARGO) build --release --lib
+	$(CARGO) build --release --lib $(CARGO_TARGET_FLAG)
 
 # rustc's own cdylib link would impose its own version script; link the
 # staticlib ourselves with upstream's version nodes (symbols.map).
@@ -42,7 +56,7 @@ $(BUILD)/lib/$(LIBFILE): $(STATICLIB) symbols.map Makefile
 	$(CC) -shared -o $@.tmp \
 	    -Wl,--whole-archive $(STATICLIB) -Wl,--no-whole-archive \
 	    -Wl,--version-script=symbols.map -Wl,-soname,$(SONAME) \
-	    -Wl,--gc-sections -Wl,--strip-debug -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined \
+	    -Wl,--gc-sections $(LINK_STRIP) -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined \
 	    -lpthread -ldl -lgcc_s -lc
 	mv $@.tmp $@
 	ln -sf $(LIBFILE) $(BUILD)/lib/$(SONAME)
@@ -67,6 +81,10 @@ deps:
 	bash .ci/deps.sh
 
 # cargo-fuzz on the nightly toolchain (cargo install cargo-fuzz --locked).
+.PHONY: deb
+deb:
+	bash tools/deb.sh
+
 .PHONY: fuzz
 fuzz:
 	bash tools/fuzz.sh

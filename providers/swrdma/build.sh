@@ -6,7 +6,19 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
 cargo=${CARGO:-cargo}
-(cd "$here" && "$cargo" build --release -p swrdma)
+# RUST_TARGET (from the Makefile): a cross build, linked by $CC.
+out=${CARGO_TARGET_DIR:-$here/../../target}
+# link against the library of this build (its IBVERBS_PRIVATE_34 versions)
+[ -e "$build/lib/libibverbs.so.1" ] && export SWRDMA_LINK_LIBIBVERBS="${SWRDMA_LINK_LIBIBVERBS:-$build/lib/libibverbs.so.1}"
+if [ -n "${RUST_TARGET:-}" ]; then
+    linker_var=CARGO_TARGET_$(echo "$RUST_TARGET" | tr 'a-z-' 'A-Z_')_LINKER
+    export "$linker_var=${CC:-cc}"
+    (cd "$here" && "$cargo" build --release -p swrdma --target "$RUST_TARGET")
+    out=$out/$RUST_TARGET/release
+else
+    (cd "$here" && "$cargo" build --release -p swrdma)
+    out=$out/release
+fi
 mkdir -p "$build/lib/libibverbs"
-cp "$here/../../target/release/libswrdma_rdmav34.so" "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp"
+cp "$out/libswrdma_rdmav34.so" "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp"
 mv "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp" "$build/lib/libibverbs/libswrdma-rdmav34.so"

@@ -332,7 +332,7 @@ unsafe extern "C" fn query_device_ex(
     let mut a: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
     let o = &mut a.orig_attr;
     for (i, b) in b"44.0.0".iter().enumerate() {
-        o.fw_ver[i] = *b as i8;
+        o.fw_ver[i] = *b as std::ffi::c_char;
     }
     o.node_guid = c.guid().to_be();
     o.sys_image_guid = c.guid().to_be();

@@ -1,0 +1,250 @@
+#!/bin/bash
+# compat-tests/deb: the Debian packages (`make deb`, debian/) and their
+# installation in place of Debian's libibverbs1 (issue 11).
+#
+#   build           tools/deb.sh writes libibverbs1, libibverbs-dev and
+#                   ibverbs-provider-swrdma (+ -dbgsym) to build/deb/
+#   lintian         no error and no warning (pedantic tags are information)
+#   symbols         debian/libibverbs1.symbols lists exactly what the packaged
+#                   library exports, each with its first Debian version
+#   reproducible    a second build from another copy of the tree, at another
+#                   path, gives byte-identical .debs
+#   <release>:...   in a copy of a clean root of Debian <release> made with
+#                   mmdebstrap from Debian's packages, with the RDMA userspace
+#                   installed first (libibverbs1 and everything above it:
+#                   ibverbs-providers, librdmacm1, ibverbs-utils, perftest,
+#                   python3-pyverbs, libucx0, libfabric1, qperf, Open MPI,
+#                   libibverbs-dev), run by chroot:
+#       install     `apt-get install ./our .debs` removes no package and
+#                   replaces Debian's libibverbs1/libibverbs-dev
+#       ldconfig    libibverbs.so.1 resolves to our file (dpkg -V clean)
+#       bind        Debian's tools and libraries (ibv_devinfo, librdmacm,
+#                   libfabric, UCX's IB transport, Open MPI) bind ours with
+#                   no environment variable
+#       soft        RDMAV_SOFT_DEVICES=swr0 ibv_devinfo, and an RC pingpong
+#                   on swr0, from the installed system
+#       pyverbs     Debian's python3-pyverbs lists swr0
+#       upgrade     a later build of ours installs over this one
+#       back        Debian's own libibverbs1/libibverbs-dev of the release
+#                   reinstalled: the package set is exactly as before ours,
+#                   dpkg -V is clean and no file of ours is left
+# Releases: bookworm (this machine's; its own root for this suite, cached
+# under build/roots/deb/), trixie and sid (the roots of compat-tests/roots.sh,
+# which carry the RDMA userspace without UCX, libfabric, qperf and Open MPI).
+# Needs root (chroot, mount), mmdebstrap, dpkg-dev, debhelper, lintian.
+# Follows compat-tests/CONVENTIONS.md.
+set -u
+. "$(dirname "$0")/../lib.sh"
+# DEB_REUSE=1 (for working on this suite): reuse build/deb and the upgrade
+# build of the last run; no build, lintian, symbols or reproducibility checks.
+if [ "${DEB_REUSE:-0}" = 1 ]; then suite_begin deb; else suite_begin deb --clean; fi
+need dpkg-buildpackage=dpkg-dev dh=debhelper lintian mmdebstrap=mmdebstrap chroot mount cmp
+[ "$(id -u)" = 0 ] || fail_early prerequisites "needs root (chroot)"
+OUT=$SCRATCH
+DEBS=$ROOT/build/deb
+arch=$(dpkg --print-architecture)
+
+MNT=()
+cleanup() { local i; for ((i = ${#MNT[@]} - 1; i >= 0; i--)); do umount -l "${MNT[$i]}" 2>/dev/null; done; }
+trap cleanup EXIT
+
+# --- build, lintian, symbols, reproducibility ------------------------------
+if [ "${DEB_REUSE:-0}" = 1 ]; then
+    skip build "DEB_REUSE=1"
+elif bash tools/deb.sh >"$OUT/build.out" 2>&1; then
+    pass build
+else
+    fail build "$(tail -n 3 "$OUT/build.out" | tr '\n' ' ')"
+    finish
+fi
+ver=$(dpkg-parsechangelog -l debian/changelog -S Version)
+pkgs=(libibverbs1 libibverbs-dev ibverbs-provider-swrdma)
+files=()
+for p in "${pkgs[@]}"; do files+=("$DEBS/${p}_${ver}_$arch.deb"); done
+
+rm -rf "$OUT/x"; mkdir -p "$OUT/x"
+dpkg-deb -x "${files[0]}" "$OUT/x"
+if [ "${DEB_REUSE:-0}" != 1 ]; then
+lintian --pedantic --display-info "$DEBS/libibverbs-rs_${ver}_$arch.changes" >"$OUT/lintian.out" 2>&1
+errs=$(grep -c '^E: ' "$OUT/lintian.out"); warns=$(grep -c '^W: ' "$OUT/lintian.out")
+if [ "$errs" = 0 ] && [ "$warns" = 0 ]; then
+    pass "lintian (0 errors, 0 warnings; $(grep -cE '^[IPX]: ' "$OUT/lintian.out") information tags)"
+else
+    fail lintian "$errs errors, $warns warnings"; grep -E '^[EW]: ' "$OUT/lintian.out" | sed 's/^/    /'
+fi
+
+if bash tools/deb-symbols.sh --check "$(ls "$OUT"/x/usr/lib/*/libibverbs.so.1)" >"$OUT/symbols.out" 2>&1; then
+    pass "symbols ($(grep -c '^ ' debian/libibverbs1.symbols) entries)"
+else
+    fail symbols "debian/libibverbs1.symbols differs from the library (tools/deb-symbols.sh)"; sed 's/^/    /' "$OUT/symbols.out" | head -20
+fi
+
+if DEB_SRC_DIR=$OUT/second-build DEB_OUT=$OUT/deb2 bash tools/deb.sh >"$OUT/build2.out" 2>&1; then
+    diffs=""
+    for f in "$DEBS"/*_"${ver}"_"$arch".deb; do
+        cmp -s "$f" "$OUT/deb2/$(basename "$f")" || diffs="$diffs $(basename "$f")"
+    done
+    if [ -z "$diffs" ]; then pass "reproducible ($(ls "$DEBS"/*_"${ver}"_"$arch".deb | wc -l) .debs identical from two trees)"
+    else fail reproducible "differ:$diffs"; fi
+else
+    fail reproducible "second build failed: $(tail -n 2 "$OUT/build2.out" | tr '\n' ' ')"
+fi
+fi
+# a later version, for the upgrade check
+up_ver="$ver+upgradetest"
+[ "${DEB_REUSE:-0}" = 1 ] || DEB_SRC_DIR=$OUT/upgrade-build DEB_OUT=$OUT/deb-up DEB_VERSION=$up_ver bash tools/deb.sh >"$OUT/build-up.out" 2>&1 ||
+    echo "upgrade build failed" >>"$OUT/build-up.out"
+
+# --- installation in a release's root ---------------------------------------
+RDMA_PKGS=ibverbs-providers,librdmacm1,ibverbs-utils,perftest,python3-pyverbs,libucx0,libfabric1,qperf,libopenmpi3,rdmacm-utils,libibverbs-dev,iproute2
+
+in_root() { # ROOT CMD...: a clean environment, no LD_LIBRARY_PATH
+    local r=$1; shift
+    chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        DEBIAN_FRONTEND=noninteractive "$@"
+}
+pkgset() { in_root "$1" dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' | awk '$1 ~ /^.i/ { print $2, $3 }' | sort; }
+
+install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
+    local rel=$1 cached=$2 back=$3 r t
+    r=$OUT/root-$rel
+    rm -rf "$r"; cp -a "$cached" "$r" || { fail "$rel: root" "cannot copy $cached"; return; }
+    mount -t proc proc "$r/proc" && MNT+=("$r/proc")
+    mount -t tmpfs tmpfs "$r/tmp" && MNT+=("$r/tmp")
+    mount --bind /dev "$r/dev" && MNT+=("$r/dev")
+    mount --bind /dev/pts "$r/dev/pts" 2>/dev/null && MNT+=("$r/dev/pts")
+    cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null
+    mkdir -p "$r/debs/ours" "$r/debs/up" "$r/debs/debian"
+    cp "${files[@]}" "$r/debs/ours/"
+    for p in "${pkgs[@]}"; do cp "$OUT/deb-up/${p}_${up_ver}_$arch.deb" "$r/debs/up/" 2>/dev/null; done
+    cp "$back"/*.deb "$r/debs/debian/" 2>/dev/null
+
+    local before after libpath
+    before=$(pkgset "$r")
+    local debver; debver=$(echo "$before" | awk '$1 == "libibverbs1" { print $2 }')
+
+    # install
+    if in_root "$r" apt-get install -y -q /debs/ours/libibverbs1_"$ver"_"$arch".deb \
+            /debs/ours/libibverbs-dev_"$ver"_"$arch".deb /debs/ours/ibverbs-provider-swrdma_"$ver"_"$arch".deb \
+            >"$OUT/$rel-install.out" 2>&1; then
+        after=$(pkgset "$r")
+        local removed; removed=$(comm -23 <(echo "$before" | awk '{print $1}') <(echo "$after" | awk '{print $1}') | tr '\n' ' ')
+        local v1; v1=$(echo "$after" | awk '$1 == "libibverbs1" { print $2 }')
+        if [ -n "$removed" ]; then fail "$rel: install" "removed: $removed"
+        elif [ "$v1" != "$ver" ]; then fail "$rel: install" "libibverbs1 is $v1, not $ver"
+        else pass "$rel: install (replaces Debian's $debver, removes nothing, $(echo "$before" | wc -l) packages kept)"; fi
+    else
+        fail "$rel: install" "apt-get failed: $(tail -n 3 "$OUT/$rel-install.out" | tr '\n' ' ')"
+        return
+    fi
+
+    # ldconfig resolves to ours, our files intact
+    libpath=$(in_root "$r" ldconfig -p | awk '$1 == "libibverbs.so.1" && /x86-64|AArch64/ { print $NF; exit }')
+    t=$(in_root "$r" readlink -f "$libpath")
+    if [ -n "$libpath" ] && in_root "$r" dpkg -S "$t" 2>/dev/null | grep -q "^libibverbs1:" &&
+            [ -z "$(in_root "$r" dpkg -V libibverbs1 libibverbs-dev ibverbs-provider-swrdma)" ] &&
+            cmp -s "$r$t" "$(ls "$OUT"/x/usr/lib/*/libibverbs.so.1.*)"; then
+        pass "$rel: ldconfig ($libpath -> $t, ours)"
+    else
+        fail "$rel: ldconfig" "libibverbs.so.1 -> '$t', not our packaged file"
+    fi
+
+    # Debian's programs and libraries bind ours without any environment
+    local bad="" obj
+    local objs n=0
+    objs=$(in_root "$r" sh -c 'ls /usr/bin/ibv_devinfo /usr/bin/ib_write_bw /usr/bin/qperf /usr/bin/rping \
+        /usr/lib/*/librdmacm.so.1 /usr/lib/*/libfabric.so.1 /usr/lib/*/ucx/libuct_ib.so.0 \
+        /usr/lib/*/openmpi/lib/openmpi3/mca_btl_openib.so /usr/lib/python3/dist-packages/pyverbs/device.*.so 2>/dev/null')
+    for obj in $objs; do
+        n=$((n + 1))
+        t=$(in_root "$r" ldd "$obj" 2>&1 | awk '$1 == "libibverbs.so.1" { print $3 }')
+        [ -n "$t" ] && [ "$(in_root "$r" readlink -f "$t")" = "$(in_root "$r" readlink -f "$libpath")" ] || bad="$bad $obj(${t:-none})"
+    done
+    if [ -z "$bad" ] && [ $n -ge 4 ]; then pass "$rel: bind ($n programs and libraries resolve libibverbs.so.1 to ours: $(echo $objs | xargs -n1 basename | tr '\n' ' '))"
+    else fail "$rel: bind" "not ours:$bad"; fi
+
+    # the software device from the installed system
+    if in_root "$r" env RDMAV_SOFT_DEVICES=swr0 ibv_devinfo -d swr0 >"$OUT/$rel-devinfo.out" 2>&1 &&
+            grep -q 'hca_id:[[:space:]]*swr0' "$OUT/$rel-devinfo.out"; then
+        local port=$((19000 + RANDOM % 1000))
+        in_root "$r" env RDMAV_SOFT_DEVICES=swr0 timeout 30 ibv_rc_pingpong -d swr0 -g 1 -p $port >"$OUT/$rel-pp-server.out" 2>&1 &
+        local spid=$!
+        sleep 1
+        in_root "$r" env RDMAV_SOFT_DEVICES=swr0 timeout 30 ibv_rc_pingpong -d swr0 -g 1 -p $port 127.0.0.1 >"$OUT/$rel-pp-client.out" 2>&1
+        local crc=$?; wait $spid; local src=$?
+        if [ $crc = 0 ] && [ $src = 0 ]; then pass "$rel: soft (ibv_devinfo -d swr0, ibv_rc_pingpong on swr0: $(grep -m1 -o '[0-9.]* Mbit/sec' "$OUT/$rel-pp-client.out"))"
+        else fail "$rel: soft" "ibv_rc_pingpong exit server $src client $crc: $(tail -n1 "$OUT/$rel-pp-client.out")"; fi
+    else
+        fail "$rel: soft" "ibv_devinfo -d swr0: $(tail -n2 "$OUT/$rel-devinfo.out" | tr '\n' ' ')"
+    fi
+    if in_root "$r" env RDMAV_SOFT_DEVICES=swr0 python3 -c 'import pyverbs.device as d; print([x.name.decode() for x in d.get_device_list()])' \
+            >"$OUT/$rel-pyverbs.out" 2>&1 && grep -q "'swr0'" "$OUT/$rel-pyverbs.out"; then
+        pass "$rel: pyverbs (get_device_list: $(cat "$OUT/$rel-pyverbs.out"))"
+    else
+        fail "$rel: pyverbs" "$(tail -n1 "$OUT/$rel-pyverbs.out")"
+    fi
+
+    # upgrade to a later build of ours
+    if [ -e "$r/debs/up/libibverbs1_${up_ver}_$arch.deb" ]; then
+        if in_root "$r" sh -c "apt-get install -y -q /debs/up/*.deb" >"$OUT/$rel-upgrade.out" 2>&1 &&
+                [ "$(pkgset "$r" | awk '$1 == "libibverbs1" { print $2 }')" = "$up_ver" ] &&
+                [ -z "$(comm -23 <(echo "$before" | awk '{print $1}') <(pkgset "$r" | awk '{print $1}'))" ] &&
+                [ -z "$(in_root "$r" dpkg -V libibverbs1 libibverbs-dev ibverbs-provider-swrdma)" ] &&
+                in_root "$r" env RDMAV_SOFT_DEVICES=swr0 ibv_devices >/dev/null 2>&1; then
+            pass "$rel: upgrade ($ver -> $up_ver)"
+        else
+            fail "$rel: upgrade" "$(tail -n 3 "$OUT/$rel-upgrade.out" | tr '\n' ' ')"
+        fi
+    else
+        fail "$rel: upgrade" "no build of $up_ver ($(tail -n1 "$OUT/build-up.out"))"
+    fi
+
+    # back to Debian's library
+    if ! ls "$r"/debs/debian/libibverbs1_*.deb >/dev/null 2>&1; then
+        skip "$rel: back" "Debian's libibverbs1 $debver .deb not available here"
+        return
+    fi
+    in_root "$r" sh -c "apt-get install -y -q --allow-downgrades /debs/debian/*.deb && apt-get purge -y -q ibverbs-provider-swrdma" \
+        >"$OUT/$rel-back.out" 2>&1
+    after=$(pkgset "$r")
+    local left="" f
+    for f in $(for d in "${files[@]}"; do dpkg-deb -c "$d"; done | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }' | sort -u); do
+        [ -e "$r$f" ] || [ -L "$r$f" ] || continue
+        in_root "$r" dpkg -S "$f" >/dev/null 2>&1 || { left="$left $f"; continue; }
+    done
+    if [ "$after" = "$before" ] && [ -z "$left" ] && [ -z "$(in_root "$r" dpkg -V libibverbs1 libibverbs-dev)" ] &&
+            in_root "$r" dpkg -S "$(in_root "$r" readlink -f "$libpath")" | grep -q '^libibverbs1:'; then
+        pass "$rel: back (Debian's $debver again; package set as before, no file of ours left)"
+    else
+        fail "$rel: back" "package set differs: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ') left:$left"
+    fi
+}
+
+# bookworm: this machine's release; its own root with the whole RDMA userspace
+if bk=$(ROOTS_DIR=$ROOT/build/roots/deb ROOT_PKGS=$RDMA_PKGS bash compat-tests/roots.sh bookworm 2>"$OUT/root-bookworm.err"); then
+    mkdir -p "$OUT/debian-bookworm"
+    v=$(dpkg-query --admindir="$bk/var/lib/dpkg" -W -f '${Version}' libibverbs1)
+    (cd "$OUT/debian-bookworm" && apt-get download -q "libibverbs1=$v" "libibverbs-dev=$v") >"$OUT/debian-bookworm.out" 2>&1
+    install_test bookworm "$bk" "$OUT/debian-bookworm"
+else
+    fail "bookworm: root" "$(tail -n2 "$OUT/root-bookworm.err" | tr '\n' ' ')"
+fi
+
+# trixie and sid: the roots of the generation suites; Debian's .debs of the
+# release fetched by a copy of the root's own apt
+for rel in trixie sid; do
+    if rr=$(bash compat-tests/roots.sh $rel 2>"$OUT/root-$rel.err"); then
+        mkdir -p "$OUT/debian-$rel"
+        v=$(dpkg-query --admindir="$rr/var/lib/dpkg" -W -f '${Version}' libibverbs1)
+        tr=$OUT/fetch-$rel; rm -rf "$tr"; cp -a "$rr" "$tr" && cp /etc/resolv.conf "$tr/etc/resolv.conf" &&
+            chroot "$tr" sh -c "apt-get update -q -o Acquire::Check-Valid-Until=false && mkdir -p /fetch && cd /fetch && apt-get download -q libibverbs1=$v libibverbs-dev=$v" \
+                >"$OUT/debian-$rel.out" 2>&1 && cp "$tr"/fetch/*.deb "$OUT/debian-$rel/"
+        rm -rf "$tr"
+        install_test $rel "$rr" "$OUT/debian-$rel"
+    else
+        fail "$rel: root" "$(tail -n2 "$OUT/root-$rel.err" | tr '\n' ' ')"
+    fi
+done
+cleanup; MNT=()
+rm -rf "$OUT"/root-*
+finish
