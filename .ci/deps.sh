@@ -15,6 +15,21 @@ if [ -n "$missing" ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
+# arm64 (compat-tests/arm64, DEB_ARCH=arm64 make deb): the cross toolchain,
+# qemu-user, and the arm64 C runtime that dpkg-shlibdeps reads for the
+# packages' dependencies (a foreign architecture of dpkg).
+ARM64_PKGS="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static libc6:arm64 libgcc-s1:arm64"
+missing=""
+for p in $ARM64_PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "installing:$missing"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    dpkg --print-foreign-architectures | grep -qx arm64 || { $SUDO dpkg --add-architecture arm64 && $SUDO apt-get update -qq; }
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
 command -v cargo >/dev/null || { echo "cargo (Rust toolchain) is required: https://rustup.rs" >&2; exit 1; }
 # The code-shape checks (compat-tests/structure) need rustfmt and clippy;
 # the prototype check (compat-tests/prototypes) needs cbindgen, built from
@@ -24,6 +39,8 @@ for c in rustfmt clippy; do
         { command -v rustup >/dev/null && rustup component add "$c"; } ||
         echo "warning: cargo $c unavailable (compat-tests/structure will fail)" >&2
 done
+rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu ||
+    rustup target add aarch64-unknown-linux-gnu || echo "warning: no aarch64 Rust target (compat-tests/arm64 will fail)" >&2
 CBINDGEN_VERSION=0.29.4
 CBINDGEN=$(command -v cbindgen || echo "$HOME/.cargo/bin/cbindgen")
 if ! "$CBINDGEN" --version 2>/dev/null | grep -qx "cbindgen $CBINDGEN_VERSION"; then

@@ -573,7 +573,7 @@ def build_probe(workdir, tag, includes, lines, compiler_args):
         active = [a for i, a in enumerate(active) if i not in bad]
     else:
         return {}, dropped, 'probe still does not compile after 6 rounds'
-    r = run([exe])
+    r = run(os.environ.get('LAYOUT_EXEC', '').split() + [exe])
     if r.returncode != 0:
         return {}, dropped, 'probe crashed: rc=%d %s' % (r.returncode, r.stderr[-500:])
     vals = {}

@@ -160,7 +160,7 @@ def measure(entries, cc, cflags, scratch):
             head = f.read().splitlines()[:15]
         raise TableError('probe does not compile against %s:\n%s' % (
             ' '.join(cflags), '\n'.join('    ' + l for l in head)))
-    r = subprocess.run([exe], stdout=subprocess.PIPE, universal_newlines=True)
+    r = subprocess.run(os.environ.get('LAYOUT_EXEC', '').split() + [exe], stdout=subprocess.PIPE, universal_newlines=True)
     if r.returncode != 0:
         raise TableError('probe failed to run')
     with open(os.path.join(scratch, 'actual'), 'w') as f:
