@@ -326,7 +326,7 @@ again:
 static void start_target(struct target *t)
 {
 	int a[2], b[2];
-	if (pipe(a) || pipe(b))
+	if (pipe2(a, O_CLOEXEC) || pipe2(b, O_CLOEXEC))
 		die("pipe");
 	fflush(stdout);
 	t->pid = fork();
@@ -412,16 +412,27 @@ static void t_peer_death_forked(void)
 
 /* ---- 2. stale endpoint files ------------------------------------------ */
 
-/* A target killed with SIGKILL leaves c<id> and q<qpn>; the next context
- * that opens removes them, and keeps those of a live target. */
+/* A target killed with SIGKILL leaves c<id> and q<qpn>; so does one killed
+ * after forking a child that keeps its listening socket open.  The next
+ * context that opens removes them, and keeps those of a live target. */
 static void t_stale_reclaimed(void)
 {
-	struct target dead, live;
-	char dq[32], lq[32], dc[64] = "", lc[64] = "", p[700];
+	struct target dead, live, hidden;
+	char dq[32], lq[32], hq[32], dc[64] = "", lc[64] = "", hc[64] = "", p[700];
+	pid_t g;
 	start_target(&dead);
 	target_ready(&dead, 0);
 	start_target(&live);
 	target_ready(&live, 0);
+	start_target(&hidden);
+	target_ready(&hidden, 0);
+	snprintf(hq, sizeof hq, "q%u", hidden.qpn);
+	snprintf(p, sizeof p, "%s/%s", sockdir(), hq);
+	if (readlink(p, hc, sizeof hc - 1) <= 0)
+		die("readlink (forking target's QPN link)");
+	xwrite(hidden.to, "f", 1);
+	xread(hidden.from, &g, sizeof g);
+	kill_target(&hidden);
 	snprintf(dq, sizeof dq, "q%u", dead.qpn);
 	snprintf(lq, sizeof lq, "q%u", live.qpn);
 	/* Each QPN link names its context's socket c<id>. */
@@ -436,7 +447,9 @@ static void t_stale_reclaimed(void)
 		result(0, "setup: %s or %s missing after the kill", dq, dc);
 	struct ibv_context *c = open_dev();
 	int dead_q = exists(dq), dead_c = exists(dc), live_q = exists(lq), live_c = exists(lc);
+	int hidden_q = exists(hq), hidden_c = exists(hc);
 	ibv_close_device(c);
+	kill(g, SIGKILL);
 	/* The live target still works: it closes its device and exits 0. */
 	xwrite(live.to, "x", 1);
 	int st = 0;
@@ -444,6 +457,9 @@ static void t_stale_reclaimed(void)
 	if (dead_q || dead_c)
 		result(0, "after a context opened, the killed process's %s%s%s still there", dead_c ? dc : "",
 		       dead_c && dead_q ? " and " : "", dead_q ? dq : "");
+	if (hidden_q || hidden_c)
+		result(0, "after a context opened, %s%s%s of a process killed after forking a child still there",
+		       hidden_c ? hc : "", hidden_c && hidden_q ? " and " : "", hidden_q ? hq : "");
 	if (!live_q || !live_c)
 		result(0, "a live process's %s%s%s was removed", live_c ? "" : lc, !live_c && !live_q ? " and " : "",
 		       live_q ? "" : lq);
@@ -595,6 +611,55 @@ static void t_emfile_accept(void)
 	result(0, "no link taken with 8 free descriptors");
 }
 
+/* Every descriptor the library and provider open for a context, its
+ * completion channel and its links (both ways, with the peers' pidfds) is
+ * close-on-exec: none leaks into a program the application executes. */
+static void t_cloexec(void)
+{
+	static char before[4096];
+	int hi;
+	count_fds(&hi);
+	for (int fd = 0; fd <= hi && fd < (int)sizeof before; fd++)
+		before[fd] = fcntl(fd, F_GETFD) >= 0;
+	struct ibv_context *c = open_dev();
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(c);
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 16, NULL, ch, 0);
+	if (!ch || !pd || !cq)
+		die("channel/pd/cq");
+	struct ibv_qp *q = mkqp(pd, cq);
+	struct target t;
+	start_target(&t);
+	target_ready(&t, q->qp_num); /* the target connects to us */
+	to_init(q);
+	if (to_rtr(c, q, t.qpn)) /* we connect to the target */
+		die("RTR");
+	usleep(300 * 1000);
+	int n = 0, bad = -1, nbad = 0;
+	count_fds(&hi);
+	for (int fd = 0; fd <= hi && fd < (int)sizeof before; fd++) {
+		int fl = fcntl(fd, F_GETFD);
+		if (fl < 0 || before[fd])
+			continue;
+		n++;
+		if (!(fl & FD_CLOEXEC)) {
+			nbad++;
+			bad = fd;
+		}
+	}
+	char what[256] = "";
+	if (bad >= 0) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", bad);
+		ssize_t l = readlink(p, what, sizeof what - 1);
+		what[l > 0 ? l : 0] = 0;
+	}
+	kill_target(&t);
+	if (n < 8)
+		result(0, "only %d new descriptors (context, channel and two links expected)", n);
+	result(nbad == 0, "%d of %d new descriptors lack FD_CLOEXEC (e.g. fd %d: %s)", nbad, n, bad, what);
+}
+
 /* ---- 4. the private directory ----------------------------------------- */
 
 /* A runtime directory of ours that anyone may write to is not used: the
@@ -666,6 +731,7 @@ int main(int argc, char **argv)
 		{ "emfile-open-device-no-leak", t_emfile_open },
 		{ "emfile-make-link-no-leak", t_emfile_link },
 		{ "emfile-take-link-no-leak", t_emfile_accept },
+		{ "provider-fds-cloexec", t_cloexec },
 		{ "runtime-dir-world-writable-refused", t_rt_world_writable },
 		{ "ids-symlink-not-followed", t_ids_symlink },
 	};

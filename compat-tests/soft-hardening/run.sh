@@ -114,6 +114,7 @@ else
         emfile-open-device-no-leak
         emfile-make-link-no-leak
         emfile-take-link-no-leak
+        provider-fds-cloexec
         runtime-dir-world-writable-refused
         ids-symlink-not-followed
     )

@@ -374,7 +374,7 @@ impl Ctx {
         let epfd = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
         let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
         // Last: its socket file must not outlive a failure (Drop removes it).
-        let lfd = net::listen(&dir, id).ok_or(libc::EMFILE)?;
+        let lfd = net::listen(&dir, id)?;
         // Events are dropped rather than block the writer on a full pipe.
         let _ = rustix::io::ioctl_fionbio(&async_w, true);
         for (fd, tag) in [(&lfd, TAG_LISTEN), (&efd, TAG_EFD)] {

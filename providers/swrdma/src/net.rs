@@ -97,8 +97,12 @@ pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
                     dir.join("ids").display()
                 )
             });
-            // Fall back to something unlikely to collide.
-            return ((std::process::id() & 0xffff) << 8) | 0x11;
+            // Fall back to something unlikely to collide with other
+            // processes (and never with this one's own ids).
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let base = ((std::process::id() & 0xffff) << 8) | 0x11;
+            let off = NEXT.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            return base.wrapping_add(off);
         }
     };
     // flock(LOCK_EX); released by the unlock below (or by the close).
@@ -157,7 +161,8 @@ enum Probe {
 }
 
 /// Knocks at socket `p` without waiting (a non-blocking connect, closed
-/// at once: the listener drops the connection when no hello comes).
+/// at once: the listener drops the connection when no hello comes); a
+/// connection is made only to a socket of our user's private directory.
 fn probe(p: &Path) -> Probe {
     let Ok(addr) = SocketAddrUnix::new(p) else {
         return Probe::Live;
@@ -172,6 +177,12 @@ fn probe(p: &Path) -> Probe {
     };
     match connect_socket(&fd, &addr) {
         Err(rustix::io::Errno::CONNREFUSED) => Probe::Dead,
+        // Someone listens: is the context's process (the listener's
+        // creator) still there?  A child it forked may hold the socket.
+        Ok(()) => match peer_process(fd.as_fd()) {
+            PeerProc::Dead => Probe::Dead,
+            _ => Probe::Live,
+        },
         _ => Probe::Live,
     }
 }
@@ -191,7 +202,8 @@ const TEMP_GRACE_SECS: i64 = 60;
 
 /// Removes the endpoints of processes that ended without closing (killed):
 /// context sockets `c<id>` on which no one listens (a connection is
-/// refused), leftover `t<id>` sockets, and QPN links `q<n>` whose context
+/// refused) or whose listening process has exited (a child it forked may
+/// keep the socket open), leftover `t<id>` sockets, and QPN links `q<n>` whose context
 /// socket is gone.  A live context is never removed: it is named `c<id>`
 /// only once it listens, and ids are never reused, so a refusal at `c<id>`
 /// is final.
@@ -234,37 +246,55 @@ pub fn reclaim(dir: &Path) {
     }
 }
 
-/// The listening socket of context `id` (non-blocking), bound to its path.
-/// It is bound as `t<id>` and renamed to `c<id>` once it listens (see
-/// [`reclaim`]); on failure nothing is left behind.  Stale endpoints of
-/// killed processes are reclaimed first.
-pub fn listen(dir: &Path, id: u32) -> Option<OwnedFd> {
+/// The listening socket of context `id` (non-blocking), bound to its path,
+/// or the errno.  It is bound as `t<id>` and renamed to `c<id>` once it
+/// listens (see [`reclaim`]), never over an existing `c<id>` (EEXIST); on
+/// failure nothing is left behind.  Stale endpoints of killed processes are
+/// reclaimed first.
+pub fn listen(dir: &Path, id: u32) -> Result<OwnedFd, i32> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
     reclaim(dir);
     let p = ctx_sock_path(dir, id);
     let tmp = dir.join(format!("t{id}"));
     let _ = std::fs::remove_file(&tmp);
-    let addr = SocketAddrUnix::new(&tmp).ok()?;
+    let addr = SocketAddrUnix::new(&tmp).map_err(|e| e.raw_os_error())?;
     let fd = socket_with(
         AddressFamily::UNIX,
         SocketType::STREAM,
         SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
         None,
     )
-    .ok()?;
-    bind(&fd, &addr).ok()?;
-    if listen_socket(&fd, 128).is_err() || std::fs::rename(&tmp, &p).is_err() {
+    .map_err(|e| e.raw_os_error())?;
+    bind(&fd, &addr).map_err(|e| e.raw_os_error())?;
+    let r = listen_socket(&fd, 128).and_then(|()| match renameat_with(CWD, &tmp, CWD, &p, RenameFlags::NOREPLACE) {
+        // A file system without RENAME_NOREPLACE: ids are unique anyway.
+        Err(rustix::io::Errno::INVAL) => rustix::fs::rename(&tmp, &p),
+        r => r,
+    });
+    if let Err(e) = r {
         let _ = std::fs::remove_file(&tmp);
-        return None;
+        return Err(e.raw_os_error());
     }
-    Some(fd)
+    Ok(fd)
 }
 
-/// A pidfd of the process at the other end of connected socket `fd` (the
-/// one that connected, or the one that listens), `None` when there is none
-/// or that process has exited already.  `SO_PEERPIDFD` names exactly that
+/// The process at the other end of a connected socket.
+enum PeerProc {
+    /// Alive, with a pidfd of it (readable once it exits).
+    Alive(OwnedFd),
+    /// It has exited (its socket may live on in a child it forked).
+    Dead,
+    /// Not known (no descriptor left, ...).
+    Unknown,
+}
+
+/// The process at the other end of connected socket `fd` (the one that
+/// connected, or the one that listens).  `SO_PEERPIDFD` names exactly that
 /// process; without it (kernels before 6.5) the `SO_PEERCRED` pid is opened
-/// at once, while the connection is new.
-fn peer_pidfd(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+/// at once, while the connection is new (an exited process is seen either
+/// way: a pid that is gone or reused means its first owner has exited).
+fn peer_process(fd: BorrowedFd<'_>) -> PeerProc {
+    use rustix::io::Errno;
     use std::os::fd::{AsRawFd, FromRawFd};
     let mut raw: libc::c_int = -1;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
@@ -279,24 +309,40 @@ fn peer_pidfd(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
             &mut len,
         )
     };
+    let err = Errno::from_io_error(&std::io::Error::last_os_error());
     let pidfd = if r == 0 && raw >= 0 {
         // SAFETY: the kernel just installed `raw` for us; nothing else owns it.
         unsafe { OwnedFd::from_raw_fd(raw) }
-    } else if r == 0
-        || rustix::io::Errno::from_io_error(&std::io::Error::last_os_error()) != Some(rustix::io::Errno::NOPROTOOPT)
-    {
-        // The kernel knows the peer and says it is gone (ESRCH), or failed
-        // otherwise (EMFILE ...): no link.
-        return None;
+    } else if r == 0 {
+        return PeerProc::Unknown;
+    } else if err == Some(Errno::SRCH) {
+        return PeerProc::Dead;
+    } else if err != Some(Errno::NOPROTOOPT) {
+        return PeerProc::Unknown;
     } else {
-        let pid = socket_peercred(fd).ok()?.pid;
-        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()?
+        let Ok(c) = socket_peercred(fd) else {
+            return PeerProc::Unknown;
+        };
+        match rustix::process::pidfd_open(c.pid, rustix::process::PidfdFlags::empty()) {
+            Ok(p) => p,
+            Err(Errno::SRCH) => return PeerProc::Dead,
+            Err(_) => return PeerProc::Unknown,
+        }
     };
     let _ = rustix::io::fcntl_setfd(&pidfd, rustix::io::FdFlags::CLOEXEC);
-    // Readable: the process has exited (its socket may live on in a child).
+    // Readable: the process has exited.
     let mut pfd = [PollFd::new(&pidfd, PollFlags::IN)];
     match poll(&mut pfd, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) {
-        Ok(0) => Some(pidfd),
+        Ok(0) => PeerProc::Alive(pidfd),
+        Ok(_) => PeerProc::Dead,
+        Err(_) => PeerProc::Unknown,
+    }
+}
+
+/// A pidfd of the live process at the other end of `fd`, if any.
+fn peer_pidfd(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    match peer_process(fd) {
+        PeerProc::Alive(p) => Some(p),
         _ => None,
     }
 }
@@ -442,7 +488,16 @@ pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Opt
     if !peer_ok(fd.as_fd()) {
         return None;
     }
-    let pidfd = peer_pidfd(fd.as_fd())?;
+    let pidfd = match peer_process(fd.as_fd()) {
+        PeerProc::Alive(p) => p,
+        PeerProc::Dead => {
+            // The context's process is gone (a child it forked keeps the
+            // socket open): no one will ever answer here.
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        PeerProc::Unknown => return None,
+    };
     let memfd = memfd_create(c"swrdma-link", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
     ftruncate(&memfd, LINK_BYTES as u64).ok()?;
     fcntl_add_seals(&memfd, LINK_SEALS).ok()?;
