@@ -868,7 +868,7 @@ impl Ctx {
                 let fd = (tag & !TAG_PID) as RawFd;
                 let l = lock(&self.pidfds)
                     .iter()
-                    .find(|(p, _)| p.as_raw_fd() == fd)
+                    .find(|(p, _)| p.as_raw_fd() == fd && net::exited(p.as_fd()))
                     .map(|(_, l)| l.clone());
                 if let Some(l) = l {
                     self.drain_final(&l);

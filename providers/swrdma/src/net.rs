@@ -17,8 +17,9 @@
 //! Stale endpoints: a context appears under its final name `c<id>` only
 //! once it listens (bound under `t<id>`, then renamed), so a connection
 //! refused at `c<id>` means its owner is gone for good (ids are never
-//! reused); [`reclaim`] removes such sockets and the QPN links that point
-//! to no socket.
+//! reused), as does a listener whose process has exited (a forked child may
+//! still hold the socket); [`reclaim`] removes such sockets and the QPN
+//! links that point to no socket.
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::fs::{fcntl_add_seals, fcntl_get_seals, fstat, ftruncate, memfd_create, FileType, MemfdFlags, SealFlags};
@@ -337,6 +338,14 @@ fn peer_process(fd: BorrowedFd<'_>) -> PeerProc {
         Ok(_) => PeerProc::Dead,
         Err(_) => PeerProc::Unknown,
     }
+}
+
+/// Pidfd `p`'s process has exited (the pidfd is readable now; checked
+/// again when an event is handled: its descriptor number may have been
+/// reused since the event was reported).
+pub fn exited(p: BorrowedFd<'_>) -> bool {
+    let mut pfd = [PollFd::new(&p, PollFlags::IN)];
+    poll(&mut pfd, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) == Ok(1)
 }
 
 /// A pidfd of the live process at the other end of `fd`, if any.
