@@ -13,8 +13,8 @@
 //!   - `ibdev_path` a per-user directory `<rt>/ibverbs-soft-<uid>/<name>`
 //!     (`<rt>` = `$XDG_RUNTIME_DIR` when set to an absolute path of a
 //!     directory owned by the user that neither group nor others may write
-//!     to, else `/tmp`, with a warning on stderr when the variable was set
-//!     but refused) in which the provider keeps a sysfs-shaped description
+//!     to, else `/tmp` (when it is sticky or closed to other writers), with
+//!     a warning on stderr when the variable was set but refused) in which the provider keeps a sysfs-shaped description
 //!     of the device (GIDs, P_Keys, node GUID), read by the same generic
 //!     code that reads a real device's sysfs.  The per-user directory is
 //!     created with mode 0700 and used only when, checked with `lstat`, it
@@ -117,6 +117,17 @@ pub fn user_dir() -> Option<PathBuf> {
             ok
         })
         .unwrap_or_else(|| PathBuf::from("/tmp"));
+    // The fallback is shared: others may create entries in it, but only
+    // a sticky directory keeps them from renaming or removing ours.
+    let shared_ok =
+        std::fs::metadata(&rt).is_ok_and(|m| m.is_dir() && (m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0));
+    if !shared_ok {
+        eprintln!(
+            "{PFX}Warning: {} is writable by others and not sticky; software devices disabled",
+            rt.display()
+        );
+        return None;
+    }
     let dir = rt.join(format!("ibverbs-soft-{uid}"));
     if std::fs::symlink_metadata(&dir).is_err() {
         let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
@@ -316,6 +327,32 @@ pub fn destroy_channel(read_fd: c_int) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runtime_dir_rules() {
+        // SAFETY: getuid takes no arguments, cannot fail and touches no
+        // memory of ours.
+        let uid = unsafe { libc::getuid() };
+        let d = std::env::temp_dir().join(format!("soft-rt-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(runtime_dir_ok(&d, uid));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(!runtime_dir_ok(&d, uid));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o720)).unwrap();
+        assert!(!runtime_dir_ok(&d, uid));
+        assert!(!runtime_dir_ok(&d, uid.wrapping_add(1)));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let sub = d.join("ibverbs-soft-x");
+        std::fs::DirBuilder::new().mode(0o700).create(&sub).unwrap();
+        assert!(private_dir_ok(&sub, uid));
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&sub, &link).unwrap();
+        assert!(!private_dir_ok(&link, uid));
+        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(!private_dir_ok(&sub, uid));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn names() {
