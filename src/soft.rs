@@ -11,12 +11,16 @@
 //!   - `modalias` `swrdma:<name>` (the provider matches on it),
 //!   - [`VSYSFS_SOFT`] in `flags` (no character device is opened for it),
 //!   - `ibdev_path` a per-user directory `<rt>/ibverbs-soft-<uid>/<name>`
-//!     (`<rt>` = `$XDG_RUNTIME_DIR` when set and owned by the user, else
-//!     `/tmp`) in which the provider keeps a sysfs-shaped description of the
-//!     device (GIDs, P_Keys, node GUID), read by the same generic code that
-//!     reads a real device's sysfs.  The per-user directory is created with
-//!     mode 0700 and refused when it belongs to someone else or is open to
-//!     group/others;
+//!     (`<rt>` = `$XDG_RUNTIME_DIR` when set to an absolute path of a
+//!     directory owned by the user that neither group nor others may write
+//!     to, else `/tmp` (when it is sticky or closed to other writers), with
+//!     a warning on stderr when the variable was set but refused) in which the provider keeps a sysfs-shaped description
+//!     of the device (GIDs, P_Keys, node GUID), read by the same generic
+//!     code that reads a real device's sysfs.  The per-user directory is
+//!     created with mode 0700 and used only when, checked with `lstat`, it
+//!     is a real directory (not a symlink) of the user with mode 0700 (else
+//!     software devices are disabled, with a message on stderr); the
+//!     provider opens every file in it with `O_NOFOLLOW`;
 //! * provider loading the extra step [`load_provider`] (our provider beside
 //!   this library or in the provider directory);
 //! * the context layer [`is_soft`] (open no command fd);
@@ -74,11 +78,19 @@ pub fn requested_names(value: &str) -> Vec<String> {
     out
 }
 
+/// Our directory (as it is: not through a symlink) is a directory of the
+/// user with mode 0700.
 fn private_dir_ok(p: &Path, uid: u32) -> bool {
     match std::fs::symlink_metadata(p) {
-        Ok(m) => m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0,
+        Ok(m) => m.is_dir() && m.uid() == uid && m.mode() & 0o777 == 0o700,
         Err(_) => false,
     }
+}
+
+/// `$XDG_RUNTIME_DIR` is usable: a directory of the user that neither its
+/// group nor others may write to (what a session manager makes: 0700).
+fn runtime_dir_ok(p: &Path, uid: u32) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
 }
 
 /// The per-user directory, created if needed; `None` when it cannot be
@@ -91,13 +103,33 @@ pub fn user_dir() -> Option<PathBuf> {
         .map(|v| PathBuf::from(v.to_string_lossy().into_owned()))
         .filter(|p| p.is_absolute())
         .filter(|p| {
-            std::fs::metadata(p)
-                .map(|m| m.is_dir() && m.uid() == uid)
-                .unwrap_or(false)
+            let ok = runtime_dir_ok(p, uid);
+            if !ok {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!(
+                        "{PFX}Warning: XDG_RUNTIME_DIR {} is not a directory of uid {uid} closed to other \
+                         users' writes; software devices use /tmp",
+                        p.display()
+                    )
+                });
+            }
+            ok
         })
         .unwrap_or_else(|| PathBuf::from("/tmp"));
+    // The fallback is shared: others may create entries in it, but only
+    // a sticky directory keeps them from renaming or removing ours.
+    let shared_ok =
+        std::fs::metadata(&rt).is_ok_and(|m| m.is_dir() && (m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0));
+    if !shared_ok {
+        eprintln!(
+            "{PFX}Warning: {} is writable by others and not sticky; software devices disabled",
+            rt.display()
+        );
+        return None;
+    }
     let dir = rt.join(format!("ibverbs-soft-{uid}"));
-    if !dir.exists() {
+    if std::fs::symlink_metadata(&dir).is_err() {
         let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
     }
     if private_dir_ok(&dir, uid) {
@@ -140,14 +172,19 @@ pub fn requested() -> Vec<SoftDevice> {
         .into_iter()
         .filter_map(|name| {
             let p = dir.join(&name);
-            if !p.exists() {
+            if std::fs::symlink_metadata(&p).is_err() {
                 let _ = std::fs::DirBuilder::new().mode(0o700).create(&p);
             }
+            // A real directory of ours (not a symlink to elsewhere).
             let m = std::fs::symlink_metadata(&p).ok()?;
-            if !m.is_dir() {
+            // SAFETY: getuid takes no arguments, cannot fail and touches no
+            // memory of ours.
+            if !m.is_dir() || m.uid() != unsafe { libc::getuid() } {
                 return None;
             }
-            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
+            if m.mode() & 0o777 != 0o700 {
+                let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
+            }
             Some(SoftDevice {
                 modalias: format!("swrdma:{name}"),
                 ibdev_path: p,
@@ -290,6 +327,32 @@ pub fn destroy_channel(read_fd: c_int) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runtime_dir_rules() {
+        // SAFETY: getuid takes no arguments, cannot fail and touches no
+        // memory of ours.
+        let uid = unsafe { libc::getuid() };
+        let d = std::env::temp_dir().join(format!("soft-rt-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(runtime_dir_ok(&d, uid));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(!runtime_dir_ok(&d, uid));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o720)).unwrap();
+        assert!(!runtime_dir_ok(&d, uid));
+        assert!(!runtime_dir_ok(&d, uid.wrapping_add(1)));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let sub = d.join("ibverbs-soft-x");
+        std::fs::DirBuilder::new().mode(0o700).create(&sub).unwrap();
+        assert!(private_dir_ok(&sub, uid));
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&sub, &link).unwrap();
+        assert!(!private_dir_ok(&link, uid));
+        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(!private_dir_ok(&sub, uid));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn names() {

@@ -98,4 +98,38 @@ for t in "${TESTS[@]}"; do
     esac
 done
 
+# Endpoints (endpoint.c, its own binary, same protocol): peer death hidden by
+# a forked child (pidfd), stale socket files and QPN links of killed
+# processes, descriptor exhaustion (RLIMIT_NOFILE) while opening a context
+# or making a link, and the private directory's rules (runtime directory
+# mode, no symlink followed in it).
+EBIN="$OUT/endpoint"
+if ! cc -O1 -Wall -o "$EBIN" compat-tests/soft-hardening/endpoint.c -I"$OUR_INCLUDE" -L"$LIBDIR" \
+        -l:libibverbs.so.1 2>"$OUT/endpoint.cc"; then
+    fail "endpoint (build)" "$(head -n3 "$OUT/endpoint.cc")"
+else
+    ENDPOINT_TESTS=(
+        peer-death-forked-child-detected
+        stale-endpoint-files-reclaimed
+        emfile-open-device-no-leak
+        emfile-make-link-no-leak
+        emfile-take-link-no-leak
+        provider-fds-cloexec
+        runtime-dir-world-writable-refused
+        ids-symlink-not-followed
+    )
+    for t in "${ENDPOINT_TESTS[@]}"; do
+        log="$OUT/endpoint-$t.out"
+        timeout 90 "$EBIN" "$t" >"$log" 2>&1; rc=$?
+        line=$(grep -m1 -E '^(PASS|FAIL) ' "$log")
+        case "$line" in
+            "PASS $t") if [ $rc -eq 0 ]; then pass "$t"; else fail "$t" "exit status $rc after PASS"; fi;;
+            "FAIL $t: "*) fail "$t" "${line#FAIL $t: }";;
+            *)
+                if [ $rc -eq 124 ]; then fail "$t" "hung (killed after 90 s)"
+                else fail "$t" "no result, exit status $rc: $(tail -n2 "$log" | tr '\n' ' ')"; fi;;
+        esac
+    done
+fi
+
 finish

@@ -306,6 +306,10 @@ pub struct Ctx {
     /// Accepted connections whose hello has not come yet, with their
     /// deadlines (in the epoll set, tagged `TAG_HELLO | fd`).
     hellos: Mutex<Vec<(OwnedFd, u64)>>,
+    /// A pidfd of each link's peer process (in the epoll set, tagged
+    /// `TAG_PID | fd`): readable when the peer died, even if a child it
+    /// forked keeps the link's socket open.
+    pidfds: Mutex<Vec<(OwnedFd, Arc<Link>)>>,
     out: Mutex<HashMap<u32, Arc<Link>>>,
     qpn_cache: Mutex<HashMap<u32, u32>>,
     /// The context's eventfd: kicks its thread (peers get a copy).
@@ -339,10 +343,20 @@ const TAG_LISTEN: u64 = u64::MAX;
 const TAG_EFD: u64 = u64::MAX - 1;
 /// Tags of connections waiting for their hello: this bit and the socket.
 const TAG_HELLO: u64 = 1 << 32;
+/// Tags of the peers' pidfds: this bit and the pidfd.
+const TAG_PID: u64 = 1 << 33;
 /// At most this many connections wait for their hello at once (the oldest
 /// is dropped to make room): a peer that opens connections and says
 /// nothing costs a bounded number of descriptors.
 const MAX_HELLOS: usize = 64;
+
+/// A context that never got to `close` (its opening failed after the
+/// socket was made) leaves no socket file behind.
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(net::ctx_sock_path(&self.dir, self.id));
+    }
+}
 
 impl Ctx {
     /// Opens context `id`'s endpoint in `dir` (its listening socket,
@@ -356,10 +370,11 @@ impl Ctx {
         ibctx: usize,
     ) -> Result<(Arc<Ctx>, OwnedFd), c_int> {
         use rustix::event::{eventfd, EventfdFlags};
-        let lfd = net::listen(&dir, id).ok_or(libc::EIO)?;
         let efd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|_| libc::EMFILE)?;
         let epfd = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
         let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
+        // Last: its socket file must not outlive a failure (Drop removes it).
+        let lfd = net::listen(&dir, id)?;
         // Events are dropped rather than block the writer on a full pipe.
         let _ = rustix::io::ioctl_fionbio(&async_w, true);
         for (fd, tag) in [(&lfd, TAG_LISTEN), (&efd, TAG_EFD)] {
@@ -376,6 +391,7 @@ impl Ctx {
             mrs: RwLock::new(HashMap::new()),
             links: Mutex::new(Arc::new(Vec::new())),
             hellos: Mutex::new(Vec::new()),
+            pidfds: Mutex::new(Vec::new()),
             out: Mutex::new(HashMap::new()),
             qpn_cache: Mutex::new(HashMap::new()),
             efd,
@@ -564,13 +580,27 @@ impl Ctx {
         *lock(&self.links) = Arc::new(Vec::new());
         lock(&self.out).clear();
         lock(&self.hellos).clear();
+        lock(&self.pidfds).clear();
     }
 
     pub fn links(&self) -> Arc<Vec<Arc<Link>>> {
         lock(&self.links).clone()
     }
 
-    pub fn add_link(&self, l: Arc<Link>) {
+    /// A new link, with a pidfd of its peer's process (watched: its death
+    /// is the link's, as a hangup is).
+    pub fn add_link(&self, l: Arc<Link>, pidfd: OwnedFd) {
+        let tag = TAG_PID | pidfd.as_raw_fd() as u64;
+        if epoll::add(
+            &self.epfd,
+            &pidfd,
+            epoll::EventData::new_u64(tag),
+            epoll::EventFlags::IN,
+        )
+        .is_ok()
+        {
+            lock(&self.pidfds).push((pidfd, l.clone()));
+        }
         let mut g = lock(&self.links);
         let mut v: Vec<Arc<Link>> = (**g).clone();
         v.push(l.clone());
@@ -593,6 +623,13 @@ impl Ctx {
         *g = Arc::new(v);
         drop(g);
         let _ = epoll::delete(&self.epfd, l.sock());
+        lock(&self.pidfds).retain(|(p, x)| {
+            let keep = !Arc::ptr_eq(x, l);
+            if !keep {
+                let _ = epoll::delete(&self.epfd, p);
+            }
+            keep
+        });
         let mut o = lock(&self.out);
         if let Some(x) = o.get(&l.peer) {
             if Arc::ptr_eq(x, l) {
@@ -826,6 +863,18 @@ impl Ctx {
                 drop(hs);
                 let _ = epoll::delete(&self.epfd, &s);
                 self.take_hello(s, deadline);
+            } else if tag & TAG_PID != 0 && tag < TAG_EFD {
+                // A peer process exited: its link is dead, as on a hangup.
+                let fd = (tag & !TAG_PID) as RawFd;
+                let l = lock(&self.pidfds)
+                    .iter()
+                    .find(|(p, _)| p.as_raw_fd() == fd && net::exited(p.as_fd()))
+                    .map(|(_, l)| l.clone());
+                if let Some(l) = l {
+                    self.drain_final(&l);
+                    self.progress();
+                    self.link_died(&l);
+                }
             } else if tag == TAG_EFD {
                 let mut v = [0u8; 8];
                 let _ = rustix::io::read(&self.efd, &mut v);
@@ -855,7 +904,7 @@ impl Ctx {
     /// Never waits: a peer that connects and says nothing stalls no one.
     fn take_hello(&self, fd: OwnedFd, deadline: u64) {
         match net::hello(fd, self.id, self.efd.as_fd()) {
-            net::Handshake::Link(l) => self.add_link(Arc::new(l)),
+            net::Handshake::Link(l, pidfd) => self.add_link(Arc::new(l), pidfd),
             net::Handshake::Refused => {}
             net::Handshake::Later(fd) => {
                 if now_ns() >= deadline {
@@ -1726,10 +1775,11 @@ impl Ctx {
                 return Some(l.clone());
             }
         }
-        let l = Arc::new(net::connect(&self.dir, self.id, self.efd.as_fd(), peer)?);
+        let (l, pidfd) = net::connect(&self.dir, self.id, self.efd.as_fd(), peer)?;
+        let l = Arc::new(l);
         o.insert(peer, l.clone());
         drop(o);
-        self.add_link(l.clone());
+        self.add_link(l.clone(), pidfd);
         Some(l)
     }
 

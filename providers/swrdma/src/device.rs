@@ -4,7 +4,7 @@
 use crate::abi::*;
 use std::ffi::CStr;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 #[repr(C)]
@@ -84,16 +84,24 @@ fn fmt_guid(g: u64) -> String {
 }
 
 /// Checks that `dir` is ours and private (0700, our uid); creates it (0700)
-/// when missing.
+/// when missing.  The directory it is in must be closed to writers other
+/// than its owner, or sticky (`/tmp`).
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(md) => {
-            let uid = rustix::process::getuid().as_raw();
-            if !md.is_dir() || md.uid() != uid || md.mode() & 0o077 != 0 {
+    if let Some(p) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Ok(md) = std::fs::metadata(p) {
+            let open = md.mode() & 0o022 != 0;
+            let sticky = md.mode() & 0o1000 != 0;
+            if !md.is_dir() || (open && !sticky) {
+                eprintln!(
+                    "libibverbs: swrdma: {} is open to other users' writes; not used",
+                    p.display()
+                );
                 return Err(std::io::Error::from_raw_os_error(libc::EPERM));
             }
-            Ok(())
         }
+    }
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) => private_dir_check(dir),
         Err(_) => {
             if let Some(p) = dir.parent() {
                 if !p.as_os_str().is_empty() && !p.exists() {
@@ -112,29 +120,68 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// `dir` (as it is, not through a symlink) is a directory of ours with
+/// mode 0700.
 fn private_dir_check(dir: &Path) -> std::io::Result<()> {
     let md = std::fs::symlink_metadata(dir)?;
-    if !md.is_dir() || md.uid() != rustix::process::getuid().as_raw() || md.mode() & 0o077 != 0 {
+    if !md.is_dir() || md.uid() != rustix::process::getuid().as_raw() || md.mode() & 0o777 != 0o700 {
+        eprintln!(
+            "libibverbs: swrdma: {} is not a private directory (a real directory of uid {} with mode 0700); \
+             software device not opened",
+            dir.display(),
+            rustix::process::getuid().as_raw()
+        );
         return Err(std::io::Error::from_raw_os_error(libc::EPERM));
     }
     Ok(())
 }
 
+/// Makes directory `dir` (0700) if missing; it must then be a real
+/// directory of ours (not a symlink).
+fn sub_dir(dir: &Path) -> std::io::Result<()> {
+    if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(e);
+        }
+    }
+    let md = std::fs::symlink_metadata(dir)?;
+    if !md.is_dir() || md.uid() != rustix::process::getuid().as_raw() {
+        return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+    }
+    Ok(())
+}
+
+/// Opens a file of the device's tree without following a symlink.
+fn open_nofollow(opts: &mut std::fs::OpenOptions, path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    opts.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Writes `content` to `path` (in a directory `sub_dir` made) unless it is
+/// there already: a fresh file, renamed into place; never through a
+/// symlink.
 fn put(path: &Path, content: &str) -> std::io::Result<()> {
-    if let Ok(old) = std::fs::read_to_string(path) {
-        if old == content {
+    use std::io::Read;
+    if let Ok(mut f) = open_nofollow(std::fs::OpenOptions::new().read(true), path) {
+        let mut old = String::new();
+        let regular = f.metadata().is_ok_and(|m| m.file_type().is_file());
+        if regular && f.read_to_string(&mut old).is_ok() && old == content {
             return Ok(());
         }
     }
-    if let Some(p) = path.parent() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p)?;
-    }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(content.as_bytes())?;
+    let _ = std::fs::remove_file(&tmp);
+    let r = open_nofollow(
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600),
+        &tmp,
+    )
+    .and_then(|mut f| f.write_all(content.as_bytes()))
+    .and_then(|()| std::fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)
+    r
 }
 
 /// Writes the sysfs-shaped description of the device into its directory.
@@ -143,7 +190,18 @@ pub fn write_tree(info: &DevInfo) -> std::io::Result<()> {
     if let Some(parent) = d.parent() {
         private_dir(parent)?;
     }
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(d)?;
+    for sub in [
+        "",
+        "ports",
+        "ports/1",
+        "ports/1/gids",
+        "ports/1/gid_attrs",
+        "ports/1/gid_attrs/types",
+        "ports/1/gid_attrs/ndevs",
+        "ports/1/pkeys",
+    ] {
+        sub_dir(&d.join(sub))?;
+    }
     put(&d.join("node_guid"), &format!("{}\n", fmt_guid(info.guid)))?;
     put(&d.join("sys_image_guid"), &format!("{}\n", fmt_guid(info.guid)))?;
     put(&d.join("node_type"), "1: CA\n")?;

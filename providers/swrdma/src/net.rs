@@ -3,7 +3,23 @@
 //! with SO_PEERCRED), and QPN -> context resolution.
 //!
 //! Every descriptor here is an `OwnedFd`: it is closed exactly once, when
-//! its owner (a `Link`, the `Ctx`, or a local on an error path) is dropped.
+//! its owner (a `Link`, the `Ctx`, or a local on an error path) is dropped;
+//! every one is opened close-on-exec.  Files of the private directory are
+//! opened with `O_NOFOLLOW`, and a QPN link is followed only to a `c<id>`
+//! of the same directory.
+//!
+//! Peer death: each link comes with a pidfd of the peer's process (taken
+//! from the connected socket, `SO_PEERPIDFD`, or `pidfd_open` of its
+//! `SO_PEERCRED` pid right after the connection is made), which the context
+//! watches: a peer that dies is noticed even when a child it forked without
+//! exec keeps its sockets open (no hangup then).
+//!
+//! Stale endpoints: a context appears under its final name `c<id>` only
+//! once it listens (bound under `t<id>`, then renamed), so a connection
+//! refused at `c<id>` means its owner is gone for good (ids are never
+//! reused), as does a listener whose process has exited (a forked child may
+//! still hold the socket); [`reclaim`] removes such sockets and the QPN
+//! links that point to no socket.
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::fs::{fcntl_add_seals, fcntl_get_seals, fstat, ftruncate, memfd_create, FileType, MemfdFlags, SealFlags};
@@ -49,19 +65,46 @@ impl Hello {
     }
 }
 
-/// Allocates `n` consecutive ids (QPNs, SRQNs, context ids) unique for the
-/// user, from the counter file in the private directory (flock'ed).
-pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
+/// Opens (creating it 0600 if missing) file `name` of the private
+/// directory for reading and writing: never through a symlink
+/// (`O_NOFOLLOW`), close-on-exec, and only a regular file of ours.
+pub fn open_private_file(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .open(dir.join("ids"));
-    let Ok(f) = f else {
-        // Fall back to something unlikely to collide.
-        return ((std::process::id() & 0xffff) << 8) | 0x11;
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(dir.join(name))?;
+    let md = f.metadata()?;
+    if !md.file_type().is_file() || md.uid() != rustix::process::getuid().as_raw() {
+        return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+    }
+    Ok(f)
+}
+
+/// Allocates `n` consecutive ids (QPNs, SRQNs, context ids) unique for the
+/// user, from the counter file in the private directory (flock'ed).
+pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
+    let f = match open_private_file(dir, "ids") {
+        Ok(f) => f,
+        Err(e) => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                eprintln!(
+                    "libibverbs: swrdma: cannot use the id counter {} ({e}): ids may collide",
+                    dir.join("ids").display()
+                )
+            });
+            // Fall back to something unlikely to collide with other
+            // processes (and never with this one's own ids).
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let base = ((std::process::id() & 0xffff) << 8) | 0x11;
+            let off = NEXT.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            return base.wrapping_add(off);
+        }
     };
     // flock(LOCK_EX); released by the unlock below (or by the close).
     let _ = f.lock();
@@ -95,26 +138,222 @@ pub fn publish(dir: &Path, num: u32, ctx: u32) {
 pub fn unpublish(dir: &Path, num: u32) {
     let _ = std::fs::remove_file(qpn_path(dir, num));
 }
-pub fn resolve(dir: &Path, num: u32) -> Option<u32> {
-    let t = std::fs::read_link(qpn_path(dir, num)).ok()?;
-    t.to_str()?.strip_prefix('c')?.parse().ok()
+/// The context id a QPN link's target names: exactly `c<digits>`, a
+/// socket of the same directory (anything else, such as a path leading
+/// out of it, is refused).
+fn link_target(t: &Path) -> Option<u32> {
+    let s = t.to_str()?.strip_prefix('c')?;
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
 }
 
-/// The listening socket of context `id` (non-blocking), bound to its path.
-pub fn listen(dir: &Path, id: u32) -> Option<OwnedFd> {
+pub fn resolve(dir: &Path, num: u32) -> Option<u32> {
+    link_target(&std::fs::read_link(qpn_path(dir, num)).ok()?)
+}
+
+/// What a connection attempt to a context's socket says about it.
+enum Probe {
+    /// Someone listens (or may: anything but a refusal).
+    Live,
+    /// No one listens on the socket: its owner is gone.
+    Dead,
+}
+
+/// Knocks at socket `p` without waiting (a non-blocking connect, closed
+/// at once: the listener drops the connection when no hello comes); a
+/// connection is made only to a socket of our user's private directory.
+fn probe(p: &Path) -> Probe {
+    let Ok(addr) = SocketAddrUnix::new(p) else {
+        return Probe::Live;
+    };
+    let Ok(fd) = socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    ) else {
+        return Probe::Live;
+    };
+    match connect_socket(&fd, &addr) {
+        Err(rustix::io::Errno::CONNREFUSED) => Probe::Dead,
+        // Someone listens: is the context's process (the listener's
+        // creator) still there?  A child it forked may hold the socket.
+        Ok(()) => match peer_process(fd.as_fd()) {
+            PeerProc::Dead => Probe::Dead,
+            _ => Probe::Live,
+        },
+        _ => Probe::Live,
+    }
+}
+
+/// A name of the directory of the form `<prefix><digits>`: the number.
+fn numbered(name: &std::ffi::OsStr, prefix: char) -> Option<u32> {
+    let s = name.to_str()?.strip_prefix(prefix)?;
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// A `t<id>` socket (bound, not yet renamed) older than this whose
+/// listener refuses is a leftover of a process killed while opening.
+const TEMP_GRACE_SECS: i64 = 60;
+
+/// Removes the endpoints of processes that ended without closing (killed):
+/// context sockets `c<id>` on which no one listens (a connection is
+/// refused) or whose listening process has exited (a child it forked may
+/// keep the socket open), leftover `t<id>` sockets, and QPN links `q<n>` whose context
+/// socket is gone.  A live context is never removed: it is named `c<id>`
+/// only once it listens, and ids are never reused, so a refusal at `c<id>`
+/// is final.
+pub fn reclaim(dir: &Path) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let mut links = Vec::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Ok(ft) = e.file_type() else { continue };
+        if numbered(&name, 'q').is_some() && ft.is_symlink() {
+            links.push(e.path());
+        } else if numbered(&name, 'c').is_some() && ft.is_socket() {
+            if let Probe::Dead = probe(&e.path()) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        } else if numbered(&name, 't').is_some() && ft.is_socket() {
+            let old = e.metadata().is_ok_and(|m| now - m.mtime() > TEMP_GRACE_SECS);
+            if old {
+                if let Probe::Dead = probe(&e.path()) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+    for q in links {
+        let to = std::fs::read_link(&q).ok();
+        let target = to.as_deref().and_then(link_target);
+        let gone = match target {
+            Some(id) => std::fs::symlink_metadata(ctx_sock_path(dir, id))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound),
+            None => to.is_some(),
+        };
+        if gone {
+            let _ = std::fs::remove_file(&q);
+        }
+    }
+}
+
+/// The listening socket of context `id` (non-blocking), bound to its path,
+/// or the errno.  It is bound as `t<id>` and renamed to `c<id>` once it
+/// listens (see [`reclaim`]), never over an existing `c<id>` (EEXIST); on
+/// failure nothing is left behind.  Stale endpoints of killed processes are
+/// reclaimed first.
+pub fn listen(dir: &Path, id: u32) -> Result<OwnedFd, i32> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    reclaim(dir);
     let p = ctx_sock_path(dir, id);
-    let _ = std::fs::remove_file(&p);
-    let addr = SocketAddrUnix::new(&p).ok()?;
+    let tmp = dir.join(format!("t{id}"));
+    let _ = std::fs::remove_file(&tmp);
+    let addr = SocketAddrUnix::new(&tmp).map_err(|e| e.raw_os_error())?;
     let fd = socket_with(
         AddressFamily::UNIX,
         SocketType::STREAM,
         SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
         None,
     )
-    .ok()?;
-    bind(&fd, &addr).ok()?;
-    listen_socket(&fd, 128).ok()?;
-    Some(fd)
+    .map_err(|e| e.raw_os_error())?;
+    bind(&fd, &addr).map_err(|e| e.raw_os_error())?;
+    let r = listen_socket(&fd, 128).and_then(|()| match renameat_with(CWD, &tmp, CWD, &p, RenameFlags::NOREPLACE) {
+        // A file system without RENAME_NOREPLACE: ids are unique anyway.
+        Err(rustix::io::Errno::INVAL) => rustix::fs::rename(&tmp, &p),
+        r => r,
+    });
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.raw_os_error());
+    }
+    Ok(fd)
+}
+
+/// The process at the other end of a connected socket.
+enum PeerProc {
+    /// Alive, with a pidfd of it (readable once it exits).
+    Alive(OwnedFd),
+    /// It has exited (its socket may live on in a child it forked).
+    Dead,
+    /// Not known (no descriptor left, ...).
+    Unknown,
+}
+
+/// The process at the other end of connected socket `fd` (the one that
+/// connected, or the one that listens).  `SO_PEERPIDFD` names exactly that
+/// process; without it (kernels before 6.5) the `SO_PEERCRED` pid is opened
+/// at once, while the connection is new (an exited process is seen either
+/// way: a pid that is gone or reused means its first owner has exited).
+fn peer_process(fd: BorrowedFd<'_>) -> PeerProc {
+    use rustix::io::Errno;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let mut raw: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (one int) into `raw`,
+    // a live c_int, and its length into `len`; `fd` is a live socket.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERPIDFD,
+            &mut raw as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    let err = Errno::from_io_error(&std::io::Error::last_os_error());
+    let pidfd = if r == 0 && raw >= 0 {
+        // SAFETY: the kernel just installed `raw` for us; nothing else owns it.
+        unsafe { OwnedFd::from_raw_fd(raw) }
+    } else if r == 0 {
+        return PeerProc::Unknown;
+    } else if err == Some(Errno::SRCH) {
+        return PeerProc::Dead;
+    } else if err != Some(Errno::NOPROTOOPT) {
+        return PeerProc::Unknown;
+    } else {
+        let Ok(c) = socket_peercred(fd) else {
+            return PeerProc::Unknown;
+        };
+        match rustix::process::pidfd_open(c.pid, rustix::process::PidfdFlags::empty()) {
+            Ok(p) => p,
+            Err(Errno::SRCH) => return PeerProc::Dead,
+            Err(_) => return PeerProc::Unknown,
+        }
+    };
+    let _ = rustix::io::fcntl_setfd(&pidfd, rustix::io::FdFlags::CLOEXEC);
+    // Readable: the process has exited.
+    let mut pfd = [PollFd::new(&pidfd, PollFlags::IN)];
+    match poll(&mut pfd, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) {
+        Ok(0) => PeerProc::Alive(pidfd),
+        Ok(_) => PeerProc::Dead,
+        Err(_) => PeerProc::Unknown,
+    }
+}
+
+/// Pidfd `p`'s process has exited (the pidfd is readable now; checked
+/// again when an event is handled: its descriptor number may have been
+/// reused since the event was reported).
+pub fn exited(p: BorrowedFd<'_>) -> bool {
+    let mut pfd = [PollFd::new(&p, PollFlags::IN)];
+    poll(&mut pfd, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) == Ok(1)
+}
+
+/// A pidfd of the live process at the other end of `fd`, if any.
+fn peer_pidfd(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    match peer_process(fd) {
+        PeerProc::Alive(p) => Some(p),
+        _ => None,
+    }
 }
 
 /// The peer of connected socket `fd` runs as our user.
@@ -240,12 +479,34 @@ pub fn is_link_memfd(fd: BorrowedFd<'_>) -> bool {
 }
 
 /// Initiator: connects to context `peer`, creates and shares the rings.
-pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Option<Link> {
-    let addr = SocketAddrUnix::new(ctx_sock_path(dir, peer)).ok()?;
+/// Returns the link and a pidfd of the peer's process (readable when it
+/// has exited).  A socket no one listens on any more is removed.
+pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Option<(Link, OwnedFd)> {
+    let path = ctx_sock_path(dir, peer);
+    let addr = SocketAddrUnix::new(&path).ok()?;
     let fd = socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None).ok()?;
-    if connect_socket(&fd, &addr).is_err() || !peer_ok(fd.as_fd()) {
+    match connect_socket(&fd, &addr) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::CONNREFUSED) => {
+            // Its owner is gone (ids are never reused): a stale file.
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        Err(_) => return None,
+    }
+    if !peer_ok(fd.as_fd()) {
         return None;
     }
+    let pidfd = match peer_process(fd.as_fd()) {
+        PeerProc::Alive(p) => p,
+        PeerProc::Dead => {
+            // The context's process is gone (a child it forked keeps the
+            // socket open): no one will ever answer here.
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        PeerProc::Unknown => return None,
+    };
     let memfd = memfd_create(c"swrdma-link", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
     ftruncate(&memfd, LINK_BYTES as u64).ok()?;
     fcntl_add_seals(&memfd, LINK_SEALS).ok()?;
@@ -266,7 +527,8 @@ pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Opt
     // sealed against shrinking and growing just above (no one can undo the
     // seals); it is shared only with the peer, over this connection, to
     // hold this link's two rings.
-    unsafe { Link::new(peer, true, fd, memfd.as_fd(), peer_efd) }
+    let link = unsafe { Link::new(peer, true, fd, memfd.as_fd(), peer_efd) }?;
+    Some((link, pidfd))
 }
 
 /// Target: accepts one pending connection on `lfd` (non-blocking).  None:
@@ -282,7 +544,8 @@ pub fn accept(lfd: BorrowedFd<'_>) -> Option<Option<OwnedFd>> {
 
 /// What the target's side of a handshake gave.
 pub enum Handshake {
-    Link(Link),
+    /// A link, with a pidfd of the peer's process.
+    Link(Link, OwnedFd),
     /// The hello has not arrived yet (try again when the socket is readable,
     /// until the deadline).
     Later(OwnedFd),
@@ -306,6 +569,10 @@ pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>) -> Handshake {
     if !is_link_memfd(memfd.as_fd()) || !is_eventfd(peer_efd.as_fd()) {
         return Handshake::Refused;
     }
+    // The peer's process, watched for its death; already dead: refused.
+    let Some(pidfd) = peer_pidfd(fd.as_fd()) else {
+        return Handshake::Refused;
+    };
     if !send_fds(fd.as_fd(), Hello::new(my_id), &[my_efd]) {
         return Handshake::Refused;
     }
@@ -315,7 +582,7 @@ pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>) -> Handshake {
     // page of the mapping stays backed; by the protocol it holds this
     // link's rings and nothing else.
     match unsafe { Link::new(h.ctx_id, false, fd, memfd.as_fd(), peer_efd) } {
-        Some(l) => Handshake::Link(l),
+        Some(l) => Handshake::Link(l, pidfd),
         None => Handshake::Refused,
     }
 }
