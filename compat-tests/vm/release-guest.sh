@@ -33,6 +33,8 @@
 # use-after-free kills the process in whatever test runs then (SIGSEGV, in a
 # different test each run, on trixie's own library too).  A crashed test runs
 # once more, first in a new process, on both libraries; the report notes it.
+# GUEST_UPSTREAM_LD / GUEST_OUR_LD override the two (compat-tests/vm-deb:
+# /mnt holds Debian's library and ours is the root's installed one).
 # Results: $VM_RUN_DIR/<part>/results/..., <part>/guest.{out,err,rc}
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -74,7 +76,8 @@ run_part() { # PART GUEST-SCRIPT [NAME=VALUE...]
     echo "release-guest: $p" >&2
     t0=$(date +%s)
     chroot "$RF" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        HOME=/root LANG=C.UTF-8 TERM=linux VM_RUN_DIR="/tmp/vmrun/$p" UPSTREAM_LD= OUR_LD=/mnt "$@" \
+        HOME=/root LANG=C.UTF-8 TERM=linux VM_RUN_DIR="/tmp/vmrun/$p" UPSTREAM_LD="${GUEST_UPSTREAM_LD-}" \
+        OUR_LD="${GUEST_OUR_LD-/mnt}" "$@" \
         bash "/tmp/ct/vm/$g" > "$VM_RUN_DIR/$p/guest.out" 2> "$VM_RUN_DIR/$p/guest.err" < /dev/null
     rc=$?
     echo "$rc" > "$VM_RUN_DIR/$p/guest.rc"

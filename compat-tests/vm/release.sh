@@ -16,7 +16,9 @@
 #   release.sh RELEASE --parts 'tools perftest' [--only REGEX]
 #                                     for debugging: some parts only; pyverbs
 #                                     test ids matching REGEX only
-# Environment: ROOTS_DIR (roots.sh's, default build/roots), VM_CACHE, VM_TIMEOUT.
+# Environment: ROOTS_DIR (roots.sh's, default build/roots), VM_CACHE, VM_TIMEOUT;
+#   RELEASE_ROOTFS (a root instead of roots.sh's) and RELEASE_SWAP=1 (see below)
+#   for compat-tests/vm-deb.
 set -u
 REL=${1:?usage: release.sh RELEASE [--self-check] [--parts LIST] [--only REGEX]}
 shift
@@ -36,8 +38,13 @@ done
 [ -d "$SD" ] || fail_early prerequisites "$SD missing: no suite for release $REL"
 
 suite_need_commands "iproute2, coreutils, python3, util-linux" rdma ip timeout python3 apt-get dpkg flock
-# the release's root (built once and cached by roots.sh)
-ROOTFS=$(bash compat-tests/roots.sh "$REL" 2> "$OUT/roots.err" | tail -1)
+# the release's root (built once and cached by roots.sh), or RELEASE_ROOTFS
+# (compat-tests/vm-deb: a root with our packages installed)
+if [ -n "${RELEASE_ROOTFS:-}" ]; then
+    ROOTFS=$RELEASE_ROOTFS; echo > "$OUT/roots.err"
+else
+    ROOTFS=$(bash compat-tests/roots.sh "$REL" 2> "$OUT/roots.err" | tail -1)
+fi
 if [ -z "$ROOTFS" ] || [ ! -e "$ROOTFS/.complete" ]; then
     fail_early prerequisites "no $REL root (compat-tests/roots.sh $REL failed: $(tail -3 "$OUT/roots.err" | tr '\n' ' '))"
 fi
@@ -69,8 +76,17 @@ suite_lib_dirs "the tools will fall back to $REL's own library"
 # One boot.  A normal run: tools ~1.5 min, perftest ~3 min, pyverbs ~2 min.
 # Hard limit: room for ours hanging in many tests (pyverbs caps each
 # library's run at 600 s by itself).
+# RELEASE_SWAP=1 (compat-tests/vm-deb): "ours" is the root's own library
+# (our installed package, no LD_LIBRARY_PATH) and OUR_LIB's directory holds
+# Debian's library, the reference, reached through LD_LIBRARY_PATH.
+swap=()
+if [ "${RELEASE_SWAP:-0}" = 1 ]; then
+    swap=(GUEST_UPSTREAM_LD=/mnt GUEST_OUR_LD=)
+    UPSTREAM_LIB="$OUR_LIB (Debian's, by LD_LIBRARY_PATH)"
+    OUR_LIB="the root's own /usr/lib/x86_64-linux-gnu/libibverbs.so.1 (our installed package)"
+fi
 suite_run_vm release-guest.sh 2400 VM_ROOTFS="$ROOTFS" RELEASE_SUITE="vm-$REL" \
-    RELEASE_PARTS="$PARTS" PYV_ONLY="$ONLY" VM_CACHE="$VM_CACHE"
+    RELEASE_PARTS="$PARTS" PYV_ONLY="$ONLY" VM_CACHE="$VM_CACHE" "${swap[@]}"
 
 # ---- the reports, one per part; the closing line sums them
 vm_log=$(grep '^vm:' "$OUT/guest.err")
