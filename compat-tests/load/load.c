@@ -16,7 +16,7 @@
  *   RssShmem, Threads) and /proc/meminfo (Shmem), then lets them go on.
  *   The first sample is at WARMUP s, then about every (SECONDS-WARMUP)/4 s,
  *   the last at SECONDS.  Output (one fact per line):
- *     sample T fd=N rss_kb=N vmdata_kb=N vmsize_kb=N rssshmem_kb=N threads=N shmem_kb=N
+ *     sample T fd=N rss_kb=N vmdata_kb=N vmsize_kb=N rssshmem_kb=N threads=N shmem_kb=N malloc_inuse_kb=N
  *     ops OP N                   successful calls per operation
  *     errors OP ERRNO_NAME N     failed calls (none when all succeeded)
  *     error-example OP: text     the first failure of each OP
@@ -24,7 +24,10 @@
  *     threads-verdict ok|FAILED (why)
  *   Exit status 0 when nothing failed and every metric is flat.
  *   Tolerances: fd, threads: exact; rss, vmdata, vmsize: max(4 MiB, 5%);
- *   rssshmem 1 MiB; system Shmem 16 MiB (system-wide: others use it too).
+ *   rssshmem 1 MiB; system Shmem 16 MiB (system-wide: others use it too);
+ *   malloc_inuse (mallinfo2: uordblks + hblkhd, every arena; the program
+ *   re-executes itself with GLIBC_TUNABLES=glibc.malloc.tcache_count=0, as
+ *   tcache'd chunks count as in use) 128 KiB.
  *
  * pairs: NPAIRS server/client process pairs (2*NPAIRS children, forked
  *   before this process touches verbs).  Each pair connects one RC QP per
@@ -46,6 +49,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <pthread.h>
@@ -57,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -237,6 +242,11 @@ static int write_self(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, u
     return 0;
 }
 
+/* LOAD_DEPTH (for finding what leaks; default 7, everything): 1 list + open +
+ * close, 2 + PD, 3 + MRs, 4 + CQ, 5 + QPs created and destroyed, 6 + the QP
+ * connected to itself (INIT/RTR/RTS), 7 + the RDMA write */
+static int depth = 7;
+
 static void *worker(void *arg)
 {
     unsigned id = (unsigned)(uintptr_t)arg, it = 0;
@@ -275,17 +285,20 @@ static void *worker(void *arg)
             continue;
         }
         ok(OP_OPEN);
+        if (depth < 2)
+            goto close;
         pd = ibv_alloc_pd(ctx);
         if (!pd) {
             err(OP_ALLOC_PD, errno, "%s", strerror(errno));
             goto close;
         }
         ok(OP_ALLOC_PD);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 4 && depth >= 3; k++) {
             size_t len = (size_t)4096 << ((it + k + id) % 8); /* 4 KiB .. 512 KiB */
-            void *p = malloc(len);
+            /* mmap, not malloc: the test's own buffers must not fragment the heap it measures */
+            void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             struct ibv_mr *mr;
-            if (!p)
+            if (p == MAP_FAILED)
                 abort();
             memset(p, 0, len);
             mr = ibv_reg_mr(pd, p, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -299,8 +312,10 @@ static void *worker(void *arg)
                 else
                     ok(OP_DEREG_MR);
             }
-            free(p);
+            munmap(p, len);
         }
+        if (depth < 4)
+            goto pd;
         cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
         if (!cq) {
             err(OP_CREATE_CQ, errno, "%s", strerror(errno));
@@ -311,7 +326,7 @@ static void *worker(void *arg)
             err(OP_MODIFY_QP, rc < 0 ? errno : rc, "ibv_query_gid(%d): %s", gid_index, strerror(errno));
             goto cq;
         }
-        for (int q = 0; q < 2; q++) {
+        for (int q = 0; q < 2 && depth >= 5; q++) {
             struct ibv_qp_init_attr ia;
             struct ibv_qp *qp;
             struct ibv_mr *mr = NULL;
@@ -331,14 +346,18 @@ static void *worker(void *arg)
                 continue;
             }
             ok(OP_CREATE_QP);
-            if (q == 0) {
+            if (q == 0 && depth >= 6) {
                 /* the first QP of each context: connected to itself, one write */
                 rc = modify_self(qp, &gid, why, sizeof(why));
                 if (rc) {
                     err(OP_MODIFY_QP, rc, "%s", why);
                 } else {
                     ok(OP_MODIFY_QP);
-                    buf = aligned_alloc(4096, 4096);
+                }
+                if (!rc && depth >= 7) {
+                    buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                    if (buf == MAP_FAILED)
+                        abort();
                     mr = buf ? ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
                     if (!mr) {
                         err(OP_REG_MR, errno, "4096 bytes: %s", strerror(errno));
@@ -364,7 +383,8 @@ static void *worker(void *arg)
                 else
                     ok(OP_DEREG_MR);
             }
-            free(buf);
+            if (buf)
+                munmap(buf, 4096);
         }
     cq:
         rc = ibv_destroy_cq(cq);
@@ -390,7 +410,7 @@ static void *worker(void *arg)
 
 struct sample {
     double t;
-    long fd, rss, vmdata, vmsize, rssshmem, threads, shmem;
+    long fd, rss, vmdata, vmsize, rssshmem, threads, shmem, heap;
 };
 
 static long field(const char *path, const char *key)
@@ -448,6 +468,10 @@ static int take_sample(struct sample *s, double t0, int nthreads)
         s->rssshmem = field("/proc/self/status", "RssShmem");
         s->threads = field("/proc/self/status", "Threads");
         s->shmem = field("/proc/meminfo", "Shmem");
+        {
+            struct mallinfo2 mi = mallinfo2(); /* every arena's bytes in use, and malloc's own mmaps */
+            s->heap = (long)((mi.uordblks + mi.hblkhd) / 1024);
+        }
     }
     park_req = 0;
     pthread_cond_broadcast(&park_cond);
@@ -494,8 +518,10 @@ static int run_threads(double seconds, double warmup, int nthreads)
             hung = 1;
             break;
         }
-        printf("sample %.1f fd=%ld rss_kb=%ld vmdata_kb=%ld vmsize_kb=%ld rssshmem_kb=%ld threads=%ld shmem_kb=%ld\n",
-               s[ns].t, s[ns].fd, s[ns].rss, s[ns].vmdata, s[ns].vmsize, s[ns].rssshmem, s[ns].threads, s[ns].shmem);
+        printf("sample %.1f fd=%ld rss_kb=%ld vmdata_kb=%ld vmsize_kb=%ld rssshmem_kb=%ld threads=%ld shmem_kb=%ld "
+               "malloc_inuse_kb=%ld\n",
+               s[ns].t, s[ns].fd, s[ns].rss, s[ns].vmdata, s[ns].vmsize, s[ns].rssshmem, s[ns].threads, s[ns].shmem,
+               s[ns].heap);
         ns++;
         if (next >= seconds)
             break;
@@ -538,6 +564,7 @@ static int run_threads(double seconds, double warmup, int nthreads)
         good &= flat("vmsize_kb", w->vmsize, e->vmsize, maxl(4096, w->vmsize / 20));
         good &= flat("rssshmem_kb", w->rssshmem, e->rssshmem, 1024);
         good &= flat("shmem_kb", w->shmem, e->shmem, 16384);
+        good &= flat("malloc_inuse_kb", w->heap, e->heap, 128);
         if (!good)
             strcat(verdict, " not flat after the warm-up;");
         failed |= !good;
@@ -992,8 +1019,22 @@ static int run_pairs(int npairs, int messages)
 int main(int argc, char **argv)
 {
     if (argc >= 6 && strcmp(argv[1], "threads") == 0) {
+        /* malloc's per-thread caches (tcache) hold freed chunks that
+         * mallinfo2 counts as in use: they fill up slowly over a run and
+         * look like a leak.  Without them malloc_inuse is exact. */
+        const char *tun = getenv("GLIBC_TUNABLES");
+        if (!tun || !strstr(tun, "glibc.malloc.tcache_count=0")) {
+            char buf[512];
+            snprintf(buf, sizeof(buf), "%s%sglibc.malloc.tcache_count=0", tun ? tun : "", tun ? ":" : "");
+            setenv("GLIBC_TUNABLES", buf, 1);
+            execv("/proc/self/exe", argv);
+            perror("load: re-executing with GLIBC_TUNABLES");
+            return 2;
+        }
         dev_name = argv[2];
         gid_index = atoi(argv[3]);
+        if (getenv("LOAD_DEPTH"))
+            depth = atoi(getenv("LOAD_DEPTH"));
         return run_threads(atof(argv[4]), atof(argv[5]), argc > 6 ? atoi(argv[6]) : 16);
     }
     if (argc == 6 && strcmp(argv[1], "pairs") == 0) {
