@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 LOAD_SECONDS=${LOAD_SECONDS:-60}
-LOAD_WARMUP=${LOAD_WARMUP:-$(awk -v s="$LOAD_SECONDS" 'BEGIN { w = s / 6; if (w < 2) w = 2; print w }')}
+LOAD_WARMUP=${LOAD_WARMUP:-$(awk -v s="$LOAD_SECONDS" 'BEGIN { w = s / 6; if (w < 2) w = 2; if (w >= s) w = s / 2; printf "%g\n", int(w * 10 + 0.5) / 10 }')}
 LOAD_THREADS=${LOAD_THREADS:-16}
 LOAD_PAIRS=${LOAD_PAIRS:-64}
 LOAD_MESSAGES=${LOAD_MESSAGES:-1000}
