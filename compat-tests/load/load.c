@@ -23,11 +23,14 @@
  *     flat METRIC warm=N end=N tolerance=N ok|GROWN
  *     threads-verdict ok|FAILED (why)
  *   Exit status 0 when nothing failed and every metric is flat.
+ *   Knobs for investigating (not used by run.sh): LOAD_DEPTH (1..7, what an
+ *   iteration does, to find what grows), LOAD_LEAK_EVERY / LOAD_LEAK_CTX
+ *   (leak on purpose: the run must FAIL; see below).
  *   Tolerances: fd, threads: exact; rss, vmdata, vmsize: max(4 MiB, 5%);
  *   rssshmem 1 MiB; system Shmem 16 MiB (system-wide: others use it too);
  *   malloc_inuse (mallinfo2: uordblks + hblkhd, every arena; the program
  *   re-executes itself with GLIBC_TUNABLES=glibc.malloc.tcache_count=0, as
- *   tcache'd chunks count as in use) 128 KiB.
+ *   tcache'd chunks count as in use) 32 KiB.
  *
  * pairs: NPAIRS server/client process pairs (2*NPAIRS children, forked
  *   before this process touches verbs).  Each pair connects one RC QP per
@@ -246,6 +249,12 @@ static int write_self(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, u
  * close, 2 + PD, 3 + MRs, 4 + CQ, 5 + QPs created and destroyed, 6 + the QP
  * connected to itself (INIT/RTR/RTS), 7 + the RDMA write */
 static int depth = 7;
+/* LOAD_LEAK_EVERY=N (testing the test): every Nth iteration of each worker
+ * leaks 64 bytes of malloc'd memory (what a small leak in the library would
+ * look like) or, with LOAD_LEAK_CTX set, its whole context (never closed);
+ * the run must then FAIL */
+static unsigned leak_every;
+static int leak_ctx;
 
 static void *worker(void *arg)
 {
@@ -399,6 +408,11 @@ static void *worker(void *arg)
         else
             ok(OP_DEALLOC_PD);
     close:
+        if (leak_every && it % leak_every == 0) {
+            if (leak_ctx)
+                continue;
+            *(volatile char *)malloc(64) = 1;
+        }
         rc = ibv_close_device(ctx);
         if (rc)
             err(OP_CLOSE, rc < 0 ? errno : rc, "%s", strerror(rc < 0 ? errno : rc));
@@ -564,7 +578,7 @@ static int run_threads(double seconds, double warmup, int nthreads)
         good &= flat("vmsize_kb", w->vmsize, e->vmsize, maxl(4096, w->vmsize / 20));
         good &= flat("rssshmem_kb", w->rssshmem, e->rssshmem, 1024);
         good &= flat("shmem_kb", w->shmem, e->shmem, 16384);
-        good &= flat("malloc_inuse_kb", w->heap, e->heap, 128);
+        good &= flat("malloc_inuse_kb", w->heap, e->heap, 32);
         if (!good)
             strcat(verdict, " not flat after the warm-up;");
         failed |= !good;
@@ -1035,6 +1049,9 @@ int main(int argc, char **argv)
         gid_index = atoi(argv[3]);
         if (getenv("LOAD_DEPTH"))
             depth = atoi(getenv("LOAD_DEPTH"));
+        if (getenv("LOAD_LEAK_EVERY"))
+            leak_every = (unsigned)atoi(getenv("LOAD_LEAK_EVERY"));
+        leak_ctx = getenv("LOAD_LEAK_CTX") != NULL;
         return run_threads(atof(argv[4]), atof(argv[5]), argc > 6 ? atoi(argv[6]) : 16);
     }
     if (argc == 6 && strcmp(argv[1], "pairs") == 0) {
