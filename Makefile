@@ -6,6 +6,7 @@
 #   make install         PREFIX, DESTDIR, LIBDIR (default: the multiarch dir)
 #   make uninstall       removes exactly what install put there
 #   make deps            installs the Debian packages the tests compare against
+#   make load            the load suite alone (LOAD_SECONDS, default 60)
 #   make deb             Debian packages into build/deb/ (DEB_ARCH=arm64: cross-built)
 #   make fuzz            every cargo-fuzz target (fuzz/), bounded: FUZZ_RUNS
 #                        executions each (default 1000000), not part of `make test`
@@ -38,7 +39,7 @@ export RUST_TARGET
 STATICLIB := $(RUST_OUT)/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery soft soft-hardening soft-pyverbs compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-trixie vm-sid
+SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery soft soft-hardening soft-pyverbs compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork load vm-trixie vm-sid vm-deb
 
 .PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
 
@@ -81,6 +82,12 @@ deps:
 	bash .ci/deps.sh
 
 # cargo-fuzz on the nightly toolchain (cargo install cargo-fuzz --locked).
+# Load (also in `make test`): 16 threads x 60 s on swr0 and on rxe0 in the
+# VM, 64 connected process pairs on swr0; memory and descriptors flat.
+.PHONY: load
+load: deps lib swrdma
+	bash compat-tests/load/run.sh
+
 .PHONY: deb
 deb:
 	bash tools/deb.sh
