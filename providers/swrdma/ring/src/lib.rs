@@ -22,6 +22,28 @@ pub const LINK_BYTES: usize = 2 * (RING_HDR + RING_SIZE);
 pub const MAX_CHUNK: usize = 64 * 1024; // payload bytes per message
 pub const MSG_HDR: usize = std::mem::size_of::<Msg>();
 
+/// A producer that finds its ring empty at or past this position starts
+/// again at the beginning (a padding record fills the rest): traffic that
+/// never has much in flight keeps touching the same first pages, so a
+/// link's memory (mapped without prefaulting) grows only with what is
+/// actually in flight.  Larger than the largest record plus its header,
+/// so that an empty ring always has room for padding and the record.
+pub const REWIND_AT: usize = 128 * 1024;
+const _: () = assert!(REWIND_AT > MSG_HDR + MAX_CHUNK && REWIND_AT < RING_SIZE / 4);
+
+/// At most this many links exist in a process at once (both directions,
+/// every context): a further one is refused (`Link::new` gives None; the
+/// connecting side sees its handshake refused).  With `LINK_BYTES` each,
+/// the rings of a process never hold more than `MAX_LINKS_PER_PROCESS *
+/// LINK_BYTES` bytes of shared memory.
+pub const MAX_LINKS_PER_PROCESS: usize = 1024;
+static LIVE_LINKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The links of this process that exist now.
+pub fn live_links() -> usize {
+    LIVE_LINKS.load(Ordering::Relaxed)
+}
+
 // Message kinds.
 pub const K_PAD: u16 = 0;
 pub const K_SEND: u16 = 1;
@@ -181,8 +203,11 @@ impl Ring {
         let head = self.h().head.load(Ordering::Relaxed);
         let pos = head as usize & (RING_SIZE - 1);
         let contig = RING_SIZE - pos;
-        let total = if contig < need { contig + need } else { need };
         let tail = self.h().tail.load(Ordering::Acquire);
+        // Wrap now when the record does not fit before the end, or when the
+        // ring is empty and we are past `REWIND_AT` (see there).
+        let wrap = contig < need || (head == tail && pos >= REWIND_AT);
+        let total = if wrap { contig + need } else { need };
         // The header is shared: a peer that scribbles on it gets a link
         // that looks full (as if it stopped consuming), never a write
         // outside the data area (records are 64-aligned, and the padding
@@ -194,7 +219,7 @@ impl Ring {
             return None;
         }
         let mut h = head;
-        if contig < need {
+        if wrap {
             // The padding record fills the rest of the ring, which may be
             // as little as 64 bytes: less than a `Msg`.  Only `len` and
             // `kind` (the first 8 bytes) are written, never a whole header:
@@ -389,6 +414,10 @@ impl Link {
         peer_efd: OwnedFd,
     ) -> Option<Link> {
         use std::os::fd::AsRawFd;
+        if LIVE_LINKS.fetch_add(1, Ordering::SeqCst) >= MAX_LINKS_PER_PROCESS {
+            LIVE_LINKS.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
         // SAFETY: a fresh mapping chosen by the kernel (no address hint),
         // of a descriptor that is open for the duration of the call.
         let map = unsafe {
@@ -396,14 +425,17 @@ impl Link {
                 std::ptr::null_mut(),
                 LINK_BYTES,
                 libc::PROT_READ | libc::PROT_WRITE,
-                // Populated now: no page faults (4 KiB zeroed each) while the
-                // first 8 MiB of traffic go through.
-                libc::MAP_SHARED | libc::MAP_POPULATE,
+                // Not prefaulted: a page costs memory once a record (or a
+                // ring header) is written there.  With `REWIND_AT` an idle or
+                // lightly used link touches a few pages; at most the whole
+                // `LINK_BYTES` (a ring kept full).
+                libc::MAP_SHARED,
                 memfd.as_raw_fd(),
                 0,
             )
         };
         if map == libc::MAP_FAILED {
+            LIVE_LINKS.fetch_sub(1, Ordering::SeqCst);
             return None;
         }
         let map = map as *mut u8;
@@ -457,6 +489,7 @@ impl Drop for Link {
         // are only lent out by reference, so nothing uses it afterwards.
         // (The descriptors are closed by their `OwnedFd`s.)
         unsafe { libc::munmap(self.map as *mut _, LINK_BYTES) };
+        LIVE_LINKS.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -625,6 +658,33 @@ mod tests {
                 seq += 1;
             }
         }
+    }
+
+    /// A producer that finds its ring empty past `REWIND_AT` starts again
+    /// at the beginning: ping-pong traffic touches only the first pages.
+    #[test]
+    fn empty_ring_rewinds() {
+        let map = Map::new();
+        let (_, r) = map.rings();
+        let need = MSG_HDR + 4096;
+        let mut far = 0;
+        for seq in 0..10_000u64 {
+            // SAFETY: this thread is the only producer and consumer.
+            unsafe {
+                assert!(put(&r, need, seq));
+                far = far.max(r.h().head.load(Ordering::Relaxed) as usize & (RING_SIZE - 1));
+                assert_eq!(get(&r), Some((seq, need)));
+            }
+        }
+        assert!(far <= REWIND_AT + need, "the producer went up to {far}");
+        // Not empty: no rewind, the ring fills up to the end.
+        set_pos(&r, 0);
+        let mut n = 0u64;
+        // SAFETY: as above.
+        while unsafe { put(&r, need, n) } {
+            n += 1;
+        }
+        assert!(n as usize * need > RING_SIZE - need);
     }
 
     #[test]
