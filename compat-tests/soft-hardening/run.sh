@@ -94,6 +94,7 @@ TESTS=(
     send-before-rtr-lands-after-rtr
     # link memory and count
     link-memory-lazy
+    link-memory-given-back-when-idle
     links-per-context-bounded
 )
 

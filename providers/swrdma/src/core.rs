@@ -430,6 +430,10 @@ pub struct Ctx {
 
 const SPIN_CHECK: u32 = 256;
 
+/// The context's thread, when idle, gives back the unused ring pages of
+/// its links at most this often (see `Ctx::trim_links`).
+const TRIM_EVERY_NS: u64 = 1_000_000_000;
+
 /// At most this many responses wait for room in a link's response ring
 /// (about 40 MiB); a peer that lets more pile up loses the link.
 const MAX_BACKLOG: usize = 256 * 1024;
@@ -837,6 +841,7 @@ impl Ctx {
         let mut seen_poll = 0u64;
         let mut poll_change = 0u64;
         let mut iter = 0u64;
+        let mut last_trim = 0u64;
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -873,6 +878,10 @@ impl Ctx {
             if idle_since == 0 {
                 idle_since = now;
             }
+            if now - idle_since >= 50_000 && now.saturating_sub(last_trim) >= TRIM_EVERY_NS {
+                last_trim = now;
+                self.trim_links();
+            }
             if now - idle_since < 50_000 {
                 std::hint::spin_loop();
                 if iter.is_multiple_of(256) {
@@ -892,6 +901,19 @@ impl Ctx {
                 l.rx().set_sleeping(false);
             }
             idle_since = 0;
+        }
+    }
+
+    /// Gives back the ring pages beyond `RING_KEEP` of every outgoing ring
+    /// that is empty now (see `Ring::trim`): a link that carried a burst
+    /// costs its working set again once idle.
+    fn trim_links(&self) {
+        for l in self.links().iter() {
+            let Ok(bl) = l.tx_lock.try_lock() else { continue };
+            if bl.is_empty() {
+                // SAFETY: we hold `l.tx_lock`: the ring's only producer.
+                unsafe { l.tx().trim() };
+            }
         }
     }
 
@@ -1983,6 +2005,9 @@ impl Ctx {
             if !l.dead.load(Ordering::Relaxed) {
                 return Some(l.clone());
             }
+        }
+        if live_links() >= MAX_LINKS_PER_PROCESS {
+            return None; // (the process has all the links it may have)
         }
         let l = Arc::new(net::connect(&self.dir, self.id, self.efd.as_fd(), peer)?);
         o.insert(peer, l.clone());

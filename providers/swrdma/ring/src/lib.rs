@@ -31,6 +31,12 @@ pub const MSG_HDR: usize = std::mem::size_of::<Msg>();
 pub const REWIND_AT: usize = 128 * 1024;
 const _: () = assert!(REWIND_AT > MSG_HDR + MAX_CHUNK && REWIND_AT < RING_SIZE / 4);
 
+/// The front of a ring's data area that records placed from before
+/// `REWIND_AT` can reach (page-aligned): the working set of traffic with
+/// little in flight.  [`Ring::trim`] gives back what lies beyond.
+pub const RING_KEEP: usize = (REWIND_AT + MSG_HDR + MAX_CHUNK + 4095) & !4095;
+const _: () = assert!(RING_KEEP < RING_SIZE);
+
 /// At most this many links exist in a process at once (both directions,
 /// every context): a further one is refused (`Link::new` gives None; the
 /// connecting side sees its handshake refused).  With `LINK_BYTES` each,
@@ -154,6 +160,9 @@ struct RingHdr {
 pub struct Ring {
     hdr: *const RingHdr,
     data: *mut u8,
+    /// (Producer side, this process only.)  A record or padding was
+    /// placed beyond `RING_KEEP` since the last `trim`.
+    far: AtomicBool,
 }
 // SAFETY: the pointers refer to a shared mapping that outlives the `Ring`
 // (see the type's invariant), not to thread-local state.  Through `&Ring`
@@ -181,6 +190,7 @@ impl Ring {
             hdr: base as *const RingHdr,
             // SAFETY: `RING_HDR` is inside the region the caller vouches for.
             data: unsafe { base.add(RING_HDR) },
+            far: AtomicBool::new(false),
         }
     }
     fn h(&self) -> &RingHdr {
@@ -236,6 +246,12 @@ impl Ring {
                 std::ptr::write(std::ptr::addr_of_mut!((*pad).kind), K_PAD);
             }
             h = h.wrapping_add(contig as u64);
+            if pos >= RING_KEEP {
+                self.far.store(true, Ordering::Relaxed);
+            }
+        }
+        if (h as usize & (RING_SIZE - 1)) + need > RING_KEEP {
+            self.far.store(true, Ordering::Relaxed);
         }
         // SAFETY: the offset is masked into the data area.
         Some((
@@ -259,6 +275,41 @@ impl Ring {
                 return None;
             }
         }
+    }
+
+    /// Producer: when the ring is empty (the consumer has taken every
+    /// record) and records went beyond `RING_KEEP` since the last time,
+    /// gives the pages beyond `RING_KEEP` back (MADV_REMOVE: the shared
+    /// file's pages are freed, for both processes; they read as zeros and
+    /// cost memory again once written).  True when it did.
+    ///
+    /// # Safety
+    /// The caller is the ring's only producer (it holds the link's
+    /// `tx_lock`): no record is being written meanwhile.
+    pub unsafe fn trim(&self) -> bool {
+        if !self.far.load(Ordering::Relaxed) {
+            return false;
+        }
+        let head = self.h().head.load(Ordering::Relaxed);
+        // Acquire: the consumer's reads of every record (it advances `tail`
+        // only after them) happen before the pages go.
+        if self.h().tail.load(Ordering::Acquire) != head {
+            return false;
+        }
+        // SAFETY: [RING_KEEP, RING_SIZE) of the data area, page-aligned
+        // (the data area is, and RING_KEEP is a page multiple), in our
+        // shared writable mapping; it holds no record the consumer has not
+        // taken (the ring is empty) and we write none meanwhile (the
+        // contract), so dropping its contents loses nothing.
+        let r = unsafe {
+            libc::madvise(
+                self.data.add(RING_KEEP) as *mut libc::c_void,
+                RING_SIZE - RING_KEEP,
+                libc::MADV_REMOVE,
+            )
+        };
+        self.far.store(false, Ordering::Relaxed);
+        r == 0
     }
 
     /// Producer: publishes everything up to `new_head`; true when the
@@ -656,6 +707,35 @@ mod tests {
                     assert_eq!(get(&r), None);
                 }
                 seq += 1;
+            }
+        }
+    }
+
+    /// `trim` gives back the pages beyond `RING_KEEP` of an empty ring, and
+    /// only then; records still go through afterwards.
+    #[test]
+    fn trim_gives_pages_back() {
+        let map = Map::new();
+        let (_, r) = map.rings();
+        let need = MSG_HDR + MAX_CHUNK;
+        let mut n = 0u64;
+        // SAFETY: this thread is the only producer and consumer.
+        unsafe {
+            assert!(!r.trim(), "nothing went beyond RING_KEEP yet");
+            while put(&r, need, n) {
+                n += 1;
+            }
+            let far = r.data.add(RING_KEEP);
+            let page_used = || (0..4096).any(|i| std::ptr::read_volatile(far.add(i)) != 0);
+            assert!(page_used(), "the first page beyond RING_KEEP was written");
+            assert!(!r.trim(), "not empty");
+            while get(&r).is_some() {}
+            assert!(r.trim());
+            assert!(!page_used(), "the page was given back");
+            assert!(!r.trim(), "nothing beyond RING_KEEP since");
+            for s in 0..100 {
+                assert!(put(&r, need, s));
+                assert_eq!(get(&r), Some((s, need)));
             }
         }
     }
