@@ -216,7 +216,8 @@ static int peer_connect(uint32_t id)
 	return s;
 }
 
-static void send_hello(int s, int fd1, int fd2)
+/* 0 when the hello could not be sent (the target closed the connection). */
+static int try_send_hello(int s, int fd1, int fd2)
 {
 	uint32_t h[2] = { SW_MAGIC, 0x7ff00000u + (uint32_t)(getpid() & 0xffff) };
 	struct iovec iov = { .iov_base = h, .iov_len = sizeof h };
@@ -232,7 +233,12 @@ static void send_hello(int s, int fd1, int fd2)
 	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
 	int fds[2] = { fd1, fd2 };
 	memcpy(CMSG_DATA(c), fds, sizeof fds);
-	if (sendmsg(s, &m, MSG_NOSIGNAL) != sizeof h)
+	return sendmsg(s, &m, MSG_NOSIGNAL) == sizeof h;
+}
+
+static void send_hello(int s, int fd1, int fd2)
+{
+	if (!try_send_hello(s, fd1, fd2))
 		die("sendmsg hello");
 }
 
@@ -1510,11 +1516,12 @@ static void t_link_count(void)
 	for (int i = 0; i < N; i++) {
 		s[i] = peer_connect(t.id);
 		int m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC);
-		send_hello(s[i], m, e);
+		int sent = try_send_hello(s[i], m, e);
 		close(m);
 		close(e);
 		double t0 = now();
-		int r = wait_reply(s[i], 3000, &te[i]);
+		te[i] = -1;
+		int r = sent && wait_reply(s[i], 3000, &te[i]);
 		got += r;
 		if (!r && now() - t0 < 1.0)
 			refused_fast++;
@@ -1588,6 +1595,134 @@ static void t_link_idle_memory(void)
 	       "after 2.5 s idle (want <= 1024)", done, N, errs, peak, idle);
 }
 
+/* The connecting side of a refused link gets an error completion, never a
+ * hang: context T (with an RC QP) already has 256 links from crafted peers;
+ * an RC QP of context C connected to T's QP posts a SEND: it completes with
+ * IBV_WC_RETRY_EXC_ERR at once (the link was accepted, T's QP had no
+ * receive, and the SEND waited for ever). */
+static void t_link_refused_completion(void)
+{
+	uint32_t before[512], after[512], tid = 0;
+	int nb = list_ids(before, 512);
+	struct ibv_context *tc = open_dev();
+	int na = list_ids(after, 512);
+	for (int i = 0; i < na; i++) {
+		int old = 0;
+		for (int j = 0; j < nb; j++)
+			old |= after[i] == before[j];
+		if (!old)
+			tid = after[i];
+	}
+	if (!tid)
+		die("the target context's id");
+	enum { N = 256 };
+	static int s[N];
+	int got = 0;
+	for (int i = 0; i < N; i++) {
+		s[i] = peer_connect(tid);
+		int m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+		send_hello(s[i], m, e);
+		close(m);
+		close(e);
+		/* (T's context thread answers; this thread only waits.) */
+		got += wait_reply(s[i], 3000, &te);
+		if (te >= 0)
+			close(te);
+	}
+	struct ibv_context *cc = open_dev();
+	struct ibv_pd *tpd = ibv_alloc_pd(tc), *cpd = ibv_alloc_pd(cc);
+	struct ibv_cq *tcq = ibv_create_cq(tc, 16, NULL, NULL, 0), *ccq = ibv_create_cq(cc, 16, NULL, NULL, 0);
+	if (!tpd || !cpd || !tcq || !ccq)
+		die("pd/cq");
+	struct ibv_qp *tq = mkqp(tpd, tcq, 4, 4), *cq = mkqp(cpd, ccq, 4, 4);
+	to_init(tq);
+	to_init(cq);
+	to_rts(tc, tq, cq->qp_num);
+	to_rts(cc, cq, tq->qp_num);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(cpd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sg = { .addr = (uintptr_t)buf, .length = 16, .lkey = mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	double t0 = now();
+	int pr = ibv_post_send(cq, &w, &bad);
+	struct ibv_wc wc;
+	int st = -1;
+	if (!pr && wait_wc(ccq, &wc, 10000))
+		st = wc.status;
+	double dt = now() - t0;
+	result(got == N && !pr && st == IBV_WC_RETRY_EXC_ERR && dt < 8,
+	       "%d of %d crafted links accepted; then post_send %d, SEND %s after %.2f s (want RETRY_EXC_ERR)", got, N,
+	       pr, st < 0 ? "not completed" : ibv_wc_status_str(st), dt);
+}
+
+/* A process holds at most 1024 links: a target with 5 contexts, 300
+ * crafted peers each (at most 256 a context), accepts 1024 in all. */
+static void t_link_process_count(void)
+{
+	enum { NC = 5, N = 300 };
+	int rdy[2], cmd[2];
+	if (pipe(rdy) || pipe(cmd))
+		die("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		close(rdy[0]);
+		close(cmd[1]);
+		for (int k = 0; k < NC; k++) {
+			uint32_t before[512], after[512], id = 0;
+			int nb = list_ids(before, 512);
+			if (!open_dev())
+				_exit(2);
+			int na = list_ids(after, 512);
+			for (int i = 0; i < na; i++) {
+				int old = 0;
+				for (int j = 0; j < nb; j++)
+					old |= after[i] == before[j];
+				if (!old)
+					id = after[i];
+			}
+			if (write(rdy[1], &id, 4) != 4)
+				_exit(2);
+		}
+		char b;
+		if (read(cmd[0], &b, 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	close(rdy[1]);
+	close(cmd[0]);
+	uint32_t ids[NC];
+	xread(rdy[0], ids, sizeof ids);
+	static int s[NC * N];
+	int got = 0, refused_fast = 0;
+	for (int k = 0; k < NC; k++)
+		for (int i = 0; i < N; i++) {
+			int x = k * N + i;
+			s[x] = peer_connect(ids[k]);
+			int m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+			int sent = try_send_hello(s[x], m, e);
+			close(m);
+			close(e);
+			double t0 = now();
+			te = -1;
+			int r = sent && wait_reply(s[x], 3000, &te);
+			got += r;
+			refused_fast += !r && now() - t0 < 1.0;
+			if (te >= 0)
+				close(te);
+		}
+	(void)!write(cmd[1], "q", 1);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	for (int i = 0; i < NC * N; i++)
+		close(s[i]);
+	result(got == 1024 && refused_fast == NC * N - 1024 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "%d of %d links accepted by a process of %d contexts (want 1024), %d refused at once, target status 0x%x",
+	       got, NC * N, NC, refused_fast, st);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1639,6 +1774,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "link-memory-lazy")) t_link_memory();
 	else if (!strcmp(t, "link-memory-given-back-when-idle")) t_link_idle_memory();
 	else if (!strcmp(t, "links-per-context-bounded")) t_link_count();
+	else if (!strcmp(t, "links-per-process-bounded")) t_link_process_count();
+	else if (!strcmp(t, "link-refused-send-error-completion")) t_link_refused_completion();
 	else {
 		fprintf(stderr, "unknown test %s\n", t);
 		return 2;

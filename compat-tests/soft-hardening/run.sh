@@ -96,6 +96,8 @@ TESTS=(
     link-memory-lazy
     link-memory-given-back-when-idle
     links-per-context-bounded
+    links-per-process-bounded
+    link-refused-send-error-completion
 )
 
 for t in "${TESTS[@]}"; do

@@ -977,8 +977,11 @@ impl Ctx {
     /// else keeps the connection until it is readable or `deadline` passes.
     /// Never waits: a peer that connects and says nothing stalls no one.
     fn take_hello(&self, fd: OwnedFd, deadline: u64) {
-        if self.links().iter().filter(|l| !l.outgoing).count() >= MAX_LINKS_IN {
-            return; // (refused: the connection is closed)
+        // (Refused: the connection is closed before the hello is answered.
+        // `Link::new` enforces the process bound in any case.)
+        if live_links() >= MAX_LINKS_PER_PROCESS || self.links().iter().filter(|l| !l.outgoing).count() >= MAX_LINKS_IN
+        {
+            return;
         }
         match net::hello(fd, self.id, self.efd.as_fd()) {
             net::Handshake::Link(l) => self.add_link(Arc::new(l)),
