@@ -111,6 +111,12 @@ pub fn ack_timeout_ns(code: u8) -> u64 {
     4096u64 << c
 }
 
+/// How long a requester whose requests go unanswered (the peer is gone)
+/// waits before RETRY_EXC_ERR: `retry_cnt` + 1 ACK timeouts, at most 2 s.
+pub fn give_up_ns(attr: &ibv_qp_attr) -> u64 {
+    (ack_timeout_ns(attr.timeout) * (attr.retry_cnt.min(7) as u64 + 1)).min(2_000_000_000)
+}
+
 /// Fragment of a message starting at byte `off` (SEND/WRITE: a chunk of at
 /// most `MAX_CHUNK` bytes, F_FIRST/F_LAST and the message's last-fragment
 /// flags set as it stands; other requests: the one header) and its payload
@@ -329,6 +335,11 @@ pub struct QpSt {
     /// ready costs one message per RNR timer, not the whole queue.
     pub probing: bool,
     pub probe: Option<u64>,
+    /// Requester: the peer cannot be reached (its link died, or could not
+    /// be made): the work outstanding then fails with RETRY_EXC_ERR at this
+    /// time (CLOCK_MONOTONIC ns), as on the wire after `retry_cnt`
+    /// unanswered retransmissions.
+    pub lost_at: Option<u64>,
 }
 
 pub struct Qp {
@@ -364,6 +375,7 @@ impl Qp {
             resend_at: 0,
             probing: false,
             probe: None,
+            lost_at: None,
         }
     }
 }
@@ -385,7 +397,8 @@ pub struct WindowBind {
 
 pub enum RecvErr {
     Rnr,
-    Status(u32),
+    /// The receive completed in error (its status went to `ack`).
+    Failed,
 }
 
 // ---------------------------------------------------------------------------
@@ -1330,8 +1343,11 @@ impl Ctx {
 
     fn responder(&self, l: &Arc<Link>, m: &Msg, payload: *const u8) {
         let Some(qp) = self.qp(m.dst_qpn) else {
-            if needs_ack(m) {
-                self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+            // No such QP (destroyed, or never was): the wire drops the
+            // packet; the requester retries after its timeout and gives up
+            // with RETRY_EXC_ERR after retry_cnt tries.
+            if m.flags & F_FIRST != 0 {
+                self.nak(l, m, NAK_NOT_READY, 0);
             }
             return;
         };
@@ -1339,8 +1355,9 @@ impl Ctx {
         match qp.qpt {
             IBV_QPT_RC | IBV_QPT_XRC_RECV => {
                 if st.state == IBV_QPS_ERR || st.state == IBV_QPS_SQE {
-                    if needs_ack(m) {
-                        self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+                    // Dropped, as by a QP in error on the wire (see above).
+                    if m.flags & F_FIRST != 0 {
+                        self.nak(l, m, NAK_NOT_READY, 0);
                     }
                     return;
                 }
@@ -1389,7 +1406,7 @@ impl Ctx {
                         if st.dropping {
                             return;
                         }
-                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, 0) {
+                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, 0, &mut |_| {}) {
                             st.dropping = m.flags & F_LAST == 0;
                         }
                     }
@@ -1407,7 +1424,7 @@ impl Ctx {
                             return;
                         }
                         if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
-                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0);
+                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0, &mut |_| {});
                         }
                     }
                     _ => {}
@@ -1420,7 +1437,7 @@ impl Ctx {
                 if m.kind != K_SEND || m.qkey != st.attr.qkey {
                     return;
                 }
-                let _ = self.recv_data(&qp, &mut st, m, payload, 40);
+                let _ = self.recv_data(&qp, &mut st, m, payload, 40, &mut |_| {});
             }
             _ => {}
         }
@@ -1439,29 +1456,28 @@ impl Ctx {
             return Ok(());
         }
         match m.kind {
-            K_SEND => match self.recv_data(qp, st, m, payload, 0) {
-                Ok(()) => {
-                    if last {
-                        self.reply(l, m, K_ACK, 0);
-                    }
-                }
-                Err(RecvErr::Rnr) => return Err(()),
-                Err(RecvErr::Status(s)) => {
+            K_SEND => {
+                // The ACK (or NAK) goes out before the receive completes: an
+                // application that polls the completion and exits must not
+                // take the ACK with it (the sender saw RETRY_EXC_ERR).
+                let mut ack = |s: u32| {
                     // The receiver's own fault (its WQE's lkey/range/rights)
                     // is a Remote Operational Error for the requester; a
                     // message longer than the receive buffer an Invalid
                     // Request (as the IB NAK codes).
-                    let nak = if s == IBV_WC_LOC_PROT_ERR {
-                        IBV_WC_REM_OP_ERR
-                    } else {
-                        IBV_WC_REM_INV_REQ_ERR
+                    let status = match s {
+                        0 => 0,
+                        IBV_WC_LOC_PROT_ERR => IBV_WC_REM_OP_ERR,
+                        _ => IBV_WC_REM_INV_REQ_ERR,
                     };
-                    if last || m.flags & F_FIRST != 0 {
-                        self.reply(l, m, K_ACK, nak);
-                    }
-                    self.to_err(qp, st);
+                    self.reply(l, m, K_ACK, status);
+                };
+                match self.recv_data(qp, st, m, payload, 0, &mut ack) {
+                    Ok(()) => {}
+                    Err(RecvErr::Rnr) => return Err(()),
+                    Err(RecvErr::Failed) => self.to_err(qp, st),
                 }
-            },
+            }
             K_WRITE => {
                 if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
                     return Err(());
@@ -1483,14 +1499,15 @@ impl Ctx {
                     return Ok(());
                 }
                 if last {
+                    // (ACKed before the receive completes, as SENDs are.)
+                    self.reply(l, m, K_ACK, 0);
                     if m.flags & F_IMM != 0 {
                         let mut h = *m;
                         h.flags |= F_FIRST;
                         h.plen = 0;
                         h.off = 0;
-                        let _ = self.recv_data(qp, st, &h, std::ptr::null(), 0);
+                        let _ = self.recv_data(qp, st, &h, std::ptr::null(), 0, &mut |_| {});
                     }
-                    self.reply(l, m, K_ACK, 0);
                 }
             }
             K_READ => {
@@ -1643,8 +1660,17 @@ impl Ctx {
     }
 
     /// SEND data (and the receive side of WRITE_WITH_IMM, payload NULL):
-    /// consumes a receive WQE on the first fragment, completes it on the last.
-    fn recv_data(&self, qp: &Qp, st: &mut QpSt, m: &Msg, payload: *const u8, grh: u64) -> Result<(), RecvErr> {
+    /// consumes a receive WQE on the first fragment, completes it on the
+    /// last, calling `ack` with the completion's status just before.
+    fn recv_data(
+        &self,
+        qp: &Qp,
+        st: &mut QpSt,
+        m: &Msg,
+        payload: *const u8,
+        grh: u64,
+        ack: &mut dyn FnMut(u32),
+    ) -> Result<(), RecvErr> {
         if m.flags & F_FIRST != 0 {
             let Some((mut w, cq, pd)) = self.take_recv(qp, st, m) else {
                 return Err(RecvErr::Rnr);
@@ -1723,11 +1749,12 @@ impl Ctx {
             if grh > 0 {
                 wc.wc_flags |= IBV_WC_GRH;
             }
+            ack(wc.status);
             if let Some(cq) = &cur.cq {
                 cq.push(wc, m.flags & F_SOLICITED != 0);
             }
             if wc.status != 0 {
-                return Err(RecvErr::Status(wc.status));
+                return Err(RecvErr::Failed);
             }
         }
         Ok(())
@@ -1742,7 +1769,15 @@ impl Ctx {
         let now = now_ns();
         for qp in qps {
             let link = {
-                let st = lock(&qp.st);
+                let mut st = lock(&qp.st);
+                if let Some(t) = st.lost_at {
+                    if t <= now {
+                        self.fail_lost(&qp, &mut st);
+                    } else {
+                        self.pending.store(true, Ordering::Relaxed);
+                    }
+                    continue;
+                }
                 if st.resend.is_none() || st.probe.is_some() {
                     continue;
                 }
@@ -1967,6 +2002,7 @@ impl Ctx {
     /// Moves the QP to the error state: outstanding work is flushed.
     pub fn to_err(&self, qp: &Qp, st: &mut QpSt) {
         st.state = IBV_QPS_ERR;
+        st.lost_at = None;
         st.resend = None;
         st.probe = None;
         st.probing = false;
@@ -2019,7 +2055,38 @@ impl Ctx {
         Some(l)
     }
 
-    /// A peer went away: its links are dead; RC work waiting for it fails.
+    /// The peer of `qp` cannot be reached: its outstanding work fails (the
+    /// first request with RETRY_EXC_ERR, the rest flushed) once `give_up_ns`
+    /// has passed, as when the wire drops every packet.
+    pub fn peer_lost(&self, st: &mut QpSt) {
+        if st.lost_at.is_none() {
+            st.lost_at = Some(now_ns() + give_up_ns(&st.attr));
+        }
+        self.pending.store(true, Ordering::Relaxed);
+    }
+
+    fn fail_lost(&self, qp: &Qp, st: &mut QpSt) {
+        st.lost_at = None;
+        let mut first = true;
+        let mut any = false;
+        for w in st.sq.iter_mut() {
+            if w.done.is_none() {
+                w.done = Some(if first {
+                    IBV_WC_RETRY_EXC_ERR
+                } else {
+                    IBV_WC_WR_FLUSH_ERR
+                });
+                first = false;
+                any = true;
+            }
+        }
+        if any {
+            self.to_err(qp, st);
+        }
+    }
+
+    /// A peer went away: its links are dead; RC work waiting for it fails
+    /// after the QP's transport timeout (`peer_lost`).
     pub fn link_died(&self, l: &Arc<Link>) {
         l.dead.store(true, Ordering::SeqCst);
         self.remove_link(l);
@@ -2034,23 +2101,8 @@ impl Ctx {
                 continue;
             }
             st.link = None;
-            if qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND {
-                let mut first = true;
-                let mut any = false;
-                for w in st.sq.iter_mut() {
-                    if w.done.is_none() {
-                        w.done = Some(if first {
-                            IBV_WC_RETRY_EXC_ERR
-                        } else {
-                            IBV_WC_WR_FLUSH_ERR
-                        });
-                        first = false;
-                        any = true;
-                    }
-                }
-                if any {
-                    self.to_err(&qp, &mut st);
-                }
+            if (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND) && st.sq.iter().any(|w| w.done.is_none()) {
+                self.peer_lost(&mut st);
             }
         }
     }

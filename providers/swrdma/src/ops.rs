@@ -1959,6 +1959,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             st.resend = None;
             st.probe = None;
             st.probing = false;
+            st.lost_at = None;
             st.link = None;
             st.next_seq = 1;
             clean_cqs(&qp);
@@ -2334,8 +2335,19 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     m.dst_qpn = dest;
     let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
     let Some(link) = link else {
-        let status = if reliable { IBV_WC_RETRY_EXC_ERR } else { 0 };
-        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, status);
+        if !reliable {
+            // (Dropped, as on the wire.)
+            finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
+            return Ok(());
+        }
+        // The peer cannot be reached: the request goes unanswered and fails
+        // with RETRY_EXC_ERR after the QP's transport timeout.
+        let mut st = lock(&qp.st);
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        st.sq
+            .push_back(SWqe::local(seq, wr.wr_id, op, signaled, len as u32, None));
+        c.peer_lost(&mut st);
         return Ok(());
     };
     if qpt == IBV_QPT_XRC_SEND {
