@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -215,7 +216,8 @@ static int peer_connect(uint32_t id)
 	return s;
 }
 
-static void send_hello(int s, int fd1, int fd2)
+/* 0 when the hello could not be sent (the target closed the connection). */
+static int try_send_hello(int s, int fd1, int fd2)
 {
 	uint32_t h[2] = { SW_MAGIC, 0x7ff00000u + (uint32_t)(getpid() & 0xffff) };
 	struct iovec iov = { .iov_base = h, .iov_len = sizeof h };
@@ -231,7 +233,12 @@ static void send_hello(int s, int fd1, int fd2)
 	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
 	int fds[2] = { fd1, fd2 };
 	memcpy(CMSG_DATA(c), fds, sizeof fds);
-	if (sendmsg(s, &m, MSG_NOSIGNAL) != sizeof h)
+	return sendmsg(s, &m, MSG_NOSIGNAL) == sizeof h;
+}
+
+static void send_hello(int s, int fd1, int fd2)
+{
+	if (!try_send_hello(s, fd1, fd2))
 		die("sendmsg hello");
 }
 
@@ -481,7 +488,10 @@ static void to_init(struct ibv_qp *q)
 		die("modify to INIT");
 }
 
-static void to_rts(struct ibv_context *c, struct ibv_qp *q, uint32_t dqpn)
+/* RTR (with the responder's min_rnr_timer) and RTS (with the requester's
+ * timeout, retry_cnt and rnr_retry). */
+static void to_rts_p(struct ibv_context *c, struct ibv_qp *q, uint32_t dqpn, int min_rnr_timer, int timeout,
+		     int retry_cnt, int rnr_retry)
 {
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof a);
@@ -489,7 +499,7 @@ static void to_rts(struct ibv_context *c, struct ibv_qp *q, uint32_t dqpn)
 	a.path_mtu = IBV_MTU_1024;
 	a.dest_qp_num = dqpn;
 	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
+	a.min_rnr_timer = min_rnr_timer;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.sgid_index = 1;
 	a.ah_attr.grh.hop_limit = 1;
@@ -501,13 +511,18 @@ static void to_rts(struct ibv_context *c, struct ibv_qp *q, uint32_t dqpn)
 		die("modify to RTR");
 	memset(&a, 0, sizeof a);
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
+	a.timeout = timeout;
+	a.retry_cnt = retry_cnt;
+	a.rnr_retry = rnr_retry;
 	a.max_rd_atomic = 1;
 	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 				     IBV_QP_MAX_QP_RD_ATOMIC))
 		die("modify to RTS");
+}
+
+static void to_rts(struct ibv_context *c, struct ibv_qp *q, uint32_t dqpn)
+{
+	to_rts_p(c, q, dqpn, 12, 14, 7, 7);
 }
 
 static struct ibv_qp *mkqp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t swr, uint32_t rwr)
@@ -1154,6 +1169,560 @@ static void t_foreign_fault(int with_handler)
 		result(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status 0x%x; want death by SIGSEGV", st);
 }
 
+/* ---- receiver not ready: RNR NAKs, no buffering (issue 10) ----------------- */
+
+/* Resident memory of process `pid` (0: ourselves) in KiB: VmRSS (anonymous,
+ * file and shared memory). */
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long v = -1;
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/status");
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static int qp_state(struct ibv_qp *q)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+	if (ibv_query_qp(q, &a, IBV_QP_STATE, &i))
+		return -1;
+	return a.qp_state;
+}
+
+#define FLOOD_N 16384
+#define FLOOD_LEN 65536
+
+/* The issue's reproducer: 16384 SENDs of 64 KiB to an RC QP with no
+ * receive posted.  mode 0: the process's resident memory (sender and
+ * receiver both live here; the sender's buffer is one 64 KiB MR) grows by
+ * less than 64 MiB in 3 s (it grew by the whole 1 GiB: every message was
+ * copied into the receiver's queue); no send completes meanwhile
+ * (rnr_retry 7: the sender waits).  mode 1: receives posted late take all
+ * 16384 messages, in order, and every send completes successfully. */
+static void t_rnr_flood(int mode)
+{
+	struct local l;
+	l.c = open_dev();
+	l.pd = ibv_alloc_pd(l.c);
+	l.cq = ibv_create_cq(l.c, 2 * FLOOD_N + 16, NULL, NULL, 0);
+	if (!l.pd || !l.cq)
+		die("pd/cq");
+	l.a = mkqp(l.pd, l.cq, FLOOD_N, 16);
+	l.b = mkqp(l.pd, l.cq, 16, FLOOD_N);
+	to_init(l.a);
+	to_init(l.b);
+	to_rts_p(l.c, l.a, l.b->qp_num, 1, 14, 7, 7);
+	to_rts_p(l.c, l.b, l.a->qp_num, 1, 14, 7, 7);
+	char *sbuf = malloc(FLOOD_LEN);
+	char *rbuf = malloc(FLOOD_LEN);
+	if (!sbuf || !rbuf)
+		die("malloc");
+	memset(sbuf, 0x5a, FLOOD_LEN);
+	memset(rbuf, 0, FLOOD_LEN);
+	struct ibv_mr *smr = ibv_reg_mr(l.pd, sbuf, FLOOD_LEN, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *rmr = ibv_reg_mr(l.pd, rbuf, FLOOD_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!smr || !rmr)
+		die("reg_mr");
+	long before = rss_kib(0), peak = before;
+	struct ibv_sge s = { .addr = (uintptr_t)sbuf, .length = FLOOD_LEN, .lkey = smr->lkey };
+	struct ibv_wc wc[64];
+	int early = 0, posted = 0;
+	double t0 = now();
+	for (int i = 0; i < FLOOD_N; i++) {
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM,
+			.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(i) }, *bad;
+		if (ibv_post_send(l.a, &w, &bad))
+			break;
+		posted++;
+		if (i % 256 == 0) {
+			int n = ibv_poll_cq(l.cq, 64, wc);
+			early += n > 0 ? n : 0;
+			long r = rss_kib(0);
+			peak = r > peak ? r : peak;
+		}
+	}
+	while (now() < t0 + 3) {
+		int n = ibv_poll_cq(l.cq, 64, wc);
+		early += n > 0 ? n : 0;
+		long r = rss_kib(0);
+		peak = r > peak ? r : peak;
+		msleep(1);
+	}
+	long grew = peak - before;
+	if (mode == 0) {
+		result(posted == FLOOD_N && grew < 64 * 1024 && early == 0,
+		       "%d of %d SENDs of 64 KiB posted, none received: resident memory grew by %ld KiB in 3 s "
+		       "(want < 65536), %d completions meanwhile (want 0)", posted, FLOOD_N, grew, early);
+		return;
+	}
+	/* Late receives: all messages arrive, in order. */
+	struct ibv_sge rs = { .addr = (uintptr_t)rbuf, .length = FLOOD_LEN, .lkey = rmr->lkey };
+	for (int i = 0; i < FLOOD_N; i++) {
+		struct ibv_recv_wr rw = { .wr_id = 1000000 + i, .sg_list = &rs, .num_sge = 1 }, *rb;
+		if (ibv_post_recv(l.b, &rw, &rb))
+			die("post_recv");
+	}
+	int sends = 0, recvs = 0, bad_order = 0, bad_status = 0;
+	double end = now() + 60;
+	while ((sends < posted || recvs < posted) && now() < end) {
+		int n = ibv_poll_cq(l.cq, 64, wc);
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS) {
+				if (!bad_status)
+					printf("  completion %s on qp %u\n", ibv_wc_status_str(wc[k].status), wc[k].qp_num);
+				bad_status++;
+				continue;
+			}
+			if (wc[k].qp_num == l.b->qp_num) {
+				if (ntohl(wc[k].imm_data) != (uint32_t)recvs || wc[k].byte_len != FLOOD_LEN ||
+				    wc[k].wr_id != 1000000u + recvs)
+					bad_order++;
+				recvs++;
+			} else {
+				if (wc[k].wr_id != (uint64_t)sends)
+					bad_order++;
+				sends++;
+			}
+		}
+	}
+	result(early == 0 && sends == posted && recvs == posted && !bad_order && !bad_status && rbuf[0] == 0x5a,
+	       "%d SENDs posted with no receive (%d completions early); receives posted 3 s later: %d sends and %d "
+	       "receives completed (want %d each), %d out of order, %d errors", posted, early, sends, recvs, posted,
+	       bad_order, bad_status);
+}
+
+/* rnr_retry N < 7: a SEND to a QP that never posts a receive completes
+ * with IBV_WC_RNR_RETRY_EXC_ERR after N retries, each after the responder's
+ * min_rnr_timer (24: 40.96 ms, so >= N * 41 ms), the QP goes to the error
+ * state and the SEND behind it is flushed. */
+static void t_rnr_exc(int retries)
+{
+	struct local l;
+	l.c = open_dev();
+	l.pd = ibv_alloc_pd(l.c);
+	l.cq = ibv_create_cq(l.c, 64, NULL, NULL, 0);
+	if (!l.pd || !l.cq)
+		die("pd/cq");
+	l.a = mkqp(l.pd, l.cq, 8, 8);
+	l.b = mkqp(l.pd, l.cq, 8, 8);
+	to_init(l.a);
+	to_init(l.b);
+	to_rts_p(l.c, l.a, l.b->qp_num, 24, 14, 7, retries);
+	to_rts_p(l.c, l.b, l.a->qp_num, 24, 14, 7, 7);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 16, .lkey = mr->lkey };
+	struct ibv_send_wr w2 = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr w1 = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED, .next = &w2 }, *bad;
+	double t0 = now();
+	if (ibv_post_send(l.a, &w1, &bad))
+		die("post_send");
+	struct ibv_wc wc;
+	int st1 = -1, st2 = -1;
+	double t1 = 0;
+	while (now() < t0 + 10 && st2 < 0) {
+		if (ibv_poll_cq(l.cq, 1, &wc) != 1)
+			continue;
+		if (wc.wr_id == 1) {
+			st1 = wc.status;
+			t1 = now() - t0;
+		} else if (wc.wr_id == 2)
+			st2 = wc.status;
+	}
+	double min = retries * 0.04096;
+	int state = qp_state(l.a);
+	result(st1 == IBV_WC_RNR_RETRY_EXC_ERR && st2 == IBV_WC_WR_FLUSH_ERR && t1 >= min && t1 < min + 3 &&
+	       state == IBV_QPS_ERR,
+	       "rnr_retry %d: first SEND %s after %.3f s (want RNR_RETRY_EXC_ERR after >= %.3f s), second %s "
+	       "(want WR_FLUSH_ERR), QP state %d (want %d, ERR)", retries,
+	       st1 < 0 ? "not completed" : ibv_wc_status_str(st1), t1, min,
+	       st2 < 0 ? "not completed" : ibv_wc_status_str(st2), state, IBV_QPS_ERR);
+}
+
+/* Order behind an RNR NAK: SEND #0 finds no receive; SENDs #1..#7 and an
+ * RDMA WRITE_WITH_IMM (#8) follow; receives posted 100 ms later take #0..#8
+ * in that order, and every send completes successfully, in order. */
+static void t_rnr_order(void)
+{
+	struct local l;
+	local_pair(&l, 64, 16, 16);
+	static char sbuf[9][256], rbuf[9][256], wbuf[256];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, sbuf, sizeof sbuf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *rmr = ibv_reg_mr(l.pd, rbuf, sizeof rbuf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *wmr = ibv_reg_mr(l.pd, wbuf, sizeof wbuf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr || !rmr || !wmr)
+		die("reg_mr");
+	struct ibv_sge s[9];
+	for (int i = 0; i < 9; i++) {
+		memset(sbuf[i], 'a' + i, sizeof sbuf[i]);
+		s[i] = (struct ibv_sge){ .addr = (uintptr_t)sbuf[i], .length = 100 + i, .lkey = mr->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &s[i], .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM,
+			.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(i) }, *bad;
+		if (i == 8) {
+			w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			w.wr.rdma.remote_addr = (uintptr_t)wbuf;
+			w.wr.rdma.rkey = wmr->rkey;
+		}
+		if (ibv_post_send(l.a, &w, &bad))
+			die("post_send");
+		if (i == 0)
+			msleep(20); /* #0 is NAKed before the others follow */
+	}
+	msleep(100);
+	struct ibv_wc wc[16];
+	int early = ibv_poll_cq(l.cq, 16, wc);
+	for (int i = 0; i < 9; i++) {
+		struct ibv_sge rs = { .addr = (uintptr_t)rbuf[i], .length = 256, .lkey = rmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 100 + i, .sg_list = &rs, .num_sge = 1 }, *rb;
+		if (ibv_post_recv(l.b, &rw, &rb))
+			die("post_recv");
+	}
+	int sends = 0, recvs = 0, bad = 0;
+	double end = now() + 10;
+	while ((sends < 9 || recvs < 9) && now() < end) {
+		int n = ibv_poll_cq(l.cq, 16, wc);
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS) {
+				bad++;
+				continue;
+			}
+			if (wc[k].qp_num == l.b->qp_num) {
+				int i = recvs++;
+				int want_len = 100 + i;
+				if (ntohl(wc[k].imm_data) != (uint32_t)i || wc[k].wr_id != 100u + i ||
+				    (int)wc[k].byte_len != want_len || (i < 8 && rbuf[i][0] != 'a' + i))
+					bad++;
+			} else if (wc[k].wr_id != (uint64_t)sends++)
+				bad++;
+		}
+	}
+	result(early == 0 && sends == 9 && recvs == 9 && !bad && wbuf[0] == 'a' + 8,
+	       "%d completions before receives were posted (want 0); then %d sends, %d receives (want 9 each), %d "
+	       "wrong (order, length, data or status)", early, sends, recvs, bad);
+}
+
+/* A SEND to a QP still in INIT: the wire drops it and the requester retries
+ * after its timeout (10: 4.2 ms) retry_cnt (2) times, then completes it with
+ * IBV_WC_RETRY_EXC_ERR (it was kept without bound, never completing).
+ * mode 1: the responder reaches RTR 30 ms later: the SEND lands. */
+static void t_before_rtr(int mode)
+{
+	struct local l;
+	l.c = open_dev();
+	l.pd = ibv_alloc_pd(l.c);
+	l.cq = ibv_create_cq(l.c, 64, NULL, NULL, 0);
+	if (!l.pd || !l.cq)
+		die("pd/cq");
+	l.a = mkqp(l.pd, l.cq, 8, 8);
+	l.b = mkqp(l.pd, l.cq, 8, 8);
+	to_init(l.a);
+	to_init(l.b);
+	to_rts_p(l.c, l.a, l.b->qp_num, 12, mode ? 14 : 10, mode ? 7 : 2, 7);
+	static char buf[64], rbuf[64];
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *rmr = ibv_reg_mr(l.pd, rbuf, sizeof rbuf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge rs = { .addr = (uintptr_t)rbuf, .length = 64, .lkey = rmr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 }, *rb;
+	if (ibv_post_recv(l.b, &rw, &rb))
+		die("post_recv");
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 16, .lkey = mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	if (ibv_post_send(l.a, &w, &bad))
+		die("post_send");
+	if (mode) {
+		msleep(30);
+		to_rts_p(l.c, l.b, l.a->qp_num, 12, 14, 7, 7);
+	}
+	struct ibv_wc wc;
+	int st = -1, got_recv = 0;
+	double t0 = now();
+	while (now() < t0 + 10 && (st < 0 || (mode && !got_recv))) {
+		if (ibv_poll_cq(l.cq, 1, &wc) != 1)
+			continue;
+		if (wc.wr_id == 1)
+			st = wc.status;
+		else if (wc.wr_id == 9 && wc.status == IBV_WC_SUCCESS)
+			got_recv = 1;
+	}
+	if (mode)
+		result(st == IBV_WC_SUCCESS && got_recv, "SEND %s, receive %s (responder in RTR after 30 ms)",
+		       st < 0 ? "not completed" : ibv_wc_status_str(st), got_recv ? "completed" : "not completed");
+	else
+		result(st == IBV_WC_RETRY_EXC_ERR && qp_state(l.a) == IBV_QPS_ERR,
+		       "SEND to a QP in INIT: %s (want RETRY_EXC_ERR), requester QP state %d (want ERR)",
+		       st < 0 ? "not completed in 10 s" : ibv_wc_status_str(st), qp_state(l.a));
+}
+
+/* ---- link memory and count (issue 10) -------------------------------------- */
+
+/* Links cost memory as it is used: 32 links accepted by the target from
+ * crafted peers (who write nothing into the rings) make the target's
+ * resident memory grow by less than 4 MiB (each link's rings were
+ * prefaulted: +8 MiB a link, +256 MiB). */
+static void t_link_memory(void)
+{
+	struct target t;
+	char why[128];
+	enum { N = 32 };
+	int s[N], m[N], e[N], te[N], got = 0;
+	start_target(&t);
+	msleep(200);
+	long before = rss_kib(t.pid);
+	for (int i = 0; i < N; i++) {
+		s[i] = peer_connect(t.id);
+		m[i] = make_memfd(1);
+		e[i] = eventfd(0, EFD_CLOEXEC);
+		send_hello(s[i], m[i], e[i]);
+		got += wait_reply(s[i], 3000, &te[i]);
+	}
+	msleep(300);
+	long after = rss_kib(t.pid);
+	int ok = stop_target(&t, why, sizeof why);
+	for (int i = 0; i < N; i++) {
+		close(s[i]);
+		close(m[i]);
+		close(e[i]);
+	}
+	result(got == N && after - before < 4096 && ok,
+	       "%d of %d links accepted; the target's resident memory grew by %ld KiB (want < 4096 KiB; "
+	       "a link's rings are %u KiB); %s", got, N, after - before, LINK_BYTES / 1024, why);
+}
+
+/* A context accepts at most 256 links from peers: of 300 crafted peers,
+ * 256 get the hello answered, the others see the connection closed at once
+ * (no hang), and the target is fine. */
+static void t_link_count(void)
+{
+	struct target t;
+	char why[128];
+	enum { N = 300 };
+	static int s[N], te[N];
+	int got = 0, refused_fast = 0;
+	start_target(&t);
+	for (int i = 0; i < N; i++) {
+		s[i] = peer_connect(t.id);
+		int m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC);
+		int sent = try_send_hello(s[i], m, e);
+		close(m);
+		close(e);
+		double t0 = now();
+		te[i] = -1;
+		int r = sent && wait_reply(s[i], 3000, &te[i]);
+		got += r;
+		if (!r && now() - t0 < 1.0)
+			refused_fast++;
+		if (te[i] >= 0)
+			close(te[i]);
+	}
+	int ok = stop_target(&t, why, sizeof why);
+	for (int i = 0; i < N; i++)
+		close(s[i]);
+	result(got == 256 && refused_fast == N - 256 && ok,
+	       "%d of %d links accepted (want 256), %d refused at once (want %d); %s", got, N, refused_fast, N - 256, why);
+}
+
+/* Shared memory resident in this process (RssShmem, KiB). */
+static long shmem_kib(void)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "RssShmem: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* A link gives its ring pages back once idle: after a burst of 256 RDMA
+ * WRITEs of 64 KiB between two QPs of one context (one link each way,
+ * both mapped here), 2.5 s without traffic leave at most 1 MiB of ring
+ * memory resident (the rings were 2 x 8 MiB, prefaulted, for good). */
+static void t_link_idle_memory(void)
+{
+	struct local l;
+	local_pair(&l, 512, 256, 16);
+	enum { LEN = 65536, N = 256 };
+	char *src = malloc(LEN), *dst = malloc(LEN);
+	if (!src || !dst)
+		die("malloc");
+	memset(src, 7, LEN);
+	struct ibv_mr *smr = ibv_reg_mr(l.pd, src, LEN, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *dmr = ibv_reg_mr(l.pd, dst, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!smr || !dmr)
+		die("reg_mr");
+	struct ibv_sge s = { .addr = (uintptr_t)src, .length = LEN, .lkey = smr->lkey };
+	for (int i = 0; i < N; i++) {
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED }, *bad;
+		w.wr.rdma.remote_addr = (uintptr_t)dst;
+		w.wr.rdma.rkey = dmr->rkey;
+		if (ibv_post_send(l.a, &w, &bad))
+			die("post_send");
+	}
+	struct ibv_wc wc[64];
+	int done = 0, errs = 0;
+	long peak = 0;
+	double end = now() + 20;
+	while (done < N && now() < end) {
+		int n = ibv_poll_cq(l.cq, 64, wc);
+		for (int k = 0; k < n; k++)
+			errs += wc[k].status != IBV_WC_SUCCESS;
+		done += n > 0 ? n : 0;
+		long v = shmem_kib();
+		peak = v > peak ? v : peak;
+	}
+	msleep(2500);
+	long idle = shmem_kib();
+	result(done == N && !errs && idle <= 1024 && dst[0] == 7,
+	       "%d of %d WRITEs done (%d errors); ring memory resident: %ld KiB at most during the burst, %ld KiB "
+	       "after 2.5 s idle (want <= 1024)", done, N, errs, peak, idle);
+}
+
+/* The connecting side of a refused link gets an error completion, never a
+ * hang: context T (with an RC QP) already has 256 links from crafted peers;
+ * an RC QP of context C connected to T's QP posts a SEND: it completes with
+ * IBV_WC_RETRY_EXC_ERR at once (the link was accepted, T's QP had no
+ * receive, and the SEND waited for ever). */
+static void t_link_refused_completion(void)
+{
+	uint32_t before[512], after[512], tid = 0;
+	int nb = list_ids(before, 512);
+	struct ibv_context *tc = open_dev();
+	int na = list_ids(after, 512);
+	for (int i = 0; i < na; i++) {
+		int old = 0;
+		for (int j = 0; j < nb; j++)
+			old |= after[i] == before[j];
+		if (!old)
+			tid = after[i];
+	}
+	if (!tid)
+		die("the target context's id");
+	enum { N = 256 };
+	static int s[N];
+	int got = 0;
+	for (int i = 0; i < N; i++) {
+		s[i] = peer_connect(tid);
+		int m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+		send_hello(s[i], m, e);
+		close(m);
+		close(e);
+		/* (T's context thread answers; this thread only waits.) */
+		got += wait_reply(s[i], 3000, &te);
+		if (te >= 0)
+			close(te);
+	}
+	struct ibv_context *cc = open_dev();
+	struct ibv_pd *tpd = ibv_alloc_pd(tc), *cpd = ibv_alloc_pd(cc);
+	struct ibv_cq *tcq = ibv_create_cq(tc, 16, NULL, NULL, 0), *ccq = ibv_create_cq(cc, 16, NULL, NULL, 0);
+	if (!tpd || !cpd || !tcq || !ccq)
+		die("pd/cq");
+	struct ibv_qp *tq = mkqp(tpd, tcq, 4, 4), *cq = mkqp(cpd, ccq, 4, 4);
+	to_init(tq);
+	to_init(cq);
+	to_rts(tc, tq, cq->qp_num);
+	to_rts(cc, cq, tq->qp_num);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(cpd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sg = { .addr = (uintptr_t)buf, .length = 16, .lkey = mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	double t0 = now();
+	int pr = ibv_post_send(cq, &w, &bad);
+	struct ibv_wc wc;
+	int st = -1;
+	if (!pr && wait_wc(ccq, &wc, 10000))
+		st = wc.status;
+	double dt = now() - t0;
+	result(got == N && !pr && st == IBV_WC_RETRY_EXC_ERR && dt < 8,
+	       "%d of %d crafted links accepted; then post_send %d, SEND %s after %.2f s (want RETRY_EXC_ERR)", got, N,
+	       pr, st < 0 ? "not completed" : ibv_wc_status_str(st), dt);
+}
+
+/* A process holds at most 1024 links: a target with 5 contexts, 300
+ * crafted peers each (at most 256 a context), accepts 1024 in all. */
+static void t_link_process_count(void)
+{
+	enum { NC = 5, N = 300 };
+	int rdy[2], cmd[2];
+	if (pipe(rdy) || pipe(cmd))
+		die("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		close(rdy[0]);
+		close(cmd[1]);
+		for (int k = 0; k < NC; k++) {
+			uint32_t before[512], after[512], id = 0;
+			int nb = list_ids(before, 512);
+			if (!open_dev())
+				_exit(2);
+			int na = list_ids(after, 512);
+			for (int i = 0; i < na; i++) {
+				int old = 0;
+				for (int j = 0; j < nb; j++)
+					old |= after[i] == before[j];
+				if (!old)
+					id = after[i];
+			}
+			if (write(rdy[1], &id, 4) != 4)
+				_exit(2);
+		}
+		char b;
+		if (read(cmd[0], &b, 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	close(rdy[1]);
+	close(cmd[0]);
+	uint32_t ids[NC];
+	xread(rdy[0], ids, sizeof ids);
+	static int s[NC * N];
+	int got = 0, refused_fast = 0;
+	for (int k = 0; k < NC; k++)
+		for (int i = 0; i < N; i++) {
+			int x = k * N + i;
+			s[x] = peer_connect(ids[k]);
+			int m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC), te;
+			int sent = try_send_hello(s[x], m, e);
+			close(m);
+			close(e);
+			double t0 = now();
+			te = -1;
+			int r = sent && wait_reply(s[x], 3000, &te);
+			got += r;
+			refused_fast += !r && now() - t0 < 1.0;
+			if (te >= 0)
+				close(te);
+		}
+	(void)!write(cmd[1], "q", 1);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	for (int i = 0; i < NC * N; i++)
+		close(s[i]);
+	result(got == 1024 && refused_fast == NC * N - 1024 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "%d of %d links accepted by a process of %d contexts (want 1024), %d refused at once, target status 0x%x",
+	       got, NC * N, NC, refused_fast, st);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1194,6 +1763,19 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "dealloc-pd-live-ah-ebusy")) t_busy("ah");
 	else if (!strcmp(t, "dealloc-pd-live-srq-ebusy")) t_busy("srq");
 	else if (!strcmp(t, "destroy-cq-live-qp-ebusy")) t_busy("cq");
+	else if (!strcmp(t, "rnr-flood-receiver-memory-bounded")) t_rnr_flood(0);
+	else if (!strcmp(t, "rnr-flood-late-receives-complete-in-order")) t_rnr_flood(1);
+	else if (!strcmp(t, "rnr-retry-0-exc-err")) t_rnr_exc(0);
+	else if (!strcmp(t, "rnr-retry-3-exc-err")) t_rnr_exc(3);
+	else if (!strcmp(t, "rnr-retry-6-exc-err")) t_rnr_exc(6);
+	else if (!strcmp(t, "rnr-nak-keeps-order")) t_rnr_order();
+	else if (!strcmp(t, "send-before-rtr-retry-exc-err")) t_before_rtr(0);
+	else if (!strcmp(t, "send-before-rtr-lands-after-rtr")) t_before_rtr(1);
+	else if (!strcmp(t, "link-memory-lazy")) t_link_memory();
+	else if (!strcmp(t, "link-memory-given-back-when-idle")) t_link_idle_memory();
+	else if (!strcmp(t, "links-per-context-bounded")) t_link_count();
+	else if (!strcmp(t, "links-per-process-bounded")) t_link_process_count();
+	else if (!strcmp(t, "link-refused-send-error-completion")) t_link_refused_completion();
 	else {
 		fprintf(stderr, "unknown test %s\n", t);
 		return 2;

@@ -83,6 +83,21 @@ TESTS=(
     dealloc-pd-live-ah-ebusy
     dealloc-pd-live-srq-ebusy
     destroy-cq-live-qp-ebusy
+    # receiver not ready: RNR NAKs and retransmission, nothing buffered
+    rnr-flood-receiver-memory-bounded
+    rnr-flood-late-receives-complete-in-order
+    rnr-retry-0-exc-err
+    rnr-retry-3-exc-err
+    rnr-retry-6-exc-err
+    rnr-nak-keeps-order
+    send-before-rtr-retry-exc-err
+    send-before-rtr-lands-after-rtr
+    # link memory and count
+    link-memory-lazy
+    link-memory-given-back-when-idle
+    links-per-context-bounded
+    links-per-process-bounded
+    link-refused-send-error-completion
 )
 
 for t in "${TESTS[@]}"; do

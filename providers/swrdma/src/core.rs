@@ -52,6 +52,92 @@ pub struct SWqe {
     pub len: u32,
     pub done: Option<u32>,
     pub sges: Vec<ibv_sge>, // local scatter list of READ / atomics
+    /// What a retransmission needs (reliable requests): the request's
+    /// header (`seq`, `flags` of the whole message: see [`frag`]) ...
+    pub hdr: Msg,
+    /// ... its gather list as posted (MR addresses; checked and translated
+    /// again when the data is gathered anew) ...
+    pub gsges: Vec<ibv_sge>,
+    /// ... or a copy of its inline data.
+    pub data: Vec<u8>,
+    /// RNR NAKs still allowed (the QP's `rnr_retry`; 7: no limit) and
+    /// transport retries (`retry_cnt`: the responder was not ready yet).
+    pub rnr_left: u8,
+    pub retry_left: u8,
+}
+
+impl SWqe {
+    /// A request completed locally (no header, nothing to retransmit).
+    pub fn local(seq: u64, wr_id: u64, op: u32, signaled: bool, len: u32, done: Option<u32>) -> SWqe {
+        SWqe {
+            seq,
+            wr_id,
+            op,
+            signaled,
+            len,
+            done,
+            sges: Vec::new(),
+            hdr: Msg::default(),
+            gsges: Vec::new(),
+            data: Vec::new(),
+            rnr_left: 0,
+            retry_left: 0,
+        }
+    }
+}
+
+/// The status of a K_ACK that is a NAK asking for a retransmission (no
+/// completion): RNR (the responder had no receive WQE; `imm` carries its
+/// `min_rnr_timer`) ...
+pub const NAK_RNR: u32 = 0x1_0000;
+/// ... and "not ready" (the responder QP is not in RTR yet: the wire would
+/// drop the packet and the requester retry after its transport timeout).
+pub const NAK_NOT_READY: u32 = 0x1_0001;
+
+/// The RNR timer encoding of IB (`min_rnr_timer`, 5 bits) in nanoseconds:
+/// 0 is 655.36 ms, 1..31 go from 0.01 ms to 491.52 ms.
+pub fn rnr_timer_ns(code: u32) -> u64 {
+    const US100: [u32; 32] = [
+        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
+        4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+    ];
+    US100[(code & 31) as usize] as u64 * 10_000
+}
+
+/// The local ACK timeout of IB (`timeout`: 4.096 us * 2^timeout), capped at
+/// 2^20 units (4.3 s); 0 ("infinite" on hardware) waits as 14 (67 ms).
+pub fn ack_timeout_ns(code: u8) -> u64 {
+    let c = if code == 0 { 14 } else { code.min(20) };
+    4096u64 << c
+}
+
+/// How long a requester whose requests go unanswered (the peer is gone)
+/// waits before RETRY_EXC_ERR: `retry_cnt` + 1 ACK timeouts, at most 2 s.
+pub fn give_up_ns(attr: &ibv_qp_attr) -> u64 {
+    (ack_timeout_ns(attr.timeout) * (attr.retry_cnt.min(7) as u64 + 1)).min(2_000_000_000)
+}
+
+/// Fragment of a message starting at byte `off` (SEND/WRITE: a chunk of at
+/// most `MAX_CHUNK` bytes, F_FIRST/F_LAST and the message's last-fragment
+/// flags set as it stands; other requests: the one header) and its payload
+/// length.  `hdr.flags` are the flags of the whole message.
+pub fn frag(hdr: &Msg, len: u64, off: u64) -> (Msg, usize) {
+    let mut h = *hdr;
+    if hdr.kind != K_SEND && hdr.kind != K_WRITE {
+        h.flags = F_FIRST | F_LAST | (hdr.flags & F_EXT);
+        return (h, 0);
+    }
+    let tail = F_SOLICITED | F_IMM | F_INV;
+    let plen = (len - off).min(MAX_CHUNK as u64) as usize;
+    h.off = off;
+    h.flags = hdr.flags & !tail;
+    if off == 0 {
+        h.flags |= F_FIRST;
+    }
+    if off + plen as u64 >= len {
+        h.flags |= F_LAST | (hdr.flags & tail);
+    }
+    (h, plen)
 }
 
 // ---------------------------------------------------------------------------
@@ -233,7 +319,27 @@ pub struct QpSt {
     pub rq: VecDeque<RWqe>,
     pub cur: Option<CurRecv>,
     pub dropping: bool,
-    pub pending: VecDeque<Vec<u8>>,
+    /// Responder: the request it RNR-NAKed (or NAKed as not ready): every
+    /// other request is dropped until that one comes again (go-back-N, as
+    /// a PSN sequence error on the wire).  Nothing is ever buffered.
+    pub nakd: Option<u64>,
+    /// Requester: the first request not (wholly) on the wire — after a NAK,
+    /// it and everything after it are sent again, in order — and the bytes
+    /// of it already sent again.
+    pub resend: Option<u64>,
+    pub resend_off: u64,
+    /// Not before this time (CLOCK_MONOTONIC ns): the RNR timer / timeout.
+    pub resend_at: u64,
+    /// The next request sent again is a probe: nothing follows it on the
+    /// wire until it is answered (`probe`), so a receiver that is still not
+    /// ready costs one message per RNR timer, not the whole queue.
+    pub probing: bool,
+    pub probe: Option<u64>,
+    /// Requester: the peer cannot be reached (its link died, or could not
+    /// be made): the work outstanding then fails with RETRY_EXC_ERR at this
+    /// time (CLOCK_MONOTONIC ns), as on the wire after `retry_cnt`
+    /// unanswered retransmissions.
+    pub lost_at: Option<u64>,
 }
 
 pub struct Qp {
@@ -263,7 +369,13 @@ impl Qp {
             rq: VecDeque::new(),
             cur: None,
             dropping: false,
-            pending: VecDeque::new(),
+            nakd: None,
+            resend: None,
+            resend_off: 0,
+            resend_at: 0,
+            probing: false,
+            probe: None,
+            lost_at: None,
         }
     }
 }
@@ -285,7 +397,8 @@ pub struct WindowBind {
 
 pub enum RecvErr {
     Rnr,
-    Status(u32),
+    /// The receive completed in error (its status went to `ack`).
+    Failed,
 }
 
 // ---------------------------------------------------------------------------
@@ -322,6 +435,7 @@ pub struct Ctx {
     /// library's `async_fd`).
     async_w: OwnedFd,
     last_poll: AtomicU64,
+    /// Some QP has requests to send again (see `QpSt::resend`).
     pending: AtomicBool,
     stop: AtomicBool,
     next_key: AtomicU32,
@@ -332,6 +446,10 @@ pub struct Ctx {
 // shared state is behind locks and atomics, links are `Send + Sync`.)
 
 const SPIN_CHECK: u32 = 256;
+
+/// The context's thread, when idle, gives back the unused ring pages of
+/// its links at most this often (see `Ctx::trim_links`).
+const TRIM_EVERY_NS: u64 = 1_000_000_000;
 
 /// At most this many responses wait for room in a link's response ring
 /// (about 40 MiB); a peer that lets more pile up loses the link.
@@ -349,6 +467,12 @@ const TAG_PID: u64 = 1 << 33;
 /// is dropped to make room): a peer that opens connections and says
 /// nothing costs a bounded number of descriptors.
 const MAX_HELLOS: usize = 64;
+/// At most this many links from peers (incoming) per context: a further
+/// peer's connection is closed before its hello is taken (its connect
+/// fails at once: RC work to this context completes with RETRY_EXC_ERR).
+/// With the process-wide bound (`MAX_LINKS_PER_PROCESS` links of
+/// `LINK_BYTES`) this bounds what peers can make a context map.
+pub const MAX_LINKS_IN: usize = 256;
 
 /// A context that never got to `close` (its opening failed after the
 /// socket was made) leaves no socket file behind.
@@ -436,13 +560,6 @@ impl Ctx {
     /// context's thread stays in the background.
     pub fn note_poll(&self) {
         self.last_poll.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Receives were posted or a QP became ready: requests kept for
-    /// receivers not ready are tried again now.
-    pub fn recv_posted(&self) {
-        self.pending.store(true, Ordering::Relaxed);
-        self.retry_pending();
     }
 
     /// A new QP: findable by its QPN, here and (the symlink) by peers.
@@ -774,6 +891,7 @@ impl Ctx {
         let mut seen_poll = 0u64;
         let mut poll_change = 0u64;
         let mut iter = 0u64;
+        let mut last_trim = 0u64;
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -810,6 +928,10 @@ impl Ctx {
             if idle_since == 0 {
                 idle_since = now;
             }
+            if now - idle_since >= 50_000 && now.saturating_sub(last_trim) >= TRIM_EVERY_NS {
+                last_trim = now;
+                self.trim_links();
+            }
             if now - idle_since < 50_000 {
                 std::hint::spin_loop();
                 if iter.is_multiple_of(256) {
@@ -821,13 +943,27 @@ impl Ctx {
             for l in links.iter() {
                 l.rx().set_sleeping(true);
             }
-            if !self.any_rx() && !self.pending.load(Ordering::Relaxed) {
-                self.handle_epoll(100);
+            if !self.any_rx() {
+                // (Retransmissions waiting for their timer: look again soon.)
+                self.handle_epoll(if self.pending.load(Ordering::Relaxed) { 1 } else { 100 });
             }
             for l in self.links().iter() {
                 l.rx().set_sleeping(false);
             }
             idle_since = 0;
+        }
+    }
+
+    /// Gives back the ring pages beyond `RING_KEEP` of every outgoing ring
+    /// that is empty now (see `Ring::trim`): a link that carried a burst
+    /// costs its working set again once idle.
+    fn trim_links(&self) {
+        for l in self.links().iter() {
+            let Ok(bl) = l.tx_lock.try_lock() else { continue };
+            if bl.is_empty() {
+                // SAFETY: we hold `l.tx_lock`: the ring's only producer.
+                unsafe { l.tx().trim() };
+            }
         }
     }
 
@@ -903,6 +1039,12 @@ impl Ctx {
     /// else keeps the connection until it is readable or `deadline` passes.
     /// Never waits: a peer that connects and says nothing stalls no one.
     fn take_hello(&self, fd: OwnedFd, deadline: u64) {
+        // (Refused: the connection is closed before the hello is answered.
+        // `Link::new` enforces the process bound in any case.)
+        if live_links() >= MAX_LINKS_PER_PROCESS || self.links().iter().filter(|l| !l.outgoing).count() >= MAX_LINKS_IN
+        {
+            return;
+        }
         match net::hello(fd, self.id, self.efd.as_fd()) {
             net::Handshake::Link(l, pidfd) => self.add_link(Arc::new(l), pidfd),
             net::Handshake::Refused => {}
@@ -1217,6 +1359,22 @@ impl Ctx {
         }
     }
 
+    /// A NAK asking the requester to send `req` again (`NAK_RNR` with the
+    /// RNR timer code in `imm`, or `NAK_NOT_READY`).
+    fn nak(&self, l: &Link, req: &Msg, status: u32, timer: u32) {
+        let m = Msg {
+            kind: K_ACK,
+            flags: F_LAST,
+            dst_qpn: req.src_qpn,
+            src_qpn: req.dst_qpn,
+            seq: req.seq,
+            status,
+            imm: timer,
+            ..Default::default()
+        };
+        self.respond(l, Resp::Hdr(m));
+    }
+
     fn reply(&self, l: &Link, req: &Msg, kind: u16, status: u32) {
         let m = Msg {
             kind,
@@ -1234,8 +1392,11 @@ impl Ctx {
 
     fn responder(&self, l: &Arc<Link>, m: &Msg, payload: *const u8) {
         let Some(qp) = self.qp(m.dst_qpn) else {
-            if needs_ack(m) {
-                self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+            // No such QP (destroyed, or never was): the wire drops the
+            // packet; the requester retries after its timeout and gives up
+            // with RETRY_EXC_ERR after retry_cnt tries.
+            if m.flags & F_FIRST != 0 {
+                self.nak(l, m, NAK_NOT_READY, 0);
             }
             return;
         };
@@ -1243,21 +1404,40 @@ impl Ctx {
         match qp.qpt {
             IBV_QPT_RC | IBV_QPT_XRC_RECV => {
                 if st.state == IBV_QPS_ERR || st.state == IBV_QPS_SQE {
-                    if needs_ack(m) {
-                        self.reply(l, m, K_ACK, IBV_WC_RETRY_EXC_ERR);
+                    // Dropped, as by a QP in error on the wire (see above).
+                    if m.flags & F_FIRST != 0 {
+                        self.nak(l, m, NAK_NOT_READY, 0);
                     }
                     return;
                 }
-                // Not yet RTR: the wire would drop it and the sender retry;
-                // keep it until the QP is ready (or fails).
-                if st.state == IBV_QPS_RESET || st.state == IBV_QPS_INIT || !st.pending.is_empty() {
-                    st.pending.push_back(copy_msg(m, payload, l.peer));
-                    self.pending.store(true, Ordering::Relaxed);
+                let ready = st.state != IBV_QPS_RESET && st.state != IBV_QPS_INIT;
+                if ready && qp.qpt == IBV_QPT_RC && !from_connected_peer(l, &st, m) {
+                    // (rc_exec answers a QP we are not connected to.)
+                    let _ = self.rc_exec(l, &qp, &mut st, m, payload);
+                    return;
+                }
+                // After a NAK, everything but the NAKed request coming again
+                // is dropped: nothing overtakes it, nothing is kept.
+                if let Some(x) = st.nakd {
+                    if m.seq != x || m.flags & F_FIRST == 0 {
+                        return;
+                    }
+                    st.nakd = None;
+                }
+                if !ready {
+                    // Not yet RTR: the wire would drop it and the sender
+                    // retry after its timeout.
+                    if m.flags & F_FIRST != 0 {
+                        st.nakd = Some(m.seq);
+                        self.nak(l, m, NAK_NOT_READY, 0);
+                    }
                     return;
                 }
                 if let Err(()) = self.rc_exec(l, &qp, &mut st, m, payload) {
-                    st.pending.push_back(copy_msg(m, payload, l.peer));
-                    self.pending.store(true, Ordering::Relaxed);
+                    // No receive WQE: RNR NAK (the sender waits our
+                    // min_rnr_timer and sends it again).
+                    st.nakd = Some(m.seq);
+                    self.nak(l, m, NAK_RNR, st.attr.min_rnr_timer as u32);
                 }
             }
             IBV_QPT_UC => {
@@ -1275,7 +1455,7 @@ impl Ctx {
                         if st.dropping {
                             return;
                         }
-                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, 0) {
+                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, 0, &mut |_| {}) {
                             st.dropping = m.flags & F_LAST == 0;
                         }
                     }
@@ -1293,7 +1473,7 @@ impl Ctx {
                             return;
                         }
                         if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
-                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0);
+                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0, &mut |_| {});
                         }
                     }
                     _ => {}
@@ -1306,13 +1486,13 @@ impl Ctx {
                 if m.kind != K_SEND || m.qkey != st.attr.qkey {
                     return;
                 }
-                let _ = self.recv_data(&qp, &mut st, m, payload, 40);
+                let _ = self.recv_data(&qp, &mut st, m, payload, 40, &mut |_| {});
             }
             _ => {}
         }
     }
 
-    /// One RC request; Err(()) = receiver not ready (keep it pending).
+    /// One RC request; Err(()) = receiver not ready (no receive WQE: RNR).
     fn rc_exec(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
         let last = m.flags & F_LAST != 0;
         if qp.qpt == IBV_QPT_RC && !from_connected_peer(l, st, m) {
@@ -1325,29 +1505,28 @@ impl Ctx {
             return Ok(());
         }
         match m.kind {
-            K_SEND => match self.recv_data(qp, st, m, payload, 0) {
-                Ok(()) => {
-                    if last {
-                        self.reply(l, m, K_ACK, 0);
-                    }
-                }
-                Err(RecvErr::Rnr) => return Err(()),
-                Err(RecvErr::Status(s)) => {
+            K_SEND => {
+                // The ACK (or NAK) goes out before the receive completes: an
+                // application that polls the completion and exits must not
+                // take the ACK with it (the sender saw RETRY_EXC_ERR).
+                let mut ack = |s: u32| {
                     // The receiver's own fault (its WQE's lkey/range/rights)
                     // is a Remote Operational Error for the requester; a
                     // message longer than the receive buffer an Invalid
                     // Request (as the IB NAK codes).
-                    let nak = if s == IBV_WC_LOC_PROT_ERR {
-                        IBV_WC_REM_OP_ERR
-                    } else {
-                        IBV_WC_REM_INV_REQ_ERR
+                    let status = match s {
+                        0 => 0,
+                        IBV_WC_LOC_PROT_ERR => IBV_WC_REM_OP_ERR,
+                        _ => IBV_WC_REM_INV_REQ_ERR,
                     };
-                    if last || m.flags & F_FIRST != 0 {
-                        self.reply(l, m, K_ACK, nak);
-                    }
-                    self.to_err(qp, st);
+                    self.reply(l, m, K_ACK, status);
+                };
+                match self.recv_data(qp, st, m, payload, 0, &mut ack) {
+                    Ok(()) => {}
+                    Err(RecvErr::Rnr) => return Err(()),
+                    Err(RecvErr::Failed) => self.to_err(qp, st),
                 }
-            },
+            }
             K_WRITE => {
                 if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
                     return Err(());
@@ -1369,14 +1548,15 @@ impl Ctx {
                     return Ok(());
                 }
                 if last {
+                    // (ACKed before the receive completes, as SENDs are.)
+                    self.reply(l, m, K_ACK, 0);
                     if m.flags & F_IMM != 0 {
                         let mut h = *m;
                         h.flags |= F_FIRST;
                         h.plen = 0;
                         h.off = 0;
-                        let _ = self.recv_data(qp, st, &h, std::ptr::null(), 0);
+                        let _ = self.recv_data(qp, st, &h, std::ptr::null(), 0, &mut |_| {});
                     }
-                    self.reply(l, m, K_ACK, 0);
                 }
             }
             K_READ => {
@@ -1529,8 +1709,17 @@ impl Ctx {
     }
 
     /// SEND data (and the receive side of WRITE_WITH_IMM, payload NULL):
-    /// consumes a receive WQE on the first fragment, completes it on the last.
-    fn recv_data(&self, qp: &Qp, st: &mut QpSt, m: &Msg, payload: *const u8, grh: u64) -> Result<(), RecvErr> {
+    /// consumes a receive WQE on the first fragment, completes it on the
+    /// last, calling `ack` with the completion's status just before.
+    fn recv_data(
+        &self,
+        qp: &Qp,
+        st: &mut QpSt,
+        m: &Msg,
+        payload: *const u8,
+        grh: u64,
+        ack: &mut dyn FnMut(u32),
+    ) -> Result<(), RecvErr> {
         if m.flags & F_FIRST != 0 {
             let Some((mut w, cq, pd)) = self.take_recv(qp, st, m) else {
                 return Err(RecvErr::Rnr);
@@ -1609,47 +1798,181 @@ impl Ctx {
             if grh > 0 {
                 wc.wc_flags |= IBV_WC_GRH;
             }
+            ack(wc.status);
             if let Some(cq) = &cur.cq {
                 cq.push(wc, m.flags & F_SOLICITED != 0);
             }
             if wc.status != 0 {
-                return Err(RecvErr::Status(wc.status));
+                return Err(RecvErr::Failed);
             }
         }
         Ok(())
     }
 
+    /// Sends again what waits for it (after a NAK, once its timer has
+    /// passed), on every QP of the context.  Never waits: a link whose
+    /// producer side is busy, or whose ring is full, is tried again later.
     pub fn retry_pending(&self) {
         self.pending.store(false, Ordering::Relaxed);
         let qps: Vec<Arc<Qp>> = self.qps.read().unwrap().values().cloned().collect();
-        let links = self.links();
+        let now = now_ns();
         for qp in qps {
-            let mut st = lock(&qp.st);
-            while let Some(buf) = st.pending.front() {
-                // SAFETY: `buf` came from `copy_msg`: a whole `Msg` followed by
-                // its payload (read unaligned: a Vec<u8>).
-                let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
-                let payload = buf[MSG_HDR..].as_ptr();
-                // Responses go back on the link from that peer's context.
-                let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) else {
-                    st.pending.pop_front();
-                    continue;
-                };
-                if st.state == IBV_QPS_RESET || st.state == IBV_QPS_INIT {
-                    break;
-                }
-                let l = l.clone();
-                match self.rc_exec(&l, &qp, &mut st, &m, payload) {
-                    Ok(()) => {
-                        st.pending.pop_front();
-                    }
-                    Err(()) => {
+            let link = {
+                let mut st = lock(&qp.st);
+                if let Some(t) = st.lost_at {
+                    if t <= now {
+                        self.fail_lost(&qp, &mut st);
+                    } else {
                         self.pending.store(true, Ordering::Relaxed);
-                        break;
+                    }
+                    continue;
+                }
+                if st.resend.is_none() || st.probe.is_some() {
+                    continue;
+                }
+                if st.resend_at > now {
+                    self.pending.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                match &st.link {
+                    Some(l) => l.clone(),
+                    None => continue, // (the link died: link_died failed the work)
+                }
+            };
+            // The link's producer lock, then the QP's: post_send's order.
+            let Ok(_tx) = link.tx_lock.try_lock() else {
+                self.pending.store(true, Ordering::Relaxed);
+                continue;
+            };
+            let mut st = lock(&qp.st);
+            if !self.resend_locked(&link, &qp, &mut st) {
+                self.pending.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Puts the requests of `qp` from `st.resend` on the wire again, in
+    /// order, gathering their data anew from the requester's memory.  The
+    /// caller holds `l.tx_lock`.  False: the ring is full (try again later).
+    fn resend_locked(&self, l: &Link, qp: &Qp, st: &mut QpSt) -> bool {
+        loop {
+            let Some(seq) = st.resend else { return true };
+            if st.probe.is_some() {
+                return true;
+            }
+            let Some(front) = st.sq.front() else {
+                st.resend = None;
+                return true;
+            };
+            let idx = seq.wrapping_sub(front.seq) as usize;
+            if idx >= st.sq.len() {
+                st.resend = None;
+                return true;
+            }
+            let next = st.sq.get(idx + 1).map(|w| w.seq);
+            if st.sq[idx].done.is_some() {
+                // (Completed locally, or flushed.)
+                st.resend = next;
+                st.resend_off = 0;
+                continue;
+            }
+            let w = &st.sq[idx];
+            let len = w.len as u64;
+            let translated;
+            let mut src: &[ibv_sge] = &w.gsges;
+            let inline = !w.data.is_empty();
+            if !inline && !w.gsges.is_empty() {
+                match self.check_local(qp.pd, &w.gsges, false) {
+                    Ok(None) => {}
+                    Ok(Some(t)) => {
+                        translated = t;
+                        src = &translated;
+                    }
+                    Err(e) => {
+                        // Deregistered since it was posted.
+                        st.sq[idx].done = Some(e);
+                        self.to_err(qp, st);
+                        return true;
                     }
                 }
             }
+            let mut off = st.resend_off;
+            let mut copied = true;
+            loop {
+                let (h, plen) = frag(&w.hdr, len, off);
+                let o = off;
+                let mut fill = |d: *mut u8| {
+                    copied = if inline {
+                        // SAFETY: `d` is `plen` bytes of reserved ring space;
+                        // [o, o+plen) lies in the inline copy (o + plen <= len
+                        // = its length).
+                        unsafe { std::ptr::copy_nonoverlapping(w.data.as_ptr().add(o as usize), d, plen) };
+                        true
+                    } else {
+                        // SAFETY: `d` is `plen` bytes of reserved ring space;
+                        // the sources passed `check_local` just now and are
+                        // read fault-safe (memory no longer mapped fails).
+                        unsafe { gather_safe(src, o, d, plen) }
+                    };
+                    copied
+                };
+                if !self.try_put(l, &h, plen, &mut fill) {
+                    st.resend_off = off;
+                    return false;
+                }
+                if !copied {
+                    st.sq[idx].done = Some(IBV_WC_LOC_PROT_ERR);
+                    self.to_err(qp, st);
+                    return true;
+                }
+                off += plen as u64;
+                if off >= len {
+                    break;
+                }
+            }
+            st.resend = next;
+            st.resend_off = 0;
+            if st.probing {
+                st.probing = false;
+                st.probe = Some(seq);
+            }
         }
+    }
+
+    /// A NAK for request `idx` of the send queue: it and what follows are
+    /// sent again after the responder's RNR timer (RNR) or our timeout (not
+    /// ready), or it fails when its retries are used up.
+    fn on_nak(&self, qp: &Qp, st: &mut QpSt, idx: usize, m: &Msg) {
+        if st.resend.is_some_and(|r| m.seq >= r) || st.probe.is_some_and(|p| m.seq > p) {
+            return; // (not on the wire: already going back)
+        }
+        let rnr = m.status == NAK_RNR;
+        let delay = if rnr {
+            rnr_timer_ns(m.imm)
+        } else {
+            ack_timeout_ns(st.attr.timeout)
+        };
+        let w = &mut st.sq[idx];
+        let left = if rnr { &mut w.rnr_left } else { &mut w.retry_left };
+        if *left == 0 {
+            w.done = Some(if rnr {
+                IBV_WC_RNR_RETRY_EXC_ERR
+            } else {
+                IBV_WC_RETRY_EXC_ERR
+            });
+            self.to_err(qp, st);
+            self.complete_sq(qp, st);
+            return;
+        }
+        if !(rnr && *left == 7) {
+            *left -= 1;
+        }
+        st.resend = Some(m.seq);
+        st.resend_off = 0;
+        st.resend_at = now_ns() + delay;
+        st.probing = true;
+        st.probe = None;
+        self.pending.store(true, Ordering::Relaxed);
     }
 
     // ----- requester --------------------------------------------------------
@@ -1663,6 +1986,10 @@ impl Ctx {
             return;
         }
         let mut status = m.status;
+        if m.kind == K_ACK && (status == NAK_RNR || status == NAK_NOT_READY) {
+            self.on_nak(&qp, &mut st, idx, m);
+            return;
+        }
         {
             let w = &mut st.sq[idx];
             match m.kind {
@@ -1688,6 +2015,13 @@ impl Ctx {
                     w.done = Some(status);
                 }
                 _ => {}
+            }
+        }
+        if st.probe == Some(m.seq) && st.sq[idx].done.is_some() {
+            // The probe went through: the rest follows now.
+            st.probe = None;
+            if st.resend.is_some() {
+                self.pending.store(true, Ordering::Relaxed);
             }
         }
         if status != 0 {
@@ -1717,6 +2051,10 @@ impl Ctx {
     /// Moves the QP to the error state: outstanding work is flushed.
     pub fn to_err(&self, qp: &Qp, st: &mut QpSt) {
         st.state = IBV_QPS_ERR;
+        st.lost_at = None;
+        st.resend = None;
+        st.probe = None;
+        st.probing = false;
         for w in st.sq.iter_mut() {
             if w.done.is_none() {
                 w.done = Some(IBV_WC_WR_FLUSH_ERR);
@@ -1727,7 +2065,6 @@ impl Ctx {
         if let Some(c) = st.cur.take() {
             flushed.insert(0, c.wqe);
         }
-        self.fail_pending(st);
         for w in flushed {
             let mut wc = wc_zero();
             wc.wr_id = w.wr_id;
@@ -1736,24 +2073,6 @@ impl Ctx {
             wc.qp_num = qp.qpn;
             if let Some(cq) = &qp.recv_cq {
                 cq.push(wc, false);
-            }
-        }
-    }
-
-    /// Requests kept for a responder that failed: their senders see
-    /// RETRY_EXC_ERR, as when the wire drops packets for a dead QP.
-    pub fn fail_pending(&self, st: &mut QpSt) {
-        if st.pending.is_empty() {
-            return;
-        }
-        let links = self.links();
-        for buf in st.pending.drain(..) {
-            // SAFETY: `buf` came from `copy_msg`: a whole `Msg` first.
-            let m: Msg = unsafe { std::ptr::read_unaligned(buf.as_ptr() as *const Msg) };
-            if needs_ack(&m) {
-                if let Some(l) = links.iter().find(|l| !l.outgoing && l.peer == m.src_ctx()) {
-                    self.reply(l, &m, K_ACK, IBV_WC_RETRY_EXC_ERR);
-                }
             }
         }
     }
@@ -1775,6 +2094,9 @@ impl Ctx {
                 return Some(l.clone());
             }
         }
+        if live_links() >= MAX_LINKS_PER_PROCESS {
+            return None; // (the process has all the links it may have)
+        }
         let (l, pidfd) = net::connect(&self.dir, self.id, self.efd.as_fd(), peer)?;
         let l = Arc::new(l);
         o.insert(peer, l.clone());
@@ -1783,7 +2105,38 @@ impl Ctx {
         Some(l)
     }
 
-    /// A peer went away: its links are dead; RC work waiting for it fails.
+    /// The peer of `qp` cannot be reached: its outstanding work fails (the
+    /// first request with RETRY_EXC_ERR, the rest flushed) once `give_up_ns`
+    /// has passed, as when the wire drops every packet.
+    pub fn peer_lost(&self, st: &mut QpSt) {
+        if st.lost_at.is_none() {
+            st.lost_at = Some(now_ns() + give_up_ns(&st.attr));
+        }
+        self.pending.store(true, Ordering::Relaxed);
+    }
+
+    fn fail_lost(&self, qp: &Qp, st: &mut QpSt) {
+        st.lost_at = None;
+        let mut first = true;
+        let mut any = false;
+        for w in st.sq.iter_mut() {
+            if w.done.is_none() {
+                w.done = Some(if first {
+                    IBV_WC_RETRY_EXC_ERR
+                } else {
+                    IBV_WC_WR_FLUSH_ERR
+                });
+                first = false;
+                any = true;
+            }
+        }
+        if any {
+            self.to_err(qp, st);
+        }
+    }
+
+    /// A peer went away: its links are dead; RC work waiting for it fails
+    /// after the QP's transport timeout (`peer_lost`).
     pub fn link_died(&self, l: &Arc<Link>) {
         l.dead.store(true, Ordering::SeqCst);
         self.remove_link(l);
@@ -1798,23 +2151,8 @@ impl Ctx {
                 continue;
             }
             st.link = None;
-            if qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND {
-                let mut first = true;
-                let mut any = false;
-                for w in st.sq.iter_mut() {
-                    if w.done.is_none() {
-                        w.done = Some(if first {
-                            IBV_WC_RETRY_EXC_ERR
-                        } else {
-                            IBV_WC_WR_FLUSH_ERR
-                        });
-                        first = false;
-                        any = true;
-                    }
-                }
-                if any {
-                    self.to_err(&qp, &mut st);
-                }
+            if (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND) && st.sq.iter().any(|w| w.done.is_none()) {
+                self.peer_lost(&mut st);
             }
         }
     }
@@ -1846,22 +2184,6 @@ fn from_connected_peer(l: &Link, st: &QpSt, m: &Msg) -> bool {
 
 fn needs_ack(m: &Msg) -> bool {
     m.flags & F_LAST != 0 || m.kind == K_READ || m.kind == K_CAS || m.kind == K_FAA || m.kind == K_AWRITE
-}
-
-/// A private copy of a request (header, with the peer in `_r`, then the
-/// payload) kept until its QP can take it.  `payload` holds `m.plen` bytes
-/// (the record being handled, validated by `peek`).
-fn copy_msg(m: &Msg, payload: *const u8, peer: u32) -> Vec<u8> {
-    let mut v = vec![0u8; MSG_HDR + m.plen as usize];
-    let mut h = *m;
-    h._r = peer as u64;
-    // SAFETY: `v` has MSG_HDR + plen bytes; `h` is a whole `Msg` (MSG_HDR
-    // bytes) and `payload` holds `m.plen` readable bytes (see above).
-    unsafe {
-        std::ptr::copy_nonoverlapping(&h as *const Msg as *const u8, v.as_mut_ptr(), MSG_HDR);
-        std::ptr::copy_nonoverlapping(payload, v.as_mut_ptr().add(MSG_HDR), m.plen as usize);
-    }
-    v
 }
 
 /// Writes header `m` (with its `len`/`plen` set) and `plen` payload bytes
@@ -1919,6 +2241,35 @@ pub unsafe fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize
         // destination is written by the kernel: memory the owner no longer
         // maps writable fails the copy, it does not fault.
         if !unsafe { crate::mem::copy_in(s.addr + off, src.add(done), n) } {
+            return false;
+        }
+        done += n;
+        off = 0;
+    }
+    done == len
+}
+
+/// Like [`gather`], reading fault-safe (see mem.rs): false when a source
+/// is no longer mapped readable.
+///
+/// # Safety
+/// `dst` has room for `len` bytes; the SGE ranges are process addresses
+/// (they may have been unmapped since they were checked).
+pub unsafe fn gather_safe(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) -> bool {
+    let mut done = 0usize;
+    for s in sges {
+        if done == len {
+            break;
+        }
+        let sl = s.length as u64;
+        if off >= sl {
+            off -= sl;
+            continue;
+        }
+        let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `dst` + `done` has room for `n` bytes (done + n <= len, the
+        // contract); the source is read by the kernel / with fault recovery.
+        if !unsafe { crate::mem::copy_out(dst.add(done), s.addr + off, n) } {
             return false;
         }
         done += n;

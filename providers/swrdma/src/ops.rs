@@ -1546,7 +1546,7 @@ unsafe extern "C" fn get_srq_num(srq: *mut ibv_srq, num: *mut u32) -> c_int {
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
     // SAFETY: `srq` is one of our SRQs, in one of our contexts.
-    let (s, c) = unsafe { (srq_of(srq), ctx_of((*srq).context)) };
+    let s = unsafe { srq_of(srq) };
     let fail = |wr: *mut ibv_recv_wr, e: c_int| {
         // SAFETY: `bad` is writable (the verb's contract).
         unsafe { *bad = wr };
@@ -1574,7 +1574,6 @@ unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, 
             wr = w.next;
         }
     }
-    c.recv_posted();
     0
 }
 
@@ -1956,7 +1955,11 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             st.sq.clear();
             st.rq.clear();
             st.cur = None;
-            c.fail_pending(&mut st);
+            st.nakd = None;
+            st.resend = None;
+            st.probe = None;
+            st.probing = false;
+            st.lost_at = None;
             st.link = None;
             st.next_seq = 1;
             clean_cqs(&qp);
@@ -1970,10 +1973,6 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
         } else {
             None
         };
-    }
-    if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_RTR {
-        // Requests that arrived before the QP was ready.
-        c.recv_posted();
     }
     if let Some(d) = connect_to {
         // Best effort: connect now so the first send does not pay for it.
@@ -2040,7 +2039,6 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
     {
         let mut st = lock(&qp.st);
         st.link = None;
-        c.fail_pending(&mut st);
     }
     clean_cqs(&qp);
     for cq in [&qp.send_cq, &qp.recv_cq].into_iter().flatten() {
@@ -2063,14 +2061,13 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
     // SAFETY: `ibqp` is one of our QPs (the contract).
-    let (c, qp) = unsafe { qp_of(ibqp) };
+    let (_, qp) = unsafe { qp_of(ibqp) };
     // SAFETY (each `*bad = wr` below): `bad` is writable (the verb's contract).
     let fail = |wr: *mut ibv_recv_wr, e: c_int| {
         // SAFETY: see above.
         unsafe { *bad = wr };
         e
     };
-    let retry;
     {
         let mut st = lock(&qp.st);
         while !wr.is_null() {
@@ -2107,10 +2104,6 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
             }
             wr = w.next;
         }
-        retry = !st.pending.is_empty();
-    }
-    if retry {
-        c.retry_pending();
     }
     0
 }
@@ -2156,15 +2149,8 @@ pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: boo
     let mut st = lock(&qp.st);
     let seq = st.next_seq;
     st.next_seq += 1;
-    st.sq.push_back(SWqe {
-        seq,
-        wr_id,
-        op,
-        signaled,
-        len,
-        done: Some(status),
-        sges: Vec::new(),
-    });
+    st.sq
+        .push_back(SWqe::local(seq, wr_id, op, signaled, len, Some(status)));
     if status != 0 && status != IBV_WC_WR_FLUSH_ERR {
         c.to_err(qp, &mut st);
     }
@@ -2284,6 +2270,7 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
         return Ok(());
     }
+    let posted = sges;
     let translated;
     let mut sges = sges;
     if !inline {
@@ -2348,8 +2335,19 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     m.dst_qpn = dest;
     let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
     let Some(link) = link else {
-        let status = if reliable { IBV_WC_RETRY_EXC_ERR } else { 0 };
-        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, status);
+        if !reliable {
+            // (Dropped, as on the wire.)
+            finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
+            return Ok(());
+        }
+        // The peer cannot be reached: the request goes unanswered and fails
+        // with RETRY_EXC_ERR after the QP's transport timeout.
+        let mut st = lock(&qp.st);
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        st.sq
+            .push_back(SWqe::local(seq, wr.wr_id, op, signaled, len as u32, None));
+        c.peer_lost(&mut st);
         return Ok(());
     };
     if qpt == IBV_QPT_XRC_SEND {
@@ -2407,16 +2405,30 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         }
         _ => {}
     }
+    m.flags = flags;
     let tx = lock(&link.tx_lock);
     if reliable {
         let mut st = lock(&qp.st);
         let seq = st.next_seq;
         st.next_seq += 1;
+        m.seq = seq;
         let keep = if is_read || is_atomic {
             sges.to_vec()
         } else {
             Vec::new()
         };
+        // What a retransmission needs: the data is gathered anew from the
+        // registered memory (the gather list as posted), or inline data
+        // from a copy (at most `max_inline_data` bytes).
+        let sends_data = m.kind == K_SEND || m.kind == K_WRITE;
+        let mut data = Vec::new();
+        if inline && sends_data && len > 0 {
+            data = vec![0u8; len as usize];
+            // SAFETY: inline data is readable for the call (the contract);
+            // `data` has `len` bytes.
+            unsafe { gather(sges, 0, data.as_mut_ptr(), len as usize) };
+        }
+        let (rnr_left, retry_left) = (st.attr.rnr_retry.min(7), st.attr.retry_cnt.min(7));
         st.sq.push_back(SWqe {
             seq,
             wr_id: wr.wr_id,
@@ -2425,23 +2437,31 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             len: len as u32,
             done: None,
             sges: keep,
+            hdr: m,
+            gsges: if sends_data && !inline {
+                posted.to_vec()
+            } else {
+                Vec::new()
+            },
+            data,
+            rnr_left,
+            retry_left,
         });
-        m.seq = seq;
+        // Requests wait behind a NAKed one (sent again in order): this one
+        // goes on the wire with them, never before them.
+        if st.resend.is_some() || st.probe.is_some() {
+            if st.resend.is_none() {
+                st.resend = Some(seq);
+                st.resend_off = 0;
+            }
+            return Ok(());
+        }
     }
     let mut ok = true;
     if m.kind == K_SEND || m.kind == K_WRITE {
         let mut off = 0u64;
         loop {
-            let plen = (len - off).min(MAX_CHUNK as u64) as usize;
-            let mut h = m;
-            h.off = off;
-            h.flags = flags & !(F_SOLICITED | F_IMM | F_INV);
-            if off == 0 {
-                h.flags |= F_FIRST;
-            }
-            if off + plen as u64 >= len {
-                h.flags |= F_LAST | (flags & (F_SOLICITED | F_IMM | F_INV));
-            }
+            let (h, plen) = frag(&m, len, off);
             let o = off;
             let mut fill = |d: *mut u8| {
                 // SAFETY: bytes [o, o+plen) of the SGE list are readable (it
@@ -2460,8 +2480,8 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             }
         }
     } else {
-        m.flags = F_FIRST | F_LAST | (flags & F_EXT);
-        ok = c.send_msg(&link, &m, 0, &mut |_| {});
+        let (h, _) = frag(&m, 0, 0);
+        ok = c.send_msg(&link, &h, 0, &mut |_| {});
     }
     drop(tx);
     if !reliable {

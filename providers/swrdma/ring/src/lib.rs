@@ -22,6 +22,34 @@ pub const LINK_BYTES: usize = 2 * (RING_HDR + RING_SIZE);
 pub const MAX_CHUNK: usize = 64 * 1024; // payload bytes per message
 pub const MSG_HDR: usize = std::mem::size_of::<Msg>();
 
+/// A producer that finds its ring empty at or past this position starts
+/// again at the beginning (a padding record fills the rest): traffic that
+/// never has much in flight keeps touching the same first pages, so a
+/// link's memory (mapped without prefaulting) grows only with what is
+/// actually in flight.  Larger than the largest record plus its header,
+/// so that an empty ring always has room for padding and the record.
+pub const REWIND_AT: usize = 128 * 1024;
+const _: () = assert!(REWIND_AT > MSG_HDR + MAX_CHUNK && REWIND_AT < RING_SIZE / 4);
+
+/// The front of a ring's data area that records placed from before
+/// `REWIND_AT` can reach (page-aligned): the working set of traffic with
+/// little in flight.  [`Ring::trim`] gives back what lies beyond.
+pub const RING_KEEP: usize = (REWIND_AT + MSG_HDR + MAX_CHUNK + 4095) & !4095;
+const _: () = assert!(RING_KEEP < RING_SIZE);
+
+/// At most this many links exist in a process at once (both directions,
+/// every context): a further one is refused (`Link::new` gives None; the
+/// connecting side sees its handshake refused).  With `LINK_BYTES` each,
+/// the rings of a process never hold more than `MAX_LINKS_PER_PROCESS *
+/// LINK_BYTES` bytes of shared memory.
+pub const MAX_LINKS_PER_PROCESS: usize = 1024;
+static LIVE_LINKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The links of this process that exist now.
+pub fn live_links() -> usize {
+    LIVE_LINKS.load(Ordering::Relaxed)
+}
+
 // Message kinds.
 pub const K_PAD: u16 = 0;
 pub const K_SEND: u16 = 1;
@@ -132,6 +160,9 @@ struct RingHdr {
 pub struct Ring {
     hdr: *const RingHdr,
     data: *mut u8,
+    /// (Producer side, this process only.)  A record or padding was
+    /// placed beyond `RING_KEEP` since the last `trim`.
+    far: AtomicBool,
 }
 // SAFETY: the pointers refer to a shared mapping that outlives the `Ring`
 // (see the type's invariant), not to thread-local state.  Through `&Ring`
@@ -159,6 +190,7 @@ impl Ring {
             hdr: base as *const RingHdr,
             // SAFETY: `RING_HDR` is inside the region the caller vouches for.
             data: unsafe { base.add(RING_HDR) },
+            far: AtomicBool::new(false),
         }
     }
     fn h(&self) -> &RingHdr {
@@ -181,8 +213,11 @@ impl Ring {
         let head = self.h().head.load(Ordering::Relaxed);
         let pos = head as usize & (RING_SIZE - 1);
         let contig = RING_SIZE - pos;
-        let total = if contig < need { contig + need } else { need };
         let tail = self.h().tail.load(Ordering::Acquire);
+        // Wrap now when the record does not fit before the end, or when the
+        // ring is empty and we are past `REWIND_AT` (see there).
+        let wrap = contig < need || (head == tail && pos >= REWIND_AT);
+        let total = if wrap { contig + need } else { need };
         // The header is shared: a peer that scribbles on it gets a link
         // that looks full (as if it stopped consuming), never a write
         // outside the data area (records are 64-aligned, and the padding
@@ -194,7 +229,7 @@ impl Ring {
             return None;
         }
         let mut h = head;
-        if contig < need {
+        if wrap {
             // The padding record fills the rest of the ring, which may be
             // as little as 64 bytes: less than a `Msg`.  Only `len` and
             // `kind` (the first 8 bytes) are written, never a whole header:
@@ -211,6 +246,12 @@ impl Ring {
                 std::ptr::write(std::ptr::addr_of_mut!((*pad).kind), K_PAD);
             }
             h = h.wrapping_add(contig as u64);
+            if pos >= RING_KEEP {
+                self.far.store(true, Ordering::Relaxed);
+            }
+        }
+        if (h as usize & (RING_SIZE - 1)) + need > RING_KEEP {
+            self.far.store(true, Ordering::Relaxed);
         }
         // SAFETY: the offset is masked into the data area.
         Some((
@@ -234,6 +275,41 @@ impl Ring {
                 return None;
             }
         }
+    }
+
+    /// Producer: when the ring is empty (the consumer has taken every
+    /// record) and records went beyond `RING_KEEP` since the last time,
+    /// gives the pages beyond `RING_KEEP` back (MADV_REMOVE: the shared
+    /// file's pages are freed, for both processes; they read as zeros and
+    /// cost memory again once written).  True when it did.
+    ///
+    /// # Safety
+    /// The caller is the ring's only producer (it holds the link's
+    /// `tx_lock`): no record is being written meanwhile.
+    pub unsafe fn trim(&self) -> bool {
+        if !self.far.load(Ordering::Relaxed) {
+            return false;
+        }
+        let head = self.h().head.load(Ordering::Relaxed);
+        // Acquire: the consumer's reads of every record (it advances `tail`
+        // only after them) happen before the pages go.
+        if self.h().tail.load(Ordering::Acquire) != head {
+            return false;
+        }
+        // SAFETY: [RING_KEEP, RING_SIZE) of the data area, page-aligned
+        // (the data area is, and RING_KEEP is a page multiple), in our
+        // shared writable mapping; it holds no record the consumer has not
+        // taken (the ring is empty) and we write none meanwhile (the
+        // contract), so dropping its contents loses nothing.
+        let r = unsafe {
+            libc::madvise(
+                self.data.add(RING_KEEP) as *mut libc::c_void,
+                RING_SIZE - RING_KEEP,
+                libc::MADV_REMOVE,
+            )
+        };
+        self.far.store(false, Ordering::Relaxed);
+        r == 0
     }
 
     /// Producer: publishes everything up to `new_head`; true when the
@@ -389,6 +465,10 @@ impl Link {
         peer_efd: OwnedFd,
     ) -> Option<Link> {
         use std::os::fd::AsRawFd;
+        if LIVE_LINKS.fetch_add(1, Ordering::SeqCst) >= MAX_LINKS_PER_PROCESS {
+            LIVE_LINKS.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
         // SAFETY: a fresh mapping chosen by the kernel (no address hint),
         // of a descriptor that is open for the duration of the call.
         let map = unsafe {
@@ -396,14 +476,17 @@ impl Link {
                 std::ptr::null_mut(),
                 LINK_BYTES,
                 libc::PROT_READ | libc::PROT_WRITE,
-                // Populated now: no page faults (4 KiB zeroed each) while the
-                // first 8 MiB of traffic go through.
-                libc::MAP_SHARED | libc::MAP_POPULATE,
+                // Not prefaulted: a page costs memory once a record (or a
+                // ring header) is written there.  With `REWIND_AT` an idle or
+                // lightly used link touches a few pages; at most the whole
+                // `LINK_BYTES` (a ring kept full).
+                libc::MAP_SHARED,
                 memfd.as_raw_fd(),
                 0,
             )
         };
         if map == libc::MAP_FAILED {
+            LIVE_LINKS.fetch_sub(1, Ordering::SeqCst);
             return None;
         }
         let map = map as *mut u8;
@@ -457,6 +540,7 @@ impl Drop for Link {
         // are only lent out by reference, so nothing uses it afterwards.
         // (The descriptors are closed by their `OwnedFd`s.)
         unsafe { libc::munmap(self.map as *mut _, LINK_BYTES) };
+        LIVE_LINKS.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -625,6 +709,62 @@ mod tests {
                 seq += 1;
             }
         }
+    }
+
+    /// `trim` gives back the pages beyond `RING_KEEP` of an empty ring, and
+    /// only then; records still go through afterwards.
+    #[test]
+    fn trim_gives_pages_back() {
+        let map = Map::new();
+        let (_, r) = map.rings();
+        let need = MSG_HDR + MAX_CHUNK;
+        let mut n = 0u64;
+        // SAFETY: this thread is the only producer and consumer.
+        unsafe {
+            assert!(!r.trim(), "nothing went beyond RING_KEEP yet");
+            while put(&r, need, n) {
+                n += 1;
+            }
+            let far = r.data.add(RING_KEEP);
+            let page_used = || (0..4096).any(|i| std::ptr::read_volatile(far.add(i)) != 0);
+            assert!(page_used(), "the first page beyond RING_KEEP was written");
+            assert!(!r.trim(), "not empty");
+            while get(&r).is_some() {}
+            assert!(r.trim());
+            assert!(!page_used(), "the page was given back");
+            assert!(!r.trim(), "nothing beyond RING_KEEP since");
+            for s in 0..100 {
+                assert!(put(&r, need, s));
+                assert_eq!(get(&r), Some((s, need)));
+            }
+        }
+    }
+
+    /// A producer that finds its ring empty past `REWIND_AT` starts again
+    /// at the beginning: ping-pong traffic touches only the first pages.
+    #[test]
+    fn empty_ring_rewinds() {
+        let map = Map::new();
+        let (_, r) = map.rings();
+        let need = MSG_HDR + 4096;
+        let mut far = 0;
+        for seq in 0..10_000u64 {
+            // SAFETY: this thread is the only producer and consumer.
+            unsafe {
+                assert!(put(&r, need, seq));
+                far = far.max(r.h().head.load(Ordering::Relaxed) as usize & (RING_SIZE - 1));
+                assert_eq!(get(&r), Some((seq, need)));
+            }
+        }
+        assert!(far <= REWIND_AT + need, "the producer went up to {far}");
+        // Not empty: no rewind, the ring fills up to the end.
+        set_pos(&r, 0);
+        let mut n = 0u64;
+        // SAFETY: as above.
+        while unsafe { put(&r, need, n) } {
+            n += 1;
+        }
+        assert!(n as usize * need > RING_SIZE - need);
     }
 
     #[test]
