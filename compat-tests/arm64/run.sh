@@ -49,6 +49,11 @@ if make lib swrdma RUST_TARGET=$TARGET CC=aarch64-linux-gnu-gcc BUILD=build/arm6
         readelf -h "$A/lib/libibverbs.so.1" | grep -q 'Machine:.*AArch64' &&
         readelf -h "$A/lib/libibverbs/libswrdma-rdmav34.so" | grep -q 'Machine:.*AArch64'; then
     pass "build (libibverbs.so.1 and libswrdma-rdmav34.so for AArch64)"
+    if grep -q '^warning' "$OUT/build.log"; then
+        fail "build: no warnings" "$(grep -m3 -A3 '^warning' "$OUT/build.log" | tr '\n' ' ')"
+    else
+        pass "build: no warnings"
+    fi
 else
     fail build "$(grep -m3 -E '^error' "$OUT/build.log" | tr '\n' ' ') (log: $OUT/build.log)"
     case " $parts " in *" deb "*)

@@ -261,6 +261,7 @@ pub fn init() -> bool {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
 fn fast() -> bool {
     init()
 }
