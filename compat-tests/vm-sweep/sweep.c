@@ -42,6 +42,7 @@ const char *ibv_get_sysfs_path(void);
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, enum ibv_gid_type *type);
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
+int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev, const char *fnfmt, ...);
 
 enum { F_NODEV = 1, F_QPEX = 2 };
 
@@ -118,7 +119,8 @@ static void out_code(long r, int err)
 	else if (r > 0)
 		out("code", ename((int)r));
 	else {
-		snprintf(b, sizeof(b), "%ld", r);
+		/* ibv_rereg_mr's IBV_REREG_MR_ERR_* and the like: errno tells why */
+		snprintf(b, sizeof(b), "%ld:%s", r, ename(err));
 		out("neg", b);
 	}
 }
@@ -783,6 +785,59 @@ C(read_sysfs_file_missing, F_NODEV) { char b[64]; (void)e; CODE(ibv_read_sysfs_f
 C(read_sysfs_file_zero_size, F_NODEV) { char b[64]; (void)e; CODE(ibv_read_sysfs_file("/proc", "version", b, 0)); }
 C(read_sysfs_file_null_dir, F_NODEV) { char b[64]; (void)e; CODE(ibv_read_sysfs_file(NULL, "x", b, sizeof(b))); }
 C(get_sysfs_path_plain, F_NODEV) { (void)e; STR(ibv_get_sysfs_path()); }
+
+/* ===================================================================== */
+/* more NULLs and flags */
+
+C(query_gid_null_ctx, 0) { union ibv_gid g; (void)e; CODE(ibv_query_gid(NULL, 1, 0, &g)); }
+C(query_pkey_null_ctx, 0) { __be16 p; (void)e; CODE(ibv_query_pkey(NULL, 1, 0, &p)); }
+C(get_pkey_index_null_ctx, 0) { (void)e; CODE(ibv_get_pkey_index(NULL, 1, htobe16(0xffff))); }
+C(ack_cq_events_null, F_NODEV) { (void)e; VOID(ibv_ack_cq_events(NULL, 1)); }
+C(get_cq_event_nonblock_null_out, 0)
+{
+	int fl = fcntl(e->ch->fd, F_GETFL);
+	if (fcntl(e->ch->fd, F_SETFL, fl | O_NONBLOCK))
+		setup_fail("fcntl");
+	CODE(ibv_get_cq_event(e->ch, NULL, NULL));
+}
+C(get_async_event_nonblock_null_event, 0)
+{
+	int fl = fcntl(e->ctx->async_fd, F_GETFL);
+	if (fcntl(e->ctx->async_fd, F_SETFL, fl | O_NONBLOCK))
+		setup_fail("fcntl");
+	CODE(ibv_get_async_event(e->ctx, NULL));
+}
+C(reg_mr_on_demand, 0) { PTR(ibv_reg_mr(e->pd, e->buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND)); }
+C(reg_mr_optional_relaxed, 0) { PTR(ibv_reg_mr(e->pd, e->buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING)); }
+C(rereg_mr_translation_huge, 0)
+{
+	CODE(ibv_rereg_mr(e->mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, e->buf, SIZE_MAX, 0));
+}
+C(modify_srq_null_attr, 0) { CODE(ibv_modify_srq(e->srq, NULL, IBV_SRQ_LIMIT)); }
+C(create_srq_zero_sge, 0) { struct ibv_srq_init_attr a = {.attr = {.max_wr = 16, .max_sge = 0}}; PTR(ibv_create_srq(e->pd, &a)); }
+C(unimport_pd_null, F_NODEV) { (void)e; VOID(ibv_unimport_pd(NULL)); }
+C(unimport_mr_null, F_NODEV) { (void)e; VOID(ibv_unimport_mr(NULL)); }
+C(unimport_dm_null, F_NODEV) { (void)e; VOID(ibv_unimport_dm(NULL)); }
+C(attach_mcast_null_gid, 0) { CODE(ibv_attach_mcast(e->qp, NULL, 0)); }
+C(post_send_null_wr, 0) { struct ibv_send_wr *bad = NULL; CODE(ibv_post_send(e->qp, NULL, &bad)); }
+C(post_recv_null_wr, 0) { struct ibv_recv_wr *bad = NULL; CODE(ibv_post_recv(e->qp, NULL, &bad)); }
+C(post_srq_recv_null_wr, 0) { struct ibv_recv_wr *bad = NULL; CODE(ibv_post_srq_recv(e->srq, NULL, &bad)); }
+C(fork_init_then_dontfork_null, F_NODEV)
+{
+	(void)e;
+	if (ibv_fork_init())
+		setup_fail("fork_init");
+	CODE(ibv_dontfork_range(NULL, 4096));
+}
+C(fork_init_then_dofork_never_dontforked, F_NODEV)
+{
+	static char b[3 * 4096];
+	(void)e;
+	if (ibv_fork_init())
+		setup_fail("fork_init");
+	CODE(ibv_dofork_range(b, sizeof(b)));
+}
+C(read_ibdev_sysfs_file_null_dev, F_NODEV) { char b[64]; (void)e; CODE(ibv_read_ibdev_sysfs_file(b, sizeof(b), NULL, "node_guid")); }
 
 /* ===================================================================== */
 /* use after destroy: upstream documents nothing; recorded, compared */
