@@ -9,6 +9,7 @@
 #   UPSTREAM_LD / OUR_LD: LD_LIBRARY_PATH for each library ("" = the system's)
 #   BIN: the directory holding sweep
 #   SWEEP_LIMIT: seconds each run may take (timeout(1))
+#   SWEEP_SWR0: 0 = no run on swr0 (--self-check)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../vm/guest-lib.sh"
@@ -34,6 +35,6 @@ ulimit -c 0
 mkdir -p -m 0700 /tmp/sweep-rt
 run upstream-rxe0 "$UPSTREAM_LD" rxe0 "$G0"
 run ours-rxe0 "$OUR_LD" rxe0 "$G0"
-# swr0's GID 1 is ::ffff:127.0.0.1, RoCE v2
-run ours-swr0 "$OUR_LD" swr0 1 RDMAV_SOFT_DEVICES=swr0 XDG_RUNTIME_DIR=/tmp/sweep-rt
+# swr0's GID 1 is ::ffff:127.0.0.1, RoCE v2 (SWEEP_SWR0=0: no swr0 run, --self-check)
+[ "${SWEEP_SWR0:-1}" = 0 ] || run ours-swr0 "$OUR_LD" swr0 1 RDMAV_SOFT_DEVICES=swr0 XDG_RUNTIME_DIR=/tmp/sweep-rt
 echo done > "$R/complete"

@@ -42,6 +42,8 @@ const char *ibv_get_sysfs_path(void);
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, enum ibv_gid_type *type);
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
+int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6],
+				uint16_t *vid);
 int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev, const char *fnfmt, ...);
 
 enum { F_NODEV = 1, F_QPEX = 2 };
@@ -838,6 +840,32 @@ C(fork_init_then_dofork_never_dontforked, F_NODEV)
 	CODE(ibv_dofork_range(b, sizeof(b)));
 }
 C(read_ibdev_sysfs_file_null_dev, F_NODEV) { char b[64]; (void)e; CODE(ibv_read_ibdev_sysfs_file(b, sizeof(b), NULL, "node_guid")); }
+
+/* ibv_resolve_eth_l2_from_gid: provider-facing (RoCE AHs), callable */
+C(resolve_eth_l2_no_grh, 0)
+{
+	struct ibv_ah_attr a = good_ah_attr(e);
+	uint8_t mac[6];
+	uint16_t vid;
+	a.is_global = 0;
+	CODE(ibv_resolve_eth_l2_from_gid(e->ctx, &a, mac, &vid));
+}
+C(resolve_eth_l2_bad_sgid, 0)
+{
+	struct ibv_ah_attr a = good_ah_attr(e);
+	uint8_t mac[6];
+	uint16_t vid;
+	a.grh.sgid_index = 250;
+	CODE(ibv_resolve_eth_l2_from_gid(e->ctx, &a, mac, &vid));
+}
+C(resolve_eth_l2_port_0, 0)
+{
+	struct ibv_ah_attr a = good_ah_attr(e);
+	uint8_t mac[6];
+	uint16_t vid;
+	a.port_num = 0;
+	CODE(ibv_resolve_eth_l2_from_gid(e->ctx, &a, mac, &vid));
+}
 
 /* ===================================================================== */
 /* use after destroy: upstream documents nothing; recorded, compared */
