@@ -116,6 +116,17 @@ crate::export! {
         if pd.is_null() || qp_init_attr.is_null() {
             return null_errno(libc::EINVAL);
         }
+        // So are the CQs the kernel's command needs (upstream's command
+        // layer reads their handles unchecked): a send CQ for every type but
+        // XRC_RECV, a receive CQ for every type but the two XRC ones.
+        // SAFETY: the caller's attributes, non-NULL (checked above).
+        let (qp_type, send_cq, recv_cq) =
+            unsafe { ((*qp_init_attr).qp_type, (*qp_init_attr).send_cq, (*qp_init_attr).recv_cq) };
+        if (send_cq.is_null() && qp_type != IBV_QPT_XRC_RECV)
+            || (recv_cq.is_null() && qp_type != IBV_QPT_XRC_SEND && qp_type != IBV_QPT_XRC_RECV)
+        {
+            return null_errno(libc::EINVAL);
+        }
         // SAFETY: a PD of an open context.
         unsafe {
             let f = crate::op!((*pd).context, create_qp);
@@ -279,7 +290,8 @@ crate::export! {
 
     /// 0 or an errno value.
     fn __ibv_attach_mcast_1_1(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int [on_panic: libc::EIO] {
-        if qp.is_null() {
+        // Upstream's command copies *gid unchecked (a crash); refused.
+        if qp.is_null() || gid.is_null() {
             return libc::EINVAL;
         }
         // SAFETY: a QP of an open context.
@@ -291,7 +303,8 @@ crate::export! {
 
     /// 0 or an errno value.
     fn __ibv_detach_mcast_1_1(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int [on_panic: libc::EIO] {
-        if qp.is_null() {
+        // Upstream's command copies *gid unchecked (a crash); refused.
+        if qp.is_null() || gid.is_null() {
             return libc::EINVAL;
         }
         // SAFETY: a QP of an open context.
