@@ -38,6 +38,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <malloc.h>
+#include <mcheck.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -488,8 +489,31 @@ int main(int argc, char **argv)
         printf("warm-up cycle failed\n");
         return 1;
     }
+    /* a second fault-free cycle, measured: what a clean cycle keeps */
+    long heap_w = heap_used();
+    int fd_w = count_fds();
+    /* FAULTPROG_MTRACE=FILE (with libc_malloc_debug.so preloaded): glibc's
+     * malloc trace of this second cycle, to find what a cycle keeps */
+    const char *mt = getenv("FAULTPROG_MTRACE");
+    if (mt) {
+        setenv("MALLOC_TRACE", mt, 1);
+        mtrace();
+    }
+    int wrc = warm_up(names, gidx);
+    if (mt) {
+        muntrace();
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "cat /proc/%d/maps > %s.maps", (int)getpid(), mt);
+        if (system(cmd)) {
+        }
+    }
+    if (wrc) {
+        printf("second warm-up cycle failed\n");
+        return 1;
+    }
     int fd0 = count_fds(), maps0 = count_uverbs_maps();
     long heap0 = heap_used();
+    printf("# clean_cycle_fd_delta=%d clean_cycle_heap_delta=%ld\n", fd0 - fd_w, heap0 - heap_w);
 
     struct ibv_device **list = NULL, *dev0 = NULL;
     char uverbs_path[PATHLEN], ibdev_path[PATHLEN];
