@@ -101,7 +101,9 @@ run_prog() { # DIR LD MODE ENV...
     mkdir -p "$d"
     rm -f "$d/ready"
     now_ms > "$d/start"
-    ( env LD_LIBRARY_PATH="$ld" "$@" timeout -k 5 90 "$BIN/faultprog" "$mode" rxe0 "$G0" rxe1 "$G1" "$d/ready" \
+    # glibc's malloc trace of the measured cycle (faultprog.c): DIR/mtrace
+    ( env LD_LIBRARY_PATH="$ld" "$@" LD_PRELOAD="$MALLOC_DEBUG" FAULTPROG_MTRACE="$d/mtrace" \
+        timeout -k 5 90 "$BIN/faultprog" "$mode" rxe0 "$G0" rxe1 "$G1" "$d/ready" \
         > "$d/out" 2> "$d/err" < /dev/null; echo $? > "$d/rc"; now_ms > "$d/end" ) &
     pp=$!
     for ((i = 0; i < 600; i++)); do
@@ -121,6 +123,9 @@ run_prog() { # DIR LD MODE ENV...
         *) wait "$pp" ;;
     esac
 }
+
+MALLOC_DEBUG=/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0
+[ -e "$MALLOC_DEBUG" ] || MALLOC_DEBUG=
 
 # ---- the tests
 PAIR_SERVER=(-d rxe0 -g "$G0")

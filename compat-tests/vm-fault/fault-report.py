@@ -13,8 +13,8 @@ Checks (ours against upstream in the same boot):
                    the "# " figure lines (every step's return value/errno,
                    the async events, descriptors/mappings after the close)
   faultprog-*-leak descriptors and /dev/infiniband mappings after the close:
-                   the same deltas as upstream's, and the heap delta at most
-                   upstream's + HEAP_SLACK bytes
+                   the same deltas as upstream's; heap blocks the cycle left
+                   unfreed (glibc's malloc trace): none when upstream left none
   reuse-after-readd  on the re-added rxe0: ibv_devinfo (status and stdout)
                    and a pingpong (statuses) as upstream's
   kernel           no oops, warning or hung task in the guest's kernel log
@@ -29,7 +29,6 @@ from reportlib import (begin, entries, finish, fmt_status, print_table, read, re
 
 SUITE = "vm-fault"
 RELEASE_MS = 3000  # the delete must end within this after the server on rxe0 exited
-HEAP_SLACK = 4096  # bytes of main-arena heap ours may keep beyond upstream's after the close
 
 
 def ms_between(d, a, b):
@@ -114,6 +113,36 @@ def pair_delete_check(up, ours):
     return "; ".join(diffs)
 
 
+def mtrace_kept(path):
+    """glibc's malloc trace (mtrace(3) format: "@ WHERE[CALLER] + ADDR SIZE",
+    "- ADDR", "< ADDR" / "> ADDR SIZE" for realloc): the blocks allocated in
+    it and not freed, as {"bytes", "blocks", "by": {library: bytes}}; None
+    without a trace."""
+    text = read(path)
+    if text is None or "= Start" not in text:
+        return None
+    live = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or parts[0] != "@":
+            continue
+        op, addr = parts[-3], parts[-2]
+        if parts[-2] in ("-", "<"):
+            op, addr = parts[-2], parts[-1]
+        if op in ("+", ">"):
+            where = parts[1].split(":")[0].split("[")[0].rsplit("/", 1)[-1]
+            try:
+                live[addr] = (int(parts[-1], 16), where)
+            except ValueError:
+                pass
+        elif op in ("-", "<"):
+            live.pop(addr, None)
+    by = {}
+    for size, where in live.values():
+        by[where] = by.get(where, 0) + size
+    return {"bytes": sum(by.values()), "blocks": len(live), "by": by}
+
+
 def prog_side(d):
     rc = read_int(os.path.join(d, "rc"))
     if rc is None:
@@ -134,7 +163,8 @@ def prog_side(d):
          "steps": [l for l in out.splitlines() if not l.startswith("# ")],
          "figures": figures, "restore": restore_of(d),
          "delete_status": read_int(os.path.join(d, "delete.rc")),
-         "delete_ms": ms_between(d, "delete.start", "delete.end")}
+         "delete_ms": ms_between(d, "delete.start", "delete.end"),
+         "kept": mtrace_kept(os.path.join(d, "mtrace"))}
     return r
 
 
@@ -168,8 +198,11 @@ def prog_checks(tid, up, ours):
     elif of["fd_delta"] != uf["fd_delta"] or of["maps_delta"] != uf["maps_delta"]:
         why = (f"descriptors/mappings after the close: ours {of['fd_delta']:+d}/{of['maps_delta']:+d} "
                f"vs upstream {uf['fd_delta']:+d}/{uf['maps_delta']:+d}")
-    elif of["heap_delta"] > uf["heap_delta"] + HEAP_SLACK:
-        why = f"heap after the close: ours {of['heap_delta']:+d} bytes vs upstream {uf['heap_delta']:+d} (+{HEAP_SLACK} allowed)"
+    elif up["kept"] is None or ours["kept"] is None:
+        why = "no malloc trace from both (libc_malloc_debug.so.0 missing in the guest?)"
+    elif (ours["kept"]["bytes"] == 0) != (up["kept"]["bytes"] == 0):
+        why = (f"heap blocks the cycle did not free: ours {ours['kept']['blocks']} ({ours['kept']['bytes']} bytes: "
+               f"{ours['kept']['by']}) vs upstream {up['kept']['blocks']} ({up['kept']['bytes']} bytes)")
     out.append(("FAIL" if why else "PASS", tid + "-leak", why))
     return out
 
@@ -237,8 +270,11 @@ def main():
                                   fmt_ms(noticed), "/".join(sorted(set(destroys))) or "-",
                                   " | ".join(events) or "-",
                                   fmt_ms(f.get("delete_done_after_close_ms"))))
+                k = r["kept"]
                 leak_rows.append((tid if who == "upstream" else "", who, str(f.get("fd_delta", "-")),
-                                  str(f.get("maps_delta", "-")), str(f.get("heap_delta", "-"))))
+                                  str(f.get("maps_delta", "-")),
+                                  "-" if k is None else f"{k['blocks']}/{k['bytes']}",
+                                  str(f.get("heap_delta", "-")), str(f.get("clean_cycle_heap_delta", "-"))))
         elif kind == "reuse":
             up, ours = reuse_side(os.path.join(d, "upstream")), reuse_side(os.path.join(d, "ours"))
             why = reuse_check(up, ours)
@@ -273,8 +309,10 @@ def main():
             print_table(("faultprog", "library", "exit", "noticed", "destroys", "async events", "delete done"),
                         prog_rows)
             print()
-            print_table(("faultprog after close", "library", "fd delta", "uverbs maps delta", "heap delta (B)"),
-                        leak_rows)
+            print_table(("faultprog after close", "library", "fd delta", "uverbs maps delta",
+                         "not freed (blocks/B)", "mallinfo delta", "clean cycle"), leak_rows)
+            print("(not freed: malloc trace of the cycle; mallinfo counts glibc's thread cache too, as the "
+                  "fault-free cycle's figure shows)")
         if reuse_rows:
             print()
             print_table(("re-added rxe0", "ibv_devinfo", "pingpong", "pingpong time"), reuse_rows)

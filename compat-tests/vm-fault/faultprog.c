@@ -492,21 +492,7 @@ int main(int argc, char **argv)
     /* a second fault-free cycle, measured: what a clean cycle keeps */
     long heap_w = heap_used();
     int fd_w = count_fds();
-    /* FAULTPROG_MTRACE=FILE (with libc_malloc_debug.so preloaded): glibc's
-     * malloc trace of this second cycle, to find what a cycle keeps */
-    const char *mt = getenv("FAULTPROG_MTRACE");
-    if (mt) {
-        setenv("MALLOC_TRACE", mt, 1);
-        mtrace();
-    }
     int wrc = warm_up(names, gidx);
-    if (mt) {
-        muntrace();
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "cat /proc/%d/maps > %s.maps", (int)getpid(), mt);
-        if (system(cmd)) {
-        }
-    }
     if (wrc) {
         printf("second warm-up cycle failed\n");
         return 1;
@@ -514,6 +500,15 @@ int main(int argc, char **argv)
     int fd0 = count_fds(), maps0 = count_uverbs_maps();
     long heap0 = heap_used();
     printf("# clean_cycle_fd_delta=%d clean_cycle_heap_delta=%ld\n", fd0 - fd_w, heap0 - heap_w);
+    /* FAULTPROG_MTRACE=FILE (with glibc's libc_malloc_debug.so preloaded):
+     * every malloc/free of the measured cycle, from here to after the close,
+     * goes to FILE; what is not freed there is what the cycle kept (mallinfo's
+     * figures also count the chunks glibc's per-thread cache holds) */
+    const char *mt = getenv("FAULTPROG_MTRACE");
+    if (mt) {
+        setenv("MALLOC_TRACE", mt, 1);
+        mtrace();
+    }
 
     struct ibv_device **list = NULL, *dev0 = NULL;
     char uverbs_path[PATHLEN], ibdev_path[PATHLEN];
@@ -635,6 +630,8 @@ int main(int argc, char **argv)
     printf("# destroy_and_close_ms=%ld\n", tc - td);
     for (int i = 0; i < NCTX; i++)
         free(X[i].buf);
+    if (mt)
+        muntrace();
 
     int fd1 = count_fds(), maps1 = count_uverbs_maps();
     long heap1 = heap_used();
