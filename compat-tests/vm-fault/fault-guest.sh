@@ -73,7 +73,7 @@ run_pair_delete() { # DIR LD DELAY CMD... (PAIR_SERVER/PAIR_CLIENT args as in gu
     local d=$1 ld=$2 delay=$3 sp cp i; shift 3
     PAIR_PORT=$((PAIR_PORT + 1))
     mkdir -p "$d"
-    ( env LD_LIBRARY_PATH="$ld" timeout -k 5 120 "$@" "${PAIR_SERVER[@]}" -p "$PAIR_PORT" \
+    ( env LD_LIBRARY_PATH="$ld" stdbuf -oL timeout -k 5 120 "$@" "${PAIR_SERVER[@]}" -p "$PAIR_PORT" \
         > "$d/server.out" 2> "$d/server.err"; echo $? > "$d/server.rc"; now_ms > "$d/server.end" ) &
     sp=$!
     for ((i = 0; i < 200; i++)); do
@@ -81,9 +81,17 @@ run_pair_delete() { # DIR LD DELAY CMD... (PAIR_SERVER/PAIR_CLIENT args as in gu
         kill -0 "$sp" 2>/dev/null || break
         sleep 0.1
     done
-    ( env LD_LIBRARY_PATH="$ld" timeout -k 5 120 "$@" "${PAIR_CLIENT[@]}" -p "$PAIR_PORT" 127.0.0.1 \
+    ( env LD_LIBRARY_PATH="$ld" stdbuf -oL timeout -k 5 120 "$@" "${PAIR_CLIENT[@]}" -p "$PAIR_PORT" 127.0.0.1 \
         > "$d/client.out" 2> "$d/client.err"; echo $? > "$d/client.rc"; now_ms > "$d/client.end" ) &
     cp=$!
+    # the delete starts DELAY s after the client printed the peer's address
+    # (connected; its traffic starts): a fixed time after the start would
+    # land anywhere from the setup to the end, the VM's speed varies that much
+    for ((i = 0; i < 300; i++)); do
+        grep -q 'remote address' "$d/client.out" 2>/dev/null && break
+        kill -0 "$cp" 2>/dev/null || break
+        sleep 0.1
+    done
     sleep "$delay"
     echo "server=$(alive "$sp") client=$(alive "$cp")" > "$d/alive-at-delete"
     start_delete "$d"
@@ -143,10 +151,10 @@ while IFS='|' read -r id kind args; do
         case "$kind" in
             pingpong-delete)
                 PAIR_SERVER=(-d rxe0 -g "$G0") PAIR_CLIENT=(-d rxe1 -g "$G1")
-                run_pair_delete "$d" "$ld" 2 $args ;;
+                run_pair_delete "$d" "$ld" 0.3 $args ;;
             perftest-delete)
                 PAIR_SERVER=("${PERF_SERVER[@]}") PAIR_CLIENT=("${PERF_CLIENT[@]}")
-                run_pair_delete "$d" "$ld" 2 $args ;;
+                run_pair_delete "$d" "$ld" 1 $args ;;
             prog) run_prog "$d" "$ld" $args ;;
             reuse)
                 mkdir -p "$d"

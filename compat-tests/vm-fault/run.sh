@@ -24,7 +24,7 @@ UPSTREAM_INCLUDE=${UPSTREAM_INCLUDE:-/usr/include}
 [ "${1:-}" = --self-check ] && suite_self_check
 
 suite_need_commands "gcc, iproute2, ibverbs-utils, perftest, coreutils, python3" \
-    cc rdma ip timeout python3 apt-get dpkg flock ibv_rc_pingpong ibv_devinfo ibv_devices ib_write_bw ib_send_bw
+    cc rdma ip timeout stdbuf python3 apt-get dpkg flock ibv_rc_pingpong ibv_devinfo ibv_devices ib_write_bw ib_send_bw
 [ -e "$UPSTREAM_INCLUDE/infiniband/verbs.h" ] || fail_early prerequisites "$UPSTREAM_INCLUDE/infiniband/verbs.h missing (libibverbs-dev; make deps)"
 suite_need_upstream
 suite_lib_dirs
