@@ -215,8 +215,13 @@ crate::export! {
 
     /// 0 or an errno value.
     fn _ibv_query_gid_ex(context: *mut ibv_context, port_num: u32, gid_index: u32, entry: *mut ibv_gid_entry, flags: u32, entry_size: usize) -> c_int [on_panic: libc::EIO] {
-        if context.is_null() || entry.is_null() {
+        if context.is_null() {
             return libc::EINVAL;
+        }
+        // The kernel's answer when it cannot write the entry (upstream
+        // passes the pointer on; its sysfs fallback would crash).
+        if entry.is_null() {
+            return libc::EFAULT;
         }
         // SAFETY: an open context; entry holds entry_size bytes.
         unsafe { gid::query_gid_ex(context, port_num, gid_index, entry, flags, entry_size, gid::ALL_ATTRS) }
@@ -227,8 +232,21 @@ crate::export! {
         if context.is_null() {
             return -(libc::EINVAL as isize);
         }
+        // As the kernel answers a table it cannot write (upstream's sysfs
+        // fallback, which a device without the kernel's GID methods takes,
+        // would crash).
+        if entries.is_null() && max_entries > 0 {
+            set_errno(libc::EFAULT);
+            return -(libc::EFAULT as isize);
+        }
         // SAFETY: an open context; entries holds max_entries entries.
-        unsafe { gid::query_gid_table(context, entries, max_entries, flags, entry_size) }
+        let ret = unsafe { gid::query_gid_table(context, entries, max_entries, flags, entry_size) };
+        // errno as well, as upstream's failed ioctl leaves it (also when
+        // the sysfs fallback answered)
+        if ret < 0 {
+            set_errno((-ret) as c_int);
+        }
+        ret
     }
 
     /// The GID's type as sysfs names it; 0 (an empty GID is "IB/RoCE v1"),

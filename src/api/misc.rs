@@ -31,10 +31,10 @@ crate::export! {
     fn ibv_fork_init() -> c_int [on_panic: libc::EIO] { crate::fork::init() }
     fn ibv_is_fork_initialized() -> u32 [on_panic: 0] { crate::fork::status() }
     fn ibv_dontfork_range(base: *mut c_void, size: usize) -> c_int [on_panic: -1] {
-        crate::fork::range(base as usize, size, true)
+        fork_range(base, size, true)
     }
     fn ibv_dofork_range(base: *mut c_void, size: usize) -> c_int [on_panic: -1] {
-        crate::fork::range(base as usize, size, false)
+        fork_range(base, size, false)
     }
 
     fn ibv_get_sysfs_path() -> *const c_char [on_panic: std::ptr::null()] {
@@ -53,6 +53,16 @@ crate::export! {
         // SAFETY: the caller promises `buf` holds `size` writable bytes.
         unsafe { crate::sysfs::read_sysfs_into(dir.to_bytes(), file.to_bytes(), buf, size) }
     }
+}
+
+/// `ibv_dontfork_range`/`ibv_dofork_range`: with fork protection on, a
+/// NULL base is a no-op that succeeds, as upstream's; without it the call
+/// only marks that protection comes too late (in `fork::range`).
+fn fork_range(base: *mut c_void, size: usize, dont: bool) -> c_int {
+    if base.is_null() && crate::fork::enabled() {
+        return 0;
+    }
+    crate::fork::range(base as usize, size, dont)
 }
 
 /// Called by the C shim behind `ibv_read_ibdev_sysfs_file` with the file

@@ -73,7 +73,8 @@ crate::export! {
 
     /// 0 or an errno value.
     fn __ibv_modify_srq_1_1(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr, srq_attr_mask: c_int) -> c_int [on_panic: libc::EIO] {
-        if srq.is_null() {
+        // Upstream's providers read *srq_attr unchecked (a crash); refused.
+        if srq.is_null() || srq_attr.is_null() {
             return libc::EINVAL;
         }
         // SAFETY: an SRQ of an open context.
@@ -85,7 +86,8 @@ crate::export! {
 
     /// 0 or an errno value.
     fn __ibv_query_srq_1_1(srq: *mut ibv_srq, srq_attr: *mut ibv_srq_attr) -> c_int [on_panic: libc::EIO] {
-        if srq.is_null() {
+        // Upstream's providers write *srq_attr unchecked (a crash); refused.
+        if srq.is_null() || srq_attr.is_null() {
             return libc::EINVAL;
         }
         // SAFETY: an SRQ of an open context.
@@ -110,7 +112,19 @@ crate::export! {
     /// The provider creates the QP (its `ibv_cmd_create_qp*` fills the
     /// library's fields, as upstream).
     fn __ibv_create_qp_1_1(pd: *mut ibv_pd, qp_init_attr: *mut ibv_qp_init_attr) -> *mut ibv_qp [on_panic: null_mut()] {
-        if pd.is_null() {
+        // Upstream's providers read *qp_init_attr unchecked (a crash); refused.
+        if pd.is_null() || qp_init_attr.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // So are the CQs the kernel's command needs (upstream's command
+        // layer reads their handles unchecked): a send CQ for every type but
+        // XRC_RECV, a receive CQ for every type but the two XRC ones.
+        // SAFETY: the caller's attributes, non-NULL (checked above).
+        let (qp_type, send_cq, recv_cq) =
+            unsafe { ((*qp_init_attr).qp_type, (*qp_init_attr).send_cq, (*qp_init_attr).recv_cq) };
+        if (send_cq.is_null() && qp_type != IBV_QPT_XRC_RECV)
+            || (recv_cq.is_null() && qp_type != IBV_QPT_XRC_SEND && qp_type != IBV_QPT_XRC_RECV)
+        {
             return null_errno(libc::EINVAL);
         }
         // SAFETY: a PD of an open context.
@@ -181,7 +195,9 @@ crate::export! {
 
     /// 0 or an errno value; `qp->state` follows a successful state change.
     fn __ibv_modify_qp_1_1(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, attr_mask: c_int) -> c_int [on_panic: libc::EIO] {
-        if qp.is_null() || attr.is_null() {
+        // With an empty mask upstream reads nothing of attr, and the kernel
+        // accepts the no-op: a NULL attr is refused only with a mask.
+        if qp.is_null() || (attr.is_null() && attr_mask != 0) {
             return libc::EINVAL;
         }
         // SAFETY: a QP of an open context and the caller's attributes.
@@ -211,7 +227,8 @@ crate::export! {
     }
 
     fn __ibv_create_ah_1_1(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah [on_panic: null_mut()] {
-        if pd.is_null() {
+        // Upstream's providers read *attr unchecked (a crash); refused.
+        if pd.is_null() || attr.is_null() {
             return null_errno(libc::EINVAL);
         }
         // SAFETY: a PD of an open context.
@@ -273,7 +290,8 @@ crate::export! {
 
     /// 0 or an errno value.
     fn __ibv_attach_mcast_1_1(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int [on_panic: libc::EIO] {
-        if qp.is_null() {
+        // Upstream's command copies *gid unchecked (a crash); refused.
+        if qp.is_null() || gid.is_null() {
             return libc::EINVAL;
         }
         // SAFETY: a QP of an open context.
@@ -285,7 +303,8 @@ crate::export! {
 
     /// 0 or an errno value.
     fn __ibv_detach_mcast_1_1(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int [on_panic: libc::EIO] {
-        if qp.is_null() {
+        // Upstream's command copies *gid unchecked (a crash); refused.
+        if qp.is_null() || gid.is_null() {
             return libc::EINVAL;
         }
         // SAFETY: a QP of an open context.

@@ -542,6 +542,10 @@ unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
+/// The access flags a registration may carry: the defined bits (up to
+/// `IBV_ACCESS_FLUSH_PERSISTENT`, 1 << 9) and the optional range.
+const MR_ACCESS_KNOWN: u32 = 0x3ff | IBV_ACCESS_OPTIONAL_RANGE;
+
 unsafe extern "C" fn reg_mr(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -556,6 +560,12 @@ unsafe extern "C" fn reg_mr(
     let (context, c, pdid) = unsafe { ((*pd).context, ctx_of((*pd).context), pd_id(pd)) };
     let access = access as u32;
     if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    // As the kernel (ib_check_mr_access, ib_umem_get): access bits it does
+    // not know, and an empty range, are EINVAL.
+    if access & !MR_ACCESS_KNOWN != 0 || length == 0 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
@@ -1083,8 +1093,8 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
     // SAFETY: `attr` is a valid address vector and `pd` one of our PDs (the
     // verb's contract); the attribute is copied.
     let (attr, context) = unsafe { (*attr, (*pd).context) };
-    if attr.port_num != 1 || (attr.is_global != 0 && attr.grh.sgid_index as usize >= device::GID_TBL_LEN) {
-        set_errno(libc::EINVAL);
+    if let Err(e) = check_av(&attr) {
+        set_errno(e);
         return std::ptr::null_mut();
     }
     let a = Box::into_raw(Box::new(SwAh {
@@ -1114,9 +1124,29 @@ unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
-unsafe extern "C" fn open_xrcd(context: *mut ibv_context, _attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
-    // SAFETY: `context` is one of our contexts (the contract).
-    let c = unsafe { ctx_of(context) };
+unsafe extern "C" fn open_xrcd(context: *mut ibv_context, attr: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
+    // SAFETY: `context` is one of our contexts and `attr` a valid init
+    // attribute (the contract).
+    let (c, a) = unsafe { (ctx_of(context), &*attr) };
+    // As upstream's ibv_cmd_open_xrcd and the kernel: unknown attributes
+    // (EOPNOTSUPP), the file and flags both required (EINVAL), and a file
+    // descriptor that is not open (EBADF; -1 is "no file").
+    if a.comp_mask >= IBV_XRCD_INIT_ATTR_RESERVED {
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
+    if a.comp_mask & IBV_XRCD_INIT_ATTR_FD == 0 || a.comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS == 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    if a.comp_mask & IBV_XRCD_INIT_ATTR_FD != 0
+        && a.fd != -1
+        // SAFETY: F_GETFD only asks whether the descriptor is open.
+        && unsafe { libc::fcntl(a.fd, libc::F_GETFD) } < 0
+    {
+        set_errno(libc::EBADF);
+        return std::ptr::null_mut();
+    }
     let id = c.new_obj_id();
     let x = Box::into_raw(Box::new(SwXrcd {
         vx: verbs_xrcd {
@@ -1200,6 +1230,10 @@ unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_i
     // SAFETY: `context` is one of our contexts and `attr` a valid init
     // attribute (the verb's contract).
     let (a, vectors) = unsafe { (&*attr, (*context).num_comp_vectors) };
+    if a.comp_mask & !(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) != 0 {
+        set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
     if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= vectors as u32 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
@@ -1449,8 +1483,14 @@ unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq
             // non-null) are a PD, an XRCD and a CQ of ours (the contract).
             unsafe { new_srq(context, a.pd, &mut a.attr, a.srq_context, ty, a.xrcd, a.cq) }
         }
-        _ => {
+        // tag matching: a device without the capability; any other type is
+        // no SRQ type at all (the kernel: EINVAL)
+        IBV_SRQT_TM => {
             set_errno(libc::EOPNOTSUPP);
+            std::ptr::null_mut()
+        }
+        _ => {
+            set_errno(libc::EINVAL);
             std::ptr::null_mut()
         }
     }
@@ -1625,7 +1665,10 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         qpt,
         IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV
     ) {
-        set_errno(libc::EOPNOTSUPP);
+        // raw packet and driver QPs exist but not on this device; any other
+        // number is no QP type (the kernel: EINVAL)
+        let known = matches!(qpt, IBV_QPT_RAW_PACKET | IBV_QPT_DRIVER);
+        set_errno(if known { libc::EOPNOTSUPP } else { libc::EINVAL });
         return std::ptr::null_mut();
     }
     let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
@@ -1893,6 +1936,26 @@ fn optional_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
+/// Every `ibv_qp_attr_mask` bit up to `IBV_QP_RATE_LIMIT`.
+const QP_ATTR_KNOWN: u32 = (IBV_QP_RATE_LIMIT << 1) - 1;
+
+/// An address vector as the kernel checks it for a RoCE port
+/// (rdma_check_ah_attr, rdma_get_gid_attr): port 1, a GRH (RoCE routes by
+/// GID), a source GID of the table, a destination GID that is not zero.
+fn check_av(a: &ibv_ah_attr) -> Result<(), c_int> {
+    if a.port_num != 1 || a.is_global == 0 {
+        return Err(libc::EINVAL);
+    }
+    if a.grh.sgid_index as usize >= device::GID_TBL_LEN {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: every bit pattern of the 16-byte union is a valid `raw`.
+    if unsafe { a.grh.dgid.raw } == [0u8; 16] {
+        return Err(libc::EINVAL);
+    }
+    Ok(())
+}
+
 unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
     // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute (the
     // verb's contract).
@@ -1901,6 +1964,10 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
         (c, qp, &*attr)
     };
     let mask = mask as u32;
+    // as upstream's ibv_cmd_modify_qp: attributes past IBV_QP_RATE_LIMIT
+    if mask & !QP_ATTR_KNOWN != 0 {
+        return libc::EOPNOTSUPP;
+    }
     let connect_to;
     {
         let mut st = lock(&qp.st);
@@ -1915,8 +1982,12 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
         if mask & IBV_QP_PORT != 0 && a.port_num != 1 {
             return libc::EINVAL;
         }
-        if mask & IBV_QP_AV != 0 && a.ah_attr.is_global != 0 && a.ah_attr.grh.sgid_index as usize >= device::GID_TBL_LEN
-        {
+        if mask & IBV_QP_AV != 0 {
+            if let Err(e) = check_av(&a.ah_attr) {
+                return e;
+            }
+        }
+        if mask & IBV_QP_PATH_MTU != 0 && !(IBV_MTU_256..=IBV_MTU_4096).contains(&a.path_mtu) {
             return libc::EINVAL;
         }
         let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
@@ -1993,9 +2064,13 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
 unsafe extern "C" fn query_qp(
     ibqp: *mut ibv_qp,
     attr: *mut ibv_qp_attr,
-    _mask: c_int,
+    mask: c_int,
     init: *mut ibv_qp_init_attr,
 ) -> c_int {
+    // as upstream's ibv_cmd_query_qp: attributes past IBV_QP_RATE_LIMIT
+    if mask as u32 & !QP_ATTR_KNOWN != 0 {
+        return libc::EOPNOTSUPP;
+    }
     // SAFETY: `ibqp` is one of our QPs; `attr` is room for an attribute
     // (the verb's contract), not otherwise referenced during the call.
     let (qp, at) = unsafe { (qp_of(ibqp).1, &mut *attr) };

@@ -151,16 +151,23 @@ unsafe fn icmd_create_qp(
                 );
                 // The send CQ is optional here.
                 if a.cap.max_send_wr != 0 {
+                    if a.send_cq.is_null() {
+                        return einval();
+                    }
                     // SAFETY: a QP with send WRs names a live send CQ
-                    // (contract).
+                    // (contract; checked non-null).
                     let send_cq_handle = unsafe { (*a.send_cq).handle };
                     c.in_obj(attr::CREATE_QP_SEND_CQ_HANDLE, send_cq_handle)
                         .w(req!(ib_uverbs_create_qp, send_cq_handle))
                         .wx(req!(ib_uverbs_ex_create_qp, send_cq_handle));
                 }
             } else {
+                // Upstream reads both CQs unchecked (a crash); refused here.
+                if a.send_cq.is_null() || (a.qp_type != IBV_QPT_XRC_SEND && a.recv_cq.is_null()) {
+                    return einval();
+                }
                 // SAFETY: without an indirection table `a.send_cq` is a live
-                // CQ (contract).
+                // CQ (contract; checked non-null).
                 let send_cq_handle = unsafe { (*a.send_cq).handle };
                 c.in_obj(attr::CREATE_QP_SEND_CQ_HANDLE, send_cq_handle)
                     .w(req!(ib_uverbs_create_qp, send_cq_handle))
