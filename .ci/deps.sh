@@ -3,7 +3,7 @@
 # the real upstream pieces we compare against and the tools the suites use.
 # Idempotent: does nothing when everything is present.
 set -eu
-PKGS="libibverbs1 libibverbs-dev ibverbs-utils ibverbs-providers perftest python3-pyverbs pkg-config clang gcc g++ make python3 binutils util-linux dpkg-dev debhelper fakeroot lintian mmdebstrap"
+PKGS="libibverbs1 libibverbs-dev ibverbs-utils ibverbs-providers perftest python3-pyverbs pkg-config clang gcc g++ make python3 binutils util-linux dpkg-dev debhelper fakeroot lintian mmdebstrap ucx-utils openmpi-bin libopenmpi-dev libfabric-bin qperf iproute2"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -111,8 +111,15 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     rm -rf "$r"; cp -a "$cached" "$r" || { fail "$rel: root" "cannot copy $cached"; return; }
     mount -t proc proc "$r/proc" && MNT+=("$r/proc")
     mount -t tmpfs tmpfs "$r/tmp" && MNT+=("$r/tmp")
-    mount --bind /dev "$r/dev" && MNT+=("$r/dev")
-    mount --bind /dev/pts "$r/dev/pts" 2>/dev/null && MNT+=("$r/dev/pts")
+    # a /dev of its own (tmpfs with the host's basic nodes bound in): what
+    # the packages' scripts create there (ibverbs-provider-swrdma's
+    # tmpfiles link /dev/infiniband/swr0) stays in the test root
+    mount -t tmpfs -o mode=755 tmpfs "$r/dev" && MNT+=("$r/dev")
+    local n
+    for n in null zero full random urandom tty; do
+        touch "$r/dev/$n" && mount --bind "/dev/$n" "$r/dev/$n" && MNT+=("$r/dev/$n")
+    done
+    mkdir -p "$r/dev/pts" && mount --bind /dev/pts "$r/dev/pts" 2>/dev/null && MNT+=("$r/dev/pts")
     cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null
     mkdir -p "$r/debs/ours" "$r/debs/up" "$r/debs/debian"
     cp "${files[@]}" "$r/debs/ours/"

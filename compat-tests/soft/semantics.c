@@ -119,6 +119,15 @@ static int post(struct ibv_qp *q, enum ibv_wr_opcode op, void *laddr, uint32_t l
 	return ibv_post_send(q, &w, &bad);
 }
 
+/* A zero-length RDMA operation (num_sge 0) with rkey 0 and address 0, as
+ * UCX posts to flush a connection: IBTA C9-88, the responder validates no
+ * R_Key or address for a DMA length of zero. */
+static int post0(struct ibv_qp *q, enum ibv_wr_opcode op)
+{
+	struct ibv_send_wr w = { .wr_id = 8, .num_sge = 0, .opcode = op, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	return ibv_post_send(q, &w, &bad);
+}
+
 static void expect(const char *name, int want)
 {
 	struct ibv_wc wc;
@@ -209,6 +218,12 @@ int main(void)
 	post(qp[0], IBV_WR_ATOMIC_FETCH_AND_ADD, L, 8, ml->lkey, t.a + 8, t.rka, 7, 0);
 	expect("fetch-and-add", IBV_WC_SUCCESS);
 	check(*(uint64_t *)L == 5, "fetch-and-add returns the old value", "differs");
+	check(post0(qp[0], IBV_WR_RDMA_WRITE) == 0, "zero-length RDMA write (rkey 0, address 0) posted", "post failed");
+	expect("zero-length RDMA write needs no rkey (C9-88)", IBV_WC_SUCCESS);
+	check(post0(qp[0], IBV_WR_RDMA_READ) == 0, "zero-length RDMA read (rkey 0, address 0) posted", "post failed");
+	expect("zero-length RDMA read needs no rkey (C9-88)", IBV_WC_SUCCESS);
+	post(qp[0], IBV_WR_RDMA_READ, L, 20, ml->lkey, t.a + 64, t.rka, 0, 0);
+	expect("QP still usable after zero-length operations", IBV_WC_SUCCESS);
 
 	post(qp[1], IBV_WR_RDMA_WRITE, L, 8, ml->lkey, t.b, t.rkb, 0, 0);
 	expect("RDMA write into an MR without REMOTE_WRITE -> REM_ACCESS_ERR", IBV_WC_REM_ACCESS_ERR);

@@ -1248,6 +1248,11 @@ impl Ctx {
                     let mut h = *hdr;
                     h.off = *off;
                     h.flags = if *off + plen as u64 >= total { F_LAST } else { 0 };
+                    if total == 0 {
+                        // A zero-length READ: no MR to check (C9-88), the
+                        // response carries no data.
+                        return self.try_put(l, &h, 0, &mut |_| true);
+                    }
                     let mut copied = true;
                     // Checked and copied with the MR table held: a dereg
                     // waits for this chunk, and a chunk never starts after it.
@@ -1466,8 +1471,10 @@ impl Ctx {
                         if st.dropping {
                             return;
                         }
+                        // A zero-length WRITE checks no R_Key (IBTA C9-88).
                         let done = m.off + m.plen as u64 <= m.total
-                            && self.write_remote(qp.qpn, qp.pd, m.rkey, m.raddr + m.off, payload, m.plen as usize);
+                            && (m.total == 0
+                                || self.write_remote(qp.qpn, qp.pd, m.rkey, m.raddr + m.off, payload, m.plen as usize));
                         if !done {
                             st.dropping = m.flags & F_LAST == 0;
                             return;
@@ -1531,16 +1538,20 @@ impl Ctx {
                 if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
                     return Err(());
                 }
+                // A zero-length WRITE checks the QP's access flags but no
+                // R_Key or address (IBTA C9-88): UCX flushes with one whose
+                // rkey and address are 0.
                 let done = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0
                     && m.off + m.plen as u64 <= m.total
-                    && self.write_remote(
-                        qp.qpn,
-                        self.resp_pd(qp, m),
-                        m.rkey,
-                        m.raddr + m.off,
-                        payload,
-                        m.plen as usize,
-                    );
+                    && (m.total == 0
+                        || self.write_remote(
+                            qp.qpn,
+                            self.resp_pd(qp, m),
+                            m.rkey,
+                            m.raddr + m.off,
+                            payload,
+                            m.plen as usize,
+                        ));
                 if !done {
                     self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
                     self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
@@ -1560,7 +1571,11 @@ impl Ctx {
                 }
             }
             K_READ => {
-                let srcb = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ != 0 {
+                let srcb = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ == 0 {
+                    None
+                } else if m.total == 0 {
+                    Some(0) // a zero-length READ checks no R_Key (IBTA C9-88)
+                } else {
                     self.check_remote(
                         qp.qpn,
                         self.resp_pd(qp, m),
@@ -1569,8 +1584,6 @@ impl Ctx {
                         m.total,
                         IBV_ACCESS_REMOTE_READ,
                     )
-                } else {
-                    None
                 };
                 if srcb.is_none() {
                     self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
