@@ -173,6 +173,21 @@ else
 fi
 
 # --- qperf -----------------------------------------------------------------------------
+# qperf's own connection setup (without -cm1) addresses the peer by LID only,
+# which a RoCE port refuses (rxe too): first that refusal, then the tests with
+# SWRDMA_LID_ROUTING=1, the provider's switch for LID-only address vectors.
+QP=19764
+timeout 60 qperf -lp $QP >"$OUT/qperf-strict.server" 2>&1 &
+spid=$!
+wait_listen $QP
+timeout 30 qperf 127.0.0.1 -lp $QP -i swr0:1 -t 1 rc_lat >"$OUT/qperf-strict" 2>&1; rc=$?
+kill $spid 2>/dev/null; wait $spid 2>/dev/null
+if [ $rc -ne 0 ] && grep -q 'failed to modify QP to RTR' "$OUT/qperf-strict"; then
+    pass "qperf rc_lat without a GRH refused as on RoCE (failed to modify QP to RTR)"
+else
+    fail "qperf rc_lat without a GRH refused as on RoCE" "rc=$rc: $(head -n2 "$OUT/qperf-strict" | tr '\n' ' ')"
+fi
+export SWRDMA_LID_ROUTING=1
 QP=19765
 "${pin_s[@]}" timeout 240 qperf -lp $QP >"$OUT/qperf.server" 2>&1 &
 pids+=("$!")
@@ -189,6 +204,7 @@ for t in rc_bw rc_lat uc_bw uc_lat ud_bw ud_lat rc_rdma_read_bw rc_rdma_read_lat
         fail "qperf $t" "rc=$rc: $(grep -v "^$t:" "$log" | head -n2 | tr '\n' ' ' | cut -c1-200)"
     fi
 done
+unset SWRDMA_LID_ROUTING
 skip "qperf -cm1 (rdma_cm connection setup)" "needs the kernel's rdma_cm (/dev/infiniband/rdma_cm)"
 
 # --- libfabric: verbs;ofi_rxd RDM (the verbs provider's UD endpoint) --------------------------

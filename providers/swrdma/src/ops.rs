@@ -1939,12 +1939,24 @@ fn optional_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
 /// Every `ibv_qp_attr_mask` bit up to `IBV_QP_RATE_LIMIT`.
 const QP_ATTR_KNOWN: u32 = (IBV_QP_RATE_LIMIT << 1) - 1;
 
+/// `SWRDMA_LID_ROUTING=1`: address vectors without a GRH are accepted, as
+/// an InfiniBand port accepts them, for programs that address peers by LID
+/// only (qperf without `-cm1`).  Off by default: a RoCE port refuses them.
+fn lid_routing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SWRDMA_LID_ROUTING").is_some_and(|v| v == "1"))
+}
+
 /// An address vector as the kernel checks it for a RoCE port
 /// (rdma_check_ah_attr, rdma_get_gid_attr): port 1, a GRH (RoCE routes by
 /// GID), a source GID of the table, a destination GID that is not zero.
 fn check_av(a: &ibv_ah_attr) -> Result<(), c_int> {
-    if a.port_num != 1 || a.is_global == 0 {
+    if a.port_num != 1 {
         return Err(libc::EINVAL);
+    }
+    if a.is_global == 0 {
+        // (peers are found by QPN: a LID-only vector reaches them too)
+        return if lid_routing() { Ok(()) } else { Err(libc::EINVAL) };
     }
     if a.grh.sgid_index as usize >= device::GID_TBL_LEN {
         return Err(libc::EINVAL);
