@@ -56,23 +56,7 @@ if make lib swrdma RUST_TARGET=$TARGET CC=aarch64-linux-gnu-gcc BUILD=build/arm6
     fi
 else
     fail build "$(grep -m3 -E '^error' "$OUT/build.log" | tr '\n' ' ') (log: $OUT/build.log)"
-    case " $parts " in *" deb "*)
-    if DEB_ARCH=arm64 bash tools/deb.sh >"$OUT/deb.out" 2>&1; then
-        pass "deb (make deb DEB_ARCH=arm64: $(grep -c '_arm64.deb$' "$OUT/deb.out") packages)"
-        ver=$(dpkg-parsechangelog -l debian/changelog -S Version)
-        lintian --pedantic "$ROOT/build/deb/libibverbs-rs_${ver}_arm64.changes" >"$OUT/lintian.out" 2>&1
-        n=$(grep -cE '^[EW]: ' "$OUT/lintian.out")
-        if [ "$n" = 0 ]; then pass "deb: lintian (0 errors, 0 warnings)"
-        else fail "deb: lintian" "$n errors/warnings: $(grep -m3 -E '^[EW]: ' "$OUT/lintian.out" | tr '\n' ' ')"; fi
-        for p in libibverbs1 ibverbs-provider-swrdma; do
-            arch=$(dpkg-deb -f "$ROOT/build/deb/${p}_${ver}_arm64.deb" Architecture)
-            [ "$arch" = arm64 ] || fail "deb: $p" "Architecture: $arch"
-        done
-    else
-        fail deb "$(tail -n 3 "$OUT/deb.out" | tr '\n' ' ')"
-    fi
-;; esac
-finish
+    finish
 fi
 
 # --- the arm64 root ---------------------------------------------------------------
