@@ -68,6 +68,9 @@ TESTS=(
     remote-access-unmapped-mr
     remote-write-readonly-mr
     dereg-mr-waits-for-inflight-write
+    # one-sided operations without the target's CPU (issue 12)
+    one-sided-ops-complete-while-target-stopped
+    shared-registration-invisible-fork-private
     foreign-segv-reaches-app-handler
     foreign-segv-default-action
     # strictness

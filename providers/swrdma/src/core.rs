@@ -435,17 +435,31 @@ pub struct Ctx {
     /// library's `async_fd`).
     async_w: OwnedFd,
     last_poll: AtomicU64,
+    /// A CQ was armed since the last poll (see `note_arm`).
+    armed: AtomicBool,
+    /// The thread leaves progress to the polling application (and sleeps
+    /// up to `BACKOFF_MS` at a time).
+    thread_backs_off: AtomicBool,
     /// Some QP has requests to send again (see `QpSt::resend`).
     pending: AtomicBool,
     stop: AtomicBool,
     next_key: AtomicU32,
     next_obj: AtomicU32,
+    /// What peers see of our MRs and QPs for direct accesses (None:
+    /// `SWRDMA_DIRECT=0`, or no memory file could be made).
+    dir_tbl: Option<crate::direct::Dir>,
+    /// Peer contexts' directories, by context id (direct.rs).
+    peers: Mutex<HashMap<u32, Arc<crate::direct::Peer>>>,
 }
 
 // (`Ctx` is `Send` and `Sync` by its fields: descriptors are `OwnedFd`s,
 // shared state is behind locks and atomics, links are `Send + Sync`.)
 
 const SPIN_CHECK: u32 = 256;
+
+/// While the application polls, its context's thread looks at most this
+/// often (ms) whether it still does.
+const BACKOFF_MS: i64 = 1;
 
 /// The context's thread, when idle, gives back the unused ring pages of
 /// its links at most this often (see `Ctx::trim_links`).
@@ -523,10 +537,18 @@ impl Ctx {
             epfd,
             async_w,
             last_poll: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
+            thread_backs_off: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             next_key: AtomicU32::new(1),
             next_obj: AtomicU32::new(1),
+            dir_tbl: if crate::share::enabled() {
+                crate::direct::Dir::new()
+            } else {
+                None
+            },
+            peers: Mutex::new(HashMap::new()),
         });
         Ok((c, async_r))
     }
@@ -560,6 +582,17 @@ impl Ctx {
     /// context's thread stays in the background.
     pub fn note_poll(&self) {
         self.last_poll.fetch_add(1, Ordering::Relaxed);
+        if self.armed.load(Ordering::Relaxed) {
+            self.armed.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// The application armed a CQ (it will wait for an event rather than
+    /// poll): the context's thread takes over progress at once.
+    pub fn note_arm(&self) {
+        if !self.armed.swap(true, Ordering::SeqCst) && self.thread_backs_off.load(Ordering::SeqCst) {
+            self.kick();
+        }
     }
 
     /// A new QP: findable by its QPN, here and (the symlink) by peers.
@@ -571,6 +604,9 @@ impl Ctx {
 
     /// A QP is destroyed: no longer found, here or by peers.
     pub fn remove_qp(&self, qpn: u32) {
+        if let Some(d) = &self.dir_tbl {
+            d.publish_qp(qpn, None);
+        }
         self.qps.write().unwrap().remove(&qpn);
         net::unpublish(&self.dir, qpn);
     }
@@ -586,21 +622,57 @@ impl Ctx {
     /// Registers key `key` (an MR) with what it covers.
     pub fn insert_mr(&self, key: u32, ent: MrEnt) {
         self.mrs.write().unwrap().insert(key, ent);
+        self.publish_mr(key, &ent);
+    }
+
+    /// A memory region (not a window) peers may reach directly.
+    fn publish_mr(&self, key: u32, e: &MrEnt) {
+        if let Some(d) = &self.dir_tbl {
+            if e.mw == 0 {
+                d.publish_mr(key, e.pd, e.access, e.addr, e.len, e.va);
+            }
+        }
+    }
+
+    /// Peers can no longer reach MR `key` directly once this returns.
+    fn withdraw_mr(&self, key: u32) {
+        if let Some(d) = &self.dir_tbl {
+            d.withdraw_mr(key, &self.links());
+        }
     }
 
     pub fn remove_mr(&self, key: u32) {
+        self.withdraw_mr(key);
         self.mrs.write().unwrap().remove(&key);
     }
 
     /// Changes MR `key` in place (rereg); false when there is none.
     pub fn update_mr(&self, key: u32, f: impl FnOnce(&mut MrEnt)) -> bool {
-        match self.mrs.write().unwrap().get_mut(&key) {
+        self.withdraw_mr(key);
+        let e = match self.mrs.write().unwrap().get_mut(&key) {
             Some(e) => {
                 f(e);
-                true
+                *e
             }
-            None => false,
+            None => return false,
+        };
+        self.publish_mr(key, &e);
+        true
+    }
+
+    /// What peers see of QP `qp` (its state and attributes changed).
+    pub fn publish_qp(&self, qp: &Qp, st: &QpSt) {
+        if let Some(d) = &self.dir_tbl {
+            d.publish_qp(
+                qp.qpn,
+                Some((qp.qpt, st.state, st.attr.qp_access_flags, qp.pd, st.attr.dest_qp_num)),
+            );
         }
+    }
+
+    /// Peer context `id`'s directory, if it gave one.
+    pub fn peer_dir(&self, id: u32) -> Option<Arc<crate::direct::Peer>> {
+        lock(&self.peers).get(&id).cloned()
     }
 
     /// Forgets window `rkey` if it is bound (dealloc_mw).
@@ -706,7 +778,14 @@ impl Ctx {
 
     /// A new link, with a pidfd of its peer's process (watched: its death
     /// is the link's, as a hangup is).
-    pub fn add_link(&self, l: Arc<Link>, pidfd: OwnedFd) {
+    pub fn add_link(&self, l: Arc<Link>, pidfd: OwnedFd, peer_dir: Option<OwnedFd>) {
+        if let (Some(_), Some(fd)) = (&self.dir_tbl, peer_dir) {
+            if let std::collections::hash_map::Entry::Vacant(v) = lock(&self.peers).entry(l.peer) {
+                if let Some(d) = crate::direct::Peer::new(fd.as_fd()) {
+                    v.insert(Arc::new(d));
+                }
+            }
+        }
         let tag = TAG_PID | pidfd.as_raw_fd() as u64;
         if epoll::add(
             &self.epfd,
@@ -752,6 +831,10 @@ impl Ctx {
             if Arc::ptr_eq(x, l) {
                 o.remove(&l.peer);
             }
+        }
+        drop(o);
+        if !self.links().iter().any(|x| x.peer == l.peer) {
+            lock(&self.peers).remove(&l.peer);
         }
     }
 
@@ -903,14 +986,19 @@ impl Ctx {
                 seen_poll = pc;
                 poll_change = now;
             }
-            if now.saturating_sub(poll_change) < 200_000 {
-                // The application polls and drives progress itself; stay off the
-                // CPU and the ring locks, but look again every few microseconds:
-                // if it did not poll meanwhile (it may be waiting on memory, as
-                // RDMA-write users do) take over.
-                self.handle_epoll(0);
+            if now.saturating_sub(poll_change) < 200_000 && !self.armed.load(Ordering::SeqCst) {
+                // The application polls and drives progress itself: stay off
+                // its CPU and the ring locks (no wake-ups that would preempt
+                // it), but look again every `BACKOFF_MS`: if it did not poll
+                // meanwhile (it may wait on memory, as RDMA-write users do)
+                // take over.  Arming a CQ (the application is about to wait
+                // for an event) or a new link wakes us at once.
+                self.thread_backs_off.store(true, Ordering::SeqCst);
                 let before = self.last_poll.load(Ordering::Relaxed);
-                std::thread::sleep(std::time::Duration::from_nanos(10_000));
+                if !self.armed.load(Ordering::SeqCst) {
+                    self.handle_epoll(BACKOFF_MS);
+                }
+                self.thread_backs_off.store(false, Ordering::SeqCst);
                 if self.last_poll.load(Ordering::Relaxed) == before {
                     self.progress();
                 }
@@ -1020,11 +1108,18 @@ impl Ctx {
                 let Some(l) = links.iter().find(|l| l.sock().as_raw_fd() == fd) else {
                     continue;
                 };
-                let mut b = [0u8; 64];
-                let r = rustix::net::recv(l.sock(), &mut b, rustix::net::RecvFlags::DONTWAIT);
-                let gone = matches!(r, Ok((0, _)))
-                    || r.is_err_and(|e| e != rustix::io::Errno::AGAIN)
-                    || flags.intersects(epoll::EventFlags::HUP | epoll::EventFlags::RDHUP);
+                let mut gone = flags.intersects(epoll::EventFlags::HUP | epoll::EventFlags::RDHUP);
+                for _ in 0..64 {
+                    match net::recv_ctl(l.sock()) {
+                        net::Ctl::Again => break,
+                        net::Ctl::Gone => {
+                            gone = true;
+                            break;
+                        }
+                        net::Ctl::Junk => {}
+                        net::Ctl::Msg(kind, key, id, fd) => self.on_ctl(l, kind, key, id, fd),
+                    }
+                }
                 if gone {
                     // Take in what the peer wrote before it went away.
                     self.drain_final(l);
@@ -1032,6 +1127,26 @@ impl Ctx {
                     self.link_died(l);
                 }
             }
+        }
+    }
+
+    /// A control message from a link's peer (direct.rs): it asks for the
+    /// memory file of one of our MRs, or sends one of its own.
+    fn on_ctl(&self, l: &Link, kind: u32, key: u32, id: u64, fd: Option<OwnedFd>) {
+        match (kind, fd) {
+            (net::CTL_MAP_REQ, _) => {
+                if let Some((f, sid, _)) = self.dir_tbl.as_ref().and_then(|d| d.share_fd(key)) {
+                    if sid == id {
+                        net::send_ctl(l.sock(), net::CTL_MAP_FD, key, sid, Some(f.as_fd()));
+                    }
+                }
+            }
+            (net::CTL_MAP_FD, Some(f)) => {
+                if let Some(p) = self.peer_dir(l.peer) {
+                    p.install(key, id, f);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1045,8 +1160,8 @@ impl Ctx {
         {
             return;
         }
-        match net::hello(fd, self.id, self.efd.as_fd()) {
-            net::Handshake::Link(l, pidfd) => self.add_link(Arc::new(l), pidfd),
+        match net::hello(fd, self.id, self.efd.as_fd(), self.dir_tbl.as_ref().map(|d| d.fd())) {
+            net::Handshake::Link(l, pidfd, dir) => self.add_link(Arc::new(l), pidfd, dir),
             net::Handshake::Refused => {}
             net::Handshake::Later(fd) => {
                 if now_ns() >= deadline {
@@ -2064,6 +2179,7 @@ impl Ctx {
     /// Moves the QP to the error state: outstanding work is flushed.
     pub fn to_err(&self, qp: &Qp, st: &mut QpSt) {
         st.state = IBV_QPS_ERR;
+        self.publish_qp(qp, st);
         st.lost_at = None;
         st.resend = None;
         st.probe = None;
@@ -2110,11 +2226,12 @@ impl Ctx {
         if live_links() >= MAX_LINKS_PER_PROCESS {
             return None; // (the process has all the links it may have)
         }
-        let (l, pidfd) = net::connect(&self.dir, self.id, self.efd.as_fd(), peer)?;
+        let my_dir = self.dir_tbl.as_ref().map(|d| d.fd());
+        let (l, pidfd, dir) = net::connect(&self.dir, self.id, self.efd.as_fd(), my_dir, peer)?;
         let l = Arc::new(l);
         o.insert(peer, l.clone());
         drop(o);
-        self.add_link(l.clone(), pidfd);
+        self.add_link(l.clone(), pidfd, dir);
         Some(l)
     }
 

@@ -6,10 +6,12 @@ pub use ibverbs_abi as abi;
 
 mod core;
 mod device;
+mod direct;
 mod mem;
 mod net;
 mod ops;
 mod qpex;
+mod share;
 
 use abi::*;
 use std::os::raw::c_char;

@@ -361,9 +361,9 @@ fn peer_ok(fd: BorrowedFd<'_>) -> bool {
     socket_peercred(fd).is_ok_and(|c| c.uid == rustix::process::getuid())
 }
 
-/// Sends `h` with descriptors `fds` (at most 2) attached.
+/// Sends `h` with descriptors `fds` (at most 3) attached.
 fn send_fds(fd: BorrowedFd<'_>, h: Hello, fds: &[BorrowedFd<'_>]) -> bool {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut cmsg = SendAncillaryBuffer::new(&mut space);
     if !cmsg.push(SendAncillaryMessage::ScmRights(fds)) {
         return false;
@@ -396,10 +396,10 @@ pub enum Got {
     Refused,
 }
 
-/// Receives a `Hello` with exactly `want` descriptors, waiting at most
+/// Receives a `Hello` with `want` descriptors, waiting at most
 /// `wait_ms` (0: only what is there now).  Anything else is refused;
 /// descriptors received with it are closed.
-fn recv_fds(fd: BorrowedFd<'_>, want: usize, wait_ms: i64) -> Got {
+fn recv_fds(fd: BorrowedFd<'_>, want: std::ops::RangeInclusive<usize>, wait_ms: i64) -> Got {
     if wait_ms > 0 {
         let mut pfd = [PollFd::new(&fd, PollFlags::IN)];
         let t = Timespec {
@@ -411,7 +411,7 @@ fn recv_fds(fd: BorrowedFd<'_>, want: usize, wait_ms: i64) -> Got {
         }
     }
     let mut b = [0u8; Hello::LEN];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut cmsg = RecvAncillaryBuffer::new(&mut space);
     let r = recvmsg(
         fd,
@@ -429,7 +429,7 @@ fn recv_fds(fd: BorrowedFd<'_>, want: usize, wait_ms: i64) -> Got {
         return Got::Later;
     }
     let h = Hello::from_bytes(&b);
-    if !r.is_ok_and(|r| r.bytes == Hello::LEN) || h.magic != MAGIC || fds.len() != want {
+    if !r.is_ok_and(|r| r.bytes == Hello::LEN) || h.magic != MAGIC || !want.contains(&fds.len()) {
         return Got::Refused;
     }
     Got::Hello(h, fds)
@@ -481,7 +481,13 @@ pub fn is_link_memfd(fd: BorrowedFd<'_>) -> bool {
 /// Initiator: connects to context `peer`, creates and shares the rings.
 /// Returns the link and a pidfd of the peer's process (readable when it
 /// has exited).  A socket no one listens on any more is removed.
-pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Option<(Link, OwnedFd)> {
+pub fn connect(
+    dir: &Path,
+    my_id: u32,
+    my_efd: BorrowedFd<'_>,
+    my_dir: Option<BorrowedFd<'_>>,
+    peer: u32,
+) -> Option<(Link, OwnedFd, Option<OwnedFd>)> {
     let path = ctx_sock_path(dir, peer);
     let addr = SocketAddrUnix::new(&path).ok()?;
     let fd = socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None).ok()?;
@@ -510,16 +516,19 @@ pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Opt
     let memfd = memfd_create(c"swrdma-link", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
     ftruncate(&memfd, LINK_BYTES as u64).ok()?;
     fcntl_add_seals(&memfd, LINK_SEALS).ok()?;
-    if !send_fds(fd.as_fd(), Hello::new(my_id), &[memfd.as_fd(), my_efd]) {
+    let mut mine = vec![memfd.as_fd(), my_efd];
+    mine.extend(my_dir);
+    if !send_fds(fd.as_fd(), Hello::new(my_id), &mine) {
         return None;
     }
-    let Got::Hello(h, mut fds) = recv_fds(fd.as_fd(), 1, 5000) else {
+    let Got::Hello(h, fds) = recv_fds(fd.as_fd(), 1..=2, 5000) else {
         return None;
     };
     if h.ctx_id != peer {
         return None;
     }
-    let peer_efd = fds.pop()?;
+    let mut fds = fds.into_iter();
+    let (peer_efd, peer_dir) = (fds.next()?, fds.next());
     if !is_eventfd(peer_efd.as_fd()) {
         return None;
     }
@@ -528,7 +537,7 @@ pub fn connect(dir: &Path, my_id: u32, my_efd: BorrowedFd<'_>, peer: u32) -> Opt
     // seals); it is shared only with the peer, over this connection, to
     // hold this link's two rings.
     let link = unsafe { Link::new(peer, true, fd, memfd.as_fd(), peer_efd) }?;
-    Some((link, pidfd))
+    Some((link, pidfd, peer_dir))
 }
 
 /// Target: accepts one pending connection on `lfd` (non-blocking).  None:
@@ -544,8 +553,8 @@ pub fn accept(lfd: BorrowedFd<'_>) -> Option<Option<OwnedFd>> {
 
 /// What the target's side of a handshake gave.
 pub enum Handshake {
-    /// A link, with a pidfd of the peer's process.
-    Link(Link, OwnedFd),
+    /// A link, with a pidfd of the peer's process and its directory.
+    Link(Link, OwnedFd, Option<OwnedFd>),
     /// The hello has not arrived yet (try again when the socket is readable,
     /// until the deadline).
     Later(OwnedFd),
@@ -554,14 +563,16 @@ pub enum Handshake {
 
 /// Target: takes the hello on accepted connection `fd` if it is there
 /// (never waits), checks what came with it and answers.
-pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>) -> Handshake {
-    let (h, fds) = match recv_fds(fd.as_fd(), 2, 0) {
+pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>, my_dir: Option<BorrowedFd<'_>>) -> Handshake {
+    // (The directory is optional: a peer without one gets no direct
+    // accesses, see direct.rs.)
+    let (h, fds) = match recv_fds(fd.as_fd(), 2..=3, 0) {
         Got::Hello(h, fds) => (h, fds),
         Got::Later => return Handshake::Later(fd),
         Got::Refused => return Handshake::Refused,
     };
     let mut fds = fds.into_iter();
-    let (Some(memfd), Some(peer_efd)) = (fds.next(), fds.next()) else {
+    let (Some(memfd), Some(peer_efd), peer_dir) = (fds.next(), fds.next(), fds.next()) else {
         return Handshake::Refused;
     };
     // The shared file must be exactly a link's size and sealed so (no
@@ -573,7 +584,9 @@ pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>) -> Handshake {
     let Some(pidfd) = peer_pidfd(fd.as_fd()) else {
         return Handshake::Refused;
     };
-    if !send_fds(fd.as_fd(), Hello::new(my_id), &[my_efd]) {
+    let mut mine = vec![my_efd];
+    mine.extend(my_dir);
+    if !send_fds(fd.as_fd(), Hello::new(my_id), &mine) {
         return Handshake::Refused;
     }
     // SAFETY: `memfd` came from a peer of our own uid (SO_PEERCRED), is a
@@ -582,7 +595,83 @@ pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>) -> Handshake {
     // page of the mapping stays backed; by the protocol it holds this
     // link's rings and nothing else.
     match unsafe { Link::new(h.ctx_id, false, fd, memfd.as_fd(), peer_efd) } {
-        Some(l) => Handshake::Link(l, pidfd),
+        Some(l) => Handshake::Link(l, pidfd, peer_dir),
         None => Handshake::Refused,
+    }
+}
+
+/// Control messages on a link's socket after the handshake (24 bytes:
+/// magic, kind, MR key, share id), for direct accesses (direct.rs).
+pub const CTL_MAP_REQ: u32 = 1;
+/// The answer to a `CTL_MAP_REQ`, with the MR's memory file attached.
+pub const CTL_MAP_FD: u32 = 2;
+const CTL_MAGIC: u32 = 0x5357_4d51; // "SWMQ"
+const CTL_LEN: usize = 24;
+
+/// Sends a control message (never blocks; a full socket drops it: the
+/// asker asks again later).
+pub fn send_ctl(sock: BorrowedFd<'_>, kind: u32, key: u32, id: u64, fd: Option<BorrowedFd<'_>>) {
+    let mut b = [0u8; CTL_LEN];
+    b[0..4].copy_from_slice(&CTL_MAGIC.to_ne_bytes());
+    b[4..8].copy_from_slice(&kind.to_ne_bytes());
+    b[8..12].copy_from_slice(&key.to_ne_bytes());
+    b[16..24].copy_from_slice(&id.to_ne_bytes());
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsg = SendAncillaryBuffer::new(&mut space);
+    let fds;
+    if let Some(f) = fd {
+        fds = [f];
+        if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
+            return;
+        }
+    }
+    let _ = sendmsg(
+        sock,
+        &[IoSlice::new(&b)],
+        &mut cmsg,
+        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+    );
+}
+
+/// What reading a link's socket gave.
+pub enum Ctl {
+    /// kind, key, share id, and the descriptor that came with it.
+    Msg(u32, u32, u64, Option<OwnedFd>),
+    /// Nothing more now.
+    Again,
+    /// Something that is not a control message (ignored).
+    Junk,
+    /// The peer closed its end (or the socket failed).
+    Gone,
+}
+
+/// Reads one control message from a link's socket (never blocks).
+pub fn recv_ctl(sock: BorrowedFd<'_>) -> Ctl {
+    let mut b = [0u8; CTL_LEN];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let r = recvmsg(
+        sock,
+        &mut [IoSliceMut::new(&mut b)],
+        &mut cmsg,
+        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
+    );
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmRights(it) = m {
+            fds.extend(it);
+        }
+    }
+    match r {
+        Err(rustix::io::Errno::AGAIN) => Ctl::Again,
+        Err(_) => Ctl::Gone,
+        Ok(r) if r.bytes == 0 => Ctl::Gone,
+        Ok(r) if r.bytes == CTL_LEN && u32::from_ne_bytes(b[0..4].try_into().unwrap()) == CTL_MAGIC => {
+            let kind = u32::from_ne_bytes(b[4..8].try_into().unwrap());
+            let key = u32::from_ne_bytes(b[8..12].try_into().unwrap());
+            let id = u64::from_ne_bytes(b[16..24].try_into().unwrap());
+            Ctl::Msg(kind, key, id, fds.into_iter().next())
+        }
+        Ok(_) => Ctl::Junk,
     }
 }

@@ -3,6 +3,7 @@
 use crate::abi::*;
 use crate::core::*;
 use crate::device;
+use crate::direct;
 use crate::net;
 use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
@@ -1291,8 +1292,13 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
     // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
-    let cqr = unsafe { &*cq_of(cq).cq };
+    // (and its `ctx` the live context that created it: contexts outlive CQs).
+    let (cqr, c) = unsafe {
+        let s = cq_of(cq);
+        (&*s.cq, &*s.ctx)
+    };
     cqr.arm(solicited != 0);
+    c.note_arm();
     0
 }
 
@@ -2048,6 +2054,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             clean_cqs(&qp);
         }
         st.state = new;
+        c.publish_qp(&qp, &st);
         // SAFETY: `ibqp` is our live QP; the library reads `state` only
         // under the verbs' own serialisation of modify_qp on one QP.
         unsafe { (*ibqp).state = new };
@@ -2437,6 +2444,51 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         c.peer_lost(&mut st);
         return Ok(());
     };
+    // One-sided requests the initiator may execute itself (direct.rs):
+    // none in flight before it on this QP (it must not overtake them).
+    if qpt == IBV_QPT_RC && len > 0 && !link.dead.load(Ordering::Relaxed) {
+        if let Some(peer) = c.peer_dir(link.peer) {
+            // SAFETY: the union member each opcode uses (integers).
+            let dop = unsafe {
+                match wr.opcode {
+                    IBV_WR_RDMA_WRITE => Some((wr.wr.rdma.rkey, wr.wr.rdma.remote_addr, direct::Op::Write(sges))),
+                    IBV_WR_RDMA_READ => Some((wr.wr.rdma.rkey, wr.wr.rdma.remote_addr, direct::Op::Read(sges))),
+                    IBV_WR_ATOMIC_CMP_AND_SWP => Some((
+                        wr.wr.atomic.rkey,
+                        wr.wr.atomic.remote_addr,
+                        direct::Op::Cas(wr.wr.atomic.compare_add, wr.wr.atomic.swap, sges),
+                    )),
+                    IBV_WR_ATOMIC_FETCH_AND_ADD => Some((
+                        wr.wr.atomic.rkey,
+                        wr.wr.atomic.remote_addr,
+                        direct::Op::Faa(wr.wr.atomic.compare_add, sges),
+                    )),
+                    _ => None,
+                }
+            };
+            if let Some((rkey, raddr, dop)) = dop {
+                let mut st = lock(&qp.st);
+                if st.state == IBV_QPS_RTS
+                    && st.sq.is_empty()
+                    && st.resend.is_none()
+                    && st.probe.is_none()
+                    && st.lost_at.is_none()
+                {
+                    if let Some(status) = direct::execute(&peer, &link, qp.qpn, dest, (rkey, raddr, len), dop) {
+                        let seq = st.next_seq;
+                        st.next_seq += 1;
+                        st.sq
+                            .push_back(SWqe::local(seq, wr.wr_id, op, signaled, len as u32, Some(status)));
+                        if status != 0 {
+                            c.to_err(qp, &mut st);
+                        }
+                        c.complete_sq(qp, &mut st);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
     if qpt == IBV_QPT_XRC_SEND {
         // SAFETY: an XRC request uses the `xrc` member (a `u32`).
         m.srqn = unsafe { wr.qp_type.xrc.remote_srqn };

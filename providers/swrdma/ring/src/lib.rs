@@ -151,6 +151,10 @@ struct RingHdr {
     /// Set by a producer with responses it could not place: the consumer
     /// kicks it once it has made room.
     space_wanted: AtomicU32,
+    /// Set by the producer's side while it accesses the consumer's memory
+    /// directly (the MR key; 0: none): the consumer's deregistration waits
+    /// for it to clear.
+    direct: AtomicU64,
 }
 
 /// One ring of a mapped link: a `RingHdr` followed by `RING_SIZE` data
@@ -524,6 +528,17 @@ impl Link {
     /// The connection to the peer (its hang-up tells that the peer is gone).
     pub fn sock(&self) -> BorrowedFd<'_> {
         self.sock.as_fd()
+    }
+
+    /// Where this side announces the key of the peer's MR it accesses
+    /// directly (its outgoing ring's header).
+    pub fn direct_mine(&self) -> &AtomicU64 {
+        &self.tx.h().direct
+    }
+
+    /// Where the peer announces the key of our MR it accesses directly.
+    pub fn direct_peer(&self) -> &AtomicU64 {
+        &self.rx.h().direct
     }
 
     pub fn wake_peer(&self) {

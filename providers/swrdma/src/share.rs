@@ -1,0 +1,300 @@
+//! Shared registration: the memory of an MR that peers may access
+//! remotely is moved, in place, into a memory file that peers can map, so
+//! that their RDMA WRITE, READ and atomics reach it without our CPU (see
+//! direct.rs).
+//!
+//! Only whole pages inside the MR are moved, and only when every page of
+//! them is private anonymous read-write memory (malloc, `mmap(MAP_ANONYMOUS
+//! | MAP_PRIVATE)`): the contents are copied into a memfd (pages that read
+//! as zero are left as holes: untouched memory stays unallocated), and the
+//! memfd's mapping is moved over the range with `mremap`, so the addresses,
+//! contents and protection the application sees do not change.  A write by
+//! another thread of the application into those pages while `ibv_reg_mr`
+//! runs may be lost (the README says so); the pages belong to the MR alone,
+//! so no neighbouring data is at risk.  Anything else (file mappings,
+//! SysV/POSIX shared memory, huge-page mappings, read-only memory, the
+//! stack, partial pages at the ends) is not moved: accesses there take the
+//! ring path (executed by our process).
+//!
+//! At deregistration the pages are made private again (copied into fresh
+//! anonymous memory moved over them), and a child forked while they are
+//! shared gets private copies (a `pthread_atfork` child handler): the
+//! application sees private memory before and after, as with any device.
+//!
+//! `SWRDMA_DIRECT=0` in the environment turns all this off.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::raw::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+const PAGE: u64 = 4096;
+
+/// Shared registration and direct accesses are enabled (not
+/// `SWRDMA_DIRECT=0`).
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SWRDMA_DIRECT").is_none_or(|v| v != "0"))
+}
+
+/// The pages of an MR moved into a memory file.
+pub struct Share {
+    pub fd: OwnedFd,
+    /// Process address and length of the moved pages.
+    pub base: u64,
+    pub len: u64,
+    /// Unique in the process: tells a peer's cached mapping from a newer one.
+    pub id: u64,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The ranges shared now (for the fork handler).  Guarded by `FORK_LOCK`
+/// too, taken around `fork` by the prepare handler, so that the child never
+/// sees it half-changed.
+static SHARED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+static FORK_LOCK: AtomicBool = AtomicBool::new(false);
+
+fn fork_lock() {
+    while FORK_LOCK
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::thread::yield_now();
+    }
+}
+
+fn fork_unlock() {
+    FORK_LOCK.store(false, Ordering::Release);
+}
+
+extern "C" fn atfork_prepare() {
+    fork_lock();
+}
+
+extern "C" fn atfork_parent() {
+    fork_unlock();
+}
+
+/// In the child (one thread): every shared range still mapped from its
+/// memfd becomes a private copy, as the memory of a forked process is.
+extern "C" fn atfork_child() {
+    let ranges: Vec<(u64, u64)> = match SHARED.try_lock() {
+        Ok(g) => g.clone(),
+        Err(_) => Vec::new(),
+    };
+    for (base, len) in ranges {
+        if still_shared(base, len) {
+            privatize(base, len);
+        }
+    }
+    fork_unlock();
+}
+
+fn install_atfork() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        // SAFETY: three `extern "C" fn()` handlers that stay valid while we
+        // are loaded (the provider is never unloaded by libibverbs).
+        unsafe { libc::pthread_atfork(Some(atfork_prepare), Some(atfork_parent), Some(atfork_child)) };
+    });
+}
+
+/// Each line of /proc/self/maps covering [a, b): start, end, perms, path.
+fn maps_over(a: u64, b: u64) -> Option<Vec<(u64, u64, String, String)>> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let mut out = Vec::new();
+    for line in maps.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(range), Some(perms), Some(_off), Some(_dev), Some(_ino)) =
+            (it.next(), it.next(), it.next(), it.next(), it.next())
+        else {
+            continue;
+        };
+        let path: String = it.collect::<Vec<_>>().join(" ");
+        let (s, e) = range.split_once('-')?;
+        let (s, e) = (u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?);
+        if e <= a || s >= b {
+            continue;
+        }
+        out.push((s, e, perms.to_string(), path));
+    }
+    Some(out)
+}
+
+/// [a, b) is covered without holes by private anonymous read-write memory.
+fn private_anon(a: u64, b: u64) -> bool {
+    let Some(v) = maps_over(a, b) else { return false };
+    let mut need = a;
+    for (s, e, perms, path) in v {
+        if s > need {
+            return false;
+        }
+        let anon = path.is_empty() || path == "[heap]" || path.starts_with("[anon:");
+        if perms != "rw-p" || !anon {
+            return false;
+        }
+        need = e;
+        if need >= b {
+            return true;
+        }
+    }
+    false
+}
+
+/// [a, a+len) is still one of our shared MR files (the application did not
+/// unmap it and map something else there).
+fn still_shared(a: u64, len: u64) -> bool {
+    let Some(v) = maps_over(a, a + len) else { return false };
+    let mut need = a;
+    for (s, e, perms, path) in v {
+        if s > need || !perms.starts_with("rw") || !path.starts_with("/memfd:swrdma-mr") {
+            return false;
+        }
+        need = e;
+        if need >= a + len {
+            return true;
+        }
+    }
+    false
+}
+
+/// Makes [base, base+len) private anonymous memory again, same contents.
+fn privatize(base: u64, len: u64) {
+    // SAFETY: a fresh private anonymous mapping chosen by the kernel.
+    let tmp = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if tmp == libc::MAP_FAILED {
+        return;
+    }
+    if !copy_nonzero(tmp as u64, base, len) {
+        // SAFETY: `tmp` is the mapping just made, used by no one else.
+        unsafe { libc::munmap(tmp, len as usize) };
+        return;
+    }
+    // SAFETY: moves our private mapping `tmp` (len bytes) over [base,
+    // base+len), which the caller checked is one of our shared MR files;
+    // the contents are the same, so the application sees no change.
+    let r = unsafe {
+        libc::mremap(
+            tmp,
+            len as usize,
+            len as usize,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            base as *mut c_void,
+        )
+    };
+    if r == libc::MAP_FAILED {
+        // SAFETY: the move failed: `tmp` is still ours alone.
+        unsafe { libc::munmap(tmp, len as usize) };
+    }
+}
+
+/// Copies the pages of [src, src+len) that are not all zero to dst (whose
+/// pages read as zero: a fresh mapping), page by page, fault-safe.
+fn copy_nonzero(dst: u64, src: u64, len: u64) -> bool {
+    let mut page = [0u64; (PAGE / 8) as usize];
+    let mut off = 0;
+    while off < len {
+        // SAFETY: `page` has room for PAGE bytes; the source is read
+        // fault-safe (mem.rs).
+        if !unsafe { crate::mem::copy_out(page.as_mut_ptr() as *mut u8, src + off, PAGE as usize) } {
+            return false;
+        }
+        if page.iter().any(|w| *w != 0) {
+            // SAFETY: [dst+off, +PAGE) lies in the caller's fresh mapping.
+            unsafe { std::ptr::copy_nonoverlapping(page.as_ptr() as *const u8, (dst + off) as *mut u8, PAGE as usize) };
+        }
+        off += PAGE;
+    }
+    true
+}
+
+/// Moves the whole pages inside [va, va+len) into a memory file, if they
+/// are private anonymous read-write memory (see the module's comment).
+pub fn share(va: u64, len: u64) -> Option<Share> {
+    if !enabled() {
+        return None;
+    }
+    let a0 = va.checked_add(PAGE - 1)? & !(PAGE - 1);
+    let a1 = va.checked_add(len)? & !(PAGE - 1);
+    if a1 <= a0 || !private_anon(a0, a1) {
+        return None;
+    }
+    let n = a1 - a0;
+    use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
+    let fd = memfd_create(c"swrdma-mr", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
+    ftruncate(&fd, n).ok()?;
+    fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL).ok()?;
+    // SAFETY: a fresh shared mapping of our new file, chosen by the kernel.
+    let tmp = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            n as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if tmp == libc::MAP_FAILED {
+        return None;
+    }
+    install_atfork();
+    fork_lock();
+    let ok = copy_nonzero(tmp as u64, a0, n) && {
+        // SAFETY: moves our mapping of the file over [a0, a1), which is
+        // private anonymous read-write memory of the application (checked
+        // above) holding what was just copied: the application sees the
+        // same contents, addresses and protection.
+        let r = unsafe {
+            libc::mremap(
+                tmp,
+                n as usize,
+                n as usize,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                a0 as *mut c_void,
+            )
+        };
+        r != libc::MAP_FAILED
+    };
+    if ok {
+        crate::core::lock(&SHARED).push((a0, n));
+    }
+    fork_unlock();
+    if !ok {
+        // SAFETY: the move did not happen: `tmp` is ours alone.
+        unsafe { libc::munmap(tmp, n as usize) };
+        return None;
+    }
+    Some(Share {
+        fd,
+        base: a0,
+        len: n,
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+    })
+}
+
+/// The MR is gone: its pages become private memory again (when the
+/// application still has them where they were).
+pub fn unshare(s: &Share) {
+    fork_lock();
+    {
+        let mut g = crate::core::lock(&SHARED);
+        if let Some(i) = g.iter().position(|r| *r == (s.base, s.len)) {
+            g.swap_remove(i);
+        }
+    }
+    if still_shared(s.base, s.len) {
+        privatize(s.base, s.len);
+    }
+    fork_unlock();
+}
