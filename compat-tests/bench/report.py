@@ -334,11 +334,12 @@ def target(name, fig, ref, op, limit, unit, ref_label, why=None, context=False):
         e["verdict"] = "n/a"
         e["not_measured"] = why or "no figure"
         return e
-    e["ratio"] = round(fig / ref, 3)
+    ratio = fig / ref
+    e["ratio"] = round(ratio, 4)
     if context:
         e["verdict"] = "-"
-    else:
-        e["verdict"] = "meets" if (e["ratio"] <= limit if op == "<=" else e["ratio"] >= limit) else "misses"
+    else:     # on the ratio before rounding
+        e["verdict"] = "meets" if (ratio <= limit if op == "<=" else ratio >= limit) else "misses"
     return e
 
 
@@ -419,6 +420,11 @@ def fig_str(x, unit):
     return f"{x:.3f} {unit}" if x < 10 else f"{x:.2f} {unit}" if x < 100 else f"{x:.1f} {unit}"
 
 
+def ratio_str(x):
+    # 3 significant digits at least: 0.497 must not print as 0.50 beside a limit of 0.5
+    return f"{x:.3f}x" if x < 10 else f"{x:.1f}x"
+
+
 def print_targets12(rows):
     print()
     print("   targets (issue 12, item 3), all figures from this run; ratio = figure / reference:")
@@ -432,7 +438,7 @@ def print_targets12(rows):
             print(f"   {r['target']:<{w}}  {fig:>12}  {ref:>12}  {'-':>7}  {r['limit']:>7}  n/a ({r['not_measured']})")
             continue
         print(f"   {r['target']:<{w}}  {fig_str(r['figure'], r['unit']):>12}  {fig_str(r['reference'], r['unit']):>12}"
-              f"  {r['ratio']:>6.2f}x  {r['limit']:>7}  {r['verdict']}")
+              f"  {ratio_str(r['ratio']):>7}  {r['limit']:>7}  {r['verdict']}")
         if "clients_overlap_s" in r:
             lt = r["clients_lifetime_s"]
             print(f"   {'':<{w}}  (the two clients ran together {r['clients_overlap_s']:.1f} s; "
