@@ -108,7 +108,7 @@ def perftest_error(base):
         return "not run: the perftest time budget (BENCH_SOFT_BUDGET) was used up"
     out = (read(base + ".client") or "").strip().splitlines()
     errl = [l for l in out if re.search(r"(?i)err|fail|couldn|unable|timeout", l)]
-    last = (errl or out or ["no output"])[-1].strip()
+    last = errl[-1].strip() if errl else f"last output: {out[-1].strip()}" if out else "no output"
     return f"client {status_str(crc, to)}, server {status_str(src, to)}: {last[:90]}"
 
 
@@ -199,7 +199,7 @@ def ucx_run(base):
             return r
         out = (read(base + ".client") or "").strip().splitlines()
         errl = [l for l in out if re.search(r"(?i)err|fail|unable|refused|timeout", l)]
-        last = (errl or out or ["no output"])[-1].strip()
+        last = errl[-1].strip() if errl else f"last output: {out[-1].strip()}" if out else "no output"
         r["error"] = f"client {status_str(crc, to)}, server {status_str(src, to)}: {last[:90]}"
         if os.path.exists(base + ".try1.rc"):
             r["error"] = "twice; " + r["error"]
@@ -435,7 +435,8 @@ def print_targets12(rows):
         if r["verdict"] == "n/a":
             fig = "not measured" if r["figure"] is None else fig_str(r["figure"], r["unit"])
             ref = "-" if r["reference"] is None else fig_str(r["reference"], r["unit"])
-            print(f"   {r['target']:<{w}}  {fig:>12}  {ref:>12}  {'-':>7}  {r['limit']:>7}  n/a ({r['not_measured']})")
+            why = r["not_measured"] if len(r["not_measured"]) <= 100 else r["not_measured"][:97] + "..."
+            print(f"   {r['target']:<{w}}  {fig:>12}  {ref:>12}  {'-':>7}  {r['limit']:>7}  n/a (not measured: {why})")
             continue
         print(f"   {r['target']:<{w}}  {fig_str(r['figure'], r['unit']):>12}  {fig_str(r['reference'], r['unit']):>12}"
               f"  {ratio_str(r['ratio']):>7}  {r['limit']:>7}  {r['verdict']}")
