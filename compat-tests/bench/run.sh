@@ -82,7 +82,7 @@ listening() {
 # ---- A. software device ----------------------------------------------------
 section_soft() {
     local S=$B/soft L=$B/limits
-    rm -rf "$S" "$L"; mkdir -p "$S" "$L"
+    rm -rf "$S" "$L" "$B/targets"; mkdir -p "$S" "$L"
     local prov="$LIBDIR/libibverbs/libswrdma-rdmav34.so"
     if [ ! -e "$prov" ]; then echo "missing $prov (make swrdma)" > "$S/skipped"; return; fi
     if ! command -v ib_send_lat >/dev/null; then echo "perftest not installed (apt-get install perftest)" > "$S/skipped"; return; fi
@@ -196,7 +196,8 @@ section_soft() {
 }
 
 # ---- A, continued: the runs of the targets of issue 12, item 3 ------------------
-# (the functions of section_soft are still defined: bash functions are global)
+# (called by section_soft: its functions are global, its locals - TO, port,
+# TARGET_BW, the pin arrays - visible here by bash's dynamic scoping)
 section_targets() {
     local T=$B/targets
     rm -rf "$T"; mkdir -p "$T"
