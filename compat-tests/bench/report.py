@@ -12,6 +12,7 @@ import sys
 
 B = "build/bench"
 LAT_TESTS = ["ib_send_lat", "ib_write_lat", "ib_read_lat"]
+ROUND_TRIP_TESTS = ("ib_read_lat", "ib_atomic_lat")    # perftest reports the round trip
 BW_TESTS = ["ib_send_bw", "ib_write_bw", "ib_read_bw"]
 MIB = 1 << 20
 TARGET_LAT_US = 1.0      # ib_send_lat 2 B, typical
@@ -49,7 +50,8 @@ def print_header():
     print("== libibverbs (Rust) benchmarks: numbers, not pass/fail ==")
     print(f"machine: {m.get('nproc', '?')} CPUs, {m.get('cpu', '?')}, {m.get('kernel', '?')}, "
           f"load average {m.get('loadavg', '?')} at start")
-    print(f"tree:    {m.get('git', '?')}, perftest {m.get('perftest', '?')}, {m.get('date', '')}")
+    print(f"tree:    {m.get('git', '?')}, perftest {m.get('perftest', '?')}, ucx-utils {m.get('ucx') or 'missing'}, "
+          f"{m.get('date', '')}")
     print(f"ours:    {m.get('library', '?')} (benchmarked from a copy in {B}/lib)")
     sys.stdout.flush()
 
@@ -106,7 +108,7 @@ def perftest_error(base):
         return "not run: the perftest time budget (BENCH_SOFT_BUDGET) was used up"
     out = (read(base + ".client") or "").strip().splitlines()
     errl = [l for l in out if re.search(r"(?i)err|fail|couldn|unable|timeout", l)]
-    last = (errl or out or ["no output"])[-1].strip()
+    last = errl[-1].strip() if errl else f"last output: {out[-1].strip()}" if out else "no output"
     return f"client {status_str(crc, to)}, server {status_str(src, to)}: {last[:90]}"
 
 
@@ -119,6 +121,150 @@ def run_notes(base, ok):
     if ok and src != "0":
         notes.append(f"server {status_str(src, to)}")
     return notes
+
+
+def run_base(base):
+    """test, size and status of one run <dir>/<prefix.>test.size"""
+    test, size = os.path.basename(base).rsplit(".", 1)
+    test = test.rsplit(".", 1)[-1]
+    crc, src, _ = run_status(base)
+    return {"test": test, "bytes": int(size), "status": {"client": crc, "server": src}}
+
+
+def failed(r, base):
+    r["error"] = perftest_error(base)
+    if os.path.exists(base + ".try1.rc"):
+        r["error"] = "twice; " + r["error"]
+    return r
+
+
+def lat_run(base, one_way=None):
+    """one perftest latency run: t_min .. t_p999 in us, or error"""
+    r = run_base(base)
+    row = perftest_row(base + ".client") if r["status"]["client"] == "0" else None
+    notes = run_notes(base, row is not None)
+    if notes:
+        r["notes"] = notes
+    if not (row and len(row) >= 6):
+        return failed(r, base)
+    # perftest 4.5: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+    r.update(iterations=int(row[1]), t_min_us=row[2], t_max_us=row[3], t_typical_us=row[4], t_avg_us=row[5])
+    if len(row) >= 9:
+        r.update(t_p99_us=row[7], t_p999_us=row[8])
+    if one_way:
+        # perftest reports one-way latency for send/write, the round trip for read and atomics
+        lim_ns = one_way * (2 if r["test"] in ROUND_TRIP_TESTS else 1)
+        r["limit_ns"] = lim_ns
+        r["typical_over_limit"] = round(row[4] * 1000 / lim_ns, 2)
+        r["avg_over_limit"] = round(row[5] * 1000 / lim_ns, 2)
+    return r
+
+
+def bw_run(base, cache=None, dram=None):
+    """one perftest bandwidth run: BW average and peak in GB/s, or error"""
+    r = run_base(base)
+    row = perftest_row(base + ".client") if r["status"]["client"] == "0" else None
+    notes = run_notes(base, row is not None)
+    if notes:
+        r["notes"] = notes
+    if not (row and len(row) >= 5):
+        return failed(r, base)
+    # perftest 4.5: #bytes #iterations BW_peak BW_average MsgRate, MB/s = 2^20 B/s
+    avg = row[3] * MIB / 1e9
+    peak = row[2] * MIB / 1e9
+    r.update(iterations=int(row[1]), bw_avg_GBps=round(avg, 4), bw_peak_GBps=round(peak, 4), msg_rate_Mpps=row[4])
+    if cache:
+        r["avg_over_memcpy_cache"] = round(avg / cache, 4)
+    if dram:
+        r["avg_over_memcpy_dram"] = round(avg / dram, 4)
+    return r
+
+
+def ucx_run(base):
+    """one ucx_perftest client: the Final line (UCX 1.13: iterations, 50.0%ile,
+    latency average, latency overall (us, one way for ping-pong tests),
+    bandwidth average, overall (MB/s = 2^20 B/s), message rate average, overall)"""
+    crc, src, to = run_status(base)
+    r = {"test": os.path.basename(base), "status": {"client": crc, "server": src}}
+    row = None
+    for line in (read(base + ".client") or "").splitlines():
+        if line.startswith("Final:"):
+            try:
+                row = [float(x) for x in line.split()[1:9]]
+            except ValueError:
+                row = None
+    if crc != "0" or not row or len(row) < 8:
+        if crc == "skip":
+            r["error"] = "not run"
+            return r
+        out = (read(base + ".client") or "").strip().splitlines()
+        errl = [l for l in out if re.search(r"(?i)err|fail|unable|refused|timeout", l)]
+        last = errl[-1].strip() if errl else f"last output: {out[-1].strip()}" if out else "no output"
+        r["error"] = f"client {status_str(crc, to)}, server {status_str(src, to)}: {last[:90]}"
+        if os.path.exists(base + ".try1.rc"):
+            r["error"] = "twice; " + r["error"]
+        return r
+    r.update(iterations=int(row[0]), lat_p50_us=row[1], lat_avg_us=row[3],
+             bw_overall_GBps=round(row[5] * MIB / 1e9, 4), msg_rate_overall=row[7])
+    notes = []
+    if os.path.exists(base + ".try1.rc"):
+        notes.append("first attempt failed, this is the second")
+    if src != "0":
+        notes.append(f"server {status_str(src, to)}")
+    if notes:
+        r["notes"] = notes
+    return r
+
+
+def times(base):
+    try:
+        a, b = (read(base + ".times") or "").split()[:2]
+        return float(a), float(b)
+    except ValueError:
+        return None
+
+
+def target_runs():
+    """the runs of build/bench/targets (run.sh section_targets)"""
+    T = f"{B}/targets"
+    if not os.path.isdir(T):
+        return None
+    res = {"ucx_missing": (read(f"{T}/ucx-missing") or "").strip() or None, "ucx": {}, "busy": {}}
+    if not res["ucx_missing"]:
+        res["ucx"]["tag_lat"] = ucx_run(f"{T}/ucx.tag_lat")
+        for base in sorted(glob.glob(f"{T}/ucx.ucp_put_bw.*.rc")):
+            base = base[:-3]
+            size = base.rsplit(".", 1)[1]
+            if size.isdigit():
+                r = ucx_run(base)
+                r["bytes"] = int(size)
+                res["ucx"][f"ucp_put_bw.{size}"] = r
+    if os.path.exists(f"{T}/ib_atomic_lat.8.rc"):
+        res["ib_atomic_lat"] = lat_run(f"{T}/ib_atomic_lat.8")
+    pairs = {}
+    for k in ("pair1", "pairA", "pairB"):
+        base = f"{T}/{k}.ib_write_bw.65536"
+        if os.path.exists(base + ".rc"):
+            pairs[k] = bw_run(base)
+            t = times(base)
+            if t:
+                pairs[k]["client_start_end"] = t
+    ta, tb = times(f"{T}/pairA.ib_write_bw.65536"), times(f"{T}/pairB.ib_write_bw.65536")
+    if ta and tb:
+        pairs["clients_overlap_s"] = round(min(ta[1], tb[1]) - max(ta[0], tb[0]), 3)
+        pairs["clients_lifetime_s"] = [round(ta[1] - ta[0], 3), round(tb[1] - tb[0], 3)]
+    res["pairs"] = pairs
+    skipped = (read(f"{T}/busy.skipped") or "").strip()
+    if skipped:
+        res["busy"]["skipped"] = skipped
+    else:
+        res["busy"]["busy_processes"] = (read(f"{T}/busy.cpus") or "").strip() or None
+        for t in ("ib_send_lat", "ib_write_lat"):
+            if os.path.exists(f"{T}/busy.{t}.2.rc"):
+                res["busy"][t] = lat_run(f"{T}/busy.{t}.2")
+        if os.path.exists(f"{T}/busy.ucx.tag_lat.rc"):
+            res["busy"]["ucx_tag_lat"] = ucx_run(f"{T}/busy.ucx.tag_lat")
+    return res
 
 
 def soft_results():
@@ -137,53 +283,17 @@ def soft_results():
         test, size = os.path.basename(base).rsplit(".", 1)
         if not size.isdigit():
             continue                      # <test>.<size>.try1: read through run_notes
-        size = int(size)
-        row = perftest_row(base + ".client")
-        r = {"test": test, "bytes": size}
-        crc, src, _ = run_status(base)
-        r["status"] = {"client": crc, "server": src}
-        if crc != "0":
-            row = None
-        notes = run_notes(base, row is not None)
-        if notes:
-            r["notes"] = notes
         if test in LAT_TESTS:
-            if row and len(row) >= 6:
-                r.update(iterations=int(row[1]), t_min_us=row[2], t_max_us=row[3], t_typical_us=row[4],
-                         t_avg_us=row[5])
-                if len(row) >= 9:
-                    r.update(t_p99_us=row[7], t_p999_us=row[8])
-                if one_way:
-                    # perftest reports one-way latency for send/write, the round trip for read
-                    lim_ns = one_way * (2 if test == "ib_read_lat" else 1)
-                    r["limit_ns"] = lim_ns
-                    r["typical_over_limit"] = round(row[4] * 1000 / lim_ns, 2)
-                    r["avg_over_limit"] = round(row[5] * 1000 / lim_ns, 2)
-            else:
-                r["error"] = perftest_error(base)
-                if os.path.exists(base + ".try1.rc"):
-                    r["error"] = "twice; " + r["error"]
-            res["latency"].append(r)
+            res["latency"].append(lat_run(base, one_way))
         elif test in BW_TESTS:
-            if row and len(row) >= 5:
-                avg = row[3] * MIB / 1e9
-                peak = row[2] * MIB / 1e9
-                r.update(iterations=int(row[1]), bw_avg_GBps=round(avg, 4), bw_peak_GBps=round(peak, 4),
-                         msg_rate_Mpps=row[4])
-                if cache:
-                    r["avg_over_memcpy_cache"] = round(avg / cache, 4)
-                if dram:
-                    r["avg_over_memcpy_dram"] = round(avg / dram, 4)
-            else:
-                r["error"] = perftest_error(base)
-                if os.path.exists(base + ".try1.rc"):
-                    r["error"] = "twice; " + r["error"]
-            res["bandwidth"].append(r)
+            res["bandwidth"].append(bw_run(base, cache, dram))
     for k in ("latency", "bandwidth"):
         order = LAT_TESTS if k == "latency" else BW_TESTS
         res[k].sort(key=lambda r: (order.index(r["test"]), r["bytes"]))
     res["limits"] = lim
     res["targets"] = targets(res)
+    res["target_runs"] = target_runs()
+    res["targets_issue12"] = targets12(res)
     return res
 
 
@@ -214,6 +324,131 @@ def targets(res):
     return t
 
 
+# ---- the targets of issue 12, item 3 ---------------------------------------------
+def target(name, fig, ref, op, limit, unit, ref_label, why=None, context=False):
+    """one row: figure (ours), reference, ratio = figure / reference, the limit on
+    the ratio (op "<=" or ">="); a missing figure or reference gives "n/a" and why"""
+    e = {"target": name, "figure": fig, "reference": ref, "reference_is": ref_label, "unit": unit,
+         "limit": f"{op} {limit}" if not context else "context", "ratio": None}
+    if fig is None or ref is None or ref <= 0:
+        e["verdict"] = "n/a"
+        e["not_measured"] = why or "no figure"
+        return e
+    ratio = fig / ref
+    e["ratio"] = round(ratio, 4)
+    if context:
+        e["verdict"] = "-"
+    else:     # on the ratio before rounding
+        e["verdict"] = "meets" if (ratio <= limit if op == "<=" else ratio >= limit) else "misses"
+    return e
+
+
+def why_missing(*runs):
+    for what, r in runs:
+        if r is None:
+            return f"{what}: not run"
+        if "error" in r:
+            return f"{what}: {r['error']}"
+    return None
+
+
+def targets12(res):
+    tr = res.get("target_runs") or {}
+    rows = []
+    ucx = tr.get("ucx", {})
+    nucx = tr.get("ucx_missing")
+    tag = ucx.get("tag_lat") if not nucx else {"error": nucx}
+    p50 = (tag or {}).get("lat_p50_us")
+    # 2. latency at 2 B (atomics: 8 B) against 3 x UCX tag_lat p50, and p99 <= 5 x typical
+    lat = [(t, find(res["latency"], t, 2)) for t in LAT_TESTS] + [("ib_atomic_lat", tr.get("ib_atomic_lat"))]
+    for t, r in lat:
+        size = 8 if t == "ib_atomic_lat" else 2
+        rt = " (round trip)" if t in ROUND_TRIP_TESTS else ""
+        rows.append(target(f"{t} {size} B typical{rt} / UCX sm tag_lat p50", (r or {}).get("t_typical_us"), p50,
+                           "<=", 3, "us", "UCX sm tag_lat p50, one way",
+                           why_missing((t, r), ("ucx tag_lat", tag))))
+    for t, r in lat:
+        size = 8 if t == "ib_atomic_lat" else 2
+        rows.append(target(f"{t} {size} B p99 / its typical", (r or {}).get("t_p99_us"),
+                           (r or {}).get("t_typical_us"), "<=", 5, "us", f"{t} typical",
+                           why_missing((t, r)) or (None if (r or {}).get("t_p99_us") is not None
+                                                   else "no 99% column in perftest's output")))
+    # 3. bandwidth: write and read against UCX ucp_put_bw; send against write
+    for t in ("ib_write_bw", "ib_read_bw"):
+        for size in (4096, 65536, 1048576):
+            r = find(res["bandwidth"], t, size)
+            u = ucx.get(f"ucp_put_bw.{size}") if not nucx else {"error": nucx}
+            rows.append(target(f"{t} {size_str(size)} / UCX sm ucp_put_bw", (r or {}).get("bw_avg_GBps"),
+                               (u or {}).get("bw_overall_GBps"), ">=", 0.5, "GB/s", "UCX sm ucp_put_bw",
+                               why_missing((t, r), ("ucx ucp_put_bw", u))))
+    for size in (4096, 65536, 1048576):
+        r, w = find(res["bandwidth"], "ib_send_bw", size), find(res["bandwidth"], "ib_write_bw", size)
+        rows.append(target(f"ib_send_bw {size_str(size)} / ib_write_bw", (r or {}).get("bw_avg_GBps"),
+                           (w or {}).get("bw_avg_GBps"), ">=", 0.5, "GB/s", "ib_write_bw, same size",
+                           why_missing(("ib_send_bw", r), ("ib_write_bw", w))))
+    # 4. two concurrent ib_write_bw pairs against one
+    pairs = tr.get("pairs", {})
+    a, b, one = pairs.get("pairA"), pairs.get("pairB"), pairs.get("pair1")
+    agg = None
+    if a and b and "bw_avg_GBps" in a and "bw_avg_GBps" in b:
+        agg = round(a["bw_avg_GBps"] + b["bw_avg_GBps"], 4)
+    e = target("ib_write_bw 64 KiB, 2 pairs at once (sum) / 1 pair", agg, (one or {}).get("bw_avg_GBps"),
+               ">=", 1, "GB/s", "one pair alone",
+               why_missing(("pair A", a), ("pair B", b), ("one pair", one)))
+    if "clients_overlap_s" in pairs:
+        e["clients_overlap_s"] = pairs["clients_overlap_s"]
+        e["clients_lifetime_s"] = pairs["clients_lifetime_s"]
+    rows.append(e)
+    # 5. busy CPUs: ours against the quiet figure; UCX's as context
+    busy = tr.get("busy", {})
+    for t in ("ib_send_lat", "ib_write_lat"):
+        q, r = find(res["latency"], t, 2), busy.get(t)
+        why = busy.get("skipped") or why_missing((f"{t} busy", r), (f"{t} quiet", q))
+        rows.append(target(f"{t} 2 B typical, CPUs busy / quiet", (r or {}).get("t_typical_us"),
+                           (q or {}).get("t_typical_us"), "<=", 2, "us", f"{t} 2 B typical, quiet", why))
+    u = busy.get("ucx_tag_lat")
+    rows.append(target("(context) UCX sm tag_lat p50, CPUs busy / quiet", (u or {}).get("lat_p50_us"), p50,
+                       "", 0, "us", "UCX sm tag_lat p50, quiet",
+                       busy.get("skipped") or why_missing(("ucx tag_lat busy", u), ("ucx tag_lat quiet", tag)),
+                       context=True))
+    return rows
+
+
+def fig_str(x, unit):
+    if x is None:
+        return "-"
+    return f"{x:.3f} {unit}" if x < 10 else f"{x:.2f} {unit}" if x < 100 else f"{x:.1f} {unit}"
+
+
+def ratio_str(x):
+    # 3 significant digits at least: 0.497 must not print as 0.50 beside a limit of 0.5
+    return f"{x:.3f}x" if x < 10 else f"{x:.1f}x"
+
+
+def print_targets12(rows):
+    print()
+    print("   targets (issue 12, item 3), all figures from this run; ratio = figure / reference:")
+    w = max(len(r["target"]) for r in rows)
+    print(f"   {'target':<{w}}  {'figure':>12}  {'reference':>12}  {'ratio':>7}  {'limit':>7}  verdict")
+    print("   " + "-" * (w + 60))
+    for r in rows:
+        if r["verdict"] == "n/a":
+            fig = "not measured" if r["figure"] is None else fig_str(r["figure"], r["unit"])
+            ref = "-" if r["reference"] is None else fig_str(r["reference"], r["unit"])
+            why = r["not_measured"] if len(r["not_measured"]) <= 100 else r["not_measured"][:97] + "..."
+            print(f"   {r['target']:<{w}}  {fig:>12}  {ref:>12}  {'-':>7}  {r['limit']:>7}  n/a (not measured: {why})")
+            continue
+        print(f"   {r['target']:<{w}}  {fig_str(r['figure'], r['unit']):>12}  {fig_str(r['reference'], r['unit']):>12}"
+              f"  {ratio_str(r['ratio']):>7}  {r['limit']:>7}  {r['verdict']}")
+        if "clients_overlap_s" in r:
+            lt = r["clients_lifetime_s"]
+            print(f"   {'':<{w}}  (the two clients ran together {r['clients_overlap_s']:.1f} s; "
+                  f"lifetimes {lt[0]:.1f} s, {lt[1]:.1f} s)")
+    print("   latency: perftest's t_typical / 99% percentile as printed (ib_read_lat and ib_atomic_lat report a")
+    print("   round trip, ib_send_lat / ib_write_lat half of one); UCX's 50.0%ile is one way.")
+    print("   bandwidth: GB/s = 10^9 B/s (perftest's BW average, ucx_perftest's overall bandwidth)")
+
+
 def size_str(n):
     if n >= MIB and n % MIB == 0:
         return f"{n // MIB} MiB"
@@ -235,7 +470,7 @@ def num(x, w=7):
 def print_soft():
     res = soft_results()
     print()
-    print('A. Software device swr0 (issue "kernel-free software device", item 6)')
+    print('A. Software device swr0 (issue "kernel-free software device", item 6; issue 12, item 3)')
     if res is None:
         print("   not run")
         return
@@ -303,7 +538,7 @@ def print_soft():
     print(f"   load average (1 min) before / after this section: {m.get('loadavg_before_soft', '?')} / "
           f"{m.get('loadavg_after_soft', '?')} on {m.get('nproc', '?')} CPUs")
     print()
-    print("   targets (from the issue; reported, not enforced):")
+    print('   targets of issue "kernel-free software device", item 6 (reported, not enforced):')
     for t in res["targets"]:
         if t["value"] is None:
             print(f"     {t['target']:<44} not measured")
@@ -311,7 +546,78 @@ def print_soft():
             print(f"     {t['target']:<44} {t['value']:.2f} us         {t['verdict']}")
         else:
             print(f"     {t['target']:<44} {t['value']:.2f} GB/s (peak {t['peak']:.2f})  {t['verdict']}")
+    print_target_runs(res.get("target_runs"))
+    print_targets12(res["targets_issue12"])
     sys.stdout.flush()
+
+
+def print_target_runs(tr):
+    print()
+    print("   runs for the targets of issue 12 (server CPU 0, client CPU 1 unless said):")
+    if tr is None:
+        print("     not run")
+        return
+    ucx = tr.get("ucx", {})
+    if tr.get("ucx_missing"):
+        print(f"     UCX reference: not measured ({tr['ucx_missing']})")
+    else:
+        t = ucx.get("tag_lat", {})
+        if "error" in t:
+            print(f"     UCX_TLS=sm ucx_perftest tag_lat (8 B): failed: {t['error']}")
+        else:
+            print(f"     UCX_TLS=sm ucx_perftest tag_lat (8 B), one way: p50 {t['lat_p50_us']:.3f} us, "
+                  f"average {t['lat_avg_us']:.3f} us ({t['iterations']} iterations)")
+        for k in sorted((k for k in ucx if k.startswith("ucp_put_bw.")), key=lambda k: int(k.split(".")[1])):
+            r = ucx[k]
+            lab = f"UCX_TLS=sm ucx_perftest ucp_put_bw {size_str(r['bytes'])}:"
+            if "error" in r:
+                print(f"     {lab} failed: {r['error']}")
+            else:
+                print(f"     {lab} {r['bw_overall_GBps']:.2f} GB/s ({r['iterations']} iterations)")
+        for r in ucx.values():
+            for n in r.get("notes", []):
+                print(f"     note: ucx {r['test']}: {n}")
+    r = tr.get("ib_atomic_lat")
+    if r is not None:
+        if "error" in r:
+            print(f"     ib_atomic_lat 8 B fetch-and-add: failed: {r['error']}")
+        else:
+            print(f"     ib_atomic_lat 8 B fetch-and-add, round trip: typical {r['t_typical_us']:.2f} us, "
+                  f"average {r['t_avg_us']:.2f}, 99% {r.get('t_p99_us', float('nan')):.2f}")
+        for n in r.get("notes", []):
+            print(f"     note: ib_atomic_lat: {n}")
+    pairs = tr.get("pairs", {})
+    for k, lab in (("pair1", "one pair alone"), ("pairA", "pair A (server CPU 0, client CPU 1)"),
+                   ("pairB", "pair B (server CPU 1, client CPU 0)")):
+        r = pairs.get(k)
+        if r is None:
+            continue
+        if "error" in r:
+            print(f"     ib_write_bw 64 KiB -D, {lab}: failed: {r['error']}")
+        else:
+            print(f"     ib_write_bw 64 KiB -D, {lab}: {r['bw_avg_GBps']:.2f} GB/s")
+        for n in r.get("notes", []):
+            print(f"     note: {k}: {n}")
+    busy = tr.get("busy", {})
+    if busy.get("skipped"):
+        print(f"     busy CPUs: not measured ({busy['skipped']})")
+    else:
+        print(f"     with {busy.get('busy_processes', '?')} spinning processes, one per CPU (nice 0):")
+        for t in ("ib_send_lat", "ib_write_lat"):
+            r = busy.get(t)
+            if r is None:
+                continue
+            if "error" in r:
+                print(f"       {t} 2 B: failed: {r['error']}")
+            else:
+                print(f"       {t} 2 B: typical {r['t_typical_us']:.2f} us, average {r['t_avg_us']:.2f}, "
+                      f"99% {r.get('t_p99_us', float('nan')):.2f}")
+        u = busy.get("ucx_tag_lat")
+        if u is not None:
+            if "error" in u:
+                print(f"       UCX sm tag_lat: failed: {u['error']}")
+            else:
+                print(f"       UCX sm tag_lat: p50 {u['lat_p50_us']:.3f} us, average {u['lat_avg_us']:.3f}")
 
 
 # ---- B. VM ---------------------------------------------------------------------
@@ -441,12 +747,14 @@ def print_vm():
 def write_json():
     m = machine()
     out = {
-        "machine": {k: m.get(k) for k in ("date", "nproc", "cpu", "kernel", "loadavg", "git", "perftest", "library",
+        "machine": {k: m.get(k) for k in ("date", "nproc", "cpu", "kernel", "loadavg", "git", "perftest", "ucx",
+                                          "library",
                                           "loadavg_before_soft", "loadavg_after_soft", "loadavg_before_vm",
                                           "loadavg_after_vm")},
         "elapsed_s": int(m["elapsed"]) if m.get("elapsed", "").isdigit() else None,
-        "units": {"latency": "us (perftest), ns (shm ping-pong)",
-                  "bandwidth": "GB/s = 10^9 bytes/s (perftest MB/s are MiB/s, converted)",
+        "units": {"latency": "us (perftest; ucx_perftest one way), ns (shm ping-pong)",
+                  "bandwidth": "GB/s = 10^9 bytes/s (perftest's and ucx_perftest's MB/s are MiB/s, converted)",
+                  "targets_issue12": "ratio = figure / reference; limit applies to the ratio",
                   "vm": "us per op (median); ratios ours/upstream"},
         "soft": soft_results(),
         "vm": vm_results(),

@@ -8,9 +8,12 @@
 #     server on CPU 0, client on CPU 1, each figure also as a ratio to this
 #     machine's limits, measured in the same run by memcpy.c (64 KiB in
 #     cache, 64 MiB DRAM) and shm_pingpong.c (one cache line bounced between
-#     two busy-waiting processes on CPUs 0 and 1); the issue's two targets
-#     (ib_send_lat 2 B <= 1 us typical, ib_write_bw 64 KiB >= 6 GB/s) get
-#     "meets" / "misses".
+#     two busy-waiting processes on CPUs 0 and 1).  Then the runs of the
+#     targets of issue 12, item 3 (section_targets): the reference, UCX's
+#     shared-memory transport (ucx_perftest, UCX_TLS=sm: tag_lat, ucp_put_bw),
+#     ib_atomic_lat, one and two concurrent ib_write_bw pairs (-D), and
+#     latency beside one spinning process per CPU.  report.py prints each
+#     target's figure, reference, ratio, limit and "meets" / "misses" / "n/a".
 #  B. Real devices: one boot of the Soft-RoCE VM (compat-tests/vm), where
 #     vm_bench.c runs on rxe0 with Debian's libibverbs and with ours
 #     (LD_LIBRARY_PATH), alternating, BENCH_ROUNDS rounds: first-call
@@ -19,9 +22,12 @@
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
 # ("soft vm", or one of them); BENCH_QUICK=1 (fewer sizes, for trying the
 # script); BENCH_ROUNDS (VM rounds, default 3); BENCH_PERFTEST_TIMEOUT (s per
-# run, 25); BENCH_SOFT_BUDGET (s for all perftest runs, 360); VM_TIMEOUT (300).
+# perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
+# targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
+# VM_TIMEOUT (300).  Run it alone on swr0: flock /tmp/suites.lock make bench.
 # Output: the tables on stdout, progress on stderr, raw outputs under
-# build/bench/{limits,soft,vm}/, everything as JSON in build/bench/results.json.
+# build/bench/{limits,soft,targets,vm}/, everything as JSON in
+# build/bench/results.json.
 set -u
 # lib.sh: the repository root, OUR_LIB / OUR_INCLUDE defaults (no PASS/FAIL
 # here, and the scratch directory is build/bench/, not build/compat-tests/).
@@ -59,6 +65,7 @@ cc $CFLAGS -I"$OUR_INCLUDE" -o "$B/vm_bench" "$HERE/vm_bench.c" -L"$LIBDIR" -l:l
     echo "loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)"
     echo "perftest $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
+    echo "ucx $(dpkg-query -W -f='${Version}' ucx-utils 2>/dev/null)"
     echo "library $SRCDIR/$(readlink "$SRCDIR/libibverbs.so.1" || echo libibverbs.so.1), built $(date -u -r "$OUR_LIB" '+%Y-%m-%dT%H:%M:%SZ' 2>/dev/null)"
 } > "$B/machine"
 python3 "$HERE/report.py" header
@@ -75,7 +82,7 @@ listening() {
 # ---- A. software device ----------------------------------------------------
 section_soft() {
     local S=$B/soft L=$B/limits
-    rm -rf "$S" "$L"; mkdir -p "$S" "$L"
+    rm -rf "$S" "$L" "$B/targets"; mkdir -p "$S" "$L"
     local prov="$LIBDIR/libibverbs/libswrdma-rdmav34.so"
     if [ ! -e "$prov" ]; then echo "missing $prov (make swrdma)" > "$S/skipped"; return; fi
     if ! command -v ib_send_lat >/dev/null; then echo "perftest not installed (apt-get install perftest)" > "$S/skipped"; return; fi
@@ -88,41 +95,91 @@ section_soft() {
 
     export XDG_RUNTIME_DIR=$PWD/$B/rt
     rm -rf "$XDG_RUNTIME_DIR"; mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
-    # the whole perftest matrix gets BENCH_SOFT_BUDGET seconds (hangs cost 2 x TO each)
+    # the perftest sweeps get BENCH_SOFT_BUDGET seconds (hangs cost 2 x TO each);
+    # the runs the targets need (TARGET_SIZES, the T/ directory) are never skipped
     local port=23100 TO=${BENCH_PERFTEST_TIMEOUT:-25} BUDGET=${BENCH_SOFT_BUDGET:-360} TA
+    local TARGET_LAT="2" TARGET_BW="4096 65536 1048576"
     TA=$(date +%s)
-    # pt1 <file> <test> <bytes> <iters>: one run, server on CPU 0, client on CPU 1
-    pt1() {
-        local f=$1 t=$2 s=$3 n=$4 spid i crc
-        port=$((port + 1))
-        while listening $port; do port=$((port + 1)); done
-        LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 "${pin0[@]}" timeout -k 5 "$TO" stdbuf -oL \
-            $t -d swr0 -x 1 -s "$s" -n "$n" -p $port > "$f.server" 2>&1 &
-        spid=$!
-        for i in $(seq 200); do listening $port && break; kill -0 $spid 2>/dev/null || break; sleep 0.05; done
-        LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 "${pin1[@]}" timeout -k 5 "$TO" stdbuf -oL \
-            $t -d swr0 -x 1 -s "$s" -n "$n" -p $port localhost > "$f.client" 2>&1
-        crc=$?
-        for i in $(seq 60); do kill -0 $spid 2>/dev/null || break; sleep 0.05; done
-        kill $spid 2>/dev/null
-        wait $spid
-        echo "$crc $? $TO" > "$f.rc"
-    }
-    # pt <test> <bytes> <iters>: a failed run is kept as <file>.try1.* and run once more
-    pt() {
-        local f="$S/$1.$2" rc
-        if [ $(( $(date +%s) - TA )) -gt "$BUDGET" ]; then echo "skip skip $TO" > "$f.rc"; return; fi
-        pt1 "$f" "$@"
-        read -r rc _ < "$f.rc"
-        if [ "$rc" != 0 ] && [ $(( $(date +%s) - TA )) -le "$BUDGET" ]; then
-            for x in client server rc; do mv "$f.$x" "$f.try1.$x"; done
-            say "$1 -s $2 failed (client status $rc), once more"
-            pt1 "$f" "$@"
+
+    # ---- helpers: one client/server pair, any CPUs, any program --------------
+    # pinned <cpu> <cmd...>
+    pinned() { local c=$1; shift; if [ ${#pin0[@]} -gt 0 ]; then taskset -c "$c" "$@"; else "$@"; fi; }
+    next_port() { port=$((port + 1)); while listening $port; do port=$((port + 1)); done; }
+    # mkcmd <kind> <server|client> <port> <args...>: the command line in CMD;
+    # kind "ucx" = ucx_perftest over UCX's shared-memory transports (Debian's
+    # libibverbs, never ours), else a perftest program on swr0 with our library
+    mkcmd() {
+        local kind=$1 role=$2 p=$3; shift 3
+        if [ "$kind" = ucx ]; then
+            if [ "$role" = server ]; then CMD=(env UCX_TLS=sm ucx_perftest -p "$p")
+            else CMD=(env UCX_TLS=sm ucx_perftest -p "$p" "$@" localhost); fi
+        else
+            CMD=(env LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 "$kind" -d swr0 -x 1 "$@" -p "$p")
+            [ "$role" = client ] && CMD+=(localhost)
         fi
     }
+    # srv_start <file> <cpu> <timeout> <kind> <args...>: a server in the
+    # background, waited for until it listens; sets SPID and SPORT
+    srv_start() {
+        local f=$1 c=$2 to=$3 kind=$4 i; shift 4
+        next_port; SPORT=$port
+        mkcmd "$kind" server "$SPORT" "$@"
+        pinned "$c" timeout -k 5 "$to" stdbuf -oL "${CMD[@]}" > "$f.server" 2>&1 &
+        SPID=$!
+        for i in $(seq 200); do listening "$SPORT" && break; kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done
+    }
+    # cli_run <file> <cpu> <timeout> <kind> <port> <args...>: the client, in
+    # the foreground; its start and end times (s since the epoch) in <file>.times
+    cli_run() {
+        local f=$1 c=$2 to=$3 kind=$4 p=$5 t0 rc; shift 5
+        mkcmd "$kind" client "$p" "$@"
+        t0=$(date +%s.%N)
+        pinned "$c" timeout -k 5 "$to" stdbuf -oL "${CMD[@]}" > "$f.client" 2>&1
+        rc=$?
+        echo "$t0 $(date +%s.%N)" > "$f.times"
+        return $rc
+    }
+    # srv_end <file> <spid> <client status> <timeout>: the server gets 3 s to
+    # finish after its client, then is killed; <file>.rc = "client server timeout"
+    srv_end() {
+        local i
+        for i in $(seq 60); do kill -0 "$2" 2>/dev/null || break; sleep 0.05; done
+        kill "$2" 2>/dev/null
+        wait "$2"
+        echo "$3 $? $4" > "$1.rc"
+    }
+    # run1 <file> <server cpu> <client cpu> <timeout> <kind> <args...>: one run
+    run1() {
+        local f=$1 sc=$2 cc=$3 to=$4 kind=$5 crc; shift 5
+        srv_start "$f" "$sc" "$to" "$kind" "$@"
+        cli_run "$f" "$cc" "$to" "$kind" "$SPORT" "$@"
+        crc=$?
+        srv_end "$f" "$SPID" "$crc" "$to"
+    }
+    # run <file> <server cpu> <client cpu> <timeout> <kind> <args...>: a
+    # failed run is kept as <file>.try1.* and run once more
+    run() {
+        local f=$1 rc x
+        run1 "$@"
+        read -r rc _ < "$f.rc"
+        if [ "$rc" != 0 ]; then
+            for x in client server rc times; do mv "$f.$x" "$f.try1.$x" 2>/dev/null; done
+            say "$(basename "$f") failed (client status $rc), once more"
+            run1 "$@"
+        fi
+    }
+    # pt <test> <bytes> <iters>: one point of the sweeps, server CPU 0, client CPU 1
+    pt() {
+        local f="$S/$1.$2" must=
+        case " $TARGET_LAT $TARGET_BW " in *" $2 "*) must=1 ;; esac
+        if [ -z "$must" ] && [ $(( $(date +%s) - TA )) -gt "$BUDGET" ]; then echo "skip skip $TO" > "$f.rc"; return; fi
+        run "$f" 0 1 "$TO" "$1" -s "$2" -n "$3"
+    }
+
+    # ---- the sweeps ----------------------------------------------------------------
     local lat_sizes="2 4 8 16 32 64 128 256 512 1024 2048 4096"
-    local bw_sizes="64 128 256 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576"
-    [ -n "$QUICK" ] && { lat_sizes="2 4096"; bw_sizes="64 65536 1048576"; }
+    local bw_sizes="64 256 1024 4096 16384 65536 262144 1048576"
+    [ -n "$QUICK" ] && { lat_sizes="2 4096"; bw_sizes="64 4096 65536 1048576"; }
     local t s n
     for t in ib_send_lat ib_write_lat ib_read_lat; do
         say "perftest $t ($lat_sizes)"
@@ -135,7 +192,81 @@ section_soft() {
             pt $t $s $n
         done
     done
+    section_targets
 }
+
+# ---- A, continued: the runs of the targets of issue 12, item 3 ------------------
+# (called by section_soft: its functions are global, its locals - TO, port,
+# TARGET_BW, the pin arrays - visible here by bash's dynamic scoping)
+section_targets() {
+    local T=$B/targets
+    rm -rf "$T"; mkdir -p "$T"
+    if ! command -v ucx_perftest >/dev/null; then
+        echo "ucx_perftest not installed (apt-get install ucx-utils)" > "$T/ucx-missing"
+    fi
+    local s n
+    # 1. the reference: UCX over shared memory (UCX_TLS=sm), server CPU 0, client CPU 1
+    if [ ! -e "$T/ucx-missing" ]; then
+        say "reference: ucx_perftest UCX_TLS=sm tag_lat, ucp_put_bw ($TARGET_BW)"
+        run "$T/ucx.tag_lat" 0 1 60 ucx -t tag_lat -n 200000 -w 10000
+        for s in $TARGET_BW; do
+            n=$(( (1 << 34) / s )); [ $n -gt 1000000 ] && n=1000000
+            run "$T/ucx.ucp_put_bw.$s" 0 1 60 ucx -t ucp_put_bw -s "$s" -n $n -w $((n / 10))
+        done
+    fi
+    # 2. the fourth latency test (the other three are the sweeps' 2 B points)
+    say "perftest ib_atomic_lat (8 B, fetch-and-add)"
+    run "$T/ib_atomic_lat.8" 0 1 "$TO" ib_atomic_lat -A FETCH_AND_ADD -n 10000
+    # 4. one ib_write_bw pair, then two at once, 64 KiB, -D 5 (5 s measured)
+    local D=${BENCH_PAIR_SECONDS:-5}
+    say "perftest ib_write_bw 64 KiB -D $D: one pair, then two pairs at once"
+    run "$T/pair1.ib_write_bw.65536" 0 1 $((TO + D)) ib_write_bw -s 65536 -D "$D"
+    pairs2() {
+        local fa="$T/pairA.ib_write_bw.65536" fb="$T/pairB.ib_write_bw.65536" pa pb pta ptb ca cb rca rcb
+        srv_start "$fa" 0 $((TO + D)) ib_write_bw -s 65536 -D "$D"; pa=$SPID pta=$SPORT
+        srv_start "$fb" 1 $((TO + D)) ib_write_bw -s 65536 -D "$D"; pb=$SPID ptb=$SPORT
+        cli_run "$fa" 1 $((TO + D)) ib_write_bw "$pta" -s 65536 -D "$D" & ca=$!
+        cli_run "$fb" 0 $((TO + D)) ib_write_bw "$ptb" -s 65536 -D "$D" & cb=$!
+        wait $ca; rca=$?
+        wait $cb; rcb=$?
+        srv_end "$fa" "$pa" "$rca" $((TO + D))
+        srv_end "$fb" "$pb" "$rcb" $((TO + D))
+        [ "$rca" = 0 ] && [ "$rcb" = 0 ]
+    }
+    # a failed attempt is kept as pair{A,B}.*.try1.* (both pairs run again)
+    if ! pairs2; then
+        local f x
+        for f in "$T/pairA.ib_write_bw.65536" "$T/pairB.ib_write_bw.65536"; do
+            for x in client server rc times; do mv "$f.$x" "$f.try1.$x" 2>/dev/null; done
+        done
+        say "two ib_write_bw pairs: one failed, both once more"
+        pairs2
+    fi
+    # 5. one busy process per CPU (normal nice), then the same latency runs
+    local busy=() c
+    if [ ${#pin0[@]} -gt 0 ]; then
+        say "busy CPUs: ib_send_lat, ib_write_lat 2 B, ucx_perftest tag_lat, beside one spinning process per CPU"
+        for c in $(seq 0 $(( $(nproc) - 1 ))); do
+            # (timeout: even a bench killed by SIGKILL leaves them for 10 minutes at most)
+            taskset -c "$c" timeout 600 sh -c 'while :; do :; done' &
+            busy+=($!)
+        done
+        BUSY_PIDS="${busy[*]}"
+        echo "${#busy[@]}" > "$T/busy.cpus"
+        run "$T/busy.ib_send_lat.2" 0 1 60 ib_send_lat -s 2 -n 10000
+        run "$T/busy.ib_write_lat.2" 0 1 60 ib_write_lat -s 2 -n 10000
+        [ -e "$T/ucx-missing" ] || run "$T/busy.ucx.tag_lat" 0 1 60 ucx -t tag_lat -n 200000 -w 10000
+        kill "${busy[@]}" 2>/dev/null
+        wait "${busy[@]}" 2>/dev/null
+        BUSY_PIDS=
+    else
+        echo "only $(nproc) CPU: no pinned busy processes" > "$T/busy.skipped"
+    fi
+}
+# the busy processes never outlive the bench
+BUSY_PIDS=
+trap "exit 130" INT TERM
+trap '[ -n "$BUSY_PIDS" ] && kill $BUSY_PIDS 2>/dev/null' EXIT
 
 # ---- B. Soft-RoCE VM: ours vs upstream ----------------------------------------
 section_vm() {
