@@ -241,6 +241,12 @@ def target_runs():
                 res["ucx"][f"ucp_put_bw.{size}"] = r
     if os.path.exists(f"{T}/ib_atomic_lat.8.rc"):
         res["ib_atomic_lat"] = lat_run(f"{T}/ib_atomic_lat.8")
+    res["dur"] = {}
+    for base in sorted(glob.glob(f"{T}/dur.*.rc")):
+        base = base[:-3]
+        _, t, size = base.rsplit("/", 1)[1].split(".")
+        if size.isdigit():
+            res["dur"][f"{t}.{size}"] = bw_run(base)
     pairs = {}
     for k in ("pair1", "pairA", "pairB"):
         base = f"{T}/{k}.ib_write_bw.65536"
@@ -374,15 +380,21 @@ def targets12(res):
                            why_missing((t, r)) or (None if (r or {}).get("t_p99_us") is not None
                                                    else "no 99% column in perftest's output")))
     # 3. bandwidth: write and read against UCX ucp_put_bw; send against write
+    dur = tr.get("dur") or {}
+
+    def bw(t, size):
+        # the -D run of the targets; the sweep's point when there is none
+        return dur.get(f"{t}.{size}") or find(res["bandwidth"], t, size)
+
     for t in ("ib_write_bw", "ib_read_bw"):
         for size in (4096, 65536, 1048576):
-            r = find(res["bandwidth"], t, size)
+            r = bw(t, size)
             u = ucx.get(f"ucp_put_bw.{size}") if not nucx else {"error": nucx}
             rows.append(target(f"{t} {size_str(size)} / UCX sm ucp_put_bw", (r or {}).get("bw_avg_GBps"),
                                (u or {}).get("bw_overall_GBps"), ">=", 0.5, "GB/s", "UCX sm ucp_put_bw",
                                why_missing((t, r), ("ucx ucp_put_bw", u))))
     for size in (4096, 65536, 1048576):
-        r, w = find(res["bandwidth"], "ib_send_bw", size), find(res["bandwidth"], "ib_write_bw", size)
+        r, w = bw("ib_send_bw", size), bw("ib_write_bw", size)
         rows.append(target(f"ib_send_bw {size_str(size)} / ib_write_bw", (r or {}).get("bw_avg_GBps"),
                            (w or {}).get("bw_avg_GBps"), ">=", 0.5, "GB/s", "ib_write_bw, same size",
                            why_missing(("ib_send_bw", r), ("ib_write_bw", w))))

@@ -204,7 +204,7 @@ section_targets() {
     if ! command -v ucx_perftest >/dev/null; then
         echo "ucx_perftest not installed (apt-get install ucx-utils)" > "$T/ucx-missing"
     fi
-    local s n
+    local s n t
     # 1. the reference: UCX over shared memory (UCX_TLS=sm), server CPU 0, client CPU 1
     if [ ! -e "$T/ucx-missing" ]; then
         say "reference: ucx_perftest UCX_TLS=sm tag_lat, ucp_put_bw ($TARGET_BW)"
@@ -217,6 +217,14 @@ section_targets() {
     # 2. the fourth latency test (the other three are the sweeps' 2 B points)
     say "perftest ib_atomic_lat (8 B, fetch-and-add)"
     run "$T/ib_atomic_lat.8" 0 1 "$TO" ib_atomic_lat -A FETCH_AND_ADD -n 10000
+    # 3. the bandwidth figures of the targets: -D (perftest measures a fixed
+    # duration after its own warm-up, as UCX runs with -w): the sweeps' -n
+    # runs last a few milliseconds at 4 KiB and mostly measure the start
+    local DB=${BENCH_BW_SECONDS:-3}
+    say "perftest ib_write_bw, ib_read_bw, ib_send_bw -D $DB ($TARGET_BW)"
+    for t in ib_write_bw ib_read_bw ib_send_bw; do
+        for s in $TARGET_BW; do run "$T/dur.$t.$s" 0 1 $((TO + DB)) $t -s "$s" -D "$DB"; done
+    done
     # 4. one ib_write_bw pair, then two at once, 64 KiB, -D 5 (5 s measured)
     local D=${BENCH_PAIR_SECONDS:-5}
     say "perftest ib_write_bw 64 KiB -D $D: one pair, then two pairs at once"

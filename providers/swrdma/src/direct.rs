@@ -40,6 +40,7 @@ const MR_WORDS: usize = 16;
 const N_QP: usize = 4096;
 const QP_WORDS: usize = 8;
 pub const DIR_BYTES: usize = HDR + N_MR * MR_WORDS * 8 + N_QP * QP_WORDS * 8;
+const WITHDRAW_WAIT_NS: u64 = 2_000_000_000;
 const DIR_MAGIC: u64 = 0x5357_5244_4449_5231; // "SWRDDIR1"
 
 /// The context's own directory (read-write), with the shares behind it.
@@ -181,8 +182,16 @@ impl Dir {
         let e = unsafe { mr_entry(self.map, key) };
         write_entry(e, &[0; 9]);
         fence(Ordering::SeqCst);
+        // A copy takes microseconds to milliseconds; a peer stopped in the
+        // middle of one (a debugger, SIGSTOP) is not waited for beyond
+        // `WITHDRAW_WAIT_NS`: once the pages are private again (below) its
+        // late stores land in the memory file, no longer in our memory.
+        let end = crate::core::now_ns() + WITHDRAW_WAIT_NS;
         for l in links {
-            while l.direct_peer().load(Ordering::SeqCst) == key as u64 && !l.dead.load(Ordering::Relaxed) {
+            while l.direct_peer().load(Ordering::SeqCst) == key as u64
+                && !l.dead.load(Ordering::Relaxed)
+                && crate::core::now_ns() < end
+            {
                 std::thread::yield_now();
             }
         }
@@ -439,17 +448,13 @@ pub fn execute(peer: &Peer, l: &Link, my_qpn: u32, dqpn: u32, at: (u32, u64, u64
     if matches!(op, Op::Cas(..) | Op::Faa(..)) && (len != 8 || !raddr.is_multiple_of(8)) {
         return None;
     }
-    let (e, off) = check()?;
-    let m = peer.mapping(l, rkey, e.id)?;
-    // Announce the access, then check again (see the module's comment).
+    // Announce the access, then check (see the module's comment).
     let slot = l.direct_mine();
     slot.store(rkey as u64, Ordering::SeqCst);
     fence(Ordering::SeqCst);
     let r = (|| {
-        let (e2, off2) = check()?;
-        if e2.id != e.id || off2 != off {
-            return None;
-        }
+        let (e, off) = check()?;
+        let m = peer.mapping(l, rkey, e.id)?;
         let p = m.ptr as u64 + off;
         Some(match op {
             Op::Write(sges) => {
