@@ -2446,7 +2446,11 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     };
     // One-sided requests the initiator may execute itself (direct.rs):
     // none in flight before it on this QP (it must not overtake them).
-    if qpt == IBV_QPT_RC && len > 0 && !link.dead.load(Ordering::Relaxed) {
+    let one_sided = matches!(
+        wr.opcode,
+        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_READ | IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD
+    );
+    if one_sided && qpt == IBV_QPT_RC && len > 0 && !link.dead.load(Ordering::Relaxed) {
         if let Some(peer) = c.peer_dir(link.peer) {
             // SAFETY: the union member each opcode uses (integers).
             let dop = unsafe {

@@ -183,19 +183,35 @@ fn privatize(base: u64, len: u64) {
     // SAFETY: moves our private mapping `tmp` (len bytes) over [base,
     // base+len), which the caller checked is one of our shared MR files;
     // the contents are the same, so the application sees no change.
-    let r = unsafe {
-        libc::mremap(
-            tmp,
-            len as usize,
-            len as usize,
-            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
-            base as *mut c_void,
-        )
-    };
-    if r == libc::MAP_FAILED {
+    if !unsafe { move_over(tmp, len, base) } {
         // SAFETY: the move failed: `tmp` is still ours alone.
         unsafe { libc::munmap(tmp, len as usize) };
     }
+}
+
+/// Moves the mapping at `from` (`len` bytes) to `to`, replacing what is
+/// there, with the `mremap` system call itself, not libc's function: memory
+/// hooks of the application (UCX's UCM patches libc's `mremap`) must not see
+/// this move, which changes neither addresses nor contents for it (they
+/// would take it for an unmap of registered memory and deregister it).
+///
+/// # Safety
+/// `from` is a mapping of ours of `len` bytes; [to, to+len) is memory the
+/// caller may replace (the same contents are in `from`).
+unsafe fn move_over(from: *mut c_void, len: u64, to: u64) -> bool {
+    // SAFETY: the caller's contract; mremap(2) with MREMAP_FIXED replaces
+    // [to, to+len) atomically or fails leaving both ranges as they were.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mremap,
+            from,
+            len as usize,
+            len as usize,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            to as *mut c_void,
+        )
+    };
+    r != -1 && r as u64 == to
 }
 
 /// Copies the pages of [src, src+len) that are not all zero to dst (whose
@@ -255,16 +271,7 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
         // private anonymous read-write memory of the application (checked
         // above) holding what was just copied: the application sees the
         // same contents, addresses and protection.
-        let r = unsafe {
-            libc::mremap(
-                tmp,
-                n as usize,
-                n as usize,
-                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
-                a0 as *mut c_void,
-            )
-        };
-        r != libc::MAP_FAILED
+        unsafe { move_over(tmp, n, a0) }
     };
     if ok {
         crate::core::lock(&SHARED).push((a0, n));
