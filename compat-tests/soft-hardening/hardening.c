@@ -576,7 +576,8 @@ static void xread(int fd, void *p, size_t n)
 /* ---- (a), (b): remote accesses the target cannot serve -------------------- */
 
 #define NQ 4
-enum { M_UNMAP, M_RDONLY, M_DEREG_UNMAP, M_DEREG_FILL, M_STOPPED };
+enum { M_UNMAP, M_RDONLY, M_DEREG_UNMAP, M_DEREG_FILL, M_STOPPED, M_OVERLAP };
+#define OVERLAP_ROUNDS 6
 struct tinfo { uint32_t qpn[NQ]; uint64_t addr; uint32_t rkey; uint64_t len; };
 
 /* The target child: NQ QPs, one MR over an mmap'ed buffer of `len` bytes,
@@ -607,6 +608,16 @@ static void target_main(int mode, size_t len, int to_p, int from_p)
 	ti.addr = (uintptr_t)buf;
 	ti.rkey = mr->rkey;
 	ti.len = len;
+	struct ibv_mr *mr2 = NULL;
+	if (mode == M_OVERLAP) {
+		/* A second MR over the same pages: the first one's pages are
+		 * shared (share.rs), this one is reached through the ring; the
+		 * peer writes through it. */
+		mr2 = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (!mr2)
+			die("reg_mr 2");
+		ti.rkey = mr2->rkey;
+	}
 	xwrite(to_p, &ti, sizeof ti);
 	xread(from_p, &pi, sizeof pi);
 	for (int i = 0; i < NQ; i++)
@@ -637,8 +648,27 @@ static void target_main(int mode, size_t len, int to_p, int from_p)
 				}
 		}
 	}
+	if (mode == M_OVERLAP) {
+		/* Deregister the shared MR while the peer's last round of writes
+		 * (through the other MR) streams in: none of them may be lost when
+		 * the pages become private again. */
+		volatile uint8_t *first = buf;
+		double end = now() + 20;
+		while (*first != OVERLAP_ROUNDS && now() < end)
+			;
+		if (ibv_dereg_mr(mr))
+			die("dereg_mr");
+	}
 	char b;
 	xread(from_p, &b, 1);
+	if (mode == M_OVERLAP) {
+		for (size_t i = 0; i < len; i++)
+			if (buf[i] != OVERLAP_ROUNDS) {
+				fprintf(stderr, "byte %zu: %u\n", i, buf[i]);
+				status = 5;
+				break;
+			}
+	}
 	if (mode == M_STOPPED) {
 		/* What the initiator did while we were stopped (t_direct_stopped). */
 		for (size_t i = 0; i < 4096; i++)
@@ -905,6 +935,38 @@ static void t_direct_stopped(void)
 	kill(x.pid, SIGCONT);
 	int ok = end_pair(&x, why, sizeof why);
 	result(good && ok, "target stopped: %s; %s", res, why);
+}
+
+/* Two MRs over the same pages: the first is shared (share.rs), the second
+ * reached through the ring (the target's thread copies).  The target
+ * deregisters the first while the peer's last round of writes through the
+ * second streams in: making the pages private again must not lose any of
+ * them (the target checks every byte after the last write completed). */
+static void t_overlap_dereg(void)
+{
+	const size_t len = 16u << 20, chunk = 65536;
+	struct pairx x;
+	char why[160];
+	start_pair(&x, M_OVERLAP, len);
+	uint8_t *lb = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (lb == MAP_FAILED)
+		die("mmap");
+	struct ibv_mr *lmr = ibv_reg_mr(x.pd, lb, chunk, IBV_ACCESS_LOCAL_WRITE);
+	if (!lmr)
+		die("reg local");
+	int good = 1, writes = 0;
+	for (int r = 1; r <= OVERLAP_ROUNDS && good; r++) {
+		memset(lb, r, chunk);
+		for (size_t off = 0; off < len && good; off += chunk) {
+			struct ibv_wc wc;
+			if (post_op(x.q[0], IBV_WR_RDMA_WRITE, lb, chunk, lmr->lkey, x.ti.addr + off, x.ti.rkey) ||
+			    !wait_wc(x.cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS)
+				good = 0;
+			writes++;
+		}
+	}
+	int ok = end_pair(&x, why, sizeof why);
+	result(good && ok, "%d writes of 64 KiB %s; %s", writes, good ? "completed" : "failed", why);
 }
 
 /* Shared registration (share.rs) is invisible to the application: the
@@ -1901,6 +1963,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "dereg-mr-waits-for-inflight-write")) t_dereg_inflight();
 	else if (!strcmp(t, "one-sided-ops-complete-while-target-stopped")) t_direct_stopped();
 	else if (!strcmp(t, "shared-registration-invisible-fork-private")) t_shared_reg_fork();
+	else if (!strcmp(t, "dereg-shared-mr-loses-no-overlapping-write")) t_overlap_dereg();
 	else if (!strcmp(t, "foreign-segv-reaches-app-handler")) t_foreign_fault(1);
 	else if (!strcmp(t, "foreign-segv-default-action")) t_foreign_fault(0);
 	else if (!strcmp(t, "reg-mr-null-efault")) t_reg("null");

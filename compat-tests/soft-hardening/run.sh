@@ -71,6 +71,7 @@ TESTS=(
     # one-sided operations without the target's CPU (issue 12)
     one-sided-ops-complete-while-target-stopped
     shared-registration-invisible-fork-private
+    dereg-shared-mr-loses-no-overlapping-write
     foreign-segv-reaches-app-handler
     foreign-segv-default-action
     # strictness

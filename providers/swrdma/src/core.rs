@@ -621,7 +621,10 @@ impl Ctx {
 
     /// Registers key `key` (an MR) with what it covers.
     pub fn insert_mr(&self, key: u32, ent: MrEnt) {
-        self.mrs.write().unwrap().insert(key, ent);
+        // (Pages are moved into a memory file with the MR table held: no
+        // copy for a peer's request into an overlapping MR runs meanwhile.)
+        let mut g = self.mrs.write().unwrap();
+        g.insert(key, ent);
         self.publish_mr(key, &ent);
     }
 
@@ -642,14 +645,18 @@ impl Ctx {
     }
 
     pub fn remove_mr(&self, key: u32) {
+        // (The pages become private again with the MR table held, see
+        // `insert_mr`.)
+        let mut g = self.mrs.write().unwrap();
         self.withdraw_mr(key);
-        self.mrs.write().unwrap().remove(&key);
+        g.remove(&key);
     }
 
     /// Changes MR `key` in place (rereg); false when there is none.
     pub fn update_mr(&self, key: u32, f: impl FnOnce(&mut MrEnt)) -> bool {
+        let mut g = self.mrs.write().unwrap();
         self.withdraw_mr(key);
-        let e = match self.mrs.write().unwrap().get_mut(&key) {
+        let e = match g.get_mut(&key) {
             Some(e) => {
                 f(e);
                 *e
