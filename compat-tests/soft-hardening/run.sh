@@ -44,7 +44,7 @@ unset RDMAV_DRIVERS IBV_DRIVERS
 
 BIN="$OUT/hardening"
 if ! cc -O1 -Wall -o "$BIN" compat-tests/soft-hardening/hardening.c -I"$OUR_INCLUDE" -L"$LIBDIR" \
-        -l:libibverbs.so.1 2>"$OUT/hardening.cc"; then
+        -l:libibverbs.so.1 -lpthread 2>"$OUT/hardening.cc"; then
     fail_early "hardening (build)" "$(head -n3 "$OUT/hardening.cc")"
 fi
 
@@ -72,6 +72,7 @@ TESTS=(
     one-sided-ops-complete-while-target-stopped
     shared-registration-invisible-fork-private
     dereg-shared-mr-loses-no-overlapping-write
+    dereg-shared-mr-loses-no-concurrent-app-write
     foreign-segv-reaches-app-handler
     foreign-segv-default-action
     # strictness

@@ -1142,7 +1142,7 @@ impl Ctx {
     fn on_ctl(&self, l: &Link, kind: u32, key: u32, id: u64, fd: Option<OwnedFd>) {
         match (kind, fd) {
             (net::CTL_MAP_REQ, _) => {
-                if let Some((f, sid, _)) = self.dir_tbl.as_ref().and_then(|d| d.share_fd(key)) {
+                if let Some((f, sid)) = self.dir_tbl.as_ref().and_then(|d| d.share_fd(key, l.peer)) {
                     if sid == id {
                         net::send_ctl(l.sock(), net::CTL_MAP_FD, key, sid, Some(f.as_fd()));
                     }
@@ -1151,6 +1151,11 @@ impl Ctx {
             (net::CTL_MAP_FD, Some(f)) => {
                 if let Some(p) = self.peer_dir(l.peer) {
                     p.install(key, id, f);
+                }
+            }
+            (net::CTL_DROP, _) => {
+                if let Some(p) = self.peer_dir(l.peer) {
+                    p.forget(key, id);
                 }
             }
             _ => {}

@@ -49,6 +49,8 @@ pub struct Dir {
     map: *mut AtomicU64,
     /// Serialises the owner's writers; the shares of published MRs.
     shares: Mutex<HashMap<u32, Share>>,
+    /// The peer contexts that mapped each MR (told `CTL_DROP` at dereg).
+    askers: Mutex<HashMap<u32, Vec<u32>>>,
 }
 // SAFETY: `map` points to a shared mapping owned by the `Dir` (unmapped in
 // Drop) that is only accessed through atomics.
@@ -145,6 +147,7 @@ impl Dir {
             fd,
             map,
             shares: Mutex::new(HashMap::new()),
+            askers: Mutex::new(HashMap::new()),
         })
     }
 
@@ -168,7 +171,18 @@ impl Dir {
         let Some(s) = crate::share::share(va, len) else { return };
         write_entry(
             e,
-            &[key as u64, pd as u64, access as u64, iova, len, va, s.base, s.len, s.id],
+            &[
+                key as u64,
+                pd as u64,
+                access as u64,
+                iova,
+                len,
+                va,
+                s.base,
+                s.len,
+                s.id,
+                s.off,
+            ],
         );
         g.insert(key, s);
     }
@@ -180,29 +194,49 @@ impl Dir {
         let Some(s) = g.remove(&key) else { return };
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { mr_entry(self.map, key) };
-        write_entry(e, &[0; 9]);
+        write_entry(e, &[0; 10]);
         fence(Ordering::SeqCst);
         // A copy takes microseconds to milliseconds; a peer stopped in the
         // middle of one (a debugger, SIGSTOP) is not waited for beyond
         // `WITHDRAW_WAIT_NS`: once the pages are private again (below) its
         // late stores land in the memory file, no longer in our memory.
         let end = crate::core::now_ns() + WITHDRAW_WAIT_NS;
+        let mut late = false;
         for l in links {
-            while l.direct_peer().load(Ordering::SeqCst) == key as u64
-                && !l.dead.load(Ordering::Relaxed)
-                && crate::core::now_ns() < end
-            {
+            while l.direct_peer().load(Ordering::SeqCst) == key as u64 && !l.dead.load(Ordering::Relaxed) {
+                if crate::core::now_ns() >= end {
+                    late = true;
+                    break;
+                }
                 std::thread::yield_now();
             }
         }
-        crate::share::unshare(&s);
+        // (The pages stay in the memory file: see share.rs.)
+        if late {
+            crate::share::unshare(&s);
+        }
+        // Peers that mapped the pages unmap them (the application may give
+        // the memory back; their mapping would keep it).
+        let askers = crate::core::lock(&self.askers).remove(&key).unwrap_or_default();
+        for l in links {
+            if askers.contains(&l.peer) && !l.dead.load(Ordering::Relaxed) {
+                crate::net::send_ctl(l.sock(), crate::net::CTL_DROP, key, s.id, None);
+            }
+        }
     }
 
-    /// The memory file of MR `key`'s shared pages and its id.
-    pub fn share_fd(&self, key: u32) -> Option<(OwnedFd, u64, u64)> {
+    /// The memory file of MR `key`'s shared pages and its id, for peer
+    /// context `peer` (told to unmap it when the MR goes).
+    pub fn share_fd(&self, key: u32, peer: u32) -> Option<(OwnedFd, u64)> {
         let g = crate::core::lock(&self.shares);
         let s = g.get(&key)?;
-        Some((s.fd.try_clone().ok()?, s.id, s.len))
+        let fd = s.fd.try_clone().ok()?;
+        let mut a = crate::core::lock(&self.askers);
+        let v = a.entry(key).or_default();
+        if !v.contains(&peer) && v.len() < 4096 {
+            v.push(peer);
+        }
+        Some((fd, s.id))
     }
 
     /// QP `qpn`'s state as a responder sees it (None: destroyed).
@@ -285,6 +319,8 @@ pub struct PeerMr {
     pub base: u64,
     pub slen: u64,
     pub id: u64,
+    /// Where the pages are in the memory file.
+    pub foff: u64,
 }
 
 impl Peer {
@@ -321,7 +357,7 @@ impl Peer {
 
     pub fn mr(&self, key: u32) -> Option<PeerMr> {
         // SAFETY: `map` is a `DIR_BYTES` mapping.
-        let v = read_entry::<9>(unsafe { mr_entry(self.map, key) })?;
+        let v = read_entry::<10>(unsafe { mr_entry(self.map, key) })?;
         if v[0] != key as u64 || key == 0 {
             return None;
         }
@@ -334,6 +370,7 @@ impl Peer {
             base: v[6],
             slen: v[7],
             id: v[8],
+            foff: v[9],
         })
     }
 
@@ -374,13 +411,14 @@ impl Peer {
         if e.id != id {
             return;
         }
-        let ok = fstat(&fd).is_ok_and(|st| st.st_size as u64 == e.slen)
+        let end = e.foff.checked_add(e.slen);
+        let ok = end.is_some_and(|end| fstat(&fd).is_ok_and(|st| st.st_size as u64 >= end))
             && fcntl_get_seals(&fd).is_ok_and(|s| s.contains(SealFlags::SHRINK | SealFlags::GROW));
-        if !ok || e.slen == 0 {
+        if !ok || e.slen == 0 || e.foff % 4096 != 0 {
             return;
         }
-        // SAFETY: a shared mapping of a file of exactly `slen` bytes that
-        // cannot shrink (sealed), chosen by the kernel.
+        // SAFETY: a shared mapping of [foff, foff+slen) of a file at least
+        // that long that cannot shrink (sealed), chosen by the kernel.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -388,7 +426,7 @@ impl Peer {
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 fd.as_raw_fd(),
-                0,
+                e.foff as libc::off_t,
             )
         };
         if p == libc::MAP_FAILED {
@@ -399,6 +437,14 @@ impl Peer {
             len: e.slen,
         });
         crate::core::lock(&self.cache).insert(key, Cached::Have(id, m));
+    }
+
+    /// The peer deregistered MR `key` (share `id`): our mapping goes.
+    pub fn forget(&self, key: u32, id: u64) {
+        let mut g = crate::core::lock(&self.cache);
+        if matches!(g.get(&key), Some(Cached::Have(i, _)) | Some(Cached::Asked(i, _)) if *i == id) {
+            g.remove(&key);
+        }
     }
 }
 

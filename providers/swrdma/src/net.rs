@@ -605,6 +605,8 @@ pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>, my_dir: Option<Bor
 pub const CTL_MAP_REQ: u32 = 1;
 /// The answer to a `CTL_MAP_REQ`, with the MR's memory file attached.
 pub const CTL_MAP_FD: u32 = 2;
+/// The MR is deregistered: the peer unmaps its pages.
+pub const CTL_DROP: u32 = 5;
 const CTL_MAGIC: u32 = 0x5357_4d51; // "SWMQ"
 const CTL_LEN: usize = 24;
 

@@ -16,10 +16,12 @@
 //! stack, partial pages at the ends) is not moved: accesses there take the
 //! ring path (executed by our process).
 //!
-//! At deregistration the pages are made private again (copied into fresh
-//! anonymous memory moved over them), and a child forked while they are
-//! shared gets private copies (a `pthread_atfork` child handler): the
-//! application sees private memory before and after, as with any device.
+//! The pages stay in the memory file after deregistration (copying them
+//! back would lose what other threads write meanwhile): a later
+//! registration of the same pages shares the same file (at an offset) with
+//! no copy.  A child forked while pages are in such a file gets private
+//! copies (a `pthread_atfork` child handler: the child has one thread, so
+//! nothing is lost there), as a forked process gets its own memory.
 //!
 //! `SWRDMA_DIRECT=0` in the environment turns all this off.
 
@@ -37,22 +39,35 @@ pub fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var_os("SWRDMA_DIRECT").is_none_or(|v| v != "0"))
 }
 
-/// The pages of an MR moved into a memory file.
+/// The pages of an MR in a memory file.
 pub struct Share {
     pub fd: OwnedFd,
-    /// Process address and length of the moved pages.
+    /// Process address and length of the MR's pages ...
     pub base: u64,
     pub len: u64,
+    /// ... and where they are in the file.
+    pub off: u64,
     /// Unique in the process: tells a peer's cached mapping from a newer one.
     pub id: u64,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The ranges shared now (for the fork handler).  Guarded by `FORK_LOCK`
-/// too, taken around `fork` by the prepare handler, so that the child never
-/// sees it half-changed.
-static SHARED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+/// A range of the application's memory moved into a memory file.
+struct Region {
+    base: u64,
+    len: u64,
+    fd: OwnedFd,
+}
+
+/// The ranges moved so far (newest last), for reuse and for the fork
+/// handler.  Guarded by `FORK_LOCK` too, taken around `fork` by the prepare
+/// handler, so that the child never sees it half-changed.
+static SHARED: Mutex<Vec<Region>> = Mutex::new(Vec::new());
+
+/// Beyond this many regions, those the application no longer maps are
+/// forgotten (at the next registration).
+const PRUNE_AT: usize = 1024;
 static FORK_LOCK: AtomicBool = AtomicBool::new(false);
 
 fn fork_lock() {
@@ -80,7 +95,7 @@ extern "C" fn atfork_parent() {
 /// memfd becomes a private copy, as the memory of a forked process is.
 extern "C" fn atfork_child() {
     let ranges: Vec<(u64, u64)> = match SHARED.try_lock() {
-        Ok(g) => g.clone(),
+        Ok(g) => g.iter().rev().map(|r| (r.base, r.len)).collect(),
         Err(_) => Vec::new(),
     };
     for (base, len) in ranges {
@@ -234,15 +249,42 @@ fn copy_nonzero(dst: u64, src: u64, len: u64) -> bool {
     true
 }
 
+/// A registration of pages already in one of our memory files: the same
+/// file, at their offset.
+fn reuse(a0: u64, n: u64) -> Option<Share> {
+    let mut g = crate::core::lock(&SHARED);
+    if g.len() > PRUNE_AT {
+        g.retain(|r| still_shared(r.base, r.len));
+    }
+    let r = g.iter().rev().find(|r| r.base <= a0 && a0 + n <= r.base + r.len)?;
+    if !still_shared(a0, n) {
+        return None;
+    }
+    Some(Share {
+        fd: r.fd.try_clone().ok()?,
+        base: a0,
+        len: n,
+        off: a0 - r.base,
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+    })
+}
+
 /// Moves the whole pages inside [va, va+len) into a memory file, if they
-/// are private anonymous read-write memory (see the module's comment).
+/// are private anonymous read-write memory, or finds them in one already
+/// (see the module's comment).
 pub fn share(va: u64, len: u64) -> Option<Share> {
     if !enabled() {
         return None;
     }
     let a0 = va.checked_add(PAGE - 1)? & !(PAGE - 1);
     let a1 = va.checked_add(len)? & !(PAGE - 1);
-    if a1 <= a0 || !private_anon(a0, a1) {
+    if a1 <= a0 {
+        return None;
+    }
+    if let Some(s) = reuse(a0, a1 - a0) {
+        return Some(s);
+    }
+    if !private_anon(a0, a1) {
         return None;
     }
     let n = a1 - a0;
@@ -273,8 +315,13 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
         // same contents, addresses and protection.
         unsafe { move_over(tmp, n, a0) }
     };
-    if ok {
-        crate::core::lock(&SHARED).push((a0, n));
+    let kept = if ok { fd.try_clone().ok() } else { None };
+    if let Some(k) = kept {
+        crate::core::lock(&SHARED).push(Region {
+            base: a0,
+            len: n,
+            fd: k,
+        });
     }
     fork_unlock();
     if !ok {
@@ -286,19 +333,20 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
         fd,
         base: a0,
         len: n,
+        off: 0,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
     })
 }
 
-/// The MR is gone: its pages become private memory again (when the
-/// application still has them where they were).
+/// The last resort when a peer may still be writing into an MR's pages at
+/// deregistration (it did not finish within the wait): the pages become
+/// private memory again, so that its late stores land in the memory file,
+/// not in memory the application may reuse.
 pub fn unshare(s: &Share) {
     fork_lock();
     {
         let mut g = crate::core::lock(&SHARED);
-        if let Some(i) = g.iter().position(|r| *r == (s.base, s.len)) {
-            g.swap_remove(i);
-        }
+        g.retain(|r| r.base + r.len <= s.base || r.base >= s.base + s.len);
     }
     if still_shared(s.base, s.len) {
         privatize(s.base, s.len);
