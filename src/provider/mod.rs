@@ -98,6 +98,8 @@ struct Entry {
     pabi: Pabi,
     file: Option<std::path::PathBuf>,
     later: Option<bool>,
+    /// Where upstream's list would have it: see [`load::order_key`].
+    key: u64,
 }
 
 static DRIVERS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -136,12 +138,34 @@ pub fn register(ops: *const verbs_device_ops, pabi: Pabi) {
                 .unwrap_or_default(),
         ),
     );
-    DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push(Entry {
-        ops: r,
-        pabi,
-        file,
-        later: None,
-    });
+    let key = load::order_key();
+    let mut drivers = DRIVERS.lock().unwrap_or_else(|p| p.into_inner());
+    // Upstream appends to its list as providers register, and loads them
+    // all at once; this library loads some later (load::load_needed), so
+    // each registration goes where upstream's would be: after every entry
+    // whose key is not greater (registration order among equal keys).
+    let at = drivers.iter().position(|e| e.key > key).unwrap_or(drivers.len());
+    drivers.insert(
+        at,
+        Entry {
+            ops: r,
+            pabi,
+            file,
+            later: None,
+            key,
+        },
+    );
+}
+
+/// The private-ABI generation of the provider whose device ops are `ops`
+/// (PABI 34 for one that never registered), without the look at its file
+/// that [`registration_of`] may take.
+pub fn pabi_of(ops: *const verbs_device_ops) -> Pabi {
+    let drivers = DRIVERS.lock().unwrap_or_else(|p| p.into_inner());
+    drivers
+        .iter()
+        .find(|e| e.ops.as_ptr() == ops)
+        .map_or(Registration::default().pabi, |e| e.pabi)
 }
 
 /// What is known of the provider whose device ops are `ops` (a provider
