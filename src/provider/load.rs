@@ -23,13 +23,11 @@
 //! table lists that id, and the rdma-core providers' tables are facts
 //! ([`KNOWN`]).  The others are loaded when a device needs more than that
 //! ([`load_drivers`]); their place in the provider list is upstream's all
-//! the same ([`order_key`]).
+//! the same (`super::order_key`).
 
-use std::cell::Cell;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN, PFX};
@@ -391,42 +389,11 @@ struct Plan {
 
 static PLAN: Mutex<Option<Plan>> = Mutex::new(None);
 
-/// Whether loading has begun (registrations after that, outside a load of
-/// ours, come after every provider upstream would have loaded).
-static STARTED: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    /// The index in the plan of the provider this thread is loading (its
-    /// constructor registers while `dlopen` runs, on this thread).
-    static LOADING: Cell<Option<u32>> = const { Cell::new(None) };
-}
-
-/// Where a provider registering now goes in the provider list: providers
-/// registered before the first load (linked into the program) first, then
-/// the loaded ones in upstream's load order (whenever this library loads
-/// them), then any registered later by other means (a program's own
-/// `dlopen` of a provider).  Equal keys keep registration order.
-pub fn order_key() -> u64 {
-    match LOADING.with(Cell::get) {
-        Some(i) => (1 << 32) | u64::from(i),
-        None if STARTED.load(Ordering::SeqCst) => 2 << 32,
-        None => 0,
-    }
-}
-
-/// Runs `f` (which loads providers) as the load of plan entry `index`.
-fn as_entry<R>(index: usize, f: impl FnOnce() -> R) -> R {
-    let prev = LOADING.with(|c| c.replace(Some(u32::try_from(index).unwrap_or(u32::MAX))));
-    let r = f();
-    LOADING.with(|c| c.set(prev));
-    r
-}
-
 /// Upstream's first steps of `load_drivers`: the configuration directory
 /// is read (its warnings come first), the environment's names go first.
 fn plan_of(g: &mut Option<Plan>) -> &mut Plan {
     g.get_or_insert_with(|| {
-        STARTED.store(true, Ordering::SeqCst);
+        super::loading_begins();
         let configured = super::config::read_dir(super::config::CONFIG_DIR);
         let mut names = super::config::env_drivers();
         names.extend(configured);
@@ -443,7 +410,7 @@ fn load_entry(plan: &mut Plan, i: usize) {
     }
     plan.loaded[i] = true;
     let name = plan.names[i].clone();
-    as_entry(i, || load_driver(&name));
+    super::as_entry(i, || load_driver(&name));
 }
 
 /// Whether a known provider may wait until a device needs it: its file
@@ -514,7 +481,7 @@ pub fn load_drivers(extra: impl FnOnce()) {
     }
     let n = plan.names.len();
     drop(g);
-    as_entry(n, extra);
+    super::as_entry(n, extra);
     log(
         LEVEL_DEBUG,
         format_args!(
