@@ -226,38 +226,12 @@ pub fn system_generation() -> u32 {
 
 /// The file names in the provider directory (read once).
 fn provider_dir_files() -> &'static [Vec<u8>] {
-    &provider_dir().0
-}
-
-/// The provider directory's file names, and for each whether the
-/// directory entry is a regular file (its type as `readdir` reports it;
-/// anything else, a symbolic link say, is looked at when it matters).
-#[allow(clippy::type_complexity)]
-fn provider_dir() -> &'static (Vec<Vec<u8>>, Vec<bool>) {
-    static FILES: std::sync::OnceLock<(Vec<Vec<u8>>, Vec<bool>)> = std::sync::OnceLock::new();
+    static FILES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
     FILES.get_or_init(|| {
-        let mut names = Vec::new();
-        let mut regular = Vec::new();
-        for (name, kind) in super::config::dir_entries(PROVIDER_DIR.as_bytes()).unwrap_or_default() {
-            regular.push(kind == libc::DT_REG);
-            names.push(name);
-        }
-        (names, regular)
+        super::config::dir_entries(PROVIDER_DIR.as_bytes())
+            .map(|v| v.into_iter().map(|(name, _)| name).collect())
+            .unwrap_or_default()
     })
-}
-
-/// Whether `file` is in the provider directory and is (or links to) a
-/// regular file.
-fn provider_file_present(file: &[u8]) -> bool {
-    let (names, regular) = provider_dir();
-    match names.iter().position(|n| n == file) {
-        Some(i) if regular[i] => true,
-        Some(_) => {
-            let path = [PROVIDER_DIR.as_bytes(), b"/", file].concat();
-            std::fs::metadata(OsStr::from_bytes(&path)).is_ok_and(|m| m.is_file())
-        }
-        None => false,
-    }
 }
 
 /// Whether generation `n` is worth trying for provider `name` (not an
@@ -413,20 +387,25 @@ fn load_entry(plan: &mut Plan, i: usize) {
     super::as_entry(i, || load_driver(&name));
 }
 
-/// Whether a known provider may wait until a device needs it: its file
-/// (for the generation [`load_driver`] tries first) is in the provider
-/// directory, so that loading it now would only register it.
+/// Whether a known provider may wait until a device needs it: the
+/// provider directory has its file for some generation (a regular file,
+/// or a link to one), and [`load_driver`] tries every generation whose
+/// file is there, so loading it now would only register it.  Each file is
+/// looked at with one `stat` (oldest generation first, the usual one).
 fn deferrable(name: &[u8]) -> bool {
     if known_ids(name).is_none() {
         return false;
     }
-    for n in generation_order() {
-        if worth_trying(name, n, false) {
-            let file = [b"lib", name, format!("-rdmav{n}.so").as_bytes()].concat();
-            return provider_file_present(&file);
-        }
-    }
-    false
+    crate::generation::GENERATIONS.iter().rev().any(|g| {
+        let mut path = Vec::with_capacity(PROVIDER_DIR.len() + name.len() + 24);
+        path.extend_from_slice(PROVIDER_DIR.as_bytes());
+        path.extend_from_slice(b"/lib");
+        path.extend_from_slice(name);
+        path.extend_from_slice(b"-rdmav");
+        path.extend_from_slice(g.number.to_string().as_bytes());
+        path.extend_from_slice(b".so");
+        std::fs::metadata(OsStr::from_bytes(&path)).is_ok_and(|m| m.is_file())
+    })
 }
 
 /// The first step of loading for devices the kernel reported with the
