@@ -58,7 +58,7 @@ $(BUILD)/lib/$(LIBFILE): $(STATICLIB) symbols.map Makefile
 	    -Wl,--whole-archive $(STATICLIB) -Wl,--no-whole-archive \
 	    -Wl,--version-script=symbols.map -Wl,-soname,$(SONAME) \
 	    -Wl,--gc-sections $(LINK_STRIP) -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined \
-	    -lpthread -ldl -lgcc_s -lc
+	    -static-libgcc -lpthread -ldl -lc
 	mv $@.tmp $@
 	ln -sf $(LIBFILE) $(BUILD)/lib/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/lib/libibverbs.so

@@ -17,6 +17,9 @@
  *                    ibv_query_device + ibv_query_port (includes loading
  *                    the library and the provider)
  *   startup_calls    the same four calls, timed inside the child
+ *                    (also _list: ibv_get_device_list; _open:
+ *                    ibv_open_device + ibv_free_device_list; _query:
+ *                    ibv_query_device + ibv_query_port)
  *   mr_4k, mr_1m     ibv_reg_mr + ibv_dereg_mr (also _reg, _dereg)
  *   cq               ibv_create_cq(256) + ibv_destroy_cq (also _create, _destroy)
  *   qp               RC ibv_create_qp, modify to INIT, RTR, RTS, ibv_destroy_qp
@@ -119,13 +122,30 @@ static struct ibv_context *open_dev(const char *dev, char *err, size_t errlen)
 
 static int startup_child(const char *dev)
 {
-    char err[256];
     double t0 = now_us();
-    struct ibv_context *ctx = open_dev(dev, err, sizeof err);
-    if (!ctx) {
-        printf("fail %s\n", err);
+    int n = 0;
+    errno = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    if (!list) {
+        printf("fail ibv_get_device_list: %s\n", strerror(errno));
         return 2;
     }
+    struct ibv_device *d = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ibv_get_device_name(list[i]), dev)) d = list[i];
+    if (!d) {
+        printf("fail ibv_get_device_list: %d device(s), no %s\n", n, dev);
+        return 2;
+    }
+    double t1 = now_us();
+    errno = 0;
+    struct ibv_context *ctx = ibv_open_device(d);
+    if (!ctx) {
+        printf("fail ibv_open_device(%s): %s\n", dev, errno ? strerror(errno) : "NULL, errno not set");
+        return 2;
+    }
+    ibv_free_device_list(list);
+    double t2 = now_us();
     struct ibv_device_attr da;
     struct ibv_port_attr pa;
     int rc = ibv_query_device(ctx, &da);
@@ -138,15 +158,18 @@ static int startup_child(const char *dev)
         printf("fail ibv_query_port: %s\n", strerror(rc));
         return 2;
     }
-    double t1 = now_us();
-    printf("calls_us %.3f\n", t1 - t0);
+    double t3 = now_us();
+    /* the whole, then its parts: list (ibv_get_device_list), open
+     * (ibv_open_device + ibv_free_device_list), query (device + port) */
+    printf("calls_us %.3f %.3f %.3f %.3f\n", t3 - t0, t1 - t0, t2 - t1, t3 - t2);
     ibv_close_device(ctx);
     return 0;
 }
 
 static void bench_startup(const char *self, const char *dev, int n, double max_s)
 {
-    struct series proc = {.name = "startup_process"}, calls = {.name = "startup_calls"};
+    struct series proc = {.name = "startup_process"}, calls = {.name = "startup_calls"},
+                  list = {.name = "startup_list"}, opn = {.name = "startup_open"}, query = {.name = "startup_query"};
     double end = now_us() + max_s * 1e6;
     for (int i = 0; i < n && (i < 3 || now_us() < end); i++) {
         int fd[2];
@@ -178,8 +201,9 @@ static void bench_startup(const char *self, const char *dev, int n, double max_s
         int st;
         waitpid(pid, &st, 0);
         double t1 = now_us();
-        double c;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(buf, "calls_us %lf", &c) != 1) {
+        double c, cl = 0, co = 0, cq = 0;
+        int got_parts = sscanf(buf, "calls_us %lf %lf %lf %lf", &c, &cl, &co, &cq);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || got_parts < 1) {
             buf[strcspn(buf, "\n")] = 0;
             if (!strncmp(buf, "fail ", 5))
                 fail("startup", "%s", buf + 5);
@@ -187,13 +211,24 @@ static void bench_startup(const char *self, const char *dev, int n, double max_s
                 fail("startup", "child status %d: %s", st, buf);
             free(proc.v);
             free(calls.v);
+            free(list.v);
+            free(opn.v);
+            free(query.v);
             return;
         }
         add(&proc, t1 - t0);
         add(&calls, c);
+        if (got_parts == 4) {
+            add(&list, cl);
+            add(&opn, co);
+            add(&query, cq);
+        }
     }
     report(&proc);
     report(&calls);
+    report(&list);
+    report(&opn);
+    report(&query);
 }
 
 static void bench_mr(struct ibv_pd *pd, size_t len, const char *name, int iters, double max_s)

@@ -69,6 +69,12 @@ macro_rules! op {
     };
 }
 
+/// What is known of the provider whose device ops are at `ops` (an
+/// address kept as a number), worked out when a context first needs it.
+fn registration_at(ops: usize) -> Registration {
+    crate::provider::registration_of(ops as *const crate::abi::verbs_device_ops)
+}
+
 /// Upstream's `verbs_init_context`: takes ownership of `cmd_fd` (closed on
 /// failure).  Returns 0 or -1 with errno.
 ///
@@ -98,9 +104,9 @@ pub unsafe fn init_context(
         ctx
     };
     // SAFETY: a listed device is the first member of its verbs_device.
-    let reg = crate::provider::registration_of(unsafe { (*device.cast::<verbs_device>()).ops });
+    let ops = unsafe { (*device.cast::<verbs_device>()).ops };
     let p = Box::new(ContextPrivate {
-        cmd: CmdState::new(driver_id, Registration { pabi, ..reg }),
+        cmd: CmdState::new_deferred(driver_id, pabi, registration_at, ops as usize),
         ops: dummy_ops::DUMMY_OPS,
         pabi,
     });
@@ -340,7 +346,7 @@ pub unsafe fn open_device(device: *mut ibv_device, private_data: *mut c_void) ->
     if real.is_null() {
         return std::ptr::null_mut();
     }
-    let vctx = crate::provider::registration_of(ops).pabi.view(real.cast());
+    let vctx = crate::provider::pabi_of(ops).view(real.cast());
     // SAFETY: a context the provider just allocated through init_context.
     unsafe { finish_open(vctx, if kernel { AsyncFd::IfMissing } else { AsyncFd::None }) }
 }
@@ -419,7 +425,7 @@ pub unsafe fn import_device(vdev: *mut verbs_device, cmd_fd: c_int) -> *mut ibv_
     if real.is_null() {
         return std::ptr::null_mut();
     }
-    let vctx = crate::provider::registration_of(ops).pabi.view(real.cast());
+    let vctx = crate::provider::pabi_of(ops).view(real.cast());
     // SAFETY: a context the provider just imported through init_context.
     unsafe { finish_open(vctx, AsyncFd::Imported) }
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use super::record::{cbytes, SysfsDev};
 use crate::abi::{ibv_device, verbs_device, verbs_sysfs_dev};
+use crate::provider::matching::Passes;
 use crate::provider::{self, Registered};
 
 #[cfg(test)]
@@ -33,7 +34,10 @@ unsafe impl Send for Dev {}
 pub struct List {
     /// Front = head of upstream's list (new devices are added at the front).
     pub devices: VecDeque<Dev>,
+    /// Every provider is loaded (upstream's `drivers_loaded`).
     pub drivers_loaded: bool,
+    /// Some are: the ones devices needed so far.
+    pub partly_loaded: bool,
 }
 
 /// Upstream's `same_sysfs_dev`.
@@ -113,8 +117,30 @@ fn try_all(drivers: &[Registered], found: &mut VecDeque<SysfsDev>, list: &mut Li
 /// registered so far; `load` loads more (called at most once per `List`).
 pub fn update(
     list: &mut List,
+    found: VecDeque<SysfsDev>,
+    drivers: &dyn Fn() -> Vec<Registered>,
+    load: &mut dyn FnMut(),
+) -> usize {
+    update_lazily(list, found, drivers, &mut |_| false, load)
+}
+
+/// [`update`], where `load_needed` may first load only the providers that
+/// can claim devices of the given kernel driver ids (it returns false when
+/// it cannot tell them, having loaded nothing).
+///
+/// The outcome is upstream's, which loads every provider: a device with a
+/// driver id is offered first to the providers listing that id, in list
+/// order, and `load_needed` loads all of those.  So when, for every new
+/// device, the first of them surely takes it
+/// ([`provider::matching::claims_by_driver_id`]), that first pass is done
+/// with the providers loaded so far.  A device it leaves (an
+/// `alloc_device` failed) has every provider loaded and gets the second
+/// pass; so do the devices after it, both passes, as upstream.
+pub fn update_lazily(
+    list: &mut List,
     mut found: VecDeque<SysfsDev>,
     drivers: &dyn Fn() -> Vec<Registered>,
+    load_needed: &mut dyn FnMut(&[u32]) -> bool,
     load: &mut dyn FnMut(),
 ) -> usize {
     let mut count = 0;
@@ -135,11 +161,49 @@ pub fn update(
             unsafe { put(d.0.cast()) };
         }
     }
-    count += try_all(&drivers(), &mut found, list);
-    if !found.is_empty() && !list.drivers_loaded {
-        load();
-        list.drivers_loaded = true;
+    // Upstream offers new devices to the providers registered so far (all
+    // of them once loaded); with only some loaded, that is the step below.
+    if !list.partly_loaded || list.drivers_loaded {
         count += try_all(&drivers(), &mut found, list);
+    }
+    if !found.is_empty() && !list.drivers_loaded {
+        let ids: Vec<u32> = found.iter().map(|d| d.get().driver_id).collect();
+        let mut regs = Vec::new();
+        let some = load_needed(&ids);
+        list.partly_loaded |= some;
+        let sure = some && {
+            regs = drivers();
+            found.iter().all(|d| provider::matching::claims_by_driver_id(&regs, d))
+        };
+        if !sure {
+            load();
+            list.drivers_loaded = true;
+            regs = drivers();
+        }
+        let mut left = VecDeque::new();
+        while let Some(d) = found.pop_front() {
+            let r = if list.drivers_loaded {
+                provider::matching::try_drivers_passes(&regs, d, Passes::Both)
+            } else {
+                match provider::matching::try_drivers_passes(&regs, d, Passes::DriverId) {
+                    Ok(v) => Ok(v),
+                    Err(d) => {
+                        load();
+                        list.drivers_loaded = true;
+                        regs = drivers();
+                        provider::matching::try_drivers_passes(&regs, d, Passes::Rest)
+                    }
+                }
+            };
+            match r {
+                Ok(v) => {
+                    list.devices.push_front(Dev(v));
+                    count += 1;
+                }
+                Err(d) => left.push_back(d),
+            }
+        }
+        found = left;
     }
     for d in found {
         if crate::env::get("IBV_SHOW_WARNINGS").is_some() {

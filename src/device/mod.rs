@@ -37,6 +37,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     list: list::List {
         devices: std::collections::VecDeque::new(),
         drivers_loaded: false,
+        partly_loaded: false,
     },
 });
 
@@ -121,9 +122,13 @@ pub fn get_list() -> Result<Vec<*mut ibv_device>, i32> {
     for d in soft {
         found.push_front(d);
     }
-    list::update(&mut st.list, found, &crate::provider::registered, &mut || {
-        crate::provider::load::load_drivers(crate::soft::load_provider)
-    });
+    list::update_lazily(
+        &mut st.list,
+        found,
+        &crate::provider::registered,
+        &mut crate::provider::load::load_needed,
+        &mut || crate::provider::load::load_drivers(crate::soft::load_provider),
+    );
     let out: Vec<*mut ibv_device> = st.list.devices.iter().map(|d| d.0.cast::<ibv_device>()).collect();
     for &d in &out {
         // SAFETY: `d` is in the list, which holds a reference to it, and the

@@ -167,6 +167,45 @@ impl ProvBuf {
     }
 }
 
+thread_local! {
+    /// Attribute maps of finished commands, reused by the next ones on this
+    /// thread (see `OwnedCmdBuf`'s blocks).
+    static SPARE_MAPS: std::cell::RefCell<Vec<Vec<Map>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty map list with room for `n` attributes: a spare one when there
+/// is one.
+fn take_maps(n: usize) -> Vec<Map> {
+    let spare = SPARE_MAPS
+        .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+        .ok()
+        .flatten();
+    match spare {
+        Some(mut v) => {
+            v.clear();
+            v.reserve(n);
+            v
+        }
+        None => Vec::with_capacity(n),
+    }
+}
+
+impl Drop for Cmd {
+    fn drop(&mut self) {
+        let maps = std::mem::take(&mut self.maps);
+        if maps.capacity() == 0 || maps.capacity() > 64 {
+            return;
+        }
+        let _ = SPARE_MAPS.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < 4 {
+                    s.push(maps);
+                }
+            }
+        });
+    }
+}
+
 /// A command being built; see the module documentation.
 pub struct Cmd {
     ctx: *mut ibv_context,
@@ -234,7 +273,7 @@ impl Cmd {
             m,
             // SAFETY: `link` is null or a valid chain (caller's contract).
             buf: Some(unsafe { OwnedCmdBuf::new(o, me, num_attrs + 2, link) }),
-            maps: Vec::with_capacity(num_attrs),
+            maps: take_maps(num_attrs),
             extras: Vec::new(),
             write: m.write,
             write_ex: m.write_ex,

@@ -231,6 +231,49 @@ pub struct OwnedCmdBuf {
     mem: Vec<u64>,
 }
 
+thread_local! {
+    /// Blocks of finished commands, reused by the next ones on this thread
+    /// (a command's block lives only while it runs; this spares the
+    /// allocator a round trip per command).
+    static SPARE: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most blocks kept per thread, and the largest kept (in `u64`s).
+const SPARE_MAX: usize = 4;
+const SPARE_WORDS: usize = 512;
+
+/// A zeroed block of `words` `u64`s: a spare one when there is one.
+fn take_block(words: usize) -> Vec<u64> {
+    let spare = SPARE
+        .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+        .ok()
+        .flatten();
+    match spare {
+        Some(mut v) => {
+            v.clear();
+            v.resize(words, 0);
+            v
+        }
+        None => vec![0u64; words],
+    }
+}
+
+impl Drop for OwnedCmdBuf {
+    fn drop(&mut self) {
+        let mem = std::mem::take(&mut self.mem);
+        if mem.capacity() == 0 || mem.capacity() > SPARE_WORDS {
+            return;
+        }
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < SPARE_MAX {
+                    s.push(mem);
+                }
+            }
+        });
+    }
+}
+
 impl OwnedCmdBuf {
     /// A block for method `method_id` of object `object_id` with room for
     /// `num_attrs` own attributes plus those already in `link`.
@@ -241,7 +284,7 @@ impl OwnedCmdBuf {
         // SAFETY: `link` is null or a valid chain (caller's contract).
         let total = unsafe { final_num_attrs(num_attrs, link) };
         let bytes = core::mem::size_of::<ibv_command_buffer>() + ATTR * total;
-        let mut mem = vec![0u64; bytes.div_ceil(8)];
+        let mut mem = take_block(bytes.div_ceil(8));
         let cmd = mem.as_mut_ptr().cast::<ibv_command_buffer>();
         // SAFETY: `mem` is 8-aligned (u64) and holds the block header plus
         // `total` attributes, so the attribute array starts inside it and

@@ -661,6 +661,12 @@ pub fn replay(b: &[u8], mut f: impl FnMut(u16, &[Attr<'_>]) -> Result<(), i32>) 
 /// size (measured with `MSG_PEEK | MSG_TRUNC`).
 const RECV_BUF: usize = 32768;
 
+/// The receive buffer of `NETLINK_RDMA` sockets, read without a peek: the
+/// kernel builds a dump's datagrams up to 32 KiB and RDMA netlink's other
+/// replies and events in one page, so one `recv` gets any of them whole.
+/// (A datagram that still did not fit fails with `EMSGSIZE`.)
+const RDMA_RECV_BUF: usize = 65536;
+
 /// A `sockaddr_nl` addressed to the kernel (port id 0, no groups).
 fn kernel_addr() -> libc::sockaddr_nl {
     // SAFETY: sockaddr_nl is four integer fields (one private padding
@@ -675,6 +681,9 @@ const SOCKADDR_NL_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_nl>(
 /// An open netlink socket of one protocol.
 pub struct Socket {
     fd: OwnedFd,
+    /// Datagrams are received whole without peeking at their size first
+    /// (`NETLINK_RDMA`: see [`RDMA_RECV_BUF`]).
+    no_peek: bool,
     /// The sequence number of the last request.
     seq: Cell<u32>,
 }
@@ -698,7 +707,11 @@ impl Socket {
         // SAFETY: fd is the descriptor socket(2) just returned: open, and
         // owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Socket { fd, seq: Cell::new(1) })
+        Ok(Socket {
+            fd,
+            no_peek: protocol == NETLINK_RDMA,
+            seq: Cell::new(1),
+        })
     }
 
     /// Opens a socket of `protocol` and binds it (port id chosen by the
@@ -772,6 +785,9 @@ impl Socket {
     /// Receives one datagram, whole (its size is peeked first), retrying
     /// on EINTR.
     pub fn recv(&self) -> Result<Vec<u8>, i32> {
+        if self.no_peek {
+            return self.recv_whole();
+        }
         loop {
             let mut probe = [0u8; 1];
             // SAFETY: a zero-length peek: the kernel writes nothing into
@@ -804,6 +820,39 @@ impl Socket {
                 return Err(e);
             }
             buf.truncate(n as usize);
+            return Ok(buf);
+        }
+    }
+
+    /// Receives one datagram of at most [`RDMA_RECV_BUF`] bytes with one
+    /// `recv`, retrying on EINTR; a longer one (its real length reported
+    /// because of `MSG_TRUNC`) is lost and fails with `EMSGSIZE`.
+    fn recv_whole(&self) -> Result<Vec<u8>, i32> {
+        let mut buf: Vec<u8> = Vec::with_capacity(RDMA_RECV_BUF);
+        loop {
+            // SAFETY: the spare capacity is writable for RDMA_RECV_BUF bytes
+            // and lives across the call; the kernel writes at most that many.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    buf.spare_capacity_mut().as_mut_ptr().cast(),
+                    RDMA_RECV_BUF,
+                    libc::MSG_TRUNC,
+                )
+            };
+            if n < 0 {
+                let e = crate::ffi::errno();
+                if e == libc::EINTR {
+                    continue;
+                }
+                return Err(e);
+            }
+            let n = n as usize;
+            if n > RDMA_RECV_BUF {
+                return Err(libc::EMSGSIZE);
+            }
+            // SAFETY: recv initialised the first n bytes (n fits, checked).
+            unsafe { buf.set_len(n) };
             return Ok(buf);
         }
     }

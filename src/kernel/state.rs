@@ -24,6 +24,9 @@ pub const VERBS_OPS_NUM: usize = core::mem::size_of::<verbs_context_ops_65>() / 
 const UNSUPPORTED_BITS: usize = 128;
 const _: () = assert!(VERBS_OPS_NUM <= UNSUPPORTED_BITS);
 
+/// Works a registration out from a key (see [`CmdState::new_deferred`]).
+pub type Completer = fn(usize) -> Registration;
+
 /// The command layer's per-context state.
 #[derive(Default)]
 pub struct CmdState {
@@ -34,6 +37,11 @@ pub struct CmdState {
     /// What the library recorded of the provider that owns the context
     /// (its generation decides some prototypes' and layouts' readings).
     reg: Registration,
+    /// Completes `reg` the first time it is asked for (what is known of a
+    /// provider may need a look at its file, which opening a context
+    /// should not wait for); see [`CmdState::new_deferred`].
+    complete: Option<(Completer, usize)>,
+    completed: std::sync::OnceLock<Registration>,
 }
 
 impl CmdState {
@@ -46,9 +54,33 @@ impl CmdState {
             ..Default::default()
         }
     }
+    /// A new context's state whose registration is `complete(key)`, worked
+    /// out when first asked for, with the generation `pabi`.
+    pub fn new_deferred(driver_id: u32, pabi: crate::generation::Pabi, complete: Completer, key: usize) -> Self {
+        CmdState {
+            driver_id,
+            reg: Registration {
+                pabi,
+                ..Default::default()
+            },
+            complete: Some((complete, key)),
+            ..Default::default()
+        }
+    }
+    /// The owning provider's generation (known without completing the
+    /// registration).
+    pub fn pabi(&self) -> crate::generation::Pabi {
+        self.reg.pabi
+    }
     /// The owning provider's registration.
     pub fn registration(&self) -> Registration {
-        self.reg
+        match self.complete {
+            None => self.reg,
+            Some((f, key)) => *self.completed.get_or_init(|| Registration {
+                pabi: self.reg.pabi,
+                ..f(key)
+            }),
+        }
     }
     pub fn driver_id(&self) -> u32 {
         self.driver_id

@@ -72,7 +72,7 @@ pub fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// stderr with upstream's text.
 pub fn read_file(path: &[u8]) -> Vec<Vec<u8>> {
     let shown = String::from_utf8_lossy(path);
-    let text = match std::fs::read(OsStr::from_bytes(path)) {
+    let text = match read_small(path) {
         Ok(t) => t,
         Err(_) => {
             eprintln!("{PFX}Warning: couldn't read config file {shown}.");
@@ -95,11 +95,88 @@ pub fn read_file(path: &[u8]) -> Vec<Vec<u8>> {
     names
 }
 
+/// A regular file's contents with as few system calls as can be: `open`,
+/// `read`s until one returns less than asked (the end of a regular file),
+/// `close`.
+fn read_small(path: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(OsStr::from_bytes(path))?;
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        text.extend_from_slice(&chunk[..n]);
+        if n < chunk.len() {
+            return Ok(text);
+        }
+    }
+}
+
+/// The entries of directory `dir` in directory order, each with its type
+/// as the kernel reports it (`DT_*`; `DT_UNKNOWN` when the file system does
+/// not tell), "." and ".." left out.  Read with `getdents64` into a small
+/// buffer (`opendir` would take one the size of the file system's block,
+/// half a megabyte on 9p, and a `fstat` to learn it).
+pub fn dir_entries(dir: &[u8]) -> std::io::Result<Vec<(Vec<u8>, u8)>> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let c = std::ffi::CString::new(dir).map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+    // SAFETY: c is a NUL-terminated path living across the call.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut buf = vec![0u8; 8192];
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: getdents64 writes at most buf.len() bytes into buf, which
+        // is writable and lives across the call.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Ok(out);
+        }
+        let data = &buf[..n as usize];
+        let mut off = 0;
+        // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2),
+        // d_type (1), d_name (NUL-terminated, padded to d_reclen).
+        while off + 19 <= data.len() {
+            let reclen = usize::from(u16::from_ne_bytes([data[off + 16], data[off + 17]]));
+            if reclen < 19 || off + reclen > data.len() {
+                return Err(std::io::Error::from_raw_os_error(libc::EIO));
+            }
+            let rec = &data[off..off + reclen];
+            let name = &rec[19..];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if name != b"." && name != b".." {
+                out.push((name.to_vec(), rec[18]));
+            }
+            off += reclen;
+        }
+    }
+}
+
 /// Reads every regular file of `dir` (directory order) and returns the
 /// driver names in upstream's load order: upstream puts each name at the
 /// front of its list, so the last name read is loaded first.
 pub fn read_dir(dir: &str) -> Vec<Vec<u8>> {
-    let rd = match std::fs::read_dir(dir) {
+    let entries = match dir_entries(dir.as_bytes()) {
         Ok(r) => r,
         Err(_) => {
             eprintln!("{PFX}Warning: couldn't open config directory '{dir}'.");
@@ -107,11 +184,21 @@ pub fn read_dir(dir: &str) -> Vec<Vec<u8>> {
         }
     };
     let mut names = Vec::new();
-    // readdir also reports "." and ".." (directories, so skipped upstream).
-    for ent in rd.flatten() {
+    // Upstream also meets "." and ".." (directories, so skipped).
+    for (name, kind) in entries {
         let mut path = dir.as_bytes().to_vec();
         path.push(b'/');
-        path.extend_from_slice(ent.file_name().as_bytes());
+        path.extend_from_slice(&name);
+        // The entry's type as readdir reports it spares the stat of a
+        // regular file or a directory (anything else is looked at).
+        match kind {
+            libc::DT_REG => {
+                names.extend(read_file(&path));
+                continue;
+            }
+            libc::DT_DIR => continue,
+            _ => {}
+        }
         match std::fs::metadata(OsStr::from_bytes(&path)) {
             Err(_) => {
                 eprintln!(

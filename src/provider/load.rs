@@ -15,10 +15,20 @@
 //! loaded (a symbol version this library lacks, or the earlier attempt's
 //! error that upstream's message hides), and every attempt in detail under
 //! `VERBS_LOG_LEVEL`.
+//!
+//! Upstream loads every configured provider the first time a device is
+//! left unclaimed.  This library loads first only the ones that can claim
+//! the devices found ([`load_needed`]): a device the kernel names a driver
+//! id for is claimed, upstream's way, by the first provider whose match
+//! table lists that id, and the rdma-core providers' tables are facts
+//! ([`KNOWN`]).  The others are loaded when a device needs more than that
+//! ([`load_drivers`]); their place in the provider list is upstream's all
+//! the same (`super::order_key`).
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Mutex;
 
 use crate::log::{log, LEVEL_DEBUG, LEVEL_WARN, PFX};
 
@@ -218,12 +228,8 @@ pub fn system_generation() -> u32 {
 fn provider_dir_files() -> &'static [Vec<u8>] {
     static FILES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
     FILES.get_or_init(|| {
-        std::fs::read_dir(PROVIDER_DIR)
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().as_bytes().to_vec())
-                    .collect()
-            })
+        super::config::dir_entries(PROVIDER_DIR.as_bytes())
+            .map(|v| v.into_iter().map(|(name, _)| name).collect())
             .unwrap_or_default()
     })
 }
@@ -317,20 +323,144 @@ fn load_generation(name: &[u8], suffix: &[u8]) -> Result<(), (Vec<u8>, Vec<Failu
     }
 }
 
-/// Upstream's `load_drivers`: the config directory is read first (its
-/// warnings come first), then the environment's providers are loaded, then
-/// the configured ones; then `extra` (the caller's providers beyond
-/// upstream's: discovery passes the software device's, `crate::soft`),
-/// before the count is logged.
+/// The kernel driver ids (`enum rdma_driver_id`) the match table of each
+/// rdma-core provider lists (`VERBS_DRIVER_ID` entries; the same in
+/// rdma-core 44 to 65).  A provider listing none (hns, mthca) matches only
+/// by name, modalias or PCI id.  `RDMA_DRIVER_MANA` is 20 and
+/// `RDMA_DRIVER_IONIC` 21 (newer than this library's headers).
+pub const KNOWN: &[(&str, &[u32])] = &[
+    ("bnxt_re", &[crate::abi::RDMA_DRIVER_BNXT_RE]),
+    ("cxgb4", &[crate::abi::RDMA_DRIVER_CXGB4]),
+    ("efa", &[crate::abi::RDMA_DRIVER_EFA]),
+    ("erdma", &[crate::abi::RDMA_DRIVER_ERDMA]),
+    ("hfi1verbs", &[crate::abi::RDMA_DRIVER_HFI1]),
+    ("hns", &[]),
+    ("ionic", &[21]),
+    ("ipathverbs", &[crate::abi::RDMA_DRIVER_QIB]),
+    ("irdma", &[crate::abi::RDMA_DRIVER_IRDMA]),
+    ("mana", &[20]),
+    ("mlx4", &[crate::abi::RDMA_DRIVER_MLX4]),
+    ("mlx5", &[crate::abi::RDMA_DRIVER_MLX5]),
+    ("mthca", &[]),
+    ("ocrdma", &[crate::abi::RDMA_DRIVER_OCRDMA]),
+    ("qedr", &[crate::abi::RDMA_DRIVER_QEDR]),
+    ("rxe", &[crate::abi::RDMA_DRIVER_RXE]),
+    ("siw", &[crate::abi::RDMA_DRIVER_SIW]),
+    ("vmw_pvrdma", &[crate::abi::RDMA_DRIVER_VMW_PVRDMA]),
+];
+
+/// The driver ids of a known provider name ([`KNOWN`]).
+pub fn known_ids(name: &[u8]) -> Option<&'static [u32]> {
+    KNOWN.iter().find(|(n, _)| n.as_bytes() == name).map(|(_, ids)| *ids)
+}
+
+/// The names to load, in upstream's order (the environment's, then the
+/// configuration directory's), and which of them were loaded.
+struct Plan {
+    names: Vec<Vec<u8>>,
+    loaded: Vec<bool>,
+}
+
+static PLAN: Mutex<Option<Plan>> = Mutex::new(None);
+
+/// Upstream's first steps of `load_drivers`: the configuration directory
+/// is read (its warnings come first), the environment's names go first.
+fn plan_of(g: &mut Option<Plan>) -> &mut Plan {
+    g.get_or_insert_with(|| {
+        super::loading_begins();
+        let configured = super::config::read_dir(super::config::CONFIG_DIR);
+        let mut names = super::config::env_drivers();
+        names.extend(configured);
+        Plan {
+            loaded: vec![false; names.len()],
+            names,
+        }
+    })
+}
+
+fn load_entry(plan: &mut Plan, i: usize) {
+    if plan.loaded[i] {
+        return;
+    }
+    plan.loaded[i] = true;
+    let name = plan.names[i].clone();
+    super::as_entry(i, || load_driver(&name));
+}
+
+/// Whether a known provider may wait until a device needs it: the
+/// provider directory has its file for some generation (a regular file,
+/// or a link to one), and [`load_driver`] tries every generation whose
+/// file is there, so loading it now would only register it.  Each file is
+/// looked at with one `stat` (oldest generation first, the usual one).
+fn deferrable(name: &[u8]) -> bool {
+    if known_ids(name).is_none() {
+        return false;
+    }
+    crate::generation::GENERATIONS.iter().rev().any(|g| {
+        let mut path = Vec::with_capacity(PROVIDER_DIR.len() + name.len() + 24);
+        path.extend_from_slice(PROVIDER_DIR.as_bytes());
+        path.extend_from_slice(b"/lib");
+        path.extend_from_slice(name);
+        path.extend_from_slice(b"-rdmav");
+        path.extend_from_slice(g.number.to_string().as_bytes());
+        path.extend_from_slice(b".so");
+        std::fs::metadata(OsStr::from_bytes(&path)).is_ok_and(|m| m.is_file())
+    })
+}
+
+/// The first step of loading for devices the kernel reported with the
+/// driver ids `ids`: loads every provider that may claim one of them by
+/// driver id, and every provider of the plan that cannot wait
+/// ([`deferrable`]), in upstream's order.  Returns false, having loaded
+/// nothing, when that is not enough to decide as upstream does (a device
+/// without a driver id, an id no known provider lists, or
+/// `RDMAV_PROVIDER_ABI` set): the caller then loads them all.
+pub fn load_needed(ids: &[u32]) -> bool {
+    if ids.is_empty()
+        || ids.contains(&crate::abi::RDMA_DRIVER_UNKNOWN)
+        || crate::env::get("RDMAV_PROVIDER_ABI").is_some()
+    {
+        return false;
+    }
+    let mut g = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let plan = plan_of(&mut g);
+    let listed = |id: &u32| plan.names.iter().any(|n| known_ids(n).is_some_and(|k| k.contains(id)));
+    if !ids.iter().all(listed) {
+        return false;
+    }
+    for i in 0..plan.names.len() {
+        let name = &plan.names[i];
+        let needed = known_ids(name).is_none_or(|k| k.iter().any(|id| ids.contains(id)));
+        if needed || !deferrable(name) {
+            load_entry(plan, i);
+        } else if !plan.loaded[i] {
+            log(
+                LEVEL_DEBUG,
+                format_args!(
+                    "{PFX}provider '{}': not loaded yet, no device found needs it\n",
+                    String::from_utf8_lossy(name)
+                ),
+            );
+        }
+    }
+    true
+}
+
+/// Upstream's `load_drivers`: the configuration directory is read first
+/// (its warnings come first), then the environment's providers are loaded,
+/// then the configured ones (those [`load_needed`] loaded are not loaded
+/// again); then `extra` (the caller's providers beyond upstream's:
+/// discovery passes the software device's, `crate::soft`), before the
+/// count is logged.
 pub fn load_drivers(extra: impl FnOnce()) {
-    let configured = super::config::read_dir(super::config::CONFIG_DIR);
-    for n in super::config::env_drivers() {
-        load_driver(&n);
+    let mut g = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let plan = plan_of(&mut g);
+    for i in 0..plan.names.len() {
+        load_entry(plan, i);
     }
-    for n in configured {
-        load_driver(&n);
-    }
-    extra();
+    let n = plan.names.len();
+    drop(g);
+    super::as_entry(n, extra);
     log(
         LEVEL_DEBUG,
         format_args!(

@@ -270,10 +270,32 @@ fn attempt(ops: Registered, dev: &mut SysfsDev) -> Option<*mut verbs_device> {
     }
 }
 
+/// The passes of upstream's `try_drivers`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Passes {
+    /// Both: the providers whose table lists the device's driver id, then
+    /// every provider (upstream's `try_drivers`).
+    Both,
+    /// Only the first.
+    DriverId,
+    /// Only the second (after the first was done with the same providers
+    /// listing the id).
+    Rest,
+}
+
 /// Upstream's `try_drivers`: the device claimed by the first provider that
 /// takes it (which then owns the sysfs record), or the record back.
-pub fn try_drivers(drivers: &[Registered], mut dev: SysfsDev) -> Result<*mut verbs_device, SysfsDev> {
-    if dev.get().driver_id != abi::RDMA_DRIVER_UNKNOWN {
+pub fn try_drivers(drivers: &[Registered], dev: SysfsDev) -> Result<*mut verbs_device, SysfsDev> {
+    try_drivers_passes(drivers, dev, Passes::Both)
+}
+
+/// [`try_drivers`] with only some of its passes.
+pub fn try_drivers_passes(
+    drivers: &[Registered],
+    mut dev: SysfsDev,
+    passes: Passes,
+) -> Result<*mut verbs_device, SysfsDev> {
+    if passes != Passes::Rest && dev.get().driver_id != abi::RDMA_DRIVER_UNKNOWN {
         for &d in drivers {
             if !match_driver_id(d, &dev).is_null() {
                 if let Some(v) = attempt(d, &mut dev) {
@@ -283,6 +305,9 @@ pub fn try_drivers(drivers: &[Registered], mut dev: SysfsDev) -> Result<*mut ver
             }
         }
     }
+    if passes == Passes::DriverId {
+        return Err(dev);
+    }
     for &d in drivers {
         if let Some(v) = attempt(d, &mut dev) {
             dev.into_raw();
@@ -290,6 +315,20 @@ pub fn try_drivers(drivers: &[Registered], mut dev: SysfsDev) -> Result<*mut ver
         }
     }
     Err(dev)
+}
+
+/// Whether upstream's first pass is sure to hand the device to a provider
+/// among `drivers` without any side effect on the way: the first of them
+/// whose table lists the device's driver id takes it by table, without a
+/// `match_device` of its own, and serves the device's kernel ABI.  (Only
+/// its `alloc_device` may still fail.)
+pub fn claims_by_driver_id(drivers: &[Registered], dev: &SysfsDev) -> bool {
+    let Some(&d) = drivers.iter().find(|&&d| !match_driver_id(d, dev).is_null()) else {
+        return false;
+    };
+    let t = d.ops();
+    let abi = dev.get().abi_ver;
+    t.match_device.is_none() && abi >= t.match_min_abi_version && abi <= t.match_max_abi_version
 }
 
 #[cfg(test)]

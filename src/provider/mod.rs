@@ -15,6 +15,8 @@ pub mod elf;
 pub mod load;
 pub mod matching;
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::abi::verbs_device_ops;
@@ -98,6 +100,44 @@ struct Entry {
     pabi: Pabi,
     file: Option<std::path::PathBuf>,
     later: Option<bool>,
+    /// Where upstream's list would have it: see [`order_key`].
+    key: u64,
+}
+
+/// Whether loading has begun (registrations after that, outside a load of
+/// ours, come after every provider upstream would have loaded).
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Marks the start of loading (see [`order_key`]).
+pub fn loading_begins() {
+    STARTED.store(true, Ordering::SeqCst);
+}
+
+thread_local! {
+    /// The index in the plan of the provider this thread is loading (its
+    /// constructor registers while `dlopen` runs, on this thread).
+    static LOADING: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// Where a provider registering now goes in the provider list: providers
+/// registered before the first load (linked into the program) first, then
+/// the loaded ones in upstream's load order (whenever this library loads
+/// them), then any registered later by other means (a program's own
+/// `dlopen` of a provider).  Equal keys keep registration order.
+pub fn order_key() -> u64 {
+    match LOADING.with(Cell::get) {
+        Some(i) => (1 << 32) | u64::from(i),
+        None if STARTED.load(Ordering::SeqCst) => 2 << 32,
+        None => 0,
+    }
+}
+
+/// Runs `f` (which loads providers) as the load of plan entry `index`.
+pub fn as_entry<R>(index: usize, f: impl FnOnce() -> R) -> R {
+    let prev = LOADING.with(|c| c.replace(Some(u32::try_from(index).unwrap_or(u32::MAX))));
+    let r = f();
+    LOADING.with(|c| c.set(prev));
+    r
 }
 
 static DRIVERS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -136,12 +176,34 @@ pub fn register(ops: *const verbs_device_ops, pabi: Pabi) {
                 .unwrap_or_default(),
         ),
     );
-    DRIVERS.lock().unwrap_or_else(|p| p.into_inner()).push(Entry {
-        ops: r,
-        pabi,
-        file,
-        later: None,
-    });
+    let key = order_key();
+    let mut drivers = DRIVERS.lock().unwrap_or_else(|p| p.into_inner());
+    // Upstream appends to its list as providers register, and loads them
+    // all at once; this library loads some later (load::load_needed), so
+    // each registration goes where upstream's would be: after every entry
+    // whose key is not greater (registration order among equal keys).
+    let at = drivers.iter().position(|e| e.key > key).unwrap_or(drivers.len());
+    drivers.insert(
+        at,
+        Entry {
+            ops: r,
+            pabi,
+            file,
+            later: None,
+            key,
+        },
+    );
+}
+
+/// The private-ABI generation of the provider whose device ops are `ops`
+/// (PABI 34 for one that never registered), without the look at its file
+/// that [`registration_of`] may take.
+pub fn pabi_of(ops: *const verbs_device_ops) -> Pabi {
+    let drivers = DRIVERS.lock().unwrap_or_else(|p| p.into_inner());
+    drivers
+        .iter()
+        .find(|e| e.ops.as_ptr() == ops)
+        .map_or(Registration::default().pabi, |e| e.pabi)
 }
 
 /// What is known of the provider whose device ops are `ops` (a provider

@@ -183,3 +183,141 @@ fn same_sysfs_dev_rules() {
     assert!(same(rec("x", "uverbs0", 4, 5).get(), rec("x", "uverbs0", 4, 9).get()));
     assert!(!same(rec("x", "uverbs0", 4, 5).get(), rec("x", "uverbs0", 5, 5).get()));
 }
+
+static ID_TABLE: T = T([
+    verbs_match_ent {
+        driver_data: std::ptr::null_mut(),
+        u: abi::verbs_match_ent_u {
+            driver_id: abi::RDMA_DRIVER_RXE as u64,
+        },
+        vendor: 0,
+        device: 0,
+        kind: abi::VERBS_MATCH_DRIVER_ID as u8,
+    },
+    verbs_match_ent {
+        driver_data: std::ptr::null_mut(),
+        u: abi::verbs_match_ent_u { driver_id: 0 },
+        vendor: 0,
+        device: 0,
+        kind: 0,
+    },
+]);
+static ANY_TABLE: T = T([
+    verbs_match_ent {
+        driver_data: std::ptr::null_mut(),
+        u: abi::verbs_match_ent_u {
+            modalias: c"rdma_device:N*".as_ptr(),
+        },
+        vendor: 0,
+        device: 0,
+        kind: abi::VERBS_MATCH_MODALIAS as u8,
+    },
+    verbs_match_ent {
+        driver_data: std::ptr::null_mut(),
+        u: abi::verbs_match_ent_u { driver_id: 0 },
+        vendor: 0,
+        device: 0,
+        kind: 0,
+    },
+]);
+/// Claims devices of driver id RXE only.
+static BY_ID: verbs_device_ops = verbs_device_ops {
+    name: c"byid".as_ptr(),
+    match_table: ID_TABLE.0.as_ptr(),
+    ..OPS
+};
+/// Claims any device by name (upstream's second pass).
+static ANY: verbs_device_ops = verbs_device_ops {
+    name: c"any".as_ptr(),
+    match_table: ANY_TABLE.0.as_ptr(),
+    ..OPS
+};
+
+fn with_id(mut r: SysfsDev, id: u32) -> SysfsDev {
+    r.get_mut().driver_id = id;
+    r
+}
+
+fn claimed_by(d: &Dev) -> *const verbs_device_ops {
+    // SAFETY: called on listed devices, live while the list holds them.
+    unsafe { (*d.0).ops }
+}
+
+/// Upstream's list is [any, byid] (all loaded): a device of driver id RXE
+/// goes to byid (first pass), one without an id to any (second pass).
+/// Loading only what the ids need gives the same, without the full load
+/// when every device has its provider.
+#[test]
+fn lazy_loading_decides_as_upstream() {
+    let regs = std::cell::RefCell::new(Vec::<Registered>::new());
+    let drivers = || regs.borrow().clone();
+    let mut needed = Vec::new();
+    let mut load_needed = |ids: &[u32]| {
+        needed.push(ids.to_vec());
+        if ids.iter().all(|&i| i == abi::RDMA_DRIVER_RXE) {
+            regs.borrow_mut().push(Registered::from_static(&BY_ID));
+            true
+        } else {
+            false
+        }
+    };
+    let loads = std::cell::Cell::new(0);
+    let mut load = || {
+        loads.set(loads.get() + 1);
+        let mut r = regs.borrow_mut();
+        r.retain(|x| *x != Registered::from_static(&BY_ID));
+        r.push(Registered::from_static(&ANY));
+        r.push(Registered::from_static(&BY_ID));
+    };
+
+    let mut l = List::default();
+    let n = update_lazily(
+        &mut l,
+        scan(vec![
+            with_id(rec("rxe0", "uverbs0", 0, 0), abi::RDMA_DRIVER_RXE),
+            with_id(rec("rxe1", "uverbs1", 1, 0), abi::RDMA_DRIVER_RXE),
+        ]),
+        &drivers,
+        &mut load_needed,
+        &mut load,
+    );
+    assert_eq!(n, 2);
+    assert_eq!(names(&l), ["rxe0", "rxe1"]);
+    assert!(l.devices.iter().all(|d| std::ptr::eq(claimed_by(d), &BY_ID)));
+    assert_eq!(loads.get(), 0, "byid settles both: nothing else is loaded");
+    assert!(l.partly_loaded && !l.drivers_loaded);
+
+    // A device without a driver id: everything is loaded, and `any` (first
+    // in upstream's list) takes it; the known ones stay.
+    let n = update_lazily(
+        &mut l,
+        scan(vec![
+            with_id(rec("rxe0", "uverbs0", 0, 0), abi::RDMA_DRIVER_RXE),
+            with_id(rec("rxe1", "uverbs1", 1, 0), abi::RDMA_DRIVER_RXE),
+            rec("other0", "uverbs2", 2, 0),
+        ]),
+        &drivers,
+        &mut load_needed,
+        &mut load,
+    );
+    assert_eq!(n, 3);
+    assert_eq!(loads.get(), 1);
+    assert!(l.drivers_loaded);
+    let other = l.devices.iter().find(|d| names_of(d) == "other0").unwrap();
+    assert!(std::ptr::eq(claimed_by(other), &ANY));
+    assert_eq!(needed, [vec![abi::RDMA_DRIVER_RXE; 2], vec![0]]);
+
+    // Upstream's own answer for an RXE device with everything loaded.
+    let all = [Registered::from_static(&ANY), Registered::from_static(&BY_ID)];
+    let v = provider::matching::try_drivers(&all, with_id(rec("rxe9", "uverbs9", 9, 0), abi::RDMA_DRIVER_RXE))
+        .unwrap_or_else(|_| panic!("claimed"));
+    // SAFETY: v was just allocated by `alloc` and is ours alone.
+    unsafe {
+        assert!(std::ptr::eq((*v).ops, &BY_ID));
+        put(v.cast());
+    }
+    for d in l.devices.drain(..) {
+        // SAFETY: the list's own reference, given back once.
+        unsafe { put(d.0.cast()) };
+    }
+}

@@ -243,7 +243,7 @@ pub unsafe fn query_port(
         // the end of the `ibv_port_attr` older providers were built with:
         // written only where the buffer is known to be long enough.
         // SAFETY: `ctx` is an open context of the context layer (contract).
-        let newest = unsafe { crate::kernel::state::of(ctx) }.is_some_and(|s| s.registration().pabi == Pabi::P65);
+        let newest = unsafe { crate::kernel::state::of(ctx) }.is_some_and(|s| s.pabi() == Pabi::P65);
         if newest || port_attr_is_full(port_attr) {
             let r = resp_ex.reserved;
             let speed_ex = u32::from_ne_bytes([r[2], r[3], r[4], r[5]]);
