@@ -641,6 +641,8 @@ VM_ROWS = [
     ("cq", "CQ create+destroy, 256 cqe (us/op)", 1),
     ("qp", "RC QP create>INIT>RTR>RTS>destroy (us/op)", 1),
 ]
+# issue 12, item 4: the limit on ours/upstream of each row
+VM_TARGETS = {"startup_process": 0.5, "startup_calls": 0.5, "mr_4k": 1.0, "mr_1m": 1.0, "cq": 1.0, "qp": 1.0}
 
 
 def vm_results():
@@ -726,8 +728,9 @@ def print_vm():
             next(iter(f.values()), None) or f"exit status {o['rounds'][0]['status']}"
         ours_fail = why
     print()
-    print(f"   {'operation':<44}{'upstream':>11}{'ours':>11}{'ours/upstream':>15}{'round spread':>14}")
-    print("   " + "-" * 95)
+    print(f"   {'operation':<44}{'upstream':>11}{'ours':>11}{'ours/upstream':>15}{'round spread':>14}"
+          f"{'target (item 4)':>18}")
+    print("   " + "-" * 113)
     up = libs.get("upstream", {}).get("median_us", {})
     om = o.get("median_us", {})
     for key, label, scale in VM_ROWS:
@@ -739,7 +742,12 @@ def print_vm():
         sp = [libs.get(l, {}).get("round_spread", {}).get(key) for l in ("upstream", "ours")]
         sp = [x for x in sp if x is not None]
         ss = f"{'up to %d%%' % round(100 * max(sp)):>14}" if sp else f"{'-':>14}"
-        print(f"   {label:<44}{us}{vs}{rs}{ss}")
+        lim = VM_TARGETS.get(key)
+        verdict = "n/a" if ratio is None else ("meets" if ratio <= lim else "misses")
+        ts = f"{'<= %.1f %s' % (lim, verdict):>18}" if lim is not None else f"{'':>18}"
+        print(f"   {label:<44}{us}{vs}{rs}{ss}{ts}")
+        if lim is not None:
+            res.setdefault("targets_issue12_item4", {})[key] = {"ratio": ratio, "limit": lim, "verdict": verdict}
     if ours_fail:
         print(f"   ours: failed to open device ({ours_fail})")
     for lib in ("upstream", "ours"):

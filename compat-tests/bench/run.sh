@@ -21,10 +21,10 @@
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
 # ("soft vm", or one of them); BENCH_QUICK=1 (fewer sizes, for trying the
-# script); BENCH_ROUNDS (VM rounds, default 3); BENCH_PERFTEST_TIMEOUT (s per
+# script); BENCH_ROUNDS (VM rounds, default 5); BENCH_PERFTEST_TIMEOUT (s per
 # perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
 # targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
-# VM_TIMEOUT (300).  Run it alone on swr0: flock /tmp/suites.lock make bench.
+# VM_TIMEOUT (600).  Run it alone on swr0: flock /tmp/suites.lock make bench.
 # Output: the tables on stdout, progress on stderr, raw outputs under
 # build/bench/{limits,soft,targets,vm}/, everything as JSON in
 # build/bench/results.json.
@@ -36,7 +36,7 @@ HERE=compat-tests/bench
 B=build/bench
 SECTIONS=${BENCH_SECTIONS:-soft vm}
 QUICK=${BENCH_QUICK:-}
-ROUNDS=${BENCH_ROUNDS:-3}
+ROUNDS=${BENCH_ROUNDS:-5}
 mkdir -p "$B"
 SRCDIR=$(cd "$(dirname "$OUR_LIB")" && pwd) || { echo "bench: no directory for OUR_LIB=$OUR_LIB" >&2; exit 1; }
 say() { echo "bench: $*" >&2; }
@@ -288,7 +288,7 @@ section_vm() {
         cat "$HERE/vm-guest.sh"
     } > "$B/vm-guest.run.sh"
     say "Soft-RoCE VM: vm_bench on rxe0, upstream and ours, $ROUNDS round(s)"
-    VM_RUN_DIR=$V VM_TIMEOUT=${VM_TIMEOUT:-300} OUR_LIB=$OUR_LIB \
+    VM_RUN_DIR=$V VM_TIMEOUT=${VM_TIMEOUT:-600} OUR_LIB=$OUR_LIB \
         bash compat-tests/vm/vm-run.sh "$B/vm-guest.run.sh" > "$V/vm-run.out" 2>&1
     rc=$?
     echo $rc > "$V/vm-run.rc"

@@ -214,6 +214,8 @@ impl Dir {
         // (The pages stay in the memory file: see share.rs.)
         if late {
             crate::share::unshare(&s);
+        } else {
+            crate::share::release(&s);
         }
         // Peers that mapped the pages unmap them (the application may give
         // the memory back; their mapping would keep it).
@@ -230,7 +232,7 @@ impl Dir {
     pub fn share_fd(&self, key: u32, peer: u32) -> Option<(OwnedFd, u64)> {
         let g = crate::core::lock(&self.shares);
         let s = g.get(&key)?;
-        let fd = s.fd.try_clone().ok()?;
+        let fd = crate::share::file_of(s)?;
         let mut a = crate::core::lock(&self.askers);
         let v = a.entry(key).or_default();
         if !v.contains(&peer) && v.len() < 4096 {

@@ -39,9 +39,9 @@ pub fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var_os("SWRDMA_DIRECT").is_none_or(|v| v != "0"))
 }
 
-/// The pages of an MR in a memory file.
+/// The pages of an MR in a memory file (a reference to its region: see
+/// `release`).
 pub struct Share {
-    pub fd: OwnedFd,
     /// Process address and length of the MR's pages ...
     pub base: u64,
     pub len: u64,
@@ -53,12 +53,22 @@ pub struct Share {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A range of the application's memory moved into a memory file.
+/// A range of the application's memory moved into a memory file.  The
+/// file's descriptor is kept only while MRs use the region (`refs`): no
+/// descriptor outlives the registrations (at most `MAX_LIVE` regions have
+/// one, so a program with many MRs does not run out of descriptors; MRs
+/// beyond that take the ring path).  A region without one stays listed for
+/// the fork handler; its pages cannot be shared again (no descriptor to
+/// give peers: the ring path serves later registrations of them).
 struct Region {
     base: u64,
     len: u64,
-    fd: OwnedFd,
+    fd: Option<OwnedFd>,
+    refs: usize,
 }
+
+/// At most this many regions keep a descriptor at a time.
+const MAX_LIVE: usize = 256;
 
 /// The ranges moved so far (newest last), for reuse and for the fork
 /// handler.  Guarded by `FORK_LOCK` too, taken around `fork` by the prepare
@@ -251,22 +261,66 @@ fn copy_nonzero(dst: u64, src: u64, len: u64) -> bool {
 
 /// A registration of pages already in one of our memory files: the same
 /// file, at their offset.
-fn reuse(a0: u64, n: u64) -> Option<Share> {
+/// (Some(None): the pages are in one of our files that can no longer be
+/// shared: nothing to do.)
+fn reuse(a0: u64, n: u64) -> Option<Option<Share>> {
     let mut g = crate::core::lock(&SHARED);
     if g.len() > PRUNE_AT {
-        g.retain(|r| still_shared(r.base, r.len));
+        // Forget the regions the application no longer maps (one read of
+        // the maps for all of them).
+        let live = maps_over(0, u64::MAX).unwrap_or_default();
+        g.retain(|r| {
+            r.refs > 0
+                || live
+                    .iter()
+                    .any(|(s, e, _, p)| *s < r.base + r.len && *e > r.base && p.starts_with("/memfd:swrdma-mr"))
+        });
+        // (Still too many: the oldest unused ones go; a child forked later
+        // shares those pages with its parent instead of copying them.)
+        while g.len() > PRUNE_AT {
+            let Some(i) = g.iter().position(|r| r.refs == 0) else { break };
+            g.remove(i);
+        }
     }
-    let r = g.iter().rev().find(|r| r.base <= a0 && a0 + n <= r.base + r.len)?;
+    let r = g.iter_mut().rev().find(|r| r.base <= a0 && a0 + n <= r.base + r.len)?;
     if !still_shared(a0, n) {
         return None;
     }
-    Some(Share {
-        fd: r.fd.try_clone().ok()?,
+    if r.fd.is_none() {
+        return Some(None);
+    }
+    r.refs += 1;
+    Some(Some(Share {
         base: a0,
         len: n,
         off: a0 - r.base,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-    })
+    }))
+}
+
+/// The region of a share.
+fn region_of<'a>(g: &'a mut [Region], s: &Share) -> Option<&'a mut Region> {
+    g.iter_mut()
+        .rev()
+        .find(|r| r.fd.is_some() && r.base + s.off == s.base && s.base + s.len <= r.base + r.len)
+}
+
+/// A descriptor of the memory file behind `s` (for a peer).
+pub fn file_of(s: &Share) -> Option<OwnedFd> {
+    let mut g = crate::core::lock(&SHARED);
+    region_of(&mut g, s)?.fd.as_ref()?.try_clone().ok()
+}
+
+/// The MR of `s` is gone: its region's descriptor is closed once no MR
+/// uses it.  The pages stay in the file (see the module's comment).
+pub fn release(s: &Share) {
+    let mut g = crate::core::lock(&SHARED);
+    if let Some(r) = region_of(&mut g, s) {
+        r.refs = r.refs.saturating_sub(1);
+        if r.refs == 0 {
+            r.fd = None;
+        }
+    }
 }
 
 /// Moves the whole pages inside [va, va+len) into a memory file, if they
@@ -282,9 +336,9 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
         return None;
     }
     if let Some(s) = reuse(a0, a1 - a0) {
-        return Some(s);
+        return s;
     }
-    if !private_anon(a0, a1) {
+    if crate::core::lock(&SHARED).iter().filter(|r| r.fd.is_some()).count() >= MAX_LIVE || !private_anon(a0, a1) {
         return None;
     }
     let n = a1 - a0;
@@ -315,12 +369,12 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
         // same contents, addresses and protection.
         unsafe { move_over(tmp, n, a0) }
     };
-    let kept = if ok { fd.try_clone().ok() } else { None };
-    if let Some(k) = kept {
+    if ok {
         crate::core::lock(&SHARED).push(Region {
             base: a0,
             len: n,
-            fd: k,
+            fd: Some(fd),
+            refs: 1,
         });
     }
     fork_unlock();
@@ -330,7 +384,6 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
         return None;
     }
     Some(Share {
-        fd,
         base: a0,
         len: n,
         off: 0,
@@ -346,6 +399,8 @@ pub fn unshare(s: &Share) {
     fork_lock();
     {
         let mut g = crate::core::lock(&SHARED);
+        // (Other MRs on the same region lose the direct path: their pages
+        // are private now; their registrations still work, by the ring.)
         g.retain(|r| r.base + r.len <= s.base || r.base >= s.base + s.len);
     }
     if still_shared(s.base, s.len) {
