@@ -278,7 +278,9 @@ fn reuse(a0: u64, n: u64) -> Option<Option<Share>> {
         // (Still too many: the oldest unused ones go; a child forked later
         // shares those pages with its parent instead of copying them.)
         while g.len() > PRUNE_AT {
-            let Some(i) = g.iter().position(|r| r.refs == 0) else { break };
+            let Some(i) = g.iter().position(|r| r.refs == 0) else {
+                break;
+            };
             g.remove(i);
         }
     }
