@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::raw::c_int;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use swrdma_ring::*;
 
@@ -170,11 +170,22 @@ pub struct Cq {
     /// The context's async-event pipe (a duplicate: the CQ may report an
     /// overrun from any thread).
     async_w: Option<OwnedFd>,
+    /// The context's count of armed CQs (see `Ctx::armed_cqs`).
+    armed_ctr: Arc<AtomicU32>,
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        if lock(&self.inner).armed != 0 {
+            self.armed_ctr.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Cq {
-    pub fn new(ibcq: usize, chan_fd: c_int, depth: u32, async_w: Option<OwnedFd>) -> Cq {
+    pub fn new(ibcq: usize, chan_fd: c_int, depth: u32, async_w: Option<OwnedFd>, c: &Ctx) -> Cq {
         Cq {
+            armed_ctr: c.armed_cqs.clone(),
             ibcq,
             chan_fd,
             inner: Mutex::new(CqInner {
@@ -209,6 +220,7 @@ impl Cq {
         self.has.store(g.wcs.len() as u32, Ordering::Release);
         if g.armed != 0 && (g.armed == 1 || solicited || wc.status != IBV_WC_SUCCESS) {
             g.armed = 0;
+            self.armed_ctr.fetch_sub(1, Ordering::SeqCst);
             self.notify(&mut g);
         }
     }
@@ -243,6 +255,9 @@ impl Cq {
     pub fn arm(&self, solicited: bool) {
         let mut g = lock(&self.inner);
         let want = if solicited { 2 } else { 1 };
+        if g.armed == 0 {
+            self.armed_ctr.fetch_add(1, Ordering::SeqCst);
+        }
         if g.armed == 0 || want == 1 {
             g.armed = want;
         }
@@ -435,8 +450,9 @@ pub struct Ctx {
     /// library's `async_fd`).
     async_w: OwnedFd,
     last_poll: AtomicU64,
-    /// A CQ was armed since the last poll (see `note_arm`).
-    armed: AtomicBool,
+    /// CQs armed and not yet triggered: the application may be waiting for
+    /// a completion event, so the thread must make progress itself.
+    armed_cqs: Arc<AtomicU32>,
     /// The thread leaves progress to the polling application (and sleeps
     /// up to `BACKOFF_MS` at a time).
     thread_backs_off: AtomicBool,
@@ -537,7 +553,7 @@ impl Ctx {
             epfd,
             async_w,
             last_poll: AtomicU64::new(0),
-            armed: AtomicBool::new(false),
+            armed_cqs: Arc::new(AtomicU32::new(0)),
             thread_backs_off: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -582,15 +598,16 @@ impl Ctx {
     /// context's thread stays in the background.
     pub fn note_poll(&self) {
         self.last_poll.fetch_add(1, Ordering::Relaxed);
-        if self.armed.load(Ordering::Relaxed) {
-            self.armed.store(false, Ordering::Relaxed);
-        }
     }
 
     /// The application armed a CQ (it will wait for an event rather than
     /// poll): the context's thread takes over progress at once.
     pub fn note_arm(&self) {
-        if !self.armed.swap(true, Ordering::SeqCst) && self.thread_backs_off.load(Ordering::SeqCst) {
+        // (`Cq::arm` counted it in `armed_cqs` just before: with the
+        // thread's store of `thread_backs_off` and load of `armed_cqs`, one
+        // of the two sees the other.)
+        fence(Ordering::SeqCst);
+        if self.thread_backs_off.load(Ordering::SeqCst) {
             self.kick();
         }
     }
@@ -993,7 +1010,7 @@ impl Ctx {
                 seen_poll = pc;
                 poll_change = now;
             }
-            if now.saturating_sub(poll_change) < 200_000 && !self.armed.load(Ordering::SeqCst) {
+            if now.saturating_sub(poll_change) < 200_000 && self.armed_cqs.load(Ordering::SeqCst) == 0 {
                 // The application polls and drives progress itself: stay off
                 // its CPU and the ring locks (no wake-ups that would preempt
                 // it), but look again every `BACKOFF_MS`: if it did not poll
@@ -1002,7 +1019,7 @@ impl Ctx {
                 // for an event) or a new link wakes us at once.
                 self.thread_backs_off.store(true, Ordering::SeqCst);
                 let before = self.last_poll.load(Ordering::Relaxed);
-                if !self.armed.load(Ordering::SeqCst) {
+                if self.armed_cqs.load(Ordering::SeqCst) == 0 {
                     self.handle_epoll(BACKOFF_MS);
                 }
                 self.thread_backs_off.store(false, Ordering::SeqCst);

@@ -1193,7 +1193,7 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     // SAFETY: `s` is the fresh box made above, not yet visible to anyone;
     // `cq_ex` is the member of the `verbs_cq` union an extended CQ uses.
     let ex = unsafe {
-        (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd, cqe as u32, Cq::async_dup(c))));
+        (*s).cq = Arc::into_raw(Arc::new(Cq::new(s as usize, chan_fd, cqe as u32, Cq::async_dup(c), c)));
         &mut *(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)
     };
     ex.context = context;
