@@ -396,6 +396,27 @@ pub enum Got {
     Refused,
 }
 
+/// One non-blocking `recvmsg` into `b`, with the descriptors that came with
+/// it (at most 3 are taken; any received descriptor is owned, so closed if
+/// the caller refuses it).
+fn recv_with_fds(fd: BorrowedFd<'_>, b: &mut [u8]) -> (rustix::io::Result<rustix::net::RecvMsg>, Vec<OwnedFd>) {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let r = recvmsg(
+        fd,
+        &mut [IoSliceMut::new(b)],
+        &mut cmsg,
+        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
+    );
+    let mut fds = Vec::new();
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmRights(it) = m {
+            fds.extend(it);
+        }
+    }
+    (r, fds)
+}
+
 /// Receives a `Hello` with `want` descriptors, waiting at most
 /// `wait_ms` (0: only what is there now).  Anything else is refused;
 /// descriptors received with it are closed.
@@ -411,20 +432,7 @@ fn recv_fds(fd: BorrowedFd<'_>, want: std::ops::RangeInclusive<usize>, wait_ms: 
         }
     }
     let mut b = [0u8; Hello::LEN];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
-    let r = recvmsg(
-        fd,
-        &mut [IoSliceMut::new(&mut b)],
-        &mut cmsg,
-        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
-    );
-    let mut fds = Vec::new();
-    for m in cmsg.drain() {
-        if let RecvAncillaryMessage::ScmRights(it) = m {
-            fds.extend(it);
-        }
-    }
+    let (r, fds) = recv_with_fds(fd, &mut b);
     if r.as_ref().is_err_and(|e| *e == rustix::io::Errno::AGAIN) {
         return Got::Later;
     }
@@ -650,20 +658,7 @@ pub enum Ctl {
 /// Reads one control message from a link's socket (never blocks).
 pub fn recv_ctl(sock: BorrowedFd<'_>) -> Ctl {
     let mut b = [0u8; CTL_LEN];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
-    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
-    let r = recvmsg(
-        sock,
-        &mut [IoSliceMut::new(&mut b)],
-        &mut cmsg,
-        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
-    );
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    for m in cmsg.drain() {
-        if let RecvAncillaryMessage::ScmRights(it) = m {
-            fds.extend(it);
-        }
-    }
+    let (r, fds) = recv_with_fds(sock, &mut b);
     match r {
         Err(rustix::io::Errno::AGAIN) => Ctl::Again,
         Err(_) => Ctl::Gone,

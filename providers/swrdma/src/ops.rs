@@ -2240,15 +2240,20 @@ fn wc_op(op: u32) -> Option<u32> {
 }
 
 pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: bool, status: u32) {
-    let mut st = lock(&qp.st);
+    finish_locked(c, qp, &mut lock(&qp.st), wr_id, op, len, signaled, status);
+}
+
+/// `finish_now` with the QP's lock held.
+#[allow(clippy::too_many_arguments)]
+pub fn finish_locked(c: &Ctx, qp: &Qp, st: &mut QpSt, wr_id: u64, op: u32, len: u32, signaled: bool, status: u32) {
     let seq = st.next_seq;
     st.next_seq += 1;
     st.sq
         .push_back(SWqe::local(seq, wr_id, op, signaled, len, Some(status)));
     if status != 0 && status != IBV_WC_WR_FLUSH_ERR {
-        c.to_err(qp, &mut st);
+        c.to_err(qp, st);
     }
-    c.complete_sq(qp, &mut st);
+    c.complete_sq(qp, st);
 }
 
 /// Posts one send work request.
@@ -2479,14 +2484,7 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
                     && st.lost_at.is_none()
                 {
                     if let Some(status) = direct::execute(&peer, &link, qp.qpn, dest, (rkey, raddr, len), dop) {
-                        let seq = st.next_seq;
-                        st.next_seq += 1;
-                        st.sq
-                            .push_back(SWqe::local(seq, wr.wr_id, op, signaled, len as u32, Some(status)));
-                        if status != 0 {
-                            c.to_err(qp, &mut st);
-                        }
-                        c.complete_sq(qp, &mut st);
+                        finish_locked(c, qp, &mut st, wr.wr_id, op, len as u32, signaled, status);
                         return Ok(());
                     }
                 }
