@@ -170,17 +170,13 @@ impl ProvBuf {
 thread_local! {
     /// Attribute maps of finished commands, reused by the next ones on this
     /// thread (see `OwnedCmdBuf`'s blocks).
-    static SPARE_MAPS: std::cell::RefCell<Vec<Vec<Map>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE_MAPS: ioctl::Spares<Map> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An empty map list with room for `n` attributes: a spare one when there
 /// is one.
 fn take_maps(n: usize) -> Vec<Map> {
-    let spare = SPARE_MAPS
-        .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
-        .ok()
-        .flatten();
-    match spare {
+    match ioctl::spare_pop(&SPARE_MAPS) {
         Some(mut v) => {
             v.clear();
             v.reserve(n);
@@ -192,17 +188,7 @@ fn take_maps(n: usize) -> Vec<Map> {
 
 impl Drop for Cmd {
     fn drop(&mut self) {
-        let maps = std::mem::take(&mut self.maps);
-        if maps.capacity() == 0 || maps.capacity() > 64 {
-            return;
-        }
-        let _ = SPARE_MAPS.try_with(|s| {
-            if let Ok(mut s) = s.try_borrow_mut() {
-                if s.len() < 4 {
-                    s.push(maps);
-                }
-            }
-        });
+        ioctl::spare_push(&SPARE_MAPS, std::mem::take(&mut self.maps), 4, 64);
     }
 }
 

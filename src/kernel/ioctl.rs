@@ -235,20 +235,48 @@ thread_local! {
     /// Blocks of finished commands, reused by the next ones on this thread
     /// (a command's block lives only while it runs; this spares the
     /// allocator a round trip per command).
-    static SPARE: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE: Spares<u64> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The most blocks kept per thread, and the largest kept (in `u64`s).
 const SPARE_MAX: usize = 4;
 const SPARE_WORDS: usize = 512;
 
+/// A per-thread pool of spare vectors (command blocks here, the builder's
+/// attribute maps).
+pub(super) type Spares<T> = std::cell::RefCell<Vec<Vec<T>>>;
+
+/// A spare vector from `pool`, if there is one (none while the thread is
+/// being torn down or the pool is in use further up the stack).
+pub(super) fn spare_pop<T>(pool: &'static std::thread::LocalKey<Spares<T>>) -> Option<Vec<T>> {
+    pool.try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+        .ok()
+        .flatten()
+}
+
+/// Keeps `v` in `pool` for reuse: not when it holds nothing, has room for
+/// more than `max_cap` elements, or the pool has `max_count` already.
+pub(super) fn spare_push<T>(
+    pool: &'static std::thread::LocalKey<Spares<T>>,
+    v: Vec<T>,
+    max_count: usize,
+    max_cap: usize,
+) {
+    if v.capacity() == 0 || v.capacity() > max_cap {
+        return;
+    }
+    let _ = pool.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            if s.len() < max_count {
+                s.push(v);
+            }
+        }
+    });
+}
+
 /// A zeroed block of `words` `u64`s: a spare one when there is one.
 fn take_block(words: usize) -> Vec<u64> {
-    let spare = SPARE
-        .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
-        .ok()
-        .flatten();
-    match spare {
+    match spare_pop(&SPARE) {
         Some(mut v) => {
             v.clear();
             v.resize(words, 0);
@@ -260,17 +288,7 @@ fn take_block(words: usize) -> Vec<u64> {
 
 impl Drop for OwnedCmdBuf {
     fn drop(&mut self) {
-        let mem = std::mem::take(&mut self.mem);
-        if mem.capacity() == 0 || mem.capacity() > SPARE_WORDS {
-            return;
-        }
-        let _ = SPARE.try_with(|s| {
-            if let Ok(mut s) = s.try_borrow_mut() {
-                if s.len() < SPARE_MAX {
-                    s.push(mem);
-                }
-            }
-        });
+        spare_push(&SPARE, std::mem::take(&mut self.mem), SPARE_MAX, SPARE_WORDS);
     }
 }
 
