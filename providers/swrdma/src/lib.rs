@@ -12,6 +12,7 @@ mod net;
 mod ops;
 mod qpex;
 mod share;
+mod wire;
 
 use abi::*;
 use std::os::raw::c_char;

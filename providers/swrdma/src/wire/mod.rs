@@ -1,0 +1,3 @@
+//! The wire device: RoCE v2 over a network interface.
+
+pub mod sock;

@@ -1,0 +1,626 @@
+//! The wire device's sockets: RoCE v2 packets (UDP port 4791) shared by
+//! several processes of one user.
+//!
+//! # The problem
+//!
+//! A RoCE v2 NIC has one UDP port, 4791, per IP address, and the packet's
+//! BTH destination QPN (the 24 bits at bytes 5..8 of the UDP payload, big
+//! endian) selects the QP.  Our QPs live in processes: several processes of
+//! one user own QPs on the same wire device at once, without root, and the
+//! isolation model is that only the owner process touches its memory.  So
+//! every packet must end up in the process that owns its destination QP.
+//! QPNs are unique per user on the machine (`net.rs` allocates them from a
+//! counter in the user's private directory and publishes `q<qpn>` links that
+//! say which context owns which QPN).
+//!
+//! # The design
+//!
+//! * Every wire context opens, for each local IP address of its interface,
+//!   a UDP socket bound to `addr:4791` with `SO_REUSEPORT`: the sockets of
+//!   all processes of the same uid share the port (the kernel refuses a
+//!   different uid, and refuses everybody with `EADDRINUSE` when something
+//!   without `SO_REUSEPORT`, e.g. the kernel's rxe, holds it).  The kernel
+//!   spreads the incoming datagrams over the group by a hash of the flow
+//!   (addresses and ports), which knows nothing about QPs.
+//! * The sockets are nonblocking and close-on-exec.  IPv4 sockets set
+//!   `IP_MTU_DISCOVER = IP_PMTUDISC_DO`: the datagrams leave with DF set and,
+//!   the socket being unconnected, IP identification 0, which the ICRC
+//!   depends on (the ICRC covers the IP header with only TTL, TOS and the
+//!   checksum masked).  They ask for `IP_PKTINFO` (the destination address),
+//!   `IP_RECVTOS` and `IP_RECVTTL`.  IPv6 sockets set `IPV6_V6ONLY`,
+//!   `IPV6_DONTFRAG` and ask for `IPV6_RECVPKTINFO`, `IPV6_RECVTCLASS` and
+//!   `IPV6_RECVHOPLIMIT`; a link-local address is bound with the interface
+//!   index as its scope id (and datagrams to link-local destinations are
+//!   sent with it).
+//! * Every context also binds a unix datagram socket `w<ctx_id>` in the
+//!   private directory (mode 0700, so only the user reaches it), removing a
+//!   stale file of that name first and unlinking it when the [`Sock`] is
+//!   dropped.
+//! * A UDP datagram whose destination QPN the context does not own is
+//!   forwarded to the owner's `w<owner>` socket: a fixed header of
+//!   [`FWD_HDR`] bytes (magic and version, source and destination address as
+//!   16 bytes each, IPv4 as v4-mapped, source port, traffic class, hop limit
+//!   or TTL, interface index) followed by the UDP payload.  When nobody owns
+//!   the QPN, or the forward cannot be sent (the owner's queue is full, it
+//!   has gone), the datagram is dropped, as a NIC drops a packet for an
+//!   unknown QP; RC retransmits.  The forward is never forwarded again: a
+//!   forwarded datagram is accepted only if its destination address is one
+//!   of this context's addresses (and, for a link-local one, the interface
+//!   is ours) and the QPN is ours, else dropped.
+//! * Datagrams shorter than a BTH (12 bytes), truncated ones (longer than
+//!   [`BUF`]) and malformed forwards are dropped.
+//!
+//! Receiving uses `recvmmsg` into buffers owned by the [`Sock`] (behind a
+//! mutex: whichever thread makes progress calls [`Sock::recv`]; a second
+//! thread finding it busy returns at once).  Ancillary data and addresses
+//! are parsed from bytes, without casts.
+
+use rustix::net::{
+    bind, ipproto, sendmsg_addr, socket_with, sockopt, AddressFamily, SendAncillaryBuffer, SendFlags, SocketAddrUnix,
+    SocketFlags, SocketType,
+};
+use std::io::{self, IoSlice};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, TryLockError};
+
+/// The RoCE v2 UDP destination port.
+#[allow(dead_code)] // used by the wire engine (being written)
+pub const PORT: u16 = 4791;
+
+/// The shortest datagram we look at: a base transport header.
+const MIN_LEN: usize = 12;
+
+/// Magic and version of a forwarded datagram's header.
+const FWD_MAGIC: [u8; 4] = *b"SWw\x01";
+
+/// Size of a forwarded datagram's header (see [`fwd_header`]).
+pub const FWD_HDR: usize = 44;
+
+/// Bytes per receive buffer: a jumbo frame's UDP payload (9000-byte MTU)
+/// plus the forward header, rounded up; larger datagrams are dropped (the
+/// largest RoCE packet, 4096 bytes of payload plus headers, fits easily).
+pub const BUF: usize = 10240;
+
+/// Datagrams per `recvmmsg`.
+const BATCH: usize = 32;
+
+/// Ancillary bytes per datagram (the three control messages we ask for take
+/// at most 40 + 24 + 24 bytes).
+const CTRL: usize = 128;
+
+/// Bytes of a socket address buffer (a `sockaddr_in6`).
+const NAME: usize = 28;
+
+/// Most iovecs [`Sock::send`] takes.
+const MAX_PARTS: usize = 16;
+
+/// Metadata of a received datagram.
+#[allow(dead_code)] // fields read by the wire engine (being written)
+#[derive(Clone, Copy, Debug)]
+pub struct RxMeta {
+    /// Source IP address (IPv4 as `V4`).
+    pub src: IpAddr,
+    /// Destination IP address (one of ours).
+    pub dst: IpAddr,
+    /// UDP source port.
+    pub sport: u16,
+    /// IPv4 TOS / IPv6 traffic class.
+    pub tclass: u8,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub hop: u8,
+}
+
+/// Receive buffers and per-datagram results of one `recvmmsg`.
+struct Rx {
+    data: Vec<u8>,
+    ctrl: Vec<u8>,
+    names: Vec<u8>,
+    slots: Vec<Slot>,
+    /// Socket to start the next [`Sock::recv`] with (round robin, so that a
+    /// busy socket does not starve the others when `max` is reached).
+    next: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    len: usize,
+    flags: i32,
+    clen: usize,
+}
+
+/// The sockets of one wire context: a UDP socket per local address, and the
+/// unix socket receiving datagrams forwarded by the other contexts.
+pub struct Sock {
+    /// Bound addresses and their sockets (addresses canonical: IPv4 as `V4`).
+    udp: Vec<(IpAddr, OwnedFd)>,
+    addrs: Vec<IpAddr>,
+    unix: OwnedFd,
+    dir: PathBuf,
+    path: PathBuf,
+    ctx_id: u32,
+    ifindex: u32,
+    rx: Mutex<Rx>,
+}
+
+fn is_link_local(a: &Ipv6Addr) -> bool {
+    a.segments()[0] & 0xffc0 == 0xfe80
+}
+
+/// The unix socket path of context `id`.
+fn fwd_path(dir: &Path, id: u32) -> PathBuf {
+    dir.join(format!("w{id}"))
+}
+
+/// Sets an integer socket option rustix has no helper for.
+fn set_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int, val: libc::c_int) -> io::Result<()> {
+    // SAFETY: `fd` is an open socket borrowed for the call; the option value
+    // is a c_int on our stack and its exact size is passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Opens the UDP socket of one address (see the module documentation).
+fn open_udp(addr: IpAddr, ifindex: u32) -> io::Result<OwnedFd> {
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    match addr {
+        IpAddr::V4(a) => {
+            let fd = socket_with(AddressFamily::INET, SocketType::DGRAM, flags, Some(ipproto::UDP))?;
+            sockopt::set_socket_reuseport(&fd, true)?;
+            sockopt::set_ip_mtu_discover(&fd, sockopt::Ipv4PathMtuDiscovery::DO)?;
+            set_int(fd.as_fd(), libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+            sockopt::set_ip_recvtos(&fd, true)?;
+            set_int(fd.as_fd(), libc::IPPROTO_IP, libc::IP_RECVTTL, 1)?;
+            bind(&fd, &SocketAddrV4::new(a, PORT))?;
+            Ok(fd)
+        }
+        IpAddr::V6(a) => {
+            let fd = socket_with(AddressFamily::INET6, SocketType::DGRAM, flags, Some(ipproto::UDP))?;
+            sockopt::set_ipv6_v6only(&fd, true)?;
+            sockopt::set_socket_reuseport(&fd, true)?;
+            set_int(fd.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1)?;
+            set_int(fd.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+            sockopt::set_ipv6_recvtclass(&fd, true)?;
+            set_int(fd.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, 1)?;
+            let scope = if is_link_local(&a) { ifindex } else { 0 };
+            bind(&fd, &SocketAddrV6::new(a, PORT, 0, scope))?;
+            Ok(fd)
+        }
+    }
+}
+
+/// `N` bytes of `s` at `at`, if there are that many.
+fn take<const N: usize>(s: &[u8], at: usize) -> Option<[u8; N]> {
+    s.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+/// The destination QPN of a BTH at the start of `p` (`p` has at least
+/// [`MIN_LEN`] bytes).
+fn dest_qpn(p: &[u8]) -> Option<u32> {
+    let b: [u8; 3] = take(p, 5)?;
+    Some(u32::from_be_bytes([0, b[0], b[1], b[2]]))
+}
+
+/// Parses a `sockaddr_in` / `sockaddr_in6` the kernel wrote as bytes.
+fn parse_name(n: &[u8]) -> Option<(IpAddr, u16)> {
+    let family = u16::from_ne_bytes(take(n, 0)?);
+    let port = u16::from_be_bytes(take(n, 2)?);
+    match libc::c_int::from(family) {
+        libc::AF_INET => Some((IpAddr::V4(Ipv4Addr::from(take::<4>(n, 4)?)), port)),
+        libc::AF_INET6 => Some((IpAddr::V6(Ipv6Addr::from(take::<16>(n, 8)?)), port)),
+        _ => None,
+    }
+}
+
+/// Reads the control messages we asked for into `m` (the layout of a
+/// `cmsghdr`: length as a `size_t`, level and type as ints, the data at the
+/// header's aligned size; each message aligned to a `size_t`).
+fn parse_cmsgs(ctrl: &[u8], m: &mut RxMeta) {
+    const W: usize = std::mem::size_of::<usize>();
+    const H: usize = std::mem::size_of::<libc::cmsghdr>();
+    let mut off = 0usize;
+    while let (Some(len), Some(level), Some(ty)) = (
+        take::<W>(ctrl, off).map(usize::from_ne_bytes),
+        take::<4>(ctrl, off + W).map(i32::from_ne_bytes),
+        take::<4>(ctrl, off + W + 4).map(i32::from_ne_bytes),
+    ) {
+        let Some(d) = off.checked_add(len).and_then(|end| ctrl.get(off + H..end)) else {
+            return;
+        };
+        if len < H {
+            return;
+        }
+        let int = || take::<4>(d, 0).map(i32::from_ne_bytes);
+        match (level, ty) {
+            (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
+                // struct in_pktinfo { int ifindex; in_addr spec_dst; in_addr addr; }
+                if let Some(a) = take::<4>(d, 8) {
+                    m.dst = IpAddr::V4(Ipv4Addr::from(a));
+                }
+            }
+            (libc::IPPROTO_IP, libc::IP_TOS) => {
+                if let Some(&t) = d.first() {
+                    m.tclass = t;
+                }
+            }
+            (libc::IPPROTO_IP, libc::IP_TTL) => {
+                if let Some(v) = int() {
+                    m.hop = v as u8;
+                }
+            }
+            (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+                // struct in6_pktinfo { in6_addr addr; unsigned ifindex; }
+                if let Some(a) = take::<16>(d, 0) {
+                    m.dst = IpAddr::V6(Ipv6Addr::from(a));
+                }
+            }
+            (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
+                if let Some(v) = int() {
+                    m.tclass = v as u8;
+                }
+            }
+            (libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT) => {
+                if let Some(v) = int() {
+                    m.hop = v as u8;
+                }
+            }
+            _ => {}
+        }
+        match len
+            .checked_add(W - 1)
+            .map(|l| l & !(W - 1))
+            .and_then(|l| off.checked_add(l))
+        {
+            Some(n) => off = n,
+            None => return,
+        }
+    }
+}
+
+/// The header of a forwarded datagram: magic and version (4 bytes), source
+/// and destination address (16 bytes each, IPv4 v4-mapped), source port (2,
+/// big endian), traffic class (1), hop limit (1), interface index (4, big
+/// endian).
+fn fwd_header(m: &RxMeta, ifindex: u32) -> [u8; FWD_HDR] {
+    let v6 = |a: IpAddr| match a {
+        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        IpAddr::V6(a) => a.octets(),
+    };
+    let mut h = [0u8; FWD_HDR];
+    h[0..4].copy_from_slice(&FWD_MAGIC);
+    h[4..20].copy_from_slice(&v6(m.src));
+    h[20..36].copy_from_slice(&v6(m.dst));
+    h[36..38].copy_from_slice(&m.sport.to_be_bytes());
+    h[38] = m.tclass;
+    h[39] = m.hop;
+    h[40..44].copy_from_slice(&ifindex.to_be_bytes());
+    h
+}
+
+/// Parses a forwarded datagram's header: the metadata, the interface index.
+fn parse_fwd(p: &[u8]) -> Option<(RxMeta, u32)> {
+    if take::<4>(p, 0)? != FWD_MAGIC {
+        return None;
+    }
+    let m = RxMeta {
+        src: Ipv6Addr::from(take::<16>(p, 4)?).to_canonical(),
+        dst: Ipv6Addr::from(take::<16>(p, 20)?).to_canonical(),
+        sport: u16::from_be_bytes(take(p, 36)?),
+        tclass: *p.get(38)?,
+        hop: *p.get(39)?,
+    };
+    Some((m, u32::from_be_bytes(take(p, 40)?)))
+}
+
+impl Rx {
+    fn new() -> Rx {
+        Rx {
+            data: vec![0; BATCH * BUF],
+            ctrl: vec![0; BATCH * CTRL],
+            names: vec![0; BATCH * NAME],
+            slots: vec![Slot::default(); BATCH],
+            next: 0,
+        }
+    }
+
+    /// One nonblocking `recvmmsg` of at most `n` datagrams (at most
+    /// [`BATCH`]) from `fd` into the buffers; returns how many arrived (0 on
+    /// EAGAIN or any error).  `meta`: ask for addresses and control data.
+    fn batch(&mut self, fd: BorrowedFd<'_>, n: usize, meta: bool) -> usize {
+        let n = n.min(BATCH);
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: iovec is plain data (a pointer and a length); all zero is
+        // a valid (empty) value.
+        let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: mmsghdr is plain C data (integers, pointers, padding); all
+        // zero is a valid value (no name, no control, no iovecs).
+        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        let data = self.data.as_mut_ptr();
+        let ctrl = self.ctrl.as_mut_ptr();
+        let names = self.names.as_mut_ptr();
+        for i in 0..n {
+            iov[i].iov_base = data.wrapping_add(i * BUF).cast();
+            iov[i].iov_len = BUF;
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            if meta {
+                h.msg_name = names.wrapping_add(i * NAME).cast();
+                h.msg_namelen = NAME as libc::socklen_t;
+                h.msg_control = ctrl.wrapping_add(i * CTRL).cast();
+                h.msg_controllen = CTRL as _;
+            }
+        }
+        // SAFETY: `fd` is an open socket; the first `n` headers point to
+        // disjoint regions of `self.data` (BUF bytes each), `self.names`
+        // (NAME bytes each) and `self.ctrl` (CTRL bytes each), all of which
+        // live (and are not otherwise borrowed) for the duration of the
+        // call; `iov` outlives the call too.  MSG_DONTWAIT: never blocks; a
+        // null timeout: no timer.
+        let r = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                n as _,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if r <= 0 {
+            return 0;
+        }
+        let got = (r as usize).min(n);
+        for (s, h) in self.slots.iter_mut().zip(hdrs.iter()).take(got) {
+            // msg_controllen is a size_t with glibc, a socklen_t with musl.
+            #[allow(clippy::unnecessary_cast)]
+            let clen = h.msg_hdr.msg_controllen as usize;
+            *s = Slot {
+                len: (h.msg_len as usize).min(BUF),
+                flags: h.msg_hdr.msg_flags,
+                clen: clen.min(CTRL),
+            };
+        }
+        got
+    }
+}
+
+#[allow(dead_code)] // called by the wire engine (being written)
+impl Sock {
+    /// Opens the sockets of context `ctx_id` (see the module documentation)
+    /// on the interface `ifindex` with the local addresses `addrs`.  Fails
+    /// if no address could be bound (with the last errno: `EADDRINUSE` when
+    /// e.g. the kernel's rxe holds port 4791; `EADDRNOTAVAIL` for no
+    /// address), or if the unix socket cannot be made.
+    pub fn open(dir: &Path, ctx_id: u32, ifindex: u32, addrs: &[IpAddr]) -> io::Result<Sock> {
+        let mut udp: Vec<(IpAddr, OwnedFd)> = Vec::new();
+        let mut last = None;
+        for a in addrs {
+            let a = a.to_canonical();
+            if udp.iter().any(|(b, _)| *b == a) {
+                continue;
+            }
+            match open_udp(a, ifindex) {
+                Ok(fd) => udp.push((a, fd)),
+                Err(e) => last = Some(e),
+            }
+        }
+        if udp.is_empty() {
+            return Err(last.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EADDRNOTAVAIL)));
+        }
+        let path = fwd_path(dir, ctx_id);
+        let _ = std::fs::remove_file(&path);
+        let unix = socket_with(
+            AddressFamily::UNIX,
+            SocketType::DGRAM,
+            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            None,
+        )?;
+        bind(&unix, &SocketAddrUnix::new(&path)?)?;
+        Ok(Sock {
+            addrs: udp.iter().map(|(a, _)| *a).collect(),
+            udp,
+            unix,
+            dir: dir.to_path_buf(),
+            path,
+            ctx_id,
+            ifindex,
+            rx: Mutex::new(Rx::new()),
+        })
+    }
+
+    /// All sockets, for the context thread's epoll set.
+    pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.udp
+            .iter()
+            .map(|(_, fd)| fd.as_fd())
+            .chain(std::iter::once(self.unix.as_fd()))
+            .collect()
+    }
+
+    /// The addresses bound (canonical: IPv4 as `V4`), in the order given to
+    /// [`Sock::open`], without those that failed.
+    pub fn addrs(&self) -> &[IpAddr] {
+        &self.addrs
+    }
+
+    /// Sends one datagram made of `parts` (at most 16) from local address
+    /// `src` (one of [`Sock::addrs`]; v4-mapped IPv6 taken as IPv4) to
+    /// `dst`:4791.  Nonblocking: EAGAIN/ENOBUFS is returned as an error (the
+    /// caller treats it as a lost packet, RC retransmits); EMSGSIZE when the
+    /// datagram exceeds the path MTU (DF).
+    pub fn send(&self, src: &IpAddr, dst: &IpAddr, parts: &[&[u8]]) -> io::Result<()> {
+        let (src, dst) = (src.to_canonical(), dst.to_canonical());
+        let Some((_, fd)) = self.udp.iter().find(|(a, _)| *a == src) else {
+            return Err(io::Error::from_raw_os_error(libc::EADDRNOTAVAIL));
+        };
+        if parts.len() > MAX_PARTS {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let mut iov = [IoSlice::new(&[]); MAX_PARTS];
+        for (v, p) in iov.iter_mut().zip(parts) {
+            *v = IoSlice::new(p);
+        }
+        let iov = &iov[..parts.len()];
+        let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+        let mut ctl = SendAncillaryBuffer::default();
+        match (src, dst) {
+            (IpAddr::V4(_), IpAddr::V4(d)) => sendmsg_addr(fd, &SocketAddrV4::new(d, PORT), iov, &mut ctl, flags)?,
+            (IpAddr::V6(_), IpAddr::V6(d)) => {
+                let scope = if is_link_local(&d) { self.ifindex } else { 0 };
+                sendmsg_addr(fd, &SocketAddrV6::new(d, PORT, 0, scope), iov, &mut ctl, flags)?
+            }
+            _ => return Err(io::Error::from_raw_os_error(libc::EAFNOSUPPORT)),
+        };
+        Ok(())
+    }
+
+    /// Forwards a datagram to the context owning its QPN; failures drop it.
+    fn forward(&self, owner: u32, m: &RxMeta, payload: &[u8]) {
+        let Ok(addr) = SocketAddrUnix::new(fwd_path(&self.dir, owner)) else {
+            return;
+        };
+        let h = fwd_header(m, self.ifindex);
+        let iov = [IoSlice::new(&h), IoSlice::new(payload)];
+        let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+        let _ = sendmsg_addr(&self.unix, &addr, &iov, &mut SendAncillaryBuffer::default(), flags);
+    }
+
+    /// Drains up to `max` datagrams from all sockets, calling `f(meta,
+    /// udp_payload)` for those whose destination QPN is ours (`mine`),
+    /// forwarding the others to their owner (`owner`; dropped if `None`);
+    /// returns how many datagrams it handled (ours, forwarded and dropped).
+    /// Returns 0 at once if another thread is receiving.
+    pub fn recv(
+        &self,
+        max: usize,
+        mine: &dyn Fn(u32) -> bool,
+        owner: &dyn Fn(u32) -> Option<u32>,
+        f: &mut dyn FnMut(&RxMeta, &[u8]),
+    ) -> usize {
+        let mut rx = match self.rx.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::WouldBlock) => return 0,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        let nsock = self.udp.len() + 1;
+        let start = rx.next % nsock;
+        rx.next = (start + 1) % nsock;
+        let mut done = 0usize;
+        for k in 0..nsock {
+            let i = (start + k) % nsock;
+            loop {
+                let want = max.saturating_sub(done).min(BATCH);
+                if want == 0 {
+                    return done;
+                }
+                let got = match self.udp.get(i) {
+                    Some((addr, fd)) => {
+                        let got = rx.batch(fd.as_fd(), want, true);
+                        for j in 0..got {
+                            self.handle_udp(&rx, j, *addr, mine, owner, f);
+                        }
+                        got
+                    }
+                    None => {
+                        let got = rx.batch(self.unix.as_fd(), want, false);
+                        for j in 0..got {
+                            self.handle_fwd(&rx, j, mine, f);
+                        }
+                        got
+                    }
+                };
+                done += got;
+                if got < want {
+                    break;
+                }
+            }
+        }
+        done
+    }
+
+    /// Handles datagram `j` of a batch from the UDP socket of `addr`.
+    fn handle_udp(
+        &self,
+        rx: &Rx,
+        j: usize,
+        addr: IpAddr,
+        mine: &dyn Fn(u32) -> bool,
+        owner: &dyn Fn(u32) -> Option<u32>,
+        f: &mut dyn FnMut(&RxMeta, &[u8]),
+    ) {
+        let Some(s) = rx.slots.get(j) else { return };
+        if s.flags & libc::MSG_TRUNC != 0 || s.len < MIN_LEN {
+            return;
+        }
+        let (Some(p), Some(name), Some(ctrl)) = (
+            rx.data.get(j * BUF..j * BUF + s.len),
+            rx.names.get(j * NAME..(j + 1) * NAME),
+            rx.ctrl.get(j * CTRL..j * CTRL + s.clen),
+        ) else {
+            return;
+        };
+        let Some((src, sport)) = parse_name(name) else { return };
+        let mut m = RxMeta {
+            src,
+            dst: addr,
+            sport,
+            tclass: 0,
+            hop: 0,
+        };
+        parse_cmsgs(ctrl, &mut m);
+        let Some(qpn) = dest_qpn(p) else { return };
+        if mine(qpn) {
+            f(&m, p);
+        } else if let Some(o) = owner(qpn) {
+            if o != self.ctx_id {
+                self.forward(o, &m, p);
+            }
+        }
+    }
+
+    /// Handles datagram `j` of a batch from the unix socket (a forward).
+    fn handle_fwd(&self, rx: &Rx, j: usize, mine: &dyn Fn(u32) -> bool, f: &mut dyn FnMut(&RxMeta, &[u8])) {
+        let Some(s) = rx.slots.get(j) else { return };
+        if s.flags & libc::MSG_TRUNC != 0 || s.len < FWD_HDR + MIN_LEN {
+            return;
+        }
+        let Some(d) = rx.data.get(j * BUF..j * BUF + s.len) else {
+            return;
+        };
+        let Some((m, ifindex)) = parse_fwd(d) else { return };
+        if !self.addrs.contains(&m.dst) {
+            return;
+        }
+        if let IpAddr::V6(a) = m.dst {
+            if is_link_local(&a) && ifindex != self.ifindex {
+                return;
+            }
+        }
+        let Some(p) = d.get(FWD_HDR..) else { return };
+        match dest_qpn(p) {
+            Some(qpn) if mine(qpn) => f(&m, p),
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Sock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
