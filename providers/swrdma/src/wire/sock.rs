@@ -32,21 +32,34 @@
 //!   `IPV6_RECVHOPLIMIT`; a link-local address is bound with the interface
 //!   index as its scope id (and datagrams to link-local destinations are
 //!   sent with it).
-//! * Every context also binds a unix datagram socket `w<ctx_id>` in the
-//!   private directory (mode 0700, so only the user reaches it), removing a
-//!   stale file of that name first and unlinking it when the [`Sock`] is
-//!   dropped.
+//! * Every context also listens on a unix `SOCK_SEQPACKET` socket
+//!   `w<ctx_id>` in the private directory (mode 0700, so only the user
+//!   reaches it), removing a stale file of that name first and unlinking it
+//!   when the [`Sock`] is dropped.  The listener and the connections it
+//!   accepts sit in an epoll set of the [`Sock`], whose descriptor
+//!   [`Sock::fds`] hands out with the UDP sockets.
 //! * A UDP datagram whose destination QPN the context does not own is
-//!   forwarded to the owner's `w<owner>` socket: a fixed header of
-//!   [`FWD_HDR`] bytes (magic and version, source and destination address as
-//!   16 bytes each, IPv4 as v4-mapped, source port, traffic class, hop limit
-//!   or TTL, interface index) followed by the UDP payload.  When nobody owns
-//!   the QPN, or the forward cannot be sent (the owner's queue is full, it
+//!   forwarded to the owner over a connection to its `w<owner>` (made on
+//!   first use, kept): one message of a fixed header of [`FWD_HDR`] bytes
+//!   (magic and version, source and destination address as 16 bytes each,
+//!   IPv4 as v4-mapped, source port, traffic class, hop limit or TTL,
+//!   interface index) followed by the UDP payload.  When nobody owns the
+//!   QPN, or the forward cannot be sent (the owner is that far behind, it
 //!   has gone), the datagram is dropped, as a NIC drops a packet for an
 //!   unknown QP; RC retransmits.  The forward is never forwarded again: a
 //!   forwarded datagram is accepted only if its destination address is one
 //!   of this context's addresses (and, for a link-local one, the interface
 //!   is ours) and the QPN is ours, else dropped.
+//! * Why connections, not one unix datagram socket per context: a unix
+//!   datagram socket takes at most `net.unix.max_dgram_qlen` (10 by default,
+//!   only root can raise it) unread datagrams from senders it is not
+//!   connected to, and RoCE traffic comes in bursts (a 64 KiB message is 16
+//!   packets; the flow hash sends a whole flow to one socket, so every
+//!   packet of a misplaced flow is forwarded): measured on loopback with two
+//!   processes and about 2 000 packets per second, 14 to 24 % of the
+//!   forwards were refused with `EAGAIN`.  A connected pair is not subject
+//!   to that limit, only to the sender's send buffer ([`FWD_SNDBUF`] asked
+//!   for); no loss in the same test.
 //! * Datagrams shorter than a BTH (12 bytes), truncated ones (longer than
 //!   [`BUF`]) and malformed forwards are dropped.
 //!
@@ -55,9 +68,11 @@
 //! thread finding it busy returns at once).  Ancillary data and addresses
 //! are parsed from bytes, without casts.
 
+use rustix::event::epoll;
+use rustix::io::Errno;
 use rustix::net::{
-    bind, ipproto, sendmsg_addr, socket_with, sockopt, AddressFamily, SendAncillaryBuffer, SendFlags, SocketAddrUnix,
-    SocketFlags, SocketType,
+    accept_with, bind, connect, ipproto, listen, sendmsg, sendmsg_addr, socket_with, sockopt, AddressFamily,
+    SendAncillaryBuffer, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
@@ -93,6 +108,18 @@ const CTRL: usize = 128;
 /// Bytes of a socket address buffer (a `sockaddr_in6`).
 const NAME: usize = 28;
 
+/// Most forwarding connections kept each way.
+const MAX_CONNS: usize = 1024;
+
+/// Send buffer asked for a forwarding connection (the forwards the owner
+/// has not read yet are charged to it).
+const FWD_SNDBUF: usize = 1 << 20;
+
+/// Receive buffer asked for a UDP socket (best effort, capped by
+/// `net.core.rmem_max`): a burst of a few hundred packets must not overflow
+/// the default 208 KiB while the context thread is busy.
+const UDP_RCVBUF: usize = 4 << 20;
+
 /// Most iovecs [`Sock::send`] takes.
 const MAX_PARTS: usize = 16;
 
@@ -113,14 +140,11 @@ pub struct RxMeta {
 }
 
 /// Receive buffers and per-datagram results of one `recvmmsg`.
-struct Rx {
+struct Bufs {
     data: Vec<u8>,
     ctrl: Vec<u8>,
     names: Vec<u8>,
     slots: Vec<Slot>,
-    /// Socket to start the next [`Sock::recv`] with (round robin, so that a
-    /// busy socket does not starve the others when `max` is reached).
-    next: usize,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -130,13 +154,34 @@ struct Slot {
     clen: usize,
 }
 
+/// The forwarding connections of a context.
+struct Conns {
+    /// Accepted from other contexts (in [`Sock::ep`]).
+    inc: Vec<OwnedFd>,
+    /// Made to other contexts, by owner id.
+    out: Vec<(u32, OwnedFd)>,
+}
+
+/// The receive state, used by one thread at a time.
+struct Rx {
+    bufs: Bufs,
+    conns: Conns,
+    /// Source to start the next [`Sock::recv`] with (round robin, so that a
+    /// busy socket does not starve the others when `max` is reached).
+    next: usize,
+}
+
 /// The sockets of one wire context: a UDP socket per local address, and the
 /// unix socket receiving datagrams forwarded by the other contexts.
 pub struct Sock {
     /// Bound addresses and their sockets (addresses canonical: IPv4 as `V4`).
     udp: Vec<(IpAddr, OwnedFd)>,
     addrs: Vec<IpAddr>,
-    unix: OwnedFd,
+    /// The `w<ctx_id>` listener.
+    listener: OwnedFd,
+    /// An epoll set of the listener and the accepted connections: readable
+    /// when any of them is.
+    ep: OwnedFd,
     dir: PathBuf,
     path: PathBuf,
     ctx_id: u32,
@@ -325,24 +370,24 @@ fn parse_fwd(p: &[u8]) -> Option<(RxMeta, u32)> {
     Some((m, u32::from_be_bytes(take(p, 40)?)))
 }
 
-impl Rx {
-    fn new() -> Rx {
-        Rx {
+impl Bufs {
+    fn new() -> Bufs {
+        Bufs {
             data: vec![0; BATCH * BUF],
             ctrl: vec![0; BATCH * CTRL],
             names: vec![0; BATCH * NAME],
             slots: vec![Slot::default(); BATCH],
-            next: 0,
         }
     }
 
     /// One nonblocking `recvmmsg` of at most `n` datagrams (at most
     /// [`BATCH`]) from `fd` into the buffers; returns how many arrived (0 on
-    /// EAGAIN or any error).  `meta`: ask for addresses and control data.
-    fn batch(&mut self, fd: BorrowedFd<'_>, n: usize, meta: bool) -> usize {
+    /// EAGAIN), `None` on any other error.  `meta`: ask for addresses and
+    /// control data.
+    fn batch(&mut self, fd: BorrowedFd<'_>, n: usize, meta: bool) -> Option<usize> {
         let n = n.min(BATCH);
         if n == 0 {
-            return 0;
+            return Some(0);
         }
         // SAFETY: iovec is plain data (a pointer and a length); all zero is
         // a valid (empty) value.
@@ -381,8 +426,16 @@ impl Rx {
                 std::ptr::null_mut(),
             )
         };
-        if r <= 0 {
-            return 0;
+        if r < 0 {
+            let e = io::Error::last_os_error().raw_os_error();
+            return if e == Some(libc::EAGAIN) || e == Some(libc::EINTR) {
+                Some(0)
+            } else {
+                None
+            };
+        }
+        if r == 0 {
+            return None;
         }
         let got = (r as usize).min(n);
         for (s, h) in self.slots.iter_mut().zip(hdrs.iter()).take(got) {
@@ -395,7 +448,7 @@ impl Rx {
                 clen: clen.min(CTRL),
             };
         }
-        got
+        Some(got)
     }
 }
 
@@ -415,7 +468,10 @@ impl Sock {
                 continue;
             }
             match open_udp(a, ifindex) {
-                Ok(fd) => udp.push((a, fd)),
+                Ok(fd) => {
+                    let _ = sockopt::set_socket_recv_buffer_size(&fd, UDP_RCVBUF);
+                    udp.push((a, fd))
+                }
                 Err(e) => last = Some(e),
             }
         }
@@ -424,31 +480,47 @@ impl Sock {
         }
         let path = fwd_path(dir, ctx_id);
         let _ = std::fs::remove_file(&path);
-        let unix = socket_with(
-            AddressFamily::UNIX,
-            SocketType::DGRAM,
-            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-            None,
-        )?;
-        bind(&unix, &SocketAddrUnix::new(&path)?)?;
-        Ok(Sock {
+        let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+        let listener = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, flags, None)?;
+        bind(&listener, &SocketAddrUnix::new(&path)?)?;
+        let sock = Sock {
             addrs: udp.iter().map(|(a, _)| *a).collect(),
             udp,
-            unix,
+            listener,
+            ep: epoll::create(epoll::CreateFlags::CLOEXEC)?,
             dir: dir.to_path_buf(),
             path,
             ctx_id,
             ifindex,
-            rx: Mutex::new(Rx::new()),
-        })
+            rx: Mutex::new(Rx {
+                bufs: Bufs::new(),
+                conns: Conns {
+                    inc: Vec::new(),
+                    out: Vec::new(),
+                },
+                next: 0,
+            }),
+        };
+        // (From here on, dropping `sock` unlinks the path.)
+        listen(&sock.listener, 64)?;
+        epoll::add(
+            &sock.ep,
+            &sock.listener,
+            epoll::EventData::new_u64(0),
+            epoll::EventFlags::IN,
+        )?;
+        Ok(sock)
     }
 
-    /// All sockets, for the context thread's epoll set.
+    /// The descriptors to wait on, for the context thread's epoll set: the
+    /// UDP sockets and an epoll descriptor holding the forwarding listener
+    /// and connections (readable when any of them is).  Level triggered:
+    /// [`Sock::recv`] drains what makes them readable.
     pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
         self.udp
             .iter()
             .map(|(_, fd)| fd.as_fd())
-            .chain(std::iter::once(self.unix.as_fd()))
+            .chain(std::iter::once(self.ep.as_fd()))
             .collect()
     }
 
@@ -489,15 +561,56 @@ impl Sock {
         Ok(())
     }
 
+    /// A new forwarding connection to context `owner`, if it listens.
+    fn connect_to(&self, owner: u32) -> Option<OwnedFd> {
+        let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+        let fd = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, flags, None).ok()?;
+        // Best effort (capped by net.core.wmem_max): the forwards in flight.
+        let _ = sockopt::set_socket_send_buffer_size(&fd, FWD_SNDBUF);
+        connect(&fd, &SocketAddrUnix::new(fwd_path(&self.dir, owner)).ok()?).ok()?;
+        Some(fd)
+    }
+
     /// Forwards a datagram to the context owning its QPN; failures drop it.
-    fn forward(&self, owner: u32, m: &RxMeta, payload: &[u8]) {
-        let Ok(addr) = SocketAddrUnix::new(fwd_path(&self.dir, owner)) else {
-            return;
-        };
+    fn forward(&self, conns: &mut Conns, owner: u32, m: &RxMeta, payload: &[u8]) {
         let h = fwd_header(m, self.ifindex);
         let iov = [IoSlice::new(&h), IoSlice::new(payload)];
         let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
-        let _ = sendmsg_addr(&self.unix, &addr, &iov, &mut SendAncillaryBuffer::default(), flags);
+        // A second try with a new connection if the cached one is broken.
+        for _ in 0..2 {
+            let i = match conns.out.iter().position(|(o, _)| *o == owner) {
+                Some(i) => i,
+                None => {
+                    let Some(fd) = self.connect_to(owner) else { return };
+                    if conns.out.len() >= MAX_CONNS {
+                        conns.out.remove(0);
+                    }
+                    conns.out.push((owner, fd));
+                    conns.out.len() - 1
+                }
+            };
+            match sendmsg(&conns.out[i].1, &iov, &mut SendAncillaryBuffer::default(), flags) {
+                // EAGAIN: the owner is that far behind; dropped.
+                Ok(_) | Err(Errno::AGAIN) => return,
+                Err(_) => {
+                    conns.out.swap_remove(i);
+                }
+            }
+        }
+    }
+
+    /// Accepts the pending forwarding connections.
+    fn accept_all(&self, conns: &mut Conns) {
+        let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+        while let Ok(fd) = accept_with(&self.listener, flags) {
+            // Beyond the limit, closed at once (the listener must not stay
+            // readable).
+            if conns.inc.len() < MAX_CONNS
+                && epoll::add(&self.ep, &fd, epoll::EventData::new_u64(1), epoll::EventFlags::IN).is_ok()
+            {
+                conns.inc.push(fd);
+            }
+        }
     }
 
     /// Drains up to `max` datagrams from all sockets, calling `f(meta,
@@ -512,38 +625,31 @@ impl Sock {
         owner: &dyn Fn(u32) -> Option<u32>,
         f: &mut dyn FnMut(&RxMeta, &[u8]),
     ) -> usize {
-        let mut rx = match self.rx.try_lock() {
+        let mut guard = match self.rx.try_lock() {
             Ok(g) => g,
             Err(TryLockError::WouldBlock) => return 0,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
-        let nsock = self.udp.len() + 1;
-        let start = rx.next % nsock;
-        rx.next = (start + 1) % nsock;
+        let rx = &mut *guard;
+        let nsrc = self.udp.len() + 1;
+        let start = rx.next % nsrc;
+        rx.next = (start + 1) % nsrc;
         let mut done = 0usize;
-        for k in 0..nsock {
-            let i = (start + k) % nsock;
+        for k in 0..nsrc {
+            let i = (start + k) % nsrc;
+            let Some((addr, fd)) = self.udp.get(i) else {
+                done += self.recv_forwards(rx, max.saturating_sub(done), mine, f);
+                continue;
+            };
             loop {
                 let want = max.saturating_sub(done).min(BATCH);
                 if want == 0 {
                     return done;
                 }
-                let got = match self.udp.get(i) {
-                    Some((addr, fd)) => {
-                        let got = rx.batch(fd.as_fd(), want, true);
-                        for j in 0..got {
-                            self.handle_udp(&rx, j, *addr, mine, owner, f);
-                        }
-                        got
-                    }
-                    None => {
-                        let got = rx.batch(self.unix.as_fd(), want, false);
-                        for j in 0..got {
-                            self.handle_fwd(&rx, j, mine, f);
-                        }
-                        got
-                    }
-                };
+                let got = rx.bufs.batch(fd.as_fd(), want, true).unwrap_or(0);
+                for j in 0..got {
+                    self.handle_udp(&rx.bufs, &mut rx.conns, j, *addr, mine, owner, f);
+                }
                 done += got;
                 if got < want {
                     break;
@@ -553,24 +659,75 @@ impl Sock {
         done
     }
 
+    /// Accepts new forwarding connections and drains up to `max` forwarded
+    /// datagrams from them; closes those that ended.
+    fn recv_forwards(
+        &self,
+        rx: &mut Rx,
+        max: usize,
+        mine: &dyn Fn(u32) -> bool,
+        f: &mut dyn FnMut(&RxMeta, &[u8]),
+    ) -> usize {
+        self.accept_all(&mut rx.conns);
+        let mut done = 0usize;
+        let mut c = 0usize;
+        while c < rx.conns.inc.len() {
+            let mut dead = false;
+            loop {
+                let want = max.saturating_sub(done).min(BATCH);
+                if want == 0 {
+                    break;
+                }
+                let got = match rx.bufs.batch(rx.conns.inc[c].as_fd(), want, false) {
+                    Some(g) => g,
+                    None => {
+                        dead = true;
+                        0
+                    }
+                };
+                for j in 0..got {
+                    // We never send an empty message: this is the end.
+                    if rx.bufs.slots.get(j).is_none_or(|s| s.len == 0) {
+                        dead = true;
+                        break;
+                    }
+                    self.handle_fwd(&rx.bufs, j, mine, f);
+                    done += 1;
+                }
+                if dead || got < want {
+                    break;
+                }
+            }
+            if dead {
+                // Closing removes it from the epoll set.
+                rx.conns.inc.swap_remove(c);
+            } else {
+                c += 1;
+            }
+        }
+        done
+    }
+
     /// Handles datagram `j` of a batch from the UDP socket of `addr`.
+    #[allow(clippy::too_many_arguments)]
     fn handle_udp(
         &self,
-        rx: &Rx,
+        bufs: &Bufs,
+        conns: &mut Conns,
         j: usize,
         addr: IpAddr,
         mine: &dyn Fn(u32) -> bool,
         owner: &dyn Fn(u32) -> Option<u32>,
         f: &mut dyn FnMut(&RxMeta, &[u8]),
     ) {
-        let Some(s) = rx.slots.get(j) else { return };
+        let Some(s) = bufs.slots.get(j) else { return };
         if s.flags & libc::MSG_TRUNC != 0 || s.len < MIN_LEN {
             return;
         }
         let (Some(p), Some(name), Some(ctrl)) = (
-            rx.data.get(j * BUF..j * BUF + s.len),
-            rx.names.get(j * NAME..(j + 1) * NAME),
-            rx.ctrl.get(j * CTRL..j * CTRL + s.clen),
+            bufs.data.get(j * BUF..j * BUF + s.len),
+            bufs.names.get(j * NAME..(j + 1) * NAME),
+            bufs.ctrl.get(j * CTRL..j * CTRL + s.clen),
         ) else {
             return;
         };
@@ -588,18 +745,18 @@ impl Sock {
             f(&m, p);
         } else if let Some(o) = owner(qpn) {
             if o != self.ctx_id {
-                self.forward(o, &m, p);
+                self.forward(conns, o, &m, p);
             }
         }
     }
 
-    /// Handles datagram `j` of a batch from the unix socket (a forward).
-    fn handle_fwd(&self, rx: &Rx, j: usize, mine: &dyn Fn(u32) -> bool, f: &mut dyn FnMut(&RxMeta, &[u8])) {
-        let Some(s) = rx.slots.get(j) else { return };
+    /// Handles datagram `j` of a batch from a forwarding connection.
+    fn handle_fwd(&self, bufs: &Bufs, j: usize, mine: &dyn Fn(u32) -> bool, f: &mut dyn FnMut(&RxMeta, &[u8])) {
+        let Some(s) = bufs.slots.get(j) else { return };
         if s.flags & libc::MSG_TRUNC != 0 || s.len < FWD_HDR + MIN_LEN {
             return;
         }
-        let Some(d) = rx.data.get(j * BUF..j * BUF + s.len) else {
+        let Some(d) = bufs.data.get(j * BUF..j * BUF + s.len) else {
             return;
         };
         let Some((m, ifindex)) = parse_fwd(d) else { return };
