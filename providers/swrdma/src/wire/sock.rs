@@ -776,6 +776,12 @@ impl Sock {
     }
 }
 
+// Whichever thread makes progress receives and sends: `Sock` is shared.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Sock>()
+};
+
 impl Drop for Sock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
