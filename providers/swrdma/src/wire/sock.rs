@@ -172,7 +172,8 @@ struct Rx {
 }
 
 /// The sockets of one wire context: a UDP socket per local address, and the
-/// unix socket receiving datagrams forwarded by the other contexts.
+/// unix listener whose connections carry the datagrams forwarded by the
+/// other contexts.
 pub struct Sock {
     /// Bound addresses and their sockets (addresses canonical: IPv4 as `V4`).
     udp: Vec<(IpAddr, OwnedFd)>,
