@@ -4,11 +4,17 @@
 //! A software RDMA device (our `swrdma` provider) has no kernel counterpart,
 //! so neither netlink nor sysfs can report it.  It exists only where someone
 //! asked for it: `RDMAV_SOFT_DEVICES=swr0[,swr1…]` (ignored by setuid
-//! programs, like the other user-controlled paths).  This module gives
+//! programs, like the other user-controlled paths).  An entry
+//! `<name>@<ifname>` (`rw0@veth1`) asks for a *wire* device: one bound to
+//! network interface `<ifname>` (RoCE v2 on that interface, its GIDs made
+//! from the interface's addresses by the provider); see [`requested_names`]
+//! for the syntax.  This module gives
 //!
 //! * discovery ([`crate::device`]) the device [`records`] it adds to what the
 //!   kernel reports, each with
-//!   - `modalias` `swrdma:<name>` (the provider matches on it),
+//!   - `modalias` `swrdma:<name>`, or `swrdma:<name>@<ifname>` for a wire
+//!     device (the provider matches on `swrdma:*` and reads the interface
+//!     from it),
 //!   - [`VSYSFS_SOFT`] in `flags` (no character device is opened for it),
 //!   - `ibdev_path` a per-user directory `<rt>/ibverbs-soft-<uid>/<name>`
 //!     (`<rt>` = `$XDG_RUNTIME_DIR` when set to an absolute path of a
@@ -61,18 +67,82 @@ pub struct SoftDevice {
     pub modalias: String,
 }
 
-/// Device names from the environment: comma separated, each 1–63 of
-/// `[A-Za-z0-9_-]` (anything else is ignored with a warning).
-pub fn requested_names(value: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for n in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let ok = n.len() < 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !ok {
-            eprintln!("{PFX}Warning: ignoring software device name '{n}' in {ENV}");
+/// One entry of the environment variable: a device name and, for a wire
+/// device, the network interface it is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requested {
+    pub name: String,
+    pub ifname: Option<String>,
+}
+
+impl Requested {
+    /// The modalias of the device's record: `swrdma:<name>`, or
+    /// `swrdma:<name>@<ifname>` for a wire device.
+    pub fn modalias(&self) -> String {
+        match &self.ifname {
+            Some(i) => format!("swrdma:{}@{i}", self.name),
+            None => format!("swrdma:{}", self.name),
+        }
+    }
+}
+
+/// A device name: 1–63 of `[A-Za-z0-9_-]`.
+fn valid_name(n: &str) -> bool {
+    !n.is_empty() && n.len() < 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A network interface name as the kernel accepts one (`dev_valid_name`):
+/// 1–15 bytes (`IFNAMSIZ` - 1), not `.` or `..`, no `/`, `:` or white space
+/// (the kernel's `isspace`, which includes 0xa0).
+pub fn valid_ifname(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() < 16
+        && n != "."
+        && n != ".."
+        && n.bytes()
+            .all(|b| b != b'/' && b != b':' && !b.is_ascii_whitespace() && b != 0x0b && b != 0xa0)
+}
+
+/// The entries of the environment variable: comma separated, each
+/// `<name>` (a device of the loopback fabric) or `<name>@<ifname>` (a wire
+/// device bound to interface `<ifname>`), `<name>` 1–63 of
+/// `[A-Za-z0-9_-]`, `<ifname>` a name the kernel would accept for an
+/// interface ([`valid_ifname`]).  Anything else is ignored with a warning,
+/// as is a second entry for a name with another interface and a second
+/// wire device on one interface (rxe too refuses a second device on a
+/// network device); an exact repetition is dropped silently.
+pub fn requested_names(value: &str) -> Vec<Requested> {
+    parse(value, true)
+}
+
+/// [`requested_names`], with its warnings on stderr when `warn`.
+fn parse(value: &str, warn: bool) -> Vec<Requested> {
+    let mut out: Vec<Requested> = Vec::new();
+    for e in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let (n, ifname) = match e.split_once('@') {
+            Some((n, i)) => (n, Some(i)),
+            None => (e, None),
+        };
+        if !valid_name(n) || !ifname.is_none_or(valid_ifname) {
+            if warn {
+                eprintln!("{PFX}Warning: ignoring software device name '{e}' in {ENV}");
+            }
             continue;
         }
-        if !out.iter().any(|o| o == n) {
-            out.push(n.to_owned());
+        let r = Requested {
+            name: n.to_owned(),
+            ifname: ifname.map(str::to_owned),
+        };
+        match out
+            .iter()
+            .find(|o| o.name == r.name || (r.ifname.is_some() && o.ifname == r.ifname))
+        {
+            None => out.push(r),
+            Some(o) if *o == r => {}
+            Some(_) if warn => {
+                eprintln!("{PFX}Warning: ignoring software device name '{e}' in {ENV} (already requested)")
+            }
+            Some(_) => {}
         }
     }
     out
@@ -143,13 +213,14 @@ pub fn user_dir() -> Option<PathBuf> {
     }
 }
 
-/// The names requested by the environment (no directory is created).
-pub fn requested_env() -> Vec<String> {
+/// The devices requested by the environment (no directory is created;
+/// quiet: [`records`] has warned about the entries it ignores).
+pub fn requested_env() -> Vec<Requested> {
     if crate::env::is_setuid() {
         return Vec::new();
     }
     match crate::env::get(ENV) {
-        Some(v) => requested_names(&v.to_string_lossy()),
+        Some(v) => parse(&v.to_string_lossy(), false),
         None => Vec::new(),
     }
 }
@@ -163,15 +234,15 @@ pub fn requested() -> Vec<SoftDevice> {
     let Some(v) = crate::env::get(ENV) else {
         return Vec::new();
     };
-    let names = requested_names(&v.to_string_lossy());
-    if names.is_empty() {
+    let entries = requested_names(&v.to_string_lossy());
+    if entries.is_empty() {
         return Vec::new();
     }
     let Some(dir) = user_dir() else { return Vec::new() };
-    names
+    entries
         .into_iter()
-        .filter_map(|name| {
-            let p = dir.join(&name);
+        .filter_map(|r| {
+            let p = dir.join(&r.name);
             if std::fs::symlink_metadata(&p).is_err() {
                 let _ = std::fs::DirBuilder::new().mode(0o700).create(&p);
             }
@@ -186,17 +257,18 @@ pub fn requested() -> Vec<SoftDevice> {
                 let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700));
             }
             Some(SoftDevice {
-                modalias: format!("swrdma:{name}"),
+                modalias: r.modalias(),
                 ibdev_path: p,
-                name,
+                name: r.name,
             })
         })
         .collect()
 }
 
 /// The discovery records of the software devices the environment asks for:
-/// no char device ([`VSYSFS_SOFT`]), matched by their `swrdma:<name>`
-/// modalias (already "read", so sysfs is not asked), index -1 and no
+/// no char device ([`VSYSFS_SOFT`]), matched by their `swrdma:<name>` or
+/// `swrdma:<name>@<ifname>` modalias (already "read", so sysfs is not
+/// asked), named `<name>`, index -1 and no
 /// creation time, so a rescan keeps them.
 pub fn records() -> Vec<SysfsDev> {
     let mut out = Vec::new();
@@ -354,10 +426,72 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    fn plain(n: &str) -> Requested {
+        Requested {
+            name: n.into(),
+            ifname: None,
+        }
+    }
+
+    fn wire(n: &str, i: &str) -> Requested {
+        Requested {
+            name: n.into(),
+            ifname: Some(i.into()),
+        }
+    }
+
     #[test]
     fn names() {
-        assert_eq!(requested_names("swr0, swr1,,swr0"), vec!["swr0", "swr1"]);
+        assert_eq!(requested_names("swr0, swr1,,swr0"), vec![plain("swr0"), plain("swr1")]);
         assert!(requested_names("../x").is_empty());
         assert!(requested_names("").is_empty());
+        assert!(requested_names(&"a".repeat(64)).is_empty());
+        assert_eq!(requested_names(&"a".repeat(63)), vec![plain(&"a".repeat(63))]);
+    }
+
+    #[test]
+    fn wire_entries() {
+        assert_eq!(
+            requested_names("swr0,rw0@veth1, rw1@eth0.100 ,rw0@veth1"),
+            vec![plain("swr0"), wire("rw0", "veth1"), wire("rw1", "eth0.100")]
+        );
+        // The same name again with another interface (or none): the first
+        // entry stays.
+        assert_eq!(requested_names("rw0@veth1,rw0@veth0,rw0"), vec![wire("rw0", "veth1")]);
+        assert_eq!(requested_names("swr0,swr0@lo"), vec![plain("swr0")]);
+        // One wire device per interface.
+        assert_eq!(
+            requested_names("rw0@lo,rw1@lo,rw2@veth0"),
+            vec![wire("rw0", "lo"), wire("rw2", "veth0")]
+        );
+        // The interface name as the kernel's dev_valid_name takes it.
+        assert_eq!(
+            requested_names(&format!("a@{}", "i".repeat(15))),
+            vec![wire("a", &"i".repeat(15))]
+        );
+        for bad in [
+            "a@",
+            "@lo",
+            "a@.",
+            "a@..",
+            "a@x/y",
+            "a@x:1",
+            "a@x y",
+            "a@x\ty",
+            "a@\u{a0}x",
+            "a/b@lo",
+        ] {
+            assert!(requested_names(bad).is_empty(), "{bad:?}");
+        }
+        assert!(requested_names(&format!("a@{}", "i".repeat(16))).is_empty());
+        // Split at the first '@': the kernel allows '@' in interface names.
+        assert_eq!(requested_names("a@b@c"), vec![wire("a", "b@c")]);
+        assert_eq!(requested_names("a@..x"), vec![wire("a", "..x")]);
+    }
+
+    #[test]
+    fn modaliases() {
+        assert_eq!(plain("swr0").modalias(), "swrdma:swr0");
+        assert_eq!(wire("rw0", "veth1").modalias(), "swrdma:rw0@veth1");
     }
 }

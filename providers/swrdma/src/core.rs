@@ -423,8 +423,11 @@ pub enum RecvErr {
 pub struct Ctx {
     id: u32,
     dir: PathBuf,
-    gids: [[u8; 16]; crate::device::GID_TBL_LEN],
+    /// The used entries of the port's GID table (`DevInfo::gids`).
+    gids: Vec<[u8; 16]>,
     guid: u64,
+    /// A wire device's interface, as read when the context was opened.
+    wire: Option<crate::device::WireCfg>,
     #[allow(dead_code)] // the `ibv_context` this is the device state of (for debuggers)
     ibctx: usize,
     qps: RwLock<HashMap<u32, Arc<Qp>>>,
@@ -519,8 +522,9 @@ impl Ctx {
     pub fn open(
         id: u32,
         dir: PathBuf,
-        gids: [[u8; 16]; crate::device::GID_TBL_LEN],
+        gids: Vec<[u8; 16]>,
         guid: u64,
+        wire: Option<crate::device::WireCfg>,
         ibctx: usize,
     ) -> Result<(Arc<Ctx>, OwnedFd), c_int> {
         use rustix::event::{eventfd, EventfdFlags};
@@ -539,6 +543,7 @@ impl Ctx {
             dir,
             gids,
             guid,
+            wire,
             ibctx,
             qps: RwLock::new(HashMap::new()),
             srqs: RwLock::new(HashMap::new()),
@@ -573,9 +578,20 @@ impl Ctx {
         self.guid
     }
 
-    /// GID `index` of the port (clamped to the table).
+    /// GID `index` of the port (clamped to the used entries).
     pub fn gid(&self, index: usize) -> [u8; 16] {
         self.gids[index.min(self.gids.len() - 1)]
+    }
+
+    /// The number of used GID table entries (indices `0..n`; a source GID
+    /// index beyond them names an empty slot).
+    pub fn gid_count(&self) -> usize {
+        self.gids.len()
+    }
+
+    /// A wire device's interface (`None`: a plain device).
+    pub fn wire(&self) -> Option<&crate::device::WireCfg> {
+        self.wire.as_ref()
     }
 
     /// A fresh id for a PD, XRCD or DM (unique in the context).

@@ -248,7 +248,7 @@ pub unsafe extern "C" fn alloc_context(
 /// `verbs_context` at the start of a zeroed `SwCtx`.
 unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<(), c_int> {
     // SAFETY: `device` is live (the contract).
-    let info = unsafe { device::info_of_device(device) };
+    let info = unsafe { device::info_of_device(device) }?;
     device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
     device::private_dir(&dir).map_err(|_| libc::EPERM)?;
@@ -256,7 +256,7 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     // SAFETY: `vctx` is live and initialised (the contract).
     let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
     crate::mem::init();
-    let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, ctx as usize)?;
+    let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, info.wire, ctx as usize)?;
     let tc = c.clone();
     let h = std::thread::Builder::new()
         .name("swrdma".into())
@@ -403,17 +403,20 @@ unsafe extern "C" fn query_device_ex(
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
-unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_port_attr) -> c_int {
+unsafe extern "C" fn query_port(c: *mut ibv_context, port: u8, attr: *mut ibv_port_attr) -> c_int {
     if port != 1 {
         return libc::EINVAL;
     }
+    // SAFETY: `c` is one of our contexts (the contract).
+    let w = unsafe { ctx_of(c) }.wire();
+    let (state, phys_state) = device::port_state(w);
     // SAFETY: `attr` is room for a port attribute (the verb's contract),
     // not otherwise referenced during the call.
     let a = unsafe { &mut *attr };
-    a.state = IBV_PORT_ACTIVE;
+    a.state = state;
     a.max_mtu = IBV_MTU_4096;
-    a.active_mtu = IBV_MTU_4096;
-    a.gid_tbl_len = device::GID_TBL_LEN as i32;
+    a.active_mtu = device::active_mtu(w);
+    a.gid_tbl_len = device::gid_tbl_len(w) as i32;
     a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
     a.max_msg_sz = 0x8000_0000;
     a.bad_pkey_cntr = 0;
@@ -428,7 +431,7 @@ unsafe extern "C" fn query_port(_c: *mut ibv_context, port: u8, attr: *mut ibv_p
     a.init_type_reply = 0;
     a.active_width = 2; // 4X
     a.active_speed = 32; // EDR
-    a.phys_state = 5; // LinkUp
+    a.phys_state = phys_state;
     a.link_layer = IBV_LINK_LAYER_ETHERNET as u8;
     a.flags = 0;
     a.port_cap_flags2 = 0;
@@ -1094,7 +1097,8 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
     // SAFETY: `attr` is a valid address vector and `pd` one of our PDs (the
     // verb's contract); the attribute is copied.
     let (attr, context) = unsafe { (*attr, (*pd).context) };
-    if let Err(e) = check_av(&attr) {
+    // SAFETY: `context` is one of our contexts (the PD's).
+    if let Err(e) = check_av(&attr, unsafe { ctx_of(context) }.gid_count()) {
         set_errno(e);
         return std::ptr::null_mut();
     }
@@ -1956,7 +1960,7 @@ fn lid_routing() -> bool {
 /// An address vector as the kernel checks it for a RoCE port
 /// (rdma_check_ah_attr, rdma_get_gid_attr): port 1, a GRH (RoCE routes by
 /// GID), a source GID of the table, a destination GID that is not zero.
-fn check_av(a: &ibv_ah_attr) -> Result<(), c_int> {
+fn check_av(a: &ibv_ah_attr, gids: usize) -> Result<(), c_int> {
     if a.port_num != 1 {
         return Err(libc::EINVAL);
     }
@@ -1964,7 +1968,7 @@ fn check_av(a: &ibv_ah_attr) -> Result<(), c_int> {
         // (peers are found by QPN: a LID-only vector reaches them too)
         return if lid_routing() { Ok(()) } else { Err(libc::EINVAL) };
     }
-    if a.grh.sgid_index as usize >= device::GID_TBL_LEN {
+    if a.grh.sgid_index as usize >= gids {
         return Err(libc::EINVAL);
     }
     // SAFETY: every bit pattern of the 16-byte union is a valid `raw`.
@@ -2001,7 +2005,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             return libc::EINVAL;
         }
         if mask & IBV_QP_AV != 0 {
-            if let Err(e) = check_av(&a.ah_attr) {
+            if let Err(e) = check_av(&a.ah_attr, c.gid_count()) {
                 return e;
             }
         }
