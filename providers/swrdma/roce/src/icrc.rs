@@ -131,9 +131,12 @@ fn body(mut reg: u32, parts: &[&[u8]]) -> u32 {
 
 /// The ICRC of a packet we send: the UDP payload given in pieces (headers,
 /// payload, pad zeros), ICRC not included.  IPv4 datagrams are taken to
-/// leave with identification 0 and DF set (what the kernel gives an
-/// unconnected UDP socket with IP_PMTUDISC_DO, see ip_select_ident_segs),
-/// no IP options.  Returns the 4 bytes to append, in wire order.
+/// leave with identification 0 and DF set and no IP options: what the
+/// kernel gives a datagram of an UNCONNECTED UDP socket with
+/// IP_MTU_DISCOVER = IP_PMTUDISC_DO (ip_select_ident_segs: a connected
+/// socket numbers its datagrams, IP_PMTUDISC_PROBE or no DF draws a hashed
+/// identification, and this ICRC would then be wrong).  Returns the 4
+/// bytes to append, in wire order.
 pub fn icrc(ip: &IpInfo, parts: &[&[u8]]) -> [u8; 4] {
     let len: usize = parts.iter().map(|p| p.len()).sum();
     let reg = body(prefix(ip, len + ICRC_LEN, 0, DF), parts);
