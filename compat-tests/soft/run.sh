@@ -10,7 +10,8 @@
 # Another architecture (compat-tests/arm64): SOFT_CC compiles the suite's own
 # C programs, SOFT_EXEC (e.g. "qemu-aarch64-static -L ROOT") runs them, and
 # RUST_TARGET with its CARGO_TARGET_<T>_RUNNER runs the ring tests
-# (SOFT_RING_TESTS=0 leaves them out, SOFT_RING_WHY says why).
+# (SOFT_RING_TESTS=0 leaves them out, SOFT_RING_WHY says why; likewise
+# SOFT_ROCE_TESTS/SOFT_ROCE_WHY for the RoCE v2 wire-format tests).
 set -u
 . "$(dirname "$0")/../lib.sh"
 suite_begin soft
@@ -173,6 +174,17 @@ elif command -v cargo >/dev/null; then
         pass "ring protocol (cargo test)"
     else
         fail "ring protocol (cargo test)" "$(grep -E 'panicked|FAILED|error' "$OUT/ring-tests" | head -n2 | tr '\n' ' ')"
+    fi
+fi
+
+# --- the RoCE v2 wire format (providers/swrdma/roce: headers, ICRC, GRH) ------
+if [ "${SOFT_ROCE_TESTS:-1}" = 0 ]; then
+    skip "RoCE v2 wire format (cargo test)" "SOFT_ROCE_TESTS=0 (${SOFT_ROCE_WHY:-asked})"
+elif command -v cargo >/dev/null; then
+    if (timeout 600 cargo test --release --offline -q -p swrdma-roce ${RUST_TARGET:+--target "$RUST_TARGET"}) >"$OUT/roce-tests" 2>&1; then
+        pass "RoCE v2 wire format (cargo test: $(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$OUT/roce-tests" | head -n1) tests)"
+    else
+        fail "RoCE v2 wire format (cargo test)" "$(grep -E 'panicked|FAILED|error' "$OUT/roce-tests" | head -n2 | tr '\n' ' ')"
     fi
 fi
 
