@@ -355,6 +355,8 @@ pub struct QpSt {
     /// time (CLOCK_MONOTONIC ns), as on the wire after `retry_cnt`
     /// unanswered retransmissions.
     pub lost_at: Option<u64>,
+    /// The QP's state on the wire (a wire device's QPs only).
+    pub wq: crate::wire::engine::WQp,
 }
 
 pub struct Qp {
@@ -391,6 +393,7 @@ impl Qp {
             probing: false,
             probe: None,
             lost_at: None,
+            wq: Default::default(),
         }
     }
 }
@@ -469,6 +472,8 @@ pub struct Ctx {
     dir_tbl: Option<crate::direct::Dir>,
     /// Peer contexts' directories, by context id (direct.rs).
     peers: Mutex<HashMap<u32, Arc<crate::direct::Peer>>>,
+    /// A wire device's RoCE v2 transport (wire/engine.rs).
+    wire_rt: std::sync::OnceLock<Arc<crate::wire::engine::Wire>>,
 }
 
 // (`Ctx` is `Send` and `Sync` by its fields: descriptors are `OwnedFd`s,
@@ -492,6 +497,8 @@ const MAX_BACKLOG: usize = 256 * 1024;
 /// with their socket's descriptor number).
 const TAG_LISTEN: u64 = u64::MAX;
 const TAG_EFD: u64 = u64::MAX - 1;
+/// A socket of the wire transport.
+const TAG_WIRE: u64 = u64::MAX - 2;
 /// Tags of connections waiting for their hello: this bit and the socket.
 const TAG_HELLO: u64 = 1 << 32;
 /// Tags of the peers' pidfds: this bit and the pidfd.
@@ -570,8 +577,33 @@ impl Ctx {
                 None
             },
             peers: Mutex::new(HashMap::new()),
+            wire_rt: std::sync::OnceLock::new(),
         });
         Ok((c, async_r))
+    }
+
+    /// The RoCE v2 transport of a wire device's context.
+    pub fn wire_rt(&self) -> Option<&Arc<crate::wire::engine::Wire>> {
+        self.wire_rt.get()
+    }
+
+    /// Makes this context's QPs speak RoCE v2 through `w` (once, right
+    /// after `open`): its sockets join the thread's epoll set.
+    pub fn set_wire(&self, w: Arc<crate::wire::engine::Wire>) {
+        for fd in w.sock.fds() {
+            let _ = epoll::add(
+                &self.epfd,
+                fd,
+                epoll::EventData::new_u64(TAG_WIRE),
+                epoll::EventFlags::IN,
+            );
+        }
+        let _ = self.wire_rt.set(w);
+    }
+
+    /// Every QP of the context.
+    pub fn all_qps(&self) -> Vec<Arc<Qp>> {
+        self.qps.read().unwrap().values().cloned().collect()
     }
 
     pub fn guid(&self) -> u64 {
@@ -1073,7 +1105,8 @@ impl Ctx {
             }
             if !self.any_rx() {
                 // (Retransmissions waiting for their timer: look again soon.)
-                self.handle_epoll(if self.pending.load(Ordering::Relaxed) { 1 } else { 100 });
+                let soon = self.pending.load(Ordering::Relaxed) || self.wire_rt.get().is_some_and(|w| w.busy());
+                self.handle_epoll(if soon { 1 } else { 100 });
             }
             for l in self.links().iter() {
                 l.rx().set_sleeping(false);
@@ -1117,7 +1150,11 @@ impl Ctx {
                         self.take_hello(fd, now_ns() + net::HELLO_DEADLINE_NS);
                     }
                 }
-            } else if tag & TAG_HELLO != 0 && tag < TAG_EFD {
+            } else if tag == TAG_WIRE {
+                if let Some(w) = self.wire_rt.get() {
+                    w.progress(self);
+                }
+            } else if tag & TAG_HELLO != 0 && tag < TAG_WIRE {
                 let fd = (tag & !TAG_HELLO) as RawFd;
                 let mut hs = lock(&self.hellos);
                 let Some(i) = hs.iter().position(|(s, _)| s.as_raw_fd() == fd) else {
@@ -1127,7 +1164,7 @@ impl Ctx {
                 drop(hs);
                 let _ = epoll::delete(&self.epfd, &s);
                 self.take_hello(s, deadline);
-            } else if tag & TAG_PID != 0 && tag < TAG_EFD {
+            } else if tag & TAG_PID != 0 && tag < TAG_WIRE {
                 // A peer process exited: its link is dead, as on a hangup.
                 let fd = (tag & !TAG_PID) as RawFd;
                 let l = lock(&self.pidfds)
@@ -1264,6 +1301,9 @@ impl Ctx {
         }
         if self.pending.load(Ordering::Relaxed) {
             self.retry_pending();
+        }
+        if let Some(w) = self.wire_rt.get() {
+            n += w.progress(self);
         }
         n
     }
@@ -1861,7 +1901,7 @@ impl Ctx {
         }
     }
 
-    fn take_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg) -> Option<(RWqe, Option<Arc<Cq>>, u32)> {
+    pub fn take_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg) -> Option<(RWqe, Option<Arc<Cq>>, u32)> {
         if qp.srq.is_some() || qp.qpt == IBV_QPT_XRC_RECV {
             let s = self.srq_for(qp, m)?;
             let mut ss = lock(&s.st);

@@ -212,6 +212,7 @@ pub fn reclaim(dir: &Path) {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let Ok(rd) = std::fs::read_dir(dir) else { return };
     let mut links = Vec::new();
+    let mut wires = Vec::new();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -224,6 +225,8 @@ pub fn reclaim(dir: &Path) {
             if let Probe::Dead = probe(&e.path()) {
                 let _ = std::fs::remove_file(e.path());
             }
+        } else if numbered(&name, 'w').is_some() && ft.is_socket() {
+            wires.push(e.path());
         } else if numbered(&name, 't').is_some() && ft.is_socket() {
             let old = e.metadata().is_ok_and(|m| now - m.mtime() > TEMP_GRACE_SECS);
             if old {
@@ -231,6 +234,17 @@ pub fn reclaim(dir: &Path) {
                     let _ = std::fs::remove_file(e.path());
                 }
             }
+        }
+    }
+    // A wire context's forwarding socket `w<id>` (wire/sock.rs) goes with
+    // its context: made after `c<id>` listens, left behind only by a
+    // killed process whose `c<id>` is reclaimed above.
+    for w in wires {
+        let id = w.file_name().and_then(|n| numbered(n, 'w'));
+        if id.is_some_and(|id| {
+            std::fs::symlink_metadata(ctx_sock_path(dir, id)).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        }) {
+            let _ = std::fs::remove_file(&w);
         }
     }
     for q in links {

@@ -5,6 +5,7 @@ use crate::core::*;
 use crate::device;
 use crate::direct;
 use crate::net;
+use crate::wire;
 use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -256,7 +257,22 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     // SAFETY: `vctx` is live and initialised (the contract).
     let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
     crate::mem::init();
+    let wdir = dir.clone();
     let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, info.wire, ctx as usize)?;
+    if let Some(wc) = c.wire() {
+        // A wire device: its UDP sockets on port 4791 (wire/sock.rs).
+        let sock = wire::sock::Sock::open(&wdir, id, wc.ifindex, &wc.addrs).map_err(|e| {
+            eprintln!(
+                "libibverbs: swrdma: {}: no UDP port {} on the addresses of {}: {e}",
+                info.name,
+                swrdma_roce::ROCE_PORT,
+                wc.ifname
+            );
+            e.raw_os_error().unwrap_or(libc::EIO)
+        })?;
+        let mtu = wire::engine::mtu_bytes(device::active_mtu(Some(wc)));
+        c.set_wire(Arc::new(wire::engine::Wire::new(sock, mtu, wdir)));
+    }
     let tc = c.clone();
     let h = std::thread::Builder::new()
         .name("swrdma".into())
@@ -1681,6 +1697,11 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         set_errno(if known { libc::EOPNOTSUPP } else { libc::EINVAL });
         return std::ptr::null_mut();
     }
+    if matches!(qpt, IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV) && c.wire_rt().is_some() {
+        // (XRC on the wire needs XRCETH: not implemented, as on rxe.)
+        set_errno(libc::EOPNOTSUPP);
+        return std::ptr::null_mut();
+    }
     let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
         a.pd
     } else {
@@ -2012,6 +2033,16 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
         if mask & IBV_QP_PATH_MTU != 0 && !(IBV_MTU_256..=IBV_MTU_4096).contains(&a.path_mtu) {
             return libc::EINVAL;
         }
+        if let Some(w) = c.wire_rt() {
+            // A wire QP's path: a RoCE v2 GID of ours and one of the same
+            // family to send to.
+            if mask & IBV_QP_AV != 0
+                && matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC)
+                && wire::engine::ud_path(w, c, &a.ah_attr).is_none()
+            {
+                return libc::EINVAL;
+            }
+        }
         let conn = matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV);
         let need = required_attrs(qp.qpt, cur, new);
         let may = need | optional_attrs(qp.qpt, cur, new) | IBV_QP_STATE;
@@ -2057,16 +2088,20 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             st.next_seq = 1;
             clean_cqs(&qp);
         }
+        if let Some(w) = c.wire_rt() {
+            w.modified(c, &qp, &mut st, new, mask);
+        }
         st.state = new;
         c.publish_qp(&qp, &st);
         // SAFETY: `ibqp` is our live QP; the library reads `state` only
         // under the verbs' own serialisation of modify_qp on one QP.
         unsafe { (*ibqp).state = new };
-        connect_to = if conn && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
-            Some(st.attr.dest_qp_num)
-        } else {
-            None
-        };
+        connect_to =
+            if conn && c.wire_rt().is_none() && qp.qpt != IBV_QPT_XRC_RECV && new == IBV_QPS_RTR && st.link.is_none() {
+                Some(st.attr.dest_qp_num)
+            } else {
+                None
+            };
     }
     if let Some(d) = connect_to {
         // Best effort: connect now so the first send does not pay for it.
@@ -2389,6 +2424,10 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             }
         }
     }
+    if let Some(w) = c.wire_rt() {
+        // SAFETY: `wr` is the application's valid request (the contract).
+        return unsafe { post_wire(c, w, qp, wr, op, signaled, inline, sges, len, own_qkey) };
+    }
     // Destination.
     let mut m = Msg {
         src_qpn: qp.qpn,
@@ -2640,6 +2679,121 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
         }
         c.to_err(qp, &mut st);
     }
+    Ok(())
+}
+
+/// A request of a wire device's QP (checked by `post_one` so far): the
+/// rest of the checks, then onto the wire (wire/engine.rs).
+///
+/// # Safety
+/// `wr` is a valid send request; `sges` passed `check_local` (or is inline
+/// data readable for the call).
+#[allow(clippy::too_many_arguments)]
+unsafe fn post_wire(
+    c: &Ctx,
+    w: &wire::engine::Wire,
+    qp: &Arc<Qp>,
+    wr: &ibv_send_wr,
+    op: u32,
+    signaled: bool,
+    inline: bool,
+    sges: &[ibv_sge],
+    len: u64,
+    own_qkey: u32,
+) -> Result<(), c_int> {
+    use wire::engine::{Req, KCAS, KFAA, KREAD, KSEND, KWRITE};
+    let kind = match wr.opcode {
+        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => KSEND,
+        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => KWRITE,
+        IBV_WR_RDMA_READ => KREAD,
+        IBV_WR_ATOMIC_CMP_AND_SWP => KCAS,
+        IBV_WR_ATOMIC_FETCH_AND_ADD => KFAA,
+        _ => return Err(libc::EINVAL), // (ATOMIC_WRITE, TSO: not on the wire)
+    };
+    if qp.qpt == IBV_QPT_UD && len > w.mtu as u64 {
+        return Err(libc::EINVAL);
+    }
+    let mut r = Req {
+        seq: 0,
+        kind,
+        first: 0,
+        npkts: 0,
+        len,
+        raddr: 0,
+        rkey: 0,
+        imm: None,
+        inv: None,
+        cmp: 0,
+        swap: 0,
+        se: wr.send_flags & IBV_SEND_SOLICITED != 0,
+        sges: Vec::new(),
+        data: None,
+        ud: None,
+        loff: 0,
+        last: true,
+    };
+    // SAFETY: the union members read below are each opcode's own
+    // (integers only: any bits are a value).
+    unsafe {
+        match wr.opcode {
+            // (`imm_data` holds the ImmDt bytes as they go on the wire.)
+            IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM => r.imm = Some(u32::from_be(wr.imm.imm_data)),
+            IBV_WR_SEND_WITH_INV => r.inv = Some(wr.imm.invalidate_rkey),
+            _ => {}
+        }
+        match kind {
+            KWRITE | KREAD => {
+                r.raddr = wr.wr.rdma.remote_addr;
+                r.rkey = wr.wr.rdma.rkey;
+            }
+            KCAS | KFAA => {
+                r.raddr = wr.wr.atomic.remote_addr;
+                r.rkey = wr.wr.atomic.rkey;
+                r.cmp = wr.wr.atomic.compare_add;
+                r.swap = wr.wr.atomic.swap;
+            }
+            _ => {}
+        }
+    }
+    if qp.qpt == IBV_QPT_UD {
+        // SAFETY: a UD request uses the `ud` member (integers, a pointer).
+        let ud = unsafe { wr.wr.ud };
+        let ah = ud.ah as *mut SwAh;
+        if ah.is_null() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: non-null, so one of our live `SwAh`s (the contract).
+        let aa = unsafe { &(*ah).attr };
+        let Some((s, d)) = wire::engine::ud_path(w, c, aa) else {
+            return Err(libc::EINVAL);
+        };
+        let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
+            own_qkey
+        } else {
+            ud.remote_qkey
+        };
+        r.ud = Some((s, d, ud.remote_qpn & 0xff_ffff, qkey));
+    }
+    if inline {
+        let mut d = vec![0u8; len as usize];
+        // SAFETY: inline data is readable for the call (the contract); `d`
+        // has `len` bytes.
+        unsafe { gather(sges, 0, d.as_mut_ptr(), len as usize) };
+        r.data = Some(d);
+    } else {
+        r.sges = sges.to_vec();
+    }
+    let mut st = lock(&qp.st);
+    if st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
+        drop(st);
+        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
+        return Ok(());
+    }
+    let seq = st.next_seq;
+    st.next_seq += 1;
+    r.seq = seq;
+    let swqe = SWqe::local(seq, wr.wr_id, op, signaled, len as u32, None);
+    w.post(c, qp, &mut st, r, swqe);
     Ok(())
 }
 

@@ -1,3 +1,4 @@
 //! The wire device: RoCE v2 over a network interface.
 
+pub mod engine;
 pub mod sock;

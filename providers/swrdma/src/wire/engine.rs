@@ -1,0 +1,1435 @@
+//! The RoCE v2 transport of a wire device: requester and responder of RC,
+//! UC and UD over UDP port 4791 (IBTA Annex A17), packet by packet, with
+//! PSNs, ACK/NAK, retransmission after the QP's local ACK timeout
+//! (`retry_cnt` times), RNR NAKs with the responder's RNR timer
+//! (`rnr_retry` times, 7: without limit), duplicate and out-of-order
+//! handling, the QP's path MTU and the ICRC on every packet.
+//!
+//! Everything a QP does on the wire happens under its `st` lock: a post
+//! sends what the window allows at once, received packets are handled by
+//! whoever makes progress (`ibv_poll_cq` or the context's thread), and the
+//! timers are looked at by the same progress.  Every access to this
+//! process's memory on behalf of a peer goes through the context's MR table
+//! (`Ctx::with_remote`, `write_remote`, `atomic_remote`): a peer reaches
+//! only what an rkey of ours grants.
+
+use crate::abi::*;
+use crate::core::*;
+use crate::wire::sock::{RxMeta, Sock};
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv6Addr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use swrdma_roce as roce;
+use swrdma_roce::{op, Aeth, AtomicEth, Bth, Deth, Hdr, Reth};
+
+/// Packets (PSNs) of one QP on the wire and not yet acknowledged: a
+/// congestion window that halves on a loss and grows by one per
+/// acknowledgement that makes progress, between these bounds (rxe keeps
+/// at most 128 PSNs unacknowledged).
+const CWND_MIN: u32 = 16;
+const CWND_INIT: u32 = 32;
+const CWND_MAX: u32 = 128;
+/// A READ asks for at most this many response packets per request (a
+/// larger one is asked for in parts, each its own READ request).
+const READ_CHUNK: u32 = 16;
+/// An RC requester asks for an ACK at least every this many packets.
+const ACK_EVERY: u32 = 32;
+/// Atomic results kept for duplicate requests (the responder replays them).
+const ATOMIC_HISTORY: usize = 32;
+/// The partition key of every packet (the default P_Key, full member).
+const PKEY: u16 = 0xffff;
+
+pub const KSEND: u8 = 0;
+pub const KWRITE: u8 = 1;
+pub const KREAD: u8 = 2;
+pub const KCAS: u8 = 3;
+pub const KFAA: u8 = 4;
+
+/// One request of the send queue, as the wire needs it.
+pub struct Req {
+    /// The `SWqe` it completes (`seq`).
+    pub seq: u64,
+    pub kind: u8,
+    /// Its first PSN and how many PSNs it takes (READ: its responses).
+    pub first: u32,
+    pub npkts: u32,
+    pub len: u64,
+    pub raddr: u64,
+    pub rkey: u32,
+    pub imm: Option<u32>,
+    pub inv: Option<u32>,
+    pub cmp: u64,
+    pub swap: u64,
+    pub se: bool,
+    /// Where the data comes from (SEND, WRITE: process addresses, checked
+    /// at post) or goes to (READ, atomics).
+    pub sges: Vec<ibv_sge>,
+    /// Inline data (a copy taken at post).
+    pub data: Option<Vec<u8>>,
+    /// UD: source, destination, destination QPN, Q_Key.
+    pub ud: Option<(IpAddr, IpAddr, u32, u32)>,
+    /// A READ goes on the wire in requests of at most `READ_CHUNK`
+    /// packets: this one's offset in the work request's local buffer, and
+    /// whether it is the last (which completes the work request).
+    pub loff: u64,
+    pub last: bool,
+}
+
+/// The wire state of a QP (in `QpSt`).
+#[derive(Default)]
+pub struct WQp {
+    /// Our address (from the source GID) and the peer's (RC, UC).
+    pub src: Option<IpAddr>,
+    pub dst: Option<IpAddr>,
+    pub pmtu: u32,
+    // ---- requester
+    /// The next PSN to assign, and the oldest one not acknowledged.
+    pub psn: u32,
+    pub una: u32,
+    pub reqs: VecDeque<Req>,
+    /// The next packet to (re)transmit: request index, packet in it.
+    pub next: usize,
+    pub next_pkt: u32,
+    /// Retransmission deadline (CLOCK_MONOTONIC ns; 0: none).
+    pub timer_at: u64,
+    /// No (re)transmission before this time (an RNR NAK's timer).
+    pub rnr_until: u64,
+    pub retry_left: u8,
+    pub rnr_left: u8,
+    /// Packets sent since the last AckReq.
+    pub since_ackreq: u32,
+    /// The congestion window (PSNs; 0: not started), and the oldest
+    /// unacknowledged PSN of the last loss it was halved for.
+    pub cwnd: u32,
+    pub loss_at: Option<u32>,
+    // ---- responder
+    pub epsn: u32,
+    pub msn: u32,
+    /// A PSN sequence error NAK went out for `epsn` (one per gap).
+    pub nak_seq: bool,
+    /// A SEND message is being received (RC, UC), or a WRITE (its
+    /// remaining target: va, rkey, bytes left; its total length).
+    pub in_send: bool,
+    pub recv_off: u64,
+    pub wr: Option<(u64, u32, u64, u64)>,
+    /// UC: the rest of a message is dropped (a packet of it was lost).
+    pub uc_drop: bool,
+    /// The results of the last atomics (PSN, original value).
+    pub atomics: VecDeque<(u32, u64)>,
+}
+
+/// The transport of a wire context.
+pub struct Wire {
+    pub sock: Sock,
+    /// The port's active MTU in bytes (UD's limit).
+    pub mtu: u32,
+    dir: PathBuf,
+    /// QPs with work on the wire (timers to look at).
+    busy: AtomicU32,
+    last_timers: AtomicU64,
+}
+
+/// `SWRDMA_WIRE_TRACE=1`: every packet sent and received, on stderr.
+fn trace() -> bool {
+    static T: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *T.get_or_init(|| std::env::var_os("SWRDMA_WIRE_TRACE").is_some_and(|v| v == "1"))
+}
+
+/// `SWRDMA_WIRE_DROP=<per million>`: received packets dropped at random
+/// (a test knob: loss without `tc netem`, which needs root).
+fn drop_now() -> bool {
+    static P: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let p = *P.get_or_init(|| {
+        std::env::var("SWRDMA_WIRE_DROP")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+            .min(1_000_000)
+    });
+    if p == 0 {
+        return false;
+    }
+    static SEED: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    let mut x = SEED.load(Ordering::Relaxed) ^ now_ns();
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    SEED.store(x, Ordering::Relaxed);
+    x % 1_000_000 < p
+}
+
+fn psn_add(a: u32, n: u32) -> u32 {
+    a.wrapping_add(n) & 0xff_ffff
+}
+
+/// Signed distance a - b of two PSNs (24 bits).
+fn psn_diff(a: u32, b: u32) -> i32 {
+    ((a.wrapping_sub(b) << 8) as i32) >> 8
+}
+
+pub fn mtu_bytes(code: u32) -> u32 {
+    match code {
+        1 => 256,
+        2 => 512,
+        3 => 1024,
+        4 => 2048,
+        _ => 4096,
+    }
+}
+
+/// The IP address a GID stands for (RoCE v2).
+pub fn gid_ip(g: &[u8; 16]) -> IpAddr {
+    let v6 = Ipv6Addr::from(*g);
+    match v6.to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(v6),
+    }
+}
+
+fn same_family(a: &IpAddr, b: &IpAddr) -> bool {
+    a.is_ipv4() == b.is_ipv4()
+}
+
+impl Wire {
+    pub fn new(sock: Sock, mtu: u32, dir: PathBuf) -> Wire {
+        Wire {
+            sock,
+            mtu,
+            dir,
+            busy: AtomicU32::new(0),
+            last_timers: AtomicU64::new(0),
+        }
+    }
+
+    /// Some QP has packets unacknowledged or waits for a timer: the
+    /// context's thread must look again within a millisecond.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed) > 0
+    }
+
+    /// Receives what came in and runs the timers.
+    pub fn progress(&self, c: &Ctx) -> usize {
+        let mine = |q: u32| c.qp(q).is_some();
+        let owner = |q: u32| crate::net::resolve(&self.dir, q);
+        let mut f = |m: &RxMeta, pkt: &[u8]| self.rx(c, m, pkt);
+        let n = self.sock.recv(64, &mine, &owner, &mut f);
+        if self.busy() {
+            let now = now_ns();
+            let last = self.last_timers.load(Ordering::Relaxed);
+            if now.saturating_sub(last) >= 50_000
+                && self
+                    .last_timers
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                self.timers(c, now);
+            }
+        }
+        n
+    }
+
+    fn timers(&self, c: &Ctx, now: u64) {
+        // (A post meanwhile counts itself after the reset: never lost.)
+        self.busy.store(0, Ordering::Relaxed);
+        for qp in c.all_qps() {
+            let mut st = lock(&qp.st);
+            if st.state == IBV_QPS_ERR {
+                st.wq.reqs.clear();
+            }
+            if st.wq.reqs.is_empty() {
+                continue;
+            }
+            self.mark_busy();
+            if st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
+                continue;
+            }
+            if st.wq.rnr_until != 0 {
+                if now >= st.wq.rnr_until {
+                    st.wq.rnr_until = 0;
+                    self.pump(c, &qp, &mut st);
+                }
+                continue;
+            }
+            if st.wq.timer_at != 0 && now >= st.wq.timer_at {
+                if st.wq.retry_left == 0 {
+                    self.fail_front(c, &qp, &mut st, IBV_WC_RETRY_EXC_ERR);
+                    continue;
+                }
+                st.wq.retry_left -= 1;
+                let una = st.wq.una;
+                self.lost(&mut st);
+                st.wq.loss_at = Some(una);
+                self.rewind(&mut st, una);
+                st.wq.timer_at = 0;
+                self.pump(c, &qp, &mut st);
+            } else if st.wq.next < st.wq.reqs.len() {
+                self.pump(c, &qp, &mut st);
+            }
+        }
+    }
+
+    fn mark_busy(&self) {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+    }
+
+    // ----- sending -------------------------------------------------------
+
+    /// Sends one packet: headers, payload, pad and ICRC.
+    fn tx(&self, src: &IpAddr, dst: &IpAddr, h: &Hdr, payload: &[u8]) {
+        let mut hb = [0u8; roce::MAX_HDR];
+        let Ok(hl) = roce::encode(h, payload.len(), &mut hb) else {
+            return;
+        };
+        let pad = [0u8; 4];
+        let np = roce::pad_for(payload.len()) as usize;
+        let ip = roce::IpInfo {
+            src: *src,
+            dst: *dst,
+            sport: roce::ROCE_PORT,
+            dport: roce::ROCE_PORT,
+            flow: 0,
+        };
+        let icrc = roce::icrc(&ip, &[&hb[..hl], payload, &pad[..np]]);
+        let r = self.sock.send(src, dst, &[&hb[..hl], payload, &pad[..np], &icrc]);
+        if trace() {
+            eprintln!(
+                "{} tx op {:#x} dqpn {} psn {} len {} {:?}",
+                now_ns() / 1000,
+                h.bth.opcode,
+                h.bth.dqpn,
+                h.bth.psn,
+                payload.len(),
+                r.err()
+            );
+        }
+    }
+
+    fn bth(opcode: u8, dqpn: u32, psn: u32) -> Bth {
+        Bth {
+            opcode,
+            pkey: PKEY,
+            dqpn,
+            psn,
+            ..Default::default()
+        }
+    }
+
+    /// Posts a request (checked by `post_one`): queues it and sends what
+    /// the window allows.
+    pub fn post(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, mut r: Req, swqe: SWqe) {
+        let ud = qp.qpt == IBV_QPT_UD;
+        let pmtu = if ud { self.mtu } else { st.wq.pmtu.max(256) } as u64;
+        if st.wq.reqs.is_empty() {
+            st.wq.retry_left = st.attr.retry_cnt.min(7);
+            st.wq.rnr_left = st.attr.rnr_retry.min(7);
+            self.mark_busy();
+        }
+        if st.wq.cwnd == 0 {
+            st.wq.cwnd = CWND_INIT;
+        }
+        st.sq.push_back(swqe);
+        if r.kind == KREAD && r.len > READ_CHUNK as u64 * pmtu {
+            let chunk = READ_CHUNK as u64 * pmtu;
+            let mut off = 0u64;
+            while off < r.len {
+                let n = (r.len - off).min(chunk);
+                let part = Req {
+                    seq: r.seq,
+                    kind: KREAD,
+                    first: st.wq.psn,
+                    npkts: n.div_ceil(pmtu) as u32,
+                    len: n,
+                    raddr: r.raddr + off,
+                    rkey: r.rkey,
+                    imm: None,
+                    inv: None,
+                    cmp: 0,
+                    swap: 0,
+                    se: false,
+                    sges: r.sges.clone(),
+                    data: None,
+                    ud: None,
+                    loff: off,
+                    last: off + n >= r.len,
+                };
+                st.wq.psn = psn_add(st.wq.psn, part.npkts);
+                st.wq.reqs.push_back(part);
+                off += n;
+            }
+        } else {
+            r.first = st.wq.psn;
+            r.npkts = match r.kind {
+                KSEND | KWRITE | KREAD => (r.len.div_ceil(pmtu)).max(1) as u32,
+                _ => 1,
+            };
+            r.loff = 0;
+            r.last = true;
+            st.wq.psn = psn_add(st.wq.psn, r.npkts);
+            st.wq.reqs.push_back(r);
+        }
+        self.pump(c, qp, st);
+    }
+
+    /// Transmits from `next` on, as far as the window (and an RNR wait)
+    /// allows.  UC and UD requests complete once sent.
+    fn pump(&self, c: &Ctx, qp: &Qp, st: &mut QpSt) {
+        if st.wq.rnr_until != 0 || (st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD) {
+            return;
+        }
+        let rc = qp.qpt == IBV_QPT_RC;
+        let pmtu = if qp.qpt == IBV_QPT_UD {
+            self.mtu
+        } else {
+            st.wq.pmtu.max(256)
+        };
+        let mut buf = vec![0u8; pmtu as usize];
+        while st.wq.next < st.wq.reqs.len() {
+            let idx = st.wq.next;
+            let pkt = st.wq.next_pkt;
+            let (first, kind) = {
+                let r = &st.wq.reqs[idx];
+                (r.first, r.kind)
+            };
+            let psn = psn_add(first, pkt);
+            if rc {
+                // The congestion window (a READ takes its responses' PSNs).
+                let n = if kind == KREAD { st.wq.reqs[idx].npkts - pkt } else { 1 };
+                let ahead = psn_diff(psn, st.wq.una);
+                if ahead > 0 && ahead + n as i32 > st.wq.cwnd.max(CWND_MIN) as i32 {
+                    break;
+                }
+            }
+            if matches!(kind, KREAD | KCAS | KFAA) {
+                // At most `max_rd_atomic` READs and atomics in flight.
+                let limit = (st.attr.max_rd_atomic as usize).max(1);
+                let before = st
+                    .wq
+                    .reqs
+                    .iter()
+                    .take(idx)
+                    .filter(|r| matches!(r.kind, KREAD | KCAS | KFAA));
+                if before.count() >= limit {
+                    break;
+                }
+            }
+            let (src, dst) = match (&st.wq.reqs[idx].ud, st.wq.src, st.wq.dst) {
+                (Some((s, d, _, _)), _, _) => (*s, *d),
+                (None, Some(s), Some(d)) => (s, d),
+                _ => {
+                    // (No path: checked at RTR; dropped as on a dead link.)
+                    st.wq.next += 1;
+                    st.wq.next_pkt = 0;
+                    continue;
+                }
+            };
+            let dqpn = st.attr.dest_qp_num;
+            let r = &st.wq.reqs[idx];
+            let mut h = Hdr {
+                bth: Self::bth(0, dqpn, psn),
+                ..Default::default()
+            };
+            let mut plen = 0usize;
+            let last_pkt;
+            match kind {
+                KSEND | KWRITE => {
+                    let off = pkt as u64 * pmtu as u64;
+                    plen = (r.len - off.min(r.len)).min(pmtu as u64) as usize;
+                    let first_p = pkt == 0;
+                    last_pkt = pkt + 1 >= r.npkts;
+                    let ok = match &r.data {
+                        Some(d) => {
+                            buf[..plen].copy_from_slice(&d[off as usize..off as usize + plen]);
+                            true
+                        }
+                        // SAFETY: the SGEs passed `check_local` at post (in
+                        // live MRs of this process); the copy is fault-safe.
+                        None => unsafe { gather_safe(&r.sges, off, buf.as_mut_ptr(), plen) },
+                    };
+                    if !ok {
+                        let seq = r.seq;
+                        self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
+                        return;
+                    }
+                    let base = match qp.qpt {
+                        IBV_QPT_RC => 0x00,
+                        IBV_QPT_UC => 0x20,
+                        _ => 0x60,
+                    };
+                    let o = if qp.qpt == IBV_QPT_UD {
+                        h.deth = Some(Deth {
+                            qkey: r.ud.map_or(0, |u| u.3),
+                            sqpn: qp.qpn,
+                        });
+                        if r.imm.is_some() {
+                            op::UD_SEND_ONLY_IMM
+                        } else {
+                            op::UD_SEND_ONLY
+                        }
+                    } else if kind == KSEND {
+                        let inv = r.inv.is_some() && rc;
+                        match (first_p, last_pkt) {
+                            (true, true) if inv => op::RC_SEND_ONLY_INV,
+                            (false, true) if inv => op::RC_SEND_LAST_INV,
+                            (true, true) if r.imm.is_some() => base | op::RC_SEND_ONLY_IMM,
+                            (true, true) => base | op::RC_SEND_ONLY,
+                            (true, false) => base | op::RC_SEND_FIRST,
+                            (false, false) => base | op::RC_SEND_MIDDLE,
+                            (false, true) if r.imm.is_some() => base | op::RC_SEND_LAST_IMM,
+                            (false, true) => base | op::RC_SEND_LAST,
+                        }
+                    } else {
+                        if first_p {
+                            h.reth = Some(Reth {
+                                va: r.raddr,
+                                rkey: r.rkey,
+                                len: r.len as u32,
+                            });
+                        }
+                        match (first_p, last_pkt) {
+                            (true, true) if r.imm.is_some() => base | op::RC_WRITE_ONLY_IMM,
+                            (true, true) => base | op::RC_WRITE_ONLY,
+                            (true, false) => base | op::RC_WRITE_FIRST,
+                            (false, false) => base | op::RC_WRITE_MIDDLE,
+                            (false, true) if r.imm.is_some() => base | op::RC_WRITE_LAST_IMM,
+                            (false, true) => base | op::RC_WRITE_LAST,
+                        }
+                    };
+                    if last_pkt {
+                        if let Some(i) = r.imm {
+                            h.imm = Some(i);
+                        }
+                        if let (Some(k), true) = (r.inv, rc) {
+                            h.ieth = Some(k);
+                        }
+                        h.bth.se = r.se;
+                    }
+                    h.bth.opcode = o;
+                }
+                KREAD => {
+                    let off = pkt as u64 * pmtu as u64;
+                    h.bth.opcode = op::RC_READ_REQUEST;
+                    h.reth = Some(Reth {
+                        va: r.raddr + off,
+                        rkey: r.rkey,
+                        len: (r.len - off.min(r.len)) as u32,
+                    });
+                    last_pkt = true;
+                }
+                _ => {
+                    h.bth.opcode = if kind == KCAS {
+                        op::RC_CMP_SWAP
+                    } else {
+                        op::RC_FETCH_ADD
+                    };
+                    h.atomic = Some(AtomicEth {
+                        va: r.raddr,
+                        rkey: r.rkey,
+                        swap_add: if kind == KCAS { r.swap } else { r.cmp },
+                        cmp: if kind == KCAS { r.cmp } else { 0 },
+                    });
+                    last_pkt = true;
+                }
+            }
+            if qp.qpt == IBV_QPT_UD {
+                h.bth.dqpn = r.ud.map_or(0, |u| u.2);
+            }
+            if rc {
+                st.wq.since_ackreq = st.wq.since_ackreq.saturating_add(1);
+                // Also twice per window: a window never fills without
+                // asking for the ACK that opens it again.
+                let every = ACK_EVERY.min(st.wq.cwnd.max(CWND_MIN) / 2);
+                if last_pkt || st.wq.since_ackreq >= every {
+                    h.bth.ackreq = true;
+                    st.wq.since_ackreq = 0;
+                }
+            }
+            if same_family(&src, &dst) {
+                self.tx(&src, &dst, &h, &buf[..plen]);
+            }
+            if last_pkt {
+                st.wq.next += 1;
+                st.wq.next_pkt = 0;
+                if !rc {
+                    // UC, UD: done once on the wire.
+                    let seq = st.wq.reqs[idx].seq;
+                    st.wq.reqs.remove(idx);
+                    st.wq.next -= 1;
+                    if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+                        w.done = Some(0);
+                    }
+                    c.complete_sq(qp, st);
+                }
+            } else {
+                st.wq.next_pkt += 1;
+            }
+            if rc && st.wq.timer_at == 0 {
+                st.wq.timer_at = now_ns() + ack_timeout_ns(st.attr.timeout);
+            }
+        }
+    }
+
+    /// Goes back to PSN `psn` (the oldest unacknowledged one): what follows
+    /// is sent again.
+    fn rewind(&self, st: &mut QpSt, psn: u32) {
+        st.wq.next = st.wq.reqs.len();
+        st.wq.next_pkt = 0;
+        for (i, r) in st.wq.reqs.iter().enumerate() {
+            let d = psn_diff(psn, r.first);
+            if d < r.npkts as i32 {
+                st.wq.next = i;
+                st.wq.next_pkt = if d > 0 && r.kind != KCAS && r.kind != KFAA {
+                    d as u32
+                } else {
+                    0
+                };
+                break;
+            }
+        }
+        // (The first packet sent again asks for an ACK: where the
+        // responder stands.)
+        st.wq.since_ackreq = u32::MAX / 2;
+    }
+
+    /// The request with `seq` completes with an error status: the QP goes
+    /// to the error state (the rest is flushed).
+    fn fail_seq(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, seq: u64, status: u32) {
+        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+            if w.done.is_none() {
+                w.done = Some(status);
+            }
+        }
+        st.wq.reqs.clear();
+        st.wq.next = 0;
+        st.wq.timer_at = 0;
+        c.to_err(qp, st);
+    }
+
+    fn fail_front(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, status: u32) {
+        if let Some(seq) = st.wq.reqs.front().map(|r| r.seq) {
+            self.fail_seq(c, qp, st, seq, status);
+        }
+    }
+
+    /// Requests wholly before PSN `psn` that need no response data are
+    /// acknowledged: completed.  A READ or atomic among them lost its
+    /// response: everything is sent again from it (an implied NAK).
+    fn ack_upto(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, psn: u32) -> bool {
+        let mut progress = false;
+        while let Some(r) = st.wq.reqs.front() {
+            let last = psn_add(r.first, r.npkts - 1);
+            if psn_diff(psn, last) <= 0 {
+                break;
+            }
+            if r.kind != KSEND && r.kind != KWRITE {
+                // Implied NAK: its response did not come.
+                let f = r.first;
+                if psn_diff(st.wq.una, f) < 0 {
+                    st.wq.una = f;
+                }
+                let una = st.wq.una;
+                self.rewind(st, una);
+                return progress;
+            }
+            let seq = r.seq;
+            st.wq.reqs.pop_front();
+            st.wq.next = st.wq.next.saturating_sub(1);
+            if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+                w.done = Some(0);
+            }
+            st.wq.una = psn_add(last, 1);
+            progress = true;
+        }
+        let before = st.wq.una;
+        if !st.wq.reqs.is_empty() {
+            // (Part of a multi-packet request.)
+            self.advance_una(st, psn);
+            progress |= st.wq.una != before;
+        }
+        if progress {
+            c.complete_sq(qp, st);
+        }
+        progress
+    }
+
+    /// The responder has seen everything before `psn`: the oldest
+    /// unacknowledged PSN moves there, within a SEND or WRITE in front
+    /// (a READ or atomic in front is done only by its response).
+    fn advance_una(&self, st: &mut QpSt, psn: u32) {
+        let in_front = st.wq.reqs.front().is_none_or(|r| r.kind == KSEND || r.kind == KWRITE);
+        if in_front && psn_diff(psn, st.wq.una) > 0 {
+            st.wq.una = psn;
+        }
+    }
+
+    /// A loss: the congestion window halves.
+    fn lost(&self, st: &mut QpSt) {
+        st.wq.cwnd = (st.wq.cwnd / 2).max(CWND_MIN);
+    }
+
+    /// After progress: a fresh timer, fresh retry counts.
+    fn acked(&self, st: &mut QpSt) {
+        st.wq.cwnd = (st.wq.cwnd + 1).clamp(CWND_MIN, CWND_MAX);
+        st.wq.retry_left = st.attr.retry_cnt.min(7);
+        st.wq.timer_at = if st.wq.reqs.is_empty() {
+            0
+        } else {
+            now_ns() + ack_timeout_ns(st.attr.timeout)
+        };
+    }
+
+    // ----- receiving -----------------------------------------------------
+
+    fn rx(&self, c: &Ctx, m: &RxMeta, pkt: &[u8]) {
+        if drop_now() {
+            return;
+        }
+        let ip = roce::IpInfo {
+            src: m.src,
+            dst: m.dst,
+            sport: m.sport,
+            dport: roce::ROCE_PORT,
+            flow: 0,
+        };
+        if !roce::icrc_ok(&ip, pkt) {
+            return;
+        }
+        let Ok((h, payload)) = roce::decode(pkt) else {
+            return;
+        };
+        if trace() {
+            eprintln!(
+                "{} rx op {:#x} dqpn {} psn {} len {}",
+                now_ns() / 1000,
+                h.bth.opcode,
+                h.bth.dqpn,
+                h.bth.psn,
+                payload.len()
+            );
+        }
+        if h.bth.pkey & 0x7fff != PKEY & 0x7fff {
+            return;
+        }
+        let Some(qp) = c.qp(h.bth.dqpn) else { return };
+        let info = roce::op_info(h.bth.opcode);
+        let mut st = lock(&qp.st);
+        if st.state == IBV_QPS_RESET || st.state == IBV_QPS_INIT || st.state == IBV_QPS_ERR {
+            return;
+        }
+        match (qp.qpt, info.transport) {
+            (IBV_QPT_RC, roce::Transport::Rc) => match info.kind {
+                roce::Kind::Ack | roce::Kind::AtomicAck | roce::Kind::ReadResp => {
+                    if st.state == IBV_QPS_RTS || st.state == IBV_QPS_SQD || st.state == IBV_QPS_SQE {
+                        self.requester(c, &qp, &mut st, &h, payload)
+                    }
+                }
+                _ => self.rc_responder(c, &qp, &mut st, m, &h, payload),
+            },
+            (IBV_QPT_UC, roce::Transport::Uc) => self.uc_responder(c, &qp, &mut st, &h, payload),
+            (IBV_QPT_UD, roce::Transport::Ud) => self.ud_responder(c, &qp, &mut st, m, &h, payload, pkt.len()),
+            _ => {}
+        }
+    }
+
+    /// ACKs, NAKs, READ responses and atomic ACKs.
+    fn requester(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+        let psn = h.bth.psn;
+        if trace() {
+            let f = st.wq.reqs.front().map(|r| (r.first, r.npkts, r.kind));
+            eprintln!(
+                "  requester: una {} next {}/{} front {:?} cwnd {}",
+                st.wq.una, st.wq.next, st.wq.next_pkt, f, st.wq.cwnd
+            );
+        }
+        // Only PSNs of requests in flight.
+        if psn_diff(psn, st.wq.una) < 0 || psn_diff(psn, st.wq.psn) >= 0 {
+            return;
+        }
+        let kind = roce::op_info(h.bth.opcode).kind;
+        match kind {
+            roce::Kind::Ack => {
+                let Some(a) = h.aeth else { return };
+                match a.kind() {
+                    roce::AethKind::Ack => {
+                        if self.ack_upto(c, qp, st, psn_add(psn, 1)) {
+                            self.acked(st);
+                        }
+                        st.wq.rnr_left = st.attr.rnr_retry.min(7);
+                        self.pump(c, qp, st);
+                    }
+                    roce::AethKind::RnrNak(timer) => {
+                        self.ack_upto(c, qp, st, psn);
+                        if st.wq.rnr_left == 0 {
+                            self.fail_front(c, qp, st, IBV_WC_RNR_RETRY_EXC_ERR);
+                            return;
+                        }
+                        if st.wq.rnr_left < 7 {
+                            st.wq.rnr_left -= 1;
+                        }
+                        self.advance_una(st, psn);
+                        let una = st.wq.una;
+                        self.rewind(st, una);
+                        st.wq.rnr_until = now_ns() + rnr_timer_ns(timer as u32);
+                        st.wq.timer_at = 0;
+                    }
+                    roce::AethKind::Nak(code) => {
+                        let progress = self.ack_upto(c, qp, st, psn);
+                        if code == 0 {
+                            // PSN sequence error: send again from `psn`.
+                            if progress {
+                                self.acked(st);
+                            }
+                            if st.wq.loss_at != Some(psn) {
+                                self.lost(st);
+                                st.wq.loss_at = Some(psn);
+                            }
+                            // (Not past a READ or atomic whose response
+                            // did not come: the responder saw its request.)
+                            self.advance_una(st, psn);
+                            let una = st.wq.una;
+                            self.rewind(st, una);
+                            self.pump(c, qp, st);
+                            return;
+                        }
+                        let status = match code {
+                            1 => IBV_WC_REM_INV_REQ_ERR,
+                            2 => IBV_WC_REM_ACCESS_ERR,
+                            3 => IBV_WC_REM_OP_ERR,
+                            _ => IBV_WC_REM_INV_RD_REQ_ERR,
+                        };
+                        self.fail_front(c, qp, st, status);
+                    }
+                    roce::AethKind::Reserved => {}
+                }
+            }
+            roce::Kind::AtomicAck => {
+                let Some(orig) = h.atomic_ack else { return };
+                self.ack_upto(c, qp, st, psn);
+                let Some(r) = st.wq.reqs.front() else { return };
+                if r.first != psn || (r.kind != KCAS && r.kind != KFAA) {
+                    return;
+                }
+                let v = orig.to_ne_bytes();
+                // SAFETY: the SGEs passed `check_local` for writing at post
+                // (live MRs of this process); the copy is fault-safe.
+                let ok = unsafe { scatter(&r.sges, 0, v.as_ptr(), 8) };
+                let seq = r.seq;
+                if !ok {
+                    self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
+                    return;
+                }
+                st.wq.reqs.pop_front();
+                st.wq.next = st.wq.next.saturating_sub(1);
+                if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+                    w.done = Some(0);
+                }
+                st.wq.una = psn_add(psn, 1);
+                c.complete_sq(qp, st);
+                self.acked(st);
+                self.pump(c, qp, st);
+            }
+            roce::Kind::ReadResp => {
+                // Responses come in order: everything before is done.
+                self.ack_upto(c, qp, st, psn);
+                if psn != st.wq.una {
+                    // A response was lost: ask again from it, at once
+                    // (once per loss).
+                    let una = st.wq.una;
+                    if st.wq.loss_at != Some(una) {
+                        self.lost(st);
+                        st.wq.loss_at = Some(una);
+                        self.rewind(st, una);
+                        self.pump(c, qp, st);
+                    }
+                    return;
+                }
+                let pmtu = st.wq.pmtu.max(256) as u64;
+                let Some(r) = st.wq.reqs.front() else { return };
+                if r.kind != KREAD || psn_diff(psn, r.first) < 0 || psn_diff(psn, r.first) >= r.npkts as i32 {
+                    return;
+                }
+                let i = psn_diff(psn, r.first) as u32;
+                let info = roce::op_info(h.bth.opcode);
+                let last = i + 1 == r.npkts;
+                let off = i as u64 * pmtu;
+                let want = (r.len - off.min(r.len)).min(pmtu) as usize;
+                // The packet must be the one this PSN stands for (a READ
+                // asked again from packet i gets FIRST/ONLY there).
+                if last != (info.last || info.only) || payload.len() != want {
+                    return;
+                }
+                // SAFETY: the SGEs passed `check_local` for writing at post;
+                // the copy is fault-safe; `payload` has `want` bytes.
+                let ok = unsafe { scatter(&r.sges, r.loff + off, payload.as_ptr(), want) };
+                let (seq, wr_done) = (r.seq, r.last);
+                if !ok {
+                    self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
+                    return;
+                }
+                st.wq.una = psn_add(psn, 1);
+                if last {
+                    st.wq.reqs.pop_front();
+                    st.wq.next = st.wq.next.saturating_sub(1);
+                    if wr_done {
+                        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+                            w.done = Some(0);
+                        }
+                        c.complete_sq(qp, st);
+                    }
+                }
+                self.acked(st);
+                self.pump(c, qp, st);
+            }
+            _ => {}
+        }
+    }
+
+    /// An ACK / NAK from the responder side of `qp` to the peer.
+    fn reply(&self, m: &RxMeta, dqpn: u32, psn: u32, syndrome: u8, msn: u32) {
+        let h = Hdr {
+            bth: Self::bth(op::RC_ACK, dqpn, psn),
+            aeth: Some(Aeth { syndrome, msn }),
+            ..Default::default()
+        };
+        self.tx(&m.dst, &m.src, &h, &[]);
+    }
+
+    fn ack(&self, m: &RxMeta, st: &QpSt, psn: u32) {
+        self.reply(m, st.attr.dest_qp_num, psn, 0x1f, st.wq.msn);
+    }
+
+    fn nak(&self, m: &RxMeta, st: &QpSt, psn: u32, code: u8) {
+        self.reply(m, st.attr.dest_qp_num, psn, 0x60 | code, st.wq.msn);
+    }
+
+    /// A NAK that ends the connection (invalid request, remote access or
+    /// operational error): the responder QP goes to the error state.
+    fn nak_fatal(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, code: u8) {
+        self.nak(m, st, psn, code);
+        if code == 2 {
+            c.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
+        } else {
+            c.async_event(qp.ibqp as u64, IBV_EVENT_QP_REQ_ERR);
+        }
+        st.wq.in_send = false;
+        st.wq.wr = None;
+        c.to_err(qp, st);
+    }
+
+    fn rc_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
+        let psn = h.bth.psn;
+        let d = psn_diff(psn, st.wq.epsn);
+        let info = roce::op_info(h.bth.opcode);
+        if d > 0 {
+            // Out of order: one NAK per gap, the packet is dropped.
+            if !st.wq.nak_seq {
+                st.wq.nak_seq = true;
+                let e = st.wq.epsn;
+                self.nak(m, st, e, 0);
+            }
+            return;
+        }
+        if d < 0 {
+            // A duplicate: executed already.
+            match info.kind {
+                roce::Kind::ReadReq => {
+                    if let Some(r) = h.reth {
+                        self.read_resp(c, qp, st, m, psn, &r, true);
+                    }
+                }
+                roce::Kind::CmpSwap | roce::Kind::FetchAdd => {
+                    if let Some(&(_, v)) = st.wq.atomics.iter().find(|(p, _)| *p == psn) {
+                        self.atomic_ack(m, st, psn, v);
+                    }
+                }
+                _ => {
+                    if h.bth.ackreq {
+                        let p = psn_add(st.wq.epsn, 0xff_ffff);
+                        self.ack(m, st, p);
+                    }
+                }
+            }
+            return;
+        }
+        st.wq.nak_seq = false;
+        let pd = qp.pd;
+        match info.kind {
+            roce::Kind::Send => {
+                // Opcode sequence: FIRST/ONLY only between messages.
+                if st.wq.in_send == (info.first || info.only) || st.wq.wr.is_some() {
+                    self.nak_fatal(c, qp, st, m, psn, 1);
+                    return;
+                }
+                if info.first || info.only {
+                    if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+                        let t = st.attr.min_rnr_timer;
+                        let msn = st.wq.msn;
+                        self.reply(m, st.attr.dest_qp_num, psn, 0x20 | (t & 0x1f), msn);
+                        return;
+                    }
+                    st.wq.in_send = true;
+                    st.wq.recv_off = 0;
+                }
+                let off = st.wq.recv_off;
+                if let Some(cur) = st.cur.as_mut() {
+                    if cur.err == 0
+                        && !payload.is_empty()
+                        // SAFETY: the WQE's SGEs passed `check_local` for
+                        // writing (live MRs of this process); fault-safe.
+                        && !unsafe { scatter(&cur.wqe.sges, off, payload.as_ptr(), payload.len()) }
+                    {
+                        cur.err = IBV_WC_LOC_LEN_ERR;
+                    }
+                }
+                st.wq.recv_off += payload.len() as u64;
+                st.wq.epsn = psn_add(psn, 1);
+                if info.last || info.only {
+                    st.wq.in_send = false;
+                    st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+                    let n = st.wq.recv_off;
+                    let Some((wc, cq)) = self.recv_wc(c, qp, st, h, IBV_WC_RECV, n, 0) else {
+                        return;
+                    };
+                    if wc.status == 0 {
+                        self.ack(m, st, psn);
+                    }
+                    if let Some(cq) = &cq {
+                        cq.push(wc, h.bth.se);
+                    }
+                    if wc.status != 0 {
+                        // LOC_LEN_ERR, or an invalidation refused.
+                        self.nak_fatal(c, qp, st, m, psn, 1);
+                    }
+                } else if h.bth.ackreq {
+                    self.ack(m, st, psn);
+                }
+            }
+            roce::Kind::Write => {
+                if st.wq.in_send || (st.wq.wr.is_some() == (info.first || info.only)) {
+                    self.nak_fatal(c, qp, st, m, psn, 1);
+                    return;
+                }
+                if info.first || info.only {
+                    let Some(r) = h.reth else { return };
+                    if r.len > 0
+                        && c.check_remote(qp.qpn, pd, r.rkey, r.va, r.len as u64, IBV_ACCESS_REMOTE_WRITE)
+                            .is_none()
+                        || st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE == 0
+                    {
+                        self.nak_fatal(c, qp, st, m, psn, 2);
+                        return;
+                    }
+                    st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
+                }
+                if h.imm.is_some() && st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+                    // WRITE with immediate needs a receive: RNR.
+                    if info.only {
+                        st.wq.wr = None;
+                    }
+                    let t = st.attr.min_rnr_timer;
+                    let msn = st.wq.msn;
+                    self.reply(m, st.attr.dest_qp_num, psn, 0x20 | (t & 0x1f), msn);
+                    return;
+                }
+                let Some((va, rkey, left, total)) = st.wq.wr else {
+                    return;
+                };
+                let n = payload.len() as u64;
+                let bad_len = n > left || ((info.last || info.only) && n != left);
+                if bad_len {
+                    self.nak_fatal(c, qp, st, m, psn, 1);
+                    return;
+                }
+                if n > 0 && !c.write_remote(qp.qpn, pd, rkey, va, payload.as_ptr(), n as usize) {
+                    self.nak_fatal(c, qp, st, m, psn, 2);
+                    return;
+                }
+                st.wq.wr = Some((va + n, rkey, left - n, total));
+                st.wq.epsn = psn_add(psn, 1);
+                if info.last || info.only {
+                    st.wq.wr = None;
+                    st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+                    // (ACKed before the receive completes, as SENDs are.)
+                    self.ack(m, st, psn);
+                    if h.imm.is_some() {
+                        self.complete_recv(c, qp, st, h, IBV_WC_RECV_RDMA_WITH_IMM, total, 0);
+                    }
+                } else if h.bth.ackreq {
+                    self.ack(m, st, psn);
+                }
+            }
+            roce::Kind::ReadReq => {
+                if st.wq.in_send || st.wq.wr.is_some() {
+                    self.nak_fatal(c, qp, st, m, psn, 1);
+                    return;
+                }
+                let Some(r) = h.reth else { return };
+                self.read_resp(c, qp, st, m, psn, &r, false);
+            }
+            roce::Kind::CmpSwap | roce::Kind::FetchAdd => {
+                if st.wq.in_send || st.wq.wr.is_some() {
+                    self.nak_fatal(c, qp, st, m, psn, 1);
+                    return;
+                }
+                let Some(a) = h.atomic else { return };
+                if a.va % 8 != 0 {
+                    self.nak_fatal(c, qp, st, m, psn, 1);
+                    return;
+                }
+                if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC == 0 {
+                    self.nak_fatal(c, qp, st, m, psn, 2);
+                    return;
+                }
+                let o = if info.kind == roce::Kind::CmpSwap {
+                    crate::mem::Atomic::Cas(a.cmp, a.swap_add)
+                } else {
+                    crate::mem::Atomic::Add(a.swap_add)
+                };
+                let Some(v) = c.atomic_remote(qp.qpn, pd, a.rkey, a.va, IBV_ACCESS_REMOTE_ATOMIC, o) else {
+                    self.nak_fatal(c, qp, st, m, psn, 2);
+                    return;
+                };
+                st.wq.atomics.push_back((psn, v));
+                // (As many as the requester may have in flight: our
+                // `max_dest_rd_atomic`, which bounds its `max_rd_atomic`.)
+                let keep = (st.attr.max_dest_rd_atomic as usize).max(ATOMIC_HISTORY);
+                if st.wq.atomics.len() > keep {
+                    st.wq.atomics.pop_front();
+                }
+                st.wq.epsn = psn_add(psn, 1);
+                st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+                self.atomic_ack(m, st, psn, v);
+            }
+            _ => {}
+        }
+    }
+
+    fn atomic_ack(&self, m: &RxMeta, st: &QpSt, psn: u32, v: u64) {
+        let h = Hdr {
+            bth: Self::bth(op::RC_ATOMIC_ACK, st.attr.dest_qp_num, psn),
+            aeth: Some(Aeth {
+                syndrome: 0x1f,
+                msn: st.wq.msn,
+            }),
+            atomic_ack: Some(v),
+            ..Default::default()
+        };
+        self.tx(&m.dst, &m.src, &h, &[]);
+    }
+
+    /// Answers a READ request (a duplicate too: executed again from its
+    /// PSN with the range it carries, checked again).
+    #[allow(clippy::too_many_arguments)]
+    fn read_resp(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, r: &Reth, dup: bool) {
+        let len = r.len as u64;
+        let granted = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ != 0
+            && (len == 0
+                || c.check_remote(qp.qpn, qp.pd, r.rkey, r.va, len, IBV_ACCESS_REMOTE_READ)
+                    .is_some());
+        if !granted {
+            if !dup {
+                self.nak_fatal(c, qp, st, m, psn, 2);
+            }
+            return;
+        }
+        let pmtu = st.wq.pmtu.max(256) as u64;
+        let n = len.div_ceil(pmtu).max(1) as u32;
+        if !dup {
+            st.wq.epsn = psn_add(psn, n);
+            st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+        }
+        let mut buf = vec![0u8; pmtu as usize];
+        for i in 0..n {
+            let off = i as u64 * pmtu;
+            let plen = (len - off.min(len)).min(pmtu) as usize;
+            if plen > 0 {
+                let ok = c.with_remote(
+                    qp.qpn,
+                    qp.pd,
+                    r.rkey,
+                    r.va + off,
+                    plen as u64,
+                    IBV_ACCESS_REMOTE_READ,
+                    // SAFETY: `buf` has room for `plen` (<= pmtu) bytes; the
+                    // source is checked by the kernel (fault-safe copy).
+                    |a| unsafe { crate::mem::copy_out(buf.as_mut_ptr(), a, plen) },
+                );
+                if ok != Some(true) {
+                    if !dup {
+                        self.nak_fatal(c, qp, st, m, psn_add(psn, i), 2);
+                    }
+                    return;
+                }
+            }
+            let opcode = match (i == 0, i + 1 == n) {
+                (true, true) => op::RC_READ_RESPONSE_ONLY,
+                (true, false) => op::RC_READ_RESPONSE_FIRST,
+                (false, false) => op::RC_READ_RESPONSE_MIDDLE,
+                (false, true) => op::RC_READ_RESPONSE_LAST,
+            };
+            let mut h = Hdr {
+                bth: Self::bth(opcode, st.attr.dest_qp_num, psn_add(psn, i)),
+                ..Default::default()
+            };
+            if opcode != op::RC_READ_RESPONSE_MIDDLE {
+                h.aeth = Some(Aeth {
+                    syndrome: 0x1f,
+                    msn: st.wq.msn,
+                });
+            }
+            self.tx(&m.dst, &m.src, &h, &buf[..plen]);
+        }
+    }
+
+    /// Takes the next receive WQE (the QP's or its SRQ's) into `st.cur`.
+    fn take_recv_wqe(&self, c: &Ctx, qp: &Qp, st: &mut QpSt) -> bool {
+        let Some((mut w, cq, pd)) = c.take_recv(qp, st, &swrdma_ring::Msg::default()) else {
+            return false;
+        };
+        let err = match c.check_local(pd, &w.sges, true) {
+            Ok(None) => 0,
+            Ok(Some(t)) => {
+                w.sges = t;
+                0
+            }
+            Err(e) => e,
+        };
+        st.cur = Some(CurRecv {
+            wqe: w,
+            base: 0,
+            err,
+            cq,
+        });
+        true
+    }
+
+    /// Completes the receive in `st.cur`: its status (LOC_LEN_ERR when
+    /// the data did not fit, REM_INV_REQ_ERR for a bad invalidation).
+    #[allow(clippy::too_many_arguments)]
+    fn complete_recv(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, h: &Hdr, opcode: u32, len: u64, src_qp: u32) -> u32 {
+        let Some((wc, cq)) = self.recv_wc(c, qp, st, h, opcode, len, src_qp) else {
+            return 0;
+        };
+        if let Some(cq) = &cq {
+            cq.push(wc, h.bth.se);
+        }
+        wc.status
+    }
+
+    /// The completion of the receive in `st.cur` (taken), and its CQ: the
+    /// caller answers the peer first (an ACK must be on its way before the
+    /// application can see the completion and, say, exit).
+    #[allow(clippy::too_many_arguments)]
+    fn recv_wc(
+        &self,
+        c: &Ctx,
+        qp: &Qp,
+        st: &mut QpSt,
+        h: &Hdr,
+        opcode: u32,
+        len: u64,
+        src_qp: u32,
+    ) -> Option<(ibv_wc, Option<Arc<Cq>>)> {
+        let cur = st.cur.take()?;
+        let mut wc = wc_zero();
+        wc.wr_id = cur.wqe.wr_id;
+        wc.status = cur.err;
+        wc.opcode = opcode;
+        wc.byte_len = len as u32;
+        wc.qp_num = qp.qpn;
+        wc.src_qp = if src_qp != 0 { src_qp } else { st.attr.dest_qp_num };
+        if let Some(i) = h.imm {
+            wc.imm.imm_data = i.to_be();
+            wc.wc_flags |= IBV_WC_WITH_IMM;
+        }
+        if let Some(k) = h.ieth {
+            if wc.status == 0 {
+                if c.invalidate(k, qp.qpn) {
+                    wc.imm.invalidated_rkey = k;
+                    wc.wc_flags |= IBV_WC_WITH_INV;
+                } else {
+                    wc.status = IBV_WC_REM_INV_REQ_ERR;
+                }
+            }
+        }
+        if cur.base > 0 {
+            wc.wc_flags |= IBV_WC_GRH;
+        }
+        Some((wc, cur.cq))
+    }
+
+    fn uc_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+        let psn = h.bth.psn;
+        let info = roce::op_info(h.bth.opcode);
+        let starts = info.first || info.only;
+        if psn != st.wq.epsn || st.wq.uc_drop {
+            // A packet was lost: the message in progress is dropped (its
+            // receive WQE is used again by the next one); a new message
+            // starts over.
+            if !starts {
+                st.wq.uc_drop = true;
+                st.wq.epsn = psn_add(psn, 1);
+                return;
+            }
+            st.wq.uc_drop = false;
+            st.wq.in_send = false;
+            st.wq.wr = None;
+            st.wq.recv_off = 0;
+        }
+        st.wq.epsn = psn_add(psn, 1);
+        match info.kind {
+            roce::Kind::Send => {
+                if starts {
+                    if st.wq.in_send || st.wq.wr.is_some() {
+                        st.wq.in_send = false;
+                        st.wq.wr = None;
+                    }
+                    if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+                        st.wq.uc_drop = !info.only;
+                        return; // (no receive: dropped)
+                    }
+                    st.wq.in_send = true;
+                    st.wq.recv_off = 0;
+                } else if !st.wq.in_send {
+                    st.wq.uc_drop = true;
+                    return;
+                }
+                let off = st.wq.recv_off;
+                if let Some(cur) = st.cur.as_mut() {
+                    if cur.err == 0
+                        && !payload.is_empty()
+                        // SAFETY: as in `rc_responder`.
+                        && !unsafe { scatter(&cur.wqe.sges, off, payload.as_ptr(), payload.len()) }
+                    {
+                        cur.err = IBV_WC_LOC_LEN_ERR;
+                    }
+                }
+                st.wq.recv_off += payload.len() as u64;
+                if info.last || info.only {
+                    st.wq.in_send = false;
+                    let n = st.wq.recv_off;
+                    self.complete_recv(c, qp, st, h, IBV_WC_RECV, n, 0);
+                }
+            }
+            roce::Kind::Write => {
+                if starts {
+                    let Some(r) = h.reth else { return };
+                    let ok = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0
+                        && (r.len == 0
+                            || c.check_remote(qp.qpn, qp.pd, r.rkey, r.va, r.len as u64, IBV_ACCESS_REMOTE_WRITE)
+                                .is_some());
+                    if !ok {
+                        st.wq.uc_drop = !info.only;
+                        return;
+                    }
+                    st.wq.in_send = false;
+                    st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
+                }
+                let Some((va, rkey, left, total)) = st.wq.wr else {
+                    st.wq.uc_drop = true;
+                    return;
+                };
+                let n = payload.len() as u64;
+                if n > left
+                    || ((info.last || info.only) && n != left)
+                    || (n > 0 && !c.write_remote(qp.qpn, qp.pd, rkey, va, payload.as_ptr(), n as usize))
+                {
+                    st.wq.wr = None;
+                    st.wq.uc_drop = !(info.last || info.only);
+                    return;
+                }
+                st.wq.wr = Some((va + n, rkey, left - n, total));
+                if info.last || info.only {
+                    st.wq.wr = None;
+                    if h.imm.is_some() && (st.cur.is_some() || self.take_recv_wqe(c, qp, st)) {
+                        self.complete_recv(c, qp, st, h, IBV_WC_RECV_RDMA_WITH_IMM, total, 0);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A UD datagram (`udp_len`: its whole UDP payload, for the GRH).
+    #[allow(clippy::too_many_arguments)]
+    fn ud_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8], udp_len: usize) {
+        let Some(d) = h.deth else { return };
+        if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
+            return;
+        }
+        if d.qkey != st.attr.qkey {
+            return; // (a Q_Key violation: dropped)
+        }
+        if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+            return; // (no receive: dropped)
+        }
+        let g = roce::grh(m.src, m.dst, m.tclass, m.hop, udp_len);
+        if let Some(cur) = st.cur.as_mut() {
+            cur.base = 40;
+            let ok = cur.err != 0 || {
+                // SAFETY: the WQE's SGEs passed `check_local` for writing;
+                // fault-safe copies; `g` is 40 bytes, `payload` its length.
+                unsafe {
+                    scatter(&cur.wqe.sges, 0, g.as_ptr(), 40)
+                        && scatter(&cur.wqe.sges, 40, payload.as_ptr(), payload.len())
+                }
+            };
+            if !ok {
+                cur.err = IBV_WC_LOC_LEN_ERR;
+            }
+        }
+        let n = 40 + payload.len() as u64;
+        self.complete_recv(c, qp, st, h, IBV_WC_RECV, n, d.sqpn);
+    }
+
+    // ----- QP state ------------------------------------------------------
+
+    /// `modify_qp` changed the QP (checked already): its path, PSNs, MTU.
+    pub fn modified(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, new: u32, mask: u32) {
+        if new == IBV_QPS_RESET || new == IBV_QPS_ERR {
+            let keep = std::mem::take(&mut st.wq);
+            if new == IBV_QPS_ERR {
+                // (The path stays for a later RESET -> ... -> RTS.)
+                st.wq.src = keep.src;
+                st.wq.dst = keep.dst;
+                st.wq.pmtu = keep.pmtu;
+            }
+            return;
+        }
+        if mask & IBV_QP_RQ_PSN != 0 {
+            st.wq.epsn = st.attr.rq_psn & 0xff_ffff;
+        }
+        if mask & IBV_QP_SQ_PSN != 0 {
+            st.wq.psn = st.attr.sq_psn & 0xff_ffff;
+            st.wq.una = st.wq.psn;
+        }
+        if mask & IBV_QP_PATH_MTU != 0 {
+            st.wq.pmtu = mtu_bytes(st.attr.path_mtu).min(self.mtu.max(256));
+        }
+        if st.wq.pmtu == 0 {
+            st.wq.pmtu = self.mtu;
+        }
+        if mask & IBV_QP_AV != 0 && (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_UC) {
+            if let Some((s, d)) = ud_path(self, c, &st.attr.ah_attr) {
+                st.wq.src = Some(s);
+                st.wq.dst = Some(d);
+            }
+        }
+    }
+}
+
+/// Where a UD request goes: (our address, the peer's) for the AH's GIDs.
+pub fn ud_path(w: &Wire, c: &Ctx, ah: &ibv_ah_attr) -> Option<(IpAddr, IpAddr)> {
+    if ah.is_global == 0 {
+        return None;
+    }
+    // SAFETY: `ibv_gid` is 16 bytes in every member.
+    let dgid = unsafe { ah.grh.dgid.raw };
+    let s = gid_ip(&c.gid(ah.grh.sgid_index as usize));
+    let d = gid_ip(&dgid);
+    if !same_family(&s, &d) || !w.sock.addrs().contains(&s) {
+        return None;
+    }
+    Some((s, d))
+}
