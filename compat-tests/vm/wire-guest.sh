@@ -27,6 +27,8 @@
 #                         PASS, which proves the harness (netns, routing,
 #                         exchange across the veths, netem) without ours
 #   WIRE_REFERENCE=0      skip part 1
+#   WIRE_ONLY             an extended regex: only the tests whose PAIR/COND/ID
+#                         matches run (the others are recorded as skipped)
 #   WIRE_BUDGET           seconds (default 900) after which no further test
 #                         starts (those left are recorded as not run)
 #   T_SIDE, T_MIN, T_SERVER_GRACE   per-side limits (see below)
@@ -36,6 +38,7 @@
 #   net-*.txt                 ip/tc state after each step (for debugging)
 #   PAIR/COND/ID/{server,client}.{out,err,rc}, pair.ms, server.killed,
 #   PAIR/COND/ID/notrun       why the test did not run (then nothing else)
+#   PAIR/COND/ID/skip         not selected (WIRE_ONLY)
 #   complete                  the script got to its end
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +49,7 @@ T_SERVER_GRACE=${T_SERVER_GRACE:-10}  # the server's time left once its client e
 WIRE_BUDGET=${WIRE_BUDGET:-900}
 SELF_CHECK=${SELF_CHECK:-0}
 WIRE_REFERENCE=${WIRE_REFERENCE:-1}
+WIRE_ONLY=${WIRE_ONLY:-}
 CONDITIONS="clean loss reorder"
 T_START=$(now_ms)
 
@@ -228,6 +232,10 @@ run_pair_tests() {
         case " $conds " in *" $cond "*) ;; *) continue ;; esac
         d=$R/$pair/$cond/$id
         mkdir -p "$d"
+        if [ -n "$WIRE_ONLY" ] && ! [[ $pair/$cond/$id =~ $WIRE_ONLY ]]; then
+            echo "not selected (WIRE_ONLY=$WIRE_ONLY)" > "$d/skip"
+            continue
+        fi
         if [ -n "$why" ]; then echo "$why" > "$d/notrun"; continue; fi
         if [ $(( $(now_ms) - T_START )) -gt $((WIRE_BUDGET * 1000)) ]; then
             echo "not run: the suite's time budget (WIRE_BUDGET=${WIRE_BUDGET}s) was used up" > "$d/notrun"

@@ -13,7 +13,8 @@ A test PASSes when server and client both exit 0, and
   * perftest: the client printed its result row (perftest has no data
     check: completing is all it proves).
 SKIP: combinations wire-tests.txt leaves out (UC/UD under loss/reorder:
-no retransmission, so upstream hangs too), the reference when not run.
+no retransmission, so upstream hangs too), the reference when not run, the
+tests WIRE_ONLY did not select.
 A test the guest did not run (no GID on ours' device, network setup failed,
 time budget used up) FAILs with the reason.
 """
@@ -32,10 +33,16 @@ PAIRS = ["rxe-rxe", "rxe-ours", "ours-rxe", "ours-ours"]
 CONDITIONS = ["clean", "loss", "reorder"]
 PAIR_TEXT = {
     "rxe-rxe": "server rxe0, client rxe1 (root netns, before the move; reference)",
-    "rxe-ours": "server rxe0 (root netns), client ours rw0@veth1 (netns far) -> 192.0.2.1",
-    "ours-rxe": "server ours rw0@veth1 (netns far), client rxe0 (root netns) -> 192.0.2.2",
-    "ours-ours": "server ours rwa@vA (netns na), client ours rwb@vB (netns nb) -> 10.9.0.1",
+    "rxe-ours": "server rxe0 (root netns), client {far} in netns far -> 192.0.2.1",
+    "ours-rxe": "server {far} in netns far, client rxe0 (root netns) -> 192.0.2.2",
+    "ours-ours": "server {na} in netns na, client {nb} in netns nb -> 10.9.0.1",
 }
+
+
+def side_text(info, ns):
+    """How a netns's side ran: its device, GID index and environment."""
+    return "%s (gid %s; %s)" % (info.get("dev_" + ns) or "?", info.get("gid_" + ns) or "none",
+                               info.get("env_" + ns) or "-")
 
 
 def load_tests(path):
@@ -119,6 +126,9 @@ def fmt_status(st):
 
 
 def side(d, t):
+    skip = read(os.path.join(d, "skip"))
+    if skip is not None:
+        return {"skip": skip.strip()}
     notrun = read(os.path.join(d, "notrun"))
     if notrun is not None:
         return {"notrun": notrun.strip()}
@@ -200,6 +210,11 @@ def main():
                     out.append(entry)
                     continue
                 r = side(os.path.join(a.results, pair, cond, t["id"]), t)
+                if r is not None and "skip" in r:
+                    checks.append(("SKIP", name, r["skip"]))
+                    entry.update(result="SKIP", why=r["skip"])
+                    out.append(entry)
+                    continue
                 res, why = verdict(t, r)
                 checks.append((res, name, why))
                 figs = (r or {}).get("figures") or {}
@@ -219,11 +234,10 @@ def main():
         print("vm-wire: ours' RoCE v2 wire transport vs Soft-RoCE, kernel %s, ibverbs-utils %s, perftest %s%s"
               % (info.get("kernel", "?"), info.get("ibverbs_utils", "?"), info.get("perftest", "?"),
                  "; SELF-CHECK: rxe0 with Debian's library plays ours" if info.get("self_check") == "1" else ""))
+        sides = {ns: side_text(info, ns) for ns in ("far", "na", "nb")}
         for p in PAIRS:
-            print(f"  {p}: {PAIR_TEXT[p]}")
-        print("  ours: far %s gid %s, na %s gid %s, nb %s gid %s; rxe0 gid %s, rxe1 gid %s"
-              % tuple(info.get(k, "?") or "none" for k in ("dev_far", "gid_far", "dev_na", "gid_na", "dev_nb",
-                                                            "gid_nb", "gid_rxe0", "gid_rxe1")))
+            print(f"  {p}: " + PAIR_TEXT[p].format(**sides))
+        print("  rxe0 gid %s, rxe1 gid %s" % (info.get("gid_rxe0") or "none", info.get("gid_rxe1") or "none"))
         print("  " + reportlib.resolved(info) + "   ours in far: " + (info.get("resolved_far") or "?"))
         drops = ", ".join(f"{k[len('netem_dropped_'):]} {v}" for k, v in info.items()
                           if k.startswith("netem_dropped_"))
