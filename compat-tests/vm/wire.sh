@@ -1,0 +1,46 @@
+#!/bin/bash
+# The vm-wire suite: ours' RoCE v2 wire transport (the swrdma provider's
+# software device bound to a network interface, RDMAV_SOFT_DEVICES=rw0@veth1)
+# against the kernel's Soft-RoCE (rxe0, Debian's libibverbs) and against
+# itself, inside the qemu VM, in ONE boot: ibv_{rc,uc,ud}_pingpong and
+# perftest's RC ib_{send,write,read,atomic}_{bw,lat}, on a clean link, with
+# 1% loss and with reordering (netem).  Ours runs in network namespaces only
+# (far: veth1 192.0.2.2, facing rxe0 on veth0 192.0.2.1 in the root netns;
+# na/nb: vA 10.9.0.1 / vB 10.9.0.2 for ours <-> ours); rxe0 <-> rxe1 runs
+# first, before the move, for the reference figures.  PASS when both sides
+# exit 0 (and, for the pingpongs, no "invalid data").  Tests:
+# wire-tests.txt; guest side: wire-guest.sh; verdicts: wire-report.py.
+#
+#   wire.sh               the suite (OUR_LIB as in CONVENTIONS.md; its
+#                         directory must hold libibverbs/libswrdma-rdmav34.so)
+#   wire.sh --self-check  rxe0 with Debian's library plays ours in the
+#                         namespaces: proves the harness; all must PASS
+# Environment: VM_CACHE, VM_TIMEOUT (default 1500 s), WIRE_REFERENCE=0 (no
+# rxe0 <-> rxe1 part), WIRE_BUDGET (s, default 900: no test starts later),
+# WIRE_ONLY (an extended regex over PAIR/CONDITION/TEST: only those run, e.g.
+# 'ours-ours/clean/|rxe-rxe/clean/rc_').
+set -u
+. "$(dirname "$0")/suite-lib.sh"
+suite_init vm-wire
+SELF=0
+[ "${1:-}" = --self-check ] && { suite_self_check; SELF=1; }
+
+suite_need_commands "ibverbs-utils, perftest, iproute2, coreutils, python3" \
+    ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_devinfo \
+    ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat \
+    ib_atomic_bw ib_atomic_lat rdma ip tc sysctl timeout python3 apt-get dpkg flock
+suite_need_upstream
+suite_lib_dirs "the wire tests will find no provider for rw0"
+if [ "$SELF" = 0 ] && ! [ -e "$OUR_LD/libibverbs/libswrdma-rdmav34.so" ]; then
+    echo "$SUITE: note: $OUR_LD/libibverbs/libswrdma-rdmav34.so does not exist (make swrdma?)" >&2
+fi
+VM_CACHE=$(mkdir -p "${VM_CACHE:-build/vm-cache}" && cd "${VM_CACHE:-build/vm-cache}" && pwd)
+export VM_CACHE
+
+# a normal run: about 1 minute to boot and set up, the rxe0 <-> rxe1
+# reference about 3-4 minutes, the matrix a few minutes more; the guest
+# starts no test after WIRE_BUDGET s, so a hanging ours is bounded too
+suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" \
+    VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-900}" \
+    WIRE_ONLY="${WIRE_ONLY:-}"
+suite_report wire-report.py --tests "$HERE/wire-tests.txt"
