@@ -831,6 +831,11 @@ impl Ctx {
     /// dropped (closing its socket, which tells the peers).  The
     /// descriptors of the context close when the last `Arc` is dropped.
     pub fn close(&self) {
+        if let Some(w) = self.wire_rt.get() {
+            // Datagrams the kernel queued on our port-4791 socket for other
+            // processes' QPs die with it: hand them on first.
+            w.flush(self);
+        }
         let _ = std::fs::remove_file(net::ctx_sock_path(&self.dir, self.id));
         for qpn in self.qps.read().unwrap().keys() {
             net::unpublish(&self.dir, *qpn);

@@ -2168,6 +2168,12 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         let qp = Arc::from_raw(s.qp);
         (s, c, qp)
     };
+    if let Some(w) = c.wire_rt() {
+        // What came for it is handled, and its last ACK goes out once more
+        // (the peer must not retransmit into a QP that is gone).
+        w.flush(c);
+        w.farewell(&qp, &lock(&qp.st));
+    }
     c.remove_qp(qp.qpn);
     {
         let mut st = lock(&qp.st);

@@ -230,6 +230,40 @@ impl Wire {
         n
     }
 
+    /// Before the context closes: what waits in our sockets is handled
+    /// (forwarded to its owner, if another process's), until they are
+    /// empty (at most ~4000 datagrams).
+    pub fn flush(&self, c: &Ctx) {
+        for _ in 0..64 {
+            if self.progress(c) == 0 {
+                break;
+            }
+        }
+    }
+
+    /// An RC QP about to go away sends the ACK of the last request it
+    /// received once more: if the first copy was lost, the requester would
+    /// retransmit to a QP that no longer answers and fail (a duplicate ACK
+    /// is harmless).
+    pub fn farewell(&self, qp: &Qp, st: &QpSt) {
+        let live = matches!(st.state, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD);
+        if qp.qpt != IBV_QPT_RC || !live || st.wq.in_send || st.wq.wr.is_some() {
+            return;
+        }
+        let (Some(src), Some(dst)) = (st.wq.src, st.wq.dst) else {
+            return;
+        };
+        let h = Hdr {
+            bth: Self::bth(op::RC_ACK, st.attr.dest_qp_num, psn_add(st.wq.epsn, 0xff_ffff)),
+            aeth: Some(Aeth {
+                syndrome: roce::CREDITS_INVALID,
+                msn: st.wq.msn,
+            }),
+            ..Default::default()
+        };
+        self.tx(&src, &dst, &h, &[]);
+    }
+
     fn timers(&self, c: &Ctx, now: u64) {
         // (A post meanwhile counts itself after the reset: never lost.)
         self.busy.store(0, Ordering::Relaxed);
