@@ -65,9 +65,9 @@ pair() { # port server-args -- client-args
 }
 pair 18601 ibv_rc_pingpong -n 3 -s 100 -p 18601 -d rxe0 -g 1 -- ibv_rc_pingpong -n 3 -s 100 -p 18601 -d rxe1 -g 1 127.0.0.1
 pair 18603 ibv_ud_pingpong -n 3 -s 99 -p 18603 -d rxe0 -g 1 -- ibv_ud_pingpong -n 3 -s 99 -p 18603 -d rxe1 -g 1 127.0.0.1
-pair 18604 ib_read_lat -s 2500 -n 3 -d rxe0 -x 1 -p 18604 -- ib_read_lat -s 2500 -n 5 -d rxe1 -x 1 -p 18604 127.0.0.1
-pair 18605 ib_atomic_lat -n 3 -d rxe0 -x 1 -p 18605 -- ib_atomic_lat -n 5 -d rxe1 -x 1 -p 18605 127.0.0.1
-pair 18606 ib_write_lat -s 37 -I 37 -n 3 -d rxe0 -x 1 -p 18606 -- ib_write_lat -s 37 -I 37 -n 5 -d rxe1 -x 1 -p 18606 127.0.0.1
+pair 18604 ib_read_lat -s 2500 -n 5 -d rxe0 -x 1 -p 18604 -- ib_read_lat -s 2500 -n 5 -d rxe1 -x 1 -p 18604 127.0.0.1
+pair 18605 ib_atomic_lat -n 5 -d rxe0 -x 1 -p 18605 -- ib_atomic_lat -n 5 -d rxe1 -x 1 -p 18605 127.0.0.1
+pair 18606 ib_write_lat -s 37 -I 37 -n 5 -d rxe0 -x 1 -p 18606 -- ib_write_lat -s 37 -I 37 -n 5 -d rxe1 -x 1 -p 18606 127.0.0.1
 if [ -n "$g0" ] && [ -n "$g1" ]; then
     pair 18620 ibv_rc_pingpong -n 3 -s 100 -p 18620 -d rxe0 -g $g0 -- ibv_rc_pingpong -n 3 -s 100 -p 18620 -d rxe1 -g $g1 127.0.0.1
     pair 18621 ibv_ud_pingpong -n 3 -s 99 -p 18621 -d rxe0 -g $g0 -- ibv_ud_pingpong -n 3 -s 99 -p 18621 -d rxe1 -g $g1 127.0.0.1
