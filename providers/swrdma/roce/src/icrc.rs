@@ -138,8 +138,14 @@ fn body(mut reg: u32, parts: &[&[u8]]) -> u32 {
 /// identification, and this ICRC would then be wrong).  Returns the 4
 /// bytes to append, in wire order.
 pub fn icrc(ip: &IpInfo, parts: &[&[u8]]) -> [u8; 4] {
+    icrc_ident(ip, parts, 0, true)
+}
+
+/// [`icrc`] for an IPv4 datagram that leaves with identification `id` and
+/// the DF bit `df` (MF 0, offset 0, no options); both unused for IPv6.
+pub fn icrc_ident(ip: &IpInfo, parts: &[&[u8]], id: u16, df: bool) -> [u8; 4] {
     let len: usize = parts.iter().map(|p| p.len()).sum();
-    let reg = body(prefix(ip, len + ICRC_LEN, 0, DF), parts);
+    let reg = body(prefix(ip, len + ICRC_LEN, id, if df { DF } else { 0 }), parts);
     (!reg).to_le_bytes()
 }
 

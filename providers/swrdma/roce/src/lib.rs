@@ -17,7 +17,7 @@
 mod crc;
 mod icrc;
 
-pub use icrc::{grh, grh_ident, icrc, icrc_ipv4_ident, icrc_ok, IpInfo};
+pub use icrc::{grh, grh_ident, icrc, icrc_ident, icrc_ipv4_ident, icrc_ok, IpInfo};
 
 /// The UDP destination port of RoCE v2 (IANA "roce").
 pub const ROCE_PORT: u16 = 4791;
