@@ -20,7 +20,7 @@
 #     startup, MR, CQ, QP control-path costs, as ours/upstream ratios.
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
-# ("soft vm", or one of them); BENCH_QUICK=1 (fewer sizes, for trying the
+# ("soft vm wire", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
 # script); BENCH_ROUNDS (VM rounds, default 5); BENCH_PERFTEST_TIMEOUT (s per
 # perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
 # targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
@@ -34,7 +34,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 HERE=compat-tests/bench
 B=build/bench
-SECTIONS=${BENCH_SECTIONS:-soft vm}
+SECTIONS=${BENCH_SECTIONS:-soft vm wire}
 QUICK=${BENCH_QUICK:-}
 ROUNDS=${BENCH_ROUNDS:-5}
 mkdir -p "$B"
@@ -295,6 +295,23 @@ section_vm() {
     [ $rc -eq 0 ] || say "vm-run.sh exit status $rc (see $V/vm-run.out)"
 }
 
+# C. RoCE v2 (issue 13): the vm-wire suite's VM (compat-tests/vm/wire.sh)
+#    with WIRE_CPU=1 and only the clean-link perftest runs: rxe0 <-> rxe1,
+#    then rxe <-> ours both ways and ours <-> ours across network namespaces;
+#    wire-report.py prints the figures, the ratios to rxe <-> rxe of the
+#    same run, and the CPU time per message.
+section_wire() {
+    local W=$PWD/$B/wire rc
+    rm -rf "$W"; mkdir -p "$W"
+    say "RoCE v2 VM: perftest rxe<->rxe, rxe<->ours, ours<->ours over veth"
+    WIRE_CPU=1 WIRE_ONLY='/clean/ib_' OUR_LIB=$OUR_LIB VM_TIMEOUT=${VM_TIMEOUT:-900} \
+        bash compat-tests/vm/wire.sh > "$W/suite.out" 2>&1
+    rc=$?
+    echo $rc > "$W/suite.rc"
+    [ $rc -eq 0 ] || say "vm-wire exit status $rc (see $W/suite.out)"
+    python3 "$HERE/wire-report.py" | tee "$W/report.txt"
+}
+
 for sec in $SECTIONS; do
     case $sec in
         soft) echo "loadavg_before_soft $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"; section_soft
@@ -303,6 +320,7 @@ for sec in $SECTIONS; do
         vm) echo "loadavg_before_vm $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"; section_vm
             echo "loadavg_after_vm $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
             python3 "$HERE/report.py" vm ;;
+        wire) section_wire ;;
         *) say "unknown section $sec" ;;
     esac
 done

@@ -129,8 +129,13 @@ wire_pair() {
     PAIR_PORT=$((PAIR_PORT + 1))
     mkdir -p "$d"
     t0=$(now_ms)
+    # WIRE_CPU=1 (make bench): each side's CPU time (user, system) goes to
+    # SIDE.cpu, as bash's `times` reports its child (the program)
+    local cpu=()
+    [ "${WIRE_CPU:-0}" = 1 ] && cpu=(bash -c '"$@"; rc=$?; times > "$CPU_OUT"; exit $rc' cpu)
     side_argv "$s" "$lim"
-    "${A[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT" \
+    [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/server.cpu")
+    "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT" \
         > "$d/server.out" 2> "$d/server.err" < /dev/null &
     sp=$!
     for ((i = 0; i < 200; i++)); do    # up to 20 s for the server to listen (or die)
@@ -139,7 +144,8 @@ wire_pair() {
         sleep 0.1
     done
     side_argv "$c" "$lim"
-    "${A[@]}" "$@" -d "${DEV[$c]}" "$gflag" "${GID[$c]}" -p "$PAIR_PORT" "$ip" \
+    [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/client.cpu")
+    "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$c]}" "$gflag" "${GID[$c]}" -p "$PAIR_PORT" "$ip" \
         > "$d/client.out" 2> "$d/client.err" < /dev/null
     echo $? > "$d/client.rc"
     for ((i = 0; i < T_SERVER_GRACE * 10; i++)); do

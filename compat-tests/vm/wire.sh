@@ -42,5 +42,5 @@ export VM_CACHE
 # starts no test after WIRE_BUDGET s, so a hanging ours is bounded too
 suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" \
     VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-900}" \
-    WIRE_ONLY="${WIRE_ONLY:-}"
+    WIRE_ONLY="${WIRE_ONLY:-}" WIRE_CPU="${WIRE_CPU:-0}"
 suite_report wire-report.py --tests "$HERE/wire-tests.txt"

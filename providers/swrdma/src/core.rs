@@ -601,6 +601,20 @@ impl Ctx {
         let _ = self.wire_rt.set(w);
     }
 
+    /// Whether the wire sockets are in the thread's epoll set (readable
+    /// wakes it) or not.
+    fn wire_wakes(&self, on: bool) {
+        let Some(w) = self.wire_rt.get() else { return };
+        let flags = if on {
+            epoll::EventFlags::IN
+        } else {
+            epoll::EventFlags::empty()
+        };
+        for fd in w.sock.fds() {
+            let _ = epoll::modify(&self.epfd, fd, epoll::EventData::new_u64(TAG_WIRE), flags);
+        }
+    }
+
     /// Every QP of the context.
     pub fn all_qps(&self) -> Vec<Arc<Qp>> {
         self.qps.read().unwrap().values().cloned().collect()
@@ -1073,7 +1087,12 @@ impl Ctx {
                 self.thread_backs_off.store(true, Ordering::SeqCst);
                 let before = self.last_poll.load(Ordering::Relaxed);
                 if self.armed_cqs.load(Ordering::SeqCst) == 0 {
+                    // (A wire context's sockets do not wake us meanwhile:
+                    // the polling application receives, and a wake-up per
+                    // packet would only compete with it for the CPU.)
+                    self.wire_wakes(false);
                     self.handle_epoll(BACKOFF_MS);
+                    self.wire_wakes(true);
                 }
                 self.thread_backs_off.store(false, Ordering::SeqCst);
                 if self.last_poll.load(Ordering::Relaxed) == before {
