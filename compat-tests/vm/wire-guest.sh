@@ -384,9 +384,9 @@ if [ "$SELF_CHECK" = 1 ]; then
     role nb nb "$OUR_LD" rxe0 "XDG_RUNTIME_DIR=/tmp/xdg-nb"
     GID[far]=$(roce_gid far 192.0.2.1) GID[na]=$(roce_gid na 192.0.2.1) GID[nb]=$(roce_gid nb 192.0.2.1)
 else
-    role far far "$OUR_LD" rw0 "RDMAV_SOFT_DEVICES=rw0@veth1" "XDG_RUNTIME_DIR=/tmp/xdg-far"
-    role na na "$OUR_LD" rwa "RDMAV_SOFT_DEVICES=rwa@vA" "XDG_RUNTIME_DIR=/tmp/xdg-na"
-    role nb nb "$OUR_LD" rwb "RDMAV_SOFT_DEVICES=rwb@vB" "XDG_RUNTIME_DIR=/tmp/xdg-nb"
+    role far far "$OUR_LD" rw0 "RDMAV_SOFT_DEVICES=rw0@veth1" "XDG_RUNTIME_DIR=/tmp/xdg-far" ${WIRE_OURS_ENV:-}
+    role na na "$OUR_LD" rwa "RDMAV_SOFT_DEVICES=rwa@vA" "XDG_RUNTIME_DIR=/tmp/xdg-na" ${WIRE_OURS_ENV:-}
+    role nb nb "$OUR_LD" rwb "RDMAV_SOFT_DEVICES=rwb@vB" "XDG_RUNTIME_DIR=/tmp/xdg-nb" ${WIRE_OURS_ENV:-}
     GID[far]=$(roce_gid far 192.0.2.2) GID[na]=$(roce_gid na 10.9.0.1) GID[nb]=$(roce_gid nb 10.9.0.2)
 fi
 for r in far na nb; do

@@ -15,7 +15,8 @@
 #                         directory must hold libibverbs/libswrdma-rdmav34.so)
 #   wire.sh --self-check  rxe0 with Debian's library plays ours in the
 #                         namespaces: proves the harness; all must PASS
-# Environment: VM_CACHE, VM_TIMEOUT (default 1500 s), WIRE_REFERENCE=0 (no
+# Environment: WIRE_OURS_ENV (NAME=VALUE words for ours' processes, e.g.
+# SWRDMA_WIRE_TRACE=1), WIRE_CPU=1 (each side's CPU time: make bench), VM_CACHE, VM_TIMEOUT (default 1500 s), WIRE_REFERENCE=0 (no
 # rxe0 <-> rxe1 part), WIRE_BUDGET (s, default 900: no test starts later),
 # WIRE_ONLY (an extended regex over PAIR/CONDITION/TEST: only those run, e.g.
 # 'ours-ours/clean/|rxe-rxe/clean/rc_').
@@ -42,5 +43,5 @@ export VM_CACHE
 # starts no test after WIRE_BUDGET s, so a hanging ours is bounded too
 suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" \
     VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-900}" \
-    WIRE_ONLY="${WIRE_ONLY:-}" WIRE_CPU="${WIRE_CPU:-0}"
+    WIRE_ONLY="${WIRE_ONLY:-}" WIRE_CPU="${WIRE_CPU:-0}" WIRE_OURS_ENV="${WIRE_OURS_ENV:-}"
 suite_report wire-report.py --tests "$HERE/wire-tests.txt"
