@@ -29,7 +29,7 @@
 #   WIRE_REFERENCE=0      skip part 1
 #   WIRE_ONLY             an extended regex: only the tests whose PAIR/COND/ID
 #                         matches run (the others are recorded as skipped)
-#   WIRE_BUDGET           seconds (default 900) after which no further test
+#   WIRE_BUDGET           seconds (default 600) after which no further test
 #                         starts (those left are recorded as not run)
 #   T_SIDE, T_MIN, T_SERVER_GRACE   per-side limits (see below)
 # Results: $VM_RUN_DIR/results/
@@ -39,14 +39,17 @@
 #   PAIR/COND/ID/{server,client}.{out,err,rc}, pair.ms, server.killed,
 #   PAIR/COND/ID/notrun       why the test did not run (then nothing else)
 #   PAIR/COND/ID/skip         not selected (WIRE_ONLY)
+#   PAIR/COND/ID/link         "IF SENT RECEIVED": the packets the pair's link
+#                             (veth0 for rxe0's pairs, vA for ours-ours) carried
+#                             each way while the test ran (TCP exchange included)
 #   complete                  the script got to its end
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/guest-lib.sh"
 T_SIDE=${T_SIDE:-60}            # one side, reference pairs and upper bound
-T_MIN=${T_MIN:-20}              # the other pairs: 4x the reference's time, within [T_MIN, T_SIDE]
+T_MIN=${T_MIN:-15}              # the other pairs: 4x the reference's time, within [T_MIN, T_SIDE]
 T_SERVER_GRACE=${T_SERVER_GRACE:-10}  # the server's time left once its client ended
-WIRE_BUDGET=${WIRE_BUDGET:-900}
+WIRE_BUDGET=${WIRE_BUDGET:-600}
 SELF_CHECK=${SELF_CHECK:-0}
 WIRE_REFERENCE=${WIRE_REFERENCE:-1}
 WIRE_ONLY=${WIRE_ONLY:-}
@@ -118,6 +121,21 @@ listening_in() { # PID PORT: is something listening on TCP PORT in PID's netns?
     return 1
 }
 
+# link_pkts PID IF: "RX TX" packet counters of IF in PID's netns
+# (/proc/PID/net/dev, read with builtins); "- -" when IF is not there
+link_pkts() {
+    local name f
+    while read -r name f; do
+        [ "$name" = "$2:" ] || continue
+        # rx bytes, rx packets, 6 more rx fields, tx bytes, tx packets
+        read -r -a f <<<"$f"
+        echo "${f[1]} ${f[9]}"
+        return
+    done < "/proc/$1/net/dev"
+    echo "- -"
+}
+LINK_PID=$$ LINK_IF=veth0   # the link each pair's packets are counted on
+
 # wire_pair DIR SERVER-ROLE CLIENT-ROLE SERVER-IP LIMIT CMD...: the server
 # (CMD -d DEV -g|-x GID -p PORT) in the background, once it listens (or
 # died) the client (... SERVER-IP); each side under `timeout LIMIT`; a server
@@ -128,6 +146,8 @@ wire_pair() {
     case "$1" in ibv_*) gflag=-g ;; esac
     PAIR_PORT=$((PAIR_PORT + 1))
     mkdir -p "$d"
+    local l0 l1 rx0 tx0 rx1 tx1
+    l0=$(link_pkts "$LINK_PID" "$LINK_IF")
     t0=$(now_ms)
     # WIRE_CPU=1 (make bench): each side's CPU time (user, system) goes to
     # SIDE.cpu, as bash's `times` reports its child (the program)
@@ -159,6 +179,12 @@ wire_pair() {
     wait "$sp"
     echo $? > "$d/server.rc"
     echo $(( $(now_ms) - t0 )) > "$d/pair.ms"
+    l1=$(link_pkts "$LINK_PID" "$LINK_IF")
+    read -r rx0 tx0 <<<"$l0"
+    read -r rx1 tx1 <<<"$l1"
+    if [ "$rx0" != - ] && [ "$rx1" != - ]; then
+        echo "$LINK_IF $((tx1 - tx0)) $((rx1 - rx0))" > "$d/link"
+    fi
 }
 
 # ---- network conditions: netem on the given interfaces ([NETNS:]IF)
@@ -330,6 +356,11 @@ case "$r" in
     *) setup_check root-route FAIL "ip route get 192.0.2.2: $r" ;;
 esac
 
+# a process that stays in na: its /proc/PID/net/dev counts vA's packets
+ip netns exec na sleep 100000 &
+NA_HOLD=$!
+info na_hold "$NA_HOLD"
+
 for ns in far na nb; do
     rm -rf "/tmp/xdg-$ns"
     mkdir -m 0700 "/tmp/xdg-$ns"
@@ -411,6 +442,8 @@ for cond in $CONDITIONS; do
     for p in "rxe-ours rxe0 far 192.0.2.1" "ours-rxe far rxe0 192.0.2.2" "ours-ours na nb 10.9.0.1"; do
         # shellcheck disable=SC2086
         set -- $p
+        LINK_PID=$$ LINK_IF=veth0
+        [ "$1" = ours-ours ] && LINK_PID=$NA_HOLD LINK_IF=vA
         why=$(nogid "$2" "$3")
         [ "$REACH_OK" = 1 ] || why="not run: the network setup failed (see the setup checks)"
         [ -z "$CONDITION_ERR" ] || why="not run: $CONDITION_ERR"
@@ -418,4 +451,5 @@ for cond in $CONDITIONS; do
     done
 done
 set_condition matrix clean veth0 far:veth1 na:vA nb:vB
+kill "$NA_HOLD" 2>/dev/null
 echo done > "$R/complete"

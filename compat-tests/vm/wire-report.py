@@ -7,7 +7,10 @@ PASS/FAIL/SKIP line per check and the closing line
 (every run's statuses, outputs and parsed figures, for the bench).  Exit
 status 0 only when nothing failed.
 
-A test PASSes when server and client both exit 0, and
+A test PASSes when server and client both exit 0, the pair's link (veth0;
+vA for ours-ours) carried packets both ways, at least one per iteration in
+all (so a pair that loops back inside the machine fails; not checked for the
+self-check's stand-ins, whose rxe0 talks to itself), and
   * pingpongs: neither side printed "invalid data" (-c: the server checks the
     received buffer, weakly: one byte per page);
   * perftest: the client printed its result row (perftest has no data
@@ -136,6 +139,8 @@ def side(d, t):
     if r is None:
         return None
     r["server_killed"] = read(os.path.join(d, "server.killed"))
+    link = (read(os.path.join(d, "link")) or "").split()
+    r["link"] = {"if": link[0], "sent": int(link[1]), "received": int(link[2])} if len(link) == 3 else None
     if t["command"].startswith("ibv_"):
         r["figures"] = pingpong_figures(r["client_stdout"])
         r["server_figures"] = pingpong_figures(r["server_stdout"])
@@ -145,7 +150,12 @@ def side(d, t):
     return r
 
 
-def verdict(t, r):
+def iterations(t):
+    m = re.search(r"(?:^|\s)-n\s+(\d+)", t["command"])
+    return int(m.group(1)) if m else 1
+
+
+def verdict(t, r, check_link=True):
     if r is None:
         return "FAIL", NO_RESULT
     if "notrun" in r:
@@ -166,6 +176,17 @@ def verdict(t, r):
             return "FAIL", "both exited 0, but the client printed no 'bytes in ... seconds' line"
     elif not r["figures"]:
         return "FAIL", "both exited 0, but the client printed no result row"
+    if check_link:
+        # the messages must have crossed the veth: at least one packet per
+        # iteration, both ways together, and some each way (a pair whose
+        # packets loop back inside the machine moves only its TCP exchange)
+        ln, n = r.get("link"), iterations(t)
+        if ln is None:
+            return "FAIL", "both exited 0, but the link's packet counters could not be read"
+        if ln["sent"] + ln["received"] < n or not ln["sent"] or not ln["received"]:
+            return "FAIL", (f"both exited 0, but {ln['if']} carried only {ln['sent']} packets out and "
+                            f"{ln['received']} in during the test, fewer than its {n} iterations: the "
+                            "traffic did not cross the link")
     return "PASS", ""
 
 
@@ -215,7 +236,9 @@ def main():
                     entry.update(result="SKIP", why=r["skip"])
                     out.append(entry)
                     continue
-                res, why = verdict(t, r)
+                # in the self-check, the namespaces' rxe0 talks to itself
+                # (loopback): only the reference crosses the link
+                res, why = verdict(t, r, pair == "rxe-rxe" or info.get("self_check") != "1")
                 checks.append((res, name, why))
                 figs = (r or {}).get("figures") or {}
                 if pair == "rxe-rxe":
@@ -225,6 +248,7 @@ def main():
                 ran = r is not None and "notrun" not in r
                 rows.append((pair, cond, t["id"], fmt_status(r["status"]) if ran else "-",
                              "%.1f" % (r["ms"] / 1000) if ran and r["ms"] is not None else "-",
+                             "%d/%d" % (r["link"]["sent"], r["link"]["received"]) if ran and r.get("link") else "-",
                              headline(t, figs),
                              "-" if pair == "rxe-rxe" else headline(t, ref.get((cond, t["id"]), {})),
                              res if ran or r is None else "FAIL (not run)"))
@@ -242,9 +266,10 @@ def main():
         drops = ", ".join(f"{k[len('netem_dropped_'):]} {v}" for k, v in info.items()
                           if k.startswith("netem_dropped_"))
         print("  packets netem dropped: " + (drops or "-"))
-        print("  status = server/client; UC/UD only on the clean link (no retransmission)")
+        print("  status = server/client; pkts out/in: packets on veth0 (vA for ours-ours) while the test ran;"
+              " UC/UD only on the clean link (no retransmission)")
         if rows:
-            for line in table_lines(("pair", "condition", "test", "status", "s", "figure", "rxe-rxe figure",
+            for line in table_lines(("pair", "condition", "test", "status", "s", "pkts out/in", "figure", "rxe-rxe figure",
                                      "result"), rows):
                 print(line)
         print()

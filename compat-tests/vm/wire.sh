@@ -16,8 +16,9 @@
 #   wire.sh --self-check  rxe0 with Debian's library plays ours in the
 #                         namespaces: proves the harness; all must PASS
 # Environment: WIRE_OURS_ENV (NAME=VALUE words for ours' processes, e.g.
-# SWRDMA_WIRE_TRACE=1), WIRE_CPU=1 (each side's CPU time: make bench), VM_CACHE, VM_TIMEOUT (default 1500 s), WIRE_REFERENCE=0 (no
-# rxe0 <-> rxe1 part), WIRE_BUDGET (s, default 900: no test starts later),
+# SWRDMA_WIRE_TRACE=1), WIRE_CPU=1 (each side's CPU time: make bench),
+# VM_CACHE, VM_TIMEOUT (default 1500 s), WIRE_REFERENCE=0 (no
+# rxe0 <-> rxe1 part), WIRE_BUDGET (s, default 600: no test starts later),
 # WIRE_ONLY (an extended regex over PAIR/CONDITION/TEST: only those run, e.g.
 # 'ours-ours/clean/|rxe-rxe/clean/rc_').
 set -u
@@ -38,10 +39,10 @@ fi
 VM_CACHE=$(mkdir -p "${VM_CACHE:-build/vm-cache}" && cd "${VM_CACHE:-build/vm-cache}" && pwd)
 export VM_CACHE
 
-# a normal run: about 1 minute to boot and set up, the rxe0 <-> rxe1
+# a normal run: under a minute to boot and set up, the rxe0 <-> rxe1
 # reference about 3-4 minutes, the matrix a few minutes more; the guest
 # starts no test after WIRE_BUDGET s, so a hanging ours is bounded too
 suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" \
-    VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-900}" \
+    VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-600}" \
     WIRE_ONLY="${WIRE_ONLY:-}" WIRE_CPU="${WIRE_CPU:-0}" WIRE_OURS_ENV="${WIRE_OURS_ENV:-}"
 suite_report wire-report.py --tests "$HERE/wire-tests.txt"
