@@ -2737,6 +2737,7 @@ unsafe fn post_wire(
         ud: None,
         loff: 0,
         last: true,
+        got: 0,
     };
     // SAFETY: the union members read below are each opcode's own
     // (integers only: any bits are a value).

@@ -75,6 +75,8 @@ pub struct Req {
     /// whether it is the last (which completes the work request).
     pub loff: u64,
     pub last: bool,
+    /// READ: the responses in (bit i: packet i), placed already.
+    pub got: u64,
 }
 
 /// The wire state of a QP (in `QpSt`).
@@ -387,6 +389,7 @@ impl Wire {
                     ud: None,
                     loff: off,
                     last: off + n >= r.len,
+                    got: 0,
                 };
                 st.wq.psn = psn_add(st.wq.psn, part.npkts);
                 st.wq.reqs.push_back(part);
@@ -657,13 +660,20 @@ impl Wire {
                 break;
             }
             if r.kind != KSEND && r.kind != KWRITE {
-                // Implied NAK: its response did not come.
+                // Implied NAK: its response did not come.  Asked for again
+                // once per loss (each later packet would ask again, and a
+                // responder answering every copy falls ever further behind);
+                // the retransmission timer asks again after that.
                 let f = r.first;
                 if psn_diff(st.wq.una, f) < 0 {
                     st.wq.una = f;
                 }
                 let una = st.wq.una;
-                self.rewind(st, una);
+                if st.wq.loss_at != Some(una) {
+                    self.lost(st);
+                    st.wq.loss_at = Some(una);
+                    self.rewind(st, una);
+                }
                 return progress;
             }
             let seq = r.seq;
@@ -683,6 +693,62 @@ impl Wire {
         }
         if progress {
             c.complete_sq(qp, st);
+        }
+        progress
+    }
+
+    /// The SENDs and WRITEs in front of the request starting at `first`
+    /// are done (a response to a later request came: the responder executed
+    /// them).  True when something completed.
+    fn ack_before(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, first: u32) -> bool {
+        let mut progress = false;
+        while let Some(r) = st.wq.reqs.front() {
+            if (r.kind != KSEND && r.kind != KWRITE) || psn_diff(first, r.first) <= 0 {
+                break;
+            }
+            let (seq, end) = (r.seq, psn_add(r.first, r.npkts));
+            st.wq.reqs.pop_front();
+            st.wq.next = st.wq.next.saturating_sub(1);
+            if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+                w.done = Some(0);
+            }
+            if psn_diff(end, st.wq.una) > 0 {
+                st.wq.una = end;
+            }
+            progress = true;
+        }
+        if progress {
+            c.complete_sq(qp, st);
+        }
+        progress
+    }
+
+    /// The oldest unacknowledged PSN moves over the READ responses that are
+    /// in; READs whose responses are all in complete.  True on progress.
+    fn reads_in(&self, c: &Ctx, qp: &Qp, st: &mut QpSt) -> bool {
+        let mut progress = false;
+        while let Some(r) = st.wq.reqs.front() {
+            if r.kind != KREAD {
+                break;
+            }
+            let mut i = psn_diff(st.wq.una, r.first).max(0) as u32;
+            while i < r.npkts && r.got & (1u64 << i) != 0 {
+                i += 1;
+                progress = true;
+            }
+            st.wq.una = psn_add(r.first, i);
+            if i < r.npkts {
+                break;
+            }
+            let (seq, wr_done) = (r.seq, r.last);
+            st.wq.reqs.pop_front();
+            st.wq.next = st.wq.next.saturating_sub(1);
+            if wr_done {
+                if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+                    w.done = Some(0);
+                }
+                c.complete_sq(qp, st);
+            }
         }
         progress
     }
@@ -864,56 +930,50 @@ impl Wire {
                 self.pump(c, qp, st);
             }
             roce::Kind::ReadResp => {
-                // Responses come in order: everything before is done.
-                self.ack_upto(c, qp, st, psn);
-                if psn != st.wq.una {
-                    // A response was lost: ask again from it, at once
-                    // (once per loss).
-                    let una = st.wq.una;
-                    if st.wq.loss_at != Some(una) {
-                        self.lost(st);
-                        st.wq.loss_at = Some(una);
-                        self.rewind(st, una);
-                        self.pump(c, qp, st);
-                    }
+                // The READ (part) this PSN belongs to.
+                let Some(idx) = st.wq.reqs.iter().position(|r| {
+                    r.kind == KREAD && psn_diff(psn, r.first) >= 0 && psn_diff(psn, r.first) < r.npkts as i32
+                }) else {
                     return;
+                };
+                // The responder executes in order: the SENDs and WRITEs in
+                // front of this READ are done.
+                let first = st.wq.reqs[idx].first;
+                if self.ack_before(c, qp, st, first) {
+                    self.acked(st);
                 }
+                let Some(idx) = st.wq.reqs.iter().position(|r| r.kind == KREAD && r.first == first) else {
+                    return;
+                };
                 let pmtu = st.wq.pmtu.max(256) as u64;
-                let Some(r) = st.wq.reqs.front() else { return };
-                if r.kind != KREAD || psn_diff(psn, r.first) < 0 || psn_diff(psn, r.first) >= r.npkts as i32 {
-                    return;
-                }
+                let r = &st.wq.reqs[idx];
                 let i = psn_diff(psn, r.first) as u32;
                 let info = roce::op_info(h.bth.opcode);
                 let last = i + 1 == r.npkts;
                 let off = i as u64 * pmtu;
                 let want = (r.len - off.min(r.len)).min(pmtu) as usize;
                 // The packet must be the one this PSN stands for (a READ
-                // asked again from packet i gets FIRST/ONLY there).
-                if last != (info.last || info.only) || payload.len() != want {
+                // asked again from packet i may get FIRST/ONLY there).
+                if last != (info.last || info.only) || payload.len() != want || r.got & (1u64 << i) != 0 {
                     return;
                 }
+                // A response ahead of one not yet here (reordered, or lost:
+                // then the retransmission timer asks again) is placed too:
+                // the data lands where it belongs, the READ completes once
+                // every response is in.
                 // SAFETY: the SGEs passed `check_local` for writing at post;
                 // the copy is fault-safe; `payload` has `want` bytes.
                 let ok = unsafe { scatter(&r.sges, r.loff + off, payload.as_ptr(), want) };
-                let (seq, wr_done) = (r.seq, r.last);
+                let seq = r.seq;
                 if !ok {
                     self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
                     return;
                 }
-                st.wq.una = psn_add(psn, 1);
-                if last {
-                    st.wq.reqs.pop_front();
-                    st.wq.next = st.wq.next.saturating_sub(1);
-                    if wr_done {
-                        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-                            w.done = Some(0);
-                        }
-                        c.complete_sq(qp, st);
-                    }
+                st.wq.reqs[idx].got |= 1u64 << i;
+                if self.reads_in(c, qp, st) {
+                    self.acked(st);
+                    self.pump(c, qp, st);
                 }
-                self.acked(st);
-                self.pump(c, qp, st);
             }
             _ => {}
         }
