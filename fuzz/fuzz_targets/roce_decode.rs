@@ -22,7 +22,13 @@ fuzz_target!(|input: &[u8]| {
     } else {
         ("2001:db8::1".parse().unwrap(), "2001:db8::2".parse().unwrap())
     };
-    let ip = IpInfo { src, dst, sport: 0xC000 | u16::from(fam), dport: ROCE_PORT, flow: 0 };
+    let ip = IpInfo {
+        src,
+        dst,
+        sport: 0xC000 | u16::from(fam),
+        dport: ROCE_PORT,
+        flow: 0,
+    };
     let ok = icrc_ok(&ip, pkt);
     if let Some(_ident) = icrc_ipv4_ident(&ip, pkt) {
         assert!(ok, "an identification was found but icrc_ok refused");
