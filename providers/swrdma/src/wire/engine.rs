@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use swrdma_roce as roce;
-use swrdma_roce::{op, Aeth, AtomicEth, Bth, Deth, Hdr, Reth};
+use swrdma_roce::{op, psn_add, psn_diff, Aeth, AtomicEth, Bth, Deth, Hdr, Reth};
 
 /// Packets (PSNs) of one QP on the wire and not yet acknowledged: a
 /// congestion window that halves on a loss and grows by one per
@@ -162,15 +162,6 @@ fn drop_now() -> bool {
     x % 1_000_000 < p
 }
 
-fn psn_add(a: u32, n: u32) -> u32 {
-    a.wrapping_add(n) & 0xff_ffff
-}
-
-/// Signed distance a - b of two PSNs (24 bits).
-fn psn_diff(a: u32, b: u32) -> i32 {
-    ((a.wrapping_sub(b) << 8) as i32) >> 8
-}
-
 pub fn mtu_bytes(code: u32) -> u32 {
     match code {
         1 => 256,
@@ -257,10 +248,7 @@ impl Wire {
         };
         let h = Hdr {
             bth: Self::bth(op::RC_ACK, st.attr.dest_qp_num, psn_add(st.wq.epsn, 0xff_ffff)),
-            aeth: Some(Aeth {
-                syndrome: roce::CREDITS_INVALID,
-                msn: st.wq.msn,
-            }),
+            aeth: Some(Aeth::ack(st.wq.msn)),
             ..Default::default()
         };
         self.tx(&src, &dst, &h, &[]);
@@ -980,21 +968,27 @@ impl Wire {
     }
 
     /// An ACK / NAK from the responder side of `qp` to the peer.
-    fn reply(&self, m: &RxMeta, dqpn: u32, psn: u32, syndrome: u8, msn: u32) {
+    fn reply(&self, m: &RxMeta, dqpn: u32, psn: u32, aeth: Aeth) {
         let h = Hdr {
             bth: Self::bth(op::RC_ACK, dqpn, psn),
-            aeth: Some(Aeth { syndrome, msn }),
+            aeth: Some(aeth),
             ..Default::default()
         };
         self.tx(&m.dst, &m.src, &h, &[]);
     }
 
     fn ack(&self, m: &RxMeta, st: &QpSt, psn: u32) {
-        self.reply(m, st.attr.dest_qp_num, psn, 0x1f, st.wq.msn);
+        self.reply(m, st.attr.dest_qp_num, psn, Aeth::ack(st.wq.msn));
     }
 
     fn nak(&self, m: &RxMeta, st: &QpSt, psn: u32, code: u8) {
-        self.reply(m, st.attr.dest_qp_num, psn, 0x60 | code, st.wq.msn);
+        self.reply(m, st.attr.dest_qp_num, psn, Aeth::nak(code, st.wq.msn));
+    }
+
+    /// An RNR NAK: no receive WQE for `psn` yet (our `min_rnr_timer`).
+    fn rnr(&self, m: &RxMeta, st: &QpSt, psn: u32) {
+        let a = Aeth::rnr_nak(st.attr.min_rnr_timer, st.wq.msn);
+        self.reply(m, st.attr.dest_qp_num, psn, a);
     }
 
     /// A NAK that ends the connection (invalid request, remote access or
@@ -1057,26 +1051,13 @@ impl Wire {
                 }
                 if info.first || info.only {
                     if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
-                        let t = st.attr.min_rnr_timer;
-                        let msn = st.wq.msn;
-                        self.reply(m, st.attr.dest_qp_num, psn, 0x20 | (t & 0x1f), msn);
+                        self.rnr(m, st, psn);
                         return;
                     }
                     st.wq.in_send = true;
                     st.wq.recv_off = 0;
                 }
-                let off = st.wq.recv_off;
-                if let Some(cur) = st.cur.as_mut() {
-                    if cur.err == 0
-                        && !payload.is_empty()
-                        // SAFETY: the WQE's SGEs passed `check_local` for
-                        // writing (live MRs of this process); fault-safe.
-                        && !unsafe { scatter(&cur.wqe.sges, off, payload.as_ptr(), payload.len()) }
-                    {
-                        cur.err = IBV_WC_LOC_LEN_ERR;
-                    }
-                }
-                st.wq.recv_off += payload.len() as u64;
+                place_send(st, payload);
                 st.wq.epsn = psn_add(psn, 1);
                 if info.last || info.only {
                     st.wq.in_send = false;
@@ -1121,9 +1102,7 @@ impl Wire {
                     if info.only {
                         st.wq.wr = None;
                     }
-                    let t = st.attr.min_rnr_timer;
-                    let msn = st.wq.msn;
-                    self.reply(m, st.attr.dest_qp_num, psn, 0x20 | (t & 0x1f), msn);
+                    self.rnr(m, st, psn);
                     return;
                 }
                 let Some((va, rkey, left, total)) = st.wq.wr else {
@@ -1202,10 +1181,7 @@ impl Wire {
     fn atomic_ack(&self, m: &RxMeta, st: &QpSt, psn: u32, v: u64) {
         let h = Hdr {
             bth: Self::bth(op::RC_ATOMIC_ACK, st.attr.dest_qp_num, psn),
-            aeth: Some(Aeth {
-                syndrome: 0x1f,
-                msn: st.wq.msn,
-            }),
+            aeth: Some(Aeth::ack(st.wq.msn)),
             atomic_ack: Some(v),
             ..Default::default()
         };
@@ -1267,10 +1243,7 @@ impl Wire {
                 ..Default::default()
             };
             if opcode != op::RC_READ_RESPONSE_MIDDLE {
-                h.aeth = Some(Aeth {
-                    syndrome: 0x1f,
-                    msn: st.wq.msn,
-                });
+                h.aeth = Some(Aeth::ack(st.wq.msn));
             }
             self.tx(&m.dst, &m.src, &h, &buf[..plen]);
         }
@@ -1389,17 +1362,7 @@ impl Wire {
                     st.wq.uc_drop = true;
                     return;
                 }
-                let off = st.wq.recv_off;
-                if let Some(cur) = st.cur.as_mut() {
-                    if cur.err == 0
-                        && !payload.is_empty()
-                        // SAFETY: as in `rc_responder`.
-                        && !unsafe { scatter(&cur.wqe.sges, off, payload.as_ptr(), payload.len()) }
-                    {
-                        cur.err = IBV_WC_LOC_LEN_ERR;
-                    }
-                }
-                st.wq.recv_off += payload.len() as u64;
+                place_send(st, payload);
                 if info.last || info.only {
                     st.wq.in_send = false;
                     let n = st.wq.recv_off;
@@ -1511,6 +1474,23 @@ impl Wire {
             }
         }
     }
+}
+
+/// A SEND packet's payload (RC, UC) goes into the receive in `st.cur` at
+/// the message's offset so far; LOC_LEN_ERR once it does not fit.
+fn place_send(st: &mut QpSt, payload: &[u8]) {
+    let off = st.wq.recv_off;
+    if let Some(cur) = st.cur.as_mut() {
+        if cur.err == 0
+            && !payload.is_empty()
+            // SAFETY: the WQE's SGEs passed `check_local` for writing (live
+            // MRs of this process); the copy is fault-safe.
+            && !unsafe { scatter(&cur.wqe.sges, off, payload.as_ptr(), payload.len()) }
+        {
+            cur.err = IBV_WC_LOC_LEN_ERR;
+        }
+    }
+    st.wq.recv_off += payload.len() as u64;
 }
 
 /// Where a UD request goes: (our address, the peer's) for the AH's GIDs.
