@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""Runs the provider workload on the uverbs stand-in, once on each release's
+own libibverbs and once on ours, and compares the two command logs step by
+step (compat-tests/providers/README.md).
+
+Prints one line per provider x release x step (PASS/FAIL/SKIP), the fault
+runs' lines, and the closing line `providers: N passed, N failed, N skipped`.
+run.sh prepares everything (builds, roots, mounts) and passes:
+
+  --release NAME:ROOT:INNER:PABI   a release; ROOT its root ("/" = this
+                                   machine), INNER the scratch directory as
+                                   seen from inside ROOT (repeatable)
+  --scratch DIR                    the scratch directory (host path)
+  --only PROV[,PROV]               these providers only
+  --faults PROV[,PROV]             fault runs for these providers
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+from collections import OrderedDict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ERRNOS = ["EINVAL", "ENOMEM", "EIO", "EOPNOTSUPP"]
+TIMEOUT = 60
+
+counts = {"pass": 0, "fail": 0, "skip": 0}
+
+
+def out(kind, name, why=None):
+    counts[kind] += 1
+    word = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}[kind]
+    print(f"{word} {name}" + (f": {why}" if why else ""), flush=True)
+
+
+def load_fixtures():
+    """uverbs index, ibdev, modalias, abi, node type per provider: the
+    discovery suite's table (fixture.sh), the one place it is written."""
+    text = open(os.path.join(HERE, "..", "discovery", "fixture.sh")).read()
+    table = re.search(r'FX_PROVIDERS="\n(.*?)\n"', text, re.S).group(1)
+    fx = {}
+    for line in table.splitlines():
+        parts = line.split()
+        if len(parts) == 5:
+            idx, ibdev, modalias, abi, nt = parts
+            name = re.sub(r"_?\d+$", "", ibdev)
+            fx[name] = dict(ibdev=ibdev, modalias=modalias, abi=abi, nt=nt)
+    return fx
+
+
+# Which provider file serves which device (file name -> fixture name).
+FILE_TO_DEV = {"hfi1verbs": "hfi1", "ipathverbs": "qib"}
+
+
+def make_fixture(d, ent, link_layer):
+    """A sysfs tree with one uverbs device (as the kernel lays it out)."""
+    uv = os.path.join(d, "class/infiniband_verbs/uverbs0")
+    ib = os.path.join(d, "class/infiniband", ent["ibdev"])
+    os.makedirs(uv, exist_ok=True)
+    os.makedirs(os.path.join(ib, "device"), exist_ok=True)
+
+    def w(p, s):
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(s + "\n")
+
+    w(os.path.join(d, "class/infiniband_verbs/abi_version"), "6")
+    w(os.path.join(uv, "ibdev"), ent["ibdev"])
+    w(os.path.join(uv, "dev"), "231:0")
+    w(os.path.join(uv, "abi_version"), ent["abi"])
+    w(os.path.join(ib, "node_type"), {"1": "1: CA", "4": "4: RNIC"}.get(ent["nt"], ent["nt"]))
+    w(os.path.join(ib, "node_guid"), "0002:c903:00a1:b200")
+    w(os.path.join(ib, "sys_image_guid"), "0002:c903:00a1:b200")
+    w(os.path.join(ib, "fw_ver"), "16.35.2000")
+    w(os.path.join(ib, "hca_type"), "MT4115")
+    w(os.path.join(ib, "board_id"), "MT_0000000008")
+    w(os.path.join(ib, "node_desc"), "standin HCA-1")
+    if ent["modalias"] != "-":
+        w(os.path.join(ib, "device/modalias"), ent["modalias"])
+    port = os.path.join(ib, "ports/1")
+    w(os.path.join(port, "link_layer"), "Ethernet" if link_layer == 2 else "InfiniBand")
+    w(os.path.join(port, "state"), "4: ACTIVE")
+    w(os.path.join(port, "phys_state"), "5: LinkUp")
+    w(os.path.join(port, "rate"), "100 Gb/sec (4X EDR)")
+    w(os.path.join(port, "lid"), "0x1")
+    w(os.path.join(port, "pkeys/0"), "0xffff")
+    w(os.path.join(port, "gids/0"), "fe80:0000:0000:0000:0002:c903:00a1:b200")
+    w(os.path.join(port, "gid_attrs/types/0"), "RoCE v2" if link_layer == 2 else "IB")
+    w(os.path.join(port, "gid_attrs/ndevs/0"), "eth0")
+
+
+ETH = {"mlx5", "bnxt_re", "cxgb4", "erdma", "hns", "irdma", "ocrdma", "qedr", "vmw_pvrdma", "rxe", "siw", "mana"}
+
+
+def parse_steps(text):
+    """The log as an ordered map step -> lines (commands and the workload's
+    lines from its @step to the next), plus the @res lines."""
+    steps = OrderedDict()
+    res = []
+    cur = "(before the first step)"
+    steps[cur] = []
+    seen = {}
+    for line in text.splitlines():
+        if line.startswith("@res"):
+            res.append(line)
+            continue
+        if line.startswith("@step "):
+            name = line[6:].strip()
+            seen[name] = seen.get(name, 0) + 1
+            cur = name if seen[name] == 1 else f"{name} #{seen[name]}"
+            steps[cur] = []
+        steps[cur].append(line)
+    if not steps["(before the first step)"]:
+        del steps["(before the first step)"]
+    return steps, res
+
+
+def run(rel, root, inner, scratch, prov, lib, extra_env=None, tag=""):
+    """One workload run; returns (log text, exit status)."""
+    logname = f"logs/{rel}-{prov}-{lib}{tag}.log"
+    host_log = os.path.join(scratch, logname)
+    os.makedirs(os.path.dirname(host_log), exist_ok=True)
+    if os.path.exists(host_log):
+        os.unlink(host_log)
+    env = [
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+        f"SYSFS_PATH={inner}/fx/{prov}",
+        f"STANDIN_LOG={inner}/{logname}",
+        f"LD_PRELOAD={inner}/libuverbs-standin.so",
+    ]
+    if lib == "ours":
+        env.append(f"LD_LIBRARY_PATH={inner}/ourlib")
+    for k, v in (extra_env or {}).items():
+        env.append(f"{k}={v}")
+    args = ["env", "-i"] + env + [f"{inner}/workload-{rel}"]
+    if extra_env and extra_env.get("_ARGS"):
+        args += extra_env["_ARGS"].split()
+    if root != "/":
+        args = ["chroot", root] + args
+    try:
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT)
+        rc = p.returncode
+        stderr = p.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        rc, stderr = "timeout", ""
+    try:
+        text = open(host_log, errors="replace").read()
+    except FileNotFoundError:
+        text = ""
+    with open(host_log + ".stderr", "w") as f:
+        f.write(stderr)
+    return text, rc
+
+
+def first_diff(a, b):
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else "(nothing)"
+        y = b[i] if i < len(b) else "(nothing)"
+        if x != y:
+            return f"upstream: {x[:300]} | ours: {y[:300]}"
+    return ""
+
+
+def load_known():
+    known = {}
+    path = os.path.join(HERE, "differences.txt")
+    if os.path.exists(path):
+        for line in open(path):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            prov, rel, step, why = (x.strip() for x in line.split("|", 3))
+            known[(prov, rel, step)] = why
+    return known
+
+
+def compare(prov, rel, root, inner, scratch, known, used):
+    up, rc_up = run(rel, root, inner, scratch, prov, "upstream")
+    ours, rc_ours = run(rel, root, inner, scratch, prov, "ours")
+    su, _ = parse_steps(up)
+    so, _ = parse_steps(ours)
+    label = f"{prov} {rel}"
+    if "@nodev" in up:
+        out("skip", label, "upstream's library finds no device on the fixture")
+        return
+    if rc_up != rc_ours:
+        out("fail", f"{label} exit status", f"upstream {rc_up}, ours {rc_ours}")
+    names = list(su.keys()) + [k for k in so.keys() if k not in su]
+    for step in names:
+        a, b = su.get(step), so.get(step)
+        name = f"{label} {step}"
+        why = known.get((prov, rel, step))
+        if why is not None:
+            used.add((prov, rel, step))
+        if a == b:
+            if why is not None:
+                out("fail", name, f"listed in differences.txt ({why}) but identical now")
+            else:
+                out("pass", name)
+        elif a is None or b is None:
+            msg = f"step only in {'ours' if a is None else 'upstream'}"
+            out("pass" if why else "fail", name, f"known: {why}" if why else msg)
+        elif why is not None:
+            out("pass", name, f"known: {why}")
+        else:
+            out("fail", name, first_diff(a, b))
+    ok = re.search(r"@ret open_device rc=1", up)
+    if not ok:
+        m = re.search(r"@ret open_device .*", up)
+        print(f"  note: {label}: context creation fails on upstream's library too"
+              f" ({m.group(0) if m else 'no open_device step'})", flush=True)
+
+
+def count_cmds(text):
+    return sum(1 for l in text.splitlines() if l.startswith(("ioctl ", "write ")))
+
+
+def leaks(res):
+    v = {}
+    for line in res:
+        kind = line.split()[0]
+        v[kind] = {k: int(x) for k, x in re.findall(r"(\w+)=(-?\d+)", line)}
+    if "@res0" not in v or "@res" not in v:
+        return None
+    return {k: v["@res"][k] - v["@res0"][k] for k in v["@res"]}
+
+
+def faults(prov, rel, root, inner, scratch, stride):
+    base, _ = run(rel, root, inner, scratch, prov, "upstream", {"_ARGS": "--faults"}, "-f0")
+    n = count_cmds(base)
+    if not n:
+        out("skip", f"{prov} {rel} faults", "the workload sends no command")
+        return
+    for kind in ERRNOS + ["fatal", "fatal+ALLOW_DISASSOC_DESTROY"]:
+        bad = []
+        tried = 0
+        for k in range(1, n + 1, stride):
+            env = {"_ARGS": "--faults", "STANDIN_FAIL": f"{k}:{kind.split('+')[0]}"}
+            if kind.endswith("DESTROY"):
+                env["RDMAV_ALLOW_DISASSOC_DESTROY"] = "1"
+            tag = f"-f{k}-{kind.split('+')[0]}"
+            up, rc_up = run(rel, root, inner, scratch, prov, "upstream", env, tag)
+            ours, rc_ours = run(rel, root, inner, scratch, prov, "ours", env, tag)
+            tried += 1
+            su, ru = parse_steps(up)
+            so, ro = parse_steps(ours)
+            if rc_up != rc_ours:
+                bad.append(f"#{k}: exit upstream {rc_up}, ours {rc_ours}")
+                continue
+            if su != so:
+                for step in su:
+                    if su.get(step) != so.get(step):
+                        bad.append(f"#{k} {step}: {first_diff(su[step], so.get(step) or [])}")
+                        break
+                else:
+                    bad.append(f"#{k}: ours has steps upstream has not")
+                continue
+            lu, lo = leaks(ru), leaks(ro)
+            if lu is None or lo is None:
+                bad.append(f"#{k}: no @res figures (upstream {lu}, ours {lo})")
+                continue
+            if lo["fds"] > lu["fds"] or lo["maps"] > lu["maps"]:
+                bad.append(f"#{k}: leaks fds {lo['fds']} maps {lo['maps']} (upstream {lu['fds']}, {lu['maps']})")
+            # Heap: ours may keep at most a page more than upstream keeps.
+            elif lo["heap"] > max(lu["heap"], 0) + 4096:
+                bad.append(f"#{k}: heap grew {lo['heap']} B (upstream {lu['heap']} B)")
+        name = f"{prov} {rel} faults {kind}: {tried} of {n} commands failed in turn"
+        if bad:
+            out("fail", name, f"{len(bad)} differ; first: {bad[0]}")
+        else:
+            out("pass", name + ", same results, no leak beyond upstream's")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--release", action="append", default=[])
+    ap.add_argument("--scratch", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--faults", default="")
+    ap.add_argument("--fault-stride", type=int, default=1)
+    a = ap.parse_args()
+    fx = load_fixtures()
+    only = set(filter(None, a.only.split(",")))
+    fault_provs = set(filter(None, a.faults.split(",")))
+    known = load_known()
+    used = set()
+    for spec in a.release:
+        rel, root, inner, pabi = spec.split(":")
+        pdir = os.path.join(root, "usr/lib/x86_64-linux-gnu/libibverbs")
+        provs = sorted(re.sub(rf"^lib(.*)-rdmav{pabi}\.so$", r"\1", f)
+                       for f in os.listdir(pdir) if f.endswith(f"-rdmav{pabi}.so"))
+        for prov in provs:
+            if prov == "swrdma" or (only and prov not in only):
+                continue
+            dev = FILE_TO_DEV.get(prov, prov)
+            ent = fx.get(dev)
+            if ent is None:
+                out("skip", f"{prov} {rel}", "no sysfs fixture for it (discovery/fixture.sh)")
+                continue
+            if ent["modalias"] == "-" and dev not in ("rxe",):
+                out("skip", f"{prov} {rel}", "matched only by the kernel's driver id, which only RDMA netlink gives; the stand-in refuses netlink")
+                continue
+            d = os.path.join(a.scratch, "fx", prov)
+            if not os.path.exists(d):
+                make_fixture(d, ent, 2 if dev in ETH else 1)
+            compare(prov, rel, root, inner, a.scratch, known, used)
+            if prov in fault_provs:
+                faults(prov, rel, root, inner, a.scratch, a.fault_stride)
+    if not only:
+        for k, why in known.items():
+            if k not in used:
+                out("fail", " ".join(k), f"listed in differences.txt ({why}) but no such step ran")
+    print(f"providers: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    return 1 if counts["fail"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

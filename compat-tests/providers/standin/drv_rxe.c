@@ -1,0 +1,144 @@
+/*
+ * rxe (Soft-RoCE, rdma/rdma_user_rxe.h): CQs, QPs and SRQs are queues the
+ * provider maps from the command fd; each create answers with the queue's
+ * mmap offset and size (struct mminfo), and the mapped queue starts with
+ * its header (struct rxe_queue_buf: element size, index mask, producer and
+ * consumer indices).  The stand-in keeps one offset per queue and writes
+ * the header when the provider maps it.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/rdma_user_rxe.h>
+
+#include "standin.h"
+
+#define MAXQ 256
+
+struct rxe_q {
+	uint64_t off;
+	uint32_t log2_elem, slots;
+};
+
+struct rxe_ctx {
+	uint64_t next_off;
+	struct rxe_q q[MAXQ];
+	unsigned nq;
+};
+
+static struct rxe_ctx *rctx(struct sti_ctx *ctx)
+{
+	if (!ctx->drv)
+		ctx->drv = calloc(1, sizeof(struct rxe_ctx));
+	return ctx->drv;
+}
+
+static uint32_t pow2(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* A new queue of `n` elements of 2^log2 bytes: its mminfo. */
+static int queue(struct sti_ctx *ctx, uint32_t n, uint32_t log2, struct mminfo *mi)
+{
+	struct rxe_ctx *r = rctx(ctx);
+	uint32_t slots = pow2(n + 1);
+
+	if (!r || r->nq == MAXQ)
+		return 12; /* ENOMEM */
+	r->next_off += 0x1000;
+	mi->offset = r->next_off << 8;
+	mi->size = (uint32_t)(sizeof(struct rxe_queue_buf) + ((uint64_t)slots << log2));
+	r->q[r->nq++] = (struct rxe_q){ mi->offset, log2, slots };
+	return 0;
+}
+
+static int hook(struct sti_req *r)
+{
+	switch (r->op) {
+	case STI_OP_CREATE_CQ:
+	case STI_OP_RESIZE_CQ: {
+		struct rxe_create_cq_resp resp = { 0 };
+		int err;
+		if (r->uout_len < sizeof(resp))
+			return 0;
+		err = queue(r->ctx, r->cqe, 6, &resp.mi);
+		if (err)
+			return err;
+		memcpy(r->uout, &resp, sizeof(resp));
+		r->uout_written = sizeof(resp);
+		return 0;
+	}
+	case STI_OP_CREATE_QP: {
+		struct rxe_create_qp_resp resp = { 0 };
+		int err;
+		if (r->uout_len < sizeof(resp))
+			return 0;
+		if (r->max_recv_wr)
+			err = queue(r->ctx, r->max_recv_wr, 7, &resp.rq_mi);
+		else
+			err = 0;
+		if (!err)
+			err = queue(r->ctx, r->max_send_wr, 9, &resp.sq_mi);
+		if (err)
+			return err;
+		memcpy(r->uout, &resp, sizeof(resp));
+		r->uout_written = sizeof(resp);
+		return 0;
+	}
+	case STI_OP_CREATE_SRQ: {
+		struct rxe_create_srq_resp resp = { 0 };
+		int err;
+		if (r->uout_len < sizeof(resp))
+			return 0;
+		err = queue(r->ctx, r->max_recv_wr, 7, &resp.mi);
+		if (err)
+			return err;
+		resp.srq_num = r->obj ? 0x40 + r->obj->handle : 0;
+		memcpy(r->uout, &resp, sizeof(resp));
+		r->uout_written = sizeof(resp);
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+static int mmap_q(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
+{
+	struct rxe_ctx *r = rctx(ctx);
+
+	for (unsigned i = 0; r && i < r->nq; i++)
+		if (r->q[i].off == off) {
+			struct rxe_queue_buf *b = mem;
+			if (len < sizeof(*b))
+				return 22; /* EINVAL */
+			b->log2_elem_size = r->q[i].log2_elem;
+			b->index_mask = r->q[i].slots - 1;
+			return 0;
+		}
+	return 22;
+}
+
+static void release(struct sti_ctx *ctx, struct sti_obj *o)
+{
+	if (!o) {
+		free(ctx->drv);
+		ctx->drv = NULL;
+	}
+}
+
+const struct sti_driver sti_drv_rxe = {
+	.name = "rxe",
+	.driver_id = RDMA_DRIVER_RXE,
+	.vendor_id = 0xffffff,
+	.vendor_part_id = 0,
+	.node_type = 1,
+	.link_layer = 2,
+	.hook = hook,
+	.mmap = mmap_q,
+	.release = release,
+};

@@ -1,0 +1,175 @@
+/*
+ * The uverbs stand-in: a user-space model of the kernel's uverbs character
+ * device (/dev/infiniband/uverbsN), loaded with LD_PRELOAD.  See README.md
+ * beside this file.
+ *
+ * standin.c   interposition (open/close/ioctl/write/mmap/stat...), the fd
+ *             table, the command log, fault injection
+ * uverbs.c    the uverbs uAPI: write() commands, RDMA_VERBS_IOCTL methods,
+ *             the object table, core responses, async events
+ * drv_*.c     each kernel driver's own data (udata in/out, mmaps, driver
+ *             methods): one `struct sti_driver` per file
+ */
+#ifndef STANDIN_H
+#define STANDIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STI_MAX_OBJS 4096
+
+enum sti_type {
+	STI_T_NONE,
+	STI_T_PD,
+	STI_T_MR,
+	STI_T_MW,
+	STI_T_CQ,
+	STI_T_QP,
+	STI_T_SRQ,
+	STI_T_AH,
+	STI_T_XRCD,
+	STI_T_WQ,
+	STI_T_RWQ_IND_TBL,
+	STI_T_FLOW,
+	STI_T_DM,
+	STI_T_COUNTERS,
+	STI_T_COMP_CHANNEL,
+	STI_T_ASYNC,
+	STI_T_FLOW_ACTION,
+	STI_T_DRIVER, /* an object of a driver's own type (DEVX, VAR, UAR...) */
+};
+
+struct sti_obj {
+	enum sti_type type;
+	uint32_t handle;
+	uint32_t num;       /* QP/SRQ/WQ/RWQ_IND_TBL number, MR/MW lkey */
+	uint32_t rkey;
+	uint32_t qp_type;
+	uint32_t state;     /* QP state */
+	uint32_t cqe;
+	uint64_t user_handle;
+	int fd;             /* COMP_CHANNEL / ASYNC: the write end of the pipe */
+	int rfd;            /* ... and the read end handed to the process */
+	void *drv;          /* driver's per-object data */
+};
+
+struct sti_dev {
+	int index;           /* N of uverbsN */
+	char ibdev[64];
+	const struct sti_driver *drv;
+};
+
+struct sti_ctx {
+	int cmd_fd;
+	struct sti_dev dev;
+	int async_rfd, async_wfd; /* the context's async event pipe, -1 none */
+	int have_ucontext;
+	uint32_t next_qpn, next_key, next_num;
+	struct sti_obj *objs[STI_MAX_OBJS];
+	void *drv;           /* driver's per-context data */
+};
+
+/* What a driver hook is asked: one verb's driver data. */
+enum sti_op {
+	STI_OP_GET_CONTEXT,
+	STI_OP_QUERY_DEVICE,  /* query_device_ex's udata */
+	STI_OP_ALLOC_PD,
+	STI_OP_REG_MR,
+	STI_OP_REREG_MR,
+	STI_OP_ALLOC_MW,
+	STI_OP_CREATE_CQ,
+	STI_OP_RESIZE_CQ,
+	STI_OP_CREATE_QP,
+	STI_OP_MODIFY_QP,
+	STI_OP_QUERY_QP,
+	STI_OP_CREATE_SRQ,
+	STI_OP_MODIFY_SRQ,
+	STI_OP_CREATE_AH,
+	STI_OP_OPEN_XRCD,
+	STI_OP_CREATE_WQ,
+	STI_OP_MODIFY_WQ,
+	STI_OP_CREATE_RWQ_IND_TBL,
+	STI_OP_CREATE_FLOW,
+	STI_OP_ALLOC_DM,
+	STI_OP_REG_DM_MR,
+	STI_OP_REG_DMABUF_MR,
+	STI_OP_OTHER,
+};
+
+struct sti_req {
+	enum sti_op op;
+	struct sti_ctx *ctx;
+	struct sti_obj *obj;       /* the object made or acted on, or NULL */
+	const void *uin;           /* driver data in (may be NULL) */
+	size_t uin_len;
+	void *uout;                /* driver data out: zeroed, uout_len bytes */
+	size_t uout_len;
+	size_t uout_written;       /* the hook says how much it wrote */
+	/* core parameters a hook may need */
+	uint32_t cqe;              /* CQ: entries granted (hook may change) */
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+	uint32_t qp_type;
+	uint32_t attr_mask, qp_state;
+	uint64_t length;           /* MR / DM length */
+};
+
+/* One attribute of an ioctl, for a driver's own methods. */
+struct sti_attr {
+	uint16_t id, len, flags;
+	uint8_t elem_id;
+	uint64_t *data;            /* &attr->data in the caller's buffer */
+	uint16_t *pflags;          /* &attr->flags in the caller's buffer */
+};
+
+struct sti_ioctl {
+	uint16_t object, method;
+	uint32_t driver_id;
+	unsigned nattrs;
+	struct sti_attr *attrs;
+};
+
+struct sti_driver {
+	const char *name;        /* the ibdev name's prefix: "mlx5" for mlx5_0 */
+	uint32_t driver_id;      /* enum rdma_driver_id */
+	uint32_t vendor_id, vendor_part_id, hw_ver;
+	uint32_t node_type;      /* 1 CA, 4 RNIC */
+	uint8_t link_layer;      /* 1 IB, 2 Ethernet */
+	/* Fill r->uout for r->op; 0, or an errno the command fails with. */
+	int (*hook)(struct sti_req *r);
+	/* A driver method (object or method in the driver's namespace, or a
+	 * driver method of a core object): 0, an errno, or -1 "no such
+	 * method" (EPROTONOSUPPORT, as the kernel answers). */
+	int (*ioctl)(struct sti_ctx *ctx, struct sti_ioctl *io);
+	/* mmap on the command fd, after anonymous shared memory was mapped
+	 * at `mem` for it: the driver may fill it (queue headers...).  0, or
+	 * an errno the mmap fails with. */
+	int (*mmap)(struct sti_ctx *ctx, uint64_t offset, size_t len, void *mem);
+	/* A context or object goes away: free the driver's data. */
+	void (*release)(struct sti_ctx *ctx, struct sti_obj *obj);
+};
+
+/* standin.c */
+void sti_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Appends `len` bytes as hex with user-space pointers masked to `out`. */
+void sti_hex(char *out, size_t outsz, const void *p, size_t len);
+int sti_real_close(int fd);
+
+/* uverbs.c */
+int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg);
+ssize_t sti_uverbs_write(struct sti_ctx *ctx, const void *buf, size_t len);
+void sti_ctx_release(struct sti_ctx *ctx);
+void sti_fatal(struct sti_ctx *ctx);
+struct sti_obj *sti_get(struct sti_ctx *ctx, uint32_t handle, enum sti_type t);
+struct sti_obj *sti_new(struct sti_ctx *ctx, enum sti_type t);
+void sti_free(struct sti_ctx *ctx, struct sti_obj *o);
+/* A read attribute's bytes: inline data (len <= 8) or the buffer it points to. */
+const void *sti_attr_in(const struct sti_attr *a);
+/* Copies an output attribute (at most its len) and marks it valid. */
+int sti_attr_out(struct sti_attr *a, const void *src, size_t len);
+struct sti_attr *sti_attr_find(struct sti_ioctl *io, uint16_t id);
+
+/* drivers */
+const struct sti_driver *sti_driver_find(const char *ibdev);
+
+#endif
