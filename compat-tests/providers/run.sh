@@ -13,6 +13,12 @@
 # Needs: root (chroot, mount) for the trixie and sid roots (roots.sh).
 . "$(dirname "$0")/../lib.sh"
 suite_begin providers
+# PROVIDERS_SCRATCH: another scratch directory, so that runs can go on side
+# by side (each binds its own into the roots).
+if [ -n "${PROVIDERS_SCRATCH:-}" ]; then
+    SCRATCH=$(abspath "$PROVIDERS_SCRATCH")
+    mkdir -p "$SCRATCH"
+fi
 need "$OUR_LIB=run make" cc python3 chroot mount
 [ "$(id -u)" = 0 ] || fail_early prerequisites "needs root (chroot)"
 only=${PROVIDERS_ONLY:-}
@@ -50,15 +56,16 @@ for r in $roots; do
     rel=$(basename "$r")
     case $rel in sid) pabi=65 ;; *) pabi=34 ;; esac
     build_workload "$rel" "$r/usr/include" || continue
-    mkdir -p "$r/mnt/sti"
-    if mount --bind "$SCRATCH" "$r/mnt/sti"; then
-        MNT+=("$r/mnt/sti")
+    inner=/mnt/sti-$(basename "$SCRATCH")
+    mkdir -p "$r$inner"
+    if mount --bind "$SCRATCH" "$r$inner"; then
+        MNT+=("$r$inner")
     else
         fail "$rel: mount" "cannot bind $SCRATCH"
         continue
     fi
     mountpoint -q "$r/proc" || { mount -t proc proc "$r/proc" && MNT+=("$r/proc"); }
-    args+=(--release "$rel:$r:/mnt/sti:$pabi")
+    args+=(--release "$rel:$r:$inner:$pabi")
 done
 
 python3 "$HERE/runner.py" --scratch "$SCRATCH" --only "$only" --faults "$faults" "${args[@]}"

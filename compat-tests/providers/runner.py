@@ -121,8 +121,8 @@ def run(rel, root, inner, scratch, prov, lib, extra_env=None, tag=""):
     logname = f"logs/{rel}-{prov}-{lib}{tag}.log"
     host_log = os.path.join(scratch, logname)
     os.makedirs(os.path.dirname(host_log), exist_ok=True)
-    if os.path.exists(host_log):
-        os.unlink(host_log)
+    # Created empty here: the workload opens it for appending, not creating.
+    open(host_log, "w").close()
     env = [
         "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
         f"SYSFS_PATH={inner}/fx/{prov}",
