@@ -145,9 +145,17 @@ struct sti_driver {
 	 * at `mem` for it: the driver may fill it (queue headers...).  0, or
 	 * an errno the mmap fails with. */
 	int (*mmap)(struct sti_ctx *ctx, uint64_t offset, size_t len, void *mem);
+	/* Bytes of a request's driver data that the provider leaves
+	 * uninitialised (reserved fields of a struct on its stack): cleared in
+	 * the log's copy, so that two runs compare.  `cmd` is the write command
+	 * number, STI_EX(n) for an extended one, or STI_METHOD(obj, method). */
+	void (*norm_in)(uint32_t cmd, uint8_t *copy, size_t len);
 	/* A context or object goes away: free the driver's data. */
 	void (*release)(struct sti_ctx *ctx, struct sti_obj *obj);
 };
+
+#define STI_EX(n) (0x80000000u | (n))
+#define STI_METHOD(o, m) (0x40000000u | ((uint32_t)(o) << 16) | (m))
 
 /* standin.c */
 void sti_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

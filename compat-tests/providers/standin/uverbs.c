@@ -1043,6 +1043,20 @@ static const struct wdesc *wd(uint32_t cmd, int ex)
 	return cmd < sizeof(wcmds) / sizeof(wcmds[0]) && wcmds[cmd].name ? &wcmds[cmd] : NULL;
 }
 
+/* The driver data of a request as the log shows it (see norm_in). */
+static void hex_uin(struct sti_ctx *ctx, char *out, const void *uin, size_t len, uint32_t cmd)
+{
+	static uint8_t copy[4096];
+
+	if (!ctx->dev.drv->norm_in || !uin || len > sizeof(copy)) {
+		sti_hex(out, HEXSZ, uin, len);
+		return;
+	}
+	memcpy(copy, uin, len);
+	ctx->dev.drv->norm_in(cmd, copy, len);
+	sti_hex(out, HEXSZ, copy, len);
+}
+
 /* Runs one write-style command and logs it: `via` is "write" or "invoke". */
 static int run_write(struct sti_ctx *ctx, const char *via, uint32_t cmd, int ex, const void *in, size_t in_len,
 		     void *out, size_t *out_len, const void *uin, size_t uin_len, void *uout, size_t *uout_len)
@@ -1062,7 +1076,7 @@ static int run_write(struct sti_ctx *ctx, const char *via, uint32_t cmd, int ex,
 	if (out)
 		memset(out, 0, *out_len);
 	sti_hex(h1, HEXSZ, in, in_len);
-	sti_hex(h2, HEXSZ, uin, uin_len);
+	hex_uin(ctx, h2, uin, uin_len, ex ? STI_EX(cmd) : cmd);
 	err = do_write(&c, cmd, ex, in, in_len, out, out_len);
 	*uout_len = err ? 0 : c.dr.uout_written;
 	if (err)
@@ -1679,7 +1693,15 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 		switch (kd) {
 		case A_IN:
 		case A_UNK:
-			if (a->len <= 8 || kd == A_IN) {
+			if (a->id == UVERBS_ATTR_UHW_IN) {
+				uint32_t wc = (uint32_t)in_u64(&io, UVERBS_ATTR_WRITE_CMD, 0);
+				int inv = io.object == UVERBS_OBJECT_DEVICE && io.method == UVERBS_METHOD_INVOKE_WRITE;
+				hex_uin(ctx, hex, sti_attr_in(a), a->len,
+					inv ? ((wc & IB_USER_VERBS_CMD_FLAG_EXTENDED) ?
+						       STI_EX(wc & IB_USER_VERBS_CMD_COMMAND_MASK) : wc) :
+					      STI_METHOD(io.object, io.method));
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "=%s", hex);
+			} else if (a->len <= 8 || kd == A_IN) {
 				sti_hex(hex, sizeof(hex), sti_attr_in(a), a->len <= 8 ? 8 : a->len);
 				o += (size_t)snprintf(line + o, sizeof(line) - o, "=%s", hex);
 			}
