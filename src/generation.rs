@@ -112,8 +112,9 @@ impl Pabi {
 
 /// What the library records of a provider when it registers.  The
 /// default (a provider that never registered: built-in tables of tests) is
-/// PABI 34 without the later `driver` argument.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+/// PABI 34 of rdma-core 44: without the later `driver` argument, with the
+/// old `verbs_qp`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Registration {
     pub pabi: Pabi,
     /// Whether `ibv_cmd_reg_dmabuf_mr`'s `driver` argument is read (always
@@ -122,9 +123,22 @@ pub struct Registration {
     pub dmabuf_driver_arg: bool,
     /// Whether the provider's `verbs_qp` has rdma-core 45's layout:
     /// `ibv_qp_ex` gained `wr_flush`, so `comp_mask` and `xrcd` after it
-    /// moved by one pointer (always for PABI 65; for PABI 34 known only of
-    /// the providers recognised as rdma-core 53 or later).
-    pub qp_ex_grown: bool,
+    /// moved by one pointer.  `Some(true)` for PABI 65 and for the PABI 34
+    /// providers recognised as rdma-core 53 or later; `None` for the other
+    /// PABI 34 providers, which may be of 44 (old layout) or of 45 to 52
+    /// (new layout) with nothing in their files to tell: the library then
+    /// writes neither place (see `kernel::verbs::qp`).
+    pub qp_ex_grown: Option<bool>,
+}
+
+impl Default for Registration {
+    fn default() -> Self {
+        Registration {
+            pabi: Pabi::P34,
+            dmabuf_driver_arg: false,
+            qp_ex_grown: Some(false),
+        }
+    }
 }
 
 /// Where a provider's `verbs_qp` keeps `comp_mask` and `xrcd`: the

@@ -143,9 +143,8 @@ crate::export! {
         // (crate::generation::qp_is_ex looks at both places otherwise).
         // SAFETY: a live QP's context is open.
         let grown = unsafe { crate::kernel::state::of((*qp).context) }
-            .map(|s| s.registration())
-            .filter(|r| r.qp_ex_grown)
-            .map(|_| true);
+            .and_then(|s| s.registration().qp_ex_grown)
+            .filter(|&g| g);
         // SAFETY: every QP is the first member of a provider's verbs_qp.
         if unsafe { crate::generation::qp_is_ex(qp, grown) } {
             qp.cast::<ibv_qp_ex>()

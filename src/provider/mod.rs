@@ -223,7 +223,7 @@ pub fn registration_of(ops: *const verbs_device_ops) -> Registration {
             let later = e
                 .file
                 .as_deref()
-                .is_some_and(|f| elf::imports_in_file(f, "ibv_cmd_create_cq_ex2"));
+                .is_some_and(|f| elf::imports_in_file(f, "ibv_cmd_create_cq_ex2") || siblings_later(f));
             crate::log::log(
                 crate::log::LEVEL_DEBUG,
                 format_args!(
@@ -244,9 +244,39 @@ pub fn registration_of(ops: *const verbs_device_ops) -> Registration {
         pabi: e.pabi,
         dmabuf_driver_arg: later,
         // rdma-core 45 grew ibv_qp_ex; a provider known to be 53 or later
-        // (or of PABI 65) has the new verbs_qp.
-        qp_ex_grown: later,
+        // (or of PABI 65) has the new verbs_qp; of the others, those of 44
+        // have the old one and those of 45 to 52 the new, and no import
+        // tells them apart.
+        qp_ex_grown: if later { Some(true) } else { None },
     }
+}
+
+/// Whether another PABI 34 provider file in `file`'s directory imports
+/// `ibv_cmd_create_cq_ex2`: a distribution builds all its providers from
+/// one rdma-core, so one file of rdma-core 53 or later dates the others
+/// (trixie's mlx4 and hns import nothing newer than 44's symbols; its mlx5
+/// does).  Our own provider (swrdma) is no witness.  Worked out once per
+/// directory.
+fn siblings_later(file: &std::path::Path) -> bool {
+    static DIRS: Mutex<Vec<(std::path::PathBuf, bool)>> = Mutex::new(Vec::new());
+    let Some(dir) = file.parent() else { return false };
+    let mut dirs = DIRS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&(_, v)) = dirs.iter().find(|(d, _)| d == dir) {
+        return v;
+    }
+    let v = std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten().any(|ent| {
+            let name = ent.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("lib")
+                && name.ends_with("-rdmav34.so")
+                && name != "libswrdma-rdmav34.so"
+                && ent.path() != file
+                && elf::imports_in_file(&ent.path(), "ibv_cmd_create_cq_ex2")
+        })
+    });
+    dirs.push((dir.to_path_buf(), v));
+    v
 }
 
 /// The providers registered so far.

@@ -150,12 +150,25 @@ struct sti_driver {
 	 * the log's copy, so that two runs compare.  `cmd` is the write command
 	 * number, STI_EX(n) for an extended one, or STI_METHOD(obj, method). */
 	void (*norm_in)(uint32_t cmd, uint8_t *copy, size_t len);
+	/* How an attribute of a driver method (object or method in the
+	 * driver's namespace) is read, for the log: one of STI_A_*, 0 when
+	 * unknown (then only its length, and its value when inline, show). */
+	int (*attr_kind)(uint16_t object, uint16_t method, uint16_t attr);
 	/* A context or object goes away: free the driver's data. */
 	void (*release)(struct sti_ctx *ctx, struct sti_obj *obj);
 };
 
+enum { STI_A_IN = 1, STI_A_OUT, STI_A_IDR, STI_A_NEW, STI_A_DEL, STI_A_FD, STI_A_FDNEW };
+
 #define STI_EX(n) (0x80000000u | (n))
 #define STI_METHOD(o, m) (0x40000000u | ((uint32_t)(o) << 16) | (m))
+
+/* Whether a norm_in `cmd` is the write command `wcmd` (plain or
+ * extended) or the method (obj, meth). */
+static inline int sti_cmd_is(uint32_t cmd, uint32_t wcmd, uint16_t obj, uint16_t meth)
+{
+	return cmd == wcmd || cmd == STI_EX(wcmd) || cmd == STI_METHOD(obj, meth);
+}
 
 /* standin.c */
 void sti_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

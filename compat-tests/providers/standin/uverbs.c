@@ -756,7 +756,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 			return err;
 		if (!q->flags || (q->flags & ~7u))
 			return EINVAL;
-		if ((q->flags & 4 /* IB_MR_REREG_PD */) && !sti_get(ctx, q->pd_handle, STI_T_PD))
+		if ((q->flags & 2 /* IB_MR_REREG_PD */) && !sti_get(ctx, q->pd_handle, STI_T_PD))
 			return EINVAL;
 		err = hook(c, STI_OP_REREG_MR, o);
 		if (err)
@@ -1043,6 +1043,152 @@ static const struct wdesc *wd(uint32_t cmd, int ex)
 	return cmd < sizeof(wcmds) / sizeof(wcmds[0]) && wcmds[cmd].name ? &wcmds[cmd] : NULL;
 }
 
+/*
+ * The core request as the log shows it: what the kernel reads of it.  A
+ * modify command's fields outside its attr_mask, and an address vector's
+ * GRH without is_global, are not read; providers leave them as their
+ * stack had them (rdma-core 44's hns and irdma do), so they are cleared.
+ */
+static void norm_dest(struct ib_uverbs_qp_dest *d)
+{
+	d->reserved = 0;
+	if (!d->is_global) {
+		memset(d->dgid, 0, sizeof(d->dgid));
+		d->flow_label = 0;
+		d->sgid_index = d->hop_limit = d->traffic_class = 0;
+	}
+}
+
+static void norm_modify_qp(struct ib_uverbs_modify_qp *q)
+{
+	uint32_t m = q->attr_mask;
+
+#define KEEP(bit, f) do { if (!(m & (1u << (bit)))) memset(&q->f, 0, sizeof(q->f)); } while (0)
+	KEEP(0, qp_state);
+	KEEP(1, cur_qp_state);
+	KEEP(2, en_sqd_async_notify);
+	KEEP(3, qp_access_flags);
+	KEEP(4, pkey_index);
+	KEEP(5, port_num);
+	KEEP(6, qkey);
+	KEEP(7, dest);
+	KEEP(8, path_mtu);
+	KEEP(9, timeout);
+	KEEP(10, retry_cnt);
+	KEEP(11, rnr_retry);
+	KEEP(12, rq_psn);
+	KEEP(13, max_rd_atomic);
+	KEEP(14, alt_dest);
+	KEEP(14, alt_pkey_index);
+	KEEP(14, alt_port_num);
+	KEEP(14, alt_timeout);
+	KEEP(15, min_rnr_timer);
+	KEEP(16, sq_psn);
+	KEEP(17, max_dest_rd_atomic);
+	KEEP(18, path_mig_state);
+	KEEP(20, dest_qp_num);
+#undef KEEP
+	memset(q->reserved, 0, sizeof(q->reserved));
+	norm_dest(&q->dest);
+	norm_dest(&q->alt_dest);
+}
+
+/* A posted send request: the union's members that its QP type and opcode
+ * do not use, and the immediate/invalidate word of opcodes without one
+ * (rdma-core 44 builds the request in an uninitialised buffer). */
+static void norm_post_send(struct sti_ctx *ctx, uint8_t *b, size_t len)
+{
+	struct ib_uverbs_post_send h;
+	struct sti_obj *qp;
+	int ud;
+
+	if (len < sizeof(h))
+		return;
+	memcpy(&h, b, sizeof(h));
+	qp = sti_get(ctx, h.qp_handle, STI_T_QP);
+	ud = qp && qp->qp_type == IB_UVERBS_QPT_UD;
+	if (h.wqe_size < sizeof(struct ib_uverbs_send_wr))
+		return;
+	for (uint32_t i = 0; i < h.wr_count; i++) {
+		size_t off = sizeof(h) + (size_t)i * h.wqe_size;
+		struct ib_uverbs_send_wr w, k;
+
+		if (off + sizeof(w) > len)
+			break;
+		memcpy(&w, b + off, sizeof(w));
+		k = w;
+		memset(&w.wr, 0, sizeof(w.wr));
+		if (w.opcode != IB_UVERBS_WR_SEND_WITH_IMM && w.opcode != IB_UVERBS_WR_RDMA_WRITE_WITH_IMM &&
+		    w.opcode != IB_UVERBS_WR_SEND_WITH_INV)
+			w.ex.imm_data = 0;
+		if (ud) {
+			w.wr.ud.ah = k.wr.ud.ah;
+			w.wr.ud.remote_qpn = k.wr.ud.remote_qpn;
+			w.wr.ud.remote_qkey = k.wr.ud.remote_qkey;
+		} else if (w.opcode == IB_UVERBS_WR_RDMA_WRITE || w.opcode == IB_UVERBS_WR_RDMA_WRITE_WITH_IMM ||
+			   w.opcode == IB_UVERBS_WR_RDMA_READ) {
+			w.wr.rdma.remote_addr = k.wr.rdma.remote_addr;
+			w.wr.rdma.rkey = k.wr.rdma.rkey;
+		} else if (w.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP || w.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
+			w.wr.atomic = k.wr.atomic;
+			w.wr.atomic.reserved = 0;
+		}
+		memcpy(b + off, &w, sizeof(w));
+	}
+}
+
+/* Posted receive requests: their reserved word. */
+static void norm_post_recv(uint8_t *b, size_t len)
+{
+	struct ib_uverbs_post_recv h;
+
+	if (len < sizeof(h))
+		return;
+	memcpy(&h, b, sizeof(h));
+	if (h.wqe_size < sizeof(struct ib_uverbs_recv_wr))
+		return;
+	for (uint32_t i = 0; i < h.wr_count; i++) {
+		size_t off = sizeof(h) + (size_t)i * h.wqe_size + offsetof(struct ib_uverbs_recv_wr, reserved);
+
+		if (off + 4 > len)
+			break;
+		memset(b + off, 0, 4);
+	}
+}
+
+static void hex_core_in(struct sti_ctx *ctx, char *out, const void *in, size_t len, uint32_t cmd, int ex)
+{
+	static uint8_t copy[65536];
+
+	if (!in || len > sizeof(copy)) {
+		sti_hex(out, HEXSZ, in, len);
+		return;
+	}
+	memcpy(copy, in, len);
+	if (!ex && cmd == IB_USER_VERBS_CMD_POST_SEND)
+		norm_post_send(ctx, copy, len);
+	else if (!ex && (cmd == IB_USER_VERBS_CMD_POST_RECV || cmd == IB_USER_VERBS_CMD_POST_SRQ_RECV))
+		norm_post_recv(copy, len); /* the SRQ form has the same layout */
+	else if (cmd == IB_USER_VERBS_CMD_MODIFY_QP && len >= sizeof(struct ib_uverbs_modify_qp))
+		norm_modify_qp((struct ib_uverbs_modify_qp *)copy); /* the ex form starts with it too */
+	else if (!ex && cmd == IB_USER_VERBS_CMD_MODIFY_SRQ && len >= sizeof(struct ib_uverbs_modify_srq)) {
+		struct ib_uverbs_modify_srq *q = (void *)copy;
+		if (!(q->attr_mask & 1))
+			q->max_wr = 0;
+		if (!(q->attr_mask & 2))
+			q->srq_limit = 0;
+	} else if (ex && cmd == IB_USER_VERBS_EX_CMD_MODIFY_WQ && len >= sizeof(struct ib_uverbs_ex_modify_wq)) {
+		struct ib_uverbs_ex_modify_wq *q = (void *)copy;
+		if (!(q->attr_mask & 1))
+			q->wq_state = 0;
+		if (!(q->attr_mask & 2))
+			q->curr_wq_state = 0;
+		if (!(q->attr_mask & 4))
+			q->flags = q->flags_mask = 0;
+	}
+	sti_hex(out, HEXSZ, copy, len);
+}
+
 /* The driver data of a request as the log shows it (see norm_in). */
 static void hex_uin(struct sti_ctx *ctx, char *out, const void *uin, size_t len, uint32_t cmd)
 {
@@ -1075,8 +1221,19 @@ static int run_write(struct sti_ctx *ctx, const char *via, uint32_t cmd, int ex,
 		memset(uout, 0, *uout_len);
 	if (out)
 		memset(out, 0, *out_len);
-	sti_hex(h1, HEXSZ, in, in_len);
-	hex_uin(ctx, h2, uin, uin_len, ex ? STI_EX(cmd) : cmd);
+	if (!ex && uin && (cmd == IB_USER_VERBS_CMD_POST_SEND || cmd == IB_USER_VERBS_CMD_POST_RECV ||
+			   cmd == IB_USER_VERBS_CMD_POST_SRQ_RECV)) {
+		/* write(): the requests after the header came as "driver data". */
+		static uint8_t whole[65536];
+		size_t n = in_len + uin_len < sizeof(whole) ? in_len + uin_len : 0;
+		memcpy(whole, in, n ? in_len : 0);
+		memcpy(whole + in_len, uin, n ? uin_len : 0);
+		hex_core_in(ctx, h1, n ? whole : in, n ? n : in_len, cmd, ex);
+		h2[0] = 0;
+	} else {
+		hex_core_in(ctx, h1, in, in_len, cmd, ex);
+		hex_uin(ctx, h2, uin, uin_len, ex ? STI_EX(cmd) : cmd);
+	}
 	err = do_write(&c, cmd, ex, in, in_len, out, out_len);
 	*uout_len = err ? 0 : c.dr.uout_written;
 	if (err)
@@ -1274,8 +1431,15 @@ static const struct aspec specs[] = {
 };
 #undef S
 
-static enum akind kind_of(uint16_t obj, uint16_t meth, uint16_t attr)
+static enum akind kind_of(struct sti_ctx *ctx, uint16_t obj, uint16_t meth, uint16_t attr)
 {
+	/* In the driver's namespace, ids 0x1000 and up are the driver's own
+	 * attributes, not the udata of a core method. */
+	if (obj >= 0x1000 || meth >= 0x1000) {
+		static const enum akind map[] = { A_UNK, A_IN, A_OUT, A_IDR, A_NEW, A_DEL, A_FD, A_FDNEW };
+		int k = ctx->dev.drv->attr_kind ? ctx->dev.drv->attr_kind(obj, meth, attr) : 0;
+		return k > 0 && k < (int)(sizeof(map) / sizeof(map[0])) ? map[k] : A_UNK;
+	}
 	if (attr == UVERBS_ATTR_UHW_IN)
 		return A_IN;
 	if (attr == UVERBS_ATTR_UHW_OUT)
@@ -1283,6 +1447,11 @@ static enum akind kind_of(uint16_t obj, uint16_t meth, uint16_t attr)
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
 		if (specs[i].obj == obj && specs[i].meth == meth && specs[i].attr == attr)
 			return specs[i].k;
+	if (ctx->dev.drv->attr_kind) {
+		static const enum akind map[] = { A_UNK, A_IN, A_OUT, A_IDR, A_NEW, A_DEL, A_FD, A_FDNEW };
+		int k = ctx->dev.drv->attr_kind(obj, meth, attr);
+		return k > 0 && k < (int)(sizeof(map) / sizeof(map[0])) ? map[k] : A_UNK;
+	}
 	return A_UNK;
 }
 
@@ -1687,7 +1856,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 			break;
 		id = next;
 		struct sti_attr *a = &attrs[k];
-		enum akind kd = kind_of(io.object, io.method, a->id);
+		enum akind kd = kind_of(ctx, io.object, io.method, a->id);
 		o += (size_t)snprintf(line + o, sizeof(line) - o, " a%x/f%x/e%u/l%u", a->id,
 				      a->flags & ~UVERBS_ATTR_F_VALID_OUTPUT, a->elem_id, a->len);
 		switch (kd) {
@@ -1700,6 +1869,12 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 					inv ? ((wc & IB_USER_VERBS_CMD_FLAG_EXTENDED) ?
 						       STI_EX(wc & IB_USER_VERBS_CMD_COMMAND_MASK) : wc) :
 					      STI_METHOD(io.object, io.method));
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "=%s", hex);
+			} else if (a->id == UVERBS_ATTR_CORE_IN && io.object == UVERBS_OBJECT_DEVICE &&
+				   io.method == UVERBS_METHOD_INVOKE_WRITE) {
+				uint32_t wc = (uint32_t)in_u64(&io, UVERBS_ATTR_WRITE_CMD, 0);
+				hex_core_in(ctx, hex, sti_attr_in(a), a->len, wc & IB_USER_VERBS_CMD_COMMAND_MASK,
+					    !!(wc & IB_USER_VERBS_CMD_FLAG_EXTENDED));
 				o += (size_t)snprintf(line + o, sizeof(line) - o, "=%s", hex);
 			} else if (a->len <= 8 || kd == A_IN) {
 				sti_hex(hex, sizeof(hex), sti_attr_in(a), a->len <= 8 ? 8 : a->len);
@@ -1764,7 +1939,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 	o += (size_t)snprintf(line + o, sizeof(line) - o, " -> %d", err);
 	for (unsigned i = 0; !err && i < io.nattrs && o < sizeof(line) - 64; i++) {
 		struct sti_attr *a = &attrs[i];
-		enum akind kd = kind_of(io.object, io.method, a->id);
+		enum akind kd = kind_of(ctx, io.object, io.method, a->id);
 		if (kd == A_NEW)
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " a%x=h%llu", a->id, (unsigned long long)*a->data);
 		else if (kd == A_FDNEW)

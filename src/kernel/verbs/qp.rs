@@ -47,12 +47,24 @@ unsafe fn set_qp(vqp: *mut verbs_qp, qp: *mut ibv_qp, a: &ibv_qp_init_attr_ex, v
         // In the provider's own layout (rdma-core 45 moved the tail).
         // SAFETY: the QP's context was set (to an open context) before the
         // command ran.
-        let grown = unsafe { state::of((*qp).context) }.is_some_and(|s| s.registration().qp_ex_grown);
-        let (comp_mask, xrcd) = crate::generation::qp_tail(vqp, grown);
+        let grown = unsafe { state::of((*qp).context) }.and_then(|s| s.registration().qp_ex_grown);
+        // A provider of unknown layout (PABI 34 of rdma-core 44 to 52) is
+        // written as 44 lays it out, but for the reset of `comp_mask`: at
+        // that place a provider of 45 to 52 keeps `wr_flush`, which it may
+        // have set already (mlx5 does, before the command); providers
+        // allocate their QPs zeroed, so the reset is a no-op for 44's.  The
+        // XRC fields land, in a provider of 45 to 52, on the `wr_flush` and
+        // `comp_mask` of an XRC receive QP, which has no send operations;
+        // no provider reads them, and `ibv_qp_to_qp_ex` looks at both
+        // places (generation::qp_is_ex).
+        let (comp_mask, xrcd) = crate::generation::qp_tail(vqp, grown.unwrap_or(false));
         // SAFETY: a non-null `vqp` is the writable `verbs_qp` around `qp`
-        // (contract), in the layout its provider was built with.
+        // (contract), in the layout its provider was built with, or one
+        // pointer shorter (both places are inside either layout).
         unsafe {
-            *comp_mask = 0;
+            if grown.is_some() {
+                *comp_mask = 0;
+            }
             if a.comp_mask & IBV_QP_INIT_ATTR_XRCD != 0 {
                 *comp_mask |= VERBS_QP_XRCD;
                 *xrcd = vxrcd;
@@ -510,7 +522,17 @@ pub unsafe fn open_qp(
         libc::pthread_cond_init(core::ptr::addr_of_mut!((*q).cond), core::ptr::null());
     }
     // SAFETY: `ctx` is an open context (contract).
-    let grown = unsafe { state::of(ctx) }.is_some_and(|s| s.registration().qp_ex_grown);
+    // The provider's layout: from its registration, or else from the size
+    // it gives (its own `sizeof(struct verbs_qp)`, as every provider
+    // passes); neither place is written when neither tells.
+    let grown = unsafe { state::of(ctx) }
+        .and_then(|s| s.registration().qp_ex_grown)
+        .or(match vqp_sz as usize {
+            n if n == core::mem::size_of::<verbs_qp>() => Some(false),
+            n if n == core::mem::size_of::<verbs_qp>() + crate::generation::qp_tail_shift(true) => Some(true),
+            _ => None,
+        });
+    let Some(grown) = grown else { return 0 };
     let shift = crate::generation::qp_tail_shift(grown);
     let (comp_mask, xrcd_at) = crate::generation::qp_tail(qp, grown);
     // SAFETY: `qp` is writable up to its `comp_mask` (contract), in the

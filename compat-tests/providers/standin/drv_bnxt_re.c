@@ -1,0 +1,193 @@
+/*
+ * bnxt_re (Broadcom NetXtreme-E/C, rdma/bnxt_re-abi.h), modelled as a
+ * BCM57508 (a "gen P5" chip) in static WQE mode, without write-combining
+ * doorbell pages or doorbell pacing (so the provider makes no driver
+ * method calls).  Queues live in user memory passed in the create
+ * requests.
+ *
+ * Mappings: the context's shared page at offset 0 (the kernel writes each
+ * new AH's id at BNXT_RE_AVID_OFFT in it, which the provider reads back
+ * after create_ah; the model does the same), and the doorbell page at the
+ * `dbr` offset alloc_pd answers.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "standin.h"
+
+/* Layouts of rdma-core 65's kernel-headers/rdma/bnxt_re-abi.h. */
+struct bnxt_uctx_resp_m {
+	uint32_t dev_id;
+	uint32_t max_qp;
+	uint32_t pg_size;
+	uint32_t cqe_sz;
+	uint32_t max_cqd;
+	uint32_t rsvd;
+	uint64_t comp_mask;
+	uint32_t chip_id0;
+	uint32_t chip_id1;
+	uint32_t mode;
+	uint32_t rsvd1;
+};
+
+struct bnxt_pd_resp_m {
+	uint32_t pdid;
+	uint32_t dpi;
+	uint64_t dbr;
+} __attribute__((packed, aligned(4)));
+
+struct bnxt_cq_resp_m {
+	uint32_t cqid;
+	uint32_t tail;
+	uint32_t phase;
+	uint32_t rsvd;
+	uint64_t comp_mask;
+};
+
+struct bnxt_qp_resp_m {
+	uint32_t qpid;
+	uint32_t rsvd;
+};
+
+struct bnxt_srq_resp_m {
+	uint32_t srqid;
+	uint32_t rsvd;
+	uint64_t comp_mask;
+};
+
+#define PG 4096
+#define SHPG_OFF 0x0ULL
+#define DB_OFF 0x1000ULL  /* the doorbell page's mmap offset */
+#define AVID_OFFT 0x10
+#define CMASK_HAVE_CCTX 0x1
+#define CMASK_HAVE_MODE 0x2
+#define CHIP_57508 0x1750
+
+struct bnxt_ctx {
+	void *shpg;           /* where the provider mapped the shared page */
+	uint32_t next_cq, next_qp, next_srq, next_pd, next_ah;
+};
+
+static struct bnxt_ctx *bctx(struct sti_ctx *ctx)
+{
+	if (!ctx->drv)
+		ctx->drv = calloc(1, sizeof(struct bnxt_ctx));
+	return ctx->drv;
+}
+
+static void put(struct sti_req *r, const void *p, size_t n)
+{
+	if (n > r->uout_len)
+		n = r->uout_len;
+	memcpy(r->uout, p, n);
+	r->uout_written = n;
+}
+
+static int hook(struct sti_req *r)
+{
+	struct bnxt_ctx *c = bctx(r->ctx);
+
+	if (!c)
+		return 12; /* ENOMEM */
+	switch (r->op) {
+	case STI_OP_GET_CONTEXT: {
+		struct bnxt_uctx_resp_m a = { 0 };
+		a.dev_id = 0;
+		a.max_qp = 65536;
+		a.pg_size = PG;
+		a.cqe_sz = 32;
+		a.max_cqd = 0xffffff;
+		a.comp_mask = CMASK_HAVE_CCTX | CMASK_HAVE_MODE;
+		a.chip_id0 = CHIP_57508;
+		a.mode = 0; /* BNXT_QPLIB_WQE_MODE_STATIC */
+		put(r, &a, sizeof(a));
+		return 0;
+	}
+	case STI_OP_ALLOC_PD: {
+		struct bnxt_pd_resp_m a = { .pdid = 1 + c->next_pd++, .dpi = 1, .dbr = DB_OFF };
+		put(r, &a, sizeof(a));
+		return 0;
+	}
+	case STI_OP_CREATE_CQ: {
+		struct bnxt_cq_resp_m a = { .cqid = 1 + c->next_cq++, .tail = 0, .phase = 1 };
+		put(r, &a, sizeof(a));
+		return 0;
+	}
+	case STI_OP_CREATE_QP: {
+		struct bnxt_qp_resp_m a = { .qpid = 2 + c->next_qp++ };
+		if (r->qp_type != 2 /* RC */ && r->qp_type != 4 /* UD */ && r->qp_type != 8 /* RAW_PACKET */)
+			return 22; /* EINVAL */
+		put(r, &a, sizeof(a));
+		return 0;
+	}
+	case STI_OP_CREATE_SRQ: {
+		struct bnxt_srq_resp_m a = { .srqid = 1 + c->next_srq++ };
+		if (r->uin_len == 0)
+			return 22;
+		put(r, &a, sizeof(a));
+		return 0;
+	}
+	case STI_OP_CREATE_AH: {
+		uint32_t avid = 1 + c->next_ah++;
+		if (c->shpg)
+			memcpy((char *)c->shpg + AVID_OFFT, &avid, sizeof(avid));
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+static int mmap_page(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
+{
+	struct bnxt_ctx *c = bctx(ctx);
+
+	if (!c)
+		return 12;
+	if (len != PG)
+		return 22;
+	if (off == SHPG_OFF) {
+		c->shpg = mem;
+		return 0;
+	}
+	if (off == DB_OFF)
+		return 0;
+	return 22;
+}
+
+static void release(struct sti_ctx *ctx, struct sti_obj *o)
+{
+	if (!o) {
+		free(ctx->drv);
+		ctx->drv = NULL;
+	}
+}
+
+/*
+ * bnxt_re's create_qp request of rdma-core 56 (struct ubnxt_re_qp without an
+ * initializer) leaves comp_mask and the slot counts after it as its stack
+ * had them; rdma-core 65 zeroes them, 44 does not send them.  The log
+ * clears what follows qpsva, qprva and qp_handle.
+ */
+static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
+{
+	if (sti_cmd_is(cmd, IB_USER_VERBS_CMD_CREATE_QP, UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE) && len > 24)
+		memset(b + 24, 0, len - 24);
+}
+
+const struct sti_driver sti_drv_bnxt_re = {
+	.name = "bnxt_re",
+	.driver_id = RDMA_DRIVER_BNXT_RE,
+	.vendor_id = 0x14e4,
+	.vendor_part_id = 0x1614,
+	.node_type = 1,
+	.link_layer = 2,
+	.hook = hook,
+	.mmap = mmap_page,
+	.release = release,
+	.norm_in = norm_in,
+};
