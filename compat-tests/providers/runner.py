@@ -93,6 +93,11 @@ def make_fixture(d, ent, link_layer):
     w(os.path.join(port, "gid_attrs/ndevs/0"), "eth0")
 
 
+# Matched only by the kernel's driver id (no modalias or name match), which
+# only RDMA netlink gives: these run with the stand-in answering netlink.
+NETLINK = {"siw", "mana"}
+NETLINK_ENV = {"STANDIN_NETLINK": "1"}
+
 ETH = {"mlx5", "bnxt_re", "cxgb4", "erdma", "hns", "irdma", "ocrdma", "qedr", "vmw_pvrdma", "rxe", "siw", "mana"}
 
 
@@ -178,9 +183,9 @@ def load_known():
     return known
 
 
-def compare(prov, rel, root, inner, scratch, known, used):
-    up, rc_up = run(rel, root, inner, scratch, prov, "upstream")
-    ours, rc_ours = run(rel, root, inner, scratch, prov, "ours")
+def compare(prov, rel, root, inner, scratch, known, used, env=None):
+    up, rc_up = run(rel, root, inner, scratch, prov, "upstream", env)
+    ours, rc_ours = run(rel, root, inner, scratch, prov, "ours", env)
     su, _ = parse_steps(up)
     so, _ = parse_steps(ours)
     label = f"{prov} {rel}"
@@ -229,12 +234,12 @@ def leaks(res):
     return {k: v["@res"][k] - v["@res0"][k] for k in v["@res"]}
 
 
-def faults(prov, rel, root, inner, scratch, stride):
+def faults(prov, rel, root, inner, scratch, stride, env0=None):
     """Each command of the workload's second run fails in turn (the first
     run fills what the libraries allocate once), with each kind of fault;
     the two libraries must give the same results and ours must leave no
     more descriptors, mappings or heap behind than upstream's."""
-    base, _ = run(rel, root, inner, scratch, prov, "upstream", {"_ARGS": "--faults"}, "-f0")
+    base, _ = run(rel, root, inner, scratch, prov, "upstream", dict(env0 or {}, _ARGS="--faults"), "-f0")
     first = base.split("@res0", 1)
     if len(first) != 2:
         out("skip", f"{prov} {rel} faults", "the workload's first run did not finish on upstream's library")
@@ -247,7 +252,7 @@ def faults(prov, rel, root, inner, scratch, stride):
         bad = []
         tried = 0
         for k in range(1, n + 1, stride):
-            env = {"_ARGS": "--faults", "STANDIN_FAIL": f"{n0 + k}:{kind.split('+')[0]}"}
+            env = dict(env0 or {}, _ARGS="--faults", STANDIN_FAIL=f"{n0 + k}:{kind.split('+')[0]}")
             if kind.endswith("DESTROY"):
                 env["RDMAV_ALLOW_DISASSOC_DESTROY"] = "1"
             tag = f"-f{k}-{kind.split('+')[0]}"
@@ -312,15 +317,16 @@ def main():
             if ent is None:
                 out("skip", f"{prov} {rel}", "no sysfs fixture for it (discovery/fixture.sh)")
                 continue
-            if ent["modalias"] == "-" and dev not in ("rxe",):
+            if ent["modalias"] == "-" and dev not in ("rxe",) and dev not in NETLINK:
                 out("skip", f"{prov} {rel}", "matched only by the kernel's driver id, which only RDMA netlink gives; the stand-in refuses netlink")
                 continue
+            env = NETLINK_ENV if dev in NETLINK else None
             d = os.path.join(a.scratch, "fx", prov)
             if not os.path.exists(d):
                 make_fixture(d, ent, 2 if dev in ETH else 1)
-            compare(prov, rel, root, inner, a.scratch, known, used)
+            compare(prov, rel, root, inner, a.scratch, known, used, env)
             if prov in fault_provs:
-                faults(prov, rel, root, inner, a.scratch, a.fault_stride)
+                faults(prov, rel, root, inner, a.scratch, a.fault_stride, env)
     if not only:
         for k, why in known.items():
             if k not in used:

@@ -554,6 +554,202 @@ static int drv_ioctl(struct sti_ctx *ctx, struct sti_ioctl *io)
 	}
 }
 
+/* -------------------------------------------------- attribute kinds (log) */
+/* Ids newer than some releases' headers (rdma-core's kernel-headers at
+ * sid's version): the driver attributes of a few core methods, VAR's flags,
+ * the flow matcher's port and the data-direct sysfs path. */
+#define A_NS 0x1000u       /* UVERBS_ID_DRIVER_NS */
+#define A_NS_UHW 0x1002u   /* UVERBS_ID_DRIVER_NS_WITH_UHW: after UHW_IN/OUT */
+#define VAR_ALLOC_FLAGS (MLX5_IB_ATTR_VAR_OBJ_ALLOC_PAGE_ID + 1)
+#define FLOW_MATCHER_IB_PORT (MLX5_IB_ATTR_FLOW_MATCHER_FT_TYPE + 1)
+#define METHOD_GET_DATA_DIRECT_SYSFS_PATH (MLX5_IB_METHOD_QUERY_PORT + 1)
+
+/* How the log reads an attribute of an mlx5 driver method, or a driver
+ * attribute (id 0x1000 and up) of a core method: STI_A_*, 0 unknown. */
+static int attr_kind(uint16_t obj, uint16_t meth, uint16_t attr)
+{
+	const int IN = STI_A_IN, OUT = STI_A_OUT, IDR = STI_A_IDR, NEW = STI_A_NEW, DEL = STI_A_DEL, FD = STI_A_FD,
+		  FDNEW = STI_A_FDNEW;
+	unsigned a = attr >= A_NS ? attr - A_NS : 0xffff; /* index among the driver's ids */
+
+	if (attr < A_NS)
+		return 0; /* core attributes: the core's table */
+	switch (obj) {
+	case UVERBS_OBJECT_DEVICE:
+		if (meth == MLX5_IB_METHOD_QUERY_PORT)
+			return a == 0 ? IN : a == 1 ? OUT : 0; /* PORT_NUM, QUERY_PORT */
+		if (meth == METHOD_GET_DATA_DIRECT_SYSFS_PATH)
+			return a == 0 ? OUT : 0;
+		if (meth == UVERBS_METHOD_QUERY_CONTEXT)
+			return a == 0 ? OUT : 0; /* MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX */
+		return 0;
+	case UVERBS_OBJECT_PD:
+		if (meth == MLX5_IB_METHOD_PD_QUERY)
+			return a == 0 ? IDR : a == 1 ? OUT : 0; /* HANDLE, RESP_PDN */
+		return 0;
+	case UVERBS_OBJECT_CQ:
+		/* sid: UAR_INDEX, DBR_BUF_UMEM (a UMEM object) */
+		if (meth == UVERBS_METHOD_CQ_CREATE)
+			return attr == A_NS_UHW ? IN : attr == A_NS_UHW + 1 ? IDR : 0;
+		return 0;
+	case UVERBS_OBJECT_QP:
+		if (meth == UVERBS_METHOD_QP_CREATE)
+			return attr == A_NS_UHW ? IDR : 0; /* sid: DBR_BUF_UMEM */
+		return 0;
+	case UVERBS_OBJECT_MR:
+		if (meth == UVERBS_METHOD_REG_DMABUF_MR)
+			return a == 0 ? IN : 0; /* sid: mlx5 ACCESS_FLAGS */
+		return 0;
+	case UVERBS_OBJECT_DM:
+		switch (meth) {
+		case UVERBS_METHOD_DM_ALLOC: /* RESP_START_OFFSET, RESP_PAGE_INDEX, REQ_TYPE */
+			return a <= 1 ? OUT : a == 2 ? IN : 0;
+		case MLX5_IB_METHOD_DM_MAP_OP_ADDR: /* REQ_HANDLE, REQ_OP, RESP_START_OFFSET, RESP_PAGE_INDEX */
+			return a == 0 ? IDR : a == 1 ? IN : a <= 3 ? OUT : 0;
+		case MLX5_IB_METHOD_DM_QUERY: /* REQ_HANDLE, RESP_START_OFFSET, _PAGE_INDEX, _LENGTH */
+			return a == 0 ? IDR : a <= 3 ? OUT : 0;
+		}
+		return 0;
+	case UVERBS_OBJECT_FLOW_ACTION:
+		switch (meth) {
+		case UVERBS_METHOD_FLOW_ACTION_ESP_CREATE:
+			return a == 0 ? IN : 0; /* MLX5_IB_ATTR_CREATE_FLOW_ACTION_FLAGS */
+		case MLX5_IB_METHOD_FLOW_ACTION_CREATE_MODIFY_HEADER: /* HANDLE, ACTIONS_PRM, FT_TYPE */
+			return a == 0 ? NEW : a <= 2 ? IN : 0;
+		case MLX5_IB_METHOD_FLOW_ACTION_CREATE_PACKET_REFORMAT: /* HANDLE, TYPE, FT_TYPE, DATA_BUF */
+			return a == 0 ? NEW : a <= 3 ? IN : 0;
+		}
+		return 0;
+	case UVERBS_OBJECT_FLOW:
+		switch (meth) {
+		case MLX5_IB_METHOD_CREATE_FLOW:
+			switch (attr) {
+			case MLX5_IB_ATTR_CREATE_FLOW_HANDLE:
+				return NEW;
+			case MLX5_IB_ATTR_CREATE_FLOW_DEST_QP:
+			case MLX5_IB_ATTR_CREATE_FLOW_DEST_DEVX:
+			case MLX5_IB_ATTR_CREATE_FLOW_MATCHER:
+				return IDR;
+			case MLX5_IB_ATTR_CREATE_FLOW_MATCH_VALUE:
+			case MLX5_IB_ATTR_CREATE_FLOW_ARR_FLOW_ACTIONS: /* arrays of handles */
+			case MLX5_IB_ATTR_CREATE_FLOW_TAG:
+			case MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX:
+			case MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX_OFFSET:
+			case MLX5_IB_ATTR_CREATE_FLOW_FLAGS:
+				return IN;
+			}
+			return 0;
+		case MLX5_IB_METHOD_DESTROY_FLOW:
+			return a == 0 ? DEL : 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_DEVX:
+		switch (meth) {
+		case MLX5_IB_METHOD_DEVX_OTHER: /* CMD_IN, CMD_OUT */
+		case MLX5_IB_METHOD_DEVX_QUERY_UAR: /* USER_IDX, DEV_IDX */
+		case MLX5_IB_METHOD_DEVX_QUERY_EQN: /* USER_VEC, DEV_EQN */
+			return a == 0 ? IN : a == 1 ? OUT : 0;
+		case MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT:
+			switch (attr) {
+			case MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_FD_HANDLE:
+			case MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_FD_NUM: /* an eventfd */
+				return FD;
+			case MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_OBJ_HANDLE:
+				return IDR;
+			case MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_TYPE_NUM_LIST:
+			case MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_COOKIE:
+				return IN;
+			}
+			return 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_DEVX_OBJ:
+		switch (meth) {
+		case MLX5_IB_METHOD_DEVX_OBJ_CREATE: /* HANDLE, CMD_IN, CMD_OUT */
+			return a == 0 ? NEW : a == 1 ? IN : a == 2 ? OUT : 0;
+		case MLX5_IB_METHOD_DEVX_OBJ_DESTROY:
+			return a == 0 ? DEL : 0;
+		case MLX5_IB_METHOD_DEVX_OBJ_MODIFY:
+		case MLX5_IB_METHOD_DEVX_OBJ_QUERY:
+			return a == 0 ? IDR : a == 1 ? IN : a == 2 ? OUT : 0;
+		case MLX5_IB_METHOD_DEVX_OBJ_ASYNC_QUERY: /* HANDLE, CMD_IN, FD, WR_ID, OUT_LEN */
+			return a == 0 ? IDR : a == 2 ? FD : a <= 4 ? IN : 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_DEVX_UMEM:
+		switch (meth) {
+		case MLX5_IB_METHOD_DEVX_UMEM_REG:
+			switch (attr) {
+			case MLX5_IB_ATTR_DEVX_UMEM_REG_HANDLE:
+				return NEW;
+			case MLX5_IB_ATTR_DEVX_UMEM_REG_ADDR:
+			case MLX5_IB_ATTR_DEVX_UMEM_REG_LEN:
+			case MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS:
+			case MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP:
+				return IN;
+			case MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID:
+				return OUT;
+			case MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD:
+				return FD;
+			}
+			return 0;
+		case MLX5_IB_METHOD_DEVX_UMEM_DEREG:
+			return a == 0 ? DEL : 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_FLOW_MATCHER:
+		switch (meth) {
+		case MLX5_IB_METHOD_FLOW_MATCHER_CREATE:
+			/* HANDLE; MATCH_MASK, FLOW_TYPE, MATCH_CRITERIA, FLOW_FLAGS,
+			 * FT_TYPE, (sid) IB_PORT */
+			return a == 0 ? NEW : attr <= FLOW_MATCHER_IB_PORT ? IN : 0;
+		case MLX5_IB_METHOD_FLOW_MATCHER_DESTROY:
+			return a == 0 ? DEL : 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD:
+		return meth == MLX5_IB_METHOD_DEVX_ASYNC_CMD_FD_ALLOC && a == 0 ? FDNEW : 0;
+	case MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD:
+		if (meth == MLX5_IB_METHOD_DEVX_ASYNC_EVENT_FD_ALLOC)
+			return a == 0 ? FDNEW : a == 1 ? IN : 0; /* HANDLE, FLAGS */
+		return 0;
+	case MLX5_IB_OBJECT_VAR:
+		switch (meth) {
+		case MLX5_IB_METHOD_VAR_OBJ_ALLOC:
+			/* HANDLE, MMAP_OFFSET, MMAP_LENGTH, PAGE_ID, (sid) FLAGS */
+			return a == 0 ? NEW : attr < VAR_ALLOC_FLAGS ? OUT : attr == VAR_ALLOC_FLAGS ? IN : 0;
+		case MLX5_IB_METHOD_VAR_OBJ_DESTROY:
+			return a == 0 ? DEL : 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_PP:
+		switch (meth) {
+		case MLX5_IB_METHOD_PP_OBJ_ALLOC: /* HANDLE, CTX, FLAGS, INDEX */
+			return a == 0 ? NEW : a <= 2 ? IN : a == 3 ? OUT : 0;
+		case MLX5_IB_METHOD_PP_OBJ_DESTROY:
+			return a == 0 ? DEL : 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_UAR:
+		switch (meth) {
+		case MLX5_IB_METHOD_UAR_OBJ_ALLOC: /* HANDLE, TYPE, MMAP_OFFSET, MMAP_LENGTH, PAGE_ID */
+			return a == 0 ? NEW : a == 1 ? IN : a <= 4 ? OUT : 0;
+		case MLX5_IB_METHOD_UAR_OBJ_DESTROY:
+			return a == 0 ? DEL : 0;
+		}
+		return 0;
+	case MLX5_IB_OBJECT_STEERING_ANCHOR:
+		switch (meth) {
+		case MLX5_IB_METHOD_STEERING_ANCHOR_CREATE: /* HANDLE, FT_TYPE, PRIORITY, FT_ID */
+			return a == 0 ? NEW : a <= 2 ? IN : a == 3 ? OUT : 0;
+		case MLX5_IB_METHOD_STEERING_ANCHOR_DESTROY:
+			return a == 0 ? DEL : 0;
+		}
+		return 0;
+	}
+	return 0;
+}
+
 const struct sti_driver sti_drv_mlx5 = {
 	.name = "mlx5",
 	.driver_id = RDMA_DRIVER_MLX5,
@@ -564,5 +760,6 @@ const struct sti_driver sti_drv_mlx5 = {
 	.hook = hook,
 	.ioctl = drv_ioctl,
 	.mmap = mmap_cb,
+	.attr_kind = attr_kind,
 	.release = release,
 };

@@ -3,7 +3,8 @@
  * open/close/ioctl/write/mmap/munmap/stat calls on /dev/infiniband/uverbsN
  * and on the descriptors opened from it go to the model in uverbs.c; every
  * other call goes to libc.  Also: RDMA netlink sockets are refused (as on a
- * kernel without RDMA), so discovery reads the sysfs fixture at SYSFS_PATH.
+ * kernel without RDMA), so discovery reads the sysfs fixture at SYSFS_PATH,
+ * unless STANDIN_NETLINK=1: then netlink.c answers them from the fixture.
  *
  * Environment:
  *   SYSFS_PATH         the sysfs fixture (required: without it nothing is faked)
@@ -16,6 +17,9 @@
  *   STANDIN_WRITE_ONLY 1: no ioctl interface (an old kernel: ENOTTY)
  *   STANDIN_DRIVER     the driver model to use (default: from the ibdev name)
  *   STANDIN_RAW        set: addresses are not masked in the log (debugging)
+ *   STANDIN_NETLINK    1: RDMA netlink answers discovery (netlink.c);
+ *                      otherwise socket(AF_NETLINK, .., NETLINK_RDMA)
+ *                      fails with EPROTONOSUPPORT
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -82,6 +86,11 @@ REAL(int, __lxstat, int, const char *, struct stat *)
 REAL(int, stat, const char *, struct stat *)
 REAL(int, lstat, const char *, struct stat *)
 REAL(int, statx, int, const char *, int, unsigned, struct statx *)
+
+/* netlink.c */
+int sti_nl_enabled(void);
+int sti_nl_socket(int type);
+void sti_nl_close(int fd);
 
 int sti_real_close(int fd)
 {
@@ -373,6 +382,7 @@ int close(int fd)
 		free(c);
 	}
 	pthread_mutex_unlock(&lock);
+	sti_nl_close(fd);
 	load_close();
 	return real_close(fd);
 }
@@ -688,10 +698,13 @@ int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *s
 	return real_statx(dirfd, path, flags, mask, sx);
 }
 
-/* ---- netlink: no RDMA netlink on this "kernel" ---- */
+/* ---- netlink: no RDMA netlink on this "kernel", unless STANDIN_NETLINK=1
+ * (netlink.c answers it then) ---- */
 int socket(int domain, int type, int protocol)
 {
 	if (sysfs() && domain == AF_NETLINK && protocol == NETLINK_RDMA) {
+		if (sti_nl_enabled())
+			return sti_nl_socket(type);
 		errno = EPROTONOSUPPORT;
 		return -1;
 	}
