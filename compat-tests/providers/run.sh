@@ -68,11 +68,6 @@ for r in $roots; do
     args+=(--release "$rel:$r:$inner:$pabi")
 done
 
-python3 "$HERE/runner.py" --scratch "$SCRATCH" --only "$only" --faults "$faults" "${args[@]}"
-rc=$?
-# The runner printed the closing line; add what this script counted.
-if [ "$nfail" -gt 0 ]; then
-    echo "providers: (and $nfail failed before the runner)"
-    exit 1
-fi
-exit $rc
+# The runner prints the closing line, counting what failed here too (not
+# exec'ed: the trap unmounts the roots' binds when it is done).
+python3 "$HERE/runner.py" --scratch "$SCRATCH" --only "$only" --faults "$faults" --prior-fail "$nfail" "${args[@]}"

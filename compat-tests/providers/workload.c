@@ -2389,6 +2389,16 @@ static void select_sections(const char *list)
 	free(copy);
 }
 
+/* A round mark for the stand-in (an open it answers with ENOENT, as
+ * does any other system). */
+static void round_mark(void)
+{
+	int fd = open("/dev/infiniband/standin-round", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+}
+
 /*
  * The workload once: 0, 1 when the device does not open, 3 when there is
  * no device.
@@ -2506,17 +2516,24 @@ int main(int argc, char **argv)
 	init_buffers();
 
 	/*
-	 * With --faults the workload runs twice: the first time fills what
-	 * either library allocates once and keeps (caches, pools), then @res0;
-	 * the second time is the one the fault is injected into (the runner
-	 * counts the first run's commands), then @res.  What the second run
-	 * leaves behind is what the fault path leaked.
+	 * With --faults the workload runs three times, each after a round
+	 * mark for the stand-in (STANDIN_FAIL counts from the latest mark and
+	 * spares the first round): the first run fills what either library
+	 * allocates once and keeps (caches, pools), the second and third get
+	 * the same fault at the same command.  What the third leaves behind
+	 * beyond the second (@res1 to @res) is what the fault path leaks
+	 * each time it runs.
 	 */
 	if (faults) {
+		round_mark();
 		rc = run_once();
 		if (rc == 3)
 			return rc;
 		resources("@res0");
+		round_mark();
+		run_once();
+		resources("@res1");
+		round_mark();
 	}
 	rc = run_once();
 	if (faults)

@@ -74,17 +74,7 @@ struct bnxt_ctx {
 
 static struct bnxt_ctx *bctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct bnxt_ctx));
-	return ctx->drv;
-}
-
-static void put(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
+	return sti_drv_ctx(ctx, sizeof(struct bnxt_ctx));
 }
 
 static int hook(struct sti_req *r)
@@ -104,31 +94,31 @@ static int hook(struct sti_req *r)
 		a.comp_mask = CMASK_HAVE_CCTX | CMASK_HAVE_MODE;
 		a.chip_id0 = CHIP_57508;
 		a.mode = 0; /* BNXT_QPLIB_WQE_MODE_STATIC */
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		struct bnxt_pd_resp_m a = { .pdid = 1 + c->next_pd++, .dpi = 1, .dbr = DB_OFF };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
 		struct bnxt_cq_resp_m a = { .cqid = 1 + c->next_cq++, .tail = 0, .phase = 1 };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {
 		struct bnxt_qp_resp_m a = { .qpid = 2 + c->next_qp++ };
 		if (r->qp_type != 2 /* RC */ && r->qp_type != 4 /* UD */ && r->qp_type != 8 /* RAW_PACKET */)
 			return 22; /* EINVAL */
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_SRQ: {
 		struct bnxt_srq_resp_m a = { .srqid = 1 + c->next_srq++ };
 		if (r->uin_len == 0)
 			return 22;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_AH: {
@@ -159,14 +149,6 @@ static int mmap_page(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
-}
-
 /*
  * bnxt_re's create_qp request of rdma-core 56 (struct ubnxt_re_qp without an
  * initializer) leaves comp_mask and the slot counts after it as its stack
@@ -188,6 +170,5 @@ const struct sti_driver sti_drv_bnxt_re = {
 	.link_layer = 2,
 	.hook = hook,
 	.mmap = mmap_page,
-	.release = release,
 	.norm_in = norm_in,
 };

@@ -91,17 +91,7 @@ struct c4_ctx {
 
 static struct c4_ctx *cctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct c4_ctx));
-	return ctx->drv;
-}
-
-static void put(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
+	return sti_drv_ctx(ctx, sizeof(struct c4_ctx));
 }
 
 static uint64_t pages(uint64_t n)
@@ -140,12 +130,12 @@ static int hook(struct sti_req *r)
 		struct c4_uctx_resp_m a = { 0 };
 		a.status_page_size = PG;
 		a.status_page_key = key(c, PG);
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		uint32_t pdid = 1 + c->next_pd++;
-		put(r, &pdid, sizeof(pdid));
+		sti_put(r, &pdid, sizeof(pdid));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
@@ -162,7 +152,7 @@ static int hook(struct sti_req *r)
 		a.flags = flags & C4IW_64B_CQE;
 		a.key = key(c, a.memsize);
 		a.gts_key = key(c, PG);
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {
@@ -185,7 +175,7 @@ static int hook(struct sti_req *r)
 		a.rq_key = key(c, a.rq_memsize);
 		a.rq_db_gts_key = key(c, PG);
 		a.ma_sync_key = key(c, PG);
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_SRQ: {
@@ -200,7 +190,7 @@ static int hook(struct sti_req *r)
 		a.flags = 1; /* T4_SRQ_LIMIT_SUPPORT */
 		a.srq_key = key(c, a.srq_memsize);
 		a.srq_db_gts_key = key(c, PG);
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	default:
@@ -232,14 +222,6 @@ static int mmap_key(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
-}
-
 const struct sti_driver sti_drv_cxgb4 = {
 	.name = "cxgb4",
 	.driver_id = RDMA_DRIVER_CXGB4,
@@ -249,5 +231,4 @@ const struct sti_driver sti_drv_cxgb4 = {
 	.link_layer = 2,
 	.hook = hook,
 	.mmap = mmap_key,
-	.release = release,
 };

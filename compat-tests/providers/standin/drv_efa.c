@@ -62,9 +62,7 @@ struct efa_ctx {
 
 static struct efa_ctx *ectx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct efa_ctx));
-	return ctx->drv;
+	return sti_drv_ctx(ctx, sizeof(struct efa_ctx));
 }
 
 /* A new mmap entry of `len` bytes for object `o`: its key, 0 when full. */
@@ -284,10 +282,9 @@ static int mmap_q(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 
 static void release(struct sti_ctx *ctx, struct sti_obj *o)
 {
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	} else if (o->type == STI_T_CQ || o->type == STI_T_QP) {
+	if (!o)
+		return;
+	if (o->type == STI_T_CQ || o->type == STI_T_QP) {
 		drop_entries(ctx, o->handle);
 	}
 }

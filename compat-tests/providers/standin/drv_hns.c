@@ -102,9 +102,7 @@ struct hns_ctx {
 
 static struct hns_ctx *hctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct hns_ctx));
-	return ctx->drv;
+	return sti_drv_ctx(ctx, sizeof(struct hns_ctx));
 }
 
 static void out(struct sti_req *r, const void *p, size_t n)
@@ -294,11 +292,8 @@ static void release(struct sti_ctx *ctx, struct sti_obj *o)
 {
 	struct hns_ctx *c = ctx->drv;
 
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
+	if (!o)
 		return;
-	}
 	if (c && o->type == STI_T_QP)
 		for (unsigned i = 0; i < MAXE; i++)
 			if (c->e[i].used && c->e[i].owner == o->handle)

@@ -96,9 +96,7 @@ struct irdma_ctx {
 
 static struct irdma_ctx *ictx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct irdma_ctx));
-	return ctx->drv;
+	return sti_drv_ctx(ctx, sizeof(struct irdma_ctx));
 }
 
 static uint32_t pow2(uint32_t n)
@@ -141,14 +139,6 @@ static int wq_size(int raw, uint32_t wr, uint32_t shift, uint32_t rsvd, uint32_t
 	return 0;
 }
 
-static void put(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
-}
-
 static int hook(struct sti_req *r)
 {
 	struct irdma_ctx *c = ictx(r->ctx);
@@ -182,22 +172,22 @@ static int hook(struct sti_req *r)
 		a.hw_rev = GEN_2;
 		a.comp_mask = UCTX_USE_RAW_ATTR | UCTX_MIN_HW_WQ_SIZE;
 		a.min_hw_wq_size = MIN_WQ_SIZE;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		struct irdma_id_resp_m a = { .id = 1 + c->next_pd++ };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_AH: {
 		struct irdma_id_resp_m a = { .id = 1 + c->next_ah++ };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
 		struct irdma_cq_resp_m a = { .cq_id = 1 + c->next_cq++, .cq_size = r->cqe + 1 };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {
@@ -213,7 +203,7 @@ static int hook(struct sti_req *r)
 			return err;
 		a.qp_id = 2 + c->next_qp++;
 		a.lsmm = 1;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_SRQ:
@@ -230,14 +220,6 @@ static int mmap_db(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	if (off == DB_KEY && len == PAGE)
 		return 0;
 	return 22;
-}
-
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
 }
 
 /*
@@ -276,6 +258,5 @@ const struct sti_driver sti_drv_irdma = {
 	.link_layer = 2,
 	.hook = hook,
 	.mmap = mmap_db,
-	.release = release,
 	.norm_in = norm_in,
 };

@@ -81,9 +81,7 @@ struct mlx4_cq_m {
 
 static struct mlx4_ctx *mctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct mlx4_ctx));
-	return ctx->drv;
+	return sti_drv_ctx(ctx, sizeof(struct mlx4_ctx));
 }
 
 static uint32_t cq_cqe_size(const struct mlx4_ctx *c)
@@ -137,14 +135,6 @@ static void cq_resize_cqe(const struct mlx4_ctx *c, uint64_t buf, uint32_t mask,
 	e[sz - 1] = (uint8_t)(cq_sw_owner(mask, ci) | CQE_OPCODE_RESIZE);
 }
 
-static void put(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
-}
-
 static int hook(struct sti_req *r)
 {
 	struct mlx4_ctx *c = mctx(r->ctx);
@@ -160,7 +150,7 @@ static int hook(struct sti_req *r)
 		a.bf_regs_per_page = 8;
 		a.cqe_size = 32;
 		c->cqe_size = a.cqe_size;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_QUERY_DEVICE: {
@@ -170,12 +160,12 @@ static int hook(struct sti_req *r)
 		a.max_inl_recv_sz = 0;
 		a.response_length = (uint32_t)(r->uout_len < sizeof(a) ? r->uout_len : sizeof(a));
 		if (r->uout_len)
-			put(r, &a, sizeof(a));
+			sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		struct mlx4_num_resp_m a = { .num = 1 + c->next_pd++ };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
@@ -194,7 +184,7 @@ static int hook(struct sti_req *r)
 		m->db = q.db_addr;
 		free(r->obj->drv);
 		r->obj->drv = m;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		/* Its entries hardware-owned, the consumer index at 0. */
 		cq_hw_own(c, m->buf, r->cqe, 0);
 		return 0;
@@ -219,7 +209,7 @@ static int hook(struct sti_req *r)
 	case STI_OP_CREATE_SRQ: {
 		/* The number the core hands out next (uverbs.c: 0x40 + next_num). */
 		struct mlx4_num_resp_m a = { .num = 0x40 + r->ctx->next_num };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	default:
@@ -238,19 +228,6 @@ static int mmap_page(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-		return;
-	}
-	if (o->type == STI_T_CQ) {
-		free(o->drv);
-		o->drv = NULL;
-	}
-}
-
 const struct sti_driver sti_drv_mlx4 = {
 	.name = "mlx4",
 	.driver_id = RDMA_DRIVER_MLX4,
@@ -260,5 +237,4 @@ const struct sti_driver sti_drv_mlx4 = {
 	.link_layer = 1,
 	.hook = hook,
 	.mmap = mmap_page,
-	.release = release,
 };

@@ -335,19 +335,14 @@ static void release(struct sti_ctx *ctx, struct sti_obj *o)
 {
 	struct mlx5_ctx *m = ctx->drv;
 
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
+	if (!o)
 		return;
-	}
 	if (o->drv) {
 		struct mlx5_obj *d = o->drv;
 		if (d->kind == K_UAR && m)
 			for (unsigned i = 0; i < MAXMAP; i++)
 				if (m->dyn[i].used && m->dyn[i].off == d->mmap_off)
 					m->dyn[i].used = 0;
-		free(o->drv);
-		o->drv = NULL;
 	}
 }
 

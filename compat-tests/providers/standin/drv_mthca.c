@@ -34,17 +34,7 @@ struct mthca_ctx {
 
 static struct mthca_ctx *mctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct mthca_ctx));
-	return ctx->drv;
-}
-
-static void put(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
+	return sti_drv_ctx(ctx, sizeof(struct mthca_ctx));
 }
 
 static int hook(struct sti_req *r)
@@ -56,23 +46,23 @@ static int hook(struct sti_req *r)
 	switch (r->op) {
 	case STI_OP_GET_CONTEXT: {
 		struct mthca_uctx_resp_m a = { QP_TAB_SIZE, UARC_SIZE };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		struct mthca_num_resp_m a = { .num = 1 + c->next_pd++ };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
 		struct mthca_num_resp_m a = { .num = 0x80 + c->next_cq++ };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_SRQ: {
 		/* The number the core (uverbs.c) hands out next. */
 		struct mthca_num_resp_m a = { .num = 0x40 + r->ctx->next_num };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_QP:
@@ -91,14 +81,6 @@ static int mmap_uar(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return off == 0 && len == PG ? 0 : 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
-}
-
 const struct sti_driver sti_drv_mthca = {
 	.name = "mthca",
 	.driver_id = RDMA_DRIVER_MTHCA,
@@ -108,5 +90,4 @@ const struct sti_driver sti_drv_mthca = {
 	.link_layer = 1,
 	.hook = hook,
 	.mmap = mmap_uar,
-	.release = release,
 };

@@ -118,17 +118,7 @@ struct oc_ctx {
 
 static struct oc_ctx *octx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct oc_ctx));
-	return ctx->drv;
-}
-
-static void put(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
+	return sti_drv_ctx(ctx, sizeof(struct oc_ctx));
 }
 
 static uint64_t pages(uint64_t n)
@@ -176,12 +166,12 @@ static int hook(struct sti_req *r)
 		a.ah_tbl_len = AH_TBL_LEN;
 		a.ah_tbl_page = key(c, AH_TBL_LEN);
 		memcpy(a.fw_ver, "10.2.470.14", 11);
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		struct oc_pd_resp_m a = { .id = 1 + c->next_pd++ };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
@@ -195,7 +185,7 @@ static int hook(struct sti_req *r)
 		a.db_page_size = PG;
 		a.db_page_addr = key(c, PG);
 		a.phase_change = 1;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {
@@ -217,7 +207,7 @@ static int hook(struct sti_req *r)
 		a.db_sq_offset = DB_SQ_OFFSET;
 		a.db_rq_offset = DB_RQ_OFFSET;
 		a.db_shift = DB_RQ_SHIFT;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_SRQ: {
@@ -231,7 +221,7 @@ static int hook(struct sti_req *r)
 		a.db_page_addr = key(c, PG);
 		a.db_rq_offset = DB_RQ_OFFSET;
 		a.db_shift = DB_SQ_SHIFT;
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_AH:
@@ -265,14 +255,6 @@ static int mmap_key(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
-}
-
 /*
  * ocrdma's create_cq request (struct ocrdma_create_cq_ureq) sets dpp_cq and
  * leaves rsvd as its stack had it: cleared in the log.
@@ -292,6 +274,5 @@ const struct sti_driver sti_drv_ocrdma = {
 	.link_layer = 2,
 	.hook = hook,
 	.mmap = mmap_key,
-	.release = release,
 	.norm_in = norm_in,
 };

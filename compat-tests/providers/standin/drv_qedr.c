@@ -90,17 +90,7 @@ struct qedr_ctx {
 
 static struct qedr_ctx *qctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct qedr_ctx));
-	return ctx->drv;
-}
-
-static void put(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
+	return sti_drv_ctx(ctx, sizeof(struct qedr_ctx));
 }
 
 /* A doorbell-recovery page's mmap offset, or 0 without recovery. */
@@ -143,12 +133,12 @@ static int hook(struct sti_req *r)
 		a.sges_per_srq_wr = 4;
 		a.max_cqes = 0x8000;
 		a.dpm_flags = 0; /* QEDR_DPM_TYPE_NONE */
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		struct qedr_pd_resp_m a = { .pd_id = 1 + c->next_pd++ };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
@@ -158,7 +148,7 @@ static int hook(struct sti_req *r)
 		a.db_offset = DB_CQ_OFF;
 		a.icid = (uint16_t)(0x10 + c->next_icid++);
 		a.db_rec_addr = rec_page(c);
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {
@@ -175,12 +165,12 @@ static int hook(struct sti_req *r)
 		a.sq_db_rec_addr = rec_page(c);
 		if (r->max_recv_wr)
 			a.rq_db_rec_addr = rec_page(c);
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	case STI_OP_CREATE_SRQ: {
 		struct qedr_srq_resp_m a = { .srq_id = (uint16_t)(1 + c->next_srq++) };
-		put(r, &a, sizeof(a));
+		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
 	default:
@@ -203,14 +193,6 @@ static int mmap_db(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
-}
-
 /*
  * qedr's create_qp request starts with the provider's QP address split in
  * two 32-bit halves (qp_handle_hi, qp_handle_lo), which the log's address
@@ -231,6 +213,5 @@ const struct sti_driver sti_drv_qedr = {
 	.link_layer = 2,
 	.hook = hook,
 	.mmap = mmap_db,
-	.release = release,
 	.norm_in = norm_in,
 };

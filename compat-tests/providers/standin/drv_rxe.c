@@ -28,9 +28,7 @@ struct rxe_ctx {
 
 static struct rxe_ctx *rctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct rxe_ctx));
-	return ctx->drv;
+	return sti_drv_ctx(ctx, sizeof(struct rxe_ctx));
 }
 
 static uint32_t pow2(uint32_t n)
@@ -123,14 +121,6 @@ static int mmap_q(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
-}
-
 const struct sti_driver sti_drv_rxe = {
 	.name = "rxe",
 	.driver_id = RDMA_DRIVER_RXE,
@@ -140,5 +130,4 @@ const struct sti_driver sti_drv_rxe = {
 	.link_layer = 2,
 	.hook = hook,
 	.mmap = mmap_q,
-	.release = release,
 };

@@ -31,9 +31,7 @@ struct siw_ctx {
 
 static struct siw_ctx *sctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct siw_ctx));
-	return ctx->drv;
+	return sti_drv_ctx(ctx, sizeof(struct siw_ctx));
 }
 
 static uint32_t pow2(uint32_t n)
@@ -158,11 +156,8 @@ static void release(struct sti_ctx *ctx, struct sti_obj *o)
 {
 	struct siw_ctx *s = ctx->drv;
 
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
+	if (!o)
 		return;
-	}
 	/* The object's entries go; a mapping already made stays valid. */
 	for (unsigned i = 0; s && i < s->n;)
 		if (s->e[i].obj == o)

@@ -29,9 +29,7 @@ struct pv_ctx {
 
 static struct pv_ctx *pctx(struct sti_ctx *ctx)
 {
-	if (!ctx->drv)
-		ctx->drv = calloc(1, sizeof(struct pv_ctx));
-	return ctx->drv;
+	return sti_drv_ctx(ctx, sizeof(struct pv_ctx));
 }
 
 static void put(struct sti_req *r, uint32_t a, uint32_t b)
@@ -91,14 +89,6 @@ static int mmap_uar(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return off == 0 && len == PG ? 0 : 22;
 }
 
-static void release(struct sti_ctx *ctx, struct sti_obj *o)
-{
-	if (!o) {
-		free(ctx->drv);
-		ctx->drv = NULL;
-	}
-}
-
 /*
  * pvrdma's create_cq request (struct pvrdma_create_cq) sets buf_addr and
  * buf_size and leaves `reserved` as its stack had it: cleared in the log.
@@ -118,6 +108,5 @@ const struct sti_driver sti_drv_vmw_pvrdma = {
 	.link_layer = 2,
 	.hook = hook,
 	.mmap = mmap_uar,
-	.release = release,
 	.norm_in = norm_in,
 };

@@ -12,8 +12,11 @@
  *   STANDIN_FAIL       N:ERR  the N-th command (from 1) fails with ERR
  *                      (EINVAL, ENOMEM, EIO, EOPNOTSUPP, or a number), or
  *                      N:fatal  from the N-th command on the device is
- *                      disassociated: IBV_EVENT_DEVICE_FATAL on every async
- *                      fd, then EIO for every command
+ *                      disassociated: IBV_EVENT_DEVICE_FATAL on the async
+ *                      fd, then EIO for every command.  A program that
+ *                      opens /dev/infiniband/standin-round (ENOENT) marks
+ *                      a round: commands then count from the latest mark,
+ *                      and the first round gets no fault
  *   STANDIN_WRITE_ONLY 1: no ioctl interface (an old kernel: ENOTTY)
  *   STANDIN_DRIVER     the driver model to use (default: from the ibdev name)
  *   STANDIN_RAW        set: addresses are not masked in the log (debugging)
@@ -54,6 +57,7 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64");
 static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static int log_fd = -2;
 static unsigned long ncmds;
+static int round_no; /* round marks seen (see do_open) */
 static long fail_at;
 static int fail_err;      /* 0: fatal */
 static int write_only;
@@ -299,10 +303,22 @@ static int open_dev(int n, int flags)
 }
 
 /* ---- open ---- */
+#define ROUND_MARK "/dev/infiniband/standin-round"
+
 static int do_open(int dirfd, const char *path, int flags, mode_t mode, int is_at)
 {
 	int n = dev_of_path(path);
 
+	/* A program's round mark (STANDIN_FAIL counts from the latest). */
+	if (path && sysfs() && !strcmp(path, ROUND_MARK)) {
+		pthread_mutex_lock(&lock);
+		round_no++;
+		ncmds = 0;
+		sti_log("round %d", round_no);
+		pthread_mutex_unlock(&lock);
+		errno = ENOENT;
+		return -1;
+	}
 	if (n >= 0)
 		return open_dev(n, flags);
 	if (is_at)
@@ -393,6 +409,10 @@ static int injected(struct sti_ctx *c)
 {
 	config();
 	ncmds++;
+	/* With round marks, commands count from the latest one, and the
+	 * first round (a warm-up) gets no fault. */
+	if (round_no == 1)
+		return 0;
 	if (fail_at && (long)ncmds == fail_at) {
 		if (!fail_err) {
 			sti_log("inject %lu fatal", ncmds);

@@ -154,7 +154,8 @@ struct sti_driver {
 	 * driver's namespace) is read, for the log: one of STI_A_*, 0 when
 	 * unknown (then only its length, and its value when inline, show). */
 	int (*attr_kind)(uint16_t object, uint16_t method, uint16_t attr);
-	/* A context or object goes away: free the driver's data. */
+	/* A context (obj NULL) or object goes away: the driver forgets what it
+	 * kept of it.  The core frees ctx->drv and obj->drv itself after. */
 	void (*release)(struct sti_ctx *ctx, struct sti_obj *obj);
 };
 
@@ -189,6 +190,12 @@ const void *sti_attr_in(const struct sti_attr *a);
 /* Copies an output attribute (at most its len) and marks it valid. */
 int sti_attr_out(struct sti_attr *a, const void *src, size_t len);
 struct sti_attr *sti_attr_find(struct sti_ioctl *io, uint16_t id);
+
+/* The driver's data of a context: `size` zeroed bytes on first use
+ * (NULL when out of memory); freed by the core with the context. */
+void *sti_drv_ctx(struct sti_ctx *ctx, size_t size);
+/* Writes a driver response (at most uout_len bytes of it). */
+void sti_put(struct sti_req *r, const void *p, size_t n);
 
 /* drivers */
 const struct sti_driver *sti_driver_find(const char *ibdev);

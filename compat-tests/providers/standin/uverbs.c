@@ -53,12 +53,28 @@ struct sti_obj *sti_new(struct sti_ctx *ctx, enum sti_type t)
 	return NULL;
 }
 
+void *sti_drv_ctx(struct sti_ctx *ctx, size_t size)
+{
+	if (!ctx->drv)
+		ctx->drv = calloc(1, size);
+	return ctx->drv;
+}
+
+void sti_put(struct sti_req *r, const void *p, size_t n)
+{
+	if (n > r->uout_len)
+		n = r->uout_len;
+	memcpy(r->uout, p, n);
+	r->uout_written = n;
+}
+
 void sti_free(struct sti_ctx *ctx, struct sti_obj *o)
 {
 	if (!o)
 		return;
 	if (ctx->dev.drv->release)
 		ctx->dev.drv->release(ctx, o);
+	free(o->drv);
 	if (o->fd >= 0)
 		sti_real_close(o->fd);
 	ctx->objs[o->handle] = NULL;
@@ -72,6 +88,8 @@ void sti_ctx_release(struct sti_ctx *ctx)
 			sti_free(ctx, ctx->objs[h]);
 	if (ctx->dev.drv->release)
 		ctx->dev.drv->release(ctx, NULL);
+	free(ctx->drv);
+	ctx->drv = NULL;
 	if (ctx->async_wfd >= 0)
 		sti_real_close(ctx->async_wfd);
 	ctx->async_wfd = -1;
