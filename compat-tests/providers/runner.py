@@ -28,8 +28,12 @@ TIMEOUT = 60
 # Heap that ours may keep beyond what upstream keeps after a fault run:
 # malloc's per-thread caches hold freed blocks of either library.
 HEAP_SLACK = 1024
+# Providers also run on a kernel without the ioctl interface (write() only).
+WRITE_ONLY = {"rxe", "mlx5", "efa", "hns"}
 
 counts = {"pass": 0, "fail": 0, "skip": 0}
+# provider x release: [steps, identical, differing (listed), differing, commands]
+table = {}
 
 
 def out(kind, name, why=None):
@@ -184,24 +188,37 @@ def load_known():
     return known
 
 
-def compare(prov, rel, root, inner, scratch, known, used, env=None):
-    up, rc_up = run(rel, root, inner, scratch, prov, "upstream", env)
-    ours, rc_ours = run(rel, root, inner, scratch, prov, "ours", env)
+def compare(prov, rel, root, inner, scratch, known, used, env=None, mode=""):
+    """One provider x release: both libraries' runs, step by step.  `mode`
+    names a variant of the stand-in (its lines read "<prov> <rel> <mode>
+    <step>"; `env` carries its settings)."""
+    tag = f"-{mode}" if mode else ""
+    up, rc_up = run(rel, root, inner, scratch, prov, "upstream", env, tag)
+    ours, rc_ours = run(rel, root, inner, scratch, prov, "ours", env, tag)
     su, _ = parse_steps(up)
     so, _ = parse_steps(ours)
-    label = f"{prov} {rel}"
+    label = f"{prov} {rel}" + (f" {mode}" if mode else "")
     if "@nodev" in up:
         out("skip", label, "upstream's library finds no device on the fixture")
         return
     if rc_up != rc_ours:
         out("fail", f"{label} exit status", f"upstream {rc_up}, ours {rc_ours}")
     names = list(su.keys()) + [k for k in so.keys() if k not in su]
+    row = table.setdefault((prov, rel + (f" {mode}" if mode else "")), [0, 0, 0, 0, count_cmds(up)])
     for step in names:
+        row[0] += 1
+        if su.get(step) == so.get(step):
+            row[1] += 1
+        elif known.get((prov, label[len(prov) + 1:], step)) is not None:
+            row[2] += 1
+        else:
+            row[3] += 1
         a, b = su.get(step), so.get(step)
         name = f"{label} {step}"
-        why = known.get((prov, rel, step))
+        key = (prov, label[len(prov) + 1:], step)
+        why = known.get(key)
         if why is not None:
-            used.add((prov, rel, step))
+            used.add(key)
         if a == b:
             if why is not None:
                 out("fail", name, f"listed in differences.txt ({why}) but identical now")
@@ -346,12 +363,22 @@ def main():
             if not os.path.exists(d):
                 make_fixture(d, ent, 2 if dev in ETH else 1)
             compare(prov, rel, root, inner, a.scratch, known, used, env)
+            if prov in WRITE_ONLY:
+                # A kernel without the ioctl interface: every command by write().
+                compare(prov, rel, root, inner, a.scratch, known, used, dict(env or {}, STANDIN_WRITE_ONLY="1"),
+                        "write-only")
             if prov in fault_provs:
                 faults(prov, rel, root, inner, a.scratch, a.fault_stride, env)
     if not only:
         for k, why in known.items():
             if k not in used:
                 out("fail", " ".join(k), f"listed in differences.txt ({why}) but no such step ran")
+    if table:
+        print("\nprovider x release: steps compared, identical, differing (listed in differences.txt),"
+              " differing, commands (upstream's run)")
+        for (prov, rel), r in sorted(table.items()):
+            print(f"  {prov:12} {rel:9} {r[0]:5} {r[1]:5} {r[2]:5} {r[3]:5} {r[4]:6}")
+        print()
     print(f"providers: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
     return 1 if counts["fail"] else 0
 

@@ -240,13 +240,7 @@ crate::export! {
             return -(libc::EFAULT as isize);
         }
         // SAFETY: an open context; entries holds max_entries entries.
-        let ret = unsafe { gid::query_gid_table(context, entries, max_entries, flags, entry_size) };
-        // errno as well, as upstream's failed ioctl leaves it (also when
-        // the sysfs fallback answered)
-        if ret < 0 {
-            set_errno((-ret) as c_int);
-        }
-        ret
+        unsafe { gid::query_gid_table(context, entries, max_entries, flags, entry_size) }
     }
 
     /// The GID's type as sysfs names it; 0 (an empty GID is "IB/RoCE v1"),

@@ -334,7 +334,10 @@ unsafe fn query_gid_table_fb(
 }
 
 /// Upstream's `_ibv_query_gid_table`: the number of entries written, or a
-/// negative errno value.
+/// negative errno value.  errno is left as upstream leaves it, never set
+/// from the value: the failed ioctl's when the kernel refused; when the
+/// sysfs fallback answered, whatever that left (ENOENT from a GID file
+/// that is not there, while the value is -EINVAL).
 ///
 /// # Safety
 /// `ctx` is an open context; `entries` holds `max_entries` entries of
