@@ -127,7 +127,7 @@ pub struct Registration {
     /// providers recognised as rdma-core 53 or later; `None` for the other
     /// PABI 34 providers, which may be of 44 (old layout) or of 45 to 52
     /// (new layout) with nothing in their files to tell: the library then
-    /// writes neither place (see `kernel::verbs::qp`).
+    /// writes only what is harmless in both (see `kernel::verbs::qp`).
     pub qp_ex_grown: Option<bool>,
 }
 
