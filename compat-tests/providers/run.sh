@@ -8,8 +8,8 @@
 #   compat-tests/providers/run.sh [--only PROV,...] [--faults PROV,...]
 #
 # PROVIDERS_ONLY / PROVIDERS_FAULTS do the same as the options.  Fault runs
-# (each command of the workload failed in turn) are made by default for
-# PROVIDERS_FAULTS_DEFAULT.
+# (each command of the workload failed in turn) are made for every provider
+# unless --faults names some ("" none).
 # Needs: root (chroot, mount) for the trixie and sid roots (roots.sh).
 . "$(dirname "$0")/../lib.sh"
 suite_begin providers
@@ -22,7 +22,7 @@ fi
 need "$OUR_LIB=run make" cc python3 chroot mount
 [ "$(id -u)" = 0 ] || fail_early prerequisites "needs root (chroot)"
 only=${PROVIDERS_ONLY:-}
-faults=${PROVIDERS_FAULTS-rxe,mlx5,efa}
+faults=${PROVIDERS_FAULTS-all}
 while [ $# -gt 0 ]; do
     case $1 in
         --only) only=$2; shift 2 ;;

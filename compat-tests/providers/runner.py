@@ -32,7 +32,8 @@ HEAP_SLACK = 1024
 WRITE_ONLY = {"rxe", "mlx5", "efa", "hns"}
 
 counts = {"pass": 0, "fail": 0, "skip": 0}
-# provider x release: [steps, identical, differing (listed), differing, commands]
+# provider x release: [steps, identical, differing (listed), differing,
+# commands, calls that succeeded on upstream's library]
 table = {}
 
 
@@ -54,6 +55,8 @@ def load_fixtures():
             idx, ibdev, modalias, abi, nt = parts
             name = re.sub(r"_?\d+$", "", ibdev)
             fx[name] = dict(ibdev=ibdev, modalias=modalias, abi=abi, nt=nt)
+    for name, (ibdev, modalias, abi, nt, _, _) in EXTRA_FIXTURES.items():
+        fx.setdefault(name, dict(ibdev=ibdev, modalias=modalias, abi=abi, nt=nt))
     return fx
 
 
@@ -103,7 +106,25 @@ def make_fixture(d, ent, link_layer):
 NETLINK = {"siw", "mana"}
 NETLINK_ENV = {"STANDIN_NETLINK": "1"}
 
+# sid's library (rdma-core 65) once more on a stand-in answering as the
+# latest kernel (STANDIN_KERNEL=latest): the methods newer than Linux 6.1
+# that these providers reach (query_port_speed, REG_MR, DMAH, DMABUF,
+# completion counters, QUERY_PORT's active_speed_ex), not their fallbacks.
+KERNEL_LATEST = {"rxe", "mlx5", "efa"}
+
 ETH = {"mlx5", "bnxt_re", "cxgb4", "erdma", "hns", "irdma", "ocrdma", "qedr", "vmw_pvrdma", "rxe", "siw", "mana"}
+
+# Providers the discovery suite's table (fixture.sh) does not know: ibdev,
+# device/modalias ("-": none), uverbs ABI version, node type, link layer (1
+# IB, 2 Ethernet), matched by the kernel's driver id only (netlink).
+EXTRA_FIXTURES = {
+    # sid's AMD Pensando provider: VERBS_DRIVER_ID(RDMA_DRIVER_IONIC) only,
+    # IONIC_ABI_VERSION 1; the kernel's ib device sits on the ionic
+    # Ethernet driver's auxiliary device.
+    "ionic": ("ionic_0", "auxiliary:ionic.rdma", "1", "1", 2, True),
+}
+ETH |= {n for n, e in EXTRA_FIXTURES.items() if e[4] == 2}
+NETLINK |= {n for n, e in EXTRA_FIXTURES.items() if e[5]}
 
 
 def parse_steps(text):
@@ -204,7 +225,8 @@ def compare(prov, rel, root, inner, scratch, known, used, env=None, mode=""):
     if rc_up != rc_ours:
         out("fail", f"{label} exit status", f"upstream {rc_up}, ours {rc_ours}")
     names = list(su.keys()) + [k for k in so.keys() if k not in su]
-    row = table.setdefault((prov, rel + (f" {mode}" if mode else "")), [0, 0, 0, 0, count_cmds(up)])
+    row = table.setdefault((prov, rel + (f" {mode}" if mode else "")),
+                           [0, 0, 0, 0, count_cmds(up), len(re.findall(r"^@ret .* rc=[01] errno=0$", up, re.M))])
     for step in names:
         row[0] += 1
         if su.get(step) == so.get(step):
@@ -363,21 +385,23 @@ def main():
             if not os.path.exists(d):
                 make_fixture(d, ent, 2 if dev in ETH else 1)
             compare(prov, rel, root, inner, a.scratch, known, used, env)
+            if rel == "sid" and prov in KERNEL_LATEST:
+                compare(prov, rel, root, inner, a.scratch, known, used, dict(env or {}, STANDIN_KERNEL="latest"),
+                        "kernel-latest")
             if prov in WRITE_ONLY:
                 # A kernel without the ioctl interface: every command by write().
                 compare(prov, rel, root, inner, a.scratch, known, used, dict(env or {}, STANDIN_WRITE_ONLY="1"),
                         "write-only")
-            if prov in fault_provs:
+            if prov in fault_provs or "all" in fault_provs:
                 faults(prov, rel, root, inner, a.scratch, a.fault_stride, env)
     if not only:
         for k, why in known.items():
             if k not in used:
                 out("fail", " ".join(k), f"listed in differences.txt ({why}) but no such step ran")
     if table:
-        print("\nprovider x release: steps compared, identical, differing (listed in differences.txt),"
-              " differing, commands (upstream's run)")
+        print("\nprovider   release/variant      steps identical listed differing commands succeeded-upstream")
         for (prov, rel), r in sorted(table.items()):
-            print(f"  {prov:12} {rel:9} {r[0]:5} {r[1]:5} {r[2]:5} {r[3]:5} {r[4]:6}")
+            print(f"  {prov:10} {rel:20} {r[0]:5} {r[1]:9} {r[2]:6} {r[3]:9} {r[4]:8} {r[5]:8}")
         print()
     print(f"providers: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
     return 1 if counts["fail"] else 0

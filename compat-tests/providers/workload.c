@@ -57,6 +57,7 @@
 #define HAVE_DM_EXPORT_DMABUF 1	/* ibv_dm_export_dmabuf_fd */
 #define HAVE_COMP_CNTR 1		/* ibv_*_comp_cntr */
 #define HAVE_ALLOC_BUF 1		/* ibv_alloc_buf, ibv_free_buf */
+#define HAVE_EFADV_CQ_EXT_MEM 1	/* efadv_create_cq on a dma-buf */
 #endif
 
 #define PORT 1
@@ -734,6 +735,30 @@ static void sec_pd_mr(void)
 		CALLP(dmah, "alloc_dmah", ibv_alloc_dmah(ctx, &ha));
 		if (dmah)
 			CALLI(rc, "dealloc_dmah", ibv_dealloc_dmah(dmah));
+
+		/* With a processing hint and a steering tag (CPU and memory
+		 * type), as mlx5 requires, and an MR registered with it. */
+		dmah = NULL;
+		memset(&ha, 0, sizeof(ha));
+		ha.comp_mask = IBV_DMAH_INIT_ATTR_MASK_CPU_ID | IBV_DMAH_INIT_ATTR_MASK_PH |
+			       IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE;
+		ha.cpu_id = 0;
+		ha.ph = 1;
+		ha.tph_mem_type = IBV_TPH_MEM_TYPE_VM;
+		CALLP(dmah, "alloc_dmah ph", ibv_alloc_dmah(ctx, &ha));
+		if (dmah) {
+			memset(&ma, 0, sizeof(ma));
+			ma.length = MR_LEN;
+			ma.access = ACCESS;
+			ma.comp_mask = IBV_REG_MR_MASK_ADDR | IBV_REG_MR_MASK_IOVA | IBV_REG_MR_MASK_DMAH;
+			ma.addr = buf + 3 * MR_LEN;
+			ma.iova = 0x20000;
+			ma.dmah = dmah;
+			mr5 = NULL;
+			CALLP(mr5, "reg_mr_ex dmah", ibv_reg_mr_ex(pd, &ma));
+			dereg_mr_step("dereg_mr ex dmah", mr5);
+			CALLI(rc, "dealloc_dmah ph", ibv_dealloc_dmah(dmah));
+		}
 	}
 #endif
 #ifdef HAVE_ALLOC_BUF
@@ -1594,6 +1619,23 @@ static void sec_counters(void)
 			CALLI(rc, "read_err_comp_cntr", ibv_read_err_comp_cntr(cc, &v));
 			if (!rc)
 				emit("@out read_err_comp_cntr value=%llu", (unsigned long long)v);
+			{
+				struct ibv_qp_attach_comp_cntr_attr aa;
+				struct ibv_qp *cqp;
+
+				/* (no PD or CQ: upstream's ibv_create_qp would
+				 * dereference NULL) */
+				cqp = pd && cq ? create_qp_step("create_qp comp_cntr UD", pd, cq, IBV_QPT_UD)
+					       : NULL;
+				if (cqp) {
+					memset(&aa, 0, sizeof(aa));
+					aa.op_mask = IBV_QP_ATTACH_COMP_CNTR_OP_SEND |
+						     IBV_QP_ATTACH_COMP_CNTR_OP_RECV;
+					CALLI(rc, "qp_attach_comp_cntr",
+					      ibv_qp_attach_comp_cntr(cqp, cc, &aa));
+					destroy_qp_step("destroy_qp comp_cntr UD", cqp);
+				}
+			}
 			CALLI(rc, "destroy_comp_cntr", ibv_destroy_comp_cntr(cc));
 		}
 	}
@@ -1674,18 +1716,22 @@ static void sec_async(void)
 {
 	struct pollfd p = { ctx->async_fd, POLLIN, 0 };
 	struct ibv_async_event ev;
-	int pr, rc;
+	int pr, rc, i;
 
-	CALLN(pr, "poll_async_fd", poll(&p, 1, 200));
-	if (pr > 0) {
-		CALLI(rc, "get_async_event", ibv_get_async_event(ctx, &ev));
-		if (!rc) {
-			emit("@out get_async_event event_type=%d (%s)",
-			     (int)ev.event_type, ibv_event_type_str(ev.event_type));
-			CALLV("ack_async_event", ibv_ack_async_event(&ev));
+	/* Every event queued (the port's, and IBV_EVENT_DEVICE_FATAL after a
+	 * disassociation): the first wait may take 200 ms, the next none. */
+	for (i = 0; i < 4; i++) {
+		CALLN(pr, N("poll_async_fd %d", i), poll(&p, 1, i ? 0 : 200));
+		if (pr <= 0) {
+			skip(N("get_async_event %d", i), "not-readable");
+			break;
 		}
-	} else {
-		skip("get_async_event", "not-readable");
+		CALLI(rc, N("get_async_event %d", i), ibv_get_async_event(ctx, &ev));
+		if (rc)
+			break;
+		emit("@out get_async_event %d event_type=%d (%s)", i, (int)ev.event_type,
+		     ibv_event_type_str(ev.event_type));
+		CALLV(N("ack_async_event %d", i), ibv_ack_async_event(&ev));
 	}
 }
 
@@ -2161,6 +2207,37 @@ static void dv_efa(void *h)
 			     "rdma_read_ic_id=%u rdma_recv_ic_id=%u",
 			     a.ic_id_validity, a.recv_ic_id, a.rdma_read_ic_id,
 			     a.rdma_recv_ic_id);
+	}
+#endif
+#ifdef HAVE_EFADV_CQ_EXT_MEM
+	{
+		/* A CQ on the application's dma-buf (rdma-core 65): the
+		 * library sends CQ_CREATE's BUFFER_FD/OFFSET/LENGTH.  The
+		 * stand-in does not look into the descriptor: /dev/null. */
+		__typeof__(&efadv_create_cq) create_cq = DLSYM(h, efadv_create_cq);
+		struct ibv_cq_init_attr_ex ca;
+		struct efadv_cq_init_attr ea;
+		struct ibv_cq_ex *xcq = NULL;
+		void *mem = aligned_alloc(4096, 65536);
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (create_cq && mem && fd >= 0) {
+			memset(&ca, 0, sizeof(ca));
+			ca.cqe = 16;
+			ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+			memset(&ea, 0, sizeof(ea));
+			ea.flags = EFADV_CQ_INIT_FLAGS_EXT_MEM_DMABUF;
+			ea.ext_mem_dmabuf.buffer = mem;
+			ea.ext_mem_dmabuf.length = 65536;
+			ea.ext_mem_dmabuf.offset = 0;
+			ea.ext_mem_dmabuf.fd = fd;
+			CALLP(xcq, "efadv_create_cq EXT_MEM_DMABUF", create_cq(ctx, &ca, &ea, sizeof(ea)));
+			if (xcq)
+				destroy_cq_step("destroy_cq EXT_MEM_DMABUF", ibv_cq_ex_to_cq(xcq));
+		}
+		if (fd >= 0)
+			close(fd);
+		free(mem);
 	}
 #endif
 	dv_objs_destroy(&o);

@@ -12,13 +12,13 @@
 #define MODEL(n) extern const struct sti_driver sti_drv_##n __attribute__((weak));
 MODEL(rxe) MODEL(mlx5) MODEL(mlx4) MODEL(efa) MODEL(irdma) MODEL(bnxt_re) MODEL(hns) MODEL(erdma)
 MODEL(mana) MODEL(qedr) MODEL(cxgb4) MODEL(ocrdma) MODEL(vmw_pvrdma) MODEL(siw) MODEL(mthca) MODEL(hfi1)
-MODEL(qib)
+MODEL(qib) MODEL(ionic)
 #undef MODEL
 
 static const struct sti_driver *const models[] = {
 	&sti_drv_rxe, &sti_drv_mlx5, &sti_drv_mlx4, &sti_drv_efa, &sti_drv_irdma, &sti_drv_bnxt_re,
 	&sti_drv_hns, &sti_drv_erdma, &sti_drv_mana, &sti_drv_qedr, &sti_drv_cxgb4, &sti_drv_ocrdma,
-	&sti_drv_vmw_pvrdma, &sti_drv_siw, &sti_drv_mthca, &sti_drv_hfi1, &sti_drv_qib,
+	&sti_drv_vmw_pvrdma, &sti_drv_siw, &sti_drv_mthca, &sti_drv_hfi1, &sti_drv_qib, &sti_drv_ionic,
 };
 
 /* Identities (driver id, PCI vendor/device, node type, link layer) of the

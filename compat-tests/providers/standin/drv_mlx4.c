@@ -156,7 +156,10 @@ static int hook(struct sti_req *r)
 	case STI_OP_QUERY_DEVICE: {
 		struct mlx4_qdev_resp_m a = { 0 };
 		a.comp_mask = 1; /* MLX4_IB_QUERY_DEV_RESP_MASK_CORE_CLOCK_OFFSET */
-		a.hca_core_clock_offset = 3 * PG + CLOCK_OFFSET;
+		/* Within the page, as the kernel gives it (the clock's offset
+		 * modulo the page size): the provider unmaps the clock page at
+		 * its address less this offset. */
+		a.hca_core_clock_offset = CLOCK_OFFSET;
 		a.max_inl_recv_sz = 0;
 		a.response_length = (uint32_t)(r->uout_len < sizeof(a) ? r->uout_len : sizeof(a));
 		if (r->uout_len)

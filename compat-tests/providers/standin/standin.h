@@ -38,6 +38,9 @@ enum sti_type {
 	STI_T_ASYNC,
 	STI_T_FLOW_ACTION,
 	STI_T_DRIVER, /* an object of a driver's own type (DEVX, VAR, UAR...) */
+	/* objects of the latest kernel only (STANDIN_KERNEL=latest) */
+	STI_T_DMAH,
+	STI_T_COMP_CNTR,
 };
 
 struct sti_obj {
@@ -52,6 +55,9 @@ struct sti_obj {
 	int fd;             /* COMP_CHANNEL / ASYNC: the write end of the pipe */
 	int rfd;            /* ... and the read end handed to the process */
 	void *drv;          /* driver's per-object data */
+	/* COMP_CNTR: the completion and error counts, and where the device
+	 * writes them in the process (0: nowhere) */
+	uint64_t cntr[2], cntr_va[2];
 };
 
 struct sti_dev {
@@ -178,6 +184,9 @@ void sti_hex(char *out, size_t outsz, const void *p, size_t len);
 int sti_real_close(int fd);
 
 /* uverbs.c */
+/* Which kernel the model answers as: 0 Linux 6.1 (the default), 1 the
+ * latest uAPI (STANDIN_KERNEL=latest). */
+int sti_kernel_latest(void);
 int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg);
 ssize_t sti_uverbs_write(struct sti_ctx *ctx, const void *buf, size_t len);
 void sti_ctx_release(struct sti_ctx *ctx);

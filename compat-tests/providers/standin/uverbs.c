@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -26,6 +27,96 @@
 
 #define HEXSZ 16384
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* ------------------------------------------------- the latest kernel uAPI */
+/*
+ * STANDIN_KERNEL=latest: the model also answers the methods that kernels
+ * after 6.1 added and rdma-core 65's libibverbs issues.  Bookworm's headers
+ * (Linux 6.1) have none of them: the ids and layouts are written here from
+ * rdma-core's kernel-headers/rdma/ib_user_ioctl_cmds.h and
+ * ib_user_ioctl_verbs.h (rdma-core 65, the kernel's uAPI as of its
+ * "Update kernel headers"), and what each method is sent from rdma-core 65's
+ * libibverbs/cmd_{device,mr,cq,qp,dmah,dmabuf,comp_cntr}.c.  Unset, or any
+ * other value, the model answers as 6.1 does (EPROTONOSUPPORT for these).
+ */
+int sti_kernel_latest(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *k = getenv("STANDIN_KERNEL");
+		v = k && !strcmp(k, "latest");
+	}
+	return v;
+}
+
+/* enum uverbs_default_objects: after ASYNC_EVENT (16) */
+enum { K_OBJECT_DMAH = 17, K_OBJECT_DMABUF = 18, K_OBJECT_COMP_CNTR = 19, K_NOBJECTS = 20 };
+/* enum uverbs_methods_device: after QUERY_GID_ENTRY (6) */
+enum { K_METHOD_QUERY_PORT_SPEED = 7, K_METHOD_QUERY_COMP_CNTR_CAPS = 8 };
+/* enum uverbs_attrs_query_port_speed_cmd_attr_ids */
+enum { K_ATTR_QUERY_PORT_SPEED_PORT_NUM, K_ATTR_QUERY_PORT_SPEED_RESP };
+/* enum uverbs_attrs_query_comp_cntr_caps_attr_ids */
+enum { K_ATTR_QUERY_COMP_CNTR_CAPS_MAX_COUNTERS, K_ATTR_QUERY_COMP_CNTR_CAPS_MAX_VALUE,
+       K_ATTR_QUERY_COMP_CNTR_CAPS_SUPPORTED_QP_ATTACH_OPS };
+/* enum uverbs_attrs_get_context_attr_ids: after CORE_SUPPORT */
+enum { K_ATTR_GET_CONTEXT_FD_ARR = 2 };
+/* enum uverbs_attrs_create_cq_cmd_attr_ids: after EVENT_FD (7) */
+enum { K_ATTR_CREATE_CQ_BUFFER_VA = 8, K_ATTR_CREATE_CQ_BUFFER_LENGTH, K_ATTR_CREATE_CQ_BUFFER_FD,
+       K_ATTR_CREATE_CQ_BUFFER_OFFSET, K_ATTR_CREATE_CQ_BUF_UMEM };
+/* enum uverbs_attrs_create_qp_cmd_attr_ids: after RESP_QP_NUM (14) */
+enum { K_ATTR_CREATE_QP_BUF_UMEM = 15, K_ATTR_CREATE_QP_RQ_BUF_UMEM, K_ATTR_CREATE_QP_SQ_BUF_UMEM };
+/* enum uverbs_methods_qp: after QP_DESTROY; its attributes */
+enum { K_METHOD_QP_ATTACH_COMP_CNTR = 2 };
+enum { K_ATTR_QP_ATTACH_COMP_CNTR_HANDLE, K_ATTR_QP_ATTACH_COMP_CNTR_CNTR_HANDLE,
+       K_ATTR_QP_ATTACH_COMP_CNTR_OP_MASK };
+/* DMAH: enum uverbs_methods_dmah, uverbs_attrs_{alloc,free}_dmah_cmd_attr_ids */
+enum { K_METHOD_DMAH_ALLOC, K_METHOD_DMAH_FREE };
+enum { K_ATTR_ALLOC_DMAH_HANDLE, K_ATTR_ALLOC_DMAH_CPU_ID, K_ATTR_ALLOC_DMAH_TPH_MEM_TYPE, K_ATTR_ALLOC_DMAH_PH };
+enum { K_ATTR_FREE_DMA_HANDLE };
+/* DMABUF: enum uverbs_methods_dmabuf, uverbs_attrs_alloc_dmabuf_cmd_attr_ids */
+enum { K_METHOD_DMABUF_ALLOC };
+enum { K_ATTR_ALLOC_DMABUF_HANDLE, K_ATTR_ALLOC_DMABUF_PGOFF };
+/* enum uverbs_methods_mr: after REG_DMABUF_MR (4); uverbs_attrs_reg_mr_cmd_attr_ids */
+enum { K_METHOD_REG_MR = 5 };
+enum { K_ATTR_REG_MR_HANDLE, K_ATTR_REG_MR_PD_HANDLE, K_ATTR_REG_MR_DMA_HANDLE, K_ATTR_REG_MR_IOVA,
+       K_ATTR_REG_MR_ADDR, K_ATTR_REG_MR_LENGTH, K_ATTR_REG_MR_ACCESS_FLAGS, K_ATTR_REG_MR_FD,
+       K_ATTR_REG_MR_FD_OFFSET, K_ATTR_REG_MR_RESP_LKEY, K_ATTR_REG_MR_RESP_RKEY };
+/* COMP_CNTR: enum uverbs_methods_comp_cntr and the attributes of each */
+enum { K_METHOD_COMP_CNTR_CREATE, K_METHOD_COMP_CNTR_DESTROY, K_METHOD_COMP_CNTR_MODIFY,
+       K_METHOD_COMP_CNTR_READ };
+enum { K_ATTR_CREATE_COMP_CNTR_HANDLE };
+enum { K_ATTR_DESTROY_COMP_CNTR_HANDLE };
+enum { K_ATTR_MODIFY_COMP_CNTR_HANDLE, K_ATTR_MODIFY_COMP_CNTR_ENTRY, K_ATTR_MODIFY_COMP_CNTR_OP,
+       K_ATTR_MODIFY_COMP_CNTR_VALUE };
+enum { K_ATTR_READ_COMP_CNTR_HANDLE, K_ATTR_READ_COMP_CNTR_ENTRY, K_ATTR_READ_COMP_CNTR_RESP_VALUE };
+/* ib_user_ioctl_verbs.h: enum ib_uverbs_comp_cntr_entry (COMP 0, ERR 1),
+ * ib_uverbs_comp_cntr_modify_op (SET 0, INC 1), and the six
+ * ib_uverbs_qp_attach_comp_cntr_op bits (SEND 1 ... REMOTE_RDMA_WRITE 32) */
+#define K_COMP_CNTR_MODIFY_OP_INC 1
+#define K_QP_ATTACH_COMP_CNTR_OPS 0x3fu
+/* efa-abi.h (rdma-core 65): the efa driver's attributes of COMP_CNTR_CREATE,
+ * in the driver's namespace: where the device writes the counts, each a
+ * struct ib_uverbs_buffer_desc */
+enum { K_EFA_ATTR_CREATE_COMP_CNTR_COMP_BUFFER = 0x1000, K_EFA_ATTR_CREATE_COMP_CNTR_ERR_BUFFER };
+/* struct ib_uverbs_buffer_desc (ib_user_ioctl_verbs.h); type VA is 1 */
+struct k_buffer_desc {
+	uint32_t type;
+	int32_t fd;
+	uint32_t flags, optional_flags;
+	uint64_t addr, length;
+};
+#define K_BUFFER_TYPE_VA 1
+/* Methods of the latest kernel whose attributes in the driver's namespace
+ * are the driver's own (efa's COMP_CNTR_CREATE buffers), not the udata
+ * (UHW_IN/UHW_OUT share their ids). */
+static int k_driver_attrs(uint16_t obj, uint16_t meth)
+{
+	return sti_kernel_latest() && obj == K_OBJECT_COMP_CNTR && meth == K_METHOD_COMP_CNTR_CREATE;
+}
+/* struct ib_uverbs_query_port_resp_ex: 6.1's reserved[6] became
+ * reserved[2] and __u32 active_speed_ex, at byte 44 */
+#define K_QUERY_PORT_ACTIVE_SPEED_EX_OFF 44
 
 /* ---------------------------------------------------------------- objects */
 struct sti_obj *sti_get(struct sti_ctx *ctx, uint32_t handle, enum sti_type t)
@@ -1449,6 +1540,59 @@ static const struct aspec specs[] = {
 };
 #undef S
 
+/* The latest kernel's attributes (STANDIN_KERNEL=latest only: under 6.1
+ * they are unknown, and the log shows them so). */
+#define K(o, m, a, k) { o, m, a, A_##k }
+static const struct aspec specs_latest[] = {
+	K(UVERBS_OBJECT_DEVICE, K_METHOD_QUERY_PORT_SPEED, K_ATTR_QUERY_PORT_SPEED_PORT_NUM, IN),
+	K(UVERBS_OBJECT_DEVICE, K_METHOD_QUERY_PORT_SPEED, K_ATTR_QUERY_PORT_SPEED_RESP, OUT),
+	K(UVERBS_OBJECT_DEVICE, K_METHOD_QUERY_COMP_CNTR_CAPS, K_ATTR_QUERY_COMP_CNTR_CAPS_MAX_COUNTERS, OUT),
+	K(UVERBS_OBJECT_DEVICE, K_METHOD_QUERY_COMP_CNTR_CAPS, K_ATTR_QUERY_COMP_CNTR_CAPS_MAX_VALUE, OUT),
+	K(UVERBS_OBJECT_DEVICE, K_METHOD_QUERY_COMP_CNTR_CAPS, K_ATTR_QUERY_COMP_CNTR_CAPS_SUPPORTED_QP_ATTACH_OPS, OUT),
+	K(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_GET_CONTEXT, K_ATTR_GET_CONTEXT_FD_ARR, IN),
+	K(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, K_ATTR_CREATE_CQ_BUFFER_VA, IN),
+	K(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, K_ATTR_CREATE_CQ_BUFFER_LENGTH, IN),
+	K(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, K_ATTR_CREATE_CQ_BUFFER_FD, FD),
+	K(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, K_ATTR_CREATE_CQ_BUFFER_OFFSET, IN),
+	K(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, K_ATTR_CREATE_CQ_BUF_UMEM, IN),
+	K(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, K_ATTR_CREATE_QP_BUF_UMEM, IN),
+	K(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, K_ATTR_CREATE_QP_RQ_BUF_UMEM, IN),
+	K(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, K_ATTR_CREATE_QP_SQ_BUF_UMEM, IN),
+	K(UVERBS_OBJECT_QP, K_METHOD_QP_ATTACH_COMP_CNTR, K_ATTR_QP_ATTACH_COMP_CNTR_HANDLE, IDR),
+	K(UVERBS_OBJECT_QP, K_METHOD_QP_ATTACH_COMP_CNTR, K_ATTR_QP_ATTACH_COMP_CNTR_CNTR_HANDLE, IDR),
+	K(UVERBS_OBJECT_QP, K_METHOD_QP_ATTACH_COMP_CNTR, K_ATTR_QP_ATTACH_COMP_CNTR_OP_MASK, IN),
+	K(K_OBJECT_DMAH, K_METHOD_DMAH_ALLOC, K_ATTR_ALLOC_DMAH_HANDLE, NEW),
+	K(K_OBJECT_DMAH, K_METHOD_DMAH_ALLOC, K_ATTR_ALLOC_DMAH_CPU_ID, IN),
+	K(K_OBJECT_DMAH, K_METHOD_DMAH_ALLOC, K_ATTR_ALLOC_DMAH_TPH_MEM_TYPE, IN),
+	K(K_OBJECT_DMAH, K_METHOD_DMAH_ALLOC, K_ATTR_ALLOC_DMAH_PH, IN),
+	K(K_OBJECT_DMAH, K_METHOD_DMAH_FREE, K_ATTR_FREE_DMA_HANDLE, DEL),
+	K(K_OBJECT_DMABUF, K_METHOD_DMABUF_ALLOC, K_ATTR_ALLOC_DMABUF_HANDLE, FDNEW),
+	K(K_OBJECT_DMABUF, K_METHOD_DMABUF_ALLOC, K_ATTR_ALLOC_DMABUF_PGOFF, IN),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_HANDLE, NEW),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_PD_HANDLE, IDR),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_DMA_HANDLE, IDR),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_IOVA, IN),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_ADDR, IN),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_LENGTH, IN),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_ACCESS_FLAGS, IN),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_FD, FD),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_FD_OFFSET, IN),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_RESP_LKEY, OUT),
+	K(UVERBS_OBJECT_MR, K_METHOD_REG_MR, K_ATTR_REG_MR_RESP_RKEY, OUT),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_CREATE, K_ATTR_CREATE_COMP_CNTR_HANDLE, NEW),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_CREATE, K_EFA_ATTR_CREATE_COMP_CNTR_COMP_BUFFER, IN),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_CREATE, K_EFA_ATTR_CREATE_COMP_CNTR_ERR_BUFFER, IN),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_DESTROY, K_ATTR_DESTROY_COMP_CNTR_HANDLE, DEL),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_MODIFY, K_ATTR_MODIFY_COMP_CNTR_HANDLE, IDR),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_MODIFY, K_ATTR_MODIFY_COMP_CNTR_ENTRY, IN),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_MODIFY, K_ATTR_MODIFY_COMP_CNTR_OP, IN),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_MODIFY, K_ATTR_MODIFY_COMP_CNTR_VALUE, IN),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_READ, K_ATTR_READ_COMP_CNTR_HANDLE, IDR),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_READ, K_ATTR_READ_COMP_CNTR_ENTRY, IN),
+	K(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_READ, K_ATTR_READ_COMP_CNTR_RESP_VALUE, OUT),
+};
+#undef K
+
 static enum akind kind_of(struct sti_ctx *ctx, uint16_t obj, uint16_t meth, uint16_t attr)
 {
 	/* In the driver's namespace, ids 0x1000 and up are the driver's own
@@ -1458,13 +1602,16 @@ static enum akind kind_of(struct sti_ctx *ctx, uint16_t obj, uint16_t meth, uint
 		int k = ctx->dev.drv->attr_kind ? ctx->dev.drv->attr_kind(obj, meth, attr) : 0;
 		return k > 0 && k < (int)(sizeof(map) / sizeof(map[0])) ? map[k] : A_UNK;
 	}
-	if (attr == UVERBS_ATTR_UHW_IN)
+	if (attr == UVERBS_ATTR_UHW_IN && !k_driver_attrs(obj, meth))
 		return A_IN;
-	if (attr == UVERBS_ATTR_UHW_OUT)
+	if (attr == UVERBS_ATTR_UHW_OUT && !k_driver_attrs(obj, meth))
 		return A_OUT;
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
 		if (specs[i].obj == obj && specs[i].meth == meth && specs[i].attr == attr)
 			return specs[i].k;
+	for (size_t i = 0; sti_kernel_latest() && i < sizeof(specs_latest) / sizeof(specs_latest[0]); i++)
+		if (specs_latest[i].obj == obj && specs_latest[i].meth == meth && specs_latest[i].attr == attr)
+			return specs_latest[i].k;
 	if (ctx->dev.drv->attr_kind) {
 		static const enum akind map[] = { A_UNK, A_IN, A_OUT, A_IDR, A_NEW, A_DEL, A_FD, A_FDNEW };
 		int k = ctx->dev.drv->attr_kind(obj, meth, attr);
@@ -1475,7 +1622,13 @@ static enum akind kind_of(struct sti_ctx *ctx, uint16_t obj, uint16_t meth, uint
 
 static const char *const objnames[] = { "DEVICE", "PD", "COMP_CHANNEL", "CQ", "QP", "SRQ", "AH", "MR", "MW",
 					"FLOW", "XRCD", "RWQ_IND_TBL", "WQ", "FLOW_ACTION", "DM", "COUNTERS",
-					"ASYNC_EVENT" };
+					"ASYNC_EVENT", /* the latest kernel's: */ "DMAH", "DMABUF", "COMP_CNTR" };
+
+/* How many of them the model knows: 6.1 ends with ASYNC_EVENT. */
+static size_t nobjects(void)
+{
+	return sti_kernel_latest() ? K_NOBJECTS : K_OBJECT_DMAH;
+}
 
 static void u64_of(const struct sti_attr *a, uint64_t *v)
 {
@@ -1528,6 +1681,156 @@ static int del(struct cmd *c, struct sti_ioctl *io, uint16_t id, enum sti_type t
 	return destroy(c, (uint32_t)in_u64(io, id, ~0ULL), t);
 }
 
+/* The latest kernel's methods (STANDIN_KERNEL=latest); -1 when it is not
+ * one of them. */
+static int latest_method(struct cmd *c, struct sti_ioctl *io)
+{
+	struct sti_ctx *ctx = c->ctx;
+	int err = 0;
+
+#define KM(o, m) (((uint32_t)(o) << 16) | (uint32_t)(m))
+	switch (KM(io->object, io->method)) {
+	case KM(UVERBS_OBJECT_DEVICE, K_METHOD_QUERY_PORT_SPEED): {
+		/* The effective speed in units of 100 Mb/s: 4X EDR, 100 Gb/s. */
+		uint64_t speed = 1000;
+		if (!ctx->have_ucontext)
+			return EINVAL;
+		if (in_u64(io, K_ATTR_QUERY_PORT_SPEED_PORT_NUM, 0) != 1)
+			return EINVAL;
+		out_attr(io, K_ATTR_QUERY_PORT_SPEED_RESP, &speed, sizeof(speed));
+		return 0;
+	}
+	case KM(UVERBS_OBJECT_DEVICE, K_METHOD_QUERY_COMP_CNTR_CAPS): {
+		uint64_t max_value = ~0ULL;
+		if (!ctx->have_ucontext)
+			return EINVAL;
+		out_u32(io, K_ATTR_QUERY_COMP_CNTR_CAPS_MAX_COUNTERS, 1024);
+		out_attr(io, K_ATTR_QUERY_COMP_CNTR_CAPS_MAX_VALUE, &max_value, sizeof(max_value));
+		out_u32(io, K_ATTR_QUERY_COMP_CNTR_CAPS_SUPPORTED_QP_ATTACH_OPS, K_QP_ATTACH_COMP_CNTR_OPS);
+		return 0;
+	}
+	case KM(UVERBS_OBJECT_MR, K_METHOD_REG_MR): {
+		/* An address or a dma-buf (fd and offset), never both; the
+		 * IOVA is mandatory; a DMA handle when given must be one. */
+		struct sti_obj *o;
+		int by_addr = has(io, K_ATTR_REG_MR_ADDR), by_fd = has(io, K_ATTR_REG_MR_FD);
+		if (!sti_get(ctx, (uint32_t)in_u64(io, K_ATTR_REG_MR_PD_HANDLE, ~0ULL), STI_T_PD))
+			return EINVAL;
+		if (by_addr == by_fd || (by_fd && !has(io, K_ATTR_REG_MR_FD_OFFSET)) || !has(io, K_ATTR_REG_MR_IOVA))
+			return EINVAL;
+		if (has(io, K_ATTR_REG_MR_DMA_HANDLE) &&
+		    !sti_get(ctx, (uint32_t)in_u64(io, K_ATTR_REG_MR_DMA_HANDLE, ~0ULL), STI_T_DMAH))
+			return EINVAL;
+		c->dr.length = in_u64(io, K_ATTR_REG_MR_LENGTH, 0);
+		if (!c->dr.length)
+			return EINVAL;
+		o = make(c, STI_T_MR, by_fd ? STI_OP_REG_DMABUF_MR : STI_OP_REG_MR, &err);
+		if (!o)
+			return err;
+		o->num = o->rkey = new_key(ctx);
+		set_handle(io, K_ATTR_REG_MR_HANDLE, o->handle);
+		out_u32(io, K_ATTR_REG_MR_RESP_LKEY, o->num);
+		out_u32(io, K_ATTR_REG_MR_RESP_RKEY, o->rkey);
+		return 0;
+	}
+	case KM(K_OBJECT_DMAH, K_METHOD_DMAH_ALLOC): {
+		struct sti_obj *o;
+		/* The CPU must be one the process may run on: 0 is. */
+		if (has(io, K_ATTR_ALLOC_DMAH_CPU_ID) && in_u64(io, K_ATTR_ALLOC_DMAH_CPU_ID, 0) >= 1024)
+			return EINVAL;
+		o = sti_new(ctx, STI_T_DMAH);
+		if (!o)
+			return ENOMEM;
+		set_handle(io, K_ATTR_ALLOC_DMAH_HANDLE, o->handle);
+		return 0;
+	}
+	case KM(K_OBJECT_DMAH, K_METHOD_DMAH_FREE):
+		return del(c, io, K_ATTR_FREE_DMA_HANDLE, STI_T_DMAH);
+	case KM(K_OBJECT_DMABUF, K_METHOD_DMABUF_ALLOC): {
+		/* A dma-buf of the page at PGOFF of the command fd's mmap
+		 * space: a descriptor the process closes. */
+		struct sti_attr *a = sti_attr_find(io, K_ATTR_ALLOC_DMABUF_HANDLE);
+		int fd;
+		if (!a || !has(io, K_ATTR_ALLOC_DMABUF_PGOFF))
+			return EINVAL;
+		fd = memfd_create("standin-dmabuf", MFD_CLOEXEC);
+		if (fd < 0)
+			return errno;
+		*a->data = (uint64_t)fd;
+		return 0;
+	}
+	case KM(UVERBS_OBJECT_QP, K_METHOD_QP_ATTACH_COMP_CNTR): {
+		uint64_t ops = in_u64(io, K_ATTR_QP_ATTACH_COMP_CNTR_OP_MASK, 0);
+		if (!sti_get(ctx, (uint32_t)in_u64(io, K_ATTR_QP_ATTACH_COMP_CNTR_HANDLE, ~0ULL), STI_T_QP) ||
+		    !sti_get(ctx, (uint32_t)in_u64(io, K_ATTR_QP_ATTACH_COMP_CNTR_CNTR_HANDLE, ~0ULL), STI_T_COMP_CNTR))
+			return EINVAL;
+		if (!ops || (ops & ~(uint64_t)K_QP_ATTACH_COMP_CNTR_OPS))
+			return EINVAL;
+		return 0;
+	}
+	case KM(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_CREATE): {
+		/* efa's driver attributes say where its device writes the
+		 * counts (a buffer of the process): so do we. */
+		static const uint16_t ids[2] = { K_EFA_ATTR_CREATE_COMP_CNTR_COMP_BUFFER,
+						 K_EFA_ATTR_CREATE_COMP_CNTR_ERR_BUFFER };
+		uint64_t va[2] = { 0, 0 };
+		struct sti_obj *o;
+		for (int i = 0; i < 2; i++) {
+			struct sti_attr *a = sti_attr_find(io, ids[i]);
+			struct k_buffer_desc d;
+			if (!a)
+				continue;
+			if (a->len != sizeof(d))
+				return EINVAL;
+			memcpy(&d, sti_attr_in(a), sizeof(d));
+			if (d.flags || d.length < sizeof(uint64_t))
+				return EINVAL;
+			if (d.type == K_BUFFER_TYPE_VA)
+				va[i] = d.addr;
+		}
+		o = sti_new(ctx, STI_T_COMP_CNTR);
+		if (!o)
+			return ENOMEM;
+		for (int i = 0; i < 2; i++) {
+			o->cntr_va[i] = va[i];
+			if (va[i])
+				memset((void *)(uintptr_t)va[i], 0, sizeof(uint64_t));
+		}
+		set_handle(io, K_ATTR_CREATE_COMP_CNTR_HANDLE, o->handle);
+		return 0;
+	}
+	case KM(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_DESTROY):
+		return del(c, io, K_ATTR_DESTROY_COMP_CNTR_HANDLE, STI_T_COMP_CNTR);
+	case KM(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_MODIFY): {
+		struct sti_obj *o = obj_or(c, (uint32_t)in_u64(io, K_ATTR_MODIFY_COMP_CNTR_HANDLE, ~0ULL),
+					   STI_T_COMP_CNTR, &err);
+		uint64_t e = in_u64(io, K_ATTR_MODIFY_COMP_CNTR_ENTRY, ~0ULL), op = in_u64(io, K_ATTR_MODIFY_COMP_CNTR_OP, ~0ULL);
+		uint64_t v = in_u64(io, K_ATTR_MODIFY_COMP_CNTR_VALUE, 0);
+		if (!o)
+			return err;
+		if (e > 1 || op > K_COMP_CNTR_MODIFY_OP_INC || !has(io, K_ATTR_MODIFY_COMP_CNTR_VALUE))
+			return EINVAL;
+		o->cntr[e] = op == K_COMP_CNTR_MODIFY_OP_INC ? o->cntr[e] + v : v;
+		if (o->cntr_va[e])
+			memcpy((void *)(uintptr_t)o->cntr_va[e], &o->cntr[e], sizeof(uint64_t));
+		return 0;
+	}
+	case KM(K_OBJECT_COMP_CNTR, K_METHOD_COMP_CNTR_READ): {
+		struct sti_obj *o = obj_or(c, (uint32_t)in_u64(io, K_ATTR_READ_COMP_CNTR_HANDLE, ~0ULL),
+					   STI_T_COMP_CNTR, &err);
+		uint64_t e = in_u64(io, K_ATTR_READ_COMP_CNTR_ENTRY, ~0ULL);
+		if (!o)
+			return err;
+		if (e > 1)
+			return EINVAL;
+		out_attr(io, K_ATTR_READ_COMP_CNTR_RESP_VALUE, &o->cntr[e], sizeof(uint64_t));
+		return 0;
+	}
+	}
+#undef KM
+	return -1;
+}
+
 /* Core methods; -1 when there is no such method. */
 static int core_method(struct cmd *c, struct sti_ioctl *io)
 {
@@ -1535,6 +1838,21 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 	struct sti_attr *uin = sti_attr_find(io, UVERBS_ATTR_UHW_IN), *uout = sti_attr_find(io, UVERBS_ATTR_UHW_OUT);
 	int err = 0;
 
+	if (k_driver_attrs(io->object, io->method))
+		uin = uout = NULL;
+	/* 6.1 knows no attribute of CQ_CREATE or QP_CREATE after theirs: a
+	 * mandatory one (rdma-core 65's CQ buffer, mlx5's UMEM buffers) is
+	 * refused as the kernel refuses any unknown mandatory attribute. */
+	if (!sti_kernel_latest() && io->object == UVERBS_OBJECT_CQ && io->method == UVERBS_METHOD_CQ_CREATE)
+		for (unsigned i = 0; i < io->nattrs; i++)
+			if (io->attrs[i].id >= K_ATTR_CREATE_CQ_BUFFER_VA && io->attrs[i].id < UVERBS_ATTR_UHW_IN &&
+			    (io->attrs[i].flags & UVERBS_ATTR_F_MANDATORY))
+				return EPROTONOSUPPORT;
+	if (!sti_kernel_latest() && io->object == UVERBS_OBJECT_QP && io->method == UVERBS_METHOD_QP_CREATE)
+		for (unsigned i = 0; i < io->nattrs; i++)
+			if (io->attrs[i].id >= K_ATTR_CREATE_QP_BUF_UMEM && io->attrs[i].id < UVERBS_ATTR_UHW_IN &&
+			    (io->attrs[i].flags & UVERBS_ATTR_F_MANDATORY))
+				return EPROTONOSUPPORT;
 	if (uin) {
 		c->dr.uin = sti_attr_in(uin);
 		c->dr.uin_len = uin->len;
@@ -1546,6 +1864,12 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 	}
 	if (io->object != UVERBS_OBJECT_DEVICE && !ctx->have_ucontext)
 		return EINVAL;
+	if (sti_kernel_latest()) {
+		err = latest_method(c, io);
+		if (err != -1)
+			return err;
+		err = 0;
+	}
 #define M(o, m) ((UVERBS_OBJECT_##o << 16) | UVERBS_METHOD_##m)
 	switch ((io->object << 16) | io->method) {
 	case M(DEVICE, GET_CONTEXT):
@@ -1577,6 +1901,12 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 			return EINVAL;
 		memset(&r, 0, sizeof(r));
 		query_port(ctx, &r.legacy_resp);
+		if (sti_kernel_latest()) {
+			/* The latest kernel gives the speed again, wide
+			 * (IB_SPEED_* beyond u8: XDR...). */
+			uint32_t ex = r.legacy_resp.active_speed;
+			memcpy((uint8_t *)&r + K_QUERY_PORT_ACTIVE_SPEED_EX_OFF, &ex, sizeof(ex));
+		}
 		out_attr(io, UVERBS_ATTR_QUERY_PORT_RESP, &r, sizeof(r));
 		return 0;
 	}
@@ -1857,7 +2187,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 	}
 	/* The request, attributes in id order (the kernel does not care for
 	 * their order, nor do we). */
-	if (io.object < sizeof(objnames) / sizeof(objnames[0]))
+	if (io.object < nobjects())
 		o += (size_t)snprintf(line + o, sizeof(line) - o, "ioctl %s", objnames[io.object]);
 	else
 		o += (size_t)snprintf(line + o, sizeof(line) - o, "ioctl obj=0x%x", io.object);
@@ -1880,7 +2210,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 		switch (kd) {
 		case A_IN:
 		case A_UNK:
-			if (a->id == UVERBS_ATTR_UHW_IN) {
+			if (a->id == UVERBS_ATTR_UHW_IN && !k_driver_attrs(io.object, io.method)) {
 				uint32_t wc = (uint32_t)in_u64(&io, UVERBS_ATTR_WRITE_CMD, 0);
 				int inv = io.object == UVERBS_OBJECT_DEVICE && io.method == UVERBS_METHOD_INVOKE_WRITE;
 				hex_uin(ctx, hex, sti_attr_in(a), a->len,
@@ -1941,7 +2271,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 		}
 		return err;
 	}
-	if (io.object >= (1u << 12) || io.method >= (1u << 12) || !(io.object < sizeof(objnames) / sizeof(objnames[0])))
+	if (io.object >= (1u << 12) || io.method >= (1u << 12) || !(io.object < nobjects()))
 		err = -1;
 	else
 		err = core_method(&c, &io);
