@@ -9,7 +9,20 @@
  * new AH's id at BNXT_RE_AVID_OFFT in it, which the provider reads back
  * after create_ah; the model does the same), and the doorbell page at the
  * `dbr` offset alloc_pd answers.
+ *
+ * CQs: the CQ ring is the process's own memory (create_cq's request:
+ * cq_va), and the stand-in runs in the process, so the model writes there
+ * what the chip would.  The model never completes work, so the chip's
+ * producer stays at entry 0 of the current ring, whose valid (phase) bit
+ * is the one create_cq answers (1; a fresh ring after a resize starts over
+ * at entry 0 with phase 1 too).  resize_cq (rdma-core 56 and later; 44 has
+ * no resize) hands over a new ring (the request's cq_va); the chip then
+ * writes a CUT-OFF CQE at its producer position in the *old* ring, which
+ * the provider polls for (20 x 100 ms before it gives up with -EIO) before
+ * it frees the old ring, moves to the new one and acks the cut-off with a
+ * doorbell carrying the CQE's resize toggle.
  */
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -53,6 +66,33 @@ struct bnxt_qp_resp_m {
 	uint32_t rsvd;
 };
 
+/* The request of create_cq (cq_va, cq_handle, and from rdma-core 65 on a
+ * comp_mask) and of resize_cq (cq_va). */
+struct bnxt_cq_req_m {
+	uint64_t cq_va;
+};
+
+/* A CQE: 24 bytes of type-specific data, then the base header whose
+ * first word holds the valid (phase) bit, the type and the resize
+ * toggle. */
+#define CQE_SZ 32
+#define CQE_HDR_OFF 24
+#define BCQE_PH_MASK 0x1u
+#define BCQE_TYPE_SHIFT 1
+#define BCQE_TYPE_COFF 0xfu  /* cut-off: the ring is retired */
+#define BCQE_RESIZE_TOG_SHIFT 5
+#define BCQE_RESIZE_TOG_MASK 0x3u
+#define CQ_START_PHASE 1
+
+/* A CQ's ring in the process (obj->drv), and where the chip would write
+ * its next CQE there. */
+struct bnxt_cq_m {
+	uint64_t va;
+	uint32_t prod;    /* entry index (the model never advances it) */
+	uint32_t phase;   /* the valid bit a CQE written at `prod` carries */
+	uint32_t resizes; /* resizes done: the cut-off's toggle */
+};
+
 struct bnxt_srq_resp_m {
 	uint32_t srqid;
 	uint32_t rsvd;
@@ -75,6 +115,21 @@ struct bnxt_ctx {
 static struct bnxt_ctx *bctx(struct sti_ctx *ctx)
 {
 	return sti_drv_ctx(ctx, sizeof(struct bnxt_ctx));
+}
+
+/* The cut-off CQE the chip writes into the ring being retired. */
+static void cq_write_cutoff(const struct bnxt_cq_m *m, uint32_t tog)
+{
+	uint8_t *e = (uint8_t *)(uintptr_t)m->va + (size_t)m->prod * CQE_SZ;
+	uint32_t flg = (m->phase & BCQE_PH_MASK) |
+		       (BCQE_TYPE_COFF << BCQE_TYPE_SHIFT) |
+		       ((tog & BCQE_RESIZE_TOG_MASK) << BCQE_RESIZE_TOG_SHIFT);
+	uint32_t *hdr = (uint32_t *)(e + CQE_HDR_OFF);
+
+	memset(e, 0, CQE_SZ);
+	/* The valid word last (little endian, as the chip writes it): the
+	 * provider reads the rest only once the phase bit says valid. */
+	__atomic_store_n(hdr, htole32(flg), __ATOMIC_RELEASE);
 }
 
 static int hook(struct sti_req *r)
@@ -103,8 +158,39 @@ static int hook(struct sti_req *r)
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
-		struct bnxt_cq_resp_m a = { .cqid = 1 + c->next_cq++, .tail = 0, .phase = 1 };
+		struct bnxt_cq_resp_m a = { .cqid = 1 + c->next_cq++, .tail = 0, .phase = CQ_START_PHASE };
+		struct bnxt_cq_req_m q;
+		struct bnxt_cq_m *m;
+		if (!r->obj || !r->uin || r->uin_len < sizeof(q))
+			return 14; /* EFAULT: bnxt_re copies the request */
+		memcpy(&q, r->uin, sizeof(q));
+		if (!q.cq_va)
+			return 14; /* nothing to pin */
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			return 12;
+		m->va = q.cq_va;
+		m->prod = 0;
+		m->phase = a.phase;
+		free(r->obj->drv);
+		r->obj->drv = m;
 		sti_put(r, &a, sizeof(a));
+		return 0;
+	}
+	case STI_OP_RESIZE_CQ: {
+		struct bnxt_cq_m *m = r->obj ? r->obj->drv : NULL;
+		struct bnxt_cq_req_m q;
+		if (!m || !r->uin || r->uin_len < sizeof(q))
+			return 14;
+		memcpy(&q, r->uin, sizeof(q));
+		if (!q.cq_va)
+			return 14;
+		m->resizes++;
+		cq_write_cutoff(m, m->resizes);
+		/* The new ring, from its first entry with the start phase. */
+		m->va = q.cq_va;
+		m->prod = 0;
+		m->phase = CQ_START_PHASE;
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {

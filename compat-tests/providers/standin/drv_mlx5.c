@@ -122,7 +122,9 @@ static int get_context(struct sti_req *r)
 	if (q.total_num_bfregs > 512 || (q.total_num_bfregs && q.num_low_latency_bfregs > q.total_num_bfregs - 1))
 		return ENOMEM;
 	m->devx = !!(q.flags & MLX5_IB_ALLOC_UCTX_DEVX);
-	m->dyn_uar = !!(q.lib_caps & MLX5_LIB_CAP_DYN_UAR);
+	/* Dynamic UARs come with the UAR object (an ioctl method): a kernel
+	 * without the ioctl interface predates them and hands out bfregs. */
+	m->dyn_uar = !!(q.lib_caps & MLX5_LIB_CAP_DYN_UAR) && !sti_write_only();
 	m->tot_bfregs = m->dyn_uar ? 0 : (q.total_num_bfregs ? q.total_num_bfregs : 4);
 
 	memset(&p, 0, sizeof(p));
@@ -317,10 +319,12 @@ static int mmap_cb(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	case MLX5_IB_MMAP_WC_PAGE:
 	case MLX5_IB_MMAP_NC_PAGE:
 	case MLX5_IB_MMAP_ALLOC_WC:
-		/* The context's own UARs (tot_bfregs / 4 pages of 4 bfregs). */
+		/* The context's own UARs: one UAR a page (num_uars_per_page),
+		 * two bfregs of its four usable by software
+		 * (MLX5_NON_FP_BFREGS_PER_UAR), so tot_bfregs / 2 pages. */
 		if (len != PAGE)
 			return EINVAL;
-		if (cmd == MLX5_IB_MMAP_ALLOC_WC || idx < (m->tot_bfregs + 3) / 4)
+		if (cmd == MLX5_IB_MMAP_ALLOC_WC || idx < (m->tot_bfregs + 1) / 2)
 			return 0;
 		return EINVAL;
 	case MLX5_IB_MMAP_CORE_CLOCK:
@@ -752,6 +756,7 @@ const struct sti_driver sti_drv_mlx5 = {
 	.vendor_part_id = 4115,
 	.node_type = 1,
 	.link_layer = 2,
+	.caps = STI_CAP_DM, /* the method exists; a ConnectX-4 has no memory for it */
 	.hook = hook,
 	.ioctl = drv_ioctl,
 	.mmap = mmap_cb,

@@ -211,6 +211,12 @@ static void config(void)
 	write_only = f && *f == '1';
 }
 
+int sti_write_only(void)
+{
+	config();
+	return write_only;
+}
+
 /* The device N of "/dev/infiniband/uverbsN" (or /dev/char/231:N) when the
  * fixture has it, else -1. */
 static int dev_of_path(const char *path)

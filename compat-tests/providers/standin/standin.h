@@ -141,6 +141,7 @@ struct sti_driver {
 	uint32_t vendor_id, vendor_part_id, hw_ver;
 	uint32_t node_type;      /* 1 CA, 4 RNIC */
 	uint8_t link_layer;      /* 1 IB, 2 Ethernet */
+	unsigned caps;           /* STI_CAP_*: what the kernel driver implements */
 	/* Fill r->uout for r->op; 0, or an errno the command fails with. */
 	int (*hook)(struct sti_req *r);
 	/* A driver method (object or method in the driver's namespace, or a
@@ -165,6 +166,11 @@ struct sti_driver {
 	void (*release)(struct sti_ctx *ctx, struct sti_obj *obj);
 };
 
+/* Kernel driver functions whose objects the uverbs uAPI only has when the
+ * driver implements them (UAPI_DEF_OBJ_NEEDS_FN); without, their methods
+ * do not exist (EPROTONOSUPPORT). */
+#define STI_CAP_DM 1u
+
 enum { STI_A_IN = 1, STI_A_OUT, STI_A_IDR, STI_A_NEW, STI_A_DEL, STI_A_FD, STI_A_FDNEW };
 
 #define STI_EX(n) (0x80000000u | (n))
@@ -182,6 +188,8 @@ void sti_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Appends `len` bytes as hex with user-space pointers masked to `out`. */
 void sti_hex(char *out, size_t outsz, const void *p, size_t len);
 int sti_real_close(int fd);
+/* Whether the modelled kernel lacks the ioctl interface (STANDIN_WRITE_ONLY). */
+int sti_write_only(void);
 
 /* uverbs.c */
 /* Which kernel the model answers as: 0 Linux 6.1 (the default), 1 the

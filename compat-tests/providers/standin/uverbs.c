@@ -1965,6 +1965,8 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 	case M(FLOW_ACTION, FLOW_ACTION_DESTROY):
 		return del(c, io, UVERBS_ATTR_DESTROY_FLOW_ACTION_HANDLE, STI_T_FLOW_ACTION);
 	case M(DM, DM_FREE):
+		if (!(ctx->dev.drv->caps & STI_CAP_DM))
+			return -1;
 		return del(c, io, UVERBS_ATTR_FREE_DM_HANDLE, STI_T_DM);
 	case M(COUNTERS, COUNTERS_DESTROY):
 		return del(c, io, UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, STI_T_COUNTERS);
@@ -2090,6 +2092,8 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 	}
 	case M(DM, DM_ALLOC): {
 		struct sti_obj *o;
+		if (!(ctx->dev.drv->caps & STI_CAP_DM))
+			return -1;
 		c->dr.length = in_u64(io, UVERBS_ATTR_ALLOC_DM_LENGTH, 0);
 		if (!c->dr.length || c->dr.length > 131072)
 			return EINVAL;
@@ -2101,6 +2105,8 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 	}
 	case M(MR, DM_MR_REG): {
 		struct sti_obj *o;
+		if (!(ctx->dev.drv->caps & STI_CAP_DM))
+			return -1;
 		if (!sti_get(ctx, (uint32_t)in_u64(io, UVERBS_ATTR_REG_DM_MR_PD_HANDLE, ~0ULL), STI_T_PD) ||
 		    !sti_get(ctx, (uint32_t)in_u64(io, UVERBS_ATTR_REG_DM_MR_DM_HANDLE, ~0ULL), STI_T_DM))
 			return EINVAL;
