@@ -352,7 +352,9 @@ def fault_diff(up, rc_up, ours, rc_ours):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--release", action="append", default=[])
-    ap.add_argument("--scratch", required=True)
+    ap.add_argument("--scratch")
+    ap.add_argument("--fixture", nargs=2, metavar=("PROVIDER", "DIR"),
+                    help="only write the sysfs fixture of PROVIDER's device into DIR (for the stand-in used on its own)")
     ap.add_argument("--only", default="")
     ap.add_argument("--faults", default="")
     ap.add_argument("--fault-stride", type=int, default=1)
@@ -360,6 +362,18 @@ def main():
     a = ap.parse_args()
     counts["fail"] += a.prior_fail
     fx = load_fixtures()
+    if a.fixture:
+        prov, d = a.fixture
+        dev = FILE_TO_DEV.get(prov, prov)
+        if dev not in fx:
+            print(f"no fixture for {prov}; known: {' '.join(sorted(fx))}", file=sys.stderr)
+            return 2
+        make_fixture(d, fx[dev], 2 if dev in ETH else 1)
+        if dev in NETLINK:
+            print(f"{prov} is matched by the kernel's driver id only: run with STANDIN_NETLINK=1")
+        return 0
+    if not a.scratch:
+        ap.error("--scratch is required")
     only = set(filter(None, a.only.split(",")))
     fault_provs = set(filter(None, a.faults.split(",")))
     known = load_known()
