@@ -114,21 +114,6 @@ static int hook(struct sti_req *r)
 		out(r, &resp, sizeof(resp));
 		return 0;
 	}
-	/* What the kernel driver has not. */
-	case STI_OP_REREG_MR:
-	case STI_OP_ALLOC_MW:
-	case STI_OP_RESIZE_CQ:
-	case STI_OP_CREATE_SRQ:
-	case STI_OP_MODIFY_SRQ:
-	case STI_OP_CREATE_AH:
-	case STI_OP_OPEN_XRCD:
-	case STI_OP_CREATE_WQ:
-	case STI_OP_MODIFY_WQ:
-	case STI_OP_CREATE_RWQ_IND_TBL:
-	case STI_OP_CREATE_FLOW:
-	case STI_OP_ALLOC_DM:
-	case STI_OP_REG_DM_MR:
-		return 95;
 	default:
 		return 0;
 	}
@@ -148,6 +133,11 @@ const struct sti_driver sti_drv_erdma = {
 	.vendor_part_id = ERDMA_DEV_ID,
 	.node_type = 4,
 	.link_layer = 2,
+	/* What the kernel driver has not: the core answers EOPNOTSUPP. */
+	.lacks = STI_LACKS(REREG_MR) | STI_LACKS(ALLOC_MW) | STI_LACKS(RESIZE_CQ) |
+		 STI_LACKS(CREATE_SRQ) | STI_LACKS(MODIFY_SRQ) | STI_LACKS(CREATE_AH) | STI_LACKS(OPEN_XRCD) |
+		 STI_LACKS(CREATE_WQ) | STI_LACKS(MODIFY_WQ) | STI_LACKS(CREATE_RWQ_IND_TBL) |
+		 STI_LACKS(CREATE_FLOW) | STI_LACKS(ALLOC_DM) | STI_LACKS(REG_DM_MR),
 	.hook = hook,
 	.mmap = mmap_db,
 };

@@ -262,15 +262,6 @@ static int hook(struct sti_req *r)
 			out(r, &resp, sizeof(resp));
 		return 0;
 	}
-	/* What the kernel driver has not. */
-	case STI_OP_RESIZE_CQ:
-	case STI_OP_CREATE_WQ:
-	case STI_OP_MODIFY_WQ:
-	case STI_OP_CREATE_RWQ_IND_TBL:
-	case STI_OP_CREATE_FLOW:
-	case STI_OP_ALLOC_DM:
-	case STI_OP_REG_DM_MR:
-		return 95;
 	default:
 		return 0;
 	}
@@ -308,6 +299,10 @@ const struct sti_driver sti_drv_hns = {
 	.hw_ver = HNS_HW_VER3,
 	.node_type = 1,
 	.link_layer = 2,
+	/* What the kernel driver has not: the core answers EOPNOTSUPP. */
+	.lacks = STI_LACKS(RESIZE_CQ) | STI_LACKS(CREATE_WQ) | STI_LACKS(MODIFY_WQ) |
+		 STI_LACKS(CREATE_RWQ_IND_TBL) | STI_LACKS(CREATE_FLOW) | STI_LACKS(ALLOC_DM) |
+		 STI_LACKS(REG_DM_MR),
 	.hook = hook,
 	.mmap = mmap_q,
 	.release = release,

@@ -315,8 +315,6 @@ static int hook(struct sti_req *r)
 		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
-	case STI_OP_RESIZE_CQ:
-		return 95; /* EOPNOTSUPP: no resize_cq */
 	case STI_OP_CREATE_QP: {
 		struct ionic_qp_req_m q;
 		struct ionic_qp_resp_m a = { 0 };
@@ -367,18 +365,6 @@ static int hook(struct sti_req *r)
 		sti_put(r, &a, sizeof(a));
 		return 0;
 	}
-	/* What the kernel driver has not. */
-	case STI_OP_REREG_MR:
-	case STI_OP_CREATE_SRQ:
-	case STI_OP_MODIFY_SRQ:
-	case STI_OP_OPEN_XRCD:
-	case STI_OP_CREATE_WQ:
-	case STI_OP_MODIFY_WQ:
-	case STI_OP_CREATE_RWQ_IND_TBL:
-	case STI_OP_CREATE_FLOW:
-	case STI_OP_ALLOC_DM:
-	case STI_OP_REG_DM_MR:
-		return 95;
 	default:
 		return 0;
 	}
@@ -443,6 +429,11 @@ const struct sti_driver sti_drv_ionic = {
 	.vendor_part_id = 0x1002,
 	.node_type = 1,
 	.link_layer = 2,
+	/* What the kernel driver has not: the core answers EOPNOTSUPP. */
+	.lacks = STI_LACKS(RESIZE_CQ) | STI_LACKS(REREG_MR) | STI_LACKS(CREATE_SRQ) | STI_LACKS(MODIFY_SRQ) |
+		 STI_LACKS(OPEN_XRCD) | STI_LACKS(CREATE_WQ) | STI_LACKS(MODIFY_WQ) |
+		 STI_LACKS(CREATE_RWQ_IND_TBL) | STI_LACKS(CREATE_FLOW) | STI_LACKS(ALLOC_DM) |
+		 STI_LACKS(REG_DM_MR),
 	.hook = hook,
 	.mmap = mmap_ent,
 	.norm_in = norm_in,

@@ -142,6 +142,9 @@ struct sti_driver {
 	uint32_t node_type;      /* 1 CA, 4 RNIC */
 	uint8_t link_layer;      /* 1 IB, 2 Ethernet */
 	unsigned caps;           /* STI_CAP_*: what the kernel driver implements */
+	/* The verbs the kernel driver does not implement (STI_LACKS(op) | ...):
+	 * the core answers them EOPNOTSUPP without asking the hook. */
+	uint64_t lacks;
 	/* Fill r->uout for r->op; 0, or an errno the command fails with. */
 	int (*hook)(struct sti_req *r);
 	/* A driver method (object or method in the driver's namespace, or a
@@ -170,6 +173,7 @@ struct sti_driver {
  * driver implements them (UAPI_DEF_OBJ_NEEDS_FN); without, their methods
  * do not exist (EPROTONOSUPPORT). */
 #define STI_CAP_DM 1u
+#define STI_LACKS(op) (1ull << STI_OP_##op)
 
 enum { STI_A_IN = 1, STI_A_OUT, STI_A_IDR, STI_A_NEW, STI_A_DEL, STI_A_FD, STI_A_FDNEW };
 

@@ -337,6 +337,8 @@ static int hook(struct cmd *c, enum sti_op op, struct sti_obj *o)
 	c->dr.op = op;
 	c->dr.ctx = c->ctx;
 	c->dr.obj = o;
+	if (c->ctx->dev.drv->lacks & (1ull << op))
+		return EOPNOTSUPP;
 	if (!c->ctx->dev.drv->hook)
 		return 0;
 	return c->ctx->dev.drv->hook(&c->dr);
