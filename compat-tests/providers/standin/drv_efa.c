@@ -90,14 +90,6 @@ static void drop_entries(struct sti_ctx *ctx, uint32_t owner)
 			c->e[i].used = 0;
 }
 
-static void out(struct sti_req *r, const void *p, size_t n)
-{
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
-}
-
 static int create_cq(struct sti_req *r)
 {
 	struct efa_ibv_create_cq cmd = { 0 };
@@ -132,7 +124,7 @@ static int create_cq(struct sti_req *r)
 	}
 	if (!resp.q_mmap_key || ((resp.comp_mask & EFA_CREATE_CQ_RESP_DB_OFF) && !resp.db_mmap_key))
 		return 12;
-	out(r, &resp, sizeof(resp));
+	sti_put(r, &resp, sizeof(resp));
 	return 0;
 }
 
@@ -171,7 +163,7 @@ static int create_qp(struct sti_req *r)
 	if (!resp.sq_db_mmap_key || !resp.llq_desc_mmap_key)
 		return 12;
 	/* One sub-CQ per CQ: index 0 on both sides. */
-	out(r, &resp, sizeof(resp));
+	sti_put(r, &resp, sizeof(resp));
 	return 0;
 }
 
@@ -187,7 +179,7 @@ static int hook(struct sti_req *r)
 		resp.max_tx_batch = EFA_MAX_TX_BATCH;
 		resp.min_sq_wr = 0;
 		if (r->uout)
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_QUERY_DEVICE: {
@@ -200,14 +192,14 @@ static int hook(struct sti_req *r)
 		resp.max_rq_sge = EFA_MAX_RQ_SGE;
 		resp.max_rdma_size = EFA_MAX_RDMA;
 		resp.device_caps = EFA_CAPS;
-		out(r, &resp, sizeof(resp));
+		sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_ALLOC_PD: {
 		struct efa_ibv_alloc_pd_resp resp = { 0 };
 		resp.pdn = (uint16_t)(1 + (r->obj ? r->obj->handle : 0));
 		if (r->uout)
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ:
@@ -220,7 +212,7 @@ static int hook(struct sti_req *r)
 		if (!r->uout || r->uout_len < sizeof(resp))
 			return 95;
 		resp.efa_address_handle = (uint16_t)(0x10 + (r->obj ? r->obj->handle : 0));
-		out(r, &resp, sizeof(resp));
+		sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_REG_MR:

@@ -34,24 +34,6 @@
 #define KEY_RDB (2 * PG)
 #define KEY_CDB (3 * PG)
 
-static uint32_t pow2(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-static void out(struct sti_req *r, const void *p, size_t n)
-{
-	if (!r->uout)
-		return;
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
-}
-
 /* The QP number the core will give the QP being made (uverbs.c new_qpn):
  * the kernel driver's qp_id is the QP number. */
 static uint32_t next_qpn(const struct sti_ctx *ctx)
@@ -70,7 +52,7 @@ static int hook(struct sti_req *r)
 		resp.sdb = KEY_SDB;
 		resp.rdb = KEY_RDB;
 		resp.cdb = KEY_CDB;
-		out(r, &resp, sizeof(resp));
+		sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
@@ -82,13 +64,13 @@ static int hook(struct sti_req *r)
 		memcpy(&cmd, r->uin, sizeof(cmd));
 		/* The provider asks a power of two; the core rounded it to
 		 * 2^n - 1: the depth is the power of two asked. */
-		depth = pow2((r->cqe + 1) / 2);
+		depth = sti_pow2((r->cqe + 1) / 2);
 		if (depth > ERDMA_MAX_CQE || (uint64_t)cmd.qbuf_len < (uint64_t)depth * ERDMA_CQE)
 			return 22;
 		r->cqe = depth;
 		resp.cq_id = 1 + (r->obj ? r->obj->handle : 0);
 		resp.num_cqe = depth;
-		out(r, &resp, sizeof(resp));
+		sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {
@@ -105,13 +87,13 @@ static int hook(struct sti_req *r)
 		    r->max_recv_sge > ERDMA_MAX_RECV_SGE || r->max_inline > ERDMA_MAX_INLINE)
 			return 22;
 		resp.qp_id = next_qpn(r->ctx);
-		resp.num_sqe = pow2(r->max_send_wr * ERDMA_WQEBB_PER_SQE);
-		resp.num_rqe = pow2(r->max_recv_wr);
+		resp.num_sqe = sti_pow2(r->max_send_wr * ERDMA_WQEBB_PER_SQE);
+		resp.num_rqe = sti_pow2(r->max_recv_wr);
 		sq_len = ((uint64_t)resp.num_sqe * ERDMA_SQEBB + PG - 1) & ~(PG - 1);
 		resp.rq_offset = (uint32_t)sq_len;
 		if ((uint64_t)cmd.qbuf_len < sq_len + (uint64_t)resp.num_rqe * ERDMA_RQE)
 			return 22;
-		out(r, &resp, sizeof(resp));
+		sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	default:

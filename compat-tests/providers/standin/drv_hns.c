@@ -105,16 +105,6 @@ static struct hns_ctx *hctx(struct sti_ctx *ctx)
 	return sti_drv_ctx(ctx, sizeof(struct hns_ctx));
 }
 
-static void out(struct sti_req *r, const void *p, size_t n)
-{
-	if (!r->uout)
-		return;
-	if (n > r->uout_len)
-		n = r->uout_len;
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
-}
-
 /* The first `n` bytes of the driver request (zero beyond what came). */
 static void in(const struct sti_req *r, void *p, size_t n)
 {
@@ -143,7 +133,7 @@ static int get_context(struct sti_req *r)
 			resp.config |= HNS_CQE_INLINE;
 	}
 	resp.congest_type = HNS_CONGEST_DCQCN;
-	out(r, &resp, sizeof(resp));
+	sti_put(r, &resp, sizeof(resp));
 	return 0;
 }
 
@@ -163,7 +153,7 @@ static int create_cq(struct sti_req *r)
 	resp.cqn = ++c->next_cqn;
 	if (r->uout_len >= sizeof(resp))
 		resp.cap_flags = HNS_CQ_RECORD_DB;
-	out(r, &resp, sizeof(resp));
+	sti_put(r, &resp, sizeof(resp));
 	return 0;
 }
 
@@ -180,7 +170,7 @@ static int create_srq(struct sti_req *r)
 	resp.srqn = 0x40 + r->ctx->next_num;
 	if (r->uin_len >= offsetof(struct hns_srq_cmd, reserved) && (cmd.req_cap_flags & HNS_SRQ_RECORD_DB))
 		resp.cap_flags = HNS_SRQ_RECORD_DB;
-	out(r, &resp, sizeof(resp));
+	sti_put(r, &resp, sizeof(resp));
 	return 0;
 }
 
@@ -228,7 +218,7 @@ static int create_qp(struct sti_req *r)
 		if (!resp.dwqe_mmap_key)
 			return 12;
 	}
-	out(r, &resp, sizeof(resp));
+	sti_put(r, &resp, sizeof(resp));
 	return 0;
 }
 
@@ -239,7 +229,7 @@ static int hook(struct sti_req *r)
 		return get_context(r);
 	case STI_OP_ALLOC_PD: {
 		uint32_t pdn = 1 + (r->obj ? r->obj->handle : 0);
-		out(r, &pdn, sizeof(pdn));
+		sti_put(r, &pdn, sizeof(pdn));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ:
@@ -251,7 +241,7 @@ static int hook(struct sti_req *r)
 	case STI_OP_MODIFY_QP: {
 		struct hns_modify_qp_resp resp = { 0 }; /* priority mode, SL 0 */
 		if (r->uout && r->uout_len)
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_CREATE_AH: {
@@ -259,7 +249,7 @@ static int hook(struct sti_req *r)
 		 * peer, whatever the GID. */
 		struct hns_ah_resp resp = { { 0x02, 0x00, 0x5e, 0x10, 0x00, 0x01 }, 0, 0 };
 		if (r->uout && r->uout_len)
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	default:

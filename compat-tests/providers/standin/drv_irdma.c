@@ -99,14 +99,6 @@ static struct irdma_ctx *ictx(struct sti_ctx *ctx)
 	return sti_drv_ctx(ctx, sizeof(struct irdma_ctx));
 }
 
-static uint32_t pow2(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* The WQE size shift for a queue of `sge` fragments and `inl` inline
  * bytes (GEN_2). */
 static uint32_t wqe_shift(uint32_t sge, uint32_t inl)
@@ -130,7 +122,7 @@ static int wq_size(int raw, uint32_t wr, uint32_t shift, uint32_t rsvd, uint32_t
 		*out = wr;
 		return 0;
 	}
-	depth = pow2((wr << shift) + rsvd);
+	depth = sti_pow2((wr << shift) + rsvd);
 	if (depth < (MIN_WQ_SIZE << shift))
 		depth = MIN_WQ_SIZE << shift;
 	else if (depth > MAX_WQ_QUANTA)

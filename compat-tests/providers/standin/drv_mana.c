@@ -41,21 +41,13 @@ static uint32_t handle_of(const struct sti_req *r)
 	return r->obj ? r->obj->handle : 0;
 }
 
-static void out(struct sti_req *r, const void *resp, size_t len)
-{
-	if (len > r->uout_len)
-		len = r->uout_len;
-	memcpy(r->uout, resp, len);
-	r->uout_written = len;
-}
-
 static int hook(struct sti_req *r)
 {
 	switch (r->op) {
 	case STI_OP_CREATE_CQ: {
 		struct mana_cq_resp resp = { .cqid = 0x20 + handle_of(r) };
 		if (r->uout_len >= sizeof(resp.cqid))
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		return 0;
 	}
 	case STI_OP_CREATE_QP: {
@@ -65,10 +57,10 @@ static int hook(struct sti_req *r)
 			 * entry, as for a table of one WQ. */
 			struct mana_rss_qp_resp resp = { .num_entries = 1 };
 			resp.entries[0] = (struct mana_rss_entry){ 0x20 + h, 0x200 + h };
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		} else if (r->qp_type == QPT_RAW_PACKET) {
 			struct mana_raw_qp_resp resp = { .sqid = 0x100 + h, .cqid = 0x20 + h, .tx_vp_offset = 0 };
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		} else {
 			/* types: send requester 0, send responder 1, receive
 			 * requester 1, receive responder 0; ids below 256, so
@@ -77,7 +69,7 @@ static int hook(struct sti_req *r)
 			struct mana_rc_qp_resp resp;
 			for (int i = 0; i < 4; i++)
 				resp.queue_id[i] = (((h & 15) * 4 + (uint32_t)i) << 2) | type[i];
-			out(r, &resp, sizeof(resp));
+			sti_put(r, &resp, sizeof(resp));
 		}
 		return 0;
 	}

@@ -92,13 +92,6 @@ static struct mlx5_obj *dobj(struct sti_obj *o, enum dkind k, uint32_t num)
 	return d;
 }
 
-static void out(struct sti_req *r, const void *p, size_t n)
-{
-	n = MIN(n, r->uout_len);
-	memcpy(r->uout, p, n);
-	r->uout_written = n;
-}
-
 /* ------------------------------------------------------------ udata */
 static int get_context(struct sti_req *r)
 {
@@ -151,7 +144,7 @@ static int get_context(struct sti_req *r)
 	p.num_dyn_bfregs = m->dyn_uar ? 0 : 16;
 	p.dump_fill_mkey = 0x7;
 	p.response_length = (uint32_t)MIN(r->uout_len, sizeof(p));
-	out(r, &p, sizeof(p));
+	sti_put(r, &p, sizeof(p));
 	return 0;
 }
 
@@ -170,7 +163,7 @@ static int query_device(struct sti_req *r)
 	p.cqe_comp_caps.supported_format = MLX5_IB_CQE_RES_FORMAT_HASH | MLX5_IB_CQE_RES_FORMAT_CSUM;
 	p.tunnel_offloads_caps = MLX5_IB_TUNNELED_OFFLOADS_VXLAN;
 	p.response_length = (uint32_t)MIN(r->uout_len, sizeof(p));
-	out(r, &p, sizeof(p));
+	sti_put(r, &p, sizeof(p));
 	return 0;
 }
 
@@ -223,7 +216,7 @@ static int create_qp(struct sti_req *r)
 		}
 	}
 	if (r->uout_len)
-		out(r, &p, sizeof(p));
+		sti_put(r, &p, sizeof(p));
 	return 0;
 }
 
@@ -242,7 +235,7 @@ static int hook(struct sti_req *r)
 		struct mlx5_ib_alloc_pd_resp p = { .pdn = m->next_pdn++ };
 		if (!dobj(r->obj, K_PD, p.pdn))
 			return ENOMEM;
-		out(r, &p, sizeof(p));
+		sti_put(r, &p, sizeof(p));
 		return 0;
 	}
 	case STI_OP_CREATE_CQ: {
@@ -256,14 +249,14 @@ static int hook(struct sti_req *r)
 			return EINVAL;
 		if (!dobj(r->obj, K_CQ, p.cqn))
 			return ENOMEM;
-		out(r, &p, sizeof(p));
+		sti_put(r, &p, sizeof(p));
 		return 0;
 	}
 	case STI_OP_CREATE_SRQ: {
 		struct mlx5_ib_create_srq_resp p = { .srqn = m->next_srqn++ };
 		if (!dobj(r->obj, K_SRQ, p.srqn))
 			return ENOMEM;
-		out(r, &p, sizeof(p));
+		sti_put(r, &p, sizeof(p));
 		return 0;
 	}
 	case STI_OP_CREATE_QP:
@@ -271,20 +264,20 @@ static int hook(struct sti_req *r)
 	case STI_OP_CREATE_WQ: {
 		struct mlx5_ib_create_wq_resp p = { .response_length = sizeof(p) };
 		if (r->uout_len)
-			out(r, &p, sizeof(p));
+			sti_put(r, &p, sizeof(p));
 		return 0;
 	}
 	case STI_OP_CREATE_RWQ_IND_TBL: {
 		struct mlx5_ib_create_rwq_ind_tbl_resp p = { .response_length = sizeof(p) };
 		if (r->uout_len)
-			out(r, &p, sizeof(p));
+			sti_put(r, &p, sizeof(p));
 		return 0;
 	}
 	case STI_OP_CREATE_AH: {
 		struct mlx5_ib_create_ah_resp p = { .response_length = sizeof(p),
 						    .dmac = { 0x00, 0x02, 0xc9, 0xa1, 0xb2, 0x01 } };
 		if (r->uout_len)
-			out(r, &p, sizeof(p));
+			sti_put(r, &p, sizeof(p));
 		return 0;
 	}
 	case STI_OP_ALLOC_DM:

@@ -141,14 +141,6 @@ static uint64_t key(struct oc_ctx *c, uint64_t len)
 	return k;
 }
 
-static uint32_t pow2(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 static int hook(struct sti_req *r)
 {
 	struct oc_ctx *c = octx(r->ctx);
@@ -176,7 +168,7 @@ static int hook(struct sti_req *r)
 	}
 	case STI_OP_CREATE_CQ: {
 		struct oc_cq_resp_m a = { 0 };
-		uint32_t n = pow2(r->cqe + 1);
+		uint32_t n = sti_pow2(r->cqe + 1);
 		a.cq_id = 1 + c->next_cq++;
 		a.page_size = (uint32_t)pages((uint64_t)n * CQE_SIZE);
 		a.num_pages = 1;
@@ -194,8 +186,8 @@ static int hook(struct sti_req *r)
 			return 22; /* EINVAL */
 		a.qp_id = (uint16_t)(1 + c->next_qp++);
 		a.sq_dbid = a.rq_dbid = (uint16_t)(1 + c->next_db++);
-		a.num_wqe_allocated = pow2(r->max_send_wr + 1);
-		a.num_rqe_allocated = pow2(r->max_recv_wr + 1);
+		a.num_wqe_allocated = sti_pow2(r->max_send_wr + 1);
+		a.num_rqe_allocated = sti_pow2(r->max_recv_wr + 1);
 		a.sq_page_size = (uint32_t)pages((uint64_t)a.num_wqe_allocated * WQE_SIZE);
 		a.rq_page_size = (uint32_t)pages((uint64_t)a.num_rqe_allocated * RQE_SIZE);
 		a.num_sq_pages = 1;
@@ -213,7 +205,7 @@ static int hook(struct sti_req *r)
 	case STI_OP_CREATE_SRQ: {
 		struct oc_srq_resp_m a = { 0 };
 		a.rq_dbid = (uint16_t)(1 + c->next_db++);
-		a.num_rqe_allocated = pow2(r->max_recv_wr + 1);
+		a.num_rqe_allocated = sti_pow2(r->max_recv_wr + 1);
 		a.rq_page_size = (uint32_t)pages((uint64_t)a.num_rqe_allocated * RQE_SIZE);
 		a.num_rq_pages = 1;
 		a.rq_page_addr[0] = key(c, a.rq_page_size);

@@ -31,19 +31,11 @@ static struct rxe_ctx *rctx(struct sti_ctx *ctx)
 	return sti_drv_ctx(ctx, sizeof(struct rxe_ctx));
 }
 
-static uint32_t pow2(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* A new queue of `n` elements of 2^log2 bytes: its mminfo. */
 static int queue(struct sti_ctx *ctx, uint32_t n, uint32_t log2, struct mminfo *mi)
 {
 	struct rxe_ctx *r = rctx(ctx);
-	uint32_t slots = pow2(n + 1);
+	uint32_t slots = sti_pow2(n + 1);
 
 	if (!r || r->nq == MAXQ)
 		return 12; /* ENOMEM */

@@ -34,14 +34,6 @@ static struct siw_ctx *sctx(struct sti_ctx *ctx)
 	return sti_drv_ctx(ctx, sizeof(struct siw_ctx));
 }
 
-static uint32_t pow2(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* A new mmap entry of `len` bytes for `obj`: its key, or an errno. */
 static int entry(struct sti_ctx *ctx, const struct sti_obj *obj, uint64_t len, __u64 *key)
 {
@@ -76,7 +68,7 @@ static int hook(struct sti_req *r)
 	}
 	case STI_OP_CREATE_CQ: {
 		struct siw_uresp_create_cq resp = { 0 };
-		uint32_t n = pow2(r->cqe ? r->cqe : 1);
+		uint32_t n = sti_pow2(r->cqe ? r->cqe : 1);
 		int err;
 		if (r->uout_len < sizeof(resp))
 			return 0;
@@ -93,8 +85,8 @@ static int hook(struct sti_req *r)
 	}
 	case STI_OP_CREATE_QP: {
 		struct siw_uresp_create_qp resp = { 0 };
-		uint32_t nsq = pow2(r->max_send_wr ? r->max_send_wr : 1);
-		uint32_t nrq = r->max_recv_wr ? pow2(r->max_recv_wr) : 0;
+		uint32_t nsq = sti_pow2(r->max_send_wr ? r->max_send_wr : 1);
+		uint32_t nrq = r->max_recv_wr ? sti_pow2(r->max_recv_wr) : 0;
 		int err;
 		if (r->uout_len < sizeof(resp))
 			return 0;
@@ -112,7 +104,7 @@ static int hook(struct sti_req *r)
 	}
 	case STI_OP_CREATE_SRQ: {
 		struct siw_uresp_create_srq resp = { 0 };
-		uint32_t n = pow2(r->max_recv_wr ? r->max_recv_wr : 1);
+		uint32_t n = sti_pow2(r->max_recv_wr ? r->max_recv_wr : 1);
 		int err;
 		if (r->uout_len < sizeof(resp))
 			return 0;

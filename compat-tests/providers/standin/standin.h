@@ -215,8 +215,11 @@ struct sti_attr *sti_attr_find(struct sti_ioctl *io, uint16_t id);
 /* The driver's data of a context: `size` zeroed bytes on first use
  * (NULL when out of memory); freed by the core with the context. */
 void *sti_drv_ctx(struct sti_ctx *ctx, size_t size);
-/* Writes a driver response (at most uout_len bytes of it). */
+/* Writes a driver response (at most uout_len bytes of it; nothing when
+ * the command has no driver response). */
 void sti_put(struct sti_req *r, const void *p, size_t n);
+/* The least power of two >= n (1 for 0). */
+uint32_t sti_pow2(uint32_t n);
 
 /* drivers */
 const struct sti_driver *sti_driver_find(const char *ibdev);

@@ -153,6 +153,8 @@ void *sti_drv_ctx(struct sti_ctx *ctx, size_t size)
 
 void sti_put(struct sti_req *r, const void *p, size_t n)
 {
+	if (!r->uout)
+		return;
 	if (n > r->uout_len)
 		n = r->uout_len;
 	memcpy(r->uout, p, n);
@@ -404,12 +406,17 @@ static uint32_t new_key(struct sti_ctx *ctx)
 	return 0x1000 + ctx->next_key + 0x10 * (uint32_t)ctx->dev.index;
 }
 
+uint32_t sti_pow2(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
 static uint32_t round_cqe(uint32_t cqe)
 {
-	uint32_t n = 1;
-	while (n < cqe + 1)
-		n <<= 1;
-	return n - 1;
+	return sti_pow2(cqe + 1) - 1;
 }
 
 static int v_create_cq(struct cmd *c, uint64_t uh, uint32_t cqe, int chan_fd, uint32_t *handle, uint32_t *cqe_out)
