@@ -22,6 +22,8 @@
 #   UPSTREAM_LD / OUR_LD  LD_LIBRARY_PATH for Debian's library / ours
 #   SUITE_TESTS           the test list (wire-tests.txt)
 #   VM_CACHE              the VM cache (sch_netem.ko of the guest's kernel)
+#   WIRE_LINGER           linger.so (linger.c): rc_pingpong's server under
+#                         loss keeps its QP a second longer
 #   SELF_CHECK=1          rxe0 plays "ours" in far, na and nb (Debian's
 #                         library, no RDMAV_SOFT_DEVICES): every check must
 #                         PASS, which proves the harness (netns, routing,
@@ -155,6 +157,9 @@ wire_pair() {
     [ "${WIRE_CPU:-0}" = 1 ] && cpu=(bash -c '"$@"; rc=$?; times > "$CPU_OUT"; exit $rc' cpu)
     side_argv "$s" "$lim"
     [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/server.cpu")
+    # under loss, rc_pingpong's server destroys its QP a second late: the
+    # ACK of the client's last SEND may be the packet lost (linger.c)
+    [ "$1" = ibv_rc_pingpong ] && [ "$CUR_COND" = loss ] && A+=(env LD_PRELOAD="$WIRE_LINGER")
     "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT" \
         > "$d/server.out" 2> "$d/server.err" < /dev/null &
     sp=$!

@@ -42,7 +42,13 @@ export VM_CACHE
 # a normal run: under a minute to boot and set up, the rxe0 <-> rxe1
 # reference about 3-4 minutes, the matrix a few minutes more; the guest
 # starts no test after WIRE_BUDGET s, so a hanging ours is bounded too
-suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" \
+# linger.so for rc_pingpong's server under loss (see linger.c)
+LINGER=$PWD/$OUT/bin/linger.so
+mkdir -p "$(dirname "$LINGER")"
+cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$LINGER" "$HERE/linger.c" -ldl \
+    || { echo "$SUITE: linger.c does not build" >&2; exit 2; }
+
+suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" WIRE_LINGER="$LINGER" \
     VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-600}" \
     WIRE_ONLY="${WIRE_ONLY:-}" WIRE_CPU="${WIRE_CPU:-0}" WIRE_OURS_ENV="${WIRE_OURS_ENV:-}"
 suite_report wire-report.py --tests "$HERE/wire-tests.txt"
