@@ -1,9 +1,9 @@
 #!/bin/bash
-# Writes debian/libibverbs1.symbols: every symbol our libibverbs.so.1 exports
+# Writes debian/libibverbs1-rs.symbols: every symbol our libibverbs.so.1 exports
 # (name@version, from its dynamic symbol table) with the first Debian
 # version of libibverbs1 that provides it, read from Debian's own symbols
 # files of bookworm (44.0), trixie (56.1) and sid (65.0) - so a package
-# built against our libibverbs-dev depends on libibverbs1 (>= what Debian's
+# built against libibverbs-dev (Debian's, or ours from `make install`) depends on libibverbs1 (>= what Debian's
 # would ask), and packages built against Debian's are satisfied by ours.
 #
 #   tools/deb-symbols.sh [LIB]        LIB default build/lib/libibverbs.so.1
@@ -45,8 +45,8 @@ trap 'rm -f "$out"' EXIT
             }' | LC_ALL=C sort
 } >"$out"
 if [ $check = 1 ]; then
-    diff -u debian/libibverbs1.symbols "$out" && echo "deb-symbols: debian/libibverbs1.symbols is up to date"
+    diff -u debian/libibverbs1-rs.symbols "$out" && echo "deb-symbols: debian/libibverbs1-rs.symbols is up to date"
 else
-    cp "$out" debian/libibverbs1.symbols
-    echo "deb-symbols: wrote debian/libibverbs1.symbols ($(grep -c '^ ' debian/libibverbs1.symbols) symbols)"
+    cp "$out" debian/libibverbs1-rs.symbols
+    echo "deb-symbols: wrote debian/libibverbs1-rs.symbols ($(grep -c '^ ' debian/libibverbs1-rs.symbols) symbols)"
 fi

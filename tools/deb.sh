@@ -19,6 +19,16 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 arch=${DEB_ARCH:-$(dpkg --print-architecture)}
 out=${DEB_OUT:-$REPO/build/deb}
+# Debian's packaging tools, installed when missing (as `make demo` and
+# `make test` install what they need): apt-get as root, else through sudo.
+if ! command -v dpkg-buildpackage >/dev/null || ! command -v dh >/dev/null; then
+    SUDO=
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    echo "deb: installing the build dependencies (dpkg-dev debhelper)"
+    $SUDO apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends dpkg-dev debhelper ||
+        { echo "deb: could not install dpkg-dev and debhelper (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
+fi
 for t in dpkg-buildpackage dh; do
     command -v $t >/dev/null || { echo "deb: $t is missing (apt-get install dpkg-dev debhelper)" >&2; exit 1; }
 done

@@ -128,7 +128,7 @@ case " $parts " in *" deb "*)
         n=$(grep -cE '^[EW]: ' "$OUT/lintian.out")
         if [ "$n" = 0 ]; then pass "deb: lintian (0 errors, 0 warnings)"
         else fail "deb: lintian" "$n errors/warnings: $(grep -m3 -E '^[EW]: ' "$OUT/lintian.out" | tr '\n' ' ')"; fi
-        for p in libibverbs1 ibverbs-provider-swrdma; do
+        for p in libibverbs1-rs ibverbs-provider-swrdma; do
             arch=$(dpkg-deb -f "$ROOT/build/deb/${p}_${ver}_arm64.deb" Architecture)
             [ "$arch" = arm64 ] || fail "deb: $p" "Architecture: $arch"
         done

@@ -2,10 +2,10 @@
 # compat-tests/deb: the Debian packages (`make deb`, debian/) and their
 # installation in place of Debian's libibverbs1 (issue 11).
 #
-#   build           tools/deb.sh writes libibverbs1, libibverbs-dev and
+#   build           tools/deb.sh writes libibverbs1-rs and
 #                   ibverbs-provider-swrdma (+ -dbgsym) to build/deb/
 #   lintian         no error and no warning (pedantic tags are information)
-#   symbols         debian/libibverbs1.symbols lists exactly what the packaged
+#   symbols         debian/libibverbs1-rs.symbols lists exactly what the packaged
 #                   library exports, each with its first Debian version
 #   reproducible    a second build from another copy of the tree, at another
 #                   path, gives byte-identical .debs
@@ -15,22 +15,34 @@
 #                   ibverbs-providers, librdmacm1, ibverbs-utils, perftest,
 #                   python3-pyverbs, libucx0, libfabric1, qperf, Open MPI,
 #                   libibverbs-dev), run by chroot:
-#       install     `apt-get install ./our .debs` removes no package and
-#                   replaces Debian's libibverbs1/libibverbs-dev
+#       install     `apt-get install ./our .debs` replaces Debian's
+#                   libibverbs1 and removes nothing else: Debian's
+#                   libibverbs-dev stays (libibverbs1-rs provides its exact
+#                   libibverbs1 dependency)
 #       ldconfig    libibverbs.so.1 resolves to our file (dpkg -V clean)
 #       bind        Debian's tools and libraries (ibv_devinfo, librdmacm,
 #                   libfabric, UCX's IB transport, Open MPI) bind ours with
 #                   no environment variable
+#       dev         what Debian's libibverbs-dev gives a developer
+#                   (devcheck.sh: headers, direct-verbs headers, pkg-config
+#                   of libibverbs/libmlx5/libmlx4/libefa/libmana, a program
+#                   built with them, static link, man pages of sections 3
+#                   and 7): the same lines before and after ours; the
+#                   program built after runs on ours and lists swr0
+#       dev-again   Debian's libibverbs-dev removed and installed again
+#                   beside ours: apt keeps ours, the dev lines stay the same
 #       soft        RDMAV_SOFT_DEVICES=swr0 ibv_devinfo, and an RC pingpong
 #                   on swr0, from the installed system
 #       pyverbs     Debian's python3-pyverbs lists swr0
 #       upgrade     a later build of ours installs over this one
-#       back        Debian's own libibverbs1/libibverbs-dev of the release
-#                   reinstalled: the package set is exactly as before ours,
+#       back        Debian's own libibverbs1 of the release reinstalled:
+#                   the package set is exactly as before ours,
 #                   dpkg -V is clean and no file of ours is left
 # Releases: bookworm (this machine's; its own root for this suite, cached
 # under build/roots/deb/), trixie and sid (the roots of compat-tests/roots.sh,
 # which carry the RDMA userspace without UCX, libfabric, qperf and Open MPI).
+# The copies of the roots get gcc, libc6-dev, pkgconf and man-db from the
+# release's mirror first (for dev; part of "before").
 # Needs root (chroot, mount), mmdebstrap, dpkg-dev, debhelper, lintian.
 # Follows compat-tests/CONVENTIONS.md.
 set -u
@@ -58,7 +70,7 @@ else
     finish
 fi
 ver=$(dpkg-parsechangelog -l debian/changelog -S Version)
-pkgs=(libibverbs1 libibverbs-dev ibverbs-provider-swrdma)
+pkgs=(libibverbs1-rs ibverbs-provider-swrdma)
 files=()
 for p in "${pkgs[@]}"; do files+=("$DEBS/${p}_${ver}_$arch.deb"); done
 
@@ -74,9 +86,9 @@ else
 fi
 
 if bash tools/deb-symbols.sh --check "$(ls "$OUT"/x/usr/lib/*/libibverbs.so.1)" >"$OUT/symbols.out" 2>&1; then
-    pass "symbols ($(grep -c '^ ' debian/libibverbs1.symbols) entries)"
+    pass "symbols ($(grep -c '^ ' debian/libibverbs1-rs.symbols) entries)"
 else
-    fail symbols "debian/libibverbs1.symbols differs from the library (tools/deb-symbols.sh)"; sed 's/^/    /' "$OUT/symbols.out" | head -20
+    fail symbols "debian/libibverbs1-rs.symbols differs from the library (tools/deb-symbols.sh)"; sed 's/^/    /' "$OUT/symbols.out" | head -20
 fi
 
 if DEB_SRC_DIR=$OUT/second-build DEB_OUT=$OUT/deb2 bash tools/deb.sh >"$OUT/build2.out" 2>&1; then
@@ -105,6 +117,32 @@ in_root() { # ROOT CMD...: a clean environment, no LD_LIBRARY_PATH
 }
 pkgset() { in_root "$1" dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' | awk '$1 ~ /^.i/ { print $2, $3 }' | sort; }
 
+# dev_lines ROOT: devcheck.sh's lines in ROOT (a fresh build each time)
+dev_lines() {
+    local d=$1/tmp/devcheck
+    rm -rf "$d"; mkdir -p "$d"
+    cp "$ROOT/compat-tests/deb/devcheck.c" "$ROOT/compat-tests/deb/devcheck.sh" "$d/"
+    in_root "$1" sh -c 'cd /tmp/devcheck && sh devcheck.sh' 2>&1
+}
+# dev_test RELEASE ROOT PHASE: the lines as before ours, the program built
+# now runs on ours (swr0 listed)
+dev_test() {
+    local rel=$1 r=$2 phase=$3 name=dev
+    [ "$phase" = again ] && name=dev-again
+    dev_lines "$r" >"$OUT/$rel-dev-$phase.txt"
+    local d; d=$(diff "$OUT/$rel-dev-before.txt" "$OUT/$rel-dev-$phase.txt" | grep '^[<>]' | head -6 | tr '\n' ' ')
+    if [ -n "$d" ]; then
+        fail "$rel: $name" "differs from before ours: $d"
+    elif ! grep -q '^compile: ok' "$OUT/$rel-dev-$phase.txt" || grep -q '^man .*: *$\|^man .*No manual' "$OUT/$rel-dev-$phase.txt"; then
+        fail "$rel: $name" "as before, but not usable: $(grep -E '^compile|^man .*(No manual|: *$)' "$OUT/$rel-dev-$phase.txt" | head -3 | tr '\n' ' ')"
+    elif ! in_root "$r" env RDMAV_SOFT_DEVICES=swr0 /tmp/devcheck/devcheck >"$OUT/$rel-devrun-$phase.out" 2>&1 ||
+            ! grep -q '^swr0 mlx5dv_is_supported=0$' "$OUT/$rel-devrun-$phase.out"; then
+        fail "$rel: $name" "the program built with Debian's libibverbs-dev over ours: $(head -c 200 "$OUT/$rel-devrun-$phase.out" | tr '\n' ' ')"
+    else
+        pass "$rel: $name ($(grep -c . "$OUT/$rel-dev-$phase.txt") lines as before ours: $(grep -oE '^(compile|static): [a-z]+' "$OUT/$rel-dev-$phase.txt" | tr '\n' ' ')$(grep -c '^man .*/man' "$OUT/$rel-dev-$phase.txt") man pages found, $(grep -o 'libibverbs-dev: [0-9]*' "$OUT/$rel-dev-$phase.txt" | cut -d' ' -f2) in section 3; built program lists swr0)"
+    fi
+}
+
 install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     local rel=$1 cached=$2 back=$3 r t
     r=$OUT/root-$rel
@@ -126,20 +164,34 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     for p in "${pkgs[@]}"; do cp "$OUT/deb-up/${p}_${up_ver}_$arch.deb" "$r/debs/up/" 2>/dev/null; done
     cp "$back"/*.deb "$r/debs/debian/" 2>/dev/null
 
+    # a developer's tools, from the release's mirror (part of "before")
+    if ! in_root "$r" sh -c 'apt-get update -q -o Acquire::Check-Valid-Until=false &&
+            apt-get install -y -q --no-install-recommends gcc libc6-dev pkgconf man-db' >"$OUT/$rel-tools.out" 2>&1; then
+        fail "$rel: root" "cannot install gcc, libc6-dev, pkgconf, man-db: $(tail -n 2 "$OUT/$rel-tools.out" | tr '\n' ' ')"
+        return
+    fi
     local before after libpath
     before=$(pkgset "$r")
     local debver; debver=$(echo "$before" | awk '$1 == "libibverbs1" { print $2 }')
+    local devver; devver=$(echo "$before" | awk '$1 == "libibverbs-dev" { print $2 }')
+    dev_lines "$r" >"$OUT/$rel-dev-before.txt"
 
     # install
-    if in_root "$r" apt-get install -y -q /debs/ours/libibverbs1_"$ver"_"$arch".deb \
-            /debs/ours/libibverbs-dev_"$ver"_"$arch".deb /debs/ours/ibverbs-provider-swrdma_"$ver"_"$arch".deb \
+    if ! dpkg-deb -f "${files[0]}" Provides | grep -qF "libibverbs1 (= $debver)"; then
+        fail "$rel: install" "Debian's libibverbs-dev $devver wants libibverbs1 (= $debver), which libibverbs1-rs does not provide: add it to Provides in debian/control"
+        return
+    fi
+    if in_root "$r" apt-get install -y -q /debs/ours/libibverbs1-rs_"$ver"_"$arch".deb \
+            /debs/ours/ibverbs-provider-swrdma_"$ver"_"$arch".deb \
             >"$OUT/$rel-install.out" 2>&1; then
         after=$(pkgset "$r")
         local removed; removed=$(comm -23 <(echo "$before" | awk '{print $1}') <(echo "$after" | awk '{print $1}') | tr '\n' ' ')
-        local v1; v1=$(echo "$after" | awk '$1 == "libibverbs1" { print $2 }')
-        if [ -n "$removed" ]; then fail "$rel: install" "removed: $removed"
-        elif [ "$v1" != "$ver" ]; then fail "$rel: install" "libibverbs1 is $v1, not $ver"
-        else pass "$rel: install (replaces Debian's $debver, removes nothing, $(echo "$before" | wc -l) packages kept)"; fi
+        local v1; v1=$(echo "$after" | awk '$1 == "libibverbs1-rs" { print $2 }')
+        local dv; dv=$(echo "$after" | awk '$1 == "libibverbs-dev" { print $2 }')
+        if [ "$removed" != "libibverbs1 " ]; then fail "$rel: install" "removed: '$removed' (expected: libibverbs1 alone)"
+        elif [ "$v1" != "$ver" ]; then fail "$rel: install" "libibverbs1-rs is '$v1', not $ver"
+        elif [ "$dv" != "$devver" ]; then fail "$rel: install" "Debian's libibverbs-dev $devver is now '$dv'"
+        else pass "$rel: install (replaces Debian's libibverbs1 $debver, keeps its libibverbs-dev $devver, removes nothing else, $(($(echo "$before" | wc -l) - 1)) packages kept)"; fi
     else
         fail "$rel: install" "apt-get failed: $(tail -n 3 "$OUT/$rel-install.out" | tr '\n' ' ')"
         return
@@ -148,12 +200,23 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     # ldconfig resolves to ours, our files intact
     libpath=$(in_root "$r" ldconfig -p | awk '$1 == "libibverbs.so.1" && /x86-64|AArch64/ { print $NF; exit }')
     t=$(in_root "$r" readlink -f "$libpath")
-    if [ -n "$libpath" ] && in_root "$r" dpkg -S "$t" 2>/dev/null | grep -q "^libibverbs1:" &&
-            [ -z "$(in_root "$r" dpkg -V libibverbs1 libibverbs-dev ibverbs-provider-swrdma)" ] &&
+    if [ -n "$libpath" ] && in_root "$r" dpkg -S "$t" 2>/dev/null | grep -q "^libibverbs1-rs:" &&
+            [ -z "$(in_root "$r" dpkg -V libibverbs1-rs libibverbs-dev ibverbs-provider-swrdma)" ] &&
             cmp -s "$r$t" "$(ls "$OUT"/x/usr/lib/*/libibverbs.so.1.*)"; then
         pass "$rel: ldconfig ($libpath -> $t, ours)"
     else
         fail "$rel: ldconfig" "libibverbs.so.1 -> '$t', not our packaged file"
+    fi
+
+    dev_test "$rel" "$r" after
+    # Debian's libibverbs-dev goes and comes back beside ours
+    if in_root "$r" sh -c "apt-get remove -y -q libibverbs-dev && apt-get install -y -q /debs/debian/libibverbs-dev_*.deb" \
+            >"$OUT/$rel-dev-again.out" 2>&1 &&
+            [ "$(pkgset "$r" | awk '$1 == "libibverbs1-rs" || $1 == "libibverbs-dev" { print $1, $2 }' | tr '\n' ' ')" = \
+              "libibverbs-dev $devver libibverbs1-rs $ver " ]; then
+        dev_test "$rel" "$r" again
+    else
+        fail "$rel: dev-again" "$(pkgset "$r" | grep -E '^libibverbs(1|1-rs|-dev) ' | tr '\n' ' ') $(tail -n 2 "$OUT/$rel-dev-again.out" | tr '\n' ' ')"
     fi
 
     # Debian's programs and libraries bind ours without any environment
@@ -192,11 +255,11 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     fi
 
     # upgrade to a later build of ours
-    if [ -e "$r/debs/up/libibverbs1_${up_ver}_$arch.deb" ]; then
+    if [ -e "$r/debs/up/libibverbs1-rs_${up_ver}_$arch.deb" ]; then
         if in_root "$r" sh -c "apt-get install -y -q /debs/up/*.deb" >"$OUT/$rel-upgrade.out" 2>&1 &&
-                [ "$(pkgset "$r" | awk '$1 == "libibverbs1" { print $2 }')" = "$up_ver" ] &&
-                [ -z "$(comm -23 <(echo "$before" | awk '{print $1}') <(pkgset "$r" | awk '{print $1}'))" ] &&
-                [ -z "$(in_root "$r" dpkg -V libibverbs1 libibverbs-dev ibverbs-provider-swrdma)" ] &&
+                [ "$(pkgset "$r" | awk '$1 == "libibverbs1-rs" { print $2 }')" = "$up_ver" ] &&
+                [ "$(comm -23 <(echo "$before" | awk '{print $1}') <(pkgset "$r" | awk '{print $1}'))" = libibverbs1 ] &&
+                [ -z "$(in_root "$r" dpkg -V libibverbs1-rs libibverbs-dev ibverbs-provider-swrdma)" ] &&
                 in_root "$r" env RDMAV_SOFT_DEVICES=swr0 ibv_devices >/dev/null 2>&1; then
             pass "$rel: upgrade ($ver -> $up_ver)"
         else
@@ -211,7 +274,7 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
         skip "$rel: back" "Debian's libibverbs1 $debver .deb not available here"
         return
     fi
-    in_root "$r" sh -c "apt-get install -y -q --allow-downgrades /debs/debian/*.deb && apt-get purge -y -q ibverbs-provider-swrdma" \
+    in_root "$r" sh -c "apt-get install -y -q /debs/debian/libibverbs1_*.deb && dpkg --purge ibverbs-provider-swrdma libibverbs1-rs" \
         >"$OUT/$rel-back.out" 2>&1
     after=$(pkgset "$r")
     local left="" f

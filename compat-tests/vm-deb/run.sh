@@ -31,17 +31,17 @@ rm -rf "$R"; cp -a "$base" "$R" || fail_early root "cannot copy $base"
 DL=$ROOT/build/roots/vm-deb-debian-lib; rm -rf "$DL"; mkdir -p "$DL"
 cp "$(readlink -f "$R/usr/lib/x86_64-linux-gnu/libibverbs.so.1")" "$DL/libibverbs.so.1"
 mkdir -p "$R/debs"
-for p in libibverbs1 libibverbs-dev ibverbs-provider-swrdma; do cp "build/deb/${p}_${ver}_$arch.deb" "$R/debs/"; done
+for p in libibverbs1-rs ibverbs-provider-swrdma; do cp "build/deb/${p}_${ver}_$arch.deb" "$R/debs/"; done
 mount -t proc proc "$R/proc" && mount --bind /dev "$R/dev"
 chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
     sh -c 'apt-get install -y -q /debs/*.deb' >"$OUT/install.out" 2>&1; irc=$?
 umount -l "$R/dev" "$R/proc"
 rm -rf "$R/debs"
-installed=$(dpkg-query --admindir="$R/var/lib/dpkg" -W -f '${Version}' libibverbs1 2>/dev/null)
+installed=$(dpkg-query --admindir="$R/var/lib/dpkg" -W -f '${Version}' libibverbs1-rs 2>/dev/null)
 if [ $irc -ne 0 ] || [ "$installed" != "$ver" ]; then
     fail_early install "apt-get install of our packages in the root failed: $(tail -n2 "$OUT/install.out" | tr '\n' ' ')"
 fi
-echo "vm-deb: libibverbs1 $installed (ours) installed in $R; reference: Debian's $(basename "$(readlink -f "$base/usr/lib/x86_64-linux-gnu/libibverbs.so.1")")" >&2
+echo "vm-deb: libibverbs1-rs $installed (ours) installed in $R; reference: Debian's $(basename "$(readlink -f "$base/usr/lib/x86_64-linux-gnu/libibverbs.so.1")")" >&2
 
 # release.sh prints the PASS/FAIL lines and the closing line (vm-deb: ...).
 RELEASE_ROOTFS=$R RELEASE_SWAP=1 OUR_LIB=$DL/libibverbs.so.1 bash compat-tests/vm/release.sh deb "$@"
