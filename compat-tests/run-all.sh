@@ -1,6 +1,9 @@
 #!/bin/bash
-# Runs `cargo test` and every compat suite named on the command line, then
-# prints the totals.  Exit status 0 only when nothing failed.
+# Runs `cargo test` (the unit tests of every crate: the library, its ABI
+# crate, and the software device's ring and RoCE crates; the provider
+# crate itself links only inside libibverbs.so.1) and
+# every compat suite named on the command line, then prints the totals with
+# each one's time.  Exit status 0 only when nothing failed.
 set -u
 cd "$(dirname "$0")/.."
 mkdir -p build/compat-tests
@@ -19,18 +22,20 @@ add_counts() { # suite logfile
 # 1. cargo test (unit tests and Rust-side layout checks)
 echo "=== cargo test"
 log=build/compat-tests/cargo-test.log
-cargo test -p ibverbs_rs -p ibverbs-abi --lib 2>&1 | tee "$log"
+t0=$SECONDS
+cargo test -p ibverbs_rs -p ibverbs-abi -p swrdma-ring -p swrdma-roce --lib 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 p=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 f=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-rows+=("cargo-test $p $f 0")
+rows+=("cargo-test $p $f 0 $((SECONDS - t0))")
 total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
 
 # 2. the compat suites
 for suite in "$@"; do
     echo "=== $suite"
     log=build/compat-tests/$suite.log
+    t0=$SECONDS
     if [ ! -x "compat-tests/$suite/run.sh" ] && [ ! -f "compat-tests/$suite/run.sh" ]; then
         echo "FAIL $suite: compat-tests/$suite/run.sh missing" | tee "$log"
         echo "$suite: 0 passed, 1 failed" >> "$log"
@@ -41,17 +46,17 @@ for suite in "$@"; do
     fi
     read -r p f s < <(add_counts "$suite" "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-    rows+=("$suite $p $f $s")
+    rows+=("$suite $p $f $s $((SECONDS - t0))")
     total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
 done
 
 echo
 echo "=== totals"
-printf '%-12s %8s %8s %8s\n' suite passed failed skipped
+printf '%-14s %8s %8s %8s %8s\n' suite passed failed skipped seconds
 for r in "${rows[@]}"; do
     set -- $r
-    printf '%-12s %8s %8s %8s\n' "$1" "$2" "$3" "$4"
+    printf '%-14s %8s %8s %8s %8s\n' "$1" "$2" "$3" "$4" "$5"
 done
 echo
-echo "total: $total_pass passed, $total_fail failed, $total_skip skipped"
+echo "total: $total_pass passed, $total_fail failed, $total_skip skipped ($SECONDS s)"
 [ "$total_fail" -eq 0 ]

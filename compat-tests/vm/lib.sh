@@ -17,6 +17,10 @@
 #   VM_VERBOSE=1 show the guest console live (always saved in console.log)
 #   VM_KEEP=1    keep the run directory (build/vm-run/<pid>)
 #   VM_RUN_DIR   use this run directory (created, kept)
+#   VM_PATHS     more host directories the guest must see at their paths
+#                (PATH:PATH...; the repository always is): needed for those
+#                under /tmp, /run and /var/tmp, which the guest replaces
+#                with its own tmpfs
 # Exit statuses of vm_run other than the script's own: 125 = the VM could not
 # be prepared/started or the guest setup failed; 124 = timeout.
 
@@ -216,7 +220,14 @@ vm_run() {
     else
         console_opts=(-chardev "file,id=con,path=$run/console.log" -serial chardev:con)
     fi
-    local append="console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init net.ifnames=0 vminit=$VM_HERE/guest-init.sh vmrun=$run vmkeep=$VM_REPO"
+    # the cache (busybox, modules) under the guest's private /tmp, /run or
+    # /var/tmp and outside the repository: shared with it too
+    local paths=${VM_PATHS:-}
+    case "$VM_CACHE" in
+        "$VM_REPO"/*) ;;
+        /tmp/*|/run/*|/var/tmp/*) paths=${paths:+$paths:}$VM_CACHE ;;
+    esac
+    local append="console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init net.ifnames=0 vminit=$VM_HERE/guest-init.sh vmrun=$run vmkeep=$VM_REPO${paths:+:$paths}"
     [ -n "${VM_VERBOSE:-}" ] && append=${append/ quiet loglevel=4/}
     local qemu_cmd=(
         "$VM_QEMU" -nodefaults -no-user-config -M pc -accel tcg,thread=multi -cpu max

@@ -85,14 +85,26 @@ ld_for() { # LD_LIBRARY_PATH for a library ("" = the system's default search)
     esac
 }
 
+# vm_path DIR WHAT: the guest must see DIR (WHAT names it in a message):
+# under /tmp, /run or /var/tmp (the guest's own tmpfs) and outside the
+# repository, it is added to VM_PATHS (shared with the guest at its path)
+vm_path() {
+    case "$1" in
+        "$PWD"|"$PWD"/*) ;;  # inside the repository: the guest always sees it
+        /dev/*|/proc/*|/sys/*)
+            fail_early prerequisites "$2 is under $1, which the VM does not see; put it elsewhere" ;;
+        /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*)
+            case "$1" in
+                *[[:space:]:]*) fail_early prerequisites "$2 is under $1 (a private directory of the VM), whose path has a blank or a colon: put it elsewhere" ;;
+            esac
+            export VM_PATHS=${VM_PATHS:+$VM_PATHS:}$1 ;;
+    esac
+}
+
 suite_lib_dirs() {
     UPSTREAM_LD=$(ld_for "$UPSTREAM_LIB")
     OUR_LD=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || OUR_LD=$PWD/$(dirname "$OUR_LIB")
-    case "$OUR_LD" in
-        "$PWD"/*) ;;  # inside the repository: the VM keeps it visible
-        /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*|/dev/*|/proc/*|/sys/*)
-            fail_early prerequisites "OUR_LIB ($OUR_LIB) is under $OUR_LD, which the VM does not see (its /tmp, /run, /var/tmp are private); put it elsewhere" ;;
-    esac
+    vm_path "$OUR_LD" OUR_LIB
     if [ $# -gt 0 ] && ! [ -e "$OUR_LD/libibverbs.so.1" ]; then
         echo "$SUITE: note: $OUR_LD/libibverbs.so.1 does not exist (make lib?); $1" >&2
     fi
