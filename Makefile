@@ -3,6 +3,10 @@
 #   make                 build build/lib/libibverbs.so.1.14.44.0 (+ links)
 #   make demo            the main job: Debian's unmodified tools on our library
 #   make test            every test (cargo test + the C/compat suites)
+#   make check           the quick tier (no VM, ~5 min on 2 cores): unit tests,
+#                        code shape, symbols, layouts, prototypes, diff, tools,
+#                        discovery, the hardware providers on the stand-in
+#                        (without fault runs), the software device's fast suites
 #   make install         PREFIX, DESTDIR, LIBDIR (default: the multiarch dir)
 #   make uninstall       removes exactly what install put there
 #   make deps            installs the Debian packages the tests compare against
@@ -41,7 +45,11 @@ HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-k
 
 SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery providers soft soft-hardening soft-pyverbs soft-wire clients compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep load vm-trixie vm-sid vm-deb vm-wire
 
-.PHONY: all lib demo test test-vm install uninstall deps clean bench FORCE
+# The quick tier: what tells a contributor in minutes whether a change broke
+# the library (make test stays the full run; .ci/run calls make test).
+CHECK_SUITES := structure symbols generations layout prototypes diff tools discovery providers soft soft-hardening
+
+.PHONY: all lib demo test check test-vm install uninstall deps clean bench FORCE
 
 all: lib swrdma
 
@@ -68,6 +76,9 @@ demo: deps lib swrdma
 
 test: deps lib swrdma
 	bash compat-tests/run-all.sh $(SUITES)
+
+check: deps lib swrdma
+	PROVIDERS_FAULTS= bash compat-tests/run-all.sh $(CHECK_SUITES)
 
 # The Soft-RoCE virtual machine alone (Debian's kernel with rdma_rxe, qemu/TCG).
 test-vm: deps lib swrdma
