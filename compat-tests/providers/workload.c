@@ -647,6 +647,25 @@ static void sec_device(void)
 		(void)idx;
 	}
 
+	/* Bad input answers as upstream's: indexes past the tables, a port
+	 * the device does not have (return value and errno compared). */
+	{
+		union ibv_gid gbad;
+		struct ibv_gid_entry gebad;
+		struct ibv_port_attr pbad;
+		uint16_t kbad;
+
+		memset(&gbad, 0, sizeof(gbad));
+		CALLI(rc, N("query_gid %d 100000", PORT),
+		      ibv_query_gid(ctx, PORT, 100000, &gbad));
+		CALLI(rc, "query_gid 77 0", ibv_query_gid(ctx, 77, 0, &gbad));
+		CALLI(rc, N("query_gid_ex %d 100000", PORT),
+		      ibv_query_gid_ex(ctx, PORT, 100000, &gebad, 0));
+		CALLI(rc, N("query_pkey %d 100000", PORT),
+		      ibv_query_pkey(ctx, PORT, 100000, &kbad));
+		CALLI(rc, "query_port 77", ibv_query_port(ctx, 77, &pbad));
+	}
+
 #ifdef HAVE_QUERY_PORT_SPEED
 	{
 		uint64_t speed = 0;
