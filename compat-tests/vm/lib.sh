@@ -17,10 +17,12 @@
 #   VM_VERBOSE=1 show the guest console live (always saved in console.log)
 #   VM_KEEP=1    keep the run directory (build/vm-run/<pid>)
 #   VM_RUN_DIR   use this run directory (created, kept)
-#   VM_PATHS     more host directories the guest must see at their paths
-#                (PATH:PATH...; the repository always is): needed for those
-#                under /tmp, /run and /var/tmp, which the guest replaces
-#                with its own tmpfs
+#   VM_PATHS     the host directories a run needs besides the repository
+#                (PATH:PATH...: a library, a release root): the guest sees
+#                the host's root, but puts its own tmpfs on /tmp, /run and
+#                /var/tmp, so those under them are shared at their paths;
+#                one the guest cannot see (under /dev, /proc, /sys, or a
+#                blank in its path) stops the run with a message naming it
 # Exit statuses of vm_run other than the script's own: 125 = the VM could not
 # be prepared/started or the guest setup failed; 124 = timeout.
 
@@ -220,13 +222,20 @@ vm_run() {
     else
         console_opts=(-chardev "file,id=con,path=$run/console.log" -serial chardev:con)
     fi
-    # the cache (busybox, modules) under the guest's private /tmp, /run or
-    # /var/tmp and outside the repository: shared with it too
-    local paths=${VM_PATHS:-}
-    case "$VM_CACHE" in
-        "$VM_REPO"/*) ;;
-        /tmp/*|/run/*|/var/tmp/*) paths=${paths:+$paths:}$VM_CACHE ;;
-    esac
+    # what the run needs (VM_PATHS, the cache) under the guest's private
+    # /tmp, /run or /var/tmp and outside the repository: kept visible
+    local paths="" p need
+    IFS=: read -r -a need <<<"${VM_PATHS:-}:$VM_CACHE"
+    for p in "${need[@]}"; do
+        case "$p" in
+            "") ;;
+            *[[:space:]]*) vm_die "$p (needed by the run): a blank in its path, which the guest cannot be given"; return ;;
+            "$VM_REPO"|"$VM_REPO"/*) ;;
+            /dev|/dev/*|/proc|/proc/*|/sys|/sys/*)
+                vm_die "$p (needed by the run) is not visible in the guest: put it elsewhere"; return ;;
+            /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*) paths=${paths:+$paths:}$p ;;
+        esac
+    done
     local append="console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init net.ifnames=0 vminit=$VM_HERE/guest-init.sh vmrun=$run vmkeep=$VM_REPO${paths:+:$paths}"
     [ -n "${VM_VERBOSE:-}" ] && append=${append/ quiet loglevel=4/}
     local qemu_cmd=(

@@ -49,7 +49,7 @@ if [ -z "$ROOTFS" ] || [ ! -e "$ROOTFS/.complete" ]; then
     fail_early prerequisites "no $REL root (compat-tests/roots.sh $REL failed: $(tail -3 "$OUT/roots.err" | tr '\n' ' '))"
 fi
 ROOTFS=$(cd "$ROOTFS" && pwd -P)
-vm_path "$ROOTFS" "the $REL root ($ROOTFS)"
+vm_path "$ROOTFS"
 UPSTREAM_LIB=$(readlink -f "$ROOTFS/usr/lib/x86_64-linux-gnu/libibverbs.so.1")
 [ -e "$UPSTREAM_LIB" ] || fail_early prerequisites "the $REL root has no libibverbs.so.1 (libibverbs1)"
 for f in usr/bin/ibv_devinfo usr/bin/ib_send_bw usr/share/doc/rdma-core/tests/run_tests.py; do

@@ -15,8 +15,8 @@
 #                             names the packages
 #   suite_need_upstream       fails early without UPSTREAM_LIB or rxe's provider
 #   suite_lib_dirs [NOTE]     UPSTREAM_LD / OUR_LD (LD_LIBRARY_PATH for each
-#                             library); fails early when OUR_LIB is where the
-#                             VM cannot see it; NOTE: said on stderr when
+#                             library); adds OUR_LD to VM_PATHS (vm_run shares it with the
+#                             guest or says why it cannot); NOTE: said on stderr when
 #                             OUR_LD has no libibverbs.so.1
 #   suite_run_vm GUEST TIMEOUT [NAME=VALUE...]
 #                             boots the VM once to run compat-tests/vm/GUEST
@@ -85,26 +85,14 @@ ld_for() { # LD_LIBRARY_PATH for a library ("" = the system's default search)
     esac
 }
 
-# vm_path DIR WHAT: the guest must see DIR (WHAT names it in a message):
-# under /tmp, /run or /var/tmp (the guest's own tmpfs) and outside the
-# repository, it is added to VM_PATHS (shared with the guest at its path)
-vm_path() {
-    case "$1" in
-        "$PWD"|"$PWD"/*) ;;  # inside the repository: the guest always sees it
-        /dev/*|/proc/*|/sys/*)
-            fail_early prerequisites "$2 is under $1, which the VM does not see; put it elsewhere" ;;
-        /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*)
-            case "$1" in
-                *[[:space:]:]*) fail_early prerequisites "$2 is under $1 (a private directory of the VM), whose path has a blank or a colon: put it elsewhere" ;;
-            esac
-            export VM_PATHS=${VM_PATHS:+$VM_PATHS:}$1 ;;
-    esac
-}
+# vm_path DIR: the guest must see DIR (vm/lib.sh's vm_run shares it when
+# it must, or says why it cannot)
+vm_path() { export VM_PATHS=${VM_PATHS:+$VM_PATHS:}$1; }
 
 suite_lib_dirs() {
     UPSTREAM_LD=$(ld_for "$UPSTREAM_LIB")
     OUR_LD=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || OUR_LD=$PWD/$(dirname "$OUR_LIB")
-    vm_path "$OUR_LD" OUR_LIB
+    vm_path "$OUR_LD"
     if [ $# -gt 0 ] && ! [ -e "$OUR_LD/libibverbs.so.1" ]; then
         echo "$SUITE: note: $OUR_LD/libibverbs.so.1 does not exist (make lib?); $1" >&2
     fi
