@@ -45,8 +45,8 @@ export VM_CACHE
 # linger.so for rc_pingpong's server under loss (see linger.c)
 LINGER=$PWD/$OUT/bin/linger.so
 mkdir -p "$(dirname "$LINGER")"
-cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$LINGER" "$HERE/linger.c" -ldl \
-    || { echo "$SUITE: linger.c does not build" >&2; exit 2; }
+cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$LINGER" "$HERE/linger.c" -ldl 2>"$OUT/linger-build.log" \
+    || fail_early build "linger.c does not build: $(head -3 "$OUT/linger-build.log" | tr '\n' ' ')"
 
 suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" WIRE_LINGER="$LINGER" \
     VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-600}" \
