@@ -1,8 +1,10 @@
 //! The device model: contexts, memory regions, CQs, SRQs, QPs and the
 //! transport protocol over the shared-memory links.
 
-use crate::abi::*;
+pub use crate::mem::{gather, gather_safe, scatter};
 use crate::net;
+pub use crate::sys::{lock, now_ns};
+use ibverbs_abi::*;
 use rustix::event::epoll;
 use rustix::event::Timespec;
 use std::collections::{HashMap, VecDeque};
@@ -10,19 +12,8 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::raw::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use swrdma_ring::*;
-
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid `timespec` to fill; CLOCK_MONOTONIC exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 #[derive(Clone, Copy)]
 pub struct MrEnt {
@@ -2453,92 +2444,5 @@ unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut
     unsafe { std::ptr::write(p as *mut Msg, h) };
     if l.tx().commit(nh) {
         l.wake_peer();
-    }
-}
-
-/// Copies `len` bytes into the scatter list starting at byte `off`; false
-/// when the list is too short or a destination is no longer mapped
-/// writable (fault-safe: the kernel copies, see mem.rs).
-///
-/// # Safety
-/// Every SGE range is writable memory of this process (the list passed
-/// `check_local` for writing: it lies in registered MRs, and addresses are
-/// process addresses); `src` has `len` readable bytes, not overlapping.
-pub unsafe fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bool {
-    let mut done = 0usize;
-    for s in sges {
-        if done == len {
-            break;
-        }
-        let sl = s.length as u64;
-        if off >= sl {
-            off -= sl;
-            continue;
-        }
-        let n = ((sl - off) as usize).min(len - done);
-        // SAFETY: `n` bytes from `done` < `len` of `src` (the contract); the
-        // destination is written by the kernel: memory the owner no longer
-        // maps writable fails the copy, it does not fault.
-        if !unsafe { crate::mem::copy_in(s.addr + off, src.add(done), n) } {
-            return false;
-        }
-        done += n;
-        off = 0;
-    }
-    done == len
-}
-
-/// Like [`gather`], reading fault-safe (see mem.rs): false when a source
-/// is no longer mapped readable.
-///
-/// # Safety
-/// `dst` has room for `len` bytes; the SGE ranges are process addresses
-/// (they may have been unmapped since they were checked).
-pub unsafe fn gather_safe(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) -> bool {
-    let mut done = 0usize;
-    for s in sges {
-        if done == len {
-            break;
-        }
-        let sl = s.length as u64;
-        if off >= sl {
-            off -= sl;
-            continue;
-        }
-        let n = ((sl - off) as usize).min(len - done);
-        // SAFETY: `dst` + `done` has room for `n` bytes (done + n <= len, the
-        // contract); the source is read by the kernel / with fault recovery.
-        if !unsafe { crate::mem::copy_out(dst.add(done), s.addr + off, n) } {
-            return false;
-        }
-        done += n;
-        off = 0;
-    }
-    done == len
-}
-
-/// Copies `len` bytes out of the gather list starting at byte `off`.
-///
-/// # Safety
-/// Every SGE range is readable memory of this process (the list passed
-/// `check_local`, or is the inline data of the request being posted);
-/// `dst` has room for `len` bytes, not overlapping.
-pub unsafe fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
-    let mut done = 0usize;
-    for s in sges {
-        if done == len {
-            break;
-        }
-        let sl = s.length as u64;
-        if off >= sl {
-            off -= sl;
-            continue;
-        }
-        let n = ((sl - off) as usize).min(len - done);
-        // SAFETY: `n` bytes of the SGE's range from `off` < its length, to
-        // `dst` + `done` with `done + n` <= `len` (the contract covers both).
-        unsafe { std::ptr::copy_nonoverlapping((s.addr + off) as *const u8, dst.add(done), n) };
-        done += n;
-        off = 0;
     }
 }

@@ -7,7 +7,7 @@
 //! interface's MAC and addresses, node GUID from the MAC, port MTU and
 //! state from the interface).
 
-use crate::abi::*;
+use ibverbs_abi::*;
 use std::ffi::CStr;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};

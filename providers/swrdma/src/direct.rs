@@ -26,8 +26,8 @@
 //! (`Link::direct_peer`).  Both sides fence between the store and the load
 //! (Dekker), so after `ibv_dereg_mr` returns no peer touches the memory.
 
-use crate::abi::*;
 use crate::share::Share;
+use ibverbs_abi::*;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -162,7 +162,7 @@ impl Dir {
         if access & REMOTE == 0 || !crate::share::enabled() {
             return;
         }
-        let mut g = crate::core::lock(&self.shares);
+        let mut g = crate::sys::lock(&self.shares);
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { mr_entry(self.map, key) };
         if e[1].load(Ordering::Relaxed) != 0 {
@@ -190,7 +190,7 @@ impl Dir {
     /// MR `key` goes away (or changes): withdrawn, and once no peer
     /// accesses it (`links`), its pages are private again.
     pub fn withdraw_mr(&self, key: u32, links: &[Arc<Link>]) {
-        let mut g = crate::core::lock(&self.shares);
+        let mut g = crate::sys::lock(&self.shares);
         let Some(s) = g.remove(&key) else { return };
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { mr_entry(self.map, key) };
@@ -200,11 +200,11 @@ impl Dir {
         // middle of one (a debugger, SIGSTOP) is not waited for beyond
         // `WITHDRAW_WAIT_NS`: once the pages are private again (below) its
         // late stores land in the memory file, no longer in our memory.
-        let end = crate::core::now_ns() + WITHDRAW_WAIT_NS;
+        let end = crate::sys::now_ns() + WITHDRAW_WAIT_NS;
         let mut late = false;
         for l in links {
             while l.direct_peer().load(Ordering::SeqCst) == key as u64 && !l.dead.load(Ordering::Relaxed) {
-                if crate::core::now_ns() >= end {
+                if crate::sys::now_ns() >= end {
                     late = true;
                     break;
                 }
@@ -219,7 +219,7 @@ impl Dir {
         }
         // Peers that mapped the pages unmap them (the application may give
         // the memory back; their mapping would keep it).
-        let askers = crate::core::lock(&self.askers).remove(&key).unwrap_or_default();
+        let askers = crate::sys::lock(&self.askers).remove(&key).unwrap_or_default();
         for l in links {
             if askers.contains(&l.peer) && !l.dead.load(Ordering::Relaxed) {
                 crate::net::send_ctl(l.sock(), crate::net::CTL_DROP, key, s.id, None);
@@ -230,10 +230,10 @@ impl Dir {
     /// The memory file of MR `key`'s shared pages and its id, for peer
     /// context `peer` (told to unmap it when the MR goes).
     pub fn share_fd(&self, key: u32, peer: u32) -> Option<(OwnedFd, u64)> {
-        let g = crate::core::lock(&self.shares);
+        let g = crate::sys::lock(&self.shares);
         let s = g.get(&key)?;
         let fd = crate::share::file_of(s)?;
-        let mut a = crate::core::lock(&self.askers);
+        let mut a = crate::sys::lock(&self.askers);
         let v = a.entry(key).or_default();
         if !v.contains(&peer) && v.len() < 4096 {
             v.push(peer);
@@ -243,7 +243,7 @@ impl Dir {
 
     /// QP `qpn`'s state as a responder sees it (None: destroyed).
     pub fn publish_qp(&self, qpn: u32, v: Option<(u32, u32, u32, u32, u32)>) {
-        let _g = crate::core::lock(&self.shares);
+        let _g = crate::sys::lock(&self.shares);
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { qp_entry(self.map, qpn) };
         let cur = e[1].load(Ordering::Relaxed) as u32;
@@ -390,8 +390,8 @@ impl Peer {
     /// none yet, asks the peer for it over `l`'s socket (at most every
     /// 100 ms) and returns None.
     fn mapping(&self, l: &Link, key: u32, id: u64) -> Option<Arc<Mapped>> {
-        let mut g = crate::core::lock(&self.cache);
-        let now = crate::core::now_ns();
+        let mut g = crate::sys::lock(&self.cache);
+        let now = crate::sys::now_ns();
         match g.get(&key) {
             Some(Cached::Have(i, m)) if *i == id => return Some(m.clone()),
             Some(Cached::Asked(i, t)) if *i == id && now.saturating_sub(*t) < 100_000_000 => return None,
@@ -438,12 +438,12 @@ impl Peer {
             ptr: p as *mut u8,
             len: e.slen,
         });
-        crate::core::lock(&self.cache).insert(key, Cached::Have(id, m));
+        crate::sys::lock(&self.cache).insert(key, Cached::Have(id, m));
     }
 
     /// The peer deregistered MR `key` (share `id`): our mapping goes.
     pub fn forget(&self, key: u32, id: u64) {
-        let mut g = crate::core::lock(&self.cache);
+        let mut g = crate::sys::lock(&self.cache);
         if matches!(g.get(&key), Some(Cached::Have(i, _)) | Some(Cached::Asked(i, _)) if *i == id) {
             g.remove(&key);
         }
@@ -509,7 +509,7 @@ pub fn execute(peer: &Peer, l: &Link, my_qpn: u32, dqpn: u32, at: (u32, u64, u64
                 // SAFETY: [p, p+len) lies in our mapping of the peer's pages
                 // (checked against the share's length); the local SGEs
                 // passed `check_local`, read fault-safe.
-                if unsafe { crate::core::gather_safe(sges, 0, p as *mut u8, len as usize) } {
+                if unsafe { crate::mem::gather_safe(sges, 0, p as *mut u8, len as usize) } {
                     IBV_WC_SUCCESS
                 } else {
                     IBV_WC_LOC_PROT_ERR
@@ -517,7 +517,7 @@ pub fn execute(peer: &Peer, l: &Link, my_qpn: u32, dqpn: u32, at: (u32, u64, u64
             }
             Op::Read(sges) => {
                 // SAFETY: as above, the local SGEs written fault-safe.
-                if unsafe { crate::core::scatter(sges, 0, p as *const u8, len as usize) } {
+                if unsafe { crate::mem::scatter(sges, 0, p as *const u8, len as usize) } {
                     IBV_WC_SUCCESS
                 } else {
                     IBV_WC_LOC_PROT_ERR
@@ -538,7 +538,7 @@ fn atomic_into(p: u64, a: crate::mem::Atomic, sges: &[ibv_sge]) -> u32 {
     let v = old.to_ne_bytes();
     // SAFETY: 8 bytes from `v`; the local SGEs passed `check_local`,
     // written fault-safe.
-    if unsafe { crate::core::scatter(sges, 0, v.as_ptr(), 8) } {
+    if unsafe { crate::mem::scatter(sges, 0, v.as_ptr(), 8) } {
         IBV_WC_SUCCESS
     } else {
         IBV_WC_LOC_PROT_ERR

@@ -1,9 +1,6 @@
 //! swrdma: a kernel-free software RDMA device for libibverbs (provider ABI
 //! 34).  See README.md for the design.
 
-/// The ABI mirrors, shared with the library (crate `ibverbs-abi`).
-pub use ibverbs_abi as abi;
-
 mod core;
 mod device;
 mod direct;
@@ -12,9 +9,10 @@ mod net;
 mod ops;
 mod qpex;
 mod share;
+mod sys;
 mod wire;
 
-use abi::*;
+use ibverbs_abi::*;
 use std::os::raw::c_char;
 
 extern "C" {

@@ -28,6 +28,7 @@
 //! 8-byte probe through the kernel (memory unmapped or write-protected
 //! concurrently with the atomic is the window left there).
 
+use ibverbs_abi::ibv_sge;
 use std::os::raw::c_void;
 use std::sync::OnceLock;
 
@@ -222,16 +223,16 @@ mod fixup {
     }
 
     /// The atomic `op` on the 8 bytes at `p` (8-aligned); None on a fault.
-    pub fn atomic(p: u64, op: super::Atomic) -> Option<u64> {
+    pub fn atomic(p: u64, op: crate::mem::Atomic) -> Option<u64> {
         let mut old = 0u64;
         let p = p as *mut u64;
         // SAFETY: `p` is 8-aligned (the callers check); the instructions
         // fault at their `_ip` labels only, recovered by `on_fault`.
         let r = unsafe {
             match op {
-                super::Atomic::Cas(c, s) => swrdma_fc_cas(p, c, s, &mut old),
-                super::Atomic::Add(a) => swrdma_fc_faa(p, a, &mut old),
-                super::Atomic::Store(v) => swrdma_fc_store(p, v),
+                crate::mem::Atomic::Cas(c, s) => swrdma_fc_cas(p, c, s, &mut old),
+                crate::mem::Atomic::Add(a) => swrdma_fc_faa(p, a, &mut old),
+                crate::mem::Atomic::Store(v) => swrdma_fc_store(p, v),
             }
         };
         (r == 0).then_some(old)
@@ -425,4 +426,95 @@ pub fn check_mapped(addr: u64, len: u64, write: bool) -> Result<(), i32> {
         }
     }
     Err(libc::EFAULT)
+}
+
+// ---------------------------------------------------------------------------
+// Scatter / gather lists
+// ---------------------------------------------------------------------------
+
+/// Copies `len` bytes into the scatter list starting at byte `off`; false
+/// when the list is too short or a destination is no longer mapped
+/// writable (fault-safe: the kernel copies, see mem.rs).
+///
+/// # Safety
+/// Every SGE range is writable memory of this process (the list passed
+/// `check_local` for writing: it lies in registered MRs, and addresses are
+/// process addresses); `src` has `len` readable bytes, not overlapping.
+pub unsafe fn scatter(sges: &[ibv_sge], mut off: u64, src: *const u8, len: usize) -> bool {
+    let mut done = 0usize;
+    for s in sges {
+        if done == len {
+            break;
+        }
+        let sl = s.length as u64;
+        if off >= sl {
+            off -= sl;
+            continue;
+        }
+        let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `n` bytes from `done` < `len` of `src` (the contract); the
+        // destination is written by the kernel: memory the owner no longer
+        // maps writable fails the copy, it does not fault.
+        if !unsafe { copy_in(s.addr + off, src.add(done), n) } {
+            return false;
+        }
+        done += n;
+        off = 0;
+    }
+    done == len
+}
+
+/// Like [`gather`], reading fault-safe (see mem.rs): false when a source
+/// is no longer mapped readable.
+///
+/// # Safety
+/// `dst` has room for `len` bytes; the SGE ranges are process addresses
+/// (they may have been unmapped since they were checked).
+pub unsafe fn gather_safe(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) -> bool {
+    let mut done = 0usize;
+    for s in sges {
+        if done == len {
+            break;
+        }
+        let sl = s.length as u64;
+        if off >= sl {
+            off -= sl;
+            continue;
+        }
+        let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `dst` + `done` has room for `n` bytes (done + n <= len, the
+        // contract); the source is read by the kernel / with fault recovery.
+        if !unsafe { copy_out(dst.add(done), s.addr + off, n) } {
+            return false;
+        }
+        done += n;
+        off = 0;
+    }
+    done == len
+}
+
+/// Copies `len` bytes out of the gather list starting at byte `off`.
+///
+/// # Safety
+/// Every SGE range is readable memory of this process (the list passed
+/// `check_local`, or is the inline data of the request being posted);
+/// `dst` has room for `len` bytes, not overlapping.
+pub unsafe fn gather(sges: &[ibv_sge], mut off: u64, dst: *mut u8, len: usize) {
+    let mut done = 0usize;
+    for s in sges {
+        if done == len {
+            break;
+        }
+        let sl = s.length as u64;
+        if off >= sl {
+            off -= sl;
+            continue;
+        }
+        let n = ((sl - off) as usize).min(len - done);
+        // SAFETY: `n` bytes of the SGE's range from `off` < its length, to
+        // `dst` + `done` with `done + n` <= `len` (the contract covers both).
+        unsafe { std::ptr::copy_nonoverlapping((s.addr + off) as *const u8, dst.add(done), n) };
+        done += n;
+        off = 0;
+    }
 }

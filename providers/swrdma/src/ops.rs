@@ -1,11 +1,11 @@
 //! The verbs_context_ops of the software device.
 
-use crate::abi::*;
 use crate::core::*;
 use crate::device;
 use crate::direct;
 use crate::net;
 use crate::wire;
+use ibverbs_abi::*;
 use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};

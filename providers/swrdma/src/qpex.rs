@@ -1,8 +1,8 @@
 //! The extended CQ (ibv_cq_ex poll callbacks) and QP (ibv_qp_ex work
 //! request builders) interfaces.
 
-use crate::abi::*;
 use crate::ops::{post_one, qp_of, SwCq, SwQp};
+use ibverbs_abi::*;
 use std::os::raw::{c_int, c_uint, c_void};
 
 // ----- CQ ------------------------------------------------------------------

@@ -264,7 +264,7 @@ fn copy_nonzero(dst: u64, src: u64, len: u64) -> bool {
 /// (Some(None): the pages are in one of our files that can no longer be
 /// shared: nothing to do.)
 fn reuse(a0: u64, n: u64) -> Option<Option<Share>> {
-    let mut g = crate::core::lock(&SHARED);
+    let mut g = crate::sys::lock(&SHARED);
     if g.len() > PRUNE_AT {
         // Forget the regions the application no longer maps (one read of
         // the maps for all of them).
@@ -309,14 +309,14 @@ fn region_of<'a>(g: &'a mut [Region], s: &Share) -> Option<&'a mut Region> {
 
 /// A descriptor of the memory file behind `s` (for a peer).
 pub fn file_of(s: &Share) -> Option<OwnedFd> {
-    let mut g = crate::core::lock(&SHARED);
+    let mut g = crate::sys::lock(&SHARED);
     region_of(&mut g, s)?.fd.as_ref()?.try_clone().ok()
 }
 
 /// The MR of `s` is gone: its region's descriptor is closed once no MR
 /// uses it.  The pages stay in the file (see the module's comment).
 pub fn release(s: &Share) {
-    let mut g = crate::core::lock(&SHARED);
+    let mut g = crate::sys::lock(&SHARED);
     if let Some(r) = region_of(&mut g, s) {
         r.refs = r.refs.saturating_sub(1);
         if r.refs == 0 {
@@ -340,7 +340,7 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
     if let Some(s) = reuse(a0, a1 - a0) {
         return s;
     }
-    if crate::core::lock(&SHARED).iter().filter(|r| r.fd.is_some()).count() >= MAX_LIVE || !private_anon(a0, a1) {
+    if crate::sys::lock(&SHARED).iter().filter(|r| r.fd.is_some()).count() >= MAX_LIVE || !private_anon(a0, a1) {
         return None;
     }
     let n = a1 - a0;
@@ -372,7 +372,7 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
         unsafe { move_over(tmp, n, a0) }
     };
     if ok {
-        crate::core::lock(&SHARED).push(Region {
+        crate::sys::lock(&SHARED).push(Region {
             base: a0,
             len: n,
             fd: Some(fd),
@@ -400,7 +400,7 @@ pub fn share(va: u64, len: u64) -> Option<Share> {
 pub fn unshare(s: &Share) {
     fork_lock();
     {
-        let mut g = crate::core::lock(&SHARED);
+        let mut g = crate::sys::lock(&SHARED);
         // (Other MRs on the same region lose the direct path: their pages
         // are private now; their registrations still work, by the ring.)
         g.retain(|r| r.base + r.len <= s.base || r.base >= s.base + s.len);

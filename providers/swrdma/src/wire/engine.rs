@@ -13,9 +13,9 @@
 //! (`Ctx::with_remote`, `write_remote`, `atomic_remote`): a peer reaches
 //! only what an rkey of ours grants.
 
-use crate::abi::*;
 use crate::core::*;
 use crate::wire::sock::{RxMeta, Sock};
+use ibverbs_abi::*;
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
