@@ -1,0 +1,157 @@
+//! The receive side of SEND (and of RDMA WRITE with immediate): a receive
+//! WQE taken and checked, the message's data placed in it piece by piece
+//! (after the 40-byte GRH area on a UD QP), and its completion.
+
+use crate::keys::Keys;
+use crate::memory::{scatter, Memory};
+use ibverbs_abi::*;
+use std::net::{IpAddr, Ipv6Addr};
+
+/// A receive WQE that a message is being placed in.  `C`: where its
+/// completion goes (the provider's CQ handle).
+pub struct Receive<C> {
+    pub wr_id: u64,
+    /// Its scatter list, in process addresses.
+    pub sges: Vec<ibv_sge>,
+    /// The status it completes with (0 so far).
+    pub err: u32,
+    pub cq: C,
+    /// Bytes in front of the data: 40 on a UD QP (the GRH), else 0.
+    pub base: u64,
+}
+
+/// Takes receive WQE `wr_id`/`sges` of PD `pd` for a message: its list is
+/// checked for writing (a bad one makes the receive complete with
+/// `LOC_PROT_ERR`; nothing is placed in it).
+pub fn accept<C>(keys: &Keys, pd: u32, wr_id: u64, sges: Vec<ibv_sge>, cq: C) -> Receive<C> {
+    let (sges, err) = match keys.check_local(pd, &sges, true) {
+        Ok(None) => (sges, 0),
+        Ok(Some(t)) => (t, 0),
+        Err(e) => (sges, e),
+    };
+    Receive {
+        wr_id,
+        sges,
+        err,
+        cq,
+        base: 0,
+    }
+}
+
+/// What the completion of a receive says besides its WQE.
+pub struct Completion {
+    pub qpn: u32,
+    pub src_qp: u32,
+    /// `IBV_WC_RECV` or `IBV_WC_RECV_RDMA_WITH_IMM`.
+    pub opcode: u32,
+    /// The message's length (without the GRH area).
+    pub len: u64,
+    /// Immediate data as `ibv_wc.imm_data` holds it (network order).
+    pub imm: Option<u32>,
+    /// SEND with invalidate: the rkey to invalidate.
+    pub inv: Option<u32>,
+}
+
+impl<C> Receive<C> {
+    /// A UD receive: the GRH area first (its data then starts at 40).
+    pub fn place_grh(&mut self, mem: &dyn Memory, grh: &[u8; 40]) {
+        self.base = 40;
+        self.place_at(mem, 0, grh);
+    }
+
+    /// Data at byte `off` of the message; the receive completes with
+    /// `LOC_LEN_ERR` once some does not fit.
+    pub fn place(&mut self, mem: &dyn Memory, off: u64, data: &[u8]) {
+        self.place_at(mem, self.base + off, data);
+    }
+
+    fn place_at(&mut self, mem: &dyn Memory, at: u64, data: &[u8]) {
+        if self.err == 0 && !data.is_empty() && !scatter(mem, &self.sges, at, data) {
+            self.err = IBV_WC_LOC_LEN_ERR;
+        }
+    }
+
+    /// The completion (and where it goes).  A SEND with invalidate of a
+    /// window that `invalidate` refuses completes with `REM_INV_REQ_ERR`.
+    pub fn complete(self, c: &Completion, invalidate: &mut dyn FnMut(u32, u32) -> bool) -> (ibv_wc, C) {
+        // SAFETY: `ibv_wc` is integers and a union of integers: all-zero is
+        // a valid value.
+        let mut wc: ibv_wc = unsafe { std::mem::zeroed() };
+        wc.wr_id = self.wr_id;
+        wc.status = self.err;
+        wc.opcode = c.opcode;
+        wc.byte_len = (c.len + self.base) as u32;
+        wc.qp_num = c.qpn;
+        wc.src_qp = c.src_qp;
+        if let Some(i) = c.imm {
+            wc.imm.imm_data = i;
+            wc.wc_flags |= IBV_WC_WITH_IMM;
+        }
+        if let (Some(k), 0) = (c.inv, wc.status) {
+            if invalidate(k, c.qpn) {
+                wc.imm.invalidated_rkey = k;
+                wc.wc_flags |= IBV_WC_WITH_INV;
+            } else {
+                wc.status = IBV_WC_REM_INV_REQ_ERR;
+            }
+        }
+        if self.base > 0 {
+            wc.wc_flags |= IBV_WC_GRH;
+        }
+        (wc, self.cq)
+    }
+}
+
+/// The kind of GID a UD datagram was sent from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GidKind {
+    /// RoCE v1 / IB: an IPv6-style GRH (next header 0x1b: the BTH).
+    RoceV1,
+    /// RoCE v2: the IP header of the datagram (IPv4 in the last 20 bytes
+    /// for an IPv4-mapped GID, else IPv6), as rxe fills it.
+    RoceV2,
+}
+
+/// The IP address a RoCE v2 GID stands for.
+pub fn gid_ip(g: &[u8; 16]) -> IpAddr {
+    let v6 = Ipv6Addr::from(*g);
+    match v6.to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(v6),
+    }
+}
+
+/// The bytes of a UD datagram on the wire after the IP and UDP headers:
+/// BTH, DETH, immediate data, payload, pad, ICRC.
+pub fn ud_udp_len(payload: usize, imm: bool) -> usize {
+    12 + 8 + if imm { 4 } else { 0 } + payload + (4 - payload % 4) % 4 + 4
+}
+
+/// The 40-byte GRH area of a UD receive.
+pub fn grh(
+    kind: GidKind,
+    sgid: &[u8; 16],
+    dgid: &[u8; 16],
+    tclass: u8,
+    hop: u8,
+    payload: usize,
+    imm: bool,
+) -> [u8; 40] {
+    match kind {
+        GidKind::RoceV2 => swrdma_roce::grh(gid_ip(sgid), gid_ip(dgid), tclass, hop, ud_udp_len(payload, imm)),
+        GidKind::RoceV1 => {
+            let mut g = [0u8; 40];
+            g[0] = 0x60 | (tclass >> 4);
+            g[1] = tclass << 4;
+            // Payload length: what follows the GRH (BTH, DETH, immediate,
+            // data, pad, ICRC) but not the VCRC.
+            let paylen = (ud_udp_len(payload, imm)) as u16;
+            g[4..6].copy_from_slice(&paylen.to_be_bytes());
+            g[6] = 0x1b;
+            g[7] = hop;
+            g[8..24].copy_from_slice(sgid);
+            g[24..40].copy_from_slice(dgid);
+            g
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The responder's checks of a remote access and their execution, in one
+//! order for both transports:
+//!
+//! 1. the QP's own rights (`qp_access_flags`) for the operation — else
+//!    `RemoteAccess`;
+//! 2. an atomic's address is 8-aligned — else `InvalidRequest`;
+//! 3. a zero-length READ or WRITE touches nothing: no R_Key and no address
+//!    is checked (IBTA C9-88; UCX flushes with rkey and address 0);
+//! 4. the R_Key grants the right over the whole range (its PD, a window's
+//!    MR and QP, the range inside) — else `RemoteAccess`;
+//! 5. the copy itself: memory the owner no longer maps — `RemoteAccess`.
+//!
+//! Errors are [`Fault`]s: the caller answers with `fault.nak_code()` (the
+//! wire) or `fault.requester_status()` (the ring), raises
+//! `fault.async_event()` and moves the QP to the error state.
+
+use crate::fault::Fault;
+use crate::keys::Keys;
+use crate::memory::{Atomic, Memory};
+use crate::op::Op;
+
+/// The QP a request is for, as the checks see it.
+pub struct Target<'a> {
+    pub qpn: u32,
+    /// The PD remote accesses are checked against (an XRC target QP: the
+    /// PD of the SRQ the request names).
+    pub pd: u32,
+    /// The QP's `qp_access_flags`.
+    pub qp_access: u32,
+    pub keys: &'a Keys,
+}
+
+impl Target<'_> {
+    /// Steps 1 to 4 for `op` on [va, va + len): Ok(Some(process address)),
+    /// Ok(None) for a zero-length access (nothing to touch).
+    pub fn check(&self, op: Op, rkey: u32, va: u64, len: u64) -> Result<Option<u64>, Fault> {
+        let right = op.remote_access();
+        if self.qp_access & right != right {
+            return Err(Fault::RemoteAccess);
+        }
+        if op.is_atomic() && !va.is_multiple_of(8) {
+            return Err(Fault::InvalidRequest);
+        }
+        if len == 0 && !op.is_atomic() {
+            return Ok(None);
+        }
+        let len = if op.is_atomic() { 8 } else { len };
+        match self.keys.grant(self.qpn, self.pd, rkey, va, len, right) {
+            Some(a) => Ok(Some(a)),
+            None => Err(Fault::RemoteAccess),
+        }
+    }
+
+    /// An RDMA WRITE's data (one piece) to `va`.
+    pub fn write(&self, mem: &dyn Memory, rkey: u32, va: u64, data: &[u8]) -> Result<(), Fault> {
+        match self.check(Op::Write, rkey, va, data.len() as u64)? {
+            Some(a) if !mem.write(a, data) => Err(Fault::RemoteAccess),
+            _ => Ok(()),
+        }
+    }
+
+    /// An RDMA READ's data (one piece) from `va`.
+    pub fn read(&self, mem: &dyn Memory, rkey: u32, va: u64, out: &mut [u8]) -> Result<(), Fault> {
+        match self.check(Op::Read, rkey, va, out.len() as u64)? {
+            Some(a) if !mem.read(a, out) => Err(Fault::RemoteAccess),
+            _ => Ok(()),
+        }
+    }
+
+    /// An atomic (`op`: CmpSwap, FetchAdd or AtomicWrite with its
+    /// operands): the value before it.
+    pub fn atomic(&self, mem: &dyn Memory, op: Op, rkey: u32, va: u64, a: Atomic) -> Result<u64, Fault> {
+        let Some(addr) = self.check(op, rkey, va, 8)? else {
+            return Err(Fault::InvalidRequest);
+        };
+        mem.atomic(addr, a).ok_or(Fault::RemoteAccess)
+    }
+}
+
+/// The responder resources of atomics: the results of the last ones, by
+/// PSN, so that a duplicate request is answered with the saved result and
+/// never executed twice.
+#[derive(Default)]
+pub struct AtomicHistory {
+    saved: std::collections::VecDeque<(u32, u64)>,
+}
+
+impl AtomicHistory {
+    /// At least this many results are kept (more when the QP allows more
+    /// outstanding: `max_dest_rd_atomic`).
+    pub const MIN_KEEP: usize = 32;
+
+    pub fn save(&mut self, psn: u32, value: u64, max_dest_rd_atomic: u8) {
+        self.saved.push_back((psn, value));
+        let keep = (max_dest_rd_atomic as usize).max(Self::MIN_KEEP);
+        while self.saved.len() > keep {
+            self.saved.pop_front();
+        }
+    }
+
+    /// The saved result of the atomic with this PSN.
+    pub fn replay(&self, psn: u32) -> Option<u64> {
+        self.saved.iter().rev().find(|(p, _)| *p == psn).map(|&(_, v)| v)
+    }
+
+    pub fn clear(&mut self) {
+        self.saved.clear();
+    }
+}
