@@ -1,7 +1,8 @@
 //! The device model: contexts, memory regions, CQs, SRQs, QPs and the
 //! transport protocol over the shared-memory links.
 
-pub use crate::mem::{gather, gather_safe, scatter};
+pub use crate::mem::{gather, gather_safe};
+use crate::mem::{Atomic, ProcessMemory};
 use crate::net;
 pub use crate::sys::{lock, now_ns};
 use ibverbs_abi::*;
@@ -13,22 +14,15 @@ use std::os::raw::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use swrdma_rc::budget::Budget;
+use swrdma_rc::completer;
+use swrdma_rc::fault::Fault;
+use swrdma_rc::op::Op;
+use swrdma_rc::recv::{gid_ip, GidKind};
+use swrdma_rc::responder::Target;
 use swrdma_ring::*;
 
-#[derive(Clone, Copy)]
-pub struct MrEnt {
-    pub pd: u32,
-    pub va: u64,
-    pub addr: u64,
-    pub len: u64,
-    pub access: u32,
-    /// 0: a memory region; 1, 2: a bound memory window of that type.
-    pub mw: u32,
-    /// A window: the lkey of the MR it lies in (which must still exist).
-    pub parent: u32,
-    /// A type 2 window: the only QP remote accesses may come through.
-    pub qpn: u32,
-}
+pub use swrdma_rc::keys::{Keys, MrEnt, WindowBind};
 
 pub struct RWqe {
     pub wr_id: u64,
@@ -51,10 +45,6 @@ pub struct SWqe {
     pub gsges: Vec<ibv_sge>,
     /// ... or a copy of its inline data.
     pub data: Vec<u8>,
-    /// RNR NAKs still allowed (the QP's `rnr_retry`; 7: no limit) and
-    /// transport retries (`retry_cnt`: the responder was not ready yet).
-    pub rnr_left: u8,
-    pub retry_left: u8,
 }
 
 impl SWqe {
@@ -71,8 +61,6 @@ impl SWqe {
             hdr: Msg::default(),
             gsges: Vec::new(),
             data: Vec::new(),
-            rnr_left: 0,
-            retry_left: 0,
         }
     }
 }
@@ -85,27 +73,12 @@ pub const NAK_RNR: u32 = 0x1_0000;
 /// drop the packet and the requester retry after its transport timeout).
 pub const NAK_NOT_READY: u32 = 0x1_0001;
 
-/// The RNR timer encoding of IB (`min_rnr_timer`, 5 bits) in nanoseconds:
-/// 0 is 655.36 ms, 1..31 go from 0.01 ms to 491.52 ms.
-pub fn rnr_timer_ns(code: u32) -> u64 {
-    const US100: [u32; 32] = [
-        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,
-        4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
-    ];
-    US100[(code & 31) as usize] as u64 * 10_000
-}
+pub use swrdma_rc::timers::ack_timeout_ns;
 
-/// The local ACK timeout of IB (`timeout`: 4.096 us * 2^timeout), capped at
-/// 2^20 units (4.3 s); 0 ("infinite" on hardware) waits as 14 (67 ms).
-pub fn ack_timeout_ns(code: u8) -> u64 {
-    let c = if code == 0 { 14 } else { code.min(20) };
-    4096u64 << c
-}
-
-/// How long a requester whose requests go unanswered (the peer is gone)
-/// waits before RETRY_EXC_ERR: `retry_cnt` + 1 ACK timeouts, at most 2 s.
+/// How long a requester whose requests go unanswered waits before
+/// RETRY_EXC_ERR (see `swrdma_rc::timers::give_up_ns`).
 pub fn give_up_ns(attr: &ibv_qp_attr) -> u64 {
-    (ack_timeout_ns(attr.timeout) * (attr.retry_cnt.min(7) as u64 + 1)).min(2_000_000_000)
+    swrdma_rc::timers::give_up_ns(attr.timeout, attr.retry_cnt)
 }
 
 /// Fragment of a message starting at byte `off` (SEND/WRITE: a chunk of at
@@ -309,12 +282,8 @@ pub struct Srq {
 // QP
 // ---------------------------------------------------------------------------
 
-pub struct CurRecv {
-    pub wqe: RWqe,
-    pub base: u64,
-    pub err: u32,
-    pub cq: Option<Arc<Cq>>,
-}
+/// A receive being filled (the engine's), completing into its CQ.
+pub type CurRecv = swrdma_rc::recv::Receive<Option<Arc<Cq>>>;
 
 pub struct QpSt {
     pub state: u32,
@@ -346,6 +315,8 @@ pub struct QpSt {
     /// time (CLOCK_MONOTONIC ns), as on the wire after `retry_cnt`
     /// unanswered retransmissions.
     pub lost_at: Option<u64>,
+    /// Requester: the retry and RNR budgets (both transports).
+    pub budget: Budget,
     /// The QP's state on the wire (a wire device's QPs only).
     pub wq: crate::wire::engine::WQp,
 }
@@ -384,24 +355,10 @@ impl Qp {
             probing: false,
             probe: None,
             lost_at: None,
+            budget: Budget::default(),
             wq: Default::default(),
         }
     }
-}
-
-/// A memory-window bind, as read from the application's objects.
-pub struct WindowBind {
-    /// IBV_MW_TYPE_1 or _2.
-    pub ty: u32,
-    /// The window's current rkey.
-    pub old: u32,
-    /// The window's PD.
-    pub pd: u32,
-    pub access: u32,
-    /// Type 2: the 8-bit key the consumer chose.
-    pub rkey: u32,
-    /// The MR's lkey, start and length; None: unbind.
-    pub range: Option<(u32, u64, u64)>,
 }
 
 pub enum RecvErr {
@@ -426,7 +383,7 @@ pub struct Ctx {
     ibctx: usize,
     qps: RwLock<HashMap<u32, Arc<Qp>>>,
     srqs: RwLock<HashMap<u32, Arc<Srq>>>,
-    mrs: RwLock<HashMap<u32, MrEnt>>,
+    mrs: RwLock<Keys>,
     links: Mutex<Arc<Vec<Arc<Link>>>>,
     /// Accepted connections whose hello has not come yet, with their
     /// deadlines (in the epoll set, tagged `TAG_HELLO | fd`).
@@ -545,7 +502,7 @@ impl Ctx {
             ibctx,
             qps: RwLock::new(HashMap::new()),
             srqs: RwLock::new(HashMap::new()),
-            mrs: RwLock::new(HashMap::new()),
+            mrs: RwLock::new(Keys::default()),
             links: Mutex::new(Arc::new(Vec::new())),
             hellos: Mutex::new(Vec::new()),
             pidfds: Mutex::new(Vec::new()),
@@ -719,20 +676,14 @@ impl Ctx {
         // `insert_mr`.)
         let mut g = self.mrs.write().unwrap();
         self.withdraw_mr(key);
-        g.remove(&key);
+        g.remove(key);
     }
 
     /// Changes MR `key` in place (rereg); false when there is none.
     pub fn update_mr(&self, key: u32, f: impl FnOnce(&mut MrEnt)) -> bool {
         let mut g = self.mrs.write().unwrap();
         self.withdraw_mr(key);
-        let e = match g.get_mut(&key) {
-            Some(e) => {
-                f(e);
-                *e
-            }
-            None => return false,
-        };
+        let Some(e) = g.update(key, f) else { return false };
         self.publish_mr(key, &e);
         true
     }
@@ -754,70 +705,13 @@ impl Ctx {
 
     /// Forgets window `rkey` if it is bound (dealloc_mw).
     pub fn unbind_window(&self, rkey: u32) {
-        let mut mrs = self.mrs.write().unwrap();
-        if mrs.get(&rkey).is_some_and(|m| m.mw != 0) {
-            mrs.remove(&rkey);
-        }
+        self.mrs.write().unwrap().unbind_window(rkey);
     }
 
-    /// Binds (or, without a range, unbinds) a window through `qp`, checking
-    /// it against the MR it lies in; the window's new rkey, or the
-    /// completion status.
+    /// Binds (or, without a range, unbinds) a window through `qp` (see
+    /// `Keys::bind_window`): the window's new rkey, or the completion status.
     pub fn bind_window(&self, qp: &Qp, b: &WindowBind) -> Result<u32, u32> {
-        let (ty, old, access) = (b.ty, b.old, b.access);
-        if access
-            & !(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
-            != 0
-        {
-            return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
-        }
-        let mut mrs = self.mrs.write().unwrap();
-        let bound = mrs.get(&old).is_some_and(|m| m.mw != 0);
-        if ty == IBV_MW_TYPE_2 && (bound || qp.pd != b.pd) {
-            return Err(IBV_WC_MW_BIND_ERR);
-        }
-        let mut ent = None;
-        if let Some((lkey, addr, length)) = b.range {
-            let Some(mr) = mrs.get(&lkey).copied() else {
-                return Err(IBV_WC_MW_BIND_ERR);
-            };
-            let inside = addr >= mr.addr
-                && addr
-                    .checked_add(length)
-                    .is_some_and(|e| e <= mr.addr.saturating_add(mr.len));
-            if mr.mw != 0 || mr.pd != b.pd || mr.access & IBV_ACCESS_MW_BIND == 0 || !inside {
-                return Err(IBV_WC_MW_BIND_ERR);
-            }
-            if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0
-                && mr.access & IBV_ACCESS_LOCAL_WRITE == 0
-            {
-                return Err(IBV_WC_MW_BIND_ERR);
-            }
-            ent = Some(MrEnt {
-                pd: b.pd,
-                va: mr.va + (addr - mr.addr),
-                addr,
-                len: length,
-                access: access & !IBV_ACCESS_LOCAL_WRITE,
-                mw: ty,
-                parent: lkey,
-                qpn: if ty == IBV_MW_TYPE_2 { qp.qpn } else { 0 },
-            });
-        }
-        if bound {
-            mrs.remove(&old);
-        }
-        // The index stays, the consumer chooses the 8-bit key (type 2; type 1:
-        // the next one).
-        let new = if ty == IBV_MW_TYPE_2 {
-            (old & !0xff) | (b.rkey & 0xff)
-        } else {
-            (old & !0xff) | (old.wrapping_add(1) & 0xff)
-        };
-        if let Some(e) = ent {
-            mrs.insert(new, e);
-        }
-        Ok(new)
+        self.mrs.write().unwrap().bind_window(qp.qpn, qp.pd, b)
     }
 
     /// Kicks the context's thread out of its sleep.
@@ -932,115 +826,25 @@ impl Ctx {
     }
 
     pub fn mr(&self, key: u32) -> Option<MrEnt> {
-        self.mrs.read().unwrap().get(&key).copied()
+        self.mrs.read().unwrap().get(key)
     }
 
-    /// Checks a local SGE list; `write`: the data will be written into it.
-    /// SGE addresses are in the MR's address space (its IOVA, 0 for
-    /// zero-based device-memory MRs): Ok(Some(list)) gives the list with
-    /// process addresses when any differs, Ok(None) when they are the same.
+    /// Checks a local SGE list (see `Keys::check_local`).
     pub fn check_local(&self, pd: u32, sges: &[ibv_sge], write: bool) -> Result<Option<Vec<ibv_sge>>, u32> {
-        let mrs = self.mrs.read().unwrap();
-        let mut out: Option<Vec<ibv_sge>> = None;
-        for (i, s) in sges.iter().enumerate() {
-            if s.length == 0 {
-                continue;
-            }
-            let Some(m) = mrs.get(&s.lkey) else {
-                return Err(IBV_WC_LOC_PROT_ERR);
-            };
-            if m.mw != 0
-                || m.pd != pd
-                || s.addr < m.addr
-                || s.addr.saturating_add(s.length as u64) > m.addr.saturating_add(m.len)
-            {
-                return Err(IBV_WC_LOC_PROT_ERR);
-            }
-            if write && m.access & IBV_ACCESS_LOCAL_WRITE == 0 {
-                return Err(IBV_WC_LOC_PROT_ERR);
-            }
-            if m.va != m.addr {
-                let v = out.get_or_insert_with(|| sges.to_vec());
-                v[i].addr = s.addr - m.addr + m.va;
-            }
-        }
-        Ok(out)
+        self.mrs.read().unwrap().check_local(pd, sges, write)
     }
 
-    /// Checks a remote access against the target's MR table.
-    /// Returns the local address of `addr` (the MR's I/O virtual address
-    /// space) when `rkey` grants `access` to [addr, addr+len).
-    pub fn check_remote(&self, qpn: u32, pd: u32, rkey: u32, addr: u64, len: u64, access: u32) -> Option<u64> {
-        grant(&self.mrs.read().unwrap(), qpn, pd, rkey, addr, len, access)
-    }
-
-    /// Like `check_remote`, then runs `f` on the local address with the MR
-    /// table held (read): a dereg (which takes it to write) waits for the
-    /// copy `f` makes, and none starts after the dereg.  `f` must not take
-    /// the MR table itself.  None: the access is not granted.
-    #[allow(clippy::too_many_arguments)]
-    pub fn with_remote<R>(
-        &self,
-        qpn: u32,
-        pd: u32,
-        rkey: u32,
-        addr: u64,
-        len: u64,
-        access: u32,
-        f: impl FnOnce(u64) -> R,
-    ) -> Option<R> {
-        let mrs = self.mrs.read().unwrap();
-        let a = grant(&mrs, qpn, pd, rkey, addr, len, access)?;
-        let r = f(a);
-        drop(mrs);
-        Some(r)
-    }
-
-    /// An RDMA WRITE chunk: `len` bytes from `src` (a validated ring record
-    /// or its private copy) to [addr, addr+len) of MR `rkey`, which must
-    /// grant REMOTE_WRITE.  False: not granted, or the owner no longer maps
-    /// that memory writable (the kernel copies: EFAULT, never a fault).
-    pub fn write_remote(&self, qpn: u32, pd: u32, rkey: u32, addr: u64, src: *const u8, len: usize) -> bool {
-        self.with_remote(qpn, pd, rkey, addr, len as u64, IBV_ACCESS_REMOTE_WRITE, |dst| {
-            // SAFETY: `src` holds `len` readable bytes (our caller's
-            // records); the destination is checked by the kernel.
-            unsafe { crate::mem::copy_in(dst, src, len) }
-        }) == Some(true)
-    }
-
-    /// An atomic on the 8 bytes at `addr` of MR `rkey` (granting `access`):
-    /// the original value, or None when not granted or the memory is no
-    /// longer mapped writable (fault-safe, see mem.rs; with the MR table
-    /// held: no dereg meanwhile).
-    pub fn atomic_remote(
-        &self,
-        qpn: u32,
-        pd: u32,
-        rkey: u32,
-        addr: u64,
-        access: u32,
-        op: crate::mem::Atomic,
-    ) -> Option<u64> {
-        self.with_remote(qpn, pd, rkey, addr, 8, access, |tgt| {
-            if !tgt.is_multiple_of(8) {
-                return None;
-            }
-            crate::mem::atomic(tgt, op)
-        })
-        .flatten()
+    /// Runs `f` with the key table held (read): a dereg (which takes it to
+    /// write) waits for the copy `f` makes, and none starts after the
+    /// dereg.  `f` must not take the MR table itself.
+    pub fn with_keys<R>(&self, f: impl FnOnce(&Keys) -> R) -> R {
+        f(&self.mrs.read().unwrap())
     }
 
     /// Invalidates the type 2 window `rkey` (LOCAL_INV, SEND_WITH_INV);
     /// `qpn`: the QP a remote invalidation came in on (0: local).
     pub fn invalidate(&self, rkey: u32, qpn: u32) -> bool {
-        let mut mrs = self.mrs.write().unwrap();
-        match mrs.get(&rkey) {
-            Some(m) if m.mw == 2 && (qpn == 0 || m.qpn == qpn) => {
-                mrs.remove(&rkey);
-                true
-            }
-            _ => false,
-        }
+        self.mrs.write().unwrap().invalidate(rkey, qpn)
     }
 
     // ----- progress ------------------------------------------------------
@@ -1471,14 +1275,16 @@ impl Ctx {
                     let mut copied = true;
                     // Checked and copied with the MR table held: a dereg
                     // waits for this chunk, and a chunk never starts after it.
-                    let put = self.with_remote(
-                        *qpn,
-                        *pd,
-                        hdr.rkey,
-                        hdr.raddr + *off,
-                        plen as u64,
-                        IBV_ACCESS_REMOTE_READ,
-                        |src| {
+                    // (The QP's rights were checked when the request came.)
+                    let put = self.with_keys(|keys| {
+                        let t = Target {
+                            qpn: *qpn,
+                            pd: *pd,
+                            qp_access: IBV_ACCESS_REMOTE_READ,
+                            keys,
+                        };
+                        let src = t.check(Op::Read, hdr.rkey, hdr.raddr + *off, plen as u64).ok()??;
+                        Some({
                             let mut copy = |d: *mut u8| {
                                 // SAFETY: `d` is `plen` bytes of reserved ring
                                 // space; the source is read by the kernel
@@ -1488,8 +1294,8 @@ impl Ctx {
                                 copied
                             };
                             self.try_put(l, &h, plen, &mut copy)
-                        },
-                    );
+                        })
+                    });
                     match put {
                         None => {
                             // Deregistered meanwhile: the READ fails.
@@ -1675,7 +1481,7 @@ impl Ctx {
                         if st.dropping {
                             return;
                         }
-                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, 0, &mut |_| {}) {
+                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, &mut |_| {}) {
                             st.dropping = m.flags & F_LAST == 0;
                         }
                     }
@@ -1686,16 +1492,19 @@ impl Ctx {
                         if st.dropping {
                             return;
                         }
-                        // A zero-length WRITE checks no R_Key (IBTA C9-88).
+                        // SAFETY: `payload` holds `m.plen` bytes (a
+                        // validated record or its copy).
+                        let data = unsafe { bytes(payload, m.plen as usize) };
                         let done = m.off + m.plen as u64 <= m.total
-                            && (m.total == 0
-                                || self.write_remote(qp.qpn, qp.pd, m.rkey, m.raddr + m.off, payload, m.plen as usize));
+                            && self
+                                .with_target(&qp, &st, m, |t| t.write(&ProcessMemory, m.rkey, m.raddr + m.off, data))
+                                .is_ok();
                         if !done {
                             st.dropping = m.flags & F_LAST == 0;
                             return;
                         }
                         if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
-                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), 0, &mut |_| {});
+                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), &mut |_| {});
                         }
                     }
                     _ => {}
@@ -1708,7 +1517,7 @@ impl Ctx {
                 if m.kind != K_SEND || m.qkey != st.attr.qkey {
                     return;
                 }
-                let _ = self.recv_data(&qp, &mut st, m, payload, 40, &mut |_| {});
+                let _ = self.recv_data(&qp, &mut st, m, payload, &mut |_| {});
             }
             _ => {}
         }
@@ -1716,7 +1525,6 @@ impl Ctx {
 
     /// One RC request; Err(()) = receiver not ready (no receive WQE: RNR).
     fn rc_exec(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
-        let last = m.flags & F_LAST != 0;
         if qp.qpt == IBV_QPT_RC && !from_connected_peer(l, st, m) {
             // Not from the QP this one is connected to: the wire would drop
             // it (rxe checks the source of every packet of a connected QP)
@@ -1726,165 +1534,140 @@ impl Ctx {
             }
             return Ok(());
         }
-        match m.kind {
-            K_SEND => {
-                // The ACK (or NAK) goes out before the receive completes: an
-                // application that polls the completion and exits must not
-                // take the ACK with it (the sender saw RETRY_EXC_ERR).
-                let mut ack = |s: u32| {
-                    // The receiver's own fault (its WQE's lkey/range/rights)
-                    // is a Remote Operational Error for the requester; a
-                    // message longer than the receive buffer an Invalid
-                    // Request (as the IB NAK codes).
-                    let status = match s {
-                        0 => 0,
-                        IBV_WC_LOC_PROT_ERR => IBV_WC_REM_OP_ERR,
-                        _ => IBV_WC_REM_INV_REQ_ERR,
-                    };
-                    self.reply(l, m, K_ACK, status);
-                };
-                match self.recv_data(qp, st, m, payload, 0, &mut ack) {
-                    Ok(()) => {}
-                    Err(RecvErr::Rnr) => return Err(()),
-                    Err(RecvErr::Failed) => self.to_err(qp, st),
-                }
-            }
-            K_WRITE => {
-                if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
-                    return Err(());
-                }
-                // A zero-length WRITE checks the QP's access flags but no
-                // R_Key or address (IBTA C9-88): UCX flushes with one whose
-                // rkey and address are 0.
-                let done = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0
-                    && m.off + m.plen as u64 <= m.total
-                    && (m.total == 0
-                        || self.write_remote(
-                            qp.qpn,
-                            self.resp_pd(qp, m),
-                            m.rkey,
-                            m.raddr + m.off,
-                            payload,
-                            m.plen as usize,
-                        ));
-                if !done {
-                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
-                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
-                    self.to_err(qp, st);
-                    return Ok(());
-                }
-                if last {
-                    // (ACKed before the receive completes, as SENDs are.)
-                    self.reply(l, m, K_ACK, 0);
-                    if m.flags & F_IMM != 0 {
-                        let mut h = *m;
-                        h.flags |= F_FIRST;
-                        h.plen = 0;
-                        h.off = 0;
-                        let _ = self.recv_data(qp, st, &h, std::ptr::null(), 0, &mut |_| {});
-                    }
-                }
-            }
-            K_READ => {
-                let srcb = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ == 0 {
-                    None
-                } else if m.total == 0 {
-                    Some(0) // a zero-length READ checks no R_Key (IBTA C9-88)
-                } else {
-                    self.check_remote(
-                        qp.qpn,
-                        self.resp_pd(qp, m),
-                        m.rkey,
-                        m.raddr,
-                        m.total,
-                        IBV_ACCESS_REMOTE_READ,
-                    )
-                };
-                if srcb.is_none() {
-                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
-                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
-                    self.to_err(qp, st);
-                    return Ok(());
-                }
-                let hdr = Msg {
-                    kind: K_READ_RESP,
-                    dst_qpn: m.src_qpn,
-                    src_qpn: m.dst_qpn,
-                    seq: m.seq,
-                    total: m.total,
-                    raddr: m.raddr,
-                    rkey: m.rkey,
-                    ..Default::default()
-                };
-                self.respond(
-                    l,
-                    Resp::Read {
-                        hdr,
-                        qpn: qp.qpn,
-                        pd: self.resp_pd(qp, m),
-                        off: 0,
-                    },
-                );
-            }
-            K_AWRITE => {
-                let done = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0 && m.raddr.is_multiple_of(8) {
-                    self.atomic_remote(
-                        qp.qpn,
-                        self.resp_pd(qp, m),
-                        m.rkey,
-                        m.raddr,
-                        IBV_ACCESS_REMOTE_WRITE,
-                        // The 8 bytes land at once, as the value was sent
-                        // (its byte order is the requester's memory, ours).
-                        crate::mem::Atomic::Store(m.swap),
-                    )
-                } else {
-                    None
-                };
-                if done.is_none() {
-                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
-                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
-                    self.to_err(qp, st);
-                    return Ok(());
-                }
-                self.reply(l, m, K_ACK, 0);
-            }
-            K_CAS | K_FAA => {
-                let orig = if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC != 0 && m.raddr.is_multiple_of(8) {
-                    self.atomic_remote(
-                        qp.qpn,
-                        self.resp_pd(qp, m),
-                        m.rkey,
-                        m.raddr,
-                        IBV_ACCESS_REMOTE_ATOMIC,
-                        if m.kind == K_CAS {
-                            crate::mem::Atomic::Cas(m.cmp, m.swap)
-                        } else {
-                            crate::mem::Atomic::Add(m.cmp)
-                        },
-                    )
-                } else {
-                    None
-                };
-                let Some(orig) = orig else {
-                    self.reply(l, m, K_ACK, IBV_WC_REM_ACCESS_ERR);
-                    self.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
-                    self.to_err(qp, st);
-                    return Ok(());
-                };
-                let r = Msg {
-                    kind: K_ATOMIC_RESP,
-                    flags: F_LAST,
-                    dst_qpn: m.src_qpn,
-                    src_qpn: m.dst_qpn,
-                    seq: m.seq,
-                    cmp: orig,
-                    ..Default::default()
-                };
-                self.respond(l, Resp::Hdr(r));
-            }
-            _ => {}
+        let done = match m.kind {
+            K_SEND => return self.rc_send(l, qp, st, m, payload),
+            K_WRITE => return self.rc_write(l, qp, st, m, payload),
+            K_READ => self.rc_read(l, qp, st, m),
+            K_AWRITE | K_CAS | K_FAA => self.rc_atomic(l, qp, st, m),
+            _ => Ok(()),
+        };
+        if let Err(f) = done {
+            self.responder_fault(l, qp, st, m, f);
         }
+        Ok(())
+    }
+
+    /// A request failed the responder's checks: the requester hears the
+    /// fault's status, the owner its async event, the QP goes to error
+    /// (the table in `swrdma_rc::fault`).
+    fn responder_fault(&self, l: &Link, qp: &Qp, st: &mut QpSt, m: &Msg, f: Fault) {
+        self.reply(l, m, K_ACK, f.requester_status());
+        if let Some(ev) = f.async_event() {
+            self.async_event(qp.ibqp as u64, ev);
+        }
+        self.to_err(qp, st);
+    }
+
+    /// The engine's view of `qp` for the checks of request `m`, with the
+    /// key table held while `f` runs (a dereg waits for the copy).
+    fn with_target<R>(&self, qp: &Qp, st: &QpSt, m: &Msg, f: impl FnOnce(&Target) -> R) -> R {
+        let pd = self.resp_pd(qp, m);
+        let qp_access = st.attr.qp_access_flags;
+        self.with_keys(|keys| {
+            f(&Target {
+                qpn: qp.qpn,
+                pd,
+                qp_access,
+                keys,
+            })
+        })
+    }
+
+    fn rc_send(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
+        // The ACK (or NAK) goes out before the receive completes: an
+        // application that polls the completion and exits must not take the
+        // ACK with it (the sender saw RETRY_EXC_ERR).
+        let mut ack = |s: u32| {
+            let status = Fault::of_receive(s).map_or(0, |f| f.requester_status());
+            self.reply(l, m, K_ACK, status);
+        };
+        match self.recv_data(qp, st, m, payload, &mut ack) {
+            Ok(()) => {}
+            Err(RecvErr::Rnr) => return Err(()),
+            Err(RecvErr::Failed) => self.to_err(qp, st),
+        }
+        Ok(())
+    }
+
+    fn rc_write(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
+        let last = m.flags & F_LAST != 0;
+        if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
+            return Err(());
+        }
+        let done = if m.off + m.plen as u64 > m.total {
+            Err(Fault::InvalidRequest)
+        } else {
+            // SAFETY: `payload` holds `m.plen` bytes (a validated record or
+            // its copy), or is null with `m.plen` 0.
+            let data = unsafe { bytes(payload, m.plen as usize) };
+            self.with_target(qp, st, m, |t| t.write(&ProcessMemory, m.rkey, m.raddr + m.off, data))
+        };
+        if let Err(f) = done {
+            self.responder_fault(l, qp, st, m, f);
+            return Ok(());
+        }
+        if last {
+            // (ACKed before the receive completes, as SENDs are.)
+            self.reply(l, m, K_ACK, 0);
+            if m.flags & F_IMM != 0 {
+                let mut h = *m;
+                h.flags |= F_FIRST;
+                h.plen = 0;
+                h.off = 0;
+                let _ = self.recv_data(qp, st, &h, std::ptr::null(), &mut |_| {});
+            }
+        }
+        Ok(())
+    }
+
+    fn rc_read(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg) -> Result<(), Fault> {
+        self.with_target(qp, st, m, |t| t.check(Op::Read, m.rkey, m.raddr, m.total))?;
+        let hdr = Msg {
+            kind: K_READ_RESP,
+            dst_qpn: m.src_qpn,
+            src_qpn: m.dst_qpn,
+            seq: m.seq,
+            total: m.total,
+            raddr: m.raddr,
+            rkey: m.rkey,
+            ..Default::default()
+        };
+        let pd = self.resp_pd(qp, m);
+        self.respond(
+            l,
+            Resp::Read {
+                hdr,
+                qpn: qp.qpn,
+                pd,
+                off: 0,
+            },
+        );
+        Ok(())
+    }
+
+    fn rc_atomic(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg) -> Result<(), Fault> {
+        let (op, a) = match m.kind {
+            // The 8 bytes land at once, as the value was sent (its byte
+            // order is the requester's memory, ours).
+            K_AWRITE => (Op::AtomicWrite, Atomic::Store(m.swap)),
+            K_CAS => (Op::CmpSwap, Atomic::Cas(m.cmp, m.swap)),
+            _ => (Op::FetchAdd, Atomic::Add(m.cmp)),
+        };
+        let orig = self.with_target(qp, st, m, |t| t.atomic(&ProcessMemory, op, m.rkey, m.raddr, a))?;
+        if op == Op::AtomicWrite {
+            self.reply(l, m, K_ACK, 0);
+            return Ok(());
+        }
+        let r = Msg {
+            kind: K_ATOMIC_RESP,
+            flags: F_LAST,
+            dst_qpn: m.src_qpn,
+            src_qpn: m.dst_qpn,
+            seq: m.seq,
+            cmp: orig,
+            ..Default::default()
+        };
+        self.respond(l, Resp::Hdr(r));
         Ok(())
     }
 
@@ -1936,6 +1719,20 @@ impl Ctx {
         Some((w, qp.recv_cq.clone(), qp.pd))
     }
 
+    /// Takes the next receive WQE for request `m` (the QP's or its
+    /// SRQ's), checked for writing (see `swrdma_rc::recv::accept`).
+    pub fn accept_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg) -> Option<CurRecv> {
+        let (w, cq, pd) = self.take_recv(qp, st, m)?;
+        Some(self.with_keys(|k| swrdma_rc::recv::accept(k, pd, w.wr_id, w.sges, cq)))
+    }
+
+    /// Completes receive `cur` (an invalidation it asks for is made here)
+    /// and returns the completion, the caller answers the peer, then pushes
+    /// it (`Cq::push`).
+    pub fn finish_recv(&self, cur: CurRecv, c: &swrdma_rc::recv::Completion) -> (ibv_wc, Option<Arc<Cq>>) {
+        cur.complete(c, &mut |k, q| self.invalidate(k, q))
+    }
+
     /// SEND data (and the receive side of WRITE_WITH_IMM, payload NULL):
     /// consumes a receive WQE on the first fragment, completes it on the
     /// last, calling `ack` with the completion's status just before.
@@ -1945,94 +1742,52 @@ impl Ctx {
         st: &mut QpSt,
         m: &Msg,
         payload: *const u8,
-        grh: u64,
         ack: &mut dyn FnMut(u32),
     ) -> Result<(), RecvErr> {
         if m.flags & F_FIRST != 0 {
-            let Some((mut w, cq, pd)) = self.take_recv(qp, st, m) else {
+            let Some(mut cur) = self.accept_recv(qp, st, m) else {
                 return Err(RecvErr::Rnr);
             };
-            let err = match self.check_local(pd, &w.sges, true) {
-                Ok(None) => 0,
-                Ok(Some(t)) => {
-                    w.sges = t;
-                    0
-                }
-                Err(e) => e,
-            };
-            let mut cur = CurRecv {
-                wqe: w,
-                base: grh,
-                err,
-                cq,
-            };
-            if grh > 0 && cur.err == 0 {
-                // SAFETY: `ibv_grh` is integers and byte arrays: all-zero is
-                // valid.
-                let mut g: ibv_grh = unsafe { std::mem::zeroed() };
-                g.version_tclass_flow = (6u32 << 28).to_be();
-                g.paylen = ((m.total as u32 + 8) as u16).to_be();
-                g.next_hdr = 0x1b;
-                g.hop_limit = 64;
-                g.sgid.raw = m.sgid;
-                g.dgid.raw = m.dgid;
-                // SAFETY: the WQE's SGEs passed `check_local` for writing (in
-                // live MRs of this process); `g` is 40 readable bytes.
-                if !unsafe { scatter(&cur.wqe.sges, 0, &g as *const ibv_grh as *const u8, 40) } {
-                    cur.err = IBV_WC_LOC_LEN_ERR;
-                }
+            if qp.qpt == IBV_QPT_UD {
+                let kind = if gid_ip(&m.sgid).is_ipv4() {
+                    GidKind::RoceV2
+                } else {
+                    GidKind::RoceV1
+                };
+                let imm = m.flags & F_IMM != 0;
+                let g = swrdma_rc::recv::grh(kind, &m.sgid, &m.dgid, 0, 64, m.total as usize, imm);
+                cur.place_grh(&ProcessMemory, &g);
             }
             st.cur = Some(cur);
         }
         let Some(cur) = st.cur.as_mut() else { return Ok(()) };
-        if cur.err == 0
-            && !payload.is_null()
-            && m.plen > 0
-            // SAFETY: the WQE's SGEs passed `check_local` for writing;
-            // `payload` holds `m.plen` bytes (a validated record or its copy).
-            && !unsafe { scatter(&cur.wqe.sges, cur.base + m.off, payload, m.plen as usize) }
-        {
-            cur.err = IBV_WC_LOC_LEN_ERR;
+        // SAFETY: `payload` holds `m.plen` bytes (a validated record or its
+        // copy), or is null (WRITE_WITH_IMM's receive side).
+        let data = unsafe { bytes(payload, if payload.is_null() { 0 } else { m.plen as usize }) };
+        cur.place(&ProcessMemory, m.off, data);
+        if m.flags & F_LAST == 0 {
+            return Ok(());
         }
-        if m.flags & F_LAST != 0 {
-            let cur = st.cur.take().unwrap();
-            let mut wc = wc_zero();
-            wc.wr_id = cur.wqe.wr_id;
-            wc.status = cur.err;
-            wc.opcode = if m.kind == K_WRITE {
+        let Some(cur) = st.cur.take() else { return Ok(()) };
+        let c = swrdma_rc::recv::Completion {
+            qpn: qp.qpn,
+            src_qp: m.src_qpn,
+            opcode: if m.kind == K_WRITE {
                 IBV_WC_RECV_RDMA_WITH_IMM
             } else {
                 IBV_WC_RECV
-            };
-            wc.byte_len = if m.kind == K_WRITE {
-                m.total as u32
-            } else {
-                (m.total + cur.base) as u32
-            };
-            wc.qp_num = qp.qpn;
-            wc.src_qp = m.src_qpn;
-            if m.flags & F_IMM != 0 {
-                wc.imm.imm_data = m.imm;
-                wc.wc_flags |= IBV_WC_WITH_IMM;
-            }
-            if m.flags & F_INV != 0 && wc.status == 0 {
-                if self.invalidate(m.imm, qp.qpn) {
-                    wc.imm.invalidated_rkey = m.imm;
-                    wc.wc_flags |= IBV_WC_WITH_INV;
-                } else {
-                    wc.status = IBV_WC_REM_INV_REQ_ERR;
-                }
-            }
-            if grh > 0 {
-                wc.wc_flags |= IBV_WC_GRH;
-            }
-            ack(wc.status);
-            if let Some(cq) = &cur.cq {
-                cq.push(wc, m.flags & F_SOLICITED != 0);
-            }
-            if wc.status != 0 {
-                return Err(RecvErr::Failed);
-            }
+            },
+            len: m.total,
+            imm: (m.flags & F_IMM != 0).then_some(m.imm),
+            inv: (m.flags & F_INV != 0).then_some(m.imm),
+        };
+        let (wc, cq) = self.finish_recv(cur, &c);
+        ack(wc.status);
+        if let Some(cq) = &cq {
+            cq.push(wc, m.flags & F_SOLICITED != 0);
+        }
+        if wc.status != 0 {
+            return Err(RecvErr::Failed);
         }
         Ok(())
     }
@@ -2174,27 +1929,22 @@ impl Ctx {
         if st.resend.is_some_and(|r| m.seq >= r) || st.probe.is_some_and(|p| m.seq > p) {
             return; // (not on the wire: already going back)
         }
-        let rnr = m.status == NAK_RNR;
-        let delay = if rnr {
-            rnr_timer_ns(m.imm)
+        let spent = if m.status == NAK_RNR {
+            let rnr_retry = st.attr.rnr_retry;
+            st.budget.rnr_nak(rnr_retry, m.imm)
         } else {
-            ack_timeout_ns(st.attr.timeout)
+            let (retry_cnt, timeout) = (st.attr.retry_cnt, st.attr.timeout);
+            st.budget.timed_out(retry_cnt, timeout)
         };
-        let w = &mut st.sq[idx];
-        let left = if rnr { &mut w.rnr_left } else { &mut w.retry_left };
-        if *left == 0 {
-            w.done = Some(if rnr {
-                IBV_WC_RNR_RETRY_EXC_ERR
-            } else {
-                IBV_WC_RETRY_EXC_ERR
-            });
-            self.to_err(qp, st);
-            self.complete_sq(qp, st);
-            return;
-        }
-        if !(rnr && *left == 7) {
-            *left -= 1;
-        }
+        let delay = match spent {
+            Ok(d) => d,
+            Err(status) => {
+                st.sq[idx].done = Some(status);
+                self.to_err(qp, st);
+                self.complete_sq(qp, st);
+                return;
+            }
+        };
         st.resend = Some(m.seq);
         st.resend_off = 0;
         st.resend_at = now_ns() + delay;
@@ -2220,29 +1970,27 @@ impl Ctx {
         }
         {
             let w = &mut st.sq[idx];
-            match m.kind {
-                K_ACK => w.done = Some(status),
-                K_READ_RESP => {
-                    // SAFETY: the READ's SGEs passed `check_local` for writing
-                    // when it was posted (kept translated in the WQE); the
-                    // response record holds `m.plen` bytes at `payload`.
-                    let fits = m.off + m.plen as u64 <= w.len as u64
-                        && unsafe { scatter(&w.sges, m.off, payload, m.plen as usize) };
-                    if !fits {
-                        status = IBV_WC_LOC_LEN_ERR;
-                        w.done = Some(status);
-                    } else if m.flags & F_LAST != 0 {
-                        w.done = Some(0);
-                    }
+            // SAFETY: the response record holds `m.plen` bytes at `payload`.
+            let data = unsafe { bytes(payload, m.plen as usize) };
+            // (The local lists passed `check_local` for writing when the
+            // request was posted; kept translated in the WQE.)
+            // Err(status): the request is done with that status.
+            let placed = match m.kind {
+                K_ACK => Err(status),
+                K_READ_RESP => completer::place_read(&ProcessMemory, &w.sges, w.len as u64, m.off, data),
+                K_ATOMIC_RESP => completer::place_atomic(&ProcessMemory, &w.sges, m.cmp).and(Err(status)),
+                _ => Ok(()),
+            };
+            match placed {
+                Err(s) => {
+                    status = s;
+                    w.done = Some(s);
                 }
-                K_ATOMIC_RESP => {
-                    let v = m.cmp.to_ne_bytes();
-                    // SAFETY: the atomic's SGEs passed `check_local` for
-                    // writing when posted; `v` is 8 readable bytes.
-                    unsafe { scatter(&w.sges, 0, v.as_ptr(), 8) };
-                    w.done = Some(status);
-                }
-                _ => {}
+                Ok(()) if m.kind == K_READ_RESP && m.flags & F_LAST != 0 => w.done = Some(0),
+                Ok(()) => {}
+            }
+            if w.done == Some(0) {
+                st.budget.refill();
             }
         }
         if st.probe == Some(m.seq) && st.sq[idx].done.is_some() {
@@ -2292,7 +2040,13 @@ impl Ctx {
         self.complete_sq(qp, st);
         let mut flushed: Vec<RWqe> = st.rq.drain(..).collect();
         if let Some(c) = st.cur.take() {
-            flushed.insert(0, c.wqe);
+            flushed.insert(
+                0,
+                RWqe {
+                    wr_id: c.wr_id,
+                    sges: Vec::new(),
+                },
+            );
         }
         for w in flushed {
             let mut wc = wc_zero();
@@ -2388,23 +2142,6 @@ impl Ctx {
     }
 }
 
-/// The local address of `addr` when `rkey` grants `access` to [addr,
-/// addr+len) through QP `qpn` of PD `pd` (see `Ctx::check_remote`).
-fn grant(mrs: &HashMap<u32, MrEnt>, qpn: u32, pd: u32, rkey: u32, addr: u64, len: u64, access: u32) -> Option<u64> {
-    let m = mrs.get(&rkey)?;
-    let ok = m.pd == pd
-        && (m.mw == 0 || mrs.contains_key(&m.parent))
-        && (m.qpn == 0 || m.qpn == qpn)
-        && m.access & access == access
-        && addr >= m.addr
-        && addr.checked_add(len).is_some_and(|e| e <= m.addr.saturating_add(m.len));
-    if ok {
-        Some(addr - m.addr + m.va)
-    } else {
-        None
-    }
-}
-
 /// Request `m` came from the QP a connected (RC/UC) QP is connected to: its
 /// source QPN is the QP's destination and, once the QP has its own link to
 /// that QP's context, it came from that context.
@@ -2445,4 +2182,17 @@ unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut
     if l.tx().commit(nh) {
         l.wake_peer();
     }
+}
+
+/// The `n` bytes at `p` as a slice (none when `n` is 0: `p` may be null).
+///
+/// # Safety
+/// When `n` > 0, `p` points to `n` readable bytes that stay unchanged for
+/// the slice's life.
+pub unsafe fn bytes<'a>(p: *const u8, n: usize) -> &'a [u8] {
+    if n == 0 || p.is_null() {
+        return &[];
+    }
+    // SAFETY: the contract.
+    unsafe { std::slice::from_raw_parts(p, n) }
 }

@@ -239,13 +239,29 @@ mod fixup {
     }
 }
 
-/// An atomic operation a peer asks for.
-#[derive(Clone, Copy)]
-pub enum Atomic {
-    /// Compare (first) and swap (second).
-    Cas(u64, u64),
-    Add(u64),
-    Store(u64),
+/// An atomic operation a peer asks for (the engine's).
+pub use swrdma_rc::memory::Atomic;
+
+/// This process's memory as the engine reaches it: every copy fault-safe
+/// (memory the owner no longer maps fails the copy; it never faults).
+pub struct ProcessMemory;
+
+impl swrdma_rc::memory::Memory for ProcessMemory {
+    fn write(&self, dst: u64, src: &[u8]) -> bool {
+        // SAFETY: `src` is a live slice of `src.len()` readable bytes; the
+        // destination is written fault-safe (see `copy_in`).
+        unsafe { copy_in(dst, src.as_ptr(), src.len()) }
+    }
+
+    fn read(&self, src: u64, dst: &mut [u8]) -> bool {
+        // SAFETY: `dst` is a live slice with room for `dst.len()` bytes; the
+        // source is read fault-safe (see `copy_out`).
+        unsafe { copy_out(dst.as_mut_ptr(), src, dst.len()) }
+    }
+
+    fn atomic(&self, addr: u64, op: Atomic) -> Option<u64> {
+        atomic(addr, op)
+    }
 }
 
 /// Fault-safe accesses need their handler: installed when a context opens

@@ -2618,7 +2618,6 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
             // `data` has `len` bytes.
             unsafe { gather(sges, 0, data.as_mut_ptr(), len as usize) };
         }
-        let (rnr_left, retry_left) = (st.attr.rnr_retry.min(7), st.attr.retry_cnt.min(7));
         st.sq.push_back(SWqe {
             seq,
             wr_id: wr.wr_id,
@@ -2634,8 +2633,6 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
                 Vec::new()
             },
             data,
-            rnr_left,
-            retry_left,
         });
         // Requests wait behind a NAKed one (sent again in order): this one
         // goes on the wire with them, never before them.

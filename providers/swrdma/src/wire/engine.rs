@@ -14,6 +14,7 @@
 //! only what an rkey of ours grants.
 
 use crate::core::*;
+use crate::mem::{Atomic, ProcessMemory};
 use crate::wire::sock::{RxMeta, Sock};
 use ibverbs_abi::*;
 use std::collections::VecDeque;
@@ -21,6 +22,11 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use swrdma_rc::completer;
+use swrdma_rc::fault::{Fault, NAK_PSN_SEQ};
+use swrdma_rc::op::Op;
+use swrdma_rc::recv::GidKind;
+use swrdma_rc::responder::{AtomicHistory, Target};
 use swrdma_roce as roce;
 use swrdma_roce::{op, psn_add, psn_diff, Aeth, AtomicEth, Bth, Deth, Hdr, Reth};
 
@@ -36,8 +42,6 @@ const CWND_MAX: u32 = 128;
 const READ_CHUNK: u32 = 16;
 /// An RC requester asks for an ACK at least every this many packets.
 const ACK_EVERY: u32 = 32;
-/// Atomic results kept for duplicate requests (the responder replays them).
-const ATOMIC_HISTORY: usize = 32;
 /// The partition key of every packet (the default P_Key, full member).
 const PKEY: u16 = 0xffff;
 
@@ -98,8 +102,6 @@ pub struct WQp {
     pub timer_at: u64,
     /// No (re)transmission before this time (an RNR NAK's timer).
     pub rnr_until: u64,
-    pub retry_left: u8,
-    pub rnr_left: u8,
     /// Packets sent since the last AckReq.
     pub since_ackreq: u32,
     /// The congestion window (PSNs; 0: not started), and the oldest
@@ -119,8 +121,11 @@ pub struct WQp {
     /// UC: the rest of a message is dropped (a packet of it was lost).
     pub uc_drop: bool,
     /// The results of the last atomics (PSN, original value).
-    pub atomics: VecDeque<(u32, u64)>,
+    pub atomics: AtomicHistory,
 }
+
+/// A responder step that ends the connection: the PSN to NAK and why.
+type Fatal = Result<(), (u32, Fault)>;
 
 /// The transport of a wire context.
 pub struct Wire {
@@ -277,11 +282,11 @@ impl Wire {
                 continue;
             }
             if st.wq.timer_at != 0 && now >= st.wq.timer_at {
-                if st.wq.retry_left == 0 {
-                    self.fail_front(c, &qp, &mut st, IBV_WC_RETRY_EXC_ERR);
+                let (retry_cnt, timeout) = (st.attr.retry_cnt, st.attr.timeout);
+                if let Err(status) = st.budget.timed_out(retry_cnt, timeout) {
+                    self.fail_front(c, &qp, &mut st, status);
                     continue;
                 }
-                st.wq.retry_left -= 1;
                 let una = st.wq.una;
                 self.lost(&mut st);
                 st.wq.loss_at = Some(una);
@@ -346,8 +351,7 @@ impl Wire {
         let ud = qp.qpt == IBV_QPT_UD;
         let pmtu = if ud { self.mtu } else { st.wq.pmtu.max(256) } as u64;
         if st.wq.reqs.is_empty() {
-            st.wq.retry_left = st.attr.retry_cnt.min(7);
-            st.wq.rnr_left = st.attr.rnr_retry.min(7);
+            st.budget.refill();
             self.mark_busy();
         }
         if st.wq.cwnd == 0 {
@@ -759,7 +763,7 @@ impl Wire {
     /// After progress: a fresh timer, fresh retry counts.
     fn acked(&self, st: &mut QpSt) {
         st.wq.cwnd = (st.wq.cwnd + 1).clamp(CWND_MIN, CWND_MAX);
-        st.wq.retry_left = st.attr.retry_cnt.min(7);
+        st.budget.refill();
         st.wq.timer_at = if st.wq.reqs.is_empty() {
             0
         } else {
@@ -815,7 +819,7 @@ impl Wire {
                 _ => self.rc_responder(c, &qp, &mut st, m, &h, payload),
             },
             (IBV_QPT_UC, roce::Transport::Uc) => self.uc_responder(c, &qp, &mut st, &h, payload),
-            (IBV_QPT_UD, roce::Transport::Ud) => self.ud_responder(c, &qp, &mut st, m, &h, payload, pkt.len()),
+            (IBV_QPT_UD, roce::Transport::Ud) => self.ud_responder(c, &qp, &mut st, m, &h, payload),
             _ => {}
         }
     }
@@ -843,22 +847,22 @@ impl Wire {
                         if self.ack_upto(c, qp, st, psn_add(psn, 1)) {
                             self.acked(st);
                         }
-                        st.wq.rnr_left = st.attr.rnr_retry.min(7);
                         self.pump(c, qp, st);
                     }
                     roce::AethKind::RnrNak(timer) => {
                         self.ack_upto(c, qp, st, psn);
-                        if st.wq.rnr_left == 0 {
-                            self.fail_front(c, qp, st, IBV_WC_RNR_RETRY_EXC_ERR);
-                            return;
-                        }
-                        if st.wq.rnr_left < 7 {
-                            st.wq.rnr_left -= 1;
-                        }
+                        let rnr_retry = st.attr.rnr_retry;
+                        let delay = match st.budget.rnr_nak(rnr_retry, timer as u32) {
+                            Ok(d) => d,
+                            Err(status) => {
+                                self.fail_front(c, qp, st, status);
+                                return;
+                            }
+                        };
                         self.advance_una(st, psn);
                         let una = st.wq.una;
                         self.rewind(st, una);
-                        st.wq.rnr_until = now_ns() + rnr_timer_ns(timer as u32);
+                        st.wq.rnr_until = now_ns() + delay;
                         st.wq.timer_at = 0;
                     }
                     roce::AethKind::Nak(code) => {
@@ -880,13 +884,7 @@ impl Wire {
                             self.pump(c, qp, st);
                             return;
                         }
-                        let status = match code {
-                            1 => IBV_WC_REM_INV_REQ_ERR,
-                            2 => IBV_WC_REM_ACCESS_ERR,
-                            3 => IBV_WC_REM_OP_ERR,
-                            _ => IBV_WC_REM_INV_RD_REQ_ERR,
-                        };
-                        self.fail_front(c, qp, st, status);
+                        self.fail_front(c, qp, st, completer::nak_status(code));
                     }
                     roce::AethKind::Reserved => {}
                 }
@@ -898,13 +896,11 @@ impl Wire {
                 if r.first != psn || (r.kind != KCAS && r.kind != KFAA) {
                     return;
                 }
-                let v = orig.to_ne_bytes();
-                // SAFETY: the SGEs passed `check_local` for writing at post
-                // (live MRs of this process); the copy is fault-safe.
-                let ok = unsafe { scatter(&r.sges, 0, v.as_ptr(), 8) };
+                // (The SGEs passed `check_local` for writing at post.)
+                let placed = completer::place_atomic(&ProcessMemory, &r.sges, orig);
                 let seq = r.seq;
-                if !ok {
-                    self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
+                if let Err(status) = placed {
+                    self.fail_seq(c, qp, st, seq, status);
                     return;
                 }
                 st.wq.reqs.pop_front();
@@ -949,12 +945,12 @@ impl Wire {
                 // then the retransmission timer asks again) is placed too:
                 // the data lands where it belongs, the READ completes once
                 // every response is in.
-                // SAFETY: the SGEs passed `check_local` for writing at post;
-                // the copy is fault-safe; `payload` has `want` bytes.
-                let ok = unsafe { scatter(&r.sges, r.loff + off, payload.as_ptr(), want) };
+                // (The SGEs passed `check_local` for writing at post; the
+                // READ part lies at `loff` of the work request.)
+                let placed = completer::place_read(&ProcessMemory, &r.sges, r.loff + r.len, r.loff + off, payload);
                 let seq = r.seq;
-                if !ok {
-                    self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
+                if let Err(status) = placed {
+                    self.fail_seq(c, qp, st, seq, status);
                     return;
                 }
                 st.wq.reqs[idx].got |= 1u64 << i;
@@ -991,191 +987,204 @@ impl Wire {
         self.reply(m, st.attr.dest_qp_num, psn, a);
     }
 
-    /// A NAK that ends the connection (invalid request, remote access or
-    /// operational error): the responder QP goes to the error state.
-    fn nak_fatal(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, code: u8) {
-        self.nak(m, st, psn, code);
-        if code == 2 {
-            c.async_event(qp.ibqp as u64, IBV_EVENT_QP_ACCESS_ERR);
-        } else {
-            c.async_event(qp.ibqp as u64, IBV_EVENT_QP_REQ_ERR);
+    /// A NAK that ends the connection (the error classes of
+    /// `swrdma_rc::fault`): the requester hears the class's NAK code, the
+    /// owner its async event, the responder QP goes to the error state.
+    fn nak_fatal(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, f: Fault) {
+        self.nak(m, st, psn, f.nak_code());
+        if let Some(ev) = f.async_event() {
+            c.async_event(qp.ibqp as u64, ev);
         }
         st.wq.in_send = false;
         st.wq.wr = None;
         c.to_err(qp, st);
     }
 
+    /// The engine's view of `qp` for the checks of a request, with the key
+    /// table held while `f` runs (a dereg waits for the copy).
+    fn with_target<R>(c: &Ctx, qp: &Qp, st: &QpSt, f: impl FnOnce(&Target) -> R) -> R {
+        let qp_access = st.attr.qp_access_flags;
+        c.with_keys(|keys| {
+            f(&Target {
+                qpn: qp.qpn,
+                pd: qp.pd,
+                qp_access,
+                keys,
+            })
+        })
+    }
+
     fn rc_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         let d = psn_diff(psn, st.wq.epsn);
-        let info = roce::op_info(h.bth.opcode);
         if d > 0 {
             // Out of order: one NAK per gap, the packet is dropped.
             if !st.wq.nak_seq {
                 st.wq.nak_seq = true;
                 let e = st.wq.epsn;
-                self.nak(m, st, e, 0);
+                self.nak(m, st, e, NAK_PSN_SEQ);
             }
             return;
         }
         if d < 0 {
-            // A duplicate: executed already.
-            match info.kind {
-                roce::Kind::ReadReq => {
-                    if let Some(r) = h.reth {
-                        self.read_resp(c, qp, st, m, psn, &r, true);
-                    }
-                }
-                roce::Kind::CmpSwap | roce::Kind::FetchAdd => {
-                    if let Some(&(_, v)) = st.wq.atomics.iter().find(|(p, _)| *p == psn) {
-                        self.atomic_ack(m, st, psn, v);
-                    }
-                }
-                _ => {
-                    if h.bth.ackreq {
-                        let p = psn_add(st.wq.epsn, 0xff_ffff);
-                        self.ack(m, st, p);
-                    }
-                }
-            }
+            self.rc_duplicate(c, qp, st, m, h);
             return;
         }
         st.wq.nak_seq = false;
-        let pd = qp.pd;
-        match info.kind {
-            roce::Kind::Send => {
-                // Opcode sequence: FIRST/ONLY only between messages.
-                if st.wq.in_send == (info.first || info.only) || st.wq.wr.is_some() {
-                    self.nak_fatal(c, qp, st, m, psn, 1);
-                    return;
-                }
-                if info.first || info.only {
-                    if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
-                        self.rnr(m, st, psn);
-                        return;
-                    }
-                    st.wq.in_send = true;
-                    st.wq.recv_off = 0;
-                }
-                place_send(st, payload);
-                st.wq.epsn = psn_add(psn, 1);
-                if info.last || info.only {
-                    st.wq.in_send = false;
-                    st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
-                    let n = st.wq.recv_off;
-                    let Some((wc, cq)) = self.recv_wc(c, qp, st, h, IBV_WC_RECV, n, 0) else {
-                        return;
-                    };
-                    if wc.status == 0 {
-                        self.ack(m, st, psn);
-                    }
-                    if let Some(cq) = &cq {
-                        cq.push(wc, h.bth.se);
-                    }
-                    if wc.status != 0 {
-                        // LOC_LEN_ERR, or an invalidation refused.
-                        self.nak_fatal(c, qp, st, m, psn, 1);
-                    }
-                } else if h.bth.ackreq {
-                    self.ack(m, st, psn);
-                }
-            }
-            roce::Kind::Write => {
-                if st.wq.in_send || (st.wq.wr.is_some() == (info.first || info.only)) {
-                    self.nak_fatal(c, qp, st, m, psn, 1);
-                    return;
-                }
-                if info.first || info.only {
-                    let Some(r) = h.reth else { return };
-                    if r.len > 0
-                        && c.check_remote(qp.qpn, pd, r.rkey, r.va, r.len as u64, IBV_ACCESS_REMOTE_WRITE)
-                            .is_none()
-                        || st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE == 0
-                    {
-                        self.nak_fatal(c, qp, st, m, psn, 2);
-                        return;
-                    }
-                    st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
-                }
-                if h.imm.is_some() && st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
-                    // WRITE with immediate needs a receive: RNR.
-                    if info.only {
-                        st.wq.wr = None;
-                    }
-                    self.rnr(m, st, psn);
-                    return;
-                }
-                let Some((va, rkey, left, total)) = st.wq.wr else {
-                    return;
-                };
-                let n = payload.len() as u64;
-                let bad_len = n > left || ((info.last || info.only) && n != left);
-                if bad_len {
-                    self.nak_fatal(c, qp, st, m, psn, 1);
-                    return;
-                }
-                if n > 0 && !c.write_remote(qp.qpn, pd, rkey, va, payload.as_ptr(), n as usize) {
-                    self.nak_fatal(c, qp, st, m, psn, 2);
-                    return;
-                }
-                st.wq.wr = Some((va + n, rkey, left - n, total));
-                st.wq.epsn = psn_add(psn, 1);
-                if info.last || info.only {
-                    st.wq.wr = None;
-                    st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
-                    // (ACKed before the receive completes, as SENDs are.)
-                    self.ack(m, st, psn);
-                    if h.imm.is_some() {
-                        self.complete_recv(c, qp, st, h, IBV_WC_RECV_RDMA_WITH_IMM, total, 0);
-                    }
-                } else if h.bth.ackreq {
-                    self.ack(m, st, psn);
-                }
-            }
+        let info = roce::op_info(h.bth.opcode);
+        let done = match info.kind {
+            roce::Kind::Send => self.rc_send(c, qp, st, m, h, payload),
+            roce::Kind::Write => self.rc_write(c, qp, st, m, h, payload),
+            roce::Kind::ReadReq => self.rc_read(c, qp, st, m, h),
+            roce::Kind::CmpSwap | roce::Kind::FetchAdd => self.rc_atomic(c, qp, st, m, h),
+            _ => Ok(()),
+        };
+        if let Err((at, f)) = done {
+            self.nak_fatal(c, qp, st, m, at, f);
+        }
+    }
+
+    /// A duplicate (a PSN before the expected one): executed already.  A
+    /// READ is executed again from its PSN, an atomic answered from the
+    /// saved result, anything else re-ACKed.
+    fn rc_duplicate(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) {
+        let psn = h.bth.psn;
+        match roce::op_info(h.bth.opcode).kind {
             roce::Kind::ReadReq => {
-                if st.wq.in_send || st.wq.wr.is_some() {
-                    self.nak_fatal(c, qp, st, m, psn, 1);
-                    return;
+                if let Some(r) = h.reth {
+                    let _ = self.read_resp(c, qp, st, m, psn, &r, true);
                 }
-                let Some(r) = h.reth else { return };
-                self.read_resp(c, qp, st, m, psn, &r, false);
             }
             roce::Kind::CmpSwap | roce::Kind::FetchAdd => {
-                if st.wq.in_send || st.wq.wr.is_some() {
-                    self.nak_fatal(c, qp, st, m, psn, 1);
-                    return;
+                if let Some(v) = st.wq.atomics.replay(psn) {
+                    self.atomic_ack(m, st, psn, v);
                 }
-                let Some(a) = h.atomic else { return };
-                if a.va % 8 != 0 {
-                    self.nak_fatal(c, qp, st, m, psn, 1);
-                    return;
-                }
-                if st.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC == 0 {
-                    self.nak_fatal(c, qp, st, m, psn, 2);
-                    return;
-                }
-                let o = if info.kind == roce::Kind::CmpSwap {
-                    crate::mem::Atomic::Cas(a.cmp, a.swap_add)
-                } else {
-                    crate::mem::Atomic::Add(a.swap_add)
-                };
-                let Some(v) = c.atomic_remote(qp.qpn, pd, a.rkey, a.va, IBV_ACCESS_REMOTE_ATOMIC, o) else {
-                    self.nak_fatal(c, qp, st, m, psn, 2);
-                    return;
-                };
-                st.wq.atomics.push_back((psn, v));
-                // (As many as the requester may have in flight: our
-                // `max_dest_rd_atomic`, which bounds its `max_rd_atomic`.)
-                let keep = (st.attr.max_dest_rd_atomic as usize).max(ATOMIC_HISTORY);
-                if st.wq.atomics.len() > keep {
-                    st.wq.atomics.pop_front();
-                }
-                st.wq.epsn = psn_add(psn, 1);
-                st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
-                self.atomic_ack(m, st, psn, v);
             }
-            _ => {}
+            _ => {
+                if h.bth.ackreq {
+                    let p = psn_add(st.wq.epsn, 0xff_ffff);
+                    self.ack(m, st, p);
+                }
+            }
         }
+    }
+
+    /// A SEND packet in sequence.  Err: the PSN to NAK and the class.
+    fn rc_send(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+        let psn = h.bth.psn;
+        let info = roce::op_info(h.bth.opcode);
+        // Opcode sequence: FIRST/ONLY only between messages.
+        if st.wq.in_send == (info.first || info.only) || st.wq.wr.is_some() {
+            return Err((psn, Fault::InvalidRequest));
+        }
+        if info.first || info.only {
+            if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+                self.rnr(m, st, psn);
+                return Ok(());
+            }
+            st.wq.in_send = true;
+            st.wq.recv_off = 0;
+        }
+        place_send(st, payload);
+        st.wq.epsn = psn_add(psn, 1);
+        if !(info.last || info.only) {
+            if h.bth.ackreq {
+                self.ack(m, st, psn);
+            }
+            return Ok(());
+        }
+        st.wq.in_send = false;
+        st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+        let n = st.wq.recv_off;
+        let Some((wc, cq)) = self.recv_wc(c, qp, st, h, IBV_WC_RECV, n, 0) else {
+            return Ok(());
+        };
+        if wc.status == 0 {
+            self.ack(m, st, psn);
+        }
+        if let Some(cq) = &cq {
+            cq.push(wc, h.bth.se);
+        }
+        // LOC_LEN_ERR, LOC_PROT_ERR, or an invalidation refused.
+        match Fault::of_receive(wc.status) {
+            Some(f) => Err((psn, f)),
+            None => Ok(()),
+        }
+    }
+
+    /// An RDMA WRITE packet in sequence.
+    fn rc_write(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+        let psn = h.bth.psn;
+        let info = roce::op_info(h.bth.opcode);
+        if st.wq.in_send || (st.wq.wr.is_some() == (info.first || info.only)) {
+            return Err((psn, Fault::InvalidRequest));
+        }
+        if info.first || info.only {
+            let Some(r) = h.reth else { return Ok(()) };
+            Self::with_target(c, qp, st, |t| t.check(Op::Write, r.rkey, r.va, r.len as u64)).map_err(|f| (psn, f))?;
+            st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
+        }
+        if h.imm.is_some() && st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+            // WRITE with immediate needs a receive: RNR.
+            if info.only {
+                st.wq.wr = None;
+            }
+            self.rnr(m, st, psn);
+            return Ok(());
+        }
+        let Some((va, rkey, left, total)) = st.wq.wr else {
+            return Ok(());
+        };
+        let n = payload.len() as u64;
+        if n > left || ((info.last || info.only) && n != left) {
+            return Err((psn, Fault::InvalidRequest));
+        }
+        Self::with_target(c, qp, st, |t| t.write(&ProcessMemory, rkey, va, payload)).map_err(|f| (psn, f))?;
+        st.wq.wr = Some((va + n, rkey, left - n, total));
+        st.wq.epsn = psn_add(psn, 1);
+        if info.last || info.only {
+            st.wq.wr = None;
+            st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+            // (ACKed before the receive completes, as SENDs are.)
+            self.ack(m, st, psn);
+            if h.imm.is_some() {
+                self.complete_recv(c, qp, st, h, IBV_WC_RECV_RDMA_WITH_IMM, total, 0);
+            }
+        } else if h.bth.ackreq {
+            self.ack(m, st, psn);
+        }
+        Ok(())
+    }
+
+    fn rc_read(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
+        let psn = h.bth.psn;
+        if st.wq.in_send || st.wq.wr.is_some() {
+            return Err((psn, Fault::InvalidRequest));
+        }
+        let Some(r) = h.reth else { return Ok(()) };
+        self.read_resp(c, qp, st, m, psn, &r, false)
+    }
+
+    fn rc_atomic(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
+        let psn = h.bth.psn;
+        if st.wq.in_send || st.wq.wr.is_some() {
+            return Err((psn, Fault::InvalidRequest));
+        }
+        let Some(a) = h.atomic else { return Ok(()) };
+        let (op, o) = if roce::op_info(h.bth.opcode).kind == roce::Kind::CmpSwap {
+            (Op::CmpSwap, Atomic::Cas(a.cmp, a.swap_add))
+        } else {
+            (Op::FetchAdd, Atomic::Add(a.swap_add))
+        };
+        let v =
+            Self::with_target(c, qp, st, |t| t.atomic(&ProcessMemory, op, a.rkey, a.va, o)).map_err(|f| (psn, f))?;
+        // (As many as the requester may have in flight: our
+        // `max_dest_rd_atomic`, which bounds its `max_rd_atomic`.)
+        st.wq.atomics.save(psn, v, st.attr.max_dest_rd_atomic);
+        st.wq.epsn = psn_add(psn, 1);
+        st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+        self.atomic_ack(m, st, psn, v);
+        Ok(())
     }
 
     fn atomic_ack(&self, m: &RxMeta, st: &QpSt, psn: u32, v: u64) {
@@ -1189,19 +1198,14 @@ impl Wire {
     }
 
     /// Answers a READ request (a duplicate too: executed again from its
-    /// PSN with the range it carries, checked again).
+    /// PSN with the range it carries, checked again; a duplicate that fails
+    /// is dropped, not NAKed).
     #[allow(clippy::too_many_arguments)]
-    fn read_resp(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, r: &Reth, dup: bool) {
+    fn read_resp(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, r: &Reth, dup: bool) -> Fatal {
         let len = r.len as u64;
-        let granted = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ != 0
-            && (len == 0
-                || c.check_remote(qp.qpn, qp.pd, r.rkey, r.va, len, IBV_ACCESS_REMOTE_READ)
-                    .is_some());
-        if !granted {
-            if !dup {
-                self.nak_fatal(c, qp, st, m, psn, 2);
-            }
-            return;
+        let quiet = |e: (u32, Fault)| if dup { Ok(()) } else { Err(e) };
+        if let Err(f) = Self::with_target(c, qp, st, |t| t.check(Op::Read, r.rkey, r.va, len)) {
+            return quiet((psn, f));
         }
         let pmtu = st.wq.pmtu.max(256) as u64;
         let n = len.div_ceil(pmtu).max(1) as u32;
@@ -1214,22 +1218,11 @@ impl Wire {
             let off = i as u64 * pmtu;
             let plen = (len - off.min(len)).min(pmtu) as usize;
             if plen > 0 {
-                let ok = c.with_remote(
-                    qp.qpn,
-                    qp.pd,
-                    r.rkey,
-                    r.va + off,
-                    plen as u64,
-                    IBV_ACCESS_REMOTE_READ,
-                    // SAFETY: `buf` has room for `plen` (<= pmtu) bytes; the
-                    // source is checked by the kernel (fault-safe copy).
-                    |a| unsafe { crate::mem::copy_out(buf.as_mut_ptr(), a, plen) },
-                );
-                if ok != Some(true) {
-                    if !dup {
-                        self.nak_fatal(c, qp, st, m, psn_add(psn, i), 2);
-                    }
-                    return;
+                let got = Self::with_target(c, qp, st, |t| {
+                    t.read(&ProcessMemory, r.rkey, r.va + off, &mut buf[..plen])
+                });
+                if let Err(f) = got {
+                    return quiet((psn_add(psn, i), f));
                 }
             }
             let opcode = match (i == 0, i + 1 == n) {
@@ -1247,27 +1240,15 @@ impl Wire {
             }
             self.tx(&m.dst, &m.src, &h, &buf[..plen]);
         }
+        Ok(())
     }
 
     /// Takes the next receive WQE (the QP's or its SRQ's) into `st.cur`.
     fn take_recv_wqe(&self, c: &Ctx, qp: &Qp, st: &mut QpSt) -> bool {
-        let Some((mut w, cq, pd)) = c.take_recv(qp, st, &swrdma_ring::Msg::default()) else {
+        let Some(cur) = c.accept_recv(qp, st, &swrdma_ring::Msg::default()) else {
             return false;
         };
-        let err = match c.check_local(pd, &w.sges, true) {
-            Ok(None) => 0,
-            Ok(Some(t)) => {
-                w.sges = t;
-                0
-            }
-            Err(e) => e,
-        };
-        st.cur = Some(CurRecv {
-            wqe: w,
-            base: 0,
-            err,
-            cq,
-        });
+        st.cur = Some(cur);
         true
     }
 
@@ -1299,31 +1280,15 @@ impl Wire {
         src_qp: u32,
     ) -> Option<(ibv_wc, Option<Arc<Cq>>)> {
         let cur = st.cur.take()?;
-        let mut wc = wc_zero();
-        wc.wr_id = cur.wqe.wr_id;
-        wc.status = cur.err;
-        wc.opcode = opcode;
-        wc.byte_len = len as u32;
-        wc.qp_num = qp.qpn;
-        wc.src_qp = if src_qp != 0 { src_qp } else { st.attr.dest_qp_num };
-        if let Some(i) = h.imm {
-            wc.imm.imm_data = i.to_be();
-            wc.wc_flags |= IBV_WC_WITH_IMM;
-        }
-        if let Some(k) = h.ieth {
-            if wc.status == 0 {
-                if c.invalidate(k, qp.qpn) {
-                    wc.imm.invalidated_rkey = k;
-                    wc.wc_flags |= IBV_WC_WITH_INV;
-                } else {
-                    wc.status = IBV_WC_REM_INV_REQ_ERR;
-                }
-            }
-        }
-        if cur.base > 0 {
-            wc.wc_flags |= IBV_WC_GRH;
-        }
-        Some((wc, cur.cq))
+        let done = swrdma_rc::recv::Completion {
+            qpn: qp.qpn,
+            src_qp: if src_qp != 0 { src_qp } else { st.attr.dest_qp_num },
+            opcode,
+            len,
+            imm: h.imm.map(|i| i.to_be()),
+            inv: h.ieth,
+        };
+        Some(c.finish_recv(cur, &done))
     }
 
     fn uc_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
@@ -1372,10 +1337,7 @@ impl Wire {
             roce::Kind::Write => {
                 if starts {
                     let Some(r) = h.reth else { return };
-                    let ok = st.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE != 0
-                        && (r.len == 0
-                            || c.check_remote(qp.qpn, qp.pd, r.rkey, r.va, r.len as u64, IBV_ACCESS_REMOTE_WRITE)
-                                .is_some());
+                    let ok = Self::with_target(c, qp, st, |t| t.check(Op::Write, r.rkey, r.va, r.len as u64)).is_ok();
                     if !ok {
                         st.wq.uc_drop = !info.only;
                         return;
@@ -1390,7 +1352,7 @@ impl Wire {
                 let n = payload.len() as u64;
                 if n > left
                     || ((info.last || info.only) && n != left)
-                    || (n > 0 && !c.write_remote(qp.qpn, qp.pd, rkey, va, payload.as_ptr(), n as usize))
+                    || Self::with_target(c, qp, st, |t| t.write(&ProcessMemory, rkey, va, payload)).is_err()
                 {
                     st.wq.wr = None;
                     st.wq.uc_drop = !(info.last || info.only);
@@ -1410,7 +1372,7 @@ impl Wire {
 
     /// A UD datagram (`udp_len`: its whole UDP payload, for the GRH).
     #[allow(clippy::too_many_arguments)]
-    fn ud_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8], udp_len: usize) {
+    fn ud_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let Some(d) = h.deth else { return };
         if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
             return;
@@ -1421,23 +1383,20 @@ impl Wire {
         if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
             return; // (no receive: dropped)
         }
-        let g = roce::grh(m.src, m.dst, m.tclass, m.hop, udp_len);
+        let g = swrdma_rc::recv::grh(
+            GidKind::RoceV2,
+            &ip_gid(m.src),
+            &ip_gid(m.dst),
+            m.tclass,
+            m.hop,
+            payload.len(),
+            h.imm.is_some(),
+        );
         if let Some(cur) = st.cur.as_mut() {
-            cur.base = 40;
-            let ok = cur.err != 0 || {
-                // SAFETY: the WQE's SGEs passed `check_local` for writing;
-                // fault-safe copies; `g` is 40 bytes, `payload` its length.
-                unsafe {
-                    scatter(&cur.wqe.sges, 0, g.as_ptr(), 40)
-                        && scatter(&cur.wqe.sges, 40, payload.as_ptr(), payload.len())
-                }
-            };
-            if !ok {
-                cur.err = IBV_WC_LOC_LEN_ERR;
-            }
+            cur.place_grh(&ProcessMemory, &g);
+            cur.place(&ProcessMemory, 0, payload);
         }
-        let n = 40 + payload.len() as u64;
-        self.complete_recv(c, qp, st, h, IBV_WC_RECV, n, d.sqpn);
+        self.complete_recv(c, qp, st, h, IBV_WC_RECV, payload.len() as u64, d.sqpn);
     }
 
     // ----- QP state ------------------------------------------------------
@@ -1481,16 +1440,17 @@ impl Wire {
 fn place_send(st: &mut QpSt, payload: &[u8]) {
     let off = st.wq.recv_off;
     if let Some(cur) = st.cur.as_mut() {
-        if cur.err == 0
-            && !payload.is_empty()
-            // SAFETY: the WQE's SGEs passed `check_local` for writing (live
-            // MRs of this process); the copy is fault-safe.
-            && !unsafe { scatter(&cur.wqe.sges, off, payload.as_ptr(), payload.len()) }
-        {
-            cur.err = IBV_WC_LOC_LEN_ERR;
-        }
+        cur.place(&ProcessMemory, off, payload);
     }
     st.wq.recv_off += payload.len() as u64;
+}
+
+/// The GID an IP address stands for (RoCE v2: IPv4-mapped for IPv4).
+fn ip_gid(a: IpAddr) -> [u8; 16] {
+    match a {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
 }
 
 /// Where a UD request goes: (our address, the peer's) for the AH's GIDs.
