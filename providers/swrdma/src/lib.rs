@@ -6,6 +6,7 @@ mod device;
 mod direct;
 mod mem;
 mod net;
+mod objects;
 mod ops;
 mod qpex;
 mod share;

@@ -13,11 +13,12 @@
 //! (`Ctx::with_remote`, `write_remote`, `atomic_remote`): a peer reaches
 //! only what an rkey of ours grants.
 
-use crate::core::*;
 use crate::mem::{Atomic, ProcessMemory};
+use crate::objects::*;
+use crate::sys::{lock, now_ns};
 use crate::wire::sock::{RxMeta, Sock};
+pub use crate::wire::state::*;
 use ibverbs_abi::*;
-use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -26,7 +27,8 @@ use swrdma_rc::completer;
 use swrdma_rc::fault::{Fault, NAK_PSN_SEQ};
 use swrdma_rc::op::Op;
 use swrdma_rc::recv::GidKind;
-use swrdma_rc::responder::{AtomicHistory, Target};
+use swrdma_rc::responder::Target;
+use swrdma_rc::timers::ack_timeout_ns;
 use swrdma_roce as roce;
 use swrdma_roce::{op, psn_add, psn_diff, Aeth, AtomicEth, Bth, Deth, Hdr, Reth};
 
@@ -44,85 +46,6 @@ const READ_CHUNK: u32 = 16;
 const ACK_EVERY: u32 = 32;
 /// The partition key of every packet (the default P_Key, full member).
 const PKEY: u16 = 0xffff;
-
-pub const KSEND: u8 = 0;
-pub const KWRITE: u8 = 1;
-pub const KREAD: u8 = 2;
-pub const KCAS: u8 = 3;
-pub const KFAA: u8 = 4;
-
-/// One request of the send queue, as the wire needs it.
-pub struct Req {
-    /// The `SWqe` it completes (`seq`).
-    pub seq: u64,
-    pub kind: u8,
-    /// Its first PSN and how many PSNs it takes (READ: its responses).
-    pub first: u32,
-    pub npkts: u32,
-    pub len: u64,
-    pub raddr: u64,
-    pub rkey: u32,
-    pub imm: Option<u32>,
-    pub inv: Option<u32>,
-    pub cmp: u64,
-    pub swap: u64,
-    pub se: bool,
-    /// Where the data comes from (SEND, WRITE: process addresses, checked
-    /// at post) or goes to (READ, atomics).
-    pub sges: Vec<ibv_sge>,
-    /// Inline data (a copy taken at post).
-    pub data: Option<Vec<u8>>,
-    /// UD: source, destination, destination QPN, Q_Key.
-    pub ud: Option<(IpAddr, IpAddr, u32, u32)>,
-    /// A READ goes on the wire in requests of at most `READ_CHUNK`
-    /// packets: this one's offset in the work request's local buffer, and
-    /// whether it is the last (which completes the work request).
-    pub loff: u64,
-    pub last: bool,
-    /// READ: the responses in (bit i: packet i), placed already.
-    pub got: u64,
-}
-
-/// The wire state of a QP (in `QpSt`).
-#[derive(Default)]
-pub struct WQp {
-    /// Our address (from the source GID) and the peer's (RC, UC).
-    pub src: Option<IpAddr>,
-    pub dst: Option<IpAddr>,
-    pub pmtu: u32,
-    // ---- requester
-    /// The next PSN to assign, and the oldest one not acknowledged.
-    pub psn: u32,
-    pub una: u32,
-    pub reqs: VecDeque<Req>,
-    /// The next packet to (re)transmit: request index, packet in it.
-    pub next: usize,
-    pub next_pkt: u32,
-    /// Retransmission deadline (CLOCK_MONOTONIC ns; 0: none).
-    pub timer_at: u64,
-    /// No (re)transmission before this time (an RNR NAK's timer).
-    pub rnr_until: u64,
-    /// Packets sent since the last AckReq.
-    pub since_ackreq: u32,
-    /// The congestion window (PSNs; 0: not started), and the oldest
-    /// unacknowledged PSN of the last loss it was halved for.
-    pub cwnd: u32,
-    pub loss_at: Option<u32>,
-    // ---- responder
-    pub epsn: u32,
-    pub msn: u32,
-    /// A PSN sequence error NAK went out for `epsn` (one per gap).
-    pub nak_seq: bool,
-    /// A SEND message is being received (RC, UC), or a WRITE (its
-    /// remaining target: va, rkey, bytes left; its total length).
-    pub in_send: bool,
-    pub recv_off: u64,
-    pub wr: Option<(u64, u32, u64, u64)>,
-    /// UC: the rest of a message is dropped (a packet of it was lost).
-    pub uc_drop: bool,
-    /// The results of the last atomics (PSN, original value).
-    pub atomics: AtomicHistory,
-}
 
 /// A responder step that ends the connection: the PSN to NAK and why.
 type Fatal = Result<(), (u32, Fault)>;
@@ -208,7 +131,7 @@ impl Wire {
     }
 
     /// Receives what came in and runs the timers.
-    pub fn progress(&self, c: &Ctx) -> usize {
+    pub fn progress(&self, c: &Objects) -> usize {
         let mine = |q: u32| c.qp(q).is_some();
         let owner = |q: u32| crate::net::resolve(&self.dir, q);
         let mut f = |m: &RxMeta, pkt: &[u8]| self.rx(c, m, pkt);
@@ -231,7 +154,7 @@ impl Wire {
     /// Before the context closes: what waits in our sockets is handled
     /// (forwarded to its owner, if another process's), until they are
     /// empty (at most ~4000 datagrams).
-    pub fn flush(&self, c: &Ctx) {
+    pub fn flush(&self, c: &Objects) {
         for _ in 0..64 {
             if self.progress(c) == 0 {
                 break;
@@ -259,7 +182,7 @@ impl Wire {
         self.tx(&src, &dst, &h, &[]);
     }
 
-    fn timers(&self, c: &Ctx, now: u64) {
+    fn timers(&self, c: &Objects, now: u64) {
         // (A post meanwhile counts itself after the reset: never lost.)
         self.busy.store(0, Ordering::Relaxed);
         for qp in c.all_qps() {
@@ -347,7 +270,7 @@ impl Wire {
 
     /// Posts a request (checked by `post_one`): queues it and sends what
     /// the window allows.
-    pub fn post(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, mut r: Req, swqe: SWqe) {
+    pub fn post(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, mut r: Req, swqe: SWqe) {
         let ud = qp.qpt == IBV_QPT_UD;
         let pmtu = if ud { self.mtu } else { st.wq.pmtu.max(256) } as u64;
         if st.wq.reqs.is_empty() {
@@ -403,7 +326,7 @@ impl Wire {
 
     /// Transmits from `next` on, as far as the window (and an RNR wait)
     /// allows.  UC and UD requests complete once sent.
-    fn pump(&self, c: &Ctx, qp: &Qp, st: &mut QpSt) {
+    fn pump(&self, c: &Objects, qp: &Qp, st: &mut QpSt) {
         if st.wq.rnr_until != 0 || (st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD) {
             return;
         }
@@ -472,9 +395,9 @@ impl Wire {
                             buf[..plen].copy_from_slice(&d[off as usize..off as usize + plen]);
                             true
                         }
-                        // SAFETY: the SGEs passed `check_local` at post (in
-                        // live MRs of this process); the copy is fault-safe.
-                        None => unsafe { gather_safe(&r.sges, off, buf.as_mut_ptr(), plen) },
+                        // (The SGEs passed `check_local` at post; the copy is
+                        // fault-safe.)
+                        None => swrdma_rc::memory::gather(&ProcessMemory, &r.sges, off, &mut buf[..plen]),
                     };
                     if !ok {
                         let seq = r.seq;
@@ -623,7 +546,7 @@ impl Wire {
 
     /// The request with `seq` completes with an error status: the QP goes
     /// to the error state (the rest is flushed).
-    fn fail_seq(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, seq: u64, status: u32) {
+    fn fail_seq(&self, c: &Objects, qp: &Qp, st: &mut QpSt, seq: u64, status: u32) {
         if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
             if w.done.is_none() {
                 w.done = Some(status);
@@ -635,7 +558,7 @@ impl Wire {
         c.to_err(qp, st);
     }
 
-    fn fail_front(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, status: u32) {
+    fn fail_front(&self, c: &Objects, qp: &Qp, st: &mut QpSt, status: u32) {
         if let Some(seq) = st.wq.reqs.front().map(|r| r.seq) {
             self.fail_seq(c, qp, st, seq, status);
         }
@@ -644,7 +567,7 @@ impl Wire {
     /// Requests wholly before PSN `psn` that need no response data are
     /// acknowledged: completed.  A READ or atomic among them lost its
     /// response: everything is sent again from it (an implied NAK).
-    fn ack_upto(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, psn: u32) -> bool {
+    fn ack_upto(&self, c: &Objects, qp: &Qp, st: &mut QpSt, psn: u32) -> bool {
         let mut progress = false;
         while let Some(r) = st.wq.reqs.front() {
             let last = psn_add(r.first, r.npkts - 1);
@@ -692,7 +615,7 @@ impl Wire {
     /// The SENDs and WRITEs in front of the request starting at `first`
     /// are done (a response to a later request came: the responder executed
     /// them).  True when something completed.
-    fn ack_before(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, first: u32) -> bool {
+    fn ack_before(&self, c: &Objects, qp: &Qp, st: &mut QpSt, first: u32) -> bool {
         let mut progress = false;
         while let Some(r) = st.wq.reqs.front() {
             if (r.kind != KSEND && r.kind != KWRITE) || psn_diff(first, r.first) <= 0 {
@@ -717,7 +640,7 @@ impl Wire {
 
     /// The oldest unacknowledged PSN moves over the READ responses that are
     /// in; READs whose responses are all in complete.  True on progress.
-    fn reads_in(&self, c: &Ctx, qp: &Qp, st: &mut QpSt) -> bool {
+    fn reads_in(&self, c: &Objects, qp: &Qp, st: &mut QpSt) -> bool {
         let mut progress = false;
         while let Some(r) = st.wq.reqs.front() {
             if r.kind != KREAD {
@@ -773,7 +696,7 @@ impl Wire {
 
     // ----- receiving -----------------------------------------------------
 
-    fn rx(&self, c: &Ctx, m: &RxMeta, pkt: &[u8]) {
+    fn rx(&self, c: &Objects, m: &RxMeta, pkt: &[u8]) {
         if drop_now() {
             return;
         }
@@ -825,7 +748,7 @@ impl Wire {
     }
 
     /// ACKs, NAKs, READ responses and atomic ACKs.
-    fn requester(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+    fn requester(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         if trace() {
             let f = st.wq.reqs.front().map(|r| (r.first, r.npkts, r.kind));
@@ -990,7 +913,7 @@ impl Wire {
     /// A NAK that ends the connection (the error classes of
     /// `swrdma_rc::fault`): the requester hears the class's NAK code, the
     /// owner its async event, the responder QP goes to the error state.
-    fn nak_fatal(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, f: Fault) {
+    fn nak_fatal(&self, c: &Objects, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, f: Fault) {
         self.nak(m, st, psn, f.nak_code());
         if let Some(ev) = f.async_event() {
             c.async_event(qp.ibqp as u64, ev);
@@ -1002,7 +925,7 @@ impl Wire {
 
     /// The engine's view of `qp` for the checks of a request, with the key
     /// table held while `f` runs (a dereg waits for the copy).
-    fn with_target<R>(c: &Ctx, qp: &Qp, st: &QpSt, f: impl FnOnce(&Target) -> R) -> R {
+    fn with_target<R>(c: &Objects, qp: &Qp, st: &QpSt, f: impl FnOnce(&Target) -> R) -> R {
         let qp_access = st.attr.qp_access_flags;
         c.with_keys(|keys| {
             f(&Target {
@@ -1014,7 +937,7 @@ impl Wire {
         })
     }
 
-    fn rc_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
+    fn rc_responder(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         let d = psn_diff(psn, st.wq.epsn);
         if d > 0 {
@@ -1047,7 +970,7 @@ impl Wire {
     /// A duplicate (a PSN before the expected one): executed already.  A
     /// READ is executed again from its PSN, an atomic answered from the
     /// saved result, anything else re-ACKed.
-    fn rc_duplicate(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) {
+    fn rc_duplicate(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) {
         let psn = h.bth.psn;
         match roce::op_info(h.bth.opcode).kind {
             roce::Kind::ReadReq => {
@@ -1070,7 +993,7 @@ impl Wire {
     }
 
     /// A SEND packet in sequence.  Err: the PSN to NAK and the class.
-    fn rc_send(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+    fn rc_send(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
         let psn = h.bth.psn;
         let info = roce::op_info(h.bth.opcode);
         // Opcode sequence: FIRST/ONLY only between messages.
@@ -1113,7 +1036,7 @@ impl Wire {
     }
 
     /// An RDMA WRITE packet in sequence.
-    fn rc_write(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+    fn rc_write(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
         let psn = h.bth.psn;
         let info = roce::op_info(h.bth.opcode);
         if st.wq.in_send || (st.wq.wr.is_some() == (info.first || info.only)) {
@@ -1156,7 +1079,7 @@ impl Wire {
         Ok(())
     }
 
-    fn rc_read(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
+    fn rc_read(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
         let psn = h.bth.psn;
         if st.wq.in_send || st.wq.wr.is_some() {
             return Err((psn, Fault::InvalidRequest));
@@ -1165,7 +1088,7 @@ impl Wire {
         self.read_resp(c, qp, st, m, psn, &r, false)
     }
 
-    fn rc_atomic(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
+    fn rc_atomic(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
         let psn = h.bth.psn;
         if st.wq.in_send || st.wq.wr.is_some() {
             return Err((psn, Fault::InvalidRequest));
@@ -1201,7 +1124,7 @@ impl Wire {
     /// PSN with the range it carries, checked again; a duplicate that fails
     /// is dropped, not NAKed).
     #[allow(clippy::too_many_arguments)]
-    fn read_resp(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, r: &Reth, dup: bool) -> Fatal {
+    fn read_resp(&self, c: &Objects, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, r: &Reth, dup: bool) -> Fatal {
         let len = r.len as u64;
         let quiet = |e: (u32, Fault)| if dup { Ok(()) } else { Err(e) };
         if let Err(f) = Self::with_target(c, qp, st, |t| t.check(Op::Read, r.rkey, r.va, len)) {
@@ -1244,7 +1167,7 @@ impl Wire {
     }
 
     /// Takes the next receive WQE (the QP's or its SRQ's) into `st.cur`.
-    fn take_recv_wqe(&self, c: &Ctx, qp: &Qp, st: &mut QpSt) -> bool {
+    fn take_recv_wqe(&self, c: &Objects, qp: &Qp, st: &mut QpSt) -> bool {
         let Some(cur) = c.accept_recv(qp, st, &swrdma_ring::Msg::default()) else {
             return false;
         };
@@ -1255,7 +1178,7 @@ impl Wire {
     /// Completes the receive in `st.cur`: its status (LOC_LEN_ERR when
     /// the data did not fit, REM_INV_REQ_ERR for a bad invalidation).
     #[allow(clippy::too_many_arguments)]
-    fn complete_recv(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, h: &Hdr, opcode: u32, len: u64, src_qp: u32) -> u32 {
+    fn complete_recv(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, opcode: u32, len: u64, src_qp: u32) -> u32 {
         let Some((wc, cq)) = self.recv_wc(c, qp, st, h, opcode, len, src_qp) else {
             return 0;
         };
@@ -1271,7 +1194,7 @@ impl Wire {
     #[allow(clippy::too_many_arguments)]
     fn recv_wc(
         &self,
-        c: &Ctx,
+        c: &Objects,
         qp: &Qp,
         st: &mut QpSt,
         h: &Hdr,
@@ -1291,7 +1214,7 @@ impl Wire {
         Some(c.finish_recv(cur, &done))
     }
 
-    fn uc_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+    fn uc_responder(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         let info = roce::op_info(h.bth.opcode);
         let starts = info.first || info.only;
@@ -1372,7 +1295,7 @@ impl Wire {
 
     /// A UD datagram (`udp_len`: its whole UDP payload, for the GRH).
     #[allow(clippy::too_many_arguments)]
-    fn ud_responder(&self, c: &Ctx, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
+    fn ud_responder(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let Some(d) = h.deth else { return };
         if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
             return;
@@ -1402,7 +1325,7 @@ impl Wire {
     // ----- QP state ------------------------------------------------------
 
     /// `modify_qp` changed the QP (checked already): its path, PSNs, MTU.
-    pub fn modified(&self, c: &Ctx, qp: &Qp, st: &mut QpSt, new: u32, mask: u32) {
+    pub fn modified(&self, c: &Objects, qp: &Qp, st: &mut QpSt, new: u32, mask: u32) {
         if new == IBV_QPS_RESET || new == IBV_QPS_ERR {
             let keep = std::mem::take(&mut st.wq);
             if new == IBV_QPS_ERR {
@@ -1454,7 +1377,7 @@ fn ip_gid(a: IpAddr) -> [u8; 16] {
 }
 
 /// Where a UD request goes: (our address, the peer's) for the AH's GIDs.
-pub fn ud_path(w: &Wire, c: &Ctx, ah: &ibv_ah_attr) -> Option<(IpAddr, IpAddr)> {
+pub fn ud_path(w: &Wire, c: &Objects, ah: &ibv_ah_attr) -> Option<(IpAddr, IpAddr)> {
     if ah.is_global == 0 {
         return None;
     }

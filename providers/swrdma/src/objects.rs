@@ -1,0 +1,522 @@
+//! The device's objects and what both transports do with them: CQs,
+//! SRQs, QPs and their state, the keys, the receive and send queues, the
+//! QP to error, async events (one context's tables: `Objects`).  Below
+//! the transports (core.rs: the same-machine links and the context's
+//! thread; wire/: RoCE v2), above the engine (`swrdma_rc`).
+
+use crate::sys::lock;
+use ibverbs_abi::*;
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::OwnedFd;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use swrdma_rc::budget::Budget;
+use swrdma_rc::keys::{Keys, MrEnt, WindowBind};
+use swrdma_ring::Link;
+use swrdma_ring::Msg;
+
+pub struct RWqe {
+    pub wr_id: u64,
+    pub sges: Vec<ibv_sge>,
+}
+
+pub struct SWqe {
+    pub seq: u64,
+    pub wr_id: u64,
+    pub op: u32, // ibv_wc_opcode
+    pub signaled: bool,
+    pub len: u32,
+    pub done: Option<u32>,
+    pub sges: Vec<ibv_sge>, // local scatter list of READ / atomics
+    /// What a retransmission needs (reliable requests): the request's
+    /// header (`seq`, `flags` of the whole message: see [`frag`]) ...
+    pub hdr: Msg,
+    /// ... its gather list as posted (MR addresses; checked and translated
+    /// again when the data is gathered anew) ...
+    pub gsges: Vec<ibv_sge>,
+    /// ... or a copy of its inline data.
+    pub data: Vec<u8>,
+}
+
+impl SWqe {
+    /// A request completed locally (no header, nothing to retransmit).
+    pub fn local(seq: u64, wr_id: u64, op: u32, signaled: bool, len: u32, done: Option<u32>) -> SWqe {
+        SWqe {
+            seq,
+            wr_id,
+            op,
+            signaled,
+            len,
+            done,
+            sges: Vec::new(),
+            hdr: Msg::default(),
+            gsges: Vec::new(),
+            data: Vec::new(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CQ
+// ---------------------------------------------------------------------------
+
+pub struct CqInner {
+    pub wcs: VecDeque<ibv_wc>,
+    pub armed: u8, // 0 no, 1 any, 2 solicited
+    /// Our own descriptor for the completion channel's pipe (opened on the
+    /// first event: the library's descriptor may not be written by us).
+    wfd: Option<OwnedFd>,
+}
+
+pub struct Cq {
+    pub ibcq: usize,
+    pub chan_fd: c_int,
+    pub inner: Mutex<CqInner>,
+    pub has: AtomicU32,
+    /// The depth `ibv_create_cq` promised (`cqe`, changed by resize): no
+    /// more completions than this are ever held.
+    pub depth: AtomicU32,
+    /// Set when a completion found the CQ full (an overrun): the CQ is in
+    /// the error state, IBV_EVENT_CQ_ERR was reported, and once what it
+    /// holds has been polled, polling fails.
+    pub overrun: AtomicBool,
+    /// The QPs and SRQs that complete into this CQ: destroy_cq refuses with
+    /// EBUSY while any lives (the kernel's use count).
+    pub users: AtomicU32,
+    /// The context's async-event pipe (a duplicate: the CQ may report an
+    /// overrun from any thread).
+    async_w: Option<OwnedFd>,
+    /// The context's count of armed CQs (see `Ctx::armed_cqs`).
+    armed_ctr: Arc<AtomicU32>,
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        if lock(&self.inner).armed != 0 {
+            self.armed_ctr.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Cq {
+    pub fn new(ibcq: usize, chan_fd: c_int, depth: u32, async_w: Option<OwnedFd>, c: &Objects) -> Cq {
+        Cq {
+            armed_ctr: c.armed_cqs.clone(),
+            ibcq,
+            chan_fd,
+            inner: Mutex::new(CqInner {
+                wcs: VecDeque::new(),
+                armed: 0,
+                wfd: None,
+            }),
+            has: AtomicU32::new(0),
+            depth: AtomicU32::new(depth),
+            overrun: AtomicBool::new(false),
+            users: AtomicU32::new(0),
+            async_w,
+        }
+    }
+
+    pub fn push(&self, wc: ibv_wc, solicited: bool) {
+        let mut g = lock(&self.inner);
+        if g.wcs.len() >= self.depth.load(Ordering::Relaxed) as usize {
+            // CQ overrun (as rxe): the completion is lost, the CQ is in
+            // error and the owner hears of it as an affiliated async event.
+            if !self.overrun.swap(true, Ordering::SeqCst) {
+                if let Some(w) = &self.async_w {
+                    let mut rec = [0u8; 16];
+                    rec[..8].copy_from_slice(&(self.ibcq as u64).to_ne_bytes());
+                    rec[8..].copy_from_slice(&(IBV_EVENT_CQ_ERR as u64).to_ne_bytes());
+                    let _ = rustix::io::write(w, &rec);
+                }
+            }
+            return;
+        }
+        g.wcs.push_back(wc);
+        self.has.store(g.wcs.len() as u32, Ordering::Release);
+        if g.armed != 0 && (g.armed == 1 || solicited || wc.status != IBV_WC_SUCCESS) {
+            g.armed = 0;
+            self.armed_ctr.fetch_sub(1, Ordering::SeqCst);
+            self.notify(&mut g);
+        }
+    }
+
+    fn notify(&self, g: &mut CqInner) {
+        if self.chan_fd < 0 {
+            return;
+        }
+        if g.wfd.is_none() {
+            use std::os::unix::fs::OpenOptionsExt;
+            g.wfd = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(format!("/proc/self/fd/{}", self.chan_fd))
+                .ok()
+                .map(OwnedFd::from);
+        }
+        if let Some(w) = &g.wfd {
+            let _ = rustix::io::write(w, &(self.ibcq as u64).to_ne_bytes());
+        }
+    }
+
+    /// Forgets the completions of QP `qpn` not yet polled (the QP went to
+    /// RESET or was destroyed; as hardware providers clean their CQs).
+    pub fn clean(&self, qpn: u32) {
+        let mut g = lock(&self.inner);
+        g.wcs.retain(|w| w.qp_num != qpn);
+        self.has.store(g.wcs.len() as u32, Ordering::Release);
+    }
+
+    /// req_notify_cq
+    pub fn arm(&self, solicited: bool) {
+        let mut g = lock(&self.inner);
+        let want = if solicited { 2 } else { 1 };
+        if g.armed == 0 {
+            self.armed_ctr.fetch_add(1, Ordering::SeqCst);
+        }
+        if g.armed == 0 || want == 1 {
+            g.armed = want;
+        }
+    }
+
+    /// The async-event pipe duplicate for a new CQ of context `c`.
+    pub fn async_dup(c: &Objects) -> Option<OwnedFd> {
+        c.async_w.try_clone().ok()
+    }
+
+    pub fn poll(&self, out: &mut [ibv_wc]) -> usize {
+        if self.has.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        let mut g = lock(&self.inner);
+        let mut n = 0;
+        while n < out.len() {
+            match g.wcs.pop_front() {
+                Some(w) => {
+                    out[n] = w;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        self.has.store(g.wcs.len() as u32, Ordering::Release);
+        n
+    }
+}
+
+pub fn wc_zero() -> ibv_wc {
+    // SAFETY: `ibv_wc` is plain integers and a union of integers: all-zero
+    // is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+// ---------------------------------------------------------------------------
+// SRQ
+// ---------------------------------------------------------------------------
+
+pub struct SrqSt {
+    pub wqes: VecDeque<RWqe>,
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub limit: u32,
+}
+
+pub struct Srq {
+    pub num: u32,
+    pub ibsrq: usize,
+    pub pd: u32,
+    pub xrcd: u32,
+    pub cq: Option<Arc<Cq>>,
+    pub st: Mutex<SrqSt>,
+}
+
+// ---------------------------------------------------------------------------
+// QP
+// ---------------------------------------------------------------------------
+
+/// A receive being filled (the engine's), completing into its CQ.
+pub type CurRecv = swrdma_rc::recv::Receive<Option<Arc<Cq>>>;
+
+pub struct QpSt {
+    pub state: u32,
+    pub attr: ibv_qp_attr,
+    pub link: Option<Arc<Link>>,
+    pub sq: VecDeque<SWqe>,
+    pub next_seq: u64,
+    pub rq: VecDeque<RWqe>,
+    pub cur: Option<CurRecv>,
+    pub dropping: bool,
+    /// Responder: the request it RNR-NAKed (or NAKed as not ready): every
+    /// other request is dropped until that one comes again (go-back-N, as
+    /// a PSN sequence error on the wire).  Nothing is ever buffered.
+    pub nakd: Option<u64>,
+    /// Requester: the first request not (wholly) on the wire — after a NAK,
+    /// it and everything after it are sent again, in order — and the bytes
+    /// of it already sent again.
+    pub resend: Option<u64>,
+    pub resend_off: u64,
+    /// Not before this time (CLOCK_MONOTONIC ns): the RNR timer / timeout.
+    pub resend_at: u64,
+    /// The next request sent again is a probe: nothing follows it on the
+    /// wire until it is answered (`probe`), so a receiver that is still not
+    /// ready costs one message per RNR timer, not the whole queue.
+    pub probing: bool,
+    pub probe: Option<u64>,
+    /// Requester: the peer cannot be reached (its link died, or could not
+    /// be made): the work outstanding then fails with RETRY_EXC_ERR at this
+    /// time (CLOCK_MONOTONIC ns), as on the wire after `retry_cnt`
+    /// unanswered retransmissions.
+    pub lost_at: Option<u64>,
+    /// Requester: the retry and RNR budgets (both transports).
+    pub budget: Budget,
+    /// The QP's state on the wire (a wire device's QPs only).
+    pub wq: crate::wire::state::WQp,
+}
+
+pub struct Qp {
+    pub qpn: u32,
+    pub qpt: u32,
+    pub ibqp: usize,
+    pub pd: u32,
+    pub xrcd: u32,
+    pub send_cq: Option<Arc<Cq>>,
+    pub recv_cq: Option<Arc<Cq>>,
+    pub srq: Option<Arc<Srq>>,
+    pub sq_sig_all: bool,
+    pub cap: ibv_qp_cap,
+    pub st: Mutex<QpSt>,
+}
+
+impl Qp {
+    pub fn new_st() -> QpSt {
+        QpSt {
+            state: IBV_QPS_RESET,
+            // SAFETY: `ibv_qp_attr` is integers, integer unions and arrays
+            // (no pointers, no enums with invalid zero): all-zero is valid.
+            attr: unsafe { std::mem::zeroed() },
+            link: None,
+            sq: VecDeque::new(),
+            next_seq: 1,
+            rq: VecDeque::new(),
+            cur: None,
+            dropping: false,
+            nakd: None,
+            resend: None,
+            resend_off: 0,
+            resend_at: 0,
+            probing: false,
+            probe: None,
+            lost_at: None,
+            budget: Budget::default(),
+            wq: Default::default(),
+        }
+    }
+}
+
+/// One context's tables: what its QPs, SRQs, CQs and keys are, and where
+/// its async events go.
+pub struct Objects {
+    /// The used entries of the port's GID table (`DevInfo::gids`).
+    pub(crate) gids: Vec<[u8; 16]>,
+    pub(crate) qps: RwLock<HashMap<u32, Arc<Qp>>>,
+    pub(crate) srqs: RwLock<HashMap<u32, Arc<Srq>>>,
+    pub(crate) mrs: RwLock<Keys>,
+    /// The write end of the async-event pipe (the read end is the
+    /// library's `async_fd`).
+    pub(crate) async_w: OwnedFd,
+    /// CQs armed and not yet triggered: the application may be waiting for
+    /// a completion event, so the thread must make progress itself.
+    pub(crate) armed_cqs: Arc<AtomicU32>,
+    /// What peers see of our MRs and QPs for direct accesses (None:
+    /// `SWRDMA_DIRECT=0`, or no memory file could be made).
+    pub(crate) dir_tbl: Option<crate::direct::Dir>,
+}
+
+impl Objects {
+    /// Every QP of the context.
+    pub fn all_qps(&self) -> Vec<Arc<Qp>> {
+        self.qps.read().unwrap().values().cloned().collect()
+    }
+
+    /// GID `index` of the port (clamped to the used entries).
+    pub fn gid(&self, index: usize) -> [u8; 16] {
+        self.gids[index.min(self.gids.len() - 1)]
+    }
+
+    /// The number of used GID table entries (indices `0..n`; a source GID
+    /// index beyond them names an empty slot).
+    pub fn gid_count(&self) -> usize {
+        self.gids.len()
+    }
+
+    /// What peers see of QP `qp` (its state and attributes changed).
+    pub fn publish_qp(&self, qp: &Qp, st: &QpSt) {
+        if let Some(d) = &self.dir_tbl {
+            d.publish_qp(
+                qp.qpn,
+                Some((qp.qpt, st.state, st.attr.qp_access_flags, qp.pd, st.attr.dest_qp_num)),
+            );
+        }
+    }
+
+    /// Forgets window `rkey` if it is bound (dealloc_mw).
+    pub fn unbind_window(&self, rkey: u32) {
+        self.mrs.write().unwrap().unbind_window(rkey);
+    }
+
+    /// Binds (or, without a range, unbinds) a window through `qp` (see
+    /// `Keys::bind_window`): the window's new rkey, or the completion status.
+    pub fn bind_window(&self, qp: &Qp, b: &WindowBind) -> Result<u32, u32> {
+        self.mrs.write().unwrap().bind_window(qp.qpn, qp.pd, b)
+    }
+
+    pub fn async_event(&self, element: u64, ty: u32) {
+        let mut rec = [0u8; 16];
+        rec[..8].copy_from_slice(&element.to_ne_bytes());
+        rec[8..].copy_from_slice(&(ty as u64).to_ne_bytes());
+        let _ = rustix::io::write(&self.async_w, &rec);
+    }
+
+    pub fn qp(&self, qpn: u32) -> Option<Arc<Qp>> {
+        self.qps.read().unwrap().get(&qpn).cloned()
+    }
+
+    pub fn mr(&self, key: u32) -> Option<MrEnt> {
+        self.mrs.read().unwrap().get(key)
+    }
+
+    /// Checks a local SGE list (see `Keys::check_local`).
+    pub fn check_local(&self, pd: u32, sges: &[ibv_sge], write: bool) -> Result<Option<Vec<ibv_sge>>, u32> {
+        self.mrs.read().unwrap().check_local(pd, sges, write)
+    }
+
+    /// Runs `f` with the key table held (read): a dereg (which takes it to
+    /// write) waits for the copy `f` makes, and none starts after the
+    /// dereg.  `f` must not take the MR table itself.
+    pub fn with_keys<R>(&self, f: impl FnOnce(&Keys) -> R) -> R {
+        f(&self.mrs.read().unwrap())
+    }
+
+    /// Invalidates the type 2 window `rkey` (LOCAL_INV, SEND_WITH_INV);
+    /// `qpn`: the QP a remote invalidation came in on (0: local).
+    pub fn invalidate(&self, rkey: u32, qpn: u32) -> bool {
+        self.mrs.write().unwrap().invalidate(rkey, qpn)
+    }
+
+    /// The PD that remote accesses of a request are checked against: the
+    /// QP's, or for an XRC target QP (which has none) the PD of the XRC SRQ
+    /// the request names.
+    pub fn resp_pd(&self, qp: &Qp, m: &Msg) -> u32 {
+        if qp.qpt == IBV_QPT_XRC_RECV {
+            return self.srq_for(qp, m).map_or(u32::MAX, |s| s.pd);
+        }
+        qp.pd
+    }
+
+    pub fn srq_for(&self, qp: &Qp, m: &Msg) -> Option<Arc<Srq>> {
+        if qp.qpt == IBV_QPT_XRC_RECV {
+            let s = self.srqs.read().unwrap().get(&m.srqn).cloned()?;
+            if s.xrcd != qp.xrcd {
+                return None;
+            }
+            return Some(s);
+        }
+        qp.srq.clone()
+    }
+
+    pub fn recv_ready(&self, qp: &Qp, st: &QpSt, m: &Msg) -> bool {
+        match self.srq_for(qp, m) {
+            Some(s) => !lock(&s.st).wqes.is_empty(),
+            None => qp.qpt != IBV_QPT_XRC_RECV && !st.rq.is_empty(),
+        }
+    }
+
+    pub fn take_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg) -> Option<(RWqe, Option<Arc<Cq>>, u32)> {
+        if qp.srq.is_some() || qp.qpt == IBV_QPT_XRC_RECV {
+            let s = self.srq_for(qp, m)?;
+            let mut ss = lock(&s.st);
+            let w = ss.wqes.pop_front()?;
+            if ss.limit > 0 && (ss.wqes.len() as u32) < ss.limit {
+                ss.limit = 0;
+                self.async_event(s.ibsrq as u64, IBV_EVENT_SRQ_LIMIT_REACHED);
+            }
+            let cq = if qp.qpt == IBV_QPT_XRC_RECV {
+                s.cq.clone()
+            } else {
+                qp.recv_cq.clone()
+            };
+            return Some((w, cq, s.pd));
+        }
+        let w = st.rq.pop_front()?;
+        Some((w, qp.recv_cq.clone(), qp.pd))
+    }
+
+    /// Takes the next receive WQE for request `m` (the QP's or its
+    /// SRQ's), checked for writing (see `swrdma_rc::recv::accept`).
+    pub fn accept_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg) -> Option<CurRecv> {
+        let (w, cq, pd) = self.take_recv(qp, st, m)?;
+        Some(self.with_keys(|k| swrdma_rc::recv::accept(k, pd, w.wr_id, w.sges, cq)))
+    }
+
+    /// Completes receive `cur` (an invalidation it asks for is made here)
+    /// and returns the completion, the caller answers the peer, then pushes
+    /// it (`Cq::push`).
+    pub fn finish_recv(&self, cur: CurRecv, c: &swrdma_rc::recv::Completion) -> (ibv_wc, Option<Arc<Cq>>) {
+        cur.complete(c, &mut |k, q| self.invalidate(k, q))
+    }
+
+    pub fn complete_sq(&self, qp: &Qp, st: &mut QpSt) {
+        while let Some(w) = st.sq.front() {
+            let Some(status) = w.done else { break };
+            let w = st.sq.pop_front().unwrap();
+            if w.signaled || qp.sq_sig_all || status != 0 {
+                let mut wc = wc_zero();
+                wc.wr_id = w.wr_id;
+                wc.status = status;
+                wc.opcode = w.op;
+                wc.byte_len = w.len;
+                wc.qp_num = qp.qpn;
+                if let Some(cq) = &qp.send_cq {
+                    cq.push(wc, false);
+                }
+            }
+        }
+    }
+
+    /// Moves the QP to the error state: outstanding work is flushed.
+    pub fn to_err(&self, qp: &Qp, st: &mut QpSt) {
+        st.state = IBV_QPS_ERR;
+        self.publish_qp(qp, st);
+        st.lost_at = None;
+        st.resend = None;
+        st.probe = None;
+        st.probing = false;
+        for w in st.sq.iter_mut() {
+            if w.done.is_none() {
+                w.done = Some(IBV_WC_WR_FLUSH_ERR);
+            }
+        }
+        self.complete_sq(qp, st);
+        let mut flushed: Vec<RWqe> = st.rq.drain(..).collect();
+        if let Some(c) = st.cur.take() {
+            flushed.insert(
+                0,
+                RWqe {
+                    wr_id: c.wr_id,
+                    sges: Vec::new(),
+                },
+            );
+        }
+        for w in flushed {
+            let mut wc = wc_zero();
+            wc.wr_id = w.wr_id;
+            wc.status = IBV_WC_WR_FLUSH_ERR;
+            wc.opcode = IBV_WC_RECV;
+            wc.qp_num = qp.qpn;
+            if let Some(cq) = &qp.recv_cq {
+                cq.push(wc, false);
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The wire state of a QP (requester and responder sides of RoCE v2):
+//! plain data in `QpSt`, driven by wire/engine.rs.
+
+use ibverbs_abi::ibv_sge;
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use swrdma_rc::responder::AtomicHistory;
+
+pub const KSEND: u8 = 0;
+pub const KWRITE: u8 = 1;
+pub const KREAD: u8 = 2;
+pub const KCAS: u8 = 3;
+pub const KFAA: u8 = 4;
+
+/// One request of the send queue, as the wire needs it.
+pub struct Req {
+    /// The `SWqe` it completes (`seq`).
+    pub seq: u64,
+    pub kind: u8,
+    /// Its first PSN and how many PSNs it takes (READ: its responses).
+    pub first: u32,
+    pub npkts: u32,
+    pub len: u64,
+    pub raddr: u64,
+    pub rkey: u32,
+    pub imm: Option<u32>,
+    pub inv: Option<u32>,
+    pub cmp: u64,
+    pub swap: u64,
+    pub se: bool,
+    /// Where the data comes from (SEND, WRITE: process addresses, checked
+    /// at post) or goes to (READ, atomics).
+    pub sges: Vec<ibv_sge>,
+    /// Inline data (a copy taken at post).
+    pub data: Option<Vec<u8>>,
+    /// UD: source, destination, destination QPN, Q_Key.
+    pub ud: Option<(IpAddr, IpAddr, u32, u32)>,
+    /// A READ goes on the wire in requests of at most `READ_CHUNK`
+    /// packets: this one's offset in the work request's local buffer, and
+    /// whether it is the last (which completes the work request).
+    pub loff: u64,
+    pub last: bool,
+    /// READ: the responses in (bit i: packet i), placed already.
+    pub got: u64,
+}
+
+/// The wire state of a QP (in `QpSt`).
+#[derive(Default)]
+pub struct WQp {
+    /// Our address (from the source GID) and the peer's (RC, UC).
+    pub src: Option<IpAddr>,
+    pub dst: Option<IpAddr>,
+    pub pmtu: u32,
+    // ---- requester
+    /// The next PSN to assign, and the oldest one not acknowledged.
+    pub psn: u32,
+    pub una: u32,
+    pub reqs: VecDeque<Req>,
+    /// The next packet to (re)transmit: request index, packet in it.
+    pub next: usize,
+    pub next_pkt: u32,
+    /// Retransmission deadline (CLOCK_MONOTONIC ns; 0: none).
+    pub timer_at: u64,
+    /// No (re)transmission before this time (an RNR NAK's timer).
+    pub rnr_until: u64,
+    /// Packets sent since the last AckReq.
+    pub since_ackreq: u32,
+    /// The congestion window (PSNs; 0: not started), and the oldest
+    /// unacknowledged PSN of the last loss it was halved for.
+    pub cwnd: u32,
+    pub loss_at: Option<u32>,
+    // ---- responder
+    pub epsn: u32,
+    pub msn: u32,
+    /// A PSN sequence error NAK went out for `epsn` (one per gap).
+    pub nak_seq: bool,
+    /// A SEND message is being received (RC, UC), or a WRITE (its
+    /// remaining target: va, rkey, bytes left; its total length).
+    pub in_send: bool,
+    pub recv_off: u64,
+    pub wr: Option<(u64, u32, u64, u64)>,
+    /// UC: the rest of a message is dropped (a packet of it was lost).
+    pub uc_drop: bool,
+    /// The results of the last atomics (PSN, original value).
+    pub atomics: AtomicHistory,
+}
