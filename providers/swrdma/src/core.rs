@@ -821,7 +821,7 @@ impl Ctx {
                 if !l.outgoing {
                     return;
                 }
-                self.requester(l, m, payload)
+                self.completer(m, payload)
             }
             _ => {}
         }
@@ -1519,9 +1519,11 @@ impl Ctx {
         self.pending.store(true, Ordering::Relaxed);
     }
 
-    // ----- requester --------------------------------------------------------
+    // ----- completer --------------------------------------------------------
 
-    fn requester(&self, _l: &Arc<Link>, m: &Msg, payload: *const u8) {
+    /// A response for one of our requests (ACK/NAK, READ data, atomic
+    /// result): the request is done, sent again or failed.
+    fn completer(&self, m: &Msg, payload: *const u8) {
         let Some(qp) = self.qp(m.dst_qpn) else { return };
         let mut st = lock(&qp.st);
         let Some(front) = st.sq.front() else { return };

@@ -340,153 +340,22 @@ impl Wire {
         while st.wq.next < st.wq.reqs.len() {
             let idx = st.wq.next;
             let pkt = st.wq.next_pkt;
-            let (first, kind) = {
-                let r = &st.wq.reqs[idx];
-                (r.first, r.kind)
+            if rc && !in_window(st, idx, pkt) {
+                break;
+            }
+            let Some((src, dst)) = path_of(st, idx) else {
+                // (No path: checked at RTR; dropped as on a dead link.)
+                st.wq.next += 1;
+                st.wq.next_pkt = 0;
+                continue;
             };
-            let psn = psn_add(first, pkt);
-            if rc {
-                // The congestion window (a READ takes its responses' PSNs).
-                let n = if kind == KREAD { st.wq.reqs[idx].npkts - pkt } else { 1 };
-                let ahead = psn_diff(psn, st.wq.una);
-                if ahead > 0 && ahead + n as i32 > st.wq.cwnd.max(CWND_MIN) as i32 {
-                    break;
-                }
-            }
-            if matches!(kind, KREAD | KCAS | KFAA) {
-                // At most `max_rd_atomic` READs and atomics in flight.
-                let limit = (st.attr.max_rd_atomic as usize).max(1);
-                let before = st
-                    .wq
-                    .reqs
-                    .iter()
-                    .take(idx)
-                    .filter(|r| matches!(r.kind, KREAD | KCAS | KFAA));
-                if before.count() >= limit {
-                    break;
-                }
-            }
-            let (src, dst) = match (&st.wq.reqs[idx].ud, st.wq.src, st.wq.dst) {
-                (Some((s, d, _, _)), _, _) => (*s, *d),
-                (None, Some(s), Some(d)) => (s, d),
-                _ => {
-                    // (No path: checked at RTR; dropped as on a dead link.)
-                    st.wq.next += 1;
-                    st.wq.next_pkt = 0;
-                    continue;
+            let (mut h, plen, last_pkt) = match request_packet(qp, st, idx, pkt, pmtu, &mut buf) {
+                Ok(p) => p,
+                Err(seq) => {
+                    self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
+                    return;
                 }
             };
-            let dqpn = st.attr.dest_qp_num;
-            let r = &st.wq.reqs[idx];
-            let mut h = Hdr {
-                bth: Self::bth(0, dqpn, psn),
-                ..Default::default()
-            };
-            let mut plen = 0usize;
-            let last_pkt;
-            match kind {
-                KSEND | KWRITE => {
-                    let off = pkt as u64 * pmtu as u64;
-                    plen = (r.len - off.min(r.len)).min(pmtu as u64) as usize;
-                    let first_p = pkt == 0;
-                    last_pkt = pkt + 1 >= r.npkts;
-                    let ok = match &r.data {
-                        Some(d) => {
-                            buf[..plen].copy_from_slice(&d[off as usize..off as usize + plen]);
-                            true
-                        }
-                        // (The SGEs passed `check_local` at post; the copy is
-                        // fault-safe.)
-                        None => swrdma_rc::memory::gather(&ProcessMemory, &r.sges, off, &mut buf[..plen]),
-                    };
-                    if !ok {
-                        let seq = r.seq;
-                        self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
-                        return;
-                    }
-                    let base = match qp.qpt {
-                        IBV_QPT_RC => 0x00,
-                        IBV_QPT_UC => 0x20,
-                        _ => 0x60,
-                    };
-                    let o = if qp.qpt == IBV_QPT_UD {
-                        h.deth = Some(Deth {
-                            qkey: r.ud.map_or(0, |u| u.3),
-                            sqpn: qp.qpn,
-                        });
-                        if r.imm.is_some() {
-                            op::UD_SEND_ONLY_IMM
-                        } else {
-                            op::UD_SEND_ONLY
-                        }
-                    } else if kind == KSEND {
-                        let inv = r.inv.is_some() && rc;
-                        match (first_p, last_pkt) {
-                            (true, true) if inv => op::RC_SEND_ONLY_INV,
-                            (false, true) if inv => op::RC_SEND_LAST_INV,
-                            (true, true) if r.imm.is_some() => base | op::RC_SEND_ONLY_IMM,
-                            (true, true) => base | op::RC_SEND_ONLY,
-                            (true, false) => base | op::RC_SEND_FIRST,
-                            (false, false) => base | op::RC_SEND_MIDDLE,
-                            (false, true) if r.imm.is_some() => base | op::RC_SEND_LAST_IMM,
-                            (false, true) => base | op::RC_SEND_LAST,
-                        }
-                    } else {
-                        if first_p {
-                            h.reth = Some(Reth {
-                                va: r.raddr,
-                                rkey: r.rkey,
-                                len: r.len as u32,
-                            });
-                        }
-                        match (first_p, last_pkt) {
-                            (true, true) if r.imm.is_some() => base | op::RC_WRITE_ONLY_IMM,
-                            (true, true) => base | op::RC_WRITE_ONLY,
-                            (true, false) => base | op::RC_WRITE_FIRST,
-                            (false, false) => base | op::RC_WRITE_MIDDLE,
-                            (false, true) if r.imm.is_some() => base | op::RC_WRITE_LAST_IMM,
-                            (false, true) => base | op::RC_WRITE_LAST,
-                        }
-                    };
-                    if last_pkt {
-                        if let Some(i) = r.imm {
-                            h.imm = Some(i);
-                        }
-                        if let (Some(k), true) = (r.inv, rc) {
-                            h.ieth = Some(k);
-                        }
-                        h.bth.se = r.se;
-                    }
-                    h.bth.opcode = o;
-                }
-                KREAD => {
-                    let off = pkt as u64 * pmtu as u64;
-                    h.bth.opcode = op::RC_READ_REQUEST;
-                    h.reth = Some(Reth {
-                        va: r.raddr + off,
-                        rkey: r.rkey,
-                        len: (r.len - off.min(r.len)) as u32,
-                    });
-                    last_pkt = true;
-                }
-                _ => {
-                    h.bth.opcode = if kind == KCAS {
-                        op::RC_CMP_SWAP
-                    } else {
-                        op::RC_FETCH_ADD
-                    };
-                    h.atomic = Some(AtomicEth {
-                        va: r.raddr,
-                        rkey: r.rkey,
-                        swap_add: if kind == KCAS { r.swap } else { r.cmp },
-                        cmp: if kind == KCAS { r.cmp } else { 0 },
-                    });
-                    last_pkt = true;
-                }
-            }
-            if qp.qpt == IBV_QPT_UD {
-                h.bth.dqpn = r.ud.map_or(0, |u| u.2);
-            }
             if rc {
                 st.wq.since_ackreq = st.wq.since_ackreq.saturating_add(1);
                 // Also twice per window: a window never fills without
@@ -500,7 +369,9 @@ impl Wire {
             if same_family(&src, &dst) {
                 self.tx(&src, &dst, &h, &buf[..plen]);
             }
-            if last_pkt {
+            if !last_pkt {
+                st.wq.next_pkt += 1;
+            } else {
                 st.wq.next += 1;
                 st.wq.next_pkt = 0;
                 if !rc {
@@ -513,8 +384,6 @@ impl Wire {
                     }
                     c.complete_sq(qp, st);
                 }
-            } else {
-                st.wq.next_pkt += 1;
             }
             if rc && st.wq.timer_at == 0 {
                 st.wq.timer_at = now_ns() + ack_timeout_ns(st.attr.timeout);
@@ -736,7 +605,7 @@ impl Wire {
             (IBV_QPT_RC, roce::Transport::Rc) => match info.kind {
                 roce::Kind::Ack | roce::Kind::AtomicAck | roce::Kind::ReadResp => {
                     if st.state == IBV_QPS_RTS || st.state == IBV_QPS_SQD || st.state == IBV_QPS_SQE {
-                        self.requester(c, &qp, &mut st, &h, payload)
+                        self.completer(c, &qp, &mut st, &h, payload)
                     }
                 }
                 _ => self.rc_responder(c, &qp, &mut st, m, &h, payload),
@@ -748,7 +617,7 @@ impl Wire {
     }
 
     /// ACKs, NAKs, READ responses and atomic ACKs.
-    fn requester(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+    fn completer(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         if trace() {
             let f = st.wq.reqs.front().map(|r| (r.first, r.npkts, r.kind));
@@ -763,126 +632,140 @@ impl Wire {
         }
         let kind = roce::op_info(h.bth.opcode).kind;
         match kind {
-            roce::Kind::Ack => {
-                let Some(a) = h.aeth else { return };
-                match a.kind() {
-                    roce::AethKind::Ack => {
-                        if self.ack_upto(c, qp, st, psn_add(psn, 1)) {
-                            self.acked(st);
-                        }
-                        self.pump(c, qp, st);
-                    }
-                    roce::AethKind::RnrNak(timer) => {
-                        self.ack_upto(c, qp, st, psn);
-                        let rnr_retry = st.attr.rnr_retry;
-                        let delay = match st.budget.rnr_nak(rnr_retry, timer as u32) {
-                            Ok(d) => d,
-                            Err(status) => {
-                                self.fail_front(c, qp, st, status);
-                                return;
-                            }
-                        };
-                        self.advance_una(st, psn);
-                        let una = st.wq.una;
-                        self.rewind(st, una);
-                        st.wq.rnr_until = now_ns() + delay;
-                        st.wq.timer_at = 0;
-                    }
-                    roce::AethKind::Nak(code) => {
-                        let progress = self.ack_upto(c, qp, st, psn);
-                        if code == 0 {
-                            // PSN sequence error: send again from `psn`.
-                            if progress {
-                                self.acked(st);
-                            }
-                            if st.wq.loss_at != Some(psn) {
-                                self.lost(st);
-                                st.wq.loss_at = Some(psn);
-                            }
-                            // (Not past a READ or atomic whose response
-                            // did not come: the responder saw its request.)
-                            self.advance_una(st, psn);
-                            let una = st.wq.una;
-                            self.rewind(st, una);
-                            self.pump(c, qp, st);
-                            return;
-                        }
-                        self.fail_front(c, qp, st, completer::nak_status(code));
-                    }
-                    roce::AethKind::Reserved => {}
+            roce::Kind::Ack => self.on_ack(c, qp, st, h),
+            roce::Kind::AtomicAck => self.on_atomic_ack(c, qp, st, h),
+            roce::Kind::ReadResp => self.on_read_resp(c, qp, st, h, payload),
+            _ => {}
+        }
+    }
+
+    /// An ACK, an RNR NAK or a NAK for `psn`.
+    fn on_ack(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr) {
+        let psn = h.bth.psn;
+        let Some(a) = h.aeth else { return };
+        match a.kind() {
+            roce::AethKind::Ack => {
+                if self.ack_upto(c, qp, st, psn_add(psn, 1)) {
+                    self.acked(st);
                 }
-            }
-            roce::Kind::AtomicAck => {
-                let Some(orig) = h.atomic_ack else { return };
-                self.ack_upto(c, qp, st, psn);
-                let Some(r) = st.wq.reqs.front() else { return };
-                if r.first != psn || (r.kind != KCAS && r.kind != KFAA) {
-                    return;
-                }
-                // (The SGEs passed `check_local` for writing at post.)
-                let placed = completer::place_atomic(&ProcessMemory, &r.sges, orig);
-                let seq = r.seq;
-                if let Err(status) = placed {
-                    self.fail_seq(c, qp, st, seq, status);
-                    return;
-                }
-                st.wq.reqs.pop_front();
-                st.wq.next = st.wq.next.saturating_sub(1);
-                if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-                    w.done = Some(0);
-                }
-                st.wq.una = psn_add(psn, 1);
-                c.complete_sq(qp, st);
-                self.acked(st);
                 self.pump(c, qp, st);
             }
-            roce::Kind::ReadResp => {
-                // The READ (part) this PSN belongs to.
-                let Some(idx) = st.wq.reqs.iter().position(|r| {
-                    r.kind == KREAD && psn_diff(psn, r.first) >= 0 && psn_diff(psn, r.first) < r.npkts as i32
-                }) else {
-                    return;
+            roce::AethKind::RnrNak(timer) => {
+                self.ack_upto(c, qp, st, psn);
+                let rnr_retry = st.attr.rnr_retry;
+                let delay = match st.budget.rnr_nak(rnr_retry, timer as u32) {
+                    Ok(d) => d,
+                    Err(status) => {
+                        self.fail_front(c, qp, st, status);
+                        return;
+                    }
                 };
-                // The responder executes in order: the SENDs and WRITEs in
-                // front of this READ are done.
-                let first = st.wq.reqs[idx].first;
-                if self.ack_before(c, qp, st, first) {
-                    self.acked(st);
-                }
-                let Some(idx) = st.wq.reqs.iter().position(|r| r.kind == KREAD && r.first == first) else {
-                    return;
-                };
-                let pmtu = st.wq.pmtu.max(256) as u64;
-                let r = &st.wq.reqs[idx];
-                let i = psn_diff(psn, r.first) as u32;
-                let info = roce::op_info(h.bth.opcode);
-                let last = i + 1 == r.npkts;
-                let off = i as u64 * pmtu;
-                let want = (r.len - off.min(r.len)).min(pmtu) as usize;
-                // The packet must be the one this PSN stands for (a READ
-                // asked again from packet i may get FIRST/ONLY there).
-                if last != (info.last || info.only) || payload.len() != want || r.got & (1u64 << i) != 0 {
-                    return;
-                }
-                // A response ahead of one not yet here (reordered, or lost:
-                // then the retransmission timer asks again) is placed too:
-                // the data lands where it belongs, the READ completes once
-                // every response is in.
-                // (The SGEs passed `check_local` for writing at post; the
-                // READ part lies at `loff` of the work request.)
-                let placed = completer::place_read(&ProcessMemory, &r.sges, r.loff + r.len, r.loff + off, payload);
-                let seq = r.seq;
-                if let Err(status) = placed {
-                    self.fail_seq(c, qp, st, seq, status);
-                    return;
-                }
-                st.wq.reqs[idx].got |= 1u64 << i;
-                if self.reads_in(c, qp, st) {
-                    self.acked(st);
-                    self.pump(c, qp, st);
-                }
+                self.advance_una(st, psn);
+                let una = st.wq.una;
+                self.rewind(st, una);
+                st.wq.rnr_until = now_ns() + delay;
+                st.wq.timer_at = 0;
             }
-            _ => {}
+            roce::AethKind::Nak(code) => {
+                let progress = self.ack_upto(c, qp, st, psn);
+                if code == 0 {
+                    // PSN sequence error: send again from `psn`.
+                    if progress {
+                        self.acked(st);
+                    }
+                    if st.wq.loss_at != Some(psn) {
+                        self.lost(st);
+                        st.wq.loss_at = Some(psn);
+                    }
+                    // (Not past a READ or atomic whose response
+                    // did not come: the responder saw its request.)
+                    self.advance_una(st, psn);
+                    let una = st.wq.una;
+                    self.rewind(st, una);
+                    self.pump(c, qp, st);
+                    return;
+                }
+                self.fail_front(c, qp, st, completer::nak_status(code));
+            }
+            roce::AethKind::Reserved => {}
+        }
+    }
+
+    /// An atomic ACK: the original value for the atomic at `psn`.
+    fn on_atomic_ack(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr) {
+        let psn = h.bth.psn;
+        let Some(orig) = h.atomic_ack else { return };
+        self.ack_upto(c, qp, st, psn);
+        let Some(r) = st.wq.reqs.front() else { return };
+        if r.first != psn || (r.kind != KCAS && r.kind != KFAA) {
+            return;
+        }
+        // (The SGEs passed `check_local` for writing at post.)
+        let placed = completer::place_atomic(&ProcessMemory, &r.sges, orig);
+        let seq = r.seq;
+        if let Err(status) = placed {
+            self.fail_seq(c, qp, st, seq, status);
+            return;
+        }
+        st.wq.reqs.pop_front();
+        st.wq.next = st.wq.next.saturating_sub(1);
+        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
+            w.done = Some(0);
+        }
+        st.wq.una = psn_add(psn, 1);
+        c.complete_sq(qp, st);
+        self.acked(st);
+        self.pump(c, qp, st);
+    }
+
+    /// A READ response packet (`psn`): its data placed where it belongs.
+    fn on_read_resp(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+        let psn = h.bth.psn;
+        // The READ (part) this PSN belongs to.
+        let Some(idx) =
+            st.wq.reqs.iter().position(|r| {
+                r.kind == KREAD && psn_diff(psn, r.first) >= 0 && psn_diff(psn, r.first) < r.npkts as i32
+            })
+        else {
+            return;
+        };
+        // The responder executes in order: the SENDs and WRITEs in
+        // front of this READ are done.
+        let first = st.wq.reqs[idx].first;
+        if self.ack_before(c, qp, st, first) {
+            self.acked(st);
+        }
+        let Some(idx) = st.wq.reqs.iter().position(|r| r.kind == KREAD && r.first == first) else {
+            return;
+        };
+        let pmtu = st.wq.pmtu.max(256) as u64;
+        let r = &st.wq.reqs[idx];
+        let i = psn_diff(psn, r.first) as u32;
+        let info = roce::op_info(h.bth.opcode);
+        let last = i + 1 == r.npkts;
+        let off = i as u64 * pmtu;
+        let want = (r.len - off.min(r.len)).min(pmtu) as usize;
+        // The packet must be the one this PSN stands for (a READ
+        // asked again from packet i may get FIRST/ONLY there).
+        if last != (info.last || info.only) || payload.len() != want || r.got & (1u64 << i) != 0 {
+            return;
+        }
+        // A response ahead of one not yet here (reordered, or lost:
+        // then the retransmission timer asks again) is placed too:
+        // the data lands where it belongs, the READ completes once
+        // every response is in.
+        // (The SGEs passed `check_local` for writing at post; the
+        // READ part lies at `loff` of the work request.)
+        let placed = completer::place_read(&ProcessMemory, &r.sges, r.loff + r.len, r.loff + off, payload);
+        let seq = r.seq;
+        if let Err(status) = placed {
+            self.fail_seq(c, qp, st, seq, status);
+            return;
+        }
+        st.wq.reqs[idx].got |= 1u64 << i;
+        if self.reads_in(c, qp, st) {
+            self.acked(st);
+            self.pump(c, qp, st);
         }
     }
 
@@ -1356,6 +1239,164 @@ impl Wire {
             }
         }
     }
+}
+
+/// An RC requester may send packet `pkt` of request `idx` now: within the
+/// congestion window (a READ takes its responses' PSNs), and at most
+/// `max_rd_atomic` READs and atomics in flight.
+fn in_window(st: &QpSt, idx: usize, pkt: u32) -> bool {
+    let r = &st.wq.reqs[idx];
+    let psn = psn_add(r.first, pkt);
+    let n = if r.kind == KREAD { r.npkts - pkt } else { 1 };
+    let ahead = psn_diff(psn, st.wq.una);
+    if ahead > 0 && ahead + n as i32 > st.wq.cwnd.max(CWND_MIN) as i32 {
+        return false;
+    }
+    if matches!(r.kind, KREAD | KCAS | KFAA) {
+        let limit = (st.attr.max_rd_atomic as usize).max(1);
+        let before = st
+            .wq
+            .reqs
+            .iter()
+            .take(idx)
+            .filter(|r| matches!(r.kind, KREAD | KCAS | KFAA));
+        if before.count() >= limit {
+            return false;
+        }
+    }
+    true
+}
+
+/// Where request `idx` goes: (our address, the peer's).
+fn path_of(st: &QpSt, idx: usize) -> Option<(IpAddr, IpAddr)> {
+    match (&st.wq.reqs[idx].ud, st.wq.src, st.wq.dst) {
+        (Some((s, d, _, _)), _, _) => Some((*s, *d)),
+        (None, Some(s), Some(d)) => Some((s, d)),
+        _ => None,
+    }
+}
+
+/// Packet `pkt` of request `idx`: its headers, its payload (in `buf`:
+/// gathered from the request's memory or inline copy) and whether it is
+/// the request's last.  Err(seq): the data could not be read.
+fn request_packet(
+    qp: &Qp,
+    st: &QpSt,
+    idx: usize,
+    pkt: u32,
+    pmtu: u32,
+    buf: &mut [u8],
+) -> Result<(Hdr, usize, bool), u64> {
+    let r = &st.wq.reqs[idx];
+    let mut h = Hdr {
+        bth: Wire::bth(0, st.attr.dest_qp_num, psn_add(r.first, pkt)),
+        ..Default::default()
+    };
+    let mut plen = 0;
+    let last = match r.kind {
+        KSEND | KWRITE => {
+            plen = data_packet(qp, r, pkt, pmtu, &mut h, buf)?;
+            pkt + 1 >= r.npkts
+        }
+        KREAD => {
+            let off = pkt as u64 * pmtu as u64;
+            h.bth.opcode = op::RC_READ_REQUEST;
+            h.reth = Some(Reth {
+                va: r.raddr + off,
+                rkey: r.rkey,
+                len: (r.len - off.min(r.len)) as u32,
+            });
+            true
+        }
+        _ => {
+            let cas = r.kind == KCAS;
+            h.bth.opcode = if cas { op::RC_CMP_SWAP } else { op::RC_FETCH_ADD };
+            h.atomic = Some(AtomicEth {
+                va: r.raddr,
+                rkey: r.rkey,
+                swap_add: if cas { r.swap } else { r.cmp },
+                cmp: if cas { r.cmp } else { 0 },
+            });
+            true
+        }
+    };
+    if qp.qpt == IBV_QPT_UD {
+        h.bth.dqpn = r.ud.map_or(0, |u| u.2);
+    }
+    Ok((h, plen, last))
+}
+
+/// A SEND or WRITE packet: its opcode and extension headers in `h`, its
+/// payload in `buf`; the payload's length.  Err(seq): not readable.
+fn data_packet(qp: &Qp, r: &Req, pkt: u32, pmtu: u32, h: &mut Hdr, buf: &mut [u8]) -> Result<usize, u64> {
+    let off = pkt as u64 * pmtu as u64;
+    let plen = (r.len - off.min(r.len)).min(pmtu as u64) as usize;
+    let (first, last) = (pkt == 0, pkt + 1 >= r.npkts);
+    let ok = match &r.data {
+        Some(d) => {
+            buf[..plen].copy_from_slice(&d[off as usize..off as usize + plen]);
+            true
+        }
+        // (The SGEs passed `check_local` at post; the copy is fault-safe.)
+        None => swrdma_rc::memory::gather(&ProcessMemory, &r.sges, off, &mut buf[..plen]),
+    };
+    if !ok {
+        return Err(r.seq);
+    }
+    let rc = qp.qpt == IBV_QPT_RC;
+    let base = match qp.qpt {
+        IBV_QPT_RC => 0x00,
+        IBV_QPT_UC => 0x20,
+        _ => 0x60,
+    };
+    let imm = r.imm.is_some();
+    h.bth.opcode = if qp.qpt == IBV_QPT_UD {
+        h.deth = Some(Deth {
+            qkey: r.ud.map_or(0, |u| u.3),
+            sqpn: qp.qpn,
+        });
+        if imm {
+            op::UD_SEND_ONLY_IMM
+        } else {
+            op::UD_SEND_ONLY
+        }
+    } else if r.kind == KSEND {
+        let inv = r.inv.is_some() && rc;
+        match (first, last) {
+            (true, true) if inv => op::RC_SEND_ONLY_INV,
+            (false, true) if inv => op::RC_SEND_LAST_INV,
+            (true, true) if imm => base | op::RC_SEND_ONLY_IMM,
+            (true, true) => base | op::RC_SEND_ONLY,
+            (true, false) => base | op::RC_SEND_FIRST,
+            (false, false) => base | op::RC_SEND_MIDDLE,
+            (false, true) if imm => base | op::RC_SEND_LAST_IMM,
+            (false, true) => base | op::RC_SEND_LAST,
+        }
+    } else {
+        if first {
+            h.reth = Some(Reth {
+                va: r.raddr,
+                rkey: r.rkey,
+                len: r.len as u32,
+            });
+        }
+        match (first, last) {
+            (true, true) if imm => base | op::RC_WRITE_ONLY_IMM,
+            (true, true) => base | op::RC_WRITE_ONLY,
+            (true, false) => base | op::RC_WRITE_FIRST,
+            (false, false) => base | op::RC_WRITE_MIDDLE,
+            (false, true) if imm => base | op::RC_WRITE_LAST_IMM,
+            (false, true) => base | op::RC_WRITE_LAST,
+        }
+    };
+    if last {
+        h.imm = r.imm;
+        if rc {
+            h.ieth = r.inv;
+        }
+        h.bth.se = r.se;
+    }
+    Ok(plen)
 }
 
 /// A SEND packet's payload (RC, UC) goes into the receive in `st.cur` at
