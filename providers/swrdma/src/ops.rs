@@ -397,14 +397,14 @@ unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
     0
 }
 
-/// # Safety
-/// Called by libibverbs through `OPS`, only with objects this provider
-/// created and the application has not destroyed, and with argument
-/// pointers valid as the verb's contract says.
 /// The access flags a registration may carry: the defined bits (up to
 /// `IBV_ACCESS_FLUSH_PERSISTENT`, 1 << 9) and the optional range.
 const MR_ACCESS_KNOWN: u32 = 0x3ff | IBV_ACCESS_OPTIONAL_RANGE;
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn reg_mr(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -1448,6 +1448,27 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
     // SAFETY: `attr` is a valid, writable init attribute (the verb's
     // contract), not otherwise referenced during the call.
     let a = unsafe { &mut *attr };
+    let (pd, xrcd) = match check_qp_init_attr(c, a) {
+        Ok(objects) => objects,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
+    if let Err(e) = grant_qp_caps(a) {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `context` is ours; `pd`, `xrcd` and the attribute's CQs and
+    // SRQ are null or objects of ours (the verb's contract), and the
+    // attribute is checked.
+    unsafe { new_qp(c, context, a, pd, xrcd) }
+}
+
+/// The checks of a QP's init attribute (its capabilities aside): a QP type
+/// of this device, the objects it needs, no feature the device lacks.  Ok: the
+/// PD and the XRC domain it gives (null: none).
+fn check_qp_init_attr(c: &Ctx, a: &ibv_qp_init_attr_ex) -> Result<(*mut ibv_pd, *mut ibv_xrcd), c_int> {
     let qpt = a.qp_type;
     if !matches!(
         qpt,
@@ -1456,13 +1477,11 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         // raw packet and driver QPs exist but not on this device; any other
         // number is no QP type (the kernel: EINVAL)
         let known = matches!(qpt, IBV_QPT_RAW_PACKET | IBV_QPT_DRIVER);
-        set_errno(if known { libc::EOPNOTSUPP } else { libc::EINVAL });
-        return std::ptr::null_mut();
+        return Err(if known { libc::EOPNOTSUPP } else { libc::EINVAL });
     }
     if matches!(qpt, IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV) && c.wire_rt().is_some() {
         // (XRC on the wire needs XRCETH: not implemented, as on rxe.)
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
     let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
         a.pd
@@ -1475,12 +1494,10 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         std::ptr::null_mut()
     };
     if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+        return Err(libc::EINVAL);
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
     if a.comp_mask
         & !(IBV_QP_INIT_ATTR_PD
@@ -1490,14 +1507,20 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         != 0
     {
         // RSS, WQ indirection tables, max_tso_header, source QPN ...
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !send_ops_supported(qpt) != 0 {
         // TSO (raw packet QPs only), or an operation the QP type lacks.
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
+    Ok((pd, xrcd))
+}
+
+/// The QP's capabilities (`a.cap`): within the device's limits, with the
+/// CQs they need, and then as the QP gets them (what the application reads
+/// back in `a.cap`).
+fn grant_qp_caps(a: &mut ibv_qp_init_attr_ex) -> Result<(), c_int> {
+    let qpt = a.qp_type;
     let cap = &mut a.cap;
     let sends = qpt != IBV_QPT_XRC_RECV;
     let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
@@ -1507,12 +1530,10 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         || cap.max_recv_sge > MAX_SGE
         || cap.max_inline_data > MAX_INLINE
     {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+        return Err(libc::EINVAL);
     }
     if (sends && a.send_cq.is_null()) || (recvs && a.recv_cq.is_null()) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+        return Err(libc::EINVAL);
     }
     if sends {
         cap.max_send_sge = cap.max_send_sge.max(1);
@@ -1528,7 +1549,23 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         cap.max_recv_wr = 0;
         cap.max_recv_sge = 0;
     }
-    let cap = *cap;
+    Ok(())
+}
+
+/// Makes the QP of the checked attribute `a`: its `SwQp` and its `Qp`.
+///
+/// # Safety
+/// `context` is one of our contexts (`c` its `Ctx`); `pd`, `xrcd` and the
+/// CQs and SRQ of `a` are null or live objects of ours.
+unsafe fn new_qp(
+    c: &Ctx,
+    context: *mut ibv_context,
+    a: &ibv_qp_init_attr_ex,
+    pd: *mut ibv_pd,
+    xrcd: *mut ibv_xrcd,
+) -> *mut ibv_qp {
+    let qpt = a.qp_type;
+    let cap = a.cap;
     let qpn = c.alloc_id();
     let s = Box::into_raw(Box::new(SwQp {
         // SAFETY: `verbs_qp` is integers, pointers and pthread objects that
@@ -1569,12 +1606,34 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         st: Mutex::new(Qp::new_st()),
     });
     c.add_qp(qp.clone());
-    // SAFETY: `s` is the fresh `SwQp` box made above (not yet visible to the
-    // application); `u.qp` is the `ibv_qp` view of its `verbs_qp`, and the
-    // pthread objects are initialised in place where the library expects
-    // them; `fill_qp_ex` gets this live `SwQp`.
+    // SAFETY: `s` is the fresh `SwQp` box made above, not yet visible to
+    // the application; `qp` is its QP.
     unsafe {
         (*s).qp = Arc::into_raw(qp);
+        init_verbs_qp(s, context, a, pd, xrcd, qpn);
+    }
+    s as *mut ibv_qp
+}
+
+/// Fills in the `verbs_qp` of a new QP, which the application gets.
+///
+/// # Safety
+/// `s` is a fresh `SwQp` box, not yet visible to the application, whose
+/// `qp` is set; `xrcd` is null or an XRC domain of ours.
+unsafe fn init_verbs_qp(
+    s: *mut SwQp,
+    context: *mut ibv_context,
+    a: &ibv_qp_init_attr_ex,
+    pd: *mut ibv_pd,
+    xrcd: *mut ibv_xrcd,
+    qpn: u32,
+) {
+    let qpt = a.qp_type;
+    // SAFETY: `s` is the fresh `SwQp` box (not yet visible to the
+    // application: the contract); `u.qp` is the `ibv_qp` view of its
+    // `verbs_qp`, and the pthread objects are initialised in place where the
+    // library expects them; `fill_qp_ex` gets this live `SwQp`.
+    unsafe {
         let v = &mut (*s).vqp;
         let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
         q.context = context;
@@ -1598,7 +1657,6 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
             fill_qp_ex(s, a.send_ops_flags);
         }
     }
-    s as *mut ibv_qp
 }
 
 /// The `ibv_wr_*` builders a QP of type `qpt` offers.
@@ -1725,10 +1783,6 @@ fn optional_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
     }
 }
 
-/// # Safety
-/// Called by libibverbs through `OPS`, only with objects this provider
-/// created and the application has not destroyed, and with argument
-/// pointers valid as the verb's contract says.
 /// Every `ibv_qp_attr_mask` bit up to `IBV_QP_RATE_LIMIT`.
 const QP_ATTR_KNOWN: u32 = (IBV_QP_RATE_LIMIT << 1) - 1;
 
@@ -1761,6 +1815,10 @@ fn check_av(a: &ibv_ah_attr, gids: usize) -> Result<(), c_int> {
     Ok(())
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
     // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute (the
     // verb's contract).
