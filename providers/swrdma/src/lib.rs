@@ -4,9 +4,9 @@
 mod core;
 mod device;
 mod direct;
+mod handles;
 mod mem;
 mod net;
-mod objects;
 mod ops;
 mod poll;
 mod qpex;

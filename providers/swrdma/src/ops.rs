@@ -4,8 +4,8 @@
 
 use crate::core::*;
 use crate::device;
+use crate::handles::*;
 use crate::net;
-use crate::objects::*;
 use crate::poll::poll_cq;
 use crate::qpex::{fill_cq_ex, fill_qp_ex};
 use crate::send::{bind_window, finish_now, post_one};

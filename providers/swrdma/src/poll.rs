@@ -1,7 +1,7 @@
 //! Polling a CQ: ibv_poll_cq (in `OPS`, ops.rs) and the extended CQ's
 //! cursor (qpex.rs) both take completions here.
 
-use crate::objects::cq_of;
+use crate::handles::cq_of;
 use ibverbs_abi::*;
 use std::os::raw::c_int;
 use std::sync::atomic::Ordering;

@@ -1,7 +1,7 @@
 //! The extended CQ (ibv_cq_ex poll callbacks) and QP (ibv_qp_ex work
 //! request builders) interfaces.
 
-use crate::objects::{qp_of, SwCq, SwQp, WrList};
+use crate::handles::{qp_of, SwCq, SwQp, WrList};
 use crate::poll::poll_cq;
 use crate::send::post_one;
 use ibverbs_abi::*;

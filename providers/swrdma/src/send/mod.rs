@@ -18,7 +18,7 @@ pub use complete::finish_now;
 pub use local::bind_window;
 
 use crate::core::*;
-use crate::objects::MTU_BYTES;
+use crate::handles::MTU_BYTES;
 use ibverbs_abi::*;
 use request::{LocalData, Operation, QpView, SendRequest};
 use std::os::raw::c_int;

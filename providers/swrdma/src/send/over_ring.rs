@@ -7,7 +7,7 @@ use super::complete::{finish_locked, finish_now};
 use super::request::{LocalData, Operation, QpView, SendRequest};
 use crate::core::*;
 use crate::direct;
-use crate::objects::ah_attr_of;
+use crate::handles::ah_attr_of;
 use ibverbs_abi::*;
 use std::os::raw::c_int;
 use std::sync::atomic::Ordering;
