@@ -4,11 +4,14 @@
 mod core;
 mod device;
 mod direct;
+mod handles;
 mod mem;
 mod net;
 mod objects;
 mod ops;
+mod poll;
 mod qpex;
+mod send;
 mod share;
 mod sys;
 mod wire;

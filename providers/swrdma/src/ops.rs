@@ -1,16 +1,20 @@
-//! The verbs_context_ops of the software device.
+//! The verbs_context_ops of the software device: the C entry points of the
+//! verbs (the top layer: posting sends is send/, polling poll.rs, the
+//! extended CQ and QP interfaces qpex.rs, the objects objects.rs).
 
 use crate::core::*;
 use crate::device;
-use crate::direct;
+use crate::handles::*;
 use crate::net;
+use crate::poll::poll_cq;
+use crate::qpex::{fill_cq_ex, fill_qp_ex};
+use crate::send::{bind_window, finish_now, post_one};
 use crate::wire;
 use ibverbs_abi::*;
 use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use swrdma_ring::*;
 
 // A provider of private ABI 34: its references bind to that generation's
 // definitions (the library's defaults are PABI 65's).
@@ -27,171 +31,6 @@ extern "C" {
     fn verbs_uninit_context(context: *mut verbs_context);
     #[link_name = "verbs_set_ops@IBVERBS_PRIVATE_34"]
     fn verbs_set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops);
-}
-
-pub const MAX_WR: u32 = 16384;
-pub const MAX_SGE: u32 = 32;
-pub const MAX_INLINE: u32 = 1024;
-pub const MTU_BYTES: u64 = 4096;
-pub const MAX_CQE: c_int = 1 << 20;
-
-#[repr(C)]
-pub struct SwCtx {
-    pub vctx: verbs_context,
-    pub ctx: *const Ctx,
-    pub thread: *mut Option<std::thread::JoinHandle<()>>,
-}
-
-#[repr(C)]
-pub struct SwPd {
-    pub pd: ibv_pd,
-    pub id: u32,
-    /// The objects made in this PD and not destroyed (MRs, MWs, QPs, AHs,
-    /// SRQs, parent domains over it): dealloc_pd refuses with EBUSY while
-    /// any lives, as the kernel's use counts make it.
-    pub users: AtomicU32,
-    /// A parent domain: the PD it wraps (and holds a use of); else null.
-    pub parent: *mut ibv_pd,
-}
-
-/// One more (`up`) or one fewer object lives in PD `pd` (null: none).
-///
-/// # Safety
-/// `pd` is null or one of our live `SwPd`s.
-unsafe fn pd_use(pd: *mut ibv_pd, up: bool) {
-    if pd.is_null() {
-        return;
-    }
-    // SAFETY: a live `SwPd` (the contract); `users` is atomic.
-    let u = unsafe { &(*(pd as *mut SwPd)).users };
-    if up {
-        u.fetch_add(1, Ordering::SeqCst);
-    } else {
-        u.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-#[repr(C)]
-pub struct SwMr {
-    pub vmr: verbs_mr,
-    pub dm: *mut SwDm,
-}
-
-/// Device memory: memory of the provider (no other way in than
-/// ibv_memcpy_to/from_dm and zero-based DM MRs).
-#[repr(C)]
-pub struct SwDm {
-    pub dm: ibv_dm,
-    pub base: *mut u8,
-    pub len: usize,
-    pub mrs: AtomicU32,
-}
-
-pub const MAX_DM: usize = 256 * 1024;
-
-#[repr(C)]
-pub struct SwCq {
-    pub vcq: verbs_cq,
-    pub cq: *const Cq,
-    pub ctx: *const Ctx,
-    pub cur: ibv_wc,
-}
-
-#[repr(C)]
-pub struct SwSrq {
-    pub vsrq: verbs_srq,
-    pub srq: *const Srq,
-}
-
-#[repr(C)]
-pub struct SwXrcd {
-    pub vx: verbs_xrcd,
-    pub id: u32,
-}
-
-#[repr(C)]
-pub struct SwQp {
-    pub vqp: verbs_qp,
-    pub qp: *const Qp,
-    pub ctx: *const Ctx,
-    pub wrs: *mut crate::qpex::WrList,
-}
-
-#[repr(C)]
-pub struct SwAh {
-    pub ah: ibv_ah,
-    pub attr: ibv_ah_attr,
-}
-
-/// # Safety
-/// `c` is the `ibv_context` inside a live `SwCtx` made by `alloc_context`.
-pub unsafe fn ctx_of<'a>(c: *mut ibv_context) -> &'a Ctx {
-    // SAFETY: `c` lies `offset_of!(verbs_context, context)` bytes into the `SwCtx`'s `vctx` (its
-    // first field), so stepping back gives the live `SwCtx`; its `ctx` is the `Arc<Ctx>` raw
-    // pointer stored by `make_ctx`, released only by `free_context`.
-    unsafe {
-        let v = (c as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
-        &*(*v).ctx
-    }
-}
-/// # Safety
-/// `pd` is the `ibv_pd` of a live `SwPd` (alloc_pd / alloc_parent_domain).
-unsafe fn pd_id(pd: *mut ibv_pd) -> u32 {
-    // SAFETY: `pd` is the first field of a live `SwPd` (the contract).
-    unsafe { (*(pd as *mut SwPd)).id }
-}
-/// # Safety
-/// `cq` is the `ibv_cq` of a live `SwCq` (new_cq).
-pub unsafe fn cq_of<'a>(cq: *mut ibv_cq) -> &'a SwCq {
-    // SAFETY: `cq` is the start of a live `SwCq` (`vcq` is its first field, and `ibv_cq` the prefix
-    // of `verbs_cq`).
-    unsafe { &*(cq as *mut SwCq) }
-}
-/// # Safety
-/// `cq` is null or the `ibv_cq` of a live `SwCq`.
-unsafe fn cq_arc(cq: *mut ibv_cq) -> Option<Arc<Cq>> {
-    // SAFETY: `cq` is non-null, so a live `SwCq` whose `cq` is the `Arc::into_raw` of new_cq, still
-    // owned by it: adding a count before `from_raw` leaves that reference intact.
-    unsafe {
-        if cq.is_null() {
-            return None;
-        }
-        let p = (*(cq as *mut SwCq)).cq;
-        Arc::increment_strong_count(p);
-        Some(Arc::from_raw(p))
-    }
-}
-/// # Safety
-/// `srq` is null or the `ibv_srq` of a live `SwSrq`.
-unsafe fn srq_arc(srq: *mut ibv_srq) -> Option<Arc<Srq>> {
-    // SAFETY: `srq` is non-null, so a live `SwSrq` whose `srq` is the `Arc::into_raw` of new_srq,
-    // still owned by it: adding a count before `from_raw` leaves that reference intact.
-    unsafe {
-        if srq.is_null() {
-            return None;
-        }
-        let p = (*(srq as *mut SwSrq)).srq;
-        Arc::increment_strong_count(p);
-        Some(Arc::from_raw(p))
-    }
-}
-/// # Safety
-/// `qp` is the `ibv_qp` of a live `SwQp` (create_qp_ex), whose context outlives the returned reference.
-pub unsafe fn qp_of<'a>(qp: *mut ibv_qp) -> (&'a Ctx, Arc<Qp>) {
-    // SAFETY: `qp` is the start of a live `SwQp` (`vqp` first, `ibv_qp` the prefix of `verbs_qp`);
-    // its `qp` is the `Arc::into_raw` of create_qp_ex (a count is added, so the SwQp keeps its own)
-    // and `ctx` the context's `Ctx`, alive until free_context, after the QP is gone.
-    unsafe {
-        let s = &*(qp as *mut SwQp);
-        Arc::increment_strong_count(s.qp);
-        (&*s.ctx, Arc::from_raw(s.qp))
-    }
-}
-
-fn set_errno(e: c_int) {
-    // SAFETY: `__errno_location` returns this thread's errno slot, always
-    // valid for writing.
-    unsafe { *libc::__errno_location() = e };
 }
 
 // ---------------------------------------------------------------------------
@@ -558,14 +397,14 @@ unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
     0
 }
 
-/// # Safety
-/// Called by libibverbs through `OPS`, only with objects this provider
-/// created and the application has not destroyed, and with argument
-/// pointers valid as the verb's contract says.
 /// The access flags a registration may carry: the defined bits (up to
 /// `IBV_ACCESS_FLUSH_PERSISTENT`, 1 << 9) and the optional range.
 const MR_ACCESS_KNOWN: u32 = 0x3ff | IBV_ACCESS_OPTIONAL_RANGE;
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn reg_mr(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -1011,43 +850,6 @@ unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
     }
 }
 
-/// Binds (or, with length 0, unbinds) `mw` to the range of `info`; the
-/// window's new rkey is `rkey`.  Err: the completion status.
-///
-/// # Safety
-/// `mw` is null or one of our windows, `qp.ibqp` the `ibv_qp` of a live `SwQp`, and `info.mr` null or one of our MRs.
-unsafe fn do_bind(c: &Ctx, qp: &Qp, mw: *mut ibv_mw, rkey: u32, info: &ibv_mw_bind_info) -> Result<(), u32> {
-    if mw.is_null() {
-        return Err(IBV_WC_MW_BIND_ERR);
-    }
-    // SAFETY: `mw` is non-null, so one of our live windows (the contract),
-    // not used concurrently by the application during the bind; its PD is
-    // one of ours; `qp.ibqp` is the live `ibv_qp` of `qp`.
-    let (mwpd, qctx, w) = unsafe { (pd_id((*mw).pd), (*(qp.ibqp as *mut ibv_qp)).context, &mut *mw) };
-    if w.context != qctx {
-        return Err(IBV_WC_MW_BIND_ERR);
-    }
-    let range = if info.length > 0 {
-        if info.mr.is_null() {
-            return Err(IBV_WC_MW_BIND_ERR);
-        }
-        // SAFETY: `info.mr` is non-null, so one of our MRs (the contract).
-        Some((unsafe { (*info.mr).lkey }, info.addr, info.length))
-    } else {
-        None
-    };
-    let bind = WindowBind {
-        ty: w.r#type,
-        old: w.rkey,
-        pd: mwpd,
-        access: info.mw_access_flags,
-        rkey,
-        range,
-    };
-    w.rkey = c.bind_window(qp, &bind)?;
-    Ok(())
-}
-
 /// ibv_bind_mw (type 1 windows): a work request of the send queue.
 ///
 /// # Safety
@@ -1075,7 +877,7 @@ unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_
     }
     // SAFETY: `mw` is our live window, `qp` our live QP, and the bind's MR
     // null or one of ours (the verb's contract).
-    let status = match unsafe { do_bind(c, &qp, mw, 0, &b.bind_info) } {
+    let status = match unsafe { bind_window(c, &qp, mw, 0, &b.bind_info) } {
         Ok(()) => 0,
         Err(s) => s,
     };
@@ -1219,7 +1021,7 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     ex.context = context;
     ex.channel = channel;
     ex.cqe = cqe;
-    crate::qpex::fill_cq_ex(ex);
+    fill_cq_ex(ex);
     s
 }
 
@@ -1272,38 +1074,6 @@ unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_i
         (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
         s as *mut ibv_cq_ex
     }
-}
-
-/// # Safety
-/// Called by libibverbs through `OPS`, only with objects this provider
-/// created and the application has not destroyed, and with argument
-/// pointers valid as the verb's contract says.
-pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
-    // SAFETY: `cq` is one of our CQs (the contract); its `ctx` is the live
-    // context that created it (contexts outlive their CQs) and its `cq` the
-    // `Arc<Cq>` it owns until destroy_cq.
-    let (c, cqr) = unsafe {
-        let s = cq_of(cq);
-        (&*s.ctx, &*s.cq)
-    };
-    c.note_poll();
-    if n <= 0 {
-        return 0;
-    }
-    // SAFETY: `wc` has room for `n` > 0 completions (the verb's contract),
-    // not aliased during the call.
-    let out = unsafe { std::slice::from_raw_parts_mut(wc, n as usize) };
-    let mut k = cqr.poll(out);
-    if k < out.len() {
-        c.progress();
-        k += cqr.poll(&mut out[k..]);
-    }
-    if k == 0 && cqr.overrun.load(Ordering::Relaxed) {
-        // An overrun CQ is in the error state: once what it held is polled,
-        // polling fails (completions were lost).
-        return -1;
-    }
-    k as c_int
 }
 
 /// # Safety
@@ -1523,14 +1293,6 @@ unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq
 }
 
 /// # Safety
-/// `srq` is the `ibv_srq` of a live `SwSrq`.
-unsafe fn srq_of<'a>(srq: *mut ibv_srq) -> &'a Srq {
-    // SAFETY: `srq` is the start of a live `SwSrq` whose `srq` is its live `Arc<Srq>` (the
-    // contract).
-    unsafe { &*(*(srq as *mut SwSrq)).srq }
-}
-
-/// # Safety
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
@@ -1686,6 +1448,27 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
     // SAFETY: `attr` is a valid, writable init attribute (the verb's
     // contract), not otherwise referenced during the call.
     let a = unsafe { &mut *attr };
+    let (pd, xrcd) = match check_qp_init_attr(c, a) {
+        Ok(objects) => objects,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
+    if let Err(e) = grant_qp_caps(a) {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `context` is ours; `pd`, `xrcd` and the attribute's CQs and
+    // SRQ are null or objects of ours (the verb's contract), and the
+    // attribute is checked.
+    unsafe { new_qp(c, context, a, pd, xrcd) }
+}
+
+/// The checks of a QP's init attribute (its capabilities aside): a QP type
+/// of this device, the objects it needs, no feature the device lacks.  Ok: the
+/// PD and the XRC domain it gives (null: none).
+fn check_qp_init_attr(c: &Ctx, a: &ibv_qp_init_attr_ex) -> Result<(*mut ibv_pd, *mut ibv_xrcd), c_int> {
     let qpt = a.qp_type;
     if !matches!(
         qpt,
@@ -1694,13 +1477,11 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         // raw packet and driver QPs exist but not on this device; any other
         // number is no QP type (the kernel: EINVAL)
         let known = matches!(qpt, IBV_QPT_RAW_PACKET | IBV_QPT_DRIVER);
-        set_errno(if known { libc::EOPNOTSUPP } else { libc::EINVAL });
-        return std::ptr::null_mut();
+        return Err(if known { libc::EOPNOTSUPP } else { libc::EINVAL });
     }
     if matches!(qpt, IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV) && c.wire_rt().is_some() {
         // (XRC on the wire needs XRCETH: not implemented, as on rxe.)
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
     let pd = if a.comp_mask & IBV_QP_INIT_ATTR_PD != 0 {
         a.pd
@@ -1713,12 +1494,10 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         std::ptr::null_mut()
     };
     if (qpt == IBV_QPT_XRC_RECV && xrcd.is_null()) || (qpt != IBV_QPT_XRC_RECV && pd.is_null()) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+        return Err(libc::EINVAL);
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
     if a.comp_mask
         & !(IBV_QP_INIT_ATTR_PD
@@ -1728,14 +1507,20 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         != 0
     {
         // RSS, WQ indirection tables, max_tso_header, source QPN ...
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !send_ops_supported(qpt) != 0 {
         // TSO (raw packet QPs only), or an operation the QP type lacks.
-        set_errno(libc::EOPNOTSUPP);
-        return std::ptr::null_mut();
+        return Err(libc::EOPNOTSUPP);
     }
+    Ok((pd, xrcd))
+}
+
+/// The QP's capabilities (`a.cap`): within the device's limits, with the
+/// CQs they need, and then as the QP gets them (what the application reads
+/// back in `a.cap`).
+fn grant_qp_caps(a: &mut ibv_qp_init_attr_ex) -> Result<(), c_int> {
+    let qpt = a.qp_type;
     let cap = &mut a.cap;
     let sends = qpt != IBV_QPT_XRC_RECV;
     let recvs = matches!(qpt, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) && a.srq.is_null();
@@ -1745,12 +1530,10 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         || cap.max_recv_sge > MAX_SGE
         || cap.max_inline_data > MAX_INLINE
     {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+        return Err(libc::EINVAL);
     }
     if (sends && a.send_cq.is_null()) || (recvs && a.recv_cq.is_null()) {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
+        return Err(libc::EINVAL);
     }
     if sends {
         cap.max_send_sge = cap.max_send_sge.max(1);
@@ -1766,7 +1549,23 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         cap.max_recv_wr = 0;
         cap.max_recv_sge = 0;
     }
-    let cap = *cap;
+    Ok(())
+}
+
+/// Makes the QP of the checked attribute `a`: its `SwQp` and its `Qp`.
+///
+/// # Safety
+/// `context` is one of our contexts (`c` its `Ctx`); `pd`, `xrcd` and the
+/// CQs and SRQ of `a` are null or live objects of ours.
+unsafe fn new_qp(
+    c: &Ctx,
+    context: *mut ibv_context,
+    a: &ibv_qp_init_attr_ex,
+    pd: *mut ibv_pd,
+    xrcd: *mut ibv_xrcd,
+) -> *mut ibv_qp {
+    let qpt = a.qp_type;
+    let cap = a.cap;
     let qpn = c.alloc_id();
     let s = Box::into_raw(Box::new(SwQp {
         // SAFETY: `verbs_qp` is integers, pointers and pthread objects that
@@ -1807,12 +1606,34 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         st: Mutex::new(Qp::new_st()),
     });
     c.add_qp(qp.clone());
-    // SAFETY: `s` is the fresh `SwQp` box made above (not yet visible to the
-    // application); `u.qp` is the `ibv_qp` view of its `verbs_qp`, and the
-    // pthread objects are initialised in place where the library expects
-    // them; `fill_qp_ex` gets this live `SwQp`.
+    // SAFETY: `s` is the fresh `SwQp` box made above, not yet visible to
+    // the application; `qp` is its QP.
     unsafe {
         (*s).qp = Arc::into_raw(qp);
+        init_verbs_qp(s, context, a, pd, xrcd, qpn);
+    }
+    s as *mut ibv_qp
+}
+
+/// Fills in the `verbs_qp` of a new QP, which the application gets.
+///
+/// # Safety
+/// `s` is a fresh `SwQp` box, not yet visible to the application, whose
+/// `qp` is set; `xrcd` is null or an XRC domain of ours.
+unsafe fn init_verbs_qp(
+    s: *mut SwQp,
+    context: *mut ibv_context,
+    a: &ibv_qp_init_attr_ex,
+    pd: *mut ibv_pd,
+    xrcd: *mut ibv_xrcd,
+    qpn: u32,
+) {
+    let qpt = a.qp_type;
+    // SAFETY: `s` is the fresh `SwQp` box (not yet visible to the
+    // application: the contract); `u.qp` is the `ibv_qp` view of its
+    // `verbs_qp`, and the pthread objects are initialised in place where the
+    // library expects them; `fill_qp_ex` gets this live `SwQp`.
+    unsafe {
         let v = &mut (*s).vqp;
         let q = &mut *(std::ptr::addr_of_mut!(v.u.qp) as *mut ibv_qp);
         q.context = context;
@@ -1833,10 +1654,9 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
         }
         if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
             v.comp_mask |= VERBS_QP_EX;
-            crate::qpex::fill_qp_ex(s, a.send_ops_flags);
+            fill_qp_ex(s, a.send_ops_flags);
         }
     }
-    s as *mut ibv_qp
 }
 
 /// The `ibv_wr_*` builders a QP of type `qpt` offers.
@@ -1963,10 +1783,6 @@ fn optional_attrs(qpt: u32, cur: u32, new: u32) -> u32 {
     }
 }
 
-/// # Safety
-/// Called by libibverbs through `OPS`, only with objects this provider
-/// created and the application has not destroyed, and with argument
-/// pointers valid as the verb's contract says.
 /// Every `ibv_qp_attr_mask` bit up to `IBV_QP_RATE_LIMIT`.
 const QP_ATTR_KNOWN: u32 = (IBV_QP_RATE_LIMIT << 1) - 1;
 
@@ -1999,6 +1815,10 @@ fn check_av(a: &ibv_ah_attr, gids: usize) -> Result<(), c_int> {
     Ok(())
 }
 
+/// # Safety
+/// Called by libibverbs through `OPS`, only with objects this provider
+/// created and the application has not destroyed, and with argument
+/// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
     // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute (the
     // verb's contract).
@@ -2267,538 +2087,6 @@ pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, 
         wr = w.next;
     }
     0
-}
-
-fn wc_op(op: u32) -> Option<u32> {
-    Some(match op {
-        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM => IBV_WC_SEND,
-        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => IBV_WC_RDMA_WRITE,
-        IBV_WR_RDMA_READ => IBV_WC_RDMA_READ,
-        IBV_WR_ATOMIC_CMP_AND_SWP => IBV_WC_COMP_SWAP,
-        IBV_WR_ATOMIC_FETCH_AND_ADD => IBV_WC_FETCH_ADD,
-        IBV_WR_ATOMIC_WRITE => IBV_WC_ATOMIC_WRITE,
-        IBV_WR_SEND_WITH_INV => IBV_WC_SEND,
-        IBV_WR_BIND_MW => IBV_WC_BIND_MW,
-        IBV_WR_LOCAL_INV => IBV_WC_LOCAL_INV,
-        _ => return None,
-    })
-}
-
-pub fn finish_now(c: &Ctx, qp: &Qp, wr_id: u64, op: u32, len: u32, signaled: bool, status: u32) {
-    finish_locked(c, qp, &mut lock(&qp.st), wr_id, op, len, signaled, status);
-}
-
-/// `finish_now` with the QP's lock held.
-#[allow(clippy::too_many_arguments)]
-pub fn finish_locked(c: &Ctx, qp: &Qp, st: &mut QpSt, wr_id: u64, op: u32, len: u32, signaled: bool, status: u32) {
-    let seq = st.next_seq;
-    st.next_seq += 1;
-    st.sq
-        .push_back(SWqe::local(seq, wr_id, op, signaled, len, Some(status)));
-    if status != 0 && status != IBV_WC_WR_FLUSH_ERR {
-        c.to_err(qp, st);
-    }
-    c.complete_sq(qp, st);
-}
-
-/// Posts one send work request.
-///
-/// # Safety
-/// `wr` is a valid send request: `num_sge` SGEs at `sg_list`, and for its opcode a live `ah` (UD) or `mw` (bind) of ours; SGE ranges of inline data are readable.
-pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
-    let (state, dqpn, cached, own_qkey, av_sgid, outstanding) = {
-        let st = lock(&qp.st);
-        (
-            st.state,
-            st.attr.dest_qp_num,
-            st.link.clone(),
-            st.attr.qkey,
-            st.attr.ah_attr.grh.sgid_index,
-            st.sq.len(),
-        )
-    };
-    let qpt = qp.qpt;
-    if qpt == IBV_QPT_XRC_RECV {
-        return Err(libc::EINVAL);
-    }
-    // The send queue holds `max_send_wr` requests not yet completed, as
-    // `ibv_create_qp` promised and no more (a hardware queue is full:
-    // ENOMEM, as upstream's providers answer).
-    if outstanding >= qp.cap.max_send_wr as usize {
-        return Err(libc::ENOMEM);
-    }
-    let Some(op) = wc_op(wr.opcode) else {
-        return Err(libc::EINVAL);
-    };
-    let allowed = match qpt {
-        IBV_QPT_UD => matches!(wr.opcode, IBV_WR_SEND | IBV_WR_SEND_WITH_IMM),
-        IBV_QPT_UC => matches!(
-            wr.opcode,
-            IBV_WR_SEND
-                | IBV_WR_SEND_WITH_IMM
-                | IBV_WR_RDMA_WRITE
-                | IBV_WR_RDMA_WRITE_WITH_IMM
-                | IBV_WR_BIND_MW
-                | IBV_WR_LOCAL_INV
-        ),
-        _ => true,
-    };
-    if !allowed {
-        return Err(libc::EINVAL);
-    }
-    let signaled = wr.send_flags & IBV_SEND_SIGNALED != 0;
-    if state == IBV_QPS_ERR {
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
-        return Ok(());
-    }
-    if state != IBV_QPS_RTS && state != IBV_QPS_SQD {
-        return Err(libc::EINVAL);
-    }
-    // Local operations: done at once, completed in order.
-    if wr.opcode == IBV_WR_BIND_MW {
-        // SAFETY: a BIND_MW request uses the `bind_mw` member of the union
-        // (plain integers and pointers: any bits are a value).
-        let b = unsafe { &wr.bind_mw_tso.bind_mw };
-        // SAFETY: `b.mw` is checked non-null first; then it is one of our
-        // windows (the contract).
-        if b.mw.is_null() || unsafe { (*b.mw).r#type } != IBV_MW_TYPE_2 {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: `b.mw` is a live window of ours, `qp` is live, and
-        // `bind_info.mr` is null or one of our MRs (the contract).
-        let status = match unsafe { do_bind(c, qp, b.mw, b.rkey, &b.bind_info) } {
-            Ok(()) => 0,
-            Err(s) => s,
-        };
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
-        return Ok(());
-    }
-    if wr.opcode == IBV_WR_LOCAL_INV {
-        // SAFETY: `imm` is a union of two `u32`s: every bit pattern is valid.
-        let rkey = unsafe { wr.imm.invalidate_rkey };
-        let status = if c.invalidate(rkey, 0) { 0 } else { IBV_WC_LOC_QP_OP_ERR };
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, status);
-        return Ok(());
-    }
-    let inline = wr.send_flags & IBV_SEND_INLINE != 0
-        && matches!(
-            wr.opcode,
-            IBV_WR_SEND
-                | IBV_WR_SEND_WITH_IMM
-                | IBV_WR_SEND_WITH_INV
-                | IBV_WR_RDMA_WRITE
-                | IBV_WR_RDMA_WRITE_WITH_IMM
-                | IBV_WR_ATOMIC_WRITE
-        );
-    if wr.num_sge < 0 || (!inline && wr.num_sge as u32 > qp.cap.max_send_sge) {
-        return Err(libc::EINVAL);
-    }
-    let sges: &[ibv_sge] = if wr.num_sge > 0 {
-        // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`,
-        // unchanged during the call (the contract).
-        unsafe { std::slice::from_raw_parts(wr.sg_list, wr.num_sge as usize) }
-    } else {
-        &[]
-    };
-    let len: u64 = sges.iter().map(|s| s.length as u64).sum();
-    if inline && len > qp.cap.max_inline_data as u64 {
-        return Err(libc::EINVAL);
-    }
-    if len > 0x8000_0000 || (qpt == IBV_QPT_UD && len > MTU_BYTES) {
-        return Err(libc::EINVAL);
-    }
-    let is_atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
-    let is_read = wr.opcode == IBV_WR_RDMA_READ;
-    let is_awrite = wr.opcode == IBV_WR_ATOMIC_WRITE;
-    if (is_atomic || is_awrite) && len != 8 {
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
-        return Ok(());
-    }
-    let posted = sges;
-    let translated;
-    let mut sges = sges;
-    if !inline {
-        match c.check_local(qp.pd, sges, is_atomic || is_read) {
-            Ok(None) => {}
-            Ok(Some(t)) => {
-                translated = t;
-                sges = &translated;
-            }
-            Err(s) => {
-                finish_now(c, qp, wr.wr_id, op, 0, signaled, s);
-                return Ok(());
-            }
-        }
-    }
-    if let Some(w) = c.wire_rt() {
-        // SAFETY: `wr` is the application's valid request (the contract).
-        return unsafe { post_wire(c, w, qp, wr, op, signaled, inline, sges, len, own_qkey) };
-    }
-    // Destination.
-    let mut m = Msg {
-        src_qpn: qp.qpn,
-        total: len,
-        ..Default::default()
-    };
-    let (dest, link) = if qpt == IBV_QPT_UD {
-        // SAFETY: a UD request uses the `ud` member of the union (integers
-        // and a pointer: any bits are a value).
-        let ud = unsafe { wr.wr.ud };
-        let ah = ud.ah as *mut SwAh;
-        if ah.is_null() {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: `ah` is non-null, so one of our `SwAh`s (the contract:
-        // `ibv_ah` is its first field), live during the call.
-        let aa = unsafe { &(*ah).attr };
-        m.qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
-            own_qkey
-        } else {
-            ud.remote_qkey
-        };
-        if aa.is_global != 0 {
-            // SAFETY: `ibv_gid` is a union of 16 bytes and two `u64`s: any
-            // bits are a value.
-            m.dgid = unsafe { aa.grh.dgid.raw };
-            m.sgid = c.gid(aa.grh.sgid_index as usize);
-        } else {
-            m.sgid = c.gid(0);
-        }
-        let d = ud.remote_qpn;
-        (d, c.link_to(d))
-    } else {
-        m.sgid = c.gid(av_sgid as usize);
-        let l = match cached {
-            Some(l) if !l.dead.load(Ordering::Relaxed) => Some(l),
-            _ => {
-                let l = c.link_to(dqpn);
-                if let Some(l) = &l {
-                    lock(&qp.st).link = Some(l.clone());
-                }
-                l
-            }
-        };
-        (dqpn, l)
-    };
-    m.dst_qpn = dest;
-    let reliable = qpt == IBV_QPT_RC || qpt == IBV_QPT_XRC_SEND;
-    let Some(link) = link else {
-        if !reliable {
-            // (Dropped, as on the wire.)
-            finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
-            return Ok(());
-        }
-        // The peer cannot be reached: the request goes unanswered and fails
-        // with RETRY_EXC_ERR after the QP's transport timeout.
-        let mut st = lock(&qp.st);
-        let seq = st.next_seq;
-        st.next_seq += 1;
-        st.sq
-            .push_back(SWqe::local(seq, wr.wr_id, op, signaled, len as u32, None));
-        c.peer_lost(&mut st);
-        return Ok(());
-    };
-    // One-sided requests the initiator may execute itself (direct.rs):
-    // none in flight before it on this QP (it must not overtake them).
-    let one_sided = matches!(
-        wr.opcode,
-        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_READ | IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD
-    );
-    if one_sided && qpt == IBV_QPT_RC && len > 0 && !link.dead.load(Ordering::Relaxed) {
-        if let Some(peer) = c.peer_dir(link.peer) {
-            // SAFETY: the union member each opcode uses (integers).
-            let dop = unsafe {
-                match wr.opcode {
-                    IBV_WR_RDMA_WRITE => Some((wr.wr.rdma.rkey, wr.wr.rdma.remote_addr, direct::Op::Write(sges))),
-                    IBV_WR_RDMA_READ => Some((wr.wr.rdma.rkey, wr.wr.rdma.remote_addr, direct::Op::Read(sges))),
-                    IBV_WR_ATOMIC_CMP_AND_SWP => Some((
-                        wr.wr.atomic.rkey,
-                        wr.wr.atomic.remote_addr,
-                        direct::Op::Cas(wr.wr.atomic.compare_add, wr.wr.atomic.swap, sges),
-                    )),
-                    IBV_WR_ATOMIC_FETCH_AND_ADD => Some((
-                        wr.wr.atomic.rkey,
-                        wr.wr.atomic.remote_addr,
-                        direct::Op::Faa(wr.wr.atomic.compare_add, sges),
-                    )),
-                    _ => None,
-                }
-            };
-            if let Some((rkey, raddr, dop)) = dop {
-                let mut st = lock(&qp.st);
-                if st.state == IBV_QPS_RTS
-                    && st.sq.is_empty()
-                    && st.resend.is_none()
-                    && st.probe.is_none()
-                    && st.lost_at.is_none()
-                {
-                    if let Some(status) = direct::execute(&peer, &link, qp.qpn, dest, (rkey, raddr, len), dop) {
-                        finish_locked(c, qp, &mut st, wr.wr_id, op, len as u32, signaled, status);
-                        return Ok(());
-                    }
-                }
-            }
-        }
-    }
-    if qpt == IBV_QPT_XRC_SEND {
-        // SAFETY: an XRC request uses the `xrc` member (a `u32`).
-        m.srqn = unsafe { wr.qp_type.xrc.remote_srqn };
-    }
-    let mut flags = if qpt == IBV_QPT_UD || qpt == IBV_QPT_XRC_SEND {
-        F_EXT
-    } else {
-        0
-    };
-    if wr.send_flags & IBV_SEND_SOLICITED != 0 {
-        flags |= F_SOLICITED;
-    }
-    if matches!(wr.opcode, IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM) {
-        flags |= F_IMM;
-        // SAFETY: `imm` is a union of two `u32`s: every bit pattern is valid.
-        m.imm = unsafe { wr.imm.imm_data };
-    }
-    if wr.opcode == IBV_WR_SEND_WITH_INV {
-        flags |= F_INV;
-        // SAFETY: as above.
-        m.imm = unsafe { wr.imm.invalidate_rkey };
-    }
-    m.kind = match wr.opcode {
-        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => K_SEND,
-        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => K_WRITE,
-        IBV_WR_RDMA_READ => K_READ,
-        IBV_WR_ATOMIC_CMP_AND_SWP => K_CAS,
-        IBV_WR_ATOMIC_WRITE => K_AWRITE,
-        _ => K_FAA,
-    };
-    match m.kind {
-        K_WRITE | K_READ | K_AWRITE => {
-            // SAFETY: RDMA requests use the `rdma` member (integers).
-            let r = unsafe { wr.wr.rdma };
-            m.raddr = r.remote_addr;
-            m.rkey = r.rkey;
-            if m.kind == K_AWRITE {
-                let mut v = [0u8; 8];
-                // SAFETY: the 8 bytes (len == 8, checked) of the SGE list are
-                // readable: it passed `check_local`, or is inline data the
-                // application provides readable for the call.
-                unsafe { gather(sges, 0, v.as_mut_ptr(), 8) };
-                m.swap = u64::from_ne_bytes(v);
-            }
-        }
-        K_CAS | K_FAA => {
-            // SAFETY: atomic requests use the `atomic` member (integers).
-            let a = unsafe { wr.wr.atomic };
-            m.raddr = a.remote_addr;
-            m.rkey = a.rkey;
-            m.cmp = a.compare_add;
-            m.swap = a.swap;
-        }
-        _ => {}
-    }
-    m.flags = flags;
-    let tx = lock(&link.tx_lock);
-    if reliable {
-        let mut st = lock(&qp.st);
-        let seq = st.next_seq;
-        st.next_seq += 1;
-        m.seq = seq;
-        let keep = if is_read || is_atomic {
-            sges.to_vec()
-        } else {
-            Vec::new()
-        };
-        // What a retransmission needs: the data is gathered anew from the
-        // registered memory (the gather list as posted), or inline data
-        // from a copy (at most `max_inline_data` bytes).
-        let sends_data = m.kind == K_SEND || m.kind == K_WRITE;
-        let mut data = Vec::new();
-        if inline && sends_data && len > 0 {
-            data = vec![0u8; len as usize];
-            // SAFETY: inline data is readable for the call (the contract);
-            // `data` has `len` bytes.
-            unsafe { gather(sges, 0, data.as_mut_ptr(), len as usize) };
-        }
-        st.sq.push_back(SWqe {
-            seq,
-            wr_id: wr.wr_id,
-            op,
-            signaled,
-            len: len as u32,
-            done: None,
-            sges: keep,
-            hdr: m,
-            gsges: if sends_data && !inline {
-                posted.to_vec()
-            } else {
-                Vec::new()
-            },
-            data,
-        });
-        // Requests wait behind a NAKed one (sent again in order): this one
-        // goes on the wire with them, never before them.
-        if st.resend.is_some() || st.probe.is_some() {
-            if st.resend.is_none() {
-                st.resend = Some(seq);
-                st.resend_off = 0;
-            }
-            return Ok(());
-        }
-    }
-    let mut ok = true;
-    if m.kind == K_SEND || m.kind == K_WRITE {
-        let mut off = 0u64;
-        loop {
-            let (h, plen) = frag(&m, len, off);
-            let o = off;
-            let mut fill = |d: *mut u8| {
-                // SAFETY: bytes [o, o+plen) of the SGE list are readable (it
-                // passed `check_local`, or is inline data readable for the
-                // call; o + plen <= len, its total); `d` is the `plen` bytes
-                // of ring space `send_msg` reserved.
-                unsafe { gather(sges, o, d, plen) }
-            };
-            if !c.send_msg(&link, &h, plen, &mut fill) {
-                ok = false;
-                break;
-            }
-            off += plen as u64;
-            if off >= len {
-                break;
-            }
-        }
-    } else {
-        let (h, _) = frag(&m, 0, 0);
-        ok = c.send_msg(&link, &h, 0, &mut |_| {});
-    }
-    drop(tx);
-    if !reliable {
-        finish_now(c, qp, wr.wr_id, op, len as u32, signaled, 0);
-    } else if !ok {
-        let mut st = lock(&qp.st);
-        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == m.seq) {
-            if w.done.is_none() {
-                w.done = Some(IBV_WC_RETRY_EXC_ERR);
-            }
-        }
-        c.to_err(qp, &mut st);
-    }
-    Ok(())
-}
-
-/// A request of a wire device's QP (checked by `post_one` so far): the
-/// rest of the checks, then onto the wire (wire/engine.rs).
-///
-/// # Safety
-/// `wr` is a valid send request; `sges` passed `check_local` (or is inline
-/// data readable for the call).
-#[allow(clippy::too_many_arguments)]
-unsafe fn post_wire(
-    c: &Ctx,
-    w: &wire::engine::Wire,
-    qp: &Arc<Qp>,
-    wr: &ibv_send_wr,
-    op: u32,
-    signaled: bool,
-    inline: bool,
-    sges: &[ibv_sge],
-    len: u64,
-    own_qkey: u32,
-) -> Result<(), c_int> {
-    use wire::engine::{Req, KCAS, KFAA, KREAD, KSEND, KWRITE};
-    let kind = match wr.opcode {
-        IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_SEND_WITH_INV => KSEND,
-        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM => KWRITE,
-        IBV_WR_RDMA_READ => KREAD,
-        IBV_WR_ATOMIC_CMP_AND_SWP => KCAS,
-        IBV_WR_ATOMIC_FETCH_AND_ADD => KFAA,
-        _ => return Err(libc::EINVAL), // (ATOMIC_WRITE, TSO: not on the wire)
-    };
-    if qp.qpt == IBV_QPT_UD && len > w.mtu as u64 {
-        return Err(libc::EINVAL);
-    }
-    let mut r = Req {
-        seq: 0,
-        kind,
-        first: 0,
-        npkts: 0,
-        len,
-        raddr: 0,
-        rkey: 0,
-        imm: None,
-        inv: None,
-        cmp: 0,
-        swap: 0,
-        se: wr.send_flags & IBV_SEND_SOLICITED != 0,
-        sges: Vec::new(),
-        data: None,
-        ud: None,
-        loff: 0,
-        last: true,
-        got: 0,
-    };
-    // SAFETY: the union members read below are each opcode's own
-    // (integers only: any bits are a value).
-    unsafe {
-        match wr.opcode {
-            // (`imm_data` holds the ImmDt bytes as they go on the wire.)
-            IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE_WITH_IMM => r.imm = Some(u32::from_be(wr.imm.imm_data)),
-            IBV_WR_SEND_WITH_INV => r.inv = Some(wr.imm.invalidate_rkey),
-            _ => {}
-        }
-        match kind {
-            KWRITE | KREAD => {
-                r.raddr = wr.wr.rdma.remote_addr;
-                r.rkey = wr.wr.rdma.rkey;
-            }
-            KCAS | KFAA => {
-                r.raddr = wr.wr.atomic.remote_addr;
-                r.rkey = wr.wr.atomic.rkey;
-                r.cmp = wr.wr.atomic.compare_add;
-                r.swap = wr.wr.atomic.swap;
-            }
-            _ => {}
-        }
-    }
-    if qp.qpt == IBV_QPT_UD {
-        // SAFETY: a UD request uses the `ud` member (integers, a pointer).
-        let ud = unsafe { wr.wr.ud };
-        let ah = ud.ah as *mut SwAh;
-        if ah.is_null() {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: non-null, so one of our live `SwAh`s (the contract).
-        let aa = unsafe { &(*ah).attr };
-        let Some((s, d)) = wire::engine::ud_path(w, c, aa) else {
-            return Err(libc::EINVAL);
-        };
-        let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
-            own_qkey
-        } else {
-            ud.remote_qkey
-        };
-        r.ud = Some((s, d, ud.remote_qpn & 0xff_ffff, qkey));
-    }
-    if inline {
-        let mut d = vec![0u8; len as usize];
-        // SAFETY: inline data is readable for the call (the contract); `d`
-        // has `len` bytes.
-        unsafe { gather(sges, 0, d.as_mut_ptr(), len as usize) };
-        r.data = Some(d);
-    } else {
-        r.sges = sges.to_vec();
-    }
-    let mut st = lock(&qp.st);
-    if st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
-        drop(st);
-        finish_now(c, qp, wr.wr_id, op, 0, signaled, IBV_WC_WR_FLUSH_ERR);
-        return Ok(());
-    }
-    let seq = st.next_seq;
-    st.next_seq += 1;
-    r.seq = seq;
-    let swqe = SWqe::local(seq, wr.wr_id, op, signaled, len as u32, None);
-    w.post(c, qp, &mut st, r, swqe);
-    Ok(())
 }
 
 pub static OPS: verbs_context_ops = verbs_context_ops {

@@ -1,7 +1,9 @@
 //! The extended CQ (ibv_cq_ex poll callbacks) and QP (ibv_qp_ex work
 //! request builders) interfaces.
 
-use crate::ops::{post_one, qp_of, SwCq, SwQp};
+use crate::handles::{qp_of, SwCq, SwQp, WrList};
+use crate::poll::poll_cq;
+use crate::send::post_one;
 use ibverbs_abi::*;
 use std::os::raw::{c_int, c_uint, c_void};
 
@@ -35,7 +37,7 @@ unsafe extern "C" fn next_poll(cq: *mut ibv_cq_ex) -> c_int {
     let mut wc = crate::core::wc_zero();
     // SAFETY: `cq` is the `ibv_cq_ex` (= `ibv_cq` prefix) of a live `SwCq`,
     // which is what `poll_cq` expects; `wc` is room for one completion.
-    if unsafe { crate::ops::poll_cq(cq as *mut ibv_cq, 1, &mut wc) } != 1 {
+    if unsafe { poll_cq(cq as *mut ibv_cq, 1, &mut wc) } != 1 {
         return libc::ENOENT;
     }
     // SAFETY: as above, `s` is our live `SwCq` and `cq` its public part;
@@ -104,13 +106,6 @@ pub fn fill_cq_ex(ex: &mut ibv_cq_ex) {
 }
 
 // ----- QP ------------------------------------------------------------------
-
-#[derive(Default)]
-pub struct WrList {
-    wrs: Vec<ibv_send_wr>,
-    sges: Vec<Vec<ibv_sge>>,
-    bufs: Vec<Vec<u8>>,
-}
 
 /// The work requests being built on QP `q` (created on first use).
 ///

@@ -1,0 +1,131 @@
+//! The send queue's work requests (ibv_post_send, and ibv_wr_complete of
+//! the extended QP): the checks every request passes, the local operations,
+//! then the transport - the rings between processes of this host
+//! (over_ring) or the RoCE v2 engine of a wire device (over_wire).
+//!
+//! Layers: `request` reads a request out of `ibv_send_wr` (all the reads
+//! of its unions); `complete` completes requests at once; `local` does the
+//! local operations; `over_ring` and `over_wire` are the transports.  None
+//! of them uses this module.
+
+mod complete;
+mod local;
+mod over_ring;
+mod over_wire;
+mod request;
+
+pub use complete::finish_now;
+pub use local::bind_window;
+
+use crate::core::*;
+use crate::handles::MTU_BYTES;
+use ibverbs_abi::*;
+use request::{LocalData, Operation, QpView, SendRequest};
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+/// Posts one send work request.
+///
+/// # Safety
+/// `wr` is a valid send request: `num_sge` SGEs at `sg_list`, and for its opcode a live `ah` (UD) or `mw` (bind) of ours; SGE ranges of inline data are readable.
+pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
+    let view = QpView::of(qp);
+    let qpt = qp.qpt;
+    if qpt == IBV_QPT_XRC_RECV {
+        return Err(libc::EINVAL);
+    }
+    // The send queue holds `max_send_wr` requests not yet completed, as
+    // `ibv_create_qp` promised and no more (a hardware queue is full:
+    // ENOMEM, as upstream's providers answer).
+    if view.outstanding >= qp.cap.max_send_wr as usize {
+        return Err(libc::ENOMEM);
+    }
+    let Some(req) = SendRequest::read(wr, qpt) else {
+        return Err(libc::EINVAL);
+    };
+    if !req.op.allowed_on(qpt) {
+        return Err(libc::EINVAL);
+    }
+    if view.state == IBV_QPS_ERR {
+        finish_now(
+            c,
+            qp,
+            req.wr_id,
+            req.op.wc_opcode(),
+            0,
+            req.signaled(),
+            IBV_WC_WR_FLUSH_ERR,
+        );
+        return Ok(());
+    }
+    if view.state != IBV_QPS_RTS && view.state != IBV_QPS_SQD {
+        return Err(libc::EINVAL);
+    }
+    // Local operations: done at once, completed in order.
+    match req.op {
+        // SAFETY: the request's window is null or one of ours, and its
+        // bind's MR null or one of ours (the contract); `qp` is live.
+        Operation::BindMw(b) => return unsafe { local::post_bind_mw(c, qp, &req, &b) },
+        Operation::LocalInv { rkey } => {
+            local::post_local_inv(c, qp, &req, rkey);
+            return Ok(());
+        }
+        _ => {}
+    }
+    // SAFETY: the request's gather list is valid (the contract).
+    let Some(data) = (unsafe { check_local_data(c, qp, &req) })? else {
+        return Ok(());
+    };
+    if let Some(w) = c.wire_rt() {
+        // SAFETY: `req` was read from the application's valid request (the
+        // contract); `data` passed `check_local` or is inline data.
+        return unsafe { over_wire::post(c, w, qp, &req, &data, view.own_qkey) };
+    }
+    // SAFETY: as above.
+    unsafe { over_ring::post(c, qp, &req, &data, view) }
+}
+
+/// The checks of the request's gather list (or inline data), and the
+/// translation of its local keys (`check_local`).  Err: the request is
+/// refused; Ok(None): it is completed already, with an error status.
+///
+/// # Safety
+/// `req` was read from a valid request: `num_sge` SGEs at `sg_list`.
+unsafe fn check_local_data<'a>(c: &Ctx, qp: &Qp, req: &SendRequest<'a>) -> Result<Option<LocalData<'a>>, c_int> {
+    let inline = req.inline_flag() && req.op.takes_inline();
+    if req.num_sge < 0 || (!inline && req.num_sge as u32 > qp.cap.max_send_sge) {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: `num_sge` is not negative (checked above) and the request
+    // valid (the contract).
+    let sges = unsafe { req.gather_list() };
+    let len: u64 = sges.iter().map(|s| s.length as u64).sum();
+    if inline && len > qp.cap.max_inline_data as u64 {
+        return Err(libc::EINVAL);
+    }
+    if len > 0x8000_0000 || (qp.qpt == IBV_QPT_UD && len > MTU_BYTES) {
+        return Err(libc::EINVAL);
+    }
+    let (op, signaled) = (req.op.wc_opcode(), req.signaled());
+    let (is_atomic, is_read) = (req.op.is_atomic(), req.op.is_read());
+    if (is_atomic || req.op.is_atomic_write()) && len != 8 {
+        finish_now(c, qp, req.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
+        return Ok(None);
+    }
+    let mut translated = None;
+    if !inline {
+        match c.check_local(qp.pd, sges, is_atomic || is_read) {
+            Ok(t) => translated = t,
+            Err(s) => {
+                finish_now(c, qp, req.wr_id, op, 0, signaled, s);
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(LocalData {
+        posted: sges,
+        translated,
+        len,
+        inline,
+    }))
+}

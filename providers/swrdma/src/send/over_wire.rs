@@ -1,0 +1,110 @@
+//! The wire transport: a request of a wire device's QP goes to the RoCE v2
+//! engine (wire/engine.rs), after the checks of its own.
+
+use super::complete::finish_now;
+use super::request::{LocalData, Operation, SendRequest};
+use crate::core::*;
+use crate::handles::ah_attr_of;
+use crate::wire;
+use crate::wire::engine::{Req, KCAS, KFAA, KREAD, KSEND, KWRITE};
+use ibverbs_abi::*;
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+/// The engine's kind of request for `op` (None: not on the wire).
+fn wire_kind(op: &Operation) -> Option<u8> {
+    Some(match op {
+        Operation::Send | Operation::SendWithImm { .. } | Operation::SendWithInv { .. } => KSEND,
+        Operation::RdmaWrite(_) | Operation::RdmaWriteWithImm(..) => KWRITE,
+        Operation::RdmaRead(_) => KREAD,
+        Operation::CompareAndSwap(..) => KCAS,
+        Operation::FetchAndAdd(..) => KFAA,
+        _ => return None, // (ATOMIC_WRITE, TSO: not on the wire)
+    })
+}
+
+/// A request of a wire device's QP (checked by `post_one` so far): the
+/// rest of the checks, then onto the wire (wire/engine.rs).
+///
+/// # Safety
+/// `req` was read from a valid send request (for UD, a live `ah` of ours);
+/// `data` passed `check_local` (or is inline data readable for the call).
+pub unsafe fn post(
+    c: &Ctx,
+    w: &wire::engine::Wire,
+    qp: &Arc<Qp>,
+    req: &SendRequest,
+    data: &LocalData,
+    own_qkey: u32,
+) -> Result<(), c_int> {
+    let len = data.len;
+    let Some(kind) = wire_kind(&req.op) else {
+        return Err(libc::EINVAL);
+    };
+    if qp.qpt == IBV_QPT_UD && len > w.mtu as u64 {
+        return Err(libc::EINVAL);
+    }
+    let mut r = Req {
+        seq: 0,
+        kind,
+        first: 0,
+        npkts: 0,
+        len,
+        raddr: 0,
+        rkey: 0,
+        imm: None,
+        inv: None,
+        cmp: 0,
+        swap: 0,
+        se: req.solicited(),
+        sges: Vec::new(),
+        data: None,
+        ud: None,
+        loff: 0,
+        last: true,
+        got: 0,
+    };
+    // (`imm_data` holds the ImmDt bytes as they go on the wire.)
+    r.imm = req.op.imm().map(u32::from_be);
+    r.inv = req.op.invalidated_rkey();
+    if let Some(remote) = req.op.remote() {
+        r.raddr = remote.addr;
+        r.rkey = remote.rkey;
+    }
+    if let Some(a) = req.op.atomic_args() {
+        r.cmp = a.compare_add;
+        r.swap = a.swap;
+    }
+    if let Some(ud) = req.ud {
+        // SAFETY: `ud.ah` is null or one of our live `SwAh`s (the contract).
+        let Some(aa) = (unsafe { ah_attr_of(ud.ah) }) else {
+            return Err(libc::EINVAL);
+        };
+        let Some((s, d)) = wire::engine::ud_path(w, c, aa) else {
+            return Err(libc::EINVAL);
+        };
+        r.ud = Some((s, d, ud.remote_qpn & 0xff_ffff, ud.qkey(own_qkey)));
+    }
+    if data.inline {
+        let mut d = vec![0u8; len as usize];
+        // SAFETY: inline data is readable for the call (the contract); `d`
+        // has `len` bytes.
+        unsafe { gather(data.sges(), 0, d.as_mut_ptr(), len as usize) };
+        r.data = Some(d);
+    } else {
+        r.sges = data.sges().to_vec();
+    }
+    let op = req.op.wc_opcode();
+    let mut st = lock(&qp.st);
+    if st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
+        drop(st);
+        finish_now(c, qp, req.wr_id, op, 0, req.signaled(), IBV_WC_WR_FLUSH_ERR);
+        return Ok(());
+    }
+    let seq = st.next_seq;
+    st.next_seq += 1;
+    r.seq = seq;
+    let swqe = SWqe::local(seq, req.wr_id, op, req.signaled(), len as u32, None);
+    w.post(c, qp, &mut st, r, swqe);
+    Ok(())
+}
