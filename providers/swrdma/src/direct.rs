@@ -222,7 +222,7 @@ impl Dir {
         let askers = crate::sys::lock(&self.askers).remove(&key).unwrap_or_default();
         for l in links {
             if askers.contains(&l.peer) && !l.dead.load(Ordering::Relaxed) {
-                crate::net::send_ctl(l.sock(), crate::net::CTL_DROP, key, s.id, None);
+                crate::ipc::send_ctl(l.sock(), crate::ipc::CTL_DROP, key, s.id, None);
             }
         }
     }
@@ -402,7 +402,7 @@ impl Peer {
         }
         g.insert(key, Cached::Asked(id, now));
         drop(g);
-        crate::net::send_ctl(l.sock(), crate::net::CTL_MAP_REQ, key, id, None);
+        crate::ipc::send_ctl(l.sock(), crate::ipc::CTL_MAP_REQ, key, id, None);
         None
     }
 

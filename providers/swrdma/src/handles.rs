@@ -4,7 +4,7 @@
 //! its object.  The bottom layer of the verbs: it uses no other module of
 //! the verbs (ops, qpex, send, poll).
 
-use crate::core::{Cq, Ctx, Qp, Srq};
+use crate::context::{Cq, Ctx, Qp, Srq};
 use ibverbs_abi::*;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};

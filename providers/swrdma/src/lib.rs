@@ -1,12 +1,12 @@
 //! swrdma: a kernel-free software RDMA device for libibverbs (provider ABI
 //! 34).  See README.md for the design.
 
-mod core;
+mod context;
 mod device;
 mod direct;
 mod handles;
+mod ipc;
 mod mem;
-mod net;
 mod objects;
 mod ops;
 mod poll;

@@ -1,7 +1,7 @@
 //! The device's objects and what both transports do with them: CQs,
 //! SRQs, QPs and their state, the keys, the receive and send queues, the
 //! QP to error, async events (one context's tables: `Objects`).  Below
-//! the transports (core.rs: the same-machine links and the context's
+//! the transports (context.rs: the same-machine links and the context's
 //! thread; wire/: RoCE v2), above the engine (`swrdma_rc`).
 
 use crate::sys::lock;

@@ -2,10 +2,10 @@
 //! verbs (the top layer: posting sends is send/, polling poll.rs, the
 //! extended CQ and QP interfaces qpex.rs, the objects objects.rs).
 
-use crate::core::*;
+use crate::context::*;
 use crate::device;
 use crate::handles::*;
-use crate::net;
+use crate::ipc;
 use crate::poll::poll_cq;
 use crate::qpex::{fill_cq_ex, fill_qp_ex};
 use crate::send::{bind_window, finish_now, post_one};
@@ -92,7 +92,7 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
     device::private_dir(&dir).map_err(|_| libc::EPERM)?;
-    let id = net::alloc_ids(&dir, 1);
+    let id = ipc::alloc_ids(&dir, 1);
     // SAFETY: `vctx` is live and initialised (the contract).
     let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
     crate::mem::init();

@@ -34,7 +34,7 @@ unsafe extern "C" fn start_poll(cq: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq_attr
 
 unsafe extern "C" fn next_poll(cq: *mut ibv_cq_ex) -> c_int {
     let s = cq as *mut SwCq;
-    let mut wc = crate::core::wc_zero();
+    let mut wc = crate::context::wc_zero();
     // SAFETY: `cq` is the `ibv_cq_ex` (= `ibv_cq` prefix) of a live `SwCq`,
     // which is what `poll_cq` expects; `wc` is room for one completion.
     if unsafe { poll_cq(cq as *mut ibv_cq, 1, &mut wc) } != 1 {

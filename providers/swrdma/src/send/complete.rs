@@ -2,7 +2,7 @@
 //! at posting time with a completion status, flushes in the error state,
 //! and what the initiator executed itself.
 
-use crate::core::{lock, Ctx, Qp, QpSt, SWqe};
+use crate::context::{lock, Ctx, Qp, QpSt, SWqe};
 use ibverbs_abi::*;
 
 /// Completes a request now, in send queue order, with `status` (an error

@@ -4,7 +4,7 @@
 
 use super::complete::finish_now;
 use super::request::{MwBind, SendRequest};
-use crate::core::{Ctx, Qp, WindowBind};
+use crate::context::{Ctx, Qp, WindowBind};
 use crate::handles::pd_id;
 use ibverbs_abi::*;
 use std::os::raw::c_int;

@@ -17,7 +17,7 @@ mod request;
 pub use complete::finish_now;
 pub use local::bind_window;
 
-use crate::core::*;
+use crate::context::*;
 use crate::handles::MTU_BYTES;
 use ibverbs_abi::*;
 use request::{LocalData, Operation, QpView, SendRequest};

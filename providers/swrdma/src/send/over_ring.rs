@@ -5,7 +5,7 @@
 
 use super::complete::{finish_locked, finish_now};
 use super::request::{LocalData, Operation, QpView, SendRequest};
-use crate::core::*;
+use crate::context::*;
 use crate::direct;
 use crate::handles::ah_attr_of;
 use ibverbs_abi::*;

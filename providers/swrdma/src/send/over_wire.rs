@@ -3,7 +3,7 @@
 
 use super::complete::finish_now;
 use super::request::{LocalData, Operation, SendRequest};
-use crate::core::*;
+use crate::context::*;
 use crate::handles::ah_attr_of;
 use crate::wire;
 use crate::wire::engine::{Req, KCAS, KFAA, KREAD, KSEND, KWRITE};

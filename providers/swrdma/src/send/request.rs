@@ -4,7 +4,7 @@
 //! decides on these values.  Also what a request is posted with: its local
 //! data once checked (`LocalData`) and the QP's state (`QpView`).
 
-use crate::core::{lock, Qp};
+use crate::context::{lock, Qp};
 use ibverbs_abi::*;
 use std::marker::PhantomData;
 use std::os::raw::c_int;

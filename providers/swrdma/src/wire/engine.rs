@@ -133,7 +133,7 @@ impl Wire {
     /// Receives what came in and runs the timers.
     pub fn progress(&self, c: &Objects) -> usize {
         let mine = |q: u32| c.qp(q).is_some();
-        let owner = |q: u32| crate::net::resolve(&self.dir, q);
+        let owner = |q: u32| crate::ipc::resolve(&self.dir, q);
         let mut f = |m: &RxMeta, pkt: &[u8]| self.rx(c, m, pkt);
         let n = self.sock.recv(64, &mine, &owner, &mut f);
         if self.busy() {

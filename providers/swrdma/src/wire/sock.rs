@@ -9,7 +9,7 @@
 //! one user own QPs on the same wire device at once, without root, and the
 //! isolation model is that only the owner process touches its memory.  So
 //! every packet must end up in the process that owns its destination QP.
-//! QPNs are unique per user on the machine (`net.rs` allocates them from a
+//! QPNs are unique per user on the machine (`ipc.rs` allocates them from a
 //! counter in the user's private directory and publishes `q<qpn>` links that
 //! say which context owns which QPN).
 //!

@@ -1,9 +1,12 @@
-//! The device model: contexts, memory regions, CQs, SRQs, QPs and the
-//! transport protocol over the shared-memory links.
+//! A context: its endpoint and thread (epoll: connections, links, peers'
+//! deaths, the wire's sockets), and the same-machine transport over the
+//! shared-memory links (ring framing, backlog, retransmission after a NAK),
+//! which calls the engine (`swrdma_rc`) for what each request and response
+//! means.  The tables it works on are `Objects` (objects.rs).
 
+use crate::ipc;
 pub use crate::mem::{gather, gather_safe};
 use crate::mem::{Atomic, ProcessMemory};
-use crate::net;
 pub use crate::sys::{lock, now_ns};
 use ibverbs_abi::*;
 use rustix::event::epoll;
@@ -162,7 +165,7 @@ pub const MAX_LINKS_IN: usize = 256;
 /// socket was made) leaves no socket file behind.
 impl Drop for Ctx {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(net::ctx_sock_path(&self.dir, self.id));
+        let _ = std::fs::remove_file(ipc::ctx_sock_path(&self.dir, self.id));
     }
 }
 
@@ -183,7 +186,7 @@ impl Ctx {
         let epfd = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
         let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|_| libc::EMFILE)?;
         // Last: its socket file must not outlive a failure (Drop removes it).
-        let lfd = net::listen(&dir, id)?;
+        let lfd = ipc::listen(&dir, id)?;
         // Events are dropped rather than block the writer on a full pipe.
         let _ = rustix::io::ioctl_fionbio(&async_w, true);
         for (fd, tag) in [(&lfd, TAG_LISTEN), (&efd, TAG_EFD)] {
@@ -283,7 +286,7 @@ impl Ctx {
 
     /// A fresh QPN/SRQN, unique for the user.
     pub fn alloc_id(&self) -> u32 {
-        net::alloc_ids(&self.dir, 1)
+        ipc::alloc_ids(&self.dir, 1)
     }
 
     /// The application polled (or otherwise drives progress itself): the
@@ -308,7 +311,7 @@ impl Ctx {
     pub fn add_qp(&self, qp: Arc<Qp>) {
         let qpn = qp.qpn;
         self.qps.write().unwrap().insert(qpn, qp);
-        net::publish(&self.dir, qpn, self.id);
+        ipc::publish(&self.dir, qpn, self.id);
     }
 
     /// A QP is destroyed: no longer found, here or by peers.
@@ -317,7 +320,7 @@ impl Ctx {
             d.publish_qp(qpn, None);
         }
         self.qps.write().unwrap().remove(&qpn);
-        net::unpublish(&self.dir, qpn);
+        ipc::unpublish(&self.dir, qpn);
     }
 
     pub fn add_srq(&self, srq: Arc<Srq>) {
@@ -396,9 +399,9 @@ impl Ctx {
             // processes' QPs die with it: hand them on first.
             w.flush(self);
         }
-        let _ = std::fs::remove_file(net::ctx_sock_path(&self.dir, self.id));
+        let _ = std::fs::remove_file(ipc::ctx_sock_path(&self.dir, self.id));
         for qpn in self.qps.read().unwrap().keys() {
-            net::unpublish(&self.dir, *qpn);
+            ipc::unpublish(&self.dir, *qpn);
         }
         for qp in self.qps.write().unwrap().drain() {
             lock(&qp.1.st).link = None;
@@ -592,9 +595,9 @@ impl Ctx {
         for e in evs.iter().take(n) {
             let (tag, flags) = (e.data.u64(), e.flags);
             if tag == TAG_LISTEN {
-                while let Some(fd) = net::accept(self.lfd.as_fd()) {
+                while let Some(fd) = ipc::accept(self.lfd.as_fd()) {
                     if let Some(fd) = fd {
-                        self.take_hello(fd, now_ns() + net::HELLO_DEADLINE_NS);
+                        self.take_hello(fd, now_ns() + ipc::HELLO_DEADLINE_NS);
                     }
                 }
             } else if tag == TAG_WIRE {
@@ -616,7 +619,7 @@ impl Ctx {
                 let fd = (tag & !TAG_PID) as RawFd;
                 let l = lock(&self.pidfds)
                     .iter()
-                    .find(|(p, _)| p.as_raw_fd() == fd && net::exited(p.as_fd()))
+                    .find(|(p, _)| p.as_raw_fd() == fd && ipc::exited(p.as_fd()))
                     .map(|(_, l)| l.clone());
                 if let Some(l) = l {
                     self.drain_final(&l);
@@ -634,14 +637,14 @@ impl Ctx {
                 };
                 let mut gone = flags.intersects(epoll::EventFlags::HUP | epoll::EventFlags::RDHUP);
                 for _ in 0..64 {
-                    match net::recv_ctl(l.sock()) {
-                        net::Ctl::Again => break,
-                        net::Ctl::Gone => {
+                    match ipc::recv_ctl(l.sock()) {
+                        ipc::Ctl::Again => break,
+                        ipc::Ctl::Gone => {
                             gone = true;
                             break;
                         }
-                        net::Ctl::Junk => {}
-                        net::Ctl::Msg(kind, key, id, fd) => self.on_ctl(l, kind, key, id, fd),
+                        ipc::Ctl::Junk => {}
+                        ipc::Ctl::Msg(kind, key, id, fd) => self.on_ctl(l, kind, key, id, fd),
                     }
                 }
                 if gone {
@@ -658,19 +661,19 @@ impl Ctx {
     /// memory file of one of our MRs, or sends one of its own.
     fn on_ctl(&self, l: &Link, kind: u32, key: u32, id: u64, fd: Option<OwnedFd>) {
         match (kind, fd) {
-            (net::CTL_MAP_REQ, _) => {
+            (ipc::CTL_MAP_REQ, _) => {
                 if let Some((f, sid)) = self.dir_tbl.as_ref().and_then(|d| d.share_fd(key, l.peer)) {
                     if sid == id {
-                        net::send_ctl(l.sock(), net::CTL_MAP_FD, key, sid, Some(f.as_fd()));
+                        ipc::send_ctl(l.sock(), ipc::CTL_MAP_FD, key, sid, Some(f.as_fd()));
                     }
                 }
             }
-            (net::CTL_MAP_FD, Some(f)) => {
+            (ipc::CTL_MAP_FD, Some(f)) => {
                 if let Some(p) = self.peer_dir(l.peer) {
                     p.install(key, id, f);
                 }
             }
-            (net::CTL_DROP, _) => {
+            (ipc::CTL_DROP, _) => {
                 if let Some(p) = self.peer_dir(l.peer) {
                     p.forget(key, id);
                 }
@@ -689,10 +692,10 @@ impl Ctx {
         {
             return;
         }
-        match net::hello(fd, self.id, self.efd.as_fd(), self.dir_tbl.as_ref().map(|d| d.fd())) {
-            net::Handshake::Link(l, pidfd, dir) => self.add_link(Arc::new(l), pidfd, dir),
-            net::Handshake::Refused => {}
-            net::Handshake::Later(fd) => {
+        match ipc::hello(fd, self.id, self.efd.as_fd(), self.dir_tbl.as_ref().map(|d| d.fd())) {
+            ipc::Handshake::Link(l, pidfd, dir) => self.add_link(Arc::new(l), pidfd, dir),
+            ipc::Handshake::Refused => {}
+            ipc::Handshake::Later(fd) => {
                 if now_ns() >= deadline {
                     return;
                 }
@@ -1580,7 +1583,7 @@ impl Ctx {
         let peer = match cached {
             Some(p) => p,
             None => {
-                let p = net::resolve(&self.dir, dqpn)?;
+                let p = ipc::resolve(&self.dir, dqpn)?;
                 lock(&self.qpn_cache).insert(dqpn, p);
                 p
             }
@@ -1595,7 +1598,7 @@ impl Ctx {
             return None; // (the process has all the links it may have)
         }
         let my_dir = self.dir_tbl.as_ref().map(|d| d.fd());
-        let (l, pidfd, dir) = net::connect(&self.dir, self.id, self.efd.as_fd(), my_dir, peer)?;
+        let (l, pidfd, dir) = ipc::connect(&self.dir, self.id, self.efd.as_fd(), my_dir, peer)?;
         let l = Arc::new(l);
         o.insert(peer, l.clone());
         drop(o);
