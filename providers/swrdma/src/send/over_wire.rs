@@ -6,19 +6,20 @@ use super::request::{LocalData, Operation, SendRequest};
 use crate::context::*;
 use crate::handles::ah_attr_of;
 use crate::wire;
-use crate::wire::engine::{Req, KCAS, KFAA, KREAD, KSEND, KWRITE};
+use crate::wire::engine::Req;
 use ibverbs_abi::*;
 use std::os::raw::c_int;
 use std::sync::Arc;
+use swrdma_rc::op::Op;
 
 /// The engine's kind of request for `op` (None: not on the wire).
-fn wire_kind(op: &Operation) -> Option<u8> {
+fn wire_kind(op: &Operation) -> Option<Op> {
     Some(match op {
-        Operation::Send | Operation::SendWithImm { .. } | Operation::SendWithInv { .. } => KSEND,
-        Operation::RdmaWrite(_) | Operation::RdmaWriteWithImm(..) => KWRITE,
-        Operation::RdmaRead(_) => KREAD,
-        Operation::CompareAndSwap(..) => KCAS,
-        Operation::FetchAndAdd(..) => KFAA,
+        Operation::Send | Operation::SendWithImm { .. } | Operation::SendWithInv { .. } => Op::Send,
+        Operation::RdmaWrite(_) | Operation::RdmaWriteWithImm(..) => Op::Write,
+        Operation::RdmaRead(_) => Op::Read,
+        Operation::CompareAndSwap(..) => Op::CmpSwap,
+        Operation::FetchAndAdd(..) => Op::FetchAdd,
         _ => return None, // (ATOMIC_WRITE, TSO: not on the wire)
     })
 }

@@ -281,14 +281,14 @@ impl Wire {
             st.wq.cwnd = CWND_INIT;
         }
         st.sq.push_back(swqe);
-        if r.kind == KREAD && r.len > READ_CHUNK as u64 * pmtu {
+        if r.kind == Op::Read && r.len > READ_CHUNK as u64 * pmtu {
             let chunk = READ_CHUNK as u64 * pmtu;
             let mut off = 0u64;
             while off < r.len {
                 let n = (r.len - off).min(chunk);
                 let part = Req {
                     seq: r.seq,
-                    kind: KREAD,
+                    kind: Op::Read,
                     first: st.wq.psn,
                     npkts: n.div_ceil(pmtu) as u32,
                     len: n,
@@ -313,7 +313,7 @@ impl Wire {
         } else {
             r.first = st.wq.psn;
             r.npkts = match r.kind {
-                KSEND | KWRITE | KREAD => (r.len.div_ceil(pmtu)).max(1) as u32,
+                Op::Send | Op::Write | Op::Read => (r.len.div_ceil(pmtu)).max(1) as u32,
                 _ => 1,
             };
             r.loff = 0;
@@ -400,7 +400,7 @@ impl Wire {
             let d = psn_diff(psn, r.first);
             if d < r.npkts as i32 {
                 st.wq.next = i;
-                st.wq.next_pkt = if d > 0 && r.kind != KCAS && r.kind != KFAA {
+                st.wq.next_pkt = if d > 0 && r.kind != Op::CmpSwap && r.kind != Op::FetchAdd {
                     d as u32
                 } else {
                     0
@@ -443,7 +443,7 @@ impl Wire {
             if psn_diff(psn, last) <= 0 {
                 break;
             }
-            if r.kind != KSEND && r.kind != KWRITE {
+            if r.kind != Op::Send && r.kind != Op::Write {
                 // Implied NAK: its response did not come.  Asked for again
                 // once per loss (each later packet would ask again, and a
                 // responder answering every copy falls ever further behind);
@@ -487,7 +487,7 @@ impl Wire {
     fn ack_before(&self, c: &Objects, qp: &Qp, st: &mut QpSt, first: u32) -> bool {
         let mut progress = false;
         while let Some(r) = st.wq.reqs.front() {
-            if (r.kind != KSEND && r.kind != KWRITE) || psn_diff(first, r.first) <= 0 {
+            if (r.kind != Op::Send && r.kind != Op::Write) || psn_diff(first, r.first) <= 0 {
                 break;
             }
             let (seq, end) = (r.seq, psn_add(r.first, r.npkts));
@@ -512,7 +512,7 @@ impl Wire {
     fn reads_in(&self, c: &Objects, qp: &Qp, st: &mut QpSt) -> bool {
         let mut progress = false;
         while let Some(r) = st.wq.reqs.front() {
-            if r.kind != KREAD {
+            if r.kind != Op::Read {
                 break;
             }
             let mut i = psn_diff(st.wq.una, r.first).max(0) as u32;
@@ -541,7 +541,11 @@ impl Wire {
     /// unacknowledged PSN moves there, within a SEND or WRITE in front
     /// (a READ or atomic in front is done only by its response).
     fn advance_una(&self, st: &mut QpSt, psn: u32) {
-        let in_front = st.wq.reqs.front().is_none_or(|r| r.kind == KSEND || r.kind == KWRITE);
+        let in_front = st
+            .wq
+            .reqs
+            .front()
+            .is_none_or(|r| r.kind == Op::Send || r.kind == Op::Write);
         if in_front && psn_diff(psn, st.wq.una) > 0 {
             st.wq.una = psn;
         }
@@ -697,7 +701,7 @@ impl Wire {
         let Some(orig) = h.atomic_ack else { return };
         self.ack_upto(c, qp, st, psn);
         let Some(r) = st.wq.reqs.front() else { return };
-        if r.first != psn || (r.kind != KCAS && r.kind != KFAA) {
+        if r.first != psn || (r.kind != Op::CmpSwap && r.kind != Op::FetchAdd) {
             return;
         }
         // (The SGEs passed `check_local` for writing at post.)
@@ -724,7 +728,7 @@ impl Wire {
         // The READ (part) this PSN belongs to.
         let Some(idx) =
             st.wq.reqs.iter().position(|r| {
-                r.kind == KREAD && psn_diff(psn, r.first) >= 0 && psn_diff(psn, r.first) < r.npkts as i32
+                r.kind == Op::Read && psn_diff(psn, r.first) >= 0 && psn_diff(psn, r.first) < r.npkts as i32
             })
         else {
             return;
@@ -735,7 +739,7 @@ impl Wire {
         if self.ack_before(c, qp, st, first) {
             self.acked(st);
         }
-        let Some(idx) = st.wq.reqs.iter().position(|r| r.kind == KREAD && r.first == first) else {
+        let Some(idx) = st.wq.reqs.iter().position(|r| r.kind == Op::Read && r.first == first) else {
             return;
         };
         let pmtu = st.wq.pmtu.max(256) as u64;
@@ -1247,19 +1251,19 @@ impl Wire {
 fn in_window(st: &QpSt, idx: usize, pkt: u32) -> bool {
     let r = &st.wq.reqs[idx];
     let psn = psn_add(r.first, pkt);
-    let n = if r.kind == KREAD { r.npkts - pkt } else { 1 };
+    let n = if r.kind == Op::Read { r.npkts - pkt } else { 1 };
     let ahead = psn_diff(psn, st.wq.una);
     if ahead > 0 && ahead + n as i32 > st.wq.cwnd.max(CWND_MIN) as i32 {
         return false;
     }
-    if matches!(r.kind, KREAD | KCAS | KFAA) {
+    if matches!(r.kind, Op::Read | Op::CmpSwap | Op::FetchAdd) {
         let limit = (st.attr.max_rd_atomic as usize).max(1);
         let before = st
             .wq
             .reqs
             .iter()
             .take(idx)
-            .filter(|r| matches!(r.kind, KREAD | KCAS | KFAA));
+            .filter(|r| matches!(r.kind, Op::Read | Op::CmpSwap | Op::FetchAdd));
         if before.count() >= limit {
             return false;
         }
@@ -1294,11 +1298,11 @@ fn request_packet(
     };
     let mut plen = 0;
     let last = match r.kind {
-        KSEND | KWRITE => {
+        Op::Send | Op::Write => {
             plen = data_packet(qp, r, pkt, pmtu, &mut h, buf)?;
             pkt + 1 >= r.npkts
         }
-        KREAD => {
+        Op::Read => {
             let off = pkt as u64 * pmtu as u64;
             h.bth.opcode = op::RC_READ_REQUEST;
             h.reth = Some(Reth {
@@ -1309,7 +1313,7 @@ fn request_packet(
             true
         }
         _ => {
-            let cas = r.kind == KCAS;
+            let cas = r.kind == Op::CmpSwap;
             h.bth.opcode = if cas { op::RC_CMP_SWAP } else { op::RC_FETCH_ADD };
             h.atomic = Some(AtomicEth {
                 va: r.raddr,
@@ -1360,7 +1364,7 @@ fn data_packet(qp: &Qp, r: &Req, pkt: u32, pmtu: u32, h: &mut Hdr, buf: &mut [u8
         } else {
             op::UD_SEND_ONLY
         }
-    } else if r.kind == KSEND {
+    } else if r.kind == Op::Send {
         let inv = r.inv.is_some() && rc;
         match (first, last) {
             (true, true) if inv => op::RC_SEND_ONLY_INV,

@@ -4,19 +4,15 @@
 use ibverbs_abi::ibv_sge;
 use std::collections::VecDeque;
 use std::net::IpAddr;
+use swrdma_rc::op::Op;
 use swrdma_rc::responder::AtomicHistory;
-
-pub const KSEND: u8 = 0;
-pub const KWRITE: u8 = 1;
-pub const KREAD: u8 = 2;
-pub const KCAS: u8 = 3;
-pub const KFAA: u8 = 4;
 
 /// One request of the send queue, as the wire needs it.
 pub struct Req {
     /// The `SWqe` it completes (`seq`).
     pub seq: u64,
-    pub kind: u8,
+    /// The operation (the engine's one enum for both transports).
+    pub kind: Op,
     /// Its first PSN and how many PSNs it takes (READ: its responses).
     pub first: u32,
     pub npkts: u32,
