@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use swrdma_rc::completer;
 use swrdma_rc::fault::Fault;
 use swrdma_rc::op::Op;
+use swrdma_rc::qpstate::{self, Intake};
 use swrdma_rc::recv::{gid_ip, GidKind};
 use swrdma_rc::responder::Target;
 use swrdma_ring::*;
@@ -1060,14 +1061,15 @@ impl Ctx {
         let mut st = lock(&qp.st);
         match qp.qpt {
             IBV_QPT_RC | IBV_QPT_XRC_RECV => {
-                if st.state == IBV_QPS_ERR || st.state == IBV_QPS_SQE {
+                let intake = qpstate::intake(st.state);
+                if intake == Intake::Drop {
                     // Dropped, as by a QP in error on the wire (see above).
                     if m.flags & F_FIRST != 0 {
                         self.nak(l, m, NAK_NOT_READY, 0);
                     }
                     return;
                 }
-                let ready = st.state != IBV_QPS_RESET && st.state != IBV_QPS_INIT;
+                let ready = intake == Intake::Take;
                 if ready && qp.qpt == IBV_QPT_RC && !from_connected_peer(l, &st, m) {
                     // (rc_exec answers a QP we are not connected to.)
                     let _ = self.rc_exec(l, &qp, &mut st, m, payload);
@@ -1098,7 +1100,7 @@ impl Ctx {
                 }
             }
             IBV_QPT_UC => {
-                if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS {
+                if qpstate::intake(st.state) != Intake::Take {
                     return;
                 }
                 if !from_connected_peer(l, &st, m) {
@@ -1142,7 +1144,7 @@ impl Ctx {
                 }
             }
             IBV_QPT_UD => {
-                if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS {
+                if qpstate::intake(st.state) != Intake::Take {
                     return;
                 }
                 if m.kind != K_SEND || m.qkey != st.attr.qkey {

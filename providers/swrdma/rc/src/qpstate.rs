@@ -5,18 +5,19 @@ use ibverbs_abi::*;
 /// What a responder QP does with a request in its current state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Intake {
-    /// RTR, RTS, SQD: executed.
+    /// RTR, RTS, SQD, SQE: executed (a send queue in error does not stop
+    /// the receive side).
     Take,
     /// RESET, INIT: not ready — dropped (the requester retries after its
     /// timeout; the ring says so at once).
     NotReady,
-    /// ERR, SQE and anything else: dropped for good.
+    /// ERR and anything else: dropped for good.
     Drop,
 }
 
 pub fn intake(state: u32) -> Intake {
     match state {
-        IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD => Intake::Take,
+        IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE => Intake::Take,
         IBV_QPS_RESET | IBV_QPS_INIT => Intake::NotReady,
         _ => Intake::Drop,
     }

@@ -107,3 +107,63 @@ impl AtomicHistory {
         self.saved.clear();
     }
 }
+
+/// One READ the responder executed: its first PSN, how many response
+/// packets it took, and what it read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadRes {
+    pub psn: u32,
+    pub npkts: u32,
+    pub va: u64,
+    pub rkey: u32,
+    pub len: u64,
+}
+
+/// The responder resources of READs: the last READs executed, so that a
+/// duplicate READ request (its responses were lost) is answered again —
+/// from the packet it asks for, within that READ, with the R_Key the READ
+/// was checked with — and a duplicate for any other PSN or range is
+/// dropped (no replay of arbitrary ranges for whoever asks).
+#[derive(Default)]
+pub struct ReadHistory {
+    saved: std::collections::VecDeque<ReadRes>,
+}
+
+impl ReadHistory {
+    /// At least this many READs are kept (more when the QP allows more
+    /// outstanding: `max_dest_rd_atomic`).
+    pub const MIN_KEEP: usize = 16;
+
+    pub fn save(&mut self, r: ReadRes, max_dest_rd_atomic: u8) {
+        self.saved.push_back(r);
+        let keep = (max_dest_rd_atomic as usize).max(Self::MIN_KEEP);
+        while self.saved.len() > keep {
+            self.saved.pop_front();
+        }
+    }
+
+    /// A duplicate READ request with PSN `psn` for [va, va + len), on a
+    /// path MTU of `pmtu` bytes: the rest of the saved READ it belongs to,
+    /// from that packet on (its PSN is `psn`), or None — no saved READ has
+    /// that PSN, or the request does not ask for the rest of it.
+    pub fn replay(&self, psn: u32, va: u64, len: u64, pmtu: u64) -> Option<ReadRes> {
+        let r = self.saved.iter().rev().find(|r| {
+            let d = swrdma_roce::psn_diff(psn, r.psn);
+            d >= 0 && (d as u32) < r.npkts
+        })?;
+        let d = swrdma_roce::psn_diff(psn, r.psn) as u32;
+        let skip = d as u64 * pmtu;
+        let part = ReadRes {
+            psn,
+            npkts: r.npkts - d,
+            va: r.va + skip,
+            rkey: r.rkey,
+            len: r.len.saturating_sub(skip),
+        };
+        (part.va == va && part.len == len).then_some(part)
+    }
+
+    pub fn clear(&mut self) {
+        self.saved.clear();
+    }
+}

@@ -26,8 +26,9 @@ use std::sync::Arc;
 use swrdma_rc::completer;
 use swrdma_rc::fault::{Fault, NAK_PSN_SEQ};
 use swrdma_rc::op::Op;
+use swrdma_rc::qpstate::{self, Intake};
 use swrdma_rc::recv::GidKind;
-use swrdma_rc::responder::Target;
+use swrdma_rc::responder::{ReadRes, Target};
 use swrdma_rc::timers::ack_timeout_ns;
 use swrdma_roce as roce;
 use swrdma_roce::{op, psn_add, psn_diff, Aeth, AtomicEth, Bth, Deth, Hdr, Reth};
@@ -602,13 +603,13 @@ impl Wire {
         let Some(qp) = c.qp(h.bth.dqpn) else { return };
         let info = roce::op_info(h.bth.opcode);
         let mut st = lock(&qp.st);
-        if st.state == IBV_QPS_RESET || st.state == IBV_QPS_INIT || st.state == IBV_QPS_ERR {
+        if qpstate::intake(st.state) != Intake::Take {
             return;
         }
         match (qp.qpt, info.transport) {
             (IBV_QPT_RC, roce::Transport::Rc) => match info.kind {
                 roce::Kind::Ack | roce::Kind::AtomicAck | roce::Kind::ReadResp => {
-                    if st.state == IBV_QPS_RTS || st.state == IBV_QPS_SQD || st.state == IBV_QPS_SQE {
+                    if qpstate::takes_responses(st.state) {
                         self.completer(c, &qp, &mut st, &h, payload)
                     }
                 }
@@ -861,7 +862,15 @@ impl Wire {
         let psn = h.bth.psn;
         match roce::op_info(h.bth.opcode).kind {
             roce::Kind::ReadReq => {
-                if let Some(r) = h.reth {
+                // Only the rest of a READ we executed, as it was checked.
+                let pmtu = st.wq.pmtu.max(256) as u64;
+                let part = h.reth.and_then(|r| st.wq.reads.replay(psn, r.va, r.len as u64, pmtu));
+                if let Some(p) = part {
+                    let r = Reth {
+                        va: p.va,
+                        rkey: p.rkey,
+                        len: p.len as u32,
+                    };
                     let _ = self.read_resp(c, qp, st, m, psn, &r, true);
                 }
             }
@@ -1007,9 +1016,9 @@ impl Wire {
         self.tx(&m.dst, &m.src, &h, &[]);
     }
 
-    /// Answers a READ request (a duplicate too: executed again from its
-    /// PSN with the range it carries, checked again; a duplicate that fails
-    /// is dropped, not NAKed).
+    /// Answers a READ request (a duplicate too: the rest of a READ we
+    /// executed, from its PSN, checked again; a duplicate that fails is
+    /// dropped, not NAKed).
     #[allow(clippy::too_many_arguments)]
     fn read_resp(&self, c: &Objects, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, r: &Reth, dup: bool) -> Fatal {
         let len = r.len as u64;
@@ -1022,6 +1031,14 @@ impl Wire {
         if !dup {
             st.wq.epsn = psn_add(psn, n);
             st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+            let res = ReadRes {
+                psn,
+                npkts: n,
+                va: r.va,
+                rkey: r.rkey,
+                len,
+            };
+            st.wq.reads.save(res, st.attr.max_dest_rd_atomic);
         }
         let mut buf = vec![0u8; pmtu as usize];
         for i in 0..n {
@@ -1184,9 +1201,6 @@ impl Wire {
     #[allow(clippy::too_many_arguments)]
     fn ud_responder(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let Some(d) = h.deth else { return };
-        if st.state != IBV_QPS_RTR && st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
-            return;
-        }
         if d.qkey != st.attr.qkey {
             return; // (a Q_Key violation: dropped)
         }

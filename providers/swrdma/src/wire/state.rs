@@ -5,7 +5,7 @@ use ibverbs_abi::ibv_sge;
 use std::collections::VecDeque;
 use std::net::IpAddr;
 use swrdma_rc::op::Op;
-use swrdma_rc::responder::AtomicHistory;
+use swrdma_rc::responder::{AtomicHistory, ReadHistory};
 
 /// One request of the send queue, as the wire needs it.
 pub struct Req {
@@ -79,4 +79,6 @@ pub struct WQp {
     pub uc_drop: bool,
     /// The results of the last atomics (PSN, original value).
     pub atomics: AtomicHistory,
+    /// The READs executed last (duplicates are answered from them only).
+    pub reads: ReadHistory,
 }
