@@ -50,7 +50,7 @@ SUITES    := structure symbols generations layout prototypes diff tools install 
 # the library (make test stays the full run; .ci/run calls make test).
 CHECK_SUITES := structure symbols generations layout prototypes diff tools discovery providers soft soft-hardening
 
-.PHONY: all lib demo test check test-vm install uninstall deps clean bench FORCE
+.PHONY: all lib demo test check test-vm install uninstall deps clean bench bench-compare FORCE
 
 all: lib swrdma
 
@@ -89,6 +89,11 @@ test-vm: deps lib swrdma
 # machine's memory limits, and ours vs upstream on Soft-RoCE in the VM.
 bench: deps lib swrdma
 	bash compat-tests/bench/run.sh
+
+# The software device's figures of BASE (a git revision) and of this tree,
+# alternated in one run, as ratios beside the base's own spread.
+bench-compare: deps lib swrdma
+	bash compat-tests/bench/compare.sh $(or $(BASE),HEAD~1)
 
 deps:
 	bash .ci/deps.sh

@@ -188,6 +188,17 @@ elif command -v cargo >/dev/null; then
     fi
 fi
 
+# --- the engine: what RC, UC and UD mean (providers/swrdma/rc) --------------
+if [ "${SOFT_ENGINE_TESTS:-1}" = 0 ]; then
+    skip "engine semantics (cargo test)" "SOFT_ENGINE_TESTS=0 (${SOFT_ENGINE_WHY:-asked})"
+elif command -v cargo >/dev/null; then
+    if (timeout 600 cargo test --release --offline -q -p swrdma-rc ${RUST_TARGET:+--target "$RUST_TARGET"}) >"$OUT/engine-tests" 2>&1; then
+        pass "engine semantics (cargo test: $(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$OUT/engine-tests" | head -n1) tests)"
+    else
+        fail "engine semantics (cargo test)" "$(grep -E 'panicked|FAILED|error' "$OUT/engine-tests" | head -n2 | tr '\n' ' ')"
+    fi
+fi
+
 # --- stress -----------------------------------------------------------------
 # Many small messages wrap the 4 MiB rings at every 64-byte offset (the
 # padding record in the last 64 bytes once ran past the ring: segfaults,

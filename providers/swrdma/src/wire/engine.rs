@@ -68,29 +68,6 @@ fn trace() -> bool {
     *T.get_or_init(|| std::env::var_os("SWRDMA_WIRE_TRACE").is_some_and(|v| v == "1"))
 }
 
-/// `SWRDMA_WIRE_DROP=<per million>`: received packets dropped at random
-/// (a test knob: loss without `tc netem`, which needs root).
-fn drop_now() -> bool {
-    static P: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let p = *P.get_or_init(|| {
-        std::env::var("SWRDMA_WIRE_DROP")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            .min(1_000_000)
-    });
-    if p == 0 {
-        return false;
-    }
-    static SEED: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
-    let mut x = SEED.load(Ordering::Relaxed) ^ now_ns();
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    SEED.store(x, Ordering::Relaxed);
-    x % 1_000_000 < p
-}
-
 pub fn mtu_bytes(code: u32) -> u32 {
     match code {
         1 => 256,
@@ -135,7 +112,12 @@ impl Wire {
     pub fn progress(&self, c: &Objects) -> usize {
         let mine = |q: u32| c.qp(q).is_some();
         let owner = |q: u32| crate::ipc::resolve(&self.dir, q);
-        let mut f = |m: &RxMeta, pkt: &[u8]| self.rx(c, m, pkt);
+        // (Fault injection sits around the link, not in the protocol.)
+        let mut f = |m: &RxMeta, pkt: &[u8]| {
+            if !crate::wire::faults::drop_received() {
+                self.rx(c, m, pkt)
+            }
+        };
         let n = self.sock.recv(64, &mine, &owner, &mut f);
         if self.busy() {
             let now = now_ns();
@@ -571,9 +553,6 @@ impl Wire {
     // ----- receiving -----------------------------------------------------
 
     fn rx(&self, c: &Objects, m: &RxMeta, pkt: &[u8]) {
-        if drop_now() {
-            return;
-        }
         let ip = roce::IpInfo {
             src: m.src,
             dst: m.dst,

@@ -1,5 +1,6 @@
 //! The wire device: RoCE v2 over a network interface.
 
 pub mod engine;
+pub mod faults;
 pub mod sock;
 pub mod state;
