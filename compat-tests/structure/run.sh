@@ -4,10 +4,18 @@
 #   cargo fmt --check (fuzz/, its own workspace)  so are the fuzz targets
 #   cargo check (fuzz/)                           which still compile
 #   cargo clippy --workspace --all-targets -- -D warnings
+#   modgraph.py --self-test                       the cycle finder on its fixtures
 #   modgraph.py                                   no import cycles between the
 #                                                 library's modules (src/)
+#   modgraph.py --src providers/swrdma/src        nor between the provider's
+#                                                 (swrdma)
 #   no #[path] attribute in any *.rs              every module where its name says
 #   no `static mut` in src/ and providers/
+#   fnlen.py --self-test                          the fn measurer on its fixtures
+#   fnlen.py --max 150                            no function longer than 150
+#                                                 lines in src/ and providers/
+#                                                 (the *.rs git tracks there,
+#                                                 test code left out)
 # One PASS/FAIL line each; a FAIL is followed by (indented) what failed.
 # Environment: CARGO (default cargo), STRUCTURE_TIMEOUT (s per cargo step, 1200).
 # Scratch: build/compat-tests/structure/ (each step's full output).
@@ -62,13 +70,22 @@ if python3 compat-tests/structure/modgraph.py --self-test >"$SCRATCH/modgraph-se
 else
     fail "modgraph.py self-test" "$(tail -n 1 "$SCRATCH/modgraph-self-test.txt")"
 fi
-if python3 compat-tests/structure/modgraph.py >"$SCRATCH/modgraph.txt" 2>&1; then
-    pass "no import cycles between the modules of src/ (modgraph.py)"
-else
-    fail "no import cycles between the modules of src/ (modgraph.py)" \
-        "$(head -n1 "$SCRATCH/modgraph.txt") (full output: $SCRATCH/modgraph.txt)"
-    tail -n +2 "$SCRATCH/modgraph.txt" | head -n 40 | sed 's/^/    /'
-fi
+
+# cycles DIR LOG: no import cycles between the modules of the crate whose
+# lib.rs is in DIR (a trailing / is only for the step's name).
+# The FAIL line names each cycle (a -> b -> a), the lines below give the
+# edges that close it with their file:line.
+cycles() {
+    local name="no import cycles between the modules of $1 (modgraph.py)"
+    if python3 compat-tests/structure/modgraph.py --src "${1%/}" >"$2" 2>&1; then
+        pass "$name"
+    else
+        fail "$name" "$(head -n1 "$2") (full output: $2)"
+        tail -n +2 "$2" | head -n 40 | sed 's/^/    /'
+    fi
+}
+cycles src/ "$SCRATCH/modgraph.txt"
+cycles providers/swrdma/src "$SCRATCH/modgraph-swrdma.txt"
 
 # Code lines only: a match after // (a comment) does not count, nor does
 # &'static mut (a lifetime).
@@ -88,6 +105,29 @@ if [ ! -s "$SCRATCH/static-mut.txt" ]; then
 else
     fail "no static mut in src/ and providers/" "$(wc -l <"$SCRATCH/static-mut.txt") found"
     show "$SCRATCH/static-mut.txt"
+fi
+
+FNLEN_MAX=150
+if python3 compat-tests/structure/fnlen.py --self-test >"$SCRATCH/fnlen-self-test.txt" 2>&1; then
+    pass "fnlen.py self-test (fns short and long, braces in strings, chars and comments, no body, nested)"
+else
+    fail "fnlen.py self-test" "$(tail -n 1 "$SCRATCH/fnlen-self-test.txt")"
+fi
+# The *.rs git tracks under src/ and providers/ (so no build output);
+# fnlen.py leaves out tests.rs and #[cfg(test)] code.
+mapfile -t fnlen_files < <(git ls-files -- 'src/*.rs' 'providers/*.rs')
+python3 compat-tests/structure/fnlen.py --max "$FNLEN_MAX" "${fnlen_files[@]}" >"$SCRATCH/fnlen.txt" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
+    pass "no function longer than $FNLEN_MAX lines in src/ and providers/ ($(tail -n 1 "$SCRATCH/fnlen.txt"))"
+elif [ $rc -eq 1 ]; then
+    fail "no function longer than $FNLEN_MAX lines in src/ and providers/" \
+        "$(tail -n 1 "$SCRATCH/fnlen.txt") (full output: $SCRATCH/fnlen.txt)"
+    head -n -1 "$SCRATCH/fnlen.txt" | head -n 40 | sed 's/^/    /'
+else
+    fail "no function longer than $FNLEN_MAX lines in src/ and providers/" \
+        "exit status $rc (full output: $SCRATCH/fnlen.txt)"
+    show "$SCRATCH/fnlen.txt"
 fi
 
 finish
