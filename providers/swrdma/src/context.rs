@@ -350,25 +350,32 @@ impl Ctx {
         }
     }
 
-    /// Peers can no longer reach MR `key` directly once this returns.
-    fn withdraw_mr(&self, key: u32) {
-        if let Some(d) = &self.dir_tbl {
-            d.withdraw_mr(key, &self.links());
+    /// Peers can no longer reach MR `key` directly once this returns (it
+    /// may wait for one in a copy: never with the MR table held).
+    fn retract_mr(&self, key: u32) -> Option<crate::direct::Withdrawn> {
+        self.dir_tbl.as_ref()?.retract_mr(key, &self.links())
+    }
+
+    /// The retracted MR's pages are private again; the caller holds the MR
+    /// table (written): no copy into them runs meanwhile.
+    fn release_mr(&self, w: Option<crate::direct::Withdrawn>) {
+        if let (Some(d), Some(w)) = (&self.dir_tbl, w) {
+            d.release_mr(w, &self.links());
         }
     }
 
     pub fn remove_mr(&self, key: u32) {
-        // (The pages become private again with the MR table held, see
-        // `insert_mr`.)
+        let w = self.retract_mr(key);
         let mut g = self.mrs.write().unwrap();
-        self.withdraw_mr(key);
+        self.release_mr(w);
         g.remove(key);
     }
 
     /// Changes MR `key` in place (rereg); false when there is none.
     pub fn update_mr(&self, key: u32, f: impl FnOnce(&mut MrEnt)) -> bool {
+        let w = self.retract_mr(key);
         let mut g = self.mrs.write().unwrap();
-        self.withdraw_mr(key);
+        self.release_mr(w);
         let Some(e) = g.update(key, f) else { return false };
         self.publish_mr(key, &e);
         true

@@ -41,6 +41,15 @@ const N_QP: usize = 4096;
 const QP_WORDS: usize = 8;
 pub const DIR_BYTES: usize = HDR + N_MR * MR_WORDS * 8 + N_QP * QP_WORDS * 8;
 const WITHDRAW_WAIT_NS: u64 = 2_000_000_000;
+
+/// An MR no peer can reach directly any more (`Dir::retract_mr`), whose
+/// pages are not yet private again (`Dir::release_mr`).
+pub struct Withdrawn {
+    key: u32,
+    share: Share,
+    /// A peer was still in a copy when the wait ended.
+    late: bool,
+}
 const DIR_MAGIC: u64 = 0x5357_5244_4449_5231; // "SWRDDIR1"
 
 /// The context's own directory (read-write), with the shares behind it.
@@ -187,19 +196,18 @@ impl Dir {
         g.insert(key, s);
     }
 
-    /// MR `key` goes away (or changes): withdrawn, and once no peer
-    /// accesses it (`links`), its pages are private again.
-    pub fn withdraw_mr(&self, key: u32, links: &[Arc<Link>]) {
-        let mut g = crate::sys::lock(&self.shares);
-        let Some(s) = g.remove(&key) else { return };
+    /// MR `key` goes away (or changes), first step: peers can no longer
+    /// start a direct access to it, and none is running once this returns
+    /// (a peer stopped in the middle of one — a debugger, SIGSTOP — is
+    /// waited for at most `WITHDRAW_WAIT_NS`).  Holds no lock while it
+    /// waits: the caller must not hold the MR table either.
+    pub fn retract_mr(&self, key: u32, links: &[Arc<Link>]) -> Option<Withdrawn> {
+        let s = crate::sys::lock(&self.shares).remove(&key)?;
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { mr_entry(self.map, key) };
         write_entry(e, &[0; 10]);
         fence(Ordering::SeqCst);
-        // A copy takes microseconds to milliseconds; a peer stopped in the
-        // middle of one (a debugger, SIGSTOP) is not waited for beyond
-        // `WITHDRAW_WAIT_NS`: once the pages are private again (below) its
-        // late stores land in the memory file, no longer in our memory.
+        // A copy takes microseconds to milliseconds.
         let end = crate::sys::now_ns() + WITHDRAW_WAIT_NS;
         let mut late = false;
         for l in links {
@@ -211,18 +219,27 @@ impl Dir {
                 std::thread::yield_now();
             }
         }
-        // (The pages stay in the memory file: see share.rs.)
-        if late {
-            crate::share::unshare(&s);
+        Some(Withdrawn { key, share: s, late })
+    }
+
+    /// Second step: the withdrawn MR's pages are private again (the caller
+    /// holds the MR table: no copy of ours into them runs meanwhile) and
+    /// the peers that mapped them are told to unmap them.
+    pub fn release_mr(&self, w: Withdrawn, links: &[Arc<Link>]) {
+        // (A late peer's stores land in the memory file once the pages are
+        // private again, no longer in our memory; the pages stay in the
+        // memory file: see share.rs.)
+        if w.late {
+            crate::share::unshare(&w.share);
         } else {
-            crate::share::release(&s);
+            crate::share::release(&w.share);
         }
         // Peers that mapped the pages unmap them (the application may give
         // the memory back; their mapping would keep it).
-        let askers = crate::sys::lock(&self.askers).remove(&key).unwrap_or_default();
+        let askers = crate::sys::lock(&self.askers).remove(&w.key).unwrap_or_default();
         for l in links {
             if askers.contains(&l.peer) && !l.dead.load(Ordering::Relaxed) {
-                crate::ipc::send_ctl(l.sock(), crate::ipc::CTL_DROP, key, s.id, None);
+                crate::ipc::send_ctl(l.sock(), crate::ipc::CTL_DROP, w.key, w.share.id, None);
             }
         }
     }
