@@ -11,6 +11,7 @@
 #                                                 (swrdma)
 #   no #[path] attribute in any *.rs              every module where its name says
 #   no `static mut` in src/ and providers/
+#   tx_lock only in providers/swrdma/src/links.rs the links' lock order, by types
 #   fnlen.py --self-test                          the fn measurer on its fixtures
 #   fnlen.py --max 150                            no function longer than 150
 #                                                 lines in providers/ (src/: no
@@ -106,6 +107,17 @@ if [ ! -s "$SCRATCH/static-mut.txt" ]; then
 else
     fail "no static mut in src/ and providers/" "$(wc -l <"$SCRATCH/static-mut.txt") found"
     show "$SCRATCH/static-mut.txt"
+fi
+
+# The same-machine links' lock order (providers/swrdma/src/links.rs): a
+# link's producer lock is taken only through OutLink / InLink there.
+grep -E '^providers/swrdma/src/' "$SCRATCH/rs-files" | grep -v '^providers/swrdma/src/links\.rs$' |
+    xargs -d '\n' -r grep -nP '^(?:(?!//).)*\btx_lock\b' >"$SCRATCH/tx-lock.txt"
+if [ ! -s "$SCRATCH/tx-lock.txt" ]; then
+    pass "the links' producer lock is taken only in providers/swrdma/src/links.rs (the lock order's types)"
+else
+    fail "the links' producer lock is taken only in providers/swrdma/src/links.rs" "$(wc -l <"$SCRATCH/tx-lock.txt") other uses"
+    show "$SCRATCH/tx-lock.txt"
 fi
 
 FNLEN_MAX=150

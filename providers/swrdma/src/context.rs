@@ -25,6 +25,7 @@ use swrdma_rc::recv::{gid_ip, GidKind};
 use swrdma_rc::responder::Target;
 use swrdma_ring::*;
 
+pub use crate::links::{InLink, OutLink};
 pub use crate::objects::*;
 pub use swrdma_rc::keys::{Keys, MrEnt, WindowBind};
 
@@ -578,7 +579,9 @@ impl Ctx {
     /// costs its working set again once idle.
     fn trim_links(&self) {
         for l in self.links().iter() {
-            let Ok(bl) = l.tx_lock.try_lock() else { continue };
+            let Some(bl) = crate::links::idle_producer(l) else {
+                continue;
+            };
             if bl.is_empty() {
                 // SAFETY: we hold `l.tx_lock`: the ring's only producer.
                 unsafe { l.tx().trim() };
@@ -751,7 +754,9 @@ impl Ctx {
         let mut n = 0;
         for l in links.iter() {
             if l.backlogged.load(Ordering::Acquire) {
-                self.flush_backlog(l);
+                if let Some(il) = InLink::new(l) {
+                    self.flush_backlog(il);
+                }
             }
             if l.rx().has_data() {
                 n += self.drain(l, 512);
@@ -823,10 +828,10 @@ impl Ctx {
     fn handle(&self, l: &Arc<Link>, m: &Msg, payload: *const u8) {
         match m.kind {
             K_SEND | K_WRITE | K_READ | K_CAS | K_FAA | K_AWRITE => {
-                if l.outgoing {
-                    return; // requests only travel on the initiator's ring
+                // (Requests only travel on the initiator's ring.)
+                if let Some(il) = InLink::new(l) {
+                    self.responder(il, m, payload)
                 }
-                self.responder(l, m, payload)
             }
             K_ACK | K_READ_RESP | K_ATOMIC_RESP => {
                 if !l.outgoing {
@@ -896,10 +901,10 @@ impl Ctx {
     /// Sends as much of response `r` as fits now; true when all of it went.
     /// A READ's range is checked before every chunk: a backlogged READ may
     /// go on after its MR is gone.
-    fn put_resp(&self, l: &Link, r: &mut Resp) -> bool {
+    fn put_resp(&self, l: InLink<'_>, r: &mut Resp) -> bool {
         loop {
             match r {
-                Resp::Hdr(m) => return self.try_put(l, m, 0, &mut |_| true),
+                Resp::Hdr(m) => return self.try_put(&l, m, 0, &mut |_| true),
                 Resp::Read { hdr, qpn, pd, off } => {
                     let total = hdr.total;
                     let plen = (total - *off).min(MAX_CHUNK as u64) as usize;
@@ -909,7 +914,7 @@ impl Ctx {
                     if total == 0 {
                         // A zero-length READ: no MR to check (C9-88), the
                         // response carries no data.
-                        return self.try_put(l, &h, 0, &mut |_| true);
+                        return self.try_put(&l, &h, 0, &mut |_| true);
                     }
                     let mut copied = true;
                     // Checked and copied with the MR table held: a dereg
@@ -932,7 +937,7 @@ impl Ctx {
                                 copied = unsafe { crate::mem::copy_out(d, src, plen) };
                                 copied
                             };
-                            self.try_put(l, &h, plen, &mut copy)
+                            self.try_put(&l, &h, plen, &mut copy)
                         })
                     });
                     match put {
@@ -963,8 +968,8 @@ impl Ctx {
 
     /// Sends a response: now if it fits (and nothing older waits), else
     /// later (the backlog).  Never waits.
-    fn respond(&self, l: &Link, mut r: Resp) {
-        let mut bl = lock(&l.tx_lock);
+    fn respond(&self, l: InLink<'_>, mut r: Resp) {
+        let mut bl = l.producer();
         if l.dead.load(Ordering::Relaxed) {
             return;
         }
@@ -990,8 +995,8 @@ impl Ctx {
 
     /// Sends what it can of the backlog of link `l` (skipped when another
     /// thread holds the link's producer side: that one flushes it).
-    fn flush_backlog(&self, l: &Link) {
-        let Ok(mut bl) = l.tx_lock.try_lock() else { return };
+    fn flush_backlog(&self, l: InLink<'_>) {
+        let Some(mut bl) = l.try_producer() else { return };
         if l.dead.load(Ordering::Relaxed) {
             bl.clear();
             l.backlogged.store(false, Ordering::Release);
@@ -1003,7 +1008,7 @@ impl Ctx {
         }
     }
 
-    fn flush_locked(&self, l: &Link, bl: &mut VecDeque<Resp>) {
+    fn flush_locked(&self, l: InLink<'_>, bl: &mut VecDeque<Resp>) {
         while let Some(r) = bl.front_mut() {
             if !self.put_resp(l, r) {
                 return;
@@ -1015,7 +1020,7 @@ impl Ctx {
 
     /// The backlog is not empty: ask the consumer for a kick when it has
     /// made room, then try once more (it may have made room just before).
-    fn backlog_wait(&self, l: &Link, bl: &mut VecDeque<Resp>) {
+    fn backlog_wait(&self, l: InLink<'_>, bl: &mut VecDeque<Resp>) {
         l.backlogged.store(true, Ordering::Release);
         l.tx().want_space();
         self.flush_locked(l, bl);
@@ -1026,7 +1031,7 @@ impl Ctx {
 
     /// A NAK asking the requester to send `req` again (`NAK_RNR` with the
     /// RNR timer code in `imm`, or `NAK_NOT_READY`).
-    fn nak(&self, l: &Link, req: &Msg, status: u32, timer: u32) {
+    fn nak(&self, l: InLink<'_>, req: &Msg, status: u32, timer: u32) {
         let m = Msg {
             kind: K_ACK,
             flags: F_LAST,
@@ -1040,7 +1045,7 @@ impl Ctx {
         self.respond(l, Resp::Hdr(m));
     }
 
-    fn reply(&self, l: &Link, req: &Msg, kind: u16, status: u32) {
+    fn reply(&self, l: InLink<'_>, req: &Msg, kind: u16, status: u32) {
         let m = Msg {
             kind,
             flags: F_LAST,
@@ -1055,7 +1060,7 @@ impl Ctx {
 
     // ----- responder --------------------------------------------------------
 
-    fn responder(&self, l: &Arc<Link>, m: &Msg, payload: *const u8) {
+    fn responder(&self, l: InLink<'_>, m: &Msg, payload: *const u8) {
         let Some(qp) = self.qp(m.dst_qpn) else {
             // No such QP (destroyed, or never was): the wire drops the
             // packet; the requester retries after its timeout and gives up
@@ -1077,7 +1082,7 @@ impl Ctx {
                     return;
                 }
                 let ready = intake == Intake::Take;
-                if ready && qp.qpt == IBV_QPT_RC && !from_connected_peer(l, &st, m) {
+                if ready && qp.qpt == IBV_QPT_RC && !from_connected_peer(&l, &st, m) {
                     // (rc_exec answers a QP we are not connected to.)
                     let _ = self.rc_exec(l, &qp, &mut st, m, payload);
                     return;
@@ -1110,7 +1115,7 @@ impl Ctx {
                 if qpstate::intake(st.state) != Intake::Take {
                     return;
                 }
-                if !from_connected_peer(l, &st, m) {
+                if !from_connected_peer(&l, &st, m) {
                     return; // dropped, as on the wire
                 }
                 match m.kind {
@@ -1164,8 +1169,8 @@ impl Ctx {
     }
 
     /// One RC request; Err(()) = receiver not ready (no receive WQE: RNR).
-    fn rc_exec(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
-        if qp.qpt == IBV_QPT_RC && !from_connected_peer(l, st, m) {
+    fn rc_exec(&self, l: InLink<'_>, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
+        if qp.qpt == IBV_QPT_RC && !from_connected_peer(&l, st, m) {
             // Not from the QP this one is connected to: the wire would drop
             // it (rxe checks the source of every packet of a connected QP)
             // and the sender would retry in vain.
@@ -1190,7 +1195,7 @@ impl Ctx {
     /// A request failed the responder's checks: the requester hears the
     /// fault's status, the owner its async event, the QP goes to error
     /// (the table in `swrdma_rc::fault`).
-    fn responder_fault(&self, l: &Link, qp: &Qp, st: &mut QpSt, m: &Msg, f: Fault) {
+    fn responder_fault(&self, l: InLink<'_>, qp: &Qp, st: &mut QpSt, m: &Msg, f: Fault) {
         self.reply(l, m, K_ACK, f.requester_status());
         if let Some(ev) = f.async_event() {
             self.async_event(qp.ibqp as u64, ev);
@@ -1213,7 +1218,7 @@ impl Ctx {
         })
     }
 
-    fn rc_send(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
+    fn rc_send(&self, l: InLink<'_>, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
         // The ACK (or NAK) goes out before the receive completes: an
         // application that polls the completion and exits must not take the
         // ACK with it (the sender saw RETRY_EXC_ERR).
@@ -1229,7 +1234,7 @@ impl Ctx {
         Ok(())
     }
 
-    fn rc_write(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
+    fn rc_write(&self, l: InLink<'_>, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
         let last = m.flags & F_LAST != 0;
         if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
             return Err(());
@@ -1260,7 +1265,7 @@ impl Ctx {
         Ok(())
     }
 
-    fn rc_read(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg) -> Result<(), Fault> {
+    fn rc_read(&self, l: InLink<'_>, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg) -> Result<(), Fault> {
         self.with_target(qp, st, m, |t| t.check(Op::Read, m.rkey, m.raddr, m.total))?;
         let hdr = Msg {
             kind: K_READ_RESP,
@@ -1285,7 +1290,7 @@ impl Ctx {
         Ok(())
     }
 
-    fn rc_atomic(&self, l: &Link, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg) -> Result<(), Fault> {
+    fn rc_atomic(&self, l: InLink<'_>, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg) -> Result<(), Fault> {
         let (op, a) = match m.kind {
             // The 8 bytes land at once, as the value was sent (its byte
             // order is the requester's memory, ours).
@@ -1401,7 +1406,7 @@ impl Ctx {
                 }
             };
             // The link's producer lock, then the QP's: post_send's order.
-            let Ok(_tx) = link.tx_lock.try_lock() else {
+            let Some(_tx) = link.try_producer() else {
                 self.pending.store(true, Ordering::Relaxed);
                 continue;
             };
@@ -1587,7 +1592,7 @@ impl Ctx {
     }
 
     /// A link to the context owning QPN `dqpn` (connecting on first use).
-    pub fn link_to(&self, dqpn: u32) -> Option<Arc<Link>> {
+    pub fn link_to(&self, dqpn: u32) -> Option<OutLink> {
         let cached = lock(&self.qpn_cache).get(&dqpn).copied();
         let peer = match cached {
             Some(p) => p,
@@ -1600,7 +1605,7 @@ impl Ctx {
         let mut o = lock(&self.out);
         if let Some(l) = o.get(&peer) {
             if !l.dead.load(Ordering::Relaxed) {
-                return Some(l.clone());
+                return OutLink::new(l.clone());
             }
         }
         if live_links() >= MAX_LINKS_PER_PROCESS {
@@ -1612,7 +1617,7 @@ impl Ctx {
         o.insert(peer, l.clone());
         drop(o);
         self.add_link(l.clone(), pidfd, dir);
-        Some(l)
+        OutLink::new(l)
     }
 
     /// The peer of `qp` cannot be reached: its outstanding work fails (the
@@ -1656,7 +1661,7 @@ impl Ctx {
         let qps: Vec<Arc<Qp>> = self.qps.read().unwrap().values().cloned().collect();
         for qp in qps {
             let mut st = lock(&qp.st);
-            let uses = st.link.as_ref().is_some_and(|x| Arc::ptr_eq(x, l));
+            let uses = st.link.as_ref().is_some_and(|x| x.is(l));
             if !uses {
                 continue;
             }

@@ -6,6 +6,7 @@ mod device;
 mod direct;
 mod handles;
 mod ipc;
+mod links;
 mod mem;
 mod objects;
 mod ops;

@@ -4,6 +4,7 @@
 //! the transports (context.rs: the same-machine links and the context's
 //! thread; wire/: RoCE v2), above the engine (`swrdma_rc`).
 
+use crate::links::OutLink;
 use crate::sys::lock;
 use ibverbs_abi::*;
 use std::collections::{HashMap, VecDeque};
@@ -13,7 +14,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use swrdma_rc::budget::Budget;
 use swrdma_rc::keys::{Keys, MrEnt, WindowBind};
-use swrdma_ring::Link;
 use swrdma_ring::Msg;
 
 pub struct RWqe {
@@ -241,7 +241,7 @@ pub type CurRecv = swrdma_rc::recv::Receive<Option<Arc<Cq>>>;
 pub struct QpSt {
     pub state: u32,
     pub attr: ibv_qp_attr,
-    pub link: Option<Arc<Link>>,
+    pub link: Option<OutLink>,
     pub sq: VecDeque<SWqe>,
     pub next_seq: u64,
     pub rq: VecDeque<RWqe>,

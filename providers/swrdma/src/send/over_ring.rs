@@ -41,7 +41,7 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
     }
     // SAFETY: forwarded to our caller (the local data).
     unsafe { fill_header(&mut m, qp.qpt, req, data) };
-    let tx = lock(&link.tx_lock);
+    let tx = link.producer();
     // SAFETY: forwarded to our caller (the local data).
     if reliable && !unsafe { queue_reliable(qp, req, data, &mut m) } {
         return Ok(());
@@ -74,7 +74,7 @@ unsafe fn address(
     req: &SendRequest,
     view: QpView,
     m: &mut Msg,
-) -> Result<(u32, Option<Arc<Link>>), c_int> {
+) -> Result<(u32, Option<OutLink>), c_int> {
     if let Some(ud) = req.ud {
         // SAFETY: `ud.ah` is null or one of our live `SwAh`s (the contract).
         let Some(aa) = (unsafe { ah_attr_of(ud.ah) }) else {

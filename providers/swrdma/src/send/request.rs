@@ -8,8 +8,6 @@ use crate::context::{lock, Qp};
 use ibverbs_abi::*;
 use std::marker::PhantomData;
 use std::os::raw::c_int;
-use std::sync::Arc;
-use swrdma_ring::Link;
 
 /// Where at the responder an RDMA or atomic request goes.
 #[derive(Clone, Copy)]
@@ -338,7 +336,7 @@ pub struct QpView {
     pub state: u32,
     pub dest_qpn: u32,
     /// The link to the connected peer's process, if made (ring transport).
-    pub link: Option<Arc<Link>>,
+    pub link: Option<crate::links::OutLink>,
     pub own_qkey: u32,
     /// The source GID index of the QP's address vector.
     pub av_sgid: u8,
