@@ -21,7 +21,7 @@ use swrdma_rc::completer;
 use swrdma_rc::fault::Fault;
 use swrdma_rc::op::Op;
 use swrdma_rc::qpstate::{self, Intake};
-use swrdma_rc::recv::{gid_ip, GidKind};
+use swrdma_rc::recv::GidKind;
 use swrdma_rc::responder::Target;
 use swrdma_ring::*;
 
@@ -1332,13 +1332,12 @@ impl Ctx {
                 return Err(RecvErr::Rnr);
             };
             if qp.qpt == IBV_QPT_UD {
-                let kind = if gid_ip(&m.sgid).is_ipv4() {
-                    GidKind::RoceV2
-                } else {
-                    GidKind::RoceV1
-                };
+                // The same-machine link has no IP header to show: the GRH
+                // area carries both GIDs as they are (the layout with the
+                // destination GID at byte 24, which UCX's UD transport
+                // checks its own GID against).
                 let imm = m.flags & F_IMM != 0;
-                let g = swrdma_rc::recv::grh(kind, &m.sgid, &m.dgid, 0, 64, m.total as usize, imm);
+                let g = swrdma_rc::recv::grh(GidKind::RoceV1, &m.sgid, &m.dgid, 0, 64, m.total as usize, imm);
                 cur.place_grh(&ProcessMemory, &g);
             }
             st.cur = Some(cur);
