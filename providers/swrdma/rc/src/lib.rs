@@ -33,4 +33,6 @@ pub mod responder;
 pub mod timers;
 
 #[cfg(test)]
+mod semantics;
+#[cfg(test)]
 mod tests;
