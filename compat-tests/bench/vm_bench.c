@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/qpsetup.h"
+
 extern char **environ;
 
 static double now_us(void)
@@ -335,6 +337,14 @@ static void bench_qp(struct ibv_context *ctx, struct ibv_pd *pd, int gid_index, 
         ibv_destroy_cq(cq);
         return;
     }
+    /* INIT, RTR towards the peer, RTS (compat-tests/common/qpsetup.h) */
+    static const enum ibv_qp_state steps[3] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
+    struct qps_conn conn;
+    qps_defaults(&conn);
+    conn.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    conn.dest_qpn = peer->qp_num;
+    conn.sgid_index = gid_index;
+    conn.dgid = *dgid;
     double end = now_us() + max_s * 1e6;
     for (int i = -2; i < iters && (i < 5 || now_us() < end); i++) {
         double t[6];
@@ -348,47 +358,12 @@ static void bench_qp(struct ibv_context *ctx, struct ibv_pd *pd, int gid_index, 
             fail("qp", "ibv_create_qp: %s", strerror(errno));
             break;
         }
-        struct ibv_qp_attr a = {
-            .qp_state = IBV_QPS_INIT,
-            .pkey_index = 0,
-            .port_num = 1,
-            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-        };
-        stage = "INIT";
-        rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-        t[2] = now_us();
-        if (rc) goto bad;
-        memset(&a, 0, sizeof a);
-        a.qp_state = IBV_QPS_RTR;
-        a.path_mtu = IBV_MTU_1024;
-        a.dest_qp_num = peer->qp_num;
-        a.rq_psn = 0;
-        a.max_dest_rd_atomic = 1;
-        a.min_rnr_timer = 12;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.grh.dgid = *dgid;
-        a.ah_attr.grh.sgid_index = gid_index;
-        a.ah_attr.grh.hop_limit = 1;
-        a.ah_attr.port_num = 1;
-        stage = "RTR";
-        rc = ibv_modify_qp(qp, &a,
-                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-        t[3] = now_us();
-        if (rc) goto bad;
-        memset(&a, 0, sizeof a);
-        a.qp_state = IBV_QPS_RTS;
-        a.timeout = 14;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.sq_psn = 0;
-        a.max_rd_atomic = 1;
-        stage = "RTS";
-        rc = ibv_modify_qp(qp, &a,
-                           IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                               IBV_QP_MAX_QP_RD_ATOMIC);
-        t[4] = now_us();
-        if (rc) goto bad;
+        for (int k = 0; k < 3; k++) { /* INIT, RTR, RTS: t[2], t[3], t[4] */
+            stage = qps_state_name(steps[k]);
+            rc = qps_modify(qp, steps[k], &conn);
+            t[2 + k] = now_us();
+            if (rc) goto bad;
+        }
         stage = "destroy";
         rc = ibv_destroy_qp(qp);
         t[5] = now_us();

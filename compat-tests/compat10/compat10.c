@@ -38,6 +38,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "../common/qpsetup.h"
+
 /* ---- the 1.0 layouts ------------------------------------------------- */
 
 struct v10_context;
@@ -489,61 +491,52 @@ static int poll_one(struct env *e, struct v10_cq *cq, struct ibv_wc *wc, double 
 	}
 }
 
-static int to_init(struct v10_qp *qp, int port, int ud)
+/* The connection's attributes (compat-tests/common/qpsetup.h) from what the
+ * port said: a GRH only on Ethernet, the UD QPs' qkey. */
+static void env_conn(struct env *e, struct qps_conn *c)
 {
-	struct ibv_qp_attr a;
+	qps_defaults(c);
+	c->port = e->port;
+	c->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	c->qkey = 0x11111111;
+	c->mtu = e->mtu;
+	c->dlid = e->lid;
+	c->sgid_index = e->link_eth ? e->gid_index : -1;
+	c->dgid = e->gid;
+}
 
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = port;
-	if (ud) {
-		a.qkey = 0x11111111;
-		return ibv_modify_qp_10(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-	}
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	return ibv_modify_qp_10(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+/* one step of a 1.0 QP, through ibv_modify_qp@IBVERBS_1.0 */
+static int modify_10(struct env *e, struct v10_qp *qp, enum ibv_qp_type type, enum ibv_qp_state to,
+		     uint32_t remote_qpn)
+{
+	struct qps_conn c;
+	struct ibv_qp_attr a;
+	int mask;
+
+	env_conn(e, &c);
+	c.dest_qpn = remote_qpn;
+	mask = qps_attr(to, type, &c, &a);
+	return ibv_modify_qp_10(qp, &a, mask);
+}
+
+static int to_init(struct env *e, struct v10_qp *qp, int ud)
+{
+	return modify_10(e, qp, ud ? IBV_QPT_UD : IBV_QPT_RC, IBV_QPS_INIT, 0);
 }
 
 static void fill_ah(struct env *e, struct ibv_ah_attr *ah)
 {
-	memset(ah, 0, sizeof *ah);
-	ah->port_num = e->port;
-	ah->dlid = e->lid;
-	if (e->link_eth) {
-		ah->is_global = 1;
-		ah->grh.dgid = e->gid;
-		ah->grh.sgid_index = e->gid_index;
-		ah->grh.hop_limit = 1;
-	}
+	struct qps_conn c;
+
+	env_conn(e, &c);
+	qps_ah_attr(&c, ah);
 }
 
 static int rc_connect(struct env *e, struct v10_qp *qp, uint32_t remote_qpn)
 {
-	struct ibv_qp_attr a;
-	int ret;
+	int ret = modify_10(e, qp, IBV_QPT_RC, IBV_QPS_RTR, remote_qpn);
 
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = e->mtu;
-	a.dest_qp_num = remote_qpn;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	fill_ah(e, &a.ah_attr);
-	ret = ibv_modify_qp_10(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp_10(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ret ? ret : modify_10(e, qp, IBV_QPT_RC, IBV_QPS_RTS, remote_qpn);
 }
 
 /* ibv_query_qp@IBVERBS_1.0 on a QP without an SRQ, in a child: upstream
@@ -763,8 +756,8 @@ static int run_device(const char *name)
 		      ia.srq == srq && ia.qp_type == IBV_QPT_RC, "ret %d state %d", ret, a.qp_state);
 		query_qp_no_srq(qb, e.scq, e.rcq, &qb_tag);
 
-		ret = to_init(qa, e.port, 0);
-		check("modify_qp_1_0 RESET->INIT", ret == 0 && to_init(qb, e.port, 0) == 0 &&
+		ret = to_init(&e, qa, 0);
+		check("modify_qp_1_0 RESET->INIT", ret == 0 && to_init(&e, qb, 0) == 0 &&
 		      qa->real_qp->state == IBV_QPS_INIT && qb->real_qp->state == IBV_QPS_INIT, "ret %d", ret);
 		ret = ibv_query_qp_10(qa, &a, IBV_QP_STATE, &ia);
 		check("query_qp_1_0 INIT", ret == 0 && a.qp_state == IBV_QPS_INIT, "ret %d state %d", ret, a.qp_state);
@@ -947,7 +940,6 @@ static int run_device(const char *name)
 	{
 		struct ibv_ah_attr aa;
 		struct v10_qp_init_attr ia;
-		struct ibv_qp_attr a;
 
 		fill_ah(&e, &aa);
 		ah = ibv_create_ah_10(pd, &aa);
@@ -972,19 +964,15 @@ static int run_device(const char *name)
 			struct ibv_wc wc;
 			int k;
 
-			ret = to_init(ua, e.port, 1);
+			ret = to_init(&e, ua, 1);
 			if (!ret)
-				ret = to_init(ub, e.port, 1);
-			memset(&a, 0, sizeof a);
-			a.qp_state = IBV_QPS_RTR;
+				ret = to_init(&e, ub, 1);
 			if (!ret)
-				ret = ibv_modify_qp_10(ua, &a, IBV_QP_STATE);
+				ret = modify_10(&e, ua, IBV_QPT_UD, IBV_QPS_RTR, 0);
 			if (!ret)
-				ret = ibv_modify_qp_10(ub, &a, IBV_QP_STATE);
-			a.qp_state = IBV_QPS_RTS;
-			a.sq_psn = 0;
+				ret = modify_10(&e, ub, IBV_QPT_UD, IBV_QPS_RTR, 0);
 			if (!ret)
-				ret = ibv_modify_qp_10(ua, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+				ret = modify_10(&e, ua, IBV_QPT_UD, IBV_QPS_RTS, 0);
 			check("modify_qp_1_0 UD to RTS", ret == 0, "ret %d", ret);
 			if (!ret)
 				ret = e.ctx->ops.post_recv(ub, &r, &rbad);

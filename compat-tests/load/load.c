@@ -70,6 +70,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/qpsetup.h"
+
 static const char *dev_name;
 static int gid_index;
 
@@ -146,50 +148,21 @@ static void park_point(void)
     pthread_mutex_unlock(&park_lock);
 }
 
+/* INIT, RTR, RTS connected to itself (compat-tests/common/qpsetup.h) */
 static int modify_self(struct ibv_qp *qp, union ibv_gid *gid, char *why, size_t whylen)
 {
-    struct ibv_qp_attr a;
+    struct qps_conn c;
+    enum ibv_qp_state failed;
     int rc;
 
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = 0;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-    rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (rc) {
-        snprintf(why, whylen, "INIT: %s", strerror(rc));
-        return rc;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = qp->qp_num;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = *gid;
-    a.ah_attr.grh.sgid_index = gid_index;
-    a.ah_attr.grh.hop_limit = 1;
-    a.ah_attr.port_num = 1;
-    rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (rc) {
-        snprintf(why, whylen, "RTR: %s", strerror(rc));
-        return rc;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 0;
-    a.max_rd_atomic = 1;
-    rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    qps_defaults(&c);
+    c.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    c.dest_qpn = qp->qp_num;
+    c.sgid_index = gid_index;
+    c.dgid = *gid;
+    rc = qps_to_rts(qp, &c, &failed);
     if (rc)
-        snprintf(why, whylen, "RTS: %s", strerror(rc));
+        snprintf(why, whylen, "%s: %s", qps_state_name(failed), strerror(rc));
     return rc;
 }
 
@@ -683,7 +656,7 @@ static int pair_side(int pair, int server, int sock, int status, int messages, c
     struct ibv_device *dev;
     struct side s;
     struct peer me, peer;
-    struct ibv_qp_attr a;
+    struct qps_conn qc;
     struct ibv_wc wc;
     int n, rc;
     char c = 'r';
@@ -737,43 +710,23 @@ static int pair_side(int pair, int server, int sock, int status, int messages, c
         snprintf(why, whylen, "exchange with the peer failed");
         return -1;
     }
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-    rc = ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    qps_defaults(&qc);
+    qc.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    qc.dest_qpn = peer.qpn;
+    qc.rq_psn = peer.psn;
+    qc.sgid_index = gid_index;
+    qc.dgid = peer.gid;
+    qc.sq_psn = me.psn;
+    rc = qps_modify(s.qp, IBV_QPS_INIT, &qc);
     for (int i = 0; !rc && i < RECV_DEPTH; i++) /* receives: from INIT on */
         if ((rc = post_recv(&s, i))) {
             snprintf(why, whylen, "ibv_post_recv: %s", strerror(rc));
             return -1;
         }
-    if (!rc) {
-        memset(&a, 0, sizeof(a));
-        a.qp_state = IBV_QPS_RTR;
-        a.path_mtu = IBV_MTU_1024;
-        a.dest_qp_num = peer.qpn;
-        a.rq_psn = peer.psn;
-        a.max_dest_rd_atomic = 1;
-        a.min_rnr_timer = 12;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.grh.dgid = peer.gid;
-        a.ah_attr.grh.sgid_index = gid_index;
-        a.ah_attr.grh.hop_limit = 1;
-        a.ah_attr.port_num = 1;
-        rc = ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    }
-    if (!rc) {
-        memset(&a, 0, sizeof(a));
-        a.qp_state = IBV_QPS_RTS;
-        a.timeout = 14;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.sq_psn = me.psn;
-        a.max_rd_atomic = 1;
-        rc = ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-    }
+    if (!rc)
+        rc = qps_modify(s.qp, IBV_QPS_RTR, &qc);
+    if (!rc)
+        rc = qps_modify(s.qp, IBV_QPS_RTS, &qc);
     if (rc) {
         snprintf(why, whylen, "ibv_modify_qp: %s", strerror(rc));
         return -1;

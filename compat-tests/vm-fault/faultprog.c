@@ -52,6 +52,8 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "../common/qpsetup.h"
+
 #define NCTX 2
 #define BUF 4096
 #define NRECV 32
@@ -277,36 +279,19 @@ out:
            none ? "then none within the time limit" : "all came", post_err);
 }
 
+/* RTS towards the peer (compat-tests/common/qpsetup.h); 0 or ibv_modify_qp's error */
 static int connect_qp(struct ctx *x, struct ctx *peer)
 {
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
-    if (ibv_modify_qp(x->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        return -1;
-    memset(&a, 0, sizeof a);
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = peer->qp->qp_num;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = peer->gid;
-    a.ah_attr.grh.sgid_index = x->gidx;
-    a.ah_attr.grh.hop_limit = 1;
-    a.ah_attr.port_num = 1;
-    if (ibv_modify_qp(x->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        return -1;
-    memset(&a, 0, sizeof a);
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 12;
-    a.retry_cnt = 3;
-    a.rnr_retry = 3;
-    a.sq_psn = 0;
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(x->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    struct qps_conn c;
+    qps_defaults(&c);
+    c.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    c.dest_qpn = peer->qp->qp_num;
+    c.sgid_index = x->gidx;
+    c.dgid = peer->gid;
+    c.timeout = 12;
+    c.retry_cnt = 3;
+    c.rnr_retry = 3;
+    return qps_to_rts(x->qp, &c, NULL);
 }
 
 static struct ibv_device *find(struct ibv_device **l, const char *name)

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/qpsetup.h"
+
 #define PAGE 4096
 #define LEN PAGE /* bytes written per RDMA write */
 
@@ -137,45 +139,20 @@ static int rdma_write(struct ctx *c, unsigned char v, const char **why)
 	return 0;
 }
 
+/* 0, or the step that failed: -1 the GID, -2 INIT, -3 RTR, -4 RTS */
 static int connect_self(struct ctx *c, int gid_index)
 {
-	union ibv_gid gid;
-	struct ibv_qp_attr a;
+	struct qps_conn q;
+	enum ibv_qp_state failed;
 
-	if (ibv_query_gid(c->ctx, 1, gid_index, &gid))
+	qps_defaults(&q);
+	if (ibv_query_gid(c->ctx, 1, gid_index, &q.dgid))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE;
-	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -2;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = c->qp->qp_num;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -3;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		return -4;
+	q.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE;
+	q.dest_qpn = c->qp->qp_num;
+	q.sgid_index = gid_index;
+	if (qps_to_rts(c->qp, &q, &failed))
+		return failed == IBV_QPS_INIT ? -2 : failed == IBV_QPS_RTR ? -3 : -4;
 	return 0;
 }
 
