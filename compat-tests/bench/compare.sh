@@ -17,7 +17,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE/../.." || exit 2
 BASE=${1:?usage: compare.sh BASE_REV}
 W=build/bench-compare
-rounds=${BENCH_ROUNDS_COMPARE:-2}
+rounds=${BENCH_ROUNDS_COMPARE:-3}
 rm -rf "$W/runs"; mkdir -p "$W/runs"
 if [ ! -e "$W/base-src/.git" ] || [ "$(git -C "$W/base-src" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$BASE")" ]; then
     rm -rf "$W/base-src"
