@@ -521,6 +521,11 @@ pub fn execute(peer: &Peer, l: &Link, my_qpn: u32, dqpn: u32, at: (u32, u64, u64
         let (e, off) = check()?;
         let m = peer.mapping(l, rkey, e.id)?;
         let p = m.ptr as u64 + off;
+        if matches!(op, Op::Cas(..) | Op::Faa(..)) && !p.is_multiple_of(8) {
+            // (An aligned IOVA at a misaligned address: the ring's responder
+            // refuses it.)
+            return None;
+        }
         Some(match op {
             Op::Write(sges) => {
                 // SAFETY: [p, p+len) lies in our mapping of the peer's pages

@@ -123,7 +123,9 @@ impl Keys {
             return Err(IBV_WC_MW_BIND_ERR); // zero-based windows are not offered
         }
         let bound = self.map.get(&b.old).is_some_and(|m| m.mw != 0);
-        if b.ty == IBV_MW_TYPE_2 && (bound || qp_pd != b.pd) {
+        // (A type 2 window is unbound only by invalidation: a bind of length
+        // 0 is refused, as rxe refuses it.)
+        if b.ty == IBV_MW_TYPE_2 && (bound || qp_pd != b.pd || b.range.is_none()) {
             return Err(IBV_WC_MW_BIND_ERR);
         }
         let ent = match b.range {

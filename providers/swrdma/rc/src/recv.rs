@@ -60,14 +60,23 @@ impl<C> Receive<C> {
     }
 
     /// Data at byte `off` of the message; the receive completes with
-    /// `LOC_LEN_ERR` once some does not fit.
+    /// `LOC_LEN_ERR` once some does not fit (`LOC_PROT_ERR` once its memory
+    /// is gone).
     pub fn place(&mut self, mem: &dyn Memory, off: u64, data: &[u8]) {
         self.place_at(mem, self.base + off, data);
     }
 
+    /// `LOC_LEN_ERR` when the list is too short for the data, `LOC_PROT_ERR`
+    /// when its memory is no longer mapped writable.
     fn place_at(&mut self, mem: &dyn Memory, at: u64, data: &[u8]) {
-        if self.err == 0 && !data.is_empty() && !scatter(mem, &self.sges, at, data) {
+        if self.err != 0 || data.is_empty() {
+            return;
+        }
+        let room: u64 = self.sges.iter().map(|s| s.length as u64).sum();
+        if at.saturating_add(data.len() as u64) > room {
             self.err = IBV_WC_LOC_LEN_ERR;
+        } else if !scatter(mem, &self.sges, at, data) {
+            self.err = IBV_WC_LOC_PROT_ERR;
         }
     }
 

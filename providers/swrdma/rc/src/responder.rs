@@ -46,6 +46,9 @@ impl Target<'_> {
         }
         let len = if op.is_atomic() { 8 } else { len };
         match self.keys.grant(self.qpn, self.pd, rkey, va, len, right) {
+            // (An MR whose process address and IOVA differ modulo 8 would
+            // hand an aligned IOVA to a misaligned address.)
+            Some(a) if op.is_atomic() && !a.is_multiple_of(8) => Err(Fault::InvalidRequest),
             Some(a) => Ok(Some(a)),
             None => Err(Fault::RemoteAccess),
         }
