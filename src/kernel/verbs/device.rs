@@ -261,6 +261,106 @@ pub unsafe fn query_port(
     0
 }
 
+/// The legacy (`ibv_device_attr`) part of a QUERY_DEVICE(_EX) answer.
+fn copy_orig_attr(o: &mut ibv_device_attr, b: &ib_uverbs_query_device_resp) {
+    o.node_guid = b.node_guid;
+    o.sys_image_guid = b.sys_image_guid;
+    o.max_mr_size = b.max_mr_size;
+    o.page_size_cap = b.page_size_cap;
+    o.vendor_id = b.vendor_id;
+    o.vendor_part_id = b.vendor_part_id;
+    o.hw_ver = b.hw_ver;
+    o.max_qp = b.max_qp as _;
+    o.max_qp_wr = b.max_qp_wr as _;
+    o.device_cap_flags = b.device_cap_flags as _;
+    o.max_sge = b.max_sge as _;
+    o.max_sge_rd = b.max_sge_rd as _;
+    o.max_cq = b.max_cq as _;
+    o.max_cqe = b.max_cqe as _;
+    o.max_mr = b.max_mr as _;
+    o.max_pd = b.max_pd as _;
+    o.max_qp_rd_atom = b.max_qp_rd_atom as _;
+    o.max_ee_rd_atom = b.max_ee_rd_atom as _;
+    o.max_res_rd_atom = b.max_res_rd_atom as _;
+    o.max_qp_init_rd_atom = b.max_qp_init_rd_atom as _;
+    o.max_ee_init_rd_atom = b.max_ee_init_rd_atom as _;
+    o.atomic_cap = b.atomic_cap as _;
+    o.max_ee = b.max_ee as _;
+    o.max_rdd = b.max_rdd as _;
+    o.max_mw = b.max_mw as _;
+    o.max_raw_ipv6_qp = b.max_raw_ipv6_qp as _;
+    o.max_raw_ethy_qp = b.max_raw_ethy_qp as _;
+    o.max_mcast_grp = b.max_mcast_grp as _;
+    o.max_mcast_qp_attach = b.max_mcast_qp_attach as _;
+    o.max_total_mcast_qp_attach = b.max_total_mcast_qp_attach as _;
+    o.max_ah = b.max_ah as _;
+    o.max_fmr = b.max_fmr as _;
+    o.max_map_per_fmr = b.max_map_per_fmr as _;
+    o.max_srq = b.max_srq as _;
+    o.max_srq_wr = b.max_srq_wr as _;
+    o.max_srq_sge = b.max_srq_sge as _;
+    o.max_pkeys = b.max_pkeys;
+    o.local_ca_ack_delay = b.local_ca_ack_delay;
+    o.phys_port_cnt = b.phys_port_cnt;
+}
+
+/// The extended members of a QUERY_DEVICE_EX answer, each copied only
+/// when both the caller's `attr_size` bytes and the kernel's response
+/// (its `response_length`) hold it.
+fn copy_ex_attr(a: &mut ibv_device_attr_ex, r: &ib_uverbs_ex_query_device_resp, attr_size: usize) {
+    let rl = r.response_length as usize;
+    macro_rules! can_copy {
+        ($a:ident, $($k:ident).+) => {{
+            let fa = field!(ibv_device_attr_ex, $a);
+            let fk = field!(ib_uverbs_ex_query_device_resp, $($k).+);
+            attr_size >= fa.off + fa.len && rl >= fk.off + fk.len
+        }};
+    }
+    if can_copy!(odp_caps, odp_caps) {
+        a.odp_caps.general_caps = r.odp_caps.general_caps;
+        a.odp_caps.per_transport_caps.rc_odp_caps = r.odp_caps.per_transport_caps.rc_odp_caps;
+        a.odp_caps.per_transport_caps.uc_odp_caps = r.odp_caps.per_transport_caps.uc_odp_caps;
+        a.odp_caps.per_transport_caps.ud_odp_caps = r.odp_caps.per_transport_caps.ud_odp_caps;
+    }
+    if can_copy!(completion_timestamp_mask, timestamp_mask) {
+        a.completion_timestamp_mask = r.timestamp_mask;
+    }
+    if can_copy!(hca_core_clock, hca_core_clock) {
+        a.hca_core_clock = r.hca_core_clock;
+    }
+    if can_copy!(device_cap_flags_ex, device_cap_flags_ex) {
+        a.device_cap_flags_ex = r.device_cap_flags_ex;
+    }
+    if can_copy!(rss_caps, rss_caps) {
+        a.rss_caps.supported_qpts = r.rss_caps.supported_qpts;
+        a.rss_caps.max_rwq_indirection_tables = r.rss_caps.max_rwq_indirection_tables;
+        a.rss_caps.max_rwq_indirection_table_size = r.rss_caps.max_rwq_indirection_table_size;
+    }
+    if can_copy!(max_wq_type_rq, max_wq_type_rq) {
+        a.max_wq_type_rq = r.max_wq_type_rq;
+    }
+    if can_copy!(raw_packet_caps, raw_packet_caps) {
+        a.raw_packet_caps = r.raw_packet_caps;
+    }
+    if can_copy!(tm_caps, tm_caps) {
+        a.tm_caps.max_rndv_hdr_size = r.tm_caps.max_rndv_hdr_size;
+        a.tm_caps.max_num_tags = r.tm_caps.max_num_tags;
+        a.tm_caps.flags = r.tm_caps.flags;
+        a.tm_caps.max_ops = r.tm_caps.max_ops;
+        a.tm_caps.max_sge = r.tm_caps.max_sge;
+    }
+    if can_copy!(cq_mod_caps, cq_moderation_caps) {
+        a.cq_mod_caps.max_cq_count = r.cq_moderation_caps.max_cq_moderation_count;
+        a.cq_mod_caps.max_cq_period = r.cq_moderation_caps.max_cq_moderation_period;
+    }
+    if can_copy!(max_dm_size, max_dm_size) {
+        a.max_dm_size = r.max_dm_size;
+    }
+    if can_copy!(xrc_odp_caps, xrc_odp_caps) {
+        a.xrc_odp_caps = r.xrc_odp_caps;
+    }
+}
+
 /// `ibv_cmd_query_device_any`: QUERY_DEVICE_EX when the caller's attribute
 /// struct is larger than `ibv_device_attr` (falling back to the legacy
 /// command on kernels without it), else the legacy QUERY_DEVICE.
@@ -332,99 +432,8 @@ pub unsafe fn query_device_any(
         *resp_size = (*resp).response_length as usize;
         (&*resp, &mut *attr)
     };
-    let o = &mut a.orig_attr;
-    let b = &r.base;
-    o.node_guid = b.node_guid;
-    o.sys_image_guid = b.sys_image_guid;
-    o.max_mr_size = b.max_mr_size;
-    o.page_size_cap = b.page_size_cap;
-    o.vendor_id = b.vendor_id;
-    o.vendor_part_id = b.vendor_part_id;
-    o.hw_ver = b.hw_ver;
-    o.max_qp = b.max_qp as _;
-    o.max_qp_wr = b.max_qp_wr as _;
-    o.device_cap_flags = b.device_cap_flags as _;
-    o.max_sge = b.max_sge as _;
-    o.max_sge_rd = b.max_sge_rd as _;
-    o.max_cq = b.max_cq as _;
-    o.max_cqe = b.max_cqe as _;
-    o.max_mr = b.max_mr as _;
-    o.max_pd = b.max_pd as _;
-    o.max_qp_rd_atom = b.max_qp_rd_atom as _;
-    o.max_ee_rd_atom = b.max_ee_rd_atom as _;
-    o.max_res_rd_atom = b.max_res_rd_atom as _;
-    o.max_qp_init_rd_atom = b.max_qp_init_rd_atom as _;
-    o.max_ee_init_rd_atom = b.max_ee_init_rd_atom as _;
-    o.atomic_cap = b.atomic_cap as _;
-    o.max_ee = b.max_ee as _;
-    o.max_rdd = b.max_rdd as _;
-    o.max_mw = b.max_mw as _;
-    o.max_raw_ipv6_qp = b.max_raw_ipv6_qp as _;
-    o.max_raw_ethy_qp = b.max_raw_ethy_qp as _;
-    o.max_mcast_grp = b.max_mcast_grp as _;
-    o.max_mcast_qp_attach = b.max_mcast_qp_attach as _;
-    o.max_total_mcast_qp_attach = b.max_total_mcast_qp_attach as _;
-    o.max_ah = b.max_ah as _;
-    o.max_fmr = b.max_fmr as _;
-    o.max_map_per_fmr = b.max_map_per_fmr as _;
-    o.max_srq = b.max_srq as _;
-    o.max_srq_wr = b.max_srq_wr as _;
-    o.max_srq_sge = b.max_srq_sge as _;
-    o.max_pkeys = b.max_pkeys;
-    o.local_ca_ack_delay = b.local_ca_ack_delay;
-    o.phys_port_cnt = b.phys_port_cnt;
-
-    let rl = r.response_length as usize;
-    macro_rules! can_copy {
-        ($a:ident, $($k:ident).+) => {{
-            let fa = field!(ibv_device_attr_ex, $a);
-            let fk = field!(ib_uverbs_ex_query_device_resp, $($k).+);
-            attr_size >= fa.off + fa.len && rl >= fk.off + fk.len
-        }};
-    }
-    if can_copy!(odp_caps, odp_caps) {
-        a.odp_caps.general_caps = r.odp_caps.general_caps;
-        a.odp_caps.per_transport_caps.rc_odp_caps = r.odp_caps.per_transport_caps.rc_odp_caps;
-        a.odp_caps.per_transport_caps.uc_odp_caps = r.odp_caps.per_transport_caps.uc_odp_caps;
-        a.odp_caps.per_transport_caps.ud_odp_caps = r.odp_caps.per_transport_caps.ud_odp_caps;
-    }
-    if can_copy!(completion_timestamp_mask, timestamp_mask) {
-        a.completion_timestamp_mask = r.timestamp_mask;
-    }
-    if can_copy!(hca_core_clock, hca_core_clock) {
-        a.hca_core_clock = r.hca_core_clock;
-    }
-    if can_copy!(device_cap_flags_ex, device_cap_flags_ex) {
-        a.device_cap_flags_ex = r.device_cap_flags_ex;
-    }
-    if can_copy!(rss_caps, rss_caps) {
-        a.rss_caps.supported_qpts = r.rss_caps.supported_qpts;
-        a.rss_caps.max_rwq_indirection_tables = r.rss_caps.max_rwq_indirection_tables;
-        a.rss_caps.max_rwq_indirection_table_size = r.rss_caps.max_rwq_indirection_table_size;
-    }
-    if can_copy!(max_wq_type_rq, max_wq_type_rq) {
-        a.max_wq_type_rq = r.max_wq_type_rq;
-    }
-    if can_copy!(raw_packet_caps, raw_packet_caps) {
-        a.raw_packet_caps = r.raw_packet_caps;
-    }
-    if can_copy!(tm_caps, tm_caps) {
-        a.tm_caps.max_rndv_hdr_size = r.tm_caps.max_rndv_hdr_size;
-        a.tm_caps.max_num_tags = r.tm_caps.max_num_tags;
-        a.tm_caps.flags = r.tm_caps.flags;
-        a.tm_caps.max_ops = r.tm_caps.max_ops;
-        a.tm_caps.max_sge = r.tm_caps.max_sge;
-    }
-    if can_copy!(cq_mod_caps, cq_moderation_caps) {
-        a.cq_mod_caps.max_cq_count = r.cq_moderation_caps.max_cq_moderation_count;
-        a.cq_mod_caps.max_cq_period = r.cq_moderation_caps.max_cq_moderation_period;
-    }
-    if can_copy!(max_dm_size, max_dm_size) {
-        a.max_dm_size = r.max_dm_size;
-    }
-    if can_copy!(xrc_odp_caps, xrc_odp_caps) {
-        a.xrc_odp_caps = r.xrc_odp_caps;
-    }
+    copy_orig_attr(&mut a.orig_attr, &r.base);
+    copy_ex_attr(a, r, attr_size);
     let f = field!(ibv_device_attr_ex, phys_port_cnt_ex);
     if attr_size >= f.off + f.len {
         // SAFETY: `ctx`'s device is a live `verbs_device` (contract), whose

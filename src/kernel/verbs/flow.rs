@@ -61,6 +61,47 @@ unsafe fn filters_size(ib: *const u8, val_off: usize, min_filter: usize) -> Resu
     Ok((ib_filter, min_filter.min(ib_filter)))
 }
 
+/// A verbs flow spec and the kernel spec it is converted into: only made
+/// by [`spec_to_kern`] from its `ib` and `k`, so `ib` is readable as that
+/// function's contract says and `k` is writable for an `ibv_kern_spec`
+/// (zeroed) that does not overlap `ib`.
+#[derive(Clone, Copy)]
+struct SpecConv {
+    ib: *const u8,
+    k: *mut u8,
+}
+
+impl SpecConv {
+    /// Writes the kernel spec's header.
+    fn set_hdr(self, ty: u32, size: usize) {
+        // SAFETY: `k` is writable for an `ibv_kern_spec` (see the type),
+        // which begins with the kernel's `ib_uverbs_flow_spec_hdr`; the
+        // writes are unaligned.
+        unsafe {
+            self.k.cast::<u32>().write_unaligned(ty);
+            self.k
+                .add(offset_of!(ib_uverbs_flow_spec_hdr, size))
+                .cast::<u16>()
+                .write_unaligned(size as u16);
+        }
+    }
+
+    /// Copy `n` bytes of val and mask from the verbs spec to the kernel's.
+    fn copy(self, ib_val: usize, ib_mask: usize, kv: usize, km: usize, n: usize) {
+        // SAFETY: only called below with the value and mask offsets of the
+        // verbs spec type the spec's header names and of the kernel spec it
+        // becomes; `n` is the kernel filter size, no more than either
+        // side's filter (for the variable-length specs `filters_size`
+        // checked the verbs side against its `size`), so both reads are
+        // within `ib`'s readable bytes and both writes within `k`'s
+        // `ibv_kern_spec` (see the type); the two do not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.ib.add(ib_val), self.k.add(kv), n);
+            core::ptr::copy_nonoverlapping(self.ib.add(ib_mask), self.k.add(km), n);
+        }
+    }
+}
+
 /// Upstream's `ib_spec_to_kern_spec`: one verbs flow spec to the kernel's
 /// layout at `k` (zeroed, room for an `ibv_kern_spec`).
 ///
@@ -73,37 +114,37 @@ unsafe fn filters_size(ib: *const u8, val_off: usize, min_filter: usize) -> Resu
 unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
     // SAFETY: every spec begins with its `ibv_flow_spec_hdr` (contract).
     let ty: u32 = unsafe { rd(ib, offset_of!(ibv_flow_spec_hdr, r#type)) };
-    let set_hdr = |k: *mut u8, ty: u32, size: usize| {
-        // SAFETY: only called below with this function's `k`, writable for
-        // an `ibv_kern_spec` (contract), which begins with the kernel's
-        // `ib_uverbs_flow_spec_hdr`; the writes are unaligned.
-        unsafe {
-            k.cast::<u32>().write_unaligned(ty);
-            k.add(offset_of!(ib_uverbs_flow_spec_hdr, size))
-                .cast::<u16>()
-                .write_unaligned(size as u16);
+    let s = SpecConv { ib, k };
+    let inner = ty & IBV_FLOW_SPEC_INNER;
+    match ty & !IBV_FLOW_SPEC_INNER {
+        IBV_FLOW_SPEC_ETH | IBV_FLOW_SPEC_IPV4 | IBV_FLOW_SPEC_ESP | IBV_FLOW_SPEC_TCP | IBV_FLOW_SPEC_UDP
+        | IBV_FLOW_SPEC_MPLS => fixed_filter_to_kern(s, ty),
+        IBV_FLOW_SPEC_GRE if inner == 0 => fixed_filter_to_kern(s, ty),
+        // SAFETY: `ib` is readable for its header's `size` (contract).
+        IBV_FLOW_SPEC_IPV4_EXT | IBV_FLOW_SPEC_IPV6 => unsafe { sized_filter_to_kern(s, ty) },
+        // SAFETY: as above.
+        IBV_FLOW_SPEC_VXLAN_TUNNEL if inner == 0 => unsafe { sized_filter_to_kern(s, ty) },
+        IBV_FLOW_SPEC_ACTION_TAG
+        | IBV_FLOW_SPEC_ACTION_DROP
+        | IBV_FLOW_SPEC_ACTION_HANDLE
+        | IBV_FLOW_SPEC_ACTION_COUNT
+            if inner == 0 =>
+        {
+            // SAFETY: an action spec's `action` / `counters` is live
+            // (contract).
+            unsafe { action_to_kern(s, ty) }
         }
-    };
-    // Copy `n` bytes of val and mask from the verbs spec to the kernel's.
-    let copy = |k: *mut u8, ib_val: usize, ib_mask: usize, kv: usize, km: usize, n: usize| {
-        // SAFETY: only called below with this function's `k` and the value
-        // and mask offsets of the verbs spec type `ty` names and of the
-        // kernel spec it becomes; `n` is the kernel filter size, no more
-        // than either side's filter (for the variable-length specs
-        // `filters_size` checked the verbs side against its `size`), so
-        // both reads are within `ib`'s readable bytes and both writes
-        // within `k`'s `ibv_kern_spec` (contract); the two do not overlap.
-        unsafe {
-            core::ptr::copy_nonoverlapping(ib.add(ib_val), k.add(kv), n);
-            core::ptr::copy_nonoverlapping(ib.add(ib_mask), k.add(km), n);
-        }
-    };
+        _ => Err(libc::EINVAL),
+    }
+}
+
+/// The filter specs of a fixed size: the verbs filter is the kernel's.
+fn fixed_filter_to_kern(s: SpecConv, ty: u32) -> Result<(), c_int> {
     let inner = ty & IBV_FLOW_SPEC_INNER;
     match ty & !IBV_FLOW_SPEC_INNER {
         IBV_FLOW_SPEC_ETH => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_eth>());
-            copy(
-                k,
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_eth>());
+            s.copy(
                 offset_of!(ibv_flow_spec_eth, val),
                 offset_of!(ibv_flow_spec_eth, mask),
                 offset_of!(ib_uverbs_flow_spec_eth, val),
@@ -112,9 +153,8 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
             );
         }
         IBV_FLOW_SPEC_IPV4 => {
-            set_hdr(k, ty, size_of::<ibv_kern_spec_ipv4>());
-            copy(
-                k,
+            s.set_hdr(ty, size_of::<ibv_kern_spec_ipv4>());
+            s.copy(
                 offset_of!(ibv_flow_spec_ipv4, val),
                 offset_of!(ibv_flow_spec_ipv4, mask),
                 offset_of!(ibv_kern_spec_ipv4, val),
@@ -122,14 +162,66 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
                 size_of::<ibv_flow_ipv4_filter>(),
             );
         }
+        IBV_FLOW_SPEC_ESP => {
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_esp>());
+            s.copy(
+                offset_of!(ibv_flow_spec_esp, val),
+                offset_of!(ibv_flow_spec_esp, mask),
+                offset_of!(ib_uverbs_flow_spec_esp, val),
+                offset_of!(ib_uverbs_flow_spec_esp, mask),
+                size_of::<ib_uverbs_flow_spec_esp_filter>(),
+            );
+        }
+        IBV_FLOW_SPEC_TCP | IBV_FLOW_SPEC_UDP => {
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_tcp_udp>());
+            s.copy(
+                offset_of!(ibv_flow_spec_tcp_udp, val),
+                offset_of!(ibv_flow_spec_tcp_udp, mask),
+                offset_of!(ib_uverbs_flow_spec_tcp_udp, val),
+                offset_of!(ib_uverbs_flow_spec_tcp_udp, mask),
+                size_of::<ibv_flow_tcp_udp_filter>(),
+            );
+        }
+        IBV_FLOW_SPEC_GRE if inner == 0 => {
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_gre>());
+            s.copy(
+                offset_of!(ibv_flow_spec_gre, val),
+                offset_of!(ibv_flow_spec_gre, mask),
+                offset_of!(ib_uverbs_flow_spec_gre, val),
+                offset_of!(ib_uverbs_flow_spec_gre, mask),
+                size_of::<ibv_flow_gre_filter>(),
+            );
+        }
+        IBV_FLOW_SPEC_MPLS => {
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_mpls>());
+            s.copy(
+                offset_of!(ibv_flow_spec_mpls, val),
+                offset_of!(ibv_flow_spec_mpls, mask),
+                offset_of!(ib_uverbs_flow_spec_mpls, val),
+                offset_of!(ib_uverbs_flow_spec_mpls, mask),
+                size_of::<ibv_flow_mpls_filter>(),
+            );
+        }
+        _ => return Err(libc::EINVAL),
+    }
+    Ok(())
+}
+
+/// The variable-length filter specs (IPv4-ext, IPv6, VXLAN), whose verbs
+/// filter may be longer than the kernel's (see [`filters_size`]).
+///
+/// # Safety
+/// `s.ib` is readable for the `size` its header gives.
+unsafe fn sized_filter_to_kern(s: SpecConv, ty: u32) -> Result<(), c_int> {
+    let inner = ty & IBV_FLOW_SPEC_INNER;
+    match ty & !IBV_FLOW_SPEC_INNER {
         IBV_FLOW_SPEC_IPV4_EXT => {
             let vo = offset_of!(ibv_flow_spec_ipv4_ext, val);
             // SAFETY: an IPv4-ext spec is readable for its header's `size`
             // and has its mask after its value (contract).
-            let (ibf, kf) = unsafe { filters_size(ib, vo, offset_of!(ib_uverbs_flow_ipv4_filter, flags) + 1) }?;
-            set_hdr(k, IBV_FLOW_SPEC_IPV4 | inner, size_of::<ib_uverbs_flow_spec_ipv4>());
-            copy(
-                k,
+            let (ibf, kf) = unsafe { filters_size(s.ib, vo, offset_of!(ib_uverbs_flow_ipv4_filter, flags) + 1) }?;
+            s.set_hdr(IBV_FLOW_SPEC_IPV4 | inner, size_of::<ib_uverbs_flow_spec_ipv4>());
+            s.copy(
                 vo,
                 vo + ibf,
                 offset_of!(ib_uverbs_flow_spec_ipv4, val),
@@ -141,10 +233,9 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
             let vo = offset_of!(ibv_flow_spec_ipv6, val);
             // SAFETY: an IPv6 spec is readable for its header's `size` and
             // has its mask after its value (contract).
-            let (ibf, kf) = unsafe { filters_size(ib, vo, offset_of!(ib_uverbs_flow_ipv6_filter, hop_limit) + 1) }?;
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_ipv6>());
-            copy(
-                k,
+            let (ibf, kf) = unsafe { filters_size(s.ib, vo, offset_of!(ib_uverbs_flow_ipv6_filter, hop_limit) + 1) }?;
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_ipv6>());
+            s.copy(
                 vo,
                 vo + ibf,
                 offset_of!(ib_uverbs_flow_spec_ipv6, val),
@@ -152,58 +243,13 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
                 kf,
             );
         }
-        IBV_FLOW_SPEC_ESP => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_esp>());
-            copy(
-                k,
-                offset_of!(ibv_flow_spec_esp, val),
-                offset_of!(ibv_flow_spec_esp, mask),
-                offset_of!(ib_uverbs_flow_spec_esp, val),
-                offset_of!(ib_uverbs_flow_spec_esp, mask),
-                size_of::<ib_uverbs_flow_spec_esp_filter>(),
-            );
-        }
-        IBV_FLOW_SPEC_TCP | IBV_FLOW_SPEC_UDP => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_tcp_udp>());
-            copy(
-                k,
-                offset_of!(ibv_flow_spec_tcp_udp, val),
-                offset_of!(ibv_flow_spec_tcp_udp, mask),
-                offset_of!(ib_uverbs_flow_spec_tcp_udp, val),
-                offset_of!(ib_uverbs_flow_spec_tcp_udp, mask),
-                size_of::<ibv_flow_tcp_udp_filter>(),
-            );
-        }
-        IBV_FLOW_SPEC_GRE if inner == 0 => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_gre>());
-            copy(
-                k,
-                offset_of!(ibv_flow_spec_gre, val),
-                offset_of!(ibv_flow_spec_gre, mask),
-                offset_of!(ib_uverbs_flow_spec_gre, val),
-                offset_of!(ib_uverbs_flow_spec_gre, mask),
-                size_of::<ibv_flow_gre_filter>(),
-            );
-        }
-        IBV_FLOW_SPEC_MPLS => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_mpls>());
-            copy(
-                k,
-                offset_of!(ibv_flow_spec_mpls, val),
-                offset_of!(ibv_flow_spec_mpls, mask),
-                offset_of!(ib_uverbs_flow_spec_mpls, val),
-                offset_of!(ib_uverbs_flow_spec_mpls, mask),
-                size_of::<ibv_flow_mpls_filter>(),
-            );
-        }
         IBV_FLOW_SPEC_VXLAN_TUNNEL if inner == 0 => {
             let vo = offset_of!(ibv_flow_spec_tunnel, val);
             // SAFETY: a VXLAN spec is readable for its header's `size` and
             // has its mask after its value (contract).
-            let (ibf, kf) = unsafe { filters_size(ib, vo, offset_of!(ib_uverbs_flow_tunnel_filter, tunnel_id) + 4) }?;
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_tunnel>());
-            copy(
-                k,
+            let (ibf, kf) = unsafe { filters_size(s.ib, vo, offset_of!(ib_uverbs_flow_tunnel_filter, tunnel_id) + 4) }?;
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_tunnel>());
+            s.copy(
                 vo,
                 vo + ibf,
                 offset_of!(ib_uverbs_flow_spec_tunnel, val),
@@ -211,48 +257,60 @@ unsafe fn spec_to_kern(ib: *const u8, k: *mut u8) -> Result<(), c_int> {
                 kf,
             );
         }
+        _ => return Err(libc::EINVAL),
+    }
+    Ok(())
+}
+
+/// The action specs: tag, drop, flow action handle, counters.
+///
+/// # Safety
+/// A handle spec's `action` / a count spec's `counters` is live.
+unsafe fn action_to_kern(s: SpecConv, ty: u32) -> Result<(), c_int> {
+    let inner = ty & IBV_FLOW_SPEC_INNER;
+    match ty & !IBV_FLOW_SPEC_INNER {
         IBV_FLOW_SPEC_ACTION_TAG if inner == 0 => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_tag>());
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_action_tag>());
             // SAFETY: a tag spec is readable as a whole
             // `ibv_flow_spec_action_tag`, and `k` is writable for an
             // `ibv_kern_spec`, of which the kernel's tag spec is a member
             // (contract); both accesses are unaligned.
             unsafe {
-                let tag: u32 = rd(ib, offset_of!(ibv_flow_spec_action_tag, tag_id));
-                k.add(offset_of!(ib_uverbs_flow_spec_action_tag, tag_id))
+                let tag: u32 = rd(s.ib, offset_of!(ibv_flow_spec_action_tag, tag_id));
+                s.k.add(offset_of!(ib_uverbs_flow_spec_action_tag, tag_id))
                     .cast::<u32>()
                     .write_unaligned(tag);
             }
         }
         IBV_FLOW_SPEC_ACTION_DROP if inner == 0 => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_drop>());
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_action_drop>());
         }
         IBV_FLOW_SPEC_ACTION_HANDLE if inner == 0 => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_handle>());
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_action_handle>());
             // SAFETY: a handle spec is readable as a whole
             // `ibv_flow_spec_action_handle` whose `action` is a live flow
             // action, the first member of its `verbs_flow_action`; `k` is
             // writable for an `ibv_kern_spec`, of which the kernel's handle
             // spec is a member (contract).
             unsafe {
-                let action: *const ibv_flow_action = rd(ib, offset_of!(ibv_flow_spec_action_handle, action));
+                let action: *const ibv_flow_action = rd(s.ib, offset_of!(ibv_flow_spec_action_handle, action));
                 let v: *const verbs_flow_action = action.cast();
-                k.add(offset_of!(ib_uverbs_flow_spec_action_handle, handle))
+                s.k.add(offset_of!(ib_uverbs_flow_spec_action_handle, handle))
                     .cast::<u32>()
                     .write_unaligned((*v).handle);
             }
         }
         IBV_FLOW_SPEC_ACTION_COUNT if inner == 0 => {
-            set_hdr(k, ty, size_of::<ib_uverbs_flow_spec_action_count>());
+            s.set_hdr(ty, size_of::<ib_uverbs_flow_spec_action_count>());
             // SAFETY: a count spec is readable as a whole
             // `ibv_flow_spec_counter_action` whose `counters` are live, the
             // first member of their `verbs_counters`; `k` is writable for an
             // `ibv_kern_spec`, of which the kernel's count spec is a member
             // (contract).
             unsafe {
-                let counters: *mut ibv_counters = rd(ib, offset_of!(ibv_flow_spec_counter_action, counters));
+                let counters: *mut ibv_counters = rd(s.ib, offset_of!(ibv_flow_spec_counter_action, counters));
                 let v: *mut verbs_counters = outer(counters);
-                k.add(offset_of!(ib_uverbs_flow_spec_action_count, handle))
+                s.k.add(offset_of!(ib_uverbs_flow_spec_action_count, handle))
                     .cast::<u32>()
                     .write_unaligned((*v).handle);
             }

@@ -78,6 +78,144 @@ fn einval() -> c_int {
     libc::EINVAL
 }
 
+/// The objects a QP of `a.qp_type` is created on: the XRCD of an XRC_RECV
+/// QP (returned, for `set_qp`), else the PD and CQs (see [`qp_cqs`]).
+/// EINVAL (errno set) when `a` lacks one its type requires.
+///
+/// # Safety
+/// As [`icmd_create_qp`] for `a`'s object pointers.
+unsafe fn qp_objects(c: &mut Cmd, a: &mut ibv_qp_init_attr_ex) -> Result<*mut verbs_xrcd, c_int> {
+    match a.qp_type {
+        IBV_QPT_XRC_RECV => {
+            if a.comp_mask & IBV_QP_INIT_ATTR_XRCD == 0 {
+                return Err(einval());
+            }
+            let vxrcd: *mut verbs_xrcd = outer(a.xrcd);
+            // SAFETY: with IBV_QP_INIT_ATTR_XRCD (checked above) `a.xrcd` is
+            // a live XRCD, the first member of its `verbs_xrcd` (contract).
+            let xrcd_handle = unsafe { (*vxrcd).handle };
+            c.in_obj(attr::CREATE_QP_XRCD_HANDLE, xrcd_handle)
+                .w(req!(ib_uverbs_create_qp, pd_handle))
+                .wx(req!(ib_uverbs_ex_create_qp, pd_handle));
+            Ok(vxrcd)
+        }
+        IBV_QPT_RC | IBV_QPT_UD | IBV_QPT_UC | IBV_QPT_RAW_PACKET | IBV_QPT_XRC_SEND | IBV_QPT_DRIVER => {
+            if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 {
+                return Err(einval());
+            }
+            // SAFETY: with IBV_QP_INIT_ATTR_PD (checked above) `a.pd` is a
+            // live PD (contract).
+            let pd_handle = unsafe { (*a.pd).handle };
+            c.in_obj(attr::CREATE_QP_PD_HANDLE, pd_handle)
+                .w(req!(ib_uverbs_create_qp, pd_handle))
+                .wx(req!(ib_uverbs_ex_create_qp, pd_handle));
+            // SAFETY: `a`'s object pointers are as `icmd_create_qp` requires
+            // (contract).
+            unsafe { qp_cqs(c, a) }?;
+            // As the write() ABI always did.
+            if a.qp_type == IBV_QPT_XRC_SEND {
+                a.cap.max_recv_wr = 0;
+                a.cap.max_recv_sge = 0;
+            }
+            Ok(core::ptr::null_mut())
+        }
+        _ => Err(einval()),
+    }
+}
+
+/// The CQs (and, with IBV_QP_INIT_ATTR_IND_TABLE, the indirection table)
+/// of a QP on a PD.
+///
+/// # Safety
+/// As [`icmd_create_qp`] for `a`'s object pointers.
+unsafe fn qp_cqs(c: &mut Cmd, a: &ibv_qp_init_attr_ex) -> Result<(), c_int> {
+    if a.comp_mask & IBV_QP_INIT_ATTR_IND_TABLE != 0 {
+        if a.cap.max_recv_wr != 0 || a.cap.max_recv_sge != 0 || !a.recv_cq.is_null() || !a.srq.is_null() {
+            return Err(einval());
+        }
+        c.require_ex();
+        // SAFETY: with IBV_QP_INIT_ATTR_IND_TABLE `a.rwq_ind_tbl` is a
+        // live indirection table (contract).
+        let tbl_handle = unsafe { (*a.rwq_ind_tbl).ind_tbl_handle };
+        c.in_obj(attr::CREATE_QP_IND_TABLE_HANDLE, tbl_handle as u32)
+            .wx(req!(ib_uverbs_ex_create_qp, rwq_ind_tbl_handle));
+        c.wonly(
+            None,
+            Some(req!(ib_uverbs_ex_create_qp, comp_mask)),
+            IB_UVERBS_CREATE_QP_MASK_IND_TABLE as u64,
+        );
+        // The send CQ is optional here.
+        if a.cap.max_send_wr != 0 {
+            if a.send_cq.is_null() {
+                return Err(einval());
+            }
+            // SAFETY: a QP with send WRs names a live send CQ
+            // (contract; checked non-null).
+            let send_cq_handle = unsafe { (*a.send_cq).handle };
+            c.in_obj(attr::CREATE_QP_SEND_CQ_HANDLE, send_cq_handle)
+                .w(req!(ib_uverbs_create_qp, send_cq_handle))
+                .wx(req!(ib_uverbs_ex_create_qp, send_cq_handle));
+        }
+    } else {
+        // Upstream reads both CQs unchecked (a crash); refused here.
+        if a.send_cq.is_null() || (a.qp_type != IBV_QPT_XRC_SEND && a.recv_cq.is_null()) {
+            return Err(einval());
+        }
+        // SAFETY: without an indirection table `a.send_cq` is a live
+        // CQ (contract; checked non-null).
+        let send_cq_handle = unsafe { (*a.send_cq).handle };
+        c.in_obj(attr::CREATE_QP_SEND_CQ_HANDLE, send_cq_handle)
+            .w(req!(ib_uverbs_create_qp, send_cq_handle))
+            .wx(req!(ib_uverbs_ex_create_qp, send_cq_handle));
+        if a.qp_type != IBV_QPT_XRC_SEND {
+            // SAFETY: a non-XRC_SEND QP without an indirection table
+            // has a live receive CQ (contract).
+            let recv_cq_handle = unsafe { (*a.recv_cq).handle };
+            c.in_obj(attr::CREATE_QP_RECV_CQ_HANDLE, recv_cq_handle)
+                .w(req!(ib_uverbs_create_qp, recv_cq_handle))
+                .wx(req!(ib_uverbs_ex_create_qp, recv_cq_handle));
+        }
+    }
+    Ok(())
+}
+
+/// `sq_sig_all` and the create flags: the write() forms' own members and
+/// the ioctl's CREATE_QP_FLAGS (and SOURCE_QPN). EINVAL (errno set) for
+/// flags the kernel command does not support.
+fn qp_create_flags(c: &mut Cmd, a: &ibv_qp_init_attr_ex) -> Result<(), c_int> {
+    let mut create_flags: u32 = 0;
+    c.wonly(
+        Some(req!(ib_uverbs_create_qp, sq_sig_all)),
+        Some(req!(ib_uverbs_ex_create_qp, sq_sig_all)),
+        a.sq_sig_all as u32 as u64,
+    );
+    if a.sq_sig_all != 0 {
+        create_flags |= IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
+        if a.create_flags & !CREATE_QP_EX_SUP_CREATE_FLAGS != 0 {
+            return Err(einval());
+        }
+        c.require_ex();
+        create_flags |= a.create_flags;
+        c.wonly(
+            None,
+            Some(req!(ib_uverbs_ex_create_qp, create_flags)),
+            a.create_flags as u64,
+        );
+        if a.create_flags & IBV_QP_CREATE_SOURCE_QPN != 0 {
+            c.in_u32(attr::CREATE_QP_SOURCE_QPN, a.source_qpn)
+                .wx(req!(ib_uverbs_ex_create_qp, source_qpn));
+            // With the ioctl the source QPN is an attribute of its own.
+            create_flags &= !IBV_QP_CREATE_SOURCE_QPN;
+        }
+    }
+    if create_flags != 0 {
+        c.in_u32(attr::CREATE_QP_FLAGS, create_flags);
+    }
+    Ok(())
+}
+
 /// Upstream's `ibv_icmd_create_qp`.
 ///
 /// # Safety
@@ -106,8 +244,6 @@ unsafe fn icmd_create_qp(
     // provider's chain (contract).
     // linked.
     let mut c = compat.apply(unsafe { Cmd::new(ctx, &m::CREATE_QP, 15, link) });
-    let mut vxrcd: *mut verbs_xrcd = core::ptr::null_mut();
-    let mut create_flags: u32 = 0;
     let mut qp_num: u32 = 0;
     // SAFETY: `qp` is `vqp` (its first member is the `ibv_qp`) or, when
     // that is null, `qp_in`; either is writable (contract).
@@ -123,84 +259,12 @@ unsafe fn icmd_create_qp(
         m::CREATE_QP_V3
     }));
 
-    match a.qp_type {
-        IBV_QPT_XRC_RECV => {
-            if a.comp_mask & IBV_QP_INIT_ATTR_XRCD == 0 {
-                return einval();
-            }
-            vxrcd = outer(a.xrcd);
-            // SAFETY: with IBV_QP_INIT_ATTR_XRCD (checked above) `a.xrcd` is
-            // a live XRCD, the first member of its `verbs_xrcd` (contract).
-            let xrcd_handle = unsafe { (*vxrcd).handle };
-            c.in_obj(attr::CREATE_QP_XRCD_HANDLE, xrcd_handle)
-                .w(req!(ib_uverbs_create_qp, pd_handle))
-                .wx(req!(ib_uverbs_ex_create_qp, pd_handle));
-        }
-        IBV_QPT_RC | IBV_QPT_UD | IBV_QPT_UC | IBV_QPT_RAW_PACKET | IBV_QPT_XRC_SEND | IBV_QPT_DRIVER => {
-            if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 {
-                return einval();
-            }
-            // SAFETY: with IBV_QP_INIT_ATTR_PD (checked above) `a.pd` is a
-            // live PD (contract).
-            let pd_handle = unsafe { (*a.pd).handle };
-            c.in_obj(attr::CREATE_QP_PD_HANDLE, pd_handle)
-                .w(req!(ib_uverbs_create_qp, pd_handle))
-                .wx(req!(ib_uverbs_ex_create_qp, pd_handle));
-            if a.comp_mask & IBV_QP_INIT_ATTR_IND_TABLE != 0 {
-                if a.cap.max_recv_wr != 0 || a.cap.max_recv_sge != 0 || !a.recv_cq.is_null() || !a.srq.is_null() {
-                    return einval();
-                }
-                c.require_ex();
-                // SAFETY: with IBV_QP_INIT_ATTR_IND_TABLE `a.rwq_ind_tbl` is a
-                // live indirection table (contract).
-                let tbl_handle = unsafe { (*a.rwq_ind_tbl).ind_tbl_handle };
-                c.in_obj(attr::CREATE_QP_IND_TABLE_HANDLE, tbl_handle as u32)
-                    .wx(req!(ib_uverbs_ex_create_qp, rwq_ind_tbl_handle));
-                c.wonly(
-                    None,
-                    Some(req!(ib_uverbs_ex_create_qp, comp_mask)),
-                    IB_UVERBS_CREATE_QP_MASK_IND_TABLE as u64,
-                );
-                // The send CQ is optional here.
-                if a.cap.max_send_wr != 0 {
-                    if a.send_cq.is_null() {
-                        return einval();
-                    }
-                    // SAFETY: a QP with send WRs names a live send CQ
-                    // (contract; checked non-null).
-                    let send_cq_handle = unsafe { (*a.send_cq).handle };
-                    c.in_obj(attr::CREATE_QP_SEND_CQ_HANDLE, send_cq_handle)
-                        .w(req!(ib_uverbs_create_qp, send_cq_handle))
-                        .wx(req!(ib_uverbs_ex_create_qp, send_cq_handle));
-                }
-            } else {
-                // Upstream reads both CQs unchecked (a crash); refused here.
-                if a.send_cq.is_null() || (a.qp_type != IBV_QPT_XRC_SEND && a.recv_cq.is_null()) {
-                    return einval();
-                }
-                // SAFETY: without an indirection table `a.send_cq` is a live
-                // CQ (contract; checked non-null).
-                let send_cq_handle = unsafe { (*a.send_cq).handle };
-                c.in_obj(attr::CREATE_QP_SEND_CQ_HANDLE, send_cq_handle)
-                    .w(req!(ib_uverbs_create_qp, send_cq_handle))
-                    .wx(req!(ib_uverbs_ex_create_qp, send_cq_handle));
-                if a.qp_type != IBV_QPT_XRC_SEND {
-                    // SAFETY: a non-XRC_SEND QP without an indirection table
-                    // has a live receive CQ (contract).
-                    let recv_cq_handle = unsafe { (*a.recv_cq).handle };
-                    c.in_obj(attr::CREATE_QP_RECV_CQ_HANDLE, recv_cq_handle)
-                        .w(req!(ib_uverbs_create_qp, recv_cq_handle))
-                        .wx(req!(ib_uverbs_ex_create_qp, recv_cq_handle));
-                }
-            }
-            // As the write() ABI always did.
-            if a.qp_type == IBV_QPT_XRC_SEND {
-                a.cap.max_recv_wr = 0;
-                a.cap.max_recv_sge = 0;
-            }
-        }
-        _ => return einval(),
-    }
+    // SAFETY: `a`'s object pointers are live where its type and mask make
+    // them used (contract).
+    let vxrcd = match unsafe { qp_objects(&mut c, a) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
 
     let h = c
         .out_obj(attr::CREATE_QP_HANDLE)
@@ -226,34 +290,8 @@ unsafe fn icmd_create_qp(
     if unsafe { state::imported(ctx) } {
         c.ioctl_only();
     }
-    c.wonly(
-        Some(req!(ib_uverbs_create_qp, sq_sig_all)),
-        Some(req!(ib_uverbs_ex_create_qp, sq_sig_all)),
-        a.sq_sig_all as u32 as u64,
-    );
-    if a.sq_sig_all != 0 {
-        create_flags |= IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
-    }
-    if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
-        if a.create_flags & !CREATE_QP_EX_SUP_CREATE_FLAGS != 0 {
-            return einval();
-        }
-        c.require_ex();
-        create_flags |= a.create_flags;
-        c.wonly(
-            None,
-            Some(req!(ib_uverbs_ex_create_qp, create_flags)),
-            a.create_flags as u64,
-        );
-        if a.create_flags & IBV_QP_CREATE_SOURCE_QPN != 0 {
-            c.in_u32(attr::CREATE_QP_SOURCE_QPN, a.source_qpn)
-                .wx(req!(ib_uverbs_ex_create_qp, source_qpn));
-            // With the ioctl the source QPN is an attribute of its own.
-            create_flags &= !IBV_QP_CREATE_SOURCE_QPN;
-        }
-    }
-    if create_flags != 0 {
-        c.in_u32(attr::CREATE_QP_FLAGS, create_flags);
+    if let Err(e) = qp_create_flags(&mut c, a) {
+        return e;
     }
     if !a.srq.is_null() {
         // SAFETY: a non-null `a.srq` is a live SRQ (contract).

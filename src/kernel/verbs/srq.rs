@@ -40,6 +40,82 @@ fn err(e: c_int) -> c_int {
     e
 }
 
+/// The objects an XRC SRQ (XRCD, returned for `set_vsrq`, CQ and the SRQ
+/// number it answers into `srq_num`) or a tag-matching SRQ (CQ, tag
+/// count) is created on. EINVAL (errno set) when `a` lacks one of them.
+///
+/// # Safety
+/// `a`'s `cq` / `xrcd` are live objects where its `comp_mask` says so;
+/// `srq_num` outlives the command.
+unsafe fn srq_type_objects(
+    c: &mut Cmd,
+    a: &ibv_srq_init_attr_ex,
+    srq_type: u32,
+    srq_num: &mut u32,
+) -> Result<*mut verbs_xrcd, c_int> {
+    match srq_type {
+        IBV_SRQT_XRC => {
+            if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0 || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 {
+                return Err(err(libc::EINVAL));
+            }
+            let vxrcd: *mut verbs_xrcd = outer(a.xrcd);
+            // SAFETY: the mask names both an XRCD (a `verbs_xrcd` from the
+            // command layer, hence `outer`) and a CQ: live objects (contract).
+            let (xrcd_handle, cq_handle) = unsafe { ((*vxrcd).handle, (*a.cq).handle) };
+            c.in_obj(attr::CREATE_SRQ_XRCD_HANDLE, xrcd_handle);
+            c.in_obj(attr::CREATE_SRQ_CQ_HANDLE, cq_handle);
+            c.out(attr::CREATE_SRQ_RESP_SRQ_NUM, srq_num);
+            Ok(vxrcd)
+        }
+        IBV_SRQT_TM => {
+            if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
+                || a.comp_mask & IBV_SRQ_INIT_ATTR_TM == 0
+                || a.tm_cap.max_num_tags == 0
+            {
+                return Err(err(libc::EINVAL));
+            }
+            // SAFETY: the mask names a CQ: a live object (contract).
+            c.in_obj(attr::CREATE_SRQ_CQ_HANDLE, unsafe { (*a.cq).handle });
+            c.in_u32(attr::CREATE_SRQ_MAX_NUM_TAGS, a.tm_cap.max_num_tags);
+            Ok(core::ptr::null_mut())
+        }
+        _ => Ok(core::ptr::null_mut()),
+    }
+}
+
+/// The members of the XSRQ `write()` request that have no ioctl attribute.
+///
+/// # Safety
+/// A non-null `a.cq` is a live CQ; `vxrcd` is null or a live XRCD.
+unsafe fn xsrq_members(c: &mut Cmd, a: &ibv_srq_init_attr_ex, vxrcd: *mut verbs_xrcd) {
+    // The XSRQ request's own members (upstream fills them from the
+    // caller's attributes, whatever the attribute mask says).
+    c.wonly(Some(req!(ib_uverbs_create_xsrq, srq_type)), None, a.srq_type as u64);
+    if !a.cq.is_null() {
+        c.wonly(
+            Some(req!(ib_uverbs_create_xsrq, cq_handle)),
+            None,
+            // SAFETY: a non-null `cq` is a live CQ (contract).
+            unsafe { (*a.cq).handle } as u64,
+        );
+    }
+    if a.srq_type == IBV_SRQT_TM {
+        c.wonly(
+            Some(req!(ib_uverbs_create_xsrq, max_num_tags)),
+            None,
+            a.tm_cap.max_num_tags as u64,
+        );
+    } else if !vxrcd.is_null() {
+        c.wonly(
+            Some(req!(ib_uverbs_create_xsrq, xrcd_handle)),
+            None,
+            // SAFETY: `vxrcd` is non-null only when `srq_type_objects` set
+            // it from the live XRCD of an XRC request (contract).
+            unsafe { (*vxrcd).handle } as u64,
+        );
+    }
+}
+
 /// Upstream's `ibv_icmd_create_srq`.
 ///
 /// # Safety
@@ -98,62 +174,18 @@ unsafe fn icmd_create_srq(
         };
     }
 
-    let mut vxrcd: *mut verbs_xrcd = core::ptr::null_mut();
     let mut srq_num: u32 = 0;
     let (mut max_wr, mut max_sge) = (a.attr.max_wr, a.attr.max_sge);
-    match srq_type {
-        IBV_SRQT_XRC => {
-            if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0 || a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 {
-                return err(libc::EINVAL);
-            }
-            vxrcd = outer(a.xrcd);
-            // SAFETY: the mask names both an XRCD (a `verbs_xrcd` from the
-            // command layer, hence `outer`) and a CQ: live objects (contract).
-            let (xrcd_handle, cq_handle) = unsafe { ((*vxrcd).handle, (*a.cq).handle) };
-            c.in_obj(attr::CREATE_SRQ_XRCD_HANDLE, xrcd_handle);
-            c.in_obj(attr::CREATE_SRQ_CQ_HANDLE, cq_handle);
-            c.out(attr::CREATE_SRQ_RESP_SRQ_NUM, &mut srq_num);
-        }
-        IBV_SRQT_TM => {
-            if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0
-                || a.comp_mask & IBV_SRQ_INIT_ATTR_TM == 0
-                || a.tm_cap.max_num_tags == 0
-            {
-                return err(libc::EINVAL);
-            }
-            // SAFETY: the mask names a CQ: a live object (contract).
-            c.in_obj(attr::CREATE_SRQ_CQ_HANDLE, unsafe { (*a.cq).handle });
-            c.in_u32(attr::CREATE_SRQ_MAX_NUM_TAGS, a.tm_cap.max_num_tags);
-        }
-        _ => {}
-    }
+    // SAFETY: `a`'s `cq` / `xrcd` are live where its mask says so
+    // (contract); `srq_num` is a local alive until the command has run.
+    let vxrcd = match unsafe { srq_type_objects(&mut c, a, srq_type, &mut srq_num) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
     if xsrq {
-        // The XSRQ request's own members (upstream fills them from the
-        // caller's attributes, whatever the attribute mask says).
-        c.wonly(Some(req!(ib_uverbs_create_xsrq, srq_type)), None, a.srq_type as u64);
-        if !a.cq.is_null() {
-            c.wonly(
-                Some(req!(ib_uverbs_create_xsrq, cq_handle)),
-                None,
-                // SAFETY: a non-null `cq` is a live CQ (contract).
-                unsafe { (*a.cq).handle } as u64,
-            );
-        }
-        if a.srq_type == IBV_SRQT_TM {
-            c.wonly(
-                Some(req!(ib_uverbs_create_xsrq, max_num_tags)),
-                None,
-                a.tm_cap.max_num_tags as u64,
-            );
-        } else if !vxrcd.is_null() {
-            c.wonly(
-                Some(req!(ib_uverbs_create_xsrq, xrcd_handle)),
-                None,
-                // SAFETY: `vxrcd` is non-null only when set from the live
-                // XRCD of an XRC request above.
-                unsafe { (*vxrcd).handle } as u64,
-            );
-        }
+        // SAFETY: a non-null `a.cq` is a live CQ (contract); `vxrcd` is
+        // null or the live XRCD of an XRC request.
+        unsafe { xsrq_members(&mut c, a, vxrcd) };
     }
 
     let h = c
