@@ -12,7 +12,7 @@ use ibverbs_abi::*;
 use rustix::event::epoll;
 use rustix::event::Timespec;
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::raw::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -202,8 +202,8 @@ impl Ctx {
                 mrs: RwLock::new(Keys::default()),
                 async_w,
                 armed_cqs: Arc::new(AtomicU32::new(0)),
-                dir_tbl: if crate::share::enabled() {
-                    crate::direct::Dir::new()
+                dir_tbl: if crate::direct::enabled() {
+                    crate::direct::Dir::new(id)
                 } else {
                     None
                 },
@@ -335,8 +335,6 @@ impl Ctx {
 
     /// Registers key `key` (an MR) with what it covers.
     pub fn insert_mr(&self, key: u32, ent: MrEnt) {
-        // (Pages are moved into a memory file with the MR table held: no
-        // copy for a peer's request into an overlapping MR runs meanwhile.)
         let mut g = self.mrs.write().unwrap();
         g.insert(key, ent);
         self.publish_mr(key, &ent);
@@ -353,33 +351,30 @@ impl Ctx {
 
     /// Peers can no longer reach MR `key` directly once this returns (it
     /// may wait for one in a copy: never with the MR table held).
-    fn retract_mr(&self, key: u32) -> Option<crate::direct::Withdrawn> {
-        self.dir_tbl.as_ref()?.retract_mr(key, &self.links())
-    }
-
-    /// The retracted MR's pages are private again; the caller holds the MR
-    /// table (written): no copy into them runs meanwhile.
-    fn release_mr(&self, w: Option<crate::direct::Withdrawn>) {
-        if let (Some(d), Some(w)) = (&self.dir_tbl, w) {
-            d.release_mr(w, &self.links());
+    fn retract_mr(&self, key: u32) {
+        if let Some(d) = &self.dir_tbl {
+            d.retract_mr(key);
         }
     }
 
     pub fn remove_mr(&self, key: u32) {
-        let w = self.retract_mr(key);
-        let mut g = self.mrs.write().unwrap();
-        self.release_mr(w);
-        g.remove(key);
+        self.retract_mr(key);
+        self.mrs.write().unwrap().remove(key);
     }
 
     /// Changes MR `key` in place (rereg); false when there is none.
     pub fn update_mr(&self, key: u32, f: impl FnOnce(&mut MrEnt)) -> bool {
-        let w = self.retract_mr(key);
+        self.retract_mr(key);
         let mut g = self.mrs.write().unwrap();
-        self.release_mr(w);
         let Some(e) = g.update(key, f) else { return false };
         self.publish_mr(key, &e);
         true
+    }
+
+    /// What peers need for direct accesses to us: our directory and our
+    /// process's access page.
+    fn direct_fds(&self) -> Option<(BorrowedFd<'_>, BorrowedFd<'_>)> {
+        Some((self.dir_tbl.as_ref()?.fd(), crate::locks::Access::own()?.fd()))
     }
 
     /// Peer context `id`'s directory, if it gave one.
@@ -427,10 +422,11 @@ impl Ctx {
 
     /// A new link, with a pidfd of its peer's process (watched: its death
     /// is the link's, as a hangup is).
-    pub fn add_link(&self, l: Arc<Link>, pidfd: OwnedFd, peer_dir: Option<OwnedFd>) {
-        if let (Some(_), Some(fd)) = (&self.dir_tbl, peer_dir) {
+    pub fn add_link(&self, l: Arc<Link>, pidfd: OwnedFd, direct: Option<ipc::DirectFds>) {
+        if let (Some(_), Some((dir, access))) = (&self.dir_tbl, direct) {
             if let std::collections::hash_map::Entry::Vacant(v) = lock(&self.peers).entry(l.peer) {
-                if let Some(d) = crate::direct::Peer::new(fd.as_fd()) {
+                let pid = rustix::net::sockopt::socket_peercred(l.sock()).map_or(0, |c| c.pid.as_raw_nonzero().get());
+                if let Some(d) = crate::direct::Peer::new(dir.as_fd(), access, pid, l.peer) {
                     v.insert(Arc::new(d));
                 }
             }
@@ -647,16 +643,11 @@ impl Ctx {
                     continue;
                 };
                 let mut gone = flags.intersects(epoll::EventFlags::HUP | epoll::EventFlags::RDHUP);
-                for _ in 0..64 {
-                    match ipc::recv_ctl(l.sock()) {
-                        ipc::Ctl::Again => break,
-                        ipc::Ctl::Gone => {
-                            gone = true;
-                            break;
-                        }
-                        ipc::Ctl::Junk => {}
-                        ipc::Ctl::Msg(kind, key, id, fd) => self.on_ctl(l, kind, key, id, fd),
-                    }
+                // (Nothing is sent on a link's socket after the handshake:
+                // anything there is read and dropped; end of file is the
+                // peer going away.)
+                if !ipc::drain(l.sock()) {
+                    gone = true;
                 }
                 if gone {
                     // Take in what the peer wrote before it went away.
@@ -665,31 +656,6 @@ impl Ctx {
                     self.link_died(l);
                 }
             }
-        }
-    }
-
-    /// A control message from a link's peer (direct.rs): it asks for the
-    /// memory file of one of our MRs, or sends one of its own.
-    fn on_ctl(&self, l: &Link, kind: u32, key: u32, id: u64, fd: Option<OwnedFd>) {
-        match (kind, fd) {
-            (ipc::CTL_MAP_REQ, _) => {
-                if let Some((f, sid)) = self.dir_tbl.as_ref().and_then(|d| d.share_fd(key, l.peer)) {
-                    if sid == id {
-                        ipc::send_ctl(l.sock(), ipc::CTL_MAP_FD, key, sid, Some(f.as_fd()));
-                    }
-                }
-            }
-            (ipc::CTL_MAP_FD, Some(f)) => {
-                if let Some(p) = self.peer_dir(l.peer) {
-                    p.install(key, id, f);
-                }
-            }
-            (ipc::CTL_DROP, _) => {
-                if let Some(p) = self.peer_dir(l.peer) {
-                    p.forget(key, id);
-                }
-            }
-            _ => {}
         }
     }
 
@@ -703,7 +669,7 @@ impl Ctx {
         {
             return;
         }
-        match ipc::hello(fd, self.id, self.efd.as_fd(), self.dir_tbl.as_ref().map(|d| d.fd())) {
+        match ipc::hello(fd, self.id, self.efd.as_fd(), self.direct_fds()) {
             ipc::Handshake::Link(l, pidfd, dir) => self.add_link(Arc::new(l), pidfd, dir),
             ipc::Handshake::Refused => {}
             ipc::Handshake::Later(fd) => {
@@ -1610,8 +1576,7 @@ impl Ctx {
         if live_links() >= MAX_LINKS_PER_PROCESS {
             return None; // (the process has all the links it may have)
         }
-        let my_dir = self.dir_tbl.as_ref().map(|d| d.fd());
-        let (l, pidfd, dir) = ipc::connect(&self.dir, self.id, self.efd.as_fd(), my_dir, peer)?;
+        let (l, pidfd, dir) = ipc::connect(&self.dir, self.id, self.efd.as_fd(), self.direct_fds(), peer)?;
         let l = Arc::new(l);
         o.insert(peer, l.clone());
         drop(o);

@@ -1,38 +1,47 @@
 //! One-sided operations without the target's CPU.
 //!
 //! Each context publishes a *directory*: a sealed memory file with one
-//! entry per remotely accessible MR (key, PD, rights, range, and where its
-//! shared pages are: share.rs) and one per QP (state, access flags, PD,
+//! entry per remotely accessible MR (key, PD, rights, IOVA range and the
+//! process address it starts at) and one per QP (state, access flags, PD,
 //! destination QPN).  The file goes to each peer with the link's
 //! handshake; peers map it read-only (F_SEAL_FUTURE_WRITE).  Entries are
-//! seqlocks written by the owner alone.  The memory file of an MR's pages
-//! is passed to a peer on its request (`MAP_REQ` over the link's socket,
-//! answered with the descriptor), on the first access; until it arrives
-//! accesses take the ring path.
+//! seqlocks written by the owner alone.  Nothing of the application's
+//! memory is shared, moved or remapped: registration leaves the memory
+//! exactly as it was.
 //!
 //! An RDMA WRITE or READ (and an atomic) on an RC QP is then executed by
 //! the *initiator*: it checks the access exactly as the responder would
 //! (the responder QP's state, access flags and PD, the MR's key, PD,
-//! rights and bounds), copies straight between its local SGEs and its
-//! mapping of the target's pages (one copy, as one DMA), and completes the
-//! request.  Anything the check does not clearly allow (an error to
-//! report, a memory window, a range outside the shared pages, a QP with
-//! requests in flight) takes the ring path, where the target's process
-//! answers as before, errors included.
+//! rights and bounds) and copies between its local SGEs and the target's
+//! memory with cross-memory attach (`process_vm_writev`/`readv` on the
+//! target's pid: one copy, by the kernel, as one DMA; the target's pages
+//! are faulted in and copy-on-write broken as for any write to them, so a
+//! forked child, `madvise`, `mremap` and `munmap` keep their Linux
+//! meaning).  Atomics read, compute and write the 8 bytes with the
+//! target's atomic lock held (locks.rs).  The kernel allows this between
+//! processes of one user that may `ptrace` each other (Yama
+//! `ptrace_scope` 0, or 1 with the peer a descendant; the target's dumpable
+//! flag set); anything it refuses, and anything the check does not clearly
+//! allow (an error to report, a memory window, a QP with requests in
+//! flight), takes the ring path, where the target's process answers as
+//! before, errors included.
 //!
-//! Deregistration: the initiator announces the key it accesses in its ring
-//! header (`Link::direct_mine`), then checks the entry; the owner
-//! withdraws the entry, then waits until no peer announces that key
-//! (`Link::direct_peer`).  Both sides fence between the store and the load
-//! (Dekker), so after `ibv_dereg_mr` returns no peer touches the memory.
+//! The bounds of every copy come from this process: the length of the
+//! request and the local SGEs (checked against our own MR table).  What a
+//! peer's directory says decides only where in *the peer's* memory the
+//! copy goes.
+//!
+//! Deregistration: the initiator announces the MR it accesses in the
+//! target's access page (locks.rs), then checks the entry; the owner
+//! withdraws the entry, then waits until no live process announces that
+//! MR.  Both sides fence between the store and the load (Dekker), so after
+//! `ibv_dereg_mr` returns no peer touches the memory.
 
-use crate::share::Share;
+use crate::locks::Access;
 use ibverbs_abi::*;
-use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use swrdma_ring::Link;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 const HDR: usize = 4096;
 const N_MR: usize = 4096;
@@ -40,31 +49,27 @@ const MR_WORDS: usize = 16;
 const N_QP: usize = 4096;
 const QP_WORDS: usize = 8;
 pub const DIR_BYTES: usize = HDR + N_MR * MR_WORDS * 8 + N_QP * QP_WORDS * 8;
-const WITHDRAW_WAIT_NS: u64 = 2_000_000_000;
+const DIR_MAGIC: u64 = 0x5357_5244_4449_5232; // "SWRDDIR2"
 
-/// An MR no peer can reach directly any more (`Dir::retract_mr`), whose
-/// pages are not yet private again (`Dir::release_mr`).
-pub struct Withdrawn {
-    key: u32,
-    share: Share,
-    /// A peer was still in a copy when the wait ended.
-    late: bool,
+/// Direct accesses are enabled (not `SWRDMA_DIRECT=0`).
+pub fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SWRDMA_DIRECT").is_none_or(|v| v != "0"))
 }
-const DIR_MAGIC: u64 = 0x5357_5244_4449_5231; // "SWRDDIR1"
 
-/// The context's own directory (read-write), with the shares behind it.
+/// The context's own directory (read-write).
 pub struct Dir {
     fd: OwnedFd,
     map: *mut AtomicU64,
-    /// Serialises the owner's writers; the shares of published MRs.
-    shares: Mutex<HashMap<u32, Share>>,
-    /// The peer contexts that mapped each MR (told `CTL_DROP` at dereg).
-    askers: Mutex<HashMap<u32, Vec<u32>>>,
+    /// Our context's id (announcements name it).
+    ctx: u32,
+    /// Serialises the owner's writers.
+    writer: Mutex<()>,
 }
 // SAFETY: `map` points to a shared mapping owned by the `Dir` (unmapped in
 // Drop) that is only accessed through atomics.
 unsafe impl Send for Dir {}
-// SAFETY: as above; the shares are behind a mutex.
+// SAFETY: as above.
 unsafe impl Sync for Dir {}
 
 impl Drop for Dir {
@@ -128,7 +133,9 @@ unsafe fn qp_entry<'a>(map: *const AtomicU64, qpn: u32) -> &'a [AtomicU64] {
 }
 
 impl Dir {
-    pub fn new() -> Option<Dir> {
+    pub fn new(ctx: u32) -> Option<Dir> {
+        // (No access page, no direct accesses.)
+        Access::own()?;
         use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
         let fd = memfd_create(c"swrdma-dir", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
         ftruncate(&fd, DIR_BYTES as u64).ok()?;
@@ -155,8 +162,8 @@ impl Dir {
         Some(Dir {
             fd,
             map,
-            shares: Mutex::new(HashMap::new()),
-            askers: Mutex::new(HashMap::new()),
+            ctx,
+            writer: Mutex::new(()),
         })
     }
 
@@ -164,103 +171,46 @@ impl Dir {
         self.fd.as_fd()
     }
 
-    /// MR `key` (not a window) is registered: shares its pages if it grants
-    /// a remote right and publishes it.
+    /// MR `key` (not a window) is registered: published if it grants a
+    /// remote right (nothing happens to its memory).
     pub fn publish_mr(&self, key: u32, pd: u32, access: u32, iova: u64, len: u64, va: u64) {
         const REMOTE: u32 = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-        if access & REMOTE == 0 || !crate::share::enabled() {
+        if access & REMOTE == 0 || len == 0 {
             return;
         }
-        let mut g = crate::sys::lock(&self.shares);
+        let _g = crate::sys::lock(&self.writer);
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { mr_entry(self.map, key) };
         if e[1].load(Ordering::Relaxed) != 0 {
             return; // the slot is taken (ring path for this MR)
         }
-        let Some(s) = crate::share::share(va, len) else { return };
-        write_entry(
-            e,
-            &[
-                key as u64,
-                pd as u64,
-                access as u64,
-                iova,
-                len,
-                va,
-                s.base,
-                s.len,
-                s.id,
-                s.off,
-            ],
-        );
-        g.insert(key, s);
+        write_entry(e, &[key as u64, pd as u64, access as u64, iova, len, va]);
     }
 
-    /// MR `key` goes away (or changes), first step: peers can no longer
-    /// start a direct access to it, and none is running once this returns
-    /// (a peer stopped in the middle of one — a debugger, SIGSTOP — is
-    /// waited for at most `WITHDRAW_WAIT_NS`).  Holds no lock while it
-    /// waits: the caller must not hold the MR table either.
-    pub fn retract_mr(&self, key: u32, links: &[Arc<Link>]) -> Option<Withdrawn> {
-        let s = crate::sys::lock(&self.shares).remove(&key)?;
-        // SAFETY: `map` is our `DIR_BYTES` mapping.
-        let e = unsafe { mr_entry(self.map, key) };
-        write_entry(e, &[0; 10]);
+    /// MR `key` goes away (or changes): peers can no longer start a direct
+    /// access to it, and none is running once this returns (a peer stopped
+    /// in the middle of one — a debugger, SIGSTOP — is waited for, as a
+    /// device finishes its DMA first).  The caller must not hold the MR
+    /// table (the wait holds no lock).
+    pub fn retract_mr(&self, key: u32) {
+        {
+            let _g = crate::sys::lock(&self.writer);
+            // SAFETY: `map` is our `DIR_BYTES` mapping.
+            let e = unsafe { mr_entry(self.map, key) };
+            if e[1].load(Ordering::Relaxed) != key as u64 {
+                return; // never published
+            }
+            write_entry(e, &[0; 6]);
+        }
         fence(Ordering::SeqCst);
-        // A copy takes microseconds to milliseconds.
-        let end = crate::sys::now_ns() + WITHDRAW_WAIT_NS;
-        let mut late = false;
-        for l in links {
-            while l.direct_peer().load(Ordering::SeqCst) == key as u64 && !l.dead.load(Ordering::Relaxed) {
-                if crate::sys::now_ns() >= end {
-                    late = true;
-                    break;
-                }
-                std::thread::yield_now();
-            }
+        if let Some(a) = Access::own() {
+            a.wait_unannounced(self.ctx, key);
         }
-        Some(Withdrawn { key, share: s, late })
-    }
-
-    /// Second step: the withdrawn MR's pages are private again (the caller
-    /// holds the MR table: no copy of ours into them runs meanwhile) and
-    /// the peers that mapped them are told to unmap them.
-    pub fn release_mr(&self, w: Withdrawn, links: &[Arc<Link>]) {
-        // (A late peer's stores land in the memory file once the pages are
-        // private again, no longer in our memory; the pages stay in the
-        // memory file: see share.rs.)
-        if w.late {
-            crate::share::unshare(&w.share);
-        } else {
-            crate::share::release(&w.share);
-        }
-        // Peers that mapped the pages unmap them (the application may give
-        // the memory back; their mapping would keep it).
-        let askers = crate::sys::lock(&self.askers).remove(&w.key).unwrap_or_default();
-        for l in links {
-            if askers.contains(&l.peer) && !l.dead.load(Ordering::Relaxed) {
-                crate::ipc::send_ctl(l.sock(), crate::ipc::CTL_DROP, w.key, w.share.id, None);
-            }
-        }
-    }
-
-    /// The memory file of MR `key`'s shared pages and its id, for peer
-    /// context `peer` (told to unmap it when the MR goes).
-    pub fn share_fd(&self, key: u32, peer: u32) -> Option<(OwnedFd, u64)> {
-        let g = crate::sys::lock(&self.shares);
-        let s = g.get(&key)?;
-        let fd = crate::share::file_of(s)?;
-        let mut a = crate::sys::lock(&self.askers);
-        let v = a.entry(key).or_default();
-        if !v.contains(&peer) && v.len() < 4096 {
-            v.push(peer);
-        }
-        Some((fd, s.id))
     }
 
     /// QP `qpn`'s state as a responder sees it (None: destroyed).
     pub fn publish_qp(&self, qpn: u32, v: Option<(u32, u32, u32, u32, u32)>) {
-        let _g = crate::sys::lock(&self.shares);
+        let _g = crate::sys::lock(&self.writer);
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { qp_entry(self.map, qpn) };
         let cur = e[1].load(Ordering::Relaxed) as u32;
@@ -285,34 +235,15 @@ impl Dir {
     }
 }
 
-/// A peer's mapped MR pages.
-struct Mapped {
-    ptr: *mut u8,
-    len: u64,
-}
-// SAFETY: a shared mapping owned by the `Mapped` (unmapped in Drop).
-unsafe impl Send for Mapped {}
-// SAFETY: as above; accessed through fault-safe copies and atomics only.
-unsafe impl Sync for Mapped {}
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `Peer::install`, unused after Drop
-        // (its users hold an `Arc`).
-        unsafe { libc::munmap(self.ptr as *mut _, self.len as usize) };
-    }
-}
-
-enum Cached {
-    /// Asked for (share id) at this time.
-    Asked(u64, u64),
-    Have(u64, Arc<Mapped>),
-}
-
-/// A peer context as seen from here: its directory and our mappings of
-/// its MRs.
+/// A peer context as seen from here: its directory, its process's access
+/// page and its pid.
 pub struct Peer {
     map: *const AtomicU64,
-    cache: Mutex<HashMap<u32, Cached>>,
+    access: Access,
+    pid: libc::pid_t,
+    ctx: u32,
+    /// The kernel refused cross-memory attach to it (EPERM): ring path.
+    refused: AtomicBool,
 }
 // SAFETY: `map` is a read-only shared mapping owned by the `Peer`.
 unsafe impl Send for Peer {}
@@ -325,8 +256,6 @@ impl Drop for Peer {
     }
 }
 
-const MAX_CACHED: usize = 1024;
-
 /// What a peer MR entry says.
 #[derive(Clone, Copy)]
 pub struct PeerMr {
@@ -334,23 +263,22 @@ pub struct PeerMr {
     pub access: u32,
     pub iova: u64,
     pub len: u64,
+    /// The process address of `iova`.
     pub va: u64,
-    pub base: u64,
-    pub slen: u64,
-    pub id: u64,
-    /// Where the pages are in the memory file.
-    pub foff: u64,
 }
 
 impl Peer {
-    /// Maps a peer's directory (a sealed file of `DIR_BYTES`).
-    pub fn new(fd: BorrowedFd<'_>) -> Option<Peer> {
+    /// Maps context `ctx`'s directory (a sealed file of `DIR_BYTES`) and
+    /// its process's access page; `pid` is that process as the kernel
+    /// names it (the link socket's `SO_PEERCRED`).
+    pub fn new(dir: BorrowedFd<'_>, access: OwnedFd, pid: libc::pid_t, ctx: u32) -> Option<Peer> {
         use rustix::fs::{fcntl_get_seals, fstat, SealFlags};
-        let st = fstat(fd).ok()?;
-        let seals = fcntl_get_seals(fd).ok()?;
-        if st.st_size as usize != DIR_BYTES || !seals.contains(SealFlags::SHRINK | SealFlags::GROW) {
+        let st = fstat(dir).ok()?;
+        let seals = fcntl_get_seals(dir).ok()?;
+        if st.st_size as usize != DIR_BYTES || !seals.contains(SealFlags::SHRINK | SealFlags::GROW) || pid <= 0 {
             return None;
         }
+        let access = Access::peer(access)?;
         // SAFETY: a read-only shared mapping of a file of exactly this size
         // that cannot shrink (sealed): every page stays backed.
         let map = unsafe {
@@ -359,7 +287,7 @@ impl Peer {
                 DIR_BYTES,
                 libc::PROT_READ,
                 libc::MAP_SHARED,
-                fd.as_raw_fd(),
+                dir.as_raw_fd(),
                 0,
             )
         };
@@ -368,7 +296,10 @@ impl Peer {
         }
         let p = Peer {
             map: map as *const AtomicU64,
-            cache: Mutex::new(HashMap::new()),
+            access,
+            pid,
+            ctx,
+            refused: AtomicBool::new(false),
         };
         // SAFETY: the first word of the mapping.
         (unsafe { (*p.map).load(Ordering::Relaxed) } == DIR_MAGIC).then_some(p)
@@ -376,7 +307,7 @@ impl Peer {
 
     pub fn mr(&self, key: u32) -> Option<PeerMr> {
         // SAFETY: `map` is a `DIR_BYTES` mapping.
-        let v = read_entry::<10>(unsafe { mr_entry(self.map, key) })?;
+        let v = read_entry::<6>(unsafe { mr_entry(self.map, key) })?;
         if v[0] != key as u64 || key == 0 {
             return None;
         }
@@ -386,10 +317,6 @@ impl Peer {
             iova: v[3],
             len: v[4],
             va: v[5],
-            base: v[6],
-            slen: v[7],
-            id: v[8],
-            foff: v[9],
         })
     }
 
@@ -402,69 +329,6 @@ impl Peer {
         }
         Some((v[1] as u32, v[2] as u32, v[3] as u32, v[4] as u32, v[5] as u32))
     }
-
-    /// Our mapping of the pages of MR `key` as share `id`; when there is
-    /// none yet, asks the peer for it over `l`'s socket (at most every
-    /// 100 ms) and returns None.
-    fn mapping(&self, l: &Link, key: u32, id: u64) -> Option<Arc<Mapped>> {
-        let mut g = crate::sys::lock(&self.cache);
-        let now = crate::sys::now_ns();
-        match g.get(&key) {
-            Some(Cached::Have(i, m)) if *i == id => return Some(m.clone()),
-            Some(Cached::Asked(i, t)) if *i == id && now.saturating_sub(*t) < 100_000_000 => return None,
-            _ => {}
-        }
-        if g.len() >= MAX_CACHED {
-            g.clear();
-        }
-        g.insert(key, Cached::Asked(id, now));
-        drop(g);
-        crate::ipc::send_ctl(l.sock(), crate::ipc::CTL_MAP_REQ, key, id, None);
-        None
-    }
-
-    /// The peer sent the memory file of MR `key`, share `id`.
-    pub fn install(&self, key: u32, id: u64, fd: OwnedFd) {
-        use rustix::fs::{fcntl_get_seals, fstat, SealFlags};
-        let Some(e) = self.mr(key) else { return };
-        if e.id != id {
-            return;
-        }
-        let end = e.foff.checked_add(e.slen);
-        let ok = end.is_some_and(|end| fstat(&fd).is_ok_and(|st| st.st_size as u64 >= end))
-            && fcntl_get_seals(&fd).is_ok_and(|s| s.contains(SealFlags::SHRINK | SealFlags::GROW));
-        if !ok || e.slen == 0 || e.foff % 4096 != 0 {
-            return;
-        }
-        // SAFETY: a shared mapping of [foff, foff+slen) of a file at least
-        // that long that cannot shrink (sealed), chosen by the kernel.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                e.slen as usize,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                e.foff as libc::off_t,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return;
-        }
-        let m = Arc::new(Mapped {
-            ptr: p as *mut u8,
-            len: e.slen,
-        });
-        crate::sys::lock(&self.cache).insert(key, Cached::Have(id, m));
-    }
-
-    /// The peer deregistered MR `key` (share `id`): our mapping goes.
-    pub fn forget(&self, key: u32, id: u64) {
-        let mut g = crate::sys::lock(&self.cache);
-        if matches!(g.get(&key), Some(Cached::Have(i, _)) | Some(Cached::Asked(i, _)) if *i == id) {
-            g.remove(&key);
-        }
-    }
 }
 
 /// A one-sided request the initiator may execute itself.
@@ -475,94 +339,162 @@ pub enum Op<'a> {
     Faa(u64, &'a [ibv_sge]),
 }
 
+impl Op<'_> {
+    fn right(&self) -> u32 {
+        match self {
+            Op::Write(_) => IBV_ACCESS_REMOTE_WRITE,
+            Op::Read(_) => IBV_ACCESS_REMOTE_READ,
+            Op::Cas(..) | Op::Faa(..) => IBV_ACCESS_REMOTE_ATOMIC,
+        }
+    }
+}
+
+/// The process address of [raddr, raddr+len) of the peer's MR `rkey`, when
+/// the peer's QP `dqpn` (connected to our `my_qpn`) and the MR allow `need`
+/// there (the responder's checks, responder::Target's order).
+fn allowed(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), need: u32) -> Option<u64> {
+    let (rkey, raddr, len) = at;
+    let (qpt, state, qacc, qpd, qdest) = peer.qp(dqpn)?;
+    if qpt != IBV_QPT_RC
+        || !matches!(state, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE)
+        || qacc & need == 0
+        || qdest != my_qpn
+    {
+        return None;
+    }
+    let e = peer.mr(rkey)?;
+    if e.pd != qpd || e.access & need == 0 || raddr < e.iova || raddr.checked_add(len)? > e.iova.checked_add(e.len)? {
+        return None;
+    }
+    let host = e.va.checked_add(raddr - e.iova)?;
+    host.checked_add(len)?;
+    Some(host)
+}
+
 /// Executes `op` on [raddr, raddr+len) of the peer's MR `rkey`, for our RC
 /// QP `my_qpn` (PD irrelevant here: the local SGEs were checked) talking to
 /// the peer's QP `dqpn`.  Some(status): done (IBV_WC_SUCCESS, or a local
 /// error); None: not for the direct path (the caller uses the ring).
 /// `at`: (rkey, remote address, length).
-pub fn execute(peer: &Peer, l: &Link, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<'_>) -> Option<u32> {
+pub fn execute(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<'_>) -> Option<u32> {
     let (rkey, raddr, len) = at;
-    let need = match op {
-        Op::Write(_) => IBV_ACCESS_REMOTE_WRITE,
-        Op::Read(_) => IBV_ACCESS_REMOTE_READ,
-        Op::Cas(..) | Op::Faa(..) => IBV_ACCESS_REMOTE_ATOMIC,
-    };
-    let check = || -> Option<(PeerMr, u64)> {
-        let (qpt, state, qacc, qpd, qdest) = peer.qp(dqpn)?;
-        if qpt != IBV_QPT_RC
-            || !matches!(state, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE)
-            || qacc & need == 0
-            || qdest != my_qpn
-        {
-            return None;
-        }
-        let e = peer.mr(rkey)?;
-        if e.pd != qpd
-            || e.access & need == 0
-            || raddr < e.iova
-            || raddr.checked_add(len)? > e.iova.checked_add(e.len)?
-        {
-            return None;
-        }
-        let host = e.va.checked_add(raddr - e.iova)?;
-        if host < e.base || host.checked_add(len)? > e.base.checked_add(e.slen)? {
-            return None;
-        }
-        Some((e, host - e.base))
-    };
-    if matches!(op, Op::Cas(..) | Op::Faa(..)) && (len != 8 || !raddr.is_multiple_of(8)) {
+    let is_atomic = matches!(op, Op::Cas(..) | Op::Faa(..));
+    if peer.refused.load(Ordering::Relaxed) || (is_atomic && (len != 8 || !raddr.is_multiple_of(8))) {
         return None;
     }
     // Announce the access, then check (see the module's comment).
-    let slot = l.direct_mine();
-    slot.store(rkey as u64, Ordering::SeqCst);
-    fence(Ordering::SeqCst);
-    let r = (|| {
-        let (e, off) = check()?;
-        let m = peer.mapping(l, rkey, e.id)?;
-        let p = m.ptr as u64 + off;
-        if matches!(op, Op::Cas(..) | Op::Faa(..)) && !p.is_multiple_of(8) {
-            // (An aligned IOVA at a misaligned address: the ring's responder
-            // refuses it.)
+    let _announced = peer.access.announce(peer.ctx, rkey)?;
+    let host = allowed(peer, my_qpn, dqpn, at, op.right())?;
+    let r = match op {
+        Op::Write(sges) => cma(peer.pid, sges, host, len as usize, true).map(|_| IBV_WC_SUCCESS),
+        Op::Read(sges) => cma(peer.pid, sges, host, len as usize, false).map(|_| IBV_WC_SUCCESS),
+        Op::Cas(..) | Op::Faa(..) if !host.is_multiple_of(8) => {
+            // (An aligned IOVA at a misaligned address: the ring's
+            // responder refuses it.)
             return None;
         }
-        Some(match op {
-            Op::Write(sges) => {
-                // SAFETY: [p, p+len) lies in our mapping of the peer's pages
-                // (checked against the share's length); the local SGEs
-                // passed `check_local`, read fault-safe.
-                if unsafe { crate::mem::gather_safe(sges, 0, p as *mut u8, len as usize) } {
-                    IBV_WC_SUCCESS
-                } else {
-                    IBV_WC_LOC_PROT_ERR
-                }
+        Op::Cas(cmp, swap, sges) => atomic(peer, host, crate::mem::Atomic::Cas(cmp, swap), sges),
+        Op::Faa(add, sges) => atomic(peer, host, crate::mem::Atomic::Add(add), sges),
+    };
+    match r {
+        Ok(status) => Some(status),
+        Err(e) => {
+            if e == libc::EPERM {
+                // Not allowed to reach that process (Yama, a privileged or
+                // undumpable peer): the ring from now on.
+                peer.refused.store(true, Ordering::Relaxed);
             }
-            Op::Read(sges) => {
-                // SAFETY: as above, the local SGEs written fault-safe.
-                if unsafe { crate::mem::scatter(sges, 0, p as *const u8, len as usize) } {
-                    IBV_WC_SUCCESS
-                } else {
-                    IBV_WC_LOC_PROT_ERR
-                }
-            }
-            Op::Cas(cmp, swap, sges) => atomic_into(p, crate::mem::Atomic::Cas(cmp, swap), sges),
-            Op::Faa(add, sges) => atomic_into(p, crate::mem::Atomic::Add(add), sges),
-        })
-    })();
-    slot.store(0, Ordering::Release);
-    r
+            // Anything else (a page not there, on either side): the ring
+            // path classifies it (the owner answers for its memory, our
+            // side for ours); a WRITE or READ done in part is simply done
+            // again there.
+            None
+        }
+    }
 }
 
-fn atomic_into(p: u64, a: crate::mem::Atomic, sges: &[ibv_sge]) -> u32 {
-    let Some(old) = crate::mem::atomic(p, a) else {
-        return IBV_WC_REM_ACCESS_ERR;
+/// Copies `len` bytes between our SGEs `sges` (in order) and [host,
+/// host+len) of process `pid`: into it when `write`, out of it otherwise.
+/// Err(errno) when the kernel copied less.
+fn cma(pid: libc::pid_t, sges: &[ibv_sge], host: u64, len: usize, write: bool) -> Result<(), i32> {
+    let mut local: Vec<libc::iovec> = Vec::with_capacity(sges.len());
+    let mut left = len;
+    for s in sges {
+        if left == 0 {
+            break;
+        }
+        let n = (s.length as usize).min(left);
+        if n > 0 {
+            local.push(libc::iovec {
+                iov_base: s.addr as *mut libc::c_void,
+                iov_len: n,
+            });
+        }
+        left -= n;
+    }
+    if left != 0 {
+        return Err(libc::EINVAL);
+    }
+    let remote = libc::iovec {
+        iov_base: host as *mut libc::c_void,
+        iov_len: len,
     };
+    let n = if len == 0 {
+        0
+    } else if write {
+        // SAFETY: the kernel reads our memory through `local` (it reports a
+        // missing page as EFAULT, never as a signal) and writes the other
+        // process's; no Rust object is involved.
+        unsafe { libc::process_vm_writev(pid, local.as_ptr(), local.len() as _, &remote, 1, 0) }
+    } else {
+        // SAFETY: as above, the other way round: our SGEs are written by
+        // the kernel, with EFAULT for a page that is not there.
+        unsafe { libc::process_vm_readv(pid, local.as_ptr(), local.len() as _, &remote, 1, 0) }
+    };
+    match n {
+        n if n >= 0 && n as usize == len => Ok(()),
+        n if n >= 0 => Err(libc::EFAULT),
+        _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)),
+    }
+}
+
+/// The atomic `a` on the 8 bytes at `host` of the peer's process, with its
+/// atomic lock held; the original value goes to our SGEs.  Ok(status) once
+/// it was executed; Err(errno) when it was not.
+fn atomic(peer: &Peer, host: u64, a: crate::mem::Atomic, sges: &[ibv_sge]) -> Result<u32, i32> {
+    let old = peer.access.locked(host, || -> Result<u64, i32> {
+        let mut b = [0u8; 8];
+        let me = [ibv_sge {
+            addr: b.as_mut_ptr() as u64,
+            length: 8,
+            lkey: 0,
+        }];
+        cma(peer.pid, &me, host, 8, false)?;
+        let old = u64::from_ne_bytes(b);
+        let new = match a {
+            crate::mem::Atomic::Cas(c, s) => (old == c).then_some(s),
+            crate::mem::Atomic::Add(v) => Some(old.wrapping_add(v)),
+            crate::mem::Atomic::Store(v) => Some(v),
+        };
+        if let Some(v) = new {
+            let nb = v.to_ne_bytes();
+            let me = [ibv_sge {
+                addr: nb.as_ptr() as u64,
+                length: 8,
+                lkey: 0,
+            }];
+            cma(peer.pid, &me, host, 8, true)?;
+        }
+        Ok(old)
+    })?;
     let v = old.to_ne_bytes();
     // SAFETY: 8 bytes from `v`; the local SGEs passed `check_local`,
     // written fault-safe.
     if unsafe { crate::mem::scatter(sges, 0, v.as_ptr(), 8) } {
-        IBV_WC_SUCCESS
+        Ok(IBV_WC_SUCCESS)
     } else {
-        IBV_WC_LOC_PROT_ERR
+        // Our own buffer went away.  The atomic was executed (the ring
+        // would execute it twice): the local error is reported here.
+        Ok(IBV_WC_LOC_PROT_ERR)
     }
 }

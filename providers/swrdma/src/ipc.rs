@@ -375,9 +375,13 @@ fn peer_ok(fd: BorrowedFd<'_>) -> bool {
     socket_peercred(fd).is_ok_and(|c| c.uid == rustix::process::getuid())
 }
 
-/// Sends `h` with descriptors `fds` (at most 3) attached.
+/// A peer context's directory and its process's access page (direct.rs,
+/// locks.rs): given together or not at all.
+pub type DirectFds = (OwnedFd, OwnedFd);
+
+/// Sends `h` with descriptors `fds` (at most 4) attached.
 fn send_fds(fd: BorrowedFd<'_>, h: Hello, fds: &[BorrowedFd<'_>]) -> bool {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut cmsg = SendAncillaryBuffer::new(&mut space);
     if !cmsg.push(SendAncillaryMessage::ScmRights(fds)) {
         return false;
@@ -411,10 +415,10 @@ pub enum Got {
 }
 
 /// One non-blocking `recvmsg` into `b`, with the descriptors that came with
-/// it (at most 3 are taken; any received descriptor is owned, so closed if
+/// it (at most 4 are taken; any received descriptor is owned, so closed if
 /// the caller refuses it).
 fn recv_with_fds(fd: BorrowedFd<'_>, b: &mut [u8]) -> (rustix::io::Result<rustix::net::RecvMsg>, Vec<OwnedFd>) {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut cmsg = RecvAncillaryBuffer::new(&mut space);
     let r = recvmsg(
         fd,
@@ -507,9 +511,9 @@ pub fn connect(
     dir: &Path,
     my_id: u32,
     my_efd: BorrowedFd<'_>,
-    my_dir: Option<BorrowedFd<'_>>,
+    my_direct: Option<(BorrowedFd<'_>, BorrowedFd<'_>)>,
     peer: u32,
-) -> Option<(Link, OwnedFd, Option<OwnedFd>)> {
+) -> Option<(Link, OwnedFd, Option<DirectFds>)> {
     let path = ctx_sock_path(dir, peer);
     let addr = SocketAddrUnix::new(&path).ok()?;
     let fd = socket_with(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None).ok()?;
@@ -539,18 +543,18 @@ pub fn connect(
     ftruncate(&memfd, LINK_BYTES as u64).ok()?;
     fcntl_add_seals(&memfd, LINK_SEALS).ok()?;
     let mut mine = vec![memfd.as_fd(), my_efd];
-    mine.extend(my_dir);
+    mine.extend(my_direct.map(|(d, a)| [d, a]).into_iter().flatten());
     if !send_fds(fd.as_fd(), Hello::new(my_id), &mine) {
         return None;
     }
-    let Got::Hello(h, fds) = recv_fds(fd.as_fd(), 1..=2, 5000) else {
+    let Got::Hello(h, fds) = recv_fds(fd.as_fd(), 1..=3, 5000) else {
         return None;
     };
     if h.ctx_id != peer {
         return None;
     }
     let mut fds = fds.into_iter();
-    let (peer_efd, peer_dir) = (fds.next()?, fds.next());
+    let (peer_efd, peer_direct) = (fds.next()?, fds.next().zip(fds.next()));
     if !is_eventfd(peer_efd.as_fd()) {
         return None;
     }
@@ -559,7 +563,7 @@ pub fn connect(
     // seals); it is shared only with the peer, over this connection, to
     // hold this link's two rings.
     let link = unsafe { Link::new(peer, true, fd, memfd.as_fd(), peer_efd) }?;
-    Some((link, pidfd, peer_dir))
+    Some((link, pidfd, peer_direct))
 }
 
 /// Target: accepts one pending connection on `lfd` (non-blocking).  None:
@@ -575,8 +579,9 @@ pub fn accept(lfd: BorrowedFd<'_>) -> Option<Option<OwnedFd>> {
 
 /// What the target's side of a handshake gave.
 pub enum Handshake {
-    /// A link, with a pidfd of the peer's process and its directory.
-    Link(Link, OwnedFd, Option<OwnedFd>),
+    /// A link, with a pidfd of the peer's process and what it gave for
+    /// direct accesses.
+    Link(Link, OwnedFd, Option<DirectFds>),
     /// The hello has not arrived yet (try again when the socket is readable,
     /// until the deadline).
     Later(OwnedFd),
@@ -585,16 +590,21 @@ pub enum Handshake {
 
 /// Target: takes the hello on accepted connection `fd` if it is there
 /// (never waits), checks what came with it and answers.
-pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>, my_dir: Option<BorrowedFd<'_>>) -> Handshake {
-    // (The directory is optional: a peer without one gets no direct
-    // accesses, see direct.rs.)
-    let (h, fds) = match recv_fds(fd.as_fd(), 2..=3, 0) {
+pub fn hello(
+    fd: OwnedFd,
+    my_id: u32,
+    my_efd: BorrowedFd<'_>,
+    my_direct: Option<(BorrowedFd<'_>, BorrowedFd<'_>)>,
+) -> Handshake {
+    // (The directory and access page are optional: a peer without them
+    // gets no direct accesses, see direct.rs.)
+    let (h, fds) = match recv_fds(fd.as_fd(), 2..=4, 0) {
         Got::Hello(h, fds) => (h, fds),
         Got::Later => return Handshake::Later(fd),
         Got::Refused => return Handshake::Refused,
     };
     let mut fds = fds.into_iter();
-    let (Some(memfd), Some(peer_efd), peer_dir) = (fds.next(), fds.next(), fds.next()) else {
+    let (Some(memfd), Some(peer_efd), peer_direct) = (fds.next(), fds.next(), fds.next().zip(fds.next())) else {
         return Handshake::Refused;
     };
     // The shared file must be exactly a link's size and sealed so (no
@@ -607,7 +617,7 @@ pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>, my_dir: Option<Bor
         return Handshake::Refused;
     };
     let mut mine = vec![my_efd];
-    mine.extend(my_dir);
+    mine.extend(my_direct.map(|(d, a)| [d, a]).into_iter().flatten());
     if !send_fds(fd.as_fd(), Hello::new(my_id), &mine) {
         return Handshake::Refused;
     }
@@ -617,72 +627,23 @@ pub fn hello(fd: OwnedFd, my_id: u32, my_efd: BorrowedFd<'_>, my_dir: Option<Bor
     // page of the mapping stays backed; by the protocol it holds this
     // link's rings and nothing else.
     match unsafe { Link::new(h.ctx_id, false, fd, memfd.as_fd(), peer_efd) } {
-        Some(l) => Handshake::Link(l, pidfd, peer_dir),
+        Some(l) => Handshake::Link(l, pidfd, peer_direct),
         None => Handshake::Refused,
     }
 }
 
-/// Control messages on a link's socket after the handshake (24 bytes:
-/// magic, kind, MR key, share id), for direct accesses (direct.rs).
-pub const CTL_MAP_REQ: u32 = 1;
-/// The answer to a `CTL_MAP_REQ`, with the MR's memory file attached.
-pub const CTL_MAP_FD: u32 = 2;
-/// The MR is deregistered: the peer unmaps its pages.
-pub const CTL_DROP: u32 = 5;
-const CTL_MAGIC: u32 = 0x5357_4d51; // "SWMQ"
-const CTL_LEN: usize = 24;
-
-/// Sends a control message (never blocks; a full socket drops it: the
-/// asker asks again later).
-pub fn send_ctl(sock: BorrowedFd<'_>, kind: u32, key: u32, id: u64, fd: Option<BorrowedFd<'_>>) {
-    let mut b = [0u8; CTL_LEN];
-    b[0..4].copy_from_slice(&CTL_MAGIC.to_ne_bytes());
-    b[4..8].copy_from_slice(&kind.to_ne_bytes());
-    b[8..12].copy_from_slice(&key.to_ne_bytes());
-    b[16..24].copy_from_slice(&id.to_ne_bytes());
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut cmsg = SendAncillaryBuffer::new(&mut space);
-    let fds;
-    if let Some(f) = fd {
-        fds = [f];
-        if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
-            return;
+/// Reads and drops whatever is on a link's socket (nothing is sent there
+/// after the handshake; descriptors that came with it are closed).  false:
+/// the peer closed its end (or the socket failed).
+pub fn drain(sock: BorrowedFd<'_>) -> bool {
+    let mut b = [0u8; 64];
+    for _ in 0..64 {
+        match recv_with_fds(sock, &mut b).0 {
+            Err(rustix::io::Errno::AGAIN) => return true,
+            Err(_) => return false,
+            Ok(r) if r.bytes == 0 => return false,
+            Ok(_) => {}
         }
     }
-    let _ = sendmsg(
-        sock,
-        &[IoSlice::new(&b)],
-        &mut cmsg,
-        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
-    );
-}
-
-/// What reading a link's socket gave.
-pub enum Ctl {
-    /// kind, key, share id, and the descriptor that came with it.
-    Msg(u32, u32, u64, Option<OwnedFd>),
-    /// Nothing more now.
-    Again,
-    /// Something that is not a control message (ignored).
-    Junk,
-    /// The peer closed its end (or the socket failed).
-    Gone,
-}
-
-/// Reads one control message from a link's socket (never blocks).
-pub fn recv_ctl(sock: BorrowedFd<'_>) -> Ctl {
-    let mut b = [0u8; CTL_LEN];
-    let (r, fds) = recv_with_fds(sock, &mut b);
-    match r {
-        Err(rustix::io::Errno::AGAIN) => Ctl::Again,
-        Err(_) => Ctl::Gone,
-        Ok(r) if r.bytes == 0 => Ctl::Gone,
-        Ok(r) if r.bytes == CTL_LEN && u32::from_ne_bytes(b[0..4].try_into().unwrap()) == CTL_MAGIC => {
-            let kind = u32::from_ne_bytes(b[4..8].try_into().unwrap());
-            let key = u32::from_ne_bytes(b[8..12].try_into().unwrap());
-            let id = u64::from_ne_bytes(b[16..24].try_into().unwrap());
-            Ctl::Msg(kind, key, id, fds.into_iter().next())
-        }
-        Ok(_) => Ctl::Junk,
-    }
+    true
 }

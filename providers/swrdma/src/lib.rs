@@ -13,7 +13,7 @@ mod ops;
 mod poll;
 mod qpex;
 mod send;
-mod share;
+mod locks;
 mod sys;
 mod wire;
 

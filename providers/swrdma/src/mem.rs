@@ -285,7 +285,16 @@ fn fast() -> bool {
 
 /// The atomic `op` on the 8 bytes at `addr` (8-aligned) of this process:
 /// its original value, or None when that memory is not mapped (writable).
+/// Runs with this process's atomic lock of `addr` held (locks.rs): peers
+/// executing atomics on our memory take the same lock.
 pub fn atomic(addr: u64, op: Atomic) -> Option<u64> {
+    match crate::locks::Access::own() {
+        Some(a) => a.locked(addr, || atomic_unlocked(addr, op)),
+        None => atomic_unlocked(addr, op),
+    }
+}
+
+fn atomic_unlocked(addr: u64, op: Atomic) -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     if fast() {
         return fixup::atomic(addr, op);

@@ -147,7 +147,7 @@ fn execute_directly(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, link:
     if st.state == IBV_QPS_RTS && st.sq.is_empty() && st.resend.is_none() && st.probe.is_none() && st.lost_at.is_none()
     {
         let at = (remote.rkey, remote.addr, len);
-        if let Some(status) = direct::execute(&peer, link, qp.qpn, dest, at, dop) {
+        if let Some(status) = direct::execute(&peer, qp.qpn, dest, at, dop) {
             let op = req.op.wc_opcode();
             finish_locked(c, qp, &mut st, req.wr_id, op, len as u32, req.signaled(), status);
             return true;
