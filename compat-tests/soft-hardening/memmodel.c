@@ -37,7 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *test_name = "?";
@@ -137,52 +139,80 @@ static void t_keeps_mapping(void)
 	       "maps before:\n%s during:\n%s after:\n%s contents kept: %d, %d", before, during, after, kept, kept2);
 }
 
-/* One thread writes a counter into every cache line, pass after pass; the
- * main thread registers and deregisters the buffer meanwhile. */
+/* One thread writes every cache line once (a pass paced to last about
+ * 4 ms), while the main thread registers the buffer in the middle of the
+ * pass; a second pass runs while it deregisters.  Every line must hold the
+ * value of the last pass. */
 #define LINES ((4u << 20) / 64)
 static uint8_t *cw_buf;
-static volatile int cw_stop;
-static uint32_t cw_last[LINES];
+static volatile int cw_go;
+static uint32_t cw_val;
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
 static void *cw_writer(void *arg)
 {
 	(void)arg;
-	uint32_t k = 1;
-	while (!cw_stop) {
-		for (uint32_t i = 0; i < LINES && !cw_stop; i++) {
-			__atomic_store_n((uint32_t *)(cw_buf + (size_t)i * 64), k, __ATOMIC_RELAXED);
-			cw_last[i] = k;
-		}
-		k++;
+	while (!cw_go)
+		;
+	double t0 = now_s();
+	for (uint32_t i = 0; i < LINES; i++) {
+		__atomic_store_n((uint32_t *)(cw_buf + (size_t)i * 64), cw_val, __ATOMIC_RELAXED);
+		if (i % 256 == 255)
+			while (now_s() < t0 + 0.004 * (i + 1) / LINES)
+				;
 	}
 	return NULL;
+}
+
+/* One paced pass of value v beside `op` (started 1 ms into the pass);
+ * returns the number of lines that lost their write. */
+static int pass_beside(uint32_t v, struct ibv_mr **mr, struct ibv_pd *pd)
+{
+	cw_val = v;
+	cw_go = 0;
+	pthread_t t;
+	if (pthread_create(&t, NULL, cw_writer, NULL))
+		die("pthread_create");
+	cw_go = 1;
+	usleep(1000);
+	if (*mr) {
+		if (ibv_dereg_mr(*mr))
+			die("dereg_mr");
+		*mr = NULL;
+	} else if (!(*mr = ibv_reg_mr(pd, cw_buf, (size_t)LINES * 64, RW))) {
+		die("reg_mr");
+	}
+	pthread_join(t, NULL);
+	int bad = 0;
+	for (uint32_t i = 0; i < LINES; i++)
+		if (*(uint32_t *)(cw_buf + (size_t)i * 64) != v)
+			bad++;
+	return bad;
 }
 
 static void t_concurrent_write(void)
 {
 	struct ibv_pd *pd = open_pd();
 	cw_buf = anon((size_t)LINES * 64);
-	int bad = 0, rounds = 0;
-	for (int r = 0; r < 20 && !bad; r++, rounds++) {
-		memset(cw_buf, 0, (size_t)LINES * 64);
-		cw_stop = 0;
-		pthread_t t;
-		if (pthread_create(&t, NULL, cw_writer, NULL))
-			die("pthread_create");
-		usleep(2000);
-		struct ibv_mr *mr = ibv_reg_mr(pd, cw_buf, (size_t)LINES * 64, RW);
-		if (!mr)
-			die("reg_mr");
-		usleep(5000);
-		if (ibv_dereg_mr(mr))
-			die("dereg_mr");
-		usleep(2000);
-		cw_stop = 1;
-		pthread_join(t, NULL);
-		for (uint32_t i = 0; i < LINES; i++)
-			if (*(uint32_t *)(cw_buf + (size_t)i * 64) != cw_last[i])
-				bad++;
+	int lost_reg = 0, lost_dereg = 0, bad_rounds = 0;
+	for (int r = 0; r < 20; r++) {
+		struct ibv_mr *mr = NULL;
+		int a = pass_beside(2 * r + 1, &mr, pd);
+		int b = pass_beside(2 * r + 2, &mr, pd);
+		lost_reg += a;
+		lost_dereg += b;
+		bad_rounds += a || b;
+		munmap(cw_buf, (size_t)LINES * 64);
+		cw_buf = anon((size_t)LINES * 64);
 	}
-	result(!bad, "%d rounds of reg+dereg beside a writer thread: %d cache lines lost a write", rounds, bad);
+	result(!bad_rounds, "20 rounds of a writer pass beside ibv_reg_mr and one beside ibv_dereg_mr: %d rounds lost "
+	       "writes (%d cache lines at reg_mr, %d at dereg_mr)", bad_rounds, lost_reg, lost_dereg);
 }
 
 static void t_dontneed(void)
@@ -212,10 +242,12 @@ static void t_dontneed(void)
 }
 
 /* A child writes its own copy; returns 1 when it exited 0 having seen the
- * parent's bytes first. */
-static int child_writes_copy(uint8_t *p, size_t n, uint8_t seen)
+ * parent's bytes first.  `raw`: forked by the system call itself (no
+ * pthread_atfork handler runs, as with a raw clone or a fork in another
+ * runtime). */
+static int child_writes_copy(uint8_t *p, size_t n, uint8_t seen, int raw)
 {
-	pid_t k = fork();
+	pid_t k = raw ? (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) : fork();
 	if (k < 0)
 		die("fork");
 	if (k == 0) {
@@ -238,16 +270,18 @@ static void t_fork_cow(void)
 	struct ibv_mr *mr = ibv_reg_mr(pd, p, n, RW);
 	if (!mr)
 		die("reg_mr");
-	int c1 = child_writes_copy(p, n, 0x5e), k1 = all(p, n, 0x5e);
+	int c1 = child_writes_copy(p, n, 0x5e, 0), k1 = all(p, n, 0x5e);
+	int r1 = child_writes_copy(p, n, 0x5e, 1), q1 = all(p, n, 0x5e);
 	memset(p, 0x6e, n);
 	int k2 = all(p, n, 0x6e);
 	if (ibv_dereg_mr(mr))
 		die("dereg_mr");
-	int c3 = child_writes_copy(p, n, 0x6e), k3 = all(p, n, 0x6e);
-	result(c1 && k1 && k2 && c3 && k3,
-	       "registered: child saw and wrote its copy %d, parent kept its bytes %d, parent writes %d; "
-	       "after dereg: child %d, parent kept %d",
-	       c1, k1, k2, c3, k3);
+	int c3 = child_writes_copy(p, n, 0x6e, 0), k3 = all(p, n, 0x6e);
+	int r3 = child_writes_copy(p, n, 0x6e, 1), q3 = all(p, n, 0x6e);
+	result(c1 && k1 && r1 && q1 && k2 && c3 && k3 && r3 && q3,
+	       "registered: fork(): child saw and wrote its copy %d, parent kept its bytes %d; raw clone: %d, %d; "
+	       "parent writes %d; after dereg: fork() %d, %d; raw clone %d, %d",
+	       c1, k1, r1, q1, k2, c3, k3, r3, q3);
 }
 
 static sigjmp_buf segv_jb;
