@@ -577,7 +577,7 @@ static void xread(int fd, void *p, size_t n)
 /* ---- (a), (b): remote accesses the target cannot serve -------------------- */
 
 #define NQ 4
-enum { M_UNMAP, M_RDONLY, M_DEREG_UNMAP, M_DEREG_FILL, M_STOPPED, M_OVERLAP, M_LIAR };
+enum { M_UNMAP, M_RDONLY, M_DEREG_UNMAP, M_DEREG_FILL, M_STOPPED, M_OVERLAP, M_LIAR, M_PLAIN };
 #define OVERLAP_ROUNDS 6
 struct tinfo { uint32_t qpn[NQ]; uint64_t addr; uint32_t rkey; uint64_t len; };
 
@@ -967,6 +967,62 @@ static void t_direct_stopped(int warm)
 	kill(x.pid, SIGCONT);
 	int ok = end_pair(&x, why, sizeof why);
 	result(good && ok, "target stopped%s: %s; %s", warm ? " after a warm-up READ" : " before any access", res, why);
+}
+
+/* Atomics executed by the initiator (cross-memory attach: read, add,
+ * write, with the target's atomic lock held) and by the target's own
+ * thread (the ring path: a request with others in flight before it goes
+ * there) on the same 8 bytes are atomic with respect to one another: 4 QPs
+ * with 8 fetch-and-adds of 1 outstanding each (2 QPs on each path), 2500
+ * rounds; the word must
+ * end at exactly 80000 and every fetched value be distinct. */
+static void t_atomics_mixed(void)
+{
+	struct pairx x;
+	char why[160];
+	start_pair(&x, M_PLAIN, 65536);
+	static uint64_t lb[NQ * 8 + 1] __attribute__((aligned(64)));
+	struct ibv_mr *lmr = ibv_reg_mr(x.pd, lb, sizeof lb, IBV_ACCESS_LOCAL_WRITE);
+	if (!lmr)
+		die("reg local");
+	const int rounds = 2500;
+	static uint8_t seen[NQ * 8 * 2500];
+	int good = 1, dup = 0;
+	struct ibv_wc wc;
+	for (int r = 0; r < rounds && good; r++) {
+		/* A zero-length READ (never executed directly) first on half the
+		 * QPs: their atomics queue behind it and go to the target's
+		 * thread, while the others are executed here, at the same time. */
+		for (int i = 0; i < NQ / 2; i++)
+			if (post_op(x.q[i], IBV_WR_RDMA_READ, lb, 0, lmr->lkey, x.ti.addr, x.ti.rkey))
+				die("post READ");
+		for (int i = 0; i < NQ; i++)
+			for (int j = 0; j < 8; j++)
+				if (post_atomic(x.q[i], IBV_WR_ATOMIC_FETCH_AND_ADD, &lb[i * 8 + j], lmr->lkey,
+						x.ti.addr + 16384, x.ti.rkey, 1, 0))
+					die("post FAA");
+		for (int k = 0; k < NQ * 8 + NQ / 2 && good; k++)
+			if (!wait_wc(x.cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS)
+				good = 0;
+		for (int k = 0; k < NQ * 8 && good; k++) {
+			uint64_t v = lb[k];
+			if (v >= sizeof seen || seen[v]++)
+				dup++;
+		}
+	}
+	lb[NQ * 8] = 0;
+	struct ibv_sge sg = { .addr = (uintptr_t)&lb[NQ * 8], .length = 8, .lkey = lmr->lkey };
+	struct ibv_send_wr w = { .wr_id = 9, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.rdma.remote_addr = x.ti.addr + 16384;
+	w.wr.rdma.rkey = x.ti.rkey;
+	if (good && (ibv_post_send(x.q[0], &w, &bad) || !wait_wc(x.cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS))
+		good = 0;
+	uint64_t want = (uint64_t)rounds * NQ * 8;
+	int ok = end_pair(&x, why, sizeof why);
+	result(good && ok && !dup && lb[NQ * 8] == want,
+	       "completions all successful %d; the word ended at %llu (want %llu), %d fetched values repeated; %s", good,
+	       (unsigned long long)lb[NQ * 8], (unsigned long long)want, dup, why);
 }
 
 /* Issue 22, item 4: a peer that lies in its directory (it claims its MR is
@@ -1985,6 +2041,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "one-sided-ops-complete-while-target-stopped")) t_direct_stopped(1);
 	else if (!strcmp(t, "one-sided-ops-first-access-while-target-stopped")) t_direct_stopped(0);
 	else if (!strcmp(t, "lying-directory-bounded-by-own-registrations")) t_liar();
+	else if (!strcmp(t, "atomics-direct-and-ring-are-atomic")) t_atomics_mixed();
 	else if (!strcmp(t, "dereg-mr-loses-no-overlapping-write")) t_overlap_dereg();
 	else if (!strcmp(t, "foreign-segv-reaches-app-handler")) t_foreign_fault(1);
 	else if (!strcmp(t, "foreign-segv-default-action")) t_foreign_fault(0);

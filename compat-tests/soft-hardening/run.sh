@@ -72,6 +72,7 @@ TESTS=(
     one-sided-ops-complete-while-target-stopped
     one-sided-ops-first-access-while-target-stopped
     lying-directory-bounded-by-own-registrations
+    atomics-direct-and-ring-are-atomic
     dereg-mr-loses-no-overlapping-write
     foreign-segv-reaches-app-handler
     foreign-segv-default-action
