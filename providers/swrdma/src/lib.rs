@@ -7,13 +7,13 @@ mod direct;
 mod handles;
 mod ipc;
 mod links;
+mod locks;
 mod mem;
 mod objects;
 mod ops;
 mod poll;
 mod qpex;
 mod send;
-mod locks;
 mod sys;
 mod wire;
 

@@ -163,7 +163,7 @@ impl Access {
         loop {
             match w.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => break,
-                Err(h) if spins > 0 && spins % 1024 == 0 && gone(h) => {
+                Err(h) if spins > 0 && spins.is_multiple_of(1024) && gone(h) => {
                     // Its holder died in the middle of an atomic.
                     let _ = w.compare_exchange(h, 0, Ordering::Relaxed, Ordering::Relaxed);
                 }
@@ -188,7 +188,10 @@ impl Access {
             let s = &w[SLOT0 + 2 * ((start + i) % SLOTS)..][..2];
             // The slot is taken with the pid word, then tagged: an owner
             // that sees the tag also sees whose it is.
-            if s[1].compare_exchange(0, pid(), Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+            if s[1]
+                .compare_exchange(0, pid(), Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
                 s[0].store(tag, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
                 return Some(Announced { slot: s });
@@ -210,11 +213,14 @@ impl Access {
             let mut spins = 0u32;
             while s[0].load(Ordering::SeqCst) == tag {
                 let p = s[1].load(Ordering::SeqCst);
-                if spins > 0 && spins % 1024 == 0 && gone(p) {
+                if spins > 0 && spins.is_multiple_of(1024) && gone(p) {
                     // Its process died in the middle of the access.
                     // (The tag first: no one can take the slot until its
                     // pid word is cleared.)
-                    if s[0].compare_exchange(tag, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                    if s[0]
+                        .compare_exchange(tag, 0, Ordering::SeqCst, Ordering::Relaxed)
+                        .is_ok()
+                    {
                         let _ = s[1].compare_exchange(p, 0, Ordering::SeqCst, Ordering::Relaxed);
                         break;
                     }
