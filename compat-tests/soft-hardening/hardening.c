@@ -2018,6 +2018,145 @@ static void t_link_process_count(void)
 	       got, NC * N, NC, refused_fast, st);
 }
 
+/* Issue 22, item 4: a peer that lies in its ring records.  A raw peer
+ * links to a target that registered the middle page of three (the pages
+ * around it are the target's too, filled with 0xee, and not registered) and
+ * has an RC QP in RTR connected to the peer's made-up QPN.  It sends one
+ * RDMA WRITE record (layout: swrdma-ring's Msg) per fresh target: an honest
+ * one (control: its 64 bytes land), then lies: an address before the MR,
+ * one that runs past its end, an offset that wraps the address around to
+ * before the MR, a payload length beyond the record, a record longer than
+ * the ring holds.  The target must live and no byte outside its MR may
+ * change. */
+struct liar_info { uint32_t id, qpn, rkey; uint64_t addr; };
+#define LIAR_QPN 0x7f123u
+
+static void liar_target(int rdy, int cmd)
+{
+	uint32_t before[256], after[256];
+	struct liar_info li = { 0 };
+	int nb = list_ids(before, 256);
+	struct ibv_context *c = open_dev();
+	int na = list_ids(after, 256);
+	for (int i = 0; i < na; i++) {
+		int old = 0;
+		for (int j = 0; j < nb; j++)
+			old |= after[i] == before[j];
+		if (!old)
+			li.id = after[i];
+	}
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 16, NULL, NULL, 0);
+	uint8_t *b = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!pd || !cq || b == MAP_FAILED)
+		_exit(2);
+	memset(b, 0xee, 3 * 4096);
+	memset(b + 4096, 0, 4096);
+	struct ibv_mr *mr = ibv_reg_mr(pd, b + 4096, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_qp *q = mkqp(pd, cq, 4, 4);
+	if (!mr)
+		_exit(2);
+	to_init(q);
+	to_rts(c, q, LIAR_QPN);
+	li.qpn = q->qp_num;
+	li.rkey = mr->rkey;
+	li.addr = (uintptr_t)b + 4096;
+	if (write(rdy, &li, sizeof li) != sizeof li)
+		_exit(2);
+	char x;
+	if (read(cmd, &x, 1) != 1)
+		_exit(2);
+	for (size_t i = 0; i < 4096; i++)
+		if (b[i] != 0xee || b[2 * 4096 + i] != 0xee)
+			_exit(5);
+	/* Report whether the control write landed (exit 6 when it did). */
+	_exit(b[4096] == 0x77 && b[4096 + 63] == 0x77 ? 6 : 0);
+}
+
+static void t_lying_records(void)
+{
+	static const char *names[] = { "honest", "before-the-MR", "past-its-end", "offset-wraps",
+				       "payload-beyond-record", "record-beyond-ring" };
+	char res[600] = "";
+	int good = 1;
+	for (int v = 0; v < 6; v++) {
+		int rdy[2], cmd[2];
+		if (pipe(rdy) || pipe(cmd))
+			die("pipe");
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			close(rdy[0]);
+			close(cmd[1]);
+			liar_target(rdy[1], cmd[0]);
+		}
+		close(rdy[1]);
+		close(cmd[0]);
+		struct liar_info li;
+		xread(rdy[0], &li, sizeof li);
+		int s = peer_connect(li.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), te;
+		send_hello(s, m, e);
+		if (!wait_reply(s, 2000, &te))
+			die("no link");
+		uint8_t *map = mmap(NULL, LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
+		if (map == MAP_FAILED)
+			die("mmap");
+		uint8_t *rec = map + RING_HDR;
+		uint32_t len = 128 + 64, plen = 64;
+		uint64_t raddr = li.addr, off = 0, total = 64;
+		if (v == 1)
+			raddr = li.addr - 64;
+		else if (v == 2)
+			raddr = li.addr + 4096 - 32;
+		else if (v == 3)
+			off = (uint64_t)0 - 64;	/* raddr + off = the 64 bytes before the MR */
+		else if (v == 4)
+			plen = 4096;		/* the record holds 64 */
+		else if (v == 5)
+			len = RING_SIZE + 4096;
+		memset(rec, 0, 128 + 64);
+		*(uint32_t *)(rec + 0) = len;
+		*(uint32_t *)(rec + 4) = 2 | (3u << 16);	/* K_WRITE, F_FIRST|F_LAST */
+		*(uint32_t *)(rec + 8) = li.qpn;
+		*(uint32_t *)(rec + 12) = LIAR_QPN;
+		*(uint64_t *)(rec + 24) = raddr;
+		*(uint32_t *)(rec + 32) = li.rkey;
+		*(uint64_t *)(rec + 40) = total;
+		*(uint64_t *)(rec + 48) = off;
+		*(uint32_t *)(rec + 56) = plen;
+		memset(rec + 128, 0x77, 64);
+		__atomic_store_n((uint64_t *)map, (uint64_t)128 + 64, __ATOMIC_RELEASE); /* head */
+		kick(te);
+		msleep(300);
+		(void)!write(cmd[1], "q", 1);
+		int st;
+		double end = now() + 10;
+		while (waitpid(pid, &st, WNOHANG) == 0 && now() < end)
+			msleep(10);
+		if (now() >= end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+		int landed = WIFEXITED(st) && WEXITSTATUS(st) == 6;
+		int clean = WIFEXITED(st) && (WEXITSTATUS(st) == 0 || landed);
+		int ok = clean && (v == 0 ? landed : !landed);
+		char one[100];
+		snprintf(one, sizeof one, "%s:%s ", names[v],
+			 WIFSIGNALED(st) ? "target killed" : WEXITSTATUS(st) == 5 ? "bytes outside the MR changed"
+			 : !clean ? "target failed" : landed ? "written" : "refused");
+		strncat(res, one, sizeof res - strlen(res) - 1);
+		good &= ok;
+		munmap(map, LINK_BYTES);
+		close(s);
+		close(m);
+		close(e);
+		close(rdy[0]);
+		close(cmd[1]);
+	}
+	result(good, "%s(want: honest written, every lie refused, the target alive)", res);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -2042,6 +2181,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "one-sided-ops-first-access-while-target-stopped")) t_direct_stopped(0);
 	else if (!strcmp(t, "lying-directory-bounded-by-own-registrations")) t_liar();
 	else if (!strcmp(t, "atomics-direct-and-ring-are-atomic")) t_atomics_mixed();
+	else if (!strcmp(t, "lying-ring-records-bounded-by-own-registrations")) t_lying_records();
 	else if (!strcmp(t, "dereg-mr-loses-no-overlapping-write")) t_overlap_dereg();
 	else if (!strcmp(t, "foreign-segv-reaches-app-handler")) t_foreign_fault(1);
 	else if (!strcmp(t, "foreign-segv-default-action")) t_foreign_fault(0);

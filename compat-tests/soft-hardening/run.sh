@@ -73,6 +73,7 @@ TESTS=(
     one-sided-ops-first-access-while-target-stopped
     lying-directory-bounded-by-own-registrations
     atomics-direct-and-ring-are-atomic
+    lying-ring-records-bounded-by-own-registrations
     dereg-mr-loses-no-overlapping-write
     foreign-segv-reaches-app-handler
     foreign-segv-default-action
