@@ -1077,11 +1077,10 @@ static void t_liar(void)
 	result(good && guards && ok, "%sguard pages around our buffer kept: %d; %s", res, guards, why);
 }
 
-/* Two MRs over the same pages: the first is shared (share.rs), the second
- * reached through the ring (the target's thread copies).  The target
- * deregisters the first while the peer's last round of writes through the
- * second streams in: making the pages private again must not lose any of
- * them (the target checks every byte after the last write completed). */
+/* Two MRs over the same pages.  The target deregisters the first while the
+ * peer's last round of writes through the second streams in: none of them
+ * may be lost (the target checks every byte after the last write
+ * completed). */
 static void t_overlap_dereg(void)
 {
 	const size_t len = 16u << 20, chunk = 65536;
