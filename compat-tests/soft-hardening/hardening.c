@@ -29,7 +29,10 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/eventfd.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -577,7 +580,7 @@ static void xread(int fd, void *p, size_t n)
 /* ---- (a), (b): remote accesses the target cannot serve -------------------- */
 
 #define NQ 4
-enum { M_UNMAP, M_RDONLY, M_DEREG_UNMAP, M_DEREG_FILL, M_STOPPED, M_OVERLAP, M_LIAR, M_PLAIN };
+enum { M_UNMAP, M_RDONLY, M_DEREG_UNMAP, M_DEREG_FILL, M_STOPPED, M_OVERLAP, M_LIAR, M_PLAIN, M_NODUMP };
 #define OVERLAP_ROUNDS 6
 struct tinfo { uint32_t qpn[NQ]; uint64_t addr; uint32_t rkey; uint64_t len; };
 
@@ -615,6 +618,10 @@ static void lie_about(uint32_t key, uint64_t len)
  * ibv_dereg_mr returned (exit 4). */
 static void target_main(int mode, size_t len, int to_p, int from_p)
 {
+	/* Not dumpable: the kernel refuses peers cross-memory attach (and
+	 * ptrace) to this process; the device must fall back to the ring. */
+	if (mode == M_NODUMP && prctl(PR_SET_DUMPABLE, 0))
+		die("PR_SET_DUMPABLE");
 	struct ibv_context *c = open_dev();
 	struct ibv_pd *pd = ibv_alloc_pd(c);
 	struct ibv_cq *cq = ibv_create_cq(c, 64, NULL, NULL, 0);
@@ -702,7 +709,7 @@ static void target_main(int mode, size_t len, int to_p, int from_p)
 				break;
 			}
 	}
-	if (mode == M_STOPPED) {
+	if (mode == M_STOPPED || mode == M_NODUMP) {
 		/* What the initiator did while we were stopped (t_direct_stopped). */
 		for (size_t i = 0; i < 4096; i++)
 			if (buf[i] != 0x5a)
@@ -913,22 +920,39 @@ static int post_atomic(struct ibv_qp *q, enum ibv_wr_opcode op, void *l, uint32_
 	return ibv_post_send(q, &w, &bad);
 }
 
+/* Drops CAP_SYS_PTRACE (when run as root: it would let us reach even a
+ * process that is not dumpable). */
+static void drop_ptrace_cap(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d))
+		die("capget");
+	d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+	d[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+	d[0].inheritable &= ~(1u << CAP_SYS_PTRACE);
+	if (syscall(SYS_capset, &h, d))
+		die("capset");
+}
+
 static void t_direct_stopped(int warm)
 {
 	struct pairx x;
 	char why[160], res[300] = "";
-	start_pair(&x, M_STOPPED, 65536);
+	if (warm < 0)
+		drop_ptrace_cap();
+	start_pair(&x, warm < 0 ? M_NODUMP : M_STOPPED, 65536);
 	static uint8_t lb[3 * 4096] __attribute__((aligned(4096)));
 	struct ibv_mr *lmr = ibv_reg_mr(x.pd, lb, sizeof lb, IBV_ACCESS_LOCAL_WRITE);
 	if (!lmr)
 		die("reg local");
 	struct ibv_wc wc;
 	int good = 1;
-	if (warm && (post_op(x.q[0], IBV_WR_RDMA_READ, lb, 8, lmr->lkey, x.ti.addr, x.ti.rkey) ||
+	if (warm > 0 && (post_op(x.q[0], IBV_WR_RDMA_READ, lb, 8, lmr->lkey, x.ti.addr, x.ti.rkey) ||
 		     !wait_wc(x.cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS))
 		die("warm-up READ");
 	msleep(200);
-	if (kill(x.pid, SIGSTOP))
+	if (warm >= 0 && kill(x.pid, SIGSTOP))
 		die("SIGSTOP");
 	msleep(100);
 #define STEP(name, cond)                                                                                    \
@@ -966,7 +990,9 @@ static void t_direct_stopped(int warm)
 #undef STEP
 	kill(x.pid, SIGCONT);
 	int ok = end_pair(&x, why, sizeof why);
-	result(good && ok, "target stopped%s: %s; %s", warm ? " after a warm-up READ" : " before any access", res, why);
+	result(good && ok, "target %s: %s; %s",
+	       warm < 0 ? "not dumpable (no cross-memory attach), running"
+	       : warm ? "stopped after a warm-up READ" : "stopped before any access", res, why);
 }
 
 /* Atomics executed by the initiator (cross-memory attach: read, add,
@@ -2178,6 +2204,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "dereg-mr-waits-for-inflight-write")) t_dereg_inflight();
 	else if (!strcmp(t, "one-sided-ops-complete-while-target-stopped")) t_direct_stopped(1);
 	else if (!strcmp(t, "one-sided-ops-first-access-while-target-stopped")) t_direct_stopped(0);
+	else if (!strcmp(t, "one-sided-ops-fall-back-to-ring-when-refused")) t_direct_stopped(-1);
 	else if (!strcmp(t, "lying-directory-bounded-by-own-registrations")) t_liar();
 	else if (!strcmp(t, "atomics-direct-and-ring-are-atomic")) t_atomics_mixed();
 	else if (!strcmp(t, "lying-ring-records-bounded-by-own-registrations")) t_lying_records();

@@ -71,6 +71,7 @@ TESTS=(
     # one-sided operations without the target's CPU (issue 12)
     one-sided-ops-complete-while-target-stopped
     one-sided-ops-first-access-while-target-stopped
+    one-sided-ops-fall-back-to-ring-when-refused
     lying-directory-bounded-by-own-registrations
     atomics-direct-and-ring-are-atomic
     lying-ring-records-bounded-by-own-registrations
