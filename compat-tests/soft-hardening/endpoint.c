@@ -25,59 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *test_name;
-
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...)
-{
-	char why[768] = "";
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (ok)
-		printf("PASS %s\n", test_name);
-	else
-		printf("FAIL %s: %s\n", test_name, why);
-	fflush(stdout);
-	exit(ok ? 0 : 1);
-}
-
-static void die(const char *m)
-{
-	printf("FAIL %s: %s: %s\n", test_name, m, strerror(errno));
-	fflush(stdout);
-	exit(2);
-}
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static struct ibv_context *try_open(void)
-{
-	int n;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	struct ibv_context *c = NULL;
-	if (!l)
-		return NULL;
-	for (int i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "swr0"))
-			c = ibv_open_device(l[i]);
-	ibv_free_device_list(l);
-	return c;
-}
-
-static struct ibv_context *open_dev(void)
-{
-	struct ibv_context *c = try_open();
-	if (!c)
-		die("open swr0");
-	return c;
-}
+#define RESULT_EXITS
+#include "report.h"
 
 static const char *sockdir(void)
 {

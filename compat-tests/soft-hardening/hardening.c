@@ -44,57 +44,7 @@
 #define RING_SIZE (4u << 20)
 #define LINK_BYTES (2u * (RING_HDR + RING_SIZE))
 
-static const char *test_name;
-static int failed;
-
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...)
-{
-	char why[512] = "";
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (ok)
-		printf("PASS %s\n", test_name);
-	else {
-		printf("FAIL %s: %s\n", test_name, why);
-		failed = 1;
-	}
-	fflush(stdout);
-}
-
-static void die(const char *m)
-{
-	printf("FAIL %s: %s: %s\n", test_name, m, strerror(errno));
-	fflush(stdout);
-	exit(2);
-}
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static void msleep(int ms) { usleep(ms * 1000); }
-
-static struct ibv_context *open_dev(void)
-{
-	int n;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	struct ibv_context *c = NULL;
-	if (!l)
-		die("ibv_get_device_list");
-	for (int i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "swr0"))
-			c = ibv_open_device(l[i]);
-	ibv_free_device_list(l);
-	if (!c)
-		die("open swr0");
-	return c;
-}
+#include "report.h"
 
 /* ---- raw peers --------------------------------------------------------- */
 
@@ -126,6 +76,24 @@ static int list_ids(uint32_t *ids, int max)
 	return n;
 }
 
+/* Opens swr0 in *c; returns the new context's id (the socket that appeared
+ * in the private directory; 0 when none did). */
+static uint32_t open_new_ctx(struct ibv_context **c)
+{
+	uint32_t before[256], after[256], id = 0;
+	int nb = list_ids(before, 256);
+	*c = open_dev();
+	int na = list_ids(after, 256);
+	for (int i = 0; i < na; i++) {
+		int old = 0;
+		for (int j = 0; j < nb; j++)
+			old |= after[i] == before[j];
+		if (!old)
+			id = after[i];
+	}
+	return id;
+}
+
 struct target {
 	pid_t pid;
 	int cmd;	/* write end: a byte tells the target to close and exit */
@@ -143,19 +111,10 @@ static void start_target(struct target *t)
 	if (t->pid < 0)
 		die("fork");
 	if (t->pid == 0) {
-		uint32_t before[256], after[256], id = 0;
 		close(rdy[0]);
 		close(cmd[1]);
-		int nb = list_ids(before, 256);
-		struct ibv_context *c = open_dev();
-		int na = list_ids(after, 256);
-		for (int i = 0; i < na; i++) {
-			int old = 0;
-			for (int j = 0; j < nb; j++)
-				old |= after[i] == before[j];
-			if (!old)
-				id = after[i];
-		}
+		struct ibv_context *c;
+		uint32_t id = open_new_ctx(&c);
 		if (write(rdy[1], &id, 4) != 4)
 			_exit(2);
 		char b;
@@ -2058,18 +2017,9 @@ struct liar_info { uint32_t id, qpn, rkey; uint64_t addr; };
 
 static void liar_target(int rdy, int cmd)
 {
-	uint32_t before[256], after[256];
 	struct liar_info li = { 0 };
-	int nb = list_ids(before, 256);
-	struct ibv_context *c = open_dev();
-	int na = list_ids(after, 256);
-	for (int i = 0; i < na; i++) {
-		int old = 0;
-		for (int j = 0; j < nb; j++)
-			old |= after[i] == before[j];
-		if (!old)
-			li.id = after[i];
-	}
+	struct ibv_context *c;
+	li.id = open_new_ctx(&c);
 	struct ibv_pd *pd = ibv_alloc_pd(c);
 	struct ibv_cq *cq = ibv_create_cq(c, 16, NULL, NULL, 0);
 	uint8_t *b = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

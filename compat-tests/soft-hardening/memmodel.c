@@ -42,44 +42,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *test_name = "?";
+#define RESULT_EXITS
+#include "report.h"
+
 static const int RW = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 		      IBV_ACCESS_REMOTE_ATOMIC;
 #define PG 4096
 
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...)
-{
-	char why[768] = "";
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (ok)
-		printf("PASS %s\n", test_name);
-	else
-		printf("FAIL %s: %s\n", test_name, why);
-	fflush(stdout);
-	exit(ok ? 0 : 1);
-}
-
-static void die(const char *m)
-{
-	printf("FAIL %s: %s: %s\n", test_name, m, strerror(errno));
-	fflush(stdout);
-	exit(2);
-}
-
 static struct ibv_pd *open_pd(void)
 {
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	struct ibv_context *c = NULL;
-	for (int i = 0; l && i < n && !c; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "swr0"))
-			c = ibv_open_device(l[i]);
-	if (!c)
-		die("open swr0");
+	struct ibv_context *c = open_dev();
 	struct ibv_pd *pd = ibv_alloc_pd(c);
 	if (!pd)
 		die("alloc_pd");
@@ -148,23 +120,16 @@ static uint8_t *cw_buf;
 static volatile int cw_go;
 static uint32_t cw_val;
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static void *cw_writer(void *arg)
 {
 	(void)arg;
 	while (!cw_go)
 		;
-	double t0 = now_s();
+	double t0 = now();
 	for (uint32_t i = 0; i < LINES; i++) {
 		__atomic_store_n((uint32_t *)(cw_buf + (size_t)i * 64), cw_val, __ATOMIC_RELAXED);
 		if (i % 256 == 255)
-			while (now_s() < t0 + 0.004 * (i + 1) / LINES)
+			while (now() < t0 + 0.004 * (i + 1) / LINES)
 				;
 	}
 	return NULL;
