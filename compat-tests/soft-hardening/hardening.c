@@ -76,6 +76,24 @@ static int list_ids(uint32_t *ids, int max)
 	return n;
 }
 
+/* Forks a child joined by two pipes: in the child, *rdy is the write end
+ * of "ready" and *cmd the read end of "command"; in the parent, the other
+ * ends.  Returns the pid (0 in the child). */
+static pid_t fork_piped(int *rdy, int *cmd)
+{
+	int r[2], c[2];
+	if (pipe(r) || pipe(c))
+		die("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	close(pid == 0 ? r[0] : r[1]);
+	close(pid == 0 ? c[1] : c[0]);
+	*rdy = pid == 0 ? r[1] : r[0];
+	*cmd = pid == 0 ? c[0] : c[1];
+	return pid;
+}
+
 /* Opens swr0 in *c; returns the new context's id (the socket that appeared
  * in the private directory; 0 when none did). */
 static uint32_t open_new_ctx(struct ibv_context **c)
@@ -104,35 +122,27 @@ struct target {
  * closes the device and exits 0 (3 when ibv_close_device took > 1 s). */
 static void start_target(struct target *t)
 {
-	int rdy[2], cmd[2];
-	if (pipe(rdy) || pipe(cmd))
-		die("pipe");
-	t->pid = fork();
-	if (t->pid < 0)
-		die("fork");
+	int rdy, cmd;
+	t->pid = fork_piped(&rdy, &cmd);
 	if (t->pid == 0) {
-		close(rdy[0]);
-		close(cmd[1]);
 		struct ibv_context *c;
 		uint32_t id = open_new_ctx(&c);
-		if (write(rdy[1], &id, 4) != 4)
+		if (write(rdy, &id, 4) != 4)
 			_exit(2);
 		char b;
-		if (read(cmd[0], &b, 1) != 1)
+		if (read(cmd, &b, 1) != 1)
 			_exit(2);
 		double t0 = now();
 		ibv_close_device(c);
 		_exit(now() - t0 > 1.0 ? 3 : 0);
 	}
-	close(rdy[1]);
-	close(cmd[0]);
-	t->cmd = cmd[1];
-	struct pollfd p = { .fd = rdy[0], .events = POLLIN };
-	if (poll(&p, 1, 10000) != 1 || read(rdy[0], &t->id, 4) != 4 || t->id == 0) {
+	t->cmd = cmd;
+	struct pollfd p = { .fd = rdy, .events = POLLIN };
+	if (poll(&p, 1, 10000) != 1 || read(rdy, &t->id, 4) != 4 || t->id == 0) {
 		errno = EIO;
 		die("target did not start");
 	}
-	close(rdy[0]);
+	close(rdy);
 }
 
 /* Tells the target to finish; describes how it ended into `why`; 1 when it
@@ -1940,15 +1950,9 @@ static void t_link_refused_completion(void)
 static void t_link_process_count(void)
 {
 	enum { NC = 5, N = 300 };
-	int rdy[2], cmd[2];
-	if (pipe(rdy) || pipe(cmd))
-		die("pipe");
-	pid_t pid = fork();
-	if (pid < 0)
-		die("fork");
+	int rdy, cmd;
+	pid_t pid = fork_piped(&rdy, &cmd);
 	if (pid == 0) {
-		close(rdy[0]);
-		close(cmd[1]);
 		for (int k = 0; k < NC; k++) {
 			uint32_t before[512], after[512], id = 0;
 			int nb = list_ids(before, 512);
@@ -1962,18 +1966,16 @@ static void t_link_process_count(void)
 				if (!old)
 					id = after[i];
 			}
-			if (write(rdy[1], &id, 4) != 4)
+			if (write(rdy, &id, 4) != 4)
 				_exit(2);
 		}
 		char b;
-		if (read(cmd[0], &b, 1) != 1)
+		if (read(cmd, &b, 1) != 1)
 			_exit(2);
 		_exit(0);
 	}
-	close(rdy[1]);
-	close(cmd[0]);
 	uint32_t ids[NC];
-	xread(rdy[0], ids, sizeof ids);
+	xread(rdy, ids, sizeof ids);
 	static int s[NC * N];
 	int got = 0, refused_fast = 0;
 	for (int k = 0; k < NC; k++)
@@ -1992,7 +1994,7 @@ static void t_link_process_count(void)
 			if (te >= 0)
 				close(te);
 		}
-	(void)!write(cmd[1], "q", 1);
+	(void)!write(cmd, "q", 1);
 	int st = 0;
 	waitpid(pid, &st, 0);
 	for (int i = 0; i < NC * N; i++)
@@ -2055,21 +2057,12 @@ static void t_lying_records(void)
 	char res[600] = "";
 	int good = 1;
 	for (int v = 0; v < 6; v++) {
-		int rdy[2], cmd[2];
-		if (pipe(rdy) || pipe(cmd))
-			die("pipe");
-		pid_t pid = fork();
-		if (pid < 0)
-			die("fork");
-		if (pid == 0) {
-			close(rdy[0]);
-			close(cmd[1]);
-			liar_target(rdy[1], cmd[0]);
-		}
-		close(rdy[1]);
-		close(cmd[0]);
+		int rdy, cmd;
+		pid_t pid = fork_piped(&rdy, &cmd);
+		if (pid == 0)
+			liar_target(rdy, cmd);
 		struct liar_info li;
-		xread(rdy[0], &li, sizeof li);
+		xread(rdy, &li, sizeof li);
 		int s = peer_connect(li.id), m = make_memfd(1), e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), te;
 		send_hello(s, m, e);
 		if (!wait_reply(s, 2000, &te))
@@ -2104,7 +2097,7 @@ static void t_lying_records(void)
 		__atomic_store_n((uint64_t *)map, (uint64_t)128 + 64, __ATOMIC_RELEASE); /* head */
 		kick(te);
 		msleep(300);
-		(void)!write(cmd[1], "q", 1);
+		(void)!write(cmd, "q", 1);
 		int st;
 		double end = now() + 10;
 		while (waitpid(pid, &st, WNOHANG) == 0 && now() < end)
@@ -2126,8 +2119,8 @@ static void t_lying_records(void)
 		close(s);
 		close(m);
 		close(e);
-		close(rdy[0]);
-		close(cmd[1]);
+		close(rdy);
+		close(cmd);
 	}
 	result(good, "%s(want: honest written, every lie refused, the target alive)", res);
 }
