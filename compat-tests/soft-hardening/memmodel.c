@@ -66,6 +66,18 @@ static uint8_t *anon(size_t n)
 	return p;
 }
 
+/* n bytes of fresh private anonymous memory filled with `fill` in *p,
+ * registered with every right. */
+static struct ibv_mr *reg_filled(struct ibv_pd *pd, uint8_t **p, size_t n, int fill)
+{
+	*p = anon(n);
+	memset(*p, fill, n);
+	struct ibv_mr *mr = ibv_reg_mr(pd, *p, n, RW);
+	if (!mr)
+		die("reg_mr");
+	return mr;
+}
+
 /* The /proc/self/maps lines that overlap [a, a+n), concatenated. */
 static void maps_of(const void *a, size_t n, char *out, size_t cap)
 {
@@ -184,11 +196,8 @@ static void t_dontneed(void)
 {
 	struct ibv_pd *pd = open_pd();
 	const size_t n = 16 * PG;
-	uint8_t *p = anon(n);
-	memset(p, 0x77, n);
-	struct ibv_mr *mr = ibv_reg_mr(pd, p, n, RW);
-	if (!mr)
-		die("reg_mr");
+	uint8_t *p;
+	struct ibv_mr *mr = reg_filled(pd, &p, n, 0x77);
 	int dn1 = madvise(p, 4 * PG, MADV_DONTNEED) == 0 && all(p, 4 * PG, 0) && all(p + 4 * PG, n - 4 * PG, 0x77);
 	memset(p, 0x11, n);
 	int fr1 = madvise(p + 8 * PG, 4 * PG, MADV_FREE) == 0;
@@ -230,11 +239,8 @@ static void t_fork_cow(void)
 {
 	struct ibv_pd *pd = open_pd();
 	const size_t n = 8 * PG;
-	uint8_t *p = anon(n);
-	memset(p, 0x5e, n);
-	struct ibv_mr *mr = ibv_reg_mr(pd, p, n, RW);
-	if (!mr)
-		die("reg_mr");
+	uint8_t *p;
+	struct ibv_mr *mr = reg_filled(pd, &p, n, 0x5e);
 	int c1 = child_writes_copy(p, n, 0x5e, 0), k1 = all(p, n, 0x5e);
 	int r1 = child_writes_copy(p, n, 0x5e, 1), q1 = all(p, n, 0x5e);
 	memset(p, 0x6e, n);
