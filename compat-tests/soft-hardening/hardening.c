@@ -702,6 +702,10 @@ struct pairx {
 	struct tinfo ti;
 };
 
+/* start_pair stops the target (SIGSTOP) once its QPs are ready, before
+ * ours go to RTR: our first link to it is made while it cannot run. */
+static int stop_before_link;
+
 static void start_pair(struct pairx *x, int mode, size_t len)
 {
 	int a[2], b[2];
@@ -733,10 +737,17 @@ static void start_pair(struct pairx *x, int mode, size_t len)
 	}
 	xread(x->from_t, &x->ti, sizeof x->ti);
 	xwrite(x->to_t, &mine, sizeof mine);
+	char r;
+	if (stop_before_link) {
+		xread(x->from_t, &r, 1);
+		msleep(100);
+		if (kill(x->pid, SIGSTOP))
+			die("SIGSTOP");
+	}
 	for (int i = 0; i < NQ; i++)
 		to_rts(x->c, x->q[i], x->ti.qpn[i]);
-	char r;
-	xread(x->from_t, &r, 1);
+	if (!stop_before_link)
+		xread(x->from_t, &r, 1);
 }
 
 /* Ends the pair: tells the target to finish and describes its end. */
@@ -910,6 +921,7 @@ static void t_direct_stopped(int warm)
 	char why[160], res[300] = "";
 	if (warm < 0)
 		drop_ptrace_cap();
+	stop_before_link = warm == 2;
 	start_pair(&x, warm < 0 ? M_NODUMP : M_STOPPED, 65536);
 	static uint8_t lb[3 * 4096] __attribute__((aligned(4096)));
 	struct ibv_mr *lmr = ibv_reg_mr(x.pd, lb, sizeof lb, IBV_ACCESS_LOCAL_WRITE);
@@ -917,11 +929,11 @@ static void t_direct_stopped(int warm)
 		die("reg local");
 	struct ibv_wc wc;
 	int good = 1;
-	if (warm > 0 && (post_op(x.q[0], IBV_WR_RDMA_READ, lb, 8, lmr->lkey, x.ti.addr, x.ti.rkey) ||
+	if (warm == 1 && (post_op(x.q[0], IBV_WR_RDMA_READ, lb, 8, lmr->lkey, x.ti.addr, x.ti.rkey) ||
 		     !wait_wc(x.cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS))
 		die("warm-up READ");
 	msleep(200);
-	if (warm >= 0 && kill(x.pid, SIGSTOP))
+	if (warm >= 0 && warm != 2 && kill(x.pid, SIGSTOP))
 		die("SIGSTOP");
 	msleep(100);
 #define STEP(name, cond)                                                                                    \
@@ -961,6 +973,7 @@ static void t_direct_stopped(int warm)
 	int ok = end_pair(&x, why, sizeof why);
 	result(good && ok, "target %s: %s; %s",
 	       warm < 0 ? "not dumpable (no cross-memory attach), running"
+	       : warm == 2 ? "stopped before our first link to it"
 	       : warm ? "stopped after a warm-up READ" : "stopped before any access", res, why);
 }
 
@@ -2129,6 +2142,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(t, "one-sided-ops-complete-while-target-stopped")) t_direct_stopped(1);
 	else if (!strcmp(t, "one-sided-ops-first-access-while-target-stopped")) t_direct_stopped(0);
 	else if (!strcmp(t, "one-sided-ops-fall-back-to-ring-when-refused")) t_direct_stopped(-1);
+	else if (!strcmp(t, "one-sided-ops-complete-when-target-stopped-before-link")) t_direct_stopped(2);
 	else if (!strcmp(t, "lying-directory-bounded-by-own-registrations")) t_liar();
 	else if (!strcmp(t, "atomics-direct-and-ring-are-atomic")) t_atomics_mixed();
 	else if (!strcmp(t, "lying-ring-records-bounded-by-own-registrations")) t_lying_records();

@@ -72,6 +72,7 @@ TESTS=(
     one-sided-ops-complete-while-target-stopped
     one-sided-ops-first-access-while-target-stopped
     one-sided-ops-fall-back-to-ring-when-refused
+    one-sided-ops-complete-when-target-stopped-before-link
     lying-directory-bounded-by-own-registrations
     atomics-direct-and-ring-are-atomic
     lying-ring-records-bounded-by-own-registrations

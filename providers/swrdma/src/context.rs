@@ -168,6 +168,7 @@ pub const MAX_LINKS_IN: usize = 256;
 impl Drop for Ctx {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(ipc::ctx_sock_path(&self.dir, self.id));
+        ipc::unpublish_fds(&self.dir, self.id);
     }
 }
 
@@ -230,6 +231,9 @@ impl Ctx {
             peers: Mutex::new(HashMap::new()),
             wire_rt: std::sync::OnceLock::new(),
         });
+        if let Some((d, a)) = c.direct_fds() {
+            ipc::publish_fds(&c.dir, id, [c.efd.as_fd(), d, a]);
+        }
         Ok((c, async_r))
     }
 
@@ -404,6 +408,7 @@ impl Ctx {
             w.flush(self);
         }
         let _ = std::fs::remove_file(ipc::ctx_sock_path(&self.dir, self.id));
+        ipc::unpublish_fds(&self.dir, self.id);
         for qpn in self.qps.read().unwrap().keys() {
             ipc::unpublish(&self.dir, *qpn);
         }

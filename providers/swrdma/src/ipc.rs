@@ -125,6 +125,62 @@ pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
 pub fn ctx_sock_path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("c{id}"))
 }
+fn ctx_fds_path(dir: &Path, id: u32) -> PathBuf {
+    dir.join(format!("d{id}"))
+}
+
+/// Publishes the descriptor numbers of context `id`'s doorbell, directory
+/// and access page (`d<id>`: three decimal numbers), so that a peer that
+/// may reach our memory (`pidfd_getfd` needs what cross-memory attach
+/// needs) can take them without our thread, when we do not answer its
+/// hello at once (stopped).  Written under a temporary name, then renamed.
+pub fn publish_fds(dir: &Path, id: u32, fds: [BorrowedFd<'_>; 3]) {
+    use std::os::fd::AsRawFd;
+    let tmp = dir.join(format!("e{id}"));
+    let text = format!("{} {} {}\n", fds[0].as_raw_fd(), fds[1].as_raw_fd(), fds[2].as_raw_fd());
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if ok.is_err() || std::fs::rename(&tmp, ctx_fds_path(dir, id)).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Context `id` goes away: its descriptor file too.
+pub fn unpublish_fds(dir: &Path, id: u32) {
+    let _ = std::fs::remove_file(ctx_fds_path(dir, id));
+}
+
+/// Takes context `peer`'s doorbell, directory and access page from its
+/// process (`pidfd`) with `pidfd_getfd`, by the numbers it published; the
+/// doorbell must be an eventfd (the others are checked where they are
+/// mapped).  None: no file, a refusal (no permission, kernel before 5.6),
+/// or descriptors that are not what they should be.
+fn take_fds(dir: &Path, peer: u32, pidfd: BorrowedFd<'_>) -> Option<(OwnedFd, DirectFds)> {
+    use rustix::process::{pidfd_getfd, PidfdGetfdFlags};
+    use std::io::Read;
+    use std::os::fd::RawFd;
+    let mut text = String::new();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(ctx_fds_path(dir, peer))
+        .ok()?
+        .take(64)
+        .read_to_string(&mut text)
+        .ok()?;
+    let mut n = text
+        .split_ascii_whitespace()
+        .map(|w| w.parse::<RawFd>().ok().filter(|v| *v >= 0));
+    let (a, b, c) = (n.next()??, n.next()??, n.next()??);
+    let get = |fd| pidfd_getfd(pidfd, fd, PidfdGetfdFlags::empty()).ok();
+    let (efd, dirfd, access) = (get(a)?, get(b)?, get(c)?);
+    is_eventfd(efd.as_fd()).then_some((efd, (dirfd, access)))
+}
 pub fn qpn_path(dir: &Path, qpn: u32) -> PathBuf {
     dir.join(format!("q{qpn}"))
 }
@@ -225,7 +281,8 @@ pub fn reclaim(dir: &Path) {
             if let Probe::Dead = probe(&e.path()) {
                 let _ = std::fs::remove_file(e.path());
             }
-        } else if numbered(&name, 'w').is_some() && ft.is_socket() {
+        } else if (numbered(&name, 'w').is_some() && ft.is_socket()) || (numbered(&name, 'd').is_some() && ft.is_file())
+        {
             wires.push(e.path());
         } else if numbered(&name, 't').is_some() && ft.is_socket() {
             let old = e.metadata().is_ok_and(|m| now - m.mtime() > TEMP_GRACE_SECS);
@@ -239,8 +296,11 @@ pub fn reclaim(dir: &Path) {
     // A wire context's forwarding socket `w<id>` (wire/sock.rs) goes with
     // its context: made after `c<id>` listens, left behind only by a
     // killed process whose `c<id>` is reclaimed above.
+    // So does its descriptor file `d<id>`.
     for w in wires {
-        let id = w.file_name().and_then(|n| numbered(n, 'w'));
+        let id = w
+            .file_name()
+            .and_then(|n| numbered(n, 'w').or_else(|| numbered(n, 'd')));
         if id.is_some_and(|id| {
             std::fs::symlink_metadata(ctx_sock_path(dir, id)).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
         }) {
@@ -445,8 +505,10 @@ fn recv_fds(fd: BorrowedFd<'_>, want: std::ops::RangeInclusive<usize>, wait_ms: 
             tv_sec: wait_ms / 1000,
             tv_nsec: (wait_ms % 1000) * 1_000_000,
         };
-        if poll(&mut pfd, Some(&t)) != Ok(1) {
-            return Got::Refused;
+        match poll(&mut pfd, Some(&t)) {
+            Ok(1) => {}
+            Ok(0) => return Got::Later,
+            _ => return Got::Refused,
         }
     }
     let mut b = [0u8; Hello::LEN];
@@ -547,8 +609,23 @@ pub fn connect(
     if !send_fds(fd.as_fd(), Hello::new(my_id), &mine) {
         return None;
     }
-    let Got::Hello(h, fds) = recv_fds(fd.as_fd(), 1..=3, 5000) else {
-        return None;
+    let (h, fds) = match recv_fds(fd.as_fd(), 1..=3, 50) {
+        Got::Hello(h, fds) => (h, fds),
+        Got::Refused => return None,
+        Got::Later => {
+            // The target's thread does not answer at once (stopped, busy):
+            // take its descriptors ourselves when the kernel lets us; its
+            // answer, when it comes, is read and dropped (`drain`).
+            if let Some((peer_efd, direct)) = take_fds(dir, peer, pidfd.as_fd()) {
+                // SAFETY: as below (`memfd` is ours, sealed).
+                let link = unsafe { Link::new(peer, true, fd, memfd.as_fd(), peer_efd) }?;
+                return Some((link, pidfd, Some(direct)));
+            }
+            let Got::Hello(h, fds) = recv_fds(fd.as_fd(), 1..=3, 4950) else {
+                return None;
+            };
+            (h, fds)
+        }
     };
     if h.ctx_id != peer {
         return None;
