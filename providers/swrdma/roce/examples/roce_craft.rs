@@ -69,15 +69,25 @@ fn parse(args: &[String]) -> Result<Craft, String> {
             "imm" => c.h.imm = Some(num(v)? as u32),
             "reth" => {
                 let n = nums(v, 3)?;
-                c.h.reth = Some(Reth { va: n[0], rkey: n[1] as u32, len: n[2] as u32 });
+                c.h.reth = Some(Reth {
+                    va: n[0],
+                    rkey: n[1] as u32,
+                    len: n[2] as u32,
+                });
             }
             "deth" => {
                 let n = nums(v, 2)?;
-                c.h.deth = Some(Deth { qkey: n[0] as u32, sqpn: n[1] as u32 });
+                c.h.deth = Some(Deth {
+                    qkey: n[0] as u32,
+                    sqpn: n[1] as u32,
+                });
             }
             "aeth" => {
                 let n = nums(v, 2)?;
-                c.h.aeth = Some(Aeth { syndrome: n[0] as u8, msn: n[1] as u32 });
+                c.h.aeth = Some(Aeth {
+                    syndrome: n[0] as u8,
+                    msn: n[1] as u32,
+                });
             }
             _ => return Err(format!("unknown key {k}")),
         }
@@ -93,11 +103,18 @@ fn send(c: &Craft) -> Result<(), String> {
     let hl = roce::encode(&c.h, payload.len(), &mut hb).map_err(|e| format!("encode: {e:?}"))?;
     let pad = [0u8; 4];
     let np = roce::pad_for(payload.len()) as usize;
-    let ip = roce::IpInfo { src: c.src, dst: c.dst, sport, dport: roce::ROCE_PORT, flow: 0 };
+    let ip = roce::IpInfo {
+        src: c.src,
+        dst: c.dst,
+        sport,
+        dport: roce::ROCE_PORT,
+        flow: 0,
+    };
     let icrc = roce::icrc(&ip, &[&hb[..hl], &payload, &pad[..np]]);
     let pkt = [&hb[..hl], &payload[..], &pad[..np], &icrc[..]].concat();
     for _ in 0..c.count {
-        sock.send_to(&pkt, SocketAddr::new(c.dst, roce::ROCE_PORT)).map_err(|e| format!("send: {e}"))?;
+        sock.send_to(&pkt, SocketAddr::new(c.dst, roce::ROCE_PORT))
+            .map_err(|e| format!("send: {e}"))?;
     }
     Ok(())
 }
