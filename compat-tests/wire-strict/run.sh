@@ -13,6 +13,9 @@
 #              QP to error, no successful receive; UC: the message dropped,
 #              the QP lives on; UC FIRST shorter than the MTU: dropped; UD
 #              over the port's MTU: dropped
+#   op/...     an RDMA READ on a UC QP, an RDMA WRITE on a UD QP: posted,
+#              completed with LOC_QP_OP_ERR, the QP to error (as rxe, whose
+#              provider posts any opcode and whose requester fails it)
 # Two network namespaces this suite creates (wxa: 169.254.78.1 on wxva;
 # wxb: 169.254.78.2, the victim's peer, and .3, the stranger, on wxvb), a
 # veth pair; link-local addresses only.  Needs root (ip netns).
@@ -118,6 +121,17 @@ craft $PEER 0x04 "$RC" 2 len=1400
 poll
 check "mtu/rc SEND ONLY of 1400 bytes: QP to error, no successful receive" \
     '! has "wc rc 0" && case "$POLL" in *"state 6 "*) true ;; *) false ;; esac' "not refused"
+
+# --- operations the transport lacks (UC: READ; UD: WRITE): taken at post,
+# completed LOC_QP_OP_ERR (2), the QP to error (6) - as rxe's requester
+for q in 1 2; do
+    echo "post $q" >&"${V[1]}"; read -r -t 10 w posted <&"${V[0]}"; echo "post $q: $posted" >>"$SCRATCH/log"
+    poll
+    n=$([ $q = 1 ] && echo "uc RDMA READ" || echo "ud RDMA WRITE")
+    st=$([ $q = 1 ] && echo "state 6 6 3" || echo "state 6 6 6")
+    check "op/$n: posted, completes LOC_QP_OP_ERR, QP to error" \
+        '[ "$posted" = 0 ] && has "wc ${n%% *} 2 " && has "$st"' "ibv_post_send returned $posted"
+done
 echo quit >&"${V[1]}"
 wait "$V_PID" 2>/dev/null
 finish

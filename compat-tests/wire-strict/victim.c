@@ -10,6 +10,8 @@
  *   peek OFF     "peek OFF <8 bytes hex>": the MR at OFF
  *   poll MS      every completion within MS ms: "wc <rc|uc|ud> STATUS LEN",
  *                then "state RC UC UD" (ibv_query_qp) and "end"
+ *   post 1|2     an RDMA READ on the UC QP (1) or WRITE on the UD QP (2):
+ *                "posted <ibv_post_send's return>"
  *   quit
  *   victim DEV LOCAL PEER
  */
@@ -125,6 +127,15 @@ int main(int argc, char **argv)
 			printf("\n");
 		} else if (sscanf(line, "poll %d", &v) == 1) {
 			poll_for(cq, v);
+		} else if (sscanf(line, "post %d", &v) == 1 && v >= 1 && v <= 2) {
+			/* an RDMA READ on the UC QP (1), an RDMA WRITE on the UD QP (2) */
+			struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey};
+			struct ibv_send_wr wr = {.wr_id = v, .sg_list = &sge, .num_sge = 1,
+						 .opcode = v == 1 ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+						 .send_flags = IBV_SEND_SIGNALED}, *bad;
+			wr.wr.rdma.remote_addr = (uintptr_t)buf;
+			wr.wr.rdma.rkey = mr->rkey;
+			printf("posted %d\n", ibv_post_send(qp[v], &wr, &bad));
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}
