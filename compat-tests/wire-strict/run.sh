@@ -13,6 +13,7 @@
 #              QP to error, no successful receive; UC: the message dropped,
 #              the QP lives on; UC FIRST shorter than the MTU: dropped; UD
 #              over the port's MTU: dropped
+#   limits/... modify_qp beyond max_qp_rd_atom or with timeout > 31: EINVAL
 #   op/...     an RDMA READ on a UC QP, an RDMA WRITE on a UD QP: posted,
 #              completed with LOC_QP_OP_ERR, the QP to error (as rxe, whose
 #              provider posts any opcode and whose requester fails it)
@@ -121,6 +122,12 @@ craft $PEER 0x04 "$RC" 2 len=1400
 poll
 check "mtu/rc SEND ONLY of 1400 bytes: QP to error, no successful receive" \
     '! has "wc rc 0" && case "$POLL" in *"state 6 "*) true ;; *) false ;; esac' "not refused"
+
+# --- the device's limits at modify_qp, as rxe_qp_chk_attr
+echo limits >&"${V[1]}"; read -r -t 10 w r1 r2 r3 <&"${V[0]}"; echo "limits: $r1 $r2 $r3" >>"$SCRATCH/log"
+check "limits/max_rd_atomic 129 > max_qp_rd_atom 128: EINVAL" '[ "$r1" = 22 ]' "ibv_modify_qp returned $r1"
+check "limits/timeout 32 (5 bits): EINVAL" '[ "$r2" = 22 ]' "ibv_modify_qp returned $r2"
+check "limits/max_rd_atomic 128, timeout 31: taken (control)" '[ "$r3" = 0 ]' "ibv_modify_qp returned $r3"
 
 # --- operations the transport lacks (UC: READ; UD: WRITE): taken at post,
 # completed LOC_QP_OP_ERR (2), the QP to error (6) - as rxe's requester

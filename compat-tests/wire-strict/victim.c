@@ -12,6 +12,8 @@
  *                then "state RC UC UD" (ibv_query_qp) and "end"
  *   post 1|2     an RDMA READ on the UC QP (1) or WRITE on the UD QP (2):
  *                "posted <ibv_post_send's return>"
+ *   limits       "limits R1 R2 R3": RTS with max_rd_atomic 129, timeout 32,
+ *                then 128 and 31 (ibv_modify_qp's returns)
  *   quit
  *   victim DEV LOCAL PEER
  */
@@ -136,6 +138,33 @@ int main(int argc, char **argv)
 			wr.wr.rdma.remote_addr = (uintptr_t)buf;
 			wr.wr.rdma.rkey = mr->rkey;
 			printf("posted %d\n", ibv_post_send(qp[v], &wr, &bad));
+		} else if (!strncmp(line, "limits", 6)) {
+			/* RTR -> RTS of a new RC QP with timeout 32, then with
+			 * max_rd_atomic 129 (over the device's max_qp_rd_atom 128),
+			 * then with 128 and 31 (each only if the one before was
+			 * refused): "limits <max_rd_atomic> <timeout> <both good>" */
+			struct ibv_qp_init_attr ia = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+						      .cap = {.max_send_wr = 1, .max_recv_wr = 1,
+							      .max_send_sge = 1, .max_recv_sge = 1}};
+			struct ibv_qp *q = ibv_create_qp(pd, &ia);
+			struct qps_conn c;
+			struct ibv_qp_attr a;
+			int r[3] = {-1, -1, -1}, m;
+			qps_defaults(&c);
+			c.sgid_index = gid;
+			c.dgid.raw[10] = c.dgid.raw[11] = 0xff;
+			inet_pton(AF_INET, argv[3], c.dgid.raw + 12);
+			if (q && !qps_modify(q, IBV_QPS_INIT, &c) && !qps_modify(q, IBV_QPS_RTR, &c)) {
+				m = qps_attr(IBV_QPS_RTS, IBV_QPT_RC, &c, &a);
+				a.timeout = 32;
+				r[1] = ibv_modify_qp(q, &a, m);
+				a.timeout = 31;
+				a.max_rd_atomic = 129;
+				r[0] = ibv_modify_qp(q, &a, m);
+				a.max_rd_atomic = 128;
+				r[2] = ibv_modify_qp(q, &a, m);
+			}
+			printf("limits %d %d %d\n", r[0], r[1], r[2]);
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}
