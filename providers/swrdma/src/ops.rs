@@ -37,6 +37,9 @@ extern "C" {
 // Context
 // ---------------------------------------------------------------------------
 
+/// READs and atomics in flight per QP, either way (rxe's value).
+const MAX_QP_RD_ATOM: i32 = 128;
+
 /// # Safety
 /// Called by libibverbs (`DEVICE_OPS.alloc_context`) with a device our
 /// `alloc_device` created.
@@ -218,9 +221,9 @@ unsafe extern "C" fn query_device_ex(
     o.max_mr = 1 << 20;
     o.max_pd = 65536;
     o.max_mw = 1 << 20;
-    o.max_qp_rd_atom = 128;
+    o.max_qp_rd_atom = MAX_QP_RD_ATOM;
     o.max_res_rd_atom = 128 * 65536;
-    o.max_qp_init_rd_atom = 128;
+    o.max_qp_init_rd_atom = MAX_QP_RD_ATOM;
     o.atomic_cap = IBV_ATOMIC_HCA;
     o.max_ah = 65536;
     o.max_srq = 65536;
@@ -1851,6 +1854,13 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             }
         }
         if mask & IBV_QP_PATH_MTU != 0 && !(IBV_MTU_256..=IBV_MTU_4096).contains(&a.path_mtu) {
+            return libc::EINVAL;
+        }
+        // As rxe (rxe_qp_chk_attr): the device's max_qp_rd_atom, and the
+        // 5 bits of the local ACK timeout.
+        if (mask & IBV_QP_MAX_QP_RD_ATOMIC != 0 && a.max_rd_atomic as i32 > MAX_QP_RD_ATOM)
+            || (mask & IBV_QP_TIMEOUT != 0 && a.timeout > 31)
+        {
             return libc::EINVAL;
         }
         if let Some(w) = c.wire_rt() {

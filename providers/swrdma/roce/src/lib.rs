@@ -297,6 +297,23 @@ pub struct OpInfo {
     pub hdr_len: usize,
 }
 
+/// Whether a request packet's payload length fits its place in the
+/// message at path MTU `pmtu` bytes, as the kernel's rxe checks it
+/// (`check_length`): an only packet carries at most `pmtu` bytes, a first
+/// or middle packet exactly `pmtu`, a last packet 1 to `pmtu`.
+pub fn payload_fits(info: &OpInfo, len: usize, pmtu: u32) -> bool {
+    let pmtu = pmtu as usize;
+    if info.only {
+        len <= pmtu
+    } else if info.first || info.middle {
+        len == pmtu
+    } else if info.last {
+        (1..=pmtu).contains(&len)
+    } else {
+        true
+    }
+}
+
 /// Position of a packet in its message.
 #[derive(Clone, Copy)]
 enum Pos {

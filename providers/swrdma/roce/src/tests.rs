@@ -994,3 +994,27 @@ fn rxe_captured_ipv6_frames() {
     ops.sort_unstable();
     assert_eq!(ops, [op::RC_SEND_ONLY, op::RC_ACK, op::UD_SEND_ONLY]);
 }
+
+// ---------------------------------------------------------------- path MTU
+
+#[test]
+fn payload_fits_the_path_mtu_as_rxe_checks_it() {
+    let only = op_info(op::RC_SEND_ONLY);
+    let first = op_info(op::RC_SEND_FIRST);
+    let middle = op_info(op::RC_SEND_MIDDLE);
+    let last = op_info(op::RC_SEND_LAST);
+    let wfirst = op_info(0x06);
+    for pmtu in [256u32, 1024, 4096] {
+        let m = pmtu as usize;
+        assert!(payload_fits(&only, 0, pmtu) && payload_fits(&only, m, pmtu));
+        assert!(!payload_fits(&only, m + 1, pmtu) && !payload_fits(&only, 4097, pmtu));
+        for f in [first, middle, wfirst] {
+            assert!(payload_fits(&f, m, pmtu));
+            assert!(!payload_fits(&f, m - 1, pmtu) && !payload_fits(&f, m + 4, pmtu) && !payload_fits(&f, 0, pmtu));
+        }
+        assert!(payload_fits(&last, 1, pmtu) && payload_fits(&last, m, pmtu));
+        assert!(!payload_fits(&last, 0, pmtu) && !payload_fits(&last, m + 1, pmtu));
+    }
+    // Packets that are no part of a request message are not its business.
+    assert!(payload_fits(&op_info(op::RC_ACK), 0, 256));
+}

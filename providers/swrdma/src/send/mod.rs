@@ -43,7 +43,13 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     let Some(req) = SendRequest::read(wr, qpt) else {
         return Err(libc::EINVAL);
     };
-    if !req.op.allowed_on(qpt) {
+    // An operation the QP's transport does not offer: a UD or UC QP takes
+    // it at post and fails it (LOC_QP_OP_ERR, the QP to error), as rxe
+    // (its provider posts any opcode, its requester finds no packet
+    // opcode for it); other QP types refuse it at post.
+    let local = matches!(req.op, Operation::BindMw(_) | Operation::LocalInv { .. });
+    let op_err = !req.op.allowed_on(qpt);
+    if op_err && (local || (qpt != IBV_QPT_UD && qpt != IBV_QPT_UC)) {
         return Err(libc::EINVAL);
     }
     if view.state == IBV_QPS_ERR {
@@ -60,6 +66,11 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     }
     if view.state != IBV_QPS_RTS && view.state != IBV_QPS_SQD {
         return Err(libc::EINVAL);
+    }
+    if op_err {
+        let (op, signaled) = (req.op.wc_opcode(), req.signaled());
+        finish_now(c, qp, req.wr_id, op, 0, signaled, IBV_WC_LOC_QP_OP_ERR);
+        return Ok(());
     }
     // Local operations: done at once, completed in order.
     match req.op {

@@ -585,6 +585,9 @@ impl Wire {
         if qpstate::intake(st.state) != Intake::Take {
             return;
         }
+        if (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_UC) && !from_peer(&st.wq, m) {
+            return; // (as rxe's check_addr: not the QP's path)
+        }
         match (qp.qpt, info.transport) {
             (IBV_QPT_RC, roce::Transport::Rc) => match info.kind {
                 roce::Kind::Ack | roce::Kind::AtomicAck | roce::Kind::ReadResp => {
@@ -883,6 +886,9 @@ impl Wire {
             st.wq.in_send = true;
             st.wq.recv_off = 0;
         }
+        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
+            return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
+        }
         place_send(st, payload);
         st.wq.epsn = psn_add(psn, 1);
         if !(info.last || info.only) {
@@ -916,6 +922,9 @@ impl Wire {
         let info = roce::op_info(h.bth.opcode);
         if st.wq.in_send || (st.wq.wr.is_some() == (info.first || info.only)) {
             return Err((psn, Fault::InvalidRequest));
+        }
+        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
+            return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
         }
         if info.first || info.only {
             let Some(r) = h.reth else { return Ok(()) };
@@ -1116,6 +1125,14 @@ impl Wire {
             st.wq.recv_off = 0;
         }
         st.wq.epsn = psn_add(psn, 1);
+        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
+            // Not the length its place allows: the message is dropped
+            // (rxe: class D1; its receive WQE serves the next message).
+            st.wq.uc_drop = !(info.last || info.only);
+            st.wq.in_send = false;
+            st.wq.wr = None;
+            return;
+        }
         match info.kind {
             roce::Kind::Send => {
                 if starts {
@@ -1182,6 +1199,9 @@ impl Wire {
         let Some(d) = h.deth else { return };
         if d.qkey != st.attr.qkey {
             return; // (a Q_Key violation: dropped)
+        }
+        if payload.len() > self.mtu as usize {
+            return; // (longer than the port's MTU: dropped, as rxe)
         }
         if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
             return; // (no receive: dropped)
@@ -1262,6 +1282,15 @@ fn in_window(st: &QpSt, idx: usize, pkt: u32) -> bool {
         }
     }
     true
+}
+
+/// A connected (RC, UC) QP takes packets only along its path: from the
+/// peer's address of its address vector to our address of it, as the
+/// kernel's rxe (`check_addr`): any other host could otherwise act for the
+/// peer (NAK, READ, WRITE).  The UDP source port is not looked at (it is
+/// the sender's flow entropy, rxe does not either).
+fn from_peer(w: &WQp, m: &RxMeta) -> bool {
+    w.src == Some(m.dst) && w.dst == Some(m.src)
 }
 
 /// Where request `idx` goes: (our address, the peer's).
