@@ -85,7 +85,22 @@ mod tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
         for start in 0..17 {
-            for end in [start, start + 1, start + 7, start + 8, start + 9, 63, 64, 65, 100, 127, 128, 129, 999, 1000] {
+            for end in [
+                start,
+                start + 1,
+                start + 7,
+                start + 8,
+                start + 9,
+                63,
+                64,
+                65,
+                100,
+                127,
+                128,
+                129,
+                999,
+                1000,
+            ] {
                 let s = &data[start..end.max(start)];
                 assert_eq!(update(0x1234_5678, s), update_const(0x1234_5678, s));
             }
