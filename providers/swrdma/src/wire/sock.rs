@@ -63,6 +63,11 @@
 //! * Datagrams shorter than a BTH (12 bytes), truncated ones (longer than
 //!   [`BUF`]) and malformed forwards are dropped.
 //!
+//! Sending a burst uses `sendmmsg`: the engine builds the packets in place
+//! in the slots of a [`TxBatch`] and [`Sock::send_batch`] hands them to the
+//! kernel together (what the kernel refuses for lack of room is lost, as a
+//! single [`Sock::send`] that fails; RC retransmits).
+//!
 //! Receiving uses `recvmmsg` into buffers owned by the [`Sock`] (behind a
 //! mutex: whichever thread makes progress calls [`Sock::recv`]; a second
 //! thread finding it busy returns at once).  Ancillary data and addresses
