@@ -14,13 +14,18 @@
 #     ib_atomic_lat, one and two concurrent ib_write_bw pairs (-D), and
 #     latency beside one spinning process per CPU.  report.py prints each
 #     target's figure, reference, ratio, limit and "meets" / "misses" / "n/a".
+#  H. "hostwire" (issue 25, items 1 and 2; host-wire.sh, host-wire-report.py):
+#     the wire device rw0 between two network namespaces over a veth, perftest
+#     latency and bandwidth beside a plain UDP ping-pong / stream (net_ref.c)
+#     on the same veth and CPUs; ibv_rc_pingpong -e on swr0 beside a pipe
+#     ping-pong between the same two CPUs.  Needs root (ip netns).
 #  B. Real devices: one boot of the Soft-RoCE VM (compat-tests/vm), where
 #     vm_bench.c runs on rxe0 with Debian's libibverbs and with ours
 #     (LD_LIBRARY_PATH), alternating, BENCH_ROUNDS rounds: first-call
 #     startup, MR, CQ, QP control-path costs, as ours/upstream ratios.
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
-# ("soft vm wire", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
+# ("soft hostwire vm wire", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
 # script); BENCH_ROUNDS (VM rounds, default 5); BENCH_PERFTEST_TIMEOUT (s per
 # perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
 # targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
@@ -34,7 +39,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 HERE=compat-tests/bench
 B=build/bench
-SECTIONS=${BENCH_SECTIONS:-soft vm wire}
+SECTIONS=${BENCH_SECTIONS:-soft hostwire vm wire}
 QUICK=${BENCH_QUICK:-}
 ROUNDS=${BENCH_ROUNDS:-5}
 mkdir -p "$B"
@@ -53,6 +58,7 @@ OUR_LIB=$LIBDIR/$(basename "$OUR_LIB")
 CFLAGS="-O2 -Wall -Wextra"
 cc $CFLAGS -o "$B/memcpy" "$HERE/memcpy.c" &&
 cc $CFLAGS -o "$B/shm_pingpong" "$HERE/shm_pingpong.c" &&
+cc $CFLAGS -o "$B/net_ref" "$HERE/net_ref.c" &&
 cc $CFLAGS -I"$OUR_INCLUDE" -o "$B/vm_bench" "$HERE/vm_bench.c" -L"$LIBDIR" -l:libibverbs.so.1 ||
     { echo "bench: cannot build the benchmark programs" >&2; exit 1; }
 
@@ -321,6 +327,9 @@ for sec in $SECTIONS; do
             echo "loadavg_after_vm $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
             python3 "$HERE/report.py" vm ;;
         wire) section_wire ;;
+        hostwire) echo "loadavg_before_hostwire $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
+                  bash "$HERE/host-wire.sh" "$PWD/$B/hostwire" "$LIBDIR" "$PWD/$B/net_ref"
+                  python3 "$HERE/host-wire-report.py" | tee "$B/hostwire.txt" ;;
         *) say "unknown section $sec" ;;
     esac
 done

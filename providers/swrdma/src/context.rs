@@ -537,8 +537,19 @@ impl Ctx {
                 idle_since = 0;
                 continue;
             }
+            let armed_before = self.armed_cqs.load(Ordering::Relaxed);
             let n = self.progress();
             if n > 0 {
+                if self.armed_cqs.load(Ordering::Relaxed) < armed_before {
+                    // This progress triggered an armed CQ: the completion
+                    // event is in its channel and the application that
+                    // waits for it is runnable, often on this CPU.  Give
+                    // it the CPU now rather than spinning on until the
+                    // scheduler preempts us (ibv_rc_pingpong -e on swr0,
+                    // CPUs 0/1: 62.6-63.7 -> 55.3-56.2 us per round trip).
+                    // SAFETY: sched_yield takes no arguments.
+                    unsafe { libc::sched_yield() };
+                }
                 idle_since = 0;
                 if iter.is_multiple_of(256) {
                     self.handle_epoll(0);

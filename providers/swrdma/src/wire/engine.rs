@@ -16,13 +16,13 @@
 use crate::mem::{Atomic, ProcessMemory};
 use crate::objects::*;
 use crate::sys::{lock, now_ns};
-use crate::wire::sock::{RxMeta, Sock};
+use crate::wire::sock::{RxMeta, Sock, TxBatch};
 pub use crate::wire::state::*;
 use ibverbs_abi::*;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use swrdma_rc::completer;
 use swrdma_rc::fault::{Fault, NAK_PSN_SEQ};
 use swrdma_rc::op::Op;
@@ -60,7 +60,21 @@ pub struct Wire {
     /// QPs with work on the wire (timers to look at).
     busy: AtomicU32,
     last_timers: AtomicU64,
+    /// Idle [`TxBatch`]es: a burst of packets is built in one and leaves in
+    /// one `sendmmsg` (each thread that sends a burst takes one meanwhile).
+    txq: Mutex<Vec<TxBatch>>,
 }
+
+/// Where a packet's payload starts in its [`TxBatch`] slot: the headers are
+/// written just before it, so that the packet is one contiguous run.
+const PAY: usize = roce::MAX_HDR;
+
+/// Bytes of a [`TxBatch`] slot: headers, the largest payload (IB MTU 4096),
+/// pad and ICRC.
+const TX_SLOT: usize = PAY + 4096 + 8;
+
+/// Idle batches kept (at most one per thread sending at once is used).
+const TXQ_KEEP: usize = 4;
 
 /// `SWRDMA_WIRE_TRACE=1`: every packet sent and received, on stderr.
 fn trace() -> bool {
@@ -99,6 +113,7 @@ impl Wire {
             dir,
             busy: AtomicU32::new(0),
             last_timers: AtomicU64::new(0),
+            txq: Mutex::new(Vec::new()),
         }
     }
 
@@ -241,6 +256,64 @@ impl Wire {
         }
     }
 
+    /// An empty batch (from the pool, else a new one).
+    fn batch(&self) -> TxBatch {
+        lock(&self.txq).pop().unwrap_or_else(|| TxBatch::new(TX_SLOT))
+    }
+
+    /// Sends what `b` holds and keeps it for the next burst.
+    fn send_out(&self, mut b: TxBatch) {
+        if !b.is_empty() {
+            self.sock.send_batch(&mut b);
+        }
+        let mut q = lock(&self.txq);
+        if q.len() < TXQ_KEEP {
+            q.push(b);
+        }
+    }
+
+    /// Makes room in `b` for a packet from `src`: sends it first when it is
+    /// full or holds packets from another address.  Then the payload goes
+    /// to `b.slot_mut()[PAY..]` and [`Wire::tx_slot`] completes the packet.
+    fn room(&self, b: &mut TxBatch, src: &IpAddr) {
+        if b.is_full() || b.src().is_some_and(|s| s != *src) {
+            self.sock.send_batch(b);
+        }
+    }
+
+    /// Completes the packet whose `plen` bytes of payload are at
+    /// `PAY..` of the next slot of `b` (headers before it, pad and ICRC
+    /// after it) and adds it to the batch; sent by the next
+    /// [`Wire::send_out`] (or [`Wire::room`] when the batch is full).
+    fn tx_slot(&self, b: &mut TxBatch, src: &IpAddr, dst: &IpAddr, h: &Hdr, plen: usize) {
+        let mut hb = [0u8; roce::MAX_HDR];
+        let Ok(hl) = roce::encode(h, plen, &mut hb) else {
+            return;
+        };
+        let np = roce::pad_for(plen) as usize;
+        let ip = roce::IpInfo {
+            src: *src,
+            dst: *dst,
+            sport: roce::ROCE_PORT,
+            dport: roce::ROCE_PORT,
+            flow: 0,
+        };
+        let slot = b.slot_mut();
+        let (start, end) = (PAY - hl, PAY + plen + np);
+        slot[start..PAY].copy_from_slice(&hb[..hl]);
+        slot[PAY + plen..end].fill(0);
+        let icrc = roce::icrc(&ip, &[&slot[start..end]]);
+        slot[end..end + roce::ICRC_LEN].copy_from_slice(&icrc);
+        b.push(*src, *dst, start, end + roce::ICRC_LEN - start);
+        if trace() {
+            let (op, dqpn, psn) = (h.bth.opcode, h.bth.dqpn, h.bth.psn);
+            eprintln!(
+                "{} tx op {op:#x} dqpn {dqpn} psn {psn} len {plen} (batched)",
+                now_ns() / 1000
+            );
+        }
+    }
+
     fn bth(opcode: u8, dqpn: u32, psn: u32) -> Bth {
         Bth {
             opcode,
@@ -319,7 +392,7 @@ impl Wire {
         } else {
             st.wq.pmtu.max(256)
         };
-        let mut buf = vec![0u8; pmtu as usize];
+        let mut b = self.batch();
         while st.wq.next < st.wq.reqs.len() {
             let idx = st.wq.next;
             let pkt = st.wq.next_pkt;
@@ -332,9 +405,12 @@ impl Wire {
                 st.wq.next_pkt = 0;
                 continue;
             };
-            let (mut h, plen, last_pkt) = match request_packet(qp, st, idx, pkt, pmtu, &mut buf) {
+            self.room(&mut b, &src);
+            let buf = &mut b.slot_mut()[PAY..PAY + pmtu as usize];
+            let (mut h, plen, last_pkt) = match request_packet(qp, st, idx, pkt, pmtu, buf) {
                 Ok(p) => p,
                 Err(seq) => {
+                    self.send_out(b);
                     self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
                     return;
                 }
@@ -350,7 +426,7 @@ impl Wire {
                 }
             }
             if same_family(&src, &dst) {
-                self.tx(&src, &dst, &h, &buf[..plen]);
+                self.tx_slot(&mut b, &src, &dst, &h, plen);
             }
             if !last_pkt {
                 st.wq.next_pkt += 1;
@@ -372,6 +448,7 @@ impl Wire {
                 st.wq.timer_at = now_ns() + ack_timeout_ns(st.attr.timeout);
             }
         }
+        self.send_out(b);
     }
 
     /// Goes back to PSN `psn` (the oldest unacknowledged one): what follows
@@ -1028,15 +1105,16 @@ impl Wire {
             };
             st.wq.reads.save(res, st.attr.max_dest_rd_atomic);
         }
-        let mut buf = vec![0u8; pmtu as usize];
+        let mut b = self.batch();
         for i in 0..n {
             let off = i as u64 * pmtu;
             let plen = (len - off.min(len)).min(pmtu) as usize;
+            self.room(&mut b, &m.dst);
             if plen > 0 {
-                let got = Self::with_target(c, qp, st, |t| {
-                    t.read(&ProcessMemory, r.rkey, r.va + off, &mut buf[..plen])
-                });
+                let buf = &mut b.slot_mut()[PAY..PAY + plen];
+                let got = Self::with_target(c, qp, st, |t| t.read(&ProcessMemory, r.rkey, r.va + off, buf));
                 if let Err(f) = got {
+                    self.send_out(b);
                     return quiet((psn_add(psn, i), f));
                 }
             }
@@ -1053,8 +1131,9 @@ impl Wire {
             if opcode != op::RC_READ_RESPONSE_MIDDLE {
                 h.aeth = Some(Aeth::ack(st.wq.msn));
             }
-            self.tx(&m.dst, &m.src, &h, &buf[..plen]);
+            self.tx_slot(&mut b, &m.dst, &m.src, &h, plen);
         }
+        self.send_out(b);
         Ok(())
     }
 

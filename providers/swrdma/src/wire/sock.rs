@@ -63,6 +63,11 @@
 //! * Datagrams shorter than a BTH (12 bytes), truncated ones (longer than
 //!   [`BUF`]) and malformed forwards are dropped.
 //!
+//! Sending a burst uses `sendmmsg`: the engine builds the packets in place
+//! in the slots of a [`TxBatch`] and [`Sock::send_batch`] hands them to the
+//! kernel together (what the kernel refuses for lack of room is lost, as a
+//! single [`Sock::send`] that fails; RC retransmits).
+//!
 //! Receiving uses `recvmmsg` into buffers owned by the [`Sock`] (behind a
 //! mutex: whichever thread makes progress calls [`Sock::recv`]; a second
 //! thread finding it busy returns at once).  Ancillary data and addresses
@@ -122,6 +127,88 @@ const UDP_RCVBUF: usize = 4 << 20;
 
 /// Most iovecs [`Sock::send`] takes.
 const MAX_PARTS: usize = 16;
+
+/// Datagrams per `sendmmsg` (a [`TxBatch`]).
+pub const TX_BATCH: usize = 32;
+
+/// Packets built in place for one `sendmmsg` ([`Sock::send_batch`]): up to
+/// [`TX_BATCH`] slots of `slot` bytes each in one buffer, kept by the
+/// caller between bursts (no allocation per packet).  All packets of a
+/// batch leave from one local address (the caller sends the batch before
+/// changing it); each has its own destination.
+pub struct TxBatch {
+    data: Vec<u8>,
+    slot: usize,
+    src: Option<IpAddr>,
+    /// (destination, start in its slot, length) of each packet built.
+    pkts: Vec<(IpAddr, usize, usize)>,
+}
+
+impl TxBatch {
+    /// A batch whose slots hold `slot` bytes each.
+    pub fn new(slot: usize) -> TxBatch {
+        TxBatch {
+            data: vec![0; TX_BATCH * slot],
+            slot,
+            src: None,
+            pkts: Vec::with_capacity(TX_BATCH),
+        }
+    }
+
+    /// The local address of the packets in the batch (none when empty).
+    pub fn src(&self) -> Option<IpAddr> {
+        self.src
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.pkts.len() >= TX_BATCH
+    }
+
+    /// The next free slot, to build a packet in (the batch must not be full).
+    pub fn slot_mut(&mut self) -> &mut [u8] {
+        let i = self.pkts.len().min(TX_BATCH - 1);
+        &mut self.data[i * self.slot..(i + 1) * self.slot]
+    }
+
+    /// The packet built in the next slot at `start..start + len` goes from
+    /// `src` to `dst` (`src` must be the batch's, or the batch empty).
+    pub fn push(&mut self, src: IpAddr, dst: IpAddr, start: usize, len: usize) {
+        debug_assert!(!self.is_full() && start + len <= self.slot);
+        self.src = Some(src);
+        self.pkts.push((dst, start, len));
+    }
+
+    fn clear(&mut self) {
+        self.pkts.clear();
+        self.src = None;
+    }
+}
+
+/// A `sockaddr_in` / `sockaddr_in6` for `dst`:[`PORT`], as raw bytes (with
+/// the interface as scope of a link-local IPv6 destination) and its length.
+fn raw_sockaddr(dst: IpAddr, ifindex: u32) -> ([u8; NAME], usize) {
+    let mut b = [0u8; NAME];
+    match dst.to_canonical() {
+        IpAddr::V4(a) => {
+            b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+            b[2..4].copy_from_slice(&PORT.to_be_bytes());
+            b[4..8].copy_from_slice(&a.octets());
+            (b, 16)
+        }
+        IpAddr::V6(a) => {
+            b[..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
+            b[2..4].copy_from_slice(&PORT.to_be_bytes());
+            b[8..24].copy_from_slice(&a.octets());
+            let scope = if is_link_local(&a) { ifindex } else { 0 };
+            b[24..28].copy_from_slice(&scope.to_ne_bytes());
+            (b, 28)
+        }
+    }
+}
 
 /// Metadata of a received datagram.
 #[allow(dead_code)] // fields read by the wire engine (being written)
@@ -560,6 +647,71 @@ impl Sock {
             _ => return Err(io::Error::from_raw_os_error(libc::EAFNOSUPPORT)),
         };
         Ok(())
+    }
+
+    /// Sends the packets of `b` with `sendmmsg` (as few calls as the
+    /// kernel takes them in) and empties it.  Nonblocking, as
+    /// [`Sock::send`]: packets the kernel refuses (EAGAIN, ENOBUFS …) are
+    /// dropped, as a lost packet (RC retransmits); returns how many left.
+    pub fn send_batch(&self, b: &mut TxBatch) -> usize {
+        let src = b.src.map(|a| a.to_canonical());
+        let fd = src.and_then(|s| self.udp.iter().find(|(a, _)| *a == s).map(|(_, fd)| fd));
+        let (Some(src), Some(fd)) = (src, fd) else {
+            b.clear();
+            return 0;
+        };
+        let mut names = [([0u8; NAME], 0usize); TX_BATCH];
+        // SAFETY: iovec and mmsghdr are plain C data; all zero is valid.
+        let mut iov: [libc::iovec; TX_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut hdrs: [libc::mmsghdr; TX_BATCH] = unsafe { std::mem::zeroed() };
+        let mut k = 0;
+        for (i, &(dst, st, len)) in b.pkts.iter().enumerate() {
+            if src.is_ipv4() != dst.to_canonical().is_ipv4() {
+                continue; // (a family mismatch is never sent, as in `send`)
+            }
+            names[k] = raw_sockaddr(dst, self.ifindex);
+            iov[k].iov_base = b.data[i * b.slot + st..].as_mut_ptr().cast();
+            iov[k].iov_len = len;
+            k += 1;
+        }
+        for i in 0..k {
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            h.msg_name = names[i].0.as_mut_ptr().cast();
+            h.msg_namelen = names[i].1 as libc::socklen_t;
+        }
+        let (mut sent, mut skipped) = (0, 0);
+        while sent < k {
+            // SAFETY: `fd` is an open UDP socket; headers `sent..k` point to
+            // their iovec (into `b.data`, inside its slot) and socket
+            // address, all alive and not otherwise borrowed during the call.
+            let r = unsafe {
+                libc::sendmmsg(
+                    fd.as_raw_fd(),
+                    hdrs[sent..].as_mut_ptr(),
+                    (k - sent) as _,
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if r <= 0 {
+                let e = io::Error::last_os_error().raw_os_error();
+                if r < 0 && e == Some(libc::EINTR) {
+                    continue;
+                }
+                if r < 0 && (e == Some(libc::EAGAIN) || e == Some(libc::ENOBUFS)) {
+                    break; // no room: the rest is lost (RC retransmits)
+                }
+                // This packet is refused (e.g. EMSGSIZE): dropped, the rest tried.
+                skipped += 1;
+                sent += 1;
+                continue;
+            }
+            sent += r as usize;
+        }
+        b.clear();
+        sent.min(k) - skipped
     }
 
     /// A new forwarding connection to context `owner`, if it listens.

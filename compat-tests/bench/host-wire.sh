@@ -1,0 +1,115 @@
+#!/bin/bash
+# compat-tests/bench/host-wire.sh: section "hostwire" of `make bench` (issue
+# 25, items 1 and 2), on this host, no VM.  Called by run.sh with
+#   host-wire.sh <scratch dir> <library dir> <net_ref binary>
+#
+# 1. Wire device over a veth between two network namespaces this script
+#    creates and deletes (bwa: 169.254.25.1 on bva, bwb: 169.254.25.2 on bvb;
+#    link-local addresses only, no route out; veth MTU 9000, so IB MTU 4096
+#    fits).  Server in bwa on CPU 0, client in bwb on CPU 1:
+#    * ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat 2 B (-n
+#      BENCH_WIRE_LAT_ITERS) beside net_ref's UDP ping-pong (2-byte
+#      datagrams, same CPUs, same veth);
+#    * ib_write_bw, ib_send_bw, ib_read_bw 64 KiB and 1 MiB (-D
+#      BENCH_WIRE_BW_SECONDS) at IB MTU 1024 and 4096 (perftest -m), beside
+#      net_ref's UDP stream of one-IB-MTU datagrams received on the same veth.
+# 2. Events on swr0: ibv_rc_pingpong -e (server CPU 0, client CPU 1) beside
+#    net_ref's pipe ping-pong between the same two CPUs.
+# Raw outputs: <scratch>/*.{server,client,rc}; host-wire-report.py reads them.
+# Needs root (ip netns); without it, or without perftest, a file "skipped".
+set -u
+S=$1 LIBDIR=$2 NETREF=$3
+TO=${BENCH_PERFTEST_TIMEOUT:-25}
+LAT_N=${BENCH_WIRE_LAT_ITERS:-5000}
+BW_D=${BENCH_WIRE_BW_SECONDS:-3}
+EV_N=${BENCH_EVENT_ITERS:-20000}
+say() { echo "bench: $*" >&2; }
+rm -rf "$S"; mkdir -p "$S"
+[ "$(id -u)" = 0 ] || { echo "needs root (ip netns)" > "$S/skipped"; exit 0; }
+command -v ib_write_lat >/dev/null || { echo "perftest not installed" > "$S/skipped"; exit 0; }
+command -v ip >/dev/null || { echo "iproute2 not installed" > "$S/skipped"; exit 0; }
+
+cleanup() { ip netns del bwa 2>/dev/null; ip netns del bwb 2>/dev/null; }
+trap cleanup EXIT
+cleanup
+if ! { ip netns add bwa && ip netns add bwb &&
+       ip link add bva mtu 9000 type veth peer name bvb mtu 9000 &&
+       ip link set bva netns bwa && ip link set bvb netns bwb &&
+       ip -n bwa addr add 169.254.25.1/24 dev bva && ip -n bwb addr add 169.254.25.2/24 dev bvb &&
+       ip -n bwa link set bva up && ip -n bwb link set bvb up &&
+       ip -n bwa link set lo up && ip -n bwb link set lo up; }; then
+    echo "cannot create the namespaces and the veth pair" > "$S/skipped"; exit 0
+fi
+for s in a b; do mkdir -p "$S/rt$s"; chmod 0700 "$S/rt$s"; done
+A=169.254.25.1
+# side a|b CPU: the command prefix of one side (namespace, CPU, library, device)
+side() {
+    P=(ip netns exec "bw$1" taskset -c "$2" env XDG_RUNTIME_DIR="$S/rt$1" LD_LIBRARY_PATH="$LIBDIR"
+       RDMAV_SOFT_DEVICES="rw0@bv$1" timeout -k 5)
+}
+side a 0
+G=$("${P[@]}" 10 ibv_devinfo -v -d rw0 2>&1 | sed -nE 's/^\s*GID\[ *([0-9]+)\]:\s*::ffff:169\.254\.25\.1, RoCE v2.*/\1/p' | head -1)
+[ -n "$G" ] || { echo "rw0@bva has no RoCE v2 GID for $A" > "$S/skipped"; exit 0; }
+sleep 1   # (the veth's carrier)
+
+port=18800
+# pair NAME TIMEOUT SERVER-CMD... -- CLIENT-ARGS...: server in bwa (CPU 0),
+# client in bwb (CPU 1) with the server's address appended; a failed run once more
+pair1() {
+    local f=$S/$1 to=$2 srv=() cli=() sp crc; shift 2
+    while [ "$1" != -- ]; do srv+=("$1"); shift; done; shift; cli=("$@")
+    port=$((port + 1))
+    side a 0; "${P[@]}" "$to" "${srv[@]}" -p $port > "$f.server" 2>&1 & sp=$!
+    sleep 0.5
+    side b 1; "${P[@]}" "$to" "${srv[@]}" "${cli[@]}" -p $port $A > "$f.client" 2>&1; crc=$?
+    local i; for i in $(seq 60); do kill -0 $sp 2>/dev/null || break; sleep 0.05; done
+    kill $sp 2>/dev/null; wait $sp; echo "$crc $?" > "$f.rc"
+    [ "$crc" = 0 ]
+}
+pair() { pair1 "$@" || { say "$1 failed, once more"; mv "$S/$1.client" "$S/$1.try1.client"; pair1 "$@"; }; }
+# ref NAME SERVER-ARGS -- CLIENT-ARGS: net_ref in the two namespaces, same CPUs
+ref() {
+    local f=$S/$1 srv=() sp; shift
+    while [ "$1" != -- ]; do srv+=("$1"); shift; done; shift
+    ip netns exec bwa taskset -c 0 timeout 60 "$NETREF" "${srv[@]}" > "$f.server" 2>&1 & sp=$!
+    sleep 0.3
+    ip netns exec bwb taskset -c 1 timeout 60 "$NETREF" "$@" > "$f.client" 2>&1
+    wait $sp
+}
+
+say "host wire: UDP ping-pong and stream references on the veth (CPUs 0, 1)"
+ref udp.pingpong.2 udp-pong $A 18790 -- udp-ping $A 18790 2 20000
+for m in 1024 4096; do
+    ref "udp.stream.$m" udp-sink $A 18791 "$BW_D" -- udp-blast $A 18791 $m "$BW_D"
+done
+say "host wire: perftest latency 2 B on rw0 (-n $LAT_N)"
+for t in ib_write_lat ib_send_lat ib_read_lat; do
+    pair "$t.2" "$TO" $t -d rw0 -x "$G" -s 2 -n "$LAT_N" --
+done
+pair ib_atomic_lat.8 "$TO" ib_atomic_lat -d rw0 -x "$G" -A FETCH_AND_ADD -n "$LAT_N" --
+say "host wire: perftest bandwidth 64 KiB, 1 MiB, IB MTU 1024 and 4096 (-D $BW_D)"
+for m in 1024 4096; do
+    for t in ib_write_bw ib_send_bw ib_read_bw; do
+        for s in 65536 1048576; do
+            pair "$t.$s.mtu$m" $((TO + BW_D)) $t -d rw0 -x "$G" -s $s -m $m -D "$BW_D" --
+        done
+    done
+done
+trap - EXIT
+cleanup
+
+say "events: ibv_rc_pingpong -e on swr0 (-n $EV_N) and a pipe ping-pong (CPUs 0, 1)"
+taskset -c 0 "$NETREF" pipe-pong 0 1 "$EV_N" > "$S/pipe.pingpong.client" 2>&1
+mkdir -p "$S/rts"; chmod 0700 "$S/rts"
+ev() {
+    local f=$S/rc_pingpong_e sp
+    port=$((port + 1))
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
+        taskset -c 0 timeout 60 ibv_rc_pingpong -d swr0 -g 1 -e -s 64 -n "$EV_N" -p $port > "$f.server" 2>&1 & sp=$!
+    sleep 0.5
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
+        taskset -c 1 timeout 60 ibv_rc_pingpong -d swr0 -g 1 -e -s 64 -n "$EV_N" -p $port localhost > "$f.client" 2>&1
+    echo "$? $(wait $sp; echo $?)" > "$f.rc"
+}
+ev
+exit 0
