@@ -18,9 +18,11 @@
 #     vm_bench.c runs on rxe0 with Debian's libibverbs and with ours
 #     (LD_LIBRARY_PATH), alternating, BENCH_ROUNDS rounds: first-call
 #     startup, MR, CQ, QP control-path costs, as ours/upstream ratios.
+#  D. The same control path on the host: the uverbs stand-in, rxe and mlx5
+#     (section_control, control-report.py).
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
-# ("soft vm wire", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
+# ("soft vm wire control", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
 # script); BENCH_ROUNDS (VM rounds, default 5); BENCH_PERFTEST_TIMEOUT (s per
 # perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
 # targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
@@ -34,7 +36,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 HERE=compat-tests/bench
 B=build/bench
-SECTIONS=${BENCH_SECTIONS:-soft vm wire}
+SECTIONS=${BENCH_SECTIONS:-soft vm wire control}
 QUICK=${BENCH_QUICK:-}
 ROUNDS=${BENCH_ROUNDS:-5}
 mkdir -p "$B"
@@ -312,6 +314,88 @@ section_wire() {
     python3 "$HERE/wire-report.py" | tee "$W/report.txt"
 }
 
+# D. The control path on the host (issue 25, item 4): vm_bench on the uverbs
+#    stand-in (compat-tests/providers/standin, LD_PRELOAD; sysfs fixtures of
+#    rxe0 and mlx5_0 from providers/runner.py --fixture), with Debian's
+#    rxe and mlx5 user-space drivers, once on Debian's libibverbs and once
+#    on ours, alternating (the order flips every round), BENCH_CONTROL_ROUNDS
+#    rounds, pinned to CPU 1.  Both libraries are found through
+#    LD_LIBRARY_PATH (a directory holding a link to Debian's library, and
+#    ours), so that both pay the loader the same.  control-report.py prints
+#    figure (ours), reference (upstream), ratio, target, meets/misses, and
+#    for a miss the sub-steps where the time goes.
+section_control() {
+    local C=$PWD/$B/control r p lib ld first second
+    rm -rf "$C"; mkdir -p "$C/upstream-lib"
+    local sys
+    sys=$(ldconfig -p 2>/dev/null | sed -n 's/^[[:space:]]*libibverbs\.so\.1 (libc6,x86-64) => //p' | head -n1)
+    [ -n "$sys" ] || sys=/usr/lib/$(cc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libibverbs.so.1
+    if [ ! -e "$sys" ]; then echo "Debian's libibverbs1 is not installed (.ci/deps.sh)" > "$C/skipped"; return; fi
+    ln -s "$(readlink -f "$sys")" "$C/upstream-lib/libibverbs.so.1"
+    if ! make -s -C compat-tests/providers/standin OUT="$C" > "$C/standin-build.log" 2>&1; then
+        echo "the stand-in does not build: $(tail -2 "$C/standin-build.log" | tr '\n' ' ')" > "$C/skipped"; return
+    fi
+    local provs=${BENCH_CONTROL_PROVIDERS:-rxe mlx5}
+    for p in $provs; do
+        python3 compat-tests/providers/runner.py --fixture "$p" "$C/fx-$p" > /dev/null ||
+            echo "no fixture for $p" > "$C/$p.skipped"
+    done
+    local rounds=${BENCH_CONTROL_ROUNDS:-5}
+    local args=(--startup 40 --iters 300 --max-seconds 3)
+    [ -n "$QUICK" ] && { rounds=${BENCH_CONTROL_ROUNDS:-2}; args=(--startup 10 --iters 100 --max-seconds 1); }
+    {
+        echo "rounds $rounds"
+        echo "args ${args[*]}"
+        echo "upstream $(readlink -f "$sys")"
+        echo "ours $OUR_LIB"
+        echo "cpu ${pin1[*]:-unpinned}"
+        echo "providers_dir $(dirname "$(readlink -f "$sys")")/libibverbs"
+    } > "$C/info"
+    say "control path on the uverbs stand-in: $provs, upstream and ours, $rounds round(s)"
+    for r in $(seq 1 "$rounds"); do
+        if [ $((r % 2)) = 1 ]; then first=upstream second=ours; else first=ours second=upstream; fi
+        for p in $provs; do
+            [ -e "$C/$p.skipped" ] && continue
+            local dev
+            dev=$(cat "$C/fx-$p/class/infiniband_verbs/uverbs0/ibdev")
+            for lib in $first $second; do
+                if [ $lib = ours ]; then ld=$LIBDIR; else ld=$C/upstream-lib; fi
+                env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" \
+                    "${pin1[@]}" timeout -k 5 120 "$B/vm_bench" --dev "$dev" --gid-index 0 "${args[@]}" \
+                    > "$C/$p.$lib.$r.out" 2> "$C/$p.$lib.$r.err"
+                echo $? > "$C/$p.$lib.$r.rc"
+            done
+        done
+    done
+    if [ -n "${BENCH_CONTROL_PROFILE-1}" ] && command -v valgrind > /dev/null; then
+        control_profile "$C" "$provs"
+    fi
+}
+
+# The profile of what ours does in each benchmark (callgrind, our library,
+# one run per provider: the startup child, then the pairs): the functions
+# of our library with the most instructions, inclusive, in
+# $C/profile.<prov>.{startup,pairs}.txt, which control-report.py quotes.
+control_profile() {
+    local C=$1 provs=$2 p dev
+    say "control path: callgrind profiles of ours"
+    for p in $provs; do
+        [ -e "$C/$p.skipped" ] && continue
+        dev=$(cat "$C/fx-$p/class/infiniband_verbs/uverbs0/ibdev")
+        local lib
+        for lib in ours upstream; do
+            if [ $lib = ours ]; then ld=$LIBDIR; else ld=$C/upstream-lib; fi
+            env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" \
+                timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file="$C/cg.$p.$lib.startup" \
+                "$B/vm_bench" --startup-child "$dev" > /dev/null 2> "$C/cg.$p.$lib.startup.err"
+            env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" \
+                timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file="$C/cg.$p.$lib.pairs" \
+                "$B/vm_bench" --dev "$dev" --gid-index 0 --startup 0 --iters 50 --max-seconds 1 \
+                > /dev/null 2> "$C/cg.$p.$lib.pairs.err"
+        done
+    done
+}
+
 for sec in $SECTIONS; do
     case $sec in
         soft) echo "loadavg_before_soft $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"; section_soft
@@ -321,6 +405,9 @@ for sec in $SECTIONS; do
             echo "loadavg_after_vm $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
             python3 "$HERE/report.py" vm ;;
         wire) section_wire ;;
+        control) echo "loadavg_before_control $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"; section_control
+                 echo "loadavg_after_control $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
+                 python3 "$HERE/control-report.py" | tee "$B/control/report.txt" ;;
         *) say "unknown section $sec" ;;
     esac
 done

@@ -20,10 +20,15 @@
  *                    (also _list: ibv_get_device_list; _open:
  *                    ibv_open_device + ibv_free_device_list; _query:
  *                    ibv_query_device + ibv_query_port)
+ *   pd               ibv_alloc_pd + ibv_dealloc_pd (also _alloc, _dealloc)
  *   mr_4k, mr_1m     ibv_reg_mr + ibv_dereg_mr (also _reg, _dereg)
  *   cq               ibv_create_cq(256) + ibv_destroy_cq (also _create, _destroy)
  *   qp               RC ibv_create_qp, modify to INIT, RTR, RTS, ibv_destroy_qp
  *                    (also _create, _init, _rtr, _rts, _destroy)
+ *   srq              ibv_create_srq(256 wr, 1 sge) + ibv_destroy_srq
+ *                    (also _create, _destroy)
+ *   ah               ibv_create_ah (the QP's address vector: GRH to the
+ *                    dgid) + ibv_destroy_ah (also _create, _destroy)
  * Exit status: 0, or 2 when the device cannot be opened. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -232,6 +237,70 @@ static void bench_startup(const char *self, const char *dev, int n, double max_s
     report(&opn);
     report(&query);
 }
+
+/* One create/destroy pair, timed: make() returns the object (NULL: failed,
+ * errno set), drop() destroys it (0 or an errno value). */
+struct pair_ops {
+    const char *name;
+    void *(*make)(void *arg);
+    int (*drop)(void *obj);
+    void *arg;
+};
+
+static void bench_pair(const struct pair_ops *o, int iters, double max_s)
+{
+    char n_cr[32], n_de[32];
+    snprintf(n_cr, sizeof n_cr, "%s_create", o->name);
+    snprintf(n_de, sizeof n_de, "%s_destroy", o->name);
+    struct series pair = {.name = o->name}, cr = {.name = n_cr}, de = {.name = n_de};
+    double end = now_us() + max_s * 1e6;
+    for (int i = -2; i < iters && (i < 5 || now_us() < end); i++) {
+        double t0 = now_us();
+        errno = 0;
+        void *obj = o->make(o->arg);
+        double t1 = now_us();
+        if (!obj) {
+            fail(o->name, "create: %s", strerror(errno));
+            goto out;
+        }
+        int rc = o->drop(obj);
+        double t2 = now_us();
+        if (rc) {
+            fail(o->name, "destroy: %s", strerror(rc));
+            goto out;
+        }
+        if (i < 0) continue; /* warm-up */
+        add(&cr, t1 - t0);
+        add(&de, t2 - t1);
+        add(&pair, t2 - t0);
+    }
+    report(&pair);
+    report(&cr);
+    report(&de);
+out:
+    free(pair.v);
+    free(cr.v);
+    free(de.v);
+}
+
+static void *make_pd(void *ctx) { return ibv_alloc_pd(ctx); }
+static int drop_pd(void *pd) { return ibv_dealloc_pd(pd); }
+static void *make_srq(void *pd)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 256, .max_sge = 1}};
+    return ibv_create_srq(pd, &sa);
+}
+static int drop_srq(void *srq) { return ibv_destroy_srq(srq); }
+struct ah_arg {
+    struct ibv_pd *pd;
+    struct ibv_ah_attr attr;
+};
+static void *make_ah(void *a)
+{
+    struct ah_arg *x = a;
+    return ibv_create_ah(x->pd, &x->attr);
+}
+static int drop_ah(void *ah) { return ibv_destroy_ah(ah); }
 
 static void bench_mr(struct ibv_pd *pd, size_t len, const char *name, int iters, double max_s)
 {
@@ -450,6 +519,8 @@ int main(int argc, char **argv)
     } else if (ibv_query_gid(ctx, 1, gid_index, &dgid)) {
         fail("qp", "ibv_query_gid(%d) failed", gid_index);
     }
+    struct pair_ops pdo = {"pd", make_pd, drop_pd, ctx};
+    bench_pair(&pdo, iters, max_s);
     errno = 0;
     struct ibv_pd *pd = ibv_alloc_pd(ctx);
     if (!pd) {
@@ -460,8 +531,21 @@ int main(int argc, char **argv)
         bench_mr(pd, 1 << 20, "mr_1m", iters, max_s);
     }
     bench_cq(ctx, iters, max_s);
-    if (pd) bench_qp(ctx, pd, gid_index, &dgid, iters, max_s);
-    else fail("qp", "ibv_alloc_pd: failed");
+    if (pd) {
+        bench_qp(ctx, pd, gid_index, &dgid, iters, max_s);
+        struct pair_ops srqo = {"srq", make_srq, drop_srq, pd};
+        bench_pair(&srqo, iters, max_s);
+        struct qps_conn conn;
+        qps_defaults(&conn);
+        conn.sgid_index = gid_index;
+        conn.dgid = dgid;
+        struct ah_arg aa = {.pd = pd};
+        qps_ah_attr(&conn, &aa.attr);
+        struct pair_ops aho = {"ah", make_ah, drop_ah, &aa};
+        bench_pair(&aho, iters, max_s);
+    } else {
+        fail("qp", "ibv_alloc_pd: failed");
+    }
     if (pd) ibv_dealloc_pd(pd);
     ibv_close_device(ctx);
     return 0;
