@@ -23,19 +23,21 @@ import re
 import sys
 
 C = "build/bench/control"
+STARTUP_API = ["ibv_get_device_list", "ibv_open_device", "ibv_query_device", "ibv_query_port"]
 ROWS = [
-    # key, label, target, sub-steps
-    ("startup_process", "first call, whole process (spawn..exit)", 0.5, []),
+    # key, label, target, sub-steps, the verbs it calls (profiled per call)
+    ("startup_process", "first call, whole process (spawn..exit)", 0.5, [], STARTUP_API),
     ("startup_calls", "first call: get_device_list+open+query", 0.5,
-     ["startup_list", "startup_open", "startup_query"]),
-    ("pd", "PD alloc+dealloc", 1.0, ["pd_create", "pd_destroy"]),
-    ("mr_4k", "MR reg+dereg 4 KiB", 1.0, ["mr_4k_reg", "mr_4k_dereg"]),
-    ("mr_1m", "MR reg+dereg 1 MiB", 1.0, ["mr_1m_reg", "mr_1m_dereg"]),
-    ("cq", "CQ create+destroy (256)", 1.0, ["cq_create", "cq_destroy"]),
+     ["startup_list", "startup_open", "startup_query"], STARTUP_API),
+    ("pd", "PD alloc+dealloc", 1.0, ["pd_create", "pd_destroy"], ["ibv_alloc_pd", "ibv_dealloc_pd"]),
+    ("mr_4k", "MR reg+dereg 4 KiB", 1.0, ["mr_4k_reg", "mr_4k_dereg"], ["ibv_reg_mr", "ibv_dereg_mr"]),
+    ("mr_1m", "MR reg+dereg 1 MiB", 1.0, ["mr_1m_reg", "mr_1m_dereg"], ["ibv_reg_mr", "ibv_dereg_mr"]),
+    ("cq", "CQ create+destroy (256)", 1.0, ["cq_create", "cq_destroy"], ["ibv_create_cq", "ibv_destroy_cq"]),
     ("qp", "RC QP create>INIT>RTR>RTS>destroy", 1.0,
-     ["qp_create", "qp_init", "qp_rtr", "qp_rts", "qp_destroy"]),
-    ("srq", "SRQ create+destroy (256)", 1.0, ["srq_create", "srq_destroy"]),
-    ("ah", "AH create+destroy (GRH)", 1.0, ["ah_create", "ah_destroy"]),
+     ["qp_create", "qp_init", "qp_rtr", "qp_rts", "qp_destroy"],
+     ["ibv_create_qp", "ibv_modify_qp", "ibv_destroy_qp"]),
+    ("srq", "SRQ create+destroy (256)", 1.0, ["srq_create", "srq_destroy"], ["ibv_create_srq", "ibv_destroy_srq"]),
+    ("ah", "AH create+destroy (GRH)", 1.0, ["ah_create", "ah_destroy"], ["ibv_create_ah", "ibv_destroy_ah"]),
 ]
 
 
@@ -92,8 +94,8 @@ def callgrind_objects(path):
     if text is None:
         return None
     names = {"ob": {}, "fn": {}}
-    ob = fn = "?"
-    per_ob, per_fn = {}, {}
+    ob = fn = cfn = "?"
+    per_ob, per_fn, calls = {}, {}, {}
     skip_next = False
 
     def name(kind, v):
@@ -111,21 +113,24 @@ def callgrind_objects(path):
             fn = name("fn", line[3:])
         elif line.startswith("cob="):
             name("ob", line[4:])
-        elif line.startswith("cfn=") or line.startswith("cfi=") or line.startswith("cfl="):
-            if line.startswith("cfn="):
-                name("fn", line[4:])
+        elif line.startswith("cfn="):
+            cfn = name("fn", line[4:])
         elif line.startswith("calls="):
-            skip_next = True
+            skip_next = int(line[6:].split()[0])
         elif line and (line[0].isdigit() or line[0] in "+-*"):
+            parts = line.split()
             if skip_next:
+                # a call's inclusive cost: per callee, calls and instructions
+                c = calls.setdefault(cfn.split("@")[0], [0, 0])
+                c[0] += skip_next
+                c[1] += int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else 0
                 skip_next = False
                 continue
-            parts = line.split()
             if len(parts) >= 2 and parts[1].isdigit():
                 ir = int(parts[1])
                 per_ob[ob] = per_ob.get(ob, 0) + ir
                 per_fn[(ob, fn)] = per_fn.get((ob, fn), 0) + ir
-    return per_ob, per_fn
+    return per_ob, per_fn, calls
 
 
 def short_ob(ob):
@@ -152,14 +157,14 @@ def profile(prov, kind):
         r = callgrind_objects(f"{C}/cg.{prov}.{lib}.{kind}")
         if r is None:
             continue
-        per_ob, per_fn = r
+        per_ob, per_fn, calls = r
         objs = {}
         for ob, ir in per_ob.items():
             k = short_ob(ob)
             objs[k] = objs.get(k, 0) + ir
         top = sorted(((ir, fn) for (ob, fn), ir in per_fn.items() if short_ob(ob) == "libibverbs"),
                      reverse=True)[:6]
-        out[lib] = {"objects": objs, "total": sum(per_ob.values()), "top_libibverbs": top}
+        out[lib] = {"objects": objs, "total": sum(per_ob.values()), "top_libibverbs": top, "calls": calls}
     return out
 
 
@@ -167,7 +172,7 @@ def fmt_ir(n):
     return f"{n / 1e6:.2f} M" if n >= 1e6 else f"{n / 1e3:.1f} k"
 
 
-def explain(prov, key, subs, up, ours, prof_cache):
+def explain(prov, key, subs, api, up, ours, prof_cache):
     """Lines naming where a missed target's time goes."""
     lines = []
     parts = []
@@ -188,6 +193,15 @@ def explain(prov, key, subs, up, ours, prof_cache):
         keys = [k for k in keys if k != "valgrind"]
         row = ", ".join(f"{k} {fmt_ir(pr['ours']['objects'].get(k, 0))} vs {fmt_ir(pr['upstream']['objects'].get(k, 0))}"
                         for k in keys[:7])
+        per = []
+        for fn in api:
+            cu, co = pr["upstream"]["calls"].get(fn), pr["ours"]["calls"].get(fn)
+            if cu and co and cu[0] and co[0]:
+                iu, io = cu[1] / cu[0], co[1] / co[0]
+                per.append(f"{fn} {io:,.0f} vs {iu:,.0f} ({io - iu:+,.0f})")
+        if per:
+            lines.append("callgrind, instructions per call, everything under the verb (our library or "
+                         "upstream's, the provider, the stand-in), ours vs upstream: " + "; ".join(per))
         lines.append(f"callgrind, instructions ({what}), ours vs upstream: total "
                      f"{fmt_ir(pr['ours']['total'])} vs {fmt_ir(pr['upstream']['total'])}; {row}")
         top = ", ".join(f"{fn.split('::')[-1] if len(fn) > 60 else fn} {fmt_ir(ir)}"
@@ -216,17 +230,23 @@ def main():
     print(f"   providers: Debian's, {info.get('providers_dir', '?')}; per op the lowest of the rounds' medians, us")
     out = {"info": info, "providers": {}}
     prof_cache = {}
-    for f in sorted(glob.glob(f"{C}/fx-*")):
-        prov = f.split("fx-", 1)[1]
+    tables = info.get("tables", "").split() or [f.split("fx-", 1)[1] for f in sorted(glob.glob(f"{C}/fx-*"))]
+    for prov in tables:
         up, ours = lib_results(prov, "upstream"), lib_results(prov, "ours")
         out["providers"][prov] = {"upstream": up, "ours": ours, "rows": []}
         print()
-        print(f"   {prov}")
+        if prov.endswith("+sysfs"):
+            print(f"   {prov[:-6]}, on a kernel without RDMA netlink (both libraries find the device through sysfs "
+                  "alone): the first call only")
+        else:
+            print(f"   {prov} (the stand-in answers RDMA netlink, as a kernel with RDMA does)")
         print(f"   {'operation':<42}{'figure':>10}{'reference':>11}{'ratio':>8}{'spread':>8}{'target':>8}  verdict")
         print("   " + "-" * 96)
         notes = []
-        for key, label, lim, subs in ROWS:
+        for key, label, lim, subs, api in ROWS:
             u, o = up["median_us"].get(key), ours["median_us"].get(key)
+            if prov.endswith("+sysfs") and not key.startswith("startup"):
+                continue
             sp = max([x for x in (up["spread"].get(key), ours["spread"].get(key)) if x is not None], default=None)
             ratio = o / u if u and o is not None else None
             if ratio is None:
@@ -242,7 +262,7 @@ def main():
             row = {"op": key, "figure_us": o, "reference_us": u, "ratio": ratio, "limit": lim,
                    "verdict": verdict.split(" ")[0], "spread": sp}
             if verdict == "misses":
-                row["limited_by"] = explain(prov, key, subs, up, ours, prof_cache)
+                row["limited_by"] = explain(prov, key, subs, api, up, ours, prof_cache)
                 notes.append((label, row["limited_by"]))
             out["providers"][prov]["rows"].append(row)
         for label, lines in notes:

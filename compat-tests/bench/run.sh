@@ -323,7 +323,7 @@ section_wire() {
 #    LD_LIBRARY_PATH (a directory holding a link to Debian's library, and
 #    ours), so that both pay the loader the same.  control-report.py prints
 #    figure (ours), reference (upstream), ratio, target, meets/misses, and
-#    for a miss the sub-steps where the time goes.
+#    for a miss the sub-steps where the time goes and the callgrind evidence.
 section_control() {
     local C=$PWD/$B/control r p lib ld first second
     rm -rf "$C"; mkdir -p "$C/upstream-lib"
@@ -351,47 +351,59 @@ section_control() {
         echo "cpu ${pin1[*]:-unpinned}"
         echo "providers_dir $(dirname "$(readlink -f "$sys")")/libibverbs"
     } > "$C/info"
+    # The stand-in answers RDMA netlink (the device dump with the kernel's
+    # driver id), as every kernel with RDMA does; the first call is also
+    # timed on a kernel without it (STANDIN_NETLINK unset: both libraries
+    # find the device through sysfs alone), as "<prov>+sysfs".
     say "control path on the uverbs stand-in: $provs, upstream and ours, $rounds round(s)"
+    local tables=""
+    for p in $provs; do [ -e "$C/$p.skipped" ] || tables="$tables $p $p+sysfs"; done
+    echo "tables$tables" >> "$C/info"
     for r in $(seq 1 "$rounds"); do
         if [ $((r % 2)) = 1 ]; then first=upstream second=ours; else first=ours second=upstream; fi
-        for p in $provs; do
-            [ -e "$C/$p.skipped" ] && continue
-            local dev
-            dev=$(cat "$C/fx-$p/class/infiniband_verbs/uverbs0/ibdev")
+        for t in $tables; do
             for lib in $first $second; do
-                if [ $lib = ours ]; then ld=$LIBDIR; else ld=$C/upstream-lib; fi
-                env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" \
-                    "${pin1[@]}" timeout -k 5 120 "$B/vm_bench" --dev "$dev" --gid-index 0 "${args[@]}" \
-                    > "$C/$p.$lib.$r.out" 2> "$C/$p.$lib.$r.err"
-                echo $? > "$C/$p.$lib.$r.rc"
+                control_run "$t" "$lib" > "$C/$t.$lib.$r.out" 2> "$C/$t.$lib.$r.err"
+                echo $? > "$C/$t.$lib.$r.rc"
             done
         done
     done
     if [ -n "${BENCH_CONTROL_PROFILE-1}" ] && command -v valgrind > /dev/null; then
-        control_profile "$C" "$provs"
+        control_profile "$C" "$tables"
     fi
 }
 
-# The profile of what ours does in each benchmark (callgrind, our library,
-# one run per provider: the startup child, then the pairs): the functions
-# of our library with the most instructions, inclusive, in
-# $C/profile.<prov>.{startup,pairs}.txt, which control-report.py quotes.
+# control_run <table> <lib> [vm_bench arguments]: vm_bench on the stand-in,
+# table "<prov>" (netlink answered) or "<prov>+sysfs" (the first call
+# only, no netlink); without arguments the timed runs
+control_run() {
+    local t=$1 lib=$2 p=${1%+sysfs} ld dev nl=1 a; shift 2
+    if [ $lib = ours ]; then ld=$LIBDIR; else ld=$C/upstream-lib; fi
+    dev=$(cat "$C/fx-$p/class/infiniband_verbs/uverbs0/ibdev")
+    a=("${args[@]}")
+    if [ "$t" != "$p" ]; then nl=; a=(--startup "${args[1]}" --iters 0 --max-seconds 1); fi
+    [ $# -gt 0 ] && a=("$@")
+    [ "${a[0]}" = --startup-child ] || a+=(--dev "$dev" --gid-index 0)
+    local wrap=("${pin1[@]}" timeout -k 5 120)
+    [ -n "${PROFILE_WRAP:-}" ] && read -r -a wrap <<< "$PROFILE_WRAP"
+    env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" ${nl:+STANDIN_NETLINK=1} \
+        "${wrap[@]}" "$B/vm_bench" "${a[@]}"
+}
+
+# The profile of what each library does in each benchmark (callgrind, one
+# run per table and library: the startup child, then, with netlink, the
+# pairs), cg.<table>.<lib>.{startup,pairs}, which control-report.py reads.
 control_profile() {
-    local C=$1 provs=$2 p dev
-    say "control path: callgrind profiles of ours"
-    for p in $provs; do
-        [ -e "$C/$p.skipped" ] && continue
-        dev=$(cat "$C/fx-$p/class/infiniband_verbs/uverbs0/ibdev")
-        local lib
+    local C=$1 tables=$2 t lib dev
+    say "control path: callgrind profiles"
+    for t in $tables; do
+        dev=$(cat "$C/fx-${t%+sysfs}/class/infiniband_verbs/uverbs0/ibdev")
         for lib in ours upstream; do
-            if [ $lib = ours ]; then ld=$LIBDIR; else ld=$C/upstream-lib; fi
-            env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" \
-                timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file="$C/cg.$p.$lib.startup" \
-                "$B/vm_bench" --startup-child "$dev" > /dev/null 2> "$C/cg.$p.$lib.startup.err"
-            env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" \
-                timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file="$C/cg.$p.$lib.pairs" \
-                "$B/vm_bench" --dev "$dev" --gid-index 0 --startup 0 --iters 50 --max-seconds 1 \
-                > /dev/null 2> "$C/cg.$p.$lib.pairs.err"
+            PROFILE_WRAP="timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file=$C/cg.$t.$lib.startup" \
+                control_run "$t" "$lib" --startup-child "$dev" > /dev/null 2> "$C/cg.$t.$lib.startup.err"
+            [ "$t" = "${t%+sysfs}" ] || continue
+            PROFILE_WRAP="timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file=$C/cg.$t.$lib.pairs" \
+                control_run "$t" "$lib" --startup 0 --iters 50 --max-seconds 1 > /dev/null 2> "$C/cg.$t.$lib.pairs.err"
         done
     done
 }
