@@ -26,7 +26,8 @@ C = "build/bench/control"
 STARTUP_API = ["ibv_get_device_list", "ibv_open_device", "ibv_query_device", "ibv_query_port"]
 ROWS = [
     # key, label, target, sub-steps, the verbs it calls (profiled per call)
-    ("startup_process", "first call, whole process (spawn..exit)", 0.5, [], STARTUP_API),
+    ("startup_process", "first call, whole process (spawn..exit)", 0.5,
+     ["startup_null", "startup_list", "startup_open", "startup_query"], STARTUP_API),
     ("startup_calls", "first call: get_device_list+open+query", 0.5,
      ["startup_list", "startup_open", "startup_query"], STARTUP_API),
     ("pd", "PD alloc+dealloc", 1.0, ["pd_create", "pd_destroy"], ["ibv_alloc_pd", "ibv_dealloc_pd"]),
@@ -259,6 +260,11 @@ def main():
             ra = f"{ratio:8.2f}" if ratio is not None else f"{'-':>8}"
             ss = f"{round(100 * sp):7d}%" if sp is not None else f"{'-':>8}"
             print(f"   {label:<42}{us}{rs}{ra}{ss}{'<= %.1f' % lim:>8}  {verdict}")
+            if key == "startup_process" and (up["median_us"].get("startup_null") or ours["median_us"].get("startup_null")):
+                nu, no = up["median_us"].get("startup_null"), ours["median_us"].get("startup_null")
+                print(f"   {'  (floor: a child that calls no verb)':<42}" + (f"{no:10.2f}" if no else f"{'-':>10}") +
+                      (f"{nu:11.2f}" if nu else f"{'-':>11}") +
+                      (f"{no / nu:8.2f}" if no and nu else f"{'-':>8}") + "          context")
             row = {"op": key, "figure_us": o, "reference_us": u, "ratio": ratio, "limit": lim,
                    "verdict": verdict.split(" ")[0], "spread": sp}
             if verdict == "misses":

@@ -6,6 +6,7 @@
  *   vm_bench --dev rxe0 --gid-index 1 [--dgid <sysfs-gid>] [--startup N]
  *            [--iters K] [--max-seconds S]
  *   vm_bench --startup-child rxe0      (internal: one fresh process)
+ *   vm_bench --null-child              (internal: exits at once)
  *
  * Output, one line each:
  *   lib <path of the libibverbs.so.1 this process runs>
@@ -16,6 +17,8 @@
  *                    that calls ibv_get_device_list + ibv_open_device +
  *                    ibv_query_device + ibv_query_port (includes loading
  *                    the library and the provider)
+ *   startup_null     spawn -> exit of a child that calls no verb (the
+ *                    process floor: exec, loading the libraries, exit)
  *   startup_calls    the same four calls, timed inside the child
  *                    (also _list: ibv_get_device_list; _open:
  *                    ibv_open_device + ibv_free_device_list; _query:
@@ -171,6 +174,34 @@ static int startup_child(const char *dev)
     printf("calls_us %.3f %.3f %.3f %.3f\n", t3 - t0, t1 - t0, t2 - t1, t3 - t2);
     ibv_close_device(ctx);
     return 0;
+}
+
+/* spawn -> exit of `self --null-child`, n times: the process floor */
+static void bench_null(const char *self, int n, double max_s)
+{
+    struct series nul = {.name = "startup_null"};
+    double end = now_us() + max_s * 1e6;
+    for (int i = 0; i < n && (i < 3 || now_us() < end); i++) {
+        char *argv[] = {(char *)self, "--null-child", NULL};
+        pid_t pid;
+        int st;
+        double t0 = now_us();
+        int rc = posix_spawn(&pid, self, NULL, NULL, argv, environ);
+        if (rc) {
+            fail("startup_null", "posix_spawn: %s", strerror(rc));
+            free(nul.v);
+            return;
+        }
+        waitpid(pid, &st, 0);
+        double t1 = now_us();
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fail("startup_null", "child status %d", st);
+            free(nul.v);
+            return;
+        }
+        add(&nul, t1 - t0);
+    }
+    report(&nul);
 }
 
 static void bench_startup(const char *self, const char *dev, int n, double max_s)
@@ -475,6 +506,7 @@ int main(int argc, char **argv)
     int gid_index = 1, nstart = 30, iters = 300;
     double max_s = 8;
     if (argc == 3 && !strcmp(argv[1], "--startup-child")) return startup_child(argv[2]);
+    if (argc == 2 && !strcmp(argv[1], "--null-child")) return 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) goto usage;
@@ -502,7 +534,10 @@ int main(int argc, char **argv)
         return 1;
     }
     self[l] = 0;
-    if (nstart > 0) bench_startup(self, dev, nstart, max_s);
+    if (nstart > 0) {
+        bench_startup(self, dev, nstart, max_s);
+        bench_null(self, nstart, max_s);
+    }
 
     char err[256];
     struct ibv_context *ctx = open_dev(dev, err, sizeof err);
