@@ -18,8 +18,10 @@
 #     vm_bench.c runs on rxe0 with Debian's libibverbs and with ours
 #     (LD_LIBRARY_PATH), alternating, BENCH_ROUNDS rounds: first-call
 #     startup, MR, CQ, QP control-path costs, as ours/upstream ratios.
-#  D. The same control path on the host: the uverbs stand-in, rxe and mlx5
-#     (section_control, control-report.py).
+#  D. The same control path on the host: the uverbs stand-in (answering
+#     RDMA netlink, and once without it for the first call), Debian's rxe
+#     and mlx5 drivers, upstream and ours alternating (section_control,
+#     control-report.py, README.md section D).
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
 # ("soft vm wire control", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
@@ -316,7 +318,8 @@ section_wire() {
 
 # D. The control path on the host (issue 25, item 4): vm_bench on the uverbs
 #    stand-in (compat-tests/providers/standin, LD_PRELOAD; sysfs fixtures of
-#    rxe0 and mlx5_0 from providers/runner.py --fixture), with Debian's
+#    rxe0 and mlx5_0 from providers/runner.py --fixture; RDMA netlink
+#    answered, STANDIN_NETLINK=1, and for the first call also not), with Debian's
 #    rxe and mlx5 user-space drivers, once on Debian's libibverbs and once
 #    on ours, alternating (the order flips every round), BENCH_CONTROL_ROUNDS
 #    rounds, pinned to CPU 1.  Both libraries are found through
