@@ -205,6 +205,10 @@ def explain(prov, key, subs, api, up, ours, prof_cache):
                          "upstream's, the provider, the stand-in), ours vs upstream: " + "; ".join(per))
         lines.append(f"callgrind, instructions ({what}), ours vs upstream: total "
                      f"{fmt_ir(pr['ours']['total'])} vs {fmt_ir(pr['upstream']['total'])}; {row}")
+        np_o, np_u = ours["median_us"].get("startup_providers"), up["median_us"].get("startup_providers")
+        if kind == "startup" and np_o is not None and np_u is not None:
+            lines.append(f"provider files the first call loaded (dlopen: mappings, relocations, page faults, "
+                         f"which instruction counts do not show): ours {np_o:.0f}, upstream {np_u:.0f}")
         top = ", ".join(f"{fn.split('::')[-1] if len(fn) > 60 else fn} {fmt_ir(ir)}"
                         for ir, fn in pr["ours"]["top_libibverbs"][:4])
         if top:

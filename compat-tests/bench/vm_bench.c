@@ -22,7 +22,8 @@
  *   startup_calls    the same four calls, timed inside the child
  *                    (also _list: ibv_get_device_list; _open:
  *                    ibv_open_device + ibv_free_device_list; _query:
- *                    ibv_query_device + ibv_query_port)
+ *                    ibv_query_device + ibv_query_port; _providers: how
+ *                    many provider files the child had loaded)
  *   pd               ibv_alloc_pd + ibv_dealloc_pd (also _alloc, _dealloc)
  *   mr_4k, mr_1m     ibv_reg_mr + ibv_dereg_mr (also _reg, _dereg)
  *   cq               ibv_create_cq(256) + ibv_destroy_cq (also _create, _destroy)
@@ -35,6 +36,7 @@
  * Exit status: 0, or 2 when the device cannot be opened. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <spawn.h>
@@ -130,6 +132,14 @@ static struct ibv_context *open_dev(const char *dev, char *err, size_t errlen)
     return ctx;
 }
 
+/* dl_iterate_phdr: how many provider files (*-rdmav*.so) are loaded */
+static int count_provider(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "-rdmav") && strstr(info->dlpi_name, ".so")) ++*(int *)data;
+    return 0;
+}
+
 static int startup_child(const char *dev)
 {
     double t0 = now_us();
@@ -171,7 +181,9 @@ static int startup_child(const char *dev)
     double t3 = now_us();
     /* the whole, then its parts: list (ibv_get_device_list), open
      * (ibv_open_device + ibv_free_device_list), query (device + port) */
-    printf("calls_us %.3f %.3f %.3f %.3f\n", t3 - t0, t1 - t0, t2 - t1, t3 - t2);
+    int nprov = 0;
+    dl_iterate_phdr(count_provider, &nprov);
+    printf("calls_us %.3f %.3f %.3f %.3f\nproviders %d\n", t3 - t0, t1 - t0, t2 - t1, t3 - t2, nprov);
     ibv_close_device(ctx);
     return 0;
 }
@@ -207,7 +219,8 @@ static void bench_null(const char *self, int n, double max_s)
 static void bench_startup(const char *self, const char *dev, int n, double max_s)
 {
     struct series proc = {.name = "startup_process"}, calls = {.name = "startup_calls"},
-                  list = {.name = "startup_list"}, opn = {.name = "startup_open"}, query = {.name = "startup_query"};
+                  list = {.name = "startup_list"}, opn = {.name = "startup_open"}, query = {.name = "startup_query"},
+                  provs = {.name = "startup_providers"};
     double end = now_us() + max_s * 1e6;
     for (int i = 0; i < n && (i < 3 || now_us() < end); i++) {
         int fd[2];
@@ -256,6 +269,9 @@ static void bench_startup(const char *self, const char *dev, int n, double max_s
         }
         add(&proc, t1 - t0);
         add(&calls, c);
+        const char *pl = strstr(buf, "providers ");
+        int np;
+        if (pl && sscanf(pl, "providers %d", &np) == 1) add(&provs, np);
         if (got_parts == 4) {
             add(&list, cl);
             add(&opn, co);
@@ -267,6 +283,7 @@ static void bench_startup(const char *self, const char *dev, int n, double max_s
     report(&list);
     report(&opn);
     report(&query);
+    report(&provs);
 }
 
 /* One create/destroy pair, timed: make() returns the object (NULL: failed,
