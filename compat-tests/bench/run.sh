@@ -23,9 +23,13 @@
 #     vm_bench.c runs on rxe0 with Debian's libibverbs and with ours
 #     (LD_LIBRARY_PATH), alternating, BENCH_ROUNDS rounds: first-call
 #     startup, MR, CQ, QP control-path costs, as ours/upstream ratios.
+#  D. The same control path on the host: the uverbs stand-in (answering
+#     RDMA netlink, and once without it for the first call), Debian's rxe
+#     and mlx5 drivers, upstream and ours alternating (section_control,
+#     control-report.py, README.md section D).
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
-# ("soft hostwire vm wire", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
+# ("soft hostwire vm wire control", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
 # script); BENCH_ROUNDS (VM rounds, default 5); BENCH_PERFTEST_TIMEOUT (s per
 # perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
 # targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
@@ -39,7 +43,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 HERE=compat-tests/bench
 B=build/bench
-SECTIONS=${BENCH_SECTIONS:-soft hostwire vm wire}
+SECTIONS=${BENCH_SECTIONS:-soft hostwire vm wire control}
 QUICK=${BENCH_QUICK:-}
 ROUNDS=${BENCH_ROUNDS:-5}
 mkdir -p "$B"
@@ -318,6 +322,101 @@ section_wire() {
     python3 "$HERE/wire-report.py" | tee "$W/report.txt"
 }
 
+# D. The control path on the host (issue 25, item 4): vm_bench on the uverbs
+#    stand-in (compat-tests/providers/standin, LD_PRELOAD; sysfs fixtures of
+#    rxe0 and mlx5_0 from providers/runner.py --fixture; RDMA netlink
+#    answered, STANDIN_NETLINK=1, and for the first call also not), with Debian's
+#    rxe and mlx5 user-space drivers, once on Debian's libibverbs and once
+#    on ours, alternating (the order flips every round), BENCH_CONTROL_ROUNDS
+#    rounds, pinned to CPU 1.  Both libraries are found through
+#    LD_LIBRARY_PATH (a directory holding a link to Debian's library, and
+#    ours), so that both pay the loader the same.  control-report.py prints
+#    figure (ours), reference (upstream), ratio, target, meets/misses, and
+#    for a miss the sub-steps where the time goes and the callgrind evidence.
+section_control() {
+    local C=$PWD/$B/control r p lib ld first second
+    rm -rf "$C"; mkdir -p "$C/upstream-lib"
+    local sys
+    sys=$(ldconfig -p 2>/dev/null | sed -n 's/^[[:space:]]*libibverbs\.so\.1 (libc6,x86-64) => //p' | head -n1)
+    [ -n "$sys" ] || sys=/usr/lib/$(cc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libibverbs.so.1
+    if [ ! -e "$sys" ]; then echo "Debian's libibverbs1 is not installed (.ci/deps.sh)" > "$C/skipped"; return; fi
+    ln -s "$(readlink -f "$sys")" "$C/upstream-lib/libibverbs.so.1"
+    if ! make -s -C compat-tests/providers/standin OUT="$C" > "$C/standin-build.log" 2>&1; then
+        echo "the stand-in does not build: $(tail -2 "$C/standin-build.log" | tr '\n' ' ')" > "$C/skipped"; return
+    fi
+    local provs=${BENCH_CONTROL_PROVIDERS:-rxe mlx5}
+    for p in $provs; do
+        python3 compat-tests/providers/runner.py --fixture "$p" "$C/fx-$p" > /dev/null ||
+            echo "no fixture for $p" > "$C/$p.skipped"
+    done
+    local rounds=${BENCH_CONTROL_ROUNDS:-5}
+    local args=(--startup 40 --iters 300 --max-seconds 3)
+    [ -n "$QUICK" ] && { rounds=${BENCH_CONTROL_ROUNDS:-2}; args=(--startup 10 --iters 100 --max-seconds 1); }
+    {
+        echo "rounds $rounds"
+        echo "args ${args[*]}"
+        echo "upstream $(readlink -f "$sys")"
+        echo "ours $OUR_LIB"
+        echo "cpu ${pin1[*]:-unpinned}"
+        echo "providers_dir $(dirname "$(readlink -f "$sys")")/libibverbs"
+    } > "$C/info"
+    # The stand-in answers RDMA netlink (the device dump with the kernel's
+    # driver id), as every kernel with RDMA does; the first call is also
+    # timed on a kernel without it (STANDIN_NETLINK unset: both libraries
+    # find the device through sysfs alone), as "<prov>+sysfs".
+    say "control path on the uverbs stand-in: $provs, upstream and ours, $rounds round(s)"
+    local tables=""
+    for p in $provs; do [ -e "$C/$p.skipped" ] || tables="$tables $p $p+sysfs"; done
+    echo "tables$tables" >> "$C/info"
+    for r in $(seq 1 "$rounds"); do
+        if [ $((r % 2)) = 1 ]; then first=upstream second=ours; else first=ours second=upstream; fi
+        for t in $tables; do
+            for lib in $first $second; do
+                control_run "$t" "$lib" > "$C/$t.$lib.$r.out" 2> "$C/$t.$lib.$r.err"
+                echo $? > "$C/$t.$lib.$r.rc"
+            done
+        done
+    done
+    if [ -n "${BENCH_CONTROL_PROFILE-1}" ] && command -v valgrind > /dev/null; then
+        control_profile "$C" "$tables"
+    fi
+}
+
+# control_run <table> <lib> [vm_bench arguments]: vm_bench on the stand-in,
+# table "<prov>" (netlink answered) or "<prov>+sysfs" (the first call
+# only, no netlink); without arguments the timed runs
+control_run() {
+    local t=$1 lib=$2 p=${1%+sysfs} ld dev nl=1 a; shift 2
+    if [ $lib = ours ]; then ld=$LIBDIR; else ld=$C/upstream-lib; fi
+    dev=$(cat "$C/fx-$p/class/infiniband_verbs/uverbs0/ibdev")
+    a=("${args[@]}")
+    if [ "$t" != "$p" ]; then nl=; a=(--startup "${args[1]}" --iters 0 --max-seconds 1); fi
+    [ $# -gt 0 ] && a=("$@")
+    [ "${a[0]}" = --startup-child ] || a+=(--dev "$dev" --gid-index 0)
+    local wrap=("${pin1[@]}" timeout -k 5 120)
+    [ -n "${PROFILE_WRAP:-}" ] && read -r -a wrap <<< "$PROFILE_WRAP"
+    env LD_LIBRARY_PATH="$ld" SYSFS_PATH="$C/fx-$p" LD_PRELOAD="$C/libuverbs-standin.so" ${nl:+STANDIN_NETLINK=1} \
+        "${wrap[@]}" "$B/vm_bench" "${a[@]}"
+}
+
+# The profile of what each library does in each benchmark (callgrind, one
+# run per table and library: the startup child, then, with netlink, the
+# pairs), cg.<table>.<lib>.{startup,pairs}, which control-report.py reads.
+control_profile() {
+    local C=$1 tables=$2 t lib dev
+    say "control path: callgrind profiles"
+    for t in $tables; do
+        dev=$(cat "$C/fx-${t%+sysfs}/class/infiniband_verbs/uverbs0/ibdev")
+        for lib in ours upstream; do
+            PROFILE_WRAP="timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file=$C/cg.$t.$lib.startup" \
+                control_run "$t" "$lib" --startup-child "$dev" > /dev/null 2> "$C/cg.$t.$lib.startup.err"
+            [ "$t" = "${t%+sysfs}" ] || continue
+            PROFILE_WRAP="timeout -k 5 300 valgrind --tool=callgrind --callgrind-out-file=$C/cg.$t.$lib.pairs" \
+                control_run "$t" "$lib" --startup 0 --iters 50 --max-seconds 1 > /dev/null 2> "$C/cg.$t.$lib.pairs.err"
+        done
+    done
+}
+
 for sec in $SECTIONS; do
     case $sec in
         soft) echo "loadavg_before_soft $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"; section_soft
@@ -330,6 +429,9 @@ for sec in $SECTIONS; do
         hostwire) echo "loadavg_before_hostwire $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
                   bash "$HERE/host-wire.sh" "$PWD/$B/hostwire" "$LIBDIR" "$PWD/$B/net_ref"
                   python3 "$HERE/host-wire-report.py" | tee "$B/hostwire.txt" ;;
+        control) echo "loadavg_before_control $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"; section_control
+                 echo "loadavg_after_control $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
+                 python3 "$HERE/control-report.py" | tee "$B/control/report.txt" ;;
         *) say "unknown section $sec" ;;
     esac
 done

@@ -6,6 +6,7 @@
  *   vm_bench --dev rxe0 --gid-index 1 [--dgid <sysfs-gid>] [--startup N]
  *            [--iters K] [--max-seconds S]
  *   vm_bench --startup-child rxe0      (internal: one fresh process)
+ *   vm_bench --null-child              (internal: exits at once)
  *
  * Output, one line each:
  *   lib <path of the libibverbs.so.1 this process runs>
@@ -16,17 +17,26 @@
  *                    that calls ibv_get_device_list + ibv_open_device +
  *                    ibv_query_device + ibv_query_port (includes loading
  *                    the library and the provider)
+ *   startup_null     spawn -> exit of a child that calls no verb (the
+ *                    process floor: exec, loading the libraries, exit)
  *   startup_calls    the same four calls, timed inside the child
  *                    (also _list: ibv_get_device_list; _open:
  *                    ibv_open_device + ibv_free_device_list; _query:
- *                    ibv_query_device + ibv_query_port)
+ *                    ibv_query_device + ibv_query_port; _providers: how
+ *                    many provider files the child had loaded)
+ *   pd               ibv_alloc_pd + ibv_dealloc_pd (also _alloc, _dealloc)
  *   mr_4k, mr_1m     ibv_reg_mr + ibv_dereg_mr (also _reg, _dereg)
  *   cq               ibv_create_cq(256) + ibv_destroy_cq (also _create, _destroy)
  *   qp               RC ibv_create_qp, modify to INIT, RTR, RTS, ibv_destroy_qp
  *                    (also _create, _init, _rtr, _rts, _destroy)
+ *   srq              ibv_create_srq(256 wr, 1 sge) + ibv_destroy_srq
+ *                    (also _create, _destroy)
+ *   ah               ibv_create_ah (the QP's address vector: GRH to the
+ *                    dgid) + ibv_destroy_ah (also _create, _destroy)
  * Exit status: 0, or 2 when the device cannot be opened. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <spawn.h>
@@ -122,6 +132,14 @@ static struct ibv_context *open_dev(const char *dev, char *err, size_t errlen)
     return ctx;
 }
 
+/* dl_iterate_phdr: how many provider files (*-rdmav*.so) are loaded */
+static int count_provider(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "-rdmav") && strstr(info->dlpi_name, ".so")) ++*(int *)data;
+    return 0;
+}
+
 static int startup_child(const char *dev)
 {
     double t0 = now_us();
@@ -163,15 +181,46 @@ static int startup_child(const char *dev)
     double t3 = now_us();
     /* the whole, then its parts: list (ibv_get_device_list), open
      * (ibv_open_device + ibv_free_device_list), query (device + port) */
-    printf("calls_us %.3f %.3f %.3f %.3f\n", t3 - t0, t1 - t0, t2 - t1, t3 - t2);
+    int nprov = 0;
+    dl_iterate_phdr(count_provider, &nprov);
+    printf("calls_us %.3f %.3f %.3f %.3f\nproviders %d\n", t3 - t0, t1 - t0, t2 - t1, t3 - t2, nprov);
     ibv_close_device(ctx);
     return 0;
+}
+
+/* spawn -> exit of `self --null-child`, n times: the process floor */
+static void bench_null(const char *self, int n, double max_s)
+{
+    struct series nul = {.name = "startup_null"};
+    double end = now_us() + max_s * 1e6;
+    for (int i = 0; i < n && (i < 3 || now_us() < end); i++) {
+        char *argv[] = {(char *)self, "--null-child", NULL};
+        pid_t pid;
+        int st;
+        double t0 = now_us();
+        int rc = posix_spawn(&pid, self, NULL, NULL, argv, environ);
+        if (rc) {
+            fail("startup_null", "posix_spawn: %s", strerror(rc));
+            free(nul.v);
+            return;
+        }
+        waitpid(pid, &st, 0);
+        double t1 = now_us();
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fail("startup_null", "child status %d", st);
+            free(nul.v);
+            return;
+        }
+        add(&nul, t1 - t0);
+    }
+    report(&nul);
 }
 
 static void bench_startup(const char *self, const char *dev, int n, double max_s)
 {
     struct series proc = {.name = "startup_process"}, calls = {.name = "startup_calls"},
-                  list = {.name = "startup_list"}, opn = {.name = "startup_open"}, query = {.name = "startup_query"};
+                  list = {.name = "startup_list"}, opn = {.name = "startup_open"}, query = {.name = "startup_query"},
+                  provs = {.name = "startup_providers"};
     double end = now_us() + max_s * 1e6;
     for (int i = 0; i < n && (i < 3 || now_us() < end); i++) {
         int fd[2];
@@ -220,6 +269,9 @@ static void bench_startup(const char *self, const char *dev, int n, double max_s
         }
         add(&proc, t1 - t0);
         add(&calls, c);
+        const char *pl = strstr(buf, "providers ");
+        int np;
+        if (pl && sscanf(pl, "providers %d", &np) == 1) add(&provs, np);
         if (got_parts == 4) {
             add(&list, cl);
             add(&opn, co);
@@ -231,7 +283,72 @@ static void bench_startup(const char *self, const char *dev, int n, double max_s
     report(&list);
     report(&opn);
     report(&query);
+    report(&provs);
 }
+
+/* One create/destroy pair, timed: make() returns the object (NULL: failed,
+ * errno set), drop() destroys it (0 or an errno value). */
+struct pair_ops {
+    const char *name;
+    void *(*make)(void *arg);
+    int (*drop)(void *obj);
+    void *arg;
+};
+
+static void bench_pair(const struct pair_ops *o, int iters, double max_s)
+{
+    char n_cr[32], n_de[32];
+    snprintf(n_cr, sizeof n_cr, "%s_create", o->name);
+    snprintf(n_de, sizeof n_de, "%s_destroy", o->name);
+    struct series pair = {.name = o->name}, cr = {.name = n_cr}, de = {.name = n_de};
+    double end = now_us() + max_s * 1e6;
+    for (int i = -2; i < iters && (i < 5 || now_us() < end); i++) {
+        double t0 = now_us();
+        errno = 0;
+        void *obj = o->make(o->arg);
+        double t1 = now_us();
+        if (!obj) {
+            fail(o->name, "create: %s", strerror(errno));
+            goto out;
+        }
+        int rc = o->drop(obj);
+        double t2 = now_us();
+        if (rc) {
+            fail(o->name, "destroy: %s", strerror(rc));
+            goto out;
+        }
+        if (i < 0) continue; /* warm-up */
+        add(&cr, t1 - t0);
+        add(&de, t2 - t1);
+        add(&pair, t2 - t0);
+    }
+    report(&pair);
+    report(&cr);
+    report(&de);
+out:
+    free(pair.v);
+    free(cr.v);
+    free(de.v);
+}
+
+static void *make_pd(void *ctx) { return ibv_alloc_pd(ctx); }
+static int drop_pd(void *pd) { return ibv_dealloc_pd(pd); }
+static void *make_srq(void *pd)
+{
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 256, .max_sge = 1}};
+    return ibv_create_srq(pd, &sa);
+}
+static int drop_srq(void *srq) { return ibv_destroy_srq(srq); }
+struct ah_arg {
+    struct ibv_pd *pd;
+    struct ibv_ah_attr attr;
+};
+static void *make_ah(void *a)
+{
+    struct ah_arg *x = a;
+    return ibv_create_ah(x->pd, &x->attr);
+}
+static int drop_ah(void *ah) { return ibv_destroy_ah(ah); }
 
 static void bench_mr(struct ibv_pd *pd, size_t len, const char *name, int iters, double max_s)
 {
@@ -406,6 +523,7 @@ int main(int argc, char **argv)
     int gid_index = 1, nstart = 30, iters = 300;
     double max_s = 8;
     if (argc == 3 && !strcmp(argv[1], "--startup-child")) return startup_child(argv[2]);
+    if (argc == 2 && !strcmp(argv[1], "--null-child")) return 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) goto usage;
@@ -433,7 +551,10 @@ int main(int argc, char **argv)
         return 1;
     }
     self[l] = 0;
-    if (nstart > 0) bench_startup(self, dev, nstart, max_s);
+    if (nstart > 0) {
+        bench_startup(self, dev, nstart, max_s);
+        bench_null(self, nstart, max_s);
+    }
 
     char err[256];
     struct ibv_context *ctx = open_dev(dev, err, sizeof err);
@@ -450,6 +571,8 @@ int main(int argc, char **argv)
     } else if (ibv_query_gid(ctx, 1, gid_index, &dgid)) {
         fail("qp", "ibv_query_gid(%d) failed", gid_index);
     }
+    struct pair_ops pdo = {"pd", make_pd, drop_pd, ctx};
+    bench_pair(&pdo, iters, max_s);
     errno = 0;
     struct ibv_pd *pd = ibv_alloc_pd(ctx);
     if (!pd) {
@@ -460,8 +583,21 @@ int main(int argc, char **argv)
         bench_mr(pd, 1 << 20, "mr_1m", iters, max_s);
     }
     bench_cq(ctx, iters, max_s);
-    if (pd) bench_qp(ctx, pd, gid_index, &dgid, iters, max_s);
-    else fail("qp", "ibv_alloc_pd: failed");
+    if (pd) {
+        bench_qp(ctx, pd, gid_index, &dgid, iters, max_s);
+        struct pair_ops srqo = {"srq", make_srq, drop_srq, pd};
+        bench_pair(&srqo, iters, max_s);
+        struct qps_conn conn;
+        qps_defaults(&conn);
+        conn.sgid_index = gid_index;
+        conn.dgid = dgid;
+        struct ah_arg aa = {.pd = pd};
+        qps_ah_attr(&conn, &aa.attr);
+        struct pair_ops aho = {"ah", make_ah, drop_ah, &aa};
+        bench_pair(&aho, iters, max_s);
+    } else {
+        fail("qp", "ibv_alloc_pd: failed");
+    }
     if (pd) ibv_dealloc_pd(pd);
     ibv_close_device(ctx);
     return 0;

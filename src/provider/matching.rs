@@ -30,27 +30,27 @@ pub enum Refusal {
 }
 
 /// The entries of a provider's match table before its sentinel (none when
-/// it has no table).
-fn entries(ops: Registered) -> Vec<&'static verbs_match_ent> {
-    let mut v = Vec::new();
+/// it has no table), walked in place.
+fn entries(ops: Registered) -> impl Iterator<Item = &'static verbs_match_ent> {
     let mut p = ops.ops().match_table;
-    if p.is_null() {
-        return v;
-    }
-    loop {
+    std::iter::from_fn(move || {
+        if p.is_null() {
+            return None;
+        }
         // SAFETY: a provider's `match_table` is NULL (handled above) or a
         // static array ended by a `VERBS_MATCH_SENTINEL` entry, part of the
         // provider's static data like the ops table itself; `p` never moves
-        // past the sentinel.
+        // past the sentinel (it becomes NULL there).
         let e: &'static verbs_match_ent = unsafe { &*p };
         if u32::from(e.kind) == abi::VERBS_MATCH_SENTINEL {
-            return v;
+            p = std::ptr::null();
+            return None;
         }
-        v.push(e);
         // SAFETY: `e` is not the sentinel, so the next entry is still
         // inside the array.
         p = unsafe { p.add(1) };
-    }
+        Some(e)
+    })
 }
 
 fn fnmatch(pattern: &CStr, value: &CStr) -> bool {
@@ -59,9 +59,25 @@ fn fnmatch(pattern: &CStr, value: &CStr) -> bool {
     unsafe { libc::fnmatch(pattern.as_ptr(), value.as_ptr(), 0) == 0 }
 }
 
-/// The `fnmatch` pattern of a PCI entry.
+/// The `fnmatch` pattern of a PCI entry (the fuzz targets and tests;
+/// matching itself uses [`pci_matches`], which needs no string).
 pub fn pci_pattern(vendor: u16, device: u16) -> CString {
     CString::new(format!("pci:v{vendor:08X}d{device:08X}sv*")).unwrap_or_default()
+}
+
+/// Does `value` match a PCI entry's pattern, `pci:v%08Xd%08Xsv*`?  The
+/// pattern is literal up to its one trailing `*`, so `fnmatch` (flags 0)
+/// accepts exactly the values that begin with the literal part: compared
+/// here without formatting a string for every entry of every table.
+fn pci_matches(vendor: u16, device: u16, value: &CStr) -> bool {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut lit = *b"pci:v00000000d00000000sv";
+    for (v, at) in [(vendor, 5usize), (device, 14)] {
+        for k in 0..4 {
+            lit[at + 4 + k] = HEX[usize::from((v >> (12 - 4 * k)) & 0xf)];
+        }
+    }
+    value.to_bytes().starts_with(&lit)
 }
 
 /// Upstream's `match_modalias`: one entry against one modalias value.
@@ -75,7 +91,7 @@ fn match_modalias(e: &verbs_match_ent, value: &CStr) -> bool {
             // NUL-terminated string in the provider's static data.
             !p.is_null() && fnmatch(unsafe { CStr::from_ptr(p) }, value)
         }
-        abi::VERBS_MATCH_PCI => fnmatch(&pci_pattern(e.vendor, e.device), value),
+        abi::VERBS_MATCH_PCI => pci_matches(e.vendor, e.device, value),
         _ => false,
     }
 }
@@ -87,7 +103,6 @@ pub fn match_driver_id(ops: Registered, dev: &SysfsDev) -> *const verbs_match_en
         return std::ptr::null();
     }
     entries(ops)
-        .into_iter()
         .find(|e| {
             u32::from(e.kind) == abi::VERBS_MATCH_DRIVER_ID
                 // SAFETY: an entry of kind VERBS_MATCH_DRIVER_ID (checked
@@ -107,7 +122,6 @@ pub fn name_alias(dev: &SysfsDev) -> CString {
 fn match_name(ops: Registered, dev: &SysfsDev) -> *const verbs_match_ent {
     let alias = name_alias(dev);
     entries(ops)
-        .into_iter()
         .find(|e| match_modalias(e, &alias))
         .map_or(std::ptr::null(), |e| e as *const verbs_match_ent)
 }
@@ -129,7 +143,6 @@ fn match_modalias_device(ops: Registered, dev: &mut SysfsDev) -> *const verbs_ma
     }
     let value = record::as_cstr(&dev.get().modalias).to_owned();
     entries(ops)
-        .into_iter()
         .find(|e| match_modalias(e, &value))
         .map_or(std::ptr::null(), |e| e as *const verbs_match_ent)
 }

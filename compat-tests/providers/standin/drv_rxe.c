@@ -4,7 +4,9 @@
  * mmap offset and size (struct mminfo), and the mapped queue starts with
  * its header (struct rxe_queue_buf: element size, index mask, producer and
  * consumer indices).  The stand-in keeps one offset per queue and writes
- * the header when the provider maps it.
+ * the header when the provider maps it.  It remembers the latest MAXQ
+ * queues (a ring: a program that creates and destroys queues for ever, as
+ * the control-path bench does, maps each right after creating it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +39,12 @@ static int queue(struct sti_ctx *ctx, uint32_t n, uint32_t log2, struct mminfo *
 	struct rxe_ctx *r = rctx(ctx);
 	uint32_t slots = sti_pow2(n + 1);
 
-	if (!r || r->nq == MAXQ)
+	if (!r)
 		return 12; /* ENOMEM */
 	r->next_off += 0x1000;
 	mi->offset = r->next_off << 8;
 	mi->size = (uint32_t)(sizeof(struct rxe_queue_buf) + ((uint64_t)slots << log2));
-	r->q[r->nq++] = (struct rxe_q){ mi->offset, log2, slots };
+	r->q[r->nq++ % MAXQ] = (struct rxe_q){ mi->offset, log2, slots };
 	return 0;
 }
 
@@ -101,15 +103,18 @@ static int mmap_q(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 {
 	struct rxe_ctx *r = rctx(ctx);
 
-	for (unsigned i = 0; r && i < r->nq; i++)
-		if (r->q[i].off == off) {
+	/* the latest first: a queue is mapped right after its create */
+	for (unsigned k = 0; r && k < r->nq && k < MAXQ; k++) {
+		const struct rxe_q *q = &r->q[(r->nq - 1 - k) % MAXQ];
+		if (q->off == off) {
 			struct rxe_queue_buf *b = mem;
 			if (len < sizeof(*b))
 				return 22; /* EINVAL */
-			b->log2_elem_size = r->q[i].log2_elem;
-			b->index_mask = r->q[i].slots - 1;
+			b->log2_elem_size = q->log2_elem;
+			b->index_mask = q->slots - 1;
 			return 0;
 		}
+	}
 	return 22;
 }
 

@@ -259,3 +259,26 @@ fn patterns() {
     drop(d);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn pci_matches_as_fnmatch_of_the_pattern() {
+    let values: [&CStr; 8] = [
+        c"pci:v000015B3d00001013sv000015B3sd00000008bc02sc00i00",
+        c"pci:v000015B3d00001013sv",
+        c"pci:v000015B3d00001013s",
+        c"pci:v000015b3d00001013sv000015B3sd00000008bc02sc00i00",
+        c"pci:v000015B3d00001014sv000015B3sd00000008bc02sc00i00",
+        c"pci:v00008086d000037D2sv00008086sd00000000bc02sc00i00",
+        c"",
+        c"rdma_device:Nrxe0",
+    ];
+    for (vendor, device) in [(0x15b3u16, 0x1013u16), (0x8086, 0x37d2), (0xffff, 0), (0, 0xabcd)] {
+        for v in values {
+            assert_eq!(
+                pci_matches(vendor, device, v),
+                fnmatch(&pci_pattern(vendor, device), v),
+                "{vendor:x} {device:x} {v:?}"
+            );
+        }
+    }
+}
