@@ -234,13 +234,7 @@ impl Wire {
         };
         let pad = [0u8; 4];
         let np = roce::pad_for(payload.len()) as usize;
-        let ip = roce::IpInfo {
-            src: *src,
-            dst: *dst,
-            sport: roce::ROCE_PORT,
-            dport: roce::ROCE_PORT,
-            flow: 0,
-        };
+        let ip = tx_ip(src, dst);
         let icrc = roce::icrc(&ip, &[&hb[..hl], payload, &pad[..np]]);
         let r = self.sock.send(src, dst, &[&hb[..hl], payload, &pad[..np], &icrc]);
         if trace() {
@@ -291,13 +285,7 @@ impl Wire {
             return;
         };
         let np = roce::pad_for(plen) as usize;
-        let ip = roce::IpInfo {
-            src: *src,
-            dst: *dst,
-            sport: roce::ROCE_PORT,
-            dport: roce::ROCE_PORT,
-            flow: 0,
-        };
+        let ip = tx_ip(src, dst);
         let slot = b.slot_mut();
         let (start, end) = (PAY - hl, PAY + plen + np);
         slot[start..PAY].copy_from_slice(&hb[..hl]);
@@ -1535,4 +1523,16 @@ pub fn ud_path(w: &Wire, c: &Objects, ah: &ibv_ah_attr) -> Option<(IpAddr, IpAdd
         return None;
     }
     Some((s, d))
+}
+
+/// What the ICRC of a packet we send covers of its IP and UDP headers:
+/// from `src` to `dst`, port 4791 both ways (our socket's).
+fn tx_ip(src: &IpAddr, dst: &IpAddr) -> roce::IpInfo {
+    roce::IpInfo {
+        src: *src,
+        dst: *dst,
+        sport: roce::ROCE_PORT,
+        dport: roce::ROCE_PORT,
+        flow: 0,
+    }
 }
