@@ -144,8 +144,12 @@ LINK_PID=$$ LINK_IF=veth0   # the link each pair's packets are counted on
 # still running T_SERVER_GRACE s after its client ended is killed.
 PAIR_PORT=18900
 wire_pair() {
-    local d=$1 s=$2 c=$3 ip=$4 lim=$5 t0 sp i gflag=-x; shift 5
-    case "$1" in ibv_*) gflag=-g ;; esac
+    local d=$1 s=$2 c=$3 ip=$4 lim=$5 t0 sp i gflag=-x w prog; shift 5
+    # soak-pairs.sh N PROG ...: N copies at once (the concurrent soak)
+    [ "$1" = soak-pairs.sh ] && set -- "$HERE/soak-pairs.sh" "${@:2}"
+    prog=$1
+    for w; do case "$w" in ibv_*|ib_*) prog=$w; break ;; esac; done
+    case "$prog" in ibv_*) gflag=-g ;; esac
     PAIR_PORT=$((PAIR_PORT + 1))
     mkdir -p "$d"
     local l0 l1 rx0 tx0 rx1 tx1
@@ -159,7 +163,7 @@ wire_pair() {
     [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/server.cpu")
     # under loss, rc_pingpong's server destroys its QP a second late: the
     # ACK of the client's last SEND may be the packet lost (linger.c)
-    [ "$1" = ibv_rc_pingpong ] && [ "$CUR_COND" = loss ] && A+=(env LD_PRELOAD="$WIRE_LINGER")
+    [ "$prog" = ibv_rc_pingpong ] && [ "$CUR_COND" = loss ] && A+=(env LD_PRELOAD="$WIRE_LINGER")
     "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT" \
         > "$d/server.out" 2> "$d/server.err" < /dev/null &
     sp=$!

@@ -94,11 +94,16 @@ def perftest_figures(text):
     return {}
 
 
+def is_pingpong(t):
+    """An ibv_*_pingpong test (also run N at once through soak-pairs.sh)."""
+    return re.match(r"(soak-pairs\.sh \d+ )?ibv_", t["command"]) is not None
+
+
 def headline(t, figs):
     """The one figure the table shows."""
     if not figs:
         return "-"
-    if t["command"].startswith("ibv_"):
+    if is_pingpong(t):
         if "usec/iter" in figs:
             return "%.1f us/iter, %.1f Mbit/s" % (figs["usec/iter"], figs.get("Mbit/sec", 0))
         return "-"
@@ -141,7 +146,7 @@ def side(d, t):
     r["server_killed"] = read(os.path.join(d, "server.killed"))
     link = (read(os.path.join(d, "link")) or "").split()
     r["link"] = {"if": link[0], "sent": int(link[1]), "received": int(link[2])} if len(link) == 3 else None
-    if t["command"].startswith("ibv_"):
+    if is_pingpong(t):
         r["figures"] = pingpong_figures(r["client_stdout"])
         r["server_figures"] = pingpong_figures(r["server_stdout"])
     else:
@@ -168,7 +173,7 @@ def verdict(t, r, check_link=True):
         if r.get("server_killed"):
             why += "; " + r["server_killed"].strip()
         return "FAIL", why
-    if t["command"].startswith("ibv_"):
+    if is_pingpong(t):
         text = reportlib.pair_text(r)
         if "invalid data" in text:
             return "FAIL", "both exited 0, but the server found invalid data in the received buffer"
@@ -191,7 +196,7 @@ def verdict(t, r, check_link=True):
 
 
 def not_applicable(t, cond):
-    if re.match(r"ibv_(uc|ud)_", t["command"]):
+    if re.match(r"(soak-pairs\.sh \d+ )?ibv_(uc|ud)_", t["command"]):
         return (f"not applicable under {cond}: UC/UD do not retransmit, a lost message makes the pingpong "
                 "wait forever (upstream on rxe too)")
     return f"not listed for condition {cond} in wire-tests.txt"
