@@ -9,7 +9,9 @@
 #    fits).  Server in bwa on CPU 0, client in bwb on CPU 1:
 #    * ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat 2 B (-n
 #      BENCH_WIRE_LAT_ITERS) beside net_ref's UDP ping-pong (2-byte
-#      datagrams, same CPUs, same veth);
+#      datagrams, same CPUs, same veth), ib_write_lat also beside the
+#      ping-pong with its handicap (udp-ping-spin: a thread of the spinning
+#      program must receive the datagram);
 #    * ib_write_bw, ib_send_bw, ib_read_bw 64 KiB and 1 MiB (-D
 #      BENCH_WIRE_BW_SECONDS) at IB MTU 1024 and 4096 (perftest -m), beside
 #      net_ref's UDP stream of one-IB-MTU datagrams received on the same veth.
@@ -79,6 +81,9 @@ ref() {
 
 say "host wire: UDP ping-pong and stream references on the veth (CPUs 0, 1)"
 ref udp.pingpong.2 udp-pong $A 18790 -- udp-ping $A 18790 2 20000
+# ib_write_lat's handicap: each side spins on memory that a thread of its own
+# (same CPU) writes when a datagram came
+ref udp.pingpong_spin.2 udp-pong-spin $A 18792 -- udp-ping-spin $A 18792 2 20000
 for m in 1024 4096; do
     ref "udp.stream.$m" udp-sink $A 18791 "$BW_D" -- udp-blast $A 18791 $m "$BW_D"
 done

@@ -8,6 +8,14 @@
  *       not spin would); prints "udp_pingpong bytes B iters N typical_us X
  *       p99_us Y" where X and Y are ONE-WAY times (half of the median and of
  *       the 99th percentile round trip), as perftest's *_lat print.
+ *   net_ref udp-pong-spin <bind-addr> <port>
+ *   net_ref udp-ping-spin <server-addr> <port> <bytes> <iters>
+ *       The same ping-pong with the handicap of a program that spins on its
+ *       memory (ib_write_lat's target) on a device that needs a thread of
+ *       the program to move the data: on each side the main thread spins on
+ *       a word that a second thread, blocked in recv, writes when a datagram
+ *       came; both threads share the CPU the process is pinned to (taskset).
+ *       Prints "udp_pingpong_spin ..." as udp-ping.
  *   net_ref udp-sink  <bind-addr> <port> <seconds>       (receiver)
  *   net_ref udp-blast <server-addr> <port> <bytes> <seconds>
  *       A plain UDP sender of <bytes>-byte datagrams as fast as sendto goes;
@@ -23,6 +31,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +116,85 @@ static int udp_ping(const char *addr, int port, int bytes, int iters)
     return 0;
 }
 
+/* The spinning variants: a receiver thread writes the count of datagrams
+ * received into `arrived` (as a device's thread writes the application's
+ * buffer); the main thread spins on it. */
+struct spin_rx {
+    int fd;
+    _Atomic long arrived;
+    struct sockaddr_in peer;
+    socklen_t pl;
+};
+
+static void *spin_rx_thread(void *arg)
+{
+    struct spin_rx *r = arg;
+    static char buf[65536];
+    for (;;) {
+        struct sockaddr_in peer;
+        socklen_t pl = sizeof peer;
+        ssize_t n = recvfrom(r->fd, buf, sizeof buf, 0, (struct sockaddr *)&peer, &pl);
+        if (n < 0 && errno != EINTR) { atomic_store(&r->arrived, -1); return NULL; }
+        if (n == 1 && buf[0] == 'Q') { atomic_store(&r->arrived, -1); return NULL; }
+        if (n > 0) {
+            r->peer = peer, r->pl = pl;
+            atomic_fetch_add(&r->arrived, 1);
+        }
+    }
+}
+
+/* Spins until `r` saw datagram number `want`; 0, or -1 when it ended. */
+static int spin_wait(struct spin_rx *r, long want, double deadline)
+{
+    long a;
+    while ((a = atomic_load_explicit(&r->arrived, memory_order_acquire)) < want) {
+        if (a < 0 || now_us() > deadline) return -1;
+    }
+    return 0;
+}
+
+static int udp_pong_spin(const char *addr, int port)
+{
+    struct sockaddr_in sa;
+    struct spin_rx r = { .fd = udp_socket(addr, port, &sa, 1) };
+    pthread_t t;
+    static char buf[65536];
+    struct timeval tv = { 10, 0 };
+    setsockopt(r.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (pthread_create(&t, NULL, spin_rx_thread, &r)) return 1;
+    for (long i = 1;; i++) {
+        if (spin_wait(&r, i, now_us() + 10e6) < 0) break;
+        sendto(r.fd, buf, 2, 0, (struct sockaddr *)&r.peer, r.pl);
+    }
+    pthread_join(t, NULL);
+    return 0;
+}
+
+static int udp_ping_spin(const char *addr, int port, int bytes, int iters)
+{
+    struct sockaddr_in sa;
+    struct spin_rx r = { .fd = udp_socket(addr, port, &sa, 0) };
+    int i, warm = iters / 10 + 10;
+    char *buf = calloc(1, bytes > 1 ? bytes : 2);
+    double *rtt = calloc(iters, sizeof *rtt), sum = 0;
+    pthread_t t;
+    connect(r.fd, (struct sockaddr *)&sa, sizeof sa);
+    if (pthread_create(&t, NULL, spin_rx_thread, &r)) return 1;
+    long want = 0;
+    for (i = -warm; i < iters; i++) {
+        double t0 = now_us();
+        if (send(r.fd, buf, bytes, 0) < 0) return 1;
+        if (spin_wait(&r, ++want, t0 + 5e6) < 0) { fprintf(stderr, "udp-ping-spin: no answer\n"); return 1; }
+        if (i >= 0) rtt[i] = now_us() - t0, sum += rtt[i];
+    }
+    send(r.fd, "Q", 1, 0);
+    shutdown(r.fd, SHUT_RDWR);
+    qsort(rtt, iters, sizeof *rtt, cmp_d);
+    printf("udp_pingpong_spin bytes %d iters %d typical_us %.2f p99_us %.2f avg_us %.2f\n", bytes, iters,
+           rtt[iters / 2] / 2, rtt[(int)(iters * 0.99)] / 2, sum / iters / 2);
+    return 0;
+}
+
 static int udp_sink(const char *addr, int port, double seconds)
 {
     struct sockaddr_in sa;
@@ -176,6 +265,9 @@ int main(int argc, char **argv)
     const char *m = argc > 1 ? argv[1] : "";
     if (!strcmp(m, "udp-pong") && argc == 4) return udp_pong(argv[2], atoi(argv[3]));
     if (!strcmp(m, "udp-ping") && argc == 6) return udp_ping(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+    if (!strcmp(m, "udp-pong-spin") && argc == 4) return udp_pong_spin(argv[2], atoi(argv[3]));
+    if (!strcmp(m, "udp-ping-spin") && argc == 6)
+        return udp_ping_spin(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
     if (!strcmp(m, "udp-sink") && argc == 5) return udp_sink(argv[2], atoi(argv[3]), atof(argv[4]));
     if (!strcmp(m, "udp-blast") && argc == 6) return udp_blast(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]));
     if (!strcmp(m, "pipe-pong") && argc == 5) return pipe_pong(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
