@@ -31,7 +31,7 @@
 #   WIRE_REFERENCE=0      skip part 1
 #   WIRE_ONLY             an extended regex: only the tests whose PAIR/COND/ID
 #                         matches run (the others are recorded as skipped)
-#   WIRE_BUDGET           seconds (default 600) after which no further test
+#   WIRE_BUDGET           seconds (default 900) after which no further test
 #                         starts (those left are recorded as not run)
 #   T_SIDE, T_MIN, T_SERVER_GRACE   per-side limits (see below)
 # Results: $VM_RUN_DIR/results/
@@ -51,7 +51,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T_SIDE=${T_SIDE:-60}            # one side, reference pairs and upper bound
 T_MIN=${T_MIN:-15}              # the other pairs: 4x the reference's time, within [T_MIN, T_SIDE]
 T_SERVER_GRACE=${T_SERVER_GRACE:-10}  # the server's time left once its client ended
-WIRE_BUDGET=${WIRE_BUDGET:-600}
+WIRE_BUDGET=${WIRE_BUDGET:-900}
 SELF_CHECK=${SELF_CHECK:-0}
 WIRE_REFERENCE=${WIRE_REFERENCE:-1}
 WIRE_ONLY=${WIRE_ONLY:-}
