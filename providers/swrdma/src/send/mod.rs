@@ -119,6 +119,13 @@ unsafe fn check_local_data<'a>(c: &Ctx, qp: &Qp, req: &SendRequest<'a>) -> Resul
     }
     let (op, signaled) = (req.op.wc_opcode(), req.signaled());
     let (is_atomic, is_read) = (req.op.is_atomic(), req.op.is_read());
+    // CMP_AND_SWP and FETCH_AND_ADD with less than 8 bytes or a remote
+    // address not aligned to 8 are refused at post, as rxe's provider
+    // refuses them (EINVAL); a responder still checks the alignment of
+    // what arrives (NAK invalid request).
+    if is_atomic && (len < 8 || req.op.remote().is_some_and(|r| !r.addr.is_multiple_of(8))) {
+        return Err(libc::EINVAL);
+    }
     if (is_atomic || req.op.is_atomic_write()) && len != 8 {
         finish_now(c, qp, req.wr_id, op, 0, signaled, IBV_WC_LOC_LEN_ERR);
         return Ok(None);
