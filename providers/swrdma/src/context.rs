@@ -66,6 +66,12 @@ pub fn frag(hdr: &Msg, len: u64, off: u64) -> (Msg, usize) {
     (h, plen)
 }
 
+/// The first packet of request `m` (cut at the requester's path MTU, which
+/// the request carries in `status`) fits the path MTU of our QP.
+fn fits_path_mtu(st: &QpSt, m: &Msg) -> bool {
+    swrdma_rc::responder::first_packet_fits(m.total, m.status, swrdma_rc::responder::pmtu_bytes(st.attr.path_mtu))
+}
+
 pub enum RecvErr {
     Rnr,
     /// The receive completed in error (its status went to `ack`).
@@ -1230,6 +1236,14 @@ impl Ctx {
         // The ACK (or NAK) goes out before the receive completes: an
         // application that polls the completion and exits must not take the
         // ACK with it (the sender saw RETRY_EXC_ERR).
+        if m.flags & F_FIRST != 0 && !fits_path_mtu(st, m) {
+            // (rxe: the receive WQE first - none: RNR - then the length)
+            if !self.recv_ready(qp, st, m) {
+                return Err(());
+            }
+            self.responder_fault(l, qp, st, m, Fault::InvalidRequest);
+            return Ok(());
+        }
         let mut ack = |s: u32| {
             let status = Fault::of_receive(s).map_or(0, |f| f.requester_status());
             self.reply(l, m, K_ACK, status);
@@ -1254,7 +1268,7 @@ impl Ctx {
         if imm && !self.recv_ready(qp, st, m) {
             return Err(());
         }
-        let done = if m.off + m.plen as u64 > m.total {
+        let done = if m.off + m.plen as u64 > m.total || (m.flags & F_FIRST != 0 && !fits_path_mtu(st, m)) {
             Err(Fault::InvalidRequest)
         } else {
             // SAFETY: `payload` holds `m.plen` bytes (a validated record or

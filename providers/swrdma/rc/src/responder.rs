@@ -26,6 +26,26 @@ use crate::keys::Keys;
 use crate::memory::{Atomic, Memory};
 use crate::op::Op;
 
+/// A path MTU (`IBV_MTU_*`) in bytes (anything else: 4096, the largest).
+pub fn pmtu_bytes(code: u32) -> u32 {
+    match code {
+        1 => 256,
+        2 => 512,
+        3 => 1024,
+        4 => 2048,
+        _ => 4096,
+    }
+}
+
+/// A message of `total` bytes whose sender cuts it at path MTU `sender`
+/// bytes (0: not known) comes in packets the responder's path MTU `own`
+/// allows: its first one is no longer (rxe refuses a longer packet with
+/// NAK invalid request; so do we, on the wire and on the same-machine
+/// link, where the requester says its path MTU).
+pub fn first_packet_fits(total: u64, sender: u32, own: u32) -> bool {
+    sender == 0 || total.min(sender as u64) <= own as u64
+}
+
 /// The QP a request is for, as the checks see it.
 pub struct Target<'a> {
     pub qpn: u32,
