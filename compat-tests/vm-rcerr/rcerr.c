@@ -10,7 +10,7 @@
  * (loopback: B's address is A's own GID).  The case posts its bad work
  * request on A (usually followed by a good SEND, which must be flushed once
  * A is in error) and lets B hold two receives, then waits for A's
- * completions (at most 6 s), lets B settle (300 ms) and prints
+ * completions (at most 6 s), lets B settle (150 ms) and prints
  *
  *   NAME|post=R|A=ST,ST...|B=ST,ST...|qpA=STATE|qpB=STATE|evA=EV...|evB=EV...
  *
@@ -374,7 +374,7 @@ static void finish(E *e)
 	if (got < e->nposted)
 		add(a, sizeof(a), "TIMEOUT");
 	t0 = now_s();
-	while (now_s() - t0 < 0.3) {
+	while (now_s() - t0 < 0.15) {
 		drain(e->cqa, a, sizeof(a));
 		if (!e->b_gone)
 			drain(e->cqb, b, sizeof(b));

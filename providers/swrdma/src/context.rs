@@ -1201,7 +1201,9 @@ impl Ctx {
     fn fail_imm_receive(&self, qp: &Qp, st: &mut QpSt, m: &Msg, f: Fault) {
         let mut h = *m;
         h.flags |= F_FIRST;
-        let Some(mut cur) = self.accept_recv(qp, st, &h) else { return };
+        let Some(mut cur) = self.accept_recv(qp, st, &h) else {
+            return;
+        };
         cur.err = f.imm_receive_status();
         let c = swrdma_rc::recv::Completion {
             qpn: qp.qpn,

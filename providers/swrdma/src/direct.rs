@@ -331,7 +331,14 @@ impl Peer {
         if v[0] != qpn as u64 || qpn == 0 {
             return None;
         }
-        Some((v[1] as u32, v[2] as u32, v[3] as u32, v[4] as u32, v[5] as u32, v[6] as u32))
+        Some((
+            v[1] as u32,
+            v[2] as u32,
+            v[3] as u32,
+            v[4] as u32,
+            v[5] as u32,
+            v[6] as u32,
+        ))
     }
 }
 

@@ -264,13 +264,13 @@ fn responder_check_order() {
 #[test]
 fn path_mtu_rules() {
     use crate::responder::{first_packet_fits, pmtu_bytes};
-    assert_eq!(
-        [1, 2, 3, 4, 5].map(pmtu_bytes),
-        [256, 512, 1024, 2048, 4096]
-    );
+    assert_eq!([1, 2, 3, 4, 5].map(pmtu_bytes), [256, 512, 1024, 2048, 4096]);
     assert_eq!(pmtu_bytes(0), 4096, "not set: the largest");
     assert!(first_packet_fits(712, 1024, 1024));
-    assert!(!first_packet_fits(712, 1024, 256), "one packet of 712 bytes for a 256-byte MTU");
+    assert!(
+        !first_packet_fits(712, 1024, 256),
+        "one packet of 712 bytes for a 256-byte MTU"
+    );
     assert!(first_packet_fits(712, 256, 256), "cut at 256: fits");
     assert!(first_packet_fits(200, 1024, 256), "short enough at any MTU");
     assert!(first_packet_fits(1 << 20, 0, 256), "sender's MTU not known: no check");

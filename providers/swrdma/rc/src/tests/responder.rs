@@ -54,7 +54,11 @@ fn each_operation_needs_its_right_on_the_qp() {
         if ok {
             assert_eq!(r, Ok(Some(BASE + 8)), "{op:?} on a QP with {qp_access:#x}");
         } else {
-            assert_eq!(r, Err(Fault::InvalidRequest), "{op:?} on a QP with {qp_access:#x}: not enabled");
+            assert_eq!(
+                r,
+                Err(Fault::InvalidRequest),
+                "{op:?} on a QP with {qp_access:#x}: not enabled"
+            );
         }
     }
 }
