@@ -50,7 +50,7 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
     }
     let tx = link.producer();
     // SAFETY: forwarded to our caller (the local data).
-    if reliable && !unsafe { queue_reliable(qp, req, data, &mut m) } {
+    if reliable && !unsafe { queue_reliable(c, qp, req, data, &mut m) } {
         return Ok(());
     }
     // SAFETY: forwarded to our caller (the local data).
@@ -227,9 +227,16 @@ unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData
 ///
 /// # Safety
 /// `data` passed `check_local` or is inline data readable for the call.
-unsafe fn queue_reliable(qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg) -> bool {
+unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg) -> bool {
     let (len, inline) = (data.len, data.inline);
     let mut st = lock(&qp.st);
+    if st.state == IBV_QPS_ERR {
+        // The QP went to error since post_send looked (a NAK or a timeout
+        // of an earlier request): flushed, like any request posted in ERR.
+        let (op, signaled) = (req.op.wc_opcode(), req.signaled());
+        finish_locked(c, qp, &mut st, req.wr_id, op, len as u32, signaled, IBV_WC_WR_FLUSH_ERR);
+        return false;
+    }
     let seq = st.next_seq;
     st.next_seq += 1;
     m.seq = seq;
