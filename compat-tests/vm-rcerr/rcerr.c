@@ -65,6 +65,7 @@ typedef struct env {
 	int a_state;               /* how far A goes: RTR or RTS */
 	int b_recvs;               /* receives B holds (2048 bytes each) */
 	int b_dest;                /* A's dest QPN override (0: B's) */
+	int a_ex;                  /* A made with ibv_create_qp_ex (ibv_wr_* send ops) */
 } E;
 
 struct tcase {
@@ -247,7 +248,18 @@ static void post_recv(E *e, struct ibv_qp *q, uint64_t id, char *addr, uint32_t 
  * receives of 2048 bytes (into the start of B's MR: the SEND target) */
 static void connect_ab(E *e, enum ibv_qp_type t)
 {
-	if (!(e->a = mkqp(e, e->cqa, t, NULL)) || !(e->b = mkqp(e, e->cqb, t, e->srq)))
+	if (e->a_ex) {
+		struct ibv_qp_init_attr_ex qa = {
+			.send_cq = e->cqa, .recv_cq = e->cqa, .qp_type = t, .pd = e->pd,
+			.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2, .max_recv_sge = 2},
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+					  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD};
+		if (!(e->a = ibv_create_qp_ex(e->ctx, &qa)))
+			setup_fail("create_qp_ex");
+	} else if (!(e->a = mkqp(e, e->cqa, t, NULL)))
+		setup_fail("create_qp");
+	if (!(e->b = mkqp(e, e->cqb, t, e->srq)))
 		setup_fail("create_qp");
 	if (to_init(e->a, 0))
 		setup_fail("init_a");
@@ -445,6 +457,34 @@ C(faa_out_of_mr) { rc(e, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, MRSZ, 0); }
 C(faa_mr_no_right) { e->mrb_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ; rc(e, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 512, 0); }
 C(faa_qp_no_right) { e->b_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ; rc(e, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 512, 0); }
 C(faa_misaligned) { rc(e, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 513, 0); }
+
+/* the same through ibv_wr_* (rxe's provider checks the alignment only in
+ * ibv_post_send): the misaligned atomic and a SEND in one wr_complete */
+static void wr_atomic_misaligned(E *e, int cas)
+{
+	e->a_ex = 1;
+	open_all(e);
+	connect_ab(e, IBV_QPT_RC);
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(e->a);
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	if (cas)
+		ibv_wr_atomic_cmp_swp(qx, e->mrb->rkey, (uintptr_t)e->rb + 516, 1, 2);
+	else
+		ibv_wr_atomic_fetch_add(qx, e->mrb->rkey, (uintptr_t)e->rb + 516, 1);
+	ibv_wr_set_sge(qx, e->mra->lkey, (uintptr_t)e->la, 8);
+	qx->wr_id = 2;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, e->mra->lkey, (uintptr_t)e->la, 16);
+	int r = ibv_wr_complete(qx);
+	snprintf(e->post, sizeof(e->post), "%s", ename(r));
+	if (r == 0)
+		e->nposted = 2;
+	finish(e);
+}
+C(wr_cas_misaligned) { wr_atomic_misaligned(e, 1); }
+C(wr_faa_misaligned) { wr_atomic_misaligned(e, 0); }
 
 /* receive not ready (RNR), rnr_retry 0 */
 C(send_rnr) { e->b_recvs = 0; rc(e, IBV_WR_SEND, 64, 0, 0); }
