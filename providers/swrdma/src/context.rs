@@ -66,6 +66,12 @@ pub fn frag(hdr: &Msg, len: u64, off: u64) -> (Msg, usize) {
     (h, plen)
 }
 
+/// The first packet of request `m` (cut at the requester's path MTU, which
+/// the request carries in `status`) fits the path MTU of our QP.
+fn fits_path_mtu(st: &QpSt, m: &Msg) -> bool {
+    swrdma_rc::responder::first_packet_fits(m.total, m.status, swrdma_rc::responder::pmtu_bytes(st.attr.path_mtu))
+}
+
 pub enum RecvErr {
     Rnr,
     /// The receive completed in error (its status went to `ack`).
@@ -1179,10 +1185,38 @@ impl Ctx {
     /// (the table in `swrdma_rc::fault`).
     fn responder_fault(&self, l: InLink<'_>, qp: &Qp, st: &mut QpSt, m: &Msg, f: Fault) {
         self.reply(l, m, K_ACK, f.requester_status());
+        self.fault_answered(qp, st, f);
+    }
+
+    /// What follows the answer to a fault: the event, the QP to error.
+    fn fault_answered(&self, qp: &Qp, st: &mut QpSt, f: Fault) {
         if let Some(ev) = f.async_event() {
             self.async_event(qp.ibqp as u64, ev);
         }
         self.to_err(qp, st);
+    }
+
+    /// A WRITE with immediate failed the checks after it took its receive
+    /// WQE: that receive completes with the fault's status (as rxe's).
+    fn fail_imm_receive(&self, qp: &Qp, st: &mut QpSt, m: &Msg, f: Fault) {
+        let mut h = *m;
+        h.flags |= F_FIRST;
+        let Some(mut cur) = self.accept_recv(qp, st, &h) else {
+            return;
+        };
+        cur.err = f.imm_receive_status();
+        let c = swrdma_rc::recv::Completion {
+            qpn: qp.qpn,
+            src_qp: m.src_qpn,
+            opcode: IBV_WC_RECV_RDMA_WITH_IMM,
+            len: m.total,
+            imm: Some(m.imm),
+            inv: None,
+        };
+        let (wc, cq) = self.finish_recv(cur, &c);
+        if let Some(cq) = &cq {
+            cq.push(wc, false);
+        }
     }
 
     /// The engine's view of `qp` for the checks of request `m`, with the
@@ -1204,6 +1238,14 @@ impl Ctx {
         // The ACK (or NAK) goes out before the receive completes: an
         // application that polls the completion and exits must not take the
         // ACK with it (the sender saw RETRY_EXC_ERR).
+        if m.flags & F_FIRST != 0 && !fits_path_mtu(st, m) {
+            // (rxe: the receive WQE first - none: RNR - then the length)
+            if !self.recv_ready(qp, st, m) {
+                return Err(());
+            }
+            self.responder_fault(l, qp, st, m, Fault::InvalidRequest);
+            return Ok(());
+        }
         let mut ack = |s: u32| {
             let status = Fault::of_receive(s).map_or(0, |f| f.requester_status());
             self.reply(l, m, K_ACK, status);
@@ -1218,10 +1260,17 @@ impl Ctx {
 
     fn rc_write(&self, l: InLink<'_>, qp: &Arc<Qp>, st: &mut QpSt, m: &Msg, payload: *const u8) -> Result<(), ()> {
         let last = m.flags & F_LAST != 0;
-        if last && m.flags & F_IMM != 0 && !self.recv_ready(qp, st, m) {
+        let imm = last && m.flags & F_IMM != 0;
+        // The QP's rights first, then (with immediate) the receive WQE,
+        // then the rest (swrdma_rc::responder).
+        if let Err(f) = self.with_target(qp, st, m, |t| t.enabled(Op::Write)) {
+            self.responder_fault(l, qp, st, m, f);
+            return Ok(());
+        }
+        if imm && !self.recv_ready(qp, st, m) {
             return Err(());
         }
-        let done = if m.off + m.plen as u64 > m.total {
+        let done = if m.off + m.plen as u64 > m.total || (m.flags & F_FIRST != 0 && !fits_path_mtu(st, m)) {
             Err(Fault::InvalidRequest)
         } else {
             // SAFETY: `payload` holds `m.plen` bytes (a validated record or
@@ -1230,7 +1279,12 @@ impl Ctx {
             self.with_target(qp, st, m, |t| t.write(&ProcessMemory, m.rkey, m.raddr + m.off, data))
         };
         if let Err(f) = done {
-            self.responder_fault(l, qp, st, m, f);
+            self.reply(l, m, K_ACK, f.requester_status());
+            if imm && m.off == 0 {
+                // (one piece: the WQE was taken before the checks)
+                self.fail_imm_receive(qp, st, m, f);
+            }
+            self.fault_answered(qp, st, f);
             return Ok(());
         }
         if last {
@@ -1473,7 +1527,9 @@ impl Ctx {
                     return true;
                 }
                 off += plen as u64;
-                if off >= len {
+                // (A READ or an atomic is one message of no payload, its
+                // length that of the data it asks for.)
+                if off >= len || plen == 0 {
                     break;
                 }
             }

@@ -208,8 +208,10 @@ impl Dir {
         }
     }
 
-    /// QP `qpn`'s state as a responder sees it (None: destroyed).
-    pub fn publish_qp(&self, qpn: u32, v: Option<(u32, u32, u32, u32, u32)>) {
+    /// QP `qpn`'s state as a responder sees it (None: destroyed): its
+    /// type, state, access flags, PD, destination QPN and path MTU in
+    /// bytes.
+    pub fn publish_qp(&self, qpn: u32, v: Option<(u32, u32, u32, u32, u32, u32)>) {
         let _g = crate::sys::lock(&self.writer);
         // SAFETY: `map` is our `DIR_BYTES` mapping.
         let e = unsafe { qp_entry(self.map, qpn) };
@@ -218,7 +220,7 @@ impl Dir {
             return; // slot taken by another QP
         }
         match v {
-            Some((qpt, state, access, pd, dqpn)) => write_entry(
+            Some((qpt, state, access, pd, dqpn, pmtu)) => write_entry(
                 e,
                 &[
                     qpn as u64,
@@ -227,9 +229,10 @@ impl Dir {
                     access as u64,
                     pd as u64,
                     dqpn as u64,
+                    pmtu as u64,
                 ],
             ),
-            None if cur == qpn => write_entry(e, &[0; 6]),
+            None if cur == qpn => write_entry(e, &[0; 7]),
             None => {}
         }
     }
@@ -320,14 +323,22 @@ impl Peer {
         })
     }
 
-    /// (qpt, state, access flags, pd, dest QPN) of the peer's QP `qpn`.
-    pub fn qp(&self, qpn: u32) -> Option<(u32, u32, u32, u32, u32)> {
+    /// (qpt, state, access flags, pd, dest QPN, path MTU bytes) of the
+    /// peer's QP `qpn`.
+    pub fn qp(&self, qpn: u32) -> Option<(u32, u32, u32, u32, u32, u32)> {
         // SAFETY: `map` is a `DIR_BYTES` mapping.
-        let v = read_entry::<6>(unsafe { qp_entry(self.map, qpn) })?;
+        let v = read_entry::<7>(unsafe { qp_entry(self.map, qpn) })?;
         if v[0] != qpn as u64 || qpn == 0 {
             return None;
         }
-        Some((v[1] as u32, v[2] as u32, v[3] as u32, v[4] as u32, v[5] as u32))
+        Some((
+            v[1] as u32,
+            v[2] as u32,
+            v[3] as u32,
+            v[4] as u32,
+            v[5] as u32,
+            v[6] as u32,
+        ))
     }
 }
 
@@ -352,13 +363,14 @@ impl Op<'_> {
 /// The process address of [raddr, raddr+len) of the peer's MR `rkey`, when
 /// the peer's QP `dqpn` (connected to our `my_qpn`) and the MR allow `need`
 /// there (the responder's checks, responder::Target's order).
-fn allowed(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), need: u32) -> Option<u64> {
+fn allowed(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), need: u32, first_pkt: u64) -> Option<u64> {
     let (rkey, raddr, len) = at;
-    let (qpt, state, qacc, qpd, qdest) = peer.qp(dqpn)?;
+    let (qpt, state, qacc, qpd, qdest, pmtu) = peer.qp(dqpn)?;
     if qpt != IBV_QPT_RC
         || !matches!(state, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_SQE)
         || qacc & need == 0
         || qdest != my_qpn
+        || first_pkt > pmtu as u64
     {
         return None;
     }
@@ -376,7 +388,9 @@ fn allowed(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), need: u32) 
 /// the peer's QP `dqpn`.  Some(status): done (IBV_WC_SUCCESS, or a local
 /// error); None: not for the direct path (the caller uses the ring).
 /// `at`: (rkey, remote address, length).
-pub fn execute(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<'_>) -> Option<u32> {
+/// `pmtu`: our QP's path MTU in bytes (a WRITE whose first packet would
+/// not fit the peer QP's path MTU is for the ring, which refuses it).
+pub fn execute(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<'_>, pmtu: u64) -> Option<u32> {
     let (rkey, raddr, len) = at;
     let is_atomic = matches!(op, Op::Cas(..) | Op::Faa(..));
     if peer.refused.load(Ordering::Relaxed) || (is_atomic && (len != 8 || !raddr.is_multiple_of(8))) {
@@ -384,7 +398,8 @@ pub fn execute(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<
     }
     // Announce the access, then check (see the module's comment).
     let _announced = peer.access.announce(peer.ctx, rkey)?;
-    let host = allowed(peer, my_qpn, dqpn, at, op.right())?;
+    let first_pkt = if matches!(op, Op::Write(_)) { len.min(pmtu) } else { 0 };
+    let host = allowed(peer, my_qpn, dqpn, at, op.right(), first_pkt)?;
     let r = match op {
         Op::Write(sges) => cma(peer.pid, sges, host, len as usize, true).map(|_| IBV_WC_SUCCESS),
         Op::Read(sges) => cma(peer.pid, sges, host, len as usize, false).map(|_| IBV_WC_SUCCESS),

@@ -355,7 +355,14 @@ impl Objects {
         if let Some(d) = &self.dir_tbl {
             d.publish_qp(
                 qp.qpn,
-                Some((qp.qpt, st.state, st.attr.qp_access_flags, qp.pd, st.attr.dest_qp_num)),
+                Some((
+                    qp.qpt,
+                    st.state,
+                    st.attr.qp_access_flags,
+                    qp.pd,
+                    st.attr.dest_qp_num,
+                    swrdma_rc::responder::pmtu_bytes(st.attr.path_mtu),
+                )),
             );
         }
     }

@@ -8,7 +8,7 @@ use crate::handles::*;
 use crate::ipc;
 use crate::poll::poll_cq;
 use crate::qpex::{fill_cq_ex, fill_qp_ex};
-use crate::send::{bind_window, finish_now, post_one};
+use crate::send::{bind_window, finish_now, post_verb};
 use crate::wire;
 use ibverbs_abi::*;
 use std::os::fd::IntoRawFd;
@@ -2086,10 +2086,10 @@ pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, 
     let (c, qp) = unsafe { qp_of(ibqp) };
     while !wr.is_null() {
         // SAFETY: `wr` is a non-null element of the application's list of
-        // valid send requests, which is `post_one`'s contract.
+        // valid send requests, which is `post_verb`'s contract.
         let w = unsafe { &*wr };
         // SAFETY: see above.
-        if let Err(e) = unsafe { post_one(c, &qp, w) } {
+        if let Err(e) = unsafe { post_verb(c, &qp, w) } {
             // SAFETY: `bad` is writable (the verb's contract).
             unsafe { *bad = wr };
             return e;

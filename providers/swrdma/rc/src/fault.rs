@@ -52,6 +52,13 @@ impl Fault {
         }
     }
 
+    /// The status of the receive WQE a WRITE with immediate took before
+    /// the responder found this fault (its R_Key or length): the
+    /// requester's status, as rxe completes it.
+    pub fn imm_receive_status(self) -> u32 {
+        self.requester_status()
+    }
+
     /// The class of a receive that completed in error with `status` (None:
     /// it did not).
     pub fn of_receive(status: u32) -> Option<Fault> {

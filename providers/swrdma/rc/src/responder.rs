@@ -2,13 +2,20 @@
 //! order for both transports:
 //!
 //! 1. the QP's own rights (`qp_access_flags`) for the operation — else
-//!    `RemoteAccess`;
+//!    `InvalidRequest`: the operation is not enabled on the QP, so the
+//!    request is not valid for it (rxe's opcode check, NAK invalid request;
+//!    IBTA 9.7.4.1.3 counts the QP's enables with the opcode's validity);
 //! 2. an atomic's address is 8-aligned — else `InvalidRequest`;
 //! 3. a zero-length READ or WRITE touches nothing: no R_Key and no address
 //!    is checked (IBTA C9-88; UCX flushes with rkey and address 0);
 //! 4. the R_Key grants the right over the whole range (its PD, a window's
 //!    MR and QP, the range inside) — else `RemoteAccess`;
 //! 5. the copy itself: memory the owner no longer maps — `RemoteAccess`.
+//!
+//! A WRITE with immediate passes step 1 before its receive WQE is taken
+//! (none: RNR NAK), the others after: a fault then completes that receive
+//! with [`Fault::imm_receive_status`] (rxe's order: opcode, resources,
+//! length, R_Key).
 //!
 //! Errors are [`Fault`]s: the caller answers with `fault.nak_code()` (the
 //! wire) or `fault.requester_status()` (the ring), raises
@@ -18,6 +25,26 @@ use crate::fault::Fault;
 use crate::keys::Keys;
 use crate::memory::{Atomic, Memory};
 use crate::op::Op;
+
+/// A path MTU (`IBV_MTU_*`) in bytes (anything else: 4096, the largest).
+pub fn pmtu_bytes(code: u32) -> u32 {
+    match code {
+        1 => 256,
+        2 => 512,
+        3 => 1024,
+        4 => 2048,
+        _ => 4096,
+    }
+}
+
+/// A message of `total` bytes whose sender cuts it at path MTU `sender`
+/// bytes (0: not known) comes in packets the responder's path MTU `own`
+/// allows: its first one is no longer (rxe refuses a longer packet with
+/// NAK invalid request; so do we, on the wire and on the same-machine
+/// link, where the requester says its path MTU).
+pub fn first_packet_fits(total: u64, sender: u32, own: u32) -> bool {
+    sender == 0 || total.min(sender as u64) <= own as u64
+}
 
 /// The QP a request is for, as the checks see it.
 pub struct Target<'a> {
@@ -31,13 +58,20 @@ pub struct Target<'a> {
 }
 
 impl Target<'_> {
+    /// Step 1: the QP enables `op` (`qp_access_flags`).
+    pub fn enabled(&self, op: Op) -> Result<(), Fault> {
+        let right = op.remote_access();
+        if self.qp_access & right != right {
+            return Err(Fault::InvalidRequest);
+        }
+        Ok(())
+    }
+
     /// Steps 1 to 4 for `op` on [va, va + len): Ok(Some(process address)),
     /// Ok(None) for a zero-length access (nothing to touch).
     pub fn check(&self, op: Op, rkey: u32, va: u64, len: u64) -> Result<Option<u64>, Fault> {
+        self.enabled(op)?;
         let right = op.remote_access();
-        if self.qp_access & right != right {
-            return Err(Fault::RemoteAccess);
-        }
         if op.is_atomic() && !va.is_multiple_of(8) {
             return Err(Fault::InvalidRequest);
         }

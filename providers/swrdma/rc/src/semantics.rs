@@ -235,9 +235,19 @@ fn window_dies_with_its_mr() {
 fn responder_check_order() {
     let (_, keys) = setup(RW);
     let none = target(&keys, 0);
-    // 1. the QP's rights come first: even a zero-length access needs them
-    assert_eq!(none.check(Op::Write, 0, 0, 0), Err(Fault::RemoteAccess));
-    assert_eq!(none.check(Op::FetchAdd, 0x100, BASE + 4, 8), Err(Fault::RemoteAccess));
+    // 1. the QP's rights come first: even a zero-length access needs them;
+    // an operation the QP does not enable is an invalid request (as rxe)
+    assert_eq!(none.check(Op::Write, 0, 0, 0), Err(Fault::InvalidRequest));
+    assert_eq!(none.check(Op::FetchAdd, 0x100, BASE + 4, 8), Err(Fault::InvalidRequest));
+    assert_eq!(none.check(Op::Read, 0x100, BASE, 8), Err(Fault::InvalidRequest));
+    let rd = target(&keys, IBV_ACCESS_REMOTE_READ);
+    assert_eq!(rd.enabled(Op::Write), Err(Fault::InvalidRequest));
+    assert_eq!(rd.enabled(Op::Read), Ok(()));
+    assert_eq!(rd.enabled(Op::Send), Ok(()), "SEND needs no right");
+    assert_eq!(rd.check(Op::Write, 0x100, BASE, 8), Err(Fault::InvalidRequest));
+    assert_eq!(rd.check(Op::AtomicWrite, 0x100, BASE, 8), Err(Fault::InvalidRequest));
+    assert_eq!(rd.check(Op::CmpSwap, 0x100, BASE, 8), Err(Fault::InvalidRequest));
+    assert_eq!(rd.check(Op::Read, 0x100, BASE, 8), Ok(Some(BASE)));
     let t = target(&keys, QP_ALL);
     // 2. an atomic's alignment, before its key
     assert_eq!(t.check(Op::FetchAdd, 0xbad, BASE + 4, 8), Err(Fault::InvalidRequest));
@@ -249,6 +259,21 @@ fn responder_check_order() {
     assert_eq!(t.check(Op::Write, 0xbad, BASE, 8), Err(Fault::RemoteAccess));
     assert_eq!(t.check(Op::Write, 0x100, BASE, 8), Ok(Some(BASE)));
     assert_eq!(t.check(Op::CmpSwap, 0x100, BASE + 8, 8), Ok(Some(BASE + 8)));
+}
+
+#[test]
+fn path_mtu_rules() {
+    use crate::responder::{first_packet_fits, pmtu_bytes};
+    assert_eq!([1, 2, 3, 4, 5].map(pmtu_bytes), [256, 512, 1024, 2048, 4096]);
+    assert_eq!(pmtu_bytes(0), 4096, "not set: the largest");
+    assert!(first_packet_fits(712, 1024, 1024));
+    assert!(
+        !first_packet_fits(712, 1024, 256),
+        "one packet of 712 bytes for a 256-byte MTU"
+    );
+    assert!(first_packet_fits(712, 256, 256), "cut at 256: fits");
+    assert!(first_packet_fits(200, 1024, 256), "short enough at any MTU");
+    assert!(first_packet_fits(1 << 20, 0, 256), "sender's MTU not known: no check");
 }
 
 #[test]
@@ -342,6 +367,9 @@ fn error_classes_one_table() {
         assert_eq!(f.async_event(), ev, "{f:?}");
     }
     assert_eq!(nak_status(4), IBV_WC_REM_INV_RD_REQ_ERR);
+    // a WRITE with immediate's receive, taken before the fault was found
+    assert_eq!(Fault::RemoteAccess.imm_receive_status(), IBV_WC_REM_ACCESS_ERR);
+    assert_eq!(Fault::InvalidRequest.imm_receive_status(), IBV_WC_REM_INV_REQ_ERR);
     assert_eq!(Fault::of_receive(IBV_WC_SUCCESS), None);
     assert_eq!(Fault::of_receive(IBV_WC_LOC_PROT_ERR), Some(Fault::RemoteOperational));
     assert_eq!(Fault::of_receive(IBV_WC_LOC_LEN_ERR), Some(Fault::ReceiveTooLong));

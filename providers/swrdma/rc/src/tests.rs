@@ -117,7 +117,7 @@ fn write_checks_in_order() {
         "C9-88: zero length checks no key"
     );
     let no_rights = Target { qp_access: 0, ..t };
-    assert_eq!(no_rights.check(Op::Write, 0, 0, 0), Err(Fault::RemoteAccess));
+    assert_eq!(no_rights.check(Op::Write, 0, 0, 0), Err(Fault::InvalidRequest));
 }
 
 // ---- helpers shared by the submodules ------------------------------------

@@ -24,6 +24,30 @@ use request::{LocalData, Operation, QpView, SendRequest};
 use std::os::raw::c_int;
 use std::sync::Arc;
 
+/// `ibv_post_send`'s request: first the check rxe's provider makes there
+/// (not in its `ibv_wr_*` interface, whose misaligned atomics reach the
+/// responder and come back NAKed invalid request): CMP_AND_SWP or
+/// FETCH_AND_ADD with less than 8 bytes or a remote address not aligned to
+/// 8 is EINVAL; then `post_one`.
+///
+/// # Safety
+/// As `post_one`.
+pub unsafe fn post_verb(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
+    if let Some(req) = SendRequest::read(wr, qp.qpt) {
+        let fits = req.num_sge >= 0 && req.num_sge as u32 <= qp.cap.max_send_sge;
+        if req.op.is_atomic() && fits {
+            // SAFETY: `num_sge` SGEs at `sg_list` (the contract; checked
+            // against the QP's maximum above).
+            let len: u64 = unsafe { req.gather_list() }.iter().map(|s| s.length as u64).sum();
+            if len < 8 || req.op.remote().is_some_and(|r| !r.addr.is_multiple_of(8)) {
+                return Err(libc::EINVAL);
+            }
+        }
+    }
+    // SAFETY: forwarded (the contract).
+    unsafe { post_one(c, qp, wr) }
+}
+
 /// Posts one send work request.
 ///
 /// # Safety

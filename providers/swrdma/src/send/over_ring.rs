@@ -22,6 +22,7 @@ use swrdma_ring::*;
 /// `data` passed `check_local` (or is inline data readable for the call).
 pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, view: QpView) -> Result<(), c_int> {
     let len = data.len;
+    let pmtu = view.pmtu;
     // Destination.
     let mut m = Msg {
         src_qpn: qp.qpn,
@@ -41,9 +42,15 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
     }
     // SAFETY: forwarded to our caller (the local data).
     unsafe { fill_header(&mut m, qp.qpt, req, data) };
+    if qp.qpt != IBV_QPT_UD && (m.kind == K_SEND || m.kind == K_WRITE) {
+        // A request's `status` (only responses have one) carries our path
+        // MTU: the responder refuses a message whose first packet would be
+        // longer than its own (swrdma_rc::responder::first_packet_fits).
+        m.status = pmtu;
+    }
     let tx = link.producer();
     // SAFETY: forwarded to our caller (the local data).
-    if reliable && !unsafe { queue_reliable(qp, req, data, &mut m) } {
+    if reliable && !unsafe { queue_reliable(c, qp, req, data, &mut m) } {
         return Ok(());
     }
     // SAFETY: forwarded to our caller (the local data).
@@ -147,7 +154,8 @@ fn execute_directly(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, link:
     if st.state == IBV_QPS_RTS && st.sq.is_empty() && st.resend.is_none() && st.probe.is_none() && st.lost_at.is_none()
     {
         let at = (remote.rkey, remote.addr, len);
-        if let Some(status) = direct::execute(&peer, qp.qpn, dest, at, dop) {
+        let pmtu = swrdma_rc::responder::pmtu_bytes(st.attr.path_mtu) as u64;
+        if let Some(status) = direct::execute(&peer, qp.qpn, dest, at, dop, pmtu) {
             let op = req.op.wc_opcode();
             finish_locked(c, qp, &mut st, req.wr_id, op, len as u32, req.signaled(), status);
             return true;
@@ -219,9 +227,16 @@ unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData
 ///
 /// # Safety
 /// `data` passed `check_local` or is inline data readable for the call.
-unsafe fn queue_reliable(qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg) -> bool {
+unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg) -> bool {
     let (len, inline) = (data.len, data.inline);
     let mut st = lock(&qp.st);
+    if st.state == IBV_QPS_ERR {
+        // The QP went to error since post_send looked (a NAK or a timeout
+        // of an earlier request): flushed, like any request posted in ERR.
+        let (op, signaled) = (req.op.wc_opcode(), req.signaled());
+        finish_locked(c, qp, &mut st, req.wr_id, op, len as u32, signaled, IBV_WC_WR_FLUSH_ERR);
+        return false;
+    }
     let seq = st.next_seq;
     st.next_seq += 1;
     m.seq = seq;

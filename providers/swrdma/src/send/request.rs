@@ -342,6 +342,8 @@ pub struct QpView {
     pub av_sgid: u8,
     /// Requests in the send queue, not yet completed.
     pub outstanding: usize,
+    /// The path MTU in bytes.
+    pub pmtu: u32,
 }
 
 impl QpView {
@@ -354,6 +356,7 @@ impl QpView {
             own_qkey: st.attr.qkey,
             av_sgid: st.attr.ah_attr.grh.sgid_index,
             outstanding: st.sq.len(),
+            pmtu: swrdma_rc::responder::pmtu_bytes(st.attr.path_mtu),
         }
     }
 }

@@ -988,13 +988,11 @@ impl Wire {
         if st.wq.in_send || (st.wq.wr.is_some() == (info.first || info.only)) {
             return Err((psn, Fault::InvalidRequest));
         }
-        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
-            return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
-        }
+        // rxe's order (swrdma_rc::responder): the QP enables WRITE, then
+        // the receive of a WRITE with immediate (none: RNR), then length
+        // and key; a fault after the receive was taken completes it.
         if info.first || info.only {
-            let Some(r) = h.reth else { return Ok(()) };
-            Self::with_target(c, qp, st, |t| t.check(Op::Write, r.rkey, r.va, r.len as u64)).map_err(|f| (psn, f))?;
-            st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
+            Self::with_target(c, qp, st, |t| t.enabled(Op::Write)).map_err(|f| (psn, f))?;
         }
         if h.imm.is_some() && st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
             // WRITE with immediate needs a receive: RNR.
@@ -1003,6 +1001,30 @@ impl Wire {
             }
             self.rnr(m, st, psn);
             return Ok(());
+        }
+        let done = self.rc_write_data(c, qp, st, m, h, payload);
+        if let (Err((_, f)), Some(_)) = (done, h.imm) {
+            if let Some(cur) = st.cur.as_mut() {
+                cur.err = f.imm_receive_status();
+                let total = st.wq.wr.map_or(0, |w| w.3);
+                self.complete_recv(c, qp, st, h, IBV_WC_RECV_RDMA_WITH_IMM, total, 0);
+            }
+        }
+        done
+    }
+
+    /// An RDMA WRITE packet past the checks of its opcode and receive:
+    /// its length, key and data.
+    fn rc_write_data(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+        let psn = h.bth.psn;
+        let info = roce::op_info(h.bth.opcode);
+        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
+            return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
+        }
+        if info.first || info.only {
+            let Some(r) = h.reth else { return Ok(()) };
+            Self::with_target(c, qp, st, |t| t.check(Op::Write, r.rkey, r.va, r.len as u64)).map_err(|f| (psn, f))?;
+            st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
         }
         let Some((va, rkey, left, total)) = st.wq.wr else {
             return Ok(());

@@ -54,7 +54,11 @@ fn each_operation_needs_its_right_on_the_qp() {
         if ok {
             assert_eq!(r, Ok(Some(BASE + 8)), "{op:?} on a QP with {qp_access:#x}");
         } else {
-            assert_eq!(r, Err(Fault::RemoteAccess), "{op:?} on a QP with {qp_access:#x}");
+            assert_eq!(
+                r,
+                Err(Fault::InvalidRequest),
+                "{op:?} on a QP with {qp_access:#x}: not enabled"
+            );
         }
     }
 }
@@ -66,14 +70,19 @@ fn qp_rights_come_before_everything_else() {
     for op in ATOMICS {
         assert_eq!(
             none.check(op, 0x999, BASE + 3, 8),
-            Err(Fault::RemoteAccess),
+            Err(Fault::InvalidRequest),
             "{op:?}: misaligned with a bad key, but the QP's rights first"
+        );
+        assert_eq!(
+            none.check(op, 0x999, BASE, 8),
+            Err(Fault::InvalidRequest),
+            "{op:?}: a bad key, but the QP's rights first"
         );
     }
     for op in [Op::Write, Op::Read] {
         assert_eq!(
             none.check(op, 0, 0, 0),
-            Err(Fault::RemoteAccess),
+            Err(Fault::InvalidRequest),
             "{op:?}: even zero length"
         );
     }
@@ -126,8 +135,8 @@ fn zero_length_read_or_write_checks_no_key() {
 #[test]
 fn zero_length_still_needs_the_qps_right() {
     let (_, keys) = ctx(ALL);
-    assert_eq!(qp(&keys, R).check(Op::Write, 0, 0, 0), Err(Fault::RemoteAccess));
-    assert_eq!(qp(&keys, W).check(Op::Read, 0, 0, 0), Err(Fault::RemoteAccess));
+    assert_eq!(qp(&keys, R).check(Op::Write, 0, 0, 0), Err(Fault::InvalidRequest));
+    assert_eq!(qp(&keys, W).check(Op::Read, 0, 0, 0), Err(Fault::InvalidRequest));
     assert_eq!(qp(&keys, W).check(Op::Write, 0, 0, 0), Ok(None));
     assert_eq!(qp(&keys, R).check(Op::Read, 0, 0, 0), Ok(None));
 }
@@ -312,7 +321,7 @@ fn a_refused_write_or_read_touches_nothing() {
     let mut out = [0u8; 4];
     assert_eq!(
         ro.read(&Untouched, 0x100, BASE, &mut out),
-        Err(Fault::RemoteAccess),
+        Err(Fault::InvalidRequest),
         "no right on the QP"
     );
     assert_eq!(
@@ -330,7 +339,7 @@ fn zero_length_write_or_read_touches_nothing() {
     assert_eq!(t.write(&Untouched, 0, 0, b""), Ok(()));
     assert_eq!(t.read(&Untouched, 0, 0, &mut []), Ok(()));
     assert_eq!(t.write(&Untouched, 0x100, BASE, b""), Ok(()));
-    assert_eq!(qp(&keys, R).write(&Untouched, 0, 0, b""), Err(Fault::RemoteAccess));
+    assert_eq!(qp(&keys, R).write(&Untouched, 0, 0, b""), Err(Fault::InvalidRequest));
 }
 
 #[test]
@@ -417,7 +426,7 @@ fn atomic_write_stores() {
     assert_eq!(read_u64(&mem, BASE + 16), 0x0102_0304_0506_0708);
     assert_eq!(
         qp(&keys, A).atomic(&mem, Op::AtomicWrite, 0x100, BASE + 16, Atomic::Store(0)),
-        Err(Fault::RemoteAccess),
+        Err(Fault::InvalidRequest),
         "ATOMIC_WRITE is a write: REMOTE_ATOMIC is not enough"
     );
     assert_eq!(read_u64(&mem, BASE + 16), 0x0102_0304_0506_0708);
@@ -439,7 +448,7 @@ fn refused_atomics_execute_nothing() {
         );
         assert_eq!(
             qp(&keys, 0).atomic(&Untouched, op, 0x100, BASE, a),
-            Err(Fault::RemoteAccess),
+            Err(Fault::InvalidRequest),
             "{op:?}: the QP's rights"
         );
         assert_eq!(
