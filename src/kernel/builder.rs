@@ -162,6 +162,7 @@ struct Spot {
 }
 
 impl Spot {
+    #[inline]
     fn of(p: Place) -> Self {
         let (kind, f) = match p {
             Place::Req(f) => (1, f),
@@ -269,11 +270,13 @@ pub struct A<'c> {
 
 impl A<'_> {
     /// Its place in the legacy `write()` form.
+    #[inline]
     pub fn w(self, p: Place) -> Self {
         self.c.maps.get_mut(self.i).w = Spot::of(p);
         self
     }
     /// Its place in the extended `write()` form.
+    #[inline]
     pub fn wx(self, p: Place) -> Self {
         self.c.maps.get_mut(self.i).wx = Spot::of(p);
         self
@@ -296,6 +299,7 @@ impl Cmd {
     ///
     /// # Safety
     /// `ctx` is an open context; `link` null or a valid chain.
+    #[inline]
     pub unsafe fn new(
         ctx: *mut ibv_context,
         m: &'static Method,
@@ -425,6 +429,7 @@ impl Cmd {
         }
     }
 
+    #[inline]
     fn b(&mut self) -> &mut OwnedCmdBuf {
         self.buf.as_mut().expect("attributes need an ioctl method")
     }
@@ -441,26 +446,31 @@ impl Cmd {
     }
 
     /// `fill_attr_in_obj`.
+    #[inline]
     pub fn in_obj(&mut self, id: u16, handle: u32) -> A<'_> {
         let i = self.b().fill_in_obj(id, handle);
         self.push(i, Kind::Val)
     }
     /// `fill_attr_out_obj`.
+    #[inline]
     pub fn out_obj(&mut self, id: u16) -> A<'_> {
         let i = self.b().fill_in_obj(id, 0);
         self.push(i, Kind::OutObj)
     }
     /// `fill_attr_in_uint32`.
+    #[inline]
     pub fn in_u32(&mut self, id: u16, v: u32) -> A<'_> {
         let i = self.b().fill_in_u32(id, v);
         self.push(i, Kind::Val32)
     }
     /// `fill_attr_in_uint64` / `fill_attr_const_in`.
+    #[inline]
     pub fn in_u64(&mut self, id: u16, v: u64) -> A<'_> {
         let i = self.b().fill_in_u64(id, v);
         self.push(i, Kind::Val)
     }
     /// `fill_attr_in_fd`: nothing for fd -1.
+    #[inline]
     pub fn in_fd(&mut self, id: u16, fd: c_int) -> Option<A<'_>> {
         let i = self.b().fill_in_fd(id, fd)?;
         Some(self.push(i, Kind::Val))
@@ -492,11 +502,13 @@ impl Cmd {
         self.push(i, Kind::Bytes)
     }
     /// `fill_attr_out`: `len` bytes at `p`.
+    #[inline]
     pub fn out_bytes(&mut self, id: u16, p: *mut u8, len: usize) -> A<'_> {
         let i = self.b().fill_out(id, p, len);
         self.push(i, Kind::Out)
     }
     /// `fill_attr_out_ptr`.
+    #[inline]
     pub fn out<T>(&mut self, id: u16, p: *mut T) -> A<'_> {
         self.out_bytes(id, p.cast(), core::mem::size_of::<T>())
     }
@@ -525,6 +537,7 @@ impl Cmd {
     }
 
     /// The object handle (or fd) an output attribute received.
+    #[inline]
     pub fn obj(&mut self, i: usize) -> u32 {
         self.b().attr(i).data as u32
     }
@@ -602,6 +615,7 @@ impl Cmd {
     ///
     /// # Safety
     /// Every pointer given to the builder is valid until this returns.
+    #[inline]
     pub unsafe fn exec(&mut self) -> Result<Path, c_int> {
         if self.buf.is_none() {
             let ex = self.write.is_none();

@@ -237,7 +237,9 @@ struct Block<const N: usize> {
 }
 const _: () = assert!(core::mem::offset_of!(Block<1>, attrs) == core::mem::size_of::<ibv_command_buffer>());
 
-/// Where a block lives.
+/// Where a block lives (in place is the point: the size difference is
+/// the stack room a command takes, as upstream's on-stack buffers do).
+#[allow(clippy::large_enum_variant)]
 enum Mem {
     /// Header written by `new`; attribute slots as for [`Block`].
     Inline(core::mem::MaybeUninit<Block<INLINE_ATTRS>>),
@@ -321,6 +323,7 @@ impl OwnedCmdBuf {
         match &self.mem {
             // SAFETY: both kinds of block begin with the header `new` wrote.
             Mem::Inline(b) => unsafe { &*b.as_ptr().cast::<ibv_command_buffer>() },
+            // SAFETY: as above.
             Mem::Heap(v) => unsafe { &*v.as_ptr().cast::<ibv_command_buffer>() },
         }
     }
@@ -348,6 +351,7 @@ impl OwnedCmdBuf {
             // SAFETY: both kinds of block begin with the header `new` wrote;
             // the `&mut self` borrow makes the reference unique.
             Mem::Inline(b) => unsafe { &mut *b.as_mut_ptr().cast::<ibv_command_buffer>() },
+            // SAFETY: as above.
             Mem::Heap(v) => unsafe { &mut *v.as_mut_ptr().cast::<ibv_command_buffer>() },
         }
     }

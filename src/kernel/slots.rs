@@ -12,6 +12,12 @@ pub struct Stack<T: Copy, const N: usize> {
     items: MaybeUninit<[T; N]>,
 }
 
+impl<T: Copy, const N: usize> Default for Stack<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T: Copy, const N: usize> Stack<T, N> {
     #[inline]
     pub fn new() -> Self {
@@ -36,6 +42,11 @@ impl<T: Copy, const N: usize> Stack<T, N> {
     #[inline]
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     #[inline]
