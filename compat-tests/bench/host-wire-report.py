@@ -150,6 +150,11 @@ def main():
     for w in (rc_why, sm_why):
         if w:
             print(f"  {w}")
+    fl = perftest_row("swr0.ib_send_lat.8")
+    floor = fl[4] if fl and len(fl) > 4 else None
+    print(f"  floor: ib_send_lat 8 B on swr0 (perftest, same CPUs), typical {fmt(floor, 3)} us one way"
+          f" = {fmt(ratio(floor, sm))} x UCX sm; UCX over rc_verbs is {fmt(ratio(rc, floor))} x this floor")
+    rows.append(dict(test="ib_send_lat 8 B swr0 (floor)", typical_us=floor))
     rows.append(dict(test="ucx tag_lat rc_verbs swr0", p50_us=rc, reference="ucx_sm_tag_lat_p50_us",
                      reference_value=sm, ratio=x, verdict=v, error=rc_why or sm_why))
     os.makedirs("build/bench", exist_ok=True)

@@ -158,6 +158,15 @@ if command -v ucx_perftest > /dev/null; then
     uc ucx.rc_verbs.tag_lat XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
         UCX_NET_DEVICES=swr0:1 UCX_TLS=rc_verbs,ud_verbs:aux,self
     [ -n "$made" ] && rm -f /dev/infiniband/swr0 && rmdir /dev/infiniband 2>/dev/null
+    # what swr0 itself takes one way (the floor under UCX's rc_verbs figure)
+    f=$S/swr0.ib_send_lat.8
+    port=$((port + 1))
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
+        taskset -c 0 timeout 60 ib_send_lat -d swr0 -x 1 -s 8 -n 20000 -p $port > "$f.server" 2>&1 & sp=$!
+    sleep 0.5
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
+        taskset -c 1 timeout 60 ib_send_lat -d swr0 -x 1 -s 8 -n 20000 -p $port localhost > "$f.client" 2>&1
+    echo "$? $(wait $sp; echo $?)" > "$f.rc"
 else
     echo "ucx_perftest not installed (apt-get install ucx-utils)" > "$S/ucx.skipped"
 fi
