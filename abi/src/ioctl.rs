@@ -60,6 +60,7 @@ impl ibv_command_buffer {
     ///
     /// # Safety
     /// `this` must point to a command buffer.
+    #[inline]
     pub unsafe fn attrs(this: *mut Self) -> *mut ib_uverbs_attr {
         // SAFETY: `this` points to a command buffer (caller's contract), so
         // `hdr` is in bounds, and one `ib_uverbs_ioctl_hdr` past it is the end
@@ -77,6 +78,7 @@ impl ibv_command_buffer {
     /// # Safety
     /// `this` must point to a command buffer whose `next_attr` points into
     /// its own attribute array.
+    #[inline]
     pub unsafe fn used(this: *mut Self) -> usize {
         // SAFETY: `this` points to a command buffer whose `next_attr` lies in
         // its own attribute array (caller's contract), so both pointers are

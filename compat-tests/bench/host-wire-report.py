@@ -25,6 +25,32 @@ def read(name):
         return ""
 
 
+def qperf_rtt():
+    """qperf rc_lat: (round trip us = 2 x its one-way latency, None) or
+    (None, why not)."""
+    if read("qperf.rc_lat.skipped"):
+        return None, read("qperf.rc_lat.skipped").strip()
+    t = read("qperf.rc_lat.client")
+    m = re.search(r"latency\s*=\s*([\d.]+)\s*(ns|us|ms|sec)", t)
+    if not m:
+        err = " ".join(t.split())[:200] or "no output"
+        return None, f"qperf failed (exit {read('qperf.rc_lat.rc').strip() or '?'}): {err}"
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "sec": 1e6}[m.group(2)]
+    return 2 * float(m.group(1)) * scale, None
+
+
+def ucx_p50(name):
+    """ucx_perftest's Final line: (p50 us, None) or (None, why not)."""
+    if read("ucx.skipped"):
+        return None, read("ucx.skipped").strip()
+    t = read(name + ".client")
+    m = re.search(r"^Final:\s+\d+\s+([\d.]+)", t, re.M)
+    if not m:
+        errs = [ln.strip() for ln in (t + read(name + ".server")).splitlines() if "ERROR" in ln or "WARN" in ln]
+        return None, f"{name} failed (exit {read(name + '.rc').strip() or '?'}): " + (" | ".join(errs[:3])[:300] or "no Final line")
+    return float(m.group(1)), None
+
+
 def kv(text, key):
     m = re.search(r"\b%s ([\d.]+)" % re.escape(key), text)
     return float(m.group(1)) if m else None
@@ -113,6 +139,33 @@ def main():
           f" ratio {fmt(x)} (target <= 1.5): {v}")
     rows.append(dict(test="ibv_rc_pingpong -e", round_trip_us=ev, reference="pipe_pingpong_round_trip_us",
                      reference_value=pipe, ratio=x, verdict=v))
+    qp, why = qperf_rtt()
+    x = ratio(qp, pipe)
+    v = verdict(x, 1.5, True) if qp is not None else "n/a"
+    print(f"qperf rc_lat round trip (2 x its latency) {fmt(qp)} us; pipe ping-pong round trip (median) {fmt(pipe)} us;"
+          f" ratio {fmt(x)} (target <= 1.5): {v}{'  (' + why + ')' if why else ''}")
+    rows.append(dict(test="qperf rc_lat", round_trip_us=qp, reference="pipe_pingpong_round_trip_us",
+                     reference_value=pipe, ratio=x, verdict=v, error=why))
+    if v == "misses":
+        print("  the path each event takes (issue 25; not profiled here): peer -> the context thread's eventfd ->"
+              " the thread drains -> the completion channel's pipe -> the application")
+    sm, sm_why = ucx_p50("ucx.sm.tag_lat")
+    rc, rc_why = ucx_p50("ucx.rc_verbs.tag_lat")
+    x = ratio(rc, sm)
+    v = verdict(x, 2.0, True) if rc is not None and sm is not None else "n/a"
+    print("\n== Same machine, UCX (issue 25 item 3; server CPU 0, client CPU 1)")
+    print(f"ucx_perftest tag_lat 8 B over rc_verbs on swr0, p50 {fmt(rc, 3)} us; UCX_TLS=sm p50 {fmt(sm, 3)} us;"
+          f" ratio {fmt(x)} (target <= 2): {v}")
+    for w in (rc_why, sm_why):
+        if w:
+            print(f"  {w}")
+    fl = perftest_row("swr0.ib_send_lat.8")
+    floor = fl[4] if fl and len(fl) > 4 else None
+    print(f"  floor: ib_send_lat 8 B on swr0 (perftest, same CPUs), typical {fmt(floor, 3)} us one way"
+          f" = {fmt(ratio(floor, sm))} x UCX sm; UCX over rc_verbs is {fmt(ratio(rc, floor))} x this floor")
+    rows.append(dict(test="ib_send_lat 8 B swr0 (floor)", typical_us=floor))
+    rows.append(dict(test="ucx tag_lat rc_verbs swr0", p50_us=rc, reference="ucx_sm_tag_lat_p50_us",
+                     reference_value=sm, ratio=x, verdict=v, error=rc_why or sm_why))
     os.makedirs("build/bench", exist_ok=True)
     json.dump(dict(skipped=skipped or None, rows=rows), open("build/bench/hostwire.json", "w"), indent=1)
     return 0

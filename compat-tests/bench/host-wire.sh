@@ -15,8 +15,9 @@
 #    * ib_write_bw, ib_send_bw, ib_read_bw 64 KiB and 1 MiB (-D
 #      BENCH_WIRE_BW_SECONDS) at IB MTU 1024 and 4096 (perftest -m), beside
 #      net_ref's UDP stream of one-IB-MTU datagrams received on the same veth.
-# 2. Events on swr0: ibv_rc_pingpong -e (server CPU 0, client CPU 1) beside
-#    net_ref's pipe ping-pong between the same two CPUs.
+# 2. Events on swr0: ibv_rc_pingpong -e and qperf rc_lat (server CPU 0,
+#    client CPU 1) beside net_ref's pipe ping-pong between the same two CPUs.
+# 3. ucx_perftest tag_lat over rc_verbs on swr0 beside UCX_TLS=sm.
 # Raw outputs: <scratch>/*.{server,client,rc}; host-wire-report.py reads them.
 # Needs root (ip netns); without it, or without perftest, a file "skipped".
 set -u
@@ -25,6 +26,8 @@ TO=${BENCH_PERFTEST_TIMEOUT:-25}
 LAT_N=${BENCH_WIRE_LAT_ITERS:-5000}
 BW_D=${BENCH_WIRE_BW_SECONDS:-3}
 EV_N=${BENCH_EVENT_ITERS:-20000}
+QP_T=${BENCH_QPERF_SECONDS:-3}
+UCX_N=${BENCH_UCX_ITERS:-200000}
 say() { echo "bench: $*" >&2; }
 rm -rf "$S"; mkdir -p "$S"
 [ "$(id -u)" = 0 ] || { echo "needs root (ip netns)" > "$S/skipped"; exit 0; }
@@ -117,4 +120,59 @@ ev() {
     echo "$? $(wait $sp; echo $?)" > "$f.rc"
 }
 ev
+
+# qperf rc_lat on swr0 (it waits in ibv_get_cq_event), same CPUs as the pipe:
+# its "latency" is half a round trip.  qperf's own connection setup addresses
+# the peer by LID only, which swr0 (a RoCE port, as rxe) refuses unless
+# SWRDMA_LID_ROUTING=1 (providers/swrdma/README.md).  The server stays up;
+# ended by its pid.
+say "events: qperf rc_lat on swr0 (-t $QP_T s, 64 B)"
+qp() {
+    local f=$S/qperf.rc_lat sp
+    port=$((port + 1))
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 SWRDMA_LID_ROUTING=1 \
+        taskset -c 0 timeout 60 qperf -lp $port > "$f.server" 2>&1 & sp=$!
+    sleep 0.5
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 SWRDMA_LID_ROUTING=1 \
+        taskset -c 1 timeout 60 qperf localhost -lp $port -i swr0:1 -t "$QP_T" -m 64 -vu rc_lat > "$f.client" 2>&1
+    echo "$?" > "$f.rc"
+    kill $sp 2>/dev/null; wait $sp 2>/dev/null
+}
+if command -v qperf > /dev/null; then qp; else echo "qperf not installed (apt-get install qperf)" > "$S/qperf.rc_lat.skipped"; fi
+
+# 3. UCX tag_lat (8 B) over rc_verbs on swr0 (issue 25 item 3) beside UCX's
+#    shared-memory tag_lat, same CPUs, one after the other.  UCX looks for
+#    /dev/infiniband/swr0 (what ibverbs-provider-swrdma's tmpfiles.d entry
+#    creates; made here as root if missing, as compat-tests/clients does, and
+#    removed again); rc needs ud_verbs as its wire-up ("aux") transport.
+uc() {
+    local f=$S/$1 sp; shift
+    port=$((port + 1))
+    env "$@" taskset -c 0 timeout 60 ucx_perftest -p $port > "$f.server" 2>&1 & sp=$!
+    sleep 0.5
+    env "$@" taskset -c 1 timeout 60 ucx_perftest -p $port -t tag_lat -n "$UCX_N" -w $((UCX_N / 10)) localhost > "$f.client" 2>&1
+    echo "$? $(wait $sp; echo $?)" > "$f.rc"
+}
+if command -v ucx_perftest > /dev/null; then
+    say "same machine: ucx_perftest tag_lat, UCX_TLS=sm and rc_verbs on swr0 (-n $UCX_N)"
+    made=
+    if [ ! -e /dev/infiniband/swr0 ]; then
+        mkdir -p -m 0755 /dev/infiniband && ln -s /dev/null /dev/infiniband/swr0 && made=1
+    fi
+    uc ucx.sm.tag_lat UCX_TLS=sm
+    uc ucx.rc_verbs.tag_lat XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
+        UCX_NET_DEVICES=swr0:1 UCX_TLS=rc_verbs,ud_verbs:aux,self
+    [ -n "$made" ] && rm -f /dev/infiniband/swr0 && rmdir /dev/infiniband 2>/dev/null
+    # what swr0 itself takes one way (the floor under UCX's rc_verbs figure)
+    f=$S/swr0.ib_send_lat.8
+    port=$((port + 1))
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
+        taskset -c 0 timeout 60 ib_send_lat -d swr0 -x 1 -s 8 -n 20000 -p $port > "$f.server" 2>&1 & sp=$!
+    sleep 0.5
+    env XDG_RUNTIME_DIR="$S/rts" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 \
+        taskset -c 1 timeout 60 ib_send_lat -d swr0 -x 1 -s 8 -n 20000 -p $port localhost > "$f.client" 2>&1
+    echo "$? $(wait $sp; echo $?)" > "$f.rc"
+else
+    echo "ucx_perftest not installed (apt-get install ucx-utils)" > "$S/ucx.skipped"
+fi
 exit 0

@@ -157,8 +157,11 @@ wire_pair() {
     t0=$(now_ms)
     # WIRE_CPU=1 (make bench): each side's CPU time (user, system) goes to
     # SIDE.cpu, as bash's `times` reports its child (the program)
+    # and the whole guest's CPU time around the pair (/proc/stat's first
+    # line before and after: what rxe does in the kernel's softirqs counts too)
     local cpu=()
-    [ "${WIRE_CPU:-0}" = 1 ] && cpu=(bash -c '"$@"; rc=$?; times > "$CPU_OUT"; exit $rc' cpu)
+    [ "${WIRE_CPU:-0}" = 1 ] && cpu=(bash -c '"$@"; rc=$?; times > "$CPU_OUT"; exit $rc' cpu) &&
+        head -n1 /proc/stat > "$d/stat0"
     side_argv "$s" "$lim"
     [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/server.cpu")
     # under loss, rc_pingpong's server destroys its QP a second late: the
@@ -187,6 +190,7 @@ wire_pair() {
     fi
     wait "$sp"
     echo $? > "$d/server.rc"
+    [ "${#cpu[@]}" -gt 0 ] && head -n1 /proc/stat > "$d/stat1"
     echo $(( $(now_ms) - t0 )) > "$d/pair.ms"
     l1=$(link_pkts "$LINK_PID" "$LINK_IF")
     read -r rx0 tx0 <<<"$l0"

@@ -31,6 +31,7 @@ use crate::abi::{ibv_command_buffer, ibv_context, CMDB_FALLBACK_IOCTL_ONLY, CMDB
 use crate::ffi::set_errno;
 
 use super::ioctl::{self, Legacy, OwnedCmdBuf};
+use super::slots::Stack;
 use super::uapi::{ex_hdr, ib_uverbs_cmd_hdr, UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT};
 use super::{state, write};
 
@@ -125,25 +126,89 @@ pub enum Path {
     WriteEx,
 }
 
-/// The value behind an attribute (or a write-only field).
+/// The value behind a write-only field (an attribute's value is read
+/// from the attribute itself).
 #[derive(Clone, Copy, Debug)]
 enum Src {
     /// An integer (handles, flags, inline scalars).
     Val(u64),
     /// Input bytes by address.
     Bytes(*const u8, usize),
-    /// Output buffer.
-    Out(*mut u8, usize),
-    /// Output object handle / fd (lands in the attribute's `data`).
+}
+
+/// What an attribute's `data` holds, for the `write()` forms.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// An integer.
+    Val,
+    /// A `u32` in the first four bytes.
+    Val32,
+    /// Input bytes: inline (at most 8) or by address.
+    Bytes,
+    /// An output buffer's address.
+    Out,
+    /// An output handle / fd.
     OutObj,
 }
 
+/// A [`Place`], packed: `kind` 0 none, 1 request, 2 response.  An offset
+/// or length beyond 16 bits (no kernel struct has one) saturates, which
+/// puts the field past every image, where it is skipped as before.
+#[derive(Clone, Copy, Debug, Default)]
+struct Spot {
+    kind: u8,
+    off: u16,
+    len: u16,
+}
+
+impl Spot {
+    #[inline]
+    fn of(p: Place) -> Self {
+        let (kind, f) = match p {
+            Place::Req(f) => (1, f),
+            Place::Resp(f) => (2, f),
+        };
+        let c = |v: usize| u16::try_from(v).unwrap_or(u16::MAX);
+        Spot {
+            kind,
+            off: c(f.off),
+            len: c(f.len),
+        }
+    }
+    fn req(self) -> Option<Field> {
+        (self.kind == 1).then_some(self.field())
+    }
+    fn resp(self) -> Option<Field> {
+        (self.kind == 2).then_some(self.field())
+    }
+    fn field(self) -> Field {
+        Field {
+            off: self.off as usize,
+            len: self.len as usize,
+        }
+    }
+}
+
+/// Where an own attribute goes in the two `write()` forms.
 #[derive(Clone, Copy, Debug)]
 struct Map {
-    w: Option<Place>,
-    wx: Option<Place>,
+    w: Spot,
+    wx: Spot,
+    kind: Kind,
+}
+
+/// A value only the `write()` forms carry.
+#[derive(Clone, Copy, Debug)]
+struct Extra {
+    w: Spot,
+    wx: Spot,
     src: Src,
 }
+
+/// Own attributes a command may have (`num_attrs` + the two UHW ones).
+const MAX_ATTRS: usize = 20;
+/// A request image of ours up to this many words lives on the stack.
+const OWN_REQ_WORDS: usize = 32;
 
 /// A provider buffer: `[core][driver data]`, `core` bytes of which belong
 /// to the library (for requests: header + core request).
@@ -167,38 +232,14 @@ impl ProvBuf {
     }
 }
 
-thread_local! {
-    /// Attribute maps of finished commands, reused by the next ones on this
-    /// thread (see `OwnedCmdBuf`'s blocks).
-    static SPARE_MAPS: ioctl::Spares<Map> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// An empty map list with room for `n` attributes: a spare one when there
-/// is one.
-fn take_maps(n: usize) -> Vec<Map> {
-    match ioctl::spare_pop(&SPARE_MAPS) {
-        Some(mut v) => {
-            v.clear();
-            v.reserve(n);
-            v
-        }
-        None => Vec::with_capacity(n),
-    }
-}
-
-impl Drop for Cmd {
-    fn drop(&mut self) {
-        ioctl::spare_push(&SPARE_MAPS, std::mem::take(&mut self.maps), 4, 64);
-    }
-}
-
 /// A command being built; see the module documentation.
 pub struct Cmd {
     ctx: *mut ibv_context,
     m: &'static Method,
     buf: Option<OwnedCmdBuf>,
-    maps: Vec<Map>,
-    extras: Vec<Map>,
+    maps: Stack<Map, MAX_ATTRS>,
+    /// Write-only values (object creation only; empty costs nothing).
+    extras: Vec<Extra>,
     write: Option<WriteForm>,
     write_ex: Option<WriteForm>,
     req: Option<ProvBuf>,
@@ -206,9 +247,18 @@ pub struct Cmd {
     zero_core: bool,
     /// Send the provider's driver data with the ioctl (compat calls).
     uhw_ioctl: bool,
-    own_req: Vec<u64>,
+    /// Our own response image, when the provider's buffer has no room
+    /// (allocated only then).
     own_resp: Vec<u64>,
-    resp_img: (*mut u8, usize),
+    /// Where the core response of the `write()` that ran is, and its size.
+    resp_img: RespImg,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum RespImg {
+    None,
+    Own(usize),
+    Prov(*mut u8, usize),
 }
 
 /// An attribute just added to a [`Cmd`]; say where it goes in the write
@@ -220,13 +270,15 @@ pub struct A<'c> {
 
 impl A<'_> {
     /// Its place in the legacy `write()` form.
+    #[inline]
     pub fn w(self, p: Place) -> Self {
-        self.c.maps[self.i].w = Some(p);
+        self.c.maps.get_mut(self.i).w = Spot::of(p);
         self
     }
     /// Its place in the extended `write()` form.
+    #[inline]
     pub fn wx(self, p: Place) -> Self {
-        self.c.maps[self.i].wx = Some(p);
+        self.c.maps.get_mut(self.i).wx = Spot::of(p);
         self
     }
     /// `attr_optional`.
@@ -247,6 +299,7 @@ impl Cmd {
     ///
     /// # Safety
     /// `ctx` is an open context; `link` null or a valid chain.
+    #[inline]
     pub unsafe fn new(
         ctx: *mut ibv_context,
         m: &'static Method,
@@ -254,12 +307,13 @@ impl Cmd {
         link: *mut ibv_command_buffer,
     ) -> Self {
         let (o, me) = m.ioctl.expect("ioctl method");
+        assert!(num_attrs + 2 <= MAX_ATTRS, "more attributes than the builder holds");
         Cmd {
             ctx,
             m,
             // SAFETY: `link` is null or a valid chain (caller's contract).
             buf: Some(unsafe { OwnedCmdBuf::new(o, me, num_attrs + 2, link) }),
-            maps: take_maps(num_attrs),
+            maps: Stack::new(),
             extras: Vec::new(),
             write: m.write,
             write_ex: m.write_ex,
@@ -267,9 +321,8 @@ impl Cmd {
             resp: None,
             zero_core: true,
             uhw_ioctl: false,
-            own_req: Vec::new(),
             own_resp: Vec::new(),
-            resp_img: (core::ptr::null_mut(), 0),
+            resp_img: RespImg::None,
         }
     }
 
@@ -295,7 +348,7 @@ impl Cmd {
             ctx,
             m,
             buf: None,
-            maps: Vec::new(),
+            maps: Stack::new(),
             extras: Vec::new(),
             write: m.write,
             write_ex: m.write_ex,
@@ -303,9 +356,8 @@ impl Cmd {
             resp: ProvBuf::new(resp, resp_core, resp_size),
             zero_core: false,
             uhw_ioctl: false,
-            own_req: Vec::new(),
             own_resp: Vec::new(),
-            resp_img: (core::ptr::null_mut(), 0),
+            resp_img: RespImg::None,
         }
     }
 
@@ -377,40 +429,51 @@ impl Cmd {
         }
     }
 
+    #[inline]
     fn b(&mut self) -> &mut OwnedCmdBuf {
         self.buf.as_mut().expect("attributes need an ioctl method")
     }
 
-    fn push(&mut self, i: usize, src: Src) -> A<'_> {
+    #[inline]
+    fn push(&mut self, i: usize, kind: Kind) -> A<'_> {
         debug_assert_eq!(i, self.maps.len());
-        self.maps.push(Map { w: None, wx: None, src });
+        self.maps.push(Map {
+            w: Spot::default(),
+            wx: Spot::default(),
+            kind,
+        });
         A { c: self, i }
     }
 
     /// `fill_attr_in_obj`.
+    #[inline]
     pub fn in_obj(&mut self, id: u16, handle: u32) -> A<'_> {
         let i = self.b().fill_in_obj(id, handle);
-        self.push(i, Src::Val(handle as u64))
+        self.push(i, Kind::Val)
     }
     /// `fill_attr_out_obj`.
+    #[inline]
     pub fn out_obj(&mut self, id: u16) -> A<'_> {
         let i = self.b().fill_in_obj(id, 0);
-        self.push(i, Src::OutObj)
+        self.push(i, Kind::OutObj)
     }
     /// `fill_attr_in_uint32`.
+    #[inline]
     pub fn in_u32(&mut self, id: u16, v: u32) -> A<'_> {
         let i = self.b().fill_in_u32(id, v);
-        self.push(i, Src::Val(v as u64))
+        self.push(i, Kind::Val32)
     }
     /// `fill_attr_in_uint64` / `fill_attr_const_in`.
+    #[inline]
     pub fn in_u64(&mut self, id: u16, v: u64) -> A<'_> {
         let i = self.b().fill_in_u64(id, v);
-        self.push(i, Src::Val(v))
+        self.push(i, Kind::Val)
     }
     /// `fill_attr_in_fd`: nothing for fd -1.
+    #[inline]
     pub fn in_fd(&mut self, id: u16, fd: c_int) -> Option<A<'_>> {
         let i = self.b().fill_in_fd(id, fd)?;
-        Some(self.push(i, Src::Val(fd as i64 as u64)))
+        Some(self.push(i, Kind::Val))
     }
     /// `fill_attr_in`: `len` bytes at `p`.
     ///
@@ -419,7 +482,7 @@ impl Cmd {
     pub unsafe fn in_bytes(&mut self, id: u16, p: *const u8, len: usize) -> A<'_> {
         // SAFETY: `p` has `len` readable bytes (caller's contract).
         let i = unsafe { self.b().fill_in(id, p, len) };
-        self.push(i, Src::Bytes(p, len))
+        self.push(i, Kind::Bytes)
     }
     /// `fill_attr_in_ptr`.
     ///
@@ -436,42 +499,45 @@ impl Cmd {
     pub unsafe fn in_enum(&mut self, id: u16, elem: u8, p: *const u8, len: usize) -> A<'_> {
         // SAFETY: `p` has `len` readable bytes (caller's contract).
         let i = unsafe { self.b().fill_in_enum(id, elem, p, len) };
-        self.push(i, Src::Bytes(p, len))
+        self.push(i, Kind::Bytes)
     }
     /// `fill_attr_out`: `len` bytes at `p`.
+    #[inline]
     pub fn out_bytes(&mut self, id: u16, p: *mut u8, len: usize) -> A<'_> {
         let i = self.b().fill_out(id, p, len);
-        self.push(i, Src::Out(p, len))
+        self.push(i, Kind::Out)
     }
     /// `fill_attr_out_ptr`.
+    #[inline]
     pub fn out<T>(&mut self, id: u16, p: *mut T) -> A<'_> {
         self.out_bytes(id, p.cast(), core::mem::size_of::<T>())
     }
     /// `fill_attr_out_fd`.
     pub fn out_fd(&mut self, id: u16) -> A<'_> {
         let i = self.b().fill_out_fd(id);
-        self.push(i, Src::OutObj)
+        self.push(i, Kind::OutObj)
     }
 
     /// A value only the `write()` forms carry (legacy place, extended place).
     pub fn wonly(&mut self, w: Option<Place>, wx: Option<Place>, v: u64) {
-        self.extras.push(Map {
-            w,
-            wx,
+        self.extras.push(Extra {
+            w: w.map_or_else(Spot::default, Spot::of),
+            wx: wx.map_or_else(Spot::default, Spot::of),
             src: Src::Val(v),
         });
     }
 
     /// Bytes only the `write()` forms carry.
     pub fn wonly_bytes(&mut self, w: Option<Place>, wx: Option<Place>, p: *const u8, len: usize) {
-        self.extras.push(Map {
-            w,
-            wx,
+        self.extras.push(Extra {
+            w: w.map_or_else(Spot::default, Spot::of),
+            wx: wx.map_or_else(Spot::default, Spot::of),
             src: Src::Bytes(p, len),
         });
     }
 
     /// The object handle (or fd) an output attribute received.
+    #[inline]
     pub fn obj(&mut self, i: usize) -> u32 {
         self.b().attr(i).data as u32
     }
@@ -484,14 +550,19 @@ impl Cmd {
     /// `T` (zero-extended when the form's response is shorter).
     pub fn resp_as<T: Copy>(&self) -> T {
         let mut v: T = super::uapi::zeroed();
-        let n = self.resp_img.1.min(core::mem::size_of::<T>());
-        if !self.resp_img.0.is_null() && n > 0 {
-            // SAFETY: `resp_img` is only set by `run_write`, to our own
-            // `own_resp` (owned by `self`) or into the provider's response
-            // buffer, which every caller reads right after `exec` while that
-            // buffer is still live; `n` is at most the image's length and
-            // at most `size_of::<T>()`.
-            unsafe { core::ptr::copy_nonoverlapping(self.resp_img.0, (&mut v as *mut T).cast::<u8>(), n) };
+        let (p, len) = match self.resp_img {
+            RespImg::None => return v,
+            RespImg::Own(len) => (self.own_resp.as_ptr().cast::<u8>(), len.min(self.own_resp.len() * 8)),
+            RespImg::Prov(p, len) => (p.cast_const(), len),
+        };
+        let n = len.min(core::mem::size_of::<T>());
+        if !p.is_null() && n > 0 {
+            // SAFETY: `Own` is our `own_resp`, `n` within its bytes; `Prov`
+            // is set by `run_write` into the provider's response buffer,
+            // which every caller reads right after `exec` while that buffer
+            // is still live; `n` is at most the image's length and at most
+            // `size_of::<T>()`.
+            unsafe { core::ptr::copy_nonoverlapping(p, (&mut v as *mut T).cast::<u8>(), n) };
         }
         v
     }
@@ -519,9 +590,9 @@ impl Cmd {
             // `extra()` bytes of driver data.
             let i = unsafe { self.b().fill_in(UVERBS_ATTR_UHW_IN, p.ptr.add(p.core), p.extra()) };
             self.maps.push(Map {
-                w: None,
-                wx: None,
-                src: Src::Val(0),
+                w: Spot::default(),
+                wx: Spot::default(),
+                kind: Kind::Val,
             });
             let _ = i;
         }
@@ -531,9 +602,9 @@ impl Cmd {
                 .b()
                 .fill_out(UVERBS_ATTR_UHW_OUT, unsafe { p.ptr.add(p.core) }, p.extra());
             self.maps.push(Map {
-                w: None,
-                wx: None,
-                src: Src::Val(0),
+                w: Spot::default(),
+                wx: Spot::default(),
+                kind: Kind::Val,
             });
             let _ = i;
         }
@@ -544,6 +615,7 @@ impl Cmd {
     ///
     /// # Safety
     /// Every pointer given to the builder is valid until this returns.
+    #[inline]
     pub unsafe fn exec(&mut self) -> Result<Path, c_int> {
         if self.buf.is_none() {
             let ex = self.write.is_none();
@@ -651,7 +723,6 @@ impl Cmd {
                         core::ptr::copy_nonoverlapping(p, dst, n.min(f.len));
                     }
                 }
-                Src::Out(..) | Src::OutObj => {}
             }
         }
     }
@@ -674,15 +745,25 @@ impl Cmd {
         // the others, upstream's headroom scheme: in front of the
         // provider's driver data when there is some (and room), else a
         // buffer of our own.
-        let in_place = |p: &ProvBuf, core: usize| (!self.zero_core || p.extra() > 0) && p.core >= core;
+        let zero_core = self.zero_core;
+        let in_place = |p: &ProvBuf, core: usize| (!zero_core || p.extra() > 0) && p.core >= core;
         let uhw_in = self.req.map_or(0, |p| p.extra());
+        // Our own request image, on the stack when it fits.
+        let mut own_stack: [u64; OWN_REQ_WORDS];
+        let mut own_heap: Vec<u64>;
         let req_ptr = match self.req {
             // SAFETY: `p.core >= core_req`, so the image ends exactly where
             // the provider's driver data starts, inside its buffer.
             Some(p) if in_place(&p, core_req) => unsafe { p.ptr.add(p.core - core_req) },
             p => {
-                self.own_req = vec![0u64; (core_req + uhw_in).div_ceil(8)];
-                let b = self.own_req.as_mut_ptr().cast::<u8>();
+                let words = (core_req + uhw_in).div_ceil(8);
+                let b = if words <= OWN_REQ_WORDS {
+                    own_stack = [0u64; OWN_REQ_WORDS];
+                    own_stack.as_mut_ptr().cast::<u8>()
+                } else {
+                    own_heap = vec![0u64; words];
+                    own_heap.as_mut_ptr().cast::<u8>()
+                };
                 if let Some(p) = p {
                     if !self.zero_core {
                         // A caller-filled request that is too short for
@@ -705,20 +786,15 @@ impl Cmd {
             // branch above).
             unsafe { core::ptr::write_bytes(req_ptr, 0, core_req) };
         }
-        // SAFETY: the header(s) take the first `hdr_len <= core_req` bytes.
-        let core = unsafe { req_ptr.add(hdr_len) };
-        for m in self.maps.iter().chain(self.extras.iter()) {
-            if let Some(Place::Req(f)) = if ex { m.wx } else { m.w } {
-                // SAFETY: `core` has `form.req` bytes (core_req - hdr_len);
-                // byte sources were given with their length to `in_bytes` /
-                // `wonly_bytes` and are live until `exec` returns.
-                unsafe { Self::put(core, form.req, f, m.src) };
-            }
-        }
+        // SAFETY: the header(s) take the first `hdr_len <= core_req` bytes;
+        // every pointer given to the builder is live (contract).
+        unsafe { self.fill_req(req_ptr.add(hdr_len), form.req, ex) };
+        let core = req_ptr.wrapping_add(hdr_len);
 
         // Response image, likewise.
         let uhw_out = self.resp.map_or(0, |p| p.extra());
         let mut copy_back = None;
+        let mut own = false;
         let resp_ptr = if form.resp == 0 && uhw_out == 0 {
             core::ptr::null_mut()
         } else {
@@ -727,8 +803,9 @@ impl Cmd {
                 // provider's buffer, ending where its driver data starts.
                 Some(p) if in_place(&p, form.resp) => unsafe { p.ptr.add(p.core - form.resp) },
                 p => {
-                    self.own_resp = vec![0u64; (form.resp + uhw_out).div_ceil(8)];
                     copy_back = p;
+                    own = true;
+                    self.own_resp = vec![0u64; (form.resp + uhw_out).div_ceil(8)];
                     self.own_resp.as_mut_ptr().cast::<u8>()
                 }
             }
@@ -769,35 +846,87 @@ impl Cmd {
             // `uhw_out` bytes of driver data after its `core`.
             unsafe { core::ptr::copy_nonoverlapping(resp_ptr.add(form.resp), p.ptr.add(p.core), uhw_out) };
         }
-        self.resp_img = (resp_ptr, form.resp);
+        self.resp_img = if own {
+            RespImg::Own(form.resp)
+        } else {
+            RespImg::Prov(resp_ptr, form.resp)
+        };
+        if !resp_ptr.is_null() {
+            // SAFETY: the response image has `form.resp` bytes of core
+            // response; the outputs are live (contract).
+            unsafe { self.copy_outputs(resp_ptr, form.resp, ex) };
+        }
+        Ok(if ex { Path::WriteEx } else { Path::Write })
+    }
 
-        // Outputs: from the core response to where the ioctl would have
-        // put them.
-        for i in 0..self.maps.len() {
-            let m = self.maps[i];
-            let Some(Place::Resp(f)) = (if ex { m.wx } else { m.w }) else {
+    /// The request's core: every attribute's and write-only value's
+    /// request place filled in (`core` has `len` bytes).
+    ///
+    /// # Safety
+    /// `core` has `len` writable bytes; the byte sources given to the
+    /// builder are live.
+    unsafe fn fill_req(&mut self, core: *mut u8, len: usize, ex: bool) {
+        if let Some(b) = self.buf.as_mut() {
+            for (i, m) in self.maps.iter().enumerate() {
+                let Some(f) = (if ex { m.wx } else { m.w }).req() else {
+                    continue;
+                };
+                let a = *b.attr(i);
+                let d = a.data.to_ne_bytes();
+                let src = match m.kind {
+                    Kind::Val => Src::Val(a.data),
+                    Kind::Val32 => Src::Val(u32::from_ne_bytes([d[0], d[1], d[2], d[3]]) as u64),
+                    Kind::Bytes if a.len as usize > 8 => Src::Bytes(a.data as usize as *const u8, a.len as usize),
+                    Kind::Bytes => Src::Bytes(d.as_ptr(), a.len as usize),
+                    Kind::Out | Kind::OutObj => continue,
+                };
+                // SAFETY: `core` has `len` bytes (contract); a by-address
+                // source was given with its length to `in_bytes` and is
+                // live until `exec` returns, an inline one is `d`.
+                unsafe { Self::put(core, len, f, src) };
+            }
+        }
+        for e in self.extras.iter().copied() {
+            if let Some(f) = (if ex { e.wx } else { e.w }).req() {
+                // SAFETY: as above, for the sources of `wonly_bytes`.
+                unsafe { Self::put(core, len, f, e.src) };
+            }
+        }
+    }
+
+    /// Outputs: from the core response (`len` bytes at `resp`) to where
+    /// the ioctl would have put them.
+    ///
+    /// # Safety
+    /// `resp` has `len` readable bytes; the output buffers are live.
+    unsafe fn copy_outputs(&mut self, resp: *const u8, len: usize, ex: bool) {
+        let Some(b) = self.buf.as_mut() else { return };
+        for (i, m) in self.maps.iter().enumerate() {
+            let Some(f) = (if ex { m.wx } else { m.w }).resp() else {
                 continue;
             };
-            if resp_ptr.is_null() || f.off + f.len > form.resp {
+            if f.off + f.len > len {
                 continue;
             }
-            // SAFETY: `f.off + f.len <= form.resp` (checked above): the
-            // field lies in the core response image.
-            let src = unsafe { resp_ptr.add(f.off) };
-            match m.src {
+            // SAFETY: `f.off + f.len <= len` (checked above): the field
+            // lies in the core response image.
+            let src = unsafe { resp.add(f.off) };
+            let a = b.attr(i);
+            match m.kind {
                 // SAFETY: `src` has `f.len` readable bytes; `dst` is the
                 // output buffer of `n` bytes given to `out_bytes`, live until
                 // `exec` returns (contract).
-                Src::Out(dst, n) => unsafe { core::ptr::copy_nonoverlapping(src, dst, n.min(f.len)) },
-                Src::OutObj => {
+                Kind::Out => unsafe {
+                    core::ptr::copy_nonoverlapping(src, a.data as usize as *mut u8, (a.len as usize).min(f.len))
+                },
+                Kind::OutObj => {
                     let mut v = [0u8; 8];
                     // SAFETY: at most 8 of the field's `f.len` bytes.
                     unsafe { core::ptr::copy_nonoverlapping(src, v.as_mut_ptr(), f.len.min(8)) };
-                    self.b().attr(i).data = u64::from_ne_bytes(v);
+                    a.data = u64::from_ne_bytes(v);
                 }
                 _ => {}
             }
         }
-        Ok(if ex { Path::WriteEx } else { Path::Write })
     }
 }

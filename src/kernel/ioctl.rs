@@ -223,73 +223,41 @@ pub unsafe fn check_legacy(cmd: *mut ibv_command_buffer) -> Legacy {
     }
 }
 
+/// Attributes a block holds in place (its own and its links'); a command
+/// with more takes its block from the heap.
+const INLINE_ATTRS: usize = 24;
+
+/// A block with its attribute array, laid out as the kernel and the
+/// providers expect it (`attrs` directly follows `hdr`).  Slots at and
+/// after `next_attr` are never read before they are written.
+#[repr(C)]
+struct Block<const N: usize> {
+    cmd: ibv_command_buffer,
+    attrs: core::mem::MaybeUninit<[ib_uverbs_attr; N]>,
+}
+const _: () = assert!(core::mem::offset_of!(Block<1>, attrs) == core::mem::size_of::<ibv_command_buffer>());
+
+/// Where a block lives (in place is the point: the size difference is
+/// the stack room a command takes, as upstream's on-stack buffers do).
+#[allow(clippy::large_enum_variant)]
+enum Mem {
+    /// Header written by `new`; attribute slots as for [`Block`].
+    Inline(core::mem::MaybeUninit<Block<INLINE_ATTRS>>),
+    /// An `ibv_command_buffer` followed by its attributes, 8-aligned.
+    Heap(Vec<u64>),
+}
+
 /// A command buffer owned by Rust: an `ibv_command_buffer` followed by its
-/// attribute array in one heap allocation (upstream declares these on the
-/// stack with `DECLARE_COMMAND_BUFFER_LINK`).  Filling mirrors the
-/// `fill_attr_*` helpers of `cmd_ioctl.h`.
+/// attribute array, in place (as upstream's `DECLARE_COMMAND_BUFFER_LINK`
+/// declares it on the stack) unless the command has more than
+/// `INLINE_ATTRS` attributes.  The buffer may move until it is run, so
+/// its `next_attr` / `last_attr` pointers are set from `used` / `total`
+/// whenever [`OwnedCmdBuf::as_ptr`] hands the block out.  Filling mirrors
+/// the `fill_attr_*` helpers of `cmd_ioctl.h`.
 pub struct OwnedCmdBuf {
-    mem: Vec<u64>,
-}
-
-thread_local! {
-    /// Blocks of finished commands, reused by the next ones on this thread
-    /// (a command's block lives only while it runs; this spares the
-    /// allocator a round trip per command).
-    static SPARE: Spares<u64> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The most blocks kept per thread, and the largest kept (in `u64`s).
-const SPARE_MAX: usize = 4;
-const SPARE_WORDS: usize = 512;
-
-/// A per-thread pool of spare vectors (command blocks here, the builder's
-/// attribute maps).
-pub(super) type Spares<T> = std::cell::RefCell<Vec<Vec<T>>>;
-
-/// A spare vector from `pool`, if there is one (none while the thread is
-/// being torn down or the pool is in use further up the stack).
-pub(super) fn spare_pop<T>(pool: &'static std::thread::LocalKey<Spares<T>>) -> Option<Vec<T>> {
-    pool.try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
-        .ok()
-        .flatten()
-}
-
-/// Keeps `v` in `pool` for reuse: not when it holds nothing, has room for
-/// more than `max_cap` elements, or the pool has `max_count` already.
-pub(super) fn spare_push<T>(
-    pool: &'static std::thread::LocalKey<Spares<T>>,
-    v: Vec<T>,
-    max_count: usize,
-    max_cap: usize,
-) {
-    if v.capacity() == 0 || v.capacity() > max_cap {
-        return;
-    }
-    let _ = pool.try_with(|s| {
-        if let Ok(mut s) = s.try_borrow_mut() {
-            if s.len() < max_count {
-                s.push(v);
-            }
-        }
-    });
-}
-
-/// A zeroed block of `words` `u64`s: a spare one when there is one.
-fn take_block(words: usize) -> Vec<u64> {
-    match spare_pop(&SPARE) {
-        Some(mut v) => {
-            v.clear();
-            v.resize(words, 0);
-            v
-        }
-        None => vec![0u64; words],
-    }
-}
-
-impl Drop for OwnedCmdBuf {
-    fn drop(&mut self) {
-        spare_push(&SPARE, std::mem::take(&mut self.mem), SPARE_MAX, SPARE_WORDS);
-    }
+    mem: Mem,
+    used: usize,
+    total: usize,
 }
 
 impl OwnedCmdBuf {
@@ -298,23 +266,14 @@ impl OwnedCmdBuf {
     ///
     /// # Safety
     /// `link` is null or a valid chain that outlives this buffer's use.
+    #[inline]
     pub unsafe fn new(object_id: u16, method_id: u16, num_attrs: usize, link: *mut ibv_command_buffer) -> Self {
         // SAFETY: `link` is null or a valid chain (caller's contract).
         let total = unsafe { final_num_attrs(num_attrs, link) };
-        let bytes = core::mem::size_of::<ibv_command_buffer>() + ATTR * total;
-        let mut mem = take_block(bytes.div_ceil(8));
-        let cmd = mem.as_mut_ptr().cast::<ibv_command_buffer>();
-        // SAFETY: `mem` is 8-aligned (u64) and holds the block header plus
-        // `total` attributes, so the attribute array starts inside it and
-        // `attrs + total` is at most its end.
-        let (attrs, last) = unsafe {
-            let attrs = ibv_command_buffer::attrs(cmd);
-            (attrs, attrs.add(total))
-        };
-        let block = ibv_command_buffer {
+        let cmd = ibv_command_buffer {
             next: link,
-            next_attr: attrs,
-            last_attr: last,
+            next_attr: core::ptr::null_mut(),
+            last_attr: core::ptr::null_mut(),
             uhw_in_idx: _UHW_NO_INDEX,
             uhw_out_idx: _UHW_NO_INDEX,
             uhw_in_headroom_dwords: 0,
@@ -326,27 +285,53 @@ impl OwnedCmdBuf {
                 ..Default::default()
             },
         };
-        // SAFETY: `cmd` is the start of `mem`, aligned and large enough for
-        // an `ibv_command_buffer` (see above).
-        unsafe { cmd.write(block) };
-        OwnedCmdBuf { mem }
+        let mem = if total <= INLINE_ATTRS {
+            let mut b = core::mem::MaybeUninit::<Block<INLINE_ATTRS>>::uninit();
+            // SAFETY: writing the header field of the (uninitialised) block;
+            // the attribute slots stay uninitialised, which `Block` allows.
+            unsafe { core::ptr::addr_of_mut!((*b.as_mut_ptr()).cmd).write(cmd) };
+            Mem::Inline(b)
+        } else {
+            let bytes = core::mem::size_of::<ibv_command_buffer>() + ATTR * total;
+            let mut v = vec![0u64; bytes.div_ceil(8)];
+            // SAFETY: `v` is 8-aligned (u64) and larger than a block header.
+            unsafe { v.as_mut_ptr().cast::<ibv_command_buffer>().write(cmd) };
+            Mem::Heap(v)
+        };
+        OwnedCmdBuf { mem, used: 0, total }
     }
 
+    /// The block, its attribute pointers set for where it is now.
+    #[inline]
     pub fn as_ptr(&mut self) -> *mut ibv_command_buffer {
-        self.mem.as_mut_ptr().cast()
+        let cmd: *mut ibv_command_buffer = match &mut self.mem {
+            Mem::Inline(b) => b.as_mut_ptr().cast(),
+            Mem::Heap(v) => v.as_mut_ptr().cast(),
+        };
+        // SAFETY: `cmd` heads a block with room for `total` attributes
+        // (`new`), and `used <= total`, so both pointers lie in (or one past
+        // the end of) its attribute array.
+        unsafe {
+            let attrs = ibv_command_buffer::attrs(cmd);
+            (*cmd).next_attr = attrs.add(self.used);
+            (*cmd).last_attr = attrs.add(self.total);
+        }
+        cmd
     }
 
     fn cmd(&self) -> &ibv_command_buffer {
-        // SAFETY: mem begins with an initialised command buffer.
-        unsafe { &*self.mem.as_ptr().cast::<ibv_command_buffer>() }
+        match &self.mem {
+            // SAFETY: both kinds of block begin with the header `new` wrote.
+            Mem::Inline(b) => unsafe { &*b.as_ptr().cast::<ibv_command_buffer>() },
+            // SAFETY: as above.
+            Mem::Heap(v) => unsafe { &*v.as_ptr().cast::<ibv_command_buffer>() },
+        }
     }
 
     /// Number of own attributes filled so far.
+    #[inline]
     pub fn len(&self) -> usize {
-        let p = self.mem.as_ptr() as *mut ibv_command_buffer;
-        // SAFETY: `mem` holds the block written by `new`, whose `next_attr`
-        // only ever moves within its own attribute array (`next`).
-        unsafe { ibv_command_buffer::used(p) }
+        self.used
     }
 
     pub fn is_empty(&self) -> bool {
@@ -354,47 +339,62 @@ impl OwnedCmdBuf {
     }
 
     pub fn set_flags(&mut self, bits: u8) {
-        // SAFETY: `as_ptr` is the initialised block at the start of `mem`,
-        // borrowed mutably through `self`.
-        unsafe { (*self.as_ptr()).flags |= bits };
+        self.cmd_mut().flags |= bits;
     }
 
     pub fn flags(&self) -> u8 {
         self.cmd().flags
     }
 
-    /// Own attribute `i` (filled earlier).
-    pub fn attr(&mut self, i: usize) -> &mut ib_uverbs_attr {
-        assert!(i < self.len());
-        // SAFETY: `i < len()`, so slot `i` is a filled attribute of our own
-        // array; the `&mut self` borrow makes the reference unique.
-        unsafe { &mut *ibv_command_buffer::attrs(self.as_ptr()).add(i) }
-    }
-
-    /// `_ioctl_next_attr`: the next free slot, as a mandatory attribute.
-    /// Returns its index.
-    pub fn next(&mut self, attr_id: u16) -> usize {
-        let cmd = self.as_ptr();
-        // SAFETY: `cmd` is our initialised block; the slot is asserted to lie
-        // before `last_attr`, i.e. inside the array `new` allocated.
-        unsafe {
-            assert!((*cmd).next_attr < (*cmd).last_attr, "command buffer too small");
-            let slot = (*cmd).next_attr;
-            (*cmd).next_attr = slot.add(1);
-            slot.write(ib_uverbs_attr {
-                attr_id,
-                flags: UVERBS_ATTR_F_MANDATORY,
-                ..Default::default()
-            });
-            slot.offset_from(ibv_command_buffer::attrs(cmd)) as usize
+    fn cmd_mut(&mut self) -> &mut ibv_command_buffer {
+        match &mut self.mem {
+            // SAFETY: both kinds of block begin with the header `new` wrote;
+            // the `&mut self` borrow makes the reference unique.
+            Mem::Inline(b) => unsafe { &mut *b.as_mut_ptr().cast::<ibv_command_buffer>() },
+            // SAFETY: as above.
+            Mem::Heap(v) => unsafe { &mut *v.as_mut_ptr().cast::<ibv_command_buffer>() },
         }
     }
 
-    /// `fill_attr_in_obj` / `fill_attr_out_obj` (handle 0).
-    pub fn fill_in_obj(&mut self, attr_id: u16, handle: u32) -> usize {
-        let i = self.next(attr_id);
-        self.attr(i).data = handle as u64;
+    /// The first slot of the attribute array.
+    #[inline]
+    fn slots(&mut self) -> *mut ib_uverbs_attr {
+        let cmd: *mut ibv_command_buffer = self.cmd_mut();
+        // SAFETY: `cmd` heads a block, which its attribute array follows.
+        unsafe { ibv_command_buffer::attrs(cmd) }
+    }
+
+    /// Own attribute `i` (filled earlier).
+    #[inline]
+    pub fn attr(&mut self, i: usize) -> &mut ib_uverbs_attr {
+        assert!(i < self.used);
+        // SAFETY: `i < used`, so slot `i` is a filled attribute of our own
+        // array; the `&mut self` borrow makes the reference unique.
+        unsafe { &mut *self.slots().add(i) }
+    }
+
+    /// `_ioctl_next_attr`: `a` in the next free slot, mandatory.  Returns
+    /// its index.
+    #[inline]
+    fn push(&mut self, mut a: ib_uverbs_attr) -> usize {
+        let i = self.used;
+        assert!(i < self.total, "command buffer too small");
+        a.flags = UVERBS_ATTR_F_MANDATORY;
+        // SAFETY: `i < total`: the slot lies in the array `new` sized for
+        // `total` attributes.
+        unsafe { self.slots().add(i).write(a) };
+        self.used = i + 1;
         i
+    }
+
+    /// `fill_attr_in_obj` / `fill_attr_out_obj` (handle 0).
+    #[inline]
+    pub fn fill_in_obj(&mut self, attr_id: u16, handle: u32) -> usize {
+        self.push(ib_uverbs_attr {
+            attr_id,
+            data: handle as u64,
+            ..Default::default()
+        })
     }
 
     /// `fill_attr_in`: up to 8 bytes inline, longer data by address.
@@ -402,65 +402,83 @@ impl OwnedCmdBuf {
     /// # Safety
     /// `data` has `len` readable bytes (read now when `len <= 8`, by the
     /// kernel later otherwise).
+    #[inline]
     pub unsafe fn fill_in(&mut self, attr_id: u16, data: *const u8, len: usize) -> usize {
         if len > u16::MAX as usize {
             self.set_flags(CMDB_BUFFER_ERROR);
         }
-        let i = self.next(attr_id);
-        let a = self.attr(i);
-        a.len = len as u16;
-        if len > 8 {
-            a.data = data as usize as u64;
-        } else if len > 0 {
+        let v = if len > 8 {
+            data as usize as u64
+        } else {
             let mut v = [0u8; 8];
             // SAFETY: `data` has `len <= 8` readable bytes (caller's
             // contract) and `v` has 8.
             unsafe { core::ptr::copy_nonoverlapping(data, v.as_mut_ptr(), len) };
-            a.data = u64::from_ne_bytes(v);
-        }
-        i
+            u64::from_ne_bytes(v)
+        };
+        self.push(ib_uverbs_attr {
+            attr_id,
+            len: len as u16,
+            data: v,
+            ..Default::default()
+        })
     }
 
     /// `fill_attr_in_uint64` / `fill_attr_const_in`.
+    #[inline]
     pub fn fill_in_u64(&mut self, attr_id: u16, v: u64) -> usize {
-        let i = self.next(attr_id);
-        let a = self.attr(i);
-        a.len = 8;
-        a.data = v;
-        i
+        self.push(ib_uverbs_attr {
+            attr_id,
+            len: 8,
+            data: v,
+            ..Default::default()
+        })
     }
 
     /// `fill_attr_in_uint32`.
+    #[inline]
     pub fn fill_in_u32(&mut self, attr_id: u16, v: u32) -> usize {
-        // SAFETY: four bytes, copied inline now.
-        unsafe { self.fill_in(attr_id, v.to_ne_bytes().as_ptr(), 4) }
+        let mut d = [0u8; 8];
+        d[..4].copy_from_slice(&v.to_ne_bytes());
+        self.push(ib_uverbs_attr {
+            attr_id,
+            len: 4,
+            data: u64::from_ne_bytes(d),
+            ..Default::default()
+        })
     }
 
     /// `fill_attr_in_fd`: no attribute at all for fd -1.
+    #[inline]
     pub fn fill_in_fd(&mut self, attr_id: u16, fd: c_int) -> Option<usize> {
         if fd == -1 {
             return None;
         }
-        let i = self.next(attr_id);
-        self.attr(i).data = fd as i64 as u64;
-        Some(i)
+        Some(self.push(ib_uverbs_attr {
+            attr_id,
+            data: fd as i64 as u64,
+            ..Default::default()
+        }))
     }
 
     /// `fill_attr_out_fd`.
+    #[inline]
     pub fn fill_out_fd(&mut self, attr_id: u16) -> usize {
         self.fill_in_obj(attr_id, 0)
     }
 
     /// `fill_attr_out`: always by address.
+    #[inline]
     pub fn fill_out(&mut self, attr_id: u16, data: *mut u8, len: usize) -> usize {
         if len > u16::MAX as usize {
             self.set_flags(CMDB_BUFFER_ERROR);
         }
-        let i = self.next(attr_id);
-        let a = self.attr(i);
-        a.len = len as u16;
-        a.data = data as usize as u64;
-        i
+        self.push(ib_uverbs_attr {
+            attr_id,
+            len: len as u16,
+            data: data as usize as u64,
+            ..Default::default()
+        })
     }
 
     /// `fill_attr_in_enum`.

@@ -8,13 +8,14 @@
 //! * [`ioctl`], [`write`] — the two transports.
 //! * [`state`] — the per-context part (driver id, ioctl-write, fallbacks).
 //! * [`builder`] + [`methods`] — the one table-driven builder/executor and
-//!   its table of methods.
+//!   its table of methods; [`slots`] its fixed-capacity storage.
 //! * [`verbs`] — the `ibv_cmd_*` operations built on it.
 
 pub mod builder;
 pub mod ioctl;
 pub mod methods;
 pub mod netlink;
+pub mod slots;
 pub mod state;
 pub mod verbs;
 pub mod write;

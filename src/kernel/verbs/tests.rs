@@ -1987,8 +1987,13 @@ unsafe fn differential(lib: *mut c_void) {
         let mut resp = Buf::new(4 + 12, 44);
         let mut ah_bytes = vec![0u8; core::mem::size_of::<ibv_ah_attr>()];
         fill(&mut ah_bytes, 45);
+        // One `ibv_ah` for both calls: its address is the request's
+        // `user_handle`, which must not depend on stack layout.
+        let mut ah_box: Box<ibv_ah> = Box::new(zero());
         both("create_ah", &[], |ctx, th| {
             resp.reset();
+            let ah = &mut *ah_box;
+            *ah = zero();
             let mut pd: ibv_pd = zero();
             pd.context = ctx;
             pd.handle = 81;
@@ -2003,11 +2008,10 @@ unsafe fn differential(lib: *mut c_void) {
                     ah_bytes.len(),
                 )
             };
-            let mut ah: ibv_ah = zero();
             // SAFETY: `f` (ours) and `t` (Debian's, from `theirs!`) have the prototype bound above;
             // `pd`, `ah`, `a` are live locals set up as the call expects; `resp` is a `Buf` of
             // the length passed.
-            let r = unsafe { (if th { t } else { f })(&mut pd, &mut ah, &mut a, resp.p(), resp.len) };
+            let r = unsafe { (if th { t } else { f })(&mut pd, ah, &mut a, resp.p(), resp.len) };
             (r, ah.handle, ah.context == ctx, resp.bytes())
         });
         let f: unsafe extern "C" fn(*mut ibv_ah) -> c_int = ibv_cmd_destroy_ah;
