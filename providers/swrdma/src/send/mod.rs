@@ -11,6 +11,7 @@
 mod complete;
 mod local;
 mod over_ring;
+pub use over_ring::ud_grh_fields;
 mod over_wire;
 mod request;
 
