@@ -219,6 +219,9 @@ pub struct WrList {
 /// # Safety
 /// `context` is one of our contexts.
 pub unsafe fn valid(context: *mut ibv_context, k: Kind, handle: u32, p: *const u8) -> Result<(), c_int> {
+    if !crate::registry::live(p) {
+        return Err(libc::ENOENT);
+    }
     // SAFETY: `context` is ours (the contract).
     unsafe { ctx_of(context) }.reg.check(k, handle, p)
 }

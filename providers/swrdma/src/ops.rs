@@ -409,6 +409,9 @@ unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
+    if !crate::registry::live(pd as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `pd` reads as an `ibv_pd` of one of our contexts (the
     // contract); the table says whether it is a live `SwPd` of that context.
     if let Err(e) = unsafe { valid_pd(std::ptr::null_mut(), pd) } {
@@ -924,6 +927,9 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
+    if !crate::registry::live(mw as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `mw` reads as an `ibv_mw` of one of our contexts (the
     // contract); the table says whether it is a live window of that context,
     // a `Box<ibv_mw>` made by alloc_mw (destroyed once: taken out of the table).
@@ -979,6 +985,9 @@ unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
+    if !crate::registry::live(vmr as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `vmr` reads as a `verbs_mr` of one of our contexts (the
     // contract); the table says whether it is a live MR of that context.
     let c = unsafe { ctx_of((*vmr).ibv_mr.context) };
@@ -1045,6 +1054,9 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
+    if !crate::registry::live(ah as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `ah` reads as an `ibv_ah` of one of our contexts (the
     // contract); in the table, it is a `Box<SwAh>` made by create_ah,
     // destroyed once (taken out of it); its PD is live (held by this AH).
@@ -1230,6 +1242,9 @@ unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {}
 /// # Safety
 /// `cq` is a CQ of ours (see `OPS`), destroyed once.
 unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
+    if !crate::registry::live(cq as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `cq` reads as an `ibv_cq` of one of our contexts (the
     // contract); the table says whether it is a live CQ of that context.
     let c = unsafe { ctx_of((*cq).context) };
@@ -1502,6 +1517,9 @@ unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
+    if !crate::registry::live(srq as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `srq` is the start of a `Box<SwSrq>` made by new_srq,
     // destroyed once (the verb's contract), in one of our contexts; its
     // `srq` is the `Arc::into_raw` the box owns.
@@ -2183,6 +2201,9 @@ unsafe extern "C" fn query_qp(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
+    if !crate::registry::live(ibqp as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `ibqp` reads as an `ibv_qp` of one of our contexts (the
     // contract); the table says whether it is a live QP of that context.
     if let Err(e) = unsafe { ctx_of((*ibqp).context).reg.remove(Kind::Qp, (*ibqp).handle, ibqp as *const u8) } {
