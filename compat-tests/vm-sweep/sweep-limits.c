@@ -15,6 +15,7 @@ static void limit_case(E *e, int max, int (*mk)(E *))
 {
 	int n;
 	if (max <= 0 || max > (1 << 16)) {
+		fprintf(stderr, "%s: max %d, not tried\n", cur, max);
 		out("huge", "-");
 		return;
 	}
