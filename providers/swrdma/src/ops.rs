@@ -5,10 +5,10 @@
 use crate::context::*;
 use crate::device;
 use crate::handles::*;
-use crate::registry::limit;
 use crate::ipc;
 use crate::poll::poll_cq;
 use crate::qpex::{fill_cq_ex, fill_qp_ex};
+use crate::registry::limit;
 use crate::send::{bind_window, finish_now, post_one};
 use crate::wire;
 use ibverbs_abi::*;
@@ -422,13 +422,18 @@ unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
         return libc::EBUSY; // MRs, MWs, QPs, AHs, SRQs or parent domains live in it
     }
     // SAFETY: as above.
-    let _ = unsafe { ctx_of((*pd).context).reg.remove(Kind::Pd, (*pd).handle, pd as *const u8) };
+    let _ = unsafe {
+        ctx_of((*pd).context)
+            .reg
+            .remove(Kind::Pd, (*pd).handle, pd as *const u8)
+    };
     // SAFETY: `pd` is a `Box<SwPd>` made by alloc_pd / alloc_parent_domain,
     // destroyed once (nothing refers to it any more: no users).
     let b = unsafe { Box::from_raw(pd as *mut SwPd) };
     // SAFETY: a parent domain's PD is live: it could not be deallocated
     // while this parent domain held a use of it.
     unsafe { pd_use(b.parent, false) };
+    crate::registry::retire(b);
     0
 }
 
@@ -940,7 +945,7 @@ unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
         }
         c.unbind_window((*mw).rkey);
         pd_use((*mw).pd, false);
-        drop(Box::from_raw(mw));
+        crate::registry::retire(Box::from_raw(mw));
         0
     }
 }
@@ -990,9 +995,8 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     }
     // SAFETY: `vmr` reads as a `verbs_mr` of one of our contexts (the
     // contract); the table says whether it is a live MR of that context.
-    let c = unsafe { ctx_of((*vmr).ibv_mr.context) };
-    // SAFETY: as above.
-    if let Err(e) = c.reg.remove(Kind::Mr, unsafe { (*vmr).ibv_mr.handle }, vmr as *const u8) {
+    let (c, handle) = unsafe { (ctx_of((*vmr).ibv_mr.context), (*vmr).ibv_mr.handle) };
+    if let Err(e) = c.reg.remove(Kind::Mr, handle, vmr as *const u8) {
         return e;
     }
     // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr /
@@ -1009,6 +1013,7 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
         // its MR count (which this MR holds) is not zero.
         unsafe { (*m.dm).mrs.fetch_sub(1, Ordering::SeqCst) };
     }
+    crate::registry::retire(m);
     0
 }
 
@@ -1061,11 +1066,14 @@ unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
     // contract); in the table, it is a `Box<SwAh>` made by create_ah,
     // destroyed once (taken out of it); its PD is live (held by this AH).
     unsafe {
-        if let Err(e) = ctx_of((*ah).context).reg.remove(Kind::Ah, (*ah).handle, ah as *const u8) {
+        if let Err(e) = ctx_of((*ah).context)
+            .reg
+            .remove(Kind::Ah, (*ah).handle, ah as *const u8)
+        {
             return e;
         }
         pd_use((*ah).pd, false);
-        drop(Box::from_raw(ah as *mut SwAh));
+        crate::registry::retire(Box::from_raw(ah as *mut SwAh));
         0
     }
 }
@@ -1263,6 +1271,7 @@ unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
     unsafe {
         let s = Box::from_raw(cq as *mut SwCq);
         drop(Arc::from_raw(s.cq));
+        crate::registry::retire(s);
     }
     0
 }
@@ -1311,7 +1320,12 @@ unsafe fn new_srq(
     // SAFETY: `context` is one of our contexts (the contract).
     let c = unsafe { ctx_of(context) };
     // SAFETY: `pd` and `cq` are null or read as objects of our contexts.
-    let objs = if pd.is_null() { Ok(()) } else { unsafe { valid_pd(context, pd) } };
+    let objs = if pd.is_null() {
+        Ok(())
+    } else {
+        // SAFETY: as above.
+        unsafe { valid_pd(context, pd) }
+    };
     // SAFETY: as above.
     if let Err(e) = objs.and_then(|()| unsafe { valid_cq(context, cq) }) {
         set_errno(e);
@@ -1530,7 +1544,9 @@ unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
         }
         let pd = (*srq).pd;
         let b = Box::from_raw(srq as *mut SwSrq);
-        (c, Arc::from_raw(b.srq), pd)
+        let s = Arc::from_raw(b.srq);
+        crate::registry::retire(b);
+        (c, s, pd)
     };
     c.remove_srq(s.num);
     if let Some(cq) = &s.cq {
@@ -2206,7 +2222,11 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
     }
     // SAFETY: `ibqp` reads as an `ibv_qp` of one of our contexts (the
     // contract); the table says whether it is a live QP of that context.
-    if let Err(e) = unsafe { ctx_of((*ibqp).context).reg.remove(Kind::Qp, (*ibqp).handle, ibqp as *const u8) } {
+    if let Err(e) = unsafe {
+        ctx_of((*ibqp).context)
+            .reg
+            .remove(Kind::Qp, (*ibqp).handle, ibqp as *const u8)
+    } {
         return e;
     }
     // SAFETY: `ibqp` is the start of a `Box<SwQp>` made by create_qp_ex,
@@ -2241,6 +2261,7 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         // by this QP and freed only here.
         drop(unsafe { Box::from_raw(s.wrs) });
     }
+    crate::registry::retire(s);
     0
 }
 

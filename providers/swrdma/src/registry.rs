@@ -9,7 +9,7 @@
 //! limits count per context (a device with a kernel counts per device; this
 //! one has no common place to count).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -46,7 +46,48 @@ static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
 /// Whether `p` is a live object of one of our contexts.
 pub fn live(p: *const u8) -> bool {
-    crate::sys::lock(&LIVE).as_ref().is_some_and(|s| s.contains(&(p as usize)))
+    crate::sys::lock(&LIVE)
+        .as_ref()
+        .is_some_and(|s| s.contains(&(p as usize)))
+}
+
+/// How many destroyed objects keep their memory before it goes back to
+/// malloc (see `retire`).
+const QUARANTINE: usize = 256;
+
+/// Destroyed objects whose memory is kept (oldest first), each with the
+/// function that frees it.
+static RETIRED: Mutex<VecDeque<Retired>> = Mutex::new(VecDeque::new());
+
+/// A destroyed object's address and the function that frees it.
+type Retired = (usize, unsafe fn(usize));
+
+/// Frees a destroyed object's box only after `QUARANTINE` more objects
+/// were destroyed: the application's structure (its `context` above all,
+/// which libibverbs reads to find the verb) stays as it was a while, so a
+/// second destroy reaches the provider, which refuses it (`live`), instead
+/// of following what malloc wrote into freed memory.
+pub fn retire<T>(b: Box<T>) {
+    /// # Safety
+    /// `p` is the `Box::into_raw` of a `Box<T>`, freed once.
+    unsafe fn free<T>(p: usize) {
+        // SAFETY: the contract.
+        drop(unsafe { Box::from_raw(p as *mut T) });
+    }
+    let p = Box::into_raw(b) as usize;
+    let old = {
+        let mut q = crate::sys::lock(&RETIRED);
+        q.push_back((p, free::<T> as unsafe fn(usize)));
+        if q.len() > QUARANTINE {
+            q.pop_front()
+        } else {
+            None
+        }
+    };
+    if let Some((p, f)) = old {
+        // SAFETY: `p` was retired as the `T` whose `free` is `f`, once.
+        unsafe { f(p) };
+    }
 }
 
 #[derive(Default)]
@@ -68,7 +109,9 @@ impl Slot<'_> {
     pub fn commit(mut self, handle: u32, ptr: *const u8) {
         self.done = true;
         crate::sys::lock(&self.reg.map).insert((self.kind, handle), ptr as usize);
-        crate::sys::lock(&LIVE).get_or_insert_with(HashSet::new).insert(ptr as usize);
+        crate::sys::lock(&LIVE)
+            .get_or_insert_with(HashSet::new)
+            .insert(ptr as usize);
     }
 }
 
