@@ -1321,7 +1321,7 @@ impl Ctx {
                 // way, where UCX's UD transport checks it), with the
                 // sender's traffic class and hop limit.
                 let imm = m.flags & F_IMM != 0;
-                let (tclass, hop) = crate::send::ud_grh_fields(m);
+                let (tclass, hop) = m.ud_grh();
                 let g = swrdma_rc::recv::grh(GidKind::RoceV2, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
                 cur.place_grh(&ProcessMemory, &g);
             }

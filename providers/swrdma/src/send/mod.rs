@@ -11,7 +11,6 @@
 mod complete;
 mod local;
 mod over_ring;
-pub use over_ring::ud_grh_fields;
 mod over_wire;
 mod request;
 

@@ -86,9 +86,8 @@ unsafe fn address(
             // bits are a value.
             m.dgid = unsafe { aa.grh.dgid.raw };
             m.sgid = c.gid(aa.grh.sgid_index as usize);
-            // A UD send has no R_Key: the field carries the AH's traffic
-            // class and hop limit to the receiver's GRH (`ud_grh_fields`).
-            m.rkey = UD_GRH_FIELDS | (aa.grh.traffic_class as u32) << 8 | aa.grh.hop_limit as u32;
+            // (for the receiver's GRH)
+            m.set_ud_grh(aa.grh.traffic_class, aa.grh.hop_limit);
         } else {
             m.sgid = c.gid(0);
         }
@@ -301,18 +300,5 @@ unsafe fn send_message(c: &Ctx, link: &Link, m: &Msg, data: &LocalData) -> bool 
         if off >= len {
             return true;
         }
-    }
-}
-
-/// Marks a UD send's `rkey` as carrying the GRH fields (see `ud_grh_fields`).
-pub const UD_GRH_FIELDS: u32 = 1 << 31;
-
-/// The traffic class and hop limit a UD send carries for the receiver's
-/// GRH (in its `rkey`); an AH without a GRH: class 0, hop limit 64.
-pub fn ud_grh_fields(m: &swrdma_ring::Msg) -> (u8, u8) {
-    if m.rkey & UD_GRH_FIELDS != 0 {
-        ((m.rkey >> 8) as u8, m.rkey as u8)
-    } else {
-        (0, 64)
     }
 }
