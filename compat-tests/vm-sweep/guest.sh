@@ -10,6 +10,7 @@
 #   BIN: the directory holding sweep
 #   SWEEP_LIMIT: seconds each run may take (timeout(1))
 #   SWEEP_SWR0: 0 = no run on swr0 (--self-check)
+#   SWEEP_CASES: the cases to run (names, space-separated; default all)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../vm/guest-lib.sh"
@@ -25,7 +26,7 @@ run() { # name ld device gid [env...]
     local n=$1 ld=$2 dev=$3 gid=$4 t0; shift 4
     echo "sweep-guest: $n" >&2
     t0=$(now_ms)
-    env LD_LIBRARY_PATH="$ld" "$@" timeout -k 5 "${SWEEP_LIMIT:-240}" "$BIN/sweep" "$dev" "$gid" \
+    env LD_LIBRARY_PATH="$ld" "$@" timeout -k 5 "${SWEEP_LIMIT:-240}" "$BIN/sweep" "$dev" "$gid" ${SWEEP_CASES:-} \
         > "$R/$n.out" 2> "$R/$n.err" < /dev/null
     echo $? > "$R/$n.rc"
     echo $(( $(now_ms) - t0 )) > "$R/$n.ms"

@@ -54,6 +54,6 @@ suite_lib_dirs
 [ "${SWEEP_SWR0:-1}" = 0 ] || [ -e "$OUR_LD/libibverbs/libswrdma-rdmav34.so" ] ||
     echo "$SUITE: note: no $OUR_LD/libibverbs/libswrdma-rdmav34.so (make swrdma): the swr0 run will fail" >&2
 # suite-lib.sh runs scripts of compat-tests/vm ($HERE): ours are next door
-suite_run_vm ../vm-sweep/guest.sh 600 BIN="$BIN" SWEEP_LIMIT="${SWEEP_LIMIT:-240}" SWEEP_SWR0="${SWEEP_SWR0:-1}"
+suite_run_vm ../vm-sweep/guest.sh 600 BIN="$BIN" SWEEP_LIMIT="${SWEEP_LIMIT:-240}" SWEEP_SWR0="${SWEEP_SWR0:-1}" SWEEP_CASES="${SWEEP_CASES:-}"
 # (--self-check: no expected differences, Debian's library against itself)
 suite_report ../vm-sweep/report.py --expected "${EXPECTED:-$SWEEP_DIR/expected-differences.txt}"

@@ -17,7 +17,7 @@
  * val (DETAIL: the value), str (DETAIL: the string), void (DETAIL: -),
  * setup (the good objects could not be made, DETAIL: what and errno).
  * When the child dies, the parent prints NAME|signal|SIGNAME; a child still
- * running after 10 s is killed: NAME|signal|timeout.
+ * running after 10 s (F_SLOW: 300 s) is killed: NAME|signal|timeout.
  *
  * The program is built with Debian's headers; which libibverbs.so.1 runs is
  * LD_LIBRARY_PATH's choice.  Written for this project (not from rdma-core).
@@ -46,7 +46,8 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr 
 				uint16_t *vid);
 int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev, const char *fnfmt, ...);
 
-enum { F_NODEV = 1, F_QPEX = 2 };
+/* F_SLOW: makes many objects (the limit cases): 300 s instead of 10 */
+enum { F_NODEV = 1, F_QPEX = 2, F_SLOW = 4 };
 
 typedef struct env {
 	const char *devname;
@@ -902,6 +903,13 @@ C(free_device_list_twice, F_NODEV)
 }
 
 /* ===================================================================== */
+/* object handles and limits; zero-length, UD and memory-window traffic */
+
+#include "sweep-objects.c"
+#include "sweep-traffic.c"
+#include "sweep-limits.c"
+
+/* ===================================================================== */
 
 static const char *signame(int s)
 {
@@ -926,7 +934,7 @@ static void run_one(const struct tcase *c, const char *dev, int gidx)
 	if (pid == 0) {
 		E e = {.devname = dev, .gidx = gidx};
 		cur = c->name;
-		alarm(10);
+		alarm(c->flags & F_SLOW ? 300 : 10);
 		setup(&e, c->flags);
 		c->fn(&e);
 		fflush(stdout);

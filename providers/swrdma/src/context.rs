@@ -209,6 +209,7 @@ impl Ctx {
                 mrs: RwLock::new(Keys::default()),
                 async_w,
                 armed_cqs: Arc::new(AtomicU32::new(0)),
+                reg: Default::default(),
                 dir_tbl: if crate::direct::enabled() {
                     crate::direct::Dir::new(id)
                 } else {
@@ -1368,12 +1369,14 @@ impl Ctx {
                 return Err(RecvErr::Rnr);
             };
             if qp.qpt == IBV_QPT_UD {
-                // The same-machine link has no IP header to show: the GRH
-                // area carries both GIDs as they are (the layout with the
-                // destination GID at byte 24, which UCX's UD transport
-                // checks its own GID against).
+                // The GRH area as rxe fills it for RoCE v2 (the IPv4 header
+                // in its last 20 bytes for IPv4-mapped GIDs, else an IPv6
+                // header: the destination address ends the area either
+                // way, where UCX's UD transport checks it), with the
+                // sender's traffic class and hop limit.
                 let imm = m.flags & F_IMM != 0;
-                let g = swrdma_rc::recv::grh(GidKind::RoceV1, &m.sgid, &m.dgid, 0, 64, m.total as usize, imm);
+                let (tclass, hop) = m.ud_grh();
+                let g = swrdma_rc::recv::grh(GidKind::RoceV2, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
                 cur.place_grh(&ProcessMemory, &g);
             }
             st.cur = Some(cur);

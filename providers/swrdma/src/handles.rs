@@ -5,6 +5,7 @@
 //! the verbs (ops, qpex, send, poll).
 
 use crate::context::{Cq, Ctx, Qp, Srq};
+pub use crate::registry::Kind;
 use ibverbs_abi::*;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -209,4 +210,55 @@ pub struct WrList {
     pub wrs: Vec<ibv_send_wr>,
     pub sges: Vec<Vec<ibv_sge>>,
     pub bufs: Vec<Vec<u8>>,
+}
+
+/// Whether the object at `p` (of kind `k`, whose verbs structure says
+/// `context` and `handle`) is one of `context`'s live objects; else the
+/// errno the kernel's lookup of the handle gives (registry.rs).
+///
+/// # Safety
+/// `context` is one of our contexts.
+pub unsafe fn valid(context: *mut ibv_context, k: Kind, handle: u32, p: *const u8) -> Result<(), c_int> {
+    if !crate::registry::live(p) {
+        return Err(libc::ENOENT);
+    }
+    // SAFETY: `context` is ours (the contract).
+    unsafe { ctx_of(context) }.reg.check(k, handle, p)
+}
+
+/// `valid` for `pd` (non-null), in `context` (its own context when
+/// `context` is null).
+///
+/// # Safety
+/// `pd` is non-null and readable as an `ibv_pd`; `context` is null or one of ours, and so is the PD's.
+pub unsafe fn valid_pd(context: *mut ibv_context, pd: *mut ibv_pd) -> Result<(), c_int> {
+    // SAFETY: `pd` is readable and the contexts ours (the contract).
+    unsafe {
+        let c = if context.is_null() { (*pd).context } else { context };
+        valid(c, Kind::Pd, (*pd).handle, pd as *const u8)
+    }
+}
+
+/// `valid` for `cq` (null: Ok).
+///
+/// # Safety
+/// `cq` is null or readable as an `ibv_cq`; `context` is one of ours.
+pub unsafe fn valid_cq(context: *mut ibv_context, cq: *mut ibv_cq) -> Result<(), c_int> {
+    if cq.is_null() {
+        return Ok(());
+    }
+    // SAFETY: as the contract says.
+    unsafe { valid(context, Kind::Cq, (*cq).handle, cq as *const u8) }
+}
+
+/// `valid` for `srq` (null: Ok).
+///
+/// # Safety
+/// `srq` is null or readable as an `ibv_srq`; `context` is one of ours.
+pub unsafe fn valid_srq(context: *mut ibv_context, srq: *mut ibv_srq) -> Result<(), c_int> {
+    if srq.is_null() {
+        return Ok(());
+    }
+    // SAFETY: as the contract says.
+    unsafe { valid(context, Kind::Srq, (*srq).handle, srq as *const u8) }
 }

@@ -13,6 +13,7 @@ mod objects;
 mod ops;
 mod poll;
 mod qpex;
+mod registry;
 mod send;
 mod sys;
 mod wire;

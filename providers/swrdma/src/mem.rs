@@ -419,6 +419,9 @@ pub fn check_mapped(addr: u64, len: u64, write: bool) -> Result<(), i32> {
     if end.checked_add(4095).is_none() {
         return Err(libc::EINVAL);
     }
+    if let Some(r) = query_mapped(addr & !4095, end, write) {
+        return r;
+    }
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         // No procfs: the accesses stay fault-safe anyway.
         return Ok(());
@@ -451,6 +454,63 @@ pub fn check_mapped(addr: u64, len: u64, write: bool) -> Result<(), i32> {
         }
     }
     Err(libc::EFAULT)
+}
+
+/// `struct procmap_query` of linux/fs.h (Linux 6.11): one mapping of the
+/// process, asked of /proc/self/maps by address with `PROCMAP_QUERY`.
+#[repr(C)]
+#[derive(Default)]
+struct ProcmapQuery {
+    size: u64,
+    query_flags: u64,
+    query_addr: u64,
+    vma_start: u64,
+    vma_end: u64,
+    vma_flags: u64,
+    vma_page_size: u64,
+    vma_offset: u64,
+    inode: u64,
+    dev_major: u32,
+    dev_minor: u32,
+    vma_name_size: u32,
+    build_id_size: u32,
+    vma_name_addr: u64,
+    build_id_addr: u64,
+}
+/// _IOWR('f', 17, struct procmap_query)
+const PROCMAP_QUERY: u64 = 0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
+const PROCMAP_QUERY_VMA_READABLE: u64 = 1;
+const PROCMAP_QUERY_VMA_WRITABLE: u64 = 2;
+
+/// `check_mapped` by `PROCMAP_QUERY`, one mapping at a time, from page
+/// `need` to `end` (reading the whole of /proc/self/maps costs tens of
+/// microseconds per registration); None: the kernel has no such query.
+fn query_mapped(mut need: u64, end: u64, write: bool) -> Option<Result<(), i32>> {
+    // (Opened each time: a descriptor kept open would go on naming the
+    // parent's mappings in a forked child.)
+    let f = std::fs::File::open("/proc/self/maps").ok()?;
+    while need < end {
+        let mut q = ProcmapQuery {
+            size: std::mem::size_of::<ProcmapQuery>() as u64,
+            query_addr: need,
+            ..Default::default()
+        };
+        // SAFETY: `q` is a `struct procmap_query` with its size set; the
+        // kernel writes only into it (no name or build-id buffers asked).
+        let r = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), PROCMAP_QUERY as _, &mut q) };
+        if r < 0 {
+            return match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::ENOENT) => Some(Err(libc::EFAULT)), // a hole
+                _ => None,
+            };
+        }
+        let want = PROCMAP_QUERY_VMA_READABLE | if write { PROCMAP_QUERY_VMA_WRITABLE } else { 0 };
+        if q.vma_flags & want != want || q.vma_end <= need {
+            return Some(Err(libc::EFAULT));
+        }
+        need = q.vma_end;
+    }
+    Some(Ok(()))
 }
 
 // ---------------------------------------------------------------------------

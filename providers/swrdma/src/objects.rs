@@ -328,6 +328,9 @@ pub struct Objects {
     /// CQs armed and not yet triggered: the application may be waiting for
     /// a completion event, so the thread must make progress itself.
     pub(crate) armed_cqs: Arc<AtomicU32>,
+    /// The context's objects by kind and handle, and their counts against
+    /// the device's limits (registry.rs).
+    pub(crate) reg: crate::registry::Registry,
     /// What peers see of our MRs and QPs for direct accesses (None:
     /// `SWRDMA_DIRECT=0`, or no memory file could be made).
     pub(crate) dir_tbl: Option<crate::direct::Dir>,

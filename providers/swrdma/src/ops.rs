@@ -8,6 +8,7 @@ use crate::handles::*;
 use crate::ipc;
 use crate::poll::poll_cq;
 use crate::qpex::{fill_cq_ex, fill_qp_ex};
+use crate::registry::limit;
 use crate::send::{bind_window, finish_now, post_verb};
 use crate::wire;
 use ibverbs_abi::*;
@@ -202,7 +203,7 @@ unsafe extern "C" fn query_device_ex(
     o.vendor_id = 0x00ff_ffff;
     o.vendor_part_id = 0;
     o.hw_ver = 0;
-    o.max_qp = 65536;
+    o.max_qp = limit(Kind::Qp) as i32;
     o.max_qp_wr = MAX_WR as i32;
     o.device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR
         | IBV_DEVICE_BAD_QKEY_CNTR
@@ -216,17 +217,17 @@ unsafe extern "C" fn query_device_ex(
         | IBV_DEVICE_XRC;
     o.max_sge = MAX_SGE as i32;
     o.max_sge_rd = MAX_SGE as i32;
-    o.max_cq = 65536;
+    o.max_cq = limit(Kind::Cq) as i32;
     o.max_cqe = MAX_CQE;
-    o.max_mr = 1 << 20;
-    o.max_pd = 65536;
-    o.max_mw = 1 << 20;
+    o.max_mr = limit(Kind::Mr) as i32;
+    o.max_pd = limit(Kind::Pd) as i32;
+    o.max_mw = limit(Kind::Mw) as i32;
     o.max_qp_rd_atom = MAX_QP_RD_ATOM;
     o.max_res_rd_atom = 128 * 65536;
     o.max_qp_init_rd_atom = MAX_QP_RD_ATOM;
     o.atomic_cap = IBV_ATOMIC_HCA;
-    o.max_ah = 65536;
-    o.max_srq = 65536;
+    o.max_ah = limit(Kind::Ah) as i32;
+    o.max_srq = limit(Kind::Srq) as i32;
     o.max_srq_wr = MAX_WR as i32;
     o.max_srq_sge = MAX_SGE as i32;
     o.max_pkeys = 1;
@@ -307,6 +308,13 @@ unsafe extern "C" fn query_port(c: *mut ibv_context, port: u8, attr: *mut ibv_po
 unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     // SAFETY: `context` is one of our contexts (the contract).
     let c = unsafe { ctx_of(context) };
+    let slot = match c.reg.reserve(Kind::Pd) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let id = c.new_obj_id();
     let p = Box::into_raw(Box::new(SwPd {
         pd: ibv_pd { context, handle: id },
@@ -314,6 +322,7 @@ unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
         users: AtomicU32::new(0),
         parent: std::ptr::null_mut(),
     }));
+    slot.commit(id, p as *const u8);
     p as *mut ibv_pd
 }
 
@@ -335,23 +344,36 @@ unsafe extern "C" fn alloc_parent_domain(
     // SAFETY: `pd` and `td` are null (checked first) or a PD / TD of the
     // application's, ours by the contract, live during the call.
     let bad = a.pd.is_null()
-        || unsafe { (*a.pd).context } != context
+        || unsafe { valid_pd(context, a.pd) }.is_err()
         || (!a.td.is_null() && unsafe { (*a.td).context } != context);
     if bad || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
+    // SAFETY: `context` is ours (the contract).
+    let c = unsafe { ctx_of(context) };
+    let slot = match c.reg.reserve(Kind::Pd) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     // SAFETY: `a.pd` is non-null, so one of our `SwPd`s (see above).
     let id = unsafe { pd_id(a.pd) };
     // SAFETY: `a.pd` is our live PD (see above); the parent domain holds it
     // until it is deallocated itself.
     unsafe { pd_use(a.pd, true) };
-    Box::into_raw(Box::new(SwPd {
-        pd: ibv_pd { context, handle: id },
+    // (A handle of its own; `id`, the protection domain, is its PD's.)
+    let handle = c.new_obj_id();
+    let p = Box::into_raw(Box::new(SwPd {
+        pd: ibv_pd { context, handle },
         id,
         users: AtomicU32::new(0),
         parent: a.pd,
-    })) as *mut ibv_pd
+    }));
+    slot.commit(handle, p as *const u8);
+    p as *mut ibv_pd
 }
 
 /// Thread domains: a promise of single-threaded use, which this device does
@@ -387,22 +409,40 @@ unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
+    if !crate::registry::live(pd as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
+    // SAFETY: `pd` reads as an `ibv_pd` of one of our contexts (the
+    // contract); the table says whether it is a live `SwPd` of that context.
+    if let Err(e) = unsafe { valid_pd(std::ptr::null_mut(), pd) } {
+        return e;
+    }
     // SAFETY: `pd` is a live `SwPd` made by alloc_pd / alloc_parent_domain.
     if unsafe { (*(pd as *mut SwPd)).users.load(Ordering::SeqCst) } != 0 {
         return libc::EBUSY; // MRs, MWs, QPs, AHs, SRQs or parent domains live in it
     }
+    // SAFETY: as above.
+    let _ = unsafe {
+        ctx_of((*pd).context)
+            .reg
+            .remove(Kind::Pd, (*pd).handle, pd as *const u8)
+    };
     // SAFETY: `pd` is a `Box<SwPd>` made by alloc_pd / alloc_parent_domain,
     // destroyed once (nothing refers to it any more: no users).
     let b = unsafe { Box::from_raw(pd as *mut SwPd) };
     // SAFETY: a parent domain's PD is live: it could not be deallocated
     // while this parent domain held a use of it.
     unsafe { pd_use(b.parent, false) };
+    crate::registry::retire(b);
     0
 }
 
 /// The access flags a registration may carry: the defined bits (up to
 /// `IBV_ACCESS_FLUSH_PERSISTENT`, 1 << 9) and the optional range.
 const MR_ACCESS_KNOWN: u32 = 0x3ff | IBV_ACCESS_OPTIONAL_RANGE;
+
+/// The page size a kernel provider pins memory by.
+const PAGE: u64 = 4096;
 
 /// # Safety
 /// Called by libibverbs through `OPS`, only with objects this provider
@@ -419,15 +459,25 @@ unsafe extern "C" fn reg_mr(
     // our contexts (the contract).  `addr`/`length` are only recorded,
     // never dereferenced here: later accesses are range-checked against
     // them and done by this process.
-    let (context, c, pdid) = unsafe { ((*pd).context, ctx_of((*pd).context), pd_id(pd)) };
+    let (context, c) = unsafe { ((*pd).context, ctx_of((*pd).context)) };
+    // SAFETY: as above.
+    if let Err(e) = unsafe { valid_pd(context, pd) } {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `pd` is a live `SwPd` of the context (checked).
+    let pdid = unsafe { pd_id(pd) };
     let access = access as u32;
     if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
     // As the kernel (ib_check_mr_access, ib_umem_get): access bits it does
-    // not know, and an empty range, are EINVAL.
-    if access & !MR_ACCESS_KNOWN != 0 || length == 0 {
+    // not know are EINVAL, and so is a range that covers no page: length 0
+    // at a page boundary.  Length 0 inside a page covers (and pins) that
+    // page: rxe registers it (an MR no access of one byte or more fits in).
+    let no_page = length == 0 && ((addr as u64).is_multiple_of(PAGE) || access & IBV_ACCESS_ON_DEMAND != 0);
+    if access & !MR_ACCESS_KNOWN != 0 || no_page {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
@@ -445,6 +495,8 @@ unsafe extern "C" fn reg_mr(
         } else {
             Err(libc::EINVAL)
         }
+    } else if length == 0 {
+        crate::mem::check_mapped(addr as u64 / PAGE * PAGE, PAGE, writable)
     } else {
         crate::mem::check_mapped(addr as u64, length as u64, writable)
     };
@@ -452,6 +504,13 @@ unsafe extern "C" fn reg_mr(
         set_errno(e);
         return std::ptr::null_mut();
     }
+    let slot = match c.reg.reserve(Kind::Mr) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let key = c.new_key();
     c.insert_mr(
         key,
@@ -482,6 +541,7 @@ unsafe extern "C" fn reg_mr(
         },
         dm: std::ptr::null_mut(),
     }));
+    slot.commit(key, m as *const u8);
     // SAFETY: `pd` is our live PD; the MR holds a use until dereg.
     unsafe { pd_use(pd, true) };
     m as *mut ibv_mr
@@ -758,7 +818,14 @@ unsafe extern "C" fn reg_dm_mr(
         | IBV_ACCESS_REMOTE_ATOMIC;
     // SAFETY: `pd` is one of our PDs and `dm` the start of one of our live
     // `SwDm`s (the contract); their contexts are ours.
-    let (d, context, c, pdid) = unsafe { (&*(dm as *mut SwDm), (*pd).context, ctx_of((*pd).context), pd_id(pd)) };
+    let (d, context, c) = unsafe { (&*(dm as *mut SwDm), (*pd).context, ctx_of((*pd).context)) };
+    // SAFETY: as above.
+    if let Err(e) = unsafe { valid_pd(context, pd) } {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `pd` is a live `SwPd` of the context (checked).
+    let pdid = unsafe { pd_id(pd) };
     if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || d.dm.context != context {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
@@ -771,6 +838,13 @@ unsafe extern "C" fn reg_dm_mr(
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
+    let slot = match c.reg.reserve(Kind::Mr) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let key = c.new_key();
     let access = access & !IBV_ACCESS_ZERO_BASED;
     c.insert_mr(
@@ -803,6 +877,7 @@ unsafe extern "C" fn reg_dm_mr(
         },
         dm: dm as *mut SwDm,
     }));
+    slot.commit(key, m as *const u8);
     // SAFETY: `pd` is our live PD; the MR holds a use until dereg.
     unsafe { pd_use(pd, true) };
     m as *mut ibv_mr
@@ -826,16 +901,30 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
     }
     // SAFETY: `pd` is one of our PDs; its context is one of ours.
     let (context, c) = unsafe { ((*pd).context, ctx_of((*pd).context)) };
+    // SAFETY: as above.
+    if let Err(e) = unsafe { valid_pd(context, pd) } {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
+    let slot = match c.reg.reserve(Kind::Mw) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let key = c.new_key();
     // SAFETY: `pd` is our live PD; the window holds a use until dealloc.
     unsafe { pd_use(pd, true) };
-    Box::into_raw(Box::new(ibv_mw {
+    let m = Box::into_raw(Box::new(ibv_mw {
         context,
         pd,
         rkey: key,
         handle: key,
         r#type: ty,
-    }))
+    }));
+    slot.commit(key, m as *const u8);
+    m
 }
 
 /// # Safety
@@ -843,12 +932,20 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    // SAFETY: `mw` is a `Box<ibv_mw>` made by alloc_mw, destroyed once.
+    if !crate::registry::live(mw as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
+    // SAFETY: `mw` reads as an `ibv_mw` of one of our contexts (the
+    // contract); the table says whether it is a live window of that context,
+    // a `Box<ibv_mw>` made by alloc_mw (destroyed once: taken out of the table).
     unsafe {
         let c = ctx_of((*mw).context);
+        if let Err(e) = c.reg.remove(Kind::Mw, (*mw).handle, mw as *const u8) {
+            return e;
+        }
         c.unbind_window((*mw).rkey);
         pd_use((*mw).pd, false);
-        drop(Box::from_raw(mw));
+        crate::registry::retire(Box::from_raw(mw));
         0
     }
 }
@@ -893,9 +990,18 @@ unsafe extern "C" fn bind_mw(ibqp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
+    if !crate::registry::live(vmr as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
+    // SAFETY: `vmr` reads as a `verbs_mr` of one of our contexts (the
+    // contract); the table says whether it is a live MR of that context.
+    let (c, handle) = unsafe { (ctx_of((*vmr).ibv_mr.context), (*vmr).ibv_mr.handle) };
+    if let Err(e) = c.reg.remove(Kind::Mr, handle, vmr as *const u8) {
+        return e;
+    }
     // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr /
-    // reg_dm_mr, destroyed once (the verb's contract); its context is ours.
-    let (c, m) = unsafe { (ctx_of((*vmr).ibv_mr.context), Box::from_raw(vmr as *mut SwMr)) };
+    // reg_dm_mr (it was in the table), destroyed once (taken out of it).
+    let m = unsafe { Box::from_raw(vmr as *mut SwMr) };
     // (`remove_mr` returns once no copy by a peer's request is in flight
     // on any MR of the context: none can touch this one afterwards.)
     c.remove_mr(m.vmr.ibv_mr.lkey);
@@ -907,6 +1013,7 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
         // its MR count (which this MR holds) is not zero.
         unsafe { (*m.dm).mrs.fetch_sub(1, Ordering::SeqCst) };
     }
+    crate::registry::retire(m);
     0
 }
 
@@ -919,14 +1026,29 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
     // verb's contract); the attribute is copied.
     let (attr, context) = unsafe { (*attr, (*pd).context) };
     // SAFETY: `context` is one of our contexts (the PD's).
-    if let Err(e) = check_av(&attr, unsafe { ctx_of(context) }.gid_count()) {
+    let c = unsafe { ctx_of(context) };
+    // SAFETY: `pd` reads as an `ibv_pd` of `context`.
+    if let Err(e) = unsafe { valid_pd(context, pd) } {
         set_errno(e);
         return std::ptr::null_mut();
     }
+    if let Err(e) = check_av(&attr, c.gid_count()) {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
+    let slot = match c.reg.reserve(Kind::Ah) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
+    let handle = c.new_obj_id();
     let a = Box::into_raw(Box::new(SwAh {
-        ah: ibv_ah { context, pd, handle: 0 },
+        ah: ibv_ah { context, pd, handle },
         attr,
     }));
+    slot.commit(handle, a as *const u8);
     // SAFETY: `pd` is our live PD; the AH holds a use until destroyed.
     unsafe { pd_use(pd, true) };
     a as *mut ibv_ah
@@ -937,11 +1059,21 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    // SAFETY: `ah` is a `Box<SwAh>` made by create_ah, destroyed once; its
-    // PD is live (held by this AH).
+    if !crate::registry::live(ah as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
+    // SAFETY: `ah` reads as an `ibv_ah` of one of our contexts (the
+    // contract); in the table, it is a `Box<SwAh>` made by create_ah,
+    // destroyed once (taken out of it); its PD is live (held by this AH).
     unsafe {
+        if let Err(e) = ctx_of((*ah).context)
+            .reg
+            .remove(Kind::Ah, (*ah).handle, ah as *const u8)
+        {
+            return e;
+        }
         pd_use((*ah).pd, false);
-        drop(Box::from_raw(ah as *mut SwAh));
+        crate::registry::retire(Box::from_raw(ah as *mut SwAh));
         0
     }
 }
@@ -1001,12 +1133,21 @@ unsafe extern "C" fn close_xrcd(x: *mut ibv_xrcd) -> c_int {
 // CQ
 // ---------------------------------------------------------------------------
 
+/// Null (errno set): the device's limit of CQs is reached.
+///
 /// # Safety
 /// `context` is one of our contexts; `channel` is null or a live completion channel.
 unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_channel) -> *mut SwCq {
     // SAFETY: `context` is one of our contexts; `channel` is null (checked)
     // or a live completion channel (the contract).
     let (c, chan_fd) = unsafe { (ctx_of(context), if channel.is_null() { -1 } else { (*channel).fd }) };
+    let slot = match c.reg.reserve(Kind::Cq) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let s = Box::into_raw(Box::new(SwCq {
         // SAFETY: `verbs_cq` is integers, pointers, `Option<fn>`s and
         // pthread objects the library initialises: all-zero is valid.
@@ -1024,6 +1165,8 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     ex.context = context;
     ex.channel = channel;
     ex.cqe = cqe;
+    ex.handle = c.new_obj_id();
+    slot.commit(ex.handle, s as *const u8);
     fill_cq_ex(ex);
     s
 }
@@ -1074,6 +1217,9 @@ unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_i
     // `s` is then our fresh `SwCq`, whose `cq_ex` member is in use.
     unsafe {
         let s = new_cq(context, a.cqe as c_int, a.channel);
+        if s.is_null() {
+            return std::ptr::null_mut();
+        }
         (*(std::ptr::addr_of_mut!((*s).vcq.u.cq_ex) as *mut ibv_cq_ex)).cq_context = a.cq_context;
         s as *mut ibv_cq_ex
     }
@@ -1104,15 +1250,28 @@ unsafe extern "C" fn cq_event(_cq: *mut ibv_cq) {}
 /// # Safety
 /// `cq` is a CQ of ours (see `OPS`), destroyed once.
 unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
+    if !crate::registry::live(cq as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
+    // SAFETY: `cq` reads as an `ibv_cq` of one of our contexts (the
+    // contract); the table says whether it is a live CQ of that context.
+    let c = unsafe { ctx_of((*cq).context) };
+    // SAFETY: as above.
+    if let Err(e) = unsafe { valid_cq((*cq).context, cq) } {
+        return e;
+    }
     // SAFETY: `cq` is our live CQ, whose `cq` is its live `Arc<Cq>`.
     if unsafe { (*cq_of(cq).cq).users.load(Ordering::SeqCst) } != 0 {
         return libc::EBUSY; // a QP or SRQ still completes into it
     }
+    // SAFETY: as above.
+    let _ = c.reg.remove(Kind::Cq, unsafe { (*cq).handle }, cq as *const u8);
     // SAFETY: `cq` is a `Box<SwCq>` made by new_cq, destroyed once; its `cq`
     // is the `Arc::into_raw` that box owns.
     unsafe {
         let s = Box::from_raw(cq as *mut SwCq);
         drop(Arc::from_raw(s.cq));
+        crate::registry::retire(s);
     }
     0
 }
@@ -1124,6 +1283,10 @@ unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
 unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
     if !(1..=MAX_CQE).contains(&cqe) {
         return libc::EINVAL;
+    }
+    // SAFETY: `cq` reads as an `ibv_cq` of one of our contexts (the contract).
+    if let Err(e) = unsafe { valid_cq((*cq).context, cq) } {
+        return e;
     }
     // As a hardware CQ: the new size must hold the completions not yet polled.
     // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
@@ -1156,10 +1319,29 @@ unsafe fn new_srq(
 ) -> *mut ibv_srq {
     // SAFETY: `context` is one of our contexts (the contract).
     let c = unsafe { ctx_of(context) };
+    // SAFETY: `pd` and `cq` are null or read as objects of our contexts.
+    let objs = if pd.is_null() {
+        Ok(())
+    } else {
+        // SAFETY: as above.
+        unsafe { valid_pd(context, pd) }
+    };
+    // SAFETY: as above.
+    if let Err(e) = objs.and_then(|()| unsafe { valid_cq(context, cq) }) {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
     if attr.max_wr == 0 || attr.max_wr > MAX_WR || attr.max_sge > MAX_SGE {
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
+    let slot = match c.reg.reserve(Kind::Srq) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let num = c.alloc_id();
     let s = Box::into_raw(Box::new(SwSrq {
         // SAFETY: `verbs_srq` is integers, pointers and pthread objects that
@@ -1215,6 +1397,7 @@ unsafe fn new_srq(
     v.xrcd = xrcd as *mut verbs_xrcd;
     v.cq = cq;
     v.srq_num = num;
+    slot.commit(num, s as *const u8);
     s as *mut ibv_srq
 }
 
@@ -1302,6 +1485,10 @@ unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq
 unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
     // SAFETY: `srq` is one of our SRQs and `attr` a valid attribute (the
     // verb's contract); the attribute is copied.
+    if let Err(e) = unsafe { valid_srq((*srq).context, srq) } {
+        return e;
+    }
+    // SAFETY: as above; `srq` is a live SRQ of ours (checked).
     let (s, a) = unsafe { (srq_of(srq), *attr) };
     let mut st = lock(&s.st);
     let mask = mask as u32;
@@ -1327,6 +1514,10 @@ unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask
 unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
     // SAFETY: `srq` is one of our SRQs and `attr` room for an attribute (the
     // verb's contract), not otherwise referenced during the call.
+    if let Err(e) = unsafe { valid_srq((*srq).context, srq) } {
+        return e;
+    }
+    // SAFETY: as above; `srq` is a live SRQ of ours (checked).
     let (s, a) = unsafe { (srq_of(srq), &mut *attr) };
     let st = lock(&s.st);
     a.max_wr = st.max_wr;
@@ -1340,14 +1531,22 @@ unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
+    if !crate::registry::live(srq as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
     // SAFETY: `srq` is the start of a `Box<SwSrq>` made by new_srq,
     // destroyed once (the verb's contract), in one of our contexts; its
     // `srq` is the `Arc::into_raw` the box owns.
     let (c, s, pd) = unsafe {
         let c = ctx_of((*srq).context);
+        if let Err(e) = c.reg.remove(Kind::Srq, (*srq).handle, srq as *const u8) {
+            return e;
+        }
         let pd = (*srq).pd;
         let b = Box::from_raw(srq as *mut SwSrq);
-        (c, Arc::from_raw(b.srq), pd)
+        let s = Arc::from_raw(b.srq);
+        crate::registry::retire(b);
+        (c, s, pd)
     };
     c.remove_srq(s.num);
     if let Some(cq) = &s.cq {
@@ -1458,6 +1657,19 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
             return std::ptr::null_mut();
         }
     };
+    // SAFETY: the PD, CQs and SRQ are null or read as objects of our
+    // contexts (the verb's contract); the table says whether they are
+    // `context`'s live ones.
+    let objs = unsafe {
+        (if pd.is_null() { Ok(()) } else { valid_pd(context, pd) })
+            .and_then(|()| valid_cq(context, a.send_cq))
+            .and_then(|()| valid_cq(context, a.recv_cq))
+            .and_then(|()| valid_srq(context, a.srq))
+    };
+    if let Err(e) = objs {
+        set_errno(e);
+        return std::ptr::null_mut();
+    }
     if let Err(e) = grant_qp_caps(a) {
         set_errno(e);
         return std::ptr::null_mut();
@@ -1569,6 +1781,13 @@ unsafe fn new_qp(
 ) -> *mut ibv_qp {
     let qpt = a.qp_type;
     let cap = a.cap;
+    let slot = match c.reg.reserve(Kind::Qp) {
+        Ok(s) => s,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let qpn = c.alloc_id();
     let s = Box::into_raw(Box::new(SwQp {
         // SAFETY: `verbs_qp` is integers, pointers and pthread objects that
@@ -1615,6 +1834,7 @@ unsafe fn new_qp(
         (*s).qp = Arc::into_raw(qp);
         init_verbs_qp(s, context, a, pd, xrcd, qpn);
     }
+    slot.commit(qpn, s as *const u8);
     s as *mut ibv_qp
 }
 
@@ -1823,6 +2043,10 @@ fn check_av(a: &ibv_ah_attr, gids: usize) -> Result<(), c_int> {
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
+    // SAFETY: `ibqp` reads as an `ibv_qp` of one of our contexts (the contract).
+    if let Err(e) = unsafe { valid((*ibqp).context, Kind::Qp, (*ibqp).handle, ibqp as *const u8) } {
+        return e;
+    }
     // SAFETY: `ibqp` is one of our QPs and `attr` a valid attribute (the
     // verb's contract).
     let (c, qp, a) = unsafe {
@@ -1959,6 +2183,10 @@ unsafe extern "C" fn query_qp(
     if mask as u32 & !QP_ATTR_KNOWN != 0 {
         return libc::EOPNOTSUPP;
     }
+    // SAFETY: `ibqp` reads as an `ibv_qp` of one of our contexts (the contract).
+    if let Err(e) = unsafe { valid((*ibqp).context, Kind::Qp, (*ibqp).handle, ibqp as *const u8) } {
+        return e;
+    }
     // SAFETY: `ibqp` is one of our QPs; `attr` is room for an attribute
     // (the verb's contract), not otherwise referenced during the call.
     let (qp, at) = unsafe { (qp_of(ibqp).1, &mut *attr) };
@@ -1989,6 +2217,18 @@ unsafe extern "C" fn query_qp(
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
+    if !crate::registry::live(ibqp as *const u8) {
+        return libc::ENOENT; // destroyed already (its memory freed): not read
+    }
+    // SAFETY: `ibqp` reads as an `ibv_qp` of one of our contexts (the
+    // contract); the table says whether it is a live QP of that context.
+    if let Err(e) = unsafe {
+        ctx_of((*ibqp).context)
+            .reg
+            .remove(Kind::Qp, (*ibqp).handle, ibqp as *const u8)
+    } {
+        return e;
+    }
     // SAFETY: `ibqp` is the start of a `Box<SwQp>` made by create_qp_ex,
     // destroyed once (the verb's contract); its `qp` is the `Arc::into_raw`
     // the box owns and `ctx` its context, alive until free_context.
@@ -2021,6 +2261,7 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         // by this QP and freed only here.
         drop(unsafe { Box::from_raw(s.wrs) });
     }
+    crate::registry::retire(s);
     0
 }
 

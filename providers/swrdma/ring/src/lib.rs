@@ -105,7 +105,26 @@ impl Msg {
     pub fn src_ctx(&self) -> u32 {
         self._r as u32
     }
+
+    /// A UD send carries its address handle's traffic class and hop limit
+    /// for the receiver's GRH in `rkey`, which a UD send has no use for.
+    pub fn set_ud_grh(&mut self, tclass: u8, hop: u8) {
+        self.rkey = UD_GRH_FIELDS | (tclass as u32) << 8 | hop as u32;
+    }
+
+    /// The traffic class and hop limit of a UD send (`set_ud_grh`); none
+    /// set (an AH without a GRH): class 0, hop limit 64.
+    pub fn ud_grh(&self) -> (u8, u8) {
+        if self.rkey & UD_GRH_FIELDS != 0 {
+            ((self.rkey >> 8) as u8, self.rkey as u8)
+        } else {
+            (0, 64)
+        }
+    }
 }
+
+/// Marks a UD send's `rkey` as carrying the GRH fields.
+const UD_GRH_FIELDS: u32 = 1 << 31;
 const _: () = assert!(std::mem::size_of::<Msg>() == 128);
 
 /// A private copy of the header of a record in a ring (the peer can still
@@ -569,6 +588,16 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
+
+    #[test]
+    fn ud_grh_fields() {
+        let mut m = Msg::default();
+        assert_eq!(m.ud_grh(), (0, 64));
+        m.set_ud_grh(0x68, 7);
+        assert_eq!(m.ud_grh(), (0x68, 7));
+        m.set_ud_grh(0, 0);
+        assert_eq!(m.ud_grh(), (0, 0));
+    }
     use std::time::{Duration, Instant};
 
     /// A link-sized shared mapping followed by an inaccessible guard page

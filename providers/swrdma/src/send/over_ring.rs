@@ -93,6 +93,8 @@ unsafe fn address(
             // bits are a value.
             m.dgid = unsafe { aa.grh.dgid.raw };
             m.sgid = c.gid(aa.grh.sgid_index as usize);
+            // (for the receiver's GRH)
+            m.set_ud_grh(aa.grh.traffic_class, aa.grh.hop_limit);
         } else {
             m.sgid = c.gid(0);
         }
