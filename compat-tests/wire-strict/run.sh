@@ -17,6 +17,8 @@
 #   op/...     an RDMA READ on a UC QP, an RDMA WRITE on a UD QP: posted,
 #              completed with LOC_QP_OP_ERR, the QP to error (as rxe, whose
 #              provider posts any opcode and whose requester fails it)
+#   tclass/... an address handle's traffic class is the datagram's IP TOS
+#              and so the receiver's GRH's (vm-sweep's case, over rw0@lo)
 # Two network namespaces this suite creates (wxa: 169.254.78.1 on wxva;
 # wxb: 169.254.78.2, the victim's peer, and .3, the stranger, on wxvb), a
 # veth pair; link-local addresses only.  Needs root (ip netns).
@@ -141,4 +143,22 @@ for q in 1 2; do
 done
 echo quit >&"${V[1]}"
 wait "$V_PID" 2>/dev/null
+
+# --- the traffic class of an address handle goes into the IP header (TOS)
+# and so into the receiver's GRH, as rxe (vm-sweep's case
+# ud_traffic_class_in_grh, a UD SEND with traffic class 0x68 to a QP of the
+# same process, here over rw0@lo in a namespace of its own)
+if cc -O1 -Wall -Wno-unused-parameter -I"${UPSTREAM_INCLUDE:-/usr/include}" -o "$SCRATCH/sweep" \
+    compat-tests/vm-sweep/sweep.c -L"$LIBDIR" -l:libibverbs.so.1 2>"$SCRATCH/sweep.log"; then
+    ip netns del wxt 2>/dev/null
+    ip netns add wxt && ip -n wxt link set lo up
+    out=$(ip netns exec wxt env XDG_RUNTIME_DIR="$SCRATCH/rt" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=rw0@lo \
+        timeout 60 "$SCRATCH/sweep" rw0 1 ud_traffic_class_in_grh 2>>"$SCRATCH/sweep.log" | tail -1)
+    ip netns del wxt 2>/dev/null
+    echo "tclass: $out" >>"$SCRATCH/log"
+    POLL=$out
+    check "tclass/ud traffic class 0x68 reaches the receiver's GRH (IP TOS)" 'has "tos=0x68"' "sweep said: $out"
+else
+    fail "tclass/ud traffic class 0x68 reaches the receiver's GRH (IP TOS)" "sweep.c does not build (see $SCRATCH/sweep.log)"
+fi
 finish

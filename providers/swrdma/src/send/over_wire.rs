@@ -84,7 +84,8 @@ pub unsafe fn post(
         let Some((s, d)) = wire::engine::ud_path(w, c, aa) else {
             return Err(libc::EINVAL);
         };
-        r.ud = Some((s, d, ud.remote_qpn & 0xff_ffff, ud.qkey(own_qkey)));
+        let tc = if aa.is_global != 0 { aa.grh.traffic_class } else { 0 };
+        r.ud = Some((s, d, ud.remote_qpn & 0xff_ffff, ud.qkey(own_qkey), tc));
     }
     if data.inline {
         let mut d = vec![0u8; len as usize];

@@ -177,7 +177,7 @@ impl Wire {
             aeth: Some(Aeth::ack(st.wq.msn)),
             ..Default::default()
         };
-        self.tx(&src, &dst, &h, &[]);
+        self.tx(&src, &dst, &h, &[], tclass(st));
     }
 
     fn timers(&self, c: &Objects, now: u64) {
@@ -227,7 +227,7 @@ impl Wire {
     // ----- sending -------------------------------------------------------
 
     /// Sends one packet: headers, payload, pad and ICRC.
-    fn tx(&self, src: &IpAddr, dst: &IpAddr, h: &Hdr, payload: &[u8]) {
+    fn tx(&self, src: &IpAddr, dst: &IpAddr, h: &Hdr, payload: &[u8], tclass: u8) {
         let mut hb = [0u8; roce::MAX_HDR];
         let Ok(hl) = roce::encode(h, payload.len(), &mut hb) else {
             return;
@@ -236,7 +236,9 @@ impl Wire {
         let np = roce::pad_for(payload.len()) as usize;
         let ip = tx_ip(src, dst);
         let icrc = roce::icrc(&ip, &[&hb[..hl], payload, &pad[..np]]);
-        let r = self.sock.send(src, dst, &[&hb[..hl], payload, &pad[..np], &icrc]);
+        let r = self
+            .sock
+            .send(src, dst, &[&hb[..hl], payload, &pad[..np], &icrc], tclass);
         if trace() {
             eprintln!(
                 "{} tx op {:#x} dqpn {} psn {} len {} {:?}",
@@ -279,7 +281,7 @@ impl Wire {
     /// `PAY..` of the next slot of `b` (headers before it, pad and ICRC
     /// after it) and adds it to the batch; sent by the next
     /// [`Wire::send_out`] (or [`Wire::room`] when the batch is full).
-    fn tx_slot(&self, b: &mut TxBatch, src: &IpAddr, dst: &IpAddr, h: &Hdr, plen: usize) {
+    fn tx_slot(&self, b: &mut TxBatch, src: &IpAddr, dst: &IpAddr, h: &Hdr, plen: usize, tclass: u8) {
         let mut hb = [0u8; roce::MAX_HDR];
         let Ok(hl) = roce::encode(h, plen, &mut hb) else {
             return;
@@ -292,7 +294,7 @@ impl Wire {
         slot[PAY + plen..end].fill(0);
         let icrc = roce::icrc(&ip, &[&slot[start..end]]);
         slot[end..end + roce::ICRC_LEN].copy_from_slice(&icrc);
-        b.push(*src, *dst, start, end + roce::ICRC_LEN - start);
+        b.push(*src, *dst, start, end + roce::ICRC_LEN - start, tclass);
         if trace() {
             let (op, dqpn, psn) = (h.bth.opcode, h.bth.dqpn, h.bth.psn);
             eprintln!(
@@ -387,7 +389,7 @@ impl Wire {
             if rc && !in_window(st, idx, pkt) {
                 break;
             }
-            let Some((src, dst)) = path_of(st, idx) else {
+            let Some((src, dst, tc)) = path_of(st, idx) else {
                 // (No path: checked at RTR; dropped as on a dead link.)
                 st.wq.next += 1;
                 st.wq.next_pkt = 0;
@@ -414,7 +416,7 @@ impl Wire {
                 }
             }
             if same_family(&src, &dst) {
-                self.tx_slot(&mut b, &src, &dst, &h, plen);
+                self.tx_slot(&mut b, &src, &dst, &h, plen, tc);
             }
             if !last_pkt {
                 st.wq.next_pkt += 1;
@@ -822,27 +824,27 @@ impl Wire {
     }
 
     /// An ACK / NAK from the responder side of `qp` to the peer.
-    fn reply(&self, m: &RxMeta, dqpn: u32, psn: u32, aeth: Aeth) {
+    fn reply(&self, m: &RxMeta, st: &QpSt, psn: u32, aeth: Aeth) {
         let h = Hdr {
-            bth: Self::bth(op::RC_ACK, dqpn, psn),
+            bth: Self::bth(op::RC_ACK, st.attr.dest_qp_num, psn),
             aeth: Some(aeth),
             ..Default::default()
         };
-        self.tx(&m.dst, &m.src, &h, &[]);
+        self.tx(&m.dst, &m.src, &h, &[], tclass(st));
     }
 
     fn ack(&self, m: &RxMeta, st: &QpSt, psn: u32) {
-        self.reply(m, st.attr.dest_qp_num, psn, Aeth::ack(st.wq.msn));
+        self.reply(m, st, psn, Aeth::ack(st.wq.msn));
     }
 
     fn nak(&self, m: &RxMeta, st: &QpSt, psn: u32, code: u8) {
-        self.reply(m, st.attr.dest_qp_num, psn, Aeth::nak(code, st.wq.msn));
+        self.reply(m, st, psn, Aeth::nak(code, st.wq.msn));
     }
 
     /// An RNR NAK: no receive WQE for `psn` yet (our `min_rnr_timer`).
     fn rnr(&self, m: &RxMeta, st: &QpSt, psn: u32) {
         let a = Aeth::rnr_nak(st.attr.min_rnr_timer, st.wq.msn);
-        self.reply(m, st.attr.dest_qp_num, psn, a);
+        self.reply(m, st, psn, a);
     }
 
     /// A NAK that ends the connection (the error classes of
@@ -1088,7 +1090,7 @@ impl Wire {
             atomic_ack: Some(v),
             ..Default::default()
         };
-        self.tx(&m.dst, &m.src, &h, &[]);
+        self.tx(&m.dst, &m.src, &h, &[], tclass(st));
     }
 
     /// Answers a READ request (a duplicate too: the rest of a READ we
@@ -1141,7 +1143,7 @@ impl Wire {
             if opcode != op::RC_READ_RESPONSE_MIDDLE {
                 h.aeth = Some(Aeth::ack(st.wq.msn));
             }
-            self.tx_slot(&mut b, &m.dst, &m.src, &h, plen);
+            self.tx_slot(&mut b, &m.dst, &m.src, &h, plen, tclass(st));
         }
         self.send_out(b);
         Ok(())
@@ -1383,11 +1385,21 @@ fn from_peer(w: &WQp, m: &RxMeta) -> bool {
 }
 
 /// Where request `idx` goes: (our address, the peer's).
-fn path_of(st: &QpSt, idx: usize) -> Option<(IpAddr, IpAddr)> {
+fn path_of(st: &QpSt, idx: usize) -> Option<(IpAddr, IpAddr, u8)> {
     match (&st.wq.reqs[idx].ud, st.wq.src, st.wq.dst) {
-        (Some((s, d, _, _)), _, _) => Some((*s, *d)),
-        (None, Some(s), Some(d)) => Some((s, d)),
+        (Some((s, d, _, _, tc)), _, _) => Some((*s, *d, *tc)),
+        (None, Some(s), Some(d)) => Some((s, d, tclass(st))),
         _ => None,
+    }
+}
+
+/// The IP traffic class of a connected QP's packets, requests and
+/// responses alike: its address vector's (rxe takes it from the QP's AV).
+fn tclass(st: &QpSt) -> u8 {
+    if st.attr.ah_attr.is_global != 0 {
+        st.attr.ah_attr.grh.traffic_class
+    } else {
+        0
     }
 }
 

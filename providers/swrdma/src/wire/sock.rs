@@ -82,6 +82,7 @@ use rustix::net::{
 use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, TryLockError};
 
@@ -140,8 +141,9 @@ pub struct TxBatch {
     data: Vec<u8>,
     slot: usize,
     src: Option<IpAddr>,
-    /// (destination, start in its slot, length) of each packet built.
-    pkts: Vec<(IpAddr, usize, usize)>,
+    /// (destination, start in its slot, length, traffic class) of each
+    /// packet built.
+    pkts: Vec<(IpAddr, usize, usize, u8)>,
 }
 
 impl TxBatch {
@@ -175,17 +177,53 @@ impl TxBatch {
     }
 
     /// The packet built in the next slot at `start..start + len` goes from
-    /// `src` to `dst` (`src` must be the batch's, or the batch empty).
-    pub fn push(&mut self, src: IpAddr, dst: IpAddr, start: usize, len: usize) {
+    /// `src` to `dst` with IP traffic class (TOS) `tclass` (`src` must be
+    /// the batch's, or the batch empty).
+    pub fn push(&mut self, src: IpAddr, dst: IpAddr, start: usize, len: usize, tclass: u8) {
         debug_assert!(!self.is_full() && start + len <= self.slot);
         self.src = Some(src);
-        self.pkts.push((dst, start, len));
+        self.pkts.push((dst, start, len, tclass));
     }
 
     fn clear(&mut self) {
         self.pkts.clear();
         self.src = None;
     }
+}
+
+/// Bytes of the control message that sets one datagram's traffic class.
+const TOS_CTRL: usize = 32;
+
+/// The control message that sends one datagram with IP traffic class
+/// `tclass` (`IP_TOS` for IPv4, `IPV6_TCLASS` for IPv6), written into `buf`;
+/// its length (0 for class 0: the socket's default, nothing to say).
+fn tos_cmsg(buf: &mut [u8; TOS_CTRL], v4: bool, tclass: u8) -> usize {
+    if tclass == 0 {
+        return 0;
+    }
+    let (level, ty) = if v4 {
+        (libc::IPPROTO_IP, libc::IP_TOS)
+    } else {
+        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+    };
+    let val = c_int::from(tclass);
+    // SAFETY: CMSG_LEN/CMSG_SPACE only compute sizes.
+    let (len, space) = unsafe {
+        (
+            libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as usize,
+            libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) as usize,
+        )
+    };
+    debug_assert!(space <= TOS_CTRL);
+    // A cmsghdr (length, level, type) then the int, in native byte order.
+    let hl = std::mem::size_of::<libc::cmsghdr>();
+    buf.fill(0);
+    buf[..std::mem::size_of::<usize>()].copy_from_slice(&len.to_ne_bytes());
+    let o = std::mem::size_of::<usize>();
+    buf[o..o + 4].copy_from_slice(&level.to_ne_bytes());
+    buf[o + 4..o + 8].copy_from_slice(&ty.to_ne_bytes());
+    buf[hl..hl + 4].copy_from_slice(&val.to_ne_bytes());
+    space
 }
 
 /// A `sockaddr_in` / `sockaddr_in6` for `dst`:[`PORT`], as raw bytes (with
@@ -623,7 +661,10 @@ impl Sock {
     /// `dst`:4791.  Nonblocking: EAGAIN/ENOBUFS is returned as an error (the
     /// caller treats it as a lost packet, RC retransmits); EMSGSIZE when the
     /// datagram exceeds the path MTU (DF).
-    pub fn send(&self, src: &IpAddr, dst: &IpAddr, parts: &[&[u8]]) -> io::Result<()> {
+    pub fn send(&self, src: &IpAddr, dst: &IpAddr, parts: &[&[u8]], tclass: u8) -> io::Result<()> {
+        if tclass != 0 {
+            return self.send_with_tos(src, dst, parts, tclass);
+        }
         let (src, dst) = (src.to_canonical(), dst.to_canonical());
         let Some((_, fd)) = self.udp.iter().find(|(a, _)| *a == src) else {
             return Err(io::Error::from_raw_os_error(libc::EADDRNOTAVAIL));
@@ -649,6 +690,24 @@ impl Sock {
         Ok(())
     }
 
+    /// [`Sock::send`] with a traffic class: one packet through
+    /// [`Sock::send_batch`]'s path, which carries it.
+    fn send_with_tos(&self, src: &IpAddr, dst: &IpAddr, parts: &[&[u8]], tclass: u8) -> io::Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut b = TxBatch::new(len);
+        let mut at = 0;
+        for p in parts {
+            b.data[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        b.push(*src, *dst, 0, len, tclass);
+        if self.send_batch(&mut b) == 1 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(libc::EAGAIN))
+        }
+    }
+
     /// Sends the packets of `b` with `sendmmsg` (as few calls as the
     /// kernel takes them in) and empties it.  Nonblocking, as
     /// [`Sock::send`]: packets the kernel refuses (EAGAIN, ENOBUFS …) are
@@ -661,16 +720,19 @@ impl Sock {
             return 0;
         };
         let mut names = [([0u8; NAME], 0usize); TX_BATCH];
+        let mut ctrl = [[0u8; TOS_CTRL]; TX_BATCH];
+        let mut clen = [0usize; TX_BATCH];
         // SAFETY: iovec and mmsghdr are plain C data; all zero is valid.
         let mut iov: [libc::iovec; TX_BATCH] = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         let mut hdrs: [libc::mmsghdr; TX_BATCH] = unsafe { std::mem::zeroed() };
         let mut k = 0;
-        for (i, &(dst, st, len)) in b.pkts.iter().enumerate() {
+        for (i, &(dst, st, len, tclass)) in b.pkts.iter().enumerate() {
             if src.is_ipv4() != dst.to_canonical().is_ipv4() {
                 continue; // (a family mismatch is never sent, as in `send`)
             }
             names[k] = raw_sockaddr(dst, self.ifindex);
+            clen[k] = tos_cmsg(&mut ctrl[k], src.is_ipv4(), tclass);
             iov[k].iov_base = b.data[i * b.slot + st..].as_mut_ptr().cast();
             iov[k].iov_len = len;
             k += 1;
@@ -681,12 +743,17 @@ impl Sock {
             h.msg_iovlen = 1;
             h.msg_name = names[i].0.as_mut_ptr().cast();
             h.msg_namelen = names[i].1 as libc::socklen_t;
+            if clen[i] > 0 {
+                h.msg_control = ctrl[i].as_mut_ptr().cast();
+                h.msg_controllen = clen[i] as _;
+            }
         }
         let (mut sent, mut skipped) = (0, 0);
         while sent < k {
             // SAFETY: `fd` is an open UDP socket; headers `sent..k` point to
-            // their iovec (into `b.data`, inside its slot) and socket
-            // address, all alive and not otherwise borrowed during the call.
+            // their iovec (into `b.data`, inside its slot), socket address
+            // and control message (or none), all alive and not otherwise
+            // borrowed during the call.
             let r = unsafe {
                 libc::sendmmsg(
                     fd.as_raw_fd(),

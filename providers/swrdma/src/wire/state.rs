@@ -29,8 +29,8 @@ pub struct Req {
     pub sges: Vec<ibv_sge>,
     /// Inline data (a copy taken at post).
     pub data: Option<Vec<u8>>,
-    /// UD: source, destination, destination QPN, Q_Key.
-    pub ud: Option<(IpAddr, IpAddr, u32, u32)>,
+    /// UD: source, destination, destination QPN, Q_Key, traffic class.
+    pub ud: Option<(IpAddr, IpAddr, u32, u32, u8)>,
     /// A READ goes on the wire in requests of at most `READ_CHUNK`
     /// packets: this one's offset in the work request's local buffer, and
     /// whether it is the last (which completes the work request).
