@@ -47,7 +47,7 @@ pub const NAMES: &[&str] = &[
 type Tx<'a> = dyn FnMut(&Pkt) -> Result<(), String> + 'a;
 
 fn all(tx: &mut Tx, ps: &[Pkt]) -> Result<(), String> {
-    ps.iter().try_for_each(|p| tx(p))
+    ps.iter().try_for_each(tx)
 }
 
 /// An ACK-class packet (ACK, NAK, RNR NAK: opcode 0x11) with `syndrome`.
@@ -77,7 +77,10 @@ fn send_only(q: u32, psn: u32, len: usize) -> Pkt {
 }
 
 fn write_only(q: u32, psn: u32, va: u64, rkey: u32, len: u32, n: usize) -> Pkt {
-    Pkt::new(op::RC_WRITE_ONLY, q, psn).reth(va, rkey, len).len(n).fill(0xee)
+    Pkt::new(op::RC_WRITE_ONLY, q, psn)
+        .reth(va, rkey, len)
+        .len(n)
+        .fill(0xee)
 }
 
 fn read_req(q: u32, psn: u32, va: u64, rkey: u32, len: u32) -> Pkt {
@@ -106,7 +109,11 @@ fn truncated(t: &Target) -> Vec<Pkt> {
         .iter()
         .map(|&n| write_only(t.h, 0, t.hva, t.hrkey, 8, 8).cut(n))
         .collect();
-    v.extend([12, 20, 36].iter().map(|&n| fetch_add(t.h, 0, t.hva, t.hrkey, 1).cut(n)));
+    v.extend(
+        [12, 20, 36]
+            .iter()
+            .map(|&n| fetch_add(t.h, 0, t.hva, t.hrkey, 1).cut(n)),
+    );
     v.push(read_req(t.h, 0, t.hva, t.hrkey, 64).cut(24));
     v
 }
@@ -223,7 +230,9 @@ pub fn run(name: &str, t: &Target, tx: &mut Tx) -> Result<(), String> {
         "ghost-ack" => both(t, ghosts),
         "ghost-nak" => both(t, naks),
         "ghost-read-resp" => both(t, read_resps),
-        "ghost-atomic-ack" => both(t, |q| vec![Pkt::new(op::RC_ATOMIC_ACK, q, 0).aeth(0x1f, 0).atomic_ack(7)]),
+        "ghost-atomic-ack" => both(t, |q| {
+            vec![Pkt::new(op::RC_ATOMIC_ACK, q, 0).aeth(0x1f, 0).atomic_ack(7)]
+        }),
         "stranger" => stranger(t),
         "flood" => return flood(t, tx),
         _ => requests(name, t).ok_or(format!("unknown kind {name} (roce_hostile list)"))?,
@@ -250,18 +259,22 @@ impl Rng {
 /// header bytes with, often, a known R_Key and an address near an MR.
 fn random_pkt(t: &Target, r: &mut Rng) -> Vec<u8> {
     const OPS: &[u8] = &[
-        0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12,
-        0x13, 0x14, 0x16, 0x17, 0x20, 0x22, 0x24, 0x26, 0x28, 0x2a, 0x64, 0x65,
+        0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11,
+        0x12, 0x13, 0x14, 0x16, 0x17, 0x20, 0x22, 0x24, 0x26, 0x28, 0x2a, 0x64, 0x65,
     ];
     let opc = if r.next() & 1 == 0 { r.pick(OPS) } else { r.next() as u8 };
     let any = r.next() as u32 & 0xff_ffff;
     let qp = r.pick(&[t.t, t.h, t.h, t.u, t.d, t.reset, t.init, t.err, 0, 1, any]);
-    let psn = if r.next() & 1 == 0 { r.next() as u32 % 64 } else { r.next() as u32 } & 0xff_ffff;
+    let psn = if r.next() & 1 == 0 {
+        r.next() as u32 % 64
+    } else {
+        r.next() as u32
+    } & 0xff_ffff;
     let hl = [12usize, 16, 20, 28, 40][(r.next() % 5) as usize];
     let len = hl + r.pick(&[0usize, 0, 8, 64, 1024, 1100, 3]);
     let mut b: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
     b[0] = opc;
-    b[1] &= if r.next() % 8 == 0 { 0xff } else { 0xf0 };
+    b[1] &= if r.next().is_multiple_of(8) { 0xff } else { 0xf0 };
     b[2] = 0xff;
     b[3] = 0xff;
     b[5..8].copy_from_slice(&qp.to_be_bytes()[1..]);

@@ -116,7 +116,12 @@ impl Pkt {
         self
     }
     pub fn atomic(mut self, va: u64, rkey: u32, swap_add: u64, cmp: u64) -> Pkt {
-        self.h.atomic = Some(AtomicEth { va, rkey, swap_add, cmp });
+        self.h.atomic = Some(AtomicEth {
+            va,
+            rkey,
+            swap_add,
+            cmp,
+        });
         self
     }
     pub fn atomic_ack(mut self, orig: u64) -> Pkt {
