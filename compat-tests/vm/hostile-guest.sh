@@ -1,12 +1,12 @@
 #!/bin/bash
 # Runs inside the VM (started by hostile.sh through vm-run.sh): the
 # hostile-packet kinds of compat-tests/wire-hostile at the kernel's rxe.
-# The same three hosts on a bridge as the host suite, except that the
-# victim's server runs in the guest's root network namespace (the kernel's
-# rxe lives there): veth vhxa (169.254.79.1) with the rxe device rxeh on
-# it, Debian's libibverbs; its client is ours (rw0@vhxb in netns hxb,
-# 169.254.79.2), the attacker roce_hostile in netns hxc (169.254.79.3);
-# the bridge in netns hxbr.  wire-hostile/lib.sh does the rest.
+# The same hosts as the host suite, except that the victim's server runs in
+# the guest's root network namespace (the kernel's rxe lives there): veth
+# vhxa (169.254.79.1) with the rxe device rxeh on it, Debian's libibverbs;
+# its client is ours (rw0@vhxb in netns hxb, 169.254.79.2), the attacker
+# roce_hostile in hxb too, from 169.254.79.3 on hxb's lo.
+# wire-hostile/lib.sh does the rest.
 # Environment (hostile.sh): UPSTREAM_LD, OUR_LD, VICTIM, CRAFT_HOSTILE,
 # FLOOD_SECS, FLOOD_RATE, HOSTILE_WAIT (ms of quiet after a kind: 1000).
 # Results: $VM_RUN_DIR/results/{checks,answers-rxe.txt,log,complete}.
@@ -21,23 +21,13 @@ fail() { echo "FAIL $1: $2" >>"$R/checks"; }
 skip() { echo "SKIP $1: $2" >>"$R/checks"; }
 die() { fail setup "$1"; touch "$R/complete"; exit 0; }
 
-netns() {
-    local n i=0
-    ip netns add hxbr && ip -n hxbr link add br0 type bridge && ip -n hxbr link set br0 up || return 1
-    for n in hxa hxb hxc; do
-        i=$((i + 1))
-        [ $n = hxa ] || ip netns add $n || return 1
-        ip link add v$n type veth peer name p$n && ip link set p$n netns hxbr &&
-            ip -n hxbr link set p$n master br0 && ip -n hxbr link set p$n up || return 1
-        if [ $n = hxa ]; then
-            ip addr add 169.254.79.1/24 dev vhxa && ip link set vhxa up || return 1
-        else
-            ip link set v$n netns $n && ip -n $n addr add 169.254.79.$i/24 dev v$n &&
-                ip -n $n link set v$n up && ip -n $n link set lo up || return 1
-        fi
-    done
+netns() { # vhxa .1 (root netns) <-veth-> hxb: .2 on vhxb, .3 on its lo
+    ip netns add hxb && ip link add vhxa type veth peer name vhxb && ip link set vhxb netns hxb &&
+        ip addr add 169.254.79.1/24 dev vhxa && ip -n hxb addr add 169.254.79.2/24 dev vhxb &&
+        ip -n hxb addr add 169.254.79.3/32 dev lo &&
+        ip link set vhxa up && ip -n hxb link set vhxb up && ip -n hxb link set lo up
 }
-netns || die "cannot create the namespaces, the veth pairs and the bridge"
+netns || die "cannot create the namespace and the veth pair"
 rdma link add rxeh type rxe netdev vhxa || die "rdma link add rxeh"
 mkdir -p /tmp/rt-hxb && chmod 0700 /tmp/rt-hxb
 sleep 2
@@ -73,7 +63,7 @@ echo "victim: t=$TQPN $TARGETS" >>"$LOG"
 sleep 2
 c=$(cstat)
 [ "$(echo "$c" | cut -d' ' -f2)" -gt 0 ] 2>/dev/null || die "the victim's traffic does not run: '$c'"
-ATTACK() { ip netns exec hxc "$CRAFT_HOSTILE" $ATT $SRV "$@"; }
+ATTACK() { ip netns exec hxb "$CRAFT_HOSTILE" $ATT $SRV "$@"; }
 hostile_run "$R/answers-rxe.txt"
 echo "quit" >&3; echo "quit" >&5
 touch "$R/complete"

@@ -15,10 +15,11 @@
 # compat-tests/vm/hostile.sh): "rxe/KIND" fails on a difference not listed
 # in expected-differences.txt, and on a listed one that is not there (a
 # stale line).
-# Network namespaces this suite creates, three hosts on a bridge (in netns
-# hxbr): hxa (169.254.79.1: the victim's server), hxb (169.254.79.2: its
-# client), hxc (169.254.79.3: the attacker); link-local addresses only.
-# Needs root (ip netns).
+# Network namespaces this suite creates: hxa (169.254.79.1 on vhxa: the
+# victim's server) and hxb (169.254.79.2 on vhxb: its client; 169.254.79.3
+# on hxb's lo: the attacker, a third address behind the same veth, not one
+# of the client's device), a veth pair; link-local addresses only.  Needs
+# root (ip netns).
 # Environment: FLOOD_SECS (10), FLOOD_RATE (20000 packets/s), RSS_BOUND_KB,
 # KINDS (a regex: only those kinds), VICTIM_ENV (NAME=VALUE words for the
 # victim, e.g. SWRDMA_WIRE_TRACE=1).
@@ -41,7 +42,7 @@ gcc -Wall -O1 -I"$ROOT/$OUR_INCLUDE" -o "$SCRATCH/victim" "$HERE/victim.c" \
 LOG=$SCRATCH/log
 : >"$LOG"
 
-NETNS="hxa hxb hxc hxbr"
+NETNS="hxa hxb"
 cleanup() {
     exec 3>&- 4<&- 5>&- 6<&- 2>/dev/null
     [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null
@@ -50,19 +51,15 @@ cleanup() {
 }
 trap cleanup EXIT
 cleanup
-netns() { # three hosts on a bridge (netns hxbr): hxa .1, hxb .2, hxc .3
-    local n i=0
-    ip netns add hxbr && ip -n hxbr link add br0 type bridge && ip -n hxbr link set br0 up || return 1
-    for n in hxa hxb hxc; do
-        i=$((i + 1))
-        ip netns add $n && ip link add v$n type veth peer name p$n &&
-            ip link set v$n netns $n && ip link set p$n netns hxbr &&
-            ip -n hxbr link set p$n master br0 && ip -n hxbr link set p$n up &&
-            ip -n $n addr add 169.254.79.$i/24 dev v$n && ip -n $n link set v$n up &&
-            ip -n $n link set lo up || return 1
-    done
+netns() { # hxa .1 on vhxa <-veth-> hxb .2 on vhxb, .3 on hxb's lo
+    ip netns add hxa && ip netns add hxb && ip link add vhxa type veth peer name vhxb &&
+        ip link set vhxa netns hxa && ip link set vhxb netns hxb &&
+        ip -n hxa addr add 169.254.79.1/24 dev vhxa && ip -n hxb addr add 169.254.79.2/24 dev vhxb &&
+        ip -n hxb addr add 169.254.79.3/32 dev lo &&
+        ip -n hxa link set vhxa up && ip -n hxb link set vhxb up &&
+        ip -n hxa link set lo up && ip -n hxb link set lo up
 }
-netns || fail_early netns "cannot create the namespaces, the veth pairs and the bridge"
+netns || fail_early netns "cannot create the namespaces and the veth pair"
 for n in hxa hxb; do mkdir -p "$SCRATCH/rt-$n" && chmod 0700 "$SCRATCH/rt-$n"; done
 sleep 1 # (the veth pair comes up)
 
@@ -98,7 +95,7 @@ sleep 1
 c=$(cstat)
 [ "$(echo "$c" | cut -d' ' -f2)" -gt 0 ] 2>/dev/null || fail_early traffic "the victim's traffic does not run: '$c'"
 
-ATTACK() { ip netns exec hxc "$CRAFT_HOSTILE" $ATT $SRV "$@"; }
+ATTACK() { ip netns exec hxb "$CRAFT_HOSTILE" $ATT $SRV "$@"; }
 T0=$SECONDS
 hostile_run "$SCRATCH/answers-rw0.txt"
 echo "final: server $(sstat) client $(cstat); run $((SECONDS - T0)) s" >>"$LOG"

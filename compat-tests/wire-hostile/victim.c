@@ -320,9 +320,10 @@ static int canary_ok(void)
 static void command(const char *l)
 {
 	int v;
-	if (!strncmp(l, "stat", 4) && !server)
+	int is_stat = !strncmp(l, "stat", 4) && (l[4] == '\n' || l[4] == ' ' || !l[4]);
+	if (is_stat && !server)
 		printf("stat %lu %lu %d %ld\n", iter, bad, first_status, rss_kb());
-	else if (!strncmp(l, "stat", 4))
+	else if (is_stat)
 		printf("stat %lu %lu %lu %lu %lu %ld\n", sends, bad, cnt[Q_H], cnt[Q_U], cnt[Q_D], rss_kb());
 	else if (!strncmp(l, "targets", 7))
 		printf("targets h=%u u=%u d=%u reset=%u init=%u err=%u hva=%llu hrkey=%u tva=%llu trkey=%u dead=%u\n",
