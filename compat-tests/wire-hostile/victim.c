@@ -330,9 +330,13 @@ static void command(const char *l)
 		       qp[Q_H]->qp_num, qp[Q_U]->qp_num, qp[Q_D]->qp_num, qp[Q_RESET]->qp_num, qp[Q_INIT]->qp_num,
 		       qp[Q_ERR]->qp_num, (unsigned long long)(uintptr_t)(hpage + 4096), hmr->rkey,
 		       (unsigned long long)(uintptr_t)tbuf, tmr->rkey, dead_rkey);
-	else if (!strncmp(l, "arm", 3))
-		printf(arm() ? "error arm\n" : "armed %u %u\n", qp[Q_H] ? qp[Q_H]->qp_num : 0,
-		       qp[Q_U] ? qp[Q_U]->qp_num : 0);
+	else if (!strncmp(l, "arm", 3)) {
+		/* (arm() first: the QPNs printed are the new QPs') */
+		if (arm())
+			printf("error arm\n");
+		else
+			printf("armed %u %u\n", qp[Q_H]->qp_num, qp[Q_U]->qp_num);
+	}
 	else if (!strncmp(l, "check", 5))
 		printf("check %d %d\n", guards_ok(), canary_ok());
 	else if (!strncmp(l, "states", 6))
