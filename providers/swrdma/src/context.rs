@@ -1369,14 +1369,16 @@ impl Ctx {
                 return Err(RecvErr::Rnr);
             };
             if qp.qpt == IBV_QPT_UD {
-                // The GRH area as rxe fills it for RoCE v2 (the IPv4 header
-                // in its last 20 bytes for IPv4-mapped GIDs, else an IPv6
-                // header: the destination address ends the area either
-                // way, where UCX's UD transport checks it), with the
-                // sender's traffic class and hop limit.
+                // The GRH area in the 40-byte GRH layout (as RoCE v1)
+                // with the sender's traffic class and hop limit.  Not
+                // rxe's RoCE v2 layout (an IPv4 header in the last 20
+                // bytes for IPv4-mapped GIDs): with it, UCX's ud_verbs
+                // (and rc_verbs, whose wire-up is UD) on swr0 drops every
+                // datagram and times out (measured, compat-tests/clients);
+                // vm-sweep lists the difference.
                 let imm = m.flags & F_IMM != 0;
                 let (tclass, hop) = m.ud_grh();
-                let g = swrdma_rc::recv::grh(GidKind::RoceV2, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
+                let g = swrdma_rc::recv::grh(GidKind::RoceV1, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
                 cur.place_grh(&ProcessMemory, &g);
             }
             st.cur = Some(cur);
