@@ -8,7 +8,7 @@ use crate::handles::*;
 use crate::ipc;
 use crate::poll::poll_cq;
 use crate::qpex::{fill_cq_ex, fill_qp_ex};
-use crate::registry::limit;
+use crate::registry::{limit, Registry, Slot};
 use crate::send::{bind_window, finish_now, post_verb};
 use crate::wire;
 use ibverbs_abi::*;
@@ -16,6 +16,13 @@ use std::os::fd::IntoRawFd;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// A slot of kind `k` in the context's object registry, or `None` with
+/// errno set (EINVAL: the device's limit, as rxe's pools answer) for the
+/// create verb to return NULL.
+fn reserve(reg: &Registry, k: Kind) -> Option<Slot<'_>> {
+    reg.reserve(k).map_err(set_errno).ok()
+}
 
 // A provider of private ABI 34: its references bind to that generation's
 // definitions (the library's defaults are PABI 65's).
@@ -308,12 +315,8 @@ unsafe extern "C" fn query_port(c: *mut ibv_context, port: u8, attr: *mut ibv_po
 unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     // SAFETY: `context` is one of our contexts (the contract).
     let c = unsafe { ctx_of(context) };
-    let slot = match c.reg.reserve(Kind::Pd) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Pd) else {
+        return std::ptr::null_mut();
     };
     let id = c.new_obj_id();
     let p = Box::into_raw(Box::new(SwPd {
@@ -352,12 +355,8 @@ unsafe extern "C" fn alloc_parent_domain(
     }
     // SAFETY: `context` is ours (the contract).
     let c = unsafe { ctx_of(context) };
-    let slot = match c.reg.reserve(Kind::Pd) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Pd) else {
+        return std::ptr::null_mut();
     };
     // SAFETY: `a.pd` is non-null, so one of our `SwPd`s (see above).
     let id = unsafe { pd_id(a.pd) };
@@ -504,12 +503,8 @@ unsafe extern "C" fn reg_mr(
         set_errno(e);
         return std::ptr::null_mut();
     }
-    let slot = match c.reg.reserve(Kind::Mr) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Mr) else {
+        return std::ptr::null_mut();
     };
     let key = c.new_key();
     c.insert_mr(
@@ -838,12 +833,8 @@ unsafe extern "C" fn reg_dm_mr(
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    let slot = match c.reg.reserve(Kind::Mr) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Mr) else {
+        return std::ptr::null_mut();
     };
     let key = c.new_key();
     let access = access & !IBV_ACCESS_ZERO_BASED;
@@ -906,12 +897,8 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
         set_errno(e);
         return std::ptr::null_mut();
     }
-    let slot = match c.reg.reserve(Kind::Mw) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Mw) else {
+        return std::ptr::null_mut();
     };
     let key = c.new_key();
     // SAFETY: `pd` is our live PD; the window holds a use until dealloc.
@@ -1036,12 +1023,8 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
         set_errno(e);
         return std::ptr::null_mut();
     }
-    let slot = match c.reg.reserve(Kind::Ah) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Ah) else {
+        return std::ptr::null_mut();
     };
     let handle = c.new_obj_id();
     let a = Box::into_raw(Box::new(SwAh {
@@ -1141,12 +1124,8 @@ unsafe fn new_cq(context: *mut ibv_context, cqe: c_int, channel: *mut ibv_comp_c
     // SAFETY: `context` is one of our contexts; `channel` is null (checked)
     // or a live completion channel (the contract).
     let (c, chan_fd) = unsafe { (ctx_of(context), if channel.is_null() { -1 } else { (*channel).fd }) };
-    let slot = match c.reg.reserve(Kind::Cq) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Cq) else {
+        return std::ptr::null_mut();
     };
     let s = Box::into_raw(Box::new(SwCq {
         // SAFETY: `verbs_cq` is integers, pointers, `Option<fn>`s and
@@ -1335,12 +1314,8 @@ unsafe fn new_srq(
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    let slot = match c.reg.reserve(Kind::Srq) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Srq) else {
+        return std::ptr::null_mut();
     };
     let num = c.alloc_id();
     let s = Box::into_raw(Box::new(SwSrq {
@@ -1781,12 +1756,8 @@ unsafe fn new_qp(
 ) -> *mut ibv_qp {
     let qpt = a.qp_type;
     let cap = a.cap;
-    let slot = match c.reg.reserve(Kind::Qp) {
-        Ok(s) => s,
-        Err(e) => {
-            set_errno(e);
-            return std::ptr::null_mut();
-        }
+    let Some(slot) = reserve(&c.reg, Kind::Qp) else {
+        return std::ptr::null_mut();
     };
     let qpn = c.alloc_id();
     let s = Box::into_raw(Box::new(SwQp {
