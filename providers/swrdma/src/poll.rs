@@ -17,8 +17,9 @@ thread_local! {
     static EMPTY_SINCE: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Counts an empty poll of this thread and, from the `YIELD_AFTER`-th in a
-/// row on, gives its CPU to whatever else is runnable there.
+/// Notes whether this thread's poll found nothing and, once its polls have
+/// found nothing for `YIELD_AFTER_NS`, gives its CPU at each further empty
+/// poll to whatever else is runnable there.
 ///
 /// A device that is software has no engine of its own: every completion the
 /// application waits for needs *some* process of the machine on a CPU — the
@@ -30,9 +31,9 @@ thread_local! {
 /// processes than CPUs that is one time slice per message: two
 /// `ibv_rc_pingpong` pairs over `rw0` on two CPUs ran at 8,700 us per
 /// iteration; yielding at each empty poll, 175-240 us.  `sched_yield` with
-/// nothing else runnable returns at once, and a completion that is on its
-/// way within `YIELD_AFTER` polls (a round trip of `ib_send_lat`) never
-/// waits for one.  What the application's memory does is untouched: this is
+/// nothing else runnable returns at once, and a completion that arrives
+/// within `YIELD_AFTER_NS` (a round trip of `ib_send_lat`) never waits for
+/// one.  What the application's memory does is untouched: this is
 /// scheduling only.
 fn note_empty(empty: bool) {
     if !empty {
