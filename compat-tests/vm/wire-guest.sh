@@ -22,8 +22,8 @@
 #   UPSTREAM_LD / OUR_LD  LD_LIBRARY_PATH for Debian's library / ours
 #   SUITE_TESTS           the test list (wire-tests.txt)
 #   VM_CACHE              the VM cache (sch_netem.ko of the guest's kernel)
-#   WIRE_LINGER           linger.so (linger.c): rc_pingpong's server under
-#                         loss keeps its QP a second longer
+#   WIRE_LINGER           linger.so (linger.c): both sides of rc_pingpong
+#                         under loss keep their QP a second longer
 #   SELF_CHECK=1          rxe0 plays "ours" in far, na and nb (Debian's
 #                         library, no RDMAV_SOFT_DEVICES): every check must
 #                         PASS, which proves the harness (netns, routing,
@@ -164,9 +164,11 @@ wire_pair() {
         head -n1 /proc/stat > "$d/stat0"
     side_argv "$s" "$lim"
     [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/server.cpu")
-    # under loss, rc_pingpong's server destroys its QP a second late: the
-    # ACK of the client's last SEND may be the packet lost (linger.c)
-    [ "$prog" = ibv_rc_pingpong ] && [ "$CUR_COND" = loss ] && A+=(env LD_PRELOAD="$WIRE_LINGER")
+    # under loss, both sides of rc_pingpong destroy their QP a second late:
+    # the last ACK either side sends may be the packet lost (linger.c)
+    local linger=()
+    [ "$prog" = ibv_rc_pingpong ] && [ "$CUR_COND" = loss ] && linger=(env LD_PRELOAD="$WIRE_LINGER")
+    A+=("${linger[@]}")
     "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT" \
         > "$d/server.out" 2> "$d/server.err" < /dev/null &
     sp=$!
@@ -177,6 +179,7 @@ wire_pair() {
     done
     side_argv "$c" "$lim"
     [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/client.cpu")
+    A+=("${linger[@]}")
     "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$c]}" "$gflag" "${GID[$c]}" -p "$PAIR_PORT" "$ip" \
         > "$d/client.out" 2> "$d/client.err" < /dev/null
     echo $? > "$d/client.rc"

@@ -16,10 +16,11 @@
 #                   (10000) iterations: every lost packet that no later one
 #                   reveals waits for the QP's ACK timeout (rc_pingpong's
 #                   timeout 14: 67 ms), as on any RC device (~3 ms/iter).
-#                   The server runs with linger.so (compat-tests/vm/linger.c):
-#                   its QP outlives its last SEND by a second, so that a lost
-#                   ACK of the client's last SEND can be asked for again
-#                   (the program's race, not the transport's).
+#                   Both sides run with linger.so (compat-tests/vm/linger.c):
+#                   their QPs outlive the last SEND by a second, so that a
+#                   lost last ACK (of the client's last SEND by the server,
+#                   or of the server's last SEND by the client) can be asked
+#                   for again (the program's race, not the transport's).
 #   SOAK_FULL=0     (the default) the short form: 1 x 400000 clean,
 #                   4 x 20000 clean, 1 x 5000 and 4 x 2000 with loss (about
 #                   2 minutes on 2 CPUs); the SOAK_* counts apply with 1.
@@ -83,7 +84,7 @@ pairs() {
         sp+=($!)
     done
     sleep 1
-    side b "$@"
+    side b "$@" "${pre[@]}"
     for ((i = 0; i < k; i++)); do
         "${S[@]}" ibv_rc_pingpong -d rw0 -g "$G" -p $((port + i)) -n "$n" 169.254.77.1 >"$d/c$i.out" 2>&1 &
         cp+=($!)
