@@ -66,6 +66,8 @@ typedef struct env {
 	int b_recvs;               /* receives B holds (2048 bytes each) */
 	int b_dest;                /* A's dest QPN override (0: B's) */
 	int a_ex;                  /* A made with ibv_create_qp_ex (ibv_wr_* send ops) */
+	uint32_t data_len;         /* READ: check what lands (DATA_OK / DATA_BAD in A) */
+	uint64_t data_off;
 } E;
 
 struct tcase {
@@ -315,6 +317,14 @@ static void req(E *e, enum ibv_wr_opcode op, uint32_t len, uint64_t off, uint32_
 	}
 	if (op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_SEND_WITH_IMM)
 		w.imm_data = htonl(0x1234);
+	if (e->data_len) {
+		/* a pattern at the target, zeros where it is to land */
+		for (uint32_t i = 0; i < len; i++)
+			e->rb[off + i] = (char)(i * 7 + i / 251 + 3);
+		memset(e->la, 0, len);
+		e->data_len = len;
+		e->data_off = off;
+	}
 	post(e, &w);
 }
 
@@ -385,6 +395,8 @@ static void finish(E *e)
 	}
 	if (got < e->nposted)
 		add(a, sizeof(a), "TIMEOUT");
+	if (e->data_len)
+		add(a, sizeof(a), memcmp(e->la, e->rb + e->data_off, e->data_len) ? "DATA_BAD" : "DATA_OK");
 	t0 = now_s();
 	while (now_s() - t0 < 0.15) {
 		drain(e->cqa, a, sizeof(a));
@@ -552,6 +564,24 @@ C(send_over_mtu) { e->mtu_b = IBV_MTU_256; e->mtu_a = IBV_MTU_1024; rc(e, IBV_WR
 C(write_over_mtu) { e->mtu_b = IBV_MTU_256; e->mtu_a = IBV_MTU_1024; rc(e, IBV_WR_RDMA_WRITE, 712, 512, 0); }
 C(write_imm_over_mtu) { e->mtu_b = IBV_MTU_256; e->mtu_a = IBV_MTU_1024; rc(e, IBV_WR_RDMA_WRITE_WITH_IMM, 712, 512, 0); }
 C(read_over_mtu) { e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; rc(e, IBV_WR_RDMA_READ, 712, 512, 0); }
+/* the same with the data checked: 3 responses of B where A counts 12, and
+ * 6000 bytes (6 where A counts 24; our requester asks in parts of 16
+ * packets); the control: both ends at 256 */
+C(read_over_mtu_data)
+{
+	e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; e->data_len = 1;
+	rc(e, IBV_WR_RDMA_READ, 3000, 512, 0);
+}
+C(read_over_mtu_parts)
+{
+	e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; e->data_len = 1;
+	rc(e, IBV_WR_RDMA_READ, 6000, 1024, 0);
+}
+C(ok_read_parts_data)
+{
+	e->mtu_b = IBV_MTU_256; e->mtu_a = IBV_MTU_256; e->data_len = 1;
+	rc(e, IBV_WR_RDMA_READ, 6000, 1024, 0);
+}
 
 /* local errors at the requester */
 C(send_bad_lkey)

@@ -64,6 +64,7 @@ pub unsafe fn post(
         loff: 0,
         last: true,
         got: 0,
+        rmtu: 0,
     };
     // (`imm_data` holds the ImmDt bytes as they go on the wire.)
     r.imm = req.op.imm().map(u32::from_be);

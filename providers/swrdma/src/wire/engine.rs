@@ -351,6 +351,7 @@ impl Wire {
                     loff: off,
                     last: off + n >= r.len,
                     got: 0,
+                    rmtu: 0,
                 };
                 st.wq.psn = psn_add(st.wq.psn, part.npkts);
                 st.wq.reqs.push_back(part);
@@ -565,18 +566,27 @@ impl Wire {
             if r.kind != Op::Read {
                 break;
             }
+            // (The responder's packets: fewer than ours when its path MTU
+            // is larger.)
+            let n = match r.rmtu {
+                0 => r.npkts,
+                m => (r.len.div_ceil(m as u64).max(1) as u32).min(r.npkts),
+            };
             let mut i = psn_diff(st.wq.una, r.first).max(0) as u32;
-            while i < r.npkts && r.got & (1u64 << i) != 0 {
+            while i < n && r.got & (1u64 << i) != 0 {
                 i += 1;
                 progress = true;
             }
             st.wq.una = psn_add(r.first, i);
-            if i < r.npkts {
+            if i < n {
                 break;
             }
-            let (seq, wr_done) = (r.seq, r.last);
+            let (seq, wr_done, spare) = (r.seq, r.last, r.npkts - n);
             st.wq.reqs.pop_front();
             st.wq.next = st.wq.next.saturating_sub(1);
+            if spare > 0 {
+                self.renumber(st, spare);
+            }
             if wr_done {
                 if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
                     w.done = Some(0);
@@ -585,6 +595,24 @@ impl Wire {
             }
         }
         progress
+    }
+
+    /// A READ just completed in `spare` PSNs fewer than we gave it (its
+    /// responder's path MTU is larger than ours): the responder expects the
+    /// next request at `una`, so every later request moves down by `spare`
+    /// PSNs, and what of them went out already goes again — it was ahead of
+    /// the responder's PSN, which refuses such packets unexecuted (a PSN
+    /// sequence NAK at most).  rxe's requester ends in the same numbering,
+    /// through that NAK and a retry.
+    fn renumber(&self, st: &mut QpSt, spare: u32) {
+        for r in st.wq.reqs.iter_mut() {
+            r.first = psn_add(r.first, (1 << 24) - spare);
+            r.got = 0;
+            r.rmtu = 0;
+        }
+        st.wq.psn = psn_add(st.wq.psn, (1 << 24) - spare);
+        let una = st.wq.una;
+        self.rewind(st, una);
     }
 
     /// The responder has seen everything before `psn`: the oldest
@@ -792,16 +820,18 @@ impl Wire {
         let Some(idx) = st.wq.reqs.iter().position(|r| r.kind == Op::Read && r.first == first) else {
             return;
         };
-        let pmtu = st.wq.pmtu.max(256) as u64;
+        let pmtu = st.wq.pmtu.max(256);
         let r = &st.wq.reqs[idx];
         let i = psn_diff(psn, r.first) as u32;
         let info = roce::op_info(h.bth.opcode);
-        let last = i + 1 == r.npkts;
-        let off = i as u64 * pmtu;
-        let want = (r.len - off.min(r.len)).min(pmtu) as usize;
-        // The packet must be the one this PSN stands for (a READ
-        // asked again from packet i may get FIRST/ONLY there).
-        if last != (info.last || info.only) || payload.len() != want || r.got & (1u64 << i) != 0 {
+        // The packet must be the one this PSN stands for, cut at the
+        // responder's path MTU (a READ asked again from packet i may get
+        // FIRST/ONLY there).
+        let ends = info.last || info.only;
+        let Some((off, rmtu)) = completer::read_resp_place(r.len, pmtu, r.rmtu, i, payload.len(), ends) else {
+            return;
+        };
+        if r.got & (1u64 << i) != 0 {
             return;
         }
         // A response ahead of one not yet here (reordered, or lost:
@@ -817,6 +847,7 @@ impl Wire {
             return;
         }
         st.wq.reqs[idx].got |= 1u64 << i;
+        st.wq.reqs[idx].rmtu = rmtu;
         if self.reads_in(c, qp, st) {
             self.acked(st);
             self.pump(c, qp, st);
@@ -1426,7 +1457,10 @@ fn request_packet(
             pkt + 1 >= r.npkts
         }
         Op::Read => {
-            let off = pkt as u64 * pmtu as u64;
+            // (Asked again from packet `pkt`: where the responder's
+            // packet `pkt` began.)
+            let m = if r.rmtu != 0 { r.rmtu } else { pmtu };
+            let off = pkt as u64 * m as u64;
             h.bth.opcode = op::RC_READ_REQUEST;
             h.reth = Some(Reth {
                 va: r.raddr + off,

@@ -38,6 +38,11 @@ pub struct Req {
     pub last: bool,
     /// READ: the responses in (bit i: packet i), placed already.
     pub got: u64,
+    /// READ: the responder's path MTU, as its responses show it (0: none
+    /// seen yet).  Ours unless the two ends were given different path
+    /// MTUs; a larger one answers in fewer, longer packets (rxe's
+    /// requester takes those too).
+    pub rmtu: u32,
 }
 
 /// The wire state of a QP (in `QpSt`).

@@ -2,7 +2,7 @@
 //! work request's local list.
 
 use super::{sge, snapshot, FakeMem, Holed, Untouched, BASE};
-use crate::completer::{place_atomic, place_read};
+use crate::completer::{place_atomic, place_read, read_resp_place};
 use ibverbs_abi::*;
 
 #[test]
@@ -99,4 +99,69 @@ fn atomic_result_into_unmapped_memory_is_loc_prot_err() {
         Err(IBV_WC_LOC_PROT_ERR)
     );
     assert_eq!(snapshot(&mem), vec![0; 32]);
+}
+
+#[test]
+fn read_responses_at_our_path_mtu() {
+    // 712 bytes at 256: 256, 256, 200
+    assert_eq!(read_resp_place(712, 256, 0, 0, 256, false), Some((0, 256)));
+    assert_eq!(read_resp_place(712, 256, 256, 1, 256, false), Some((256, 256)));
+    assert_eq!(read_resp_place(712, 256, 256, 2, 200, true), Some((512, 256)));
+    assert_eq!(
+        read_resp_place(712, 256, 0, 2, 200, true),
+        Some((512, 256)),
+        "the LAST first"
+    );
+    assert_eq!(read_resp_place(100, 256, 0, 0, 100, true), Some((0, 256)), "an ONLY");
+    assert_eq!(read_resp_place(0, 256, 0, 0, 0, true), Some((0, 256)), "zero length");
+    // a READ asked again from packet 1 gets a FIRST there: same place
+    assert_eq!(read_resp_place(712, 256, 256, 1, 256, false), Some((256, 256)));
+}
+
+#[test]
+fn read_responses_at_a_larger_responder_mtu() {
+    // 712 bytes answered at 1024: one ONLY
+    assert_eq!(read_resp_place(712, 256, 0, 0, 712, true), Some((0, 1024)));
+    // 3000 bytes at 1024: 1024, 1024, 952 (any order)
+    assert_eq!(read_resp_place(3000, 256, 0, 1, 1024, false), Some((1024, 1024)));
+    assert_eq!(
+        read_resp_place(3000, 256, 0, 2, 952, true),
+        Some((2048, 1024)),
+        "the LAST first"
+    );
+    assert_eq!(read_resp_place(3000, 256, 1024, 0, 1024, false), Some((0, 1024)));
+    assert_eq!(read_resp_place(3000, 256, 1024, 2, 952, true), Some((2048, 1024)));
+    // exactly two MTUs at 2048
+    assert_eq!(read_resp_place(4096, 1024, 0, 1, 2048, true), Some((2048, 2048)));
+}
+
+#[test]
+fn read_responses_that_do_not_fit_are_refused() {
+    // an MTU seen once holds for the rest of the READ
+    assert_eq!(read_resp_place(3000, 256, 1024, 1, 256, false), None);
+    assert_eq!(read_resp_place(3000, 256, 256, 1, 1024, false), None);
+    // not an MTU
+    assert_eq!(read_resp_place(3000, 256, 0, 0, 1000, false), None);
+    assert_eq!(
+        read_resp_place(3000, 256, 0, 1, 300, true),
+        None,
+        "2700 bytes before packet 1"
+    );
+    // smaller than ours (its PSNs would run past the READ's)
+    assert_eq!(read_resp_place(3000, 1024, 0, 0, 256, false), None);
+    // past the READ, wrong end, wrong length
+    assert_eq!(read_resp_place(712, 256, 0, 3, 0, true), None);
+    assert_eq!(
+        read_resp_place(712, 256, 0, 0, 712, false),
+        None,
+        "not LAST, yet the whole READ"
+    );
+    assert_eq!(read_resp_place(712, 256, 0, 0, 800, true), None, "longer than the READ");
+    assert_eq!(read_resp_place(712, 256, 1024, 1, 0, true), None);
+    assert_eq!(
+        read_resp_place(9000, 256, 0, 0, 9000, true),
+        None,
+        "no MTU carries 9000 bytes"
+    );
+    assert_eq!(read_resp_place(712, 256, 0, 1, 0, true), None);
 }
