@@ -3,7 +3,9 @@
 base-<n>.json and ours-<n>.json (compare.sh) side by side.
 
 Latency: t_typical (us, lower is better); bandwidth: BW average (GB/s,
-higher is better).  Each side's figure is its best run (as the bench's
+higher is better); with the VM wire section (BENCH_SECTIONS=wire), its
+three tables too, each figure as a ratio to rxe<->rxe of the same run (the
+runs' text output, base-<n>.txt / ours-<n>.txt).  Each side's figure is its best run (as the bench's
 limits are: a run slowed down by anything else on the machine is not the
 code's figure).  For each figure: the runs, ours / base (best to best),
 the noise (the larger spread of either side's runs, max/min - 1, and at
@@ -14,6 +16,7 @@ better by more, else "same".
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -34,19 +37,66 @@ def figures(path):
     return out
 
 
+# The VM wire section (wire-report.py's three tables in the run's text
+# output): for each test and pair, the ratio to rxe<->rxe of the same run,
+# which cancels the VM's speed of the moment (TCG).  Key: (table test,
+# pair, unit); unit "x" (higher better: bandwidth) or "us" (lower better:
+# latency and CPU time, as ratios).  A 0 (a run that measured nothing) is
+# left out and counted.
+WIRE_TABLES = (("RoCE v2 over", "perf"), ("CPU time per message, both", "cpu-proc"),
+               ("CPU time per message, the whole", "cpu-vm"))
+WIRE_ROW = re.compile(r"^(ib_\w+)" + r"\s+([\d.]+)" * 7 + r"\s*$")
+
+
+def wire_figures(path):
+    out, tab, failed = {}, None, 0
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return {}, 0
+    for line in lines:
+        for head, name in WIRE_TABLES:
+            if line.startswith(head):
+                tab = name
+        m = WIRE_ROW.match(line)
+        if not (m and tab):
+            continue
+        v = [float(x) for x in m.groups()[1:]]
+        unit = "x" if tab == "perf" and m.group(1).endswith("_bw") else "us"
+        for pair, r in (("rxe-ours", v[2]), ("ours-rxe", v[4]), ("ours-ours", v[6])):
+            if r > 0:
+                out[(f"{tab} {m.group(1)}", pair, unit)] = r
+            else:
+                failed += 1
+    return out, failed
+
+
 def main():
     runs, base_name, ours_name = sys.argv[1:4]
     base = [figures(p) for p in sorted(glob.glob(os.path.join(runs, "base-*.json")))]
     ours = [figures(p) for p in sorted(glob.glob(os.path.join(runs, "ours-*.json")))]
-    keys = sorted({k for f in base + ours for k in f})
     print(f"== the software device, {base_name} (base) and {ours_name} (ours), {len(base)} + {len(ours)} runs alternated ==")
-    print(f"{'test':14} {'size':>8} {'unit':5} {'base runs':>22} {'ours runs':>22} {'best/best':>9} {'noise':>6}  verdict")
+    slower = table(base, ours)
+    wb = [wire_figures(p) for p in sorted(glob.glob(os.path.join(runs, "base-*.txt")))]
+    wo = [wire_figures(p) for p in sorted(glob.glob(os.path.join(runs, "ours-*.txt")))]
+    if any(f for f, _ in wb + wo):
+        print("\n== the VM wire section: each figure ours' pair / rxe<->rxe of the same run ==")
+        print(f"   figures that measured nothing (0, left out): base {sum(n for _, n in wb)}, ours {sum(n for _, n in wo)}")
+        slower += table([f for f, _ in wb], [f for f, _ in wo])
+    print(f"compare: {slower} slower beyond the noise")
+
+
+def table(base, ours):
+    keys = sorted({k for f in base + ours for k in f})
+    if not keys:
+        return 0
+    print(f"{'test':22} {'size':>9} {'unit':5} {'base runs':>30} {'ours runs':>30} {'best/best':>9} {'noise':>6}  verdict")
     slower = 0
     for k in keys:
         b = [f[k] for f in base if k in f]
         o = [f[k] for f in ours if k in f]
         if not b or not o:
-            print(f"{k[0]:14} {k[1]:>8} {k[2]:5} {'not measured in both':>22}")
+            print(f"{k[0]:22} {k[1]:>9} {k[2]:5} {'not measured in both':>30}")
             continue
         lower_better = k[2] == "us"
         best = min if lower_better else max
@@ -60,8 +110,9 @@ def main():
         verdict = "slower" if worse else ("faster" if better else "same")
         slower += worse
         fmt = lambda v: " ".join(f"{x:.3g}" for x in v)
-        print(f"{k[0]:14} {k[1]:>8} {k[2]:5} {fmt(b):>22} {fmt(o):>22} {ratio:9.2f} {noise:6.0%}  {verdict}")
-    print(f"compare: {len(keys)} figures, {slower} slower beyond the noise")
+        print(f"{k[0]:22} {k[1]:>9} {k[2]:5} {fmt(b):>30} {fmt(o):>30} {ratio:9.2f} {noise:6.0%}  {verdict}")
+    print(f"{len(keys)} figures, {slower} slower beyond the noise")
+    return slower
 
 
 if __name__ == "__main__":

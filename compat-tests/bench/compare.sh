@@ -32,6 +32,9 @@ for n in $(seq 1 "$rounds"); do
         lib=$PWD/build/lib/libibverbs.so.1
         [ $who = base ] && lib=$PWD/$W/base-src/build/lib/libibverbs.so.1
         echo "compare: round $n, $who"
+        # (results.json holds every section found in build/bench: a
+        # section not run this time must not be compared from an old run)
+        rm -rf build/bench
         BENCH_QUICK=${BENCH_QUICK:-1} BENCH_SECTIONS=${BENCH_SECTIONS:-soft} OUR_LIB=$lib \
             bash compat-tests/bench/run.sh >"$W/runs/$who-$n.txt" 2>&1
         cp build/bench/results.json "$W/runs/$who-$n.json" 2>/dev/null

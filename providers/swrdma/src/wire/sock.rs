@@ -140,6 +140,8 @@ pub const TX_BATCH: usize = 32;
 pub struct TxBatch {
     data: Vec<u8>,
     slot: usize,
+    /// Slots (at most [`TX_BATCH`]).
+    cap: usize,
     src: Option<IpAddr>,
     /// (destination, start in its slot, length, traffic class) of each
     /// packet built.
@@ -149,11 +151,18 @@ pub struct TxBatch {
 impl TxBatch {
     /// A batch whose slots hold `slot` bytes each.
     pub fn new(slot: usize) -> TxBatch {
+        TxBatch::with_slots(slot, TX_BATCH)
+    }
+
+    /// A batch of `n` (1 ..= [`TX_BATCH`]) slots of `slot` bytes.
+    fn with_slots(slot: usize, n: usize) -> TxBatch {
+        let cap = n.clamp(1, TX_BATCH);
         TxBatch {
-            data: vec![0; TX_BATCH * slot],
+            data: vec![0; cap * slot],
             slot,
+            cap,
             src: None,
-            pkts: Vec::with_capacity(TX_BATCH),
+            pkts: Vec::with_capacity(cap),
         }
     }
 
@@ -167,12 +176,12 @@ impl TxBatch {
     }
 
     pub fn is_full(&self) -> bool {
-        self.pkts.len() >= TX_BATCH
+        self.pkts.len() >= self.cap
     }
 
     /// The next free slot, to build a packet in (the batch must not be full).
     pub fn slot_mut(&mut self) -> &mut [u8] {
-        let i = self.pkts.len().min(TX_BATCH - 1);
+        let i = self.pkts.len().min(self.cap - 1);
         &mut self.data[i * self.slot..(i + 1) * self.slot]
     }
 
@@ -214,15 +223,20 @@ fn tos_cmsg(buf: &mut [u8; TOS_CTRL], v4: bool, tclass: u8) -> usize {
             libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) as usize,
         )
     };
-    debug_assert!(space <= TOS_CTRL);
-    // A cmsghdr (length, level, type) then the int, in native byte order.
-    let hl = std::mem::size_of::<libc::cmsghdr>();
+    // SAFETY: as above; the data begins where a message of no data ends.
+    let data = unsafe { libc::CMSG_LEN(0) } as usize;
+    debug_assert!(space <= TOS_CTRL && data + std::mem::size_of::<c_int>() <= space);
+    // A cmsghdr, then the int at the header's aligned size.
+    let hdr = libc::cmsghdr {
+        cmsg_len: len as _,
+        cmsg_level: level,
+        cmsg_type: ty,
+    };
     buf.fill(0);
-    buf[..std::mem::size_of::<usize>()].copy_from_slice(&len.to_ne_bytes());
-    let o = std::mem::size_of::<usize>();
-    buf[o..o + 4].copy_from_slice(&level.to_ne_bytes());
-    buf[o + 4..o + 8].copy_from_slice(&ty.to_ne_bytes());
-    buf[hl..hl + 4].copy_from_slice(&val.to_ne_bytes());
+    // SAFETY: `buf` has room for a cmsghdr (32 bytes, it takes 16); the
+    // write need not be aligned.
+    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<libc::cmsghdr>(), hdr) };
+    buf[data..data + std::mem::size_of::<c_int>()].copy_from_slice(&val.to_ne_bytes());
     space
 }
 
@@ -694,7 +708,7 @@ impl Sock {
     /// [`Sock::send_batch`]'s path, which carries it.
     fn send_with_tos(&self, src: &IpAddr, dst: &IpAddr, parts: &[&[u8]], tclass: u8) -> io::Result<()> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let mut b = TxBatch::new(len);
+        let mut b = TxBatch::with_slots(len, 1);
         let mut at = 0;
         for p in parts {
             b.data[at..at + p.len()].copy_from_slice(p);
