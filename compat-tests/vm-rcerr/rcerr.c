@@ -66,7 +66,8 @@ typedef struct env {
 	int b_recvs;               /* receives B holds (2048 bytes each) */
 	int b_dest;                /* A's dest QPN override (0: B's) */
 	int a_ex;                  /* A made with ibv_create_qp_ex (ibv_wr_* send ops) */
-	uint32_t data_len;         /* READ: check what lands (DATA_OK / DATA_BAD in A) */
+	int check_data;            /* READ: check what lands (DATA_OK / DATA_BAD in A) */
+	uint32_t data_len;         /* (set by req: the READ's length and offset) */
 	uint64_t data_off;
 } E;
 
@@ -317,7 +318,7 @@ static void req(E *e, enum ibv_wr_opcode op, uint32_t len, uint64_t off, uint32_
 	}
 	if (op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_SEND_WITH_IMM)
 		w.imm_data = htonl(0x1234);
-	if (e->data_len) {
+	if (e->check_data) {
 		/* a pattern at the target, zeros where it is to land */
 		for (uint32_t i = 0; i < len; i++)
 			e->rb[off + i] = (char)(i * 7 + i / 251 + 3);
@@ -395,7 +396,7 @@ static void finish(E *e)
 	}
 	if (got < e->nposted)
 		add(a, sizeof(a), "TIMEOUT");
-	if (e->data_len)
+	if (e->check_data)
 		add(a, sizeof(a), memcmp(e->la, e->rb + e->data_off, e->data_len) ? "DATA_BAD" : "DATA_OK");
 	t0 = now_s();
 	while (now_s() - t0 < 0.15) {
@@ -569,17 +570,17 @@ C(read_over_mtu) { e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; rc(e, IBV_WR
  * packets); the control: both ends at 256 */
 C(read_over_mtu_data)
 {
-	e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; e->data_len = 1;
+	e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; e->check_data = 1;
 	rc(e, IBV_WR_RDMA_READ, 3000, 512, 0);
 }
 C(read_over_mtu_parts)
 {
-	e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; e->data_len = 1;
+	e->mtu_b = IBV_MTU_1024; e->mtu_a = IBV_MTU_256; e->check_data = 1;
 	rc(e, IBV_WR_RDMA_READ, 6000, 1024, 0);
 }
 C(ok_read_parts_data)
 {
-	e->mtu_b = IBV_MTU_256; e->mtu_a = IBV_MTU_256; e->data_len = 1;
+	e->mtu_b = IBV_MTU_256; e->mtu_a = IBV_MTU_256; e->check_data = 1;
 	rc(e, IBV_WR_RDMA_READ, 6000, 1024, 0);
 }
 
