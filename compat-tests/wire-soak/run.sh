@@ -30,6 +30,15 @@
 # us/iter), so 4 x 100000 never finished and its clients ended in 'retry
 # counter exceeded' when the timeout killed their servers; polling threads
 # now yield their CPU while their CQ stays empty (poll.rs: ~200-400 us/iter).
+# Then 4 x 100000 failed in about 1 run of 10, the remaining pairs all ending
+# in 'retry counter exceeded' around the end of the first pair: every CQ poll
+# called accept() on the forwarding listener, and each accept() that finds
+# no connection makes and frees a socket; the RCU callbacks freeing millions
+# of them held both CPUs in softirq for 0.2-1 s at a time (perf: ksoftirqd in
+# rcu_do_batch/sock_free_inode; an independent UDP ping-pong in the same
+# namespaces saw 0.4-0.7 s round trips), no datagram moved, and the QPs'
+# retry budget (7 x 67 ms) ran out.  Found with SWRDMA_WIRE_RECORD; fixed in
+# wire/sock.rs (accept only when the epoll set says the listener is ready).
 # Needs root (ip netns), iproute2, ibverbs-utils.
 set -u
 . "$(dirname "$0")/../lib.sh"

@@ -14,7 +14,9 @@ fn main() {
     };
     println!("cargo:rerun-if-env-changed=SWRDMA_LINK_LIBIBVERBS");
     println!("cargo:rerun-if-changed=../../build/lib/libibverbs.so.1");
-    println!("cargo:rustc-cdylib-link-arg={lib}");
+    // (Every linked target: the provider, and the harness of its unit
+    // tests, `cargo test -p swrdma --lib`, which links the same code.)
+    println!("cargo:rustc-link-arg={lib}");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libswrdma-rdmav34.so");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,relro,-z,now");
 }

@@ -205,10 +205,12 @@ impl Wire {
             if st.wq.timer_at != 0 && now >= st.wq.timer_at {
                 let (retry_cnt, timeout) = (st.attr.retry_cnt, st.attr.timeout);
                 if let Err(status) = st.budget.timed_out(retry_cnt, timeout) {
+                    crate::wire::record::note_qp(crate::wire::record::Ev::GiveUp, qp.qpn, st.wq.una);
                     self.fail_front(c, &qp, &mut st, status);
                     continue;
                 }
                 let una = st.wq.una;
+                crate::wire::record::note_qp(crate::wire::record::Ev::Timeout, qp.qpn, una);
                 self.lost(&mut st);
                 st.wq.loss_at = Some(una);
                 self.rewind(&mut st, una);

@@ -2,5 +2,6 @@
 
 pub mod engine;
 pub mod faults;
+pub mod record;
 pub mod sock;
 pub mod state;

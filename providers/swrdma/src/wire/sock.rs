@@ -73,6 +73,7 @@
 //! thread finding it busy returns at once).  Ancillary data and addresses
 //! are parsed from bytes, without casts.
 
+use super::record::{self, Ev};
 use rustix::event::epoll;
 use rustix::io::Errno;
 use rustix::net::{
@@ -116,6 +117,20 @@ const NAME: usize = 28;
 
 /// Most forwarding connections kept each way.
 const MAX_CONNS: usize = 1024;
+
+/// Events taken from the forwarding epoll set at a time (level triggered:
+/// what is left is reported again at the next call).
+const EP_EVENTS: usize = 32;
+
+/// The forwarding epoll set's tag of the listener.
+const LISTENER_TAG: u64 = 0;
+
+/// The forwarding epoll set's tag of an accepted connection: its
+/// descriptor number plus one (never the listener's 0; unique among the
+/// open connections).
+fn conn_tag(fd: BorrowedFd<'_>) -> u64 {
+    fd.as_raw_fd() as u64 + 1
+}
 
 /// Send buffer asked for a forwarding connection (the forwards the owner
 /// has not read yet are charged to it).
@@ -646,7 +661,7 @@ impl Sock {
         epoll::add(
             &sock.ep,
             &sock.listener,
-            epoll::EventData::new_u64(0),
+            epoll::EventData::new_u64(LISTENER_TAG),
             epoll::EventFlags::IN,
         )?;
         Ok(sock)
@@ -701,6 +716,9 @@ impl Sock {
             }
             _ => return Err(io::Error::from_raw_os_error(libc::EAFNOSUPPORT)),
         };
+        if let Some(p) = parts.first() {
+            record::note(Ev::Tx, p);
+        }
         Ok(())
     }
 
@@ -791,6 +809,12 @@ impl Sock {
             }
             sent += r as usize;
         }
+        if record::on() {
+            for (i, &(_, st, len, _)) in b.pkts.iter().enumerate() {
+                let p = &b.data[i * b.slot + st..i * b.slot + st + len];
+                record::note(if i < sent.min(k) { Ev::Tx } else { Ev::TxFail }, p);
+            }
+        }
         b.clear();
         sent.min(k) - skipped
     }
@@ -815,7 +839,9 @@ impl Sock {
             let i = match conns.out.iter().position(|(o, _)| *o == owner) {
                 Some(i) => i,
                 None => {
-                    let Some(fd) = self.connect_to(owner) else { return };
+                    let Some(fd) = self.connect_to(owner) else {
+                        return record::note(Ev::UdpFwdErr, payload);
+                    };
                     if conns.out.len() >= MAX_CONNS {
                         conns.out.remove(0);
                     }
@@ -824,23 +850,32 @@ impl Sock {
                 }
             };
             match sendmsg(&conns.out[i].1, &iov, &mut SendAncillaryBuffer::default(), flags) {
+                Ok(_) => return record::note(Ev::UdpFwd, payload),
                 // EAGAIN: the owner is that far behind; dropped.
-                Ok(_) | Err(Errno::AGAIN) => return,
+                Err(Errno::AGAIN) => return record::note(Ev::UdpFwdFull, payload),
                 Err(_) => {
                     conns.out.swap_remove(i);
                 }
             }
         }
+        record::note(Ev::UdpFwdErr, payload);
     }
 
-    /// Accepts the pending forwarding connections.
+    /// Accepts the pending forwarding connections (called only when the
+    /// listener is readable: see [`Sock::recv_forwards`]).
     fn accept_all(&self, conns: &mut Conns) {
         let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
         while let Ok(fd) = accept_with(&self.listener, flags) {
             // Beyond the limit, closed at once (the listener must not stay
             // readable).
             if conns.inc.len() < MAX_CONNS
-                && epoll::add(&self.ep, &fd, epoll::EventData::new_u64(1), epoll::EventFlags::IN).is_ok()
+                && epoll::add(
+                    &self.ep,
+                    &fd,
+                    epoll::EventData::new_u64(conn_tag(fd.as_fd())),
+                    epoll::EventFlags::IN,
+                )
+                .is_ok()
             {
                 conns.inc.push(fd);
             }
@@ -894,7 +929,18 @@ impl Sock {
     }
 
     /// Accepts new forwarding connections and drains up to `max` forwarded
-    /// datagrams from them; closes those that ended.
+    /// datagrams from those that are readable; closes those that ended.
+    ///
+    /// Only what the epoll set of the listener and the connections reports
+    /// ready is touched (one `epoll_wait` that does not wait): an `accept`
+    /// that finds no connection still makes and frees a socket in the
+    /// kernel (its inode freed after an RCU grace period), and this runs at
+    /// every poll of the application's CQ.  Measured with an `accept` per
+    /// poll: 13 % of all CPU time of 4 ping-pong pairs in `accept4`, and
+    /// the RCU callbacks freeing those sockets kept both CPUs in softirq
+    /// for 0.2-1 s at a time, during which no datagram was delivered to
+    /// anyone: the RC retry budget (7 x 67 ms) ran out (`wire-soak`
+    /// `pairs/clean`, issue 23).
     fn recv_forwards(
         &self,
         rx: &mut Rx,
@@ -902,10 +948,32 @@ impl Sock {
         mine: &dyn Fn(u32) -> bool,
         f: &mut dyn FnMut(&RxMeta, &[u8]),
     ) -> usize {
-        self.accept_all(&mut rx.conns);
+        let none = epoll::Event {
+            flags: epoll::EventFlags::empty(),
+            data: epoll::EventData::new_u64(0),
+        };
+        let mut evs = [none; EP_EVENTS];
+        let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
+        let n = epoll::wait(&self.ep, &mut evs, Some(&zero)).unwrap_or(0);
+        let mut ready = [0u64; EP_EVENTS];
+        let mut nready = 0;
+        for e in evs.iter().take(n) {
+            match e.data.u64() {
+                LISTENER_TAG => self.accept_all(&mut rx.conns),
+                t => {
+                    ready[nready] = t;
+                    nready += 1;
+                }
+            }
+        }
+        let ready = &ready[..nready];
         let mut done = 0usize;
         let mut c = 0usize;
         while c < rx.conns.inc.len() {
+            if !ready.contains(&conn_tag(rx.conns.inc[c].as_fd())) {
+                c += 1;
+                continue;
+            }
             let mut dead = false;
             loop {
                 let want = max.saturating_sub(done).min(BATCH);
@@ -976,11 +1044,14 @@ impl Sock {
         parse_cmsgs(ctrl, &mut m);
         let Some(qpn) = dest_qpn(p) else { return };
         if mine(qpn) {
+            record::note(Ev::UdpMine, p);
             f(&m, p);
         } else if let Some(o) = owner(qpn) {
             if o != self.ctx_id {
                 self.forward(conns, o, &m, p);
             }
+        } else {
+            record::note(Ev::UdpNoOwner, p);
         }
     }
 
@@ -1004,7 +1075,10 @@ impl Sock {
         }
         let Some(p) = d.get(FWD_HDR..) else { return };
         match dest_qpn(p) {
-            Some(qpn) if mine(qpn) => f(&m, p),
+            Some(qpn) if mine(qpn) => {
+                record::note(Ev::FwdIn, p);
+                f(&m, p)
+            }
             _ => {}
         }
     }
@@ -1019,5 +1093,86 @@ const _: () = {
 impl Drop for Sock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// The inode number the kernel gives a new socket: socket inodes are
+    /// numbered by one counter (batches per CPU), so the difference between
+    /// two new sockets' numbers counts the sockets made in between.
+    fn next_sock_ino() -> u64 {
+        let s = socket_with(AddressFamily::UNIX, SocketType::DGRAM, SocketFlags::CLOEXEC, None).unwrap();
+        let f = std::fs::File::from(s);
+        f.metadata().unwrap().ino()
+    }
+
+    /// Polling an idle wire context (what every `ibv_poll_cq` does) makes
+    /// no socket in the kernel: it used to `accept` on the forwarding
+    /// listener at every call, and each `accept` that finds no connection
+    /// still makes and frees a socket (freed after an RCU grace period;
+    /// millions of them kept both CPUs in softirq for up to a second,
+    /// issue 23's soak failure).  And a forwarded datagram still arrives.
+    #[test]
+    fn idle_recv_makes_no_sockets_and_forwards_arrive() {
+        // One CPU, so that the inode numbers come from one batch counter.
+        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it;
+        // sched_setaffinity(0) changes only this thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(libc::sched_getcpu().max(0) as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+        let dir = std::env::temp_dir().join(format!("swrdma-sock-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        // SAFETY: a NUL-terminated name.
+        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+        let s = match Sock::open(&dir, 1, lo, &[a]) {
+            Ok(s) => s,
+            // Port 4791 held by something outside our uid (the kernel's
+            // rxe): nothing to measure here.
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => return,
+            Err(e) => panic!("Sock::open: {e}"),
+        };
+        let mine = |_: u32| true;
+        let owner = |_: u32| None;
+        let mut got = Vec::new();
+        let before = next_sock_ino();
+        const CALLS: u64 = 20_000;
+        for _ in 0..CALLS {
+            s.recv(64, &mine, &owner, &mut |_, p| got.push(p.to_vec()));
+        }
+        let made = next_sock_ino().wrapping_sub(before);
+        assert!(made < CALLS / 4, "{made} sockets made by {CALLS} idle receives");
+        // A forward from another context of ours arrives and is taken.
+        let other = Sock::open(&dir, 2, lo, &[a]).unwrap();
+        let m = RxMeta {
+            src: a,
+            dst: a,
+            sport: PORT,
+            tclass: 0,
+            hop: 64,
+        };
+        let mut pkt = [0u8; 16];
+        pkt[5..8].copy_from_slice(&[0, 1, 0x23]);
+        let mut conns = Conns {
+            inc: Vec::new(),
+            out: Vec::new(),
+        };
+        other.forward(&mut conns, 1, &m, &pkt);
+        for _ in 0..100 {
+            s.recv(64, &mine, &owner, &mut |_, p| got.push(p.to_vec()));
+            if !got.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(got, vec![pkt.to_vec()]);
+        drop((s, other));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,0 +1,123 @@
+//! A flight recorder of the wire device (debugging): with
+//! `SWRDMA_WIRE_RECORD=<directory>`, the last [`N`] packet events of the
+//! process (received, forwarded, dropped, sent, retransmitted) are kept in
+//! memory and written at exit to `<directory>/rec.<pid>`, one line each:
+//! time (µs), event, QPN, PSN, opcode.  Off (one load of a `OnceLock`)
+//! when the variable is not set.  Unlike `SWRDMA_WIRE_TRACE` it writes
+//! nothing while the program runs, so it leaves the timing alone.
+
+use crate::sys::now_ns;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Events kept (the last ones).
+const N: usize = 1 << 16;
+
+/// What happened to a packet.
+#[derive(Clone, Copy, Debug)]
+#[repr(u8)]
+pub enum Ev {
+    /// A datagram from our UDP socket for one of our QPs.
+    UdpMine = 1,
+    /// … for another process's QP, forwarded to it.
+    UdpFwd,
+    /// … forwarding refused for lack of room (EAGAIN): dropped.
+    UdpFwdFull,
+    /// … for a QPN nobody owns: dropped.
+    UdpNoOwner,
+    /// … forwarding failed otherwise (no connection): dropped.
+    UdpFwdErr,
+    /// A datagram forwarded to us by another process.
+    FwdIn,
+    /// A packet sent.
+    Tx,
+    /// A packet the kernel refused to send: lost.
+    TxFail,
+    /// The ACK timer of a QP fired (a retransmission follows).
+    Timeout,
+    /// The retry budget of a QP is spent (its front request fails).
+    GiveUp,
+}
+
+struct Rec {
+    dir: std::path::PathBuf,
+    next: AtomicUsize,
+    /// Per event: time in ns, then `kind << 56 | opcode << 48 | qpn << 24 | psn`.
+    ev: Box<[(AtomicU64, AtomicU64)]>,
+}
+
+fn rec() -> Option<&'static Rec> {
+    static R: OnceLock<Option<Rec>> = OnceLock::new();
+    R.get_or_init(|| {
+        let dir = std::env::var_os("SWRDMA_WIRE_RECORD")?;
+        let r = Rec {
+            dir: dir.into(),
+            next: AtomicUsize::new(0),
+            ev: (0..N).map(|_| (AtomicU64::new(0), AtomicU64::new(0))).collect(),
+        };
+        extern "C" fn dump_at_exit() {
+            dump();
+        }
+        // SAFETY: registers a function of no arguments that does not
+        // unwind (dump catches nothing that can panic: it only formats
+        // integers and writes a file, errors ignored).
+        unsafe { libc::atexit(dump_at_exit) };
+        Some(r)
+    })
+    .as_ref()
+}
+
+/// Whether the recorder is on.
+pub fn on() -> bool {
+    rec().is_some()
+}
+
+/// Records event `e` for the RoCE packet (UDP payload) `p`.
+pub fn note(e: Ev, p: &[u8]) {
+    let Some(r) = rec() else { return };
+    let (Some(&op), Some(q), Some(s)) = (p.first(), p.get(5..8), p.get(9..12)) else {
+        return;
+    };
+    let qpn = u64::from(u32::from_be_bytes([0, q[0], q[1], q[2]]));
+    let psn = u64::from(u32::from_be_bytes([0, s[0], s[1], s[2]]));
+    put(r, e, op, qpn, psn);
+}
+
+/// Records event `e` of QP `qpn` at PSN `psn` (no packet).
+pub fn note_qp(e: Ev, qpn: u32, psn: u32) {
+    let Some(r) = rec() else { return };
+    put(r, e, 0, u64::from(qpn & 0xff_ffff), u64::from(psn & 0xff_ffff));
+}
+
+fn put(r: &Rec, e: Ev, op: u8, qpn: u64, psn: u64) {
+    let i = r.next.fetch_add(1, Ordering::Relaxed) % N;
+    let v = (e as u64) << 56 | u64::from(op) << 48 | qpn << 24 | psn;
+    r.ev[i].0.store(now_ns(), Ordering::Relaxed);
+    r.ev[i].1.store(v, Ordering::Relaxed);
+}
+
+/// Writes what is recorded to `<dir>/rec.<pid>`, oldest first.
+fn dump() {
+    let Some(r) = rec() else { return };
+    let path = r.dir.join(format!("rec.{}", std::process::id()));
+    let Ok(f) = std::fs::File::create(path) else { return };
+    let mut w = std::io::BufWriter::new(f);
+    let n = r.next.load(Ordering::Relaxed);
+    let first = n.saturating_sub(N);
+    for k in first..n {
+        let (t, v) = (&r.ev[k % N].0, &r.ev[k % N].1);
+        let (t, v) = (t.load(Ordering::Relaxed), v.load(Ordering::Relaxed));
+        let kind = (v >> 56) as u8;
+        let _ = writeln!(
+            w,
+            "{} {} {} {} {:#x}",
+            t / 1000,
+            kind,
+            (v >> 24) & 0xff_ffff,
+            v & 0xff_ffff,
+            (v >> 48) & 0xff
+        );
+    }
+    let _ = w.flush();
+}
