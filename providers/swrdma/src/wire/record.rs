@@ -30,9 +30,12 @@ pub enum Ev {
     UdpFwdErr,
     /// A datagram forwarded to us by another process.
     FwdIn,
-    /// A packet sent.
+    /// A packet handed to the kernel (in a batch, also one the kernel
+    /// refused by itself, e.g. for its size: the batch's count of what
+    /// left does not tell them apart).
     Tx,
-    /// A packet the kernel refused to send: lost.
+    /// A packet of a batch left unsent when the kernel had no room
+    /// (EAGAIN/ENOBUFS): lost.
     TxFail,
     /// The ACK timer of a QP fired (a retransmission follows).
     Timeout,
