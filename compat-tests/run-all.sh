@@ -23,7 +23,7 @@ add_counts() { # suite logfile
 echo "=== cargo test"
 log=build/compat-tests/cargo-test.log
 t0=$SECONDS
-cargo test -p ibverbs_rs -p ibverbs-abi -p swrdma -p swrdma-ring -p swrdma-roce -p swrdma-rc --lib 2>&1 | tee "$log"
+cargo test -p ibverbs_rs -p ibverbs-abi -p swrdma -p swrdma-ring -p swrdma-roce -p swrdma-rc -p swrdma-cm -p swrdma-ucma --lib 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 p=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 f=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')

@@ -13,12 +13,19 @@ out=${CARGO_TARGET_DIR:-$here/../../target}
 if [ -n "${RUST_TARGET:-}" ]; then
     linker_var=CARGO_TARGET_$(echo "$RUST_TARGET" | tr 'a-z-' 'A-Z_')_LINKER
     export "$linker_var=${CC:-cc}"
-    (cd "$here" && "$cargo" build --release -p swrdma --target "$RUST_TARGET")
+    (cd "$here" && "$cargo" build --release -p swrdma -p swrdma-ucma --target "$RUST_TARGET")
     out=$out/$RUST_TARGET/release
 else
-    (cd "$here" && "$cargo" build --release -p swrdma)
+    (cd "$here" && "$cargo" build --release -p swrdma -p swrdma-ucma)
     out=$out/release
 fi
 mkdir -p "$build/lib/libibverbs"
 cp "$out/libswrdma_rdmav34.so" "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp"
 mv "$build/lib/libibverbs/libswrdma-rdmav34.so.tmp" "$build/lib/libibverbs/libswrdma-rdmav34.so"
+# rdma_cm on the soft devices: the user-space ucma (LD_PRELOAD) and the
+# command that loads it (ucma/swrdma-cm).
+cp "$out/libswrdma_ucma.so" "$build/lib/libswrdma-ucma.so.tmp"
+mv "$build/lib/libswrdma-ucma.so.tmp" "$build/lib/libswrdma-ucma.so"
+mkdir -p "$build/bin"
+cp "$here/ucma/swrdma-cm" "$build/bin/swrdma-cm.tmp"
+mv "$build/bin/swrdma-cm.tmp" "$build/bin/swrdma-cm"

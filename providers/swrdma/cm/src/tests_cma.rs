@@ -1,0 +1,394 @@
+//! The rdma_cm model fed by hand: two processes' models joined by a queue
+//! of messages, every event and message checked.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+
+use crate::cma::*;
+use crate::mad::{self, Mad, Msg};
+
+/// A host with one device (127.0.0.1), ports in a set, messages into a
+/// queue tagged with the sender's name.
+struct Fake {
+    name: Vec<u8>,
+    ports: Vec<(u16, u16)>,
+    out: VecDeque<(Dest, Vec<u8>)>,
+    rng: u32,
+}
+
+impl Fake {
+    fn new(name: &str) -> Fake {
+        Fake {
+            name: name.as_bytes().to_vec(),
+            ports: Vec::new(),
+            out: VecDeque::new(),
+            rng: 0x1234_5678,
+        }
+    }
+}
+
+fn dev() -> Dev {
+    let mut gid = [0u8; 16];
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    gid[12..].copy_from_slice(&[127, 0, 0, 1]);
+    Dev {
+        name: "swr0".into(),
+        guid: 0x0211_22ff_fe33_4455,
+        ibdev_index: 0,
+        port_num: 1,
+        gid_index: 1,
+        gid,
+        mtu: 5,
+        pkey: 0xffff,
+        ack_delay: 15,
+        max_rd_atomic: 16,
+    }
+}
+
+impl Host for Fake {
+    fn claim_port(&mut self, ps: u16, _ip: IpAddr, port: u16, _reuse: bool) -> Result<u16, i32> {
+        let port = if port == 0 {
+            40000 + self.ports.len() as u16
+        } else {
+            port
+        };
+        if self.ports.contains(&(ps, port)) {
+            return Err(EADDRINUSE);
+        }
+        self.ports.push((ps, port));
+        Ok(port)
+    }
+    fn release_port(&mut self, ps: u16, port: u16) {
+        self.ports.retain(|p| *p != (ps, port));
+    }
+    fn device_for(&mut self, ip: IpAddr) -> Option<Dev> {
+        (ip == IpAddr::from([127, 0, 0, 1])).then(dev)
+    }
+    fn route(&mut self, _src: Option<IpAddr>, dst: IpAddr) -> Result<(Dev, IpAddr), i32> {
+        if dst == IpAddr::from([127, 0, 0, 1]) {
+            Ok((dev(), dst))
+        } else {
+            Err(ENETUNREACH)
+        }
+    }
+    fn send(&mut self, to: &Dest, mad: &[u8; mad::MAD_LEN]) {
+        self.out.push_back((to.clone(), mad.to_vec()));
+    }
+    fn random(&mut self) -> u32 {
+        self.rng = self.rng.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        self.rng
+    }
+}
+
+const CA: ChanId = 1;
+const CP: ChanId = 2;
+
+fn sa(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+/// Delivers every queued message of `from` to `to` (`from`'s name as the
+/// sender); the messages' kinds.
+fn deliver(from: &mut Cma<Fake>, to: &mut Cma<Fake>, now: u64) -> Vec<mad::AttrId> {
+    let mut kinds = Vec::new();
+    while let Some((dest, bytes)) = from.host.out.pop_front() {
+        let m = Mad::decode(&bytes).unwrap();
+        kinds.push(m.msg.attr_id());
+        let to_port = match dest {
+            Dest::Listener { ps, port, .. } => Some((ps, port)),
+            Dest::Peer(_) => None,
+        };
+        let sender = Dest::Peer(from.host.name.clone());
+        to.recv(now, &sender, to_port, &bytes);
+    }
+    kinds
+}
+
+fn param(qpn: u32) -> ConnParam {
+    ConnParam {
+        qp_num: qpn,
+        responder_resources: 4,
+        initiator_depth: 4,
+        retry_count: 7,
+        rnr_retry_count: 7,
+        private_data: b"hello".to_vec(),
+        valid: true,
+        ..Default::default()
+    }
+}
+
+/// Active id resolved and routed to 127.0.0.1:7174.
+fn active(a: &mut Cma<Fake>) -> Handle {
+    let h = a.create_id(CA, 0xaaaa, ps::TCP, 0).unwrap();
+    a.resolve_addr(h, None, sa("127.0.0.1:7174")).unwrap();
+    assert_eq!(a.get_event(CA).unwrap().event, ev::ADDR_RESOLVED);
+    a.resolve_route(h).unwrap();
+    assert_eq!(a.get_event(CA).unwrap().event, ev::ROUTE_RESOLVED);
+    h
+}
+
+fn listener(p: &mut Cma<Fake>, backlog: u32) -> Handle {
+    let l = p.create_id(CP, 0xbbbb, ps::TCP, 0).unwrap();
+    p.bind(l, Addr::Ip(sa("0.0.0.0:7174"))).unwrap();
+    p.listen(l, backlog).unwrap();
+    l
+}
+
+#[test]
+fn rc_connect_and_disconnect_as_the_kernel_reports_them() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    let l = listener(&mut p, 8);
+    let h = active(&mut a);
+    a.connect(0, h, &param(0x11)).unwrap();
+    assert_eq!(deliver(&mut a, &mut p, 0), vec![mad::AttrId::Req]);
+    // the listener gets the request, the user data after the IP CM header
+    let req = p.get_event(CP).unwrap();
+    assert_eq!((req.event, req.uid, req.owner), (ev::CONNECT_REQUEST, 0xbbbb, l));
+    let Param::Conn(c) = &req.param else { panic!() };
+    assert_eq!(&c.private_data[..5], b"hello");
+    assert_eq!(c.private_data.len(), 56);
+    assert_eq!(c.qp_num, 0x11);
+    let child = req.id;
+    // the passive side MRAs at once (Linux 6.1)
+    assert_eq!(deliver(&mut p, &mut a, 0), vec![mad::AttrId::Mra]);
+    // the child's QP attributes: RTR names the active QP and its PSN
+    let rtr = p.init_qp_attr(child, 2).unwrap();
+    assert_eq!(rtr.dest_qp_num, 0x11);
+    assert_eq!(rtr.path_mtu, 5);
+    assert_eq!(rtr.ah.sgid_index, 1);
+    p.accept(0, child, Some(0xcccc), Some(&param(0x22))).unwrap();
+    assert_eq!(deliver(&mut p, &mut a, 0), vec![mad::AttrId::Rep]);
+    let resp = a.get_event(CA).unwrap();
+    assert_eq!(resp.event, ev::CONNECT_RESPONSE);
+    let Param::Conn(c) = &resp.param else { panic!() };
+    assert_eq!(c.qp_num, 0x22);
+    // both directions use the same PSN, and each side's RTR/RTS agree
+    let (artr, arts) = (a.init_qp_attr(h, 2).unwrap(), a.init_qp_attr(h, 3).unwrap());
+    let (prtr, prts) = (p.init_qp_attr(child, 2).unwrap(), p.init_qp_attr(child, 3).unwrap());
+    assert_eq!(artr.dest_qp_num, 0x22);
+    assert_eq!(arts.sq_psn, prtr.rq_psn);
+    assert_eq!(prts.sq_psn, artr.rq_psn);
+    assert_eq!(arts.retry_cnt, 7);
+    assert!(arts.mask & qpm::TIMEOUT != 0 && arts.timeout > 0);
+    // the active side MRAs the REP, then librdmacm's ACCEPT sends the RTU
+    assert_eq!(deliver(&mut a, &mut p, 0), vec![mad::AttrId::Mra]);
+    a.accept(0, h, None, None).unwrap();
+    assert_eq!(deliver(&mut a, &mut p, 0), vec![mad::AttrId::Rtu]);
+    let est = p.get_event(CP).unwrap();
+    assert_eq!((est.event, est.uid, est.id), (ev::ESTABLISHED, 0xcccc, child));
+    // disconnect from the active side: DREQ, DISCONNECTED there; the
+    // passive side's DISCONNECT answers DREP, DISCONNECTED here
+    a.disconnect(0, h).unwrap();
+    assert_eq!(deliver(&mut a, &mut p, 0), vec![mad::AttrId::Dreq]);
+    assert_eq!(p.get_event(CP).unwrap().event, ev::DISCONNECTED);
+    p.disconnect(0, child).unwrap();
+    assert_eq!(deliver(&mut p, &mut a, 0), vec![mad::AttrId::Drep]);
+    assert_eq!(a.get_event(CA).unwrap().event, ev::DISCONNECTED);
+    assert!(a.get_event(CA).is_none() && p.get_event(CP).is_none());
+    // events reported count on the ids (the request on the listener)
+    assert_eq!(a.destroy_id(CA, h).unwrap(), 4);
+    assert_eq!(p.destroy_id(CP, child).unwrap(), 2);
+    assert_eq!(p.destroy_id(CP, l).unwrap(), 1);
+}
+
+#[test]
+fn no_listener_is_rejected_with_invalid_service_id() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    deliver(&mut a, &mut p, 0);
+    assert_eq!(deliver(&mut p, &mut a, 0), vec![mad::AttrId::Rej]);
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.event, e.status), (ev::REJECTED, 8));
+}
+
+#[test]
+fn reject_carries_private_data_and_reason_28() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    listener(&mut p, 8);
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    deliver(&mut a, &mut p, 0);
+    let child = p.get_event(CP).unwrap().id;
+    p.reject(child, 28, b"go away").unwrap();
+    deliver(&mut p, &mut a, 0);
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.event, e.status), (ev::REJECTED, 28));
+    let Param::Conn(c) = &e.param else { panic!() };
+    assert_eq!(&c.private_data[..7], b"go away");
+}
+
+#[test]
+fn unanswered_req_is_retried_then_unreachable() {
+    let mut a = Cma::new(Fake::new("A"));
+    a.timeout_override_ms = Some(10);
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    a.host.out.clear();
+    let mut t = 0;
+    for _ in 0..crate::conn::MAX_CM_RETRIES {
+        t += 10_000_000;
+        a.tick(t);
+        assert_eq!(a.host.out.len(), 1, "one REQ again per timeout");
+        a.host.out.clear();
+        assert!(a.get_event(CA).is_none());
+    }
+    t += 10_000_000;
+    a.tick(t);
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.event, e.status), (ev::UNREACHABLE, -ETIMEDOUT));
+    assert!(a.next_deadline().is_none());
+}
+
+#[test]
+fn duplicate_req_gets_mra_and_no_second_request() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    listener(&mut p, 8);
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    let (dest, req) = a.host.out.front().cloned().unwrap();
+    deliver(&mut a, &mut p, 0);
+    p.host.out.clear();
+    let to_port = match dest {
+        Dest::Listener { ps, port, .. } => Some((ps, port)),
+        _ => None,
+    };
+    p.recv(0, &Dest::Peer(b"A".to_vec()), to_port, &req);
+    assert_eq!(p.get_event(CP).unwrap().event, ev::CONNECT_REQUEST);
+    assert!(p.get_event(CP).is_none(), "the duplicate made no second request");
+    let kinds: Vec<_> = p
+        .host
+        .out
+        .iter()
+        .map(|(_, b)| Mad::decode(b).unwrap().msg.attr_id())
+        .collect();
+    assert_eq!(kinds, vec![mad::AttrId::Mra]);
+}
+
+#[test]
+fn backlog_refuses_beyond_undelivered_requests() {
+    let mut p = Cma::new(Fake::new("P"));
+    listener(&mut p, 2);
+    let mut actives: Vec<Cma<Fake>> = (0..3).map(|i| Cma::new(Fake::new(&format!("A{i}")))).collect();
+    let mut rejected = 0;
+    for a in actives.iter_mut() {
+        let h = active(a);
+        a.connect(0, h, &param(1)).unwrap();
+        deliver(a, &mut p, 0);
+        deliver(&mut p, a, 0);
+        if let Some(e) = a.get_event(CA) {
+            assert_eq!((e.event, e.status), (ev::REJECTED, 28));
+            rejected += 1;
+        }
+    }
+    assert_eq!(rejected, 1);
+    assert_eq!(p.pending(CP), 2);
+}
+
+#[test]
+fn forged_messages_with_guessed_comm_ids_change_nothing() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    listener(&mut p, 8);
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    deliver(&mut a, &mut p, 0);
+    let child = p.get_event(CP).unwrap().id;
+    p.host.out.clear();
+    // a stranger's RTU and DREQ for comm IDs it guesses: no event, and a
+    // DREQ for no connection gets only a DREP
+    for guess in [0u32, 1, 0x1234_5678, u32::MAX] {
+        let rtu = mad::Rtu {
+            local_comm_id: 9,
+            remote_comm_id: guess,
+            ..Default::default()
+        };
+        p.recv(
+            0,
+            &Dest::Peer(b"X".to_vec()),
+            None,
+            &Mad {
+                tid: 1,
+                msg: Msg::Rtu(rtu),
+            }
+            .encode(),
+        );
+        let dreq = mad::Dreq {
+            local_comm_id: 9,
+            remote_comm_id: guess,
+            ..Default::default()
+        };
+        p.recv(
+            0,
+            &Dest::Peer(b"X".to_vec()),
+            None,
+            &Mad {
+                tid: 1,
+                msg: Msg::Dreq(dreq),
+            }
+            .encode(),
+        );
+    }
+    assert!(p.get_event(CP).is_none());
+    for (_, b) in &p.host.out {
+        assert_eq!(Mad::decode(b).unwrap().msg.attr_id(), mad::AttrId::Drep);
+    }
+    // malformed bytes are dropped
+    p.recv(0, &Dest::Peer(b"X".to_vec()), None, &[0u8; 10]);
+    p.recv(0, &Dest::Peer(b"X".to_vec()), None, &[0xffu8; 256]);
+    assert!(p.get_event(CP).is_none());
+    // the real connection still completes
+    p.host.out.clear();
+    p.accept(0, child, Some(5), Some(&param(2))).unwrap();
+    deliver(&mut p, &mut a, 0);
+    assert_eq!(a.get_event(CA).unwrap().event, ev::CONNECT_RESPONSE);
+}
+
+#[test]
+fn ud_connects_through_sidr() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    let l = p.create_id(CP, 7, ps::UDP, 0).unwrap();
+    p.bind(l, Addr::Ip(sa("127.0.0.1:7174"))).unwrap();
+    p.listen(l, 0).unwrap();
+    let h = a.create_id(CA, 8, ps::UDP, 0).unwrap();
+    a.resolve_addr(h, None, sa("127.0.0.1:7174")).unwrap();
+    a.get_event(CA).unwrap();
+    a.resolve_route(h).unwrap();
+    a.get_event(CA).unwrap();
+    a.connect(0, h, &param(0)).unwrap();
+    assert_eq!(deliver(&mut a, &mut p, 0), vec![mad::AttrId::SidrReq]);
+    let req = p.get_event(CP).unwrap();
+    assert_eq!(req.event, ev::CONNECT_REQUEST);
+    assert!(matches!(req.param, Param::Ud { .. }));
+    p.accept(0, req.id, Some(9), Some(&param(0x33))).unwrap();
+    assert_eq!(deliver(&mut p, &mut a, 0), vec![mad::AttrId::SidrRep]);
+    let e = a.get_event(CA).unwrap();
+    assert_eq!(e.event, ev::ESTABLISHED);
+    let Param::Ud { qp_num, qkey, ah, .. } = e.param else {
+        panic!()
+    };
+    assert_eq!((qp_num, qkey, ah.is_global), (0x33, UDP_QKEY, 1));
+    // a UD id's INIT carries the Q_Key
+    let init = a.init_qp_attr(h, 1).unwrap();
+    assert!(init.mask & qpm::QKEY != 0);
+    assert_eq!(init.qkey, UDP_QKEY);
+}
+
+#[test]
+fn ports_bind_once_and_errors_are_the_kernels() {
+    let mut p = Cma::new(Fake::new("P"));
+    let a = p.create_id(CP, 1, ps::TCP, 0).unwrap();
+    let b = p.create_id(CP, 2, ps::TCP, 0).unwrap();
+    p.bind(a, Addr::Ip(sa("127.0.0.1:5000"))).unwrap();
+    assert_eq!(p.bind(b, Addr::Ip(sa("127.0.0.1:5000"))), Err(EADDRINUSE));
+    assert_eq!(p.bind(a, Addr::Ip(sa("127.0.0.1:5001"))), Err(EINVAL));
+    assert_eq!(p.bind(b, Addr::Ip(sa("10.9.9.9:1"))), Err(EADDRNOTAVAIL));
+    assert_eq!(p.create_id(CP, 3, 0x9999, 0), Err(EINVAL));
+    assert_eq!(p.check(CA, a), Err(EINVAL));
+    assert_eq!(p.check(CP, 999), Err(ENOENT));
+    assert_eq!(p.connect(0, b, &param(1)), Err(EINVAL));
+    assert_eq!(p.init_qp_attr(b, 2), Err(EINVAL));
+    // destroy releases the port
+    p.destroy_id(CP, a).unwrap();
+    p.bind(b, Addr::Ip(sa("127.0.0.1:5000"))).unwrap();
+}

@@ -1,0 +1,490 @@
+//! The machine around the connection manager (`swrdma_cm::cma::Host`):
+//! which soft device answers for an address (asked of the libibverbs the
+//! process has loaded), the port spaces, and the carrier of CM messages.
+//!
+//! Carrier on `swr0` (processes of one user on one machine): Unix datagram
+//! sockets in the abstract namespace, one per process (its connections'
+//! messages) and one per bound port (`swrdma-cm/<uid>/<ps>/<port>`: holds
+//! the port as the kernel's port space would, and receives the REQs and
+//! SIDR_REQs of the listener on it).  Every datagram carries one 256-byte
+//! CM MAD; a datagram from another user is dropped (its credentials are
+//! checked), so the names being visible to other users gives them nothing.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use swrdma_cm::cma::{Dest, Dev, Host, EADDRINUSE, EADDRNOTAVAIL, ENETUNREACH, ENODEV};
+use swrdma_cm::mad::MAD_LEN;
+
+type ListFn = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
+type FreeListFn = unsafe extern "C" fn(*mut *mut c_void);
+type NameFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type GuidFn = unsafe extern "C" fn(*mut c_void) -> u64;
+type IndexFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type OpenFn = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
+type CloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type QueryDeviceFn = unsafe extern "C" fn(*mut c_void, *mut ibverbs_abi::ibv_device_attr) -> c_int;
+type QueryPortFn = unsafe extern "C" fn(*mut c_void, u8, *mut ibverbs_abi::ibv_port_attr) -> c_int;
+type QueryGidFn = unsafe extern "C" fn(*mut c_void, u8, c_int, *mut [u8; 16]) -> c_int;
+
+/// libibverbs entry points, found in the process (librdmacm loaded it).
+struct Verbs {
+    get_device_list: ListFn,
+    free_device_list: FreeListFn,
+    get_device_name: NameFn,
+    get_device_guid: GuidFn,
+    get_device_index: IndexFn,
+    open_device: OpenFn,
+    close_device: CloseFn,
+    query_device: QueryDeviceFn,
+    query_port: QueryPortFn,
+    query_gid: QueryGidFn,
+}
+
+fn sym(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches the
+    // loaded objects.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+impl Verbs {
+    fn load() -> Option<Verbs> {
+        macro_rules! f {
+            ($n:literal, $t:ty) => {
+                // SAFETY: the symbol is libibverbs' function of that name,
+                // whose C prototype is $t.
+                unsafe { std::mem::transmute::<*mut c_void, $t>(sym($n)?) }
+            };
+        }
+        Some(Verbs {
+            get_device_list: f!(c"ibv_get_device_list", ListFn),
+            free_device_list: f!(c"ibv_free_device_list", FreeListFn),
+            get_device_name: f!(c"ibv_get_device_name", NameFn),
+            get_device_guid: f!(c"ibv_get_device_guid", GuidFn),
+            get_device_index: f!(c"ibv_get_device_index", IndexFn),
+            open_device: f!(c"ibv_open_device", OpenFn),
+            close_device: f!(c"ibv_close_device", CloseFn),
+            query_device: f!(c"ibv_query_device", QueryDeviceFn),
+            query_port: f!(c"ibv_query_port", QueryPortFn),
+            query_gid: f!(c"ibv_query_gid", QueryGidFn),
+        })
+    }
+}
+
+/// One soft device, as the CM sees it.
+#[derive(Clone, Debug)]
+struct SoftDev {
+    dev: Dev,
+    /// (address, GID index) of every IP GID.
+    addrs: Vec<(IpAddr, u8, [u8; 16])>,
+}
+
+/// The names `RDMAV_SOFT_DEVICES` makes soft devices (`swr0`, `rw0@if`).
+pub fn soft_names() -> Vec<String> {
+    std::env::var("RDMAV_SOFT_DEVICES")
+        .unwrap_or_default()
+        .split(',')
+        .map(|e| e.split('@').next().unwrap_or("").trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+fn gid_ip(g: &[u8; 16]) -> Option<IpAddr> {
+    if *g == [0; 16] {
+        return None;
+    }
+    let v6 = std::net::Ipv6Addr::from(*g);
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(IpAddr::V4(v4));
+    }
+    // fe80::<EUI-64> default GIDs are addresses too (link-local IPv6).
+    Some(IpAddr::V6(v6))
+}
+
+fn scan(v: &Verbs) -> Vec<SoftDev> {
+    let names = soft_names();
+    let mut out = Vec::new();
+    let mut n: c_int = 0;
+    // SAFETY: libibverbs' list call; freed below.
+    let list = unsafe { (v.get_device_list)(&mut n) };
+    if list.is_null() {
+        return out;
+    }
+    for i in 0..n.max(0) as usize {
+        // SAFETY: the list holds n device pointers.
+        let d = unsafe { *list.add(i) };
+        // SAFETY: a device of the list; the name is a C string it owns.
+        let name = unsafe { CStr::from_ptr((v.get_device_name)(d)) }
+            .to_string_lossy()
+            .into_owned();
+        if !names.contains(&name) {
+            continue;
+        }
+        // SAFETY: as above.
+        let (guid, index) = unsafe { ((v.get_device_guid)(d), (v.get_device_index)(d)) };
+        // SAFETY: as above; closed below.
+        let ctx = unsafe { (v.open_device)(d) };
+        if ctx.is_null() {
+            continue;
+        }
+        // SAFETY: plain C structs, zeroed.
+        let mut da: ibverbs_abi::ibv_device_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut pa: [ibverbs_abi::ibv_port_attr; 2] = unsafe { std::mem::zeroed() };
+        // SAFETY: open context, out-structs of the right types (the port
+        // attribute has room for any generation's).
+        let ok = unsafe { (v.query_device)(ctx, &mut da) == 0 && (v.query_port)(ctx, 1, pa.as_mut_ptr()) == 0 };
+        if ok {
+            let mut addrs = Vec::new();
+            let len = pa[0].gid_tbl_len.clamp(0, 64);
+            for gi in 0..len {
+                let mut g = [0u8; 16];
+                // SAFETY: open context; 16-byte out buffer.
+                if unsafe { (v.query_gid)(ctx, 1, gi, &mut g) } == 0 {
+                    if let Some(ip) = gid_ip(&g) {
+                        addrs.push((ip, gi as u8, g));
+                    }
+                }
+            }
+            let dev = Dev {
+                name: name.clone(),
+                guid: u64::from_be(guid),
+                ibdev_index: index as u32,
+                port_num: 1,
+                gid_index: 0,
+                gid: [0; 16],
+                mtu: pa[0].active_mtu as u8,
+                pkey: 0xffff,
+                ack_delay: da.local_ca_ack_delay,
+                max_rd_atomic: da.max_qp_rd_atom.clamp(0, 255) as u8,
+            };
+            out.push(SoftDev { dev, addrs });
+        }
+        // SAFETY: the context opened above.
+        unsafe { (v.close_device)(ctx) };
+    }
+    // SAFETY: the list from get_device_list.
+    unsafe { (v.free_device_list)(list) };
+    out
+}
+
+fn abstract_addr(name: &[u8]) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: a plain C struct, zeroed.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let n = name.len().min(a.sun_path.len() - 1);
+    for (i, b) in name[..n].iter().enumerate() {
+        a.sun_path[i + 1] = *b as c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + 1 + n;
+    (a, len as libc::socklen_t)
+}
+
+fn dgram_socket() -> Option<OwnedFd> {
+    // SAFETY: socket(2) with constant arguments.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a descriptor we just made and own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let one: c_int = 1;
+    // SAFETY: a valid int option of our socket.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PASSCRED,
+            (&one as *const c_int).cast(),
+            std::mem::size_of::<c_int>() as libc::socklen_t,
+        )
+    };
+    Some(fd)
+}
+
+fn bind_abstract(fd: RawFd, name: &[u8]) -> Result<(), i32> {
+    let (a, len) = abstract_addr(name);
+    // SAFETY: a sockaddr_un of `len` bytes.
+    if unsafe { libc::bind(fd, (&a as *const libc::sockaddr_un).cast(), len) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL))
+    }
+}
+
+pub struct SoftHost {
+    verbs: Option<Verbs>,
+    devs: Option<Vec<SoftDev>>,
+    pub uid: u32,
+    /// The process's socket (connections' messages).
+    pub own: Option<OwnedFd>,
+    pub own_name: Vec<u8>,
+    /// Bound ports: (ps, port) -> socket holding it.
+    pub ports: HashMap<(u16, u16), OwnedFd>,
+    /// Ports given to ids without a socket (ephemeral ports of active ids).
+    local_ports: HashMap<(u16, u16), u32>,
+    rng: u64,
+    /// Sockets opened or closed since the progress thread last looked.
+    pub sockets_changed: bool,
+    /// Released port sockets, closed by the progress thread between its
+    /// polls (never while it may be polling them).
+    pub graveyard: Vec<OwnedFd>,
+}
+
+impl SoftHost {
+    pub fn new() -> SoftHost {
+        let mut seed = [0u8; 8];
+        // SAFETY: getrandom into an 8-byte buffer.
+        unsafe { libc::getrandom(seed.as_mut_ptr().cast(), 8, 0) };
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        SoftHost {
+            verbs: None,
+            devs: None,
+            uid,
+            own: None,
+            own_name: Vec::new(),
+            ports: HashMap::new(),
+            local_ports: HashMap::new(),
+            rng: u64::from_ne_bytes(seed) | 1,
+            sockets_changed: true,
+            graveyard: Vec::new(),
+        }
+    }
+
+    fn port_name(&self, ps: u16, port: u16) -> Vec<u8> {
+        format!("swrdma-cm/{}/{:04x}/{}", self.uid, ps, port).into_bytes()
+    }
+
+    /// The process's own socket, made on first use.
+    pub fn own_fd(&mut self) -> Option<RawFd> {
+        if self.own.is_none() {
+            let fd = dgram_socket()?;
+            for _ in 0..16 {
+                let r = self.random();
+                let name = format!("swrdma-cm/{}/p{}-{:08x}", self.uid, std::process::id(), r).into_bytes();
+                if bind_abstract(fd.as_raw_fd(), &name).is_ok() {
+                    self.own_name = name;
+                    self.own = Some(fd);
+                    self.sockets_changed = true;
+                    break;
+                }
+            }
+        }
+        self.own.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    fn devs(&mut self) -> &[SoftDev] {
+        if self.devs.is_none() {
+            if self.verbs.is_none() {
+                self.verbs = Verbs::load();
+            }
+            self.devs = Some(self.verbs.as_ref().map(scan).unwrap_or_default());
+        }
+        self.devs.as_deref().unwrap_or(&[])
+    }
+
+    fn dev_for(&mut self, ip: IpAddr) -> Option<Dev> {
+        self.devs().iter().find_map(|d| {
+            d.addrs.iter().find(|(a, _, _)| *a == ip).map(|(_, gi, g)| {
+                let mut dev = d.dev.clone();
+                dev.gid_index = *gi;
+                dev.gid = *g;
+                dev
+            })
+        })
+    }
+
+    /// Why an address has no device: the devices and addresses considered.
+    pub fn explain(&mut self, ip: IpAddr) -> String {
+        let names = soft_names();
+        let devs: Vec<String> = self
+            .devs()
+            .iter()
+            .map(|d| {
+                let a: Vec<String> = d.addrs.iter().map(|(ip, _, _)| ip.to_string()).collect();
+                format!("{} [{}]", d.dev.name, a.join(" "))
+            })
+            .collect();
+        format!(
+            "no soft RDMA device answers for {ip} (RDMAV_SOFT_DEVICES={}; devices and their addresses: {})",
+            if names.is_empty() {
+                "unset".to_string()
+            } else {
+                names.join(",")
+            },
+            if devs.is_empty() {
+                "none".to_string()
+            } else {
+                devs.join(", ")
+            }
+        )
+    }
+}
+
+impl Default for SoftHost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The source address the kernel's routing picks for `dst` (a UDP socket
+/// connected to it, no packet sent).
+fn route_source(dst: IpAddr) -> Option<IpAddr> {
+    let bind: SocketAddr = match dst {
+        IpAddr::V4(_) => "0.0.0.0:0".parse().ok()?,
+        IpAddr::V6(_) => "[::]:0".parse().ok()?,
+    };
+    let s = UdpSocket::bind(bind).ok()?;
+    s.connect(SocketAddr::new(dst, 4791)).ok()?;
+    s.local_addr().ok().map(|a| a.ip())
+}
+
+impl Host for SoftHost {
+    fn claim_port(&mut self, ps: u16, _ip: IpAddr, port: u16, _reuse: bool) -> Result<u16, i32> {
+        if port == 0 {
+            // An ephemeral port: not held machine-wide (nothing connects to
+            // an active side's port); unique in the process and not a port
+            // bound here.
+            let (lo, hi) = swrdma_cm::cma::EPHEMERAL;
+            for _ in 0..4096 {
+                let p = lo + (self.random() % (hi - lo + 1) as u32) as u16;
+                if !self.ports.contains_key(&(ps, p)) && !self.local_ports.contains_key(&(ps, p)) {
+                    self.local_ports.insert((ps, p), 1);
+                    return Ok(p);
+                }
+            }
+            return Err(EADDRINUSE);
+        }
+        if self.ports.contains_key(&(ps, port)) {
+            return Err(EADDRINUSE);
+        }
+        let fd = dgram_socket().ok_or(libc::ENOMEM)?;
+        let name = self.port_name(ps, port);
+        bind_abstract(fd.as_raw_fd(), &name).map_err(|e| if e == libc::EADDRINUSE { EADDRINUSE } else { e })?;
+        self.ports.insert((ps, port), fd);
+        self.sockets_changed = true;
+        Ok(port)
+    }
+
+    fn release_port(&mut self, ps: u16, port: u16) {
+        if self.local_ports.remove(&(ps, port)).is_none() {
+            if let Some(fd) = self.ports.remove(&(ps, port)) {
+                self.graveyard.push(fd);
+                self.sockets_changed = true;
+            }
+        }
+    }
+
+    fn device_for(&mut self, ip: IpAddr) -> Option<Dev> {
+        self.dev_for(ip)
+    }
+
+    fn route(&mut self, src: Option<IpAddr>, dst: IpAddr) -> Result<(Dev, IpAddr), i32> {
+        let local = match src {
+            Some(s) => s,
+            None => {
+                // A destination that is one of our addresses is reached from
+                // itself (the kernel routes local addresses through lo).
+                if self.dev_for(dst).is_some() {
+                    dst
+                } else {
+                    route_source(dst).ok_or(ENETUNREACH)?
+                }
+            }
+        };
+        match self.dev_for(local) {
+            Some(d) => Ok((d, local)),
+            None if src.is_some() => Err(EADDRNOTAVAIL),
+            None => Err(ENODEV),
+        }
+    }
+
+    fn send(&mut self, to: &Dest, mad: &[u8; MAD_LEN]) {
+        let Some(fd) = self.own_fd() else { return };
+        let name = match to {
+            Dest::Listener { ps, port, .. } => self.port_name(*ps, *port),
+            Dest::Peer(n) => n.clone(),
+        };
+        let (a, len) = abstract_addr(&name);
+        // SAFETY: our socket, a 256-byte buffer, a sockaddr_un of `len`.
+        unsafe {
+            libc::sendto(
+                fd,
+                mad.as_ptr().cast(),
+                MAD_LEN,
+                libc::MSG_DONTWAIT,
+                (&a as *const libc::sockaddr_un).cast(),
+                len,
+            )
+        };
+    }
+
+    fn random(&mut self) -> u32 {
+        // xorshift64*: comm IDs and PSNs need to be hard to guess only
+        // against other hosts (the wire); seeded from getrandom.
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
+    }
+}
+
+/// One received datagram: its bytes and the sender's abstract name, when
+/// the sender is of our user.
+pub fn recv_one(fd: RawFd, uid: u32) -> Option<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut buf = [0u8; 512];
+    // SAFETY: plain C structs, zeroed.
+    let mut from: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: as above.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut from as *mut libc::sockaddr_un).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf);
+    // SAFETY: every pointer of msg points into the locals above.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return None;
+    }
+    let mut sender_uid = None;
+    // SAFETY: walking the control messages the kernel wrote into cbuf.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_CREDENTIALS {
+                let cr = libc::CMSG_DATA(c).cast::<libc::ucred>().read_unaligned();
+                sender_uid = Some(cr.uid);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if sender_uid != Some(uid) {
+        return Some(None);
+    }
+    let nl = msg.msg_namelen as usize;
+    let off = std::mem::size_of::<libc::sa_family_t>();
+    if nl <= off + 1 || from.sun_path[0] != 0 {
+        return Some(None);
+    }
+    let name: Vec<u8> = from.sun_path[1..nl - off].iter().map(|c| *c as u8).collect();
+    Some(Some((buf[..n as usize].to_vec(), name)))
+}

@@ -1,0 +1,617 @@
+//! The character device itself: channels (one per open of
+//! `/dev/infiniband/rdma_cm`, an eventfd the application may poll: readable
+//! while events are queued), and each `write()` command read from the
+//! caller's memory, checked as the kernel's `ucma_write` and its handlers
+//! check it, answered by the model and written back to the response
+//! pointer the command names.  Memory is read and written with
+//! `process_vm_readv`/`writev` on ourselves, so a bad pointer is `EFAULT`,
+//! as from the kernel, not a crash.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use swrdma_cm::cma::{self, Addr, ChanId, Cma};
+
+use crate::abi::{self, cmd, size, u16_at, u32_at, u64_at, SockAddr};
+use crate::host::SoftHost;
+
+pub struct Chan {
+    pub id: ChanId,
+    /// The eventfd holds 1 while the queue is not empty.
+    pub signalled: bool,
+}
+
+pub struct Model {
+    pub cma: Cma<SoftHost>,
+    pub chans: HashMap<RawFd, Chan>,
+    next_chan: ChanId,
+}
+
+static MODEL: OnceLock<Mutex<Model>> = OnceLock::new();
+
+pub fn model() -> MutexGuard<'static, Model> {
+    let m = MODEL.get_or_init(|| {
+        let mut cma = Cma::new(SoftHost::new());
+        cma.timeout_override_ms = std::env::var("SWRDMA_CM_TIMEOUT_MS").ok().and_then(|v| v.parse().ok());
+        Mutex::new(Model {
+            cma,
+            chans: HashMap::new(),
+            next_chan: 1,
+        })
+    });
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn now() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime into a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// Reads `len` bytes of the caller's memory at `addr` (EFAULT if any is
+/// not readable).
+pub fn read_user(addr: u64, len: usize) -> Result<Vec<u8>, i32> {
+    let mut v = vec![0u8; len];
+    if len == 0 {
+        return Ok(v);
+    }
+    let local = libc::iovec {
+        iov_base: v.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: reads our own memory through the kernel's checked copy into
+    // the local buffer of `len` bytes.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    if n == len as isize {
+        Ok(v)
+    } else {
+        Err(libc::EFAULT)
+    }
+}
+
+/// Writes `data` to the caller's memory at `addr` (EFAULT if it cannot).
+pub fn write_user(addr: u64, data: &[u8]) -> Result<(), i32> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let local = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: writes our own memory through the kernel's checked copy.
+    let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
+    if n == data.len() as isize {
+        Ok(())
+    } else {
+        Err(libc::EFAULT)
+    }
+}
+
+impl Model {
+    /// A new channel on eventfd `fd`.
+    pub fn open_channel(&mut self, fd: RawFd) {
+        let id = self.next_chan;
+        self.next_chan += 1;
+        self.chans.insert(fd, Chan { id, signalled: false });
+    }
+
+    pub fn close_channel(&mut self, fd: RawFd) {
+        if let Some(c) = self.chans.remove(&fd) {
+            self.cma.close_channel(c.id);
+            self.settle();
+        }
+    }
+
+    fn chan_fd(&self, id: ChanId) -> Option<RawFd> {
+        self.chans.iter().find(|(_, c)| c.id == id).map(|(fd, _)| *fd)
+    }
+
+    /// Brings every changed channel's eventfd in line with its queue, and
+    /// closes the sockets of released ports.
+    pub fn settle(&mut self) {
+        for id in self.cma.take_dirty() {
+            let Some(fd) = self.chan_fd(id) else { continue };
+            let pending = self.cma.pending(id) > 0;
+            let Some(c) = self.chans.get_mut(&fd) else { continue };
+            if pending && !c.signalled {
+                // SAFETY: our eventfd (glibc's eventfd_write is not the
+                // interposed write).
+                unsafe { libc::eventfd_write(fd, 1) };
+                c.signalled = true;
+            } else if !pending && c.signalled {
+                let mut v: libc::eventfd_t = 0;
+                // SAFETY: our eventfd; it holds 1, so this does not block.
+                unsafe { libc::eventfd_read(fd, &mut v) };
+                c.signalled = false;
+            }
+        }
+    }
+}
+
+/// One `write()` on channel `fd`: the byte count or the errno.
+pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
+    if len < abi::HDR_LEN {
+        return Err(libc::EINVAL);
+    }
+    let hdr = read_user(buf as u64, abi::HDR_LEN)?;
+    let (c, inl, outl) = (u32_at(&hdr, 0), u16_at(&hdr, 4) as usize, u16_at(&hdr, 6) as usize);
+    if c >= cmd::COUNT {
+        return Err(libc::EINVAL);
+    }
+    if inl + abi::HDR_LEN > len {
+        return Err(libc::EINVAL);
+    }
+    let inbuf = buf as u64 + abi::HDR_LEN as u64;
+    if c == cmd::GET_EVENT {
+        return get_event(fd, inbuf, outl).map(|_| len);
+    }
+    let r = {
+        let mut m = model();
+        let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
+        let r = run(&mut m, fd, chan, c, inbuf, outl);
+        m.settle();
+        r
+    };
+    crate::progress::kick();
+    if trace() {
+        eprintln!("swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}");
+    }
+    r.map(|_| len)
+}
+
+/// `SWRDMA_CM_TRACE=1`: every command, answer, event and message on
+/// stderr.
+pub fn trace() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SWRDMA_CM_TRACE").is_some_and(|v| v != "0"))
+}
+
+fn args(inbuf: u64, n: usize) -> Result<Vec<u8>, i32> {
+    read_user(inbuf, n)
+}
+
+fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: u64, outl: usize) -> Result<(), i32> {
+    let t = now();
+    match c {
+        cmd::CREATE_ID => {
+            let a = args(inbuf, size::CREATE_ID)?;
+            if outl < size::CREATE_ID_RESP {
+                return Err(libc::ENOSPC);
+            }
+            let h = m.cma.create_id(chan, u64_at(&a, 0), u16_at(&a, 16), a[18])?;
+            if let Err(e) = write_user(u64_at(&a, 8), &h.to_ne_bytes()) {
+                let _ = m.cma.destroy_id(chan, h);
+                return Err(e);
+            }
+            Ok(())
+        }
+        cmd::DESTROY_ID => {
+            let a = args(inbuf, size::DESTROY_ID)?;
+            if outl < size::DESTROY_ID_RESP {
+                return Err(libc::ENOSPC);
+            }
+            let h = u32_at(&a, 8);
+            m.cma.check(chan, h)?;
+            let n = m.cma.destroy_id(chan, h)?;
+            write_user(u64_at(&a, 0), &n.to_ne_bytes())
+        }
+        cmd::BIND_IP => {
+            let a = args(inbuf, size::BIND_IP)?;
+            let h = u32_at(&a, 36);
+            m.cma.check(chan, h)?;
+            let Some(SockAddr::Ip(sa)) = abi::parse_addr(&a[8..36]) else {
+                return Err(libc::EINVAL);
+            };
+            bind(m, h, Addr::Ip(sa))
+        }
+        cmd::BIND => {
+            let a = args(inbuf, size::BIND)?;
+            let h = u32_at(&a, 0);
+            let asz = u16_at(&a, 4) as usize;
+            if u16_at(&a, 6) != 0 || asz == 0 || asz != abi::addr_size(&a[8..]) {
+                return Err(libc::EINVAL);
+            }
+            m.cma.check(chan, h)?;
+            match abi::parse_addr(&a[8..]) {
+                Some(SockAddr::Ip(sa)) => bind(m, h, Addr::Ip(sa)),
+                Some(SockAddr::Ib {
+                    pkey,
+                    gid,
+                    sid,
+                    sid_mask,
+                }) => m.cma.bind(
+                    h,
+                    Addr::Ib {
+                        pkey,
+                        gid,
+                        sid,
+                        sid_mask,
+                    },
+                ),
+                None => Err(libc::EINVAL),
+            }
+        }
+        cmd::RESOLVE_IP | cmd::RESOLVE_ADDR => {
+            let (h, src, dst) = if c == cmd::RESOLVE_IP {
+                let a = args(inbuf, size::RESOLVE_IP)?;
+                let src = abi::parse_addr(&a[0..28]);
+                let dst = abi::parse_addr(&a[28..56]);
+                (u32_at(&a, 56), src, dst)
+            } else {
+                let a = args(inbuf, size::RESOLVE_ADDR)?;
+                let (ss, ds) = (u16_at(&a, 8) as usize, u16_at(&a, 10) as usize);
+                if u32_at(&a, 12) != 0
+                    || (ss != 0 && ss != abi::addr_size(&a[16..]))
+                    || ds == 0
+                    || ds != abi::addr_size(&a[144..])
+                {
+                    return Err(libc::EINVAL);
+                }
+                let src = if ss == 0 { None } else { abi::parse_addr(&a[16..]) };
+                (u32_at(&a, 0), src, abi::parse_addr(&a[144..]))
+            };
+            m.cma.check(chan, h)?;
+            let Some(SockAddr::Ip(dst)) = dst else {
+                return Err(libc::EAFNOSUPPORT);
+            };
+            let src = match src {
+                Some(SockAddr::Ip(s)) => Some(s),
+                Some(SockAddr::Ib { .. }) => return Err(libc::EAFNOSUPPORT),
+                None => None,
+            };
+            let r = m.cma.resolve_addr(h, src, dst);
+            if r == Err(libc::ENODEV) {
+                explain(m, dst.ip());
+            }
+            r
+        }
+        cmd::RESOLVE_ROUTE => {
+            let a = args(inbuf, size::RESOLVE_ROUTE)?;
+            let h = u32_at(&a, 0);
+            m.cma.check(chan, h)?;
+            m.cma.resolve_route(h)
+        }
+        cmd::QUERY_ROUTE => {
+            let a = args(inbuf, size::QUERY)?;
+            let h = u32_at(&a, 8);
+            m.cma.check(chan, h)?;
+            if outl < size::QUERY_ROUTE_RESP {
+                return Err(libc::ENOSPC);
+            }
+            let b = query_route(m, h)?;
+            write_user(u64_at(&a, 0), &b)
+        }
+        cmd::QUERY => {
+            let a = args(inbuf, size::QUERY)?;
+            let h = u32_at(&a, 8);
+            m.cma.check(chan, h)?;
+            let resp = u64_at(&a, 0);
+            match u32_at(&a, 12) {
+                0 => {
+                    if outl < size::QUERY_ADDR_RESP {
+                        return Err(libc::ENOSPC);
+                    }
+                    write_user(resp, &query_addr(m, h)?)
+                }
+                1 => {
+                    if outl < size::QUERY_PATH_RESP {
+                        return Err(libc::ENOSPC);
+                    }
+                    let paths = m.cma.query_path(h)?;
+                    let fit = (outl - size::QUERY_PATH_RESP) / size::PATH_DATA;
+                    let n = paths.len().min(fit);
+                    let mut b = vec![0u8; size::QUERY_PATH_RESP + n * size::PATH_DATA];
+                    abi::put32(&mut b, 0, n as u32);
+                    for (i, p) in paths.iter().take(n).enumerate() {
+                        let o = size::QUERY_PATH_RESP + i * size::PATH_DATA;
+                        // IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL
+                        abi::put32(&mut b, o, 1 << 1 | 1 << 2 | 1 << 4);
+                        b[o + 8..o + 72].copy_from_slice(p);
+                    }
+                    write_user(resp, &b)
+                }
+                2 => {
+                    if outl < size::QUERY_ADDR_RESP {
+                        return Err(libc::ENOSPC);
+                    }
+                    let (sgid, dgid, pkey, sid) = m.cma.query_gid(h)?;
+                    let (dev, _, _) = m.cma.query_addr(h)?;
+                    let mut b = vec![0u8; size::QUERY_ADDR_RESP];
+                    if let Some(d) = &dev {
+                        abi::put64(&mut b, 0, d.guid.to_be());
+                        b[8] = d.port_num;
+                        abi::put32(&mut b, 272, d.ibdev_index);
+                    }
+                    abi::put16(&mut b, 10, pkey);
+                    abi::put16(&mut b, 12, abi::SOCKADDR_IB_LEN as u16);
+                    abi::put16(&mut b, 14, abi::SOCKADDR_IB_LEN as u16);
+                    abi::write_ib(&mut b[16..144], pkey, &sgid, sid);
+                    abi::write_ib(&mut b[144..272], pkey, &dgid, sid);
+                    write_user(resp, &b)
+                }
+                _ => Err(libc::ENOSYS),
+            }
+        }
+        cmd::CONNECT => {
+            let a = args(inbuf, size::CONNECT)?;
+            let p = abi::parse_conn_param(&a[0..272]);
+            let h = u32_at(&a, 272);
+            m.cma.check(chan, h)?;
+            if !p.valid {
+                return Err(libc::EINVAL);
+            }
+            m.cma.connect(t, h, &p)
+        }
+        cmd::LISTEN => {
+            let a = args(inbuf, size::LISTEN)?;
+            let h = u32_at(&a, 0);
+            m.cma.check(chan, h)?;
+            m.cma.listen(h, u32_at(&a, 4))
+        }
+        cmd::ACCEPT => {
+            let a = args(inbuf, size::ACCEPT)?;
+            let p = abi::parse_conn_param(&a[8..280]);
+            let h = u32_at(&a, 280);
+            m.cma.check(chan, h)?;
+            if p.valid {
+                m.cma.accept(t, h, Some(u64_at(&a, 0)), Some(&p))
+            } else {
+                m.cma.accept(t, h, None, None)
+            }
+        }
+        cmd::REJECT => {
+            let a = args(inbuf, size::REJECT)?;
+            let h = u32_at(&a, 0);
+            m.cma.check(chan, h)?;
+            let reason = if a[5] == 0 { 28 } else { a[5] };
+            if reason != 28 && reason != 35 {
+                return Err(libc::EINVAL);
+            }
+            let n = a[4] as usize;
+            m.cma.reject(h, reason, &a[8..8 + n.min(256)])
+        }
+        cmd::DISCONNECT => {
+            let a = args(inbuf, size::DISCONNECT)?;
+            let h = u32_at(&a, 0);
+            m.cma.check(chan, h)?;
+            m.cma.disconnect(t, h)
+        }
+        cmd::INIT_QP_ATTR => {
+            let a = args(inbuf, size::INIT_QP_ATTR)?;
+            if outl < size::QP_ATTR_RESP {
+                return Err(libc::ENOSPC);
+            }
+            let h = u32_at(&a, 8);
+            let state = u32_at(&a, 12);
+            m.cma.check(chan, h)?;
+            if state > 6 {
+                return Err(libc::EINVAL);
+            }
+            let attr = m.cma.init_qp_attr(h, state)?;
+            write_user(u64_at(&a, 0), &abi::write_qp_attr(&attr))
+        }
+        cmd::SET_OPTION => {
+            let a = args(inbuf, size::SET_OPTION)?;
+            let h = u32_at(&a, 8);
+            m.cma.check(chan, h)?;
+            let optlen = u32_at(&a, 20) as usize;
+            if optlen > 1 << 22 {
+                return Err(libc::EINVAL);
+            }
+            let val = read_user(u64_at(&a, 0), optlen)?;
+            m.cma.set_option(h, u32_at(&a, 12), u32_at(&a, 16), &val)
+        }
+        cmd::GET_OPTION => Err(libc::ENOSYS),
+        cmd::NOTIFY => {
+            let a = args(inbuf, size::NOTIFY)?;
+            let h = u32_at(&a, 0);
+            m.cma.check(chan, h)?;
+            m.cma.notify(h, u32_at(&a, 4))
+        }
+        cmd::MIGRATE_ID => {
+            let a = args(inbuf, size::MIGRATE_ID)?;
+            let h = u32_at(&a, 8);
+            let from_fd = u32_at(&a, 12) as RawFd;
+            let Some(from) = m.chans.get(&from_fd).map(|c| c.id) else {
+                // SAFETY: fcntl on a caller-given descriptor only asks.
+                let open = unsafe { libc::fcntl(from_fd, libc::F_GETFD) } >= 0;
+                return Err(if open { libc::EINVAL } else { libc::ENOENT });
+            };
+            if outl < size::MIGRATE_RESP {
+                return Err(libc::ENOSPC);
+            }
+            m.cma.check(from, h)?;
+            let n = m.cma.migrate(h, from, chan)?;
+            write_user(u64_at(&a, 0), &n.to_ne_bytes())
+        }
+        // Multicast is not implemented on the soft devices yet.
+        cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST | cmd::LEAVE_MCAST => Err(libc::ENOSYS),
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+fn bind(m: &mut Model, h: u32, addr: Addr) -> Result<(), i32> {
+    let r = m.cma.bind(h, addr);
+    if r == Err(libc::EADDRNOTAVAIL) {
+        if let Addr::Ip(sa) = addr {
+            explain(m, sa.ip());
+        }
+        // The kernel's answer for an address of no RDMA device.
+        return Err(libc::ENODEV);
+    }
+    r
+}
+
+/// With `VERBS_LOG_LEVEL` (or `SWRDMA_CM_DEBUG`) set, one line on stderr
+/// saying why an address has no device.
+fn explain(m: &mut Model, ip: IpAddr) {
+    let on = std::env::var("VERBS_LOG_LEVEL").is_ok_and(|v| v.parse::<u32>().is_ok_and(|n| n >= 3))
+        || std::env::var_os("SWRDMA_CM_DEBUG").is_some();
+    if on {
+        let why = m.cma.host.explain(ip);
+        eprintln!("swrdma-ucma: {why}");
+    }
+}
+
+fn query_addr(m: &mut Model, h: u32) -> Result<Vec<u8>, i32> {
+    let (dev, src, dst) = m.cma.query_addr(h)?;
+    let mut b = vec![0u8; size::QUERY_ADDR_RESP];
+    let mut ibdev = u32::MAX;
+    if let Some(d) = &dev {
+        abi::put64(&mut b, 0, d.guid.to_be());
+        b[8] = d.port_num;
+        abi::put16(&mut b, 10, d.pkey);
+        ibdev = d.ibdev_index;
+    }
+    let ss = match src {
+        Some(Addr::Ip(a)) => abi::write_ip(&mut b[16..144], &a),
+        Some(Addr::Ib { pkey, gid, sid, .. }) => abi::write_ib(&mut b[16..144], pkey, &gid, sid),
+        None => abi::write_ip(&mut b[16..144], &SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)),
+    };
+    let ds = match dst {
+        Some(a) => abi::write_ip(&mut b[144..272], &a),
+        None => {
+            let fam = match src {
+                Some(Addr::Ip(a)) => abi::any_like(a.ip()),
+                _ => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            };
+            if matches!(src, Some(Addr::Ib { .. })) {
+                abi::write_ib(&mut b[144..272], 0, &[0; 16], 0)
+            } else {
+                abi::write_ip(&mut b[144..272], &SocketAddr::new(fam, 0))
+            }
+        }
+    };
+    abi::put16(&mut b, 12, ss as u16);
+    abi::put16(&mut b, 14, ds as u16);
+    abi::put32(&mut b, 272, ibdev);
+    Ok(b)
+}
+
+fn query_route(m: &mut Model, h: u32) -> Result<Vec<u8>, i32> {
+    let (dev, src, dst) = m.cma.query_addr(h)?;
+    let (sgid, dgid, _, _) = m.cma.query_gid(h)?;
+    let mut b = vec![0u8; size::QUERY_ROUTE_RESP];
+    if let Some(d) = &dev {
+        abi::put64(&mut b, 0, d.guid.to_be());
+        b[196] = d.port_num;
+        abi::put32(&mut b, 200, d.ibdev_index);
+    } else {
+        abi::put32(&mut b, 200, u32::MAX);
+    }
+    // ib_route[0]: dgid, sgid, ..., pkey at 56 of the 64-byte record
+    b[8..24].copy_from_slice(&dgid);
+    b[24..40].copy_from_slice(&sgid);
+    abi::put16(&mut b, 8 + 56, 0xffff);
+    let paths = m.cma.query_path(h)?;
+    abi::put32(&mut b, 192, paths.len().min(2) as u32);
+    if let Some(Addr::Ip(a)) = src {
+        abi::write_ip(&mut b[136..164], &a);
+    }
+    if let Some(a) = dst {
+        abi::write_ip(&mut b[164..192], &a);
+    }
+    Ok(b)
+}
+
+/// `GET_EVENT`: blocks (unless the channel is non-blocking) until an event
+/// is queued, then writes it to the response pointer.
+fn get_event(fd: RawFd, inbuf: u64, outl: usize) -> Result<(), i32> {
+    let a = args(inbuf, size::GET_EVENT)?;
+    if outl < size::EVENT_RESP_MIN {
+        return Err(libc::ENOSPC);
+    }
+    loop {
+        {
+            let mut m = model();
+            let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
+            if let Some(e) = m.cma.get_event(chan) {
+                m.settle();
+                drop(m);
+                if trace() {
+                    eprintln!("swrdma-ucma: fd {fd} event {e:?}");
+                }
+                let b = abi::write_event(&e);
+                return write_user(u64_at(&a, 0), &b[..outl.min(b.len())]);
+            }
+        }
+        // SAFETY: F_GETFL on the channel descriptor.
+        let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if fl >= 0 && fl & libc::O_NONBLOCK != 0 {
+            return Err(libc::EAGAIN);
+        }
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r < 0 && errno() == libc::EINTR {
+            return Err(libc::EINTR);
+        }
+    }
+}
+
+/// The progress thread's work: every datagram waiting on the process's
+/// sockets, then the timers.
+pub fn pump(ready: &[RawFd]) {
+    let mut m = model();
+    let t = now();
+    let uid = m.cma.host.uid;
+    let own = m.cma.host.own.as_ref().map(|f| f.as_raw_fd());
+    let ports: Vec<((u16, u16), RawFd)> = m.cma.host.ports.iter().map(|(k, f)| (*k, f.as_raw_fd())).collect();
+    for &fd in ready {
+        let to_port = if Some(fd) == own {
+            None
+        } else {
+            ports.iter().find(|(_, f)| *f == fd).map(|(k, _)| *k)
+        };
+        if Some(fd) != own && to_port.is_none() {
+            continue;
+        }
+        for _ in 0..64 {
+            match crate::host::recv_one(fd, uid) {
+                None => break,
+                Some(None) => continue,
+                Some(Some((bytes, from))) => {
+                    if trace() {
+                        let m = swrdma_cm::mad::Mad::decode(&bytes);
+                        eprintln!(
+                            "swrdma-ucma: recv from {} port {to_port:?}: {m:?}",
+                            String::from_utf8_lossy(&from)
+                        );
+                    }
+                    m.cma.recv(t, &cma::Dest::Peer(from), to_port, &bytes);
+                }
+            }
+        }
+    }
+    m.cma.tick(t);
+    m.settle();
+}
+
+/// The descriptors the progress thread waits on and the next deadline.
+pub fn watch() -> (Vec<RawFd>, Option<u64>) {
+    let mut m = model();
+    m.cma.host.graveyard.clear();
+    let _ = m.cma.host.own_fd();
+    let mut fds: Vec<RawFd> = m.cma.host.own.iter().map(|f| f.as_raw_fd()).collect();
+    fds.extend(m.cma.host.ports.values().map(|f| f.as_raw_fd()));
+    (fds, m.cma.next_deadline())
+}
