@@ -238,7 +238,15 @@ pub struct SoftHost {
     /// Released port sockets, closed by the progress thread between its
     /// polls (never while it may be polling them).
     pub graveyard: Vec<OwnedFd>,
+    /// Messages a full receiver refused (a Unix datagram queue holds
+    /// `net.unix.max_dgram_qlen` datagrams, 10 by default): sent again by
+    /// the progress thread, in order, for up to [`PENDING_FOR_NS`].
+    pub pending: std::collections::VecDeque<(Vec<u8>, [u8; MAD_LEN], u64)>,
 }
+
+/// How long a message waits for a full receiver before it is dropped (the
+/// CM's own retries take over).
+pub const PENDING_FOR_NS: u64 = 1_000_000_000;
 
 impl SoftHost {
     pub fn new() -> SoftHost {
@@ -258,6 +266,7 @@ impl SoftHost {
             rng: u64::from_ne_bytes(seed) | 1,
             sockets_changed: true,
             graveyard: Vec::new(),
+            pending: std::collections::VecDeque::new(),
         }
     }
 
@@ -302,6 +311,42 @@ impl SoftHost {
                 dev
             })
         })
+    }
+
+    /// Sends one datagram; false when the receiver's queue is full.
+    fn try_send(&mut self, name: &[u8], mad: &[u8; MAD_LEN]) -> bool {
+        let Some(fd) = self.own_fd() else { return true };
+        let (a, len) = abstract_addr(name);
+        // SAFETY: our socket, a 256-byte buffer, a sockaddr_un of `len`.
+        let r = unsafe {
+            libc::sendto(
+                fd,
+                mad.as_ptr().cast(),
+                MAD_LEN,
+                libc::MSG_DONTWAIT,
+                (&a as *const libc::sockaddr_un).cast(),
+                len,
+            )
+        };
+        r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
+    }
+
+    /// Sends what waited for a full receiver, in order; drops what waited
+    /// too long.
+    pub fn flush_pending(&mut self, now: u64) {
+        let mut left = std::collections::VecDeque::new();
+        let mut blocked: Vec<Vec<u8>> = Vec::new();
+        while let Some((name, mad, until)) = self.pending.pop_front() {
+            if blocked.contains(&name) || !self.try_send(&name, &mad) {
+                if now < until {
+                    if !blocked.contains(&name) {
+                        blocked.push(name.clone());
+                    }
+                    left.push_back((name, mad, until));
+                }
+            }
+        }
+        self.pending = left;
     }
 
     /// Why an address has no device: the devices and addresses considered.
@@ -410,23 +455,14 @@ impl Host for SoftHost {
     }
 
     fn send(&mut self, to: &Dest, mad: &[u8; MAD_LEN]) {
-        let Some(fd) = self.own_fd() else { return };
         let name = match to {
             Dest::Listener { ps, port, .. } => self.port_name(*ps, *port),
             Dest::Peer(n) => n.clone(),
         };
-        let (a, len) = abstract_addr(&name);
-        // SAFETY: our socket, a 256-byte buffer, a sockaddr_un of `len`.
-        unsafe {
-            libc::sendto(
-                fd,
-                mad.as_ptr().cast(),
-                MAD_LEN,
-                libc::MSG_DONTWAIT,
-                (&a as *const libc::sockaddr_un).cast(),
-                len,
-            )
-        };
+        if self.pending.iter().any(|(n, _, _)| *n == name) || !self.try_send(&name, mad) {
+            self.pending
+                .push_back((name, *mad, crate::ucma::now() + PENDING_FOR_NS));
+        }
     }
 
     fn random(&mut self) -> u32 {

@@ -603,6 +603,7 @@ pub fn pump(ready: &[RawFd]) {
         }
     }
     m.cma.tick(t);
+    m.cma.host.flush_pending(t);
     m.settle();
 }
 
@@ -613,5 +614,11 @@ pub fn watch() -> (Vec<RawFd>, Option<u64>) {
     let _ = m.cma.host.own_fd();
     let mut fds: Vec<RawFd> = m.cma.host.own.iter().map(|f| f.as_raw_fd()).collect();
     fds.extend(m.cma.host.ports.values().map(|f| f.as_raw_fd()));
-    (fds, m.cma.next_deadline())
+    let mut deadline = m.cma.next_deadline();
+    if !m.cma.host.pending.is_empty() {
+        // a full receiver: try again in a millisecond
+        let soon = now() + 1_000_000;
+        deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
+    }
+    (fds, deadline)
 }
