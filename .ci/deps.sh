@@ -3,7 +3,7 @@
 # the real upstream pieces we compare against and the tools the suites use.
 # Idempotent: does nothing when everything is present.
 set -eu
-PKGS="libibverbs1 libibverbs-dev ibverbs-utils ibverbs-providers perftest python3-pyverbs pkg-config clang gcc g++ make python3 binutils util-linux dpkg-dev debhelper fakeroot lintian mmdebstrap ucx-utils openmpi-bin libopenmpi-dev libfabric-bin qperf iproute2"
+PKGS="libibverbs1 libibverbs-dev ibverbs-utils ibverbs-providers perftest python3-pyverbs pkg-config clang gcc g++ make python3 binutils util-linux dpkg-dev debhelper fakeroot lintian mmdebstrap ucx-utils openmpi-bin libopenmpi-dev libfabric-bin qperf iproute2 rdmacm-utils librdmacm-dev fio"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # install_missing PRE PKG...: installs the PKGs not installed yet, after

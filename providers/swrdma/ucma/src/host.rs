@@ -337,13 +337,12 @@ impl SoftHost {
         let mut left = std::collections::VecDeque::new();
         let mut blocked: Vec<Vec<u8>> = Vec::new();
         while let Some((name, mad, until)) = self.pending.pop_front() {
-            if blocked.contains(&name) || !self.try_send(&name, &mad) {
-                if now < until {
-                    if !blocked.contains(&name) {
-                        blocked.push(name.clone());
-                    }
-                    left.push_back((name, mad, until));
+            let waits = blocked.contains(&name) || !self.try_send(&name, &mad);
+            if waits && now < until {
+                if !blocked.contains(&name) {
+                    blocked.push(name.clone());
                 }
+                left.push_back((name, mad, until));
             }
         }
         self.pending = left;
