@@ -131,6 +131,9 @@ pub trait Host {
     /// ephemeral port).  The port or the errno.
     fn claim_port(&mut self, ps: u16, ip: IpAddr, port: u16, reuse: bool) -> Result<u16, i32>;
     fn release_port(&mut self, ps: u16, port: u16);
+    /// A port about to be listened on: the host makes it reachable by
+    /// requests (an ephemeral port taken without that is made so now).
+    fn listen_port(&mut self, ps: u16, port: u16) -> Result<(), i32>;
     /// The soft device that answers for local address `ip` (`None`: no
     /// device; the caller's ENODEV).
     fn device_for(&mut self, ip: IpAddr) -> Option<Dev>;
@@ -758,6 +761,11 @@ impl<H: Host> Cma<H> {
             }
             IdState::AddrBound => {}
             _ => return Err(EINVAL),
+        }
+        let id = self.ids.get(&h).ok_or(ENOENT)?;
+        if let (Some(p), Some(Addr::Ip(_))) = (id.port, id.src) {
+            let ps = id.ps;
+            self.host.listen_port(ps, p)?;
         }
         let id = self.id(h)?;
         id.backlog = backlog;

@@ -62,6 +62,9 @@ impl Host for Fake {
     fn release_port(&mut self, ps: u16, port: u16) {
         self.ports.retain(|p| *p != (ps, port));
     }
+    fn listen_port(&mut self, _ps: u16, _port: u16) -> Result<(), i32> {
+        Ok(())
+    }
     fn device_for(&mut self, ip: IpAddr) -> Option<Dev> {
         (ip == IpAddr::from([127, 0, 0, 1])).then(dev)
     }

@@ -429,6 +429,19 @@ impl Host for SoftHost {
         }
     }
 
+    fn listen_port(&mut self, ps: u16, port: u16) -> Result<(), i32> {
+        if self.ports.contains_key(&(ps, port)) {
+            return Ok(());
+        }
+        // An ephemeral port (bind to port 0) becomes a machine-wide one.
+        let fd = dgram_socket().ok_or(libc::ENOMEM)?;
+        bind_abstract(fd.as_raw_fd(), &self.port_name(ps, port))?;
+        self.local_ports.remove(&(ps, port));
+        self.ports.insert((ps, port), fd);
+        self.sockets_changed = true;
+        Ok(())
+    }
+
     fn device_for(&mut self, ip: IpAddr) -> Option<Dev> {
         self.dev_for(ip)
     }
