@@ -125,6 +125,10 @@ install: lib swrdma libibverbs.pc.in
 	    $(DESTDIR)$(LIBDIR)/libibverbs
 	install -m 0644 $(BUILD)/lib/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(LIBFILE)
 	install -m 0644 $(SWRDMA_SO) $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so
+	install -d $(DESTDIR)$(LIBDIR)/swrdma $(DESTDIR)$(PREFIX)/bin
+	install -m 0644 $(BUILD)/lib/libswrdma-ucma.so $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so
+	sed -e 's|@UCMA_LIB@|$(LIBDIR)/swrdma/libswrdma-ucma.so|' providers/swrdma/ucma/swrdma-cm > $(DESTDIR)$(PREFIX)/bin/swrdma-cm
+	chmod 0755 $(DESTDIR)$(PREFIX)/bin/swrdma-cm
 	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libibverbs.so
 	for h in $(HEADERS); do install -m 0644 include/infiniband/$$h $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
@@ -135,7 +139,10 @@ install: lib swrdma libibverbs.pc.in
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	      $(DESTDIR)$(LIBDIR)/libibverbs.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibverbs.pc \
-	      $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so
+	      $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so \
+	      $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so $(DESTDIR)$(PREFIX)/bin/swrdma-cm
+	-rmdir $(DESTDIR)$(LIBDIR)/swrdma 2>/dev/null
+	-rmdir $(DESTDIR)$(PREFIX)/bin 2>/dev/null
 	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/infiniband 2>/dev/null
 	-rmdir $(DESTDIR)$(LIBDIR)/pkgconfig 2>/dev/null

@@ -1378,7 +1378,14 @@ impl Ctx {
                 // vm-sweep lists the difference.
                 let imm = m.flags & F_IMM != 0;
                 let (tclass, hop) = m.ud_grh();
-                let g = swrdma_rc::recv::grh(GidKind::RoceV1, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
+                // A RoCE v2 source GID (IPv4-mapped: swr0's GID 1) says so
+                // in the next header (see GidKind::RoceV2Grh).
+                let kind = if m.sgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
+                    GidKind::RoceV2Grh
+                } else {
+                    GidKind::RoceV1
+                };
+                let g = swrdma_rc::recv::grh(kind, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
                 cur.place_grh(&ProcessMemory, &g);
             }
             st.cur = Some(cur);

@@ -119,6 +119,12 @@ pub enum GidKind {
     /// RoCE v2: the IP header of the datagram (IPv4 in the last 20 bytes
     /// for an IPv4-mapped GID, else IPv6), as rxe fills it.
     RoceV2,
+    /// RoCE v2 on a link with no IP header (the same-machine link): the
+    /// 40-byte GRH layout as for RoCE v1, but with next header UDP, so that
+    /// `ibv_init_ah_from_wc` finds the receiver's RoCE v2 GID (an
+    /// IPv4-mapped GID with next header BTH is looked up as a RoCE v1 one,
+    /// which is not in the table: udaddy's reply AH failed).
+    RoceV2Grh,
 }
 
 /// The IP address a RoCE v2 GID stands for.
@@ -148,7 +154,7 @@ pub fn grh(
 ) -> [u8; 40] {
     match kind {
         GidKind::RoceV2 => swrdma_roce::grh(gid_ip(sgid), gid_ip(dgid), tclass, hop, ud_udp_len(payload, imm)),
-        GidKind::RoceV1 => {
+        GidKind::RoceV1 | GidKind::RoceV2Grh => {
             let mut g = [0u8; 40];
             g[0] = 0x60 | (tclass >> 4);
             g[1] = tclass << 4;
@@ -156,7 +162,7 @@ pub fn grh(
             // data, pad, ICRC) but not the VCRC.
             let paylen = (ud_udp_len(payload, imm)) as u16;
             g[4..6].copy_from_slice(&paylen.to_be_bytes());
-            g[6] = 0x1b;
+            g[6] = if kind == GidKind::RoceV2Grh { 17 } else { 0x1b };
             g[7] = hop;
             g[8..24].copy_from_slice(sgid);
             g[24..40].copy_from_slice(dgid);

@@ -579,6 +579,14 @@ fn grh_layouts() {
     let v1 = grh(GidKind::RoceV1, &s6, &d6, 0, 64, 100, false);
     assert_eq!(v1[6], 0x1b, "next header: the BTH");
     assert_eq!(&v1[24..40], &d6, "the destination GID at byte 24");
+    let mut m4 = [0u8; 16];
+    m4[10] = 0xff;
+    m4[11] = 0xff;
+    m4[12..].copy_from_slice(&[127, 0, 0, 1]);
+    let v2g = grh(GidKind::RoceV2Grh, &m4, &m4, 0x20, 64, 100, false);
+    assert_eq!(v2g[6], 17, "RoCE v2 without an IP header: next header UDP");
+    assert_eq!(&v2g[24..40], &m4, "the GID layout, not the IPv4 one");
+    assert_eq!(v2g[0] >> 4, 6);
     assert_eq!(ud_udp_len(1, false), 12 + 8 + 1 + 3 + 4);
     assert_eq!(ud_udp_len(4, true), 12 + 8 + 4 + 4 + 4);
 }
