@@ -1378,12 +1378,13 @@ impl Ctx {
                 // vm-sweep lists the difference.
                 let imm = m.flags & F_IMM != 0;
                 let (tclass, hop) = m.ud_grh();
-                // A RoCE v2 source GID (IPv4-mapped: swr0's GID 1) says so
-                // in the next header (see GidKind::RoceV2Grh).
-                let kind = if m.sgid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
-                    GidKind::RoceV2Grh
-                } else {
+                // A RoCE v2 source GID (a plain device's GIDs 1 and 2,
+                // ::ffff:127.0.0.1 and ::1; GID 0, fe80::<GUID>, is RoCE
+                // v1) says so in the next header (GidKind::RoceV2Grh).
+                let kind = if m.sgid[..2] == [0xfe, 0x80] {
                     GidKind::RoceV1
+                } else {
+                    GidKind::RoceV2Grh
                 };
                 let g = swrdma_rc::recv::grh(kind, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
                 cur.place_grh(&ProcessMemory, &g);

@@ -25,8 +25,9 @@ pub struct SwDevice {
 /// `IFNAMSIZ`: an interface name and its NUL.
 pub const IFNAMSIZ: usize = 16;
 
-/// The GID table of a plain device: `fe80::<GUID>` and `::ffff:127.0.0.1`.
-pub const PLAIN_GID_TBL_LEN: usize = 2;
+/// The GID table of a plain device: `fe80::<GUID>`, `::ffff:127.0.0.1`
+/// and `::1`.
+pub const PLAIN_GID_TBL_LEN: usize = 3;
 
 /// The GID table length of a wire device: rxe's (`RXE_PORT_GID_TBL_LEN`).
 pub const WIRE_GID_TBL_LEN: usize = 1024;
@@ -93,11 +94,14 @@ impl DevInfo {
         g1[10] = 0xff;
         g1[11] = 0xff;
         g1[12..].copy_from_slice(&[127, 0, 0, 1]);
+        // ::1, as rxe on lo has it (and rdma_cm binds loopback to it).
+        let mut g2 = [0u8; 16];
+        g2[15] = 1;
         DevInfo {
             name: name.to_string(),
             path: path.to_path_buf(),
             guid,
-            gids: vec![g0, g1],
+            gids: vec![g0, g1, g2],
             wire: None,
         }
     }

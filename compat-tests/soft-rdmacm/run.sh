@@ -1,0 +1,397 @@
+#!/bin/bash
+# compat-tests/soft-rdmacm: Debian bookworm's unchanged rdma_cm programs on
+# the software device swr0 (providers/swrdma), through the user-space
+# rdma_cm of build/lib/libswrdma-ucma.so (a model of the kernel's
+# /dev/infiniband/rdma_cm under Debian's unmodified librdmacm 44), which the
+# wrapper build/bin/swrdma-cm PROGRAM ARGS... puts in LD_PRELOAD.  Nothing
+# else is changed: our libibverbs (LD_LIBRARY_PATH), RDMAV_SOFT_DEVICES=swr0,
+# a fresh private XDG_RUNTIME_DIR.  What it shows, one line per program:
+#   * RC connections over RDMA_PS_TCP: address and route resolution,
+#     connect/accept, disconnect (rping over 127.0.0.1 and ::1, its RDMA
+#     READs and WRITEs compared by -V; ucmatose, 20 connections at once,
+#     sends both ways; rdma_server/rdma_client, the synchronous
+#     rdma_getaddrinfo + rdma_create_ep + rdma_get_request API;
+#     rdma_xserver/rdma_xclient -c r; cmtime, 200 connections timed step by
+#     step);
+#   * UD over RDMA_PS_UDP (udaddy: SIDR, the remote QPN, qkey and address
+#     handle handed to the program, datagrams both ways);
+#   * rsockets: rstream and riostream (librdmacm's rsocket API, data
+#     verified; rdma_getaddrinfo; riostream's RDMA writes into riomap'd
+#     memory), and an unchanged sockets program (rsecho.c, here) under
+#     librspreload.so;
+#   * real programs that connect with rdma_cm: perftest -R (send, write and
+#     read, latency and bandwidth), qperf -cm1 (RC), fio's rdma engine
+#     (RDMA WRITE and READ);
+#   * no process outlives its test (none is left in the process group of
+#     the test's `timeout`) or the suite (none carries its XDG_RUNTIME_DIR).
+# Every client addresses 127.0.0.1 (rping also ::1) and every server that
+# lets itself be told binds 127.0.0.1; rdma_xserver, perftest -R (its
+# --source_ip is taken for the raw Ethernet option of the same name),
+# qperf -cm1 and fio's rdma server (its bindname is read as one character)
+# bind the wildcard address.
+# Each program runs under `timeout` (30 s for a client; a server still there
+# 5 s after its client is killed: a FAIL, never a hang); the whole suite
+# takes about 20 s when nothing can connect, about two minutes when all
+# passes (20 programs, a second's head start for each server).
+#
+# Input: OUR_LIB (default build/lib/libibverbs.so.1), with the provider in
+# $(dirname OUR_LIB)/libibverbs/ and libswrdma-ucma.so beside OUR_LIB;
+# SWRDMA_CM (default build/bin/swrdma-cm), SWRDMA_UCMA_LIB (default
+# $(dirname OUR_LIB)/libswrdma-ucma.so) and RSPRELOAD (librdmacm1's
+# librspreload.so) override the paths.
+# Run it alone on the software device: flock /tmp/suites.lock compat-tests/soft-rdmacm/run.sh
+set -u
+. "$(dirname "$0")/../lib.sh"
+suite_begin soft-rdmacm --clean
+OUT=$SCRATCH
+LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "missing $OUR_LIB (run: make)"
+CM=$(abspath "${SWRDMA_CM:-build/bin/swrdma-cm}")
+UCMA=$(abspath "${SWRDMA_UCMA_LIB:-$LIBDIR/libswrdma-ucma.so}")
+RSPRELOAD=${RSPRELOAD:-$(dpkg -L librdmacm1 2>/dev/null | grep -m1 '/rsocket/librspreload\.so$')}
+RSPRELOAD=${RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
+need "$LIBDIR/libibverbs/libswrdma-rdmav34.so=run: make swrdma" "$CM=run: make swrdma" "$UCMA=run: make swrdma" \
+    rping=rdmacm-utils ucmatose=rdmacm-utils udaddy=rdmacm-utils rdma_server=rdmacm-utils \
+    rdma_client=rdmacm-utils rdma_xserver=rdmacm-utils rdma_xclient=rdmacm-utils cmtime=rdmacm-utils \
+    rstream=rdmacm-utils riostream=rdmacm-utils "$RSPRELOAD=librdmacm1" \
+    /usr/include/rdma/rsocket.h=librdmacm-dev gcc=gcc ib_send_lat=perftest ib_write_bw=perftest \
+    qperf=qperf fio=fio ss=iproute2 timeout=coreutils stdbuf=coreutils
+
+RT="$OUT/rt"
+rm -rf "$RT"; mkdir -p -m 0700 "$RT"
+export XDG_RUNTIME_DIR="$RT"
+export LD_LIBRARY_PATH="$LIBDIR"
+export RDMAV_SOFT_DEVICES=swr0
+unset RDMAV_DRIVERS IBV_DRIVERS LD_PRELOAD
+
+TO=30       # seconds for one program
+GRACE=5     # seconds a server may take to end once its client has ended
+# A process still running (not a zombie).
+alive() {
+    local l f
+    read -r l 2>/dev/null <"/proc/$1/stat" || return 1
+    f=(${l##*) }) # state ppid pgrp ...
+    [ "${f[0]}" != Z ]
+}
+# The processes (zombies left out) of process group $1, one pid a line.
+members() {
+    local pg=$1 st l f p
+    for st in /proc/[0-9]*/stat; do
+        read -r l 2>/dev/null <"$st" || continue
+        f=(${l##*) })
+        [ "${f[2]}" = "$pg" ] && [ "${f[0]}" != Z ] && { p=${st#/proc/}; echo "${p%/stat}"; }
+    done
+}
+# Ends the `timeout` of pid $1 (it passes the TERM on to the program and
+# the program's process group, whose leader it is), KILLs it after 3 s.
+stop() {
+    kill -TERM "$1" 2>/dev/null
+    local i
+    for i in $(seq 30); do alive "$1" || break; sleep 0.1; done
+    alive "$1" && kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+# stray TAG PID: notes PID (and its command line) in $strays, KILLs it.
+strays="" nstrays=0
+stray() {
+    local cmd
+    cmd=$(tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | cut -c1-50)
+    strays="$strays; $1: $2 (${cmd% })"
+    nstrays=$((nstrays + 1))
+    kill -KILL "$2" 2>/dev/null
+}
+# sweep LOG PGID...: a process still in the process group of a test's
+# `timeout` once that has ended (the program's child, a daemon it started)
+# gets 1 s, then is a stray.
+sweep() {
+    local log=$1 pg p i left
+    shift
+    for i in $(seq 10); do
+        left=""
+        for pg; do left="$left $(members "$pg")"; done
+        [ -z "${left// /}" ] && return 0
+        sleep 0.1
+    done
+    for p in $left; do stray "$log" "$p"; done
+}
+# The server and client of the test under way (reaped ones are forgotten:
+# their numbers may be another process's by now).
+SPID="" CPID=""
+cleanup() {
+    local p
+    for p in $CPID $SPID; do alive "$p" && stop "$p"; done
+    [ -n "$CPID$SPID" ] && sweep interrupted $CPID $SPID
+    CPID="" SPID=""
+    return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pin_s=(); pin_c=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then pin_s=(taskset -c 0); pin_c=(taskset -c 1); fi
+
+# Waits (10 s at most) until a server listens on TCP port $1.
+wait_listen() {
+    local i
+    for i in $(seq 100); do
+        ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# pair LOG MODE SERVER... -- CLIENT...: the server (CPU 0) in the
+# background, the client (CPU 1) a second later (MODE wait...) or once TCP
+# port $WAITPORT listens (MODE tcp...); the client under `timeout -k 5 $TO`,
+# the server under `timeout -k 5 $((TO + 10))`; stdin /dev/null, output
+# line-buffered (stdbuf: what a killed program printed is kept) in
+# $OUT/LOG.server and $OUT/LOG.client.  Sets crc (the client's exit
+# status), src (the server's; 'killed' when it was still there $GRACE s
+# after its client ended, at once for a MODE ending in ",persist": a server
+# that never ends by itself), s_alive (1 when the server was still there
+# when its client ended).  Each command is a full command line: the caller
+# puts $CM (or env LD_PRELOAD=...) before the program.
+pair() {
+    local mode=$2 grace=$GRACE
+    slog=$OUT/$1.server clog=$OUT/$1.client
+    shift 2
+    case $mode in *,persist) grace=0 ;; esac
+    local srv=() cli=()
+    while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+    shift
+    cli=("$@")
+    "${pin_s[@]}" timeout -k 5 $((TO + 10)) stdbuf -oL -eL "${srv[@]}" </dev/null >"$slog" 2>&1 &
+    SPID=$!
+    case $mode in tcp*) wait_listen "$WAITPORT" ;; *) sleep 1 ;; esac
+    "${pin_c[@]}" timeout -k 5 "$TO" stdbuf -oL -eL "${cli[@]}" </dev/null >"$clog" 2>&1 &
+    CPID=$!
+    wait "$CPID"; crc=$?
+    local c=$CPID
+    CPID=""
+    s_alive=0; alive "$SPID" && s_alive=1
+    local i
+    for i in $(seq $((grace * 10))); do alive "$SPID" || break; sleep 0.1; done
+    if alive "$SPID"; then
+        stop "$SPID"; src=killed
+    else
+        wait "$SPID"; src=$?
+    fi
+    sweep "$(basename "$slog" .server)" "$SPID" "$c"
+    SPID=""
+}
+
+# The first line of LOG... that looks like an error (else the last line of
+# the first non-empty LOG), one line, 200 characters at most.
+first_err() {
+    local f l
+    l=$(grep -h -m1 -iE 'error|fail|unable|couldn|not supported|invalid|refused|mismatch|no rdma|bogus|timed? ?out' "$@" 2>/dev/null | head -n1)
+    if [ -z "$l" ]; then
+        for f; do [ -s "$f" ] && { l=$(tail -n1 "$f"); break; }; done
+    fi
+    printf '%s' "${l:-no output}" | tr -d '\r' | sed 's/^[[:space:]]*//' | cut -c1-200
+}
+# fail NAME, with both exit statuses and the first error line of the logs.
+fail_pair() { # name [why]
+    fail "$1" "server rc=$src client rc=$crc${2:+, $2}: $(first_err "$clog" "$slog")"
+}
+ok_rc() { [ "$src" = 0 ] && [ "$crc" = 0 ]; }
+
+port=20600
+nextport() { port=$((port + 1)); P=$port; }
+
+# --- rping: RC, RDMA READ and WRITE each ping, -V compares ------------------------
+# -v prints, per ping, "ping data: rdma-ping-N: ..." on the client and
+# "server ping data: rdma-ping-N: ..." on the server.
+rping_test() { # address log-name count
+    local a=$1 n=$3 name="rping -v -V -C $3 -a $1 swr0"
+    nextport
+    pair "$2" wait "$CM" rping -s -a "$a" -p $P -v -V -C "$n" -- "$CM" rping -c -a "$a" -p $P -v -V -C "$n"
+    local c s
+    c=$(grep -cE '^ping data: rdma-ping-[0-9]+: ' "$clog")
+    s=$(grep -cE '^server ping data: rdma-ping-[0-9]+: ' "$slog")
+    if ok_rc && [ "$c" -eq "$n" ] && [ "$s" -eq "$n" ] && ! grep -q 'data mismatch' "$clog"; then
+        pass "$name ($c pings, each compared)"
+    else
+        fail_pair "$name" "$c of $n pings on the client, $s on the server"
+    fi
+}
+rping_test 127.0.0.1 rping 100
+rping_test ::1 rping-ipv6 10
+
+# --- ucmatose: 20 RC connections, 50 sends each way on each ----------------------
+name="ucmatose -c 20 -C 50 swr0"
+nextport
+pair ucmatose wait "$CM" ucmatose -b 127.0.0.1 -p $P -c 20 -C 50 -- "$CM" ucmatose -s 127.0.0.1 -p $P -c 20 -C 50
+# (it prints "test complete" whatever happened; "return status 0" is the verdict)
+if ok_rc && grep -q '^data transfers complete' "$clog" && grep -q '^data transfers complete' "$slog" &&
+    grep -q '^return status 0' "$clog" && grep -q '^return status 0' "$slog" && grep -q '^disconnected' "$slog" &&
+    ! grep -q 'failing connection request' "$slog"; then
+    pass "$name (20 connections, 1000 messages each way, disconnected)"
+else
+    fail_pair "$name"
+fi
+
+# --- udaddy: UD over RDMA_PS_UDP (SIDR); its service port is fixed (7174) -------------
+name="udaddy -C 10 swr0"
+pair udaddy wait "$CM" udaddy -b 127.0.0.1 -C 10 -- "$CM" udaddy -s 127.0.0.1 -C 10
+if ok_rc && grep -q '^data transfers complete' "$clog" && grep -q '^data transfers complete' "$slog" &&
+    grep -q '^return status 0' "$clog" && grep -q '^return status 0' "$slog"; then
+    pass "$name (10 datagrams each way)"
+else
+    fail_pair "$name"
+fi
+
+# --- rdma_server / rdma_client: rdma_getaddrinfo, rdma_create_ep, synchronous ids ---------
+name="rdma_server/rdma_client -s 127.0.0.1 swr0"
+nextport
+pair rdma_server wait "$CM" rdma_server -s 127.0.0.1 -p $P -- "$CM" rdma_client -s 127.0.0.1 -p $P
+if ok_rc && grep -q '^rdma_server: end 0' "$slog" && grep -q '^rdma_client: end 0' "$clog"; then
+    note=""
+    grep -q "doesn't support IBV_SEND_INLINE" "$slog" "$clog" && note=", without inline sends"
+    pass "$name (a send each way$note)"
+else
+    fail_pair "$name"
+fi
+
+# --- rdma_xserver / rdma_xclient -c r (RC; XRC is not the software device's) ----------
+name="rdma_xserver/rdma_xclient -c r swr0"
+nextport
+pair rdma_xserver wait "$CM" rdma_xserver -p $P -c r -- "$CM" rdma_xclient -s 127.0.0.1 -p $P -c r
+if ok_rc && grep -q 'rdma_xserver: end 0' "$slog" && grep -q 'rdma_xclient: end 0' "$clog"; then
+    pass "$name (a send, received)"
+else
+    fail_pair "$name"
+fi
+
+# --- cmtime: 200 connections, each step timed (the server runs until killed) --------------
+name="cmtime -c 200 swr0"
+nextport
+pair cmtime wait,persist "$CM" cmtime -b 127.0.0.1 -p $P -- "$CM" cmtime -s 127.0.0.1 -p $P -c 200
+# step              total ms     max ms     min us  us / conn
+steps=$(grep -E '^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *: +[0-9.]+' "$clog")
+nsteps=$(printf '%s\n' "$steps" | grep -c .)
+if [ "$crc" = 0 ] && [ "$s_alive" = 1 ] && [ "$nsteps" -eq 7 ] &&
+    ! grep -qiE 'error|failure|failing|event: ' "$clog" "$slog"; then
+    conn=$(printf '%s\n' "$steps" | awk -F: '$1 ~ /^connect/ {split($2, f, " "); print f[1]}')
+    pass "$name (7 steps timed; connect: $conn ms for 200)"
+else
+    [ "$s_alive" = 1 ] || src="ended before its client ($src)"
+    fail "$name" "server: $src, client rc=$crc, $nsteps of 7 steps timed: $(first_err "$clog" "$slog")"
+fi
+
+# --- rstream, riostream: rsockets; custom sizes so that the exit status is the test's ------
+# Both sides print one "custom" row: name bytes xfers iters total time Gb/sec usec/xfer.
+# (rstream -T s is the kernel's TCP, no rsocket: not here.  -T r resolves
+# with rdma_getaddrinfo.  Not -T a either: its do_poll() gives up on POLLHUP
+# even with data still to read, and the server's disconnect may well be
+# there before the client's last poll.)
+rs_test() { # program log-suffix args...
+    local prog=$1 tag=$2; shift 2
+    local name="$prog $* swr0"
+    nextport
+    pair "$prog$tag" wait "$CM" "$prog" -b 127.0.0.1 -p $P "$@" -- "$CM" "$prog" -s 127.0.0.1 -p $P "$@"
+    local row
+    row=$(grep -E '^custom +' "$clog" | head -n1)
+    if ok_rc && [ -n "$row" ] && grep -qE '^custom +' "$slog" && ! grep -q 'verification failed' "$clog" "$slog"; then
+        set -- $row
+        pass "$name ($5 moved in $6, $7 Gb/s, $8 us/xfer, verified)"
+    else
+        fail_pair "$name"
+    fi
+}
+rs_test rstream "" -T v -S 4096 -C 1000 -I 2
+rs_test rstream "-rgai" -T r -T v -S 65536 -C 50 -I 2
+rs_test riostream "" -T v -S 4096 -C 1000 -I 2
+
+# --- an unchanged sockets program under librspreload.so ------------------------------------
+name="rsecho (a sockets program) under LD_PRELOAD=librspreload.so, 256 KiB echoed swr0"
+if gcc -O2 -Wall -o "$OUT/rsecho" compat-tests/soft-rdmacm/rsecho.c 2>"$OUT/rsecho-build.err"; then
+    nextport
+    PRE=(env LD_PRELOAD="$UCMA:$RSPRELOAD")
+    pair rsecho wait "${PRE[@]}" "$OUT/rsecho" server $P 262144 -- "${PRE[@]}" "$OUT/rsecho" client $P 262144
+    if ok_rc && grep -q 'checked and echoed on an rsocket' "$slog" && grep -q 'echoed back and checked on an rsocket' "$clog"; then
+        pass "$name (rsockets on both sides, data compared)"
+    else
+        fail_pair "$name"
+    fi
+else
+    fail "$name" "rsecho.c does not build: $(head -n1 "$OUT/rsecho-build.err")"
+fi
+
+# --- perftest -R: the test QPs (and perftest's own exchange) connected by rdma_cm ------------
+# The result row: #bytes #iterations, then the figures.
+for t in ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw; do
+    name="$t -R -n 1000 swr0"
+    nextport
+    pair "$t" wait "$CM" $t -d swr0 -R -F -p $P -n 1000 -- "$CM" $t -d swr0 -R -F -p $P -n 1000 127.0.0.1
+    row=$(grep -E '^ *[0-9]+ +1000 +[0-9.]+' "$clog" | head -n1)
+    if ok_rc && [ -n "$row" ] && grep -q 'Data ex. method : rdma_cm' "$clog"; then
+        set -- $row
+        case $t in
+            *_lat) pass "$name ($1 B: t_typical $5 us, t_avg $6 us)" ;;
+            *) pass "$name ($1 B: $4 MB/s average)" ;;
+        esac
+    else
+        why=""; [ -n "$row" ] || why="no result row"
+        fail_pair "$name" "$why"
+    fi
+done
+
+# --- qperf -cm1: qperf's TCP control socket, RC QPs connected by rdma_cm -------------------
+# (qperf 0.4.11 uses the CM for RC tests only: for UD ones it turns -cm1 off
+# itself and addresses by LID, see compat-tests/clients; so no ud_* here.)
+QT="rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_lat"
+name="qperf -cm1 -t 2 $QT swr0"
+nextport
+WAITPORT=$P
+# shellcheck disable=SC2086
+pair qperf tcp,persist "$CM" qperf -lp $P -- "$CM" qperf 127.0.0.1 -lp $P -cm1 -t 2 $QT
+figs="" missing=""
+for q in $QT; do
+    f=$(awk -v t="$q:" '$1 == t {getline; if ($2 == "=") print $1 "=" $3 $4}' "$clog")
+    if [ -n "$f" ]; then figs="$figs $q $f"; else missing="$missing $q"; fi
+done
+if [ "$crc" = 0 ] && [ "$s_alive" = 1 ] && [ -z "$missing" ] && ! grep -qiE 'failed|error' "$clog"; then
+    pass "$name (${figs# })"
+else
+    [ "$s_alive" = 1 ] || src="ended before its client ($src)"
+    fail "$name" "server: $src, client rc=$crc, no figure for:${missing:- (none)}: $(first_err "$clog" "$slog")"
+fi
+
+# --- fio's rdma engine: the server is the reader (rw=read), the client the writer ------------
+for verb in write read; do
+    name="fio ioengine=rdma verb=$verb bs=4k size=4m swr0"
+    nextport
+    pair "fio-$verb" wait "$CM" fio --name=server --ioengine=rdma --port=$P --rw=read --bs=4k --size=4m --iodepth=16 \
+        -- "$CM" fio --name=client --ioengine=rdma --hostname=127.0.0.1 --port=$P --verb=$verb --rw=write \
+        --bs=4k --size=4m --iodepth=4
+    bw=$(grep -oE 'WRITE: bw=[^ ,]+' "$clog" | head -n1)
+    if ok_rc && grep -q 'err= 0' "$clog" && grep -q 'err= 0' "$slog" && [ -n "$bw" ] &&
+        grep -qE 'WRITE: .*io=4096KiB' "$clog"; then
+        pass "$name (4 MiB, ${bw#WRITE: })"
+    else
+        fail_pair "$name"
+    fi
+done
+
+# --- nothing left behind ---------------------------------------------------------------------
+# Every process of this suite (and whatever a program or the rdma_cm model
+# started, even in a session of its own) carries XDG_RUNTIME_DIR=$RT.
+cleanup
+for i in $(seq 20); do
+    left=""
+    for e in /proc/[0-9]*/environ; do
+        p=${e#/proc/}; p=${p%/environ}
+        [ "$p" = $$ ] && continue
+        grep -qzx "XDG_RUNTIME_DIR=$RT" "$e" 2>/dev/null && alive "$p" && left="$left $p"
+    done
+    [ -z "$left" ] && break
+    sleep 0.1
+done
+for p in $left; do stray "at the end" "$p"; done
+if [ -z "$strays" ]; then
+    pass "no process left behind (a test's process group, anything with this suite's XDG_RUNTIME_DIR)"
+else
+    fail "no process left behind" "$nstrays still there after their test (now killed)$(echo "$strays" | cut -c1-600)"
+fi
+
+finish
