@@ -43,10 +43,15 @@ struct Verbs {
     query_gid: QueryGidFn,
 }
 
+/// A libibverbs function of the process: from the copy librdmacm loaded
+/// (found by name even when it was loaded RTLD_LOCAL, as UCX's modules
+/// load it), else from the global scope.
 fn sym(name: &CStr) -> Option<*mut c_void> {
-    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches the
-    // loaded objects.
-    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    // SAFETY: RTLD_NOLOAD only looks the library up: it is not loaded here.
+    let h = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    let scope = if h.is_null() { libc::RTLD_DEFAULT } else { h };
+    // SAFETY: dlsym with a NUL-terminated name in a valid handle.
+    let p = unsafe { libc::dlsym(scope, name.as_ptr()) };
     (!p.is_null()).then_some(p)
 }
 
@@ -293,11 +298,14 @@ impl SoftHost {
     }
 
     fn devs(&mut self) -> &[SoftDev] {
+        if self.verbs.is_none() {
+            self.verbs = Verbs::load();
+        }
         if self.devs.is_none() {
-            if self.verbs.is_none() {
-                self.verbs = Verbs::load();
+            // Not cached until libibverbs is there to ask.
+            if let Some(v) = self.verbs.as_ref() {
+                self.devs = Some(scan(v));
             }
-            self.devs = Some(self.verbs.as_ref().map(scan).unwrap_or_default());
         }
         self.devs.as_deref().unwrap_or(&[])
     }
@@ -359,8 +367,13 @@ impl SoftHost {
                 format!("{} [{}]", d.dev.name, a.join(" "))
             })
             .collect();
+        let lib = if self.verbs.is_none() {
+            "; libibverbs.so.1 is not loaded in this process"
+        } else {
+            ""
+        };
         format!(
-            "no soft RDMA device answers for {ip} (RDMAV_SOFT_DEVICES={}; devices and their addresses: {})",
+            "no soft RDMA device answers for {ip} (RDMAV_SOFT_DEVICES={}; devices and their addresses: {}{lib})",
             if names.is_empty() {
                 "unset".to_string()
             } else {
