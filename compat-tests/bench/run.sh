@@ -19,6 +19,10 @@
 #     latency and bandwidth beside a plain UDP ping-pong / stream (net_ref.c)
 #     on the same veth and CPUs; ibv_rc_pingpong -e on swr0 beside a pipe
 #     ping-pong between the same two CPUs.  Needs root (ip netns).
+#  R. "rdmacm" (issue 32; rdmacm.sh): rdma_cm on swr0 through swrdma-cm,
+#     cmtime (connection set-up and tear-down) beside TCP connect/accept/close
+#     (tcp_connect.c) and rstream (rsockets) beside rstream -T s (kernel TCP),
+#     over loopback.
 #  B. Real devices: one boot of the Soft-RoCE VM (compat-tests/vm), where
 #     vm_bench.c runs on rxe0 with Debian's libibverbs and with ours
 #     (LD_LIBRARY_PATH), alternating, BENCH_ROUNDS rounds: first-call
@@ -29,7 +33,7 @@
 #     control-report.py, README.md section D).
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
-# ("soft hostwire vm wire control", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
+# ("soft rdmacm hostwire vm wire control", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
 # script); BENCH_ROUNDS (VM rounds, default 5); BENCH_PERFTEST_TIMEOUT (s per
 # perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
 # targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
@@ -43,7 +47,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 HERE=compat-tests/bench
 B=build/bench
-SECTIONS=${BENCH_SECTIONS:-soft hostwire vm wire control}
+SECTIONS=${BENCH_SECTIONS:-soft rdmacm hostwire vm wire control}
 QUICK=${BENCH_QUICK:-}
 ROUNDS=${BENCH_ROUNDS:-5}
 mkdir -p "$B"
@@ -63,6 +67,7 @@ CFLAGS="-O2 -Wall -Wextra"
 cc $CFLAGS -o "$B/memcpy" "$HERE/memcpy.c" &&
 cc $CFLAGS -o "$B/shm_pingpong" "$HERE/shm_pingpong.c" &&
 cc $CFLAGS -o "$B/net_ref" "$HERE/net_ref.c" &&
+cc $CFLAGS -o "$B/tcp_connect" "$HERE/tcp_connect.c" &&
 cc $CFLAGS -I"$OUR_INCLUDE" -o "$B/vm_bench" "$HERE/vm_bench.c" -L"$LIBDIR" -l:libibverbs.so.1 ||
     { echo "bench: cannot build the benchmark programs" >&2; exit 1; }
 
@@ -426,6 +431,7 @@ for sec in $SECTIONS; do
             echo "loadavg_after_vm $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
             python3 "$HERE/report.py" vm ;;
         wire) section_wire ;;
+        rdmacm) bash "$HERE/rdmacm.sh" "$PWD/$B/rdmacm" "$LIBDIR" "$PWD/$B/tcp_connect" | tee "$B/rdmacm.txt" ;;
         hostwire) echo "loadavg_before_hostwire $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
                   bash "$HERE/host-wire.sh" "$PWD/$B/hostwire" "$LIBDIR" "$PWD/$B/net_ref"
                   python3 "$HERE/host-wire-report.py" | tee "$B/hostwire.txt" ;;

@@ -1,0 +1,82 @@
+#!/bin/bash
+# compat-tests/bench, section "rdmacm" (issue 32): rdma_cm on swr0 through
+# swrdma-cm, each figure beside its TCP reference measured in the same run
+# over the same path (loopback) and the same CPUs:
+#   * connection set-up and tear-down: cmtime -c N (every step of N
+#     connections: create id, resolve address and route, create QP,
+#     connect, disconnect, destroy; its figures are totals over the N
+#     connections, made concurrently) beside tcp_connect.c (socket,
+#     connect, accept, close; one connection after the other);
+#   * rsockets throughput: rstream over swr0 beside rstream -T s (the same
+#     program on kernel TCP sockets).
+# Target (the issue): cmtime per connection at most 2x TCP's; rstream at
+# least TCP's.  Prints a table; raw outputs in OUT.
+#   rdmacm.sh OUT LIBDIR TCP_CONNECT
+set -u
+OUT=$1 LIBDIR=$2 TCPC=$3
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CM=$ROOT/build/bin/swrdma-cm
+N=${BENCH_CMTIME_CONNS:-200}
+mkdir -p "$OUT"
+export XDG_RUNTIME_DIR=$OUT/rt
+rm -rf "$XDG_RUNTIME_DIR"; mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
+export LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 SWRDMA_UCMA_LIB=$LIBDIR/libswrdma-ucma.so
+p0=(); p1=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then p0=(taskset -c 0); p1=(taskset -c 1); fi
+
+row() { printf '%-44s %12s %12s %8s %8s  %s\n' "$@"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.2f", a / b }'; }
+verdict() { # ratio limit le|ge
+    awk -v r="$1" -v l="$2" -v k="$3" 'BEGIN { if (r == "n/a") print "n/a"; else if ((k == "le" && r + 0 <= l + 0) || (k == "ge" && r + 0 >= l + 0)) print "meets"; else print "misses" }'
+}
+
+echo
+echo "== rdma_cm on swr0 (swrdma-cm) beside TCP over loopback"
+row figure ours reference ratio target verdict
+
+# --- cmtime: the sum of its steps' totals, per connection --------------------
+best_cm="" best_tcp=""
+for r in 1 2 3; do
+    port=$((21500 + r))
+    "${p0[@]}" timeout 60 "$CM" cmtime -b 127.0.0.1 -p $port >"$OUT/cmtime.$r.server" 2>&1 &
+    spid=$!
+    sleep 0.5
+    "${p1[@]}" timeout 60 "$CM" cmtime -s 127.0.0.1 -p $port -c "$N" >"$OUT/cmtime.$r" 2>&1
+    kill $spid 2>/dev/null; wait $spid 2>/dev/null
+    # step  :  total ms  max ms  min us  us / conn
+    us=$(awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) +:/ { split($2, f, " "); s += f[1] } END { if (s > 0) printf "%.1f", s * 1000 / '"$N"' }' "$OUT/cmtime.$r")
+    [ -n "$us" ] && { [ -z "$best_cm" ] || awk -v a="$us" -v b="$best_cm" 'BEGIN { exit !(a < b) }'; } && best_cm=$us
+    t=$("${p1[@]}" "$TCPC" $((21600 + r)) "$N" 2>/dev/null | awk '{ print $(NF-1) }')
+    [ -n "$t" ] && { [ -z "$best_tcp" ] || awk -v a="$t" -v b="$best_tcp" 'BEGIN { exit !(a < b) }'; } && best_tcp=$t
+done
+rt=$(ratio "$best_cm" "$best_tcp")
+row "cmtime -c $N: us per connection (all steps)" "${best_cm:-n/a}" "${best_tcp:-n/a}" "$rt" "<= 2" "$(verdict "$rt" 2 le)"
+conn=$(awk -F: '/^connect +:/ { split($2, f, " "); printf "%.1f", f[1] * 1000 / '"$N"' }' "$OUT/cmtime.1")
+disc=$(awk -F: '/^disconnect +:/ { split($2, f, " "); printf "%.1f", f[1] * 1000 / '"$N"' }' "$OUT/cmtime.1")
+row "  of which connect / disconnect (us, run 1)" "${conn:-n/a}/${disc:-n/a}" "" "" "" ""
+
+# --- rstream: rsockets on swr0 against kernel TCP ----------------------------
+for sc in 4096:5000 65536:2000 1048576:200; do
+    sz=${sc%:*} cnt=${sc#*:}
+    best_rs="" best_ts=""
+    for r in 1 2 3; do
+        for mode in rs tcp; do
+            port=$((21700 + r))
+            extra=(); [ $mode = tcp ] && extra=(-T s)
+            "${p0[@]}" timeout 60 "$CM" rstream "${extra[@]}" -S "$sz" -C "$cnt" -b 127.0.0.1 -p $port >"$OUT/rstream.$mode.$sz.$r.server" 2>&1 &
+            spid=$!
+            sleep 0.5
+            "${p1[@]}" timeout 60 "$CM" rstream "${extra[@]}" -S "$sz" -C "$cnt" -s 127.0.0.1 -p $port >"$OUT/rstream.$mode.$sz.$r" 2>&1
+            wait $spid 2>/dev/null
+            # name bytes xfers iters total time Gb/sec usec/xfer
+            g=$(awk '$1 == "custom" { print $7 }' "$OUT/rstream.$mode.$sz.$r" | tail -n1)
+            if [ $mode = rs ]; then
+                [ -n "$g" ] && { [ -z "$best_rs" ] || awk -v a="$g" -v b="$best_rs" 'BEGIN { exit !(a > b) }'; } && best_rs=$g
+            else
+                [ -n "$g" ] && { [ -z "$best_ts" ] || awk -v a="$g" -v b="$best_ts" 'BEGIN { exit !(a > b) }'; } && best_ts=$g
+            fi
+        done
+    done
+    rt=$(ratio "$best_rs" "$best_ts")
+    row "rstream -S $sz -C $cnt: Gb/s (best of 3)" "${best_rs:-n/a}" "${best_ts:-n/a}" "$rt" ">= 1" "$(verdict "$rt" 1 ge)"
+done
