@@ -5,8 +5,10 @@
 # (openmpi-bin, libopenmpi-dev: a two-rank ping-pong), qperf, and libfabric's
 # verbs;ofi_rxd RDM endpoint (libfabric-bin: fi_pingpong).  No shim, no
 # change to those programs: only our library (LD_LIBRARY_PATH) and
-# RDMAV_SOFT_DEVICES=swr0.  Every process talks over 127.0.0.1 only; the
-# device itself is Unix sockets in a fresh private XDG_RUNTIME_DIR.
+# RDMAV_SOFT_DEVICES=swr0; the two rdma_cm checks (UCX's rdmacm connection
+# manager through io_demo, qperf -cm1) run under build/bin/swrdma-cm, which
+# preloads the user-space rdma_cm.  Every process talks over 127.0.0.1 only;
+# the device itself is Unix sockets in a fresh private XDG_RUNTIME_DIR.
 #
 # UCX uses a verbs device only when /dev/infiniband/<name> is a character
 # device it may read and write (it stat()s it, never opens it).  The package
@@ -146,7 +148,31 @@ for v in "rc_verbs $RC_TLS" "ud_verbs ud_verbs,self"; do
     ucx "ucx_perftest UCT am_bw $tl 1 KiB bcopy" "$tls" "" -t am_bw -d swr0:1 -x "$tl" -D bcopy -s 1024 -n 20000 -w 1000
     ucx "ucx_perftest UCT put_bw $tl 64 KiB zcopy" "$tls" "" -t put_bw -d swr0:1 -x "$tl" -D zcopy -s 65536 -n 2000 -w 100
 done
-skip "UCX rdmacm connection manager" "needs the kernel's rdma_cm (/dev/infiniband/rdma_cm); ucx_perftest and Open MPI connect through their own address exchange"
+# UCX's rdmacm connection manager (a sockaddr connect: io_demo) through the
+# user-space rdma_cm (build/bin/swrdma-cm); only rdmacm may carry the
+# connection (UCX_SOCKADDR_TLS_PRIORITY=rdmacm), only rc_verbs the data.
+CM=$ROOT/build/bin/swrdma-cm
+if [ -x "$CM" ]; then
+    log="$OUT/io_demo"
+    UCX_TLS=rc_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm "${pin_s[@]}" timeout 60 "$CM" io_demo -p 20017 -q \
+        >"$log.server" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    sleep 1
+    UCX_TLS=rc_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm "${pin_c[@]}" timeout 30 "$CM" io_demo -p 20017 -q \
+        -i 2000 -l 5s 127.0.0.1 >"$log.client" 2>&1
+    crc=$?
+    kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+    tot=$(grep -oE 'total:[0-9]+ \| read' "$log.client" | tail -n1 | grep -oE '[0-9]+')
+    if [ $crc -eq 0 ] && grep -q 'Connected to server' "$log.client" && grep -q "Client exit with status 'OK'" "$log.client" &&
+        [ "${tot:-0}" -gt 0 ]; then
+        pass "UCX rdmacm connection manager: io_demo over rc_verbs, data checked (-q), $tot operations"
+    else
+        fail "UCX rdmacm connection manager: io_demo" "rc=$crc: $(grep -E 'failed|error|status' "$log.client" | head -n2 | tr '\n' ' ' | cut -c1-200)"
+    fi
+else
+    fail "UCX rdmacm connection manager" "missing $CM (run: make swrdma)"
+fi
 
 # --- Open MPI over UCX -----------------------------------------------------------
 if mpicc -O2 -o "$OUT/mpi_pingpong" compat-tests/clients/mpi_pingpong.c 2>"$OUT/mpicc.err"; then
@@ -205,7 +231,21 @@ for t in rc_bw rc_lat uc_bw uc_lat ud_bw ud_lat rc_rdma_read_bw rc_rdma_read_lat
     fi
 done
 unset SWRDMA_LID_ROUTING
-skip "qperf -cm1 (rdma_cm connection setup)" "needs the kernel's rdma_cm (/dev/infiniband/rdma_cm)"
+# qperf -cm1: its RC tests connect through rdma_cm (swrdma-cm); its UD
+# tests ignore -cm1 (qperf 0.4.11 addresses UD peers by LID).
+QP=19767
+"${pin_s[@]}" timeout 60 "$CM" qperf -lp $QP >"$OUT/qperf-cm.server" 2>&1 &
+spid=$!
+pids+=("$spid")
+wait_listen $QP
+"${pin_c[@]}" timeout 30 "$CM" qperf 127.0.0.1 -lp $QP -cm1 -t 2 rc_bw rc_lat >"$OUT/qperf-cm" 2>&1; rc=$?
+kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+figs=$(grep -E '^ +[a-z_]+ += ' "$OUT/qperf-cm" | sed -E 's/^ +//; s/ += /=/' | paste -sd' ')
+if [ $rc -eq 0 ] && [ "$(grep -cE '^ +[a-z_]+ += ' "$OUT/qperf-cm")" -eq 2 ]; then
+    pass "qperf -cm1 rc_bw rc_lat (rdma_cm connection setup: $figs)"
+else
+    fail "qperf -cm1 rc_bw rc_lat" "rc=$rc: $(head -n3 "$OUT/qperf-cm" | tr '\n' ' ' | cut -c1-200)"
+fi
 
 # --- libfabric: verbs;ofi_rxd RDM (the verbs provider's UD endpoint) --------------------------
 out=$(timeout 30 fi_info -p "verbs;ofi_rxd" 2>&1); rc=$?
@@ -239,6 +279,6 @@ for v in "64 1000" "4096 1000" "65536 100" "1048576 10"; do
         fail "$name" "server rc=$src client rc=$crc: $(tail -n1 "$log.client" | cut -c1-200)"
     fi
 done
-skip "fi_pingpong verbs msg endpoint (FI_EP_MSG)" "the verbs provider connects MSG endpoints through the kernel's rdma_cm (/dev/infiniband/rdma_cm)"
+skip "fi_pingpong verbs msg endpoint (FI_EP_MSG)" "libfabric's verbs provider finds MSG devices by the addresses of interfaces other than lo, and swr0 answers for loopback only (a wire device rw0@<if> will; its rdma_cm is not done yet)"
 
 finish

@@ -55,6 +55,29 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
+/// This process's id, for the cross-memory calls on itself (reset in a
+/// forked child).
+fn self_pid() -> libc::pid_t {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    static PID: AtomicI32 = AtomicI32::new(0);
+    static ATFORK: std::sync::Once = std::sync::Once::new();
+    extern "C" fn forget() {
+        PID.store(0, Ordering::Relaxed);
+    }
+    ATFORK.call_once(|| {
+        // SAFETY: registers a handler that only stores to an atomic.
+        unsafe { libc::pthread_atfork(None, None, Some(forget)) };
+    });
+    let p = PID.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    // SAFETY: getpid cannot fail.
+    let p = unsafe { libc::getpid() };
+    PID.store(p, Ordering::Relaxed);
+    p
+}
+
 /// Reads `len` bytes of the caller's memory at `addr` (EFAULT if any is
 /// not readable).
 pub fn read_user(addr: u64, len: usize) -> Result<Vec<u8>, i32> {
@@ -72,7 +95,7 @@ pub fn read_user(addr: u64, len: usize) -> Result<Vec<u8>, i32> {
     };
     // SAFETY: reads our own memory through the kernel's checked copy into
     // the local buffer of `len` bytes.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    let n = unsafe { libc::process_vm_readv(self_pid(), &local, 1, &remote, 1, 0) };
     if n == len as isize {
         Ok(v)
     } else {
@@ -94,7 +117,7 @@ pub fn write_user(addr: u64, data: &[u8]) -> Result<(), i32> {
         iov_len: data.len(),
     };
     // SAFETY: writes our own memory through the kernel's checked copy.
-    let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
+    let n = unsafe { libc::process_vm_writev(self_pid(), &local, 1, &remote, 1, 0) };
     if n == data.len() as isize {
         Ok(())
     } else {
@@ -148,7 +171,13 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
     if len < abi::HDR_LEN {
         return Err(libc::EINVAL);
     }
-    let hdr = read_user(buf as u64, abi::HDR_LEN)?;
+    // One read for the header and the largest command when that much is
+    // readable (every command of librdmacm), else the header alone.
+    let pre = read_user(buf as u64, abi::HDR_LEN + size::ACCEPT).ok();
+    let hdr = match &pre {
+        Some(p) => p[..abi::HDR_LEN].to_vec(),
+        None => read_user(buf as u64, abi::HDR_LEN)?,
+    };
     let (c, inl, outl) = (u32_at(&hdr, 0), u16_at(&hdr, 4) as usize, u16_at(&hdr, 6) as usize);
     if c >= cmd::COUNT {
         return Err(libc::EINVAL);
@@ -157,17 +186,26 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         return Err(libc::EINVAL);
     }
     let inbuf = buf as u64 + abi::HDR_LEN as u64;
+    let pre = pre.as_ref().map(|p| &p[abi::HDR_LEN..]);
     if c == cmd::GET_EVENT {
-        return get_event(fd, inbuf, outl).map(|_| len);
+        return get_event(fd, Args { pre, at: inbuf }, outl).map(|_| len);
     }
-    let r = {
+    let (r, wake) = {
         let mut m = model();
         let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
-        let r = run(&mut m, fd, chan, c, inbuf, outl);
+        let before = m.cma.next_deadline();
+        let r = run(&mut m, fd, chan, c, Args { pre, at: inbuf }, outl);
         m.settle();
-        r
+        // The CM thread needs waking only for an earlier timer, a new
+        // socket, or a message waiting for a full receiver.
+        let after = m.cma.next_deadline();
+        let h = &m.cma.host;
+        let wake = after.is_some_and(|a| before.is_none_or(|b| a < b)) || h.sockets_changed || !h.pending.is_empty();
+        (r, wake)
     };
-    crate::progress::kick();
+    if wake {
+        crate::progress::kick();
+    }
     if trace() {
         eprintln!("swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}");
     }
@@ -181,11 +219,21 @@ pub fn trace() -> bool {
     *ON.get_or_init(|| std::env::var_os("SWRDMA_CM_TRACE").is_some_and(|v| v != "0"))
 }
 
-fn args(inbuf: u64, n: usize) -> Result<Vec<u8>, i32> {
-    read_user(inbuf, n)
+/// A command's arguments: read with the header already, or at `at`.
+#[derive(Clone, Copy)]
+struct Args<'a> {
+    pre: Option<&'a [u8]>,
+    at: u64,
 }
 
-fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: u64, outl: usize) -> Result<(), i32> {
+fn args(a: Args<'_>, n: usize) -> Result<Vec<u8>, i32> {
+    match a.pre {
+        Some(p) if p.len() >= n => Ok(p[..n].to_vec()),
+        _ => read_user(a.at, n),
+    }
+}
+
+fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
     let t = now();
     match c {
         cmd::CREATE_ID => {
@@ -531,7 +579,7 @@ fn query_route(m: &mut Model, h: u32) -> Result<Vec<u8>, i32> {
 
 /// `GET_EVENT`: blocks (unless the channel is non-blocking) until an event
 /// is queued, then writes it to the response pointer.
-fn get_event(fd: RawFd, inbuf: u64, outl: usize) -> Result<(), i32> {
+fn get_event(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
     let a = args(inbuf, size::GET_EVENT)?;
     if outl < size::EVENT_RESP_MIN {
         return Err(libc::ENOSPC);
@@ -611,6 +659,7 @@ pub fn pump(ready: &[RawFd]) {
 pub fn watch() -> (Vec<RawFd>, Option<u64>) {
     let mut m = model();
     m.cma.host.graveyard.clear();
+    m.cma.host.sockets_changed = false;
     let _ = m.cma.host.own_fd();
     let mut fds: Vec<RawFd> = m.cma.host.own.iter().map(|f| f.as_raw_fd()).collect();
     fds.extend(m.cma.host.ports.values().map(|f| f.as_raw_fd()));
