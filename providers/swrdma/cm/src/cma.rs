@@ -140,7 +140,10 @@ pub trait Host {
     /// The device and the local address that reach `dst` (ENETUNREACH /
     /// EADDRNOTAVAIL / ENODEV as the kernel's address resolution).
     fn route(&mut self, src: Option<IpAddr>, dst: IpAddr) -> Result<(Dev, IpAddr), i32>;
-    fn send(&mut self, to: &Dest, mad: &[u8; mad::MAD_LEN]);
+    /// Sends (or queues) a message; false when nothing is there to receive
+    /// it at all (no listener on that port, a process gone): the machine's
+    /// own answer, as the kernel's CM would give it, is then the caller's.
+    fn send(&mut self, to: &Dest, mad: &[u8; mad::MAD_LEN]) -> bool;
     fn random(&mut self) -> u32;
 }
 
@@ -929,7 +932,33 @@ impl<H: Host> Cma<H> {
         id.conn = Some(c);
         id.peer = Some(dest.clone());
         id.state = IdState::Connect;
-        self.host.send(&dest, &m.encode());
+        if !self.host.send(&dest, &m.encode()) {
+            // No listener on that port: the kernel's CM there answers a REQ
+            // with REJ 8 (invalid service ID), a SIDR_REQ with status 1
+            // (unsupported).
+            let id = self.id(h)?;
+            id.conn = None;
+            self.by_comm.remove(&comm);
+            if ud {
+                self.event(
+                    h,
+                    ev::UNREACHABLE,
+                    mad::sidr_status::UNSUPPORTED as i32,
+                    Param::Conn(ConnParam::default()),
+                );
+            } else {
+                let param = ConnParam {
+                    private_data: vec![0; mad::REJ_PRIVATE_DATA],
+                    ..Default::default()
+                };
+                self.event(
+                    h,
+                    ev::REJECTED,
+                    mad::rej_reason::INVALID_SERVICE_ID as i32,
+                    Param::Conn(param),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -1102,9 +1131,18 @@ impl<H: Host> Cma<H> {
             CmState::Established => {
                 let m = self.dreq(&c, id.qp.remote_qpn, &[]);
                 let wait = self.cm_wait(id);
-                c.arm(m.clone(), now, wait, conn::MAX_CM_RETRIES);
-                c.state = CmState::DreqSent;
-                self.host.send(&peer, &m.encode());
+                if self.host.send(&peer, &m.encode()) {
+                    c.arm(m, now, wait, conn::MAX_CM_RETRIES);
+                    c.state = CmState::DreqSent;
+                } else {
+                    // The peer's process is gone (its ids with it): nothing
+                    // to wait for.
+                    c.state = CmState::Timewait;
+                    c.timewait_end = now;
+                    self.id(h)?.conn = Some(c);
+                    self.disconnected(h, 0);
+                    return Ok(());
+                }
             }
             CmState::DreqRcvd => {
                 let m = self.drep(&c, &[]);
@@ -1895,15 +1933,12 @@ impl<H: Host> Cma<H> {
         let Some(id) = self.ids.get(&h) else { return };
         let pd = r.private_data.to_vec();
         if r.status != mad::sidr_status::SUCCESS {
-            self.event(
-                h,
-                ev::UNREACHABLE,
-                -ECONNREFUSED,
-                Param::Conn(ConnParam {
-                    private_data: pd,
-                    ..Default::default()
-                }),
-            );
+            // The kernel reports the SIDR status itself (cma_sidr_rep_handler).
+            let param = Param::Conn(ConnParam {
+                private_data: pd,
+                ..Default::default()
+            });
+            self.event(h, ev::UNREACHABLE, r.status as i32, param);
             return;
         }
         let Some(dev) = id.dev.as_ref() else { return };

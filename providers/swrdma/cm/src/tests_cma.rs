@@ -10,6 +10,8 @@ use crate::mad::{self, Mad, Msg};
 /// A host with one device (127.0.0.1), ports in a set, messages into a
 /// queue tagged with the sender's name.
 struct Fake {
+    /// No process listens anywhere: sends to a listener find nobody.
+    no_listeners: bool,
     name: Vec<u8>,
     ports: Vec<(u16, u16)>,
     out: VecDeque<(Dest, Vec<u8>)>,
@@ -19,6 +21,7 @@ struct Fake {
 impl Fake {
     fn new(name: &str) -> Fake {
         Fake {
+            no_listeners: false,
             name: name.as_bytes().to_vec(),
             ports: Vec::new(),
             out: VecDeque::new(),
@@ -75,8 +78,12 @@ impl Host for Fake {
             Err(ENETUNREACH)
         }
     }
-    fn send(&mut self, to: &Dest, mad: &[u8; mad::MAD_LEN]) {
+    fn send(&mut self, to: &Dest, mad: &[u8; mad::MAD_LEN]) -> bool {
+        if self.no_listeners && matches!(to, Dest::Listener { .. }) {
+            return false;
+        }
         self.out.push_back((to.clone(), mad.to_vec()));
+        true
     }
     fn random(&mut self) -> u32 {
         self.rng = self.rng.wrapping_mul(1_103_515_245).wrapping_add(12345);
@@ -394,4 +401,24 @@ fn ports_bind_once_and_errors_are_the_kernels() {
     // destroy releases the port
     p.destroy_id(CP, a).unwrap();
     p.bind(b, Addr::Ip(sa("127.0.0.1:5000"))).unwrap();
+}
+
+#[test]
+fn a_port_nobody_holds_answers_as_the_kernels_cm() {
+    let mut a = Cma::new(Fake::new("A"));
+    a.host.no_listeners = true;
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.event, e.status), (ev::REJECTED, 8));
+    assert!(a.next_deadline().is_none(), "nothing left to retry");
+    // UD: SIDR status 1 (unsupported), as UNREACHABLE
+    let u = a.create_id(CA, 9, ps::UDP, 0).unwrap();
+    a.resolve_addr(u, None, sa("127.0.0.1:9")).unwrap();
+    a.get_event(CA).unwrap();
+    a.resolve_route(u).unwrap();
+    a.get_event(CA).unwrap();
+    a.connect(0, u, &param(0)).unwrap();
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.event, e.status), (ev::UNREACHABLE, 1));
 }

@@ -226,6 +226,16 @@ fn bind_abstract(fd: RawFd, name: &[u8]) -> Result<(), i32> {
     }
 }
 
+/// What became of a datagram.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Yes,
+    /// The receiver's queue is full: try again.
+    Full,
+    /// No socket of that name.
+    Nobody,
+}
+
 pub struct SoftHost {
     verbs: Option<Verbs>,
     devs: Option<Vec<SoftDev>>,
@@ -321,9 +331,9 @@ impl SoftHost {
         })
     }
 
-    /// Sends one datagram; false when the receiver's queue is full.
-    fn try_send(&mut self, name: &[u8], mad: &[u8; MAD_LEN]) -> bool {
-        let Some(fd) = self.own_fd() else { return true };
+    /// Sends one datagram.
+    fn try_send(&mut self, name: &[u8], mad: &[u8; MAD_LEN]) -> Sent {
+        let Some(fd) = self.own_fd() else { return Sent::Yes };
         let (a, len) = abstract_addr(name);
         // SAFETY: our socket, a 256-byte buffer, a sockaddr_un of `len`.
         let r = unsafe {
@@ -336,7 +346,15 @@ impl SoftHost {
                 len,
             )
         };
-        r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
+        if r >= 0 {
+            return Sent::Yes;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) => Sent::Full,
+            // no socket of that name: no listener, or the process is gone
+            Some(libc::ECONNREFUSED) | Some(libc::ENOENT) => Sent::Nobody,
+            _ => Sent::Yes,
+        }
     }
 
     /// Sends what waited for a full receiver, in order; drops what waited
@@ -345,7 +363,7 @@ impl SoftHost {
         let mut left = std::collections::VecDeque::new();
         let mut blocked: Vec<Vec<u8>> = Vec::new();
         while let Some((name, mad, until)) = self.pending.pop_front() {
-            let waits = blocked.contains(&name) || !self.try_send(&name, &mad);
+            let waits = blocked.contains(&name) || self.try_send(&name, &mad) == Sent::Full;
             if waits && now < until {
                 if !blocked.contains(&name) {
                     blocked.push(name.clone());
@@ -479,14 +497,24 @@ impl Host for SoftHost {
         }
     }
 
-    fn send(&mut self, to: &Dest, mad: &[u8; MAD_LEN]) {
+    fn send(&mut self, to: &Dest, mad: &[u8; MAD_LEN]) -> bool {
         let name = match to {
             Dest::Listener { ps, port, .. } => self.port_name(*ps, *port),
             Dest::Peer(n) => n.clone(),
         };
-        if self.pending.iter().any(|(n, _, _)| *n == name) || !self.try_send(&name, mad) {
+        if self.pending.iter().any(|(n, _, _)| *n == name) {
             self.pending
                 .push_back((name, *mad, crate::ucma::now() + PENDING_FOR_NS));
+            return true;
+        }
+        match self.try_send(&name, mad) {
+            Sent::Yes => true,
+            Sent::Full => {
+                self.pending
+                    .push_back((name, *mad, crate::ucma::now() + PENDING_FOR_NS));
+                true
+            }
+            Sent::Nobody => false,
         }
     }
 
