@@ -44,7 +44,7 @@ export RUST_TARGET
 STATICLIB := $(RUST_OUT)/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery providers soft soft-hardening soft-pyverbs soft-rdmacm soft-wire wire-strict wire-hostile wire-soak clients compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile
+SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery providers soft soft-hardening soft-pyverbs soft-rdmacm soft-wire wire-strict wire-hostile wire-soak clients compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile vm-rdmacm
 
 # The quick tier: what tells a contributor in minutes whether a change broke
 # the library (make test stays the full run; .ci/run calls make test).
@@ -83,7 +83,7 @@ check: deps lib swrdma
 
 # The Soft-RoCE virtual machine alone (Debian's kernel with rdma_rxe, qemu/TCG).
 test-vm: deps lib swrdma
-	bash compat-tests/run-all.sh vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile
+	bash compat-tests/run-all.sh vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile vm-rdmacm
 
 # Numbers and ratios, not pass/fail: the software device against this
 # machine's memory limits, and ours vs upstream on Soft-RoCE in the VM.

@@ -246,6 +246,25 @@ pub mod qpm {
     pub const DEST_QPN: u32 = 1 << 20;
 }
 
+/// An AF_IB address as `QUERY` answers it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IbAddr {
+    pub pkey: u16,
+    pub gid: [u8; 16],
+    pub sid: u64,
+    pub mask: u64,
+}
+
+/// `QUERY` GID's answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GidInfo {
+    pub src: IbAddr,
+    pub dst: IbAddr,
+    /// The P_Key field (0 on RoCE: the kernel's Ethernet device address has
+    /// none).
+    pub pkey: u16,
+}
+
 /// An id's device, source and destination (`QUERY` ADDR).
 pub type AddrInfo = (Option<Dev>, Option<Addr>, Option<SocketAddr>);
 
@@ -301,8 +320,8 @@ struct Id {
     parent: Option<Handle>,
     conn: Option<Conn>,
     peer: Option<Dest>,
-    /// The id's one PSN (rdma_cm uses the active side's random PSN in both
-    /// directions: REQ and REP carry the same starting PSN).
+    /// The id's own starting PSN (random; its REQ's or REP's, and its
+    /// QP's send PSN); the peer's is `qp.rq_psn`.
     seq: u32,
     tos: Option<u8>,
     reuse: bool,
@@ -358,7 +377,6 @@ impl Id {
 pub struct Cma<H: Host> {
     pub host: H,
     ids: BTreeMap<Handle, Id>,
-    next: Handle,
     /// Our local comm ID -> id.
     by_comm: HashMap<u32, Handle>,
     /// (peer, remote comm ID) -> id: duplicate REQs.
@@ -386,7 +404,6 @@ impl<H: Host> Cma<H> {
         Cma {
             host,
             ids: BTreeMap::new(),
-            next: 0,
             by_comm: HashMap::new(),
             by_remote: HashMap::new(),
             queues: HashMap::new(),
@@ -435,6 +452,18 @@ impl<H: Host> Cma<H> {
         }
     }
 
+    /// The lowest free handle, as the kernel's `xa_alloc` hands ids out.
+    fn alloc_handle(&mut self) -> Handle {
+        let mut h = 0;
+        for k in self.ids.keys() {
+            if *k != h {
+                break;
+            }
+            h += 1;
+        }
+        h
+    }
+
     fn id(&mut self, h: Handle) -> Result<&mut Id, i32> {
         self.ids.get_mut(&h).ok_or(ENOENT)
     }
@@ -449,8 +478,7 @@ impl<H: Host> Cma<H> {
             _ => return Err(EINVAL),
         };
         let seq = self.host.random() & 0xff_ffff;
-        let h = self.next;
-        self.next = self.next.wrapping_add(1);
+        let h = self.alloc_handle();
         self.ids.insert(h, Id::new(uid, chan, ps, qp_type, seq));
         Ok(h)
     }
@@ -587,7 +615,12 @@ impl<H: Host> Cma<H> {
         }
         let (ps, reuse) = (id.ps, id.reuse);
         match addr {
-            Addr::Ib { gid, sid, sid_mask, .. } => {
+            Addr::Ib {
+                pkey,
+                gid,
+                sid,
+                sid_mask,
+            } => {
                 if gid != [0; 16] {
                     return Err(ENODEV);
                 }
@@ -601,11 +634,13 @@ impl<H: Host> Cma<H> {
                     .claim_port(sps, IpAddr::V6(Ipv6Addr::UNSPECIFIED), port, reuse)?;
                 let id = self.id(h)?;
                 id.port = Some(p);
+                // The caller's P_Key; the whole service ID once the port is
+                // known (as the kernel answers QUERY).
                 id.src = Some(Addr::Ib {
-                    pkey: 0xffff,
+                    pkey,
                     gid,
                     sid: (sid & sid_mask) | p as u64,
-                    sid_mask,
+                    sid_mask: u64::MAX,
                 });
                 id.state = IdState::AddrBound;
                 Ok(())
@@ -782,16 +817,57 @@ impl<H: Host> Cma<H> {
         Ok((id.dev.clone(), id.src, id.dst))
     }
 
-    /// The GIDs of an id (`QUERY` GID: sgid, dgid).
-    pub fn query_gid(&self, h: Handle) -> Result<([u8; 16], [u8; 16], u16, u64), i32> {
+    /// What `QUERY` GID answers: both ends as AF_IB addresses, as the
+    /// kernel converts an IP id's (pkey 0 on RoCE, the service IDs of the
+    /// two ports, no mask) or gives an AF_IB id's own.
+    pub fn query_gid(&self, h: Handle) -> Result<GidInfo, i32> {
         let id = self.ids.get(&h).ok_or(ENOENT)?;
         let sgid = id.dev.as_ref().map_or([0; 16], |d| d.gid);
-        let sid = match id.src {
-            Some(Addr::Ip(a)) => ipcm::service_id(id.ps, a.port()),
-            Some(Addr::Ib { sid, .. }) => sid,
-            None => 0,
-        };
-        Ok((sgid, id.remote_gid, 0xffff, sid))
+        Ok(match id.src {
+            Some(Addr::Ib {
+                pkey,
+                gid,
+                sid,
+                sid_mask,
+            }) => GidInfo {
+                src: IbAddr {
+                    pkey,
+                    gid,
+                    sid,
+                    mask: sid_mask,
+                },
+                dst: IbAddr::default(),
+                pkey: 0,
+            },
+            src => {
+                let sport = src.and_then(|a| a.ip()).map_or(0, |a| a.port());
+                let dgid = match (id.dst, src.and_then(|a| a.ip())) {
+                    (Some(d), _) => v4mapped(d.ip()),
+                    (None, Some(s)) => v4mapped(if s.is_ipv4() {
+                        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+                    } else {
+                        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+                    }),
+                    (None, None) => [0; 16],
+                };
+                let dport = id.dst.map_or(0, |d| d.port());
+                GidInfo {
+                    src: IbAddr {
+                        pkey: 0,
+                        gid: sgid,
+                        sid: ipcm::service_id(id.ps, sport),
+                        mask: 0,
+                    },
+                    dst: IbAddr {
+                        pkey: 0,
+                        gid: dgid,
+                        sid: ipcm::service_id(id.ps, dport),
+                        mask: 0,
+                    },
+                    pkey: 0,
+                }
+            }
+        })
     }
 
     /// The path of an id, once its route is known (`QUERY` PATH): a
@@ -805,17 +881,26 @@ impl<H: Host> Cma<H> {
         {
             return Ok(Vec::new());
         }
+        // A UD id made by a SIDR_REQ has no path record (the kernel's
+        // route of such an id has none).
+        if id.parent.is_some() && id.qp_type == qpt::UD {
+            return Ok(Vec::new());
+        }
         let dev = id.dev.as_ref().ok_or(EINVAL)?;
         let mut p = [0u8; 64];
         p[8..24].copy_from_slice(&id.remote_gid);
         p[24..40].copy_from_slice(&dev.gid);
+        // The LID fields (a union with the RoCE route's resolved flag and
+        // MAC in the kernel) and the raw-traffic bit stay 0 here.
         let flhl = (id.flow_label & 0xf_ffff) << 8 | id.hop_limit as u32;
         p[44..48].copy_from_slice(&flhl.to_be_bytes());
         p[48] = id.tos.unwrap_or(0);
-        p[49] = 0x80 | 1;
+        // reversible, number of paths 0 (as the kernel packs a RoCE path)
+        p[49] = 0x80;
         p[50..52].copy_from_slice(&0xffffu16.to_be_bytes());
+        // selectors "exactly"; rate 0: the port's current rate
         p[54] = 2 << 6 | id.path_mtu;
-        p[55] = 2 << 6 | 3;
+        p[55] = 2 << 6;
         p[56] = 2 << 6 | id.packet_life_time;
         Ok(vec![p])
     }
@@ -921,7 +1006,6 @@ impl<H: Host> Cma<H> {
             c.state = CmState::ReqSent;
             id.qp.local_qpn = r.local_qpn;
             id.qp.sq_psn = id.seq;
-            id.qp.rq_psn = id.seq;
             id.qp.path_mtu = id.path_mtu;
             id.qp.retry_count = r.retry_count;
             id.qp.srq = r.srq;
@@ -1191,9 +1275,9 @@ impl<H: Host> Cma<H> {
     pub fn init_qp_attr(&self, h: Handle, state: u32) -> Result<QpAttr, i32> {
         let id = self.ids.get(&h).ok_or(ENOENT)?;
         let dev = id.dev.as_ref().ok_or(EINVAL)?;
+        // Only INIT names the port (the kernel leaves it 0 in RTR and RTS).
         let mut a = QpAttr {
             qp_state: state,
-            port_num: dev.port_num,
             ..Default::default()
         };
         let cm_state = id.conn.as_ref().map(|c| c.state);
@@ -1202,6 +1286,7 @@ impl<H: Host> Cma<H> {
             // INIT
             1 => {
                 a.mask = qpm::STATE | qpm::PKEY_INDEX | qpm::PORT;
+                a.port_num = dev.port_num;
                 if ud {
                     a.qkey = if id.qkey != 0 { id.qkey } else { UDP_QKEY };
                     a.mask |= qpm::QKEY;
@@ -1239,7 +1324,7 @@ impl<H: Host> Cma<H> {
                     a.ah = self.ah(id, dev);
                     a.path_mtu = id.path_mtu as u32;
                     a.dest_qp_num = id.qp.remote_qpn;
-                    a.rq_psn = id.seq;
+                    a.rq_psn = id.qp.rq_psn;
                     if id.qp_type == qpt::RC {
                         a.mask |= qpm::MAX_DEST_RD_ATOMIC | qpm::MIN_RNR_TIMER;
                         a.max_dest_rd_atomic = id.qp.responder_resources;
@@ -1600,9 +1685,9 @@ impl<H: Host> Cma<H> {
         }
         l.backlog -= 1;
         let (luid, lchan, lps, lqpt) = (l.uid, l.chan, l.ps, l.qp_type);
-        let h = self.next;
-        self.next = self.next.wrapping_add(1);
-        let mut id = Id::new(0, lchan, lps, lqpt, r.starting_psn);
+        let h = self.alloc_handle();
+        let seq = self.host.random() & 0xff_ffff;
+        let mut id = Id::new(0, lchan, lps, lqpt, seq);
         id.state = IdState::Connect;
         id.parent = Some(lh);
         id.port = Some(port);
@@ -1719,8 +1804,7 @@ impl<H: Host> Cma<H> {
         }
         l.backlog -= 1;
         let (luid, lchan, lps, lqpt) = (l.uid, l.chan, l.ps, l.qp_type);
-        let h = self.next;
-        self.next = self.next.wrapping_add(1);
+        let h = self.alloc_handle();
         let mut id = Id::new(0, lchan, lps, lqpt, 0);
         id.state = IdState::Connect;
         id.parent = Some(lh);
@@ -1734,7 +1818,10 @@ impl<H: Host> Cma<H> {
         c.remote_comm_id = r.request_id;
         c.state = CmState::SidrReqRcvd;
         id.conn = Some(c);
-        let ah = self.ah(&id, &dev);
+        // The kernel hands a SIDR request to user space with no address
+        // handle (the reply goes back through the CM).
+        let ah = Ah::default();
+        let _ = &dev;
         self.ids.insert(h, id);
         self.by_remote.insert((from.clone(), r.request_id), h);
         let e = Event {
@@ -1824,7 +1911,7 @@ impl<H: Host> Cma<H> {
         id.qp.initiator_depth = r.responder_resources;
         id.qp.rnr_retry_count = r.rnr_retry_count;
         id.qp.ack_timeout = conn::ack_timeout(r.target_ack_delay, id.packet_life_time);
-        id.seq = r.starting_psn;
+        id.qp.rq_psn = r.starting_psn;
         self.by_remote.insert((from.clone(), r.local_comm_id), h);
         // Linux 6.1 MRAs a REP it hands to user space.
         let m = self.mra_rep(h);

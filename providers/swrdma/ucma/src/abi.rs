@@ -190,13 +190,13 @@ pub fn write_ip(b: &mut [u8], a: &SocketAddr) -> usize {
 }
 
 /// An `sockaddr_ib` (the `QUERY` GID answer).
-pub fn write_ib(b: &mut [u8], pkey: u16, gid: &[u8; 16], sid: u64) -> usize {
+pub fn write_ib(b: &mut [u8], pkey: u16, gid: &[u8; 16], sid: u64, mask: u64) -> usize {
     b[..SOCKADDR_IB_LEN].fill(0);
     put16(b, 0, AF_IB);
     b[2..4].copy_from_slice(&pkey.to_be_bytes());
     b[8..24].copy_from_slice(gid);
     b[24..32].copy_from_slice(&sid.to_be_bytes());
-    b[32..40].copy_from_slice(&u64::MAX.to_be_bytes());
+    b[32..40].copy_from_slice(&mask.to_be_bytes());
     SOCKADDR_IB_LEN
 }
 
@@ -341,7 +341,7 @@ mod tests {
         let a6: SocketAddr = "[::1]:18515".parse().unwrap();
         assert_eq!(write_ip(&mut b, &a6), 28);
         assert_eq!(parse_addr(&b), Some(SockAddr::Ip(a6)));
-        write_ib(&mut b, 0xffff, &[0; 16], 0x0106_0000);
+        write_ib(&mut b, 0xffff, &[0; 16], 0x0106_0000, u64::MAX);
         assert_eq!(addr_size(&b), 48);
         assert!(matches!(parse_addr(&b), Some(SockAddr::Ib { sid: 0x0106_0000, .. })));
     }

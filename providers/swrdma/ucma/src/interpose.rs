@@ -14,20 +14,37 @@ pub const RDMA_CM_PATH: &[u8] = b"/dev/infiniband/rdma_cm";
 
 /// One bit per descriptor below 65536: is it a channel of ours.
 static CHANNELS: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
+/// The same for the kernel's channels passed through and recorded
+/// (`SWRDMA_UCMA_KERNEL=1`).
+static KERNEL: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
 
-fn is_channel(fd: c_int) -> bool {
-    (0..65536).contains(&fd) && CHANNELS[fd as usize / 64].load(Ordering::Acquire) & (1 << (fd % 64)) != 0
+fn bit(set: &[AtomicU64; 1024], fd: c_int) -> bool {
+    (0..65536).contains(&fd) && set[fd as usize / 64].load(Ordering::Acquire) & (1 << (fd % 64)) != 0
 }
 
-fn mark(fd: c_int, on: bool) {
+fn is_channel(fd: c_int) -> bool {
+    bit(&CHANNELS, fd)
+}
+
+fn set_bit(set: &[AtomicU64; 1024], fd: c_int, on: bool) {
     if (0..65536).contains(&fd) {
         let bit = 1u64 << (fd % 64);
         if on {
-            CHANNELS[fd as usize / 64].fetch_or(bit, Ordering::AcqRel);
+            set[fd as usize / 64].fetch_or(bit, Ordering::AcqRel);
         } else {
-            CHANNELS[fd as usize / 64].fetch_and(!bit, Ordering::AcqRel);
+            set[fd as usize / 64].fetch_and(!bit, Ordering::AcqRel);
         }
     }
+}
+
+fn mark(fd: c_int, on: bool) {
+    set_bit(&CHANNELS, fd, on);
+}
+
+/// `SWRDMA_UCMA_KERNEL=1`: the real device, recorded, not ours.
+fn kernel_mode() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SWRDMA_UCMA_KERNEL").is_some_and(|v| v == "1"))
 }
 
 fn set_errno(e: c_int) {
@@ -96,12 +113,17 @@ fn open_channel(flags: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int {
     // SAFETY: path is the caller's C string (or NULL).
-    if unsafe { is_rdma_cm(path) } {
+    let cm = unsafe { is_rdma_cm(path) };
+    if cm && !kernel_mode() {
         return open_channel(flags);
     }
     let f = next(&NEXT_OPEN, c"open");
     // SAFETY: libc's open, with the caller's arguments.
-    unsafe { std::mem::transmute::<*mut c_void, OpenFn>(f)(path, flags, mode) }
+    let fd = unsafe { std::mem::transmute::<*mut c_void, OpenFn>(f)(path, flags, mode) };
+    if cm && fd >= 0 {
+        set_bit(&KERNEL, fd, true);
+    }
+    fd
 }
 
 /// `open64(2)`: as [`open`].
@@ -111,12 +133,17 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: libc::mod
 #[no_mangle]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int {
     // SAFETY: as in open.
-    if unsafe { is_rdma_cm(path) } {
+    let cm = unsafe { is_rdma_cm(path) };
+    if cm && !kernel_mode() {
         return open_channel(flags);
     }
     let f = next(&NEXT_OPEN64, c"open64");
     // SAFETY: libc's open64, with the caller's arguments.
-    unsafe { std::mem::transmute::<*mut c_void, OpenFn>(f)(path, flags, mode) }
+    let fd = unsafe { std::mem::transmute::<*mut c_void, OpenFn>(f)(path, flags, mode) };
+    if cm && fd >= 0 {
+        set_bit(&KERNEL, fd, true);
+    }
+    fd
 }
 
 /// `write(2)`: a channel's command, or libc's write.
@@ -135,6 +162,11 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: usize) -> i
         };
     }
     let f = next(&NEXT_WRITE, c"write");
+    if bit(&KERNEL, fd) {
+        // SAFETY: libc's write, with the caller's arguments.
+        let real = || unsafe { std::mem::transmute::<*mut c_void, WriteFn>(f)(fd, buf, count) };
+        return ucma::kernel_command(fd, buf.cast(), count, &real);
+    }
     // SAFETY: libc's write, with the caller's arguments.
     unsafe { std::mem::transmute::<*mut c_void, WriteFn>(f)(fd, buf, count) }
 }
@@ -150,6 +182,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         mark(fd, false);
         ucma::model().close_channel(fd);
     }
+    set_bit(&KERNEL, fd, false);
     let f = next(&NEXT_CLOSE, c"close");
     // SAFETY: libc's close.
     unsafe { std::mem::transmute::<*mut c_void, CloseFn>(f)(fd) }

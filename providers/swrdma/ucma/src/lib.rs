@@ -16,6 +16,7 @@
 //! | devices, ports, and the carrier between processes | [`host`] |
 //! | the thread that answers peers while the application sleeps | [`progress`] |
 //! | the interposed libc entry points | [`interpose`] |
+//! | the command log (ours, or the kernel's passed through) | [`log`] |
 //!
 //! The connection manager itself (IBTA CM messages and state, rdma_cm
 //! semantics) is the `swrdma-cm` crate: no I/O, unit-tested.
@@ -23,5 +24,6 @@
 pub mod abi;
 pub mod host;
 pub mod interpose;
+pub mod log;
 pub mod progress;
 pub mod ucma;

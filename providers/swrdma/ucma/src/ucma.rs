@@ -188,8 +188,11 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
     let inbuf = buf as u64 + abi::HDR_LEN as u64;
     let pre = pre.as_ref().map(|p| &p[abi::HDR_LEN..]);
     if c == cmd::GET_EVENT {
-        return get_event(fd, Args { pre, at: inbuf }, outl).map(|_| len);
+        let r = get_event(fd, Args { pre, at: inbuf }, outl);
+        log_command(crate::log::seq(), fd, c, Args { pre, at: inbuf }, inl, outl, r);
+        return r.map(|_| len);
     }
+    let seq = crate::log::seq();
     let (r, wake) = {
         let mut m = model();
         let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
@@ -206,10 +209,55 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
     if wake {
         crate::progress::kick();
     }
+    log_command(seq, fd, c, Args { pre, at: inbuf }, inl, outl, r);
     if trace() {
         eprintln!("swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}");
     }
     r.map(|_| len)
+}
+
+/// Records a command, its outcome and its response in the ucma log.
+fn log_command(seq: u64, fd: RawFd, c: u32, a: Args<'_>, inl: usize, outl: usize, r: Result<(), i32>) {
+    if !crate::log::on() {
+        return;
+    }
+    let a = args(a, inl.max(16)).or_else(|_| args(a, inl)).unwrap_or_default();
+    let resp = if r.is_ok() {
+        crate::log::response_at(c, &a, outl).and_then(|(at, n)| read_user(at, n.min(4096)).ok())
+    } else {
+        None
+    };
+    crate::log::command(seq, fd, c, &a, r, resp.as_deref());
+}
+
+/// The kernel's own rdma_cm, passed through and recorded
+/// (`SWRDMA_UCMA_KERNEL=1` with `SWRDMA_UCMA_LOG`): the result of the real
+/// `write()`.
+pub fn kernel_command(fd: RawFd, buf: *const u8, len: usize, real: &dyn Fn() -> isize) -> isize {
+    let hdr = read_user(buf as u64, abi::HDR_LEN.min(len)).unwrap_or_default();
+    let get_event = hdr.len() == abi::HDR_LEN && u32_at(&hdr, 0) == cmd::GET_EVENT;
+    let mut seq = if get_event { 0 } else { crate::log::seq() };
+    let r = real();
+    if get_event {
+        seq = crate::log::seq();
+    }
+    let err = if r < 0 { errno() } else { 0 };
+    if hdr.len() == abi::HDR_LEN {
+        let (c, inl, outl) = (u32_at(&hdr, 0), u16_at(&hdr, 4) as usize, u16_at(&hdr, 6) as usize);
+        let a = read_user(buf as u64 + abi::HDR_LEN as u64, inl).unwrap_or_default();
+        let res = if r < 0 { Err(err) } else { Ok(()) };
+        let resp = if r >= 0 {
+            crate::log::response_at(c, &a, outl).and_then(|(at, n)| read_user(at, n.min(4096)).ok())
+        } else {
+            None
+        };
+        crate::log::command(seq, fd, c, &a, res, resp.as_deref());
+    }
+    if r < 0 {
+        // SAFETY: the calling thread's errno, as the real write left it.
+        unsafe { *libc::__errno_location() = err };
+    }
+    r
 }
 
 /// `SWRDMA_CM_TRACE=1`: every command, answer, event and message on
@@ -368,7 +416,8 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
                     for (i, p) in paths.iter().take(n).enumerate() {
                         let o = size::QUERY_PATH_RESP + i * size::PATH_DATA;
                         // IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL
-                        abi::put32(&mut b, o, 1 << 1 | 1 << 2 | 1 << 4);
+                        // (outbound | inbound reverse)
+                        abi::put32(&mut b, o, 1 | 1 << 1 | 1 << 3 | 1 << 5);
                         b[o + 8..o + 72].copy_from_slice(p);
                     }
                     write_user(resp, &b)
@@ -377,7 +426,7 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
                     if outl < size::QUERY_ADDR_RESP {
                         return Err(libc::ENOSPC);
                     }
-                    let (sgid, dgid, pkey, sid) = m.cma.query_gid(h)?;
+                    let g = m.cma.query_gid(h)?;
                     let (dev, _, _) = m.cma.query_addr(h)?;
                     let mut b = vec![0u8; size::QUERY_ADDR_RESP];
                     if let Some(d) = &dev {
@@ -385,11 +434,11 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
                         b[8] = d.port_num;
                         abi::put32(&mut b, 272, d.ibdev_index);
                     }
-                    abi::put16(&mut b, 10, pkey);
+                    abi::put16(&mut b, 10, g.pkey);
                     abi::put16(&mut b, 12, abi::SOCKADDR_IB_LEN as u16);
                     abi::put16(&mut b, 14, abi::SOCKADDR_IB_LEN as u16);
-                    abi::write_ib(&mut b[16..144], pkey, &sgid, sid);
-                    abi::write_ib(&mut b[144..272], pkey, &dgid, sid);
+                    abi::write_ib(&mut b[16..144], g.src.pkey, &g.src.gid, g.src.sid, g.src.mask);
+                    abi::write_ib(&mut b[144..272], g.dst.pkey, &g.dst.gid, g.dst.sid, g.dst.mask);
                     write_user(resp, &b)
                 }
                 _ => Err(libc::ENOSYS),
@@ -519,31 +568,30 @@ fn explain(m: &mut Model, ip: IpAddr) {
 fn query_addr(m: &mut Model, h: u32) -> Result<Vec<u8>, i32> {
     let (dev, src, dst) = m.cma.query_addr(h)?;
     let mut b = vec![0u8; size::QUERY_ADDR_RESP];
-    let mut ibdev = u32::MAX;
+    // No device: node GUID, port and index 0, as the kernel leaves them.
+    let mut ibdev = 0;
     if let Some(d) = &dev {
         abi::put64(&mut b, 0, d.guid.to_be());
         b[8] = d.port_num;
-        abi::put16(&mut b, 10, d.pkey);
         ibdev = d.ibdev_index;
     }
+    // P_Key 0: a RoCE device's address carries none.
+    abi::put16(&mut b, 10, 0);
     let ss = match src {
         Some(Addr::Ip(a)) => abi::write_ip(&mut b[16..144], &a),
-        Some(Addr::Ib { pkey, gid, sid, .. }) => abi::write_ib(&mut b[16..144], pkey, &gid, sid),
+        Some(Addr::Ib {
+            pkey,
+            gid,
+            sid,
+            sid_mask,
+        }) => abi::write_ib(&mut b[16..144], pkey, &gid, sid, sid_mask),
         None => abi::write_ip(&mut b[16..144], &SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)),
     };
-    let ds = match dst {
-        Some(a) => abi::write_ip(&mut b[144..272], &a),
-        None => {
-            let fam = match src {
-                Some(Addr::Ip(a)) => abi::any_like(a.ip()),
-                _ => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            };
-            if matches!(src, Some(Addr::Ib { .. })) {
-                abi::write_ib(&mut b[144..272], 0, &[0; 16], 0)
-            } else {
-                abi::write_ip(&mut b[144..272], &SocketAddr::new(fam, 0))
-            }
-        }
+    let ds = match (dst, src) {
+        (Some(a), _) => abi::write_ip(&mut b[144..272], &a),
+        (None, Some(Addr::Ib { .. })) => abi::write_ib(&mut b[144..272], 0, &[0; 16], 0, 0),
+        (None, Some(Addr::Ip(a))) => abi::write_ip(&mut b[144..272], &SocketAddr::new(abi::any_like(a.ip()), 0)),
+        (None, None) => abi::write_ip(&mut b[144..272], &SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)),
     };
     abi::put16(&mut b, 12, ss as u16);
     abi::put16(&mut b, 14, ds as u16);
@@ -553,7 +601,8 @@ fn query_addr(m: &mut Model, h: u32) -> Result<Vec<u8>, i32> {
 
 fn query_route(m: &mut Model, h: u32) -> Result<Vec<u8>, i32> {
     let (dev, src, dst) = m.cma.query_addr(h)?;
-    let (sgid, dgid, _, _) = m.cma.query_gid(h)?;
+    let g = m.cma.query_gid(h)?;
+    let (sgid, dgid) = (g.src.gid, g.dst.gid);
     let mut b = vec![0u8; size::QUERY_ROUTE_RESP];
     if let Some(d) = &dev {
         abi::put64(&mut b, 0, d.guid.to_be());

@@ -1,0 +1,52 @@
+#!/bin/bash
+# compat-tests/vm-rdmacm: command for command, ours against the kernel's
+# rdma_cm.  The same workloads (workloads.sh: rping, ucmatose, udaddy,
+# rdma_server/rdma_client, a connect to a port nobody listens on) run
+#   * in the VM on the kernel's rdma_cm over rxe (Debian's 6.1 kernel,
+#     rdma_ucm; Debian's libibverbs and librdmacm), every ucma command,
+#     answer and event recorded by libswrdma-ucma.so in pass-through mode
+#     (SWRDMA_UCMA_KERNEL=1: it only records what the real device answers);
+#   * on the host on ours (swr0 through swrdma-cm), recorded the same way;
+# and each process's log is compared line by line after normalize.py
+# (handles, pointers, QPNs, PSNs, ports, service IDs, GUIDs, flow labels
+# numbered in order of appearance; addresses and IP GIDs as ADDR / GID).
+# What differs by the device and not by the CM is listed, each with its
+# reason, in expected-differences.txt as a pattern masked on both sides; a
+# listed pattern that masks nothing any more is a FAIL (the list cannot go
+# stale).  One PASS/FAIL line per workload and role.
+set -u
+. "$(dirname "$0")/../lib.sh"
+suite_begin vm-rdmacm --clean
+OUT=$SCRATCH
+HERE=$ROOT/compat-tests/vm-rdmacm
+LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "missing $OUR_LIB (run: make)"
+need "$ROOT/build/bin/swrdma-cm=run: make swrdma" "$LIBDIR/libswrdma-ucma.so=run: make swrdma" \
+    rping=rdmacm-utils ucmatose=rdmacm-utils udaddy=rdmacm-utils rdma_server=rdmacm-utils python3
+
+# ---- ours: swr0 on the host
+export XDG_RUNTIME_DIR=$OUT/rt
+mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
+LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 SWRDMA_UCMA_LIB=$LIBDIR/libswrdma-ucma.so \
+    bash "$HERE/workloads.sh" "$OUT/ours" 127.0.0.1 "$ROOT/build/bin/swrdma-cm"
+
+# ---- the kernel's: rxe in the VM
+export VM_RUN_DIR=$OUT/vm
+cache=$(mkdir -p "${VM_CACHE:-build/vm-cache}" && cd "${VM_CACHE:-build/vm-cache}" && pwd)
+{ printf 'GUEST_VM_CACHE=%q\n' "$cache"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
+bash "$ROOT/compat-tests/vm/vm-run.sh" "$OUT/guest-run.sh" >"$OUT/vm.out" 2>&1
+vrc=$?
+if [ $vrc -ne 0 ] || [ ! -d "$VM_RUN_DIR/kernel" ]; then
+    fail_early vm "the VM run failed (exit $vrc): $(tail -n3 "$OUT/vm.out" | tr '\n' ' ')"
+fi
+
+# ---- compare
+python3 "$HERE/compare.py" "$VM_RUN_DIR/kernel" "$OUT/ours" "$HERE/expected-differences.txt" "$OUT/diff" \
+    >"$OUT/compare.out"
+cat "$OUT/compare.out"
+while read -r verdict rest; do
+    case $verdict in
+        PASS) pass "$rest" ;;
+        FAIL) fail "${rest%%: *}" "${rest#*: }" ;;
+    esac
+done < <(grep -E '^(PASS|FAIL) ' "$OUT/compare.out")
+finish
