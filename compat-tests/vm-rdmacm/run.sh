@@ -1,7 +1,8 @@
 #!/bin/bash
 # compat-tests/vm-rdmacm: command for command, ours against the kernel's
 # rdma_cm.  The same workloads (workloads.sh: rping, ucmatose, udaddy,
-# rdma_server/rdma_client, a connect to a port nobody listens on) run
+# rdma_server/rdma_client, rdma_xserver/rdma_xclient, rstream
+# (rsockets), a connect to a port nobody listens on) run
 #   * in the VM on the kernel's rdma_cm over rxe (Debian's 6.1 kernel,
 #     rdma_ucm; Debian's libibverbs and librdmacm), every ucma command,
 #     answer and event recorded by libswrdma-ucma.so in pass-through mode

@@ -5,6 +5,9 @@
 #   workloads.sh OUT SERVER_ADDR RUN...
 # RUN: the command prefix that puts a program on the rdma_cm under test
 # (e.g. build/bin/swrdma-cm, or env LD_PRELOAD=... SWRDMA_UCMA_KERNEL=1).
+# (perftest -R is not among them: its client retries a connect that may
+# come before the server listens again, so its log depends on timing, not
+# on the CM; compat-tests/soft-rdmacm runs it.)
 set -u
 OUT=$1 A=$2; shift 2
 RUN=("$@")
@@ -24,6 +27,8 @@ pair rping 7301 rping -s -a "$A" -p 7301 -C 2 -v -- rping -c -a "$A" -p 7301 -C 
 pair ucmatose 7302 ucmatose -b "$A" -p 7302 -c 2 -C 4 -- ucmatose -s "$A" -p 7302 -c 2 -C 4
 pair udaddy 7174 udaddy -b "$A" -c 1 -C 2 -- udaddy -s "$A" -c 1 -C 2
 pair rdma_server 7303 rdma_server -s "$A" -p 7303 -- rdma_client -s "$A" -p 7303
+pair rdma_xserver 7304 rdma_xserver -p 7304 -c r -- rdma_xclient -s "$A" -p 7304 -c r
+pair rstream 7306 rstream -T v -S 4096 -C 4 -b "$A" -p 7306 -- rstream -T v -S 4096 -C 4 -s "$A" -p 7306
 # no listener: REJ 8
 SWRDMA_UCMA_LOG=$OUT/nolistener.client timeout 60 "${RUN[@]}" rping -c -a "$A" -p 7399 -C 1 >"$OUT/nolistener.client.out" 2>&1
 echo "$?" >"$OUT/nolistener.client.rc"

@@ -144,6 +144,9 @@ pub trait Host {
     /// it at all (no listener on that port, a process gone): the machine's
     /// own answer, as the kernel's CM would give it, is then the caller's.
     fn send(&mut self, to: &Dest, mad: &[u8; mad::MAD_LEN]) -> bool;
+    /// Is the process behind `to` still there (true when the host cannot
+    /// tell)?
+    fn alive(&mut self, to: &Dest) -> bool;
     fn random(&mut self) -> u32;
 }
 
@@ -386,7 +389,13 @@ pub struct Cma<H: Host> {
     dirty: Vec<ChanId>,
     /// `SWRDMA_CM_TIMEOUT_MS`: replaces every CM response wait.
     pub timeout_override_ms: Option<u64>,
+    /// When the peers of connections are next looked for (see
+    /// [`Cma::check_peers`]).
+    next_peer_check: u64,
 }
+
+/// How often the peers of connections are looked for.
+pub const PEER_CHECK_NS: u64 = 500_000_000;
 
 fn v4mapped(ip: IpAddr) -> [u8; 16] {
     match ip {
@@ -409,6 +418,7 @@ impl<H: Host> Cma<H> {
             queues: HashMap::new(),
             dirty: Vec::new(),
             timeout_override_ms: None,
+            next_peer_check: 0,
         }
     }
 
@@ -533,13 +543,15 @@ impl<H: Host> Cma<H> {
     /// CM's `cm_destroy_id`).
     fn leave(&mut self, id: &mut Id, c: Conn, peer: &Dest) {
         match c.state {
-            CmState::ReqRcvd | CmState::MraReqSent | CmState::RepRcvd | CmState::MraRepRcvd => {
-                let m = self.rej(
-                    &c,
-                    mad::rej_reason::CONSUMER_DEFINED,
-                    if c.state == CmState::RepRcvd { 1 } else { 0 },
-                    &[],
-                );
+            // (the kernel's cm_destroy_id: REJ consumer defined, naming
+            // the message rejected as cm_format_rej does: REQ, REP, other)
+            CmState::ReqRcvd | CmState::MraReqSent | CmState::RepRcvd | CmState::MraRepRcvd | CmState::RepSent => {
+                let which = match c.state {
+                    CmState::RepRcvd | CmState::MraRepRcvd => 1,
+                    CmState::RepSent => 2,
+                    _ => 0,
+                };
+                let m = self.rej(&c, mad::rej_reason::CONSUMER_DEFINED, which, &[]);
                 self.host.send(peer, &m.encode());
             }
             CmState::ReqSent => {
@@ -843,6 +855,8 @@ impl<H: Host> Cma<H> {
                 let sport = src.and_then(|a| a.ip()).map_or(0, |a| a.port());
                 let dgid = match (id.dst, src.and_then(|a| a.ip())) {
                     (Some(d), _) => v4mapped(d.ip()),
+                    // no device (a wildcard bind): the kernel reads no GIDs
+                    (None, _) if id.dev.is_none() => [0; 16],
                     (None, Some(s)) => v4mapped(if s.is_ipv4() {
                         IpAddr::V4(Ipv4Addr::UNSPECIFIED)
                     } else {
@@ -1445,13 +1459,91 @@ impl<H: Host> Cma<H> {
     // ---------------------------------------------------------------- timers
 
     pub fn next_deadline(&self) -> Option<u64> {
+        let peers = self
+            .ids
+            .values()
+            .any(|id| Self::watched(id).is_some())
+            .then_some(self.next_peer_check);
         self.ids
             .values()
             .filter_map(|id| id.conn.as_ref().and_then(|c| c.deadline()))
+            .chain(peers)
             .min()
     }
 
+    /// The peer of a connection whose state waits on it, when the host
+    /// can tell whether it is still there.
+    fn watched(id: &Id) -> Option<&Dest> {
+        let st = id.conn.as_ref()?.state;
+        let waits = matches!(
+            st,
+            CmState::Established
+                | CmState::DreqSent
+                | CmState::RepSent
+                | CmState::RepRcvd
+                | CmState::MraRepRcvd
+                | CmState::ReqSent
+        );
+        match &id.peer {
+            Some(d @ Dest::Peer(_)) if waits => Some(d),
+            _ => None,
+        }
+    }
+
+    /// A peer process that is gone (killed, or ended without destroying
+    /// its ids) cannot say so; the kernel's CM says it for a killed
+    /// process (its ids are destroyed with the file: DREQ, or REJ consumer
+    /// defined before the connection was established).  So the peers of
+    /// waiting connections are looked for every [`PEER_CHECK_NS`], and a
+    /// vanished one counts as that DREQ or REJ.
+    pub fn check_peers(&mut self, now: u64) {
+        if now < self.next_peer_check {
+            return;
+        }
+        self.next_peer_check = now + PEER_CHECK_NS;
+        let watched: Vec<(Handle, Dest)> = self
+            .ids
+            .iter()
+            .filter_map(|(h, id)| Self::watched(id).map(|d| (*h, d.clone())))
+            .collect();
+        let mut gone: Vec<Dest> = Vec::new();
+        for (h, d) in watched {
+            if !gone.contains(&d) && self.host.alive(&d) {
+                continue;
+            }
+            if !gone.contains(&d) {
+                gone.push(d.clone());
+            }
+            let Some(id) = self.ids.get_mut(&h) else { continue };
+            let Some(c) = id.conn.as_mut() else { continue };
+            match c.state {
+                CmState::Established | CmState::DreqSent => {
+                    c.state = CmState::Timewait;
+                    c.timewait_end = now;
+                    c.disarm();
+                    self.disconnected(h, 0);
+                }
+                _ => {
+                    let comm = c.local_comm_id;
+                    id.conn = None;
+                    self.by_comm.remove(&comm);
+                    let param = ConnParam {
+                        private_data: vec![0; mad::REJ_PRIVATE_DATA],
+                        ..Default::default()
+                    };
+                    self.event(
+                        h,
+                        ev::REJECTED,
+                        mad::rej_reason::CONSUMER_DEFINED as i32,
+                        Param::Conn(param),
+                    );
+                }
+            }
+        }
+    }
+
     pub fn tick(&mut self, now: u64) {
+        self.check_peers(now);
         let due: Vec<Handle> = self
             .ids
             .iter()
@@ -1568,42 +1660,23 @@ impl<H: Host> Cma<H> {
     }
 
     /// A message for no connection of ours: a DREQ gets a DREP (the peer
-    /// may have missed ours), a REP a REJ stale connection (IBTA 12.9.8.3).
+    /// may have missed ours; the kernel's `cm_issue_drep`); anything else
+    /// is dropped (a REP too: Linux 6.1 answers it with nothing).
     fn stale(&mut self, from: &Dest, m: &Mad) {
-        match &m.msg {
-            Msg::Dreq(r) => {
-                let d = mad::Drep {
-                    local_comm_id: r.remote_comm_id,
-                    remote_comm_id: r.local_comm_id,
-                    ..Default::default()
-                };
-                self.host.send(
-                    from,
-                    &Mad {
-                        tid: m.tid,
-                        msg: Msg::Drep(d),
-                    }
-                    .encode(),
-                );
-            }
-            Msg::Rep(r) => {
-                let mut j = mad::Rej {
-                    local_comm_id: r.remote_comm_id,
-                    remote_comm_id: r.local_comm_id,
-                    ..Default::default()
-                };
-                j.message_rejected = 1;
-                j.reason = mad::rej_reason::STALE_CONN;
-                self.host.send(
-                    from,
-                    &Mad {
-                        tid: m.tid,
-                        msg: Msg::Rej(j),
-                    }
-                    .encode(),
-                );
-            }
-            _ => {}
+        if let Msg::Dreq(r) = &m.msg {
+            let d = mad::Drep {
+                local_comm_id: r.remote_comm_id,
+                remote_comm_id: r.local_comm_id,
+                ..Default::default()
+            };
+            self.host.send(
+                from,
+                &Mad {
+                    tid: m.tid,
+                    msg: Msg::Drep(d),
+                }
+                .encode(),
+            );
         }
     }
 

@@ -12,6 +12,8 @@ use crate::mad::{self, Mad, Msg};
 struct Fake {
     /// No process listens anywhere: sends to a listener find nobody.
     no_listeners: bool,
+    /// Peers whose process is gone.
+    dead: Vec<Dest>,
     name: Vec<u8>,
     ports: Vec<(u16, u16)>,
     out: VecDeque<(Dest, Vec<u8>)>,
@@ -22,6 +24,7 @@ impl Fake {
     fn new(name: &str) -> Fake {
         Fake {
             no_listeners: false,
+            dead: Vec::new(),
             name: name.as_bytes().to_vec(),
             ports: Vec::new(),
             out: VecDeque::new(),
@@ -84,6 +87,9 @@ impl Host for Fake {
         }
         self.out.push_back((to.clone(), mad.to_vec()));
         true
+    }
+    fn alive(&mut self, to: &Dest) -> bool {
+        !self.dead.contains(to)
     }
     fn random(&mut self) -> u32 {
         self.rng = self.rng.wrapping_mul(1_103_515_245).wrapping_add(12345);
@@ -421,4 +427,58 @@ fn a_port_nobody_holds_answers_as_the_kernels_cm() {
     a.connect(0, u, &param(0)).unwrap();
     let e = a.get_event(CA).unwrap();
     assert_eq!((e.event, e.status), (ev::UNREACHABLE, 1));
+}
+
+#[test]
+fn a_child_destroyed_after_its_rep_rejects_it_as_the_kernel() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    listener(&mut p, 8);
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    deliver(&mut a, &mut p, 0);
+    let child = p.get_event(CP).unwrap().id;
+    p.accept(0, child, Some(5), Some(&param(2))).unwrap();
+    deliver(&mut p, &mut a, 0);
+    assert_eq!(a.get_event(CA).unwrap().event, ev::CONNECT_RESPONSE);
+    a.host.out.clear();
+    // the server gives up before the RTU: REJ 28, "other" rejected
+    p.destroy_id(CP, child).unwrap();
+    let (_, b) = p.host.out.back().cloned().unwrap();
+    let Msg::Rej(r) = Mad::decode(&b).unwrap().msg else {
+        panic!("not a REJ")
+    };
+    assert_eq!((r.reason, r.message_rejected), (28, 2));
+    deliver(&mut p, &mut a, 0);
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.event, e.status), (ev::REJECTED, 28));
+}
+
+#[test]
+fn a_vanished_peer_ends_its_connections_as_the_kernels_cm_would() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    listener(&mut p, 8);
+    let h = active(&mut a);
+    a.connect(0, h, &param(1)).unwrap();
+    deliver(&mut a, &mut p, 0);
+    let child = p.get_event(CP).unwrap().id;
+    p.accept(0, child, Some(5), Some(&param(2))).unwrap();
+    deliver(&mut p, &mut a, 0);
+    a.get_event(CA).unwrap();
+    a.accept(0, h, None, None).unwrap();
+    deliver(&mut a, &mut p, 0);
+    assert_eq!(p.get_event(CP).unwrap().event, ev::ESTABLISHED);
+    assert!(
+        a.next_deadline().is_some(),
+        "an established connection's peer is watched"
+    );
+    // the passive process dies: the active side's next check says DISCONNECTED
+    a.host.dead.push(Dest::Peer(b"P".to_vec()));
+    a.tick(PEER_CHECK_NS * 2);
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.event, e.status), (ev::DISCONNECTED, 0));
+    // nothing more, and a live peer's connection is not touched
+    a.tick(PEER_CHECK_NS * 4);
+    assert!(a.get_event(CA).is_none());
+    p.tick(PEER_CHECK_NS * 2);
+    assert!(p.get_event(CP).is_none());
 }

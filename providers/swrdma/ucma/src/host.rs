@@ -406,6 +406,13 @@ impl SoftHost {
     }
 }
 
+impl SoftHost {
+    /// Is `ip` an address of this machine (a UDP socket can bind it)?
+    pub fn is_local(&self, ip: IpAddr) -> bool {
+        UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
+    }
+}
+
 impl Default for SoftHost {
     fn default() -> Self {
         Self::new()
@@ -518,6 +525,17 @@ impl Host for SoftHost {
         }
     }
 
+    fn alive(&mut self, to: &Dest) -> bool {
+        let Dest::Peer(name) = to else { return true };
+        let Some(fd) = dgram_socket() else { return true };
+        let (a, len) = abstract_addr(name);
+        // SAFETY: connect(2) of our own unbound datagram socket to a
+        // sockaddr_un of `len` bytes: it sends nothing, it only checks that
+        // a socket of that name exists.
+        let r = unsafe { libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ECONNREFUSED)
+    }
+
     fn random(&mut self) -> u32 {
         // xorshift64*: comm IDs and PSNs need to be hard to guess only
         // against other hosts (the wire); seeded from getrandom.
@@ -550,9 +568,13 @@ pub fn recv_one(fd: RawFd, uid: u32) -> Option<Option<(Vec<u8>, Vec<u8>)>> {
     msg.msg_control = cbuf.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of_val(&cbuf);
     // SAFETY: every pointer of msg points into the locals above.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
     if n < 0 {
         return None;
+    }
+    // One datagram is one MAD: anything else is dropped.
+    if n as usize != MAD_LEN || msg.msg_flags & libc::MSG_TRUNC != 0 {
+        return Some(None);
     }
     let mut sender_uid = None;
     // SAFETY: walking the control messages the kernel wrote into cbuf.

@@ -17,6 +17,29 @@ use crate::abi::{self, cmd, size, u16_at, u32_at, u64_at};
 
 static FILE: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
 
+/// The port space of each user pointer and each id seen (from CREATE_ID,
+/// CONNECT_REQUEST and ACCEPT), so that an event's parameters are decoded
+/// as the id's kind says: a UD id's as `rdma_ucm_ud_param`, others' as
+/// `rdma_ucm_conn_param`.
+#[derive(Default)]
+struct Kinds {
+    by_uid: std::collections::HashMap<u64, u16>,
+    by_id: std::collections::HashMap<u32, u16>,
+}
+
+static KINDS: OnceLock<Mutex<Kinds>> = OnceLock::new();
+
+fn kinds() -> std::sync::MutexGuard<'static, Kinds> {
+    KINDS
+        .get_or_init(|| Mutex::new(Kinds::default()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+fn is_ud_ps(ps: u16) -> bool {
+    ps == 0x0111 || ps == 0x0002
+}
+
 fn file() -> Option<&'static Mutex<std::fs::File>> {
     FILE.get_or_init(|| {
         let prefix = std::env::var_os("SWRDMA_UCMA_LOG")?;
@@ -300,27 +323,23 @@ pub fn response(c: u32, option: u32, r: &[u8]) -> String {
             );
         }
         cmd::GET_EVENT if r.len() >= size::EVENT_RESP_MIN => {
-            let ev = u32_at(r, 12);
-            let _ = write!(
-                s,
-                "uid={:#x} id={} event={} status={}",
-                u64_at(r, 0),
-                u32_at(r, 8),
-                ev,
-                u32_at(r, 16) as i32
-            );
+            let (uid, id, ev) = (u64_at(r, 0), u32_at(r, 8), u32_at(r, 12));
+            let _ = write!(s, "uid={uid:#x} id={id} event={ev} status={}", u32_at(r, 16) as i32);
+            let ps = {
+                let mut k = kinds();
+                let ps = k.by_uid.get(&uid).or(k.by_id.get(&id)).copied();
+                if let (Some(ps), 4) = (ps, ev) {
+                    k.by_id.insert(id, ps);
+                }
+                ps
+            };
             let p = &r[20..];
-            // UD ids' events carry rdma_ucm_ud_param; the log cannot know the
-            // id's type here, so both readings are printed.
-            let _ = write!(
-                s,
-                " conn[{}] ud[qp_num={} qkey=0x{:x} {} pd_len={}]",
-                conn_param(&p[..272]),
-                u32_at(p, 0),
-                u32_at(p, 4),
-                ah(&p[8..40]),
-                p[296]
-            );
+            if ps.is_some_and(is_ud_ps) {
+                let (q, k) = (u32_at(p, 0), u32_at(p, 4));
+                let _ = write!(s, " ud[qp_num={q} qkey=0x{k:x} {} pd_len={}]", ah(&p[8..40]), p[296]);
+            } else {
+                let _ = write!(s, " conn[{}]", conn_param(&p[..272]));
+            }
             if r.len() >= size::EVENT_RESP {
                 let _ = write!(s, " ece={}/{}", u32_at(r, 328), u32_at(r, 332));
             }
@@ -337,6 +356,20 @@ pub fn command(seq: u64, fd: i32, c: u32, a: &[u8], result: Result<(), i32>, res
     } else {
         0
     };
+    if result.is_ok() {
+        let mut k = kinds();
+        if c == cmd::CREATE_ID && a.len() >= size::CREATE_ID {
+            let ps = u16_at(a, 16);
+            k.by_uid.insert(u64_at(a, 0), ps);
+            if let Some(r) = resp.filter(|r| r.len() >= 4) {
+                k.by_id.insert(u32_at(r, 0), ps);
+            }
+        } else if c == cmd::ACCEPT && a.len() >= size::ACCEPT {
+            if let Some(ps) = k.by_id.get(&u32_at(a, 280)).copied() {
+                k.by_uid.insert(u64_at(a, 0), ps);
+            }
+        }
+    }
     let res = match result {
         Ok(()) => "ok".to_string(),
         Err(e) => format!("errno={e}"),

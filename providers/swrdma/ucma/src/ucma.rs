@@ -547,8 +547,12 @@ fn bind(m: &mut Model, h: u32, addr: Addr) -> Result<(), i32> {
     if r == Err(libc::EADDRNOTAVAIL) {
         if let Addr::Ip(sa) = addr {
             explain(m, sa.ip());
+            // The kernel's answers: an address of no interface is
+            // EADDRNOTAVAIL, one of an interface with no RDMA device ENODEV.
+            if !m.cma.host.is_local(sa.ip()) {
+                return Err(libc::EADDRNOTAVAIL);
+            }
         }
-        // The kernel's answer for an address of no RDMA device.
         return Err(libc::ENODEV);
     }
     r

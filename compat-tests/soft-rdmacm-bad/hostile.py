@@ -1,0 +1,567 @@
+#!/usr/bin/env python3
+"""A hostile peer on the carrier of swrdma-cm (compat-tests/soft-rdmacm-bad).
+
+The carrier: Unix SOCK_DGRAM sockets in the abstract namespace, one per
+process (swrdma-cm/<uid>/p<pid>-<hex>) and one per bound port
+(swrdma-cm/<uid>/<ps as 4 hex digits>/<port>); each datagram one 256-byte
+CM MAD (providers/swrdma/cm/src/mad.rs: a 24-byte MAD header, then the
+message; every offset below is a message offset + 24).  This script binds
+a name of its own so that answers come back to it, sends, and reads back
+what comes.  Each mode prints one line ("ok: ..." or "bad: ...") and exits
+0 when what came back is what the kernel's CM would send, 1 otherwise, 2
+on a usage or setup error.
+
+  hostile.py malformed PORT PID     junk to the port socket and PID's sockets
+  hostile.py forge PORT PID         messages of no connection (guessed IDs)
+  hostile.py forge-live LOG SPID CPID
+                                    messages naming a live connection's real
+                                    comm IDs (read from the server's
+                                    SWRDMA_CM_TRACE log) from a non-peer
+  hostile.py flood PORT N BACKLOG PID
+                                    N valid REQs to a listener (process PID)
+                                    that accepts nothing: BACKLOG MRAs,
+                                    N - BACKLOG REJs 28, its RSS < +1 MB
+  hostile.py foreign PORT           (root) a DREQ from uid 65534: no answer;
+                                    the same DREQ from us: one DREP
+  hostile.py repsent PORT           against `ucmatose -c 1`: its accepted id,
+                                    destroyed with its REP unanswered, says REJ
+"""
+
+import os
+import random
+import re
+import select
+import socket
+import struct
+import sys
+import time
+
+UID = os.getuid()
+PS_TCP = 0x0106
+PS_UDP = 0x0111
+MAD_LEN = 256
+HDR = 24
+
+REQ, MRA, REJ, REP, RTU, DREQ, DREP, SIDR_REQ, SIDR_REP = range(0x10, 0x19)
+NAMES = {REQ: "REQ", MRA: "MRA", REJ: "REJ", REP: "REP", RTU: "RTU", DREQ: "DREQ",
+         DREP: "DREP", SIDR_REQ: "SIDR_REQ", SIDR_REP: "SIDR_REP"}
+
+rng = random.Random(os.getpid() ^ int(time.time() * 1e6))
+
+
+def port_name(port, ps=PS_TCP):
+    return "swrdma-cm/%d/%04x/%d" % (UID, ps, port)
+
+
+def proc_names(pid):
+    """The abstract names of process PID's own sockets (/proc/net/unix)."""
+    pre = "@swrdma-cm/%d/p%d-" % (UID, pid)
+    out = []
+    with open("/proc/net/unix") as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 8 and p[7].startswith(pre):
+                out.append(p[7][1:])
+    return sorted(set(out))
+
+
+def addr(name):
+    return "\0" + name
+
+
+def mad(attr, tid=None, base=1, cls=0x07, cver=2, method=0x03, status=0):
+    b = bytearray(MAD_LEN)
+    b[0], b[1], b[2], b[3] = base, cls, cver, method
+    struct.pack_into(">H", b, 4, status)
+    struct.pack_into(">Q", b, 8, rng.getrandbits(64) if tid is None else tid)
+    struct.pack_into(">H", b, 16, attr)
+    return b
+
+
+def put32(b, off, v):
+    struct.pack_into(">I", b, HDR + off, v & 0xFFFFFFFF)
+
+
+def msg(attr, local, remote, **kw):
+    """A message naming comm IDs LOCAL (the sender's) and REMOTE (ours)."""
+    b = mad(attr, **kw)
+    if attr == SIDR_REP:
+        put32(b, 0, remote)  # request ID
+        b[HDR + 4] = 0       # status success
+    else:
+        put32(b, 0, local)
+        put32(b, 4, remote)
+    if attr == REJ:
+        b[HDR + 8] = 2 << 6                        # message rejected: other
+        struct.pack_into(">H", b, HDR + 10, 28)    # consumer defined
+    elif attr == MRA:
+        b[HDR + 8] = 2 << 6                        # message MRAed: other
+        b[HDR + 9] = 24 << 3                       # service timeout
+    elif attr == DREQ:
+        put32(b, 8, 0x000100 << 8)                 # remote QPN
+    return b
+
+
+def ipcm(src_port, src="127.0.0.1", dst="127.0.0.1"):
+    """The IP CM private-data header (providers/swrdma/cm/src/ipcm.rs)."""
+    h = bytearray(36)
+    h[0] = 0x00
+    h[1] = 4 << 4
+    struct.pack_into(">H", h, 2, src_port)
+    h[4 + 12:4 + 16] = socket.inet_aton(src)
+    h[20 + 12:20 + 16] = socket.inet_aton(dst)
+    return h
+
+
+def v4mapped(a):
+    return bytes(10) + b"\xff\xff" + socket.inet_aton(a)
+
+
+def req(comm, port, src_port, qpn, psn):
+    """A REQ as rdma_cm sends it for 127.0.0.1 -> 127.0.0.1:PORT (mad.rs req_at)."""
+    b = mad(REQ)
+    put32(b, 0, comm)                                           # local comm ID
+    struct.pack_into(">Q", b, HDR + 8, (PS_TCP << 16) | port)   # service ID
+    struct.pack_into(">Q", b, HDR + 16, 0x0002c9fffe000001)     # local CA GUID
+    put32(b, 32, (qpn << 8) | 1)                # local QPN, responder resources 1
+    put32(b, 36, 1)                             # local EECN 0, initiator depth 1
+    b[HDR + 43] = 20 << 3                       # remote CM response timeout, RC
+    put32(b, 44, (psn << 8) | (20 << 3) | 7)    # starting PSN, local timeout, retry 7
+    struct.pack_into(">H", b, HDR + 48, 0xFFFF)  # P_Key
+    b[HDR + 50] = (3 << 4) | 7                  # path MTU 1024, RNR retry 7
+    b[HDR + 51] = 15 << 4                       # max CM retries
+    struct.pack_into(">H", b, HDR + 52, 0xFFFF)  # local LID (RoCE: permissive)
+    struct.pack_into(">H", b, HDR + 54, 0xFFFF)  # remote LID
+    b[HDR + 56:HDR + 72] = v4mapped("127.0.0.1")   # local GID
+    b[HDR + 72:HDR + 88] = v4mapped("127.0.0.1")   # remote GID
+    b[HDR + 93] = 64                            # hop limit
+    b[HDR + 95] = 19 << 3                       # local ACK timeout
+    b[HDR + 140:HDR + 176] = ipcm(src_port)     # private data: the IP CM header
+    return b
+
+
+class Peer:
+    """Our socket on the carrier; what came back to it."""
+
+    def __init__(self, tag="phostile"):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.name = "swrdma-cm/%d/%s-%d-%08x" % (UID, tag, os.getpid(), rng.getrandbits(32))
+        self.s.bind(addr(self.name))
+        self.s.setblocking(False)
+        self.got = []      # (sender, bytes)
+        self.gone = set()  # names nobody held
+
+    def drain(self):
+        while True:
+            try:
+                data, frm = self.s.recvfrom(8192)
+            except (BlockingIOError, InterruptedError):
+                return
+            if isinstance(frm, bytes):
+                frm = frm.decode("latin-1")
+            self.got.append((frm.lstrip("\0"), bytes(data)))
+
+    def send(self, to, data, deadline=None):
+        """Sends one datagram, reading answers while the receiver is full."""
+        deadline = deadline or time.monotonic() + 5
+        while True:
+            try:
+                self.s.sendto(bytes(data), addr(to))
+                return True
+            except BlockingIOError:
+                self.drain()
+                if time.monotonic() > deadline:
+                    return False
+                select.select([self.s], [], [], 0.002)
+            except (ConnectionRefusedError, FileNotFoundError):
+                self.gone.add(to)
+                return False
+
+    def settle(self, quiet=0.5, most=5.0):
+        """Reads answers until none came for QUIET s (MOST s at most)."""
+        end = time.monotonic() + most
+        last = time.monotonic()
+        n = len(self.got)
+        while time.monotonic() < end:
+            r, _, _ = select.select([self.s], [], [], 0.05)
+            if r:
+                self.drain()
+            if len(self.got) != n:
+                n = len(self.got)
+                last = time.monotonic()
+            elif time.monotonic() - last >= quiet:
+                break
+
+
+def parse(b):
+    """(attr, local comm ID, remote comm ID, extra) of an answer."""
+    if len(b) != MAD_LEN:
+        return ("len %d" % len(b), 0, 0, None)
+    attr = struct.unpack_from(">H", b, 16)[0]
+    local, remote = struct.unpack_from(">II", b, HDR)
+    extra = None
+    if attr == REJ:
+        extra = struct.unpack_from(">H", b, HDR + 10)[0]   # reason
+    elif attr == MRA:
+        extra = b[HDR + 8] >> 6                            # message MRAed
+    return (attr, local, remote, extra)
+
+
+def describe(got):
+    out = []
+    for frm, b in got[:6]:
+        a, l, r, x = parse(b)
+        out.append("%s(%08x,%08x%s) from %s" % (NAMES.get(a, a), l, r,
+                                               "" if x is None else ",%s" % x, frm))
+    return "; ".join(out) + (" ..." if len(got) > 6 else "")
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()[0]
+        return st not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def targets(port, pid):
+    t = [port_name(port)]
+    pn = proc_names(pid)
+    if not pn:
+        print("bad: no process socket @swrdma-cm/%d/p%d-* in /proc/net/unix" % (UID, pid))
+        sys.exit(2)
+    return t + pn
+
+
+def dreq_control(p, to):
+    """A valid DREQ for no connection: the kernel's CM answers one DREP."""
+    local, remote = rng.getrandbits(32) | 1, rng.getrandbits(32) | 1
+    before = len(p.got)
+    p.send(to, msg(DREQ, local, remote))
+    p.settle(quiet=0.3, most=3)
+    new = p.got[before:]
+    ok = (len(new) == 1 and parse(new[0][1])[:3] == (DREP, remote, local))
+    return ok, new
+
+
+# --- modes ------------------------------------------------------------------------------
+
+def malformed(port, pid):
+    to = targets(port, pid)
+    p = Peer()
+    body = msg(DREQ, rng.getrandbits(32) | 1, rng.getrandbits(32) | 1)
+    junk = [
+        ("empty", b""),
+        ("1 byte", b"\x01"),
+        ("255 bytes (a DREQ cut short)", body[:255]),
+        ("257 bytes (a DREQ and 1 byte)", body + b"\0"),
+        ("4096 bytes (a DREQ and 3840 zero bytes)", body + bytes(4096 - MAD_LEN)),
+    ]
+    for i in range(16):
+        junk.append(("random blob %d" % i, bytes(rng.getrandbits(8) for _ in range(MAD_LEN))))
+    for what, off, val in [("base version 0", 0, 0), ("base version 2", 0, 2),
+                           ("class 0x03", 1, 0x03), ("class 0x81", 1, 0x81),
+                           ("class version 1", 2, 1), ("class version 3", 2, 3),
+                           ("method 0x01 (Get)", 3, 0x01), ("method 0x81 (GetResp)", 3, 0x81),
+                           ("method 0x83", 3, 0x83),
+                           ("status 0x8000", 4, 0x80), ("status 0x001c", 5, 0x1C)]:
+        b = bytearray(body)
+        b[off] = val
+        junk.append((what, b))
+    for attr in (0x19, 0x1A, 0xFFFF, 0x0000, 0x0F):
+        b = bytearray(body)
+        struct.pack_into(">H", b, 16, attr)
+        junk.append(("attribute 0x%04x" % attr, b))
+    answered = []
+    for t in to:
+        for what, b in junk:
+            before = len(p.got)
+            if not p.send(t, b) and t in p.gone:
+                print("bad: %s: nobody holds that name any more" % t)
+                return 1
+            p.settle(quiet=0.01, most=0.2)
+            if len(p.got) != before:
+                answered.append("%s -> %s: %s" % (what, t, describe(p.got[before:])))
+    p.settle(quiet=0.3)
+    if not alive(pid):
+        print("bad: the victim (pid %d) died" % pid)
+        return 1
+    if answered:
+        print("bad: %d of %d malformed datagrams answered: %s" % (len(answered), len(junk) * len(to),
+                                                                 " | ".join(answered)[:900]))
+        return 1
+    ok, new = dreq_control(p, to[0])
+    if not ok:
+        print("bad: no reply to any of %d malformed datagrams, but the control DREQ (no connection) "
+              "got %s, not one DREP" % (len(junk) * len(to), describe(new) or "nothing"))
+        return 1
+    print("ok: %d malformed datagrams (%d kinds) to %s: none answered; a valid DREQ afterwards got its "
+          "one DREP" % (len(junk) * len(to), len(junk), ", ".join(to)))
+    return 0
+
+
+def forge(port, pid):
+    to = targets(port, pid)
+    p = Peer()
+    ids = [0, 1, rng.getrandbits(32), 0xFFFFFFFF]
+    sent = 0
+    for t in to:
+        for attr in (REP, RTU, DREQ, DREP, REJ, MRA, SIDR_REP):
+            for c in ids:
+                # LOCAL and REMOTE both the guess, and the guess as ours
+                # with a random sender's ID.
+                for local in (c, rng.getrandbits(32)):
+                    p.send(t, msg(attr, local, c))
+                    sent += 1
+                    p.drain()
+    p.settle(quiet=0.5)
+    drep = rejstale = 0
+    wrong = []
+    for frm, b in p.got:
+        a, l, r, x = parse(b)
+        if a == DREP:
+            drep += 1
+        elif a == REJ and x == 10:
+            rejstale += 1
+        else:
+            wrong.append((frm, b))
+    n_dreq = len(to) * len(ids) * 2
+    n_rep = n_dreq
+    if not alive(pid):
+        print("bad: the victim (pid %d) died" % pid)
+        return 1
+    if wrong or drep > n_dreq or rejstale:
+        print("bad: %d forged messages; answers other than one DREP per DREQ: "
+              "%d DREPs, %d REJ stale, others: %s" % (sent, drep, rejstale, describe(wrong)))
+        return 1
+    print("ok: %d forged REP/RTU/DREQ/DREP/REJ/MRA/SIDR_REP (comm IDs 0, 1, random, 0xffffffff) to %s: "
+          "answered %d DREPs (of %d DREQs), nothing else (no REJ for the %d REPs, as Linux 6.1)"
+          % (sent, ", ".join(to), drep, n_dreq, n_rep))
+    return 0
+
+
+def forge_live(log, spid, cpid):
+    """The server's trace names the client's comm ID (its REQ's local comm
+    ID) and its own (the RTU's remote comm ID)."""
+    cl = sv = None
+    end = time.monotonic() + 5
+    rx = re.compile(r"Rtu\(Rtu \{ local_comm_id: (\d+), remote_comm_id: (\d+)")
+    while time.monotonic() < end and cl is None:
+        with open(log, errors="replace") as f:
+            for line in f:
+                m = rx.search(line)
+                if m:
+                    cl, sv = int(m.group(1)), int(m.group(2))
+                    break
+        if cl is None:
+            time.sleep(0.05)
+    if cl is None:
+        print("bad: no RTU in the server's trace %s: cannot name the connection" % log)
+        return 2
+    sto, cto = proc_names(spid), proc_names(cpid)
+    if not sto or not cto:
+        print("bad: process sockets not found (server %s, client %s)" % (sto, cto))
+        return 2
+    p = Peer()
+    sent = 0
+    for t_list, local, remote in ((sto, cl, sv), (cto, sv, cl)):
+        for t in t_list:
+            for attr in (DREQ, REJ, DREP, RTU, MRA, REP):
+                p.send(t, msg(attr, local, remote))
+                sent += 1
+    p.settle(quiet=0.5)
+    for pid in (spid, cpid):
+        if not alive(pid):
+            print("bad: pid %d died" % pid)
+            return 1
+    if p.got:
+        print("bad: %d messages naming the live connection (%08x/%08x) answered: %s"
+              % (sent, cl, sv, describe(p.got)))
+        return 1
+    print("ok: %d DREQ/REJ/DREP/RTU/MRA/REP naming the live connection's comm IDs %08x/%08x "
+          "from a non-peer to both processes: nothing answered" % (sent, cl, sv))
+    return 0
+
+
+def wait_for(p, pred, secs):
+    """The first answer (from index 0 on) PRED accepts, reading for SECS."""
+    end = time.monotonic() + secs
+    while True:
+        p.drain()
+        for frm, b in p.got:
+            if pred(parse(b)):
+                return frm, b
+        left = end - time.monotonic()
+        if left <= 0:
+            return None
+        select.select([p.s], [], [], min(left, 0.05))
+
+
+def repsent(port):
+    """An active side that never sends its RTU, against `ucmatose -c 1`:
+    REQ A is accepted (MRA, REP); REQ B is refused by rdma_reject (REJ 28);
+    the server then gives up and destroys A's id while its REP is
+    unanswered: the kernel's cm_destroy_id sends REJ consumer defined
+    (IB_CM_REP_SENT / IB_CM_MRA_REP_RCVD), so A's peer learns of it."""
+    to = port_name(port)
+    p = Peer()
+    a, b = rng.getrandbits(32) | 1, rng.getrandbits(32) | 1
+    p.send(to, req(a, port, 41000, 0x2000, rng.getrandbits(24)))
+    rep = wait_for(p, lambda m: m[0] == REP and m[2] == a, 5)
+    if rep is None:
+        print("bad: no REP for REQ %08x (answers: %s)" % (a, describe(p.got) or "none"))
+        return 2
+    srv = parse(rep[1])[1]
+    p.send(to, req(b, port, 41001, 0x2001, rng.getrandbits(24)))
+    rej_b = wait_for(p, lambda m: m[0] == REJ and m[2] == b, 5)
+    if rej_b is None:
+        print("bad: REQ %08x (no room left) not rejected (answers: %s)" % (b, describe(p.got) or "none"))
+        return 1
+    rej_a = wait_for(p, lambda m: m[0] == REJ and m[2] == a and m[1] == srv, 3)
+    p.settle(quiet=0.3, most=1)
+    if rej_a is None:
+        print("bad: the REP of %08x was never answered by us, the server gave up (REJ %d for %08x), "
+              "but no REJ came for %08x (its id destroyed with the REP outstanding); all answers: %s"
+              % (a, parse(rej_b[1])[3], b, a, describe(p.got)))
+        return 1
+    print("ok: REP for %08x left unanswered; REJ %d for %08x (rdma_reject); then REJ %d for %08x "
+          "(its id destroyed)" % (a, parse(rej_b[1])[3], b, parse(rej_a[1])[3], a))
+    return 0
+
+
+def vmrss(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def flood(port, n, backlog, pid):
+    to = port_name(port)
+    p = Peer()
+    rss0 = vmrss(pid)
+    comms = set()
+    end = time.monotonic() + 10
+    for i in range(n):
+        c = rng.getrandbits(32) | 1
+        while c in comms:
+            c = rng.getrandbits(32) | 1
+        comms.add(c)
+        if not p.send(to, req(c, port, 40000 + i, 0x1000 + i, rng.getrandbits(24)), deadline=end):
+            print("bad: REQ %d of %d not taken by %s%s" % (i + 1, n, to, " (gone)" if to in p.gone else ""))
+            return 1
+        p.drain()
+    p.settle(quiet=0.5, most=8)
+    time.sleep(0.2)
+    p.drain()
+    mra = rej = 0
+    other = []
+    answered = set()
+    for frm, b in p.got:
+        a, l, r, x = parse(b)
+        if r not in comms:
+            other.append((frm, b))
+        elif a == MRA and x == 0:
+            mra += 1
+            answered.add(r)
+        elif a == REJ and x == 28:
+            rej += 1
+            answered.add(r)
+        else:
+            other.append((frm, b))
+    rss1 = vmrss(pid)
+    if not alive(pid):
+        print("bad: the listener (pid %d) died" % pid)
+        return 1
+    grow = rss1 - rss0
+    line = "%d REQs: %d MRAs (REQ), %d REJs (28), %d other answers; listener RSS %d -> %d kB" % (
+        n, mra, rej, len(other), rss0, rss1)
+    if other:
+        line += "; other: " + describe(other)
+    if mra != backlog or rej != n - backlog or len(answered) != n or other or grow >= 1024:
+        print("bad: " + line + " (expected %d MRAs, %d REJs 28, one answer per REQ, RSS growth < 1 MB)"
+              % (backlog, n - backlog))
+        return 1
+    print("ok: " + line)
+    return 0
+
+
+def foreign(port):
+    if os.getuid() != 0:
+        print("bad: needs root")
+        return 2
+    to = port_name(port)
+    local, remote = rng.getrandbits(32) | 1, rng.getrandbits(32) | 1
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        code = 3
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            # Our name still says uid 0: only the credentials differ.
+            p = Peer("pforeign")
+            p.send(to, msg(DREQ, local, remote))
+            p.settle(quiet=1.0, most=2.0)
+            os.write(w, ("%d %d" % (os.getuid(), len(p.got))).encode())
+            code = 0
+        except Exception as e:  # noqa: BLE001
+            os.write(w, ("error %s" % e).encode())
+        os._exit(code)
+    os.close(w)
+    out = b""
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(child, 0)
+    parts = out.decode().split()
+    if len(parts) != 2 or parts[0] == "error":
+        print("bad: the uid-65534 child failed: %s" % out.decode())
+        return 2
+    uid, n = int(parts[0]), int(parts[1])
+    p = Peer()
+    ok, new = dreq_control(p, to)
+    if n != 0:
+        print("bad: a DREQ from uid %d (SCM_CREDENTIALS) was answered with %d messages" % (uid, n))
+        return 1
+    if not ok:
+        print("bad: nothing answered the DREQ from uid %d, but the same DREQ from uid %d got %s, "
+              "not one DREP" % (uid, UID, describe(new) or "nothing"))
+        return 1
+    print("ok: a DREQ from uid %d: no answer; the same DREQ from uid %d: one DREP" % (uid, UID))
+    return 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    m = argv[1]
+    try:
+        if m == "malformed":
+            return malformed(int(argv[2]), int(argv[3]))
+        if m == "forge":
+            return forge(int(argv[2]), int(argv[3]))
+        if m == "forge-live":
+            return forge_live(argv[2], int(argv[3]), int(argv[4]))
+        if m == "flood":
+            return flood(int(argv[2]), int(argv[3]), int(argv[4]), int(argv[5]))
+        if m == "foreign":
+            return foreign(int(argv[2]))
+        if m == "repsent":
+            return repsent(int(argv[2]))
+    except (IndexError, ValueError) as e:
+        print("bad: usage (%s)" % e)
+        return 2
+    print("bad: unknown mode %s" % m)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
