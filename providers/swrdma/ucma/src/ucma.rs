@@ -282,7 +282,6 @@ fn args(a: Args<'_>, n: usize) -> Result<Vec<u8>, i32> {
 }
 
 fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
-    let t = now();
     match c {
         cmd::CREATE_ID => {
             let a = args(inbuf, size::CREATE_ID)?;
@@ -342,40 +341,7 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
                 None => Err(libc::EINVAL),
             }
         }
-        cmd::RESOLVE_IP | cmd::RESOLVE_ADDR => {
-            let (h, src, dst) = if c == cmd::RESOLVE_IP {
-                let a = args(inbuf, size::RESOLVE_IP)?;
-                let src = abi::parse_addr(&a[0..28]);
-                let dst = abi::parse_addr(&a[28..56]);
-                (u32_at(&a, 56), src, dst)
-            } else {
-                let a = args(inbuf, size::RESOLVE_ADDR)?;
-                let (ss, ds) = (u16_at(&a, 8) as usize, u16_at(&a, 10) as usize);
-                if u32_at(&a, 12) != 0
-                    || (ss != 0 && ss != abi::addr_size(&a[16..]))
-                    || ds == 0
-                    || ds != abi::addr_size(&a[144..])
-                {
-                    return Err(libc::EINVAL);
-                }
-                let src = if ss == 0 { None } else { abi::parse_addr(&a[16..]) };
-                (u32_at(&a, 0), src, abi::parse_addr(&a[144..]))
-            };
-            m.cma.check(chan, h)?;
-            let Some(SockAddr::Ip(dst)) = dst else {
-                return Err(libc::EAFNOSUPPORT);
-            };
-            let src = match src {
-                Some(SockAddr::Ip(s)) => Some(s),
-                Some(SockAddr::Ib { .. }) => return Err(libc::EAFNOSUPPORT),
-                None => None,
-            };
-            let r = m.cma.resolve_addr(h, src, dst);
-            if r == Err(libc::ENODEV) {
-                explain(m, dst.ip());
-            }
-            r
-        }
+        cmd::RESOLVE_IP | cmd::RESOLVE_ADDR => resolve(m, chan, c, inbuf),
         cmd::RESOLVE_ROUTE => {
             let a = args(inbuf, size::RESOLVE_ROUTE)?;
             let h = u32_at(&a, 0);
@@ -396,54 +362,59 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
             let a = args(inbuf, size::QUERY)?;
             let h = u32_at(&a, 8);
             m.cma.check(chan, h)?;
-            let resp = u64_at(&a, 0);
-            match u32_at(&a, 12) {
-                0 => {
-                    if outl < size::QUERY_ADDR_RESP {
-                        return Err(libc::ENOSPC);
-                    }
-                    write_user(resp, &query_addr(m, h)?)
-                }
-                1 => {
-                    if outl < size::QUERY_PATH_RESP {
-                        return Err(libc::ENOSPC);
-                    }
-                    let paths = m.cma.query_path(h)?;
-                    let fit = (outl - size::QUERY_PATH_RESP) / size::PATH_DATA;
-                    let n = paths.len().min(fit);
-                    let mut b = vec![0u8; size::QUERY_PATH_RESP + n * size::PATH_DATA];
-                    abi::put32(&mut b, 0, n as u32);
-                    for (i, p) in paths.iter().take(n).enumerate() {
-                        let o = size::QUERY_PATH_RESP + i * size::PATH_DATA;
-                        // IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL
-                        // (outbound | inbound reverse)
-                        abi::put32(&mut b, o, 1 | 1 << 1 | 1 << 3 | 1 << 5);
-                        b[o + 8..o + 72].copy_from_slice(p);
-                    }
-                    write_user(resp, &b)
-                }
-                2 => {
-                    if outl < size::QUERY_ADDR_RESP {
-                        return Err(libc::ENOSPC);
-                    }
-                    let g = m.cma.query_gid(h)?;
-                    let (dev, _, _) = m.cma.query_addr(h)?;
-                    let mut b = vec![0u8; size::QUERY_ADDR_RESP];
-                    if let Some(d) = &dev {
-                        abi::put64(&mut b, 0, d.guid.to_be());
-                        b[8] = d.port_num;
-                        abi::put32(&mut b, 272, d.ibdev_index);
-                    }
-                    abi::put16(&mut b, 10, g.pkey);
-                    abi::put16(&mut b, 12, abi::SOCKADDR_IB_LEN as u16);
-                    abi::put16(&mut b, 14, abi::SOCKADDR_IB_LEN as u16);
-                    abi::write_ib(&mut b[16..144], g.src.pkey, &g.src.gid, g.src.sid, g.src.mask);
-                    abi::write_ib(&mut b[144..272], g.dst.pkey, &g.dst.gid, g.dst.sid, g.dst.mask);
-                    write_user(resp, &b)
-                }
-                _ => Err(libc::ENOSYS),
-            }
+            query(m, h, u32_at(&a, 12), u64_at(&a, 0), outl)
         }
+        cmd::LISTEN => {
+            let a = args(inbuf, size::LISTEN)?;
+            let h = u32_at(&a, 0);
+            m.cma.check(chan, h)?;
+            m.cma.listen(h, u32_at(&a, 4))
+        }
+        cmd::SET_OPTION => {
+            let a = args(inbuf, size::SET_OPTION)?;
+            let h = u32_at(&a, 8);
+            m.cma.check(chan, h)?;
+            let optlen = u32_at(&a, 20) as usize;
+            if optlen > 1 << 22 {
+                return Err(libc::EINVAL);
+            }
+            let val = read_user(u64_at(&a, 0), optlen)?;
+            m.cma.set_option(h, u32_at(&a, 12), u32_at(&a, 16), &val)
+        }
+        cmd::GET_OPTION => Err(libc::ENOSYS),
+        cmd::NOTIFY => {
+            let a = args(inbuf, size::NOTIFY)?;
+            let h = u32_at(&a, 0);
+            m.cma.check(chan, h)?;
+            m.cma.notify(h, u32_at(&a, 4))
+        }
+        cmd::MIGRATE_ID => {
+            let a = args(inbuf, size::MIGRATE_ID)?;
+            let h = u32_at(&a, 8);
+            let from_fd = u32_at(&a, 12) as RawFd;
+            let Some(from) = m.chans.get(&from_fd).map(|c| c.id) else {
+                // SAFETY: fcntl on a caller-given descriptor only asks.
+                let open = unsafe { libc::fcntl(from_fd, libc::F_GETFD) } >= 0;
+                return Err(if open { libc::EINVAL } else { libc::ENOENT });
+            };
+            if outl < size::MIGRATE_RESP {
+                return Err(libc::ENOSPC);
+            }
+            m.cma.check(from, h)?;
+            let n = m.cma.migrate(h, from, chan)?;
+            write_user(u64_at(&a, 0), &n.to_ne_bytes())
+        }
+        // Multicast is not implemented on the soft devices yet.
+        cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST | cmd::LEAVE_MCAST => Err(libc::ENOSYS),
+        _ => run_conn(m, chan, c, inbuf, outl),
+    }
+}
+
+/// The connection commands: CONNECT, ACCEPT, REJECT, DISCONNECT,
+/// INIT_QP_ATTR.
+fn run_conn(m: &mut Model, chan: ChanId, c: u32, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
+    let t = now();
+    match c {
         cmd::CONNECT => {
             let a = args(inbuf, size::CONNECT)?;
             let p = abi::parse_conn_param(&a[0..272]);
@@ -453,12 +424,6 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
                 return Err(libc::EINVAL);
             }
             m.cma.connect(t, h, &p)
-        }
-        cmd::LISTEN => {
-            let a = args(inbuf, size::LISTEN)?;
-            let h = u32_at(&a, 0);
-            m.cma.check(chan, h)?;
-            m.cma.listen(h, u32_at(&a, 4))
         }
         cmd::ACCEPT => {
             let a = args(inbuf, size::ACCEPT)?;
@@ -502,44 +467,94 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
             let attr = m.cma.init_qp_attr(h, state)?;
             write_user(u64_at(&a, 0), &abi::write_qp_attr(&attr))
         }
-        cmd::SET_OPTION => {
-            let a = args(inbuf, size::SET_OPTION)?;
-            let h = u32_at(&a, 8);
-            m.cma.check(chan, h)?;
-            let optlen = u32_at(&a, 20) as usize;
-            if optlen > 1 << 22 {
-                return Err(libc::EINVAL);
-            }
-            let val = read_user(u64_at(&a, 0), optlen)?;
-            m.cma.set_option(h, u32_at(&a, 12), u32_at(&a, 16), &val)
-        }
-        cmd::GET_OPTION => Err(libc::ENOSYS),
-        cmd::NOTIFY => {
-            let a = args(inbuf, size::NOTIFY)?;
-            let h = u32_at(&a, 0);
-            m.cma.check(chan, h)?;
-            m.cma.notify(h, u32_at(&a, 4))
-        }
-        cmd::MIGRATE_ID => {
-            let a = args(inbuf, size::MIGRATE_ID)?;
-            let h = u32_at(&a, 8);
-            let from_fd = u32_at(&a, 12) as RawFd;
-            let Some(from) = m.chans.get(&from_fd).map(|c| c.id) else {
-                // SAFETY: fcntl on a caller-given descriptor only asks.
-                let open = unsafe { libc::fcntl(from_fd, libc::F_GETFD) } >= 0;
-                return Err(if open { libc::EINVAL } else { libc::ENOENT });
-            };
-            if outl < size::MIGRATE_RESP {
-                return Err(libc::ENOSPC);
-            }
-            m.cma.check(from, h)?;
-            let n = m.cma.migrate(h, from, chan)?;
-            write_user(u64_at(&a, 0), &n.to_ne_bytes())
-        }
-        // Multicast is not implemented on the soft devices yet.
-        cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST | cmd::LEAVE_MCAST => Err(libc::ENOSYS),
         _ => Err(libc::ENOSYS),
     }
+}
+
+/// `QUERY`: ADDR (0), PATH (1) or GID (2) of an id, written to `resp`.
+fn query(m: &mut Model, h: u32, option: u32, resp: u64, outl: usize) -> Result<(), i32> {
+    match option {
+        0 => {
+            if outl < size::QUERY_ADDR_RESP {
+                return Err(libc::ENOSPC);
+            }
+            write_user(resp, &query_addr(m, h)?)
+        }
+        1 => {
+            if outl < size::QUERY_PATH_RESP {
+                return Err(libc::ENOSPC);
+            }
+            let paths = m.cma.query_path(h)?;
+            let fit = (outl - size::QUERY_PATH_RESP) / size::PATH_DATA;
+            let n = paths.len().min(fit);
+            let mut b = vec![0u8; size::QUERY_PATH_RESP + n * size::PATH_DATA];
+            abi::put32(&mut b, 0, n as u32);
+            for (i, p) in paths.iter().take(n).enumerate() {
+                let o = size::QUERY_PATH_RESP + i * size::PATH_DATA;
+                // IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL
+                // (outbound | inbound reverse)
+                abi::put32(&mut b, o, 1 | 1 << 1 | 1 << 3 | 1 << 5);
+                b[o + 8..o + 72].copy_from_slice(p);
+            }
+            write_user(resp, &b)
+        }
+        2 => {
+            if outl < size::QUERY_ADDR_RESP {
+                return Err(libc::ENOSPC);
+            }
+            let g = m.cma.query_gid(h)?;
+            let (dev, _, _) = m.cma.query_addr(h)?;
+            let mut b = vec![0u8; size::QUERY_ADDR_RESP];
+            if let Some(d) = &dev {
+                abi::put64(&mut b, 0, d.guid.to_be());
+                b[8] = d.port_num;
+                abi::put32(&mut b, 272, d.ibdev_index);
+            }
+            abi::put16(&mut b, 10, g.pkey);
+            abi::put16(&mut b, 12, abi::SOCKADDR_IB_LEN as u16);
+            abi::put16(&mut b, 14, abi::SOCKADDR_IB_LEN as u16);
+            abi::write_ib(&mut b[16..144], g.src.pkey, &g.src.gid, g.src.sid, g.src.mask);
+            abi::write_ib(&mut b[144..272], g.dst.pkey, &g.dst.gid, g.dst.sid, g.dst.mask);
+            write_user(resp, &b)
+        }
+        _ => Err(libc::ENOSYS),
+    }
+}
+
+/// `RESOLVE_IP` / `RESOLVE_ADDR`.
+fn resolve(m: &mut Model, chan: ChanId, c: u32, inbuf: Args<'_>) -> Result<(), i32> {
+    let (h, src, dst) = if c == cmd::RESOLVE_IP {
+        let a = args(inbuf, size::RESOLVE_IP)?;
+        let src = abi::parse_addr(&a[0..28]);
+        let dst = abi::parse_addr(&a[28..56]);
+        (u32_at(&a, 56), src, dst)
+    } else {
+        let a = args(inbuf, size::RESOLVE_ADDR)?;
+        let (ss, ds) = (u16_at(&a, 8) as usize, u16_at(&a, 10) as usize);
+        if u32_at(&a, 12) != 0
+            || (ss != 0 && ss != abi::addr_size(&a[16..]))
+            || ds == 0
+            || ds != abi::addr_size(&a[144..])
+        {
+            return Err(libc::EINVAL);
+        }
+        let src = if ss == 0 { None } else { abi::parse_addr(&a[16..]) };
+        (u32_at(&a, 0), src, abi::parse_addr(&a[144..]))
+    };
+    m.cma.check(chan, h)?;
+    let Some(SockAddr::Ip(dst)) = dst else {
+        return Err(libc::EAFNOSUPPORT);
+    };
+    let src = match src {
+        Some(SockAddr::Ip(s)) => Some(s),
+        Some(SockAddr::Ib { .. }) => return Err(libc::EAFNOSUPPORT),
+        None => None,
+    };
+    let r = m.cma.resolve_addr(h, src, dst);
+    if r == Err(libc::ENODEV) {
+        explain(m, dst.ip());
+    }
+    r
 }
 
 fn bind(m: &mut Model, h: u32, addr: Addr) -> Result<(), i32> {
