@@ -14,5 +14,5 @@ for m in $(python3 compat-tests/vm/vmtool.py moddeps "$moddir" rdma_ucm); do
 done
 [ -e /dev/infiniband/rdma_cm ] || sleep 1
 [ -e /dev/infiniband/rdma_cm ] || { echo "vm-rdmacm: no /dev/infiniband/rdma_cm after loading rdma_ucm"; exit 3; }
-bash compat-tests/vm-rdmacm/workloads.sh "$VM_RUN_DIR/kernel" 192.0.2.1 \
+MISUSE=${GUEST_MISUSE:-} bash compat-tests/vm-rdmacm/workloads.sh "$VM_RUN_DIR/kernel" 192.0.2.1 \
     env SWRDMA_UCMA_KERNEL=1 LD_PRELOAD="$PWD/build/lib/libswrdma-ucma.so"

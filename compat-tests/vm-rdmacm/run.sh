@@ -2,7 +2,8 @@
 # compat-tests/vm-rdmacm: command for command, ours against the kernel's
 # rdma_cm.  The same workloads (workloads.sh: rping, ucmatose, udaddy,
 # rdma_server/rdma_client, rdma_xserver/rdma_xclient, rstream
-# (rsockets), a connect to a port nobody listens on) run
+# (rsockets), misuse.c (calls in the wrong state or with bad arguments), a
+# connect to a port nobody listens on) run
 #   * in the VM on the kernel's rdma_cm over rxe (Debian's 6.1 kernel,
 #     rdma_ucm; Debian's libibverbs and librdmacm), every ucma command,
 #     answer and event recorded by libswrdma-ucma.so in pass-through mode
@@ -24,6 +25,13 @@ LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "m
 need "$ROOT/build/bin/swrdma-cm=run: make swrdma" "$LIBDIR/libswrdma-ucma.so=run: make swrdma" \
     rping=rdmacm-utils ucmatose=rdmacm-utils udaddy=rdmacm-utils rdma_server=rdmacm-utils python3
 
+# the misuse workload, built against Debian's librdmacm
+if gcc -O1 -Wall -o "$OUT/misuse" "$HERE/misuse.c" -lrdmacm 2>"$OUT/misuse.build"; then
+    export MISUSE=$OUT/misuse
+else
+    fail "misuse.c builds" "$(head -n3 "$OUT/misuse.build" | tr '\n' ' ')"
+fi
+
 # ---- ours: swr0 on the host
 export XDG_RUNTIME_DIR=$OUT/rt
 mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
@@ -33,7 +41,7 @@ LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 SWRDMA_UCMA_LIB=$LIBDIR/libswrdm
 # ---- the kernel's: rxe in the VM
 export VM_RUN_DIR=$OUT/vm
 cache=$(mkdir -p "${VM_CACHE:-build/vm-cache}" && cd "${VM_CACHE:-build/vm-cache}" && pwd)
-{ printf 'GUEST_VM_CACHE=%q\n' "$cache"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
+{ printf 'GUEST_VM_CACHE=%q\nGUEST_MISUSE=%q\n' "$cache" "${MISUSE:-}"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
 bash "$ROOT/compat-tests/vm/vm-run.sh" "$OUT/guest-run.sh" >"$OUT/vm.out" 2>&1
 vrc=$?
 if [ $vrc -ne 0 ] || [ ! -d "$VM_RUN_DIR/kernel" ]; then
@@ -44,6 +52,14 @@ fi
 python3 "$HERE/compare.py" "$VM_RUN_DIR/kernel" "$OUT/ours" "$HERE/expected-differences.txt" "$OUT/diff" \
     >"$OUT/compare.out"
 cat "$OUT/compare.out"
+# misuse: every call's result as the program saw it (librdmacm over each)
+if [ -n "${MISUSE:-}" ]; then
+    if [ -s "$OUT/ours/misuse.client.out" ] && cmp -s "$VM_RUN_DIR/kernel/misuse.client.out" "$OUT/ours/misuse.client.out"; then
+        pass "misuse: $(wc -l <"$OUT/ours/misuse.client.out") calls, each the same return value and errno as on the kernel"
+    else
+        fail "misuse: each call's return value and errno" "$(diff "$VM_RUN_DIR/kernel/misuse.client.out" "$OUT/ours/misuse.client.out" | head -n4 | tr '\n' ' ')"
+    fi
+fi
 while read -r verdict rest; do
     case $verdict in
         PASS) pass "$rest" ;;

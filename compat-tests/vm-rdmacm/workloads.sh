@@ -29,6 +29,11 @@ pair udaddy 7174 udaddy -b "$A" -c 1 -C 2 -- udaddy -s "$A" -c 1 -C 2
 pair rdma_server 7303 rdma_server -s "$A" -p 7303 -- rdma_client -s "$A" -p 7303
 pair rdma_xserver 7304 rdma_xserver -p 7304 -c r -- rdma_xclient -s "$A" -p 7304 -c r
 pair rstream 7306 rstream -T v -S 4096 -C 4 -b "$A" -p 7306 -- rstream -T v -S 4096 -C 4 -s "$A" -p 7306
+# misuse.c: librdmacm calls in the wrong state or with bad arguments
+if [ -n "${MISUSE:-}" ]; then
+    SWRDMA_UCMA_LOG=$OUT/misuse.client timeout 60 "${RUN[@]}" "$MISUSE" "$A" >"$OUT/misuse.client.out" 2>&1
+    echo "$?" >"$OUT/misuse.client.rc"
+fi
 # no listener: REJ 8
 SWRDMA_UCMA_LOG=$OUT/nolistener.client timeout 60 "${RUN[@]}" rping -c -a "$A" -p 7399 -C 1 >"$OUT/nolistener.client.out" 2>&1
 echo "$?" >"$OUT/nolistener.client.rc"

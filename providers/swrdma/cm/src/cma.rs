@@ -763,18 +763,20 @@ impl<H: Host> Cma<H> {
                 }
                 id.tos = Some(u8v(val)?);
             }
-            // REUSEADDR: an int, only before bind
+            // REUSEADDR: an int; turned on in any state but listening, off
+            // only before bind (the kernel's rdma_set_reuseaddr)
             (0, 1) => {
-                let v = int(val)?;
-                if id.state != IdState::Idle && id.reuse != (v != 0) {
+                let reuse = int(val)? != 0;
+                if !((reuse && id.state != IdState::Listen) || id.state == IdState::Idle) {
                     return Err(EINVAL);
                 }
-                id.reuse = v != 0;
+                id.reuse = reuse;
             }
-            // AFONLY: an int, only before bind
+            // AFONLY: an int, until the id is bound (rdma_set_afonly: idle
+            // or bound)
             (0, 2) => {
                 let v = int(val)?;
-                if id.state != IdState::Idle {
+                if !matches!(id.state, IdState::Idle | IdState::AddrBound) {
                     return Err(EINVAL);
                 }
                 id.afonly = v != 0;
@@ -801,10 +803,8 @@ impl<H: Host> Cma<H> {
             MAX_BACKLOG
         };
         match id.state {
-            IdState::Listen => {
-                self.id(h)?.backlog = backlog;
-                return Ok(());
-            }
+            // Linux 6.1: a second listen on a listening id is EINVAL.
+            IdState::Listen => return Err(EINVAL),
             IdState::Idle => {
                 let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
                 self.bind(h, Addr::Ip(any))?;

@@ -204,12 +204,14 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         let after = m.cma.next_deadline();
         let h = &m.cma.host;
         let wake = after.is_some_and(|a| before.is_none_or(|b| a < b)) || h.sockets_changed || !h.pending.is_empty();
+        // Recorded before the lock is let go: an event this command queued
+        // cannot be taken (and the program end on it) before its line.
+        log_command(seq, fd, c, Args { pre, at: inbuf }, inl, outl, r);
         (r, wake)
     };
     if wake {
         crate::progress::kick();
     }
-    log_command(seq, fd, c, Args { pre, at: inbuf }, inl, outl, r);
     if trace() {
         eprintln!("swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}");
     }

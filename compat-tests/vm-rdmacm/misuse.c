@@ -1,0 +1,70 @@
+/* vm-rdmacm's misuse workload: librdmacm calls in the wrong state or with
+ * bad arguments, on one address (argv[1]); each result printed, and every
+ * command that reaches the rdma_cm device recorded in the ucma log, so that
+ * the kernel's errno and ours are compared call by call.
+ *   misuse ADDR
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+
+static void show(const char *what, int ret)
+{
+	printf("%-40s ret=%d errno=%s\n", what, ret, ret ? strerror(errno) : "-");
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct rdma_event_channel *ch, *ch2;
+	struct rdma_cm_id *l, *a, *b;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rdma_cm_event *ev;
+	uint8_t tos = 0x20;
+	int one = 1, big = 5;
+
+	if (argc != 2)
+		return 2;
+	inet_pton(AF_INET, argv[1], &sin.sin_addr);
+	ch = rdma_create_event_channel();
+	ch2 = rdma_create_event_channel();
+	if (!ch || !ch2) {
+		perror("rdma_create_event_channel");
+		return 1;
+	}
+	show("create_id listener", rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	show("create_id a", rdma_create_id(ch, &a, NULL, RDMA_PS_TCP));
+	show("create_id b", rdma_create_id(ch, &b, NULL, RDMA_PS_TCP));
+	sin.sin_port = htons(7390);
+	show("bind listener", rdma_bind_addr(l, (struct sockaddr *)&sin));
+	show("listen", rdma_listen(l, 4));
+	show("listen again", rdma_listen(l, 8));
+	show("bind a to the listener's port", rdma_bind_addr(a, (struct sockaddr *)&sin));
+	sin.sin_port = 0;
+	show("bind a to port 0", rdma_bind_addr(a, (struct sockaddr *)&sin));
+	show("bind a again", rdma_bind_addr(a, (struct sockaddr *)&sin));
+	show("reject a (no request)", rdma_reject(a, NULL, 0));
+	show("disconnect a (not connected)", rdma_disconnect(a));
+	show("set_option TOS 1 byte", rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1));
+	show("set_option TOS 4 bytes", rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &big, 4));
+	show("set_option REUSEADDR after bind", rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, 4));
+	show("set_option AFONLY after bind", rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, 4));
+	show("set_option REUSEADDR before bind", rdma_set_option(b, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, 4));
+	show("set_option unknown name", rdma_set_option(b, RDMA_OPTION_ID, 77, &one, 4));
+	show("set_option unknown level", rdma_set_option(b, 77, 0, &one, 4));
+	show("listen b (unbound)", rdma_listen(b, 0));
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	show("get_cm_event, non-blocking, none", rdma_get_cm_event(ch, &ev));
+	show("migrate a to another channel", rdma_migrate_id(a, ch2));
+	show("destroy a", rdma_destroy_id(a));
+	show("destroy b", rdma_destroy_id(b));
+	show("destroy listener", rdma_destroy_id(l));
+	rdma_destroy_event_channel(ch2);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
