@@ -13,6 +13,25 @@
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
+/* The next event of the channel, named and acknowledged (NULL: none). */
+static struct rdma_cm_id *next_event(struct rdma_event_channel *ch, const char *want, int *status)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	if (rdma_get_cm_event(ch, &ev)) {
+		printf("%-40s none: %s\n", want, strerror(errno));
+		return NULL;
+	}
+	printf("%-40s %s status=%d\n", want, rdma_event_str(ev->event), ev->status);
+	fflush(stdout);
+	id = ev->id;
+	if (status)
+		*status = ev->event;
+	rdma_ack_cm_event(ev);
+	return id;
+}
+
 static void show(const char *what, int ret)
 {
 	printf("%-40s ret=%d errno=%s\n", what, ret, ret ? strerror(errno) : "-");
@@ -58,6 +77,57 @@ int main(int argc, char **argv)
 	show("set_option unknown name", rdma_set_option(b, RDMA_OPTION_ID, 77, &one, 4));
 	show("set_option unknown level", rdma_set_option(b, 77, 0, &one, 4));
 	show("listen b (unbound)", rdma_listen(b, 0));
+	{
+		/* connection-state misuse: a client and the listener's child on
+		 * channel ch2, events taken one by one */
+		struct rdma_cm_id *l2, *c, *r;
+		struct rdma_conn_param cp = { .qp_num = 4242, .responder_resources = 1, .initiator_depth = 1,
+					      .retry_count = 7, .rnr_retry_count = 7 };
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RTR };
+		char pd[256] = "misuse";
+		int mask, evn;
+
+		show("create_id l2", rdma_create_id(ch2, &l2, NULL, RDMA_PS_TCP));
+		sin.sin_port = htons(7391);
+		show("bind l2", rdma_bind_addr(l2, (struct sockaddr *)&sin));
+		show("listen l2", rdma_listen(l2, 4));
+		show("create_id c", rdma_create_id(ch2, &c, NULL, RDMA_PS_TCP));
+		show("resolve_addr c", rdma_resolve_addr(c, NULL, (struct sockaddr *)&sin, 2000));
+		next_event(ch2, "  event", NULL);
+		show("resolve_addr c again", rdma_resolve_addr(c, NULL, (struct sockaddr *)&sin, 2000));
+		show("resolve_route c", rdma_resolve_route(c, 2000));
+		next_event(ch2, "  event", NULL);
+		show("init_qp_attr c RTR before connect", rdma_init_qp_attr(c, &qa, &mask));
+		cp.private_data = pd;
+		cp.private_data_len = 60;
+		show("connect c, 60 bytes private data", rdma_connect(c, &cp));
+		cp.private_data_len = 8;
+		show("connect c", rdma_connect(c, &cp));
+		show("connect c again", rdma_connect(c, &cp));
+		r = next_event(ch2, "  event (request)", NULL);
+		if (r) {
+			cp.qp_num = 4343;
+			cp.private_data_len = 200;
+			show("accept r, 200 bytes private data", rdma_accept(r, &cp));
+			show("reject r, 200 bytes private data", rdma_reject(r, pd, 200));
+			cp.private_data_len = 8;
+			show("accept r", rdma_accept(r, &cp));
+			show("accept r again", rdma_accept(r, &cp));
+			next_event(ch2, "  event (response)", &evn);
+			show("establish c", rdma_establish(c));
+			next_event(ch2, "  event (established)", NULL);
+			show("reject r after established", rdma_reject(r, NULL, 0));
+			show("disconnect c", rdma_disconnect(c));
+			printf("  event for %s\n", next_event(ch2, "  event", NULL) == r ? "r" : "c");
+			show("disconnect r", rdma_disconnect(r));
+			printf("  event for %s\n", next_event(ch2, "  event", NULL) == c ? "c" : "r");
+			show("disconnect c again", rdma_disconnect(c));
+			show("disconnect r again", rdma_disconnect(r));
+			show("destroy r", rdma_destroy_id(r));
+		}
+		show("destroy c", rdma_destroy_id(c));
+		show("destroy l2", rdma_destroy_id(l2));
+	}
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
 	show("get_cm_event, non-blocking, none", rdma_get_cm_event(ch, &ev));
 	show("migrate a to another channel", rdma_migrate_id(a, ch2));

@@ -1102,6 +1102,15 @@ impl<H: Host> Cma<H> {
             }
             (CmState::ReqRcvd | CmState::MraReqSent, Some(p)) => {
                 if p.private_data.len() > mad::REP_PRIVATE_DATA {
+                    // The kernel's rdma_accept: a REP that cannot be sent
+                    // rejects the request (REJ consumer defined).
+                    let c = id.conn.clone().ok_or(EINVAL)?;
+                    let m = self.rej(&c, mad::rej_reason::CONSUMER_DEFINED, 0, &[]);
+                    self.host.send(&peer, &m.encode());
+                    let id = self.id(h)?;
+                    id.conn = None;
+                    self.by_comm.remove(&c.local_comm_id);
+                    self.by_remote.remove(&(peer, c.remote_comm_id));
                     return Err(EINVAL);
                 }
                 let dev = id.dev.clone().ok_or(EINVAL)?;
@@ -1296,6 +1305,24 @@ impl<H: Host> Cma<H> {
         };
         let cm_state = id.conn.as_ref().map(|c| c.state);
         let ud = id.qp_type == qpt::UD;
+        // No CM connection yet (or a UD id): the kernel's
+        // cma_ib_init_qp_attr, whatever the state asked: the port, P_Key
+        // index and Q_Key (UD) or no remote access (RC/UC); for RTR the id's
+        // own PSN as the receive PSN.
+        if (cm_state.is_none() || ud) && state <= 3 {
+            a.mask = qpm::STATE | qpm::PKEY_INDEX | qpm::PORT;
+            a.port_num = dev.port_num;
+            if ud {
+                a.qkey = if id.qkey != 0 { id.qkey } else { UDP_QKEY };
+                a.mask |= qpm::QKEY;
+            } else {
+                a.mask |= qpm::ACCESS_FLAGS;
+            }
+            if state == 2 {
+                a.rq_psn = id.seq;
+            }
+            return Ok(a);
+        }
         match state {
             // INIT
             1 => {
