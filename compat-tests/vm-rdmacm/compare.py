@@ -57,6 +57,17 @@ def drop_empty_polls(lines):
     return [ln for ln in lines if not re.match(r"^GET_EVENT .*-> errno=11$", ln)]
 
 
+def trim_exit(lines):
+    """A program whose one thread ends it while another still works races
+    itself, not the CM: a GET_EVENT on a channel its other thread closed
+    (EBADF) is dropped, and so are the DESTROY_IDs its exit left undone or
+    did at the very end (rping after REJECTED, on rxe or on swr0 alike)."""
+    lines = [ln for ln in lines if not re.match(r"^GET_EVENT .*-> errno=9$", ln)]
+    while lines and re.match(r"^DESTROY_ID ", lines[-1]):
+        lines.pop()
+    return lines
+
+
 def read(files):
     lines = []
     for f in files:
@@ -93,6 +104,8 @@ for key in sorted(set(kl) | set(ol)):
     km, om = mask(k, None), mask(o, None)
     if km == om:
         print(f"PASS {name}: {len(k)} commands and events, the same")
+    elif trim_exit(km) == trim_exit(om):
+        print(f"PASS {name}: {len(trim_exit(k))} commands and events, the same (the program's exit raced its last destroys)")
     else:
         with open(os.path.join(ddir, f"{key[0]}.{key[1]}.diff"), "w") as fh:
             for i in range(max(len(km), len(om))):

@@ -1323,84 +1323,55 @@ impl<H: Host> Cma<H> {
             }
             return Ok(a);
         }
+        // RTR and RTS need the peer's REQ or REP (the kernel's
+        // ib_cm_init_qp_attr refuses other CM states).
+        let ready = matches!(
+            cm_state,
+            Some(
+                CmState::ReqRcvd
+                    | CmState::MraReqSent
+                    | CmState::RepSent
+                    | CmState::RepRcvd
+                    | CmState::MraRepRcvd
+                    | CmState::Established
+            )
+        );
+        if (state == 2 || state == 3) && !ready {
+            return Err(EINVAL);
+        }
         match state {
-            // INIT
+            // INIT: remote write, and read/atomic when the peer may read
             1 => {
-                a.mask = qpm::STATE | qpm::PKEY_INDEX | qpm::PORT;
+                a.mask = qpm::STATE | qpm::PKEY_INDEX | qpm::PORT | qpm::ACCESS_FLAGS;
                 a.port_num = dev.port_num;
-                if ud {
-                    a.qkey = if id.qkey != 0 { id.qkey } else { UDP_QKEY };
-                    a.mask |= qpm::QKEY;
-                } else {
-                    a.mask |= qpm::ACCESS_FLAGS;
-                    if cm_state.is_some() && cm_state != Some(CmState::SidrReqSent) {
-                        // IBV_ACCESS_REMOTE_WRITE, and READ/ATOMIC when the
-                        // peer may read
-                        a.qp_access_flags = 2;
-                        if id.qp.responder_resources > 0 {
-                            a.qp_access_flags |= 4 | 8;
-                        }
-                    }
+                a.qp_access_flags = 2;
+                if id.qp.responder_resources > 0 {
+                    a.qp_access_flags |= 4 | 8;
                 }
             }
             // RTR
             2 => {
-                if ud {
-                    a.mask = qpm::STATE;
-                } else {
-                    if !matches!(
-                        cm_state,
-                        Some(
-                            CmState::ReqRcvd
-                                | CmState::MraReqSent
-                                | CmState::RepSent
-                                | CmState::RepRcvd
-                                | CmState::MraRepRcvd
-                                | CmState::Established
-                        )
-                    ) {
-                        return Err(EINVAL);
-                    }
-                    a.mask = qpm::STATE | qpm::AV | qpm::PATH_MTU | qpm::DEST_QPN | qpm::RQ_PSN;
-                    a.ah = self.ah(id, dev);
-                    a.path_mtu = id.path_mtu as u32;
-                    a.dest_qp_num = id.qp.remote_qpn;
-                    a.rq_psn = id.qp.rq_psn;
-                    if id.qp_type == qpt::RC {
-                        a.mask |= qpm::MAX_DEST_RD_ATOMIC | qpm::MIN_RNR_TIMER;
-                        a.max_dest_rd_atomic = id.qp.responder_resources;
-                        a.min_rnr_timer = 0;
-                    }
+                a.mask = qpm::STATE | qpm::AV | qpm::PATH_MTU | qpm::DEST_QPN | qpm::RQ_PSN;
+                a.ah = self.ah(id, dev);
+                a.path_mtu = id.path_mtu as u32;
+                a.dest_qp_num = id.qp.remote_qpn;
+                a.rq_psn = id.qp.rq_psn;
+                if id.qp_type == qpt::RC {
+                    a.mask |= qpm::MAX_DEST_RD_ATOMIC | qpm::MIN_RNR_TIMER;
+                    a.max_dest_rd_atomic = id.qp.responder_resources;
+                    a.min_rnr_timer = 0;
                 }
             }
             // RTS
             3 => {
-                if ud {
-                    a.mask = qpm::STATE | qpm::SQ_PSN;
-                    a.sq_psn = id.seq;
-                } else {
-                    if !matches!(
-                        cm_state,
-                        Some(
-                            CmState::ReqRcvd
-                                | CmState::MraReqSent
-                                | CmState::RepSent
-                                | CmState::RepRcvd
-                                | CmState::MraRepRcvd
-                                | CmState::Established
-                        )
-                    ) {
-                        return Err(EINVAL);
-                    }
-                    a.mask = qpm::STATE | qpm::SQ_PSN;
-                    a.sq_psn = id.seq;
-                    if id.qp_type == qpt::RC {
-                        a.mask |= qpm::TIMEOUT | qpm::RETRY_CNT | qpm::RNR_RETRY | qpm::MAX_QP_RD_ATOMIC;
-                        a.timeout = id.qp.ack_timeout;
-                        a.retry_cnt = id.qp.retry_count;
-                        a.rnr_retry = id.qp.rnr_retry_count;
-                        a.max_rd_atomic = id.qp.initiator_depth;
-                    }
+                a.mask = qpm::STATE | qpm::SQ_PSN;
+                a.sq_psn = id.seq;
+                if id.qp_type == qpt::RC {
+                    a.mask |= qpm::TIMEOUT | qpm::RETRY_CNT | qpm::RNR_RETRY | qpm::MAX_QP_RD_ATOMIC;
+                    a.timeout = id.qp.ack_timeout;
+                    a.retry_cnt = id.qp.retry_count;
+                    a.rnr_retry = id.qp.rnr_retry_count;
+                    a.max_rd_atomic = id.qp.initiator_depth;
                 }
             }
             _ => return Err(EINVAL),

@@ -105,6 +105,33 @@ fn open_channel(flags: c_int) -> c_int {
     fd
 }
 
+/// An open of `path`: a channel of ours for the rdma_cm device, else the
+/// next definition of `name` (libc's `open` or `open64`), the kernel's
+/// rdma_cm recorded in pass-through mode.
+///
+/// # Safety
+/// As `open(2)`.
+unsafe fn open_as(
+    slot: &AtomicPtr<c_void>,
+    name: &CStr,
+    path: *const c_char,
+    flags: c_int,
+    mode: libc::mode_t,
+) -> c_int {
+    // SAFETY: path is the caller's C string (or NULL).
+    let cm = unsafe { is_rdma_cm(path) };
+    if cm && !kernel_mode() {
+        return open_channel(flags);
+    }
+    let f = next(slot, name);
+    // SAFETY: libc's function of that name, with the caller's arguments.
+    let fd = unsafe { std::mem::transmute::<*mut c_void, OpenFn>(f)(path, flags, mode) };
+    if cm && fd >= 0 {
+        set_bit(&KERNEL, fd, true);
+    }
+    fd
+}
+
 /// `open(2)`.  The mode argument is read as libc's variadic third argument
 /// is passed on Linux (in the register a third argument takes).
 ///
@@ -112,18 +139,8 @@ fn open_channel(flags: c_int) -> c_int {
 /// As `open(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int {
-    // SAFETY: path is the caller's C string (or NULL).
-    let cm = unsafe { is_rdma_cm(path) };
-    if cm && !kernel_mode() {
-        return open_channel(flags);
-    }
-    let f = next(&NEXT_OPEN, c"open");
-    // SAFETY: libc's open, with the caller's arguments.
-    let fd = unsafe { std::mem::transmute::<*mut c_void, OpenFn>(f)(path, flags, mode) };
-    if cm && fd >= 0 {
-        set_bit(&KERNEL, fd, true);
-    }
-    fd
+    // SAFETY: the caller's arguments, as open(2) takes them.
+    unsafe { open_as(&NEXT_OPEN, c"open", path, flags, mode) }
 }
 
 /// `open64(2)`: as [`open`].
@@ -132,18 +149,8 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: libc::mod
 /// As `open(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int {
-    // SAFETY: as in open.
-    let cm = unsafe { is_rdma_cm(path) };
-    if cm && !kernel_mode() {
-        return open_channel(flags);
-    }
-    let f = next(&NEXT_OPEN64, c"open64");
-    // SAFETY: libc's open64, with the caller's arguments.
-    let fd = unsafe { std::mem::transmute::<*mut c_void, OpenFn>(f)(path, flags, mode) };
-    if cm && fd >= 0 {
-        set_bit(&KERNEL, fd, true);
-    }
-    fd
+    // SAFETY: the caller's arguments, as open64(2) takes them.
+    unsafe { open_as(&NEXT_OPEN64, c"open64", path, flags, mode) }
 }
 
 /// `write(2)`: a channel's command, or libc's write.
