@@ -1620,7 +1620,7 @@ impl<H: Host> Cma<H> {
     pub fn recv(&mut self, now: u64, from: &Dest, to_port: Option<(u16, u16)>, bytes: &[u8]) {
         let Ok(m) = Mad::decode(bytes) else { return };
         match m.msg.clone() {
-            Msg::Req(r) => self.on_req(now, from, to_port, m.tid, r),
+            Msg::Req(r) => self.on_req(from, to_port, m.tid, r),
             Msg::SidrReq(r) => self.on_sidr_req(from, to_port, m.tid, r),
             msg => {
                 let (_, ours) = conn::comm_ids(&msg);
@@ -1646,7 +1646,7 @@ impl<H: Host> Cma<H> {
                 match msg {
                     Msg::Mra(r) => self.on_mra(now, h, r),
                     Msg::Rej(r) => self.on_rej(h, r),
-                    Msg::Rep(r) => self.on_rep(now, h, from, r),
+                    Msg::Rep(r) => self.on_rep(h, from, r),
                     Msg::Rtu(r) => self.on_rtu(h, r),
                     Msg::Dreq(r) => self.on_dreq(now, h, from, r),
                     Msg::Drep(r) => self.on_drep(now, h, r),
@@ -1709,7 +1709,7 @@ impl<H: Host> Cma<H> {
         self.host.send(from, &Mad { tid, msg: Msg::Rej(j) }.encode());
     }
 
-    fn on_req(&mut self, now: u64, from: &Dest, to_port: Option<(u16, u16)>, tid: u64, r: mad::Req) {
+    fn on_req(&mut self, from: &Dest, to_port: Option<(u16, u16)>, tid: u64, r: mad::Req) {
         // A duplicate of a REQ we hold: MRA again, or the REP again.
         if let Some(&h) = self.by_remote.get(&(from.clone(), r.local_comm_id)) {
             if let Some(c) = self.ids.get(&h).and_then(|id| id.conn.as_ref()) {
@@ -1794,7 +1794,6 @@ impl<H: Host> Cma<H> {
         if let Some(id) = self.ids.get_mut(&h) {
             id.conn = Some(c);
         }
-        let _ = now;
         let user = r.private_data[IPCM_HDR_LEN..].to_vec();
         let param = ConnParam {
             qp_num: r.local_qpn,
@@ -1883,7 +1882,7 @@ impl<H: Host> Cma<H> {
         id.src = Some(Addr::Ip(SocketAddr::new(hdr.dst, port)));
         id.dst = Some(SocketAddr::new(hdr.src, hdr.src_port));
         id.remote_gid = v4mapped(hdr.src);
-        id.dev = Some(dev.clone());
+        id.dev = Some(dev);
         id.peer = Some(from.clone());
         let mut c = Conn::new(0, tid);
         c.remote_comm_id = r.request_id;
@@ -1892,7 +1891,6 @@ impl<H: Host> Cma<H> {
         // The kernel hands a SIDR request to user space with no address
         // handle (the reply goes back through the CM).
         let ah = Ah::default();
-        let _ = &dev;
         self.ids.insert(h, id);
         self.by_remote.insert((from.clone(), r.request_id), h);
         let e = Event {
@@ -1954,7 +1952,7 @@ impl<H: Host> Cma<H> {
         );
     }
 
-    fn on_rep(&mut self, now: u64, h: Handle, from: &Dest, r: mad::Rep) {
+    fn on_rep(&mut self, h: Handle, from: &Dest, r: mad::Rep) {
         let Some(id) = self.ids.get_mut(&h) else { return };
         let Some(c) = id.conn.as_mut() else { return };
         match c.state {
@@ -1975,7 +1973,6 @@ impl<H: Host> Cma<H> {
         c.remote_comm_id = r.local_comm_id;
         c.state = CmState::RepRcvd;
         c.disarm();
-        let _ = now;
         id.peer = Some(from.clone());
         id.qp.remote_qpn = r.local_qpn;
         id.qp.responder_resources = r.initiator_depth;
@@ -2030,13 +2027,12 @@ impl<H: Host> Cma<H> {
         }
     }
 
-    fn on_dreq(&mut self, now: u64, h: Handle, from: &Dest, r: mad::Dreq) {
+    fn on_dreq(&mut self, now: u64, h: Handle, from: &Dest, _r: mad::Dreq) {
         let wait = self.ids.get(&h).map_or(0, |id| self.cm_wait(id));
         let Some(id) = self.ids.get_mut(&h) else { return };
         let Some(c) = id.conn.as_mut() else { return };
         match c.state {
             CmState::RepSent | CmState::Established | CmState::DreqSent => {
-                let _ = r;
                 if c.state == CmState::DreqSent {
                     // Both sides disconnected at once: answer and end.
                     let d = mad::Drep {
