@@ -15,6 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use crate::conn::{self, CmState, Conn};
 use crate::ipcm::{self, IpCmHdr, IPCM_HDR_LEN};
 use crate::mad::{self, Mad, Msg};
+use ibverbs_abi::*;
 
 pub type Handle = u32;
 pub type ChanId = u64;
@@ -227,26 +228,6 @@ pub struct QpAttr {
     pub timeout: u8,
     pub retry_cnt: u8,
     pub rnr_retry: u8,
-}
-
-/// `enum ibv_qp_attr_mask` bits.
-pub mod qpm {
-    pub const STATE: u32 = 1;
-    pub const ACCESS_FLAGS: u32 = 1 << 3;
-    pub const PKEY_INDEX: u32 = 1 << 4;
-    pub const PORT: u32 = 1 << 5;
-    pub const QKEY: u32 = 1 << 6;
-    pub const AV: u32 = 1 << 7;
-    pub const PATH_MTU: u32 = 1 << 8;
-    pub const TIMEOUT: u32 = 1 << 9;
-    pub const RETRY_CNT: u32 = 1 << 10;
-    pub const RNR_RETRY: u32 = 1 << 11;
-    pub const RQ_PSN: u32 = 1 << 12;
-    pub const MAX_QP_RD_ATOMIC: u32 = 1 << 13;
-    pub const MIN_RNR_TIMER: u32 = 1 << 15;
-    pub const SQ_PSN: u32 = 1 << 16;
-    pub const MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
-    pub const DEST_QPN: u32 = 1 << 20;
 }
 
 /// An AF_IB address as `QUERY` answers it.
@@ -1310,13 +1291,13 @@ impl<H: Host> Cma<H> {
         // index and Q_Key (UD) or no remote access (RC/UC); for RTR the id's
         // own PSN as the receive PSN.
         if (cm_state.is_none() || ud) && state <= 3 {
-            a.mask = qpm::STATE | qpm::PKEY_INDEX | qpm::PORT;
+            a.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
             a.port_num = dev.port_num;
             if ud {
                 a.qkey = if id.qkey != 0 { id.qkey } else { UDP_QKEY };
-                a.mask |= qpm::QKEY;
+                a.mask |= IBV_QP_QKEY;
             } else {
-                a.mask |= qpm::ACCESS_FLAGS;
+                a.mask |= IBV_QP_ACCESS_FLAGS;
             }
             if state == 2 {
                 a.rq_psn = id.seq;
@@ -1342,32 +1323,32 @@ impl<H: Host> Cma<H> {
         match state {
             // INIT: remote write, and read/atomic when the peer may read
             1 => {
-                a.mask = qpm::STATE | qpm::PKEY_INDEX | qpm::PORT | qpm::ACCESS_FLAGS;
+                a.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
                 a.port_num = dev.port_num;
-                a.qp_access_flags = 2;
+                a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
                 if id.qp.responder_resources > 0 {
-                    a.qp_access_flags |= 4 | 8;
+                    a.qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
                 }
             }
             // RTR
             2 => {
-                a.mask = qpm::STATE | qpm::AV | qpm::PATH_MTU | qpm::DEST_QPN | qpm::RQ_PSN;
+                a.mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
                 a.ah = self.ah(id, dev);
                 a.path_mtu = id.path_mtu as u32;
                 a.dest_qp_num = id.qp.remote_qpn;
                 a.rq_psn = id.qp.rq_psn;
                 if id.qp_type == qpt::RC {
-                    a.mask |= qpm::MAX_DEST_RD_ATOMIC | qpm::MIN_RNR_TIMER;
+                    a.mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
                     a.max_dest_rd_atomic = id.qp.responder_resources;
                     a.min_rnr_timer = 0;
                 }
             }
             // RTS
             3 => {
-                a.mask = qpm::STATE | qpm::SQ_PSN;
+                a.mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
                 a.sq_psn = id.seq;
                 if id.qp_type == qpt::RC {
-                    a.mask |= qpm::TIMEOUT | qpm::RETRY_CNT | qpm::RNR_RETRY | qpm::MAX_QP_RD_ATOMIC;
+                    a.mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
                     a.timeout = id.qp.ack_timeout;
                     a.retry_cnt = id.qp.retry_count;
                     a.rnr_retry = id.qp.rnr_retry_count;

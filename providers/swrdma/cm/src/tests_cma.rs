@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use crate::cma::*;
 use crate::mad::{self, Mad, Msg};
+use ibverbs_abi::*;
 
 /// A host with one device (127.0.0.1), ports in a set, messages into a
 /// queue tagged with the sender's name.
@@ -186,7 +187,7 @@ fn rc_connect_and_disconnect_as_the_kernel_reports_them() {
     assert_eq!(arts.sq_psn, prtr.rq_psn);
     assert_eq!(prts.sq_psn, artr.rq_psn);
     assert_eq!(arts.retry_cnt, 7);
-    assert!(arts.mask & qpm::TIMEOUT != 0 && arts.timeout > 0);
+    assert!(arts.mask & IBV_QP_TIMEOUT != 0 && arts.timeout > 0);
     // the active side MRAs the REP, then librdmacm's ACCEPT sends the RTU
     assert_eq!(deliver(&mut a, &mut p, 0), vec![mad::AttrId::Mra]);
     a.accept(0, h, None, None).unwrap();
@@ -386,7 +387,7 @@ fn ud_connects_through_sidr() {
     assert_eq!((qp_num, qkey, ah.is_global), (0x33, UDP_QKEY, 1));
     // a UD id's INIT carries the Q_Key
     let init = a.init_qp_attr(h, 1).unwrap();
-    assert!(init.mask & qpm::QKEY != 0);
+    assert!(init.mask & IBV_QP_QKEY != 0);
     assert_eq!(init.qkey, UDP_QKEY);
 }
 
