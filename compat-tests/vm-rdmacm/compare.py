@@ -3,7 +3,8 @@
 and ours, normalised (normalize.py), with the listed device differences
 masked; one PASS/FAIL line each; a listed pattern that never masked a
 difference is a FAIL.
-    compare.py KERNEL_DIR OURS_DIR EXPECTED DIFF_DIR
+    compare.py KERNEL_DIR OURS_DIR EXPECTED DIFF_DIR [LABEL]
+LABEL prefixes each line's name (e.g. "hybrid").
 """
 import glob
 import os
@@ -14,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "ucma-log"))
 from normalize import normalise  # noqa: E402
 
 kdir, odir, expected, ddir = sys.argv[1:5]
+label = sys.argv[5] + " " if len(sys.argv) > 5 else ""
 os.makedirs(ddir, exist_ok=True)
 masks = []
 for line in open(expected):
@@ -90,7 +92,7 @@ def mask(lines, used):
 
 kl, ol = logs(kdir), logs(odir)
 for key in sorted(set(kl) | set(ol)):
-    name = f"{key[0]} {key[1]}"
+    name = f"{label}{key[0]} {key[1]}"
     if key not in kl or key not in ol:
         print(f"FAIL {name}: log missing on the {'kernel' if key not in kl else 'our'} side")
         continue

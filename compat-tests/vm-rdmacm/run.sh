@@ -16,6 +16,11 @@
 # reason, in expected-differences.txt as a pattern masked on both sides; a
 # listed pattern that masks nothing any more is a FAIL (the list cannot go
 # stale).  One PASS/FAIL line per workload and role.
+# Then ours beside the kernel's, in the VM: the same workloads on rxe's
+# address through the interposer in its normal mode (our libibverbs, swr0
+# listed beside rxe0/rxe1): each id must reach the kernel's rdma_cm and the
+# log must be the kernel's (hybrid-differences.txt: none listed); and
+# mixed.c, one channel with a connection on swr0 and one on rxe at once.
 set -u
 . "$(dirname "$0")/../lib.sh"
 suite_begin vm-rdmacm --clean
@@ -31,6 +36,12 @@ if gcc -O1 -Wall -o "$OUT/misuse" "$HERE/misuse.c" -lrdmacm 2>"$OUT/misuse.build
 else
     fail "misuse.c builds" "$(head -n3 "$OUT/misuse.build" | tr '\n' ' ')"
 fi
+MIXED=
+if gcc -O1 -Wall -o "$OUT/mixed" "$HERE/mixed.c" -lrdmacm -libverbs 2>"$OUT/mixed.build"; then
+    MIXED=$OUT/mixed
+else
+    fail "mixed.c builds" "$(head -n3 "$OUT/mixed.build" | tr '\n' ' ')"
+fi
 
 # ---- ours: swr0 on the host
 export XDG_RUNTIME_DIR=$OUT/rt
@@ -41,7 +52,7 @@ LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 SWRDMA_UCMA_LIB=$LIBDIR/libswrdm
 # ---- the kernel's: rxe in the VM
 export VM_RUN_DIR=$OUT/vm
 cache=$(mkdir -p "${VM_CACHE:-build/vm-cache}" && cd "${VM_CACHE:-build/vm-cache}" && pwd)
-{ printf 'GUEST_VM_CACHE=%q\nGUEST_MISUSE=%q\n' "$cache" "${MISUSE:-}"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
+{ printf 'GUEST_VM_CACHE=%q\nGUEST_MISUSE=%q\nGUEST_MIXED=%q\n' "$cache" "${MISUSE:-}" "$MIXED"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
 bash "$ROOT/compat-tests/vm/vm-run.sh" "$OUT/guest-run.sh" >"$OUT/vm.out" 2>&1
 vrc=$?
 if [ $vrc -ne 0 ] || [ ! -d "$VM_RUN_DIR/kernel" ]; then
@@ -58,6 +69,20 @@ if [ -n "${MISUSE:-}" ]; then
         pass "misuse: $(wc -l <"$OUT/ours/misuse.client.out") calls, each the same return value and errno as on the kernel"
     else
         fail "misuse: each call's return value and errno" "$(diff "$VM_RUN_DIR/kernel/misuse.client.out" "$OUT/ours/misuse.client.out" | head -n4 | tr '\n' ' ')"
+    fi
+fi
+# ours beside the kernel's: the same workloads on rxe's address, through
+# our interposer in its normal mode: the kernel's log, line for line
+python3 "$HERE/compare.py" "$VM_RUN_DIR/kernel" "$VM_RUN_DIR/hybrid" "$HERE/hybrid-differences.txt" "$OUT/diff-hybrid" \
+    "beside the kernel (ids on rxe through our interposer):" >>"$OUT/compare.out"
+if [ -n "$MIXED" ]; then
+    mo=$VM_RUN_DIR/mixed.out
+    if [ "$(cat "$VM_RUN_DIR/mixed.rc" 2>/dev/null)" = 0 ] && grep -q '^127.0.0.1: on device swr0$' "$mo" \
+        && grep -q '^192.0.2.1: on device rxe[01]$' "$mo" && [ "$(grep -c 'message exchanged' "$mo")" = 2 ] \
+        && grep -q '^both connections done$' "$mo"; then
+        pass "beside the kernel: one channel, two connections: 127.0.0.1 on swr0 (ours), 192.0.2.1 on rxe (the kernel's rdma_cm), a message each way on both"
+    else
+        fail "beside the kernel: one channel, two connections (swr0 and rxe)" "exit $(cat "$VM_RUN_DIR/mixed.rc" 2>/dev/null): $(tr '\n' ' ' <"$mo" | cut -c1-300)"
     fi
 fi
 while read -r verdict rest; do

@@ -474,6 +474,15 @@ impl<H: Host> Cma<H> {
         Ok(h)
     }
 
+    /// What an id was created with (its user context, port space and QP
+    /// type) and whether it is still idle: what another rdma_cm needs to
+    /// take it over before it is bound.
+    pub fn id_info(&self, h: Handle) -> Option<(u64, u16, u8, bool)> {
+        self.ids
+            .get(&h)
+            .map(|id| (id.uid, id.ps, id.qp_type, id.state == IdState::Idle))
+    }
+
     /// Destroys an id (and, for a listener, the children whose requests
     /// were not delivered): the events reported for it.
     pub fn destroy_id(&mut self, chan: ChanId, h: Handle) -> Result<u32, i32> {

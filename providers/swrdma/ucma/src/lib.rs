@@ -14,6 +14,7 @@
 //! | the ABI: command numbers, sizes, field offsets | [`abi`] |
 //! | channels, each command checked and answered | [`ucma`] |
 //! | devices, ports, and the carrier between processes | [`host`] |
+//! | ids on the kernel's own devices, handed to its rdma_cm | [`kernel`] |
 //! | the thread that answers peers while the application sleeps | [`progress`] |
 //! | the interposed libc entry points | [`interpose`] |
 //! | the command log (ours, or the kernel's passed through) | [`log`] |
@@ -24,6 +25,7 @@
 pub mod abi;
 pub mod host;
 pub mod interpose;
+pub mod kernel;
 pub mod log;
 pub mod progress;
 pub mod ucma;

@@ -26,6 +26,8 @@ pub struct Chan {
 pub struct Model {
     pub cma: Cma<SoftHost>,
     pub chans: HashMap<RawFd, Chan>,
+    /// Ids handed to the kernel's rdma_cm (its own devices).
+    pub kernel: crate::kernel::Kernel,
     next_chan: ChanId,
 }
 
@@ -38,6 +40,7 @@ pub fn model() -> MutexGuard<'static, Model> {
         Mutex::new(Model {
             cma,
             chans: HashMap::new(),
+            kernel: Default::default(),
             next_chan: 1,
         })
     });
@@ -135,6 +138,7 @@ impl Model {
 
     pub fn close_channel(&mut self, fd: RawFd) {
         if let Some(c) = self.chans.remove(&fd) {
+            self.kernel.close_channel(c.id);
             self.cma.close_channel(c.id);
             self.settle();
         }
@@ -147,9 +151,11 @@ impl Model {
     /// Brings every changed channel's eventfd in line with its queue, and
     /// closes the sockets of released ports.
     pub fn settle(&mut self) {
-        for id in self.cma.take_dirty() {
+        let mut dirty = self.cma.take_dirty();
+        dirty.extend(self.kernel.take_dirty());
+        for id in dirty {
             let Some(fd) = self.chan_fd(id) else { continue };
-            let pending = self.cma.pending(id) > 0;
+            let pending = self.cma.pending(id) > 0 || self.kernel.pending(id) > 0;
             let Some(c) = self.chans.get_mut(&fd) else { continue };
             if pending && !c.signalled {
                 // SAFETY: our eventfd (glibc's eventfd_write is not the
@@ -197,7 +203,7 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         let mut m = model();
         let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
         let before = m.cma.next_deadline();
-        let r = run(&mut m, fd, chan, c, Args { pre, at: inbuf }, outl);
+        let r = run(&mut m, chan, c, Args { pre, at: inbuf }, inl, outl);
         m.settle();
         // The CM thread needs waking only for an earlier timer, a new
         // socket, or a message waiting for a full receiver.
@@ -283,7 +289,12 @@ fn args(a: Args<'_>, n: usize) -> Result<Vec<u8>, i32> {
     }
 }
 
-fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
+fn run(m: &mut Model, chan: ChanId, c: u32, inbuf: Args<'_>, inl: usize, outl: usize) -> Result<(), i32> {
+    if let Ok(a) = args(inbuf, inl) {
+        if let Some(r) = crate::kernel::divert(m, chan, c, &a, outl) {
+            return r;
+        }
+    }
     match c {
         cmd::CREATE_ID => {
             let a = args(inbuf, size::CREATE_ID)?;
@@ -304,7 +315,8 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
             }
             let h = u32_at(&a, 8);
             m.cma.check(chan, h)?;
-            let n = m.cma.destroy_id(chan, h)?;
+            let n = crate::kernel::destroy_shadow(m, chan, h) + m.cma.destroy_id(chan, h)?;
+            m.kernel.forget(h);
             write_user(u64_at(&a, 0), &n.to_ne_bytes())
         }
         cmd::BIND_IP => {
@@ -370,7 +382,9 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
             let a = args(inbuf, size::LISTEN)?;
             let h = u32_at(&a, 0);
             m.cma.check(chan, h)?;
-            m.cma.listen(h, u32_at(&a, 4))
+            m.cma.listen(h, u32_at(&a, 4))?;
+            crate::kernel::shadow_listen(m, chan, h, u32_at(&a, 4));
+            Ok(())
         }
         cmd::SET_OPTION => {
             let a = args(inbuf, size::SET_OPTION)?;
@@ -381,7 +395,9 @@ fn run(m: &mut Model, _fd: RawFd, chan: ChanId, c: u32, inbuf: Args<'_>, outl: u
                 return Err(libc::EINVAL);
             }
             let val = read_user(u64_at(&a, 0), optlen)?;
-            m.cma.set_option(h, u32_at(&a, 12), u32_at(&a, 16), &val)
+            m.cma.set_option(h, u32_at(&a, 12), u32_at(&a, 16), &val)?;
+            m.kernel.remember_option(h, u32_at(&a, 12), u32_at(&a, 16), &val);
+            Ok(())
         }
         cmd::GET_OPTION => Err(libc::ENOSYS),
         cmd::NOTIFY => {
@@ -577,7 +593,7 @@ fn bind(m: &mut Model, h: u32, addr: Addr) -> Result<(), i32> {
 
 /// With `VERBS_LOG_LEVEL` (or `SWRDMA_CM_DEBUG`) set, one line on stderr
 /// saying why an address has no device.
-fn explain(m: &mut Model, ip: IpAddr) {
+pub(crate) fn explain(m: &mut Model, ip: IpAddr) {
     let on = std::env::var("VERBS_LOG_LEVEL").is_ok_and(|v| v.parse::<u32>().is_ok_and(|n| n >= 3))
         || std::env::var_os("SWRDMA_CM_DEBUG").is_some();
     if on {
@@ -667,6 +683,11 @@ fn get_event(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
                 let b = abi::write_event(&e);
                 return write_user(u64_at(&a, 0), &b[..outl.min(b.len())]);
             }
+            if let Some(b) = m.kernel.pop(chan) {
+                m.settle();
+                drop(m);
+                return crate::kernel::deliver(&b, u64_at(&a, 0), outl);
+            }
         }
         // SAFETY: F_GETFL on the channel descriptor.
         let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
@@ -695,6 +716,10 @@ pub fn pump(ready: &[RawFd]) {
     let own = m.cma.host.own.as_ref().map(|f| f.as_raw_fd());
     let ports: Vec<((u16, u16), RawFd)> = m.cma.host.ports.iter().map(|(k, f)| (*k, f.as_raw_fd())).collect();
     for &fd in ready {
+        if crate::kernel::is_kernel_fd(&m, fd) {
+            crate::kernel::pump(&mut m, fd);
+            continue;
+        }
         let to_port = if Some(fd) == own {
             None
         } else {
@@ -733,6 +758,7 @@ pub fn watch() -> (Vec<RawFd>, Option<u64>) {
     let _ = m.cma.host.own_fd();
     let mut fds: Vec<RawFd> = m.cma.host.own.iter().map(|f| f.as_raw_fd()).collect();
     fds.extend(m.cma.host.ports.values().map(|f| f.as_raw_fd()));
+    fds.extend(m.kernel.watched());
     let mut deadline = m.cma.next_deadline();
     if !m.cma.host.pending.is_empty() {
         // a full receiver: try again in a millisecond
