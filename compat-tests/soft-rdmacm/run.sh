@@ -240,6 +240,21 @@ else
     fail_pair "$name"
 fi
 
+# --- mckey: multicast (JOIN_MCAST, MULTICAST_JOIN's address handle, ibv_attach_mcast) -----
+# Two receivers joined to 239.1.1.1 (one started by hand, one as the pair's
+# server), then a sender: each receiver must take all 10 datagrams.
+name="mckey -C 10 swr0 (two receivers, one sender)"
+"$CM" timeout -k 5 "$TO" stdbuf -oL mckey -m 239.1.1.1 -b 127.0.0.1 -C 10 </dev/null >"$OUT/mckey.receiver2" 2>&1 &
+r2=$!
+pair mckey wait "$CM" mckey -m 239.1.1.1 -b 127.0.0.1 -C 10 -- "$CM" mckey -m 239.1.1.1 -b 127.0.0.1 -s -C 10
+wait "$r2"; r2rc=$?
+if ok_rc && [ "$r2rc" = 0 ] && grep -q '^data transfers complete' "$slog" && grep -q '^data transfers complete' "$OUT/mckey.receiver2" &&
+    grep -q '^return status 0' "$clog" && grep -q '^return status 0' "$slog" && grep -q '^return status 0' "$OUT/mckey.receiver2"; then
+    pass "$name (each receiver took its 10 datagrams)"
+else
+    fail_pair "$name" "second receiver rc=$r2rc"
+fi
+
 # --- rdma_server / rdma_client: rdma_getaddrinfo, rdma_create_ep, synchronous ids ---------
 name="rdma_server/rdma_client -s 127.0.0.1 swr0"
 nextport

@@ -38,13 +38,17 @@ def ordered(lines):
 
 def normalise(lines):
     lines = ordered(list(lines))
-    ids, uids, lqpns, rqpns, psns, ports, sids, guids, flows = (
-        Sym(p) for p in ("I", "U", "QL", "QR", "P", "PORT", "S", "N", "F"))
+    ids, uids, lqpns, rqpns, psns, ports, sids, guids, flows, mcs = (
+        Sym(p) for p in ("I", "U", "QL", "QR", "P", "PORT", "S", "N", "F", "M"))
     out = []
     for line in lines:
         line = line.rstrip("\n")
         line = re.sub(r"^fd=\d+ ", "", line)
-        line = re.sub(r"\b(id)=(\d+)", lambda m: f"{m[1]}={ids(m[2], ())}", line)
+        # multicast handles: a space of their own (LEAVE_MCAST's and a
+        # join's mc=, a multicast event's id=), numbered apart from ids
+        mc_event = re.search(r" event=1[23] ", line) is not None
+        line = re.sub(r"\b(mc)=(\d+)", lambda m: f"{m[1]}={mcs(m[2], ())}", line)
+        line = re.sub(r"\b(id)=(\d+)", lambda m: f"{m[1]}={(mcs if mc_event else ids)(m[2], ())}", line)
         line = re.sub(r"\b(uid)=(0x[0-9a-f]+)", lambda m: f"{m[1]}={uids(m[2])}", line)
         # the process's own QPs (what it passes to CONNECT and ACCEPT) and
         # its peers' (in events, as INIT_QP_ATTR's destination): two rxe

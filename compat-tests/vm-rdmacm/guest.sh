@@ -14,7 +14,7 @@ for m in $(python3 compat-tests/vm/vmtool.py moddeps "$moddir" rdma_ucm); do
 done
 [ -e /dev/infiniband/rdma_cm ] || sleep 1
 [ -e /dev/infiniband/rdma_cm ] || { echo "vm-rdmacm: no /dev/infiniband/rdma_cm after loading rdma_ucm"; exit 3; }
-MISUSE=${GUEST_MISUSE:-} bash compat-tests/vm-rdmacm/workloads.sh "$VM_RUN_DIR/kernel" 192.0.2.1 \
+B=192.0.2.2 MISUSE=${GUEST_MISUSE:-} bash compat-tests/vm-rdmacm/workloads.sh "$VM_RUN_DIR/kernel" 192.0.2.1 \
     env SWRDMA_UCMA_KERNEL=1 LD_PRELOAD="$PWD/build/lib/libswrdma-ucma.so"
 # Ours in its normal mode beside the kernel's (a machine with kernel RDMA
 # devices and rdma_ucm): swr0 listed by our libibverbs, the interposer
@@ -24,7 +24,7 @@ MISUSE=${GUEST_MISUSE:-} bash compat-tests/vm-rdmacm/workloads.sh "$VM_RUN_DIR/k
 export XDG_RUNTIME_DIR=/tmp/xr
 mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
 HYBRID=(env LD_LIBRARY_PATH="$PWD/build/lib" RDMAV_SOFT_DEVICES=swr0 LD_PRELOAD="$PWD/build/lib/libswrdma-ucma.so")
-MISUSE=${GUEST_MISUSE:-} bash compat-tests/vm-rdmacm/workloads.sh "$VM_RUN_DIR/hybrid" 192.0.2.1 "${HYBRID[@]}"
+B=192.0.2.2 MISUSE=${GUEST_MISUSE:-} bash compat-tests/vm-rdmacm/workloads.sh "$VM_RUN_DIR/hybrid" 192.0.2.1 "${HYBRID[@]}"
 # One process, one channel, two connections: to an rdma_server on swr0
 # (127.0.0.1, ours) and to one on rxe0 (192.0.2.1, the kernel's).
 if [ -n "${GUEST_MIXED:-}" ]; then

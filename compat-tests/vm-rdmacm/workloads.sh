@@ -2,7 +2,7 @@
 # The rdma_cm workloads of vm-rdmacm, run once on the kernel's rdma_cm (in
 # the VM, over rxe) and once on ours (swr0 on the host), each process's
 # ucma log written to OUT/<workload>.<role>.<pid> (SWRDMA_UCMA_LOG).
-#   workloads.sh OUT SERVER_ADDR RUN...
+#   [B=CLIENT_ADDR] workloads.sh OUT SERVER_ADDR RUN...
 # RUN: the command prefix that puts a program on the rdma_cm under test
 # (e.g. build/bin/swrdma-cm, or env LD_PRELOAD=... SWRDMA_UCMA_KERNEL=1).
 # (perftest -R is not among them: its client retries a connect that may
@@ -28,6 +28,9 @@ pair ucmatose 7302 ucmatose -b "$A" -p 7302 -c 2 -C 4 -- ucmatose -s "$A" -p 730
 pair udaddy 7174 udaddy -b "$A" -c 1 -C 2 -- udaddy -s "$A" -c 1 -C 2
 pair rdma_server 7303 rdma_server -s "$A" -p 7303 -- rdma_client -s "$A" -p 7303
 pair rdma_xserver 7304 rdma_xserver -p 7304 -c r -- rdma_xclient -s "$A" -p 7304 -c r
+# multicast: a receiver joined on A, a sender joined on B (the VM: rxe0
+# and rxe1, as a sender's datagrams leave by its own device)
+pair mckey 0 mckey -m 239.1.1.1 -b "$A" -C 3 -- mckey -m 239.1.1.1 -b "${B:-$A}" -s -C 3
 pair rstream 7306 rstream -T v -S 4096 -C 4 -b "$A" -p 7306 -- rstream -T v -S 4096 -C 4 -s "$A" -p 7306
 # misuse.c: librdmacm calls in the wrong state or with bad arguments
 if [ -n "${MISUSE:-}" ]; then

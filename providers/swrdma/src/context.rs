@@ -103,6 +103,9 @@ pub struct Ctx {
     pidfds: Mutex<Vec<(OwnedFd, Arc<Link>)>>,
     out: Mutex<HashMap<u32, Arc<Link>>>,
     qpn_cache: Mutex<HashMap<u32, u32>>,
+    /// The multicast attachments of this context's QPs: (QPN, MGID, LID),
+    /// as the kernel's uverbs lists them per QP.
+    groups: Mutex<Vec<(u32, [u8; 16], u16)>>,
     /// The context's eventfd: kicks its thread (peers get a copy).
     efd: OwnedFd,
     /// The listening socket `c<id>`.
@@ -226,6 +229,7 @@ impl Ctx {
             pidfds: Mutex::new(Vec::new()),
             out: Mutex::new(HashMap::new()),
             qpn_cache: Mutex::new(HashMap::new()),
+            groups: Mutex::new(Vec::new()),
             efd,
             lfd,
             epfd,
@@ -327,8 +331,68 @@ impl Ctx {
         ipc::publish(&self.dir, qpn, self.id);
     }
 
+    /// Is `g` a multicast GID (the kernel's `rdma_is_multicast_addr`): an
+    /// IPv6 multicast address, or an IPv4-mapped one of 224.0.0.0/4 (the
+    /// MGID rdma_cm gives an IPv4 group on RoCE v2).
+    pub fn is_multicast_gid(g: &[u8; 16]) -> bool {
+        let v4mapped = g[..10].iter().all(|b| *b == 0) && g[10] == 0xff && g[11] == 0xff;
+        g[0] == 0xff || (v4mapped && g[12] & 0xf0 == 0xe0)
+    }
+
+    /// Attaches QP `qpn` to multicast group `mgid` (another attachment of
+    /// the same group and LID is no change, as the kernel's list of a QP's
+    /// attachments).
+    pub fn attach_mcast(&self, qpn: u32, mgid: [u8; 16], lid: u16) {
+        let mut g = lock(&self.groups);
+        if !g.contains(&(qpn, mgid, lid)) {
+            g.push((qpn, mgid, lid));
+            ipc::join_group(&self.dir, &mgid, qpn, self.id);
+        }
+    }
+
+    /// Detaches an attachment: false when there is none (the kernel's
+    /// EINVAL).  The group's file goes with the QP's last LID for it.
+    pub fn detach_mcast(&self, qpn: u32, mgid: [u8; 16], lid: u16) -> bool {
+        let mut g = lock(&self.groups);
+        let Some(i) = g.iter().position(|e| *e == (qpn, mgid, lid)) else {
+            return false;
+        };
+        g.remove(i);
+        if !g.iter().any(|e| e.0 == qpn && e.1 == mgid) {
+            ipc::leave_group(&self.dir, &mgid, qpn);
+        }
+        true
+    }
+
+    /// Every attachment of QP `qpn` (or, with None, of every QP) ends.
+    fn leave_groups(&self, qpn: Option<u32>) {
+        let mut g = lock(&self.groups);
+        g.retain(|(q, mgid, _)| {
+            let drop = qpn.is_none_or(|n| n == *q);
+            if drop {
+                ipc::leave_group(&self.dir, mgid, *q);
+            }
+            !drop
+        });
+    }
+
+    /// The QPNs of the user's QPs attached to `mgid`: a datagram to the
+    /// group goes to each.
+    pub fn group_members(&self, mgid: &[u8; 16]) -> Vec<u32> {
+        ipc::group_members(&self.dir, mgid)
+    }
+
+    /// A member whose QP is gone (its process ended without detaching):
+    /// its file goes.
+    pub fn forget_member(&self, mgid: &[u8; 16], qpn: u32) {
+        if ipc::resolve(&self.dir, qpn).is_none() {
+            ipc::leave_group(&self.dir, mgid, qpn);
+        }
+    }
+
     /// A QP is destroyed: no longer found, here or by peers.
     pub fn remove_qp(&self, qpn: u32) {
+        self.leave_groups(Some(qpn));
         if let Some(d) = &self.dir_tbl {
             d.publish_qp(qpn, None);
         }
@@ -416,6 +480,7 @@ impl Ctx {
         }
         let _ = std::fs::remove_file(ipc::ctx_sock_path(&self.dir, self.id));
         ipc::unpublish_fds(&self.dir, self.id);
+        self.leave_groups(None);
         for qpn in self.qps.read().unwrap().keys() {
             ipc::unpublish(&self.dir, *qpn);
         }

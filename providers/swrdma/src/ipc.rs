@@ -194,6 +194,32 @@ pub fn publish(dir: &Path, num: u32, ctx: u32) {
 pub fn unpublish(dir: &Path, num: u32) {
     let _ = std::fs::remove_file(qpn_path(dir, num));
 }
+/// The file that says "QP `qpn`, of context `ctx` (its target, as a QPN
+/// link's), is attached to multicast group `mgid`".
+pub fn group_path(dir: &Path, mgid: &[u8; 16], qpn: u32) -> PathBuf {
+    let hex: String = mgid.iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(format!("g{hex}-{qpn}"))
+}
+pub fn join_group(dir: &Path, mgid: &[u8; 16], qpn: u32, ctx: u32) {
+    let p = group_path(dir, mgid, qpn);
+    let _ = std::fs::remove_file(&p);
+    let _ = std::os::unix::fs::symlink(format!("c{ctx}"), &p);
+}
+pub fn leave_group(dir: &Path, mgid: &[u8; 16], qpn: u32) {
+    let _ = std::fs::remove_file(group_path(dir, mgid, qpn));
+}
+/// The QPNs attached to group `mgid` (by any process of the user).
+pub fn group_members(dir: &Path, mgid: &[u8; 16]) -> Vec<u32> {
+    let hex: String = mgid.iter().map(|b| format!("{b:02x}")).collect();
+    let prefix = format!("g{hex}-");
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix(&prefix)?.parse().ok())
+        .collect()
+}
+
 /// The context id a QPN link's target names: exactly `c<digits>`, a
 /// socket of the same directory (anything else, such as a path leading
 /// out of it, is refused).

@@ -237,6 +237,12 @@ unsafe extern "C" fn query_device_ex(
     o.max_srq = limit(Kind::Srq) as i32;
     o.max_srq_wr = MAX_WR as i32;
     o.max_srq_sge = MAX_SGE as i32;
+    if c.wire().is_none() {
+        // As rxe's limits (multicast groups, QPs per group, in all).
+        o.max_mcast_grp = 8192;
+        o.max_mcast_qp_attach = 56;
+        o.max_total_mcast_qp_attach = 8192 * 56;
+    }
     o.max_pkeys = 1;
     o.local_ca_ack_delay = 15;
     o.phys_port_cnt = 1;
@@ -2311,6 +2317,54 @@ pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, 
     0
 }
 
+/// `ibv_attach_mcast`, as the kernel's uverbs and `ib_attach_mcast` answer
+/// for rxe: the same group and LID again is no change; a GID that is not
+/// multicast, or a QP that is not UD, is EINVAL; the LID is not looked at
+/// otherwise (RoCE).  Wire devices have no multicast yet: EOPNOTSUPP.
+///
+/// # Safety
+/// As every verb (see `post_send`); `gid` is readable (the library checked
+/// it is not null).
+unsafe extern "C" fn attach_mcast(ibqp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    // SAFETY: as query_qp.
+    unsafe { mcast(ibqp, gid, lid, true) }
+}
+
+/// `ibv_detach_mcast`: EINVAL for an attachment the QP does not have.
+///
+/// # Safety
+/// As `attach_mcast`.
+unsafe extern "C" fn detach_mcast(ibqp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    // SAFETY: as query_qp.
+    unsafe { mcast(ibqp, gid, lid, false) }
+}
+
+/// # Safety
+/// As `attach_mcast`.
+unsafe fn mcast(ibqp: *mut ibv_qp, gid: *const ibv_gid, lid: u16, attach: bool) -> c_int {
+    // SAFETY: `ibqp` reads as an `ibv_qp` of one of our contexts (the contract).
+    if let Err(e) = unsafe { valid((*ibqp).context, Kind::Qp, (*ibqp).handle, ibqp as *const u8) } {
+        return e;
+    }
+    // SAFETY: one of our QPs; `gid` is 16 readable bytes (the contract).
+    let ((c, qp), mgid) = unsafe { (qp_of(ibqp), (*gid).raw) };
+    if c.wire().is_some() {
+        return libc::EOPNOTSUPP;
+    }
+    if !attach {
+        return if c.detach_mcast(qp.qpn, mgid, lid) {
+            0
+        } else {
+            libc::EINVAL
+        };
+    }
+    if !Ctx::is_multicast_gid(&mgid) || qp.qpt != IBV_QPT_UD {
+        return libc::EINVAL;
+    }
+    c.attach_mcast(qp.qpn, mgid, lid);
+    0
+}
+
 pub static OPS: verbs_context_ops = verbs_context_ops {
     alloc_pd: Some(alloc_pd),
     dealloc_pd: Some(dealloc_pd),
@@ -2329,6 +2383,8 @@ pub static OPS: verbs_context_ops = verbs_context_ops {
     advise_mr: Some(advise_mr),
     create_ah: Some(create_ah),
     destroy_ah: Some(destroy_ah),
+    attach_mcast: Some(attach_mcast),
+    detach_mcast: Some(detach_mcast),
     open_xrcd: Some(open_xrcd),
     close_xrcd: Some(close_xrcd),
     create_cq: Some(create_cq),

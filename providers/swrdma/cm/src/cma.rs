@@ -357,10 +357,26 @@ impl Id {
     }
 }
 
+/// A multicast join (the kernel's `ucma_multicast`): its own handle, in a
+/// space of its own.
+#[derive(Clone, Debug)]
+struct Mc {
+    /// The joined id.
+    id: Handle,
+    events_reported: u32,
+}
+
+/// Is an event a multicast one (its `id` is a multicast handle, not an
+/// id's).
+fn is_mc_event(e: &Event) -> bool {
+    e.event == ev::MULTICAST_JOIN || e.event == ev::MULTICAST_ERROR
+}
+
 /// The model: every id and channel of one process.
 pub struct Cma<H: Host> {
     pub host: H,
     ids: BTreeMap<Handle, Id>,
+    mcs: BTreeMap<u32, Mc>,
     /// Our local comm ID -> id.
     by_comm: HashMap<u32, Handle>,
     /// (peer, remote comm ID) -> id: duplicate REQs.
@@ -394,6 +410,7 @@ impl<H: Host> Cma<H> {
         Cma {
             host,
             ids: BTreeMap::new(),
+            mcs: BTreeMap::new(),
             by_comm: HashMap::new(),
             by_remote: HashMap::new(),
             queues: HashMap::new(),
@@ -474,6 +491,103 @@ impl<H: Host> Cma<H> {
         Ok(h)
     }
 
+    /// `JOIN_MCAST` / `JOIN_IP_MCAST` on RoCE (the kernel's
+    /// `rdma_join_multicast` and `cma_iboe_join_multicast`): a UD id with a
+    /// device, bound or resolved; an IPv4 group becomes the MGID
+    /// `::ffff:a.b.c.d` (RoCE v2), an IPv6 group is `ENOTSUPP` (524) as on
+    /// Linux 6.1.  The join completes at once: MULTICAST_JOIN with the
+    /// group's address handle (QPN 0xffffff, the port space's Q_Key, hop
+    /// limit 64, the id's source GID).  The multicast handle is returned.
+    pub fn join(&mut self, h: Handle, uid: u64, group: IpAddr, join_flags: u16) -> Result<u32, i32> {
+        if join_flags > 1 {
+            return Err(EINVAL);
+        }
+        let id = self.ids.get(&h).ok_or(ENOENT)?;
+        let dev = id.dev.clone().ok_or(EINVAL)?;
+        if !matches!(id.state, IdState::AddrBound | IdState::AddrResolved) || id.qp_type != qpt::UD {
+            return Err(EINVAL);
+        }
+        let mgid = match group {
+            IpAddr::V4(a) if !a.is_unspecified() => a.to_ipv6_mapped().octets(),
+            IpAddr::V4(_) => return Err(EINVAL),
+            IpAddr::V6(a) if a.is_unspecified() => return Err(EINVAL),
+            // ENOTSUPP: RoCE v2 has no IPv6 multicast in Linux 6.1's rdma_cm
+            IpAddr::V6(_) => return Err(524),
+        };
+        let qkey = if id.ps == ps::UDP { UDP_QKEY } else { 0 };
+        let mc = self.reserve_mc(h);
+        let param = Param::Ud {
+            qp_num: 0xff_ffff,
+            qkey,
+            ah: Ah {
+                dgid: mgid,
+                sgid_index: dev.gid_index,
+                hop_limit: 64,
+                is_global: 1,
+                port_num: dev.port_num,
+                ..Ah::default()
+            },
+            private_data: Vec::new(),
+        };
+        let chan = self.ids[&h].chan;
+        self.push(
+            chan,
+            Event {
+                uid,
+                id: mc,
+                event: ev::MULTICAST_JOIN,
+                status: 0,
+                param,
+                ece: (0, 0),
+                owner: h,
+            },
+        );
+        Ok(mc)
+    }
+
+    /// A multicast handle for id `h` (the lowest free, as the kernel's
+    /// `xa_alloc`), also for a join another rdma_cm made.
+    pub fn reserve_mc(&mut self, h: Handle) -> u32 {
+        let mut n = 0;
+        for k in self.mcs.keys() {
+            if *k != n {
+                break;
+            }
+            n += 1;
+        }
+        self.mcs.insert(
+            n,
+            Mc {
+                id: h,
+                events_reported: 0,
+            },
+        );
+        n
+    }
+
+    /// The id a multicast handle belongs to.
+    pub fn mc_owner(&self, mc: u32) -> Option<Handle> {
+        self.mcs.get(&mc).map(|m| m.id)
+    }
+
+    /// `LEAVE_MCAST`: ENOENT for no such handle, EINVAL for one of another
+    /// channel; its undelivered events go; the events reported for it.
+    pub fn leave_mcast(&mut self, chan: ChanId, mc: u32) -> Result<u32, i32> {
+        let owner = self.mcs.get(&mc).ok_or(ENOENT)?.id;
+        if self.ids.get(&owner).is_none_or(|id| id.chan != chan) {
+            return Err(EINVAL);
+        }
+        let m = self.mcs.remove(&mc).ok_or(ENOENT)?;
+        if let Some(q) = self.queues.get_mut(&chan) {
+            let before = q.len();
+            q.retain(|e| !(is_mc_event(e) && e.id == mc));
+            if q.len() != before {
+                self.dirty.push(chan);
+            }
+        }
+        Ok(m.events_reported)
+    }
+
     /// What an id was created with (its user context, port space and QP
     /// type) and whether it is still idle: what another rdma_cm needs to
     /// take it over before it is bound.
@@ -495,6 +609,8 @@ impl<H: Host> Cma<H> {
 
     fn destroy(&mut self, h: Handle) -> u32 {
         let Some(mut id) = self.ids.remove(&h) else { return 0 };
+        // Its multicast joins go with it (their events are the id's).
+        self.mcs.retain(|_, mc| mc.id != h);
         // Queued events of this id go with it; undelivered requests to a
         // listener take their child ids.
         let mut orphans = Vec::new();
@@ -504,7 +620,7 @@ impl<H: Host> Cma<H> {
                 if e.owner == h && e.event == ev::CONNECT_REQUEST && e.id != h {
                     orphans.push(e.id);
                 }
-                e.owner != h && e.id != h
+                e.owner != h && (is_mc_event(e) || e.id != h)
             });
             if q.len() != before {
                 self.dirty.push(id.chan);
@@ -1397,7 +1513,7 @@ impl<H: Host> Cma<H> {
         if let Some(q) = self.queues.get_mut(&from) {
             let mut keep = VecDeque::new();
             for e in q.drain(..) {
-                if e.owner == h || e.id == h {
+                if e.owner == h || (!is_mc_event(&e) && e.id == h) {
                     moved.push(e);
                 } else {
                     keep.push_back(e);
@@ -1425,6 +1541,11 @@ impl<H: Host> Cma<H> {
             id.events_reported += 1;
             if e.event == ev::CONNECT_REQUEST {
                 id.backlog += 1;
+            }
+        }
+        if is_mc_event(&e) {
+            if let Some(mc) = self.mcs.get_mut(&e.id) {
+                mc.events_reported += 1;
             }
         }
         Some(e)

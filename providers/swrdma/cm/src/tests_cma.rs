@@ -483,3 +483,53 @@ fn a_vanished_peer_ends_its_connections_as_the_kernels_cm_would() {
     p.tick(PEER_CHECK_NS * 2);
     assert!(p.get_event(CP).is_none());
 }
+
+#[test]
+fn multicast_join_and_leave_as_the_kernels_rdma_cm_on_roce() {
+    let mut a = Cma::new(Fake::new("a"));
+    let h = a.create_id(CA, 7, ps::UDP, 0).unwrap();
+    let group: IpAddr = IpAddr::from([239, 1, 1, 1]);
+    // no device yet (idle): EINVAL, as ucma_get_ctx_dev
+    assert_eq!(a.join(h, 70, group, 0), Err(EINVAL));
+    a.bind(h, Addr::Ip(sa("127.0.0.1:0"))).unwrap();
+    // join flags other than full / send-only full member: EINVAL
+    assert_eq!(a.join(h, 70, group, 2), Err(EINVAL));
+    // IPv6 groups: ENOTSUPP on RoCE v2 (Linux 6.1)
+    assert_eq!(a.join(h, 70, "ff0e::1".parse().unwrap(), 0), Err(524));
+    assert_eq!(a.join(h, 70, IpAddr::from([0, 0, 0, 0]), 0), Err(EINVAL));
+    let mc = a.join(h, 70, group, 0).unwrap();
+    let e = a.get_event(CA).unwrap();
+    assert_eq!((e.uid, e.id, e.event, e.status), (70, mc, ev::MULTICAST_JOIN, 0));
+    let Param::Ud { qp_num, qkey, ah, .. } = e.param else {
+        panic!("a UD event")
+    };
+    let mut mgid = [0u8; 16];
+    mgid[10] = 0xff;
+    mgid[11] = 0xff;
+    mgid[12..].copy_from_slice(&[239, 1, 1, 1]);
+    assert_eq!((qp_num, qkey), (0xff_ffff, UDP_QKEY));
+    assert_eq!(
+        (ah.dgid, ah.sgid_index, ah.hop_limit, ah.is_global, ah.port_num),
+        (mgid, 1, 64, 1, 1)
+    );
+    // a second join: its own handle; leave it before its event is taken
+    let mc2 = a.join(h, 71, group, 1).unwrap();
+    assert_ne!(mc, mc2);
+    assert_eq!(a.pending(CA), 1);
+    // another channel's leave: EINVAL; no such handle: ENOENT
+    assert_eq!(a.leave_mcast(CP, mc2), Err(EINVAL));
+    assert_eq!(a.leave_mcast(CA, 99), Err(ENOENT));
+    assert_eq!(a.leave_mcast(CA, mc2), Ok(0));
+    assert_eq!(a.pending(CA), 0, "the left group's undelivered event goes with it");
+    assert_eq!(a.leave_mcast(CA, mc), Ok(1));
+    // an RC id cannot join
+    let r = a.create_id(CA, 8, ps::TCP, 0).unwrap();
+    a.bind(r, Addr::Ip(sa("127.0.0.1:0"))).unwrap();
+    assert_eq!(a.join(r, 80, group, 0), Err(EINVAL));
+    // destroying the id ends its joins: the handle is free again, and the
+    // id's count includes its multicast event
+    let mc3 = a.join(h, 72, group, 0).unwrap();
+    assert!(a.get_event(CA).is_some());
+    assert_eq!(a.destroy_id(CA, h), Ok(2));
+    assert_eq!(a.leave_mcast(CA, mc3), Err(ENOENT));
+}

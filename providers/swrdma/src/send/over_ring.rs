@@ -31,6 +31,11 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
     };
     // SAFETY: forwarded to our caller (a UD request's AH).
     let (dest, link) = unsafe { address(c, qp, req, view, &mut m) }?;
+    if dest == MULTICAST_QPN && qp.qpt == IBV_QPT_UD && Ctx::is_multicast_gid(&m.dgid) {
+        // SAFETY: forwarded to our caller (the local data).
+        unsafe { post_multicast(c, qp, req, data, &mut m) };
+        return Ok(());
+    }
     m.dst_qpn = dest;
     let reliable = qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND;
     let Some(link) = link else {
@@ -68,6 +73,33 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
         c.to_err(qp, &mut st);
     }
     Ok(())
+}
+
+/// The QPN a UD datagram to a multicast group is addressed to.
+const MULTICAST_QPN: u32 = 0xff_ffff;
+
+/// A UD datagram to multicast group `m.dgid`: a copy to each QP of the
+/// user's attached to the group (a member whose QP is gone is forgotten),
+/// as rxe delivers to every QP attached; the send completes once, as sent.
+///
+/// # Safety
+/// As `post`.
+unsafe fn post_multicast(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg) {
+    // SAFETY: forwarded to our caller (the local data).
+    unsafe { fill_header(m, qp.qpt, req, data) };
+    let mgid = m.dgid;
+    for member in c.group_members(&mgid) {
+        let Some(link) = c.link_to(member) else {
+            c.forget_member(&mgid, member);
+            continue;
+        };
+        m.dst_qpn = member;
+        let tx = link.producer();
+        // SAFETY: forwarded to our caller (the local data).
+        unsafe { send_message(c, &link, m, data) };
+        drop(tx);
+    }
+    finish_now(c, qp, req.wr_id, req.op.wc_opcode(), data.len as u32, req.signaled(), 0);
 }
 
 /// Where the request goes: the destination QPN and the link to its process

@@ -23,7 +23,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use swrdma_cm::cma::{ChanId, Handle, Host};
 
 use crate::abi::{self, cmd, put32, put64, size, u16_at, u32_at, u64_at, SockAddr};
-use crate::ucma::{read_user, write_user, Model};
+use crate::ucma::{write_user, Model};
 
 /// `RDMA_CM_EVENT_CONNECT_REQUEST`, `MULTICAST_JOIN`, `MULTICAST_ERROR`.
 const EV_CONNECT_REQUEST: u32 = 4;
@@ -37,7 +37,7 @@ struct Queued {
     owner: Handle,
     /// A CONNECT_REQUEST's new id (ours).
     child: Option<Handle>,
-    /// A multicast event's multicast handle (the kernel's).
+    /// A multicast event's multicast handle (ours).
     mc: Option<u32>,
     bytes: Vec<u8>,
 }
@@ -59,8 +59,10 @@ pub struct Kernel {
     listening: std::collections::HashSet<Handle>,
     /// Our wildcard listener -> the kernel's listener on the same port.
     shadows: HashMap<Handle, u32>,
-    /// The kernel's multicast handles, with the id that joined.
-    mcs: HashMap<u32, Handle>,
+    /// Our multicast handle -> the kernel's and the id that joined; and
+    /// back.
+    mcs: HashMap<u32, (u32, Handle)>,
+    mc_from_k: HashMap<u32, u32>,
     /// Options set on ids still ours, in order: replayed when one moves.
     opts: HashMap<Handle, Vec<(u32, u32, Vec<u8>)>>,
     queues: HashMap<ChanId, VecDeque<Queued>>,
@@ -189,7 +191,13 @@ impl Kernel {
         if let Some(k) = self.shadows.remove(&h) {
             self.from_k.remove(&k);
         }
-        self.mcs.retain(|_, owner| *owner != h);
+        let from_k = &mut self.mc_from_k;
+        self.mcs.retain(|_, (k, owner)| {
+            if *owner == h {
+                from_k.remove(k);
+            }
+            *owner != h
+        });
     }
 
     fn map(&mut self, h: Handle, k: u32, chan: ChanId, uid: u64) {
@@ -227,7 +235,7 @@ pub fn divert(m: &mut Model, chan: ChanId, c: u32, a: &[u8], outl: usize) -> Opt
             .mcs
             .get(&h)
             .copied()
-            .map(|owner| leave_mcast(m, chan, owner, a, outl));
+            .map(|(k, owner)| leave_mcast(m, chan, owner, k, a, outl));
     }
     if c == cmd::MIGRATE_ID {
         return m.kernel.to_k.contains_key(&h).then(|| migrate(m, chan, a, outl));
@@ -360,30 +368,43 @@ fn forward(m: &mut Model, chan: ChanId, c: u32, a: &[u8], outl: usize, off: usiz
         let _ = m.cma.destroy_id(chan, h);
         return write_user(u64_at(a, 0), &n.to_ne_bytes());
     }
+    if matches!(c, cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST) {
+        // The kernel's multicast handle, answered to us; the application
+        // gets one of ours (one space with the soft devices' joins).
+        if outl < 4 {
+            return Err(libc::ENOSPC);
+        }
+        let mut resp = [0u8; 4];
+        put64(&mut b, 0, resp.as_mut_ptr() as u64);
+        kwrite(kfd, c, &b, outl)?;
+        let k = u32::from_ne_bytes(resp);
+        let ours = m.cma.reserve_mc(h);
+        m.kernel.mcs.insert(ours, (k, h));
+        m.kernel.mc_from_k.insert(k, ours);
+        return write_user(u64_at(a, 0), &ours.to_ne_bytes());
+    }
     kwrite(kfd, c, &b, outl)?;
     if c == cmd::LISTEN {
         m.kernel.listening.insert(h);
-    }
-    if matches!(c, cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST) {
-        if let Ok(r) = read_user(u64_at(a, 0), 4) {
-            m.kernel.mcs.insert(u32_at(&r, 0), h);
-        }
     }
     Ok(())
 }
 
 /// LEAVE_MCAST of a kernel multicast handle (its events we hold and the
 /// application has not seen are not counted as reported).
-fn leave_mcast(m: &mut Model, chan: ChanId, owner: Handle, a: &[u8], outl: usize) -> Result<(), i32> {
+fn leave_mcast(m: &mut Model, chan: ChanId, owner: Handle, k: u32, a: &[u8], outl: usize) -> Result<(), i32> {
     m.cma.check(chan, owner)?;
     let kfd = m.kernel.fd(chan).ok_or(libc::ENODEV)?;
     let mc = u32_at(a, 8);
     let mut resp = [0u8; 4];
     let mut b = a.to_vec();
     put64(&mut b, 0, resp.as_mut_ptr() as u64);
+    put32(&mut b, 8, k);
     kwrite(kfd, cmd::LEAVE_MCAST, &b, outl)?;
     let undelivered = m.kernel.take_queued(chan, |e| e.mc == Some(mc));
     m.kernel.mcs.remove(&mc);
+    m.kernel.mc_from_k.remove(&k);
+    let _ = m.cma.leave_mcast(chan, mc);
     let n = u32::from_ne_bytes(resp).saturating_sub(undelivered.len() as u32);
     write_user(u64_at(a, 0), &n.to_ne_bytes())
 }
@@ -436,13 +457,15 @@ pub fn pump(m: &mut Model, kfd: RawFd) {
         }
         let (kind, k, uid) = (u32_at(&ev, 12), u32_at(&ev, 8), u64_at(&ev, 0));
         let q = if kind == EV_MULTICAST_JOIN || kind == EV_MULTICAST_ERROR {
-            let Some(owner) = m.kernel.mcs.get(&k).copied() else {
+            let Some(ours) = m.kernel.mc_from_k.get(&k).copied() else {
                 continue;
             };
+            let owner = m.kernel.mcs[&ours].1;
+            put32(&mut ev, 8, ours);
             Queued {
                 owner,
                 child: None,
-                mc: Some(k),
+                mc: Some(ours),
                 bytes: ev.to_vec(),
             }
         } else if let Some(h) = m.kernel.from_k.get(&k).copied() {

@@ -172,6 +172,9 @@ pub fn args(c: u32, a: &[u8]) -> String {
         cmd::REJECT => size::REJECT,
         cmd::SET_OPTION => size::SET_OPTION,
         cmd::DISCONNECT => size::DISCONNECT,
+        cmd::JOIN_IP_MCAST => size::JOIN_IP_MCAST,
+        cmd::JOIN_MCAST => 24,
+        cmd::LEAVE_MCAST => size::LEAVE_MCAST,
         _ => 8,
     };
     if a.len() < need {
@@ -229,6 +232,20 @@ pub fn args(c: u32, a: &[u8]) -> String {
             u32_at(a, 20)
         ),
         cmd::MIGRATE_ID => format!("id={}", u32_at(a, 8)),
+        cmd::JOIN_IP_MCAST => format!("id={} uid={:#x} {}", u32_at(a, 44), u64_at(a, 8), addr(&a[16..44])),
+        cmd::JOIN_MCAST => format!(
+            "id={} uid={:#x} size={} flags={} {}",
+            u32_at(a, 16),
+            u64_at(a, 8),
+            u16_at(a, 20),
+            u16_at(a, 22),
+            if a.len() >= size::JOIN_MCAST {
+                addr(&a[24..])
+            } else {
+                "short".into()
+            }
+        ),
+        cmd::LEAVE_MCAST => format!("mc={}", u32_at(a, 8)),
         _ => String::new(),
     }
 }
@@ -241,8 +258,11 @@ pub fn response(c: u32, option: u32, r: &[u8]) -> String {
         cmd::CREATE_ID if r.len() >= 4 => {
             let _ = write!(s, "id={}", u32_at(r, 0));
         }
-        cmd::DESTROY_ID | cmd::MIGRATE_ID if r.len() >= 4 => {
+        cmd::DESTROY_ID | cmd::MIGRATE_ID | cmd::LEAVE_MCAST if r.len() >= 4 => {
             let _ = write!(s, "events_reported={}", u32_at(r, 0));
+        }
+        cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST if r.len() >= 4 => {
+            let _ = write!(s, "mc={}", u32_at(r, 0));
         }
         cmd::QUERY if option == 0 && r.len() >= size::QUERY_ADDR_RESP => {
             let _ = write!(
@@ -383,7 +403,15 @@ pub fn command(seq: u64, fd: i32, c: u32, a: &[u8], result: Result<(), i32>, res
 pub fn response_at(c: u32, a: &[u8], outl: usize) -> Option<(u64, usize)> {
     let at = match c {
         cmd::CREATE_ID if a.len() >= 16 => u64_at(a, 8),
-        cmd::DESTROY_ID | cmd::QUERY | cmd::QUERY_ROUTE | cmd::INIT_QP_ATTR | cmd::MIGRATE_ID | cmd::GET_EVENT
+        cmd::DESTROY_ID
+        | cmd::QUERY
+        | cmd::QUERY_ROUTE
+        | cmd::INIT_QP_ATTR
+        | cmd::MIGRATE_ID
+        | cmd::GET_EVENT
+        | cmd::JOIN_IP_MCAST
+        | cmd::JOIN_MCAST
+        | cmd::LEAVE_MCAST
             if a.len() >= 8 =>
         {
             u64_at(a, 0)

@@ -422,10 +422,71 @@ fn run(m: &mut Model, chan: ChanId, c: u32, inbuf: Args<'_>, inl: usize, outl: u
             let n = m.cma.migrate(h, from, chan)?;
             write_user(u64_at(&a, 0), &n.to_ne_bytes())
         }
-        // Multicast is not implemented on the soft devices yet.
-        cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST | cmd::LEAVE_MCAST => Err(libc::ENOSYS),
+        cmd::JOIN_IP_MCAST | cmd::JOIN_MCAST => join(m, chan, c, inbuf, outl),
+        cmd::LEAVE_MCAST => {
+            let a = args(inbuf, size::LEAVE_MCAST)?;
+            if outl < 4 {
+                return Err(libc::ENOSPC);
+            }
+            let n = m.cma.leave_mcast(chan, u32_at(&a, 8))?;
+            write_user(u64_at(&a, 0), &n.to_ne_bytes())
+        }
         _ => run_conn(m, chan, c, inbuf, outl),
     }
+}
+
+/// `JOIN_IP_MCAST` (an IPv4 or IPv6 address, full member) and
+/// `JOIN_MCAST` (any address family, join flags), checked in the order of
+/// the kernel's `ucma_process_join`.
+fn join(m: &mut Model, chan: ChanId, c: u32, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
+    let (resp, uid, h, addr, flags) = if c == cmd::JOIN_IP_MCAST {
+        let a = args(inbuf, size::JOIN_IP_MCAST)?;
+        if outl < 4 {
+            return Err(libc::ENOSPC);
+        }
+        let fam = u16_at(&a, 16);
+        if fam != abi::AF_INET && fam != abi::AF_INET6 {
+            return Err(libc::EINVAL);
+        }
+        (
+            u64_at(&a, 0),
+            u64_at(&a, 8),
+            u32_at(&a, 44),
+            abi::parse_addr(&a[16..44]),
+            0,
+        )
+    } else {
+        let a = args(inbuf, size::JOIN_MCAST)?;
+        if outl < 4 {
+            return Err(libc::ENOSPC);
+        }
+        let asz = u16_at(&a, 20) as usize;
+        if asz == 0 || asz != abi::addr_size(&a[24..]) {
+            return Err(libc::EINVAL);
+        }
+        (
+            u64_at(&a, 0),
+            u64_at(&a, 8),
+            u32_at(&a, 16),
+            abi::parse_addr(&a[24..]),
+            u16_at(&a, 22),
+        )
+    };
+    if flags > 1 {
+        return Err(libc::EINVAL);
+    }
+    m.cma.check(chan, h)?;
+    let group = match addr {
+        Some(SockAddr::Ip(sa)) => sa.ip(),
+        // an AF_IB group: not on RoCE
+        _ => return Err(libc::EINVAL),
+    };
+    let mc = m.cma.join(h, uid, group, flags)?;
+    if let Err(e) = write_user(resp, &mc.to_ne_bytes()) {
+        let _ = m.cma.leave_mcast(chan, mc);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// The connection commands: CONNECT, ACCEPT, REJECT, DISCONNECT,
