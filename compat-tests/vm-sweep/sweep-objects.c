@@ -108,6 +108,16 @@ C(modify_srq_bad_handle, 0)
 }
 C(query_srq_bad_handle, 0) { struct ibv_srq_attr a; e->srq->handle += BAD_HANDLE; CODE(ibv_query_srq(e->srq, &a)); }
 C(resize_cq_bad_handle, 0) { e->cq->handle += BAD_HANDLE; CODE(ibv_resize_cq(e->cq, 32)); }
+/* arming a CQ whose handle names nothing (rxe: the kernel's REQ_NOTIFY_CQ
+ * command finds no CQ: ENOENT) */
+C(req_notify_cq_bad_handle, 0) { e->cq->handle += BAD_HANDLE; CODE(ibv_req_notify_cq(e->cq, 0)); }
+C(req_notify_cq_solicited_bad_handle, 0) { e->cq->handle += BAD_HANDLE; CODE(ibv_req_notify_cq(e->cq, 1)); }
+C(req_notify_cq_pd_handle, 0)
+{
+	/* the handle of another kind of object (the context's PD) */
+	e->cq->handle = e->pd->handle;
+	CODE(ibv_req_notify_cq(e->cq, 0));
+}
 
 /* ---- objects of another context */
 static struct ibv_context *second_ctx(E *e, struct ibv_pd **pd2)

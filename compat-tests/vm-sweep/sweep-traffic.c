@@ -298,6 +298,63 @@ C(ud_send_to_rc_qpn, 0)
 	note_wc(b, sizeof(b), "rc_recv", r.cqb, 1);
 	out("wc", b + 1);
 }
+/* an RC (UC) QP connected to the UD QP's number, in RTS with a receive
+ * posted, addressed by that UD QP: dropped (rxe: a UD opcode at an RC/UC
+ * QP), though the source QPN is the one the QP is connected to */
+static void ud_send_to_connected(E *e, enum ibv_qp_type t)
+{
+	P p = pair(e, IBV_QPT_UD);
+	P r = pair(e, IBV_QPT_RC);
+	struct ibv_qp *q = r.b;
+	char b[96] = "";
+	if (t == IBV_QPT_UC)
+		q = traffic_qp(e, r.cqb, IBV_QPT_UC);
+	if (t == IBV_QPT_UC) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
+					.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+		if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS))
+			setup_fail("uc_init");
+		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+					 .dest_qp_num = p.a->qp_num, .ah_attr = good_ah_attr(e)};
+		if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN))
+			setup_fail("uc_rtr");
+		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
+		if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+			setup_fail("uc_rts");
+	} else {
+		/* r.b again from RESET, now connected to the UD QP */
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
+		if (ibv_modify_qp(q, &a, IBV_QP_STATE))
+			setup_fail("rc_reset");
+		rc_connect(e, q, p.a->qp_num);
+	}
+	struct ibv_sge s = {.addr = (uintptr_t)e->buf + 2048, .length = 64, .lkey = e->mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = 7, .sg_list = &s, .num_sge = 1}, *bad = NULL;
+	if (ibv_post_recv(q, &rw, &bad))
+		setup_fail("post_recv");
+	ud_send(e, &p, ah_tc(e, 0), q->qp_num);
+	note_wc(b, sizeof(b), "send", p.cqa, 0);
+	note_wc(b, sizeof(b), t == IBV_QPT_UC ? "uc_recv" : "rc_recv", r.cqb, 1);
+	out("wc", b + 1);
+}
+C(ud_send_to_rc_qp_connected_to_it, 0) { ud_send_to_connected(e, IBV_QPT_RC); }
+C(ud_send_to_uc_qp_connected_to_it, 0) { ud_send_to_connected(e, IBV_QPT_UC); }
+/* the UD receive's completion beside its GRH: wc_flags and sl (for RoCE
+ * the layout of the GRH area, on mlx5: 0 GRH, 1 IPv6, 2 IPv4) */
+C(ud_recv_wc_sl, 0)
+{
+	P p = pair(e, IBV_QPT_UD);
+	struct ibv_wc wc;
+	char b[96];
+	post_recv_b(e, &p, e->mr, 40 + 64);
+	ud_send(e, &p, ah_tc(e, 0), p.b->qp_num);
+	if (!wait_wc(p.cqb, &wc)) {
+		out("wc", "recv=none");
+		return;
+	}
+	snprintf(b, sizeof(b), "%s grh=%d sl=%u", st(wc.status), !!(wc.wc_flags & IBV_WC_GRH), wc.sl);
+	out("wc", b);
+}
 static void ud_bad_op(E *e, enum ibv_wr_opcode op)
 {
 	P p = pair(e, IBV_QPT_UD);

@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -907,6 +909,7 @@ C(free_device_list_twice, F_NODEV)
 
 #include "sweep-objects.c"
 #include "sweep-traffic.c"
+#include "sweep-fds.c"
 #include "sweep-limits.c"
 
 /* ===================================================================== */

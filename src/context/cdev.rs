@@ -20,6 +20,9 @@ fn open_checked(path: &str, cdev: u64) -> c_int {
             || (cdev != 0 && st.st_rdev != cdev)
         {
             libc::close(fd);
+            // (Not the device: no stale errno of an earlier call is taken
+            // for the cause.)
+            crate::ffi::set_errno(libc::ENODEV);
             return -1;
         }
         fd
@@ -31,6 +34,16 @@ pub fn open_cdev(name_hint: &str, cdev: u64) -> c_int {
     let fd = open_checked(&format!("/dev/infiniband/{name_hint}"), cdev);
     if fd != -1 || cdev == 0 {
         return fd;
+    }
+    // No descriptor left (the open itself failed): the fallback needs one
+    // too, and where /dev/char has no node it would end in ENOENT, hiding
+    // the cause.  Upstream's fallback answers EMFILE there as well
+    // (compat-tests/vm-sweep emfile_open_close_cycle).
+    if matches!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE)
+    ) {
+        return -1;
     }
     let path = format!("/dev/char/{}:{}", libc::major(cdev), libc::minor(cdev));
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -50,7 +50,7 @@ pub fn give_up_ns(attr: &ibv_qp_attr) -> u64 {
 pub fn frag(hdr: &Msg, len: u64, off: u64) -> (Msg, usize) {
     let mut h = *hdr;
     if hdr.kind != K_SEND && hdr.kind != K_WRITE {
-        h.flags = F_FIRST | F_LAST | (hdr.flags & F_EXT);
+        h.flags = F_FIRST | F_LAST | (hdr.flags & (F_EXT | F_TRANSPORT));
         return (h, 0);
     }
     let tail = F_SOLICITED | F_IMM | F_INV;
@@ -204,6 +204,7 @@ impl Ctx {
         for (fd, tag) in [(&lfd, TAG_LISTEN), (&efd, TAG_EFD)] {
             let _ = epoll::add(&epfd, fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN);
         }
+        let access = crate::locks::Access::hold();
         let c = Arc::new(Ctx {
             objects: Objects {
                 gids,
@@ -213,11 +214,13 @@ impl Ctx {
                 async_w,
                 armed_cqs: Arc::new(AtomicU32::new(0)),
                 reg: Default::default(),
-                dir_tbl: if crate::direct::enabled() {
+                // (No access page, no direct accesses.)
+                dir_tbl: if crate::direct::enabled() && access.page().is_some() {
                     crate::direct::Dir::new(id)
                 } else {
                     None
                 },
+                access,
             },
             id,
             dir,
@@ -449,7 +452,7 @@ impl Ctx {
     /// What peers need for direct accesses to us: our directory and our
     /// process's access page.
     fn direct_fds(&self) -> Option<(BorrowedFd<'_>, BorrowedFd<'_>)> {
-        Some((self.dir_tbl.as_ref()?.fd(), crate::locks::Access::own()?.fd()))
+        Some((self.dir_tbl.as_ref()?.fd(), self.access.page()?.fd()))
     }
 
     /// Peer context `id`'s directory, if it gave one.
@@ -1124,6 +1127,13 @@ impl Ctx {
             }
             return;
         };
+        if m.flags & F_TRANSPORT != transport_flag(qp.qpt) {
+            // A request of another transport than the QP's (a UD SEND to
+            // an RC QP's number ...): dropped, as rxe drops a packet whose
+            // opcode is not of its QP's transport.  An RC requester hears
+            // nothing and runs into its retry limit, as on the wire.
+            return;
+        }
         let mut st = lock(&qp.st);
         match qp.qpt {
             IBV_QPT_RC | IBV_QPT_XRC_RECV => {
@@ -1434,22 +1444,19 @@ impl Ctx {
                 return Err(RecvErr::Rnr);
             };
             if qp.qpt == IBV_QPT_UD {
-                // The GRH area in the 40-byte GRH layout (as RoCE v1)
-                // with the sender's traffic class and hop limit.  Not
-                // rxe's RoCE v2 layout (an IPv4 header in the last 20
-                // bytes for IPv4-mapped GIDs): with it, UCX's ud_verbs
-                // (and rc_verbs, whose wire-up is UD) on swr0 drops every
-                // datagram and times out (measured, compat-tests/clients);
-                // vm-sweep lists the difference.
+                // The GRH area as rxe fills it (the IPv4 header in its
+                // last 20 bytes for IPv4-mapped GIDs, its TOS the traffic
+                // class; else an IPv6 header) though the link has no IP
+                // header: the sender's traffic class and hop limit come in
+                // the record.  GID 0 (fe80::<GUID>) is RoCE v1: a GRH.  The
+                // completion's `sl` says which layout (recv::l3_type), as
+                // mlx5 says it, for UCX's UD transport.
                 let imm = m.flags & F_IMM != 0;
                 let (tclass, hop) = m.ud_grh();
-                // A RoCE v2 source GID (a plain device's GIDs 1 and 2,
-                // ::ffff:127.0.0.1 and ::1; GID 0, fe80::<GUID>, is RoCE
-                // v1) says so in the next header (GidKind::RoceV2Grh).
                 let kind = if m.sgid[..2] == [0xfe, 0x80] {
                     GidKind::RoceV1
                 } else {
-                    GidKind::RoceV2Grh
+                    GidKind::RoceV2
                 };
                 let g = swrdma_rc::recv::grh(kind, &m.sgid, &m.dgid, tclass, hop, m.total as usize, imm);
                 cur.place_grh(&ProcessMemory, &g);
@@ -1790,6 +1797,16 @@ impl Ctx {
 /// Request `m` came from the QP a connected (RC/UC) QP is connected to: its
 /// source QPN is the QP's destination and, once the QP has its own link to
 /// that QP's context, it came from that context.
+/// The transport bits (`F_UD`, `F_UC`, none) of the requests a QP of type
+/// `qpt` sends and takes.
+pub fn transport_flag(qpt: u32) -> u16 {
+    match qpt {
+        IBV_QPT_UD => F_UD,
+        IBV_QPT_UC => F_UC,
+        _ => 0,
+    }
+}
+
 fn from_connected_peer(l: &Link, st: &QpSt, m: &Msg) -> bool {
     m.src_qpn == st.attr.dest_qp_num && st.link.as_ref().is_none_or(|o| o.peer == l.peer)
 }

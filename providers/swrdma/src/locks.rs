@@ -20,14 +20,17 @@
 //!   its store and its load (Dekker): after `ibv_dereg_mr` returns, no
 //!   peer writes into the memory.
 //!
-//! The file is created once per process (a forked child shares its
-//! parent's: locks that are wider than needed are still locks), sealed so
-//! that its size never changes, and passed to peers with each link's
-//! handshake (or taken with `pidfd_getfd`, ipc.rs).
+//! The file is created when the process's first context opens and closed
+//! with its last one (`Access::hold`: a process whose contexts are all
+//! closed keeps no descriptor of the device; a creation that failed, e.g.
+//! `EMFILE`, is tried again by the next context), sealed so that its size
+//! never changes, and passed to peers with each link's handshake (or taken
+//! with `pidfd_getfd`, ipc.rs).  A forked child shares its parent's (locks
+//! that are wider than needed are still locks).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, RwLock};
 
 const MAGIC: u64 = 0x5357_5244_4143_4331; // "SWRDACC1"
 const LOCKS: usize = 256;
@@ -37,6 +40,41 @@ const SLOT0: usize = LOCK0 + LOCKS;
 /// The file's size.
 pub const BYTES: usize = 16384;
 const _: () = assert!((SLOT0 + 2 * SLOTS) * 8 <= BYTES);
+
+/// The process's own access page and the number of contexts holding it.
+struct Own {
+    holds: usize,
+    page: Option<Arc<Access>>,
+}
+
+static OWN: RwLock<Own> = RwLock::new(Own { holds: 0, page: None });
+
+/// One context's hold on the process's access page (`Access::hold`).
+pub struct Hold(Option<Arc<Access>>);
+
+impl Hold {
+    /// The page (None: it could not be made when the context opened).
+    pub fn page(&self) -> Option<&Access> {
+        self.0.as_deref()
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let last = {
+            let mut g = OWN.write().unwrap_or_else(|e| e.into_inner());
+            g.holds -= 1;
+            if g.holds == 0 {
+                g.page.take()
+            } else {
+                None
+            }
+        };
+        // (Unmapped and closed here, outside the lock, once no one else
+        // has the `Arc`.)
+        drop(last);
+    }
+}
 
 /// A mapping of some process's access page.
 pub struct Access {
@@ -92,20 +130,31 @@ impl Drop for Announced<'_> {
 }
 
 impl Access {
-    /// This process's own access page (created on first use); None when
-    /// no memory file can be made.
-    pub fn own() -> Option<&'static Access> {
-        static OWN: OnceLock<Option<Access>> = OnceLock::new();
-        OWN.get_or_init(|| {
-            use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
-            let fd = memfd_create(c"swrdma-access", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
-            ftruncate(&fd, BYTES as u64).ok()?;
-            fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL).ok()?;
-            let a = Access::map_fd(fd)?;
-            a.words()[0].store(MAGIC, Ordering::Release);
-            Some(a)
-        })
-        .as_ref()
+    /// This process's own access page while a context holds it (`hold`).
+    pub fn own() -> Option<Arc<Access>> {
+        OWN.read().unwrap_or_else(|e| e.into_inner()).page.clone()
+    }
+
+    /// A context's hold on the process's access page, made now when no
+    /// context holds one (the hold has none when no memory file can be
+    /// made).  The page goes when the last hold is dropped.
+    pub fn hold() -> Hold {
+        let mut g = OWN.write().unwrap_or_else(|e| e.into_inner());
+        g.holds += 1;
+        if g.page.is_none() {
+            g.page = Access::create().map(Arc::new);
+        }
+        Hold(g.page.clone())
+    }
+
+    fn create() -> Option<Access> {
+        use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
+        let fd = memfd_create(c"swrdma-access", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
+        ftruncate(&fd, BYTES as u64).ok()?;
+        fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL).ok()?;
+        let a = Access::map_fd(fd)?;
+        a.words()[0].store(MAGIC, Ordering::Release);
+        Some(a)
     }
 
     /// Maps a peer's access page: a memory file of exactly `BYTES` that

@@ -334,6 +334,9 @@ pub struct Objects {
     /// What peers see of our MRs and QPs for direct accesses (None:
     /// `SWRDMA_DIRECT=0`, or no memory file could be made).
     pub(crate) dir_tbl: Option<crate::direct::Dir>,
+    /// The context's hold on the process's access page (locks.rs): the
+    /// page lives while a context of the process is open.
+    pub(crate) access: crate::locks::Hold,
 }
 
 impl Objects {

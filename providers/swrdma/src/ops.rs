@@ -1215,6 +1215,14 @@ unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_i
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
+    // As the kernel's REQ_NOTIFY_CQ command (rxe): a CQ whose handle names
+    // no CQ of its context is refused before it is armed (ENOENT, the
+    // errno too, as the failed command leaves it; measured in the VM).
+    // SAFETY: `cq` reads as an `ibv_cq` of one of our contexts (the contract).
+    if let Err(e) = unsafe { valid_cq((*cq).context, cq) } {
+        set_errno(e);
+        return e;
+    }
     // SAFETY: `cq` is one of our CQs, whose `cq` is its live `Arc<Cq>`.
     // (and its `ctx` the live context that created it: contexts outlive CQs).
     let (cqr, c) = unsafe {

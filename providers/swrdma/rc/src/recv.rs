@@ -18,6 +18,8 @@ pub struct Receive<C> {
     pub cq: C,
     /// Bytes in front of the data: 40 on a UD QP (the GRH), else 0.
     pub base: u64,
+    /// The layout of the GRH area (`l3_type`), reported in `ibv_wc.sl`.
+    pub l3: u8,
 }
 
 /// Takes receive WQE `wr_id`/`sges` of PD `pd` for a message: its list is
@@ -35,6 +37,7 @@ pub fn accept<C>(keys: &Keys, pd: u32, wr_id: u64, sges: Vec<ibv_sge>, cq: C) ->
         err,
         cq,
         base: 0,
+        l3: 0,
     }
 }
 
@@ -56,6 +59,7 @@ impl<C> Receive<C> {
     /// A UD receive: the GRH area first (its data then starts at 40).
     pub fn place_grh(&mut self, mem: &dyn Memory, grh: &[u8; 40]) {
         self.base = 40;
+        self.l3 = l3_type(grh);
         self.place_at(mem, 0, grh);
     }
 
@@ -106,6 +110,7 @@ impl<C> Receive<C> {
         }
         if self.base > 0 {
             wc.wc_flags |= IBV_WC_GRH;
+            wc.sl = self.l3;
         }
         (wc, self.cq)
     }
@@ -119,12 +124,23 @@ pub enum GidKind {
     /// RoCE v2: the IP header of the datagram (IPv4 in the last 20 bytes
     /// for an IPv4-mapped GID, else IPv6), as rxe fills it.
     RoceV2,
-    /// RoCE v2 on a link with no IP header (the same-machine link): the
-    /// 40-byte GRH layout as for RoCE v1, but with next header UDP, so that
-    /// `ibv_init_ah_from_wc` finds the receiver's RoCE v2 GID (an
-    /// IPv4-mapped GID with next header BTH is looked up as a RoCE v1 one,
-    /// which is not in the table: udaddy's reply AH failed).
-    RoceV2Grh,
+}
+
+/// What a UD completion of a RoCE port says in `ibv_wc.sl` (which RoCE
+/// has no use for: no SL on Ethernet): the layout of the receive's GRH
+/// area, as mlx5 devices report it there (0: a GRH, RoCE v1; 1: an IPv6
+/// header; 2: an IPv4 header in the area's last 20 bytes).  UCX's UD
+/// transport reads it to know where the destination address lies (its
+/// last 4 bytes or its last 16) and drops the datagram when that address
+/// is not one of the port's GIDs: rxe reports 0 with an IPv4 header (UCX
+/// 1.13's `ud_verbs` on rxe with an IPv4 GID drops every datagram unless
+/// `UCX_UD_VERBS_ETH_DGID_CHECK=n`; measured in the VM).
+pub fn l3_type(g: &[u8; 40]) -> u8 {
+    match (g[0] >> 4, g[6]) {
+        (6, 17) => 1,
+        (6, _) => 0,
+        _ => 2,
+    }
 }
 
 /// The IP address a RoCE v2 GID stands for.
@@ -154,7 +170,7 @@ pub fn grh(
 ) -> [u8; 40] {
     match kind {
         GidKind::RoceV2 => swrdma_roce::grh(gid_ip(sgid), gid_ip(dgid), tclass, hop, ud_udp_len(payload, imm)),
-        GidKind::RoceV1 | GidKind::RoceV2Grh => {
+        GidKind::RoceV1 => {
             let mut g = [0u8; 40];
             g[0] = 0x60 | (tclass >> 4);
             g[1] = tclass << 4;
@@ -162,7 +178,7 @@ pub fn grh(
             // data, pad, ICRC) but not the VCRC.
             let paylen = (ud_udp_len(payload, imm)) as u16;
             g[4..6].copy_from_slice(&paylen.to_be_bytes());
-            g[6] = if kind == GidKind::RoceV2Grh { 17 } else { 0x1b };
+            g[6] = 0x1b;
             g[7] = hop;
             g[8..24].copy_from_slice(sgid);
             g[24..40].copy_from_slice(dgid);

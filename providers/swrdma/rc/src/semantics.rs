@@ -9,7 +9,7 @@ use crate::keys::{Keys, MrEnt, WindowBind};
 use crate::memory::{gather, scatter, Atomic};
 use crate::op::Op;
 use crate::qpstate::{intake, takes_responses, Intake};
-use crate::recv::{accept, grh, ud_udp_len, Completion, GidKind};
+use crate::recv::{accept, grh, l3_type, ud_udp_len, Completion, GidKind};
 use crate::responder::{AtomicHistory, ReadHistory, ReadRes, Target};
 use crate::tests::{mr, FakeMem};
 use crate::timers::{ack_timeout_ns, give_up_ns, rnr_timer_ns};
@@ -551,6 +551,7 @@ fn ud_receive_has_the_grh_first() {
     let (wc, _) = r.complete(&c, &mut |_, _| false);
     assert_eq!(wc.byte_len, 45, "the GRH area counts");
     assert_eq!(wc.wc_flags & IBV_WC_GRH, IBV_WC_GRH);
+    assert_eq!(wc.sl, 2, "sl: the GRH area holds an IPv4 header (as mlx5 reports it)");
     let b = mem.bytes.borrow();
     assert_eq!(&b[40..45], b"hello");
     assert_eq!(b[20], 0x45, "IPv4 header in the last 20 bytes");
@@ -579,14 +580,15 @@ fn grh_layouts() {
     let v1 = grh(GidKind::RoceV1, &s6, &d6, 0, 64, 100, false);
     assert_eq!(v1[6], 0x1b, "next header: the BTH");
     assert_eq!(&v1[24..40], &d6, "the destination GID at byte 24");
+    assert_eq!((l3_type(&v1), l3_type(&v2)), (0, 1), "sl: GRH 0, IPv6 1");
     let mut m4 = [0u8; 16];
     m4[10] = 0xff;
     m4[11] = 0xff;
     m4[12..].copy_from_slice(&[127, 0, 0, 1]);
-    let v2g = grh(GidKind::RoceV2Grh, &m4, &m4, 0x20, 64, 100, false);
-    assert_eq!(v2g[6], 17, "RoCE v2 without an IP header: next header UDP");
-    assert_eq!(&v2g[24..40], &m4, "the GID layout, not the IPv4 one");
-    assert_eq!(v2g[0] >> 4, 6);
+    let v4 = grh(GidKind::RoceV2, &m4, &m4, 0x20, 64, 100, false);
+    assert_eq!(&v4[..20], &[0; 20]);
+    assert_eq!((v4[20], v4[21]), (0x45, 0x20), "IPv4 header, TOS the traffic class");
+    assert_eq!(l3_type(&v4), 2, "sl: IPv4 2");
     assert_eq!(ud_udp_len(1, false), 12 + 8 + 1 + 3 + 4);
     assert_eq!(ud_udp_len(4, true), 12 + 8 + 4 + 4 + 4);
 }

@@ -72,6 +72,14 @@ pub const F_INV: u16 = 16; // SEND_WITH_INV: `imm` is the rkey to invalidate
 /// XRC messages (`qkey`, GIDs, `srqn`); atomics carry their values there
 /// whatever the flag says.
 pub const F_EXT: u16 = 32;
+/// The request comes from a UD QP (a datagram) or from a UC QP; neither
+/// flag: from an RC (or XRC) QP.  A QP takes only requests of its own
+/// transport, as the opcode's transport bits decide on the wire (rxe drops
+/// a UD SEND at an RC QP's number).
+pub const F_UD: u16 = 64;
+pub const F_UC: u16 = 128;
+/// The transport bits of `flags`.
+pub const F_TRANSPORT: u16 = F_UD | F_UC;
 
 /// The header of every message (128 bytes, 64-byte multiple).
 #[repr(C)]

@@ -224,7 +224,7 @@ unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData
         F_EXT
     } else {
         0
-    };
+    } | transport_flag(qpt);
     if req.solicited() {
         flags |= F_SOLICITED;
     }
