@@ -10,7 +10,7 @@
  *   SYSFS_PATH         the sysfs fixture (required: without it nothing is faked)
  *   STANDIN_LOG        the command log (appended; default: none)
  *   STANDIN_FAIL       N:ERR  the N-th command (from 1) fails with ERR
- *                      (EINVAL, ENOMEM, EIO, EOPNOTSUPP, or a number), or
+ *                      (an errno's name, EINVAL..., or its number), or
  *                      N:fatal  from the N-th command on the device is
  *                      disassociated: IBV_EVENT_DEVICE_FATAL on the async
  *                      fd, then EIO for every command.  A program that
@@ -285,6 +285,22 @@ static const char *sysfs(void)
 	return s && *s ? s : NULL;
 }
 
+/* An errno by name (ENOSPC) or number (28); -1 when neither. */
+static int errno_of(const char *e)
+{
+	char *end;
+	long n = strtol(e, &end, 10);
+
+	if (*e && !*end)
+		return n > 0 && n < 4096 ? (int)n : -1;
+	for (int i = 1; i < 4096; i++) {
+		const char *name = strerrorname_np(i);
+		if (name && !strcmp(name, e))
+			return i;
+	}
+	return -1;
+}
+
 static void config(void)
 {
 	static int done;
@@ -310,7 +326,11 @@ static void config(void)
 			else if (!strcmp(e, "EOPNOTSUPP"))
 				fail_err = EOPNOTSUPP;
 			else
-				fail_err = atoi(e);
+				fail_err = errno_of(e);
+			if (fail_err < 0) { /* not an errno: no fault at all */
+				fprintf(stderr, "standin: STANDIN_FAIL=%s: no such errno; no fault injected\n", f);
+				fail_at = 0;
+			}
 		} else {
 			fail_at = 0;
 		}
