@@ -152,7 +152,8 @@ dev_test() {
 # on whichever libibverbs1 ROOT has (Debian's before ours, ours after)
 STANDIN_DEB=$DEBS/ibverbs-standin_${ver}_$arch.deb
 standin_test() {
-    local rel=$1 r=$2 phase=$3 o=$OUT/$rel-standin-$phase.out lib
+    local rel=$1 r=$2 phase=$3 o lib
+    o=$OUT/$rel-standin-$phase.out
     if [ ! -e "$STANDIN_DEB" ]; then
         fail "$rel: standin ($phase ours)" "no $(basename "$STANDIN_DEB") was built"
         return
