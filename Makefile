@@ -7,6 +7,7 @@
 #                        code shape, symbols, layouts, prototypes, diff, tools,
 #                        discovery, the hardware providers on the stand-in
 #                        (without fault runs), the software device's fast suites
+#   make standin         the uverbs stand-in and its command, build/standin/ibv-standin
 #   make install         PREFIX, DESTDIR, LIBDIR (default: the multiarch dir)
 #   make uninstall       removes exactly what install put there
 #   make deps            installs the Debian packages the tests compare against
@@ -44,7 +45,7 @@ export RUST_TARGET
 STATICLIB := $(RUST_OUT)/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery providers soft soft-hardening soft-pyverbs soft-rdmacm soft-rdmacm-bad soft-wire wire-strict wire-hostile wire-soak clients compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile vm-rdmacm
+SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery providers standin-tool soft soft-hardening soft-pyverbs soft-rdmacm soft-rdmacm-bad soft-wire wire-strict wire-hostile wire-soak clients compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile vm-rdmacm
 
 # The quick tier: what tells a contributor in minutes whether a change broke
 # the library (make test stays the full run; .ci/run calls make test).
@@ -52,7 +53,7 @@ CHECK_SUITES := structure symbols generations layout prototypes diff tools disco
 
 .PHONY: all lib demo test check test-vm install uninstall deps clean bench bench-compare FORCE
 
-all: lib swrdma
+all: lib swrdma standin
 
 lib: $(BUILD)/lib/$(LIBFILE)
 
@@ -71,6 +72,33 @@ $(BUILD)/lib/$(LIBFILE): $(STATICLIB) symbols.map Makefile
 	mv $@.tmp $@
 	ln -sf $(LIBFILE) $(BUILD)/lib/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/lib/libibverbs.so
+
+# The uverbs stand-in (compat-tests/providers/standin) as a command:
+# ibv-standin runs a program on a stand-in device of any provider (README,
+# "Any provider without hardware").  build/standin/ibv-standin uses the
+# library beside it; `make install` writes one for LIBDIR.  The device table
+# is runner.py's (python3 at build time only).
+STANDIN_DIR := compat-tests/providers/standin
+STANDIN_SO  := $(BUILD)/standin/libuverbs-standin.so
+.PHONY: standin
+standin: $(STANDIN_SO) $(BUILD)/standin/ibv-standin
+
+$(STANDIN_SO): $(wildcard $(STANDIN_DIR)/*.c $(STANDIN_DIR)/*.h) $(STANDIN_DIR)/Makefile
+	$(MAKE) -C $(STANDIN_DIR) OUT=$(abspath $(BUILD)/standin) CC=$(CC)
+
+$(BUILD)/standin/fixtures.txt: compat-tests/providers/runner.py compat-tests/discovery/fixture.sh
+	@mkdir -p $(BUILD)/standin
+	python3 compat-tests/providers/runner.py --fixture-table > $@.tmp
+	mv $@.tmp $@
+
+# ibv-standin.in with its library's path and the device table put in.
+STANDIN_SUBST = sed -e 's|@STANDIN_LIB@|$(1)|' -e '/^@FIXTURES@$$/{r $(BUILD)/standin/fixtures.txt' -e 'd;}' \
+	$(STANDIN_DIR)/ibv-standin.in
+
+$(BUILD)/standin/ibv-standin: $(STANDIN_DIR)/ibv-standin.in $(BUILD)/standin/fixtures.txt
+	$(call STANDIN_SUBST,$(abspath $(STANDIN_SO))) > $@.tmp
+	chmod 0755 $@.tmp
+	mv $@.tmp $@
 
 demo: deps lib swrdma
 	bash compat-tests/demo.sh
@@ -120,7 +148,7 @@ deb:
 fuzz:
 	bash tools/fuzz.sh
 
-install: lib swrdma libibverbs.pc.in
+install: lib swrdma standin libibverbs.pc.in
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/infiniband \
 	    $(DESTDIR)$(LIBDIR)/libibverbs
 	install -m 0644 $(BUILD)/lib/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(LIBFILE)
@@ -129,6 +157,10 @@ install: lib swrdma libibverbs.pc.in
 	install -m 0644 $(BUILD)/lib/libswrdma-ucma.so $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so
 	sed -e 's|@UCMA_LIB@|$(LIBDIR)/swrdma/libswrdma-ucma.so|' providers/swrdma/ucma/swrdma-cm > $(DESTDIR)$(PREFIX)/bin/swrdma-cm
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/swrdma-cm
+	install -d $(DESTDIR)$(LIBDIR)/ibverbs-standin
+	install -m 0644 $(STANDIN_SO) $(DESTDIR)$(LIBDIR)/ibverbs-standin/libuverbs-standin.so
+	$(call STANDIN_SUBST,$(LIBDIR)/ibverbs-standin/libuverbs-standin.so) > $(DESTDIR)$(PREFIX)/bin/ibv-standin
+	chmod 0755 $(DESTDIR)$(PREFIX)/bin/ibv-standin
 	ln -sf $(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libibverbs.so
 	for h in $(HEADERS); do install -m 0644 include/infiniband/$$h $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
@@ -140,8 +172,10 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	      $(DESTDIR)$(LIBDIR)/libibverbs.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibverbs.pc \
 	      $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so \
-	      $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so $(DESTDIR)$(PREFIX)/bin/swrdma-cm
+	      $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so $(DESTDIR)$(PREFIX)/bin/swrdma-cm \
+	      $(DESTDIR)$(LIBDIR)/ibverbs-standin/libuverbs-standin.so $(DESTDIR)$(PREFIX)/bin/ibv-standin
 	-rmdir $(DESTDIR)$(LIBDIR)/swrdma 2>/dev/null
+	-rmdir $(DESTDIR)$(LIBDIR)/ibverbs-standin 2>/dev/null
 	-rmdir $(DESTDIR)$(PREFIX)/bin 2>/dev/null
 	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/$$h; done
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/infiniband 2>/dev/null

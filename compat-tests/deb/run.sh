@@ -34,6 +34,10 @@
 #       soft        RDMAV_SOFT_DEVICES=swr0 ibv_devinfo, and an RC pingpong
 #                   on swr0, from the installed system
 #       pyverbs     Debian's python3-pyverbs lists swr0
+#       standin     `apt-get install ./ibverbs-standin_*.deb`, then
+#                   `ibv-standin --device efa -- ibv_devinfo -v` with no other
+#                   step: on Debian's libibverbs1 (before ours) and on ours
+#                   (after); the package is purged again afterwards
 #       upgrade     a later build of ours installs over this one
 #       back        Debian's own libibverbs1 of the release reinstalled:
 #                   the package set is exactly as before ours,
@@ -143,6 +147,31 @@ dev_test() {
     fi
 }
 
+# standin_test RELEASE ROOT PHASE: the ibverbs-standin package installed
+# by apt in ROOT and its command run with nothing else done: efa's device
+# on whichever libibverbs1 ROOT has (Debian's before ours, ours after)
+STANDIN_DEB=$DEBS/ibverbs-standin_${ver}_$arch.deb
+standin_test() {
+    local rel=$1 r=$2 phase=$3 o lib
+    o=$OUT/$rel-standin-$phase.out
+    if [ ! -e "$STANDIN_DEB" ]; then
+        fail "$rel: standin ($phase ours)" "no $(basename "$STANDIN_DEB") was built"
+        return
+    fi
+    if ! in_root "$r" apt-get install -y -q "/debs/standin/$(basename "$STANDIN_DEB")" >"$o" 2>&1; then
+        fail "$rel: standin ($phase ours)" "apt-get install: $(tail -n 2 "$o" | tr '\n' ' ')"
+        return
+    fi
+    lib=$(in_root "$r" sh -c 'readlink -f "$(ldconfig -p | awk '"'"'$1 == "libibverbs.so.1" { print $NF; exit }'"'"')" | xargs dpkg -S' 2>/dev/null | cut -d: -f1)
+    if in_root "$r" ibv-standin --device efa -- ibv_devinfo -v >"$o.run" 2>&1 &&
+            grep -q 'hca_id:[[:space:]]*efa_0' "$o.run" && grep -q 'vendor_part_id:[[:space:]]*61344' "$o.run" &&
+            grep -q 'max_qp:' "$o.run"; then
+        pass "$rel: standin ($phase ours: apt-get install ./ibverbs-standin, then ibv-standin --device efa -- ibv_devinfo -v on $lib's library: efa_0, $(grep -c . "$o.run") lines)"
+    else
+        fail "$rel: standin ($phase ours)" "ibv-standin --device efa -- ibv_devinfo -v: $(head -c 300 "$o.run" | tr '\n' ' ')"
+    fi
+}
+
 install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     local rel=$1 cached=$2 back=$3 r t
     r=$OUT/root-$rel
@@ -163,6 +192,7 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     cp "${files[@]}" "$r/debs/ours/"
     for p in "${pkgs[@]}"; do cp "$OUT/deb-up/${p}_${up_ver}_$arch.deb" "$r/debs/up/" 2>/dev/null; done
     cp "$back"/*.deb "$r/debs/debian/" 2>/dev/null
+    mkdir -p "$r/debs/standin"; cp "$STANDIN_DEB" "$r/debs/standin/" 2>/dev/null
 
     # a developer's tools, from the release's mirror (part of "before")
     if ! in_root "$r" sh -c 'apt-get update -q -o Acquire::Check-Valid-Until=false &&
@@ -175,6 +205,7 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     local debver; debver=$(echo "$before" | awk '$1 == "libibverbs1" { print $2 }')
     local devver; devver=$(echo "$before" | awk '$1 == "libibverbs-dev" { print $2 }')
     dev_lines "$r" >"$OUT/$rel-dev-before.txt"
+    standin_test "$rel" "$r" before
 
     # install
     if ! dpkg-deb -f "${files[0]}" Provides | grep -qF "libibverbs1 (= $debver)"; then
@@ -253,6 +284,9 @@ install_test() { # RELEASE CACHED_ROOT DEBIAN_DEB_DIR
     else
         fail "$rel: pyverbs" "$(tail -n1 "$OUT/$rel-pyverbs.out")"
     fi
+
+    standin_test "$rel" "$r" after
+    in_root "$r" dpkg --purge ibverbs-standin >>"$OUT/$rel-standin-after.out" 2>&1
 
     # upgrade to a later build of ours
     if [ -e "$r/debs/up/libibverbs1-rs_${up_ver}_$arch.deb" ]; then

@@ -355,6 +355,9 @@ def main():
     ap.add_argument("--scratch")
     ap.add_argument("--fixture", nargs=2, metavar=("PROVIDER", "DIR"),
                     help="only write the sysfs fixture of PROVIDER's device into DIR (for the stand-in used on its own)")
+    ap.add_argument("--fixture-table", action="store_true",
+                    help="print every fixture's facts, one provider a line (for ibv-standin, standin/ibv-standin.in): "
+                         "name ibdev modalias abi node-type link-layer netlink")
     ap.add_argument("--only", default="")
     ap.add_argument("--faults", default="")
     ap.add_argument("--fault-stride", type=int, default=1)
@@ -362,6 +365,11 @@ def main():
     a = ap.parse_args()
     counts["fail"] += a.prior_fail
     fx = load_fixtures()
+    if a.fixture_table:
+        for dev in sorted(fx):
+            e = fx[dev]
+            print(dev, e["ibdev"], e["modalias"], e["abi"], e["nt"], 2 if dev in ETH else 1, int(dev in NETLINK))
+        return 0
     if a.fixture:
         prov, d = a.fixture
         dev = FILE_TO_DEV.get(prov, prov)

@@ -10,7 +10,7 @@
  *   SYSFS_PATH         the sysfs fixture (required: without it nothing is faked)
  *   STANDIN_LOG        the command log (appended; default: none)
  *   STANDIN_FAIL       N:ERR  the N-th command (from 1) fails with ERR
- *                      (EINVAL, ENOMEM, EIO, EOPNOTSUPP, or a number), or
+ *                      (an errno's name, EINVAL..., or its number), or
  *                      N:fatal  from the N-th command on the device is
  *                      disassociated: IBV_EVENT_DEVICE_FATAL on the async
  *                      fd, then EIO for every command.  A program that
@@ -134,13 +134,115 @@ void sti_log(const char *fmt, ...)
 }
 
 /*
+ * What the log masks as an address.  Two rules, so that the log of a
+ * program compares across runs wherever its memory lies:
+ *
+ *  - a word between 2^40 and 2^47: where a position-independent program's
+ *    heap, stack and libraries lie (no size, key, number or GUID the
+ *    libraries send is there);
+ *  - a word inside one of the process's own mappings (/proc/self/maps, read
+ *    again for each command): the image, heap and data of a program that is
+ *    not position-independent lie from 4 MiB up (0x400000), where no
+ *    single rule by value could tell them from a length.
+ *
+ * Which fields hold user pointers is thus not listed: a response address,
+ * a buffer given to the "kernel" in driver data (a CQ's or QP's ring, its
+ * doorbell record), an ioctl attribute's pointer, or an opaque cookie like
+ * user_handle that libraries fill with an object's address are all masked
+ * when they hold an address, and shown as they are when a program puts a
+ * plain number there.  A plain number that happens to fall inside a mapping
+ * (a length of 16 MiB while the heap of a non-PIE program spans it) is
+ * masked too; [vsyscall] (above 2^47) is not counted.
+ */
+struct range { uint64_t lo, hi; };
+static struct range *ranges;
+static size_t nranges, cap_ranges;
+static unsigned long maps_epoch, maps_read_at = ~0UL;
+
+/* A new command: the mappings are read again before its log is written. */
+static void maps_stale(void)
+{
+	maps_epoch++;
+}
+
+static void add_range(uint64_t lo, uint64_t hi)
+{
+	if (hi <= lo || lo >= (1ULL << 47))
+		return;
+	if (nranges && ranges[nranges - 1].hi == lo) { /* adjacent: one range */
+		ranges[nranges - 1].hi = hi;
+		return;
+	}
+	if (nranges == cap_ranges) {
+		size_t n = cap_ranges ? 2 * cap_ranges : 256;
+		struct range *r = realloc(ranges, n * sizeof(*r));
+		if (!r)
+			return;
+		ranges = r;
+		cap_ranges = n;
+	}
+	ranges[nranges++] = (struct range){ lo, hi };
+}
+
+static void read_maps(void)
+{
+	static char buf[65536];
+	char line[64];
+	size_t ll = 0;
+	ssize_t r;
+	int fd;
+
+	maps_read_at = maps_epoch;
+	nranges = 0;
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* Lines "lo-hi perms ...": only the first field of each is needed. */
+	while ((r = (ssize_t)syscall(SYS_read, fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < r; i++) {
+			char ch = buf[i];
+			if (ch != '\n') {
+				if (ll < sizeof(line) - 1)
+					line[ll++] = ch;
+				continue;
+			}
+			line[ll] = 0;
+			ll = 0;
+			unsigned long long lo, hi;
+			if (sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+				add_range(lo, hi);
+		}
+	}
+	sti_real_close(fd);
+}
+
+static int is_address(uint64_t v)
+{
+	size_t a = 0, b;
+
+	if (v >= (1ULL << 40) && v < (1ULL << 47))
+		return 1;
+	if (maps_read_at != maps_epoch)
+		read_maps();
+	b = nranges;
+	while (a < b) { /* the ranges are in address order */
+		size_t m = a + (b - a) / 2;
+		if (v < ranges[m].lo)
+			b = m;
+		else if (v >= ranges[m].hi)
+			a = m + 1;
+		else
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * Hex of a buffer; every naturally aligned 8-byte word that holds a
- * user-space address (2^40 <= v < 2^47: the heap and mappings of a 64-bit
- * process; no size, key, number or GUID the libraries send is there) is
- * shown as "<ptr>", so that logs of two runs compare.  Only for the log:
- * without one (no STANDIN_LOG) nothing is formatted, so that a program
- * timed on the stand-in (compat-tests/bench, section control) does not
- * pay for it.
+ * user-space address (is_address) is shown as "<ptr>", so that logs of two
+ * runs compare.  Only for the log: without one (no STANDIN_LOG) nothing is
+ * formatted, so that a program timed on the stand-in (compat-tests/bench,
+ * section control) does not pay for it.
  */
 void sti_hex(char *out, size_t outsz, const void *p, size_t len)
 {
@@ -163,7 +265,7 @@ void sti_hex(char *out, size_t outsz, const void *p, size_t len)
 		if (!raw && !(i & 7) && i + 8 <= len) {
 			uint64_t v;
 			memcpy(&v, b + i, 8);
-			if (v >= (1ULL << 40) && v < (1ULL << 47)) {
+			if (is_address(v)) {
 				o += (size_t)snprintf(out + o, outsz - o, "<ptr>");
 				i += 8;
 				continue;
@@ -181,6 +283,22 @@ static const char *sysfs(void)
 {
 	const char *s = getenv("SYSFS_PATH");
 	return s && *s ? s : NULL;
+}
+
+/* An errno by name (ENOSPC) or number (28); -1 when neither. */
+static int errno_of(const char *e)
+{
+	char *end;
+	long n = strtol(e, &end, 10);
+
+	if (*e && !*end)
+		return n > 0 && n < 4096 ? (int)n : -1;
+	for (int i = 1; i < 4096; i++) {
+		const char *name = strerrorname_np(i);
+		if (name && !strcmp(name, e))
+			return i;
+	}
+	return -1;
 }
 
 static void config(void)
@@ -208,7 +326,11 @@ static void config(void)
 			else if (!strcmp(e, "EOPNOTSUPP"))
 				fail_err = EOPNOTSUPP;
 			else
-				fail_err = atoi(e);
+				fail_err = errno_of(e);
+			if (fail_err < 0) { /* not an errno: no fault at all */
+				fprintf(stderr, "standin: STANDIN_FAIL=%s: no such errno; no fault injected\n", f);
+				fail_at = 0;
+			}
 		} else {
 			fail_at = 0;
 		}
@@ -474,6 +596,7 @@ int ioctl(int fd, unsigned long req, ...)
 		errno = e;
 		return -1;
 	}
+	maps_stale();
 	r = sti_uverbs_ioctl(c, arg);
 	pthread_mutex_unlock(&lock);
 	if (r) {
@@ -503,6 +626,7 @@ ssize_t write(int fd, const void *buf, size_t len)
 		errno = e;
 		return -1;
 	}
+	maps_stale();
 	r = sti_uverbs_write(c, buf, len);
 	pthread_mutex_unlock(&lock);
 	if (r < 0) {

@@ -126,6 +126,10 @@ struct sti_attr {
 	uint8_t elem_id;
 	uint64_t *data;            /* &attr->data in the caller's buffer */
 	uint16_t *pflags;          /* &attr->flags in the caller's buffer */
+	/* Of an output: the bytes the model wrote, when fewer than len (the
+	 * log shows only those: the rest is whatever the caller's memory
+	 * held); 0: all of len. */
+	size_t written;
 };
 
 struct sti_ioctl {

@@ -1954,6 +1954,7 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 			n++;
 		}
 		*a->pflags |= UVERBS_ATTR_F_VALID_OUTPUT;
+		a->written = n * esz; /* the entries written, not the rest of the buffer */
 		out_attr(io, UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, &n, sizeof(n));
 		return 0;
 	}
@@ -2198,7 +2199,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 	for (unsigned i = 0; i < h->num_attrs; i++) {
 		struct ib_uverbs_attr *a = &h->attrs[i];
 		attrs[i] = (struct sti_attr){ a->attr_id, a->len, a->flags, a->attr_data.enum_data.elem_id, (uint64_t *)&a->data,
-					      &a->flags };
+					      &a->flags, 0 };
 	}
 	/* The request, attributes in id order (the kernel does not care for
 	 * their order, nor do we). */
@@ -2308,7 +2309,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 		else if (kd == A_FDNEW)
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " a%x=fd", a->id);
 		else if (*a->pflags & UVERBS_ATTR_F_VALID_OUTPUT) {
-			size_t n = a->id == UVERBS_ATTR_UHW_OUT ? c.dr.uout_written : a->len;
+			size_t n = a->id == UVERBS_ATTR_UHW_OUT ? c.dr.uout_written : a->written ? a->written : a->len;
 			sti_hex(hex, sizeof(hex), (void *)(uintptr_t)*a->data, n);
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " a%x=%s", a->id, hex);
 		}
