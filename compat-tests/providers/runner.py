@@ -253,11 +253,39 @@ def compare(prov, rel, root, inner, scratch, known, used, env=None, mode=""):
             out("pass", name, f"known: {why}")
         else:
             out("fail", name, first_diff(a, b))
+    refusals(label, up)
     ok = re.search(r"@ret open_device rc=1", up)
     if not ok:
         m = re.search(r"@ret open_device .*", up)
         print(f"  note: {label}: context creation fails on upstream's library too"
               f" ({m.group(0) if m else 'no open_device step'})", flush=True)
+
+
+def refusals(label, up):
+    """The kernel's refusals (the workload's "@want <step> errno=<E>"
+    lines): wherever such a call reached the stand-in (a command in its
+    step), upstream's library must give the errno the kernel answers."""
+    steps, _ = parse_steps(up)
+    reached, not_reached, bad = 0, 0, []
+    for step, lines in steps.items():
+        want = [l.rsplit("errno=", 1)[1] for l in lines if l.startswith("@want ")]
+        if not want:
+            continue
+        if not any(l.startswith(("ioctl ", "write ")) for l in lines):
+            not_reached += 1
+            continue
+        reached += 1
+        ret = [l.rsplit("errno=", 1)[1] for l in lines if l.startswith("@ret ")]
+        got = ret[-1] if ret else "(no result)"
+        if got != want[0]:
+            bad.append(f"{step}: {got}, the kernel {want[0]}")
+    if not reached and not not_reached:
+        return
+    name = f"{label} refusals ({reached} reached the stand-in, {not_reached} did not)"
+    if bad:
+        out("fail", name, f"{len(bad)} not as the kernel; first: {bad[0]}")
+    else:
+        out("pass", name + ": each the kernel's errno through upstream's library")
 
 
 def count_cmds(text):

@@ -217,7 +217,8 @@ static void hex(char *out, size_t outlen, const void *p, size_t len)
 
 static const char *const sections[] = {
 	"device", "pd_mr", "cq", "srq", "qp", "xrc", "ah", "mw", "flow",
-	"wq_rss", "dm", "counters", "td", "advise", "async", "dv", "close",
+	"wq_rss", "dm", "counters", "td", "refuse", "advise", "async", "dv",
+	"close",
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 static int selected[NSECTIONS];
@@ -1701,6 +1702,322 @@ static void sec_td(void)
 	dealloc_pd_step("dealloc_pd", pd);
 }
 
+/* -------------------------------------------------------------- refuse */
+
+/*
+ * What the kernel refuses: a destroy of an object that others still use
+ * (EBUSY) and a completion vector the device does not have (EINVAL).  Each
+ * such call is followed by "@want <step> errno=<E>": runner.py checks that
+ * upstream's library gives that errno wherever the call reached the
+ * stand-in (a provider that refuses it itself, or has no such verb, does
+ * not reach it).  After a refusal the objects are destroyed in the right
+ * order; should a destroy not be refused (a stand-in without the kernel's
+ * references), the object is gone and is not destroyed again.
+ */
+static void refusal(const char *name, int e)
+{
+	emit("@want %s errno=%s", name, errname(e));
+}
+
+/* A destroy that must be refused: clears *obj when it was not. */
+#define REFUSE_DESTROY(name, expr, obj) do {				\
+	int r_;								\
+	CALLI(r_, (name), (expr));					\
+	refusal((name), EBUSY);						\
+	if (!r_)							\
+		(obj) = NULL;						\
+} while (0)
+
+static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_pd *xpd;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw = NULL;
+	struct ibv_ah *ah = NULL;
+	struct ibv_srq *srq = NULL;
+	struct ibv_srq_init_attr sa;
+	struct ibv_ah_attr aa;
+	int rc;
+
+	/* a PD with an MR */
+	CALLP(xpd, "refuse alloc_pd mr", ibv_alloc_pd(ctx));
+	if (xpd && (mr = reg_mr_step("refuse reg_mr", xpd, buf, MR_LEN, ACCESS))) {
+		REFUSE_DESTROY("refuse dealloc_pd with mr", ibv_dealloc_pd(xpd), xpd);
+		dereg_mr_step("refuse dereg_mr", mr);
+	}
+	dealloc_pd_step("refuse dealloc_pd mr", xpd);
+
+	/* a PD with an MW */
+	CALLP(xpd, "refuse alloc_pd mw", ibv_alloc_pd(ctx));
+	if (xpd)
+		CALLP(mw, "refuse alloc_mw", ibv_alloc_mw(xpd, IBV_MW_TYPE_1));
+	if (mw) {
+		REFUSE_DESTROY("refuse dealloc_pd with mw", ibv_dealloc_pd(xpd), xpd);
+		CALLI(rc, "refuse dealloc_mw", ibv_dealloc_mw(mw));
+	}
+	dealloc_pd_step("refuse dealloc_pd mw", xpd);
+
+	/* a PD with an AH */
+	CALLP(xpd, "refuse alloc_pd ah", ibv_alloc_pd(ctx));
+	fill_ah(&aa, is_eth());
+	if (xpd)
+		CALLP(ah, "refuse create_ah", ibv_create_ah(xpd, &aa));
+	if (ah) {
+		REFUSE_DESTROY("refuse dealloc_pd with ah", ibv_dealloc_pd(xpd), xpd);
+		destroy_ah_step("refuse destroy_ah", ah);
+	}
+	dealloc_pd_step("refuse dealloc_pd ah", xpd);
+
+	/* a PD with an SRQ, and the SRQ with a QP */
+	CALLP(xpd, "refuse alloc_pd srq", ibv_alloc_pd(ctx));
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = MAX_WR;
+	sa.attr.max_sge = 1;
+	if (xpd)
+		CALLP(srq, "refuse create_srq", ibv_create_srq(xpd, &sa));
+	if (srq) {
+		struct ibv_qp_init_attr qa;
+		struct ibv_qp *qp;
+
+		REFUSE_DESTROY("refuse dealloc_pd with srq", ibv_dealloc_pd(xpd), xpd);
+		memset(&qa, 0, sizeof(qa));
+		qa.send_cq = cq;
+		qa.recv_cq = cq;
+		qa.srq = srq;
+		qa.qp_type = IBV_QPT_RC;
+		qa.cap.max_send_wr = MAX_WR;
+		qa.cap.max_send_sge = 1;
+		CALLP(qp, "refuse create_qp srq", ibv_create_qp(pd, &qa));
+		if (qp) {
+			REFUSE_DESTROY("refuse destroy_srq with qp", ibv_destroy_srq(srq), srq);
+			destroy_qp_step("refuse destroy_qp srq", qp);
+		}
+		if (srq)
+			CALLI(rc, "refuse destroy_srq", ibv_destroy_srq(srq));
+	}
+	dealloc_pd_step("refuse dealloc_pd srq", xpd);
+}
+
+static void refuse_qp_users(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	/* a multicast group: ff0e::1:ff00:1 on LID 0xc001 */
+	static const uint8_t mgid[16] = { 0xff, 0x0e, 0, 0, 0, 0, 0, 0,
+					  0, 0, 0, 1, 0xff, 0, 0, 1 };
+	struct ibv_pd *xpd;
+	struct ibv_cq *xcq;
+	struct ibv_qp *qp = NULL;
+	union ibv_gid g;
+	int rc;
+
+	/* a PD and a CQ with a QP */
+	CALLP(xpd, "refuse alloc_pd qp", ibv_alloc_pd(ctx));
+	xcq = xpd ? create_cq_step("refuse create_cq qp", NULL) : NULL;
+	if (xcq)
+		qp = create_qp_step("refuse create_qp RC", xpd, xcq, IBV_QPT_RC);
+	if (qp) {
+		REFUSE_DESTROY("refuse destroy_cq with qp", ibv_destroy_cq(xcq), xcq);
+		REFUSE_DESTROY("refuse dealloc_pd with qp", ibv_dealloc_pd(xpd), xpd);
+		destroy_qp_step("refuse destroy_qp RC", qp);
+	}
+	destroy_cq_step("refuse destroy_cq qp", xcq);
+	dealloc_pd_step("refuse dealloc_pd qp", xpd);
+
+	/* a UD QP with a multicast group attached */
+	qp = create_qp_step("refuse create_qp UD", pd, cq, IBV_QPT_UD);
+	if (qp) {
+		memcpy(g.raw, mgid, 16);
+		CALLI(rc, "refuse attach_mcast", ibv_attach_mcast(qp, &g, 0xc001));
+		if (!rc) {
+			REFUSE_DESTROY("refuse destroy_qp with mcast", ibv_destroy_qp(qp), qp);
+			if (qp)
+				CALLI(rc, "refuse detach_mcast", ibv_detach_mcast(qp, &g, 0xc001));
+		}
+		destroy_qp_step("refuse destroy_qp UD", qp);
+	}
+}
+
+static void refuse_xrc(struct ibv_pd *pd)
+{
+	struct ibv_xrcd *xrcd = NULL;
+	struct ibv_cq *xcq;
+	struct ibv_srq *srq = NULL;
+	struct ibv_qp *qp = NULL;
+	struct ibv_xrcd_init_attr xa;
+	struct ibv_srq_init_attr_ex sa;
+	struct ibv_qp_init_attr_ex qa;
+	int rc;
+
+	xcq = create_cq_step("refuse create_cq xrc", NULL);
+	memset(&xa, 0, sizeof(xa));
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = -1;
+	xa.oflags = O_CREAT;
+	CALLP(xrcd, "refuse open_xrcd", ibv_open_xrcd(ctx, &xa));
+	if (xrcd && xcq) {
+		/* an XRCD and a CQ with an XRC SRQ */
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = MAX_WR;
+		sa.attr.max_sge = 1;
+		sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD;
+		sa.srq_type = IBV_SRQT_XRC;
+		sa.pd = pd;
+		sa.cq = xcq;
+		sa.xrcd = xrcd;
+		CALLP(srq, "refuse create_srq_ex XRC", ibv_create_srq_ex(ctx, &sa));
+		if (srq) {
+			REFUSE_DESTROY("refuse close_xrcd with srq", ibv_close_xrcd(xrcd), xrcd);
+			REFUSE_DESTROY("refuse destroy_cq with xrc srq", ibv_destroy_cq(xcq), xcq);
+			CALLI(rc, "refuse destroy_srq XRC", ibv_destroy_srq(srq));
+		}
+	}
+	if (xrcd) {
+		/* an XRCD with an XRC receive QP */
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_type = IBV_QPT_XRC_RECV;
+		qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		qa.xrcd = xrcd;
+		CALLP(qp, "refuse create_qp XRC_RECV", ibv_create_qp_ex(ctx, &qa));
+		if (qp) {
+			REFUSE_DESTROY("refuse close_xrcd with qp", ibv_close_xrcd(xrcd), xrcd);
+			destroy_qp_step("refuse destroy_qp XRC_RECV", qp);
+		}
+	}
+	if (xrcd)
+		CALLI(rc, "refuse close_xrcd", ibv_close_xrcd(xrcd));
+	destroy_cq_step("refuse destroy_cq xrc", xcq);
+}
+
+static void refuse_wq(struct ibv_pd *pd)
+{
+	static uint8_t key[40] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	struct ibv_cq *xcq;
+	struct ibv_wq *wq = NULL;
+	struct ibv_rwq_ind_table *tbl = NULL;
+	struct ibv_qp *qp = NULL;
+	struct ibv_wq_init_attr wa;
+	struct ibv_rwq_ind_table_init_attr ta;
+	struct ibv_qp_init_attr_ex qa;
+	int rc;
+
+	xcq = create_cq_step("refuse create_cq wq", NULL);
+	if (!xcq)
+		return;
+	memset(&wa, 0, sizeof(wa));
+	wa.wq_type = IBV_WQT_RQ;
+	wa.max_wr = MAX_WR;
+	wa.max_sge = 1;
+	wa.pd = pd;
+	wa.cq = xcq;
+	CALLP(wq, "refuse create_wq", ibv_create_wq(ctx, &wa));
+	if (wq) {
+		/* a CQ with a WQ; the WQ in an indirection table; the table
+		 * with a QP */
+		REFUSE_DESTROY("refuse destroy_cq with wq", ibv_destroy_cq(xcq), xcq);
+		memset(&ta, 0, sizeof(ta));
+		ta.log_ind_tbl_size = 0;
+		ta.ind_tbl = &wq;
+		CALLP(tbl, "refuse create_rwq_ind_table", ibv_create_rwq_ind_table(ctx, &ta));
+	}
+	if (tbl) {
+		REFUSE_DESTROY("refuse destroy_wq in table", ibv_destroy_wq(wq), wq);
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_type = IBV_QPT_RAW_PACKET;
+		qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
+			       IBV_QP_INIT_ATTR_RX_HASH;
+		qa.pd = pd;
+		qa.rwq_ind_tbl = tbl;
+		qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+		qa.rx_hash_conf.rx_hash_key_len = sizeof(key);
+		qa.rx_hash_conf.rx_hash_key = key;
+		qa.rx_hash_conf.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 |
+						      IBV_RX_HASH_DST_IPV4;
+		CALLP(qp, "refuse create_qp RSS", ibv_create_qp_ex(ctx, &qa));
+		if (qp) {
+			REFUSE_DESTROY("refuse destroy_rwq_ind_table with qp",
+				       ibv_destroy_rwq_ind_table(tbl), tbl);
+			destroy_qp_step("refuse destroy_qp RSS", qp);
+		}
+		if (tbl)
+			CALLI(rc, "refuse destroy_rwq_ind_table", ibv_destroy_rwq_ind_table(tbl));
+	}
+	if (wq)
+		CALLI(rc, "refuse destroy_wq", ibv_destroy_wq(wq));
+	destroy_cq_step("refuse destroy_cq wq", xcq);
+}
+
+static void refuse_flow(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp *qp;
+	struct ibv_flow *fl = NULL;
+	struct ibv_counters *cnt = NULL;
+	struct ibv_counters_init_attr ci;
+	struct ibv_counter_attach_attr ca;
+	union flow_buf f;
+	int rc = -1;
+
+	qp = create_qp_step("refuse create_qp RAW_PACKET", pd, cq, IBV_QPT_RAW_PACKET);
+	if (!qp)
+		return;
+	modify_step("refuse modify_qp RAW_PACKET INIT", qp, IBV_QPT_RAW_PACKET,
+		    IBV_QPS_INIT, 0);
+	memset(&ci, 0, sizeof(ci));
+	CALLP(cnt, "refuse create_counters", ibv_create_counters(ctx, &ci));
+	if (cnt) {
+		memset(&ca, 0, sizeof(ca));
+		ca.counter_desc = IBV_COUNTER_PACKETS;
+		CALLI(rc, "refuse attach_counters_point_flow",
+		      ibv_attach_counters_point_flow(cnt, &ca, NULL));
+	}
+	/* a QP with a flow, and counters in the flow */
+	CALLP(fl, "refuse create_flow", ibv_create_flow(qp, build_flow(&f, rc ? NULL : cnt)));
+	if (fl) {
+		REFUSE_DESTROY("refuse destroy_qp with flow", ibv_destroy_qp(qp), qp);
+		if (cnt && !rc)
+			REFUSE_DESTROY("refuse destroy_counters with flow", ibv_destroy_counters(cnt), cnt);
+		CALLI(rc, "refuse destroy_flow", ibv_destroy_flow(fl));
+	}
+	if (cnt)
+		CALLI(rc, "refuse destroy_counters", ibv_destroy_counters(cnt));
+	destroy_qp_step("refuse destroy_qp RAW_PACKET", qp);
+}
+
+static void sec_refuse(void)
+{
+	struct ibv_cq_init_attr_ex cx;
+	struct ibv_cq_ex *cqx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq, *xcq;
+
+	/* a completion vector one past the device's last */
+	CALLP(xcq, "refuse create_cq comp_vector",
+	      ibv_create_cq(ctx, CQE, NULL, NULL, ctx->num_comp_vectors));
+	refusal("refuse create_cq comp_vector", EINVAL);
+	destroy_cq_step("refuse destroy_cq comp_vector", xcq);
+	memset(&cx, 0, sizeof(cx));
+	cx.cqe = CQE;
+	cx.comp_vector = ctx->num_comp_vectors;
+	cx.wc_flags = IBV_WC_STANDARD_FLAGS;
+	CALLP(cqx, "refuse create_cq_ex comp_vector", ibv_create_cq_ex(ctx, &cx));
+	refusal("refuse create_cq_ex comp_vector", EINVAL);
+	if (cqx)
+		destroy_cq_step("refuse destroy_cq_ex comp_vector", ibv_cq_ex_to_cq(cqx));
+
+	CALLP(pd, "refuse alloc_pd", ibv_alloc_pd(ctx));
+	cq = create_cq_step("refuse create_cq", NULL);
+	if (pd && cq) {
+		refuse_pd_users(pd, cq);
+		refuse_qp_users(pd, cq);
+		refuse_xrc(pd);
+		refuse_wq(pd);
+		refuse_flow(pd, cq);
+	} else {
+		skip("refuse", "no-pd-or-cq");
+	}
+	destroy_cq_step("refuse destroy_cq", cq);
+	dealloc_pd_step("refuse dealloc_pd", pd);
+}
+
 /* -------------------------------------------------------------- advise */
 
 static void sec_advise(void)
@@ -2562,6 +2879,7 @@ static int run_once(void)
 	if (want("dm")) sec_dm();
 	if (want("counters")) sec_counters();
 	if (want("td")) sec_td();
+	if (want("refuse")) sec_refuse();
 	if (want("advise")) sec_advise();
 	if (want("async")) sec_async();
 	if (want("dv")) sec_dv();
