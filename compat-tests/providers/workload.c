@@ -1707,24 +1707,54 @@ static void sec_td(void)
 /*
  * What the kernel refuses: a destroy of an object that others still use
  * (EBUSY) and a completion vector the device does not have (EINVAL).  Each
- * such call is followed by "@want <step> errno=<E>": runner.py checks that
- * upstream's library gives that errno wherever the call reached the
- * stand-in (a provider that refuses it itself, or has no such verb, does
- * not reach it).  After a refusal the objects are destroyed in the right
- * order; should a destroy not be refused (a stand-in without the kernel's
- * references), the object is gone and is not destroyed again.
+ * such call is followed by "@want <E> [after <step>]": runner.py checks
+ * that the stand-in answered it so wherever the call reached it (a
+ * provider that refuses it itself, or has no such verb, does not), and
+ * where the object in use was made by a command (the "after" step reached
+ * the stand-in: mlx4's and mthca's AHs on InfiniBand are the provider's
+ * own, the kernel knows none).  After a refusal the objects are destroyed
+ * in the right order; should a destroy not be refused (a stand-in without
+ * the kernel's references), the object is gone and is not destroyed
+ * again.
  */
-static void refusal(const char *name, int e)
+static void refusal(int e, const char *after)
 {
-	emit("@want %s errno=%s", name, errname(e));
+	if (after)
+		emit("@want %s after %s", errname(e), after);
+	else
+		emit("@want %s", errname(e));
 }
 
-/* A destroy that must be refused: clears *obj when it was not. */
-#define REFUSE_DESTROY(name, expr, obj) do {				\
+/*
+ * Providers whose destroy frees the object whatever the kernel answers
+ * (the same with either library): after the kernel's refusal the object
+ * is gone on the provider's side (and stays in the kernel until the
+ * device is closed), so it is not used again.
+ */
+static int frees_when_refused(const char *verb)
+{
+	static const struct { const char *prov, *verb; } t[] = {
+		/* unmaps the queues and frees the QP before the answer counts */
+		{ "ocrdma", "destroy_qp" },
+		/* the XRCD's memory is freed though the command failed */
+		{ "qedr", "close_xrcd" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strncmp(devname_, t[i].prov, strlen(t[i].prov)) &&
+		    !strcmp(verb, t[i].verb))
+			return 1;
+	return 0;
+}
+
+/* A destroy the kernel refuses (EBUSY) while the object made by step
+ * `after` uses `obj`: clears `obj` when it is gone all the same. */
+#define REFUSE_DESTROY(name, verb, expr, obj, after) do {		\
 	int r_;								\
 	CALLI(r_, (name), (expr));					\
-	refusal((name), EBUSY);						\
-	if (!r_)							\
+	refusal(EBUSY, (after));					\
+	if (!r_ || frees_when_refused(verb))				\
 		(obj) = NULL;						\
 } while (0)
 
@@ -1742,7 +1772,8 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 	/* a PD with an MR */
 	CALLP(xpd, "refuse alloc_pd mr", ibv_alloc_pd(ctx));
 	if (xpd && (mr = reg_mr_step("refuse reg_mr", xpd, buf, MR_LEN, ACCESS))) {
-		REFUSE_DESTROY("refuse dealloc_pd with mr", ibv_dealloc_pd(xpd), xpd);
+		REFUSE_DESTROY("refuse dealloc_pd with mr", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse reg_mr");
 		dereg_mr_step("refuse dereg_mr", mr);
 	}
 	dealloc_pd_step("refuse dealloc_pd mr", xpd);
@@ -1752,7 +1783,8 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 	if (xpd)
 		CALLP(mw, "refuse alloc_mw", ibv_alloc_mw(xpd, IBV_MW_TYPE_1));
 	if (mw) {
-		REFUSE_DESTROY("refuse dealloc_pd with mw", ibv_dealloc_pd(xpd), xpd);
+		REFUSE_DESTROY("refuse dealloc_pd with mw", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse alloc_mw");
 		CALLI(rc, "refuse dealloc_mw", ibv_dealloc_mw(mw));
 	}
 	dealloc_pd_step("refuse dealloc_pd mw", xpd);
@@ -1763,7 +1795,8 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 	if (xpd)
 		CALLP(ah, "refuse create_ah", ibv_create_ah(xpd, &aa));
 	if (ah) {
-		REFUSE_DESTROY("refuse dealloc_pd with ah", ibv_dealloc_pd(xpd), xpd);
+		REFUSE_DESTROY("refuse dealloc_pd with ah", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_ah");
 		destroy_ah_step("refuse destroy_ah", ah);
 	}
 	dealloc_pd_step("refuse dealloc_pd ah", xpd);
@@ -1779,7 +1812,8 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 		struct ibv_qp_init_attr qa;
 		struct ibv_qp *qp;
 
-		REFUSE_DESTROY("refuse dealloc_pd with srq", ibv_dealloc_pd(xpd), xpd);
+		REFUSE_DESTROY("refuse dealloc_pd with srq", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_srq");
 		memset(&qa, 0, sizeof(qa));
 		qa.send_cq = cq;
 		qa.recv_cq = cq;
@@ -1789,7 +1823,8 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 		qa.cap.max_send_sge = 1;
 		CALLP(qp, "refuse create_qp srq", ibv_create_qp(pd, &qa));
 		if (qp) {
-			REFUSE_DESTROY("refuse destroy_srq with qp", ibv_destroy_srq(srq), srq);
+			REFUSE_DESTROY("refuse destroy_srq with qp", "destroy_srq", ibv_destroy_srq(srq), srq,
+				       "refuse create_qp srq");
 			destroy_qp_step("refuse destroy_qp srq", qp);
 		}
 		if (srq)
@@ -1815,8 +1850,10 @@ static void refuse_qp_users(struct ibv_pd *pd, struct ibv_cq *cq)
 	if (xcq)
 		qp = create_qp_step("refuse create_qp RC", xpd, xcq, IBV_QPT_RC);
 	if (qp) {
-		REFUSE_DESTROY("refuse destroy_cq with qp", ibv_destroy_cq(xcq), xcq);
-		REFUSE_DESTROY("refuse dealloc_pd with qp", ibv_dealloc_pd(xpd), xpd);
+		REFUSE_DESTROY("refuse destroy_cq with qp", "destroy_cq", ibv_destroy_cq(xcq), xcq,
+			       "refuse create_qp RC");
+		REFUSE_DESTROY("refuse dealloc_pd with qp", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_qp RC");
 		destroy_qp_step("refuse destroy_qp RC", qp);
 	}
 	destroy_cq_step("refuse destroy_cq qp", xcq);
@@ -1828,7 +1865,8 @@ static void refuse_qp_users(struct ibv_pd *pd, struct ibv_cq *cq)
 		memcpy(g.raw, mgid, 16);
 		CALLI(rc, "refuse attach_mcast", ibv_attach_mcast(qp, &g, 0xc001));
 		if (!rc) {
-			REFUSE_DESTROY("refuse destroy_qp with mcast", ibv_destroy_qp(qp), qp);
+			REFUSE_DESTROY("refuse destroy_qp with mcast", "destroy_qp", ibv_destroy_qp(qp), qp,
+				       "refuse attach_mcast");
 			if (qp)
 				CALLI(rc, "refuse detach_mcast", ibv_detach_mcast(qp, &g, 0xc001));
 		}
@@ -1866,8 +1904,10 @@ static void refuse_xrc(struct ibv_pd *pd)
 		sa.xrcd = xrcd;
 		CALLP(srq, "refuse create_srq_ex XRC", ibv_create_srq_ex(ctx, &sa));
 		if (srq) {
-			REFUSE_DESTROY("refuse close_xrcd with srq", ibv_close_xrcd(xrcd), xrcd);
-			REFUSE_DESTROY("refuse destroy_cq with xrc srq", ibv_destroy_cq(xcq), xcq);
+			REFUSE_DESTROY("refuse close_xrcd with srq", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
+				       "refuse create_srq_ex XRC");
+			REFUSE_DESTROY("refuse destroy_cq with xrc srq", "destroy_cq", ibv_destroy_cq(xcq), xcq,
+				       "refuse create_srq_ex XRC");
 			CALLI(rc, "refuse destroy_srq XRC", ibv_destroy_srq(srq));
 		}
 	}
@@ -1879,7 +1919,8 @@ static void refuse_xrc(struct ibv_pd *pd)
 		qa.xrcd = xrcd;
 		CALLP(qp, "refuse create_qp XRC_RECV", ibv_create_qp_ex(ctx, &qa));
 		if (qp) {
-			REFUSE_DESTROY("refuse close_xrcd with qp", ibv_close_xrcd(xrcd), xrcd);
+			REFUSE_DESTROY("refuse close_xrcd with qp", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
+				       "refuse create_qp XRC_RECV");
 			destroy_qp_step("refuse destroy_qp XRC_RECV", qp);
 		}
 	}
@@ -1913,14 +1954,16 @@ static void refuse_wq(struct ibv_pd *pd)
 	if (wq) {
 		/* a CQ with a WQ; the WQ in an indirection table; the table
 		 * with a QP */
-		REFUSE_DESTROY("refuse destroy_cq with wq", ibv_destroy_cq(xcq), xcq);
+		REFUSE_DESTROY("refuse destroy_cq with wq", "destroy_cq", ibv_destroy_cq(xcq), xcq,
+			       "refuse create_wq");
 		memset(&ta, 0, sizeof(ta));
 		ta.log_ind_tbl_size = 0;
 		ta.ind_tbl = &wq;
 		CALLP(tbl, "refuse create_rwq_ind_table", ibv_create_rwq_ind_table(ctx, &ta));
 	}
 	if (tbl) {
-		REFUSE_DESTROY("refuse destroy_wq in table", ibv_destroy_wq(wq), wq);
+		REFUSE_DESTROY("refuse destroy_wq in table", "destroy_wq", ibv_destroy_wq(wq), wq,
+			       "refuse create_rwq_ind_table");
 		memset(&qa, 0, sizeof(qa));
 		qa.qp_type = IBV_QPT_RAW_PACKET;
 		qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
@@ -1934,8 +1977,8 @@ static void refuse_wq(struct ibv_pd *pd)
 						      IBV_RX_HASH_DST_IPV4;
 		CALLP(qp, "refuse create_qp RSS", ibv_create_qp_ex(ctx, &qa));
 		if (qp) {
-			REFUSE_DESTROY("refuse destroy_rwq_ind_table with qp",
-				       ibv_destroy_rwq_ind_table(tbl), tbl);
+			REFUSE_DESTROY("refuse destroy_rwq_ind_table with qp", "destroy_rwq_ind_table",
+				       ibv_destroy_rwq_ind_table(tbl), tbl, "refuse create_qp RSS");
 			destroy_qp_step("refuse destroy_qp RSS", qp);
 		}
 		if (tbl)
@@ -1972,9 +2015,11 @@ static void refuse_flow(struct ibv_pd *pd, struct ibv_cq *cq)
 	/* a QP with a flow, and counters in the flow */
 	CALLP(fl, "refuse create_flow", ibv_create_flow(qp, build_flow(&f, rc ? NULL : cnt)));
 	if (fl) {
-		REFUSE_DESTROY("refuse destroy_qp with flow", ibv_destroy_qp(qp), qp);
+		REFUSE_DESTROY("refuse destroy_qp with flow", "destroy_qp", ibv_destroy_qp(qp), qp,
+			       "refuse create_flow");
 		if (cnt && !rc)
-			REFUSE_DESTROY("refuse destroy_counters with flow", ibv_destroy_counters(cnt), cnt);
+			REFUSE_DESTROY("refuse destroy_counters with flow", "destroy_counters",
+			       ibv_destroy_counters(cnt), cnt, "refuse create_flow");
 		CALLI(rc, "refuse destroy_flow", ibv_destroy_flow(fl));
 	}
 	if (cnt)
@@ -1992,14 +2037,14 @@ static void sec_refuse(void)
 	/* a completion vector one past the device's last */
 	CALLP(xcq, "refuse create_cq comp_vector",
 	      ibv_create_cq(ctx, CQE, NULL, NULL, ctx->num_comp_vectors));
-	refusal("refuse create_cq comp_vector", EINVAL);
+	refusal(EINVAL, NULL);
 	destroy_cq_step("refuse destroy_cq comp_vector", xcq);
 	memset(&cx, 0, sizeof(cx));
 	cx.cqe = CQE;
 	cx.comp_vector = ctx->num_comp_vectors;
 	cx.wc_flags = IBV_WC_STANDARD_FLAGS;
 	CALLP(cqx, "refuse create_cq_ex comp_vector", ibv_create_cq_ex(ctx, &cx));
-	refusal("refuse create_cq_ex comp_vector", EINVAL);
+	refusal(EINVAL, NULL);
 	if (cqx)
 		destroy_cq_step("refuse destroy_cq_ex comp_vector", ibv_cq_ex_to_cq(cqx));
 
