@@ -1911,8 +1911,11 @@ static void refuse_xrc(struct ibv_pd *pd)
 			CALLI(rc, "refuse destroy_srq XRC", ibv_destroy_srq(srq));
 		}
 	}
+	if (xrcd)
+		CALLI(rc, "refuse close_xrcd srq", ibv_close_xrcd(xrcd));
+	/* an XRCD with an XRC receive QP */
+	CALLP(xrcd, "refuse open_xrcd qp", ibv_open_xrcd(ctx, &xa));
 	if (xrcd) {
-		/* an XRCD with an XRC receive QP */
 		memset(&qa, 0, sizeof(qa));
 		qa.qp_type = IBV_QPT_XRC_RECV;
 		qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
@@ -1925,12 +1928,13 @@ static void refuse_xrc(struct ibv_pd *pd)
 		}
 	}
 	if (xrcd)
-		CALLI(rc, "refuse close_xrcd", ibv_close_xrcd(xrcd));
+		CALLI(rc, "refuse close_xrcd qp", ibv_close_xrcd(xrcd));
 	destroy_cq_step("refuse destroy_cq xrc", xcq);
 }
 
 static void refuse_wq(struct ibv_pd *pd)
 {
+	struct ibv_pd *xpd;
 	static uint8_t key[40] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 	struct ibv_cq *xcq;
 	struct ibv_wq *wq = NULL;
@@ -1944,11 +1948,12 @@ static void refuse_wq(struct ibv_pd *pd)
 	xcq = create_cq_step("refuse create_cq wq", NULL);
 	if (!xcq)
 		return;
+	CALLP(xpd, "refuse alloc_pd wq", ibv_alloc_pd(ctx));
 	memset(&wa, 0, sizeof(wa));
 	wa.wq_type = IBV_WQT_RQ;
 	wa.max_wr = MAX_WR;
 	wa.max_sge = 1;
-	wa.pd = pd;
+	wa.pd = xpd ? xpd : pd;
 	wa.cq = xcq;
 	CALLP(wq, "refuse create_wq", ibv_create_wq(ctx, &wa));
 	if (wq) {
@@ -1956,6 +1961,9 @@ static void refuse_wq(struct ibv_pd *pd)
 		 * with a QP */
 		REFUSE_DESTROY("refuse destroy_cq with wq", "destroy_cq", ibv_destroy_cq(xcq), xcq,
 			       "refuse create_wq");
+		if (xpd)
+			REFUSE_DESTROY("refuse dealloc_pd with wq", "dealloc_pd", ibv_dealloc_pd(xpd),
+				       xpd, "refuse create_wq");
 		memset(&ta, 0, sizeof(ta));
 		ta.log_ind_tbl_size = 0;
 		ta.ind_tbl = &wq;
@@ -1987,6 +1995,7 @@ static void refuse_wq(struct ibv_pd *pd)
 	if (wq)
 		CALLI(rc, "refuse destroy_wq", ibv_destroy_wq(wq));
 	destroy_cq_step("refuse destroy_cq wq", xcq);
+	dealloc_pd_step("refuse dealloc_pd wq", xpd);
 }
 
 static void refuse_flow(struct ibv_pd *pd, struct ibv_cq *cq)
