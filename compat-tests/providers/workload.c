@@ -1713,9 +1713,11 @@ static void sec_td(void)
  * where the object in use was made by a command (the "after" step reached
  * the stand-in: mlx4's and mthca's AHs on InfiniBand are the provider's
  * own, the kernel knows none).  After a refusal the objects are destroyed
- * in the right order; should a destroy not be refused (a stand-in without
- * the kernel's references), the object is gone and is not destroyed
- * again.
+ * in the right order.  Should a destroy not be refused (a stand-in without
+ * the kernel's references, or a disassociated device whose destroys
+ * RDMAV_ALLOW_DISASSOC_DESTROY lets succeed), the object is gone and its
+ * users point at freed memory in the provider: the case stops there and
+ * leaves them as they are.
  */
 static void refusal(int e, const char *after)
 {
@@ -1749,25 +1751,24 @@ static int frees_when_refused(const char *verb)
 }
 
 /* A destroy the kernel refuses (EBUSY) while the object made by step
- * `after` uses `obj`: clears `obj` when it is gone all the same. */
+ * `after` uses `obj`; when it is gone all the same, `obj` is cleared, and
+ * when it was not even refused the case (a void function) ends. */
 #define REFUSE_DESTROY(name, verb, expr, obj, after) do {		\
 	int r_;								\
 	CALLI(r_, (name), (expr));					\
 	refusal(EBUSY, (after));					\
 	if (!r_ || frees_when_refused(verb))				\
 		(obj) = NULL;						\
+	if (!r_) {							\
+		skip((name), "destroyed-though-in-use");		\
+		return;							\
+	}								\
 } while (0)
 
-static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
+static void refuse_pd_mr(void)
 {
 	struct ibv_pd *xpd;
 	struct ibv_mr *mr;
-	struct ibv_mw *mw = NULL;
-	struct ibv_ah *ah = NULL;
-	struct ibv_srq *srq = NULL;
-	struct ibv_srq_init_attr sa;
-	struct ibv_ah_attr aa;
-	int rc;
 
 	/* a PD with an MR */
 	CALLP(xpd, "refuse alloc_pd mr", ibv_alloc_pd(ctx));
@@ -1777,6 +1778,13 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 		dereg_mr_step("refuse dereg_mr", mr);
 	}
 	dealloc_pd_step("refuse dealloc_pd mr", xpd);
+}
+
+static void refuse_pd_mw(void)
+{
+	struct ibv_pd *xpd;
+	struct ibv_mw *mw = NULL;
+	int rc;
 
 	/* a PD with an MW */
 	CALLP(xpd, "refuse alloc_pd mw", ibv_alloc_pd(ctx));
@@ -1788,6 +1796,13 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 		CALLI(rc, "refuse dealloc_mw", ibv_dealloc_mw(mw));
 	}
 	dealloc_pd_step("refuse dealloc_pd mw", xpd);
+}
+
+static void refuse_pd_ah(void)
+{
+	struct ibv_pd *xpd;
+	struct ibv_ah *ah = NULL;
+	struct ibv_ah_attr aa;
 
 	/* a PD with an AH */
 	CALLP(xpd, "refuse alloc_pd ah", ibv_alloc_pd(ctx));
@@ -1800,6 +1815,14 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 		destroy_ah_step("refuse destroy_ah", ah);
 	}
 	dealloc_pd_step("refuse dealloc_pd ah", xpd);
+}
+
+static void refuse_srq(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_pd *xpd;
+	struct ibv_srq *srq = NULL;
+	struct ibv_srq_init_attr sa;
+	int rc;
 
 	/* a PD with an SRQ, and the SRQ with a QP */
 	CALLP(xpd, "refuse alloc_pd srq", ibv_alloc_pd(ctx));
@@ -1833,16 +1856,11 @@ static void refuse_pd_users(struct ibv_pd *pd, struct ibv_cq *cq)
 	dealloc_pd_step("refuse dealloc_pd srq", xpd);
 }
 
-static void refuse_qp_users(struct ibv_pd *pd, struct ibv_cq *cq)
+static void refuse_qp(void)
 {
-	/* a multicast group: ff0e::1:ff00:1 on LID 0xc001 */
-	static const uint8_t mgid[16] = { 0xff, 0x0e, 0, 0, 0, 0, 0, 0,
-					  0, 0, 0, 1, 0xff, 0, 0, 1 };
 	struct ibv_pd *xpd;
 	struct ibv_cq *xcq;
 	struct ibv_qp *qp = NULL;
-	union ibv_gid g;
-	int rc;
 
 	/* a PD and a CQ with a QP */
 	CALLP(xpd, "refuse alloc_pd qp", ibv_alloc_pd(ctx));
@@ -1858,6 +1876,16 @@ static void refuse_qp_users(struct ibv_pd *pd, struct ibv_cq *cq)
 	}
 	destroy_cq_step("refuse destroy_cq qp", xcq);
 	dealloc_pd_step("refuse dealloc_pd qp", xpd);
+}
+
+static void refuse_mcast(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	/* a multicast group: ff0e::1:ff00:1 on LID 0xc001 */
+	static const uint8_t mgid[16] = { 0xff, 0x0e, 0, 0, 0, 0, 0, 0,
+					  0, 0, 0, 1, 0xff, 0, 0, 1 };
+	struct ibv_qp *qp;
+	union ibv_gid g;
+	int rc;
 
 	/* a UD QP with a multicast group attached */
 	qp = create_qp_step("refuse create_qp UD", pd, cq, IBV_QPT_UD);
@@ -2060,8 +2088,12 @@ static void sec_refuse(void)
 	CALLP(pd, "refuse alloc_pd", ibv_alloc_pd(ctx));
 	cq = create_cq_step("refuse create_cq", NULL);
 	if (pd && cq) {
-		refuse_pd_users(pd, cq);
-		refuse_qp_users(pd, cq);
+		refuse_pd_mr();
+		refuse_pd_mw();
+		refuse_pd_ah();
+		refuse_srq(pd, cq);
+		refuse_qp();
+		refuse_mcast(pd, cq);
 		refuse_xrc(pd);
 		refuse_wq(pd);
 		refuse_flow(pd, cq);
