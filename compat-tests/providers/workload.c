@@ -1817,14 +1817,14 @@ static void refuse_pd_ah(void)
 	dealloc_pd_step("refuse dealloc_pd ah", xpd);
 }
 
-static void refuse_srq(struct ibv_pd *pd, struct ibv_cq *cq)
+/* a PD with an SRQ */
+static void refuse_pd_srq(void)
 {
 	struct ibv_pd *xpd;
 	struct ibv_srq *srq = NULL;
 	struct ibv_srq_init_attr sa;
 	int rc;
 
-	/* a PD with an SRQ, and the SRQ with a QP */
 	CALLP(xpd, "refuse alloc_pd srq", ibv_alloc_pd(ctx));
 	memset(&sa, 0, sizeof(sa));
 	sa.attr.max_wr = MAX_WR;
@@ -1832,49 +1832,78 @@ static void refuse_srq(struct ibv_pd *pd, struct ibv_cq *cq)
 	if (xpd)
 		CALLP(srq, "refuse create_srq", ibv_create_srq(xpd, &sa));
 	if (srq) {
-		struct ibv_qp_init_attr qa;
-		struct ibv_qp *qp;
-
 		REFUSE_DESTROY("refuse dealloc_pd with srq", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
 			       "refuse create_srq");
-		memset(&qa, 0, sizeof(qa));
-		qa.send_cq = cq;
-		qa.recv_cq = cq;
-		qa.srq = srq;
-		qa.qp_type = IBV_QPT_RC;
-		qa.cap.max_send_wr = MAX_WR;
-		qa.cap.max_send_sge = 1;
-		CALLP(qp, "refuse create_qp srq", ibv_create_qp(pd, &qa));
-		if (qp) {
-			REFUSE_DESTROY("refuse destroy_srq with qp", "destroy_srq", ibv_destroy_srq(srq), srq,
-				       "refuse create_qp srq");
-			destroy_qp_step("refuse destroy_qp srq", qp);
-		}
-		if (srq)
-			CALLI(rc, "refuse destroy_srq", ibv_destroy_srq(srq));
+		CALLI(rc, "refuse destroy_srq", ibv_destroy_srq(srq));
 	}
 	dealloc_pd_step("refuse dealloc_pd srq", xpd);
 }
 
-static void refuse_qp(void)
+/* an SRQ with a QP */
+static void refuse_srq_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 {
-	struct ibv_pd *xpd;
-	struct ibv_cq *xcq;
+	struct ibv_srq *srq;
+	struct ibv_srq_init_attr sa;
+	struct ibv_qp_init_attr qa;
 	struct ibv_qp *qp = NULL;
+	int rc;
 
-	/* a PD and a CQ with a QP */
-	CALLP(xpd, "refuse alloc_pd qp", ibv_alloc_pd(ctx));
-	xcq = xpd ? create_cq_step("refuse create_cq qp", NULL) : NULL;
-	if (xcq)
-		qp = create_qp_step("refuse create_qp RC", xpd, xcq, IBV_QPT_RC);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = MAX_WR;
+	sa.attr.max_sge = 1;
+	CALLP(srq, "refuse create_srq qp", ibv_create_srq(pd, &sa));
+	if (!srq)
+		return;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qa.srq = srq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = MAX_WR;
+	qa.cap.max_send_sge = 1;
+	CALLP(qp, "refuse create_qp srq", ibv_create_qp(pd, &qa));
+	if (qp) {
+		REFUSE_DESTROY("refuse destroy_srq with qp", "destroy_srq", ibv_destroy_srq(srq), srq,
+			       "refuse create_qp srq");
+		destroy_qp_step("refuse destroy_qp srq", qp);
+	}
+	if (srq)
+		CALLI(rc, "refuse destroy_srq qp", ibv_destroy_srq(srq));
+}
+
+/* a CQ with a QP */
+static void refuse_cq_qp(struct ibv_pd *pd)
+{
+	struct ibv_cq *xcq;
+	struct ibv_qp *qp;
+
+	xcq = create_cq_step("refuse create_cq qp", NULL);
+	if (!xcq)
+		return;
+	qp = create_qp_step("refuse create_qp RC cq", pd, xcq, IBV_QPT_RC);
 	if (qp) {
 		REFUSE_DESTROY("refuse destroy_cq with qp", "destroy_cq", ibv_destroy_cq(xcq), xcq,
-			       "refuse create_qp RC");
-		REFUSE_DESTROY("refuse dealloc_pd with qp", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
-			       "refuse create_qp RC");
-		destroy_qp_step("refuse destroy_qp RC", qp);
+			       "refuse create_qp RC cq");
+		destroy_qp_step("refuse destroy_qp RC cq", qp);
 	}
 	destroy_cq_step("refuse destroy_cq qp", xcq);
+}
+
+/* a PD with a QP */
+static void refuse_pd_qp(struct ibv_cq *cq)
+{
+	struct ibv_pd *xpd;
+	struct ibv_qp *qp;
+
+	CALLP(xpd, "refuse alloc_pd qp", ibv_alloc_pd(ctx));
+	if (!xpd)
+		return;
+	qp = create_qp_step("refuse create_qp RC pd", xpd, cq, IBV_QPT_RC);
+	if (qp) {
+		REFUSE_DESTROY("refuse dealloc_pd with qp", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_qp RC pd");
+		destroy_qp_step("refuse destroy_qp RC pd", qp);
+	}
 	dealloc_pd_step("refuse dealloc_pd qp", xpd);
 }
 
@@ -1902,104 +1931,191 @@ static void refuse_mcast(struct ibv_pd *pd, struct ibv_cq *cq)
 	}
 }
 
-static void refuse_xrc(struct ibv_pd *pd)
+static struct ibv_xrcd *xrcd_step(const char *name)
 {
-	struct ibv_xrcd *xrcd = NULL;
-	struct ibv_cq *xcq;
-	struct ibv_srq *srq = NULL;
-	struct ibv_qp *qp = NULL;
 	struct ibv_xrcd_init_attr xa;
-	struct ibv_srq_init_attr_ex sa;
-	struct ibv_qp_init_attr_ex qa;
-	int rc;
+	struct ibv_xrcd *xrcd;
 
-	xcq = create_cq_step("refuse create_cq xrc", NULL);
 	memset(&xa, 0, sizeof(xa));
 	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
 	xa.fd = -1;
 	xa.oflags = O_CREAT;
-	CALLP(xrcd, "refuse open_xrcd", ibv_open_xrcd(ctx, &xa));
-	if (xrcd && xcq) {
-		/* an XRCD and a CQ with an XRC SRQ */
-		memset(&sa, 0, sizeof(sa));
-		sa.attr.max_wr = MAX_WR;
-		sa.attr.max_sge = 1;
-		sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-			       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD;
-		sa.srq_type = IBV_SRQT_XRC;
-		sa.pd = pd;
-		sa.cq = xcq;
-		sa.xrcd = xrcd;
-		CALLP(srq, "refuse create_srq_ex XRC", ibv_create_srq_ex(ctx, &sa));
-		if (srq) {
-			REFUSE_DESTROY("refuse close_xrcd with srq", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
-				       "refuse create_srq_ex XRC");
-			REFUSE_DESTROY("refuse destroy_cq with xrc srq", "destroy_cq", ibv_destroy_cq(xcq), xcq,
-				       "refuse create_srq_ex XRC");
-			CALLI(rc, "refuse destroy_srq XRC", ibv_destroy_srq(srq));
-		}
+	CALLP(xrcd, name, ibv_open_xrcd(ctx, &xa));
+	return xrcd;
+}
+
+static struct ibv_srq *xsrq_step(const char *name, struct ibv_pd *pd, struct ibv_cq *cq,
+				 struct ibv_xrcd *xrcd)
+{
+	struct ibv_srq_init_attr_ex sa;
+	struct ibv_srq *srq;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = MAX_WR;
+	sa.attr.max_sge = 1;
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+		       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.pd = pd;
+	sa.cq = cq;
+	sa.xrcd = xrcd;
+	CALLP(srq, name, ibv_create_srq_ex(ctx, &sa));
+	return srq;
+}
+
+/* an XRCD with an XRC SRQ */
+static void refuse_xrcd_srq(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_xrcd *xrcd;
+	struct ibv_srq *srq;
+	int rc;
+
+	xrcd = xrcd_step("refuse open_xrcd srq");
+	if (!xrcd)
+		return;
+	srq = xsrq_step("refuse create_srq_ex XRC", pd, cq, xrcd);
+	if (srq) {
+		REFUSE_DESTROY("refuse close_xrcd with srq", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
+			       "refuse create_srq_ex XRC");
+		CALLI(rc, "refuse destroy_srq XRC", ibv_destroy_srq(srq));
 	}
 	if (xrcd)
 		CALLI(rc, "refuse close_xrcd srq", ibv_close_xrcd(xrcd));
-	/* an XRCD with an XRC receive QP */
-	CALLP(xrcd, "refuse open_xrcd qp", ibv_open_xrcd(ctx, &xa));
-	if (xrcd) {
-		memset(&qa, 0, sizeof(qa));
-		qa.qp_type = IBV_QPT_XRC_RECV;
-		qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
-		qa.xrcd = xrcd;
-		CALLP(qp, "refuse create_qp XRC_RECV", ibv_create_qp_ex(ctx, &qa));
-		if (qp) {
-			REFUSE_DESTROY("refuse close_xrcd with qp", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
-				       "refuse create_qp XRC_RECV");
-			destroy_qp_step("refuse destroy_qp XRC_RECV", qp);
+}
+
+/* a CQ with an XRC SRQ */
+static void refuse_cq_xsrq(struct ibv_pd *pd)
+{
+	struct ibv_xrcd *xrcd;
+	struct ibv_cq *xcq;
+	struct ibv_srq *srq;
+	int rc;
+
+	xrcd = xrcd_step("refuse open_xrcd cq");
+	if (!xrcd)
+		return;
+	xcq = create_cq_step("refuse create_cq xrc", NULL);
+	if (xcq) {
+		srq = xsrq_step("refuse create_srq_ex XRC cq", pd, xcq, xrcd);
+		if (srq) {
+			REFUSE_DESTROY("refuse destroy_cq with xrc srq", "destroy_cq", ibv_destroy_cq(xcq),
+				       xcq, "refuse create_srq_ex XRC cq");
+			CALLI(rc, "refuse destroy_srq XRC cq", ibv_destroy_srq(srq));
 		}
+		destroy_cq_step("refuse destroy_cq xrc", xcq);
+	}
+	CALLI(rc, "refuse close_xrcd cq", ibv_close_xrcd(xrcd));
+}
+
+/* an XRCD with an XRC receive QP */
+static void refuse_xrcd_qp(void)
+{
+	struct ibv_xrcd *xrcd;
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp *qp;
+	int rc;
+
+	xrcd = xrcd_step("refuse open_xrcd qp");
+	if (!xrcd)
+		return;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_XRC_RECV;
+	qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	qa.xrcd = xrcd;
+	CALLP(qp, "refuse create_qp XRC_RECV", ibv_create_qp_ex(ctx, &qa));
+	if (qp) {
+		REFUSE_DESTROY("refuse close_xrcd with qp", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
+			       "refuse create_qp XRC_RECV");
+		destroy_qp_step("refuse destroy_qp XRC_RECV", qp);
 	}
 	if (xrcd)
 		CALLI(rc, "refuse close_xrcd qp", ibv_close_xrcd(xrcd));
-	destroy_cq_step("refuse destroy_cq xrc", xcq);
 }
 
-static void refuse_wq(struct ibv_pd *pd)
+static struct ibv_wq *wq_step(const char *name, struct ibv_pd *pd, struct ibv_cq *cq)
 {
-	struct ibv_pd *xpd;
-	static uint8_t key[40] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
-	struct ibv_cq *xcq;
-	struct ibv_wq *wq = NULL;
-	struct ibv_rwq_ind_table *tbl = NULL;
-	struct ibv_qp *qp = NULL;
 	struct ibv_wq_init_attr wa;
+	struct ibv_wq *wq;
+
+	memset(&wa, 0, sizeof(wa));
+	wa.wq_type = IBV_WQT_RQ;
+	wa.max_wr = MAX_WR;
+	wa.max_sge = 1;
+	wa.pd = pd;
+	wa.cq = cq;
+	CALLP(wq, name, ibv_create_wq(ctx, &wa));
+	return wq;
+}
+
+static struct ibv_rwq_ind_table *tbl_step(const char *name, struct ibv_wq *wq)
+{
 	struct ibv_rwq_ind_table_init_attr ta;
-	struct ibv_qp_init_attr_ex qa;
+	struct ibv_rwq_ind_table *tbl;
+
+	memset(&ta, 0, sizeof(ta));
+	ta.log_ind_tbl_size = 0;
+	ta.ind_tbl = &wq;
+	CALLP(tbl, name, ibv_create_rwq_ind_table(ctx, &ta));
+	return tbl;
+}
+
+/* a CQ with a WQ */
+static void refuse_cq_wq(struct ibv_pd *pd)
+{
+	struct ibv_cq *xcq;
+	struct ibv_wq *wq;
 	int rc;
 
 	xcq = create_cq_step("refuse create_cq wq", NULL);
 	if (!xcq)
 		return;
-	CALLP(xpd, "refuse alloc_pd wq", ibv_alloc_pd(ctx));
-	memset(&wa, 0, sizeof(wa));
-	wa.wq_type = IBV_WQT_RQ;
-	wa.max_wr = MAX_WR;
-	wa.max_sge = 1;
-	wa.pd = xpd ? xpd : pd;
-	wa.cq = xcq;
-	CALLP(wq, "refuse create_wq", ibv_create_wq(ctx, &wa));
+	wq = wq_step("refuse create_wq cq", pd, xcq);
 	if (wq) {
-		/* a CQ with a WQ; the WQ in an indirection table; the table
-		 * with a QP */
 		REFUSE_DESTROY("refuse destroy_cq with wq", "destroy_cq", ibv_destroy_cq(xcq), xcq,
-			       "refuse create_wq");
-		if (xpd)
-			REFUSE_DESTROY("refuse dealloc_pd with wq", "dealloc_pd", ibv_dealloc_pd(xpd),
-				       xpd, "refuse create_wq");
-		memset(&ta, 0, sizeof(ta));
-		ta.log_ind_tbl_size = 0;
-		ta.ind_tbl = &wq;
-		CALLP(tbl, "refuse create_rwq_ind_table", ibv_create_rwq_ind_table(ctx, &ta));
+			       "refuse create_wq cq");
+		CALLI(rc, "refuse destroy_wq cq", ibv_destroy_wq(wq));
 	}
-	if (tbl) {
+	destroy_cq_step("refuse destroy_cq wq", xcq);
+}
+
+/* a PD with a WQ */
+static void refuse_pd_wq(struct ibv_cq *cq)
+{
+	struct ibv_pd *xpd;
+	struct ibv_wq *wq;
+	int rc;
+
+	CALLP(xpd, "refuse alloc_pd wq", ibv_alloc_pd(ctx));
+	if (!xpd)
+		return;
+	wq = wq_step("refuse create_wq pd", xpd, cq);
+	if (wq) {
+		REFUSE_DESTROY("refuse dealloc_pd with wq", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_wq pd");
+		CALLI(rc, "refuse destroy_wq pd", ibv_destroy_wq(wq));
+	}
+	dealloc_pd_step("refuse dealloc_pd wq", xpd);
+}
+
+/* a WQ in an indirection table, and the table with an RSS QP */
+static void refuse_wq_tbl(struct ibv_pd *pd, struct ibv_cq *cq, int with_qp)
+{
+	static uint8_t key[40] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	const char *tn = with_qp ? "qp" : "wq";
+	struct ibv_wq *wq;
+	struct ibv_rwq_ind_table *tbl;
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp *qp;
+	int rc;
+
+	wq = wq_step(N("refuse create_wq table %s", tn), pd, cq);
+	if (!wq)
+		return;
+	tbl = tbl_step(N("refuse create_rwq_ind_table %s", tn), wq);
+	if (tbl && !with_qp) {
 		REFUSE_DESTROY("refuse destroy_wq in table", "destroy_wq", ibv_destroy_wq(wq), wq,
-			       "refuse create_rwq_ind_table");
+			       "refuse create_rwq_ind_table wq");
+	} else if (tbl) {
 		memset(&qa, 0, sizeof(qa));
 		qa.qp_type = IBV_QPT_RAW_PACKET;
 		qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
@@ -2017,17 +2133,17 @@ static void refuse_wq(struct ibv_pd *pd)
 				       ibv_destroy_rwq_ind_table(tbl), tbl, "refuse create_qp RSS");
 			destroy_qp_step("refuse destroy_qp RSS", qp);
 		}
-		if (tbl)
-			CALLI(rc, "refuse destroy_rwq_ind_table", ibv_destroy_rwq_ind_table(tbl));
 	}
+	if (tbl)
+		CALLI(rc, N("refuse destroy_rwq_ind_table %s", tn), ibv_destroy_rwq_ind_table(tbl));
 	if (wq)
-		CALLI(rc, "refuse destroy_wq", ibv_destroy_wq(wq));
-	destroy_cq_step("refuse destroy_cq wq", xcq);
-	dealloc_pd_step("refuse dealloc_pd wq", xpd);
+		CALLI(rc, N("refuse destroy_wq table %s", tn), ibv_destroy_wq(wq));
 }
 
-static void refuse_flow(struct ibv_pd *pd, struct ibv_cq *cq)
+/* a QP with a flow (with_counters: counters the flow counts into) */
+static void refuse_flow(struct ibv_pd *pd, struct ibv_cq *cq, int with_counters)
 {
+	const char *tn = with_counters ? "counters" : "qp";
 	struct ibv_qp *qp;
 	struct ibv_flow *fl = NULL;
 	struct ibv_counters *cnt = NULL;
@@ -2036,32 +2152,34 @@ static void refuse_flow(struct ibv_pd *pd, struct ibv_cq *cq)
 	union flow_buf f;
 	int rc = -1;
 
-	qp = create_qp_step("refuse create_qp RAW_PACKET", pd, cq, IBV_QPT_RAW_PACKET);
+	qp = create_qp_step(N("refuse create_qp RAW_PACKET %s", tn), pd, cq, IBV_QPT_RAW_PACKET);
 	if (!qp)
 		return;
-	modify_step("refuse modify_qp RAW_PACKET INIT", qp, IBV_QPT_RAW_PACKET,
+	modify_step(N("refuse modify_qp RAW_PACKET INIT %s", tn), qp, IBV_QPT_RAW_PACKET,
 		    IBV_QPS_INIT, 0);
-	memset(&ci, 0, sizeof(ci));
-	CALLP(cnt, "refuse create_counters", ibv_create_counters(ctx, &ci));
-	if (cnt) {
-		memset(&ca, 0, sizeof(ca));
-		ca.counter_desc = IBV_COUNTER_PACKETS;
-		CALLI(rc, "refuse attach_counters_point_flow",
-		      ibv_attach_counters_point_flow(cnt, &ca, NULL));
+	if (with_counters) {
+		memset(&ci, 0, sizeof(ci));
+		CALLP(cnt, "refuse create_counters", ibv_create_counters(ctx, &ci));
+		if (cnt) {
+			memset(&ca, 0, sizeof(ca));
+			ca.counter_desc = IBV_COUNTER_PACKETS;
+			CALLI(rc, "refuse attach_counters_point_flow",
+			      ibv_attach_counters_point_flow(cnt, &ca, NULL));
+		}
 	}
-	/* a QP with a flow, and counters in the flow */
-	CALLP(fl, "refuse create_flow", ibv_create_flow(qp, build_flow(&f, rc ? NULL : cnt)));
-	if (fl) {
+	if (!with_counters || (cnt && !rc))
+		CALLP(fl, N("refuse create_flow %s", tn), ibv_create_flow(qp, build_flow(&f, cnt)));
+	if (fl && with_counters)
+		REFUSE_DESTROY("refuse destroy_counters with flow", "destroy_counters",
+			       ibv_destroy_counters(cnt), cnt, "refuse create_flow counters");
+	else if (fl)
 		REFUSE_DESTROY("refuse destroy_qp with flow", "destroy_qp", ibv_destroy_qp(qp), qp,
-			       "refuse create_flow");
-		if (cnt && !rc)
-			REFUSE_DESTROY("refuse destroy_counters with flow", "destroy_counters",
-			       ibv_destroy_counters(cnt), cnt, "refuse create_flow");
-		CALLI(rc, "refuse destroy_flow", ibv_destroy_flow(fl));
-	}
+			       "refuse create_flow qp");
+	if (fl)
+		CALLI(rc, N("refuse destroy_flow %s", tn), ibv_destroy_flow(fl));
 	if (cnt)
 		CALLI(rc, "refuse destroy_counters", ibv_destroy_counters(cnt));
-	destroy_qp_step("refuse destroy_qp RAW_PACKET", qp);
+	destroy_qp_step(N("refuse destroy_qp RAW_PACKET %s", tn), qp);
 }
 
 static void sec_refuse(void)
@@ -2091,12 +2209,20 @@ static void sec_refuse(void)
 		refuse_pd_mr();
 		refuse_pd_mw();
 		refuse_pd_ah();
-		refuse_srq(pd, cq);
-		refuse_qp();
+		refuse_pd_srq();
+		refuse_srq_qp(pd, cq);
+		refuse_cq_qp(pd);
+		refuse_pd_qp(cq);
 		refuse_mcast(pd, cq);
-		refuse_xrc(pd);
-		refuse_wq(pd);
-		refuse_flow(pd, cq);
+		refuse_xrcd_srq(pd, cq);
+		refuse_cq_xsrq(pd);
+		refuse_xrcd_qp();
+		refuse_cq_wq(pd);
+		refuse_pd_wq(cq);
+		refuse_wq_tbl(pd, cq, 0);
+		refuse_wq_tbl(pd, cq, 1);
+		refuse_flow(pd, cq, 0);
+		refuse_flow(pd, cq, 1);
 	} else {
 		skip("refuse", "no-pd-or-cq");
 	}
