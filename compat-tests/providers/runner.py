@@ -16,6 +16,7 @@ run.sh prepares everything (builds, roots, mounts) and passes:
 """
 import argparse
 import concurrent.futures
+import errno
 import os
 import re
 import subprocess
@@ -253,11 +254,54 @@ def compare(prov, rel, root, inner, scratch, known, used, env=None, mode=""):
             out("pass", name, f"known: {why}")
         else:
             out("fail", name, first_diff(a, b))
+    refusals(label, up)
     ok = re.search(r"@ret open_device rc=1", up)
     if not ok:
         m = re.search(r"@ret open_device .*", up)
         print(f"  note: {label}: context creation fails on upstream's library too"
               f" ({m.group(0) if m else 'no open_device step'})", flush=True)
+
+
+def refusals(label, up):
+    """The kernel's refusals: a workload call followed by "@want <ERRNO>
+    [after <step>]" must be answered <ERRNO> by the stand-in wherever it
+    reached it (a command in its step) and the object in use was made by a
+    command (the "after" step sent one: an object a provider keeps to
+    itself is none of the kernel's).  What upstream's library then returns
+    is the provider's to choose: other errnos than the kernel's are named."""
+    steps, _ = parse_steps(up)
+    reached, not_reached, bad, mapped = 0, 0, [], []
+
+    def sent(lines):
+        return [l for l in lines if l.startswith(("ioctl ", "write ", "invoke "))]
+
+    for step, lines in steps.items():
+        m = [re.match(r"@want (\w+)(?: after (.*))?$", l) for l in lines if l.startswith("@want ")]
+        if not m or not m[0]:
+            continue
+        want, after = m[0].group(1), m[0].group(2)
+        cmds = sent(lines)
+        if not cmds or (after and not sent(steps.get(after, []))):
+            not_reached += 1
+            continue
+        reached += 1
+        # the first command refused (the provider may clean up after it)
+        answers = [int(a) for c in cmds for a in re.findall(r" -> (-?\d+)", c) if a != "0"]
+        got = answers[0] if answers else 0
+        if got != getattr(errno, want, None):
+            bad.append(f"{step}: the stand-in answered {got}, the kernel {want}")
+            continue
+        ret = [l.rsplit("errno=", 1)[1] for l in lines if l.startswith("@ret ")]
+        if ret and ret[-1] != want:
+            mapped.append(f"{step}: {ret[-1]}")
+    if not reached and not not_reached:
+        return
+    name = f"{label} refusals ({reached} reached the stand-in, {not_reached} did not)"
+    if bad:
+        out("fail", name, f"{len(bad)} not as the kernel; first: {bad[0]}")
+    else:
+        note = ("; the provider returns its own errno for " + ", ".join(mapped)) if mapped else ""
+        out("pass", name + f": each answered as the kernel{note}")
 
 
 def count_cmds(text):

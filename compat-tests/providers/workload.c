@@ -217,7 +217,8 @@ static void hex(char *out, size_t outlen, const void *p, size_t len)
 
 static const char *const sections[] = {
 	"device", "pd_mr", "cq", "srq", "qp", "xrc", "ah", "mw", "flow",
-	"wq_rss", "dm", "counters", "td", "advise", "async", "dv", "close",
+	"wq_rss", "dm", "counters", "td", "refuse", "advise", "async", "dv",
+	"close",
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 static int selected[NSECTIONS];
@@ -1701,6 +1702,534 @@ static void sec_td(void)
 	dealloc_pd_step("dealloc_pd", pd);
 }
 
+/* -------------------------------------------------------------- refuse */
+
+/*
+ * What the kernel refuses: a destroy of an object that others still use
+ * (EBUSY) and a completion vector the device does not have (EINVAL).  Each
+ * such call is followed by "@want <E> [after <step>]": runner.py checks
+ * that the stand-in answered it so wherever the call reached it (a
+ * provider that refuses it itself, or has no such verb, does not), and
+ * where the object in use was made by a command (the "after" step reached
+ * the stand-in: mlx4's and mthca's AHs on InfiniBand are the provider's
+ * own, the kernel knows none).  After a refusal the objects are destroyed
+ * in the right order.  Should a destroy not be refused (a stand-in without
+ * the kernel's references, or a disassociated device whose destroys
+ * RDMAV_ALLOW_DISASSOC_DESTROY lets succeed), the object is gone and its
+ * users point at freed memory in the provider: the case stops there and
+ * leaves them as they are.
+ */
+static void refusal(int e, const char *after)
+{
+	if (after)
+		emit("@want %s after %s", errname(e), after);
+	else
+		emit("@want %s", errname(e));
+}
+
+/*
+ * Providers whose destroy frees the object whatever the kernel answers
+ * (the same with either library): after the kernel's refusal the object
+ * is gone on the provider's side (and stays in the kernel until the
+ * device is closed), so it is not used again.
+ */
+static int frees_when_refused(const char *verb)
+{
+	static const struct { const char *prov, *verb; } t[] = {
+		/* unmaps the queues and frees the QP before the answer counts */
+		{ "ocrdma", "destroy_qp" },
+		/* the XRCD's memory is freed though the command failed */
+		{ "qedr", "close_xrcd" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strncmp(devname_, t[i].prov, strlen(t[i].prov)) &&
+		    !strcmp(verb, t[i].verb))
+			return 1;
+	return 0;
+}
+
+/* A destroy the kernel refuses (EBUSY) while the object made by step
+ * `after` uses `obj`; when it is gone all the same, `obj` is cleared, and
+ * when it was not even refused the case (a void function) ends. */
+#define REFUSE_DESTROY(name, verb, expr, obj, after) do {		\
+	int r_;								\
+	CALLI(r_, (name), (expr));					\
+	refusal(EBUSY, (after));					\
+	if (!r_ || frees_when_refused(verb))				\
+		(obj) = NULL;						\
+	if (!r_) {							\
+		skip((name), "destroyed-though-in-use");		\
+		return;							\
+	}								\
+} while (0)
+
+static void refuse_pd_mr(void)
+{
+	struct ibv_pd *xpd;
+	struct ibv_mr *mr;
+
+	/* a PD with an MR */
+	CALLP(xpd, "refuse alloc_pd mr", ibv_alloc_pd(ctx));
+	if (xpd && (mr = reg_mr_step("refuse reg_mr", xpd, buf, MR_LEN, ACCESS))) {
+		REFUSE_DESTROY("refuse dealloc_pd with mr", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse reg_mr");
+		dereg_mr_step("refuse dereg_mr", mr);
+	}
+	dealloc_pd_step("refuse dealloc_pd mr", xpd);
+}
+
+static void refuse_pd_mw(void)
+{
+	struct ibv_pd *xpd;
+	struct ibv_mw *mw = NULL;
+	int rc;
+
+	/* a PD with an MW */
+	CALLP(xpd, "refuse alloc_pd mw", ibv_alloc_pd(ctx));
+	if (xpd)
+		CALLP(mw, "refuse alloc_mw", ibv_alloc_mw(xpd, IBV_MW_TYPE_1));
+	if (mw) {
+		REFUSE_DESTROY("refuse dealloc_pd with mw", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse alloc_mw");
+		CALLI(rc, "refuse dealloc_mw", ibv_dealloc_mw(mw));
+	}
+	dealloc_pd_step("refuse dealloc_pd mw", xpd);
+}
+
+static void refuse_pd_ah(void)
+{
+	struct ibv_pd *xpd;
+	struct ibv_ah *ah = NULL;
+	struct ibv_ah_attr aa;
+
+	/* a PD with an AH */
+	CALLP(xpd, "refuse alloc_pd ah", ibv_alloc_pd(ctx));
+	fill_ah(&aa, is_eth());
+	if (xpd)
+		CALLP(ah, "refuse create_ah", ibv_create_ah(xpd, &aa));
+	if (ah) {
+		REFUSE_DESTROY("refuse dealloc_pd with ah", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_ah");
+		destroy_ah_step("refuse destroy_ah", ah);
+	}
+	dealloc_pd_step("refuse dealloc_pd ah", xpd);
+}
+
+/* a PD with an SRQ */
+static void refuse_pd_srq(void)
+{
+	struct ibv_pd *xpd;
+	struct ibv_srq *srq = NULL;
+	struct ibv_srq_init_attr sa;
+	int rc;
+
+	CALLP(xpd, "refuse alloc_pd srq", ibv_alloc_pd(ctx));
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = MAX_WR;
+	sa.attr.max_sge = 1;
+	if (xpd)
+		CALLP(srq, "refuse create_srq", ibv_create_srq(xpd, &sa));
+	if (srq) {
+		REFUSE_DESTROY("refuse dealloc_pd with srq", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_srq");
+		CALLI(rc, "refuse destroy_srq", ibv_destroy_srq(srq));
+	}
+	dealloc_pd_step("refuse dealloc_pd srq", xpd);
+}
+
+/* an SRQ with a QP */
+static void refuse_srq_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_srq *srq;
+	struct ibv_srq_init_attr sa;
+	struct ibv_qp_init_attr qa;
+	struct ibv_qp *qp = NULL;
+	int rc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = MAX_WR;
+	sa.attr.max_sge = 1;
+	CALLP(srq, "refuse create_srq qp", ibv_create_srq(pd, &sa));
+	if (!srq)
+		return;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qa.srq = srq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = MAX_WR;
+	qa.cap.max_send_sge = 1;
+	CALLP(qp, "refuse create_qp srq", ibv_create_qp(pd, &qa));
+	if (qp) {
+		REFUSE_DESTROY("refuse destroy_srq with qp", "destroy_srq", ibv_destroy_srq(srq), srq,
+			       "refuse create_qp srq");
+		destroy_qp_step("refuse destroy_qp srq", qp);
+	}
+	if (srq)
+		CALLI(rc, "refuse destroy_srq qp", ibv_destroy_srq(srq));
+}
+
+/* a CQ with a QP */
+static void refuse_cq_qp(struct ibv_pd *pd)
+{
+	struct ibv_cq *xcq;
+	struct ibv_qp *qp;
+
+	xcq = create_cq_step("refuse create_cq qp", NULL);
+	if (!xcq)
+		return;
+	qp = create_qp_step("refuse create_qp RC cq", pd, xcq, IBV_QPT_RC);
+	if (qp) {
+		REFUSE_DESTROY("refuse destroy_cq with qp", "destroy_cq", ibv_destroy_cq(xcq), xcq,
+			       "refuse create_qp RC cq");
+		destroy_qp_step("refuse destroy_qp RC cq", qp);
+	}
+	destroy_cq_step("refuse destroy_cq qp", xcq);
+}
+
+/* a PD with a QP */
+static void refuse_pd_qp(struct ibv_cq *cq)
+{
+	struct ibv_pd *xpd;
+	struct ibv_qp *qp;
+
+	CALLP(xpd, "refuse alloc_pd qp", ibv_alloc_pd(ctx));
+	if (!xpd)
+		return;
+	qp = create_qp_step("refuse create_qp RC pd", xpd, cq, IBV_QPT_RC);
+	if (qp) {
+		REFUSE_DESTROY("refuse dealloc_pd with qp", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_qp RC pd");
+		destroy_qp_step("refuse destroy_qp RC pd", qp);
+	}
+	dealloc_pd_step("refuse dealloc_pd qp", xpd);
+}
+
+static void refuse_mcast(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	/* a multicast group: ff0e::1:ff00:1 on LID 0xc001 */
+	static const uint8_t mgid[16] = { 0xff, 0x0e, 0, 0, 0, 0, 0, 0,
+					  0, 0, 0, 1, 0xff, 0, 0, 1 };
+	struct ibv_qp *qp;
+	union ibv_gid g;
+	int rc;
+
+	/* a UD QP with a multicast group attached */
+	qp = create_qp_step("refuse create_qp UD", pd, cq, IBV_QPT_UD);
+	if (qp) {
+		memcpy(g.raw, mgid, 16);
+		CALLI(rc, "refuse attach_mcast", ibv_attach_mcast(qp, &g, 0xc001));
+		if (!rc) {
+			REFUSE_DESTROY("refuse destroy_qp with mcast", "destroy_qp", ibv_destroy_qp(qp), qp,
+				       "refuse attach_mcast");
+			if (qp)
+				CALLI(rc, "refuse detach_mcast", ibv_detach_mcast(qp, &g, 0xc001));
+		}
+		destroy_qp_step("refuse destroy_qp UD", qp);
+	}
+}
+
+static struct ibv_xrcd *xrcd_step(const char *name)
+{
+	struct ibv_xrcd_init_attr xa;
+	struct ibv_xrcd *xrcd;
+
+	memset(&xa, 0, sizeof(xa));
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = -1;
+	xa.oflags = O_CREAT;
+	CALLP(xrcd, name, ibv_open_xrcd(ctx, &xa));
+	return xrcd;
+}
+
+static struct ibv_srq *xsrq_step(const char *name, struct ibv_pd *pd, struct ibv_cq *cq,
+				 struct ibv_xrcd *xrcd)
+{
+	struct ibv_srq_init_attr_ex sa;
+	struct ibv_srq *srq;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = MAX_WR;
+	sa.attr.max_sge = 1;
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+		       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.pd = pd;
+	sa.cq = cq;
+	sa.xrcd = xrcd;
+	CALLP(srq, name, ibv_create_srq_ex(ctx, &sa));
+	return srq;
+}
+
+/* an XRCD with an XRC SRQ */
+static void refuse_xrcd_srq(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_xrcd *xrcd;
+	struct ibv_srq *srq;
+	int rc;
+
+	xrcd = xrcd_step("refuse open_xrcd srq");
+	if (!xrcd)
+		return;
+	srq = xsrq_step("refuse create_srq_ex XRC", pd, cq, xrcd);
+	if (srq) {
+		REFUSE_DESTROY("refuse close_xrcd with srq", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
+			       "refuse create_srq_ex XRC");
+		CALLI(rc, "refuse destroy_srq XRC", ibv_destroy_srq(srq));
+	}
+	if (xrcd)
+		CALLI(rc, "refuse close_xrcd srq", ibv_close_xrcd(xrcd));
+}
+
+/* a CQ with an XRC SRQ */
+static void refuse_cq_xsrq(struct ibv_pd *pd)
+{
+	struct ibv_xrcd *xrcd;
+	struct ibv_cq *xcq;
+	struct ibv_srq *srq;
+	int rc;
+
+	xrcd = xrcd_step("refuse open_xrcd cq");
+	if (!xrcd)
+		return;
+	xcq = create_cq_step("refuse create_cq xrc", NULL);
+	if (xcq) {
+		srq = xsrq_step("refuse create_srq_ex XRC cq", pd, xcq, xrcd);
+		if (srq) {
+			REFUSE_DESTROY("refuse destroy_cq with xrc srq", "destroy_cq", ibv_destroy_cq(xcq),
+				       xcq, "refuse create_srq_ex XRC cq");
+			CALLI(rc, "refuse destroy_srq XRC cq", ibv_destroy_srq(srq));
+		}
+		destroy_cq_step("refuse destroy_cq xrc", xcq);
+	}
+	CALLI(rc, "refuse close_xrcd cq", ibv_close_xrcd(xrcd));
+}
+
+/* an XRCD with an XRC receive QP */
+static void refuse_xrcd_qp(void)
+{
+	struct ibv_xrcd *xrcd;
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp *qp;
+	int rc;
+
+	xrcd = xrcd_step("refuse open_xrcd qp");
+	if (!xrcd)
+		return;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_XRC_RECV;
+	qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	qa.xrcd = xrcd;
+	CALLP(qp, "refuse create_qp XRC_RECV", ibv_create_qp_ex(ctx, &qa));
+	if (qp) {
+		REFUSE_DESTROY("refuse close_xrcd with qp", "close_xrcd", ibv_close_xrcd(xrcd), xrcd,
+			       "refuse create_qp XRC_RECV");
+		destroy_qp_step("refuse destroy_qp XRC_RECV", qp);
+	}
+	if (xrcd)
+		CALLI(rc, "refuse close_xrcd qp", ibv_close_xrcd(xrcd));
+}
+
+static struct ibv_wq *wq_step(const char *name, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_wq_init_attr wa;
+	struct ibv_wq *wq;
+
+	memset(&wa, 0, sizeof(wa));
+	wa.wq_type = IBV_WQT_RQ;
+	wa.max_wr = MAX_WR;
+	wa.max_sge = 1;
+	wa.pd = pd;
+	wa.cq = cq;
+	CALLP(wq, name, ibv_create_wq(ctx, &wa));
+	return wq;
+}
+
+static struct ibv_rwq_ind_table *tbl_step(const char *name, struct ibv_wq *wq)
+{
+	struct ibv_rwq_ind_table_init_attr ta;
+	struct ibv_rwq_ind_table *tbl;
+
+	memset(&ta, 0, sizeof(ta));
+	ta.log_ind_tbl_size = 0;
+	ta.ind_tbl = &wq;
+	CALLP(tbl, name, ibv_create_rwq_ind_table(ctx, &ta));
+	return tbl;
+}
+
+/* a CQ with a WQ */
+static void refuse_cq_wq(struct ibv_pd *pd)
+{
+	struct ibv_cq *xcq;
+	struct ibv_wq *wq;
+	int rc;
+
+	xcq = create_cq_step("refuse create_cq wq", NULL);
+	if (!xcq)
+		return;
+	wq = wq_step("refuse create_wq cq", pd, xcq);
+	if (wq) {
+		REFUSE_DESTROY("refuse destroy_cq with wq", "destroy_cq", ibv_destroy_cq(xcq), xcq,
+			       "refuse create_wq cq");
+		CALLI(rc, "refuse destroy_wq cq", ibv_destroy_wq(wq));
+	}
+	destroy_cq_step("refuse destroy_cq wq", xcq);
+}
+
+/* a PD with a WQ */
+static void refuse_pd_wq(struct ibv_cq *cq)
+{
+	struct ibv_pd *xpd;
+	struct ibv_wq *wq;
+	int rc;
+
+	CALLP(xpd, "refuse alloc_pd wq", ibv_alloc_pd(ctx));
+	if (!xpd)
+		return;
+	wq = wq_step("refuse create_wq pd", xpd, cq);
+	if (wq) {
+		REFUSE_DESTROY("refuse dealloc_pd with wq", "dealloc_pd", ibv_dealloc_pd(xpd), xpd,
+			       "refuse create_wq pd");
+		CALLI(rc, "refuse destroy_wq pd", ibv_destroy_wq(wq));
+	}
+	dealloc_pd_step("refuse dealloc_pd wq", xpd);
+}
+
+/* a WQ in an indirection table, and the table with an RSS QP */
+static void refuse_wq_tbl(struct ibv_pd *pd, struct ibv_cq *cq, int with_qp)
+{
+	static uint8_t key[40] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	const char *tn = with_qp ? "qp" : "wq";
+	struct ibv_wq *wq;
+	struct ibv_rwq_ind_table *tbl;
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_qp *qp;
+	int rc;
+
+	wq = wq_step(N("refuse create_wq table %s", tn), pd, cq);
+	if (!wq)
+		return;
+	tbl = tbl_step(N("refuse create_rwq_ind_table %s", tn), wq);
+	if (tbl && !with_qp) {
+		REFUSE_DESTROY("refuse destroy_wq in table", "destroy_wq", ibv_destroy_wq(wq), wq,
+			       "refuse create_rwq_ind_table wq");
+	} else if (tbl) {
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_type = IBV_QPT_RAW_PACKET;
+		qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
+			       IBV_QP_INIT_ATTR_RX_HASH;
+		qa.pd = pd;
+		qa.rwq_ind_tbl = tbl;
+		qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+		qa.rx_hash_conf.rx_hash_key_len = sizeof(key);
+		qa.rx_hash_conf.rx_hash_key = key;
+		qa.rx_hash_conf.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 |
+						      IBV_RX_HASH_DST_IPV4;
+		CALLP(qp, "refuse create_qp RSS", ibv_create_qp_ex(ctx, &qa));
+		if (qp) {
+			REFUSE_DESTROY("refuse destroy_rwq_ind_table with qp", "destroy_rwq_ind_table",
+				       ibv_destroy_rwq_ind_table(tbl), tbl, "refuse create_qp RSS");
+			destroy_qp_step("refuse destroy_qp RSS", qp);
+		}
+	}
+	if (tbl)
+		CALLI(rc, N("refuse destroy_rwq_ind_table %s", tn), ibv_destroy_rwq_ind_table(tbl));
+	if (wq)
+		CALLI(rc, N("refuse destroy_wq table %s", tn), ibv_destroy_wq(wq));
+}
+
+/* a QP with a flow (with_counters: counters the flow counts into) */
+static void refuse_flow(struct ibv_pd *pd, struct ibv_cq *cq, int with_counters)
+{
+	const char *tn = with_counters ? "counters" : "qp";
+	struct ibv_qp *qp;
+	struct ibv_flow *fl = NULL;
+	struct ibv_counters *cnt = NULL;
+	struct ibv_counters_init_attr ci;
+	struct ibv_counter_attach_attr ca;
+	union flow_buf f;
+	int rc = -1;
+
+	qp = create_qp_step(N("refuse create_qp RAW_PACKET %s", tn), pd, cq, IBV_QPT_RAW_PACKET);
+	if (!qp)
+		return;
+	modify_step(N("refuse modify_qp RAW_PACKET INIT %s", tn), qp, IBV_QPT_RAW_PACKET,
+		    IBV_QPS_INIT, 0);
+	if (with_counters) {
+		memset(&ci, 0, sizeof(ci));
+		CALLP(cnt, "refuse create_counters", ibv_create_counters(ctx, &ci));
+		if (cnt) {
+			memset(&ca, 0, sizeof(ca));
+			ca.counter_desc = IBV_COUNTER_PACKETS;
+			CALLI(rc, "refuse attach_counters_point_flow",
+			      ibv_attach_counters_point_flow(cnt, &ca, NULL));
+		}
+	}
+	if (!with_counters || (cnt && !rc))
+		CALLP(fl, N("refuse create_flow %s", tn), ibv_create_flow(qp, build_flow(&f, cnt)));
+	if (fl && with_counters)
+		REFUSE_DESTROY("refuse destroy_counters with flow", "destroy_counters",
+			       ibv_destroy_counters(cnt), cnt, "refuse create_flow counters");
+	else if (fl)
+		REFUSE_DESTROY("refuse destroy_qp with flow", "destroy_qp", ibv_destroy_qp(qp), qp,
+			       "refuse create_flow qp");
+	if (fl)
+		CALLI(rc, N("refuse destroy_flow %s", tn), ibv_destroy_flow(fl));
+	if (cnt)
+		CALLI(rc, "refuse destroy_counters", ibv_destroy_counters(cnt));
+	destroy_qp_step(N("refuse destroy_qp RAW_PACKET %s", tn), qp);
+}
+
+static void sec_refuse(void)
+{
+	struct ibv_cq_init_attr_ex cx;
+	struct ibv_cq_ex *cqx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq, *xcq;
+
+	/* a completion vector one past the device's last */
+	CALLP(xcq, "refuse create_cq comp_vector",
+	      ibv_create_cq(ctx, CQE, NULL, NULL, ctx->num_comp_vectors));
+	refusal(EINVAL, NULL);
+	destroy_cq_step("refuse destroy_cq comp_vector", xcq);
+	memset(&cx, 0, sizeof(cx));
+	cx.cqe = CQE;
+	cx.comp_vector = ctx->num_comp_vectors;
+	cx.wc_flags = IBV_WC_STANDARD_FLAGS;
+	CALLP(cqx, "refuse create_cq_ex comp_vector", ibv_create_cq_ex(ctx, &cx));
+	refusal(EINVAL, NULL);
+	if (cqx)
+		destroy_cq_step("refuse destroy_cq_ex comp_vector", ibv_cq_ex_to_cq(cqx));
+
+	CALLP(pd, "refuse alloc_pd", ibv_alloc_pd(ctx));
+	cq = create_cq_step("refuse create_cq", NULL);
+	if (pd && cq) {
+		refuse_pd_mr();
+		refuse_pd_mw();
+		refuse_pd_ah();
+		refuse_pd_srq();
+		refuse_srq_qp(pd, cq);
+		refuse_cq_qp(pd);
+		refuse_pd_qp(cq);
+		refuse_mcast(pd, cq);
+		refuse_xrcd_srq(pd, cq);
+		refuse_cq_xsrq(pd);
+		refuse_xrcd_qp();
+		refuse_cq_wq(pd);
+		refuse_pd_wq(cq);
+		refuse_wq_tbl(pd, cq, 0);
+		refuse_wq_tbl(pd, cq, 1);
+		refuse_flow(pd, cq, 0);
+		refuse_flow(pd, cq, 1);
+	} else {
+		skip("refuse", "no-pd-or-cq");
+	}
+	destroy_cq_step("refuse destroy_cq", cq);
+	dealloc_pd_step("refuse dealloc_pd", pd);
+}
+
 /* -------------------------------------------------------------- advise */
 
 static void sec_advise(void)
@@ -2562,6 +3091,7 @@ static int run_once(void)
 	if (want("dm")) sec_dm();
 	if (want("counters")) sec_counters();
 	if (want("td")) sec_td();
+	if (want("refuse")) sec_refuse();
 	if (want("advise")) sec_advise();
 	if (want("async")) sec_async();
 	if (want("dv")) sec_dv();

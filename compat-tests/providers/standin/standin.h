@@ -58,6 +58,16 @@ struct sti_obj {
 	/* COMP_CNTR: the completion and error counts, and where the device
 	 * writes them in the process (0: nowhere) */
 	uint64_t cntr[2], cntr_va[2];
+	/* The kernel's references between objects (usecnt, uxrcd refcnt):
+	 * how many objects use this one, and the objects this one uses
+	 * (each gives its use back when it is destroyed).  A destroy of an
+	 * object still in use is refused with EBUSY. */
+	uint32_t usecnt;
+	uint32_t nuses;
+	struct sti_obj **uses;
+	/* QP: the multicast groups attached (16-byte GID, 2-byte LID each) */
+	uint32_t nmcast;
+	uint8_t (*mcast)[18];
 };
 
 struct sti_dev {

@@ -168,6 +168,8 @@ void sti_free(struct sti_ctx *ctx, struct sti_obj *o)
 	if (ctx->dev.drv->release)
 		ctx->dev.drv->release(ctx, o);
 	free(o->drv);
+	free(o->uses);
+	free(o->mcast);
 	if (o->fd >= 0)
 		sti_real_close(o->fd);
 	ctx->objs[o->handle] = NULL;
@@ -325,6 +327,8 @@ static void gid_entry(struct sti_ctx *ctx, uint32_t port, uint32_t index, struct
 	}
 }
 #define NGIDS(ctx) ((ctx)->dev.drv->link_layer == 2 ? 2u : 1u)
+/* The device's completion vectors (GET_CONTEXT, QUERY_CONTEXT). */
+#define NUM_COMP_VECTORS 4u
 
 /* --------------------------------------------------------------- the verbs */
 /* One command, whichever way it came (write, INVOKE_WRITE, or a method). */
@@ -383,13 +387,124 @@ static struct sti_obj *make(struct cmd *c, enum sti_type t, enum sti_op op, int 
 	return o;
 }
 
+/*
+ * The kernel's references between objects.  Linux counts, on each object,
+ * the objects made on it (the usecnt of a PD, CQ, SRQ, WQ, RWQ indirection
+ * table, QP, DM, counters, flow action, DMA handle; an XRCD's uxrcd
+ * refcnt), taken when the user object is made and given back when it is
+ * destroyed, and a destroy asked by the process while the count is not 0
+ * is refused with EBUSY (uverbs_free_pd; ib_destroy_cq_user,
+ * ib_destroy_srq_user, ib_destroy_wq_user, ib_destroy_qp_user;
+ * uverbs_free_rwq_ind_tbl; ib_destroy_usecnt for XRCD, DM, counters, flow
+ * actions, DMA handles).  A QP with multicast groups attached is refused
+ * the same way (uverbs_free_qp).  Closing the context destroys everything
+ * whatever the counts (sti_ctx_release).
+ */
+static void use(struct sti_obj *o, struct sti_obj *u)
+{
+	struct sti_obj **n;
+
+	if (!u)
+		return;
+	n = realloc(o->uses, (o->nuses + 1) * sizeof(*n));
+	if (!n) {
+		sti_log("out of memory: a use of h%u by h%u is not counted", u->handle, o->handle);
+		return;
+	}
+	o->uses = n;
+	n[o->nuses++] = u;
+	u->usecnt++;
+}
+
+/* o no longer uses u (a REREG_MR moving an MR to another PD). */
+static void unuse(struct sti_obj *o, struct sti_obj *u)
+{
+	for (uint32_t i = 0; i < o->nuses; i++)
+		if (o->uses[i] == u) {
+			u->usecnt--;
+			o->uses[i] = o->uses[--o->nuses];
+			return;
+		}
+}
+
+/* A destroy the process asked for: EBUSY while others use the object,
+ * else the uses it held are given back and it is gone. */
+static int destroy_obj(struct cmd *c, struct sti_obj *o)
+{
+	if (o->usecnt || o->nmcast)
+		return EBUSY;
+	for (uint32_t i = 0; i < o->nuses; i++)
+		o->uses[i]->usecnt--;
+	o->nuses = 0;
+	sti_free(c->ctx, o);
+	return 0;
+}
+
 static int destroy(struct cmd *c, uint32_t h, enum sti_type t)
 {
 	struct sti_obj *o = sti_get(c->ctx, h, t);
 
 	if (!o)
 		return EINVAL;
-	sti_free(c->ctx, o);
+	return destroy_obj(c, o);
+}
+
+/* The flow spec types of the counters and flow action handle (the
+ * kernel's enum ib_flow_spec_type, as libibverbs' IBV_FLOW_SPEC_ACTION_*) */
+#define K_FLOW_SPEC_ACTION_HANDLE 0x1002u
+#define K_FLOW_SPEC_ACTION_COUNT 0x1003u
+
+/* A flow uses its QP (ib_uverbs_ex_create_flow), and the counters and flow
+ * actions its specs name (flow_resources_add). */
+static void flow_uses(struct cmd *c, struct sti_obj *o, const struct ib_uverbs_create_flow *q, size_t in_len)
+{
+	const uint8_t *p = (const uint8_t *)q;
+	size_t off = sizeof(*q);
+
+	use(o, sti_get(c->ctx, q->qp_handle, STI_T_QP));
+	for (unsigned i = 0; i < q->flow_attr.num_of_specs; i++) {
+		struct ib_uverbs_flow_spec_hdr h;
+		uint32_t handle;
+
+		if (off + sizeof(h) > in_len)
+			break;
+		memcpy(&h, p + off, sizeof(h));
+		if (h.size < sizeof(h) || off + h.size > in_len)
+			break;
+		if (h.size >= sizeof(h) + 4 &&
+		    (h.type == K_FLOW_SPEC_ACTION_COUNT || h.type == K_FLOW_SPEC_ACTION_HANDLE)) {
+			memcpy(&handle, p + off + sizeof(h), 4);
+			use(o, sti_get(c->ctx, handle,
+				       h.type == K_FLOW_SPEC_ACTION_COUNT ? STI_T_COUNTERS : STI_T_FLOW_ACTION));
+		}
+		off += h.size;
+	}
+}
+
+/* ATTACH_MCAST / DETACH_MCAST: the QP's list of groups, as
+ * ib_uverbs_attach_mcast keeps it (a group attached twice is there once;
+ * detaching one that is not there is EINVAL). */
+static int mcast(struct sti_obj *qp, const uint8_t gid[16], uint16_t lid, int attach)
+{
+	uint8_t key[18];
+	uint8_t (*n)[18];
+
+	memcpy(key, gid, 16);
+	memcpy(key + 16, &lid, 2);
+	for (uint32_t i = 0; i < qp->nmcast; i++)
+		if (!memcmp(qp->mcast[i], key, sizeof(key))) {
+			if (attach)
+				return 0;
+			memcpy(qp->mcast[i], qp->mcast[--qp->nmcast], sizeof(key));
+			return 0;
+		}
+	if (!attach)
+		return EINVAL;
+	n = realloc(qp->mcast, (qp->nmcast + 1) * sizeof(*n));
+	if (!n)
+		return ENOMEM;
+	qp->mcast = n;
+	memcpy(n[qp->nmcast++], key, sizeof(key));
 	return 0;
 }
 
@@ -419,11 +534,16 @@ static uint32_t round_cqe(uint32_t cqe)
 	return sti_pow2(cqe + 1) - 1;
 }
 
-static int v_create_cq(struct cmd *c, uint64_t uh, uint32_t cqe, int chan_fd, uint32_t *handle, uint32_t *cqe_out)
+static int v_create_cq(struct cmd *c, uint64_t uh, uint32_t cqe, uint32_t comp_vector, int chan_fd,
+		       uint32_t *handle, uint32_t *cqe_out)
 {
 	struct sti_obj *o;
 	int err;
 
+	/* The core refuses a completion vector the device does not have
+	 * (create_cq and the CQ_CREATE method), before the driver sees it. */
+	if (comp_vector >= NUM_COMP_VECTORS)
+		return EINVAL;
 	if (!cqe || cqe > 4194303)
 		return EINVAL;
 	c->dr.cqe = round_cqe(cqe);
@@ -500,6 +620,19 @@ static int v_create_qp(struct cmd *c, struct qp_args *a, uint32_t *handle, uint3
 	o->user_handle = a->user_handle;
 	o->qp_type = a->type;
 	o->num = a->type == IB_UVERBS_QPT_RAW_PACKET && a->source_qpn ? a->source_qpn : new_qpn(ctx);
+	/* ib_qp_usecnt_inc; an XRC target QP holds its XRCD instead */
+	if (a->has_pd)
+		use(o, sti_get(ctx, a->pd, STI_T_PD));
+	if (a->has_xrcd)
+		use(o, sti_get(ctx, a->xrcd, STI_T_XRCD));
+	if (a->has_scq)
+		use(o, sti_get(ctx, a->scq, STI_T_CQ));
+	if (a->has_rcq)
+		use(o, sti_get(ctx, a->rcq, STI_T_CQ));
+	if (a->has_srq)
+		use(o, sti_get(ctx, a->srq, STI_T_SRQ));
+	if (a->has_ind)
+		use(o, sti_get(ctx, a->ind, STI_T_RWQ_IND_TBL));
 	*handle = o->handle;
 	*qpn = o->num;
 	cap->max_send_wr = c->dr.max_send_wr;
@@ -530,6 +663,12 @@ static int v_create_srq(struct cmd *c, uint32_t type, uint32_t pd, uint32_t xrcd
 		return err;
 	o->user_handle = uh;
 	o->num = 0x40 + c->ctx->next_num++;
+	/* ib_create_srq_user: the PD; an XRC SRQ its CQ and XRCD too */
+	use(o, sti_get(c->ctx, pd, STI_T_PD));
+	if (type == IB_UVERBS_SRQT_XRC) {
+		use(o, sti_get(c->ctx, xrcd, STI_T_XRCD));
+		use(o, sti_get(c->ctx, cq, STI_T_CQ));
+	}
 	*max_wr = c->dr.max_recv_wr;
 	*max_sge = c->dr.max_recv_sge;
 	*handle = o->handle;
@@ -642,7 +781,8 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		case IB_USER_VERBS_EX_CMD_CREATE_CQ: {
 			IN(ib_uverbs_ex_create_cq);
 			OUT(ib_uverbs_ex_create_cq_resp);
-			err = v_create_cq(c, q->user_handle, q->cqe, q->comp_channel, &r.base.cq_handle, &r.base.cqe);
+			err = v_create_cq(c, q->user_handle, q->cqe, q->comp_vector, q->comp_channel, &r.base.cq_handle,
+				  &r.base.cqe);
 			if (err)
 				return err;
 			r.response_length = (uint32_t)MIN(room, sizeof(r));
@@ -706,6 +846,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 			o = make(c, STI_T_FLOW, STI_OP_CREATE_FLOW, &err);
 			if (!o)
 				return err;
+			flow_uses(c, o, q, in_len);
 			r.flow_handle = o->handle;
 			RESP();
 			return 0;
@@ -725,6 +866,9 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 			o = make(c, STI_T_WQ, STI_OP_CREATE_WQ, &err);
 			if (!o)
 				return err;
+			/* ib_create_wq: the PD and the CQ */
+			use(o, sti_get(ctx, q->pd_handle, STI_T_PD));
+			use(o, sti_get(ctx, q->cq_handle, STI_T_CQ));
 			o->user_handle = q->user_handle;
 			o->num = 0x80 + ctx->next_num++;
 			r.wq_handle = o->handle;
@@ -765,6 +909,9 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 			o = make(c, STI_T_RWQ_IND_TBL, STI_OP_CREATE_RWQ_IND_TBL, &err);
 			if (!o)
 				return err;
+			/* each entry is a use of its WQ (one per entry) */
+			for (size_t i = 0; i < n; i++)
+				use(o, sti_get(ctx, q->wq_handles[i], STI_T_WQ));
 			o->num = 0xc0 + ctx->next_num++;
 			r.ind_tbl_handle = o->handle;
 			r.ind_tbl_num = o->num;
@@ -797,7 +944,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 			return err;
 		ctx->have_ucontext = 1;
 		r.async_fd = (uint32_t)ctx->async_rfd;
-		r.num_comp_vectors = 4;
+		r.num_comp_vectors = NUM_COMP_VECTORS;
 		async_event(ctx, 1, 9 /* IB_EVENT_PORT_ACTIVE */);
 		RESP();
 		return 0;
@@ -839,6 +986,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		o = make(c, STI_T_AH, STI_OP_CREATE_AH, &err);
 		if (!o)
 			return err;
+		use(o, sti_get(ctx, q->pd_handle, STI_T_PD));
 		o->user_handle = q->user_handle;
 		r.ah_handle = o->handle;
 		RESP();
@@ -858,6 +1006,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		o = make(c, STI_T_MR, STI_OP_REG_MR, &err);
 		if (!o)
 			return err;
+		use(o, sti_get(ctx, q->pd_handle, STI_T_PD));
 		o->num = new_key(ctx);
 		o->rkey = o->num;
 		r.mr_handle = o->handle;
@@ -879,6 +1028,15 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		err = hook(c, STI_OP_REREG_MR, o);
 		if (err)
 			return err;
+		if (q->flags & 2) {
+			/* the MR's use moves to the new PD */
+			for (uint32_t i = 0; i < o->nuses; i++)
+				if (o->uses[i]->type == STI_T_PD) {
+					unuse(o, o->uses[i]);
+					break;
+				}
+			use(o, sti_get(ctx, q->pd_handle, STI_T_PD));
+		}
 		o->num = new_key(ctx);
 		o->rkey = o->num;
 		r.lkey = o->num;
@@ -899,6 +1057,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		o = make(c, STI_T_MW, STI_OP_ALLOC_MW, &err);
 		if (!o)
 			return err;
+		use(o, sti_get(ctx, q->pd_handle, STI_T_PD));
 		o->rkey = new_key(ctx);
 		r.mw_handle = o->handle;
 		r.rkey = o->rkey;
@@ -927,7 +1086,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 	case IB_USER_VERBS_CMD_CREATE_CQ: {
 		IN(ib_uverbs_create_cq);
 		OUT(ib_uverbs_create_cq_resp);
-		err = v_create_cq(c, q->user_handle, q->cqe, q->comp_channel, &r.cq_handle, &r.cqe);
+		err = v_create_cq(c, q->user_handle, q->cqe, q->comp_vector, q->comp_channel, &r.cq_handle, &r.cqe);
 		if (err)
 			return err;
 		RESP();
@@ -956,8 +1115,10 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		struct sti_obj *o = obj_or(c, q->cq_handle, STI_T_CQ, &err);
 		if (!o)
 			return err;
+		if (o->usecnt)
+			return EBUSY; /* ib_destroy_cq_user */
 		r.comp_events_reported = cq_events_read(o);
-		sti_free(ctx, o);
+		destroy_obj(c, o);
 		RESP();
 		return 0;
 	}
@@ -1011,6 +1172,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		o = sti_new(ctx, STI_T_QP);
 		if (!o)
 			return ENOMEM;
+		use(o, sti_get(ctx, q->pd_handle, STI_T_XRCD)); /* the uxrcd refcnt */
 		o->num = t->num;
 		o->qp_type = q->qp_type;
 		o->user_handle = q->user_handle;
@@ -1075,7 +1237,10 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 	case IB_USER_VERBS_CMD_ATTACH_MCAST:
 	case IB_USER_VERBS_CMD_DETACH_MCAST: {
 		IN(ib_uverbs_attach_mcast);
-		return sti_get(ctx, q->qp_handle, STI_T_QP) ? 0 : EINVAL;
+		struct sti_obj *o = obj_or(c, q->qp_handle, STI_T_QP, &err);
+		if (!o)
+			return err;
+		return mcast(o, q->gid, q->mlid, cmd == IB_USER_VERBS_CMD_ATTACH_MCAST);
 	}
 	case IB_USER_VERBS_CMD_CREATE_SRQ: {
 		IN(ib_uverbs_create_srq);
@@ -1736,6 +1901,9 @@ static int latest_method(struct cmd *c, struct sti_ioctl *io)
 		o = make(c, STI_T_MR, by_fd ? STI_OP_REG_DMABUF_MR : STI_OP_REG_MR, &err);
 		if (!o)
 			return err;
+		use(o, sti_get(ctx, (uint32_t)in_u64(io, K_ATTR_REG_MR_PD_HANDLE, ~0ULL), STI_T_PD));
+		if (has(io, K_ATTR_REG_MR_DMA_HANDLE))
+			use(o, sti_get(ctx, (uint32_t)in_u64(io, K_ATTR_REG_MR_DMA_HANDLE, ~0ULL), STI_T_DMAH));
 		o->num = o->rkey = new_key(ctx);
 		set_handle(io, K_ATTR_REG_MR_HANDLE, o->handle);
 		out_u32(io, K_ATTR_REG_MR_RESP_LKEY, o->num);
@@ -1888,7 +2056,7 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 		if (err)
 			return err;
 		ctx->have_ucontext = 1;
-		out_u32(io, UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, 4);
+		out_u32(io, UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, NUM_COMP_VECTORS);
 		{
 			uint64_t sup = IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS;
 			out_attr(io, UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, &sup, sizeof(sup));
@@ -1898,7 +2066,7 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 		uint64_t sup = IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS;
 		if (!ctx->have_ucontext)
 			return EINVAL;
-		out_u32(io, UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS, 4);
+		out_u32(io, UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS, NUM_COMP_VECTORS);
 		out_attr(io, UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, &sup, sizeof(sup));
 		return 0;
 	}
@@ -1998,7 +2166,8 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 		int chan = has(io, UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL) ?
 				   (int)in_u64(io, UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, 0) : -1;
 		err = v_create_cq(c, in_u64(io, UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 0),
-				  (uint32_t)in_u64(io, UVERBS_ATTR_CREATE_CQ_CQE, 0), chan, &h, &cqe);
+				  (uint32_t)in_u64(io, UVERBS_ATTR_CREATE_CQ_CQE, 0),
+				  (uint32_t)in_u64(io, UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 0), chan, &h, &cqe);
 		if (err)
 			return err;
 		set_handle(io, UVERBS_ATTR_CREATE_CQ_HANDLE, h);
@@ -2010,8 +2179,10 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 		struct sti_obj *o = obj_or(c, (uint32_t)in_u64(io, UVERBS_ATTR_DESTROY_CQ_HANDLE, ~0ULL), STI_T_CQ, &err);
 		if (!o)
 			return err;
+		if (o->usecnt)
+			return EBUSY; /* ib_destroy_cq_user */
 		r.comp_events_reported = cq_events_read(o);
-		sti_free(ctx, o);
+		destroy_obj(c, o);
 		out_attr(io, UVERBS_ATTR_DESTROY_CQ_RESP, &r, sizeof(r));
 		return 0;
 	}
@@ -2085,6 +2256,8 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 		o = make(c, STI_T_WQ, STI_OP_CREATE_WQ, &err);
 		if (!o)
 			return err;
+		use(o, sti_get(ctx, (uint32_t)in_u64(io, UVERBS_ATTR_CREATE_WQ_PD_HANDLE, ~0ULL), STI_T_PD));
+		use(o, sti_get(ctx, (uint32_t)in_u64(io, UVERBS_ATTR_CREATE_WQ_CQ_HANDLE, ~0ULL), STI_T_CQ));
 		o->num = 0x80 + ctx->next_num++;
 		set_handle(io, UVERBS_ATTR_CREATE_WQ_HANDLE, o->handle);
 		out_u32(io, UVERBS_ATTR_CREATE_WQ_RESP_MAX_WR, c->dr.max_recv_wr);
@@ -2124,6 +2297,8 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 		o = make(c, STI_T_MR, STI_OP_REG_DM_MR, &err);
 		if (!o)
 			return err;
+		use(o, sti_get(ctx, (uint32_t)in_u64(io, UVERBS_ATTR_REG_DM_MR_PD_HANDLE, ~0ULL), STI_T_PD));
+		use(o, sti_get(ctx, (uint32_t)in_u64(io, UVERBS_ATTR_REG_DM_MR_DM_HANDLE, ~0ULL), STI_T_DM));
 		o->num = o->rkey = new_key(ctx);
 		set_handle(io, UVERBS_ATTR_REG_DM_MR_HANDLE, o->handle);
 		out_u32(io, UVERBS_ATTR_REG_DM_MR_RESP_LKEY, o->num);
@@ -2138,6 +2313,7 @@ static int core_method(struct cmd *c, struct sti_ioctl *io)
 		o = make(c, STI_T_MR, STI_OP_REG_DMABUF_MR, &err);
 		if (!o)
 			return err;
+		use(o, sti_get(ctx, (uint32_t)in_u64(io, UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE, ~0ULL), STI_T_PD));
 		o->num = o->rkey = new_key(ctx);
 		set_handle(io, UVERBS_ATTR_REG_DMABUF_MR_HANDLE, o->handle);
 		out_u32(io, UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY, o->num);
