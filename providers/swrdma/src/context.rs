@@ -347,8 +347,8 @@ impl Ctx {
     /// CQs `POLLING_AFTER_ARM` times since its last arm.  An application
     /// that arms a CQ and then waits for the event polls a few times at
     /// most in between (to drain the CQ: `ibv_rc_pingpong -e`, qperf); one
-    /// that busy-polls while a CQ stays armed — UCX: its UD transport's
-    /// receive CQ is armed for UCX's async thread, while the application's
+    /// that busy-polls while a CQ stays armed — UCX arms CQs of its UD
+    /// transport (`uct_ib_iface_arm_cq`, for its async thread) and its main
     /// thread polls all its CQs — would otherwise have the context's thread
     /// spin and take wake-ups on the application's own CPU (`tag_lat` over
     /// `rc_verbs` on swr0: p50 62-75 us, 1.1-1.5 us without it).
