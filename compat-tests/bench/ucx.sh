@@ -35,7 +35,7 @@ rm -rf "$XDG_RUNTIME_DIR"; mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
 made=
 if [ ! -e /dev/infiniband/swr0 ]; then
     if [ "$(id -u)" = 0 ] && mkdir -p -m 0755 /dev/infiniband && ln -s /dev/null /dev/infiniband/swr0; then made=1
-    else echo "no /dev/infiniband/swr0 (UCX does not use swr0 without it; as root: ln -s /dev/null /dev/infiniband/swr0)" > "$OUT/nodev"; fi
+    else echo "no /dev/infiniband/swr0 (UCX does not use swr0 without it; as root: ln -s /dev/null /dev/infiniband/swr0)" > "$OUT/nodev"; exit 0; fi
 fi
 cleanup() { [ -n "$made" ] && rm -f /dev/infiniband/swr0 && rmdir /dev/infiniband 2> /dev/null; }
 trap cleanup EXIT
@@ -89,7 +89,7 @@ for r in $(seq "$ROUNDS"); do
     sl "$OUT/ib_send_lat.8.$r"
     for k in sm rc ud; do uc "$OUT/$k.tag_lat.8.$r" $k -t tag_lat -s 8 -n "$LAT_N" -w $((LAT_N / 10)); done
     for s in 4096 65536 1048576; do
-        n=$(((1 << 32) / s)); [ $n -gt 100000 ] && n=100000
+        n=$(((1 << 31) / s)); [ $n -gt 50000 ] && n=50000
         for t in tag_bw ucp_put_bw; do
             for k in sm rc; do uc "$OUT/$k.$t.$s.$r" $k -t $t -s $s -n $n -w $((n / 10)); done
         done
