@@ -779,6 +779,11 @@ def write_json():
         "soft": soft_results(),
         "vm": vm_results(),
     }
+    try:
+        with open(f"{B}/ucx.json") as f:
+            out["ucx"] = json.load(f)
+    except (OSError, ValueError):
+        pass
     if out["machine"]["nproc"] and out["machine"]["nproc"].isdigit():
         out["machine"]["nproc"] = int(out["machine"]["nproc"])
     with open(f"{B}/results.json.tmp", "w") as f:

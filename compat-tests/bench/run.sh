@@ -19,6 +19,11 @@
 #     latency and bandwidth beside a plain UDP ping-pong / stream (net_ref.c)
 #     on the same veth and CPUs; ibv_rc_pingpong -e on swr0 beside a pipe
 #     ping-pong between the same two CPUs.  Needs root (ip netns).
+#  U. "ucx" (issue 34, item 1; ucx.sh, ucx-report.py): UCX over swr0
+#     (ucx_perftest tag_lat over rc_verbs and ud_verbs, tag_bw and
+#     ucp_put_bw over rc_verbs) beside swr0's own ib_send_lat and UCX's
+#     shared-memory transport, same CPUs, median of BENCH_UCX_ROUNDS rounds;
+#     bound: rc_verbs tag_lat p50 <= 2 x ib_send_lat -s 8 typical.
 #  R. "rdmacm" (issue 32; rdmacm.sh): rdma_cm on swr0 through swrdma-cm,
 #     cmtime (connection set-up and tear-down) beside TCP connect/accept/close
 #     (tcp_connect.c) and rstream (rsockets) beside rstream -T s (kernel TCP),
@@ -33,7 +38,7 @@
 #     control-report.py, README.md section D).
 #
 # Environment: OUR_LIB, OUR_INCLUDE (CONVENTIONS.md); BENCH_SECTIONS
-# ("soft rdmacm hostwire vm wire control", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
+# ("soft ucx rdmacm hostwire vm wire control", or some of them); BENCH_QUICK=1 (fewer sizes, for trying the
 # script); BENCH_ROUNDS (VM rounds, default 5); BENCH_PERFTEST_TIMEOUT (s per
 # perftest run, 25); BENCH_SOFT_BUDGET (s for the perftest sweeps, 360; the
 # targets' runs are never skipped); BENCH_PAIR_SECONDS (ib_write_bw -D, 5);
@@ -47,7 +52,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 HERE=compat-tests/bench
 B=build/bench
-SECTIONS=${BENCH_SECTIONS:-soft rdmacm hostwire vm wire control}
+SECTIONS=${BENCH_SECTIONS:-soft ucx rdmacm hostwire vm wire control}
 QUICK=${BENCH_QUICK:-}
 ROUNDS=${BENCH_ROUNDS:-5}
 mkdir -p "$B"
@@ -431,6 +436,9 @@ for sec in $SECTIONS; do
             echo "loadavg_after_vm $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
             python3 "$HERE/report.py" vm ;;
         wire) section_wire ;;
+        ucx) echo "loadavg_before_ucx $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
+             bash "$HERE/ucx.sh" "$PWD/$B/ucx" "$LIBDIR"
+             python3 "$HERE/ucx-report.py" | tee "$B/ucx.txt" ;;
         rdmacm) bash "$HERE/rdmacm.sh" "$PWD/$B/rdmacm" "$LIBDIR" "$PWD/$B/tcp_connect" | tee "$B/rdmacm.txt" ;;
         hostwire) echo "loadavg_before_hostwire $(cut -d' ' -f1 /proc/loadavg)" >> "$B/machine"
                   bash "$HERE/host-wire.sh" "$PWD/$B/hostwire" "$LIBDIR" "$PWD/$B/net_ref"

@@ -112,7 +112,12 @@ pub struct Ctx {
     lfd: OwnedFd,
     /// The thread's epoll set: `lfd`, `efd` and every link's socket.
     epfd: OwnedFd,
+    /// The application's polls: +1 for a poll that found completions,
+    /// +`EMPTY_POLL` for one that found none (or a wait for ring room in
+    /// `post_send`, which drives progress as a poll does).
     last_poll: AtomicU64,
+    /// `last_poll` when a CQ was last armed (see `app_drives`).
+    arm_mark: AtomicU64,
     /// The thread leaves progress to the polling application (and sleeps
     /// up to `BACKOFF_MS` at a time).
     thread_backs_off: AtomicBool,
@@ -142,6 +147,14 @@ const SPIN_CHECK: u32 = 256;
 /// While the application polls, its context's thread looks at most this
 /// often (ms) whether it still does.
 const BACKOFF_MS: i64 = 1;
+
+/// What an empty poll adds to `Ctx::last_poll` (a poll with completions
+/// adds 1): the count of empty polls is `last_poll / EMPTY_POLL`.
+const EMPTY_POLL: u64 = 1 << 32;
+
+/// Empty polls after the last arm of a CQ from which on the application is
+/// taken to busy-poll (see `Ctx::app_drives`).
+const POLLING_AFTER_ARM: u64 = 64;
 
 /// The context's thread, when idle, gives back the unused ring pages of
 /// its links at most this often (see `Ctx::trim_links`).
@@ -237,6 +250,7 @@ impl Ctx {
             lfd,
             epfd,
             last_poll: AtomicU64::new(0),
+            arm_mark: AtomicU64::new(0),
             thread_backs_off: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -310,21 +324,48 @@ impl Ctx {
     }
 
     /// The application polled (or otherwise drives progress itself): the
-    /// context's thread stays in the background.
-    pub fn note_poll(&self) {
-        self.last_poll.fetch_add(1, Ordering::Relaxed);
+    /// context's thread stays in the background.  `empty`: the poll found
+    /// nothing (see `app_drives`).
+    #[inline]
+    pub fn note_poll(&self, empty: bool) {
+        self.last_poll
+            .fetch_add(if empty { EMPTY_POLL } else { 1 }, Ordering::Relaxed);
     }
 
-    /// The application armed a CQ (it will wait for an event rather than
-    /// poll): the context's thread takes over progress at once.
+    /// The application armed a CQ (it may be about to wait for an event
+    /// rather than poll): the context's thread takes over progress at once,
+    /// until the application shows it keeps polling (`app_drives`).
     pub fn note_arm(&self) {
+        self.arm_mark
+            .store(self.last_poll.load(Ordering::Relaxed), Ordering::SeqCst);
         // (`Cq::arm` counted it in `armed_cqs` just before: with the
-        // thread's store of `thread_backs_off` and load of `armed_cqs`, one
-        // of the two sees the other.)
+        // thread's store of `thread_backs_off` and load of `armed_cqs` and
+        // `arm_mark`, one of the two sees the other.)
         fence(Ordering::SeqCst);
         if self.thread_backs_off.load(Ordering::SeqCst) {
             self.kick();
         }
+    }
+
+    /// Whether the application drives progress itself (it polls: every
+    /// poll makes progress on every link of the context, so completions
+    /// reach armed CQs too, and their events are written, by the polling
+    /// thread): no CQ is armed, or the application went on polling empty
+    /// CQs `POLLING_AFTER_ARM` times since its last arm.  An application
+    /// that arms a CQ and then waits for the event polls a few times at
+    /// most in between (to drain the CQ: `ibv_rc_pingpong -e`, qperf); one
+    /// that busy-polls while a CQ stays armed — UCX arms CQs of its UD
+    /// transport (`uct_ib_iface_arm_cq`, for its async thread) and its main
+    /// thread polls all its CQs — would otherwise have the context's thread
+    /// spin and take wake-ups on the application's own CPU (`tag_lat` over
+    /// `rc_verbs` on swr0: p50 62-75 us, 1.1-1.5 us without it).
+    fn app_drives(&self) -> bool {
+        if self.armed_cqs.load(Ordering::SeqCst) == 0 {
+            return true;
+        }
+        let since = self.last_poll.load(Ordering::Relaxed) / EMPTY_POLL;
+        let mark = self.arm_mark.load(Ordering::SeqCst) / EMPTY_POLL;
+        since.wrapping_sub(mark) >= POLLING_AFTER_ARM
     }
 
     /// A new QP: findable by its QPN, here and (the symlink) by peers.
@@ -588,16 +629,26 @@ impl Ctx {
                 seen_poll = pc;
                 poll_change = now;
             }
-            if now.saturating_sub(poll_change) < 200_000 && self.armed_cqs.load(Ordering::SeqCst) == 0 {
+            if now.saturating_sub(poll_change) < 200_000 && self.app_drives() {
                 // The application polls and drives progress itself: stay off
                 // its CPU and the ring locks (no wake-ups that would preempt
                 // it), but look again every `BACKOFF_MS`: if it did not poll
                 // meanwhile (it may wait on memory, as RDMA-write users do)
-                // take over.  Arming a CQ (the application is about to wait
-                // for an event) or a new link wakes us at once.
+                // take over.  Arming a CQ (the application may be about to
+                // wait for an event) or a new link wakes us at once.
                 self.thread_backs_off.store(true, Ordering::SeqCst);
+                // A link added while we were here is flagged "sleeping"
+                // (`add_link`, for the idle sleep's sake): its producer would
+                // kick us at every message, a wake-up on the application's
+                // CPU each time (UCT am_lat over rc_verbs on swr0: 1.1 us,
+                // or 15-20 us when the link came while we backed off).
+                for l in self.links().iter() {
+                    if l.rx().is_sleeping() {
+                        l.rx().set_sleeping(false);
+                    }
+                }
                 let before = self.last_poll.load(Ordering::Relaxed);
-                if self.armed_cqs.load(Ordering::SeqCst) == 0 {
+                if self.app_drives() {
                     // (A wire context's sockets do not wake us meanwhile:
                     // the polling application receives, and a wake-up per
                     // packet would only compete with it for the CPU.)
@@ -931,7 +982,7 @@ impl Ctx {
                 // The application drives progress itself meanwhile, as in
                 // poll_cq: the context's thread (on the same CPU, often)
                 // must keep napping, not spin beside it.
-                self.last_poll.fetch_add(1, Ordering::Relaxed);
+                self.note_poll(true);
                 self.progress();
                 if spins > 1 << 20 {
                     std::thread::yield_now();

@@ -68,8 +68,8 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
         let s = cq_of(cq);
         (&*s.ctx, &*s.cq)
     };
-    c.note_poll();
     if n <= 0 {
+        c.note_poll(true);
         return 0;
     }
     // SAFETY: `wc` has room for `n` > 0 completions (the verb's contract),
@@ -80,6 +80,7 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
         c.progress();
         k += cqr.poll(&mut out[k..]);
     }
+    c.note_poll(k == 0);
     note_empty(k == 0);
     if k == 0 && cqr.overrun.load(Ordering::Relaxed) {
         // An overrun CQ is in the error state: once what it held is polled,

@@ -416,6 +416,12 @@ impl Ring {
         fence(Ordering::SeqCst);
     }
 
+    /// Whether the consumer said it sleeps (producers kick it at each
+    /// commit meanwhile).
+    pub fn is_sleeping(&self) -> bool {
+        self.h().sleeping.load(Ordering::Relaxed) != 0
+    }
+
     /// Producer that could not place a record: asks the consumer for a kick
     /// when it has made room (then it must try once more: Dekker pair with
     /// `room_made`).
