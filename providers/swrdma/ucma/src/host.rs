@@ -250,14 +250,27 @@ pub struct SoftHost {
     rng: u64,
     /// Sockets opened or closed since the progress thread last looked.
     pub sockets_changed: bool,
-    /// Released port sockets, closed by the progress thread between its
-    /// polls (never while it may be polling them).
-    pub graveyard: Vec<OwnedFd>,
+    /// Released port sockets, with their port and the time they close:
+    /// for [`LINGER_NS`] a released port's socket stays bound, unread, so
+    /// that a REQ already on its way waits there as on a wire; a bind of
+    /// the same port takes the socket back (and the waiting REQ reaches
+    /// the new listener); else the progress thread answers what waits (no
+    /// listener: REJ 8) and closes it, between its polls.
+    pub graveyard: Vec<(OwnedFd, (u16, u16), u64)>,
     /// Messages a full receiver refused (a Unix datagram queue holds
     /// `net.unix.max_dgram_qlen` datagrams, 10 by default): sent again by
     /// the progress thread, in order, for up to [`PENDING_FOR_NS`].
     pub pending: std::collections::VecDeque<(Vec<u8>, [u8; MAD_LEN], u64)>,
 }
+
+/// How long a released port's socket lingers (see `SoftHost::graveyard`),
+/// so that a program that destroys its listener and listens again on the
+/// port (as perftest's server does between its two connections, reopening
+/// its device in between: tens of milliseconds on a loaded machine) does
+/// not have a REQ that its peer sent in between answered with REJ 8: the
+/// REQ waits, as one in flight on a wire would, and the new listener takes
+/// it.  Meanwhile another process cannot bind the port (`EADDRINUSE`).
+pub const LINGER_NS: u64 = 250_000_000;
 
 /// How long a message waits for a full receiver before it is dropped (the
 /// CM's own retries take over).
@@ -283,6 +296,12 @@ impl SoftHost {
             graveyard: Vec::new(),
             pending: std::collections::VecDeque::new(),
         }
+    }
+
+    /// A lingering socket of a released port, taken back.
+    fn resurrect(&mut self, ps: u16, port: u16) -> Option<OwnedFd> {
+        let i = self.graveyard.iter().position(|g| g.1 == (ps, port))?;
+        Some(self.graveyard.remove(i).0)
     }
 
     fn port_name(&self, ps: u16, port: u16) -> Vec<u8> {
@@ -450,6 +469,11 @@ impl Host for SoftHost {
         if self.ports.contains_key(&(ps, port)) {
             return Err(EADDRINUSE);
         }
+        if let Some(fd) = self.resurrect(ps, port) {
+            self.ports.insert((ps, port), fd);
+            self.sockets_changed = true;
+            return Ok(port);
+        }
         let fd = dgram_socket().ok_or(libc::ENOMEM)?;
         let name = self.port_name(ps, port);
         bind_abstract(fd.as_raw_fd(), &name).map_err(|e| if e == libc::EADDRINUSE { EADDRINUSE } else { e })?;
@@ -461,7 +485,7 @@ impl Host for SoftHost {
     fn release_port(&mut self, ps: u16, port: u16) {
         if self.local_ports.remove(&(ps, port)).is_none() {
             if let Some(fd) = self.ports.remove(&(ps, port)) {
-                self.graveyard.push(fd);
+                self.graveyard.push((fd, (ps, port), crate::ucma::now() + LINGER_NS));
                 self.sockets_changed = true;
             }
         }
@@ -472,8 +496,14 @@ impl Host for SoftHost {
             return Ok(());
         }
         // An ephemeral port (bind to port 0) becomes a machine-wide one.
-        let fd = dgram_socket().ok_or(libc::ENOMEM)?;
-        bind_abstract(fd.as_raw_fd(), &self.port_name(ps, port))?;
+        let fd = match self.resurrect(ps, port) {
+            Some(fd) => fd,
+            None => {
+                let fd = dgram_socket().ok_or(libc::ENOMEM)?;
+                bind_abstract(fd.as_raw_fd(), &self.port_name(ps, port))?;
+                fd
+            }
+        };
         self.local_ports.remove(&(ps, port));
         self.ports.insert((ps, port), fd);
         self.sockets_changed = true;

@@ -811,16 +811,41 @@ pub fn pump(ready: &[RawFd]) {
     m.settle();
 }
 
+/// Closes the released ports' sockets whose time is up, after answering
+/// what waited in them (REQs for a port nobody listens on any more: REJ 8,
+/// as the model answers them).
+fn bury(m: &mut Model) {
+    let t = now();
+    let uid = m.cma.host.uid;
+    let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut m.cma.host.graveyard)
+        .into_iter()
+        .partition(|g| g.2 <= t);
+    m.cma.host.graveyard = keep;
+    for (fd, port, _) in done {
+        for _ in 0..64 {
+            match crate::host::recv_one(fd.as_raw_fd(), uid) {
+                None => break,
+                Some(None) => continue,
+                Some(Some((bytes, from))) => m.cma.recv(t, &cma::Dest::Peer(from), Some(port), &bytes),
+            }
+        }
+    }
+    m.settle();
+}
+
 /// The descriptors the progress thread waits on and the next deadline.
 pub fn watch() -> (Vec<RawFd>, Option<u64>) {
     let mut m = model();
-    m.cma.host.graveyard.clear();
+    bury(&mut m);
     m.cma.host.sockets_changed = false;
     let _ = m.cma.host.own_fd();
     let mut fds: Vec<RawFd> = m.cma.host.own.iter().map(|f| f.as_raw_fd()).collect();
     fds.extend(m.cma.host.ports.values().map(|f| f.as_raw_fd()));
     fds.extend(m.kernel.watched());
     let mut deadline = m.cma.next_deadline();
+    if let Some(g) = m.cma.host.graveyard.iter().map(|g| g.2).min() {
+        deadline = Some(deadline.map_or(g, |d| d.min(g)));
+    }
     if !m.cma.host.pending.is_empty() {
         // a full receiver: try again in a millisecond
         let soon = now() + 1_000_000;
