@@ -1474,7 +1474,9 @@ impl<H: Host> Cma<H> {
                 a.sq_psn = id.seq;
                 if id.qp_type == qpt::RC {
                     a.mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-                    a.timeout = id.qp.ack_timeout;
+                    // the ACK_TIMEOUT option, when set, is the QP's timeout
+                    // (the end of the kernel's rdma_init_qp_attr)
+                    a.timeout = id.ack_timeout.unwrap_or(id.qp.ack_timeout);
                     a.retry_cnt = id.qp.retry_count;
                     a.rnr_retry = id.qp.rnr_retry_count;
                     a.max_rd_atomic = id.qp.initiator_depth;

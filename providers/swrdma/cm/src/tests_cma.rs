@@ -636,3 +636,19 @@ fn mutated_messages_never_panic_and_round_trip() {
     // (most mutations keep a decodable header: the models were fed them)
     assert!(decoded > 5_000, "only {decoded} of 20000 mutations decoded");
 }
+
+#[test]
+fn the_ack_timeout_option_is_the_qps_timeout_at_rts() {
+    let (mut a, mut p) = (Cma::new(Fake::new("A")), Cma::new(Fake::new("P")));
+    listener(&mut p, 8);
+    let h = active(&mut a);
+    a.connect(0, h, &param(0x11)).unwrap();
+    deliver(&mut a, &mut p, 0);
+    let child = p.get_event(CP).unwrap().id;
+    let computed = p.init_qp_attr(child, 3).unwrap().timeout;
+    // set on the child after its request, as pyverbs' test_rdmacm does
+    p.set_option(child, 0, 3, &[computed.wrapping_add(3)]).unwrap();
+    let rts = p.init_qp_attr(child, 3).unwrap();
+    assert!(rts.mask & IBV_QP_TIMEOUT != 0);
+    assert_eq!(rts.timeout, computed.wrapping_add(3));
+}
