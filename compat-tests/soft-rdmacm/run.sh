@@ -44,6 +44,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 suite_begin soft-rdmacm --clean
 OUT=$SCRATCH
+HERE=$(cd "$(dirname "$0")" && pwd)
 LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "missing $OUR_LIB (run: make)"
 CM=$(abspath "${SWRDMA_CM:-build/bin/swrdma-cm}")
 UCMA=$(abspath "${SWRDMA_UCMA_LIB:-$LIBDIR/libswrdma-ucma.so}")
@@ -422,6 +423,30 @@ done
 # --- nothing left behind ---------------------------------------------------------------------
 # Every process of this suite (and whatever a program or the rdma_cm model
 # started, even in a session of its own) carries XDG_RUNTIME_DIR=$RT.
+# --- rdma-core's Python suite: test_rdmacm on swr0 -------------------------------------------
+# (pyverbs-rdmacm.sh: it needs a private mount namespace, so root; the
+# tests need the device's netdev in sysfs, given there as lo)
+name="pyverbs test_rdmacm swr0 (Debian's python3-pyverbs)"
+PYT=/usr/share/doc/rdma-core/tests
+if [ ! -e "$PYT/run_tests.py" ] || ! /usr/bin/python3 -c 'import pyverbs.cmid' 2>/dev/null; then
+    skip "$name" "python3-pyverbs missing"
+elif ! unshare -m true 2>/dev/null; then
+    skip "$name" "no private mount namespace here (unshare -m: needs root)"
+else
+    rm -rf "$OUT/pytests"; cp -r "$PYT" "$OUT/pytests"
+    find "$OUT/pytests" -name '*.gz' -exec gunzip -f {} +
+    timeout -k 5 300 unshare -m bash "$HERE/pyverbs-rdmacm.sh" "$OUT/pytests" "$UCMA" >"$OUT/pyverbs.out" 2>&1
+    prc=$?
+    ran=$(grep -oE '^Ran [0-9]+ tests' "$OUT/pyverbs.out" | grep -oE '[0-9]+')
+    okn=$(grep -cE '^test_rdmacm_.* \.\.\. ok$' "$OUT/pyverbs.out")
+    bad=$(grep -E '^test_rdmacm_.* \.\.\. (ERROR|FAIL)' "$OUT/pyverbs.out" | head -n3 | tr '\n' ' ')
+    if [ "$prc" = 0 ] && [ "${okn:-0}" -ge 10 ] && [ -z "$bad" ]; then
+        pass "$name: $okn of ${ran:-?} passed, the rest mlx5's own (skipped)"
+    else
+        fail "$name" "exit $prc, $okn passed of ${ran:-?}: ${bad:-$(tail -n3 "$OUT/pyverbs.out" | tr '\n' ' ')}"
+    fi
+fi
+
 cleanup
 for i in $(seq 20); do
     left=""
