@@ -140,10 +140,11 @@ void sti_log(const char *fmt, ...)
  *  - a word between 2^40 and 2^47: where a position-independent program's
  *    heap, stack and libraries lie (no size, key, number or GUID the
  *    libraries send is there);
- *  - a word inside one of the process's own mappings (/proc/self/maps, read
- *    again for each command): the image, heap and data of a program that is
- *    not position-independent lie from 4 MiB up (0x400000), where no
- *    single rule by value could tell them from a length.
+ *  - a word below 4 GiB inside one of the process's own mappings
+ *    (/proc/self/maps, read again for each command): the image, heap and
+ *    data of a program that is not position-independent lie from 4 MiB up
+ *    (0x400000), where no single rule by value could tell them from a
+ *    length.
  *
  * Which fields hold user pointers is thus not listed: a response address,
  * a buffer given to the "kernel" in driver data (a CQ's or QP's ring, its
@@ -216,12 +217,21 @@ static void read_maps(void)
 	sti_real_close(fd);
 }
 
-static int is_address(uint64_t v)
+static int is_address(uint64_t v, int by_maps)
 {
 	size_t a = 0, b;
 
 	if (v >= (1ULL << 40) && v < (1ULL << 47))
 		return 1;
+	if (!by_maps)
+		return 0;
+	/* The mappings are asked only below 4 GiB, where a non-PIE program's
+	 * image and brk heap lie (its mmap'd memory is above 2^40): between
+	 * 2^32 and 2^40 lie none of its addresses, but device attributes that
+	 * a mapping made there once covered (0x100000000 in mana's
+	 * QUERY_DEVICE answer, under Debian's python3). */
+	if (v >= (1ULL << 32))
+		return 0;
 	if (maps_read_at != maps_epoch)
 		read_maps();
 	b = nranges;
@@ -244,7 +254,26 @@ static int is_address(uint64_t v)
  * formatted, so that a program timed on the stand-in (compat-tests/bench,
  * section control) does not pay for it.
  */
+static void hex_of(char *out, size_t outsz, const void *p, size_t len, int by_maps);
+
 void sti_hex(char *out, size_t outsz, const void *p, size_t len)
+{
+	hex_of(out, outsz, p, len, 1);
+}
+
+/*
+ * The same for what the "kernel" wrote (responses, output attributes,
+ * driver data out): only the first rule.  The model writes no address of
+ * the process there, and device attributes (a vendor id of 0xffffff, a
+ * page size mask) could fall inside a non-PIE program's heap in one run
+ * and not in the next.
+ */
+void sti_hex_out(char *out, size_t outsz, const void *p, size_t len)
+{
+	hex_of(out, outsz, p, len, 0);
+}
+
+static void hex_of(char *out, size_t outsz, const void *p, size_t len, int by_maps)
 {
 	const uint8_t *b = p;
 	size_t i = 0, o = 0;
@@ -265,7 +294,7 @@ void sti_hex(char *out, size_t outsz, const void *p, size_t len)
 		if (!raw && !(i & 7) && i + 8 <= len) {
 			uint64_t v;
 			memcpy(&v, b + i, 8);
-			if (is_address(v)) {
+			if (is_address(v, by_maps)) {
 				o += (size_t)snprintf(out + o, outsz - o, "<ptr>");
 				i += 8;
 				continue;

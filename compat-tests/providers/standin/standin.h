@@ -205,6 +205,7 @@ static inline int sti_cmd_is(uint32_t cmd, uint32_t wcmd, uint16_t obj, uint16_t
 void sti_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Appends `len` bytes as hex with user-space pointers masked to `out`. */
 void sti_hex(char *out, size_t outsz, const void *p, size_t len);
+void sti_hex_out(char *out, size_t outsz, const void *p, size_t len);
 int sti_real_close(int fd);
 /* Whether the modelled kernel lacks the ioctl interface (STANDIN_WRITE_ONLY). */
 int sti_write_only(void);

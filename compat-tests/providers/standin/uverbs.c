@@ -1521,8 +1521,8 @@ static int run_write(struct sti_ctx *ctx, const char *via, uint32_t cmd, int ex,
 	*uout_len = err ? 0 : c.dr.uout_written;
 	if (err)
 		*out_len = 0;
-	sti_hex(h3, HEXSZ, out, *out_len);
-	sti_hex(h4, HEXSZ, uout, *uout_len);
+	sti_hex_out(h3, HEXSZ, out, *out_len);
+	sti_hex_out(h4, HEXSZ, uout, *uout_len);
 	/* Descriptors handed out are not compared by number. */
 	if (!err && !ex && (cmd == IB_USER_VERBS_CMD_GET_CONTEXT || cmd == IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL))
 		memcpy(h3, "<fd>....", 8);
@@ -2486,7 +2486,7 @@ int sti_uverbs_ioctl(struct sti_ctx *ctx, void *arg)
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " a%x=fd", a->id);
 		else if (*a->pflags & UVERBS_ATTR_F_VALID_OUTPUT) {
 			size_t n = a->id == UVERBS_ATTR_UHW_OUT ? c.dr.uout_written : a->written ? a->written : a->len;
-			sti_hex(hex, sizeof(hex), (void *)(uintptr_t)*a->data, n);
+			sti_hex_out(hex, sizeof(hex), (void *)(uintptr_t)*a->data, n);
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " a%x=%s", a->id, hex);
 		}
 	}
