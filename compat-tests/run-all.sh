@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 mkdir -p build/compat-tests
 total_pass=0 total_fail=0 total_skip=0
-declare -a rows
+declare -a rows failed_suites=()
 
 add_counts() { # suite logfile
     local line p f s
@@ -47,8 +47,19 @@ for suite in "$@"; do
     read -r p f s < <(add_counts "$suite" "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     rows+=("$suite $p $f $s $((SECONDS - t0))")
+    [ "$f" -gt 0 ] && failed_suites+=("$suite")
     total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
 done
+
+# What failed, again, just above the totals: a CI report that keeps only the
+# tail of a long run still says which test failed and why.
+if [ "${#failed_suites[@]}" -gt 0 ]; then
+    echo
+    echo "=== failures"
+    for suite in "${failed_suites[@]}"; do
+        grep -E '^(FAIL|not ok)' "build/compat-tests/$suite.log" | head -5 | cut -c1-400 | sed "s/^/$suite: /"
+    done
+fi
 
 echo
 echo "=== totals"
