@@ -257,6 +257,12 @@ pub struct SoftHost {
     /// the new listener); else the progress thread answers what waits (no
     /// listener: REJ 8) and closes it, between its polls.
     pub graveyard: Vec<(OwnedFd, (u16, u16), u64)>,
+    /// Ports a bind took back from the graveyard, with the time their
+    /// linger ends: until the id listens (or that time), the socket stays
+    /// unread, so that a REQ waiting there reaches the listener that the
+    /// program makes next (perftest's server binds, queries twice and then
+    /// listens: a REQ read in between got REJ 8 on a loaded machine).
+    pub quiet: HashMap<(u16, u16), u64>,
     /// Messages a full receiver refused (a Unix datagram queue holds
     /// `net.unix.max_dgram_qlen` datagrams, 10 by default): sent again by
     /// the progress thread, in order, for up to [`PENDING_FOR_NS`].
@@ -294,14 +300,22 @@ impl SoftHost {
             rng: u64::from_ne_bytes(seed) | 1,
             sockets_changed: true,
             graveyard: Vec::new(),
+            quiet: HashMap::new(),
             pending: std::collections::VecDeque::new(),
         }
     }
 
     /// A lingering socket of a released port, taken back.
-    fn resurrect(&mut self, ps: u16, port: u16) -> Option<OwnedFd> {
+    fn resurrect(&mut self, ps: u16, port: u16) -> Option<(OwnedFd, u64)> {
         let i = self.graveyard.iter().position(|g| g.1 == (ps, port))?;
-        Some(self.graveyard.remove(i).0)
+        let (fd, _, until) = self.graveyard.remove(i);
+        Some((fd, until))
+    }
+
+    /// Whether the socket of a bound port is read now (not while it is
+    /// quiet, see `quiet`).
+    pub fn port_heard(&self, key: (u16, u16), now: u64) -> bool {
+        self.quiet.get(&key).is_none_or(|&until| until <= now)
     }
 
     fn port_name(&self, ps: u16, port: u16) -> Vec<u8> {
@@ -469,8 +483,9 @@ impl Host for SoftHost {
         if self.ports.contains_key(&(ps, port)) {
             return Err(EADDRINUSE);
         }
-        if let Some(fd) = self.resurrect(ps, port) {
+        if let Some((fd, until)) = self.resurrect(ps, port) {
             self.ports.insert((ps, port), fd);
+            self.quiet.insert((ps, port), until);
             self.sockets_changed = true;
             return Ok(port);
         }
@@ -485,7 +500,12 @@ impl Host for SoftHost {
     fn release_port(&mut self, ps: u16, port: u16) {
         if self.local_ports.remove(&(ps, port)).is_none() {
             if let Some(fd) = self.ports.remove(&(ps, port)) {
-                self.graveyard.push((fd, (ps, port), crate::ucma::now() + LINGER_NS));
+                let until = self
+                    .quiet
+                    .remove(&(ps, port))
+                    .unwrap_or(0)
+                    .max(crate::ucma::now() + LINGER_NS);
+                self.graveyard.push((fd, (ps, port), until));
                 self.sockets_changed = true;
             }
         }
@@ -493,11 +513,14 @@ impl Host for SoftHost {
 
     fn listen_port(&mut self, ps: u16, port: u16) -> Result<(), i32> {
         if self.ports.contains_key(&(ps, port)) {
+            if self.quiet.remove(&(ps, port)).is_some() {
+                self.sockets_changed = true;
+            }
             return Ok(());
         }
         // An ephemeral port (bind to port 0) becomes a machine-wide one.
         let fd = match self.resurrect(ps, port) {
-            Some(fd) => fd,
+            Some((fd, _)) => fd,
             None => {
                 let fd = dgram_socket().ok_or(libc::ENOMEM)?;
                 bind_abstract(fd.as_raw_fd(), &self.port_name(ps, port))?;

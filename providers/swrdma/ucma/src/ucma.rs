@@ -775,7 +775,13 @@ pub fn pump(ready: &[RawFd]) {
     let t = now();
     let uid = m.cma.host.uid;
     let own = m.cma.host.own.as_ref().map(|f| f.as_raw_fd());
-    let ports: Vec<((u16, u16), RawFd)> = m.cma.host.ports.iter().map(|(k, f)| (*k, f.as_raw_fd())).collect();
+    let h = &m.cma.host;
+    let ports: Vec<((u16, u16), RawFd)> = h
+        .ports
+        .iter()
+        .filter(|(k, _)| h.port_heard(**k, t))
+        .map(|(k, f)| (*k, f.as_raw_fd()))
+        .collect();
     for &fd in ready {
         if crate::kernel::is_kernel_fd(&m, fd) {
             crate::kernel::pump(&mut m, fd);
@@ -839,11 +845,22 @@ pub fn watch() -> (Vec<RawFd>, Option<u64>) {
     bury(&mut m);
     m.cma.host.sockets_changed = false;
     let _ = m.cma.host.own_fd();
-    let mut fds: Vec<RawFd> = m.cma.host.own.iter().map(|f| f.as_raw_fd()).collect();
-    fds.extend(m.cma.host.ports.values().map(|f| f.as_raw_fd()));
+    let t = now();
+    let h = &mut m.cma.host;
+    // A quiet port's linger ended: heard from now on (what waits in it is
+    // answered as for any bound port nobody listens on).
+    h.quiet.retain(|_, until| *until > t);
+    let mut fds: Vec<RawFd> = h.own.iter().map(|f| f.as_raw_fd()).collect();
+    fds.extend(
+        h.ports
+            .iter()
+            .filter(|(k, _)| h.port_heard(**k, t))
+            .map(|(_, f)| f.as_raw_fd()),
+    );
     fds.extend(m.kernel.watched());
     let mut deadline = m.cma.next_deadline();
-    if let Some(g) = m.cma.host.graveyard.iter().map(|g| g.2).min() {
+    let quiet_end = m.cma.host.quiet.values().copied();
+    if let Some(g) = m.cma.host.graveyard.iter().map(|g| g.2).chain(quiet_end).min() {
         deadline = Some(deadline.map_or(g, |d| d.min(g)));
     }
     if !m.cma.host.pending.is_empty() {
