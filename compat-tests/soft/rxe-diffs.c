@@ -20,6 +20,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "../common/entries.h"
+
 #define QKEY 0x11111111u
 #define CYCLES 50
 
@@ -43,32 +45,6 @@ static void die(const char *m)
 	exit(2);
 }
 
-/* entries of `path` not named in `known` ("\n"-separated, NULL: count all);
- * the user's id counter and the devices' directories are not counted */
-static int new_entries(const char *path, const char *known, char *names, size_t sz)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	char w[300];
-	int n = 0;
-	if (names)
-		names[0] = 0;
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "ids") || de->d_type == DT_DIR)
-			continue;
-		snprintf(w, sizeof(w), "\n%s\n", de->d_name);
-		if (known && strstr(known, w))
-			continue;
-		n++;
-		if (names && strlen(names) + strlen(w) < sz)
-			strcat(names, w + 1);
-	}
-	closedir(d);
-	return n;
-}
-
 /* (d) open contexts until ibv_open_device fails, close them, 50 times: the
  * descriptors of the process and the endpoint files of the user's private
  * directory are what they were before the first context. */
@@ -78,10 +54,9 @@ static void emfile_cycle(void)
 	static struct ibv_context *ctx[512];
 	static char why[9000];
 	char dir[300];
-	const char *rt = getenv("XDG_RUNTIME_DIR");
 	struct rlimit orig, lim;
 	int bad = 0, emfile = 0;
-	snprintf(dir, sizeof(dir), "%s/ibverbs-soft-%u", rt && rt[0] == '/' ? rt : "/tmp", (unsigned)getuid());
+	soft_dir(dir, sizeof(dir));
 	if (getrlimit(RLIMIT_NOFILE, &orig))
 		die("getrlimit");
 	int fds0 = new_entries("/proc/self/fd", NULL, NULL, 0);

@@ -17,39 +17,7 @@
 
 #define CYCLES 50
 
-/* the entries of `path` not in `known` ("\n"-separated names; NULL: any),
- * counted; `names` (NULL: not wanted) gets the entries found */
-static int new_entries(const char *path, const char *known, char *names, size_t sz)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	char w[300];
-	int n = 0;
-	if (names)
-		names[0] = 0;
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		/* (the id counter and the devices' sysfs-style trees are made by
-		 * a user's first context and stay: not the endpoint's files) */
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "ids") || de->d_type == DT_DIR)
-			continue;
-		snprintf(w, sizeof(w), "\n%s\n", de->d_name);
-		if (known && strstr(known, w))
-			continue;
-		n++;
-		if (names && strlen(names) + strlen(w) < sz)
-			strcat(names, w + 1);
-	}
-	closedir(d);
-	return n;
-}
-
-static void soft_dir(char *b, size_t sz)
-{
-	const char *rt = getenv("XDG_RUNTIME_DIR");
-	snprintf(b, sz, "%s/ibverbs-soft-%u", rt && rt[0] == '/' ? rt : "/tmp", (unsigned)getuid());
-}
+/* new_entries() and soft_dir(): compat-tests/common/entries.h (sweep.c) */
 
 C(emfile_open_close_cycle, F_NODEV | F_SLOW)
 {

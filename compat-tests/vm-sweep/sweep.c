@@ -37,6 +37,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/entries.h"
+
 /* the private exports applications can reach (declared in driver.h, which
  * libibverbs-dev does not ship in every version): declared here */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
