@@ -16,24 +16,7 @@ use swrdma_cm::mad::{Mad, MAD_LEN};
 /// A host with one device on 127.0.0.1 whose messages go nowhere.
 struct Quiet(u32);
 
-fn dev() -> Dev {
-    let mut gid = [0u8; 16];
-    gid[10] = 0xff;
-    gid[11] = 0xff;
-    gid[12..].copy_from_slice(&[127, 0, 0, 1]);
-    Dev {
-        name: "swr0".into(),
-        guid: 1,
-        ibdev_index: 0,
-        port_num: 1,
-        gid_index: 1,
-        gid,
-        mtu: 5,
-        pkey: 0xffff,
-        ack_delay: 15,
-        max_rd_atomic: 16,
-    }
-}
+use swrdma_cm::testkit::loopback_dev as dev;
 
 impl Host for Quiet {
     fn claim_port(&mut self, _ps: u16, _ip: IpAddr, port: u16, _reuse: bool) -> Result<u16, i32> {

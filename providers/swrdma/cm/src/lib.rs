@@ -14,6 +14,8 @@ pub mod cma;
 pub mod conn;
 pub mod ipcm;
 pub mod mad;
+#[doc(hidden)]
+pub mod testkit;
 
 #[cfg(test)]
 mod tests_cma;
