@@ -50,6 +50,15 @@
 //!   forwarded datagram is accepted only if its destination address is one
 //!   of this context's addresses (and, for a link-local one, the interface
 //!   is ours) and the QPN is ours, else dropped.
+//! * A forwarded datagram for one of our QPs also gets its flow a socket
+//!   of its own in the owner ([`Flow`]): a UDP socket in the same group,
+//!   bound the same way and connected to the datagram's source address and
+//!   port.  The kernel gives a connected member every datagram of its
+//!   4-tuple (Linux 5.4 and later), so a flow is forwarded only until its
+//!   owner has seen one of its datagrams: from then on a peer QP's packets
+//!   (rxe sends each QP's from a source port of its own) reach the owner
+//!   without waiting for another process to run.  At most [`MAX_FLOWS`]
+//!   per context, the oldest closed first.
 //! * Why connections, not one unix datagram socket per context: a unix
 //!   datagram socket takes at most `net.unix.max_dgram_qlen` (10 by default,
 //!   only root can raise it) unread datagrams from senders it is not
@@ -131,6 +140,13 @@ const LISTENER_TAG: u64 = 0;
 fn conn_tag(fd: BorrowedFd<'_>) -> u64 {
     fd.as_raw_fd() as u64 + 1
 }
+
+/// The forwarding epoll set's tag of a flow socket (see [`Flow`]): this
+/// bit and its descriptor number (never a connection's tag).
+const FLOW_TAG: u64 = 1 << 40;
+
+/// Most flow sockets of a context (the oldest is closed for a new one).
+const MAX_FLOWS: usize = 64;
 
 /// Send buffer asked for a forwarding connection (the forwards the owner
 /// has not read yet are charged to it).
@@ -316,10 +332,29 @@ struct Conns {
     out: Vec<(u32, OwnedFd)>,
 }
 
+/// A flow socket: a UDP socket bound to one of our addresses' port 4791
+/// (in the same `SO_REUSEPORT` group) and connected to a peer's address
+/// and UDP source port.  The kernel gives a connected member of a group
+/// every datagram of its 4-tuple, and the unconnected members none of them
+/// (Linux 5.4 and later), so once a datagram of that flow was forwarded to
+/// us, the flow's next datagrams come to us directly: a peer QP's requests
+/// or responses no longer wait for another process to run (rxe sends each
+/// QP's packets from a source port of its own).  A datagram of the flow for
+/// another process's QP (a peer that sends every QP's packets from one
+/// port, as ours does) is forwarded as from any socket.
+struct Flow {
+    local: IpAddr,
+    peer: IpAddr,
+    sport: u16,
+    fd: OwnedFd,
+}
+
 /// The receive state, used by one thread at a time.
 struct Rx {
     bufs: Bufs,
     conns: Conns,
+    /// Flow sockets, oldest first (in [`Sock::ep`]).
+    flows: Vec<Flow>,
     /// Source to start the next [`Sock::recv`] with (round robin, so that a
     /// busy socket does not starve the others when `max` is reached).
     next: usize,
@@ -653,6 +688,7 @@ impl Sock {
                     inc: Vec::new(),
                     out: Vec::new(),
                 },
+                flows: Vec::new(),
                 next: 0,
             }),
         };
@@ -907,7 +943,7 @@ impl Sock {
         for k in 0..nsrc {
             let i = (start + k) % nsrc;
             let Some((addr, fd)) = self.udp.get(i) else {
-                done += self.recv_forwards(rx, max.saturating_sub(done), mine, f);
+                done += self.recv_forwards(rx, max.saturating_sub(done), mine, owner, f);
                 continue;
             };
             loop {
@@ -929,7 +965,9 @@ impl Sock {
     }
 
     /// Accepts new forwarding connections and drains up to `max` forwarded
-    /// datagrams from those that are readable; closes those that ended.
+    /// datagrams from those that are readable, and from the flow sockets
+    /// that are; closes the connections that ended, and opens a flow socket
+    /// for a forwarded datagram's flow (see [`Flow`]).
     ///
     /// Only what the epoll set of the listener and the connections reports
     /// ready is touched (one `epoll_wait` that does not wait): an `accept`
@@ -946,6 +984,7 @@ impl Sock {
         rx: &mut Rx,
         max: usize,
         mine: &dyn Fn(u32) -> bool,
+        owner: &dyn Fn(u32) -> Option<u32>,
         f: &mut dyn FnMut(&RxMeta, &[u8]),
     ) -> usize {
         let none = epoll::Event {
@@ -967,7 +1006,8 @@ impl Sock {
             }
         }
         let ready = &ready[..nready];
-        let mut done = 0usize;
+        let mut done = self.recv_flows(rx, ready, max, mine, owner, f);
+        let mut new_flows: Vec<(IpAddr, IpAddr, u16)> = Vec::new();
         let mut c = 0usize;
         while c < rx.conns.inc.len() {
             if !ready.contains(&conn_tag(rx.conns.inc[c].as_fd())) {
@@ -993,7 +1033,9 @@ impl Sock {
                         dead = true;
                         break;
                     }
-                    self.handle_fwd(&rx.bufs, j, mine, f);
+                    if let Some(flow) = self.handle_fwd(&rx.bufs, j, mine, f) {
+                        new_flows.push(flow);
+                    }
                     done += 1;
                 }
                 if dead || got < want {
@@ -1007,7 +1049,79 @@ impl Sock {
                 c += 1;
             }
         }
+        for (local, peer, sport) in new_flows {
+            self.open_flow(rx, local, peer, sport);
+        }
         done
+    }
+
+    /// Drains the flow sockets that `ready` names, up to `max` datagrams
+    /// in all, as the UDP sockets are drained.
+    fn recv_flows(
+        &self,
+        rx: &mut Rx,
+        ready: &[u64],
+        max: usize,
+        mine: &dyn Fn(u32) -> bool,
+        owner: &dyn Fn(u32) -> Option<u32>,
+        f: &mut dyn FnMut(&RxMeta, &[u8]),
+    ) -> usize {
+        let mut done = 0usize;
+        let Rx { bufs, conns, flows, .. } = rx;
+        for fl in flows.iter() {
+            if !ready.contains(&(FLOW_TAG | fl.fd.as_raw_fd() as u64)) {
+                continue;
+            }
+            loop {
+                let want = max.saturating_sub(done).min(BATCH);
+                if want == 0 {
+                    return done;
+                }
+                let got = bufs.batch(fl.fd.as_fd(), want, true).unwrap_or(0);
+                for j in 0..got {
+                    self.handle_udp(bufs, conns, j, fl.local, mine, owner, f);
+                }
+                done += got;
+                if got < want {
+                    break;
+                }
+            }
+        }
+        done
+    }
+
+    /// A flow socket for datagrams from `peer`:`sport` to `local`:4791
+    /// (see [`Flow`]), unless there is one; best effort (a datagram that
+    /// cannot have one keeps being forwarded).
+    fn open_flow(&self, rx: &mut Rx, local: IpAddr, peer: IpAddr, sport: u16) {
+        if rx
+            .flows
+            .iter()
+            .any(|f| f.local == local && f.peer == peer && f.sport == sport)
+        {
+            return;
+        }
+        let Ok(fd) = open_udp(local, self.ifindex) else { return };
+        let _ = sockopt::set_socket_recv_buffer_size(&fd, UDP_RCVBUF);
+        let connected = match peer {
+            IpAddr::V4(a) => connect(&fd, &SocketAddrV4::new(a, sport)),
+            IpAddr::V6(a) => {
+                let scope = if is_link_local(&a) { self.ifindex } else { 0 };
+                connect(&fd, &SocketAddrV6::new(a, sport, 0, scope))
+            }
+        };
+        let tag = FLOW_TAG | fd.as_raw_fd() as u64;
+        if connected.is_err()
+            || epoll::add(&self.ep, &fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN).is_err()
+        {
+            return;
+        }
+        if rx.flows.len() >= MAX_FLOWS {
+            // (Closing removes it from the epoll set; what it held is lost,
+            // as a datagram the kernel drops: RC retransmits.)
+            rx.flows.remove(0);
+        }
+        rx.flows.push(Flow { local, peer, sport, fd });
     }
 
     /// Handles datagram `j` of a batch from the UDP socket of `addr`.
@@ -1055,31 +1169,38 @@ impl Sock {
         }
     }
 
-    /// Handles datagram `j` of a batch from a forwarding connection.
-    fn handle_fwd(&self, bufs: &Bufs, j: usize, mine: &dyn Fn(u32) -> bool, f: &mut dyn FnMut(&RxMeta, &[u8])) {
-        let Some(s) = bufs.slots.get(j) else { return };
+    /// Handles datagram `j` of a batch from a forwarding connection;
+    /// returns the flow (our address, the peer's address and source port)
+    /// of a datagram for one of our QPs: one we may take directly.
+    fn handle_fwd(
+        &self,
+        bufs: &Bufs,
+        j: usize,
+        mine: &dyn Fn(u32) -> bool,
+        f: &mut dyn FnMut(&RxMeta, &[u8]),
+    ) -> Option<(IpAddr, IpAddr, u16)> {
+        let s = bufs.slots.get(j)?;
         if s.flags & libc::MSG_TRUNC != 0 || s.len < FWD_HDR + MIN_LEN {
-            return;
+            return None;
         }
-        let Some(d) = bufs.data.get(j * BUF..j * BUF + s.len) else {
-            return;
-        };
-        let Some((m, ifindex)) = parse_fwd(d) else { return };
+        let d = bufs.data.get(j * BUF..j * BUF + s.len)?;
+        let (m, ifindex) = parse_fwd(d)?;
         if !self.addrs.contains(&m.dst) {
-            return;
+            return None;
         }
         if let IpAddr::V6(a) = m.dst {
             if is_link_local(&a) && ifindex != self.ifindex {
-                return;
+                return None;
             }
         }
-        let Some(p) = d.get(FWD_HDR..) else { return };
+        let p = d.get(FWD_HDR..)?;
         match dest_qpn(p) {
             Some(qpn) if mine(qpn) => {
                 record::note(Ev::FwdIn, p);
-                f(&m, p)
+                f(&m, p);
+                Some((m.dst, m.src, m.sport))
             }
-            _ => {}
+            _ => None,
         }
     }
 }
@@ -1176,6 +1297,77 @@ mod tests {
         }
         assert_eq!(got, vec![pkt.to_vec()]);
         drop((s, other));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A flow whose datagram had to be forwarded comes to its owner
+    /// directly from then on ([`Flow`]): the other context handles none of
+    /// its next datagrams.
+    #[test]
+    fn a_forwarded_flow_comes_directly_next() {
+        let dir = std::env::temp_dir().join(format!("swrdma-flow-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        // SAFETY: a NUL-terminated name.
+        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+        // (127.0.0.2: the other test's sockets hold 127.0.0.1:4791, in the
+        // same process and uid, so they would share its datagrams.)
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+        let owner_ctx = match Sock::open(&dir, 1, lo, &[a]) {
+            Ok(s) => s,
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+                eprintln!("skipped: 127.0.0.2:4791 is held by another user or the kernel's rxe");
+                return;
+            }
+            Err(e) => panic!("Sock::open: {e}"),
+        };
+        let other = Sock::open(&dir, 2, lo, &[a]).unwrap();
+        const QPN: u32 = 0x123;
+        let mine = |q: u32| q == QPN;
+        let not_mine = |_: u32| false;
+        let owner = |q: u32| (q == QPN).then_some(1);
+        let mut pkt = [0u8; 16];
+        pkt[5..8].copy_from_slice(&QPN.to_be_bytes()[1..]);
+        let to = std::net::SocketAddr::new(a, PORT);
+        // A peer socket whose flow the kernel gives the other context.
+        let mut found = None;
+        for _ in 0..64 {
+            let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            peer.send_to(&pkt, to).unwrap();
+            let (mut fwd, mut got) = (0, 0);
+            for _ in 0..200 {
+                fwd += other.recv(64, &not_mine, &owner, &mut |_, _| {});
+                owner_ctx.recv(64, &mine, &owner, &mut |_, _| got += 1);
+                if got > 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert_eq!(got, 1, "the datagram reached its owner");
+            if fwd > 0 {
+                found = Some(peer);
+                break;
+            }
+        }
+        let peer = found.expect("no flow went to the other context in 64 tries");
+        let (mut fwd, mut got) = (0, 0);
+        for _ in 0..20 {
+            peer.send_to(&pkt, to).unwrap();
+        }
+        for _ in 0..500 {
+            fwd += other.recv(64, &not_mine, &owner, &mut |_, _| {});
+            owner_ctx.recv(64, &mine, &owner, &mut |_, _| got += 1);
+            if got >= 20 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(
+            (got, fwd),
+            (20, 0),
+            "(taken by the owner, handled by the other context)"
+        );
+        drop((owner_ctx, other));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
