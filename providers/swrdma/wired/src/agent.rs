@@ -56,7 +56,11 @@ pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, Str
         let mut val = || it.next().ok_or_else(|| format!("{a} needs a value"));
         let num = |v: &String| v.parse::<u64>().map_err(|_| format!("{a}: not a number: {v}"));
         match a.as_str() {
-            "--ifindex" => c.ifindex = num(val()?)?.try_into().map_err(|_| "--ifindex: too large".to_string())?,
+            "--ifindex" => {
+                c.ifindex = num(val()?)?
+                    .try_into()
+                    .map_err(|_| "--ifindex: too large".to_string())?
+            }
             "--scope" => c.scope = val()?.clone(),
             "--idle-ms" => c.idle = Duration::from_millis(num(val()?)?),
             "--ready-fd" => c.ready_fd = Some(num(val()?)?.try_into().map_err(|_| "--ready-fd: too large")?),
@@ -163,7 +167,24 @@ pub struct Agent {
     counters: Counters,
     log: Option<std::fs::File>,
     uid: u32,
+    /// Connections refused before their hello (another uid, too many):
+    /// answered when their first message has been read, so that closing
+    /// them does not reset the refusal away (a Unix socket closed with
+    /// unread data resets its peer).
+    refusing: HashMap<u64, Refusing>,
 }
+
+struct Refusing {
+    sock: OwnedFd,
+    since: Instant,
+    status: i32,
+    why: String,
+}
+
+/// Refused connections waiting for their first message, at most.
+const MAX_REFUSING: usize = 64;
+/// How long a refused connection may wait for its first message.
+const REFUSING_DEADLINE: Duration = Duration::from_secs(1);
 
 /// Tokens: 0 the listener; a client's connection 2·id, its pidfd 2·id+1.
 const LISTENER: u64 = 0;
@@ -243,7 +264,10 @@ impl Agent {
     /// Err(Some(why)): cannot start.
     pub fn new(cfg: Config) -> Result<Agent, Option<String>> {
         if ifname(cfg.ifindex).is_none() {
-            return Err(Some(format!("no interface of index {} in this network namespace", cfg.ifindex)));
+            return Err(Some(format!(
+                "no interface of index {} in this network namespace",
+                cfg.ifindex
+            )));
         }
         let uid = rustix::process::geteuid().as_raw();
         let name = proto::socket_name(uid, cfg.ifindex, &cfg.scope);
@@ -262,9 +286,8 @@ impl Agent {
         listen(&l, 128).map_err(e("listen"))?;
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(e("epoll"))?;
         epoll::add(&epoll, &l, EventData::new_u64(LISTENER), EventFlags::IN).map_err(e("epoll"))?;
-        let log = std::env::var_os("SWRDMA_WIRED_LOG").and_then(|p| {
-            std::fs::OpenOptions::new().create(true).append(true).open(p).ok()
-        });
+        let log = std::env::var_os("SWRDMA_WIRED_LOG")
+            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
         Ok(Agent {
             cfg,
             listener: Some(l),
@@ -275,7 +298,45 @@ impl Agent {
             counters: Counters::default(),
             log,
             uid,
+            refusing: HashMap::new(),
         })
+    }
+
+    /// Keeps a refused connection until its first message (or its end, or
+    /// a deadline); closes it at once when too many wait.
+    fn refuse_later(&mut self, sock: OwnedFd, status: i32, why: String) {
+        if self.refusing.len() >= MAX_REFUSING {
+            return refuse(sock.as_fd(), status, why);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        if epoll::add(&self.epoll, &sock, EventData::new_u64(2 * id), EventFlags::IN).is_ok() {
+            let since = Instant::now();
+            self.refusing.insert(
+                id,
+                Refusing {
+                    sock,
+                    since,
+                    status,
+                    why,
+                },
+            );
+        }
+    }
+
+    /// A refused connection is readable (or late): its message is read and
+    /// dropped, the refusal sent, the connection closed.
+    fn refuse_now(&mut self, id: u64) {
+        let Some(r) = self.refusing.remove(&id) else { return };
+        let mut b = [0u8; proto::MAX_MSG];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+        let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
+        let _ = recvmsg(&r.sock, &mut [IoSliceMut::new(&mut b)], &mut cmsg, flags);
+        // Descriptors that came with it are closed here.
+        cmsg.drain().for_each(drop);
+        let _ = epoll::delete(&self.epoll, &r.sock);
+        refuse(r.sock.as_fd(), r.status, r.why);
     }
 
     fn log(&mut self, msg: String) {
@@ -286,7 +347,8 @@ impl Agent {
 
     /// Serves until idle for the configured time.
     pub fn run(&mut self) {
-        let name = String::from_utf8_lossy(&proto::socket_name(self.uid, self.cfg.ifindex, &self.cfg.scope)).into_owned();
+        let name =
+            String::from_utf8_lossy(&proto::socket_name(self.uid, self.cfg.ifindex, &self.cfg.scope)).into_owned();
         self.log(format!("listening on @{name}, idle {:?}", self.cfg.idle));
         let mut events = Vec::with_capacity(64);
         loop {
@@ -294,6 +356,10 @@ impl Agent {
             let mut wake = self.empty_since.map(|t| t + self.cfg.idle);
             for c in self.clients.values().filter(|c| c.greeted.is_none()) {
                 let d = c.since + HELLO_DEADLINE;
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
+            for r in self.refusing.values() {
+                let d = r.since + REFUSING_DEADLINE;
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
             let t = wake.map(|w| timespec(w.saturating_duration_since(now)));
@@ -309,6 +375,7 @@ impl Agent {
                 let tok = ev.data.u64();
                 match tok {
                     LISTENER => self.accept_all(),
+                    t if t % 2 == 0 && self.refusing.contains_key(&(t / 2)) => self.refuse_now(t / 2),
                     t if t % 2 == 0 => self.readable(t / 2),
                     t => self.drop_client(t / 2, "its process exited"),
                 }
@@ -341,6 +408,13 @@ impl Agent {
     }
 
     fn expire_hellos(&mut self) {
+        let late: Vec<u64> = (self.refusing.iter())
+            .filter(|(_, r)| r.since.elapsed() >= REFUSING_DEADLINE)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in late {
+            self.refuse_now(id);
+        }
         let late: Vec<u64> = (self.clients.iter())
             .filter(|(_, c)| c.greeted.is_none() && c.since.elapsed() >= HELLO_DEADLINE)
             .map(|(&id, _)| id)
@@ -366,17 +440,18 @@ impl Agent {
     /// hello.
     fn accept(&mut self, sock: OwnedFd) {
         let Ok(cred) = socket_peercred(&sock) else { return };
-        if cred.uid.as_raw() != self.uid {
-            self.counters.refused += 1;
+        let refusal = if cred.uid.as_raw() != self.uid {
             let why = format!("uid {} may not use the agent of uid {}", cred.uid.as_raw(), self.uid);
-            self.log(format!("refused pid {}: {why}", cred.pid.as_raw_nonzero()));
-            refuse(sock.as_fd(), libc::EACCES, why);
-            return;
-        }
-        if self.clients.len() >= MAX_CLIENTS {
+            Some((libc::EACCES, why))
+        } else if self.clients.len() >= MAX_CLIENTS {
+            Some((libc::EMFILE, format!("{MAX_CLIENTS} clients already")))
+        } else {
+            None
+        };
+        if let Some((status, why)) = refusal {
             self.counters.refused += 1;
-            refuse(sock.as_fd(), libc::EMFILE, format!("{MAX_CLIENTS} clients already"));
-            return;
+            self.log(format!("refusing pid {}: {why}", cred.pid.as_raw_nonzero()));
+            return self.refuse_later(sock, status, why);
         }
         let pid = cred.pid.as_raw_nonzero().get();
         let Some(pidfd) = peer_pidfd(sock.as_fd(), pid) else {
@@ -474,7 +549,10 @@ impl Agent {
         }
         let hello = Hello::parse(b).ok_or_else(|| inval("the first message is not a hello".into()))?;
         let [access, async_w]: [OwnedFd; 2] = fds.try_into().map_err(|v: Vec<OwnedFd>| {
-            inval(format!("a hello carries 2 descriptors (access page, async pipe), not {}", v.len()))
+            inval(format!(
+                "a hello carries 2 descriptors (access page, async pipe), not {}",
+                v.len()
+            ))
         })?;
         let access = AccessMap::new(access.as_fd()).map_err(inval)?;
         check_async_pipe(async_w.as_fd()).map_err(inval)?;
@@ -545,7 +623,10 @@ mod tests {
                 ready_fd: Some(3)
             }
         );
-        assert_eq!(parse_args(&args("--ifindex 2"), Some("1500")).unwrap().idle, Duration::from_millis(1500));
+        assert_eq!(
+            parse_args(&args("--ifindex 2"), Some("1500")).unwrap().idle,
+            Duration::from_millis(1500)
+        );
         assert_eq!(parse_args(&args("--ifindex 2"), None).unwrap().idle, DEFAULT_IDLE);
         assert!(parse_args(&args(""), None).is_err());
         assert!(parse_args(&args("--ifindex x"), None).is_err());

@@ -104,7 +104,11 @@ impl std::fmt::Display for Error {
                 rustix::process::geteuid().as_raw()
             ),
             Error::Refused { status, text } => {
-                write!(f, "swrdma-wired: the agent refused us ({}): {text}", os(&(*status as i32)))
+                write!(
+                    f,
+                    "swrdma-wired: the agent refused us ({}): {text}",
+                    os(&(*status as i32))
+                )
             }
             Error::Protocol(t) => write!(f, "swrdma-wired: protocol: {t}"),
             Error::Sys { what, errno } => write!(f, "swrdma-wired: {what}: {}", os(errno)),
@@ -165,8 +169,7 @@ pub fn agent_program() -> Option<PathBuf> {
     // string owned by the loader, valid while the object stays loaded.
     let fname = unsafe {
         let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(agent_program as *const () as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null()
-        {
+        if libc::dladdr(agent_program as *const () as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
         std::ffi::CStr::from_ptr(info.dli_fname).to_bytes().to_vec()
@@ -201,7 +204,7 @@ pub fn connect_or_start(
     let mut started = false;
     for _ in 0..8 {
         match dial(&name) {
-            Ok(sock) => match greet(sock, opts.wait, access, async_w) {
+            Ok(sock) => match greet_on(sock, opts.wait, access, async_w) {
                 Err(Error::GoneAway) => continue,
                 r => return r.map(|s| Session { started, ..s }),
             },
@@ -271,9 +274,15 @@ fn probe_value() -> u64 {
     (t ^ (std::process::id() as u64) << 40).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1
 }
 
-/// Checks who listens on `sock`, names it our ptracer under Yama 1, sends
-/// the hello, reads the welcome.
-fn greet(sock: OwnedFd, wait: Duration, access: BorrowedFd<'_>, async_w: BorrowedFd<'_>) -> Result<Session, Error> {
+/// On a connection `sock` to an agent's name: checks who listens (our
+/// uid), names it our ptracer under Yama 1, sends the hello, reads the
+/// welcome.
+pub fn greet_on(
+    sock: OwnedFd,
+    wait: Duration,
+    access: BorrowedFd<'_>,
+    async_w: BorrowedFd<'_>,
+) -> Result<Session, Error> {
     let cred = socket_peercred(&sock).map_err(sys("SO_PEERCRED"))?;
     if cred.uid != rustix::process::geteuid() {
         return Err(Error::Squatted {

@@ -28,7 +28,10 @@ fn main() {
     };
     // SAFETY: the spawner opened this descriptor for us (the ready pipe's
     // write end) and nothing else in this process owns it.
-    let ready = cfg.ready_fd.filter(|&fd| fd >= 0).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+    let ready = cfg
+        .ready_fd
+        .filter(|&fd| fd >= 0)
+        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
     match Agent::new(cfg) {
         Ok(mut a) => {
             say(ready, "ready");

@@ -193,7 +193,14 @@ impl Welcome {
         let len = Self::FIXED + text.len();
         let mut b = Vec::with_capacity(len);
         Header::new(self.kind, len).put(&mut b);
-        for w in [self.status, self.flags, self.agent_pid, self.client_id, self.cma_errno, 0] {
+        for w in [
+            self.status,
+            self.flags,
+            self.agent_pid,
+            self.client_id,
+            self.cma_errno,
+            0,
+        ] {
             b.extend_from_slice(&w.to_ne_bytes());
         }
         b.extend_from_slice(text);

@@ -79,7 +79,10 @@ fn prepare(program: &Path, args: &[String]) -> Option<Prepared> {
 }
 
 fn ptrs(v: &[CString]) -> Vec<*const libc::c_char> {
-    v.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+    v.iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
 }
 
 /// Starts `program` with `args` (the ready pipe's number is appended as
@@ -126,9 +129,9 @@ pub fn start(program: &Path, args: &[String], wait: Duration) -> std::io::Result
 /// Only in the child of `fork`, with `argv`/`envp` null-terminated arrays
 /// of live C strings and `null`, `w` open descriptors at or above `HIGH_FD`.
 unsafe fn child(path: &CString, argv: &[*const libc::c_char], envp: &[*const libc::c_char], null: i32, w: i32) -> ! {
-    // SAFETY (whole body): async-signal-safe system calls on descriptors
-    // and memory that are valid in this process; the pointers outlive the
-    // calls (the parent's memory, copied by fork).
+    // SAFETY: async-signal-safe system calls on descriptors and memory
+    // that are valid in this process; the pointers outlive the calls (the
+    // parent's memory, copied by fork).
     unsafe {
         libc::setsid();
         match libc::fork() {
@@ -233,7 +236,10 @@ mod tests {
         assert_eq!(parse_said(b"ready\n"), Said::Ready);
         assert_eq!(parse_said(b"busy\n"), Said::Busy);
         assert_eq!(parse_said(b"exec 0000000002\n"), Said::Exec(2));
-        assert_eq!(parse_said(b"error: no interface 9\n"), Said::Error("no interface 9".into()));
+        assert_eq!(
+            parse_said(b"error: no interface 9\n"),
+            Said::Error("no interface 9".into())
+        );
         assert_eq!(parse_said(b""), Said::Nothing);
     }
 
