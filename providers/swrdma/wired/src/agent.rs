@@ -14,8 +14,8 @@ use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::Timespec;
 use rustix::io::Errno;
 use rustix::net::{
-    accept_with, bind, listen, recvmsg, socket_with, sockopt::socket_peercred, AddressFamily, RecvAncillaryBuffer,
-    RecvAncillaryMessage, RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+    accept_with, bind, listen, recvmsg, socket_with, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+    RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
 use std::collections::HashMap;
 use std::io::{IoSliceMut, Write};
@@ -219,6 +219,9 @@ fn peer_pidfd(sock: BorrowedFd<'_>, pid: i32) -> Option<OwnedFd> {
 /// compares it with `want`.  Ok(()) or the errno (EFAULT: another value,
 /// e.g. a pid of another PID namespace's process).
 fn cma_probe(pid: i32, addr: u64, want: u64) -> Result<(), i32> {
+    if pid <= 0 {
+        return Err(libc::ESRCH); // no number in our PID namespace
+    }
     let mut got = 0u64;
     let local = libc::iovec {
         iov_base: (&mut got as *mut u64).cast(),
@@ -439,9 +442,11 @@ impl Agent {
     /// A new connection: checked (uid), watched (pidfd), then waits for its
     /// hello.
     fn accept(&mut self, sock: OwnedFd) {
-        let Ok(cred) = socket_peercred(&sock) else { return };
-        let refusal = if cred.uid.as_raw() != self.uid {
-            let why = format!("uid {} may not use the agent of uid {}", cred.uid.as_raw(), self.uid);
+        let Some((pid, uid)) = crate::peercred(sock.as_fd()) else {
+            return;
+        };
+        let refusal = if uid != self.uid {
+            let why = format!("uid {uid} may not use the agent of uid {}", self.uid);
             Some((libc::EACCES, why))
         } else if self.clients.len() >= MAX_CLIENTS {
             Some((libc::EMFILE, format!("{MAX_CLIENTS} clients already")))
@@ -450,10 +455,9 @@ impl Agent {
         };
         if let Some((status, why)) = refusal {
             self.counters.refused += 1;
-            self.log(format!("refusing pid {}: {why}", cred.pid.as_raw_nonzero()));
+            self.log(format!("refusing pid {pid}: {why}"));
             return self.refuse_later(sock, status, why);
         }
-        let pid = cred.pid.as_raw_nonzero().get();
         let Some(pidfd) = peer_pidfd(sock.as_fd(), pid) else {
             return; // already gone
         };

@@ -7,8 +7,8 @@ use crate::spawn::{self, Said};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 use rustix::net::{
-    connect, recv, sendmsg, socket_with, sockopt::socket_peercred, AddressFamily, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+    connect, recv, sendmsg, socket_with, AddressFamily, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
@@ -283,17 +283,17 @@ pub fn greet_on(
     access: BorrowedFd<'_>,
     async_w: BorrowedFd<'_>,
 ) -> Result<Session, Error> {
-    let cred = socket_peercred(&sock).map_err(sys("SO_PEERCRED"))?;
-    if cred.uid != rustix::process::geteuid() {
-        return Err(Error::Squatted {
-            uid: cred.uid.as_raw(),
-            pid: cred.pid.as_raw_nonzero().get(),
-        });
+    let (pid, uid) = crate::peercred(sock.as_fd()).ok_or(Error::Sys {
+        what: "SO_PEERCRED",
+        errno: libc::EINVAL,
+    })?;
+    if uid != rustix::process::geteuid().as_raw() {
+        return Err(Error::Squatted { uid, pid });
     }
     let mut flags = 0;
-    if yama_scope() == Some(1) {
+    if let (Some(1), Some(agent)) = (yama_scope(), rustix::process::Pid::from_raw(pid)) {
         // Only an ancestor may attach under Yama 1, and the agent is none.
-        rustix::process::set_ptracer(rustix::process::PTracer::ProcessID(cred.pid)).map_err(sys("PR_SET_PTRACER"))?;
+        rustix::process::set_ptracer(rustix::process::PTracer::ProcessID(agent)).map_err(sys("PR_SET_PTRACER"))?;
         flags |= hello_flag::PTRACER_SET;
     }
     let probe = Box::new(AtomicU64::new(probe_value()));

@@ -10,7 +10,25 @@ pub mod proto;
 pub mod spawn;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// `SO_PEERCRED` of a connected Unix socket: (pid, euid).  The pid is 0
+/// when the peer's process has no number in our PID namespace.
+pub fn peercred(sock: BorrowedFd<'_>) -> Option<(i32, u32)> {
+    let mut c = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (one ucred) into `c`.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut c as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && len as usize == std::mem::size_of::<libc::ucred>()).then_some((c.pid, c.uid))
+}
 
 /// Pidfd `p`'s process has exited (the pidfd is readable).
 pub fn pidfd_exited(p: BorrowedFd<'_>) -> bool {
