@@ -81,6 +81,8 @@ pub enum Error {
     Refused { status: u32, text: String },
     /// The peer does not speak the protocol (or another version of it).
     Protocol(String),
+    /// The agent did not answer in time (stopped, overwhelmed).
+    Silent(Duration),
     /// A system call failed.
     Sys { what: &'static str, errno: i32 },
     /// Agents kept closing the connection before welcoming us (each was
@@ -111,6 +113,7 @@ impl std::fmt::Display for Error {
                 )
             }
             Error::Protocol(t) => write!(f, "swrdma-wired: protocol: {t}"),
+            Error::Silent(d) => write!(f, "swrdma-wired: the agent did not answer in {d:?} (stopped?)"),
             Error::Sys { what, errno } => write!(f, "swrdma-wired: {what}: {}", os(errno)),
             Error::GoneAway => write!(f, "swrdma-wired: the agent closed every connection before its welcome"),
         }
@@ -209,6 +212,7 @@ pub fn connect_or_start(
                 r => return r.map(|s| Session { started, ..s }),
             },
             Err(Errno::CONNREFUSED) | Err(Errno::NOENT) => {}
+            Err(Errno::AGAIN) => return Err(Error::Silent(Duration::from_secs(1))),
             Err(e) => return Err(sys("connect")(e)),
         }
         let program = opts.program.clone().or_else(agent_program).ok_or(Error::NoProgram)?;
@@ -225,7 +229,11 @@ pub fn connect_or_start(
             errno: e.raw_os_error().unwrap_or(0),
         })? {
             Said::Ready => started = true,
-            Said::Busy | Said::Nothing => {}
+            Said::Busy => {}
+            Said::Nothing => {
+                let text = "it exited without a word".to_string();
+                return Err(Error::AgentFailed { program, text });
+            }
             Said::Exec(errno) => return Err(Error::Exec { program, errno }),
             Said::Error(text) => return Err(Error::AgentFailed { program, text }),
             Said::Timeout => return Err(Error::Timeout { program }),
@@ -234,12 +242,21 @@ pub fn connect_or_start(
     Err(Error::GoneAway)
 }
 
-/// A connection to the abstract name `name`.
+/// A connection to the abstract name `name` (non-blocking).  A listener
+/// whose queue is full (a stopped or overwhelmed agent) is tried again
+/// every millisecond for 1 s, then `EAGAIN`: an application never blocks
+/// in `connect`.
 pub fn dial(name: &[u8]) -> Result<OwnedFd, Errno> {
     let addr = SocketAddrUnix::new_abstract_name(name)?;
-    let sock = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
-    connect(&sock, &addr)?;
-    Ok(sock)
+    let flags = SocketFlags::CLOEXEC | SocketFlags::NONBLOCK;
+    let sock = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, flags, None)?;
+    let end = Instant::now() + Duration::from_secs(1);
+    loop {
+        match connect(&sock, &addr) {
+            Err(Errno::AGAIN) if Instant::now() < end => std::thread::sleep(Duration::from_millis(1)),
+            r => return r.map(|()| sock),
+        }
+    }
 }
 
 /// The next message on `sock` within `wait` (an empty one: the agent
@@ -251,7 +268,7 @@ fn recv_msg(sock: BorrowedFd<'_>, wait: Duration) -> Result<Vec<u8>, Error> {
     };
     let mut pfd = [PollFd::new(&sock, PollFlags::IN)];
     match poll(&mut pfd, Some(&t)) {
-        Ok(0) => return Err(Error::Protocol("no answer in time".into())),
+        Ok(0) => return Err(Error::Silent(wait)),
         Ok(_) => {}
         Err(e) => return Err(sys("poll")(e)),
     }

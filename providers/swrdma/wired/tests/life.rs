@@ -274,6 +274,24 @@ fn killed_agent_is_noticed_and_restarted() {
 }
 
 #[test]
+fn stopped_agent_does_not_hang_a_client() {
+    let s = scope("stop");
+    let w = welcome(&run(&mut hello(&s, &[])));
+    let agent: u32 = w["agent_pid"].parse().unwrap();
+    kill(agent, libc::SIGSTOP);
+    let t = Instant::now();
+    let out = run(&mut hello(&s, &["--wait-ms", "500"]));
+    let took = t.elapsed();
+    kill(agent, libc::SIGCONT);
+    assert!(out.contains("did not answer in 500ms"), "{out}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // Continued, it serves again.
+    let w2 = welcome(&run(&mut hello(&s, &[])));
+    assert_eq!(w2["agent_pid"].parse::<u32>().unwrap(), agent);
+    stop_agent(agent);
+}
+
+#[test]
 fn dead_client_dropped_by_pidfd_though_a_child_holds_its_socket() {
     let s = scope("pidfd");
     let mut h = Holder::start(&mut hello(&s, &["--fork-holder"]));

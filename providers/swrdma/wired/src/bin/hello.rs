@@ -14,7 +14,7 @@ use std::time::Duration;
 use swrdma_wired::client::{self, Options, Target};
 use swrdma_wired::proto::{self, Hello, Welcome};
 
-const USAGE: &str = "usage: swrdma-wired-hello [--ifindex N] [--scope S] [--idle-ms M] [--program P]
+const USAGE: &str = "usage: swrdma-wired-hello [--ifindex N] [--scope S] [--idle-ms M] [--program P] [--wait-ms W]
     [--hold] [--query] [--nondumpable] [--fork-holder]
     [--name-uid U (--raw-version V | --raw-nofds | --squat | --squat-garbage)]";
 
@@ -55,6 +55,7 @@ fn parse() -> Result<Args, String> {
             "--scope" => a.target.scope = val()?,
             "--idle-ms" => a.opts.idle_ms = Some(val()?.parse().map_err(bad)?),
             "--program" => a.opts.program = Some(PathBuf::from(val()?)),
+            "--wait-ms" => a.opts.wait = Duration::from_millis(val()?.parse().map_err(bad)?),
             "--name-uid" => a.name_uid = Some(val()?.parse().map_err(bad)?),
             "--raw-version" => a.raw_version = Some(val()?.parse().map_err(bad)?),
             "--hold" => a.hold = true,
@@ -185,6 +186,7 @@ fn hold(sock: BorrowedFd<'_>, _async_r: BorrowedFd<'_>) {
 /// connection; prints the answer.
 fn raw(a: &Args) -> Result<(), String> {
     let sock = client::dial(&name(a)).map_err(|e| format!("connect: {e}"))?;
+    rustix::io::ioctl_fionbio(&sock, false).map_err(|e| e.to_string())?;
     let probe = Box::new(7u64);
     let mut b = Hello {
         pid: std::process::id(),
