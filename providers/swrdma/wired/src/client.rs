@@ -356,3 +356,42 @@ pub fn greet_on(
         started: false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_beside_the_object_holding_this_code() {
+        if std::env::var_os("SWRDMA_WIRED").is_some() {
+            return; // the override wins (not set by the test runners)
+        }
+        // In a test executable the object is the executable itself.
+        let p = agent_program().expect("dladdr names our object");
+        assert!(p.ends_with("../swrdma/swrdma-wired"), "{}", p.display());
+        let exe = std::env::current_exe().unwrap();
+        let dir = p.parent().unwrap().parent().unwrap().parent().unwrap();
+        assert_eq!(
+            dir.canonicalize().unwrap(),
+            exe.parent().unwrap().canonicalize().unwrap()
+        );
+    }
+
+    #[test]
+    fn errors_say_what_and_why() {
+        let e = Error::Exec {
+            program: "/x/swrdma-wired".into(),
+            errno: libc::ENOENT,
+        };
+        assert!(e
+            .to_string()
+            .starts_with("swrdma-wired: cannot run /x/swrdma-wired: No such file"));
+        let e = Error::Squatted { uid: 7, pid: 99 };
+        assert!(e.to_string().contains("held by process 99 of uid 7"));
+        let e = Error::Refused {
+            status: libc::EPROTO as u32,
+            text: "version".into(),
+        };
+        assert!(e.to_string().contains("Protocol error") && e.to_string().ends_with("version"));
+    }
+}
