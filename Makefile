@@ -155,6 +155,7 @@ install: lib swrdma standin libibverbs.pc.in
 	install -m 0644 $(SWRDMA_SO) $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so
 	install -d $(DESTDIR)$(LIBDIR)/swrdma $(DESTDIR)$(PREFIX)/bin
 	install -m 0644 $(BUILD)/lib/libswrdma-ucma.so $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so
+	install -m 0755 $(BUILD)/lib/swrdma/swrdma-wired $(DESTDIR)$(LIBDIR)/swrdma/swrdma-wired
 	sed -e 's|@UCMA_LIB@|$(LIBDIR)/swrdma/libswrdma-ucma.so|' providers/swrdma/ucma/swrdma-cm > $(DESTDIR)$(PREFIX)/bin/swrdma-cm
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/swrdma-cm
 	install -d $(DESTDIR)$(LIBDIR)/ibverbs-standin
@@ -172,7 +173,8 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIBFILE) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	      $(DESTDIR)$(LIBDIR)/libibverbs.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibverbs.pc \
 	      $(DESTDIR)$(LIBDIR)/libibverbs/libswrdma-rdmav34.so \
-	      $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so $(DESTDIR)$(PREFIX)/bin/swrdma-cm \
+	      $(DESTDIR)$(LIBDIR)/swrdma/libswrdma-ucma.so $(DESTDIR)$(LIBDIR)/swrdma/swrdma-wired \
+	      $(DESTDIR)$(PREFIX)/bin/swrdma-cm \
 	      $(DESTDIR)$(LIBDIR)/ibverbs-standin/libuverbs-standin.so $(DESTDIR)$(PREFIX)/bin/ibv-standin
 	-rmdir $(DESTDIR)$(LIBDIR)/swrdma 2>/dev/null
 	-rmdir $(DESTDIR)$(LIBDIR)/ibverbs-standin 2>/dev/null

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs `cargo test` (the unit tests of every crate: the library, its ABI
 # crate, and the software device's ring and RoCE crates; the provider
-# crate itself links only inside libibverbs.so.1) and
+# crate itself links only inside libibverbs.so.1; the wire agent's life
+# tests, which run its programs) and
 # every compat suite named on the command line, then prints the totals with
 # each one's time.  Exit status 0 only when nothing failed.
 set -u
@@ -23,8 +24,12 @@ add_counts() { # suite logfile
 echo "=== cargo test"
 log=build/compat-tests/cargo-test.log
 t0=$SECONDS
-cargo test -p ibverbs_rs -p ibverbs-abi -p swrdma -p swrdma-ring -p swrdma-roce -p swrdma-rc -p swrdma-cm -p swrdma-ucma --lib 2>&1 | tee "$log"
+cargo test -p ibverbs_rs -p ibverbs-abi -p swrdma -p swrdma-ring -p swrdma-roce -p swrdma-rc -p swrdma-cm -p swrdma-ucma -p swrdma-wired --lib 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+# The wire device's agent (swrdma-wired): its life, with the real programs
+# (processes started, raced, killed; a second uid when root).
+cargo test -p swrdma-wired --test life 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 p=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 f=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi

@@ -13,10 +13,10 @@ out=${CARGO_TARGET_DIR:-$here/../../target}
 if [ -n "${RUST_TARGET:-}" ]; then
     linker_var=CARGO_TARGET_$(echo "$RUST_TARGET" | tr 'a-z-' 'A-Z_')_LINKER
     export "$linker_var=${CC:-cc}"
-    (cd "$here" && "$cargo" build --release -p swrdma -p swrdma-ucma --target "$RUST_TARGET")
+    (cd "$here" && "$cargo" build --release -p swrdma -p swrdma-ucma -p swrdma-wired --target "$RUST_TARGET")
     out=$out/$RUST_TARGET/release
 else
-    (cd "$here" && "$cargo" build --release -p swrdma -p swrdma-ucma)
+    (cd "$here" && "$cargo" build --release -p swrdma -p swrdma-ucma -p swrdma-wired)
     out=$out/release
 fi
 mkdir -p "$build/lib/libibverbs"
@@ -29,3 +29,8 @@ mv "$build/lib/libswrdma-ucma.so.tmp" "$build/lib/libswrdma-ucma.so"
 mkdir -p "$build/bin"
 cp "$here/ucma/swrdma-cm" "$build/bin/swrdma-cm.tmp"
 mv "$build/bin/swrdma-cm.tmp" "$build/bin/swrdma-cm"
+# The wire device's transport agent (wired/, issue 33: started on demand by
+# the provider from ../swrdma/ beside its own directory).
+mkdir -p "$build/lib/swrdma"
+cp "$out/swrdma-wired" "$build/lib/swrdma/swrdma-wired.tmp"
+mv "$build/lib/swrdma/swrdma-wired.tmp" "$build/lib/swrdma/swrdma-wired"

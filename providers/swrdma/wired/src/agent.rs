@@ -1,0 +1,658 @@
+//! The agent: one process per (user, network namespace, interface),
+//! started on demand by its first client, ended when it has had no client
+//! for its idle time.  Step 1 of HOSTWIRE-DESIGN.md: its life, the checks
+//! of its clients and their hellos; it carries no traffic yet.
+//!
+//! One thread, one epoll set: the listening socket, each client's
+//! connection and each client's pidfd.  A client is dropped when its
+//! connection closes or when its process exits (the pidfd becomes
+//! readable), whichever comes first: a child that the client forked and
+//! that still holds the connection does not keep a dead client alive.
+
+use crate::proto::{self, flag, kind, Counters, Header, Hello, Welcome};
+use rustix::event::epoll::{self, EventData, EventFlags};
+use rustix::event::Timespec;
+use rustix::io::Errno;
+use rustix::net::{
+    accept_with, bind, listen, recvmsg, socket_with, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+    RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+};
+use std::collections::HashMap;
+use std::io::{IoSliceMut, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// The idle time by default: long enough that consecutive runs of a test
+/// program share one agent, short enough that none lingers for long.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(30);
+/// How long a connection may stay without a hello.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
+/// Connections at once (the rest are refused with `EMFILE`).
+pub const MAX_CLIENTS: usize = 4096;
+
+/// The command line (README.md, "The program").
+#[derive(Debug, PartialEq, Eq)]
+pub struct Config {
+    pub ifindex: u32,
+    pub scope: String,
+    pub idle: Duration,
+    pub ready_fd: Option<i32>,
+}
+
+/// Parses `--ifindex N [--scope S] [--idle-ms M] [--ready-fd F]`; the idle
+/// time defaults to `SWRDMA_WIRED_IDLE_MS`, then to [`DEFAULT_IDLE`].
+pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, String> {
+    let mut c = Config {
+        ifindex: 0,
+        scope: String::new(),
+        idle: env_idle
+            .and_then(|v| v.parse().ok())
+            .map_or(DEFAULT_IDLE, Duration::from_millis),
+        ready_fd: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().ok_or_else(|| format!("{a} needs a value"));
+        let num = |v: &String| v.parse::<u64>().map_err(|_| format!("{a}: not a number: {v}"));
+        match a.as_str() {
+            "--ifindex" => {
+                c.ifindex = num(val()?)?
+                    .try_into()
+                    .map_err(|_| "--ifindex: too large".to_string())?
+            }
+            "--scope" => c.scope = val()?.clone(),
+            "--idle-ms" => c.idle = Duration::from_millis(num(val()?)?),
+            "--ready-fd" => c.ready_fd = Some(num(val()?)?.try_into().map_err(|_| "--ready-fd: too large")?),
+            _ => return Err(format!("unknown argument {a}")),
+        }
+    }
+    if c.ifindex == 0 {
+        return Err("--ifindex is required".into());
+    }
+    if !proto::scope_ok(&c.scope) {
+        return Err(format!("bad --scope {:?}", c.scope));
+    }
+    Ok(c)
+}
+
+/// The interface's name, when index `ifindex` exists in our network
+/// namespace.
+pub fn ifname(ifindex: u32) -> Option<String> {
+    let mut b = [0u8; libc::IF_NAMESIZE];
+    // SAFETY: if_indextoname writes at most IF_NAMESIZE bytes (a
+    // NUL-terminated name) into `b`, which is that long.
+    let p = unsafe { libc::if_indextoname(ifindex, b.as_mut_ptr().cast()) };
+    if p.is_null() {
+        return None;
+    }
+    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    Some(String::from_utf8_lossy(&b[..n]).into_owned())
+}
+
+/// A shared mapping of a client's access page.
+struct AccessMap(*mut libc::c_void);
+
+impl AccessMap {
+    /// Checks the page as the provider's `locks.rs` does for a peer's:
+    /// a regular file of exactly `ACCESS_BYTES`, sealed against shrinking
+    /// and growing, whose first word is the magic.
+    fn new(fd: BorrowedFd<'_>) -> Result<AccessMap, String> {
+        use rustix::fs::{fcntl_get_seals, fstat, FileType, SealFlags};
+        let st = fstat(fd).map_err(|e| format!("access page: fstat: {e}"))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as usize != proto::ACCESS_BYTES {
+            return Err(format!("access page: not a file of {} bytes", proto::ACCESS_BYTES));
+        }
+        let seals = fcntl_get_seals(fd).map_err(|e| format!("access page: seals: {e}"))?;
+        if !seals.contains(SealFlags::SHRINK | SealFlags::GROW) {
+            return Err("access page: not sealed against shrinking and growing".into());
+        }
+        // SAFETY: a shared mapping chosen by the kernel of a file that is
+        // ACCESS_BYTES long and can no longer shrink (checked above).
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                proto::ACCESS_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(format!("access page: mmap: {}", std::io::Error::last_os_error()));
+        }
+        let m = AccessMap(p);
+        // SAFETY: the mapping is ACCESS_BYTES long and 8-aligned (a page);
+        // other processes write it only through atomics.
+        let magic = unsafe { (*(p as *const std::sync::atomic::AtomicU64)).load(std::sync::atomic::Ordering::Acquire) };
+        if magic != proto::ACCESS_MAGIC {
+            return Err("access page: no access-page magic in its first word".into());
+        }
+        Ok(m)
+    }
+}
+
+impl Drop for AccessMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, used by no one after this.
+        unsafe { libc::munmap(self.0, proto::ACCESS_BYTES) };
+    }
+}
+
+/// A greeted client's resources (used by the transport in step 2).
+#[allow(dead_code)]
+struct Greeted {
+    access: AccessMap,
+    async_w: OwnedFd,
+    no_cma: bool,
+}
+
+struct Client {
+    sock: OwnedFd,
+    pidfd: OwnedFd,
+    pid: i32,
+    since: Instant,
+    greeted: Option<Greeted>,
+}
+
+/// The agent's state.
+pub struct Agent {
+    cfg: Config,
+    listener: Option<OwnedFd>,
+    epoll: OwnedFd,
+    clients: HashMap<u64, Client>,
+    next_id: u64,
+    empty_since: Option<Instant>,
+    counters: Counters,
+    log: Option<std::fs::File>,
+    uid: u32,
+    /// Connections refused before their hello (another uid, too many):
+    /// answered when their first message has been read, so that closing
+    /// them does not reset the refusal away (a Unix socket closed with
+    /// unread data resets its peer).
+    refusing: HashMap<u64, Refusing>,
+}
+
+struct Refusing {
+    sock: OwnedFd,
+    since: Instant,
+    status: i32,
+    why: String,
+}
+
+/// Refused connections waiting for their first message, at most.
+const MAX_REFUSING: usize = 64;
+/// How long a refused connection may wait for its first message.
+const REFUSING_DEADLINE: Duration = Duration::from_secs(1);
+
+/// Tokens: 0 the listener; a client's connection 2·id, its pidfd 2·id+1.
+const LISTENER: u64 = 0;
+
+/// SO_PEERPIDFD's pidfd of the process at the other end of `sock`, or
+/// `pidfd_open` of its SO_PEERCRED pid (kernels before 6.5), opened at once
+/// while the connection is new.
+fn peer_pidfd(sock: BorrowedFd<'_>, pid: i32) -> Option<OwnedFd> {
+    let mut raw: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (one int) into `raw`.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERPIDFD,
+            (&mut raw as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r == 0 && raw >= 0 {
+        // SAFETY: the kernel just installed `raw` for us; no one else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
+        return Some(fd);
+    }
+    let pid = rustix::process::Pid::from_raw(pid)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+}
+
+/// Cross-memory attach probe: reads the client's 8-byte word at `addr` and
+/// compares it with `want`.  Ok(()) or the errno (EFAULT: another value,
+/// e.g. a pid of another PID namespace's process).
+fn cma_probe(pid: i32, addr: u64, want: u64) -> Result<(), i32> {
+    if pid <= 0 {
+        return Err(libc::ESRCH); // no number in our PID namespace
+    }
+    let mut got = 0u64;
+    let local = libc::iovec {
+        iov_base: (&mut got as *mut u64).cast(),
+        iov_len: 8,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: 8,
+    };
+    // SAFETY: the local iovec is our own 8-byte `got`; the remote one is
+    // only read by the kernel, in the other process, with its checks.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM));
+    }
+    if n != 8 || got != want {
+        return Err(libc::EFAULT);
+    }
+    Ok(())
+}
+
+/// The pipe end a client passed for async events: a FIFO open for writing
+/// (made non-blocking: a full pipe never blocks the agent).
+fn check_async_pipe(fd: BorrowedFd<'_>) -> Result<(), String> {
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, fstat, FileType, OFlags};
+    let st = fstat(fd).map_err(|e| format!("async pipe: fstat: {e}"))?;
+    let fl = fcntl_getfl(fd).map_err(|e| format!("async pipe: flags: {e}"))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::Fifo || fl & OFlags::ACCMODE != OFlags::WRONLY {
+        return Err("async pipe: not the write end of a pipe".into());
+    }
+    fcntl_setfl(fd, fl | OFlags::NONBLOCK).map_err(|e| format!("async pipe: {e}"))
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: d.as_secs() as i64,
+        tv_nsec: d.subsec_nanos() as i64,
+    }
+}
+
+impl Agent {
+    /// Binds the name and listens.  Err(None): another agent holds it;
+    /// Err(Some(why)): cannot start.
+    pub fn new(cfg: Config) -> Result<Agent, Option<String>> {
+        if ifname(cfg.ifindex).is_none() {
+            return Err(Some(format!(
+                "no interface of index {} in this network namespace",
+                cfg.ifindex
+            )));
+        }
+        let uid = rustix::process::geteuid().as_raw();
+        let name = proto::socket_name(uid, cfg.ifindex, &cfg.scope);
+        fn e(what: &'static str) -> impl Fn(Errno) -> Option<String> {
+            move |e| Some(format!("{what}: {e}"))
+        }
+        let addr = SocketAddrUnix::new_abstract_name(&name).map_err(e("name"))?;
+        let flags = SocketFlags::CLOEXEC | SocketFlags::NONBLOCK;
+        let l = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, flags, None).map_err(e("socket"))?;
+        match bind(&l, &addr) {
+            Ok(()) => {}
+            // The bind is the lock: the name is another agent's.
+            Err(Errno::ADDRINUSE) => return Err(None),
+            Err(x) => return Err(e("bind")(x)),
+        }
+        listen(&l, 128).map_err(e("listen"))?;
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(e("epoll"))?;
+        epoll::add(&epoll, &l, EventData::new_u64(LISTENER), EventFlags::IN).map_err(e("epoll"))?;
+        let log = std::env::var_os("SWRDMA_WIRED_LOG")
+            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
+        Ok(Agent {
+            cfg,
+            listener: Some(l),
+            epoll,
+            clients: HashMap::new(),
+            next_id: 1,
+            empty_since: Some(Instant::now()),
+            counters: Counters::default(),
+            log,
+            uid,
+            refusing: HashMap::new(),
+        })
+    }
+
+    /// Keeps a refused connection until its first message (or its end, or
+    /// a deadline); closes it at once when too many wait.
+    fn refuse_later(&mut self, sock: OwnedFd, status: i32, why: String) {
+        if self.refusing.len() >= MAX_REFUSING {
+            return refuse(sock.as_fd(), status, why);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        if epoll::add(&self.epoll, &sock, EventData::new_u64(2 * id), EventFlags::IN).is_ok() {
+            let since = Instant::now();
+            self.refusing.insert(
+                id,
+                Refusing {
+                    sock,
+                    since,
+                    status,
+                    why,
+                },
+            );
+        }
+    }
+
+    /// A refused connection is readable (or late): its message is read and
+    /// dropped, the refusal sent, the connection closed.
+    fn refuse_now(&mut self, id: u64) {
+        let Some(r) = self.refusing.remove(&id) else { return };
+        let mut b = [0u8; proto::MAX_MSG];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+        let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
+        let _ = recvmsg(&r.sock, &mut [IoSliceMut::new(&mut b)], &mut cmsg, flags);
+        // Descriptors that came with it are closed here.
+        cmsg.drain().for_each(drop);
+        let _ = epoll::delete(&self.epoll, &r.sock);
+        refuse(r.sock.as_fd(), r.status, r.why);
+    }
+
+    fn log(&mut self, msg: String) {
+        if let Some(f) = self.log.as_mut() {
+            let _ = writeln!(f, "swrdma-wired[{}]: {msg}", std::process::id());
+        }
+    }
+
+    /// Serves until idle for the configured time.
+    pub fn run(&mut self) {
+        let name =
+            String::from_utf8_lossy(&proto::socket_name(self.uid, self.cfg.ifindex, &self.cfg.scope)).into_owned();
+        self.log(format!("listening on @{name}, idle {:?}", self.cfg.idle));
+        let mut events = Vec::with_capacity(64);
+        loop {
+            let now = Instant::now();
+            let mut wake = self.empty_since.map(|t| t + self.cfg.idle);
+            for c in self.clients.values().filter(|c| c.greeted.is_none()) {
+                let d = c.since + HELLO_DEADLINE;
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
+            for r in self.refusing.values() {
+                let d = r.since + REFUSING_DEADLINE;
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
+            let t = wake.map(|w| timespec(w.saturating_duration_since(now)));
+            events.clear();
+            match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), t.as_ref()) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => {
+                    self.log(format!("epoll_wait: {e}: exit"));
+                    return;
+                }
+            }
+            for ev in events.iter() {
+                let tok = ev.data.u64();
+                match tok {
+                    LISTENER => self.accept_all(),
+                    t if t % 2 == 0 && self.refusing.contains_key(&(t / 2)) => self.refuse_now(t / 2),
+                    t if t % 2 == 0 => self.readable(t / 2),
+                    t => self.drop_client(t / 2, "its process exited"),
+                }
+            }
+            self.expire_hellos();
+            if self.idle_over() {
+                self.log(format!("idle for {:?}: exit", self.cfg.idle));
+                return;
+            }
+        }
+    }
+
+    /// No client for the idle time, and no connection waiting either.
+    fn idle_over(&mut self) -> bool {
+        let Some(since) = self.empty_since else {
+            return false;
+        };
+        if since.elapsed() < self.cfg.idle {
+            return false;
+        }
+        self.accept_all();
+        if !self.clients.is_empty() {
+            return false;
+        }
+        // The name goes with the socket: a client that connects from now
+        // on starts a new agent (one queued in the last instant sees its
+        // connection closed and tries again).
+        self.listener = None;
+        true
+    }
+
+    fn expire_hellos(&mut self) {
+        let late: Vec<u64> = (self.refusing.iter())
+            .filter(|(_, r)| r.since.elapsed() >= REFUSING_DEADLINE)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in late {
+            self.refuse_now(id);
+        }
+        let late: Vec<u64> = (self.clients.iter())
+            .filter(|(_, c)| c.greeted.is_none() && c.since.elapsed() >= HELLO_DEADLINE)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in late {
+            self.counters.refused += 1;
+            self.drop_client(id, "no hello in time");
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let Some(l) = self.listener.as_ref() else { return };
+            match accept_with(l, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK) {
+                Ok(s) => self.accept(s),
+                Err(Errno::INTR) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// A new connection: checked (uid), watched (pidfd), then waits for its
+    /// hello.
+    fn accept(&mut self, sock: OwnedFd) {
+        let Some((pid, uid)) = crate::peercred(sock.as_fd()) else {
+            return;
+        };
+        let refusal = if uid != self.uid {
+            let why = format!("uid {uid} may not use the agent of uid {}", self.uid);
+            Some((libc::EACCES, why))
+        } else if self.clients.len() >= MAX_CLIENTS {
+            Some((libc::EMFILE, format!("{MAX_CLIENTS} clients already")))
+        } else {
+            None
+        };
+        if let Some((status, why)) = refusal {
+            self.counters.refused += 1;
+            self.log(format!("refusing pid {pid}: {why}"));
+            return self.refuse_later(sock, status, why);
+        }
+        let Some(pidfd) = peer_pidfd(sock.as_fd(), pid) else {
+            return; // already gone
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let ok = epoll::add(&self.epoll, &sock, EventData::new_u64(2 * id), EventFlags::IN).is_ok()
+            && epoll::add(&self.epoll, &pidfd, EventData::new_u64(2 * id + 1), EventFlags::IN).is_ok();
+        if !ok {
+            return;
+        }
+        self.clients.insert(
+            id,
+            Client {
+                sock,
+                pidfd,
+                pid,
+                since: Instant::now(),
+                greeted: None,
+            },
+        );
+        self.empty_since = None;
+    }
+
+    fn drop_client(&mut self, id: u64, why: &str) {
+        let Some(c) = self.clients.remove(&id) else { return };
+        if why == "its process exited" {
+            self.counters.exited += 1;
+        }
+        let _ = epoll::delete(&self.epoll, &c.sock);
+        let _ = epoll::delete(&self.epoll, &c.pidfd);
+        self.log(format!("client {id} (pid {}) gone: {why}", c.pid));
+        if self.clients.is_empty() {
+            self.empty_since = Some(Instant::now());
+        }
+    }
+
+    /// A client's connection is readable: a message, or its end.
+    fn readable(&mut self, id: u64) {
+        let Some(c) = self.clients.get(&id) else { return };
+        let mut b = [0u8; proto::MAX_MSG];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+        let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
+        let r = recvmsg(&c.sock, &mut [IoSliceMut::new(&mut b)], &mut cmsg, flags);
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for m in cmsg.drain() {
+            if let RecvAncillaryMessage::ScmRights(it) = m {
+                fds.extend(it);
+            }
+        }
+        let n = match r {
+            Ok(r) if r.bytes > 0 => r.bytes,
+            Err(Errno::AGAIN) | Err(Errno::INTR) => return,
+            _ => return self.drop_client(id, "connection closed"),
+        };
+        if c.greeted.is_none() {
+            self.hello(id, &b[..n], fds);
+        } else if Header::parse(&b[..n]).is_some_and(|h| h.kind == kind::QUERY && h.version == proto::VERSION) {
+            let mut k = self.counters;
+            k.clients = self.clients.len() as u32;
+            let _ = rustix::net::send(&c.sock, &k.to_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
+        } else {
+            self.drop_client(id, "a message that is no request");
+        }
+    }
+
+    /// Takes a client's hello, or refuses it (then drops the client).
+    fn hello(&mut self, id: u64, b: &[u8], fds: Vec<OwnedFd>) {
+        match self.check_hello(id, b, fds) {
+            Ok(w) => {
+                let c = &self.clients[&id];
+                let _ = rustix::net::send(&c.sock, &w.to_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
+                let pid = c.pid;
+                self.counters.welcomed += 1;
+                self.log(format!("client {id} (pid {pid}) welcomed: {}", w.text));
+            }
+            Err((status, why)) => {
+                self.counters.refused += 1;
+                if let Some(c) = self.clients.get(&id) {
+                    refuse(c.sock.as_fd(), status, why.clone());
+                }
+                self.drop_client(id, &format!("refused: {why}"));
+            }
+        }
+    }
+
+    fn check_hello(&mut self, id: u64, b: &[u8], fds: Vec<OwnedFd>) -> Result<Welcome, (i32, String)> {
+        let inval = |s: String| (libc::EINVAL, s);
+        let h = Header::parse(b).ok_or_else(|| inval("the first message is not of the protocol".into()))?;
+        if h.version != proto::VERSION {
+            let why = format!("protocol version {}; this agent speaks {}", h.version, proto::VERSION);
+            return Err((libc::EPROTO, why));
+        }
+        let hello = Hello::parse(b).ok_or_else(|| inval("the first message is not a hello".into()))?;
+        let [access, async_w]: [OwnedFd; 2] = fds.try_into().map_err(|v: Vec<OwnedFd>| {
+            inval(format!(
+                "a hello carries 2 descriptors (access page, async pipe), not {}",
+                v.len()
+            ))
+        })?;
+        let access = AccessMap::new(access.as_fd()).map_err(inval)?;
+        check_async_pipe(async_w.as_fd()).map_err(inval)?;
+        let c = self.clients.get_mut(&id).ok_or((libc::EINVAL, String::new()))?;
+        let cma = cma_probe(c.pid, hello.probe_addr, hello.probe_value);
+        // The probe read the process whose pidfd we hold, unless it has
+        // exited since (its pid could name another process by now).
+        if crate::pidfd_exited(c.pidfd.as_fd()) {
+            return Err((libc::ESRCH, "the client exited".into()));
+        }
+        let mut text = match cma {
+            Ok(()) => "cross-memory attach works".to_string(),
+            Err(e) => format!("no cross-memory attach: {}", std::io::Error::from_raw_os_error(e)),
+        };
+        if hello.pid != c.pid as u32 {
+            text.push_str(&format!("; the client's pid {} is {} here", hello.pid, c.pid));
+        }
+        let no_cma = cma.is_err();
+        c.greeted = Some(Greeted {
+            access,
+            async_w,
+            no_cma,
+        });
+        self.counters.no_cma += no_cma as u32;
+        Ok(Welcome {
+            kind: kind::WELCOME,
+            status: 0,
+            flags: if no_cma { flag::NO_CMA } else { 0 },
+            agent_pid: std::process::id(),
+            client_id: id as u32,
+            cma_errno: cma.err().unwrap_or(0) as u32,
+            text,
+        })
+    }
+}
+
+/// Sends a refusal (the caller then closes the connection).
+fn refuse(sock: BorrowedFd<'_>, status: i32, text: String) {
+    let w = Welcome {
+        kind: kind::REFUSED,
+        status: status as u32,
+        flags: 0,
+        agent_pid: std::process::id(),
+        client_id: 0,
+        cma_errno: 0,
+        text,
+    };
+    let _ = rustix::net::send(sock, &w.to_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn command_line() {
+        let c = parse_args(&args("--ifindex 3 --scope t1 --idle-ms 250 --ready-fd 3"), None).unwrap();
+        assert_eq!(
+            c,
+            Config {
+                ifindex: 3,
+                scope: "t1".into(),
+                idle: Duration::from_millis(250),
+                ready_fd: Some(3)
+            }
+        );
+        assert_eq!(
+            parse_args(&args("--ifindex 2"), Some("1500")).unwrap().idle,
+            Duration::from_millis(1500)
+        );
+        assert_eq!(parse_args(&args("--ifindex 2"), None).unwrap().idle, DEFAULT_IDLE);
+        assert!(parse_args(&args(""), None).is_err());
+        assert!(parse_args(&args("--ifindex x"), None).is_err());
+        assert!(parse_args(&args("--ifindex 1 --scope a/b"), None).is_err());
+        assert!(parse_args(&args("--ifindex 1 --what"), None).is_err());
+        assert!(parse_args(&args("--ifindex"), None).is_err());
+    }
+
+    #[test]
+    fn probe_reads_our_own_word() {
+        let w = Box::new(0x1122_3344_5566_7788u64);
+        let pid = std::process::id() as i32;
+        assert_eq!(cma_probe(pid, &*w as *const u64 as u64, *w), Ok(()));
+        assert_eq!(cma_probe(pid, &*w as *const u64 as u64, 5), Err(libc::EFAULT));
+        assert_eq!(cma_probe(pid, 8, 5), Err(libc::EFAULT), "unmapped address");
+    }
+
+    #[test]
+    fn interfaces_by_index() {
+        // SAFETY: a NUL-terminated name; the call only reads it.
+        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+        assert_eq!(ifname(lo).as_deref(), Some("lo"));
+        assert!(ifname(u32::MAX).is_none());
+    }
+}

@@ -1,0 +1,37 @@
+//! `swrdma-wired`: the wire device's per-user transport agent (issue 33,
+//! HOSTWIRE-DESIGN.md).  Step 1: the agent's life (the program, its name,
+//! starting it on demand, its idle exit, the checks of both ends and the
+//! hello) and the client side the provider will use.  README.md says what
+//! the code does.
+
+pub mod agent;
+pub mod client;
+pub mod proto;
+pub mod spawn;
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// `SO_PEERCRED` of a connected Unix socket: (pid, euid).  The pid is 0
+/// when the peer's process has no number in our PID namespace.
+pub fn peercred(sock: BorrowedFd<'_>) -> Option<(i32, u32)> {
+    let mut c = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (one ucred) into `c`.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut c as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && len as usize == std::mem::size_of::<libc::ucred>()).then_some((c.pid, c.uid))
+}
+
+/// Pidfd `p`'s process has exited (the pidfd is readable).
+pub fn pidfd_exited(p: BorrowedFd<'_>) -> bool {
+    let mut pfd = [PollFd::new(&p, PollFlags::IN)];
+    poll(&mut pfd, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) == Ok(1)
+}

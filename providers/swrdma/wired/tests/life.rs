@@ -1,0 +1,440 @@
+//! The agent's life, with the real programs: `swrdma-wired` started on
+//! demand by `swrdma-wired-hello` clients, each test in a scope of its own
+//! (a private agent name), idle times short so that no agent stays.
+//! Tests that need a second user run it as uid 65534 when we are root;
+//! otherwise they say SKIP on stderr and test what one user can.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_swrdma-wired");
+const HELLO: &str = env!("CARGO_BIN_EXE_swrdma-wired-hello");
+const NOBODY: u32 = 65534;
+
+fn scope(tag: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("t{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// A `swrdma-wired-hello` for `scope` (agent idle time 2 s unless given).
+fn hello(scope: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(HELLO);
+    c.args(["--scope", scope, "--program", AGENT]);
+    if !args.contains(&"--idle-ms") {
+        c.args(["--idle-ms", "2000"]);
+    }
+    c.args(args)
+        .env_remove("SWRDMA_WIRED_IDLE_MS")
+        .env_remove("SWRDMA_WIRED_SCOPE");
+    c
+}
+
+fn as_nobody(c: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    c.uid(NOBODY).gid(NOBODY)
+}
+
+/// The `key=value` pairs of a line.
+fn kv(line: &str) -> HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|w| w.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+/// Runs a client to its end; its output.
+fn run(c: &mut Command) -> String {
+    let o = c.output().expect("run swrdma-wired-hello");
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// The first line (the welcome) of a client's output.
+fn welcome(out: &str) -> HashMap<String, String> {
+    let m = kv(out.lines().next().unwrap_or(""));
+    assert!(m.contains_key("agent_pid"), "no welcome: {out}");
+    m
+}
+
+/// A client that holds its session until its stdin closes.
+struct Holder {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Holder {
+    fn start(c: &mut Command) -> Holder {
+        let mut child = c
+            .arg("--hold")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        Holder { child, out }
+    }
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.out.read_line(&mut l).unwrap();
+        l
+    }
+    /// Closes stdin: the client ends its session and exits.
+    fn release(mut self) -> std::process::ExitStatus {
+        drop(self.child.stdin.take());
+        self.child.wait().unwrap()
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie no one reaped yet counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+fn wait_gone(pid: u32, within: Duration) -> bool {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !alive(pid)
+}
+
+fn kill(pid: u32, sig: i32) {
+    // SAFETY: sends a signal; no memory is involved.
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// Fields 4 (ppid), 5 (pgrp), 6 (session) of /proc/<pid>/stat.
+fn ids(pid: u32) -> (u32, u32, u32) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<u32> = s[s.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .skip(1)
+        .take(3)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (f[0], f[1], f[2])
+}
+
+/// Running `swrdma-wired` processes of `scope`.
+fn agents_of(scope: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+        let ours = args.first().is_some_and(|a| a.ends_with(b"swrdma-wired"))
+            && args.windows(2).any(|w| w[0] == b"--scope" && w[1] == scope.as_bytes());
+        if ours && alive(pid) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// The agent's counters, as a new client sees them (itself included).
+fn counters(scope: &str) -> HashMap<String, String> {
+    let out = run(&mut hello(scope, &["--query"]));
+    kv(out.lines().nth(1).unwrap_or_else(|| panic!("no counters: {out}")))
+}
+
+fn stop_agent(pid: u32) {
+    kill(pid, libc::SIGKILL);
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+}
+
+#[test]
+fn started_on_demand_detached_and_clean() {
+    let s = scope("start");
+    let out = run(hello(&s, &[])
+        .env("SWRDMA_WIRED_TEST", "kept")
+        .env("NOT_SWRDMA", "dropped"));
+    let w = welcome(&out);
+    assert_eq!(
+        (w["started"].as_str(), w["no_cma"].as_str(), w["cma_errno"].as_str()),
+        ("1", "0", "0")
+    );
+    let agent: u32 = w["agent_pid"].parse().unwrap();
+    let (ppid, pgrp, sid) = ids(agent);
+    let (_, my_pgrp, my_sid) = ids(std::process::id());
+    assert_ne!(ppid, std::process::id(), "the agent is not our child");
+    assert!(pgrp != my_pgrp && sid != my_sid, "own session (setsid): {pgrp} {sid}");
+    // Descriptors: 0-2 on /dev/null, no ready pipe, nothing of the client.
+    // (Once it has dropped the client, which has exited: no pidfd left.)
+    let fds_of = || {
+        let mut fds = HashMap::new();
+        for e in std::fs::read_dir(format!("/proc/{agent}/fd")).unwrap().flatten() {
+            let Ok(t) = std::fs::read_link(e.path()) else { continue };
+            fds.insert(
+                e.file_name().to_string_lossy().parse::<u32>().unwrap(),
+                t.to_string_lossy().into_owned(),
+            );
+        }
+        fds
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut fds = fds_of();
+    while fds.values().any(|t| t.contains("pidfd")) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+        fds = fds_of();
+    }
+    for fd in 0..3 {
+        assert_eq!(fds[&fd], "/dev/null", "fd {fd}: {fds:?}");
+    }
+    assert!(!fds.values().any(|t| t.starts_with("pipe:")), "a pipe is open: {fds:?}");
+    let env = std::fs::read(format!("/proc/{agent}/environ")).unwrap();
+    let env: Vec<&[u8]> = env.split(|&b| b == 0).filter(|v| !v.is_empty()).collect();
+    assert!(env.iter().all(|v| v.starts_with(b"SWRDMA_")), "environment: {env:?}");
+    assert!(env.contains(&&b"SWRDMA_WIRED_TEST=kept"[..]));
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{agent}/cwd")).unwrap(),
+        std::path::Path::new("/")
+    );
+    // The next client finds it running.
+    let w2 = welcome(&run(&mut hello(&s, &[])));
+    assert_eq!(
+        (w2["agent_pid"].parse::<u32>().unwrap(), w2["started"].as_str()),
+        (agent, "0")
+    );
+    assert_ne!(w2["client_id"], w["client_id"]);
+    stop_agent(agent);
+}
+
+#[test]
+fn ten_clients_at_once_start_one_agent() {
+    for round in 0..3 {
+        let s = scope(&format!("race{round}"));
+        let mut hs: Vec<Holder> = (0..10).map(|_| Holder::start(&mut hello(&s, &[]))).collect();
+        let ws: Vec<_> = hs.iter_mut().map(|h| welcome(&h.line())).collect();
+        let pids: Vec<&String> = ws.iter().map(|w| &w["agent_pid"]).collect();
+        assert!(pids.iter().all(|p| *p == pids[0]), "round {round}: agents {pids:?}");
+        assert_eq!(ws.iter().filter(|w| w["started"] == "1").count(), 1, "round {round}");
+        let agent: u32 = pids[0].parse().unwrap();
+        // (A loser of the race exits right after saying "busy".)
+        let end = Instant::now() + Duration::from_secs(5);
+        while agents_of(&s).len() > 1 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(agents_of(&s), vec![agent], "round {round}: one agent process");
+        assert_eq!(counters(&s)["clients"], "11");
+        for h in hs {
+            assert!(h.release().success());
+        }
+        assert_eq!(counters(&s)["clients"], "1", "the 10 sessions ended");
+        stop_agent(agent);
+    }
+}
+
+#[test]
+fn idle_exit_only_without_clients() {
+    let s = scope("idle");
+    let mut h = Holder::start(&mut hello(&s, &["--idle-ms", "300"]));
+    let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(alive(agent), "a client holds it");
+    assert!(h.release().success());
+    let t = Instant::now();
+    assert!(wait_gone(agent, Duration::from_secs(5)), "idle exit");
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "not before its idle time: {:?}",
+        t.elapsed()
+    );
+    // Its name went with it: the next client starts another.
+    let w = welcome(&run(&mut hello(&s, &["--idle-ms", "300"])));
+    assert_eq!(w["started"], "1");
+    assert_ne!(w["agent_pid"].parse::<u32>().unwrap(), agent);
+    assert!(wait_gone(w["agent_pid"].parse().unwrap(), Duration::from_secs(5)));
+}
+
+#[test]
+fn killed_agent_is_noticed_and_restarted() {
+    let s = scope("kill");
+    let mut h = Holder::start(&mut hello(&s, &[]));
+    let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
+    kill(agent, libc::SIGKILL);
+    assert_eq!(h.line().trim(), "agent gone", "the session sees the agent's death");
+    assert_eq!(h.child.wait().unwrap().code(), Some(3));
+    let w = welcome(&run(&mut hello(&s, &[])));
+    assert_eq!(w["started"], "1", "a new agent");
+    let again: u32 = w["agent_pid"].parse().unwrap();
+    assert_ne!(again, agent);
+    stop_agent(again);
+}
+
+#[test]
+fn stopped_agent_does_not_hang_a_client() {
+    let s = scope("stop");
+    let w = welcome(&run(&mut hello(&s, &[])));
+    let agent: u32 = w["agent_pid"].parse().unwrap();
+    kill(agent, libc::SIGSTOP);
+    let t = Instant::now();
+    let out = run(&mut hello(&s, &["--wait-ms", "500"]));
+    let took = t.elapsed();
+    kill(agent, libc::SIGCONT);
+    assert!(out.contains("did not answer in 500ms"), "{out}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // Continued, it serves again.
+    let w2 = welcome(&run(&mut hello(&s, &[])));
+    assert_eq!(w2["agent_pid"].parse::<u32>().unwrap(), agent);
+    stop_agent(agent);
+}
+
+#[test]
+fn dead_client_dropped_by_pidfd_though_a_child_holds_its_socket() {
+    let s = scope("pidfd");
+    let mut h = Holder::start(&mut hello(&s, &["--fork-holder"]));
+    let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
+    let holder: u32 = kv(&h.line())["holder"].parse().unwrap();
+    kill(h.child.id(), libc::SIGKILL);
+    h.child.wait().unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut k = counters(&s);
+    while k["exited"] != "1" && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+        k = counters(&s);
+    }
+    assert!(alive(holder), "the child still holds the connection");
+    assert_eq!((k["exited"].as_str(), k["clients"].as_str()), ("1", "1"), "{k:?}");
+    kill(holder, libc::SIGKILL);
+    stop_agent(agent);
+}
+
+#[test]
+fn malformed_hellos_refused_agent_unharmed() {
+    let s = scope("bad");
+    let mut h = Holder::start(&mut hello(&s, &[]));
+    let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
+    let v2 = kv(&run(&mut hello(&s, &["--raw-version", "2"])));
+    assert_eq!(
+        (v2["kind"].as_str(), v2["status"].as_str()),
+        ("3", "71"),
+        "EPROTO: {v2:?}"
+    );
+    let nofds = run(&mut hello(&s, &["--raw-nofds"]));
+    assert!(
+        nofds.contains("status=22") && nofds.contains("2 descriptors"),
+        "{nofds}"
+    );
+    let k = counters(&s);
+    assert_eq!((k["refused"].as_str(), k["clients"].as_str()), ("2", "2"), "{k:?}");
+    assert!(h.release().success());
+    stop_agent(agent);
+}
+
+#[test]
+fn start_failures_are_reported() {
+    let s = scope("fail");
+    let t = Instant::now();
+    let out = run(&mut hello(&s, &["--ifindex", "999999"]));
+    assert!(
+        out.contains("error:") && out.contains("no interface of index 999999"),
+        "{out}"
+    );
+    let out = run(hello(&s, &[]).args(["--program", "/nonexistent/swrdma-wired"]));
+    assert!(
+        out.contains("cannot run /nonexistent/swrdma-wired") && out.contains("No such file"),
+        "{out}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(3), "at once, not by a timeout");
+    assert!(agents_of(&s).is_empty());
+}
+
+#[test]
+fn squatted_name_refused() {
+    // Our own uid, a process that is no agent: a protocol error.
+    let s = scope("squat");
+    let mut sq = Holder::start(&mut hello(&s, &["--squat-garbage"]));
+    assert_eq!(sq.line().trim(), "squatting");
+    let out = run(&mut hello(&s, &[]));
+    assert!(out.contains("error: swrdma-wired: protocol"), "{out}");
+    assert!(sq.release().success());
+    if !root() {
+        eprintln!("SKIP squatted_name_refused (another uid): not root");
+        return;
+    }
+    // Another user holds our name: refused, and said so.
+    let s = scope("squat-other");
+    let uid = rustix::process::geteuid().as_raw().to_string();
+    let mut sq = Holder::start(as_nobody(&mut hello(&s, &["--squat", "--name-uid", &uid])));
+    assert_eq!(sq.line().trim(), "squatting");
+    let out = run(&mut hello(&s, &[]));
+    assert!(
+        out.contains("is held by process") && out.contains(&format!("of uid {NOBODY}")),
+        "{out}"
+    );
+    assert!(sq.release().success());
+}
+
+#[test]
+fn another_uid_refused_both_ways() {
+    if !root() {
+        eprintln!("SKIP another_uid_refused_both_ways: not root (needs a second uid)");
+        return;
+    }
+    let s = scope("uid");
+    let mut h = Holder::start(&mut hello(&s, &[]));
+    let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
+    // The agent refuses a client of another uid ...
+    let out = run(as_nobody(&mut hello(&s, &["--raw-version", "1", "--name-uid", "0"])));
+    assert!(
+        out.contains("status=13") && out.contains(&format!("uid {NOBODY} may not use")),
+        "{out}"
+    );
+    // ... and a client refuses an agent of another uid.
+    let out = run(as_nobody(&mut hello(&s, &["--name-uid", "0"])));
+    assert!(out.contains("is held by process") && out.contains("of uid 0"), "{out}");
+    let k = counters(&s);
+    assert_eq!((k["refused"].as_str(), k["welcomed"].as_str()), ("2", "2"), "{k:?}");
+    assert!(h.release().success());
+    stop_agent(agent);
+}
+
+#[test]
+fn cma_probe_decides_no_cma() {
+    // As root, the clients and their agent run as uid 65534: root's
+    // CAP_SYS_PTRACE would pass the kernel's checks.
+    let s = scope("cma");
+    let mk = |extra: &[&str]| {
+        let mut c = hello(&s, extra);
+        if root() {
+            as_nobody(&mut c);
+        }
+        c
+    };
+    let mut dumpable = Holder::start(&mut mk(&[]));
+    let w = welcome(&dumpable.line());
+    assert_eq!((w["no_cma"].as_str(), w["cma_errno"].as_str()), ("0", "0"), "{w:?}");
+    let nd = welcome(&run(&mut mk(&["--nondumpable"])));
+    assert_eq!(nd["agent_pid"], w["agent_pid"]);
+    assert_eq!(
+        (nd["no_cma"].as_str(), nd["cma_errno"].as_str()),
+        ("1", "1"),
+        "EPERM: {nd:?}"
+    );
+    let out = run(&mut mk(&["--query"]));
+    assert_eq!(kv(out.lines().nth(1).unwrap())["no_cma"], "1", "{out}");
+    // Yama 1: the client names the agent its ptracer (never "any").
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok();
+    let want = if yama.as_deref().map(str::trim) == Some("1") {
+        "1"
+    } else {
+        "0"
+    };
+    assert_eq!(w["ptracer"], want, "yama {yama:?}");
+    let agent: u32 = w["agent_pid"].parse().unwrap();
+    dumpable.child.stdin.take().unwrap().write_all(b"\n").unwrap();
+    assert!(dumpable.child.wait().unwrap().success());
+    stop_agent(agent);
+}
