@@ -188,8 +188,12 @@ pub fn qpn_path(dir: &Path, qpn: u32) -> PathBuf {
 /// Publishes "QPN/SRQN `num` lives in context `ctx`" (a symlink).
 pub fn publish(dir: &Path, num: u32, ctx: u32) {
     let p = qpn_path(dir, num);
-    let _ = std::fs::remove_file(&p);
-    let _ = std::os::unix::fs::symlink(format!("c{ctx}"), &p);
+    // A stale link of the number (a killed process's) is replaced; the
+    // usual case, no link, costs one call.
+    if std::os::unix::fs::symlink(format!("c{ctx}"), &p).is_err() {
+        let _ = std::fs::remove_file(&p);
+        let _ = std::os::unix::fs::symlink(format!("c{ctx}"), &p);
+    }
 }
 pub fn unpublish(dir: &Path, num: u32) {
     let _ = std::fs::remove_file(qpn_path(dir, num));
