@@ -202,14 +202,15 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
     let (r, wake) = {
         let mut m = model();
         let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
-        let before = m.cma.next_deadline();
         let r = run(&mut m, chan, c, Args { pre, at: inbuf }, inl, outl);
         m.settle();
-        // The CM thread needs waking only for an earlier timer, a new
-        // socket, or a message waiting for a full receiver.
+        // The CM thread needs waking only for a timer earlier than the
+        // time it sleeps until, a new socket, or a message waiting for a
+        // full receiver.
         let after = m.cma.next_deadline();
         let h = &m.cma.host;
-        let wake = after.is_some_and(|a| before.is_none_or(|b| a < b)) || h.sockets_changed || !h.pending.is_empty();
+        let wake =
+            after.is_some_and(|a| a < crate::progress::sleeps_until()) || h.sockets_changed || !h.pending.is_empty();
         // Recorded before the lock is let go: an event this command queued
         // cannot be taken (and the program end on it) before its line.
         log_command(seq, fd, c, Args { pre, at: inbuf }, inl, outl, r);
@@ -770,13 +771,20 @@ fn get_event(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
 
 /// The progress thread's work: every datagram waiting on the process's
 /// sockets, then the timers.
-pub fn pump(ready: &[RawFd]) {
+pub fn pump(ready: &[(RawFd, i16)]) {
     let mut m = model();
+    // A waiter whose receiver went away (an error, not room): dropped; the
+    // messages for it are tried again below.
+    m.cma.host.waiters.retain(|_, f| {
+        !ready
+            .iter()
+            .any(|&(fd, ev)| fd == f.as_raw_fd() && ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
+    });
     let t = now();
     let uid = m.cma.host.uid;
     let own = m.cma.host.own.as_ref().map(|f| f.as_raw_fd());
     let ports: Vec<((u16, u16), RawFd)> = m.cma.host.ports.iter().map(|(k, f)| (*k, f.as_raw_fd())).collect();
-    for &fd in ready {
+    for &(fd, _) in ready {
         if crate::kernel::is_kernel_fd(&m, fd) {
             crate::kernel::pump(&mut m, fd);
             continue;
@@ -833,8 +841,9 @@ fn bury(m: &mut Model) {
     m.settle();
 }
 
-/// The descriptors the progress thread waits on and the next deadline.
-pub fn watch() -> (Vec<RawFd>, Option<u64>) {
+/// The descriptors the progress thread waits on (each with the poll
+/// events it waits for) and the next deadline.
+pub fn watch() -> (Vec<(RawFd, i16)>, Option<u64>) {
     let mut m = model();
     bury(&mut m);
     m.cma.host.sockets_changed = false;
@@ -842,14 +851,19 @@ pub fn watch() -> (Vec<RawFd>, Option<u64>) {
     let mut fds: Vec<RawFd> = m.cma.host.own.iter().map(|f| f.as_raw_fd()).collect();
     fds.extend(m.cma.host.ports.values().map(|f| f.as_raw_fd()));
     fds.extend(m.kernel.watched());
+    let mut fds: Vec<(RawFd, i16)> = fds.into_iter().map(|f| (f, libc::POLLIN)).collect();
+    fds.extend(m.cma.host.waiters.values().map(|f| (f.as_raw_fd(), libc::POLLOUT)));
     let mut deadline = m.cma.next_deadline();
     if let Some(g) = m.cma.host.graveyard.iter().map(|g| g.2).min() {
         deadline = Some(deadline.map_or(g, |d| d.min(g)));
     }
-    if !m.cma.host.pending.is_empty() {
-        // a full receiver: try again in a millisecond
+    if m.cma.host.pending_unwatched() {
+        // a full receiver no waiter watches: try again in a millisecond
         let soon = now() + 1_000_000;
         deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
     }
+    // Recorded under the model's lock: a command that sets an earlier
+    // timer after this sees it and kicks the thread.
+    crate::progress::set_sleeps_until(deadline.unwrap_or(now() + crate::progress::MAX_SLEEP_NS));
     (fds, deadline)
 }
