@@ -141,7 +141,26 @@ impl Model {
             self.kernel.close_channel(c.id);
             self.cma.close_channel(c.id);
             self.settle();
+            // The ids destroyed may have sent DREQs (retried on a timer).
+            if self.needs_kick(true) {
+                crate::progress::kick();
+            }
         }
+    }
+
+    /// Does the CM thread need waking after a change (a command, a
+    /// channel closed)?  Only for a timer earlier than the time it sleeps
+    /// until (looked for when `timers`), a new socket, or a message
+    /// waiting for a full receiver.
+    pub fn needs_kick(&self, timers: bool) -> bool {
+        let h = &self.cma.host;
+        h.sockets_changed
+            || !h.pending.is_empty()
+            || (timers
+                && self
+                    .cma
+                    .next_deadline()
+                    .is_some_and(|a| a < crate::progress::sleeps_until()))
     }
 
     fn chan_fd(&self, id: ChanId) -> Option<RawFd> {
@@ -204,13 +223,7 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
         let r = run(&mut m, chan, c, Args { pre, at: inbuf }, inl, outl);
         m.settle();
-        // The CM thread needs waking only for a timer earlier than the
-        // time it sleeps until, a new socket, or a message waiting for a
-        // full receiver.
-        let after = m.cma.next_deadline();
-        let h = &m.cma.host;
-        let wake =
-            after.is_some_and(|a| a < crate::progress::sleeps_until()) || h.sockets_changed || !h.pending.is_empty();
+        let wake = m.needs_kick(!sets_no_timer(c));
         // Recorded before the lock is let go: an event this command queued
         // cannot be taken (and the program end on it) before its line.
         log_command(seq, fd, c, Args { pre, at: inbuf }, inl, outl, r);
@@ -223,6 +236,26 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         eprintln!("swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}");
     }
     r.map(|_| len)
+}
+
+/// A command that starts no timer of the CM (no retry, no timewait, no
+/// connection watched): after it the next deadline need not be looked for
+/// (a pass over every id).
+fn sets_no_timer(c: u32) -> bool {
+    matches!(
+        c,
+        cmd::CREATE_ID
+            | cmd::BIND_IP
+            | cmd::BIND
+            | cmd::RESOLVE_IP
+            | cmd::RESOLVE_ADDR
+            | cmd::RESOLVE_ROUTE
+            | cmd::QUERY_ROUTE
+            | cmd::QUERY
+            | cmd::SET_OPTION
+            | cmd::GET_OPTION
+            | cmd::INIT_QP_ATTR
+    )
 }
 
 /// Records a command, its outcome and its response in the ucma log.
