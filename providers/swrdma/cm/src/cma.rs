@@ -1622,8 +1622,14 @@ impl<H: Host> Cma<H> {
             .filter_map(|(h, id)| Self::watched(id).map(|d| (*h, d.clone())))
             .collect();
         let mut gone: Vec<Dest> = Vec::new();
+        // Each peer is asked once a round, however many connections it has.
+        let mut live: Vec<Dest> = Vec::new();
         for (h, d) in watched {
+            if live.contains(&d) {
+                continue;
+            }
             if !gone.contains(&d) && self.host.alive(&d) {
+                live.push(d);
                 continue;
             }
             if !gone.contains(&d) {
