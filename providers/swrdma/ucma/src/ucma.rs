@@ -81,11 +81,62 @@ fn self_pid() -> libc::pid_t {
     p
 }
 
+/// The calling thread's stack, `[low, high)` (once per thread; `(1, 0)`
+/// when it cannot be known).
+fn stack_bounds() -> (usize, usize) {
+    use std::cell::Cell;
+    thread_local! {
+        static BOUNDS: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    }
+    let b = BOUNDS.with(|b| b.get());
+    if b != (0, 0) {
+        return b;
+    }
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    let (mut at, mut size): (*mut libc::c_void, usize) = (std::ptr::null_mut(), 0);
+    // SAFETY: the attributes of the calling thread, read into a local
+    // attribute object, then destroyed.
+    let ok = unsafe {
+        libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) == 0 && {
+            let r = libc::pthread_attr_getstack(attr.as_ptr(), &mut at, &mut size);
+            libc::pthread_attr_destroy(attr.as_mut_ptr());
+            r == 0
+        }
+    };
+    let b = if ok && size > 0 {
+        (at as usize, at as usize + size)
+    } else {
+        (1, 0)
+    };
+    BOUNDS.with(|c| c.set(b));
+    b
+}
+
+/// Is `[addr, addr + len)` inside the calling thread's stack, above the
+/// current frame?  That memory is mapped, readable and writable (the
+/// frames of the callers, librdmacm's command and response structures
+/// among them), so it is copied directly, without the cross-memory call
+/// that checks any other pointer.  Off the thread's own stack (another
+/// stack switched to) nothing is taken as valid.
+fn on_own_stack(addr: u64, len: usize) -> bool {
+    let here = 0u8;
+    let sp = std::hint::black_box(&here as *const u8 as usize);
+    let (low, high) = stack_bounds();
+    let a = addr as usize;
+    low <= sp && sp < high && a > sp && a.checked_add(len).is_some_and(|e| e <= high)
+}
+
 /// Reads `len` bytes of the caller's memory at `addr` (EFAULT if any is
 /// not readable).
 pub fn read_user(addr: u64, len: usize) -> Result<Vec<u8>, i32> {
     let mut v = vec![0u8; len];
     if len == 0 {
+        return Ok(v);
+    }
+    if on_own_stack(addr, len) {
+        // SAFETY: `len` bytes of the thread's stack above this frame
+        // (mapped and readable), copied into the buffer of `len` bytes.
+        unsafe { std::ptr::copy(addr as usize as *const u8, v.as_mut_ptr(), len) };
         return Ok(v);
     }
     let local = libc::iovec {
@@ -109,6 +160,12 @@ pub fn read_user(addr: u64, len: usize) -> Result<Vec<u8>, i32> {
 /// Writes `data` to the caller's memory at `addr` (EFAULT if it cannot).
 pub fn write_user(addr: u64, data: &[u8]) -> Result<(), i32> {
     if data.is_empty() {
+        return Ok(());
+    }
+    if on_own_stack(addr, data.len()) {
+        // SAFETY: bytes of the thread's stack above this frame (mapped
+        // and writable), moved as memmove would (a pointer may name our own).
+        unsafe { std::ptr::copy(data.as_ptr(), addr as usize as *mut u8, data.len()) };
         return Ok(());
     }
     let local = libc::iovec {
