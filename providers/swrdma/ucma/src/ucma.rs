@@ -947,9 +947,17 @@ pub fn watch() -> (Vec<(RawFd, i16)>, Option<u64>) {
     if let Some(g) = m.cma.host.graveyard.iter().map(|g| g.2).min() {
         deadline = Some(deadline.map_or(g, |d| d.min(g)));
     }
-    if m.cma.host.pending_unwatched() {
-        // a full receiver no waiter watches: try again in a millisecond
-        let soon = now() + 1_000_000;
+    if !m.cma.host.pending.is_empty() {
+        // A full receiver: its waiter says when it has room; without one,
+        // try again in a millisecond, and with one in 10 ms all the same
+        // (what waits is never left to the longest sleep, which is the
+        // longest a message waits before it is dropped).
+        let wait = if m.cma.host.pending_unwatched() {
+            1_000_000
+        } else {
+            10_000_000
+        };
+        let soon = now() + wait;
         deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
     }
     // Recorded under the model's lock: a command that sets an earlier
