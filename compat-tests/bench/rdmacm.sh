@@ -18,8 +18,20 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CM=$ROOT/build/bin/swrdma-cm
 N=${BENCH_CMTIME_CONNS:-200}
 mkdir -p "$OUT"
-export XDG_RUNTIME_DIR=$OUT/rt
-rm -rf "$XDG_RUNTIME_DIR"; mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
+# The provider's private directory (QPN links, the id counter, context
+# sockets) lives in $XDG_RUNTIME_DIR, a tmpfs in a login session
+# (/run/user/UID): the bench makes one on a tmpfs too when it can
+# (/dev/shm), not on the build tree's disk file system, where creating
+# and removing a QP's link costs several times more.  Which one is printed.
+rm -rf "$OUT/rt"
+if [ -d /dev/shm ] && [ -w /dev/shm ] && RT=$(mktemp -d /dev/shm/swrdma-bench.XXXXXX 2>/dev/null); then
+    trap 'rm -rf "$RT"' EXIT
+    ln -s "$RT" "$OUT/rt"
+else
+    RT=$OUT/rt; mkdir -p "$RT"
+fi
+chmod 0700 "$RT"
+export XDG_RUNTIME_DIR=$RT
 export LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 SWRDMA_UCMA_LIB=$LIBDIR/libswrdma-ucma.so
 p0=(); p1=()
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then p0=(taskset -c 0); p1=(taskset -c 1); fi
@@ -32,10 +44,11 @@ verdict() { # ratio limit le|ge
 
 echo
 echo "== rdma_cm on swr0 (swrdma-cm) beside TCP over loopback"
+echo "(private directory on $(stat -f -c %T "$RT"): $RT)"
 row figure ours reference ratio target verdict
 
 # --- cmtime: the sum of its steps' totals, per connection --------------------
-best_cm="" best_tcp=""
+best_cm="" best_tcp="" best_r=""
 for r in 1 2 3; do
     port=$((21500 + r))
     "${p0[@]}" timeout 60 "$CM" cmtime -b 127.0.0.1 -p $port >"$OUT/cmtime.$r.server" 2>&1 &
@@ -44,16 +57,18 @@ for r in 1 2 3; do
     "${p1[@]}" timeout 60 "$CM" cmtime -s 127.0.0.1 -p $port -c "$N" >"$OUT/cmtime.$r" 2>&1
     kill $spid 2>/dev/null; wait $spid 2>/dev/null
     # step  :  total ms  max ms  min us  us / conn
-    us=$(awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) +:/ { split($2, f, " "); s += f[1] } END { if (s > 0) printf "%.1f", s * 1000 / '"$N"' }' "$OUT/cmtime.$r")
-    [ -n "$us" ] && { [ -z "$best_cm" ] || awk -v a="$us" -v b="$best_cm" 'BEGIN { exit !(a < b) }'; } && best_cm=$us
+    us=$(awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ { split($2, f, " "); s += f[1] } END { if (s > 0) printf "%.1f", s * 1000 / '"$N"' }' "$OUT/cmtime.$r")
+    [ -n "$us" ] && { [ -z "$best_cm" ] || awk -v a="$us" -v b="$best_cm" 'BEGIN { exit !(a < b) }'; } && best_cm=$us && best_r=$r
     t=$("${p1[@]}" "$TCPC" $((21600 + r)) "$N" 2>/dev/null | awk '{ print $(NF-1) }')
     [ -n "$t" ] && { [ -z "$best_tcp" ] || awk -v a="$t" -v b="$best_tcp" 'BEGIN { exit !(a < b) }'; } && best_tcp=$t
 done
 rt=$(ratio "$best_cm" "$best_tcp")
 row "cmtime -c $N: us per connection (all steps)" "${best_cm:-n/a}" "${best_tcp:-n/a}" "$rt" "<= 2" "$(verdict "$rt" 2 le)"
-conn=$(awk -F: '/^connect +:/ { split($2, f, " "); printf "%.1f", f[1] * 1000 / '"$N"' }' "$OUT/cmtime.1")
-disc=$(awk -F: '/^disconnect +:/ { split($2, f, " "); printf "%.1f", f[1] * 1000 / '"$N"' }' "$OUT/cmtime.1")
-row "  of which connect / disconnect (us, run 1)" "${conn:-n/a}/${disc:-n/a}" "" "" "" ""
+# each step of the best run, us per connection
+if [ -n "${best_r:-}" ]; then
+    awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ {
+        split($2, f, " "); n = $1; sub(/ +$/, "", n); printf "  %-42s %12.1f\n", n " (us, best run)", f[1] * 1000 / '"$N"' }' "$OUT/cmtime.$best_r"
+fi
 
 # --- rstream: rsockets on swr0 against kernel TCP ----------------------------
 for sc in 4096:5000 65536:2000 1048576:200; do

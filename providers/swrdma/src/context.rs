@@ -103,6 +103,8 @@ pub struct Ctx {
     pidfds: Mutex<Vec<(OwnedFd, Arc<Link>)>>,
     out: Mutex<HashMap<u32, Arc<Link>>>,
     qpn_cache: Mutex<HashMap<u32, u32>>,
+    /// The id counter file, open (with the process that opened it).
+    ids: Mutex<Option<(u32, std::fs::File)>>,
     /// The multicast attachments of this context's QPs: (QPN, MGID, LID),
     /// as the kernel's uverbs lists them per QP.
     groups: Mutex<Vec<(u32, [u8; 16], u16)>>,
@@ -245,6 +247,7 @@ impl Ctx {
             pidfds: Mutex::new(Vec::new()),
             out: Mutex::new(HashMap::new()),
             qpn_cache: Mutex::new(HashMap::new()),
+            ids: Mutex::new(None),
             groups: Mutex::new(Vec::new()),
             efd,
             lfd,
@@ -318,9 +321,20 @@ impl Ctx {
         (n << 8) | ((n.wrapping_mul(0x9e37_79b9) >> 24) & 0xff)
     }
 
-    /// A fresh QPN/SRQN, unique for the user.
+    /// A fresh QPN/SRQN, unique for the user.  The counter file stays
+    /// open with the context (one open, check and close less per QP); the
+    /// lock held meanwhile keeps the context's threads from sharing its
+    /// `flock`, and a forked child opens its own.
     pub fn alloc_id(&self) -> u32 {
-        ipc::alloc_ids(&self.dir, 1)
+        let pid = std::process::id();
+        let mut g = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        if !matches!(&*g, Some((p, _)) if *p == pid) {
+            *g = ipc::open_ids(&self.dir).ok().map(|f| (pid, f));
+        }
+        match &*g {
+            Some((_, f)) => ipc::alloc_ids_in(f, 1),
+            None => ipc::alloc_ids(&self.dir, 1),
+        }
     }
 
     /// The application polled (or otherwise drives progress itself): the

@@ -88,8 +88,8 @@ pub fn open_private_file(dir: &Path, name: &str) -> std::io::Result<std::fs::Fil
 /// Allocates `n` consecutive ids (QPNs, SRQNs, context ids) unique for the
 /// user, from the counter file in the private directory (flock'ed).
 pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
-    let f = match open_private_file(dir, "ids") {
-        Ok(f) => f,
+    match open_private_file(dir, "ids") {
+        Ok(f) => alloc_ids_in(&f, n),
         Err(e) => {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
@@ -103,9 +103,21 @@ pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
             static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
             let base = ((std::process::id() & 0xffff) << 8) | 0x11;
             let off = NEXT.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            return base.wrapping_add(off);
+            base.wrapping_add(off)
         }
-    };
+    }
+}
+
+/// The id counter file of the private directory, to be kept open by a
+/// context for [`alloc_ids_in`].
+pub fn open_ids(dir: &Path) -> std::io::Result<std::fs::File> {
+    open_private_file(dir, "ids")
+}
+
+/// [`alloc_ids`] from the counter file `f` (of [`open_ids`]).  `flock`'s
+/// lock belongs to the open file: threads (and a forked child) sharing
+/// `f` must not call this at the same time.
+pub fn alloc_ids_in(f: &std::fs::File, n: u32) -> u32 {
     // flock(LOCK_EX); released by the unlock below (or by the close).
     let _ = f.lock();
     let mut buf = [0u8; 4];
@@ -188,8 +200,12 @@ pub fn qpn_path(dir: &Path, qpn: u32) -> PathBuf {
 /// Publishes "QPN/SRQN `num` lives in context `ctx`" (a symlink).
 pub fn publish(dir: &Path, num: u32, ctx: u32) {
     let p = qpn_path(dir, num);
-    let _ = std::fs::remove_file(&p);
-    let _ = std::os::unix::fs::symlink(format!("c{ctx}"), &p);
+    // A stale link of the number (a killed process's) is replaced; the
+    // usual case, no link, costs one call.
+    if std::os::unix::fs::symlink(format!("c{ctx}"), &p).is_err() {
+        let _ = std::fs::remove_file(&p);
+        let _ = std::os::unix::fs::symlink(format!("c{ctx}"), &p);
+    }
 }
 pub fn unpublish(dir: &Path, num: u32) {
     let _ = std::fs::remove_file(qpn_path(dir, num));

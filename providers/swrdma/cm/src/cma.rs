@@ -1570,16 +1570,20 @@ impl<H: Host> Cma<H> {
     // ---------------------------------------------------------------- timers
 
     pub fn next_deadline(&self) -> Option<u64> {
-        let peers = self
-            .ids
-            .values()
-            .any(|id| Self::watched(id).is_some())
-            .then_some(self.next_peer_check);
-        self.ids
-            .values()
-            .filter_map(|id| id.conn.as_ref().and_then(|c| c.deadline()))
-            .chain(peers)
-            .min()
+        // One pass over the ids (it runs after every command).
+        let mut min: Option<u64> = None;
+        let mut peers = false;
+        for id in self.ids.values() {
+            let Some(c) = id.conn.as_ref() else { continue };
+            if let Some(d) = c.deadline() {
+                min = Some(min.map_or(d, |m| m.min(d)));
+            }
+            peers = peers || Self::watched(id).is_some();
+        }
+        if peers {
+            min = Some(min.map_or(self.next_peer_check, |m| m.min(self.next_peer_check)));
+        }
+        min
     }
 
     /// The peer of a connection whose state waits on it, when the host
@@ -1618,8 +1622,14 @@ impl<H: Host> Cma<H> {
             .filter_map(|(h, id)| Self::watched(id).map(|d| (*h, d.clone())))
             .collect();
         let mut gone: Vec<Dest> = Vec::new();
+        // Each peer is asked once a round, however many connections it has.
+        let mut live: Vec<Dest> = Vec::new();
         for (h, d) in watched {
+            if live.contains(&d) {
+                continue;
+            }
             if !gone.contains(&d) && self.host.alive(&d) {
+                live.push(d);
                 continue;
             }
             if !gone.contains(&d) {

@@ -267,6 +267,12 @@ pub struct SoftHost {
     /// `net.unix.max_dgram_qlen` datagrams, 10 by default): sent again by
     /// the progress thread, in order, for up to [`PENDING_FOR_NS`].
     pub pending: std::collections::VecDeque<(Vec<u8>, [u8; MAD_LEN], u64)>,
+    /// For each receiver with messages in `pending`, a socket connected
+    /// to it (sending nothing): the progress thread polls it for
+    /// `POLLOUT`, which the kernel signals as soon as the receiver takes a
+    /// datagram off its full queue, so what waits goes again at once
+    /// rather than on a timer.
+    pub waiters: HashMap<Vec<u8>, OwnedFd>,
 }
 
 /// How long a released port's socket lingers (see `SoftHost::graveyard`),
@@ -302,6 +308,7 @@ impl SoftHost {
             graveyard: Vec::new(),
             quiet: HashMap::new(),
             pending: std::collections::VecDeque::new(),
+            waiters: HashMap::new(),
         }
     }
 
@@ -405,6 +412,35 @@ impl SoftHost {
             }
         }
         self.pending = left;
+        for name in &blocked {
+            self.wait_for(name);
+        }
+        let pending = &self.pending;
+        let before = self.waiters.len();
+        self.waiters.retain(|n, _| pending.iter().any(|(p, _, _)| p == n));
+        self.sockets_changed |= self.waiters.len() != before;
+    }
+
+    /// A message to `name` waits for its full queue: watch the queue.
+    fn wait_for(&mut self, name: &[u8]) {
+        if self.waiters.contains_key(name) {
+            return;
+        }
+        let Some(fd) = dgram_socket() else { return };
+        let (a, len) = abstract_addr(name);
+        // SAFETY: connect(2) of our own unbound datagram socket to a
+        // sockaddr_un of `len` bytes: it sends nothing; the socket only
+        // lets poll(2) say when the receiver's queue has room.
+        if unsafe { libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) } == 0 {
+            self.waiters.insert(name.to_vec(), fd);
+            self.sockets_changed = true;
+        }
+    }
+
+    /// Are there messages waiting for a receiver that no waiter watches
+    /// (to be tried again on a timer)?
+    pub fn pending_unwatched(&self) -> bool {
+        self.pending.iter().any(|(n, _, _)| !self.waiters.contains_key(n))
     }
 
     /// Why an address has no device: the devices and addresses considered.
@@ -570,6 +606,7 @@ impl Host for SoftHost {
         match self.try_send(&name, mad) {
             Sent::Yes => true,
             Sent::Full => {
+                self.wait_for(&name);
                 self.pending
                     .push_back((name, *mad, crate::ucma::now() + PENDING_FOR_NS));
                 true

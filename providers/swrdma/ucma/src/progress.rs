@@ -6,11 +6,27 @@
 //! or the timers.
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Once;
 
 static KICK: AtomicI32 = AtomicI32::new(-1);
 static START: Once = Once::new();
+/// The time (`ucma::now`) the thread sleeps until when nothing wakes it;
+/// 0 until it first sleeps, so that commands kick it.
+static SLEEPS_UNTIL: AtomicU64 = AtomicU64::new(0);
+
+/// The longest sleep without a timer.
+pub const MAX_SLEEP_NS: u64 = 1_000_000_000;
+
+/// The time the thread sleeps until (see [`SLEEPS_UNTIL`]); read and
+/// written under the model's lock.
+pub fn sleeps_until() -> u64 {
+    SLEEPS_UNTIL.load(Ordering::Acquire)
+}
+
+pub fn set_sleeps_until(t: u64) {
+    SLEEPS_UNTIL.store(t, Ordering::Release);
+}
 
 /// Starts the thread (once per process).
 pub fn start() {
@@ -37,11 +53,7 @@ fn run() {
         let (fds, deadline) = crate::ucma::watch();
         let mut pfds: Vec<libc::pollfd> = fds
             .iter()
-            .map(|&fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
+            .map(|&(fd, events)| libc::pollfd { fd, events, revents: 0 })
             .collect();
         pfds.push(libc::pollfd {
             fd: kick_fd,
@@ -49,7 +61,7 @@ fn run() {
             revents: 0,
         });
         let timeout = match deadline {
-            None => 1000,
+            None => (MAX_SLEEP_NS / 1_000_000) as i32,
             Some(d) => {
                 let now = crate::ucma::now();
                 if d <= now {
@@ -69,10 +81,10 @@ fn run() {
             // SAFETY: our non-blocking eventfd.
             unsafe { libc::eventfd_read(kick_fd, &mut v) };
         }
-        let ready: Vec<RawFd> = pfds[..pfds.len() - 1]
+        let ready: Vec<(RawFd, i16)> = pfds[..pfds.len() - 1]
             .iter()
             .filter(|p| p.revents != 0)
-            .map(|p| p.fd)
+            .map(|p| (p.fd, p.revents))
             .collect();
         crate::ucma::pump(&ready);
     }

@@ -81,11 +81,62 @@ fn self_pid() -> libc::pid_t {
     p
 }
 
+/// The calling thread's stack, `[low, high)` (once per thread; `(1, 0)`
+/// when it cannot be known).
+fn stack_bounds() -> (usize, usize) {
+    use std::cell::Cell;
+    thread_local! {
+        static BOUNDS: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    }
+    let b = BOUNDS.with(|b| b.get());
+    if b != (0, 0) {
+        return b;
+    }
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    let (mut at, mut size): (*mut libc::c_void, usize) = (std::ptr::null_mut(), 0);
+    // SAFETY: the attributes of the calling thread, read into a local
+    // attribute object, then destroyed.
+    let ok = unsafe {
+        libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) == 0 && {
+            let r = libc::pthread_attr_getstack(attr.as_ptr(), &mut at, &mut size);
+            libc::pthread_attr_destroy(attr.as_mut_ptr());
+            r == 0
+        }
+    };
+    let b = if ok && size > 0 {
+        (at as usize, at as usize + size)
+    } else {
+        (1, 0)
+    };
+    BOUNDS.with(|c| c.set(b));
+    b
+}
+
+/// Is `[addr, addr + len)` inside the calling thread's stack, above the
+/// current frame?  That memory is mapped, readable and writable (the
+/// frames of the callers, librdmacm's command and response structures
+/// among them), so it is copied directly, without the cross-memory call
+/// that checks any other pointer.  Off the thread's own stack (another
+/// stack switched to) nothing is taken as valid.
+fn on_own_stack(addr: u64, len: usize) -> bool {
+    let here = 0u8;
+    let sp = std::hint::black_box(&here as *const u8 as usize);
+    let (low, high) = stack_bounds();
+    let a = addr as usize;
+    low <= sp && sp < high && a > sp && a.checked_add(len).is_some_and(|e| e <= high)
+}
+
 /// Reads `len` bytes of the caller's memory at `addr` (EFAULT if any is
 /// not readable).
 pub fn read_user(addr: u64, len: usize) -> Result<Vec<u8>, i32> {
     let mut v = vec![0u8; len];
     if len == 0 {
+        return Ok(v);
+    }
+    if on_own_stack(addr, len) {
+        // SAFETY: `len` bytes of the thread's stack above this frame
+        // (mapped and readable), copied into the buffer of `len` bytes.
+        unsafe { std::ptr::copy(addr as usize as *const u8, v.as_mut_ptr(), len) };
         return Ok(v);
     }
     let local = libc::iovec {
@@ -109,6 +160,12 @@ pub fn read_user(addr: u64, len: usize) -> Result<Vec<u8>, i32> {
 /// Writes `data` to the caller's memory at `addr` (EFAULT if it cannot).
 pub fn write_user(addr: u64, data: &[u8]) -> Result<(), i32> {
     if data.is_empty() {
+        return Ok(());
+    }
+    if on_own_stack(addr, data.len()) {
+        // SAFETY: bytes of the thread's stack above this frame (mapped
+        // and writable), moved as memmove would (a pointer may name our own).
+        unsafe { std::ptr::copy(data.as_ptr(), addr as usize as *mut u8, data.len()) };
         return Ok(());
     }
     let local = libc::iovec {
@@ -141,7 +198,26 @@ impl Model {
             self.kernel.close_channel(c.id);
             self.cma.close_channel(c.id);
             self.settle();
+            // The ids destroyed may have sent DREQs (retried on a timer).
+            if self.needs_kick(true) {
+                crate::progress::kick();
+            }
         }
+    }
+
+    /// Does the CM thread need waking after a change (a command, a
+    /// channel closed)?  Only for a timer earlier than the time it sleeps
+    /// until (looked for when `timers`), a new socket, or a message
+    /// waiting for a full receiver.
+    pub fn needs_kick(&self, timers: bool) -> bool {
+        let h = &self.cma.host;
+        h.sockets_changed
+            || !h.pending.is_empty()
+            || (timers
+                && self
+                    .cma
+                    .next_deadline()
+                    .is_some_and(|a| a < crate::progress::sleeps_until()))
     }
 
     fn chan_fd(&self, id: ChanId) -> Option<RawFd> {
@@ -202,14 +278,9 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
     let (r, wake) = {
         let mut m = model();
         let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
-        let before = m.cma.next_deadline();
         let r = run(&mut m, chan, c, Args { pre, at: inbuf }, inl, outl);
         m.settle();
-        // The CM thread needs waking only for an earlier timer, a new
-        // socket, or a message waiting for a full receiver.
-        let after = m.cma.next_deadline();
-        let h = &m.cma.host;
-        let wake = after.is_some_and(|a| before.is_none_or(|b| a < b)) || h.sockets_changed || !h.pending.is_empty();
+        let wake = m.needs_kick(!sets_no_timer(c));
         // Recorded before the lock is let go: an event this command queued
         // cannot be taken (and the program end on it) before its line.
         log_command(seq, fd, c, Args { pre, at: inbuf }, inl, outl, r);
@@ -222,6 +293,26 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         eprintln!("swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}");
     }
     r.map(|_| len)
+}
+
+/// A command that starts no timer of the CM (no retry, no timewait, no
+/// connection watched): after it the next deadline need not be looked for
+/// (a pass over every id).
+fn sets_no_timer(c: u32) -> bool {
+    matches!(
+        c,
+        cmd::CREATE_ID
+            | cmd::BIND_IP
+            | cmd::BIND
+            | cmd::RESOLVE_IP
+            | cmd::RESOLVE_ADDR
+            | cmd::RESOLVE_ROUTE
+            | cmd::QUERY_ROUTE
+            | cmd::QUERY
+            | cmd::SET_OPTION
+            | cmd::GET_OPTION
+            | cmd::INIT_QP_ATTR
+    )
 }
 
 /// Records a command, its outcome and its response in the ucma log.
@@ -770,8 +861,15 @@ fn get_event(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
 
 /// The progress thread's work: every datagram waiting on the process's
 /// sockets, then the timers.
-pub fn pump(ready: &[RawFd]) {
+pub fn pump(ready: &[(RawFd, i16)]) {
     let mut m = model();
+    // A waiter whose receiver went away (an error, not room): dropped; the
+    // messages for it are tried again below.
+    m.cma.host.waiters.retain(|_, f| {
+        !ready
+            .iter()
+            .any(|&(fd, ev)| fd == f.as_raw_fd() && ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
+    });
     let t = now();
     let uid = m.cma.host.uid;
     let own = m.cma.host.own.as_ref().map(|f| f.as_raw_fd());
@@ -782,7 +880,7 @@ pub fn pump(ready: &[RawFd]) {
         .filter(|(k, _)| h.port_heard(**k, t))
         .map(|(k, f)| (*k, f.as_raw_fd()))
         .collect();
-    for &fd in ready {
+    for &(fd, _) in ready {
         if crate::kernel::is_kernel_fd(&m, fd) {
             crate::kernel::pump(&mut m, fd);
             continue;
@@ -839,8 +937,9 @@ fn bury(m: &mut Model) {
     m.settle();
 }
 
-/// The descriptors the progress thread waits on and the next deadline.
-pub fn watch() -> (Vec<RawFd>, Option<u64>) {
+/// The descriptors the progress thread waits on (each with the poll
+/// events it waits for) and the next deadline.
+pub fn watch() -> (Vec<(RawFd, i16)>, Option<u64>) {
     let mut m = model();
     bury(&mut m);
     m.cma.host.sockets_changed = false;
@@ -858,15 +957,28 @@ pub fn watch() -> (Vec<RawFd>, Option<u64>) {
             .map(|(_, f)| f.as_raw_fd()),
     );
     fds.extend(m.kernel.watched());
+    let mut fds: Vec<(RawFd, i16)> = fds.into_iter().map(|f| (f, libc::POLLIN)).collect();
+    fds.extend(m.cma.host.waiters.values().map(|f| (f.as_raw_fd(), libc::POLLOUT)));
     let mut deadline = m.cma.next_deadline();
     let quiet_end = m.cma.host.quiet.values().copied();
     if let Some(g) = m.cma.host.graveyard.iter().map(|g| g.2).chain(quiet_end).min() {
         deadline = Some(deadline.map_or(g, |d| d.min(g)));
     }
     if !m.cma.host.pending.is_empty() {
-        // a full receiver: try again in a millisecond
-        let soon = now() + 1_000_000;
+        // A full receiver: its waiter says when it has room; without one,
+        // try again in a millisecond, and with one in 10 ms all the same
+        // (what waits is never left to the longest sleep, which is the
+        // longest a message waits before it is dropped).
+        let wait = if m.cma.host.pending_unwatched() {
+            1_000_000
+        } else {
+            10_000_000
+        };
+        let soon = now() + wait;
         deadline = Some(deadline.map_or(soon, |d| d.min(soon)));
     }
+    // Recorded under the model's lock: a command that sets an earlier
+    // timer after this sees it and kicks the thread.
+    crate::progress::set_sleeps_until(deadline.unwrap_or(now() + crate::progress::MAX_SLEEP_NS));
     (fds, deadline)
 }
