@@ -39,6 +39,7 @@
 #   setup/NN-NAME             one setup check: line 1 PASS/FAIL, line 2 why
 #   net-*.txt                 ip/tc state after each step (for debugging)
 #   PAIR/COND/ID/{server,client}.{out,err,rc}, pair.ms, server.killed,
+#   PAIR/COND/ID/rxe0-counters.{before,after}  rxe0's hw_counters around it,
 #   PAIR/COND/ID/notrun       why the test did not run (then nothing else)
 #   PAIR/COND/ID/skip         not selected (WIRE_ONLY)
 #   PAIR/COND/ID/link         "IF SENT RECEIVED": the packets the pair's link
@@ -138,6 +139,14 @@ link_pkts() {
 }
 LINK_PID=$$ LINK_IF=veth0   # the link each pair's packets are counted on
 
+# rxe0's hw_counters, one "name value" line each (nothing if it has none)
+rxe_counters() {
+    local f
+    for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+        [ -r "$f" ] && echo "$(basename "$f") $(cat "$f")"
+    done 2>/dev/null
+}
+
 # wire_pair DIR SERVER-ROLE CLIENT-ROLE SERVER-IP LIMIT CMD...: the server
 # (CMD -d DEV -g|-x GID -p PORT) in the background, once it listens (or
 # died) the client (... SERVER-IP); each side under `timeout LIMIT`; a server
@@ -154,6 +163,9 @@ wire_pair() {
     mkdir -p "$d"
     local l0 l1 rx0 tx0 rx1 tx1
     l0=$(link_pkts "$LINK_PID" "$LINK_IF")
+    # rxe0's counters around the pair (duplicates, sequence errors, retries:
+    # what rxe made of the other side's packets, for a failure's diagnosis)
+    rxe_counters > "$d/rxe0-counters.before"
     t0=$(now_ms)
     # WIRE_CPU=1 (make bench): each side's CPU time (user, system) goes to
     # SIDE.cpu, as bash's `times` reports its child (the program)
@@ -195,6 +207,7 @@ wire_pair() {
     echo $? > "$d/server.rc"
     [ "${#cpu[@]}" -gt 0 ] && head -n1 /proc/stat > "$d/stat1"
     echo $(( $(now_ms) - t0 )) > "$d/pair.ms"
+    rxe_counters > "$d/rxe0-counters.after"
     l1=$(link_pkts "$LINK_PID" "$LINK_IF")
     read -r rx0 tx0 <<<"$l0"
     read -r rx1 tx1 <<<"$l1"

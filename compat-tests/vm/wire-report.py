@@ -144,6 +144,7 @@ def side(d, t):
     if r is None:
         return None
     r["server_killed"] = read(os.path.join(d, "server.killed"))
+    r["rxe_counters"] = counter_delta(d)
     link = (read(os.path.join(d, "link")) or "").split()
     r["link"] = {"if": link[0], "sent": int(link[1]), "received": int(link[2])} if len(link) == 3 else None
     if is_pingpong(t):
@@ -153,6 +154,21 @@ def side(d, t):
         r["figures"] = perftest_figures(r["client_stdout"])
         r["server_figures"] = perftest_figures(r["server_stdout"])
     return r
+
+
+def counter_delta(d):
+    """rxe0's hw_counters that moved while the pair ran ("name +N, ..."),
+    from rxe0-counters.{before,after}; None when there are none."""
+    def load(name):
+        vals = {}
+        for line in (read(os.path.join(d, name)) or "").splitlines():
+            k, _, v = line.partition(" ")
+            if v.strip().isdigit():
+                vals[k] = int(v)
+        return vals
+    a, b = load("rxe0-counters.before"), load("rxe0-counters.after")
+    moved = [f"{k} +{b[k] - a[k]}" for k in sorted(b) if k in a and b[k] != a[k]]
+    return ", ".join(moved) or None
 
 
 def iterations(t):
@@ -172,6 +188,8 @@ def verdict(t, r, check_link=True):
             why += f"; said: {msg}"
         if r.get("server_killed"):
             why += "; " + r["server_killed"].strip()
+        if r.get("rxe_counters"):
+            why += "; rxe0 counted " + r["rxe_counters"]
         return "FAIL", why
     if is_pingpong(t):
         text = reportlib.pair_text(r)
