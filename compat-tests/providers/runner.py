@@ -348,9 +348,14 @@ def faults(prov, rel, root, inner, scratch, stride, env0=None):
                 what = ERRNOS[(k - 1) % len(ERRNOS)] if kind == "errno" else "fatal"
                 # No per-thread malloc cache: the freed blocks it would hold
                 # count as in use (mallinfo2), and which it holds depends on
-                # each library's pattern of allocation.
+                # each library's pattern of allocation.  A fixed mmap
+                # threshold (the default's value): once a large block was
+                # freed, malloc's moving one would serve the next large
+                # ones from the heap, and whether a provider's queue (the
+                # limits section's are MBs) is a mapping of its own would
+                # depend on what either library freed before.
                 env = dict(env0 or {}, _ARGS="--faults", STANDIN_FAIL=f"{k}:{what}",
-                           GLIBC_TUNABLES="glibc.malloc.tcache_count=0")
+                           GLIBC_TUNABLES="glibc.malloc.tcache_count=0:glibc.malloc.mmap_threshold=131072")
                 if kind.endswith("DESTROY"):
                     env["RDMAV_ALLOW_DISASSOC_DESTROY"] = "1"
                 tag = f"-f{k}-{what}{'-allow' if kind.endswith('DESTROY') else ''}"
