@@ -217,7 +217,7 @@ static void hex(char *out, size_t outlen, const void *p, size_t len)
 
 static const char *const sections[] = {
 	"device", "pd_mr", "cq", "srq", "qp", "xrc", "ah", "mw", "flow",
-	"wq_rss", "dm", "counters", "td", "refuse", "advise", "async", "dv",
+	"wq_rss", "dm", "counters", "td", "refuse", "limits", "advise", "async", "dv",
 	"close",
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -2230,6 +2230,205 @@ static void sec_refuse(void)
 	dealloc_pd_step("refuse dealloc_pd", pd);
 }
 
+/* -------------------------------------------------------------- limits */
+
+static int name_has_prefix(const char *p)
+{
+	return !strncmp(devname_, p, strlen(p));
+}
+
+/*
+ * The limits the device reports (query_device), as the kernel's drivers
+ * enforce them: one past a limit is refused (EINVAL: "@want EINVAL"), the
+ * limit itself is accepted ("@want OK"; asked only where what a provider
+ * allocates for it stays small, LIMIT_AT_MAX entries).  runner.py checks
+ * the stand-in's answer wherever the call reached it; many providers
+ * check the same limits themselves and never send the command.
+ */
+#define LIMIT_AT_MAX 65536u
+
+enum lim_what {
+	LW_CQE, LW_CQE_EX, LW_RESIZE_CQ, LW_SEND_WR, LW_RECV_WR, LW_SEND_SGE, LW_RECV_SGE,
+	LW_SRQ_WR, LW_SRQ_SGE, LW_MODIFY_SRQ_WR,
+};
+
+static const struct lim_case {
+	const char *name;
+	enum lim_what what;
+} lim_cases[] = {
+	{ "create_cq cqe", LW_CQE },
+	{ "create_cq_ex cqe", LW_CQE_EX },
+	{ "resize_cq cqe", LW_RESIZE_CQ },
+	{ "create_qp max_send_wr", LW_SEND_WR },
+	{ "create_qp max_recv_wr", LW_RECV_WR },
+	{ "create_qp max_send_sge", LW_SEND_SGE },
+	{ "create_qp max_recv_sge", LW_RECV_SGE },
+	{ "create_srq max_wr", LW_SRQ_WR },
+	{ "create_srq max_sge", LW_SRQ_SGE },
+	{ "modify_srq max_wr", LW_MODIFY_SRQ_WR },
+};
+
+/* Where one past the reported limit is no refusal, only compared: devices
+ * whose queue has more than query_device's figure (the smaller of the send
+ * and receive sides, as the kernel reports max_qp_wr and max_sge), and
+ * providers that ask for the limit instead (the kernel sees no excess). */
+static int lim_wider(enum lim_what w)
+{
+	static const struct { const char *prov; enum lim_what what; } t[] = {
+		{ "efa", LW_RECV_WR },	 /* 32768 receive WRs, 4096 send */
+		{ "efa", LW_RECV_SGE },	 /* 3 receive SGEs, 2 send */
+		{ "erdma", LW_SEND_SGE }, /* 6 send SGEs, 1 receive */
+		{ "bnxt_re", LW_SEND_WR }, /* the provider lowers the WRs to max_qp_wr */
+		{ "bnxt_re", LW_RECV_WR },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].what == w && name_has_prefix(t[i].prov))
+			return 1;
+	return 0;
+}
+
+/* "@want" after the call itself (NULL: nothing wanted, only compared) */
+static void lim_want(const char *want)
+{
+	if (want)
+		emit("@want %s", want);
+}
+
+static uint32_t lim_of(const struct ibv_device_attr *da, enum lim_what w)
+{
+	switch (w) {
+	case LW_CQE: case LW_CQE_EX: case LW_RESIZE_CQ: return (uint32_t)da->max_cqe;
+	case LW_SEND_WR: case LW_RECV_WR: return (uint32_t)da->max_qp_wr;
+	case LW_SEND_SGE: case LW_RECV_SGE: return (uint32_t)da->max_sge;
+	case LW_SRQ_WR: case LW_MODIFY_SRQ_WR: return (uint32_t)da->max_srq_wr;
+	case LW_SRQ_SGE: return (uint32_t)da->max_srq_sge;
+	}
+	return 0;
+}
+
+/* A CQ of `v` entries (plain or extended), or one resized to `v`. */
+static void lim_cq(const char *name, enum lim_what w, uint32_t v, const char *want)
+{
+	struct ibv_cq_init_attr_ex cx;
+	struct ibv_cq_ex *cqx = NULL;
+	struct ibv_cq *cq = NULL;
+	int rc;
+
+	if (w == LW_CQE) {
+		CALLP(cq, name, ibv_create_cq(ctx, (int)v, NULL, NULL, 0));
+	} else if (w == LW_CQE_EX) {
+		memset(&cx, 0, sizeof(cx));
+		cx.cqe = v;
+		cx.wc_flags = IBV_WC_STANDARD_FLAGS;
+		CALLP(cqx, name, ibv_create_cq_ex(ctx, &cx));
+		cq = cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
+	} else {
+		cq = create_cq_step(N("%s cq", name), NULL);
+		if (!cq)
+			return;
+		CALLI(rc, name, ibv_resize_cq(cq, (int)v));
+	}
+	lim_want(want);
+	destroy_cq_step(N("%s destroy_cq", name), cq);
+}
+
+/* A QP (UD on efa, which has no RC; RC elsewhere) with one capability at `v`. */
+static void lim_qp(const char *name, enum lim_what w, uint32_t v, struct ibv_pd *pd, struct ibv_cq *cq,
+		   const char *want)
+{
+	struct ibv_qp_init_attr a;
+	struct ibv_qp *qp;
+
+	memset(&a, 0, sizeof(a));
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.qp_type = name_has_prefix("efa") ? IBV_QPT_UD : IBV_QPT_RC;
+	a.cap.max_send_wr = w == LW_SEND_WR ? v : MAX_WR;
+	a.cap.max_recv_wr = w == LW_RECV_WR ? v : MAX_WR;
+	a.cap.max_send_sge = w == LW_SEND_SGE ? v : 1;
+	a.cap.max_recv_sge = w == LW_RECV_SGE ? v : 1;
+	CALLP(qp, name, ibv_create_qp(pd, &a));
+	lim_want(want);
+	destroy_qp_step(N("%s destroy_qp", name), qp);
+}
+
+/* An SRQ with max_wr or max_sge at `v`, or one whose max_wr is modified to `v`. */
+static void lim_srq(const char *name, enum lim_what w, uint32_t v, struct ibv_pd *pd, const char *want)
+{
+	struct ibv_srq_init_attr sa;
+	struct ibv_srq_attr ma;
+	struct ibv_srq *srq;
+	int rc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = w == LW_SRQ_WR ? v : MAX_WR;
+	sa.attr.max_sge = w == LW_SRQ_SGE ? v : 1;
+	if (w == LW_MODIFY_SRQ_WR) {
+		CALLP(srq, N("%s srq", name), ibv_create_srq(pd, &sa));
+		if (!srq)
+			return;
+		memset(&ma, 0, sizeof(ma));
+		ma.max_wr = v;
+		CALLI(rc, name, ibv_modify_srq(srq, &ma, IBV_SRQ_MAX_WR));
+	} else {
+		CALLP(srq, name, ibv_create_srq(pd, &sa));
+	}
+	lim_want(want);
+	if (srq)
+		CALLI(rc, N("%s destroy_srq", name), ibv_destroy_srq(srq));
+}
+
+static void lim_try(const struct lim_case *c, uint32_t v, int over, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	const char *name = N("limits %s %s", c->name, over ? "over max" : "at max");
+	const char *want = !over ? "OK" : lim_wider(c->what) ? NULL : "EINVAL";
+
+	switch (c->what) {
+	case LW_CQE: case LW_CQE_EX: case LW_RESIZE_CQ:
+		lim_cq(name, c->what, v, want);
+		break;
+	case LW_SEND_WR: case LW_RECV_WR: case LW_SEND_SGE: case LW_RECV_SGE:
+		lim_qp(name, c->what, v, pd, cq, want);
+		break;
+	case LW_SRQ_WR: case LW_SRQ_SGE: case LW_MODIFY_SRQ_WR:
+		lim_srq(name, c->what, v, pd, want);
+		break;
+	}
+}
+
+static void sec_limits(void)
+{
+	struct ibv_device_attr da;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	size_t i;
+	int rc;
+
+	CALLI(rc, "limits query_device", ibv_query_device(ctx, &da));
+	if (rc) {
+		skip("limits", "no-device-attributes");
+		return;
+	}
+	emit("@out limits max_cqe=%d max_qp_wr=%d max_sge=%d max_srq_wr=%d max_srq_sge=%d", da.max_cqe,
+	     da.max_qp_wr, da.max_sge, da.max_srq_wr, da.max_srq_sge);
+	CALLP(pd, "limits alloc_pd", ibv_alloc_pd(ctx));
+	cq = create_cq_step("limits create_cq", NULL);
+	for (i = 0; pd && cq && i < sizeof(lim_cases) / sizeof(lim_cases[0]); i++) {
+		const struct lim_case *c = &lim_cases[i];
+		uint32_t l = lim_of(&da, c->what);
+
+		if (!l) /* no such object on the device */
+			continue;
+		if (l <= LIMIT_AT_MAX)
+			lim_try(c, l, 0, pd, cq);
+		lim_try(c, l + 1, 1, pd, cq);
+	}
+	destroy_cq_step("limits destroy_cq", cq);
+	dealloc_pd_step("limits dealloc_pd", pd);
+}
+
 /* -------------------------------------------------------------- advise */
 
 static void sec_advise(void)
@@ -2284,11 +2483,6 @@ static void sec_async(void)
 }
 
 /* ------------------------------------------------------------------ dv */
-
-static int name_has_prefix(const char *p)
-{
-	return !strncmp(devname_, p, strlen(p));
-}
 
 static void *dl_open(const char *soname)
 {
@@ -3092,6 +3286,7 @@ static int run_once(void)
 	if (want("counters")) sec_counters();
 	if (want("td")) sec_td();
 	if (want("refuse")) sec_refuse();
+	if (want("limits")) sec_limits();
 	if (want("advise")) sec_advise();
 	if (want("async")) sec_async();
 	if (want("dv")) sec_dv();

@@ -247,7 +247,14 @@ static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
 		memset(b + 24, 0, len - 24);
 }
 
+/* The CQ depth the device reports is the one its context answer gives the
+ * provider (max_cqd), which the provider checks before it asks. */
+static const struct sti_limits bnxt_re_lim = {
+	.max_cqe = 0xffffff,
+};
+
 const struct sti_driver sti_drv_bnxt_re = {
+	.lim = &bnxt_re_lim,
 	.name = "bnxt_re",
 	.driver_id = RDMA_DRIVER_BNXT_RE,
 	.vendor_id = 0x14e4,

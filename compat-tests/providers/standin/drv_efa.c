@@ -142,10 +142,7 @@ static int create_qp(struct sti_req *r)
 		return 95;
 	if (r->qp_type == IB_UVERBS_QPT_DRIVER && cmd.driver_qp_type != EFA_QP_DRIVER_TYPE_SRD)
 		return 22;
-	if (r->max_send_wr > EFA_MAX_SQ_WR || r->max_recv_wr > EFA_MAX_RQ_WR ||
-	    r->max_send_sge > EFA_MAX_SQ_SGE || r->max_recv_sge > EFA_MAX_RQ_SGE ||
-	    r->max_inline > EFA_INLINE_BUF)
-		return 22;
+	/* efa_qp_validate_cap's limits: the core model checks them (lim) */
 	if (!cmd.sq_ring_size || cmd.sq_ring_size > EFA_MAX_LLQ * 2)
 		return 22;
 	resp.sq_db_offset = 0x20;
@@ -267,7 +264,17 @@ static void release(struct sti_ctx *ctx, struct sti_obj *o)
 	}
 }
 
+/* What efa_query_device reports and efa_create_cq / efa_qp_validate_cap
+ * enforce (EINVAL above): the send and receive queues' own depths and
+ * scatter entries, the inline buffer, the CQ depth. */
+static const struct sti_limits efa_lim = {
+	.max_send_wr = EFA_MAX_SQ_WR, .max_recv_wr = EFA_MAX_RQ_WR,
+	.max_send_sge = EFA_MAX_SQ_SGE, .max_recv_sge = EFA_MAX_RQ_SGE,
+	.max_inline = EFA_INLINE_BUF, .max_cqe = EFA_MAX_CQ_DEPTH,
+};
+
 const struct sti_driver sti_drv_efa = {
+	.lim = &efa_lim,
 	.name = "efa",
 	.driver_id = RDMA_DRIVER_EFA,
 	.vendor_id = 0x1d0f,

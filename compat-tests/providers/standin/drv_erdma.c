@@ -82,9 +82,8 @@ static int hook(struct sti_req *r)
 		if (!r->uin || r->uin_len < sizeof(cmd))
 			return 22;
 		memcpy(&cmd, r->uin, sizeof(cmd));
-		if (!r->max_send_wr || !r->max_recv_wr || r->max_send_wr > ERDMA_MAX_WR ||
-		    r->max_recv_wr > ERDMA_MAX_WR || r->max_send_sge > ERDMA_MAX_SEND_SGE ||
-		    r->max_recv_sge > ERDMA_MAX_RECV_SGE || r->max_inline > ERDMA_MAX_INLINE)
+		/* the limits are the core model's (lim); an empty queue is erdma's */
+		if (!r->max_send_wr || !r->max_recv_wr)
 			return 22;
 		resp.qp_id = next_qpn(r->ctx);
 		resp.num_sqe = sti_pow2(r->max_send_wr * ERDMA_WQEBB_PER_SQE);
@@ -108,7 +107,16 @@ static int mmap_db(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return len == PG ? 0 : 22;
 }
 
+/* What erdma_query_device reports and erdma_create_cq / erdma_create_qp
+ * enforce (EINVAL above). */
+static const struct sti_limits erdma_lim = {
+	.max_send_wr = ERDMA_MAX_WR, .max_recv_wr = ERDMA_MAX_WR,
+	.max_send_sge = ERDMA_MAX_SEND_SGE, .max_recv_sge = ERDMA_MAX_RECV_SGE,
+	.max_inline = ERDMA_MAX_INLINE, .max_cqe = ERDMA_MAX_CQE,
+};
+
 const struct sti_driver sti_drv_erdma = {
+	.lim = &erdma_lim,
 	.name = "erdma",
 	.driver_id = RDMA_DRIVER_ERDMA,
 	.vendor_id = 0x1ded,

@@ -281,7 +281,19 @@ static void release(struct sti_ctx *ctx, struct sti_obj *o)
 				c->e[i].used = 0;
 }
 
+/* What hns_roce_query_device reports of a HIP08/09 (HNS_ROCE_V2_MAX_SQ_SGE_NUM,
+ * _RQ_SGE_NUM, _SRQ_SGE_NUM: 64 each) and its create_qp / create_srq
+ * size checks enforce (EINVAL above); the provider rounds the receive and
+ * SRQ scatter entries it asks up to a power of two, and a CQ's entries (the
+ * device's CQ depth is a power of two: 2^16 here, below a HIP08's 2^22, for
+ * the same reason as the generic device's, uverbs.c). */
+static const struct sti_limits hns_lim = {
+	.max_send_sge = 64, .max_recv_sge = 64, .max_srq_sge = 64, .max_inline = HNS_MAX_INLINE,
+	.max_cqe = 65536,
+};
+
 const struct sti_driver sti_drv_hns = {
+	.lim = &hns_lim,
 	.name = "hns",
 	.driver_id = RDMA_DRIVER_HNS,
 	.vendor_id = 0x19e5,

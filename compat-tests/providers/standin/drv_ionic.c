@@ -422,7 +422,15 @@ static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
 		memset(b + offsetof(struct ionic_qp_req_m, rsvd), 0, 3);
 }
 
+/* What ionic_query_device reports and its QP size checks enforce
+ * (EINVAL above): IONIC_SPEC_HIGH scatter entries, and the inline data
+ * of the largest WQE. */
+static const struct sti_limits ionic_lim = {
+	.max_send_sge = SPEC_HIGH, .max_recv_sge = SPEC_HIGH, .max_inline = (1u << MAX_STRIDE) - PLD_OFF,
+};
+
 const struct sti_driver sti_drv_ionic = {
+	.lim = &ionic_lim,
 	.name = "ionic",
 	.driver_id = RDMA_DRIVER_IONIC_M,
 	.vendor_id = 0x1dd8, /* Pensando Systems */

@@ -241,7 +241,14 @@ static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
 	}
 }
 
+/* The CQ depth the device reports is the one its context answer gives the
+ * provider (max_hw_cq_size), which the provider checks before it asks. */
+static const struct sti_limits irdma_lim = {
+	.max_cqe = 1048575,
+};
+
 const struct sti_driver sti_drv_irdma = {
+	.lim = &irdma_lim,
 	.name = "irdma",
 	.driver_id = RDMA_DRIVER_IRDMA,
 	.vendor_id = 0x8086,

@@ -84,7 +84,14 @@ static int mmap_db(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return off == 0 && len <= DOORBELL_PAGE ? 0 : 22 /* EINVAL */;
 }
 
+/* The device's CQ depth: a power of two, which the provider rounds what it
+ * asks up to (EINVAL above). */
+static const struct sti_limits mana_lim = {
+	.max_cqe = 65536,
+};
+
 const struct sti_driver sti_drv_mana = {
+	.lim = &mana_lim,
 	.name = "mana",
 	.driver_id = 20, /* RDMA_DRIVER_MANA */
 	.vendor_id = 0x1414,

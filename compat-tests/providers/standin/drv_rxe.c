@@ -94,6 +94,26 @@ static int hook(struct sti_req *r)
 		r->uout_written = sizeof(resp);
 		return 0;
 	}
+	case STI_OP_MODIFY_SRQ: {
+		/* A resize (IB_SRQ_MAX_WR): the kernel makes a new queue and
+		 * writes its mmap info where the command's mmap_info_addr
+		 * points (the provider's memory: this process's). */
+		struct rxe_modify_srq_cmd cmd;
+		struct mminfo mi;
+		int err;
+		if (!(r->attr_mask & 1u))
+			return 0;
+		if (!r->uin || r->uin_len < sizeof(cmd))
+			return 22;
+		memcpy(&cmd, r->uin, sizeof(cmd));
+		if (!cmd.mmap_info_addr)
+			return 14; /* EFAULT */
+		err = queue(r->ctx, r->max_recv_wr, 7, &mi);
+		if (err)
+			return err;
+		memcpy((void *)(uintptr_t)cmd.mmap_info_addr, &mi, sizeof(mi));
+		return 0;
+	}
 	default:
 		return 0;
 	}

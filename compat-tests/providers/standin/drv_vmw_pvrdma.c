@@ -99,7 +99,15 @@ static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
 		memset(b + 12, 0, 4);
 }
 
+/* The device's SRQ and CQ depths (pvrdma_create_srq and pvrdma_create_cq
+ * refuse more, EINVAL): powers of two, which the provider rounds what it
+ * asks up to. */
+static const struct sti_limits vmw_pvrdma_lim = {
+	.max_srq_wr = 32768, .max_cqe = 65536,
+};
+
 const struct sti_driver sti_drv_vmw_pvrdma = {
+	.lim = &vmw_pvrdma_lim,
 	.name = "vmw_pvrdma",
 	.driver_id = RDMA_DRIVER_VMW_PVRDMA,
 	.vendor_id = 0x15ad,

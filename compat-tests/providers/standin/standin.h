@@ -149,6 +149,22 @@ struct sti_ioctl {
 	struct sti_attr *attrs;
 };
 
+/* The limits a device reports in QUERY_DEVICE and its kernel driver
+ * enforces when a CQ, QP or SRQ is made (or resized, or an SRQ's max_wr
+ * modified): above them the command fails with EINVAL, as every modelled
+ * driver's checks do.  A field left 0 in a driver's table is the generic
+ * device's (a ConnectX-4 class one, uverbs.c).  QUERY_DEVICE reports
+ * max_qp_wr and max_sge as the smaller of the send and receive sides, as
+ * the kernel's ib_device_attr is filled by drivers with both. */
+struct sti_limits {
+	uint32_t max_send_wr, max_recv_wr;   /* per QP queue */
+	uint32_t max_send_sge, max_recv_sge; /* per work request */
+	uint32_t max_inline;                 /* inline bytes per send (not reported) */
+	uint32_t max_cqe;                    /* CQ entries */
+	uint32_t max_srq_wr, max_srq_sge;
+	uint64_t max_mr_size;                /* reported only (see README) */
+};
+
 struct sti_driver {
 	const char *name;        /* the ibdev name's prefix: "mlx5" for mlx5_0 */
 	uint32_t driver_id;      /* enum rdma_driver_id */
@@ -181,6 +197,8 @@ struct sti_driver {
 	/* A context (obj NULL) or object goes away: the driver forgets what it
 	 * kept of it.  The core frees ctx->drv and obj->drv itself after. */
 	void (*release)(struct sti_ctx *ctx, struct sti_obj *obj);
+	/* The device's own limits (NULL: the generic device's). */
+	const struct sti_limits *lim;
 };
 
 /* Kernel driver functions whose objects the uverbs uAPI only has when the
@@ -235,6 +253,9 @@ void *sti_drv_ctx(struct sti_ctx *ctx, size_t size);
 void sti_put(struct sti_req *r, const void *p, size_t n);
 /* The least power of two >= n (1 for 0). */
 uint32_t sti_pow2(uint32_t n);
+
+/* The limits of the context's device (the driver's, generic where unset). */
+struct sti_limits sti_limits_of(const struct sti_ctx *ctx);
 
 /* drivers */
 const struct sti_driver *sti_driver_find(const char *ibdev);

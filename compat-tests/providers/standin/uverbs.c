@@ -228,26 +228,50 @@ static unsigned pending_events(int wfd_peer_r)
 }
 
 /* ------------------------------------------------------------ device data */
+/* The generic device's limits (a ConnectX-4 class one, as mlx5_ib reports
+ * it: 2^15 WRs per queue, 2^15 - 1 SRQ WRs; 2^16 - 1 CQ entries, a
+ * log_max_cq_sz of 16 rather than 22, so that a CQ one past the limit costs
+ * the providers that allocate before they ask a few MB, not half a GB). */
+static const struct sti_limits generic_lim = {
+	.max_send_wr = 32768, .max_recv_wr = 32768, .max_send_sge = 30, .max_recv_sge = 30,
+	.max_inline = 1024, .max_cqe = 65535, .max_srq_wr = 32767, .max_srq_sge = 31,
+	.max_mr_size = ~0ULL,
+};
+
+#define LIM_OR(f) (d && d->f ? d->f : generic_lim.f)
+struct sti_limits sti_limits_of(const struct sti_ctx *ctx)
+{
+	const struct sti_limits *d = ctx->dev.drv ? ctx->dev.drv->lim : NULL;
+	struct sti_limits l = {
+		LIM_OR(max_send_wr), LIM_OR(max_recv_wr), LIM_OR(max_send_sge), LIM_OR(max_recv_sge),
+		LIM_OR(max_inline),  LIM_OR(max_cqe),     LIM_OR(max_srq_wr),   LIM_OR(max_srq_sge),
+		LIM_OR(max_mr_size),
+	};
+	return l;
+}
+#undef LIM_OR
+
 static void query_device(struct sti_ctx *ctx, struct ib_uverbs_query_device_resp *r)
 {
 	const struct sti_driver *d = ctx->dev.drv;
+	struct sti_limits l = sti_limits_of(ctx);
 
 	memset(r, 0, sizeof(*r));
 	r->fw_ver = 0x10002001eULL;
 	r->node_guid = htobe64(0x0002c90300a1b200ULL + (uint64_t)ctx->dev.index);
 	r->sys_image_guid = r->node_guid;
-	r->max_mr_size = ~0ULL;
+	r->max_mr_size = l.max_mr_size;
 	r->page_size_cap = 0xfffffffffffff000ULL;
 	r->vendor_id = d->vendor_id;
 	r->vendor_part_id = d->vendor_part_id;
 	r->hw_ver = d->hw_ver;
 	r->max_qp = 131072;
-	r->max_qp_wr = 32768;
+	r->max_qp_wr = MIN(l.max_send_wr, l.max_recv_wr);
 	r->device_cap_flags = 0x25a1c36;
-	r->max_sge = 30;
+	r->max_sge = MIN(l.max_send_sge, l.max_recv_sge);
 	r->max_sge_rd = 30;
 	r->max_cq = 16777216;
-	r->max_cqe = 4194303;
+	r->max_cqe = l.max_cqe;
 	r->max_mr = 16777216;
 	r->max_pd = 16777216;
 	r->max_qp_rd_atom = 16;
@@ -260,8 +284,8 @@ static void query_device(struct sti_ctx *ctx, struct ib_uverbs_query_device_resp
 	r->max_total_mcast_qp_attach = 503316480;
 	r->max_ah = 0x7fffffff;
 	r->max_srq = 8388608;
-	r->max_srq_wr = 32767;
-	r->max_srq_sge = 31;
+	r->max_srq_wr = l.max_srq_wr;
+	r->max_srq_sge = l.max_srq_sge;
 	r->max_pkeys = 128;
 	r->local_ca_ack_delay = 16;
 	r->phys_port_cnt = 1;
@@ -544,7 +568,7 @@ static int v_create_cq(struct cmd *c, uint64_t uh, uint32_t cqe, uint32_t comp_v
 	 * (create_cq and the CQ_CREATE method), before the driver sees it. */
 	if (comp_vector >= NUM_COMP_VECTORS)
 		return EINVAL;
-	if (!cqe || cqe > 4194303)
+	if (!cqe || cqe > sti_limits_of(c->ctx).max_cqe)
 		return EINVAL;
 	c->dr.cqe = round_cqe(cqe);
 	o = make(c, STI_T_CQ, STI_OP_CREATE_CQ, &err);
@@ -587,6 +611,18 @@ struct qp_args {
 	struct ib_uverbs_qp_cap cap;
 };
 
+/* What the drivers check of a QP's capabilities (efa_qp_validate_cap,
+ * rxe_qp_chk_cap, bnxt_re's and hns' size checks...): EINVAL above the
+ * device's limits. */
+static int qp_over_limits(const struct sti_ctx *ctx, const struct ib_uverbs_qp_cap *cap)
+{
+	struct sti_limits l = sti_limits_of(ctx);
+
+	return cap->max_send_wr > l.max_send_wr || cap->max_recv_wr > l.max_recv_wr ||
+	       cap->max_send_sge > l.max_send_sge || cap->max_recv_sge > l.max_recv_sge ||
+	       cap->max_inline_data > l.max_inline;
+}
+
 static int v_create_qp(struct cmd *c, struct qp_args *a, uint32_t *handle, uint32_t *qpn, struct ib_uverbs_qp_cap *cap)
 {
 	struct sti_ctx *ctx = c->ctx;
@@ -605,8 +641,7 @@ static int v_create_qp(struct cmd *c, struct qp_args *a, uint32_t *handle, uint3
 		return EINVAL;
 	if (a->has_ind && !sti_get(ctx, a->ind, STI_T_RWQ_IND_TBL))
 		return EINVAL;
-	if (a->cap.max_send_wr > 32768 || a->cap.max_recv_wr > 32768 || a->cap.max_send_sge > 30 ||
-	    a->cap.max_recv_sge > 30 || a->cap.max_inline_data > 1024)
+	if (qp_over_limits(ctx, &a->cap))
 		return EINVAL;
 	c->dr.qp_type = a->type;
 	c->dr.max_send_wr = a->cap.max_send_wr;
@@ -654,7 +689,7 @@ static int v_create_srq(struct cmd *c, uint32_t type, uint32_t pd, uint32_t xrcd
 		return EINVAL;
 	if (type == IB_UVERBS_SRQT_XRC && (!sti_get(c->ctx, xrcd, STI_T_XRCD) || !sti_get(c->ctx, cq, STI_T_CQ)))
 		return EINVAL;
-	if (*max_wr > 32767 || *max_sge > 31)
+	if (*max_wr > sti_limits_of(c->ctx).max_srq_wr || *max_sge > sti_limits_of(c->ctx).max_srq_sge)
 		return EINVAL;
 	c->dr.max_recv_wr = *max_wr;
 	c->dr.max_recv_sge = *max_sge;
@@ -1098,7 +1133,7 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		struct sti_obj *o = obj_or(c, q->cq_handle, STI_T_CQ, &err);
 		if (!o)
 			return err;
-		if (!q->cqe || q->cqe > 4194303)
+		if (!q->cqe || q->cqe > sti_limits_of(ctx).max_cqe)
 			return EINVAL;
 		c->dr.cqe = round_cqe(q->cqe);
 		err = hook(c, STI_OP_RESIZE_CQ, o);
@@ -1271,6 +1306,12 @@ static int do_write(struct cmd *c, uint32_t cmd, int ex, const void *in, size_t 
 		struct sti_obj *o = obj_or(c, q->srq_handle, STI_T_SRQ, &err);
 		if (!o)
 			return err;
+		/* a resize past the device's SRQ depth (drivers that cannot
+		 * resize at all, mlx5 and mlx4, refuse any: EINVAL too) */
+		if ((q->attr_mask & 1u /* IB_SRQ_MAX_WR */) && q->max_wr > sti_limits_of(ctx).max_srq_wr)
+			return EINVAL;
+		c->dr.attr_mask = q->attr_mask;
+		c->dr.max_recv_wr = q->max_wr;
 		return hook(c, STI_OP_MODIFY_SRQ, o);
 	}
 	case IB_USER_VERBS_CMD_QUERY_SRQ: {
