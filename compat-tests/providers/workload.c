@@ -2398,6 +2398,9 @@ static void lim_try(const struct lim_case *c, uint32_t v, int over, struct ibv_p
 	}
 }
 
+/* the workload runs with --faults (see main) */
+static int fault_runs;
+
 static void sec_limits(void)
 {
 	struct ibv_device_attr da;
@@ -3286,7 +3289,15 @@ static int run_once(void)
 	if (want("counters")) sec_counters();
 	if (want("td")) sec_td();
 	if (want("refuse")) sec_refuse();
-	if (want("limits")) sec_limits();
+	/*
+	 * Not in fault runs: its objects are the device's largest (queues of
+	 * max_qp_wr entries), and a fatal fault on their destroy leaves them
+	 * behind in both libraries, where whether their large blocks' mappings
+	 * merge with their neighbours' changes the map count by one either way
+	 * (qedr trixie #166, mana sid #141): noise, not a leak of ours.  The
+	 * fault paths of the same commands run in the sections above.
+	 */
+	if (want("limits") && !fault_runs) sec_limits();
 	if (want("advise")) sec_advise();
 	if (want("async")) sec_async();
 	if (want("dv")) sec_dv();
@@ -3345,6 +3356,7 @@ int main(int argc, char **argv)
 	 * beyond the second (@res1 to @res) is what the fault path leaks
 	 * each time it runs.
 	 */
+	fault_runs = faults;
 	if (faults) {
 		round_mark();
 		rc = run_once();
