@@ -1231,6 +1231,25 @@ mod tests {
         f.metadata().unwrap().ino()
     }
 
+    /// A fresh private directory, lo's index and context 1's sockets on
+    /// `a`:4791; None (the test skips) when the port is held by another
+    /// user or the kernel's rxe: nothing to measure then.
+    fn first_context(test: &str, a: IpAddr) -> Option<(PathBuf, u32, Sock)> {
+        let dir = std::env::temp_dir().join(format!("swrdma-{test}-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        // SAFETY: a NUL-terminated name.
+        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+        match Sock::open(&dir, 1, lo, &[a]) {
+            Ok(s) => Some((dir, lo, s)),
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+                eprintln!("skipped: {a}:4791 is held by another user or the kernel's rxe");
+                None
+            }
+            Err(e) => panic!("Sock::open: {e}"),
+        }
+    }
+
     /// Polling an idle wire context (what every `ibv_poll_cq` does) makes
     /// no socket in the kernel: it used to `accept` on the forwarding
     /// listener at every call, and each `accept` that finds no connection
@@ -1247,21 +1266,9 @@ mod tests {
             libc::CPU_SET(libc::sched_getcpu().max(0) as usize, &mut set);
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
         }
-        let dir = std::env::temp_dir().join(format!("swrdma-sock-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
-        // SAFETY: a NUL-terminated name.
-        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
         let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
-        let s = match Sock::open(&dir, 1, lo, &[a]) {
-            Ok(s) => s,
-            // Port 4791 held by something outside our uid (the kernel's
-            // rxe): nothing to measure here.
-            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
-                eprintln!("skipped: 127.0.0.1:4791 is held by another user or the kernel's rxe");
-                return;
-            }
-            Err(e) => panic!("Sock::open: {e}"),
+        let Some((dir, lo, s)) = first_context("sock", a) else {
+            return;
         };
         let mine = |_: u32| true;
         let owner = |_: u32| None;
@@ -1305,21 +1312,11 @@ mod tests {
     /// its next datagrams.
     #[test]
     fn a_forwarded_flow_comes_directly_next() {
-        let dir = std::env::temp_dir().join(format!("swrdma-flow-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
-        // SAFETY: a NUL-terminated name.
-        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
         // (127.0.0.2: the other test's sockets hold 127.0.0.1:4791, in the
         // same process and uid, so they would share its datagrams.)
         let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
-        let owner_ctx = match Sock::open(&dir, 1, lo, &[a]) {
-            Ok(s) => s,
-            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
-                eprintln!("skipped: 127.0.0.2:4791 is held by another user or the kernel's rxe");
-                return;
-            }
-            Err(e) => panic!("Sock::open: {e}"),
+        let Some((dir, lo, owner_ctx)) = first_context("flow", a) else {
+            return;
         };
         let other = Sock::open(&dir, 2, lo, &[a]).unwrap();
         const QPN: u32 = 0x123;
