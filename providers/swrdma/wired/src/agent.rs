@@ -193,19 +193,7 @@ const LISTENER: u64 = 0;
 /// `pidfd_open` of its SO_PEERCRED pid (kernels before 6.5), opened at once
 /// while the connection is new.
 fn peer_pidfd(sock: BorrowedFd<'_>, pid: i32) -> Option<OwnedFd> {
-    let mut raw: libc::c_int = -1;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes (one int) into `raw`.
-    let r = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERPIDFD,
-            (&mut raw as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if r == 0 && raw >= 0 {
+    if let Some(raw) = crate::sockopt(sock, libc::SO_PEERPIDFD, -1 as libc::c_int).filter(|&r| r >= 0) {
         // SAFETY: the kernel just installed `raw` for us; no one else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
@@ -213,6 +201,22 @@ fn peer_pidfd(sock: BorrowedFd<'_>, pid: i32) -> Option<OwnedFd> {
     }
     let pid = rustix::process::Pid::from_raw(pid)?;
     rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+}
+
+/// One message of a client connection, without waiting: its length (or the
+/// errno) and the descriptors that came with it (at most 4, close-on-exec).
+fn recv_msg(sock: BorrowedFd<'_>, b: &mut [u8]) -> (Result<usize, Errno>, Vec<OwnedFd>) {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
+    let r = recvmsg(sock, &mut [IoSliceMut::new(b)], &mut cmsg, flags).map(|r| r.bytes);
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmRights(it) = m {
+            fds.extend(it);
+        }
+    }
+    (r, fds)
 }
 
 /// Cross-memory attach probe: reads the client's 8-byte word at `addr` and
@@ -332,12 +336,8 @@ impl Agent {
     fn refuse_now(&mut self, id: u64) {
         let Some(r) = self.refusing.remove(&id) else { return };
         let mut b = [0u8; proto::MAX_MSG];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
-        let mut cmsg = RecvAncillaryBuffer::new(&mut space);
-        let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
-        let _ = recvmsg(&r.sock, &mut [IoSliceMut::new(&mut b)], &mut cmsg, flags);
-        // Descriptors that came with it are closed here.
-        cmsg.drain().for_each(drop);
+        // The message and the descriptors that came with it are dropped.
+        let _ = recv_msg(r.sock.as_fd(), &mut b);
         let _ = epoll::delete(&self.epoll, &r.sock);
         refuse(r.sock.as_fd(), r.status, r.why);
     }
@@ -498,18 +498,9 @@ impl Agent {
     fn readable(&mut self, id: u64) {
         let Some(c) = self.clients.get(&id) else { return };
         let mut b = [0u8; proto::MAX_MSG];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
-        let mut cmsg = RecvAncillaryBuffer::new(&mut space);
-        let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
-        let r = recvmsg(&c.sock, &mut [IoSliceMut::new(&mut b)], &mut cmsg, flags);
-        let mut fds: Vec<OwnedFd> = Vec::new();
-        for m in cmsg.drain() {
-            if let RecvAncillaryMessage::ScmRights(it) = m {
-                fds.extend(it);
-            }
-        }
+        let (r, fds) = recv_msg(c.sock.as_fd(), &mut b);
         let n = match r {
-            Ok(r) if r.bytes > 0 => r.bytes,
+            Ok(n) if n > 0 => n,
             Err(Errno::AGAIN) | Err(Errno::INTR) => return,
             _ => return self.drop_client(id, "connection closed"),
         };

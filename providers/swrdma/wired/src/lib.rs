@@ -12,22 +12,30 @@ pub mod spawn;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-/// `SO_PEERCRED` of a connected Unix socket: (pid, euid).  The pid is 0
-/// when the peer's process has no number in our PID namespace.
-pub fn peercred(sock: BorrowedFd<'_>) -> Option<(i32, u32)> {
-    let mut c = libc::ucred { pid: 0, uid: 0, gid: 0 };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes (one ucred) into `c`.
+/// One `SOL_SOCKET` option of `sock` whose value is a `T` (a C integer or
+/// structure): the value, or None when the call fails or writes another size.
+pub fn sockopt<T: Copy>(sock: BorrowedFd<'_>, opt: libc::c_int, init: T) -> Option<T> {
+    let mut v = init;
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (one `T`) into `v`; every
+    // option asked for here is a plain C type valid for any bit pattern.
     let r = unsafe {
         libc::getsockopt(
             sock.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut c as *mut libc::ucred).cast(),
+            opt,
+            (&mut v as *mut T).cast(),
             &mut len,
         )
     };
-    (r == 0 && len as usize == std::mem::size_of::<libc::ucred>()).then_some((c.pid, c.uid))
+    (r == 0 && len as usize == std::mem::size_of::<T>()).then_some(v)
+}
+
+/// `SO_PEERCRED` of a connected Unix socket: (pid, euid).  The pid is 0
+/// when the peer's process has no number in our PID namespace.
+pub fn peercred(sock: BorrowedFd<'_>) -> Option<(i32, u32)> {
+    let c = sockopt(sock, libc::SO_PEERCRED, libc::ucred { pid: 0, uid: 0, gid: 0 })?;
+    Some((c.pid, c.uid))
 }
 
 /// Pidfd `p`'s process has exited (the pidfd is readable).
