@@ -16,7 +16,7 @@
 use crate::mem::{Atomic, ProcessMemory};
 use crate::objects::*;
 use crate::sys::{lock, now_ns};
-use crate::wire::sock::{RxMeta, Sock, TxBatch};
+use crate::wire::sock::{source_port, src_port, RxMeta, Sender, Sock, TxBatch};
 pub use crate::wire::state::*;
 use ibverbs_abi::*;
 use std::net::{IpAddr, Ipv6Addr};
@@ -177,7 +177,7 @@ impl Wire {
             aeth: Some(Aeth::ack(st.wq.msn)),
             ..Default::default()
         };
-        self.tx(&src, &dst, &h, &[], tclass(st));
+        self.tx(&src, st.wq.sender.as_ref(), &dst, &h, &[], tclass(st));
     }
 
     fn timers(&self, c: &Objects, now: u64) {
@@ -228,19 +228,21 @@ impl Wire {
 
     // ----- sending -------------------------------------------------------
 
-    /// Sends one packet: headers, payload, pad and ICRC.
-    fn tx(&self, src: &IpAddr, dst: &IpAddr, h: &Hdr, payload: &[u8], tclass: u8) {
+    /// Sends one packet: headers, payload, pad and ICRC (from `src`, through
+    /// the QP's sender `via` when it has one).
+    #[allow(clippy::too_many_arguments)]
+    fn tx(&self, src: &IpAddr, via: Option<&Arc<Sender>>, dst: &IpAddr, h: &Hdr, payload: &[u8], tclass: u8) {
         let mut hb = [0u8; roce::MAX_HDR];
         let Ok(hl) = roce::encode(h, payload.len(), &mut hb) else {
             return;
         };
         let pad = [0u8; 4];
         let np = roce::pad_for(payload.len()) as usize;
-        let ip = tx_ip(src, dst);
+        let ip = tx_ip(src, dst, via);
         let icrc = roce::icrc(&ip, &[&hb[..hl], payload, &pad[..np]]);
         let r = self
             .sock
-            .send(src, dst, &[&hb[..hl], payload, &pad[..np], &icrc], tclass);
+            .send(src, via, dst, &[&hb[..hl], payload, &pad[..np], &icrc], tclass);
         if trace() {
             eprintln!(
                 "{} tx op {:#x} dqpn {} psn {} len {} {:?}",
@@ -270,11 +272,12 @@ impl Wire {
         }
     }
 
-    /// Makes room in `b` for a packet from `src`: sends it first when it is
-    /// full or holds packets from another address.  Then the payload goes
-    /// to `b.slot_mut()[PAY..]` and [`Wire::tx_slot`] completes the packet.
-    fn room(&self, b: &mut TxBatch, src: &IpAddr) {
-        if b.is_full() || b.src().is_some_and(|s| s != *src) {
+    /// Makes room in `b` for a packet from `src` through `via`: sends it
+    /// first when it is full or holds packets from another address or
+    /// socket.  Then the payload goes to `b.slot_mut()[PAY..]` and
+    /// [`Wire::tx_slot`] completes the packet.
+    fn room(&self, b: &mut TxBatch, src: &IpAddr, via: Option<&Arc<Sender>>) {
+        if b.is_full() || !b.same_source(src, via) {
             self.sock.send_batch(b);
         }
     }
@@ -283,20 +286,30 @@ impl Wire {
     /// `PAY..` of the next slot of `b` (headers before it, pad and ICRC
     /// after it) and adds it to the batch; sent by the next
     /// [`Wire::send_out`] (or [`Wire::room`] when the batch is full).
-    fn tx_slot(&self, b: &mut TxBatch, src: &IpAddr, dst: &IpAddr, h: &Hdr, plen: usize, tclass: u8) {
+    #[allow(clippy::too_many_arguments)]
+    fn tx_slot(
+        &self,
+        b: &mut TxBatch,
+        src: &IpAddr,
+        via: Option<&Arc<Sender>>,
+        dst: &IpAddr,
+        h: &Hdr,
+        plen: usize,
+        tclass: u8,
+    ) {
         let mut hb = [0u8; roce::MAX_HDR];
         let Ok(hl) = roce::encode(h, plen, &mut hb) else {
             return;
         };
         let np = roce::pad_for(plen) as usize;
-        let ip = tx_ip(src, dst);
+        let ip = tx_ip(src, dst, via);
         let slot = b.slot_mut();
         let (start, end) = (PAY - hl, PAY + plen + np);
         slot[start..PAY].copy_from_slice(&hb[..hl]);
         slot[PAY + plen..end].fill(0);
         let icrc = roce::icrc(&ip, &[&slot[start..end]]);
         slot[end..end + roce::ICRC_LEN].copy_from_slice(&icrc);
-        b.push(*src, *dst, start, end + roce::ICRC_LEN - start, tclass);
+        b.push(*src, via, *dst, start, end + roce::ICRC_LEN - start, tclass);
         if trace() {
             let (op, dqpn, psn) = (h.bth.opcode, h.bth.dqpn, h.bth.psn);
             eprintln!(
@@ -386,6 +399,7 @@ impl Wire {
             st.wq.pmtu.max(256)
         };
         let mut b = self.batch();
+        let via = st.wq.sender.clone();
         while st.wq.next < st.wq.reqs.len() {
             let idx = st.wq.next;
             let pkt = st.wq.next_pkt;
@@ -398,7 +412,7 @@ impl Wire {
                 st.wq.next_pkt = 0;
                 continue;
             };
-            self.room(&mut b, &src);
+            self.room(&mut b, &src, via.as_ref());
             let buf = &mut b.slot_mut()[PAY..PAY + pmtu as usize];
             let (mut h, plen, last_pkt) = match request_packet(qp, st, idx, pkt, pmtu, buf) {
                 Ok(p) => p,
@@ -419,7 +433,7 @@ impl Wire {
                 }
             }
             if same_family(&src, &dst) {
-                self.tx_slot(&mut b, &src, &dst, &h, plen, tc);
+                self.tx_slot(&mut b, &src, via.as_ref(), &dst, &h, plen, tc);
             }
             if !last_pkt {
                 st.wq.next_pkt += 1;
@@ -863,7 +877,7 @@ impl Wire {
             aeth: Some(aeth),
             ..Default::default()
         };
-        self.tx(&m.dst, &m.src, &h, &[], tclass(st));
+        self.tx(&m.dst, st.wq.sender.as_ref(), &m.src, &h, &[], tclass(st));
     }
 
     fn ack(&self, m: &RxMeta, st: &QpSt, psn: u32) {
@@ -1123,7 +1137,7 @@ impl Wire {
             atomic_ack: Some(v),
             ..Default::default()
         };
-        self.tx(&m.dst, &m.src, &h, &[], tclass(st));
+        self.tx(&m.dst, st.wq.sender.as_ref(), &m.src, &h, &[], tclass(st));
     }
 
     /// Answers a READ request (a duplicate too: the rest of a READ we
@@ -1154,7 +1168,7 @@ impl Wire {
         for i in 0..n {
             let off = i as u64 * pmtu;
             let plen = (len - off.min(len)).min(pmtu) as usize;
-            self.room(&mut b, &m.dst);
+            self.room(&mut b, &m.dst, st.wq.sender.as_ref());
             if plen > 0 {
                 let buf = &mut b.slot_mut()[PAY..PAY + plen];
                 let got = Self::with_target(c, qp, st, |t| t.read(&ProcessMemory, r.rkey, r.va + off, buf));
@@ -1176,7 +1190,8 @@ impl Wire {
             if opcode != op::RC_READ_RESPONSE_MIDDLE {
                 h.aeth = Some(Aeth::ack(st.wq.msn));
             }
-            self.tx_slot(&mut b, &m.dst, &m.src, &h, plen, tclass(st));
+            let via = st.wq.sender.as_ref();
+            self.tx_slot(&mut b, &m.dst, via, &m.src, &h, plen, tclass(st));
         }
         self.send_out(b);
         Ok(())
@@ -1353,10 +1368,13 @@ impl Wire {
         if new == IBV_QPS_RESET || new == IBV_QPS_ERR {
             let keep = std::mem::take(&mut st.wq);
             if new == IBV_QPS_ERR {
-                // (The path stays for a later RESET -> ... -> RTS.)
+                // (The path stays for a later RESET -> ... -> RTS, and the
+                // sockets while the peer may still send.)
                 st.wq.src = keep.src;
                 st.wq.dst = keep.dst;
                 st.wq.pmtu = keep.pmtu;
+                st.wq.sender = keep.sender;
+                st.wq.flow = keep.flow;
             }
             return;
         }
@@ -1379,6 +1397,26 @@ impl Wire {
                 st.wq.dst = Some(d);
             }
         }
+        if new == IBV_QPS_RTR && (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_UC) {
+            self.steer(qp, st);
+        }
+    }
+
+    /// A connected QP going to RTR gets its own source port ([`src_port`]
+    /// of its QPN: a [`Sender`]) and the flow socket for its peer's packets
+    /// (the peer's port from the peer's QPN, as rxe and ours derive it), so
+    /// that each side's kernel steers the other's packets to the QP's
+    /// process without forwarding (`wire/sock.rs`).  Best effort: without
+    /// them the packets leave from port 4791 and are forwarded as before.
+    fn steer(&self, qp: &Qp, st: &mut QpSt) {
+        let (Some(s), Some(d)) = (st.wq.src, st.wq.dst) else {
+            return;
+        };
+        if st.wq.sender.as_ref().is_none_or(|x| !x.is_on(&s)) {
+            st.wq.sender = self.sock.sender(s, src_port(qp.qpn));
+        }
+        st.wq.flow = None;
+        st.wq.flow = self.sock.pin_flow(s, d, src_port(st.attr.dest_qp_num));
     }
 }
 
@@ -1597,11 +1635,11 @@ pub fn ud_path(w: &Wire, c: &Objects, ah: &ibv_ah_attr) -> Option<(IpAddr, IpAdd
 
 /// What the ICRC of a packet we send covers of its IP and UDP headers:
 /// from `src` to `dst`, port 4791 both ways (our socket's).
-fn tx_ip(src: &IpAddr, dst: &IpAddr) -> roce::IpInfo {
+fn tx_ip(src: &IpAddr, dst: &IpAddr, via: Option<&Arc<Sender>>) -> roce::IpInfo {
     roce::IpInfo {
         src: *src,
         dst: *dst,
-        sport: roce::ROCE_PORT,
+        sport: source_port(src, via),
         dport: roce::ROCE_PORT,
         flow: 0,
     }

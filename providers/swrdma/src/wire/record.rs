@@ -2,7 +2,8 @@
 //! `SWRDMA_WIRE_RECORD=<directory>`, the last [`N`] packet events of the
 //! process (received, forwarded, dropped, sent, retransmitted) are kept in
 //! memory and written at exit to `<directory>/rec.<pid>`, one line each:
-//! time (µs), event, QPN, PSN, opcode.  Off (one load of a `OnceLock`)
+//! time (µs), event, QPN, PSN, opcode; before them a line `# counts` with
+//! `event:count` for every event seen since the start.  Off (one load of a `OnceLock`)
 //! when the variable is not set.  Unlike `SWRDMA_WIRE_TRACE` it writes
 //! nothing while the program runs, so it leaves the timing alone.
 
@@ -48,7 +49,12 @@ struct Rec {
     next: AtomicUsize,
     /// Per event: time in ns, then `kind << 56 | opcode << 48 | qpn << 24 | psn`.
     ev: Box<[(AtomicU64, AtomicU64)]>,
+    /// Events of each kind since the start (not only the last [`N`]).
+    counts: [AtomicU64; KINDS],
 }
+
+/// Event kinds counted (above the largest [`Ev`]).
+const KINDS: usize = 16;
 
 fn rec() -> Option<&'static Rec> {
     static R: OnceLock<Option<Rec>> = OnceLock::new();
@@ -58,6 +64,7 @@ fn rec() -> Option<&'static Rec> {
             dir: dir.into(),
             next: AtomicUsize::new(0),
             ev: (0..N).map(|_| (AtomicU64::new(0), AtomicU64::new(0))).collect(),
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
         };
         extern "C" fn dump_at_exit() {
             dump();
@@ -94,6 +101,7 @@ pub fn note_qp(e: Ev, qpn: u32, psn: u32) {
 }
 
 fn put(r: &Rec, e: Ev, op: u8, qpn: u64, psn: u64) {
+    r.counts[e as usize % KINDS].fetch_add(1, Ordering::Relaxed);
     let i = r.next.fetch_add(1, Ordering::Relaxed) % N;
     let v = (e as u64) << 56 | u64::from(op) << 48 | qpn << 24 | psn;
     r.ev[i].0.store(now_ns(), Ordering::Relaxed);
@@ -106,6 +114,15 @@ fn dump() {
     let path = r.dir.join(format!("rec.{}", std::process::id()));
     let Ok(f) = std::fs::File::create(path) else { return };
     let mut w = std::io::BufWriter::new(f);
+    // First line: `# counts` and `kind:count` for every kind seen.
+    let _ = write!(w, "# counts");
+    for (k, c) in r.counts.iter().enumerate() {
+        let c = c.load(Ordering::Relaxed);
+        if c > 0 {
+            let _ = write!(w, " {k}:{c}");
+        }
+    }
+    let _ = writeln!(w);
     let n = r.next.load(Ordering::Relaxed);
     let first = n.saturating_sub(N);
     for k in first..n {

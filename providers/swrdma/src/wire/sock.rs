@@ -59,6 +59,13 @@
 //!   (rxe sends each QP's from a source port of its own) reach the owner
 //!   without waiting for another process to run.  At most [`MAX_FLOWS`]
 //!   per context, the oldest closed first.
+//! * Steering from the first packet: a connected QP sends from a
+//!   [`Sender`], a socket bound to its own source port ([`src_port`] of
+//!   its QPN, as rxe derives its own), and holds a [`FlowPin`], the flow
+//!   socket for its peer's port (from the peer's QPN), opened at RTR.  So
+//!   between two of ours, and between ours and rxe, no datagram of a
+//!   connected QP is forwarded, and no process's state delays another's
+//!   QPs.  Where either cannot be had, forwarding serves as above.
 //! * Why connections, not one unix datagram socket per context: a unix
 //!   datagram socket takes at most `net.unix.max_dgram_qlen` (10 by default,
 //!   only root can raise it) unread datagrams from senders it is not
@@ -94,7 +101,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, TryLockError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, TryLockError, Weak};
 
 /// The RoCE v2 UDP destination port.
 #[allow(dead_code)] // used by the wire engine (being written)
@@ -166,14 +174,17 @@ pub const TX_BATCH: usize = 32;
 /// Packets built in place for one `sendmmsg` ([`Sock::send_batch`]): up to
 /// [`TX_BATCH`] slots of `slot` bytes each in one buffer, kept by the
 /// caller between bursts (no allocation per packet).  All packets of a
-/// batch leave from one local address (the caller sends the batch before
-/// changing it); each has its own destination.
+/// batch leave from one local address and socket (the caller sends the
+/// batch before changing them: [`TxBatch::same_source`]); each has its own
+/// destination.
 pub struct TxBatch {
     data: Vec<u8>,
     slot: usize,
     /// Slots (at most [`TX_BATCH`]).
     cap: usize,
     src: Option<IpAddr>,
+    /// The [`Sender`] of the packets (None: the address's port 4791 socket).
+    via: Option<Arc<Sender>>,
     /// (destination, start in its slot, length, traffic class) of each
     /// packet built.
     pkts: Vec<(IpAddr, usize, usize, u8)>,
@@ -193,17 +204,23 @@ impl TxBatch {
             slot,
             cap,
             src: None,
+            via: None,
             pkts: Vec::with_capacity(cap),
         }
     }
 
-    /// The local address of the packets in the batch (none when empty).
-    pub fn src(&self) -> Option<IpAddr> {
-        self.src
-    }
-
     pub fn is_empty(&self) -> bool {
         self.pkts.is_empty()
+    }
+
+    /// The batch is empty, or its packets leave from `src` through `via`.
+    pub fn same_source(&self, src: &IpAddr, via: Option<&Arc<Sender>>) -> bool {
+        let same_via = match (&self.via, via) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.src.is_none() || (self.src == Some(*src) && same_via)
     }
 
     pub fn is_full(&self) -> bool {
@@ -217,10 +234,14 @@ impl TxBatch {
     }
 
     /// The packet built in the next slot at `start..start + len` goes from
-    /// `src` to `dst` with IP traffic class (TOS) `tclass` (`src` must be
-    /// the batch's, or the batch empty).
-    pub fn push(&mut self, src: IpAddr, dst: IpAddr, start: usize, len: usize, tclass: u8) {
-        debug_assert!(!self.is_full() && start + len <= self.slot);
+    /// `src` (through `via`) to `dst` with IP traffic class (TOS) `tclass`
+    /// (the batch must be empty or of the same source: [`TxBatch::same_source`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(&mut self, src: IpAddr, via: Option<&Arc<Sender>>, dst: IpAddr, start: usize, len: usize, tclass: u8) {
+        debug_assert!(!self.is_full() && start + len <= self.slot && self.same_source(&src, via));
+        if self.src.is_none() {
+            self.via = via.cloned();
+        }
         self.src = Some(src);
         self.pkts.push((dst, start, len, tclass));
     }
@@ -228,6 +249,7 @@ impl TxBatch {
     fn clear(&mut self) {
         self.pkts.clear();
         self.src = None;
+        self.via = None;
     }
 }
 
@@ -349,12 +371,75 @@ struct Flow {
     fd: OwnedFd,
 }
 
+/// A flow socket that a connected QP holds for its peer QP's packets,
+/// opened before the first of them arrives (see [`src_port`]): while the
+/// QP holds it, it is never closed to make room; dropping the last holder
+/// closes it (and so takes it out of the epoll set).
+pub struct FlowPin {
+    _flow: Arc<Flow>,
+}
+
+/// A UDP socket bound to one of our addresses and a QP's own source port
+/// ([`src_port`]), used only to send that QP's packets: the peer's kernel
+/// sees one 4-tuple per QP and can steer it to the peer QP's owner.
+pub struct Sender {
+    fd: OwnedFd,
+    local: IpAddr,
+    port: u16,
+    count: Arc<AtomicUsize>,
+}
+
+impl Sender {
+    /// Bound to our address `a`.
+    pub fn is_on(&self, a: &IpAddr) -> bool {
+        self.local == a.to_canonical()
+    }
+}
+
+/// The UDP source port of a packet sent from `src` through `via` (as
+/// [`Sock::send`] and [`Sock::send_batch`] choose the socket): the ICRC
+/// covers it.
+pub fn source_port(src: &IpAddr, via: Option<&Arc<Sender>>) -> u16 {
+    via.filter(|v| v.is_on(src)).map_or(PORT, |v| v.port)
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The UDP source port of QP `qpn`'s packets, as the kernel's rxe derives
+/// its own (in the dynamic range 0xc000-0xffff: 0xc000 plus the top 14 bits
+/// of `qpn` times the 32-bit golden ratio, `hash_32`).  Both ends compute
+/// it: our QPs send from it, and a QP that is told its peer's QPN (RTR)
+/// opens the flow socket for the peer's port at once, so that neither
+/// rxe's nor our peer's packets wait for another process to forward them.
+pub fn src_port(qpn: u32) -> u16 {
+    0xc000 | ((qpn.wrapping_mul(0x61c8_8647) >> 18) as u16 & 0x3fff)
+}
+
+/// Senders per context at most (each a descriptor of the process).
+const MAX_SENDERS: usize = 128;
+
+/// Pinned flow sockets per context at most.
+const MAX_PINNED: usize = 128;
+
+/// Steering (per-QP source ports and pinned flows) is on unless
+/// `SWRDMA_WIRE_STEER=0`.
+fn steer_on() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SWRDMA_WIRE_STEER").map_or(true, |v| v != "0"))
+}
+
 /// The receive state, used by one thread at a time.
 struct Rx {
     bufs: Bufs,
     conns: Conns,
     /// Flow sockets, oldest first (in [`Sock::ep`]).
     flows: Vec<Flow>,
+    /// Flow sockets that QPs hold ([`FlowPin`]; in [`Sock::ep`] while held).
+    pinned: Vec<Weak<Flow>>,
     /// Source to start the next [`Sock::recv`] with (round robin, so that a
     /// busy socket does not starve the others when `max` is reached).
     next: usize,
@@ -377,6 +462,8 @@ pub struct Sock {
     ctx_id: u32,
     ifindex: u32,
     rx: Mutex<Rx>,
+    /// Live [`Sender`]s.
+    senders: Arc<AtomicUsize>,
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
@@ -435,6 +522,34 @@ fn open_udp(addr: IpAddr, ifindex: u32) -> io::Result<OwnedFd> {
             Ok(fd)
         }
     }
+}
+
+/// Opens a [`Sender`]'s socket: bound to `addr`:`port` with
+/// `SO_REUSEPORT` (another context of the user may have a QP with the same
+/// port), the same path MTU and scope rules as [`open_udp`]; it asks for no
+/// ancillary data and a small receive buffer (nothing is sent to it).
+fn open_sender(addr: IpAddr, port: u16, ifindex: u32) -> io::Result<OwnedFd> {
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let fd = match addr {
+        IpAddr::V4(a) => {
+            let fd = socket_with(AddressFamily::INET, SocketType::DGRAM, flags, Some(ipproto::UDP))?;
+            sockopt::set_socket_reuseport(&fd, true)?;
+            sockopt::set_ip_mtu_discover(&fd, sockopt::Ipv4PathMtuDiscovery::DO)?;
+            bind(&fd, &SocketAddrV4::new(a, port))?;
+            fd
+        }
+        IpAddr::V6(a) => {
+            let fd = socket_with(AddressFamily::INET6, SocketType::DGRAM, flags, Some(ipproto::UDP))?;
+            sockopt::set_ipv6_v6only(&fd, true)?;
+            sockopt::set_socket_reuseport(&fd, true)?;
+            set_int(fd.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1)?;
+            let scope = if is_link_local(&a) { ifindex } else { 0 };
+            bind(&fd, &SocketAddrV6::new(a, port, 0, scope))?;
+            fd
+        }
+    };
+    let _ = sockopt::set_socket_recv_buffer_size(&fd, 1);
+    Ok(fd)
 }
 
 /// `N` bytes of `s` at `at`, if there are that many.
@@ -682,6 +797,7 @@ impl Sock {
             path,
             ctx_id,
             ifindex,
+            senders: Arc::new(AtomicUsize::new(0)),
             rx: Mutex::new(Rx {
                 bufs: Bufs::new(),
                 conns: Conns {
@@ -689,6 +805,7 @@ impl Sock {
                     out: Vec::new(),
                 },
                 flows: Vec::new(),
+                pinned: Vec::new(),
                 next: 0,
             }),
         };
@@ -721,17 +838,34 @@ impl Sock {
         &self.addrs
     }
 
+    /// The socket that sends from `src` (canonical): `via` when it is bound
+    /// to `src`, else the address's port 4791 socket.
+    fn source_fd<'a>(&'a self, src: &IpAddr, via: Option<&'a Arc<Sender>>) -> Option<BorrowedFd<'a>> {
+        if let Some(v) = via.filter(|v| v.is_on(src)) {
+            return Some(v.fd.as_fd());
+        }
+        self.udp.iter().find(|(a, _)| a == src).map(|(_, fd)| fd.as_fd())
+    }
+
     /// Sends one datagram made of `parts` (at most 16) from local address
     /// `src` (one of [`Sock::addrs`]; v4-mapped IPv6 taken as IPv4) to
-    /// `dst`:4791.  Nonblocking: EAGAIN/ENOBUFS is returned as an error (the
-    /// caller treats it as a lost packet, RC retransmits); EMSGSIZE when the
-    /// datagram exceeds the path MTU (DF).
-    pub fn send(&self, src: &IpAddr, dst: &IpAddr, parts: &[&[u8]], tclass: u8) -> io::Result<()> {
+    /// `dst`:4791, through `via` (a QP's [`Sender`] on `src`) or else the
+    /// address's port 4791 socket.  Nonblocking: EAGAIN/ENOBUFS is returned
+    /// as an error (the caller treats it as a lost packet, RC retransmits);
+    /// EMSGSIZE when the datagram exceeds the path MTU (DF).
+    pub fn send(
+        &self,
+        src: &IpAddr,
+        via: Option<&Arc<Sender>>,
+        dst: &IpAddr,
+        parts: &[&[u8]],
+        tclass: u8,
+    ) -> io::Result<()> {
         if tclass != 0 {
-            return self.send_with_tos(src, dst, parts, tclass);
+            return self.send_with_tos(src, via, dst, parts, tclass);
         }
         let (src, dst) = (src.to_canonical(), dst.to_canonical());
-        let Some((_, fd)) = self.udp.iter().find(|(a, _)| *a == src) else {
+        let Some(fd) = self.source_fd(&src, via) else {
             return Err(io::Error::from_raw_os_error(libc::EADDRNOTAVAIL));
         };
         if parts.len() > MAX_PARTS {
@@ -760,7 +894,14 @@ impl Sock {
 
     /// [`Sock::send`] with a traffic class: one packet through
     /// [`Sock::send_batch`]'s path, which carries it.
-    fn send_with_tos(&self, src: &IpAddr, dst: &IpAddr, parts: &[&[u8]], tclass: u8) -> io::Result<()> {
+    fn send_with_tos(
+        &self,
+        src: &IpAddr,
+        via: Option<&Arc<Sender>>,
+        dst: &IpAddr,
+        parts: &[&[u8]],
+        tclass: u8,
+    ) -> io::Result<()> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let mut b = TxBatch::with_slots(len, 1);
         let mut at = 0;
@@ -768,7 +909,7 @@ impl Sock {
             b.data[at..at + p.len()].copy_from_slice(p);
             at += p.len();
         }
-        b.push(*src, *dst, 0, len, tclass);
+        b.push(*src, via, *dst, 0, len, tclass);
         if self.send_batch(&mut b) == 1 {
             Ok(())
         } else {
@@ -782,7 +923,7 @@ impl Sock {
     /// dropped, as a lost packet (RC retransmits); returns how many left.
     pub fn send_batch(&self, b: &mut TxBatch) -> usize {
         let src = b.src.map(|a| a.to_canonical());
-        let fd = src.and_then(|s| self.udp.iter().find(|(a, _)| *a == s).map(|(_, fd)| fd));
+        let fd = src.and_then(|s| self.source_fd(&s, b.via.as_ref()));
         let (Some(src), Some(fd)) = (src, fd) else {
             b.clear();
             return 0;
@@ -1067,8 +1208,19 @@ impl Sock {
         f: &mut dyn FnMut(&RxMeta, &[u8]),
     ) -> usize {
         let mut done = 0usize;
-        let Rx { bufs, conns, flows, .. } = rx;
-        for fl in flows.iter() {
+        let Rx {
+            bufs,
+            conns,
+            flows,
+            pinned,
+            ..
+        } = rx;
+        let held: Vec<Arc<Flow>> = pinned
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|f| ready.contains(&(FLOW_TAG | f.fd.as_raw_fd() as u64)))
+            .collect();
+        for fl in flows.iter().chain(held.iter().map(|f| &**f)) {
             if !ready.contains(&(FLOW_TAG | fl.fd.as_raw_fd() as u64)) {
                 continue;
             }
@@ -1094,14 +1246,25 @@ impl Sock {
     /// (see [`Flow`]), unless there is one; best effort (a datagram that
     /// cannot have one keeps being forwarded).
     fn open_flow(&self, rx: &mut Rx, local: IpAddr, peer: IpAddr, sport: u16) {
-        if rx
-            .flows
-            .iter()
-            .any(|f| f.local == local && f.peer == peer && f.sport == sport)
-        {
+        let same = |f: &Flow| f.local == local && f.peer == peer && f.sport == sport;
+        if rx.flows.iter().any(same) || rx.pinned.iter().any(|w| w.upgrade().is_some_and(|f| same(&f))) {
             return;
         }
-        let Ok(fd) = open_udp(local, self.ifindex) else { return };
+        let Some(fd) = self.flow_socket(local, peer, sport) else {
+            return;
+        };
+        if rx.flows.len() >= MAX_FLOWS {
+            // (Closing removes it from the epoll set; what it held is lost,
+            // as a datagram the kernel drops: RC retransmits.)
+            rx.flows.remove(0);
+        }
+        rx.flows.push(Flow { local, peer, sport, fd });
+    }
+
+    /// A UDP socket of `local`:4791's group connected to `peer`:`sport`,
+    /// in the epoll set.
+    fn flow_socket(&self, local: IpAddr, peer: IpAddr, sport: u16) -> Option<OwnedFd> {
+        let fd = open_udp(local, self.ifindex).ok()?;
         let _ = sockopt::set_socket_recv_buffer_size(&fd, UDP_RCVBUF);
         let connected = match peer {
             IpAddr::V4(a) => connect(&fd, &SocketAddrV4::new(a, sport)),
@@ -1111,17 +1274,72 @@ impl Sock {
             }
         };
         let tag = FLOW_TAG | fd.as_raw_fd() as u64;
-        if connected.is_err()
-            || epoll::add(&self.ep, &fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN).is_err()
-        {
-            return;
+        connected.ok()?;
+        epoll::add(&self.ep, &fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN).ok()?;
+        Some(fd)
+    }
+
+    /// The flow socket that a connected QP on `local` holds for its peer
+    /// `peer` sending from `sport` (see [`FlowPin`]): the one the context
+    /// has for that flow, else a new one; None when steering is off, the
+    /// context holds [`MAX_PINNED`] already or the socket cannot be made
+    /// (the QP's packets are then forwarded as any).
+    pub fn pin_flow(&self, local: IpAddr, peer: IpAddr, sport: u16) -> Option<FlowPin> {
+        if !steer_on() {
+            return None;
         }
-        if rx.flows.len() >= MAX_FLOWS {
-            // (Closing removes it from the epoll set; what it held is lost,
-            // as a datagram the kernel drops: RC retransmits.)
-            rx.flows.remove(0);
+        let (local, peer) = (local.to_canonical(), peer.to_canonical());
+        let mut g = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        let rx = &mut *g;
+        rx.pinned.retain(|w| w.strong_count() > 0);
+        let same = |f: &Flow| f.local == local && f.peer == peer && f.sport == sport;
+        if let Some(f) = rx.pinned.iter().filter_map(Weak::upgrade).find(|f| same(f)) {
+            return Some(FlowPin { _flow: f });
         }
-        rx.flows.push(Flow { local, peer, sport, fd });
+        if rx.pinned.len() >= MAX_PINNED {
+            return None;
+        }
+        let flow = match rx.flows.iter().position(same) {
+            Some(i) => rx.flows.remove(i),
+            None => Flow {
+                local,
+                peer,
+                sport,
+                fd: self.flow_socket(local, peer, sport)?,
+            },
+        };
+        let f = Arc::new(flow);
+        rx.pinned.push(Arc::downgrade(&f));
+        Some(FlowPin { _flow: f })
+    }
+
+    /// A [`Sender`] on `local` (one of ours) for source port `port`; None
+    /// when steering is off, the context has [`MAX_SENDERS`] or the port
+    /// cannot be bound (e.g. a program of another user holds it): the QP's
+    /// packets then leave from port 4791, as every QP's did before.
+    pub fn sender(&self, local: IpAddr, port: u16) -> Option<Arc<Sender>> {
+        let local = local.to_canonical();
+        if !steer_on() || !self.addrs.contains(&local) {
+            return None;
+        }
+        if self.senders.fetch_add(1, Ordering::Relaxed) >= MAX_SENDERS {
+            self.senders.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        // (From here on, dropping the Sender gives the count back.)
+        let fd = match open_sender(local, port, self.ifindex) {
+            Ok(fd) => fd,
+            Err(_) => {
+                self.senders.fetch_sub(1, Ordering::Relaxed);
+                return None;
+            }
+        };
+        Some(Arc::new(Sender {
+            fd,
+            local,
+            port,
+            count: self.senders.clone(),
+        }))
     }
 
     /// Handles datagram `j` of a batch from the UDP socket of `addr`.
@@ -1365,6 +1583,75 @@ mod tests {
             "(taken by the owner, handled by the other context)"
         );
         drop((owner_ctx, other));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// rxe's source port of a QP (`hash_32` of the QPN into 0xc000..):
+    /// worked by hand for QPN 17: 17 x 0x61c88647 = 0x6_7e52_eb77, its low
+    /// 32 bits' top 14 bits 0x1f94.
+    #[test]
+    fn src_port_is_rxes() {
+        assert_eq!(src_port(17), 0xc000 | 0x1f94);
+        assert!((0..1 << 24).step_by(4099).all(|q| src_port(q) >= 0xc000));
+    }
+
+    /// A QP's sender and its peer's pinned flow: the peer's packets, sent
+    /// from the peer QP's own port, reach the QP's context directly from
+    /// the first one, whichever member of the port's group the kernel's
+    /// hash would have chosen (8 peer QPs: each lands on the other context
+    /// half the time when unpinned).
+    #[test]
+    fn a_pinned_flow_takes_its_peer_qp_from_the_first_packet() {
+        let (a, b) = (
+            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)),
+            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4)),
+        );
+        let Some((dir, lo, owner_ctx)) = first_context("pin", a) else {
+            return;
+        };
+        let other = Sock::open(&dir, 2, lo, &[a]).unwrap();
+        let peer = Sock::open(&dir, 3, lo, &[b]).unwrap();
+        let not_mine = |_: u32| false;
+        for k in 0..8u32 {
+            let (qpn, peer_qpn) = (0x300 + k, 0x500 + 7 * k);
+            let mine = |q: u32| q == qpn;
+            let owner = |q: u32| (q == qpn).then_some(1);
+            let pin = owner_ctx.pin_flow(a, b, src_port(peer_qpn)).expect("a flow socket");
+            let via = peer.sender(b, src_port(peer_qpn)).expect("a sender");
+            let mut pkt = [0u8; 16];
+            pkt[5..8].copy_from_slice(&qpn.to_be_bytes()[1..]);
+            for _ in 0..5 {
+                peer.send(&b, Some(&via), &a, &[&pkt], 0).unwrap();
+            }
+            let (mut fwd, mut got, mut sports) = (0, 0, Vec::new());
+            for _ in 0..500 {
+                fwd += other.recv(64, &not_mine, &owner, &mut |_, _| {});
+                owner_ctx.recv(64, &mine, &owner, &mut |m, _| {
+                    got += 1;
+                    sports.push(m.sport)
+                });
+                if got >= 5 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert_eq!(
+                (got, fwd),
+                (5, 0),
+                "peer QP {peer_qpn}: (taken by the owner, forwarded)"
+            );
+            assert!(sports.iter().all(|&p| p == src_port(peer_qpn)), "{sports:?}");
+            drop((pin, via));
+        }
+        assert!(owner_ctx
+            .rx
+            .lock()
+            .unwrap()
+            .pinned
+            .iter()
+            .all(|w| w.strong_count() == 0));
+        assert_eq!(peer.senders.load(Ordering::Relaxed), 0);
+        drop((owner_ctx, other, peer));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

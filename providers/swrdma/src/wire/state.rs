@@ -1,9 +1,11 @@
 //! The wire state of a QP (requester and responder sides of RoCE v2):
 //! plain data in `QpSt`, driven by wire/engine.rs.
 
+use crate::wire::sock::{FlowPin, Sender};
 use ibverbs_abi::ibv_sge;
 use std::collections::VecDeque;
 use std::net::IpAddr;
+use std::sync::Arc;
 use swrdma_rc::op::Op;
 use swrdma_rc::responder::{AtomicHistory, ReadHistory};
 
@@ -86,4 +88,8 @@ pub struct WQp {
     pub atomics: AtomicHistory,
     /// The READs executed last (duplicates are answered from them only).
     pub reads: ReadHistory,
+    // ---- steering (RC, UC; from RTR on): the socket of our own source
+    // port, and the flow socket of the peer's.
+    pub sender: Option<Arc<Sender>>,
+    pub flow: Option<FlowPin>,
 }
