@@ -27,6 +27,12 @@
 #                             "=HINT" (what provides it: "readelf=binutils",
 #                             "$OUR_LIB=run make")
 #   abspath PATH              PATH made absolute (relative to $ROOT)
+#   veth_netns NA DA AA NB DB AB
+#                             network namespaces NA and NB (made anew)
+#                             joined by a veth pair, NA's end DA with
+#                             address AA/24, NB's DB with AB/24, both up,
+#                             lo up in both; status 0 when all of it worked
+#                             (suites use link-local 169.254.x.x addresses)
 #
 # Counters: npass, nfail, nskip (a suite may read them).
 
@@ -82,4 +88,16 @@ abspath() {
         /*) printf '%s\n' "$1" ;;
         *) printf '%s\n' "$ROOT/$1" ;;
     esac
+}
+
+veth_netns() {
+    local na=$1 da=$2 aa=$3 nb=$4 db=$5 ab=$6
+    ip netns del "$na" 2>/dev/null
+    ip netns del "$nb" 2>/dev/null
+    ip netns add "$na" && ip netns add "$nb" &&
+        ip link add "$da" type veth peer name "$db" &&
+        ip link set "$da" netns "$na" && ip link set "$db" netns "$nb" &&
+        ip -n "$na" addr add "$aa/24" dev "$da" && ip -n "$nb" addr add "$ab/24" dev "$db" &&
+        ip -n "$na" link set "$da" up && ip -n "$nb" link set "$db" up &&
+        ip -n "$na" link set lo up && ip -n "$nb" link set lo up
 }

@@ -52,12 +52,8 @@ cleanup() {
 trap cleanup EXIT
 cleanup
 netns() { # hxa .1 on vhxa <-veth-> hxb .2 on vhxb, .3 on hxb's lo
-    ip netns add hxa && ip netns add hxb && ip link add vhxa type veth peer name vhxb &&
-        ip link set vhxa netns hxa && ip link set vhxb netns hxb &&
-        ip -n hxa addr add 169.254.79.1/24 dev vhxa && ip -n hxb addr add 169.254.79.2/24 dev vhxb &&
-        ip -n hxb addr add 169.254.79.3/32 dev lo &&
-        ip -n hxa link set vhxa up && ip -n hxb link set vhxb up &&
-        ip -n hxa link set lo up && ip -n hxb link set lo up
+    veth_netns hxa vhxa 169.254.79.1 hxb vhxb 169.254.79.2 &&
+        ip -n hxb addr add 169.254.79.3/32 dev lo
 }
 netns || fail_early netns "cannot create the namespaces and the veth pair"
 for n in hxa hxb; do mkdir -p "$SCRATCH/rt-$n" && chmod 0700 "$SCRATCH/rt-$n"; done

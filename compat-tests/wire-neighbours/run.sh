@@ -50,12 +50,7 @@ read -r -a EXTRA <<<"${NB_ENV:-}" # e.g. NB_ENV=SWRDMA_WIRE_STEER=0: the run bef
 cleanup() { ip netns del wna 2>/dev/null; ip netns del wnb 2>/dev/null; }
 trap cleanup EXIT
 cleanup
-ip netns add wna && ip netns add wnb &&
-    ip link add wna0 type veth peer name wnb0 &&
-    ip link set wna0 netns wna && ip link set wnb0 netns wnb &&
-    ip -n wna addr add 169.254.78.1/24 dev wna0 && ip -n wnb addr add 169.254.78.2/24 dev wnb0 &&
-    ip -n wna link set wna0 up && ip -n wnb link set wnb0 up &&
-    ip -n wna link set lo up && ip -n wnb link set lo up ||
+veth_netns wna wna0 169.254.78.1 wnb wnb0 169.254.78.2 ||
     fail_early netns "cannot create the namespaces and the veth pair"
 for s in a b; do mkdir -p "$SCRATCH/rt$s"; chmod 0700 "$SCRATCH/rt$s"; done
 

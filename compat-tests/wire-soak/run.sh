@@ -61,12 +61,7 @@ cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$LINGER" "$(dirname "$0")/../vm/l
 cleanup() { ip netns del wsa 2>/dev/null; ip netns del wsb 2>/dev/null; }
 trap cleanup EXIT
 cleanup
-ip netns add wsa && ip netns add wsb &&
-    ip link add wva type veth peer name wvb &&
-    ip link set wva netns wsa && ip link set wvb netns wsb &&
-    ip -n wsa addr add 169.254.77.1/24 dev wva && ip -n wsb addr add 169.254.77.2/24 dev wvb &&
-    ip -n wsa link set wva up && ip -n wsb link set wvb up &&
-    ip -n wsa link set lo up && ip -n wsb link set lo up ||
+veth_netns wsa wva 169.254.77.1 wsb wvb 169.254.77.2 ||
     fail_early netns "cannot create the namespaces and the veth pair"
 for s in a b; do mkdir -p "$SCRATCH/rt$s"; chmod 0700 "$SCRATCH/rt$s"; done
 

@@ -40,12 +40,8 @@ gcc -Wall -O1 -I"$ROOT/$OUR_INCLUDE" -o "$SCRATCH/victim" compat-tests/wire-stri
 cleanup() { ip netns del wxa 2>/dev/null; ip netns del wxb 2>/dev/null; }
 trap cleanup EXIT
 cleanup
-ip netns add wxa && ip netns add wxb && ip link add wxva type veth peer name wxvb &&
-    ip link set wxva netns wxa && ip link set wxvb netns wxb &&
-    ip -n wxa addr add 169.254.78.1/24 dev wxva && ip -n wxb addr add 169.254.78.2/24 dev wxvb &&
-    ip -n wxb addr add 169.254.78.3/24 dev wxvb &&
-    ip -n wxa link set wxva up && ip -n wxb link set wxvb up &&
-    ip -n wxa link set lo up && ip -n wxb link set lo up ||
+veth_netns wxa wxva 169.254.78.1 wxb wxvb 169.254.78.2 &&
+    ip -n wxb addr add 169.254.78.3/24 dev wxvb ||
     fail_early netns "cannot create the namespaces and the veth pair"
 mkdir -p "$SCRATCH/rt"; chmod 0700 "$SCRATCH/rt"
 sleep 1 # (the veth pair comes up)

@@ -1468,6 +1468,27 @@ mod tests {
         }
     }
 
+    /// Receives on both contexts until `owner_ctx` (context 1, which owns
+    /// QP `qpn`) has taken `want` datagrams (or 0.5 s passed): (taken,
+    /// handled by `other`, the source ports of those taken).
+    fn take(owner_ctx: &Sock, other: &Sock, qpn: u32, want: usize) -> (usize, usize, Vec<u16>) {
+        let mine = |q: u32| q == qpn;
+        let owner = |q: u32| (q == qpn).then_some(1);
+        let (mut fwd, mut got, mut sports) = (0, 0, Vec::new());
+        for _ in 0..500 {
+            fwd += other.recv(64, &|_| false, &owner, &mut |_, _| {});
+            owner_ctx.recv(64, &mine, &owner, &mut |m, _| {
+                got += 1;
+                sports.push(m.sport)
+            });
+            if got >= want {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        (got, fwd, sports)
+    }
+
     /// Polling an idle wire context (what every `ibv_poll_cq` does) makes
     /// no socket in the kernel: it used to `accept` on the forwarding
     /// listener at every call, and each `accept` that finds no connection
@@ -1565,18 +1586,10 @@ mod tests {
             }
         }
         let peer = found.expect("no flow went to the other context in 64 tries");
-        let (mut fwd, mut got) = (0, 0);
         for _ in 0..20 {
             peer.send_to(&pkt, to).unwrap();
         }
-        for _ in 0..500 {
-            fwd += other.recv(64, &not_mine, &owner, &mut |_, _| {});
-            owner_ctx.recv(64, &mine, &owner, &mut |_, _| got += 1);
-            if got >= 20 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        let (got, fwd, _) = take(&owner_ctx, &other, QPN, 20);
         assert_eq!(
             (got, fwd),
             (20, 0),
@@ -1611,11 +1624,8 @@ mod tests {
         };
         let other = Sock::open(&dir, 2, lo, &[a]).unwrap();
         let peer = Sock::open(&dir, 3, lo, &[b]).unwrap();
-        let not_mine = |_: u32| false;
         for k in 0..8u32 {
             let (qpn, peer_qpn) = (0x300 + k, 0x500 + 7 * k);
-            let mine = |q: u32| q == qpn;
-            let owner = |q: u32| (q == qpn).then_some(1);
             let pin = owner_ctx.pin_flow(a, b, src_port(peer_qpn)).expect("a flow socket");
             let via = peer.sender(b, src_port(peer_qpn)).expect("a sender");
             let mut pkt = [0u8; 16];
@@ -1623,18 +1633,7 @@ mod tests {
             for _ in 0..5 {
                 peer.send(&b, Some(&via), &a, &[&pkt], 0).unwrap();
             }
-            let (mut fwd, mut got, mut sports) = (0, 0, Vec::new());
-            for _ in 0..500 {
-                fwd += other.recv(64, &not_mine, &owner, &mut |_, _| {});
-                owner_ctx.recv(64, &mine, &owner, &mut |m, _| {
-                    got += 1;
-                    sports.push(m.sport)
-                });
-                if got >= 5 {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
+            let (got, fwd, sports) = take(&owner_ctx, &other, qpn, 5);
             assert_eq!(
                 (got, fwd),
                 (5, 0),
