@@ -141,6 +141,77 @@ static void expect(const char *name, int want)
 	check((int)wc.status == want, name, why);
 }
 
+/* Waits for the next completion and checks its wr_id and status. */
+static void expect_wr(const char *name, uint64_t wr_id, int want)
+{
+	struct ibv_wc wc;
+	char why[160];
+	if (!wait_wc(&wc)) {
+		check(0, name, "no completion within 5 s");
+		return;
+	}
+	snprintf(why, sizeof why, "wr_id %llu status %s, want wr_id %llu %s", (unsigned long long)wc.wr_id,
+		 ibv_wc_status_str(wc.status), (unsigned long long)wr_id, ibv_wc_status_str(want));
+	check(wc.wr_id == wr_id && (int)wc.status == want, name, why);
+}
+
+static char L[BUF];
+
+/* One list of `n` RDMA requests `op`: request i copies 8 bytes between
+ * L + off + 8 i and the target's MR A at `roff` + 8 i (rkey `rk[i]`). */
+static int post_rdma_list(struct ibv_qp *q, enum ibv_wr_opcode op, struct ibv_mr *ml, const struct info *t,
+			  int n, size_t off, size_t roff, const uint32_t *rk)
+{
+	struct ibv_sge s[8];
+	struct ibv_send_wr w[8], *bad = NULL;
+	memset(w, 0, sizeof w);
+	for (int i = 0; i < n; i++) {
+		s[i] = (struct ibv_sge){ .addr = (uintptr_t)L + off + 8 * i, .length = 8, .lkey = ml->lkey };
+		w[i] = (struct ibv_send_wr){ .wr_id = 100 + i, .sg_list = &s[i], .num_sge = 1, .opcode = op,
+			.send_flags = IBV_SEND_SIGNALED, .next = i + 1 < n ? &w[i + 1] : NULL };
+		w[i].wr.rdma.remote_addr = t->a + roff + 8 * i;
+		w[i].wr.rdma.rkey = rk[i];
+	}
+	return ibv_post_send(q, w, &bad);
+}
+
+static void post_list_checks(struct ibv_mr *ml, const struct info *t)
+{
+	uint32_t ok[5] = { t->rka, t->rka, t->rka, t->rka, t->rka }, mid[5] = { t->rka, t->rka, t->rka ^ 0x5500,
+								t->rka, t->rka };
+	/* 1. four WRITEs in one list, then four READs back (qp[0]: healthy) */
+	for (int i = 0; i < 32; i++)
+		L[1024 + i] = 'a' + i;
+	check(post_rdma_list(qp[0], IBV_WR_RDMA_WRITE, ml, t, 4, 1024, 256, ok) == 0, "list of 4 RDMA writes posted",
+	      "post failed");
+	char name[96];
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof name, "list of RDMA writes: request %d completes, in order", i + 1);
+		expect_wr(name, 100 + i, IBV_WC_SUCCESS);
+	}
+	memset(L + 2048, 0, 32);
+	check(post_rdma_list(qp[0], IBV_WR_RDMA_READ, ml, t, 4, 2048, 256, ok) == 0, "list of 4 RDMA reads posted",
+	      "post failed");
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof name, "list of RDMA reads: request %d completes, in order", i + 1);
+		expect_wr(name, 100 + i, IBV_WC_SUCCESS);
+	}
+	check(!memcmp(L + 1024, L + 2048, 32), "list of RDMA writes then reads: the data went and came back",
+	      "differs");
+	/* 2. five WRITEs, the third with a forged rkey (qp[6]): the two before it
+	 * complete successfully, it fails with REM_ACCESS_ERR, the two after
+	 * it are flushed (the target checks that they did not land) */
+	for (int i = 0; i < 40; i++)
+		L[3072 + i] = 'A' + i;
+	check(post_rdma_list(qp[6], IBV_WR_RDMA_WRITE, ml, t, 5, 3072, 512, mid) == 0,
+	      "list of 5 RDMA writes, the 3rd with a forged rkey, posted", "post failed");
+	expect_wr("list with a bad write: 1st completes", 100, IBV_WC_SUCCESS);
+	expect_wr("list with a bad write: 2nd completes", 101, IBV_WC_SUCCESS);
+	expect_wr("list with a bad write: 3rd -> REM_ACCESS_ERR", 102, IBV_WC_REM_ACCESS_ERR);
+	expect_wr("list with a bad write: 4th -> WR_FLUSH_ERR", 103, IBV_WC_WR_FLUSH_ERR);
+	expect_wr("list with a bad write: 5th -> WR_FLUSH_ERR", 104, IBV_WC_WR_FLUSH_ERR);
+}
+
 int main(void)
 {
 	int p2c[2], c2p[2];
@@ -183,6 +254,17 @@ int main(void)
 			die("sync");
 		check(memcmp((char *)A + 64, "written by the peer", 20) == 0, "target memory: RDMA write landed", "data differs");
 		check(A[0] == 200 && A[1] == 12, "target memory: atomics applied", "values differ");
+		{
+			char want[40];
+			for (int i = 0; i < 40; i++)
+				want[i] = 'A' + i;
+			check(!memcmp((char *)A + 512, want, 16), "target memory: the writes before the bad one landed",
+			      "data differs");
+			int untouched = 1;
+			for (int i = 16; i < 40; i++)
+				untouched &= ((char *)A)[512 + i] == 0;
+			check(untouched, "target memory: the bad write and the flushed ones did not land", "modified");
+		}
 		int clean = 1;
 		for (int i = 0; i < BUF / 8; i++)
 			clean &= B[i] == 0;
@@ -194,7 +276,6 @@ int main(void)
 		return failures || !WIFEXITED(st) || WEXITSTATUS(st) ? 1 : 0;
 	}
 	/* initiator */
-	static char L[BUF];
 	struct ibv_mr *ml = ibv_reg_mr(pd, L, sizeof L, IBV_ACCESS_LOCAL_WRITE);
 	for (int i = 0; i < NPAIR; i++)
 		in.qpn[i] = qp[i]->qp_num;
@@ -243,6 +324,11 @@ int main(void)
 	 * invalid request: swrdma-rc's unit tests). */
 	check(post(qp[6], IBV_WR_ATOMIC_FETCH_AND_ADD, L, 8, ml->lkey, t.a + 4, t.rka, 1, 0) == EINVAL,
 	      "misaligned atomic -> EINVAL at post (as rxe)", "not refused");
+
+	/* A post_send list of one-sided requests (issue 34: consecutive WRITEs
+	 * or READs of a list go to the target in one process_vm_writev/readv):
+	 * each completes on its own, in order, as on rxe. */
+	post_list_checks(ml, &t);
 
 	/* Target verifies its memory; then it exits and our QP must fail
 	 * instead of hanging. */
