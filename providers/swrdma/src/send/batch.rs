@@ -97,6 +97,7 @@ impl<'a> Batch<'a> {
         {
             self.flush(c, qp);
             // (Posting may have changed the QP: looked at again.)
+            // SAFETY: our own contract.
             return unsafe { self.take(c, qp, wr) };
         }
         if sges.len() > direct::MAX_IOV {
