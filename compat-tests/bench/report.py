@@ -462,13 +462,13 @@ def targets34(res, tr, bw):
     for t, op in (("ib_write_bw", "write"), ("ib_read_bw", "read")):
         for size in (4096, 65536, 1048576):
             r, c = bw(t, size), (cma or {}).get(f"{op}.{size}")
-            rows.append(target(f"{t} {size_str(size)} / process_vm_{op[0]}v loop", (r or {}).get("bw_avg_GBps"),
+            rows.append(target(f"{t} {size_str(size)} / process_vm_{op}v loop", (r or {}).get("bw_avg_GBps"),
                                (c or {}).get("GBps"), ">=", 0.9, "GB/s", f"process_vm_{op}v, one call per message",
                                why_missing((t, r)) or nocma or (None if c else f"no {op} {size} in cma_ref")))
     for t, op in (("ib_write_lat", "write"), ("ib_read_lat", "read")):
         r, c = find(res["latency"], t, 2), (cma or {}).get(f"{op}.2")
         rt = " (round trip)" if t in ROUND_TRIP_TESTS else ""
-        rows.append(target(f"{t} 2 B typical{rt} / one process_vm_{op[0]}v call", (r or {}).get("t_typical_us"),
+        rows.append(target(f"{t} 2 B typical{rt} / one process_vm_{op}v call", (r or {}).get("t_typical_us"),
                            (c or {}).get("us_per_call"), "<=", 1.3, "us", f"one process_vm_{op}v call, 2 B",
                            why_missing((t, r)) or nocma or (None if c else f"no {op} 2 in cma_ref")))
     return rows
