@@ -509,25 +509,30 @@ fn cma(pid: libc::pid_t, sges: &[ibv_sge], host: u64, len: usize, write: bool) -
     }
 }
 
-/// One request of a batch (`execute_batch`).
-pub struct BatchReq<'a> {
-    /// (rkey, remote address, length)
-    pub at: (u32, u64, u64),
-    /// Our SGEs (checked against our MR table), `at.2` bytes in all.
-    pub sges: &'a [ibv_sge],
-}
+/// The distinct rkeys one batch announces at most (a request with another
+/// one ends the batch: it is posted alone).
+const BATCH_KEYS: usize = 8;
 
 /// Consecutive RDMA WRITEs (`write`) or READs of our RC QP `my_qpn` to
 /// the peer's QP `dqpn`, posted together, executed with one
 /// `process_vm_writev`/`readv`: each request's SGEs on our side, one range
 /// per request on the peer's (at most `MAX_IOV` of each: the caller's
-/// bound).  Each request is announced (once per rkey) and checked exactly
-/// as `execute` does.  Returns how many requests, from the first, were
+/// bound).  Request `i` of the `n` is `req(i)`: ((rkey, remote address,
+/// length), our SGEs, checked against our MR table, holding the length).
+/// Each request is announced (once per rkey) and checked exactly as
+/// `execute` does.  Returns how many requests, from the first, were
 /// executed entirely; the rest were not for the batch (a check that does
 /// not clearly allow a request ends the batch before it; a copy the kernel
 /// ended early, EFAULT, ends it at the request it stopped in, done again
 /// later) and go their own way, one by one, as a request posted alone.
-pub fn execute_batch(peer: &Peer, my_qpn: u32, dqpn: u32, reqs: &[BatchReq<'_>], write: bool, pmtu: u64) -> usize {
+pub fn execute_batch<'s>(
+    peer: &Peer,
+    (my_qpn, dqpn): (u32, u32),
+    n: usize,
+    req: impl Fn(usize) -> ((u32, u64, u64), &'s [ibv_sge]),
+    write: bool,
+    pmtu: u64,
+) -> usize {
     if peer.refused.load(Ordering::Relaxed) {
         return 0;
     }
@@ -537,26 +542,28 @@ pub fn execute_batch(peer: &Peer, my_qpn: u32, dqpn: u32, reqs: &[BatchReq<'_>],
         IBV_ACCESS_REMOTE_READ
     };
     // (The announcements stay until the copy is over.)
-    let mut announced: Vec<(u32, crate::locks::Announced<'_>)> = Vec::new();
-    let mut local: Vec<libc::iovec> = Vec::with_capacity(reqs.len());
-    let mut remote: Vec<libc::iovec> = Vec::with_capacity(reqs.len());
-    let mut ends: Vec<usize> = Vec::with_capacity(reqs.len());
-    let mut total = 0usize;
-    for r in reqs {
-        let (rkey, _, len) = r.at;
-        if !announced.iter().any(|(k, _)| *k == rkey) {
+    let mut announced: [Option<(u32, crate::locks::Announced<'_>)>; BATCH_KEYS] = Default::default();
+    let mut local: Vec<libc::iovec> = Vec::with_capacity(n);
+    let mut remote: Vec<libc::iovec> = Vec::with_capacity(n);
+    'reqs: for i in 0..n {
+        let (at, sges) = req(i);
+        let (rkey, _, len) = at;
+        if !announced.iter().flatten().any(|(k, _)| *k == rkey) {
             // Announce, then check (see the module's comment).
+            let Some(free) = announced.iter_mut().find(|a| a.is_none()) else {
+                break 'reqs;
+            };
             match peer.access.announce(peer.ctx, rkey) {
-                Some(a) => announced.push((rkey, a)),
-                None => break,
+                Some(a) => *free = Some((rkey, a)),
+                None => break 'reqs,
             }
         }
         let first_pkt = if write { len.min(pmtu) } else { 0 };
-        let Some(host) = allowed(peer, my_qpn, dqpn, r.at, need, first_pkt) else {
+        let Some(host) = allowed(peer, my_qpn, dqpn, at, need, first_pkt) else {
             break;
         };
         let mark = local.len();
-        if len == 0 || !local_iovs(&mut local, r.sges, len as usize) {
+        if len == 0 || !local_iovs(&mut local, sges, len as usize) {
             local.truncate(mark);
             break;
         }
@@ -564,14 +571,19 @@ pub fn execute_batch(peer: &Peer, my_qpn: u32, dqpn: u32, reqs: &[BatchReq<'_>],
             iov_base: host as *mut libc::c_void,
             iov_len: len as usize,
         });
-        total += len as usize;
-        ends.push(total);
     }
     if remote.is_empty() {
         return 0;
     }
     match cma_call(peer.pid, &local, &remote, write) {
-        Ok(n) => ends.iter().take_while(|&&e| e <= n).count(),
+        Ok(mut copied) => remote
+            .iter()
+            .take_while(|r| {
+                let whole = r.iov_len <= copied;
+                copied = copied.saturating_sub(r.iov_len);
+                whole
+            })
+            .count(),
         Err(e) => {
             if e == libc::EPERM {
                 peer.refused.store(true, Ordering::Relaxed);

@@ -21,7 +21,7 @@ use super::complete::finish_locked;
 use super::over_ring;
 use super::request::{LocalData, Operation, QpView, SendRequest};
 use crate::context::*;
-use crate::direct::{self, BatchReq, Peer};
+use crate::direct::{self, Peer};
 use ibverbs_abi::*;
 use std::sync::Arc;
 
@@ -148,18 +148,13 @@ impl<'a> Batch<'a> {
         {
             return 0;
         }
-        let br: Vec<BatchReq<'_>> = reqs
-            .iter()
-            .map(|(req, data)| {
-                let r = req.op.remote().expect("an RDMA request");
-                BatchReq {
-                    at: (r.rkey, r.addr, data.len),
-                    sges: data.sges(),
-                }
-            })
-            .collect();
         let pmtu = swrdma_rc::responder::pmtu_bytes(st.attr.path_mtu) as u64;
-        let done = direct::execute_batch(peer, qp.qpn, self.dest, &br, self.write, pmtu);
+        let req = |i: usize| {
+            let (req, data) = &reqs[i];
+            let r = req.op.remote().expect("an RDMA request");
+            ((r.rkey, r.addr, data.len), data.sges())
+        };
+        let done = direct::execute_batch(peer, (qp.qpn, self.dest), reqs.len(), req, self.write, pmtu);
         for (req, data) in &reqs[..done] {
             let (op, signaled) = (req.op.wc_opcode(), req.signaled());
             finish_locked(c, qp, &mut st, req.wr_id, op, data.len as u32, signaled, IBV_WC_SUCCESS);
