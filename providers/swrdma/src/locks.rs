@@ -262,7 +262,12 @@ impl Access {
                 .compare_exchange(0, pid(), Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
-                s[0].store(tag, Ordering::SeqCst);
+                // (Release: an owner that sees the tag sees the pid; the
+                // fence orders the tag before the caller's directory
+                // loads, as the owner's fence orders its withdrawal before
+                // its loads of the slots: Dekker with SeqCst fences.  A
+                // SeqCst store here too was a second full barrier.)
+                s[0].store(tag, Ordering::Release);
                 fence(Ordering::SeqCst);
                 return Some(Announced { slot: s });
             }

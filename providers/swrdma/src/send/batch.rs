@@ -23,6 +23,7 @@ use super::request::{LocalData, Operation, QpView, SendRequest};
 use crate::context::*;
 use crate::direct::{self, Peer};
 use ibverbs_abi::*;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The requests of a post_send list kept for one system call.
@@ -32,6 +33,8 @@ pub struct Batch<'a> {
     write: bool,
     peer: Option<Arc<Peer>>,
     dest: u32,
+    /// The context id of the peer's process (the link's).
+    peer_id: u32,
     /// Our iovecs the kept requests take.
     nlocal: usize,
 }
@@ -43,6 +46,7 @@ impl<'a> Batch<'a> {
             write: false,
             peer: None,
             dest: 0,
+            peer_id: 0,
             nlocal: 0,
         }
     }
@@ -74,15 +78,23 @@ impl<'a> Batch<'a> {
         if len == 0 || len > 0x8000_0000 {
             return false;
         }
-        let view = QpView::of(qp);
-        let Some(link) = view.link.filter(|l| !l.dead.load(std::sync::atomic::Ordering::Relaxed)) else {
-            return false;
+        // (What `QpView::of` reads, without cloning the link.)
+        let (peer_id, dest) = {
+            let st = lock(&qp.st);
+            let Some(link) = st.link.as_ref().filter(|l| !l.dead.load(Ordering::Relaxed)) else {
+                return false;
+            };
+            if st.state != IBV_QPS_RTS || st.sq.len() + self.reqs.len() + 1 > qp.cap.max_send_wr as usize {
+                return false;
+            }
+            (link.peer, st.attr.dest_qp_num)
         };
-        if view.state != IBV_QPS_RTS || view.outstanding + self.reqs.len() + 1 > qp.cap.max_send_wr as usize {
-            return false;
-        }
-        let Some(peer) = c.peer_dir(link.peer) else {
-            return false;
+        let peer = match &self.peer {
+            Some(p) if !self.reqs.is_empty() && self.peer_id == peer_id => p.clone(),
+            _ => match c.peer_dir(peer_id) {
+                Some(p) => p,
+                None => return false,
+            },
         };
         let Ok(translated) = c.check_local(qp.pd, sges, !write) else {
             return false;
@@ -91,7 +103,7 @@ impl<'a> Batch<'a> {
         if !self.reqs.is_empty()
             && (!same
                 || self.write != write
-                || self.dest != view.dest_qpn
+                || self.dest != dest
                 || self.reqs.len() >= direct::MAX_IOV
                 || self.nlocal + sges.len() > direct::MAX_IOV)
         {
@@ -105,7 +117,8 @@ impl<'a> Batch<'a> {
         }
         self.write = write;
         self.peer = Some(peer);
-        self.dest = view.dest_qpn;
+        self.dest = dest;
+        self.peer_id = peer_id;
         self.nlocal += sges.len();
         let data = LocalData {
             posted: sges,
