@@ -13,12 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define NPAIR 8
+#define NPAIR 10
 #define BUF 4096
 
 static struct ibv_context *ctx;
@@ -103,7 +104,7 @@ static int wait_wc(struct ibv_wc *wc)
 	return 0;
 }
 
-struct info { uint32_t qpn[NPAIR]; uint64_t a, b; uint32_t rka, rkb; };
+struct info { uint32_t qpn[NPAIR]; uint64_t a, b, c; uint32_t rka, rkb, rkc; };
 
 static int post(struct ibv_qp *q, enum ibv_wr_opcode op, void *laddr, uint32_t len, uint32_t lkey,
 		uint64_t raddr, uint32_t rkey, uint64_t cmp, uint64_t swap)
@@ -175,6 +176,41 @@ static int post_rdma_list(struct ibv_qp *q, enum ibv_wr_opcode op, struct ibv_mr
 	return ibv_post_send(q, w, &bad);
 }
 
+/* 3. A list of three 8-byte WRITEs into three pages of the target's MR C
+ * whose middle page the target unmapped after registering it: one
+ * process_vm_writev for the list stops in the second (EFAULT); the first
+ * completes successfully, the second with the status it gets when posted
+ * alone (on another QP, qp[9]), the third is flushed and does not land
+ * (the target checks its pages). */
+static void fault_list_checks(struct ibv_mr *ml, const struct info *t)
+{
+	struct ibv_sge s[3];
+	struct ibv_send_wr w[3], *bad = NULL;
+	memset(w, 0, sizeof w);
+	memset(L + 3584, 'x', 24);
+	for (int i = 0; i < 3; i++) {
+		s[i] = (struct ibv_sge){ .addr = (uintptr_t)L + 3584 + 8 * i, .length = 8, .lkey = ml->lkey };
+		w[i] = (struct ibv_send_wr){ .wr_id = 200 + i, .sg_list = &s[i], .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED, .next = i < 2 ? &w[i + 1] : NULL };
+		w[i].wr.rdma.remote_addr = t->c + 4096 * i;
+		w[i].wr.rdma.rkey = t->rkc;
+	}
+	/* the middle request alone, on its own QP: the status to expect */
+	struct ibv_send_wr one = w[1];
+	one.next = NULL;
+	struct ibv_wc wc;
+	int alone = -1;
+	if (ibv_post_send(qp[9], &one, &bad) == 0 && wait_wc(&wc))
+		alone = wc.status;
+	check(alone > 0, "write into a page the target unmapped, posted alone, fails",
+	      alone < 0 ? "no completion" : ibv_wc_status_str(alone));
+	check(ibv_post_send(qp[8], w, &bad) == 0, "list of 3 writes, the 2nd into an unmapped page, posted",
+	      "post failed");
+	expect_wr("list with an unmapped target page: 1st completes", 200, IBV_WC_SUCCESS);
+	expect_wr("list with an unmapped target page: 2nd fails as alone", 201, alone);
+	expect_wr("list with an unmapped target page: 3rd -> WR_FLUSH_ERR", 202, IBV_WC_WR_FLUSH_ERR);
+}
+
 static void post_list_checks(struct ibv_mr *ml, const struct info *t)
 {
 	uint32_t ok[5] = { t->rka, t->rka, t->rka, t->rka, t->rka }, mid[5] = { t->rka, t->rka, t->rka ^ 0x5500,
@@ -210,6 +246,7 @@ static void post_list_checks(struct ibv_mr *ml, const struct info *t)
 	expect_wr("list with a bad write: 3rd -> REM_ACCESS_ERR", 102, IBV_WC_REM_ACCESS_ERR);
 	expect_wr("list with a bad write: 4th -> WR_FLUSH_ERR", 103, IBV_WC_WR_FLUSH_ERR);
 	expect_wr("list with a bad write: 5th -> WR_FLUSH_ERR", 104, IBV_WC_WR_FLUSH_ERR);
+	fault_list_checks(ml, t);
 }
 
 int main(void)
@@ -236,6 +273,16 @@ int main(void)
 		struct ibv_mr *mb = ibv_reg_mr(pd, B, sizeof B, IBV_ACCESS_LOCAL_WRITE);
 		if (!ma || !mb)
 			die("mr");
+		/* MR C: three pages, the middle one unmapped after registering */
+		char *C = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (C == MAP_FAILED)
+			die("mmap");
+		memset(C, 0, 3 * 4096);
+		struct ibv_mr *mc = ibv_reg_mr(pd, C, 3 * 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (!mc)
+			die("mr");
+		munmap(C + 4096, 4096);
+		in.c = (uintptr_t)C; in.rkc = mc->rkey;
 		for (int i = 0; i < NPAIR; i++)
 			in.qpn[i] = qp[i]->qp_num;
 		A[0] = 100; A[1] = 5;
@@ -264,6 +311,12 @@ int main(void)
 			for (int i = 16; i < 40; i++)
 				untouched &= ((char *)A)[512 + i] == 0;
 			check(untouched, "target memory: the bad write and the flushed ones did not land", "modified");
+			check(!memcmp(C, "xxxxxxxx", 8), "target memory: the write before the unmapped page landed",
+			      "data differs");
+			int clean2 = 1;
+			for (int i = 0; i < 8; i++)
+				clean2 &= C[2 * 4096 + i] == 0;
+			check(clean2, "target memory: the write flushed after the unmapped page did not land", "modified");
 		}
 		int clean = 1;
 		for (int i = 0; i < BUF / 8; i++)
