@@ -224,6 +224,29 @@ def times(base):
         return None
 
 
+def cma_ref(T):
+    """cma_ref.c's runs (before and after the perftest runs): per direction and size
+    the median of each run's trials, the better of the runs (us per call, GB/s)"""
+    runs = [read(f) for f in sorted(glob.glob(f"{T}/cma_ref.[0-9]"))]
+    if not runs:
+        return None
+    out = {"runs": len(runs)}
+    for text in runs:
+        for line in (text or "").splitlines():
+            p = line.split()
+            if len(p) < 4 or p[0] != "cma" or not p[2].isdigit():
+                if line.strip() and not line.startswith("cma "):
+                    out.setdefault("errors", []).append(line.strip()[:200])
+                continue
+            f = fields(line)
+            k = f"{p[1]}.{p[2]}"
+            e = out.setdefault(k, {"op": p[1], "bytes": int(p[2])})
+            if "median_us" in f and ("us_per_call" not in e or f["median_us"] < e["us_per_call"]):
+                e["us_per_call"] = f["median_us"]
+                e["GBps"] = f.get("median_gbps")
+    return out
+
+
 def target_runs():
     """the runs of build/bench/targets (run.sh section_targets)"""
     T = f"{B}/targets"
@@ -241,6 +264,7 @@ def target_runs():
                 res["ucx"][f"ucp_put_bw.{size}"] = r
     if os.path.exists(f"{T}/ib_atomic_lat.8.rc"):
         res["ib_atomic_lat"] = lat_run(f"{T}/ib_atomic_lat.8")
+    res["cma_ref"] = cma_ref(T)
     res["dur"] = {}
     for base in sorted(glob.glob(f"{T}/dur.*.rc")):
         base = base[:-3]
@@ -398,6 +422,8 @@ def targets12(res):
         rows.append(target(f"ib_send_bw {size_str(size)} / ib_write_bw", (r or {}).get("bw_avg_GBps"),
                            (w or {}).get("bw_avg_GBps"), ">=", 0.5, "GB/s", "ib_write_bw, same size",
                            why_missing(("ib_send_bw", r), ("ib_write_bw", w))))
+    # issue 34, item 3: private memory against a plain process_vm_writev/readv loop
+    rows.extend(targets34(res, tr, bw))
     # 4. two concurrent ib_write_bw pairs against one
     pairs = tr.get("pairs", {})
     a, b, one = pairs.get("pairA"), pairs.get("pairB"), pairs.get("pair1")
@@ -426,6 +452,28 @@ def targets12(res):
     return rows
 
 
+def targets34(res, tr, bw):
+    """issue 34, item 3 (private memory): ib_write_bw / ib_read_bw at 4 KiB .. 1 MiB
+    >= 0.9 x a process_vm_writev / readv loop of the same size; ib_write_lat 2 B
+    <= 1.3 x one process_vm_writev call (ib_read_lat's round trip beside one readv)"""
+    rows = []
+    cma = tr.get("cma_ref")
+    nocma = "cma_ref not run" if cma is None else None
+    for t, op in (("ib_write_bw", "write"), ("ib_read_bw", "read")):
+        for size in (4096, 65536, 1048576):
+            r, c = bw(t, size), (cma or {}).get(f"{op}.{size}")
+            rows.append(target(f"{t} {size_str(size)} / process_vm_{op}v loop", (r or {}).get("bw_avg_GBps"),
+                               (c or {}).get("GBps"), ">=", 0.9, "GB/s", f"process_vm_{op}v, one call per message",
+                               why_missing((t, r)) or nocma or (None if c else f"no {op} {size} in cma_ref")))
+    for t, op in (("ib_write_lat", "write"), ("ib_read_lat", "read")):
+        r, c = find(res["latency"], t, 2), (cma or {}).get(f"{op}.2")
+        rt = " (round trip)" if t in ROUND_TRIP_TESTS else ""
+        rows.append(target(f"{t} 2 B typical{rt} / one process_vm_{op}v call", (r or {}).get("t_typical_us"),
+                           (c or {}).get("us_per_call"), "<=", 1.3, "us", f"one process_vm_{op}v call, 2 B",
+                           why_missing((t, r)) or nocma or (None if c else f"no {op} 2 in cma_ref")))
+    return rows
+
+
 def fig_str(x, unit):
     if x is None:
         return "-"
@@ -439,7 +487,8 @@ def ratio_str(x):
 
 def print_targets12(rows):
     print()
-    print("   targets (issue 12, item 3), all figures from this run; ratio = figure / reference:")
+    print("   targets (issue 12, item 3; issue 34, item 3: the process_vm rows), all figures from this run;"
+          " ratio = figure / reference:")
     w = max(len(r["target"]) for r in rows)
     print(f"   {'target':<{w}}  {'figure':>12}  {'reference':>12}  {'ratio':>7}  {'limit':>7}  verdict")
     print("   " + "-" * (w + 60))
@@ -589,6 +638,18 @@ def print_target_runs(tr):
         for r in ucx.values():
             for n in r.get("notes", []):
                 print(f"     note: ucx {r['test']}: {n}")
+    cma = tr.get("cma_ref")
+    if cma is not None:
+        print(f"     process_vm_writev/readv loop, one call per message (cma_ref.c, CPUs 0 -> 1, median of 7 "
+              f"trials, the better of {cma['runs']} runs):")
+        for op in ("write", "read"):
+            cells = [f"{size_str(e['bytes'])} {e['us_per_call']:.3f} us" + (f" = {e['GBps']:.2f} GB/s"
+                                                                            if e["bytes"] >= 4096 else "")
+                     for e in sorted((v for v in cma.values() if isinstance(v, dict) and v.get("op") == op),
+                                     key=lambda v: v["bytes"])]
+            print(f"       {op:<5}: " + ("; ".join(cells) or "no figure"))
+        for e in cma.get("errors", []):
+            print(f"       note: {e}")
     r = tr.get("ib_atomic_lat")
     if r is not None:
         if "error" in r:

@@ -12,7 +12,11 @@
 #     targets of issue 12, item 3 (section_targets): the reference, UCX's
 #     shared-memory transport (ucx_perftest, UCX_TLS=sm: tag_lat, ucp_put_bw),
 #     ib_atomic_lat, one and two concurrent ib_write_bw pairs (-D), and
-#     latency beside one spinning process per CPU.  report.py prints each
+#     latency beside one spinning process per CPU; and the floor of one-sided
+#     operations on private memory (issue 34, item 3; cma_ref.c): a plain
+#     process_vm_writev/readv loop, one call per message, CPUs 0 -> 1, set
+#     beside ib_write_bw/ib_read_bw (>= 0.9x) and ib_write_lat/ib_read_lat
+#     (<= 1.3x one call).  report.py prints each
 #     target's figure, reference, ratio, limit and "meets" / "misses" / "n/a".
 #  H. "hostwire" (issue 25, items 1 and 2; host-wire.sh, host-wire-report.py):
 #     the wire device rw0 between two network namespaces over a veth, perftest
@@ -71,6 +75,7 @@ OUR_LIB=$LIBDIR/$(basename "$OUR_LIB")
 CFLAGS="-O2 -Wall -Wextra"
 cc $CFLAGS -o "$B/memcpy" "$HERE/memcpy.c" &&
 cc $CFLAGS -o "$B/shm_pingpong" "$HERE/shm_pingpong.c" &&
+cc $CFLAGS -o "$B/cma_ref" "$HERE/cma_ref.c" &&
 cc $CFLAGS -o "$B/net_ref" "$HERE/net_ref.c" &&
 cc $CFLAGS -o "$B/tcp_connect" "$HERE/tcp_connect.c" &&
 cc $CFLAGS -I"$OUR_INCLUDE" -o "$B/vm_bench" "$HERE/vm_bench.c" -L"$LIBDIR" -l:libibverbs.so.1 ||
@@ -234,6 +239,12 @@ section_targets() {
             run "$T/ucx.ucp_put_bw.$s" 0 1 60 ucx -t ucp_put_bw -s "$s" -n $n -w $((n / 10))
         done
     fi
+    # 1b. the floor of one-sided operations on private memory (issue 34, item 3):
+    # a plain process_vm_writev / process_vm_readv loop, one call per message,
+    # target on CPU 0, initiator on CPU 1 (as perftest's server and client),
+    # before and after the perftest runs it is set beside (the better of the two)
+    say "reference: process_vm_writev/readv loop (2 B $TARGET_BW), CPUs 0 -> 1"
+    "$B/cma_ref" 0 1 2 $TARGET_BW > "$T/cma_ref.1" 2>&1
     # 2. the fourth latency test (the other three are the sweeps' 2 B points)
     say "perftest ib_atomic_lat (8 B, fetch-and-add)"
     run "$T/ib_atomic_lat.8" 0 1 "$TO" ib_atomic_lat -A FETCH_AND_ADD -n 10000
@@ -245,6 +256,7 @@ section_targets() {
     for t in ib_write_bw ib_read_bw ib_send_bw; do
         for s in $TARGET_BW; do run "$T/dur.$t.$s" 0 1 $((TO + DB)) $t -s "$s" -D "$DB"; done
     done
+    "$B/cma_ref" 0 1 2 $TARGET_BW > "$T/cma_ref.2" 2>&1
     # 4. one ib_write_bw pair, then two at once, 64 KiB, -D 5 (5 s measured)
     local D=${BENCH_PAIR_SECONDS:-5}
     say "perftest ib_write_bw 64 KiB -D $D: one pair, then two pairs at once"

@@ -13,12 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define NPAIR 8
+#define NPAIR 10
 #define BUF 4096
 
 static struct ibv_context *ctx;
@@ -103,7 +104,7 @@ static int wait_wc(struct ibv_wc *wc)
 	return 0;
 }
 
-struct info { uint32_t qpn[NPAIR]; uint64_t a, b; uint32_t rka, rkb; };
+struct info { uint32_t qpn[NPAIR]; uint64_t a, b, c; uint32_t rka, rkb, rkc; };
 
 static int post(struct ibv_qp *q, enum ibv_wr_opcode op, void *laddr, uint32_t len, uint32_t lkey,
 		uint64_t raddr, uint32_t rkey, uint64_t cmp, uint64_t swap)
@@ -141,6 +142,113 @@ static void expect(const char *name, int want)
 	check((int)wc.status == want, name, why);
 }
 
+/* Waits for the next completion and checks its wr_id and status. */
+static void expect_wr(const char *name, uint64_t wr_id, int want)
+{
+	struct ibv_wc wc;
+	char why[160];
+	if (!wait_wc(&wc)) {
+		check(0, name, "no completion within 5 s");
+		return;
+	}
+	snprintf(why, sizeof why, "wr_id %llu status %s, want wr_id %llu %s", (unsigned long long)wc.wr_id,
+		 ibv_wc_status_str(wc.status), (unsigned long long)wr_id, ibv_wc_status_str(want));
+	check(wc.wr_id == wr_id && (int)wc.status == want, name, why);
+}
+
+static char L[BUF];
+
+/* One list of `n` RDMA requests `op`: request i copies 8 bytes between
+ * L + off + 8 i and the target's MR A at `roff` + 8 i (rkey `rk[i]`). */
+static int post_rdma_list(struct ibv_qp *q, enum ibv_wr_opcode op, struct ibv_mr *ml, const struct info *t,
+			  int n, size_t off, size_t roff, const uint32_t *rk)
+{
+	struct ibv_sge s[8];
+	struct ibv_send_wr w[8], *bad = NULL;
+	memset(w, 0, sizeof w);
+	for (int i = 0; i < n; i++) {
+		s[i] = (struct ibv_sge){ .addr = (uintptr_t)L + off + 8 * i, .length = 8, .lkey = ml->lkey };
+		w[i] = (struct ibv_send_wr){ .wr_id = 100 + i, .sg_list = &s[i], .num_sge = 1, .opcode = op,
+			.send_flags = IBV_SEND_SIGNALED, .next = i + 1 < n ? &w[i + 1] : NULL };
+		w[i].wr.rdma.remote_addr = t->a + roff + 8 * i;
+		w[i].wr.rdma.rkey = rk[i];
+	}
+	return ibv_post_send(q, w, &bad);
+}
+
+/* 3. A list of three 8-byte WRITEs into three pages of the target's MR C
+ * whose middle page the target unmapped after registering it: one
+ * process_vm_writev for the list stops in the second (EFAULT); the first
+ * completes successfully, the second with the status it gets when posted
+ * alone (on another QP, qp[9]), the third is flushed and does not land
+ * (the target checks its pages). */
+static void fault_list_checks(struct ibv_mr *ml, const struct info *t)
+{
+	struct ibv_sge s[3];
+	struct ibv_send_wr w[3], *bad = NULL;
+	memset(w, 0, sizeof w);
+	memset(L + 3584, 'x', 24);
+	for (int i = 0; i < 3; i++) {
+		s[i] = (struct ibv_sge){ .addr = (uintptr_t)L + 3584 + 8 * i, .length = 8, .lkey = ml->lkey };
+		w[i] = (struct ibv_send_wr){ .wr_id = 200 + i, .sg_list = &s[i], .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED, .next = i < 2 ? &w[i + 1] : NULL };
+		w[i].wr.rdma.remote_addr = t->c + 4096 * i;
+		w[i].wr.rdma.rkey = t->rkc;
+	}
+	/* the middle request alone, on its own QP: the status to expect */
+	struct ibv_send_wr one = w[1];
+	one.next = NULL;
+	struct ibv_wc wc;
+	int alone = -1;
+	if (ibv_post_send(qp[9], &one, &bad) == 0 && wait_wc(&wc))
+		alone = wc.status;
+	check(alone > 0, "write into a page the target unmapped, posted alone, fails",
+	      alone < 0 ? "no completion" : ibv_wc_status_str(alone));
+	check(ibv_post_send(qp[8], w, &bad) == 0, "list of 3 writes, the 2nd into an unmapped page, posted",
+	      "post failed");
+	expect_wr("list with an unmapped target page: 1st completes", 200, IBV_WC_SUCCESS);
+	expect_wr("list with an unmapped target page: 2nd fails as alone", 201, alone);
+	expect_wr("list with an unmapped target page: 3rd -> WR_FLUSH_ERR", 202, IBV_WC_WR_FLUSH_ERR);
+}
+
+static void post_list_checks(struct ibv_mr *ml, const struct info *t)
+{
+	uint32_t ok[5] = { t->rka, t->rka, t->rka, t->rka, t->rka }, mid[5] = { t->rka, t->rka, t->rka ^ 0x5500,
+								t->rka, t->rka };
+	/* 1. four WRITEs in one list, then four READs back (qp[0]: healthy) */
+	for (int i = 0; i < 32; i++)
+		L[1024 + i] = 'a' + i;
+	check(post_rdma_list(qp[0], IBV_WR_RDMA_WRITE, ml, t, 4, 1024, 256, ok) == 0, "list of 4 RDMA writes posted",
+	      "post failed");
+	char name[96];
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof name, "list of RDMA writes: request %d completes, in order", i + 1);
+		expect_wr(name, 100 + i, IBV_WC_SUCCESS);
+	}
+	memset(L + 2048, 0, 32);
+	check(post_rdma_list(qp[0], IBV_WR_RDMA_READ, ml, t, 4, 2048, 256, ok) == 0, "list of 4 RDMA reads posted",
+	      "post failed");
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof name, "list of RDMA reads: request %d completes, in order", i + 1);
+		expect_wr(name, 100 + i, IBV_WC_SUCCESS);
+	}
+	check(!memcmp(L + 1024, L + 2048, 32), "list of RDMA writes then reads: the data went and came back",
+	      "differs");
+	/* 2. five WRITEs, the third with a forged rkey (qp[6]): the two before it
+	 * complete successfully, it fails with REM_ACCESS_ERR, the two after
+	 * it are flushed (the target checks that they did not land) */
+	for (int i = 0; i < 40; i++)
+		L[3072 + i] = 'A' + i;
+	check(post_rdma_list(qp[6], IBV_WR_RDMA_WRITE, ml, t, 5, 3072, 512, mid) == 0,
+	      "list of 5 RDMA writes, the 3rd with a forged rkey, posted", "post failed");
+	expect_wr("list with a bad write: 1st completes", 100, IBV_WC_SUCCESS);
+	expect_wr("list with a bad write: 2nd completes", 101, IBV_WC_SUCCESS);
+	expect_wr("list with a bad write: 3rd -> REM_ACCESS_ERR", 102, IBV_WC_REM_ACCESS_ERR);
+	expect_wr("list with a bad write: 4th -> WR_FLUSH_ERR", 103, IBV_WC_WR_FLUSH_ERR);
+	expect_wr("list with a bad write: 5th -> WR_FLUSH_ERR", 104, IBV_WC_WR_FLUSH_ERR);
+	fault_list_checks(ml, t);
+}
+
 int main(void)
 {
 	int p2c[2], c2p[2];
@@ -165,6 +273,16 @@ int main(void)
 		struct ibv_mr *mb = ibv_reg_mr(pd, B, sizeof B, IBV_ACCESS_LOCAL_WRITE);
 		if (!ma || !mb)
 			die("mr");
+		/* MR C: three pages, the middle one unmapped after registering */
+		char *C = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (C == MAP_FAILED)
+			die("mmap");
+		memset(C, 0, 3 * 4096);
+		struct ibv_mr *mc = ibv_reg_mr(pd, C, 3 * 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (!mc)
+			die("mr");
+		munmap(C + 4096, 4096);
+		in.c = (uintptr_t)C; in.rkc = mc->rkey;
 		for (int i = 0; i < NPAIR; i++)
 			in.qpn[i] = qp[i]->qp_num;
 		A[0] = 100; A[1] = 5;
@@ -183,6 +301,23 @@ int main(void)
 			die("sync");
 		check(memcmp((char *)A + 64, "written by the peer", 20) == 0, "target memory: RDMA write landed", "data differs");
 		check(A[0] == 200 && A[1] == 12, "target memory: atomics applied", "values differ");
+		{
+			char want[40];
+			for (int i = 0; i < 40; i++)
+				want[i] = 'A' + i;
+			check(!memcmp((char *)A + 512, want, 16), "target memory: the writes before the bad one landed",
+			      "data differs");
+			int untouched = 1;
+			for (int i = 16; i < 40; i++)
+				untouched &= ((char *)A)[512 + i] == 0;
+			check(untouched, "target memory: the bad write and the flushed ones did not land", "modified");
+			check(!memcmp(C, "xxxxxxxx", 8), "target memory: the write before the unmapped page landed",
+			      "data differs");
+			int clean2 = 1;
+			for (int i = 0; i < 8; i++)
+				clean2 &= C[2 * 4096 + i] == 0;
+			check(clean2, "target memory: the write flushed after the unmapped page did not land", "modified");
+		}
 		int clean = 1;
 		for (int i = 0; i < BUF / 8; i++)
 			clean &= B[i] == 0;
@@ -194,7 +329,6 @@ int main(void)
 		return failures || !WIFEXITED(st) || WEXITSTATUS(st) ? 1 : 0;
 	}
 	/* initiator */
-	static char L[BUF];
 	struct ibv_mr *ml = ibv_reg_mr(pd, L, sizeof L, IBV_ACCESS_LOCAL_WRITE);
 	for (int i = 0; i < NPAIR; i++)
 		in.qpn[i] = qp[i]->qp_num;
@@ -243,6 +377,11 @@ int main(void)
 	 * invalid request: swrdma-rc's unit tests). */
 	check(post(qp[6], IBV_WR_ATOMIC_FETCH_AND_ADD, L, 8, ml->lkey, t.a + 4, t.rka, 1, 0) == EINVAL,
 	      "misaligned atomic -> EINVAL at post (as rxe)", "not refused");
+
+	/* A post_send list of one-sided requests (issue 34: consecutive WRITEs
+	 * or READs of a list go to the target in one process_vm_writev/readv):
+	 * each completes on its own, in order, as on rxe. */
+	post_list_checks(ml, &t);
 
 	/* Target verifies its memory; then it exits and our QP must fail
 	 * instead of hanging. */

@@ -426,11 +426,13 @@ pub fn execute(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<
     }
 }
 
-/// Copies `len` bytes between our SGEs `sges` (in order) and [host,
-/// host+len) of process `pid`: into it when `write`, out of it otherwise.
-/// Err(errno) when the kernel copied less.
-fn cma(pid: libc::pid_t, sges: &[ibv_sge], host: u64, len: usize, write: bool) -> Result<(), i32> {
-    let mut local: Vec<libc::iovec> = Vec::with_capacity(sges.len());
+/// The most iovecs `process_vm_writev`/`readv` take on each side
+/// (`IOV_MAX`, `UIO_MAXIOV` in the kernel).
+pub const MAX_IOV: usize = 1024;
+
+/// Appends the first `len` bytes of our SGEs `sges` (in order) to `local`
+/// as iovecs (empty ones left out); false when they hold fewer.
+fn local_iovs(local: &mut Vec<libc::iovec>, sges: &[ibv_sge], len: usize) -> bool {
     let mut left = len;
     for s in sges {
         if left == 0 {
@@ -445,29 +447,149 @@ fn cma(pid: libc::pid_t, sges: &[ibv_sge], host: u64, len: usize, write: bool) -
         }
         left -= n;
     }
-    if left != 0 {
-        return Err(libc::EINVAL);
-    }
-    let remote = libc::iovec {
-        iov_base: host as *mut libc::c_void,
-        iov_len: len,
-    };
-    let n = if len == 0 {
-        0
-    } else if write {
+    left == 0
+}
+
+/// One `process_vm_writev` (`write`) or `process_vm_readv` between our
+/// iovecs `local` and process `pid`'s `remote`: the bytes copied, or
+/// Err(errno).
+fn cma_call(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec], write: bool) -> Result<usize, i32> {
+    let n = if write {
         // SAFETY: the kernel reads our memory through `local` (it reports a
         // missing page as EFAULT, never as a signal) and writes the other
         // process's; no Rust object is involved.
-        unsafe { libc::process_vm_writev(pid, local.as_ptr(), local.len() as _, &remote, 1, 0) }
+        unsafe {
+            libc::process_vm_writev(
+                pid,
+                local.as_ptr(),
+                local.len() as _,
+                remote.as_ptr(),
+                remote.len() as _,
+                0,
+            )
+        }
     } else {
         // SAFETY: as above, the other way round: our SGEs are written by
         // the kernel, with EFAULT for a page that is not there.
-        unsafe { libc::process_vm_readv(pid, local.as_ptr(), local.len() as _, &remote, 1, 0) }
+        unsafe {
+            libc::process_vm_readv(
+                pid,
+                local.as_ptr(),
+                local.len() as _,
+                remote.as_ptr(),
+                remote.len() as _,
+                0,
+            )
+        }
     };
-    match n {
-        n if n >= 0 && n as usize == len => Ok(()),
-        n if n >= 0 => Err(libc::EFAULT),
-        _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)),
+    if n < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
+    Ok(n as usize)
+}
+
+/// Copies `len` bytes between our SGEs `sges` (in order) and [host,
+/// host+len) of process `pid`: into it when `write`, out of it otherwise.
+/// Err(errno) when the kernel copied less.
+fn cma(pid: libc::pid_t, sges: &[ibv_sge], host: u64, len: usize, write: bool) -> Result<(), i32> {
+    let mut local: Vec<libc::iovec> = Vec::with_capacity(sges.len());
+    if !local_iovs(&mut local, sges, len) {
+        return Err(libc::EINVAL);
+    }
+    if len == 0 {
+        return Ok(());
+    }
+    let remote = [libc::iovec {
+        iov_base: host as *mut libc::c_void,
+        iov_len: len,
+    }];
+    match cma_call(pid, &local, &remote, write)? {
+        n if n == len => Ok(()),
+        _ => Err(libc::EFAULT),
+    }
+}
+
+/// The distinct rkeys one batch announces at most (a request with another
+/// one ends the batch: it is posted alone).
+const BATCH_KEYS: usize = 8;
+
+/// Consecutive RDMA WRITEs (`write`) or READs of our RC QP `my_qpn` to
+/// the peer's QP `dqpn`, posted together, executed with one
+/// `process_vm_writev`/`readv`: each request's SGEs on our side, one range
+/// per request on the peer's (at most `MAX_IOV` of each: the caller's
+/// bound).  Request `i` of the `n` is `req(i)`: ((rkey, remote address,
+/// length), our SGEs, checked against our MR table, holding the length).
+/// Each request is announced (once per rkey) and checked exactly as
+/// `execute` does.  Returns how many requests, from the first, were
+/// executed entirely; the rest were not for the batch (a check that does
+/// not clearly allow a request ends the batch before it; a copy the kernel
+/// ended early, EFAULT, ends it at the request it stopped in, done again
+/// later) and go their own way, one by one, as a request posted alone.
+pub fn execute_batch<'s>(
+    peer: &Peer,
+    (my_qpn, dqpn): (u32, u32),
+    n: usize,
+    req: impl Fn(usize) -> ((u32, u64, u64), &'s [ibv_sge]),
+    write: bool,
+    pmtu: u64,
+) -> usize {
+    if peer.refused.load(Ordering::Relaxed) {
+        return 0;
+    }
+    let need = if write {
+        IBV_ACCESS_REMOTE_WRITE
+    } else {
+        IBV_ACCESS_REMOTE_READ
+    };
+    // (The announcements stay until the copy is over.)
+    let mut announced: [Option<(u32, crate::locks::Announced<'_>)>; BATCH_KEYS] = Default::default();
+    let mut local: Vec<libc::iovec> = Vec::with_capacity(n);
+    let mut remote: Vec<libc::iovec> = Vec::with_capacity(n);
+    'reqs: for i in 0..n {
+        let (at, sges) = req(i);
+        let (rkey, _, len) = at;
+        if !announced.iter().flatten().any(|(k, _)| *k == rkey) {
+            // Announce, then check (see the module's comment).
+            let Some(free) = announced.iter_mut().find(|a| a.is_none()) else {
+                break 'reqs;
+            };
+            match peer.access.announce(peer.ctx, rkey) {
+                Some(a) => *free = Some((rkey, a)),
+                None => break 'reqs,
+            }
+        }
+        let first_pkt = if write { len.min(pmtu) } else { 0 };
+        let Some(host) = allowed(peer, my_qpn, dqpn, at, need, first_pkt) else {
+            break;
+        };
+        let mark = local.len();
+        if len == 0 || !local_iovs(&mut local, sges, len as usize) {
+            local.truncate(mark);
+            break;
+        }
+        remote.push(libc::iovec {
+            iov_base: host as *mut libc::c_void,
+            iov_len: len as usize,
+        });
+    }
+    if remote.is_empty() {
+        return 0;
+    }
+    match cma_call(peer.pid, &local, &remote, write) {
+        Ok(mut copied) => remote
+            .iter()
+            .take_while(|r| {
+                let whole = r.iov_len <= copied;
+                copied = copied.saturating_sub(r.iov_len);
+                whole
+            })
+            .count(),
+        Err(e) => {
+            if e == libc::EPERM {
+                peer.refused.store(true, Ordering::Relaxed);
+            }
+            0
+        }
     }
 }
 

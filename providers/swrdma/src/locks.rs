@@ -94,8 +94,29 @@ impl Drop for Access {
     }
 }
 
+/// This process's pid, cached: `getpid` is a system call (glibc caches it
+/// no longer), and two of them per one-sided request cost as much as a
+/// third of a 4 KiB `process_vm_writev` (issue 34).  A forked child
+/// forgets the parent's (`pthread_atfork`).
+static PID: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn forked() {
+    PID.store(0, Ordering::Relaxed);
+}
+
 fn pid() -> u64 {
-    std::process::id() as u64
+    let p = PID.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a handler that only stores to an atomic.
+    AT_FORK.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(forked));
+    });
+    let p = std::process::id() as u64;
+    PID.store(p, Ordering::Relaxed);
+    p
 }
 
 /// Process `p` has exited (or never was ours to see).
@@ -232,7 +253,7 @@ impl Access {
     pub fn announce(&self, ctx: u32, key: u32) -> Option<Announced<'_>> {
         let tag = (ctx as u64) << 32 | key as u64;
         let w = self.words();
-        let start = (key as usize >> 8).wrapping_add(std::process::id() as usize) % SLOTS;
+        let start = (key as usize >> 8).wrapping_add(pid() as usize) % SLOTS;
         for i in 0..SLOTS {
             let s = &w[SLOT0 + 2 * ((start + i) % SLOTS)..][..2];
             // The slot is taken with the pid word, then tagged: an owner
@@ -241,7 +262,12 @@ impl Access {
                 .compare_exchange(0, pid(), Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
-                s[0].store(tag, Ordering::SeqCst);
+                // (Release: an owner that sees the tag sees the pid; the
+                // fence orders the tag before the caller's directory
+                // loads, as the owner's fence orders its withdrawal before
+                // its loads of the slots: Dekker with SeqCst fences.  A
+                // SeqCst store here too was a second full barrier.)
+                s[0].store(tag, Ordering::Release);
                 fence(Ordering::SeqCst);
                 return Some(Announced { slot: s });
             }

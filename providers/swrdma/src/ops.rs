@@ -9,7 +9,7 @@ use crate::ipc;
 use crate::poll::poll_cq;
 use crate::qpex::{fill_cq_ex, fill_qp_ex};
 use crate::registry::{limit, Registry, Slot};
-use crate::send::{bind_window, finish_now, post_verb};
+use crate::send::{bind_window, finish_now, post_list};
 use crate::wire;
 use ibverbs_abi::*;
 use std::os::fd::IntoRawFd;
@@ -2307,22 +2307,19 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
-pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
+pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
     // SAFETY: `ibqp` is one of our QPs (the contract).
     let (c, qp) = unsafe { qp_of(ibqp) };
-    while !wr.is_null() {
-        // SAFETY: `wr` is a non-null element of the application's list of
-        // valid send requests, which is `post_verb`'s contract.
-        let w = unsafe { &*wr };
-        // SAFETY: see above.
-        if let Err(e) = unsafe { post_verb(c, &qp, w) } {
+    // SAFETY: `wr` is null or the application's list of valid send
+    // requests, which is `post_list`'s contract.
+    match unsafe { post_list(c, &qp, wr) } {
+        Ok(()) => 0,
+        Err((w, e)) => {
             // SAFETY: `bad` is writable (the verb's contract).
-            unsafe { *bad = wr };
-            return e;
+            unsafe { *bad = w };
+            e
         }
-        wr = w.next;
     }
-    0
 }
 
 /// `ibv_attach_mcast`, as the kernel's uverbs and `ib_attach_mcast` answer

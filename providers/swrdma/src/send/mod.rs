@@ -8,6 +8,7 @@
 //! local operations; `over_ring` and `over_wire` are the transports.  None
 //! of them uses this module.
 
+mod batch;
 mod complete;
 mod local;
 mod over_ring;
@@ -23,6 +24,34 @@ use ibverbs_abi::*;
 use request::{LocalData, Operation, QpView, SendRequest};
 use std::os::raw::c_int;
 use std::sync::Arc;
+
+/// `ibv_post_send`'s list: each request posted in turn (`post_verb`),
+/// consecutive RDMA WRITEs or READs the initiator executes itself kept
+/// together and executed with one system call (batch.rs).  Err: the
+/// request refused and why; the ones before it were posted.
+///
+/// # Safety
+/// `wr` is null or the first of a list of valid send requests, as
+/// `post_one`'s contract says of each.
+pub unsafe fn post_list(c: &Ctx, qp: &Arc<Qp>, mut wr: *mut ibv_send_wr) -> Result<(), (*mut ibv_send_wr, c_int)> {
+    let mut kept = batch::Batch::new();
+    while !wr.is_null() {
+        // SAFETY: a non-null element of the list (the contract), valid for
+        // the call.
+        let w = unsafe { &*wr };
+        // SAFETY: as above; the batch is flushed before this returns.
+        if !unsafe { kept.take(c, qp, w) } {
+            kept.flush(c, qp);
+            // SAFETY: as above.
+            if let Err(e) = unsafe { post_verb(c, qp, w) } {
+                return Err((wr, e));
+            }
+        }
+        wr = w.next;
+    }
+    kept.flush(c, qp);
+    Ok(())
+}
 
 /// `ibv_post_send`'s request: first the check rxe's provider makes there
 /// (not in its `ibv_wr_*` interface, whose misaligned atomics reach the
