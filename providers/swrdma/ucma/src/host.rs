@@ -304,9 +304,11 @@ pub const LINGER_NS: u64 = 250_000_000;
 pub const PENDING_FOR_NS: u64 = 60_000_000_000;
 
 /// The most messages that wait for full receivers, all together (16 MiB
-/// at most): beyond, a message is dropped, as a full link drops it, and
-/// the CM's retries take over.
+/// at most), and for one receiver (512 KiB: a peer that never reads holds
+/// no more of our memory): beyond, a message is dropped, as a full link
+/// drops it, and the CM's retries take over.
 pub const PENDING_MAX: usize = 65536;
+pub const PENDING_MAX_PER_RECEIVER: usize = 2048;
 
 impl SoftHost {
     pub fn new() -> SoftHost {
@@ -451,13 +453,18 @@ impl SoftHost {
     }
 
     /// Queues `mad` for `name` behind what waits for it, unless too many
-    /// wait (then it is dropped, as a full link drops it).
+    /// wait, for it or in all (then it is dropped, as a full link drops
+    /// it).
     fn queue(&mut self, name: Vec<u8>, mad: &[u8; MAD_LEN]) {
         if self.pending_len >= PENDING_MAX {
             return;
         }
         let until = crate::ucma::now() + PENDING_FOR_NS;
-        self.pending.entry(name).or_default().push_back((*mad, until));
+        let q = self.pending.entry(name).or_default();
+        if q.len() >= PENDING_MAX_PER_RECEIVER {
+            return;
+        }
+        q.push_back((*mad, until));
         self.pending_len += 1;
     }
 
