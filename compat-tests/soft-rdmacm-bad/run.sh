@@ -30,6 +30,11 @@
 #     with SWRDMA_CM_TIMEOUT_MS=20 the client's REQ is retried on the
 #     kernel's schedule (15 retries) and ends in
 #     "RDMA_CM_EVENT_UNREACHABLE, error -110" within 3 s.
+#  4b. A burst of requests to a listener that is stopped a while (cmtime
+#     -b SIGSTOPped for 1.5 s while cmtime -c 200 connects): the REQs
+#     beyond its port's queue (10 datagrams) wait in the client while the
+#     listener is there, and all 200 connect once it runs again, within
+#     5 s in all; none dropped and left to the CM's REQ timer (6.1 s).
 #  5. A peer SIGKILLed in the middle of rping's traffic (the server, then,
 #     in 5b, the client): the survivor ends by itself within 30 s, no hang.
 #  6. A second rping -s on a port another process holds:
@@ -85,7 +90,7 @@
 #     process group of a case's `timeout`, none carries the suite's
 #     XDG_RUNTIME_DIR).
 #
-# Every program runs under `timeout -k`; the whole suite takes about 25 s.
+# Every program runs under `timeout -k`; the whole suite takes about 30 s.
 # Input: OUR_LIB (default build/lib/libibverbs.so.1), with the provider in
 # $(dirname OUR_LIB)/libibverbs/ and libswrdma-ucma.so beside it; SWRDMA_CM
 # (default build/bin/swrdma-cm) overrides the wrapper.
@@ -99,7 +104,7 @@ LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "m
 CM=$(abspath "${SWRDMA_CM:-build/bin/swrdma-cm}")
 need "$LIBDIR/libibverbs/libswrdma-rdmav34.so=run: make swrdma" "$CM=run: make swrdma" \
     "$LIBDIR/libswrdma-ucma.so=run: make swrdma" \
-    rping=rdmacm-utils ucmatose=rdmacm-utils udaddy=rdmacm-utils python3=python3 gcc=gcc \
+    rping=rdmacm-utils ucmatose=rdmacm-utils udaddy=rdmacm-utils cmtime=rdmacm-utils python3=python3 gcc=gcc \
     /usr/include/rdma/rdma_cma.h=librdmacm-dev timeout=coreutils stdbuf=coreutils
 
 RT="$OUT/rt"
@@ -364,6 +369,32 @@ else
     fi
 fi
 endbg rping-stopped "$ST"
+
+# --- 4b. a burst of requests to a listener that is stopped a while: none lost ------------------
+name="4b. cmtime -c 200 to a listener SIGSTOPped for 1.5 s: all 200 connect once it runs, no REQ retried (6.1 s)"
+nextport
+bgrun ST burst.server 40 "${pin_s[@]}" "$CM" cmtime -b 127.0.0.1 -p $P
+SP=$(prog_of "$ST")
+if [ -z "$SP" ] || ! wait_sock "$(psock $P)"; then
+    fail "$name" "the server never bound port $P: $(gist "$OUT/burst.server")"
+else
+    kill -STOP "$SP"
+    (sleep 1.5; kill -CONT "$SP") &
+    cont=$!
+    fgrun burst.client 30 "${pin_c[@]}" "$CM" cmtime -s 127.0.0.1 -p $P -c 200
+    kill -CONT "$SP" 2>/dev/null
+    wait $cont 2>/dev/null
+    # The 190 REQs beyond the port's queue (10) wait in the client while
+    # the listener is stopped; one dropped would be sent again only by the
+    # CM's REQ timer, 6.1 s later (what an earlier carrier did after 1 s).
+    conn=$(awk -F: '/^connect *:/ { split($2, f, " "); print f[1] }' "$OUT/burst.client")
+    if [ "$rc" = 0 ] && [ -n "$conn" ] && [ "$ms" -lt 5000 ]; then
+        pass "$name (rc=0 after ${ms} ms; connect step ${conn} ms in all)"
+    else
+        fail "$name" "rc=$rc after ${ms} ms: $(gist "$OUT/burst.client")"
+    fi
+fi
+endbg burst "$ST"
 
 # --- 5. a peer SIGKILLed mid-traffic: the survivor ends ---------------------------------------
 # kill_mid TAG WHO: rping -s / rping -c with -C 100000000; after 1 s of

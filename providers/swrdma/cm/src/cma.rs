@@ -389,6 +389,9 @@ pub struct Cma<H: Host> {
     /// When the peers of connections are next looked for (see
     /// [`Cma::check_peers`]).
     next_peer_check: u64,
+    /// Every handle below this one is in use: where [`Cma::alloc_handle`]
+    /// starts looking for the lowest free one.
+    free_from: Handle,
 }
 
 /// How often the peers of connections are looked for.
@@ -417,6 +420,7 @@ impl<H: Host> Cma<H> {
             dirty: Vec::new(),
             timeout_override_ms: None,
             next_peer_check: 0,
+            free_from: 0,
         }
     }
 
@@ -461,14 +465,18 @@ impl<H: Host> Cma<H> {
     }
 
     /// The lowest free handle, as the kernel's `xa_alloc` hands ids out.
+    /// The lowest handle no id has (as the kernel's xarray gives), looked
+    /// for from `free_from` on rather than from 0.
     fn alloc_handle(&mut self) -> Handle {
-        let mut h = 0;
-        for k in self.ids.keys() {
-            if *k != h {
+        let mut h = self.free_from;
+        for k in self.ids.range(h..).map(|(k, _)| *k) {
+            if k != h {
                 break;
             }
             h += 1;
         }
+        // Taken by the caller's insert.
+        self.free_from = h + 1;
         h
     }
 
@@ -609,6 +617,7 @@ impl<H: Host> Cma<H> {
 
     fn destroy(&mut self, h: Handle) -> u32 {
         let Some(mut id) = self.ids.remove(&h) else { return 0 };
+        self.free_from = self.free_from.min(h);
         // Its multicast joins go with it (their events are the id's).
         self.mcs.retain(|_, mc| mc.id != h);
         // Queued events of this id go with it; undelivered requests to a

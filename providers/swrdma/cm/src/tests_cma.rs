@@ -375,6 +375,23 @@ fn ud_connects_through_sidr() {
 }
 
 #[test]
+fn handles_are_the_lowest_free_as_the_kernels_xarray_gives() {
+    let mut p = Cma::new(Fake::new("P"));
+    let h: Vec<Handle> = (0..5).map(|i| p.create_id(CP, i, ps::TCP, 0).unwrap()).collect();
+    assert_eq!(h, vec![0, 1, 2, 3, 4]);
+    p.destroy_id(CP, 3).unwrap();
+    p.destroy_id(CP, 1).unwrap();
+    assert_eq!(p.create_id(CP, 9, ps::TCP, 0), Ok(1));
+    assert_eq!(p.create_id(CP, 9, ps::TCP, 0), Ok(3));
+    assert_eq!(p.create_id(CP, 9, ps::TCP, 0), Ok(5));
+    for i in 0..6 {
+        p.destroy_id(CP, i).unwrap();
+    }
+    assert_eq!(p.create_id(CP, 9, ps::TCP, 0), Ok(0));
+    assert_eq!(p.create_id(CP, 9, ps::TCP, 0), Ok(1));
+}
+
+#[test]
 fn ports_bind_once_and_errors_are_the_kernels() {
     let mut p = Cma::new(Fake::new("P"));
     let a = p.create_id(CP, 1, ps::TCP, 0).unwrap();

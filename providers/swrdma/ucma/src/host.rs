@@ -264,15 +264,23 @@ pub struct SoftHost {
     /// listens: a REQ read in between got REJ 8 on a loaded machine).
     pub quiet: HashMap<(u16, u16), u64>,
     /// Messages a full receiver refused (a Unix datagram queue holds
-    /// `net.unix.max_dgram_qlen` datagrams, 10 by default): sent again by
-    /// the progress thread, in order, for up to [`PENDING_FOR_NS`].
-    pub pending: std::collections::VecDeque<(Vec<u8>, [u8; MAD_LEN], u64)>,
+    /// `net.unix.max_dgram_qlen` datagrams, 10 by default), by receiver,
+    /// each with the time it is given up: sent again by the progress
+    /// thread, in order, while the receiver is there (see
+    /// [`PENDING_FOR_NS`]).  Only receivers with messages waiting have an
+    /// entry.
+    pub pending: HashMap<Vec<u8>, std::collections::VecDeque<([u8; MAD_LEN], u64)>>,
+    /// How many messages `pending` holds, all receivers together.
+    pub pending_len: usize,
     /// For each receiver with messages in `pending`, a socket connected
     /// to it (sending nothing): the progress thread polls it for
     /// `POLLOUT`, which the kernel signals as soon as the receiver takes a
     /// datagram off its full queue, so what waits goes again at once
     /// rather than on a timer.
     pub waiters: HashMap<Vec<u8>, OwnedFd>,
+    /// A receiver has messages waiting and no waiter (one could not be
+    /// made): what waits is tried again on a timer.
+    pub unwatched: bool,
 }
 
 /// How long a released port's socket lingers (see `SoftHost::graveyard`),
@@ -284,9 +292,23 @@ pub struct SoftHost {
 /// it.  Meanwhile another process cannot bind the port (`EADDRINUSE`).
 pub const LINGER_NS: u64 = 250_000_000;
 
-/// How long a message waits for a full receiver before it is dropped (the
-/// CM's own retries take over).
-pub const PENDING_FOR_NS: u64 = 1_000_000_000;
+/// How long a message waits for a full receiver that is there before it
+/// is dropped.  A receiver that is there takes its messages as soon as its
+/// process runs; on a loaded machine that may be seconds for a burst (the
+/// 200 REQs of `cmtime -c 200` reach the listener's port at once, and its
+/// queue holds 10), and a message dropped then costs the CM's retry timer
+/// (6.1 s for a REQ).  So a message waits far longer than any CM timer
+/// (should the CM send it again meanwhile, the receiver's CM takes the
+/// second copy as the duplicate it is); a receiver that is gone drops what
+/// waits for it at once (`Sent::Nobody`).
+pub const PENDING_FOR_NS: u64 = 60_000_000_000;
+
+/// The most messages that wait for full receivers, all together (16 MiB
+/// at most), and for one receiver (512 KiB: a peer that never reads holds
+/// no more of our memory): beyond, a message is dropped, as a full link
+/// drops it, and the CM's retries take over.
+pub const PENDING_MAX: usize = 65536;
+pub const PENDING_MAX_PER_RECEIVER: usize = 2048;
 
 impl SoftHost {
     pub fn new() -> SoftHost {
@@ -307,8 +329,10 @@ impl SoftHost {
             sockets_changed: true,
             graveyard: Vec::new(),
             quiet: HashMap::new(),
-            pending: std::collections::VecDeque::new(),
+            pending: HashMap::new(),
+            pending_len: 0,
             waiters: HashMap::new(),
+            unwatched: false,
         }
     }
 
@@ -398,27 +422,50 @@ impl SoftHost {
     }
 
     /// Sends what waited for a full receiver, in order; drops what waited
-    /// too long.
+    /// too long, and what waited for a receiver that is gone.
     pub fn flush_pending(&mut self, now: u64) {
-        let mut left = std::collections::VecDeque::new();
-        let mut blocked: Vec<Vec<u8>> = Vec::new();
-        while let Some((name, mad, until)) = self.pending.pop_front() {
-            let waits = blocked.contains(&name) || self.try_send(&name, &mad) == Sent::Full;
-            if waits && now < until {
-                if !blocked.contains(&name) {
-                    blocked.push(name.clone());
+        let mut queues = std::mem::take(&mut self.pending);
+        for (name, q) in queues.iter_mut() {
+            while let Some((mad, until)) = q.front() {
+                let sent = if *until <= now {
+                    Sent::Nobody
+                } else {
+                    self.try_send(name, mad)
+                };
+                if sent == Sent::Full {
+                    break;
                 }
-                left.push_back((name, mad, until));
+                q.pop_front();
+                self.pending_len -= 1;
             }
         }
-        self.pending = left;
-        for name in &blocked {
+        queues.retain(|_, q| !q.is_empty());
+        self.pending = queues;
+        let names: Vec<Vec<u8>> = self.pending.keys().cloned().collect();
+        for name in &names {
             self.wait_for(name);
         }
         let pending = &self.pending;
         let before = self.waiters.len();
-        self.waiters.retain(|n, _| pending.iter().any(|(p, _, _)| p == n));
+        self.waiters.retain(|n, _| pending.contains_key(n));
         self.sockets_changed |= self.waiters.len() != before;
+        self.unwatched = self.pending.keys().any(|n| !self.waiters.contains_key(n));
+    }
+
+    /// Queues `mad` for `name` behind what waits for it, unless too many
+    /// wait, for it or in all (then it is dropped, as a full link drops
+    /// it).
+    fn queue(&mut self, name: Vec<u8>, mad: &[u8; MAD_LEN]) {
+        if self.pending_len >= PENDING_MAX {
+            return;
+        }
+        let until = crate::ucma::now() + PENDING_FOR_NS;
+        let q = self.pending.entry(name).or_default();
+        if q.len() >= PENDING_MAX_PER_RECEIVER {
+            return;
+        }
+        q.push_back((*mad, until));
+        self.pending_len += 1;
     }
 
     /// A message to `name` waits for its full queue: watch the queue.
@@ -426,7 +473,10 @@ impl SoftHost {
         if self.waiters.contains_key(name) {
             return;
         }
-        let Some(fd) = dgram_socket() else { return };
+        let Some(fd) = dgram_socket() else {
+            self.unwatched = true;
+            return;
+        };
         let (a, len) = abstract_addr(name);
         // SAFETY: connect(2) of our own unbound datagram socket to a
         // sockaddr_un of `len` bytes: it sends nothing; the socket only
@@ -434,13 +484,15 @@ impl SoftHost {
         if unsafe { libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) } == 0 {
             self.waiters.insert(name.to_vec(), fd);
             self.sockets_changed = true;
+        } else {
+            self.unwatched = true;
         }
     }
 
     /// Are there messages waiting for a receiver that no waiter watches
     /// (to be tried again on a timer)?
     pub fn pending_unwatched(&self) -> bool {
-        self.pending.iter().any(|(n, _, _)| !self.waiters.contains_key(n))
+        self.unwatched
     }
 
     /// Why an address has no device: the devices and addresses considered.
@@ -598,17 +650,17 @@ impl Host for SoftHost {
             Dest::Listener { ps, port, .. } => self.port_name(*ps, *port),
             Dest::Peer(n) => n.clone(),
         };
-        if self.pending.iter().any(|(n, _, _)| *n == name) {
-            self.pending
-                .push_back((name, *mad, crate::ucma::now() + PENDING_FOR_NS));
+        if self.pending.contains_key(&name) {
+            // Behind what waits for the same receiver (its waiter, or the
+            // timer, sends it).
+            self.queue(name, mad);
             return true;
         }
         match self.try_send(&name, mad) {
             Sent::Yes => true,
             Sent::Full => {
                 self.wait_for(&name);
-                self.pending
-                    .push_back((name, *mad, crate::ucma::now() + PENDING_FOR_NS));
+                self.queue(name, mad);
                 true
             }
             Sent::Nobody => false,
@@ -662,30 +714,104 @@ pub fn recv_one(fd: RawFd, uid: u32) -> Option<Option<(Vec<u8>, Vec<u8>)>> {
     if n < 0 {
         return None;
     }
+    Some(take_one(&msg, n as usize, &buf, &from, uid))
+}
+
+/// How many datagrams one `recvmmsg` takes at most.
+const BATCH: usize = 16;
+
+/// Up to `max` datagrams waiting on `fd`, in order, taken `BATCH` at a
+/// time with `recvmmsg` (one call, rather than one `recvmsg` each and a
+/// last one that finds the queue empty): for each, what [`recv_one`]
+/// answers for it (None for a datagram dropped).  Fewer than `max` means
+/// the queue was emptied.
+pub fn recv_batch(fd: RawFd, uid: u32, max: usize) -> Vec<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::new();
+    while out.len() < max {
+        let want = BATCH.min(max - out.len());
+        let mut bufs = [[0u8; 512]; BATCH];
+        // SAFETY: plain C structs, zeroed.
+        let mut froms: [libc::sockaddr_un; BATCH] = unsafe { std::mem::zeroed() };
+        let mut cbufs = [[0u64; 8]; BATCH];
+        // SAFETY: as above.
+        let mut iovs: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for i in 0..want {
+            iovs[i].iov_base = bufs[i].as_mut_ptr().cast();
+            iovs[i].iov_len = bufs[i].len();
+            let h = &mut msgs[i].msg_hdr;
+            h.msg_name = (&mut froms[i] as *mut libc::sockaddr_un).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            h.msg_iov = &mut iovs[i];
+            h.msg_iovlen = 1;
+            h.msg_control = cbufs[i].as_mut_ptr().cast();
+            h.msg_controllen = std::mem::size_of_val(&cbufs[i]);
+        }
+        // SAFETY: `want` headers, each pointing into the locals above.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                want as libc::c_uint,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        if n <= 0 {
+            break;
+        }
+        for i in 0..n as usize {
+            out.push(take_one(
+                &msgs[i].msg_hdr,
+                msgs[i].msg_len as usize,
+                &bufs[i],
+                &froms[i],
+                uid,
+            ));
+        }
+        if (n as usize) < want {
+            break;
+        }
+    }
+    out
+}
+
+/// One received datagram (`n` bytes in `buf`, header `msg`): its bytes
+/// and the sender's abstract name when it is one MAD from our user, else
+/// None.
+fn take_one(
+    msg: &libc::msghdr,
+    n: usize,
+    buf: &[u8; 512],
+    from: &libc::sockaddr_un,
+    uid: u32,
+) -> Option<(Vec<u8>, Vec<u8>)> {
     // One datagram is one MAD: anything else is dropped.
-    if n as usize != MAD_LEN || msg.msg_flags & libc::MSG_TRUNC != 0 {
-        return Some(None);
+    if n != MAD_LEN || msg.msg_flags & libc::MSG_TRUNC != 0 {
+        return None;
     }
     let mut sender_uid = None;
-    // SAFETY: walking the control messages the kernel wrote into cbuf.
+    // SAFETY: walking the control messages the kernel wrote into the
+    // header's control buffer.
     unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        let mut c = libc::CMSG_FIRSTHDR(msg);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_CREDENTIALS {
                 let cr = libc::CMSG_DATA(c).cast::<libc::ucred>().read_unaligned();
                 sender_uid = Some(cr.uid);
             }
-            c = libc::CMSG_NXTHDR(&msg, c);
+            c = libc::CMSG_NXTHDR(msg, c);
         }
     }
     if sender_uid != Some(uid) {
-        return Some(None);
+        return None;
     }
     let nl = msg.msg_namelen as usize;
     let off = std::mem::size_of::<libc::sa_family_t>();
     if nl <= off + 1 || from.sun_path[0] != 0 {
-        return Some(None);
+        return None;
     }
     let name: Vec<u8> = from.sun_path[1..nl - off].iter().map(|c| *c as u8).collect();
-    Some(Some((buf[..n as usize].to_vec(), name)))
+    Some((buf[..n].to_vec(), name))
 }

@@ -207,12 +207,15 @@ impl Model {
 
     /// Does the CM thread need waking after a change (a command, a
     /// channel closed)?  Only for a timer earlier than the time it sleeps
-    /// until (looked for when `timers`), a new socket, or a message
-    /// waiting for a full receiver.
+    /// until (looked for when `timers`), a new socket (a waiter for a
+    /// full receiver among them), or a message waiting for a full receiver
+    /// that no waiter watches.  A message queued behind others for the
+    /// same receiver needs no kick: the waiter already watched says when
+    /// it can go.
     pub fn needs_kick(&self, timers: bool) -> bool {
         let h = &self.cma.host;
         h.sockets_changed
-            || !h.pending.is_empty()
+            || h.unwatched
             || (timers
                 && self
                     .cma
@@ -893,21 +896,15 @@ pub fn pump(ready: &[(RawFd, i16)]) {
         if Some(fd) != own && to_port.is_none() {
             continue;
         }
-        for _ in 0..64 {
-            match crate::host::recv_one(fd, uid) {
-                None => break,
-                Some(None) => continue,
-                Some(Some((bytes, from))) => {
-                    if trace() {
-                        let m = swrdma_cm::mad::Mad::decode(&bytes);
-                        eprintln!(
-                            "swrdma-ucma: recv from {} port {to_port:?}: {m:?}",
-                            String::from_utf8_lossy(&from)
-                        );
-                    }
-                    m.cma.recv(t, &cma::Dest::Peer(from), to_port, &bytes);
-                }
+        for (bytes, from) in crate::host::recv_batch(fd, uid, 64).into_iter().flatten() {
+            if trace() {
+                let m = swrdma_cm::mad::Mad::decode(&bytes);
+                eprintln!(
+                    "swrdma-ucma: recv from {} port {to_port:?}: {m:?}",
+                    String::from_utf8_lossy(&from)
+                );
             }
+            m.cma.recv(t, &cma::Dest::Peer(from), to_port, &bytes);
         }
     }
     m.cma.tick(t);
@@ -967,8 +964,7 @@ pub fn watch() -> (Vec<(RawFd, i16)>, Option<u64>) {
     if !m.cma.host.pending.is_empty() {
         // A full receiver: its waiter says when it has room; without one,
         // try again in a millisecond, and with one in 10 ms all the same
-        // (what waits is never left to the longest sleep, which is the
-        // longest a message waits before it is dropped).
+        // (a receiver that went away drops what waits for it then).
         let wait = if m.cma.host.pending_unwatched() {
             1_000_000
         } else {
