@@ -2398,6 +2398,212 @@ static void lim_try(const struct lim_case *c, uint32_t v, int over, struct ibv_p
 	}
 }
 
+/*
+ * An MR one past max_mr_size, and one of max_mr_size itself: the drivers
+ * that compare the length with it before they pin the memory refuse the
+ * longer one (irdma, erdma, pvrdma: EINVAL; bnxt_re, siw: ENOMEM); the
+ * others have no such check (a too long MR fails where the kernel pins
+ * it, which the stand-in does not do: only compared).  Asked only where
+ * the range stays inside the address space (max_mr_size below 2^46, the
+ * MR at 2^44).  The range is not mapped: neither library touches an MR's
+ * memory without fork support (ibv_fork_init), and the stand-in does not
+ * pin it.
+ */
+#define MR_FAR_ADDR 0x100000000000ULL
+#define MR_FAR_MAX (1ULL << 46)
+
+static const char *mr_size_want(void)
+{
+	static const struct { const char *prov, *err; } t[] = {
+		{ "irdma", "EINVAL" }, { "erdma", "EINVAL" }, { "vmw_pvrdma", "EINVAL" },
+		{ "bnxt_re", "ENOMEM" }, { "siw", "ENOMEM" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (name_has_prefix(t[i].prov))
+			return t[i].err;
+	return NULL;
+}
+
+static void lim_mr_size(struct ibv_pd *pd, uint64_t max)
+{
+	struct ibv_mr *mr;
+
+	emit("@out limits max_mr_size=%llu", (unsigned long long)max);
+	if (!max || max >= MR_FAR_MAX) {
+		skip("limits reg_mr max_mr_size", "no-room-past-max_mr_size");
+		return;
+	}
+	CALLP(mr, "limits reg_mr length at max",
+	      ibv_reg_mr(pd, (void *)(uintptr_t)MR_FAR_ADDR, (size_t)max, IBV_ACCESS_LOCAL_WRITE));
+	lim_want("OK");
+	dereg_mr_step("limits reg_mr length at max dereg_mr", mr);
+	CALLP(mr, "limits reg_mr length over max",
+	      ibv_reg_mr(pd, (void *)(uintptr_t)MR_FAR_ADDR, (size_t)max + 1, IBV_ACCESS_LOCAL_WRITE));
+	lim_want(mr_size_want());
+	dereg_mr_step("limits reg_mr length over max dereg_mr", mr);
+}
+
+/*
+ * The device's object counts (max_pd, max_cq, max_qp, max_srq, max_mr,
+ * max_ah, max_mw): the stand-in reports the device's (far above what it
+ * holds) unless STANDIN_MAX_<TYPE> names one, which this section sets to
+ * COUNT_MAX for one type at a time: objects are made until there are
+ * COUNT_MAX of that type (the limit itself, "@want OK"), then one more,
+ * which the driver refuses (rxe's pools: EINVAL, ENOMEM for an MR; the
+ * others' firmware, bitmap or counter: ENOMEM).  What the section holds
+ * already (its PD and CQ, what providers keep: count_held) counts; a
+ * create refused earlier than that ends the case.
+ */
+#define COUNT_MAX 4
+
+enum cnt_what { CW_PD, CW_CQ, CW_QP, CW_SRQ, CW_MR, CW_AH, CW_MW };
+
+static const struct cnt_case {
+	const char *name, *env;
+	enum cnt_what what;
+} cnt_cases[] = {
+	{ "pd", "STANDIN_MAX_PD", CW_PD }, { "cq", "STANDIN_MAX_CQ", CW_CQ },
+	{ "qp", "STANDIN_MAX_QP", CW_QP }, { "srq", "STANDIN_MAX_SRQ", CW_SRQ },
+	{ "mr", "STANDIN_MAX_MR", CW_MR }, { "ah", "STANDIN_MAX_AH", CW_AH },
+	{ "mw", "STANDIN_MAX_MW", CW_MW },
+};
+
+static const char *count_want(enum cnt_what w)
+{
+	if (name_has_prefix("rxe"))
+		return w == CW_MR ? "ENOMEM" : "EINVAL";
+	return "ENOMEM";
+}
+
+static int count_of(const struct ibv_device_attr *da, enum cnt_what w)
+{
+	switch (w) {
+	case CW_PD: return da->max_pd;
+	case CW_CQ: return da->max_cq;
+	case CW_QP: return da->max_qp;
+	case CW_SRQ: return da->max_srq;
+	case CW_MR: return da->max_mr;
+	case CW_AH: return da->max_ah;
+	case CW_MW: return da->max_mw;
+	}
+	return 0;
+}
+
+static void *count_make(const char *name, enum cnt_what w, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr qa;
+	struct ibv_srq_init_attr sa;
+	struct ibv_ah_attr aa;
+	void *o = NULL;
+
+	switch (w) {
+	case CW_PD:
+		CALLP(o, name, ibv_alloc_pd(ctx));
+		break;
+	case CW_CQ:
+		CALLP(o, name, ibv_create_cq(ctx, CQE, NULL, NULL, 0));
+		break;
+	case CW_QP:
+		memset(&qa, 0, sizeof(qa));
+		qa.send_cq = cq;
+		qa.recv_cq = cq;
+		qa.qp_type = name_has_prefix("efa") ? IBV_QPT_UD : IBV_QPT_RC;
+		qa.cap.max_send_wr = MAX_WR;
+		qa.cap.max_recv_wr = MAX_WR;
+		qa.cap.max_send_sge = 1;
+		qa.cap.max_recv_sge = 1;
+		CALLP(o, name, ibv_create_qp(pd, &qa));
+		break;
+	case CW_SRQ:
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = MAX_WR;
+		sa.attr.max_sge = 1;
+		CALLP(o, name, ibv_create_srq(pd, &sa));
+		break;
+	case CW_MR:
+		CALLP(o, name, ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE));
+		break;
+	case CW_AH:
+		fill_ah(&aa, is_eth());
+		CALLP(o, name, ibv_create_ah(pd, &aa));
+		break;
+	case CW_MW:
+		CALLP(o, name, ibv_alloc_mw(pd, IBV_MW_TYPE_1));
+		break;
+	}
+	return o;
+}
+
+static void count_free(const char *name, enum cnt_what w, void *o)
+{
+	int rc;
+
+	switch (w) {
+	case CW_PD: CALLI(rc, name, ibv_dealloc_pd(o)); break;
+	case CW_CQ: CALLI(rc, name, ibv_destroy_cq(o)); break;
+	case CW_QP: CALLI(rc, name, ibv_destroy_qp(o)); break;
+	case CW_SRQ: CALLI(rc, name, ibv_destroy_srq(o)); break;
+	case CW_MR: CALLI(rc, name, ibv_dereg_mr(o)); break;
+	case CW_AH: CALLI(rc, name, ibv_destroy_ah(o)); break;
+	case CW_MW: CALLI(rc, name, ibv_dealloc_mw(o)); break;
+	}
+}
+
+/* The objects of type w that the "kernel" holds besides the section's
+ * own PD and CQ. */
+static int count_held(enum cnt_what w)
+{
+	static const struct { const char *prov; enum cnt_what what; } t[] = {
+		/* the provider's own PD, made with the context */
+		{ "irdma", CW_PD }, { "mthca", CW_PD },
+		/* the section's CQ's ring, registered as an MR */
+		{ "mthca", CW_MR },
+		/* the refuse section's QP with a multicast group, which the
+		 * provider frees although the kernel refused its destroy, and
+		 * so the PD and CQ it uses */
+		{ "ocrdma", CW_QP }, { "ocrdma", CW_PD }, { "ocrdma", CW_CQ },
+	};
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		n += t[i].what == w && name_has_prefix(t[i].prov);
+	return n;
+}
+
+static void lim_count(const struct cnt_case *c, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	int held = (c->what == CW_PD || c->what == CW_CQ) + count_held(c->what);
+	void *objs[COUNT_MAX + 1];
+	struct ibv_device_attr da;
+	char v[16];
+	int i, n = 0, rc;
+
+	snprintf(v, sizeof(v), "%d", COUNT_MAX);
+	setenv(c->env, v, 1);
+	CALLI(rc, N("limits count %s query_device", c->name), ibv_query_device(ctx, &da));
+	if (!rc)
+		emit("@out limits count %s max=%d", c->name, count_of(&da, c->what));
+	for (i = held; i <= COUNT_MAX; i++) {
+		objs[n] = count_make(N("limits count %s %d of %d", c->name, i + 1, COUNT_MAX), c->what, pd,
+				     cq);
+		if (i == COUNT_MAX - 1)
+			lim_want("OK");
+		else if (i == COUNT_MAX)
+			lim_want(count_want(c->what));
+		if (!objs[n])
+			break;
+		n++;
+	}
+	while (n > 0) {
+		n--;
+		count_free(N("limits count %s destroy %d", c->name, n + held + 1), c->what, objs[n]);
+	}
+	unsetenv(c->env);
+}
+
 /* the workload runs with --faults (see main) */
 static int fault_runs;
 
@@ -2428,6 +2634,10 @@ static void sec_limits(void)
 			lim_try(c, l, 0, pd, cq);
 		lim_try(c, l + 1, 1, pd, cq);
 	}
+	if (pd && cq)
+		lim_mr_size(pd, da.max_mr_size);
+	for (i = 0; pd && cq && i < sizeof(cnt_cases) / sizeof(cnt_cases[0]); i++)
+		lim_count(&cnt_cases[i], pd, cq);
 	destroy_cq_step("limits destroy_cq", cq);
 	dealloc_pd_step("limits dealloc_pd", pd);
 }

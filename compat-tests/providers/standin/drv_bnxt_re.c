@@ -22,6 +22,7 @@
  * it frees the old ring, moves to the new one and acks the cut-off with a
  * doorbell carrying the CQE's resize toggle.
  */
+#include <errno.h>
 #include <endian.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,9 @@ static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
  * provider (max_cqd), which the provider checks before it asks. */
 static const struct sti_limits bnxt_re_lim = {
 	.max_cqe = 0xffffff,
+	/* bnxt_re_reg_user_mr: ENOMEM past BNXT_RE_MAX_MR_SIZE (2^39), before
+	 * the memory is pinned; the device reports the same figure */
+	.max_mr_size = 1ULL << 39, .mr_size_err = ENOMEM,
 };
 
 const struct sti_driver sti_drv_bnxt_re = {

@@ -8,6 +8,7 @@
  * and queue depths and where the RQ starts in the ring.  RC QPs only, no
  * SRQ.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -113,6 +114,9 @@ static const struct sti_limits erdma_lim = {
 	.max_send_wr = ERDMA_MAX_WR, .max_recv_wr = ERDMA_MAX_WR,
 	.max_send_sge = ERDMA_MAX_SEND_SGE, .max_recv_sge = ERDMA_MAX_RECV_SGE,
 	.max_inline = ERDMA_MAX_INLINE, .max_cqe = ERDMA_MAX_CQE,
+	/* erdma_reg_user_mr: EINVAL past the device's max_mr_size (a power of
+	 * two the device gives: 2^40 here), before the memory is pinned */
+	.max_mr_size = 1ULL << 40, .mr_size_err = EINVAL,
 };
 
 const struct sti_driver sti_drv_erdma = {

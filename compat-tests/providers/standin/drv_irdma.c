@@ -14,6 +14,7 @@
  * depends on userspace_ver and (when sent) comp_mask only, never on the
  * reserved bytes.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -245,6 +246,9 @@ static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
  * provider (max_hw_cq_size), which the provider checks before it asks. */
 static const struct sti_limits irdma_lim = {
 	.max_cqe = 1048575,
+	/* irdma_reg_user_mr: EINVAL past the hardware's max_mr_size
+	 * (IRDMA_MAX_MR_SIZE, 2^45), before the memory is pinned */
+	.max_mr_size = 1ULL << 45, .mr_size_err = EINVAL,
 };
 
 const struct sti_driver sti_drv_irdma = {

@@ -8,6 +8,7 @@
  * queues (a ring: a program that creates and destroys queues for ever, as
  * the control-path bench does, maps each right after creating it).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -138,7 +139,14 @@ static int mmap_q(struct sti_ctx *ctx, uint64_t off, size_t len, void *mem)
 	return 22;
 }
 
+/* rxe's pools refuse an object past their max_elem with EINVAL
+ * (__rxe_add_to_pool), an MR with ENOMEM (rxe_alloc's NULL) */
+static const struct sti_limits rxe_lim = {
+	.count_err = EINVAL, .mr_count_err = ENOMEM,
+};
+
 const struct sti_driver sti_drv_rxe = {
+	.lim = &rxe_lim,
 	.name = "rxe",
 	.driver_id = RDMA_DRIVER_RXE,
 	.vendor_id = 0xffffff,

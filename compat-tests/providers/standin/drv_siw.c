@@ -7,6 +7,10 @@
  * its struct siw_cq_ctrl; memory starts zeroed, as the kernel's vmalloc_user
  * does.  A QP on an SRQ gets no receive queue: its rq_key stays 0.
  */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -158,7 +162,41 @@ static void release(struct sti_ctx *ctx, struct sti_obj *o)
 			i++;
 }
 
+/* siw reports RLIMIT_MEMLOCK as its max_mr_size and siw_reg_user_mr
+ * refuses (ENOMEM), before it pins the memory, an MR of more pages than the
+ * limit leaves beside the process's locked memory (VmLck).  The model
+ * takes the MR as starting on a page boundary. */
+static uint64_t mr_size(uint64_t *left)
+{
+	struct rlimit rl;
+	uint64_t locked = 0;
+	char line[128];
+	FILE *f;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY) {
+		if (left)
+			*left = ~0ULL;
+		return ~0ULL;
+	}
+	if (left) {
+		f = fopen("/proc/self/status", "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "VmLck: %" SCNu64 " kB", &locked) == 1)
+				break;
+		if (f)
+			fclose(f);
+		locked *= 1024;
+		*left = rl.rlim_cur / PAGE * PAGE > locked ? rl.rlim_cur / PAGE * PAGE - locked : 0;
+	}
+	return rl.rlim_cur;
+}
+
+static const struct sti_limits siw_lim = {
+	.mr_size = mr_size, .mr_size_err = ENOMEM,
+};
+
 const struct sti_driver sti_drv_siw = {
+	.lim = &siw_lim,
 	.name = "siw",
 	.driver_id = RDMA_DRIVER_SIW,
 	.vendor_id = 0x626d74, /* "bmt" */

@@ -6,6 +6,7 @@
  * bits: a zero size makes that an out-of-bounds write) and the PD, CQ,
  * SRQ and QP numbers/handles.  One mapping: the UAR page at offset 0.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -104,6 +105,9 @@ static void norm_in(uint32_t cmd, uint8_t *b, size_t len)
  * asks up to. */
 static const struct sti_limits vmw_pvrdma_lim = {
 	.max_srq_wr = 32768, .max_cqe = 65536,
+	/* pvrdma_reg_user_mr: EINVAL past the device's max_mr_size (the
+	 * host's figure: 4 GiB here), before the memory is pinned */
+	.max_mr_size = 1ULL << 32, .mr_size_err = EINVAL,
 };
 
 const struct sti_driver sti_drv_vmw_pvrdma = {

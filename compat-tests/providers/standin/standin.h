@@ -162,7 +162,18 @@ struct sti_limits {
 	uint32_t max_inline;                 /* inline bytes per send (not reported) */
 	uint32_t max_cqe;                    /* CQ entries */
 	uint32_t max_srq_wr, max_srq_sge;
-	uint64_t max_mr_size;                /* reported only (see README) */
+	/* The longest MR, and the errno of a driver that refuses a REG_MR
+	 * (user memory, by address) longer than it before pinning the memory
+	 * (0: the driver has no such check; a longer one fails, if at all,
+	 * where the kernel pins it, which the stand-in does not do).
+	 * `mr_size`, when set, reports the figure instead (siw: the process's
+	 * RLIMIT_MEMLOCK) and says how much the REG_MR may have. */
+	uint64_t max_mr_size;
+	int mr_size_err;
+	uint64_t (*mr_size)(uint64_t *left);
+	/* The errno of a create past the device's object count (max_pd,
+	 * max_qp, ...; 0: ENOMEM), and for an MR (0: count_err's) */
+	int count_err, mr_count_err;
 };
 
 struct sti_driver {

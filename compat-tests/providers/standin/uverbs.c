@@ -245,11 +245,68 @@ struct sti_limits sti_limits_of(const struct sti_ctx *ctx)
 	struct sti_limits l = {
 		LIM_OR(max_send_wr), LIM_OR(max_recv_wr), LIM_OR(max_send_sge), LIM_OR(max_recv_sge),
 		LIM_OR(max_inline),  LIM_OR(max_cqe),     LIM_OR(max_srq_wr),   LIM_OR(max_srq_sge),
-		LIM_OR(max_mr_size),
+		LIM_OR(max_mr_size), LIM_OR(mr_size_err), LIM_OR(mr_size),      LIM_OR(count_err),
+		LIM_OR(mr_count_err),
 	};
+	if (l.mr_size)
+		l.max_mr_size = l.mr_size(NULL);
 	return l;
 }
 #undef LIM_OR
+
+/*
+ * The device's object counts (max_pd, max_qp, ...): the generic device's
+ * figures, far above what the model's handle table holds, unless
+ * STANDIN_MAX_<PD|QP|CQ|SRQ|MR|AH|MW>=N sets one, read at every
+ * QUERY_DEVICE and every create (so that a program may change it as it
+ * runs).  A create that would make more than that many objects of its
+ * type fails with the driver's errno (rxe's pools: EINVAL, ENOMEM for an
+ * MR; ENOMEM elsewhere), as a device does whose firmware, bitmap or
+ * counter is used up.  The model counts the objects of the context (the
+ * kernel's drivers count per device: one context per device here).
+ */
+static const struct { enum sti_type t; const char *env; uint32_t dflt; } counts[] = {
+	{ STI_T_PD, "STANDIN_MAX_PD", 16777216 },   { STI_T_QP, "STANDIN_MAX_QP", 131072 },
+	{ STI_T_CQ, "STANDIN_MAX_CQ", 16777216 },   { STI_T_SRQ, "STANDIN_MAX_SRQ", 8388608 },
+	{ STI_T_MR, "STANDIN_MAX_MR", 16777216 },   { STI_T_AH, "STANDIN_MAX_AH", 0x7fffffff },
+	{ STI_T_MW, "STANDIN_MAX_MW", 16777216 },
+};
+
+/* The count the device reports for objects of type t; 0 for a type not counted. */
+static uint32_t count_max(enum sti_type t)
+{
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		if (counts[i].t == t) {
+			const char *e = getenv(counts[i].env);
+			char *end;
+			unsigned long v;
+
+			if (!e || !*e)
+				return counts[i].dflt;
+			v = strtoul(e, &end, 0);
+			return *end || v > 0x7fffffff ? counts[i].dflt : (uint32_t)v;
+		}
+	return 0;
+}
+
+/* 0, or the errno of a create of one more object of type t. */
+static int count_refused(struct sti_ctx *ctx, enum sti_type t)
+{
+	uint32_t max = count_max(t), n = 0;
+	struct sti_limits l;
+
+	if (!max)
+		return 0;
+	for (uint32_t h = 0; h < STI_MAX_OBJS; h++)
+		if (ctx->objs[h] && ctx->objs[h]->type == t)
+			n++;
+	if (n < max)
+		return 0;
+	l = sti_limits_of(ctx);
+	if (t == STI_T_MR && l.mr_count_err)
+		return l.mr_count_err;
+	return l.count_err ? l.count_err : ENOMEM;
+}
 
 static void query_device(struct sti_ctx *ctx, struct ib_uverbs_query_device_resp *r)
 {
@@ -265,25 +322,25 @@ static void query_device(struct sti_ctx *ctx, struct ib_uverbs_query_device_resp
 	r->vendor_id = d->vendor_id;
 	r->vendor_part_id = d->vendor_part_id;
 	r->hw_ver = d->hw_ver;
-	r->max_qp = 131072;
+	r->max_qp = count_max(STI_T_QP);
 	r->max_qp_wr = MIN(l.max_send_wr, l.max_recv_wr);
 	r->device_cap_flags = 0x25a1c36;
 	r->max_sge = MIN(l.max_send_sge, l.max_recv_sge);
 	r->max_sge_rd = 30;
-	r->max_cq = 16777216;
+	r->max_cq = count_max(STI_T_CQ);
 	r->max_cqe = l.max_cqe;
-	r->max_mr = 16777216;
-	r->max_pd = 16777216;
+	r->max_mr = count_max(STI_T_MR);
+	r->max_pd = count_max(STI_T_PD);
 	r->max_qp_rd_atom = 16;
 	r->max_res_rd_atom = 2097152;
 	r->max_qp_init_rd_atom = 16;
 	r->atomic_cap = 1;
-	r->max_mw = 16777216;
+	r->max_mw = count_max(STI_T_MW);
 	r->max_mcast_grp = 2097152;
 	r->max_mcast_qp_attach = 240;
 	r->max_total_mcast_qp_attach = 503316480;
-	r->max_ah = 0x7fffffff;
-	r->max_srq = 8388608;
+	r->max_ah = count_max(STI_T_AH);
+	r->max_srq = count_max(STI_T_SRQ);
 	r->max_srq_wr = l.max_srq_wr;
 	r->max_srq_sge = l.max_srq_sge;
 	r->max_pkeys = 128;
@@ -393,12 +450,36 @@ static struct sti_obj *obj_or(struct cmd *c, uint32_t h, enum sti_type t, int *e
 	return o;
 }
 
+/* 0, or the driver's errno for a REG_MR of user memory `length` bytes
+ * long: drivers that compare the length with their max_mr_size before they
+ * pin the memory (irdma, erdma, pvrdma: EINVAL; bnxt_re: ENOMEM; siw: the
+ * pages past its RLIMIT_MEMLOCK, ENOMEM). */
+static int mr_size_refused(struct sti_ctx *ctx, uint64_t length)
+{
+	const struct sti_limits *d = ctx->dev.drv ? ctx->dev.drv->lim : NULL;
+	uint64_t left;
+
+	if (!d || !d->mr_size_err)
+		return 0;
+	if (d->mr_size) {
+		d->mr_size(&left);
+		return length > left ? d->mr_size_err : 0;
+	}
+	return length > d->max_mr_size ? d->mr_size_err : 0;
+}
+
 /* Creates an object and lets the driver fill its udata; on the driver's
  * failure the object is gone again. */
 static struct sti_obj *make(struct cmd *c, enum sti_type t, enum sti_op op, int *err)
 {
-	struct sti_obj *o = sti_new(c->ctx, t);
+	struct sti_obj *o;
 
+	*err = count_refused(c->ctx, t);
+	if (!*err && op == STI_OP_REG_MR)
+		*err = mr_size_refused(c->ctx, c->dr.length);
+	if (*err)
+		return NULL;
+	o = sti_new(c->ctx, t);
 	if (!o) {
 		*err = ENOMEM;
 		return NULL;
