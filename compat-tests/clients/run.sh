@@ -142,6 +142,8 @@ for v in "rc_verbs $RC_TLS" "ud_verbs ud_verbs,self"; do
     # messages (endpoint configuration "rma_am(ud_verbs/swr0:1)").
     rma="rma($tl"; [ "$tl" = ud_verbs ] && rma="rma_am($tl"
     ucx "ucx_perftest tag_lat $tl 8 B" "$tls" "tag($tl" -t tag_lat -s 8 -n 20000 -w 1000
+    # UCX's wakeup mode: arm the CQs, sleep on the worker's descriptor.
+    ucx "ucx_perftest tag_lat $tl 8 B -E sleep" "$tls" "tag($tl" -t tag_lat -s 8 -n 2000 -w 100 -E sleep
     ucx "ucx_perftest tag_bw $tl 64 KiB" "$tls" "tag($tl" -t tag_bw -s 65536 -n 2000 -w 100
     ucx "ucx_perftest ucp_put_bw $tl 64 KiB" "$tls" "$rma" -t ucp_put_bw -s 65536 -n 2000 -w 100
     ucx "ucx_perftest UCT am_lat $tl 8 B" "$tls" "" -t am_lat -d swr0:1 -x "$tl" -s 8 -n 20000 -w 1000

@@ -143,6 +143,21 @@ else
     fail "rxe-diffs (build)" "$(head -n3 "$OUT/rxe-diffs.cc")"
 fi
 
+# Completion events as UCX's wakeup mode uses them (poll, drain the
+# channel, arm, sleep in edge-triggered epoll; see wakeup.c).
+if ${SOFT_CC:-cc} -O1 -o "$OUT/wakeup" compat-tests/soft/wakeup.c -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/wakeup.cc"; then
+    timeout 60 ${SOFT_EXEC:-} "$OUT/wakeup" >"$OUT/wakeup.out" 2>&1; rc=$?
+    while read -r l; do
+        case "$l" in
+            PASS\ *) pass "wakeup: ${l#PASS }";;
+            FAIL\ *) n=${l#FAIL }; fail "wakeup: ${n%%: *}" "${n#*: }";;
+        esac
+    done <"$OUT/wakeup.out"
+    [ $rc -eq 0 ] || fail "wakeup" "exit status $rc ($(grep -v '^PASS\|^FAIL\|^#' "$OUT/wakeup.out" | head -n2 | tr '\n' ' '))"
+else
+    fail "wakeup (build)" "$(head -n3 "$OUT/wakeup.cc")"
+fi
+
 # ibv_asyncwatch: opens the device and waits for events (none come).
 timeout 2 ibv_asyncwatch -d swr0 >"$OUT/asyncwatch" 2>&1; rc=$?
 if [ $rc -eq 124 ]; then pass ibv_asyncwatch; else fail ibv_asyncwatch "rc=$rc $(head -c 200 "$OUT/asyncwatch")"; fi

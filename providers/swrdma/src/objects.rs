@@ -178,6 +178,16 @@ impl Cq {
         if g.armed == 0 || want == 1 {
             g.armed = want;
         }
+        if g.armed == 1 && !g.wcs.is_empty() {
+            // Completions not yet polled: the event comes now, as a
+            // Mellanox CQ's arm doorbell (it carries the consumer index)
+            // fires at once.  UCX counts on it: its wakeup arms a CQ after
+            // its last poll and sleeps without polling again; a completion
+            // that came in between would otherwise never wake it.
+            g.armed = 0;
+            self.armed_ctr.fetch_sub(1, Ordering::SeqCst);
+            self.notify(&mut g);
+        }
     }
 
     /// The async-event pipe duplicate for a new CQ of context `c`.
