@@ -82,6 +82,40 @@ def verdict(r, limit, le):
     return "meets" if (r <= limit if le else r >= limit) else "misses"
 
 
+def pairs_section(rows):
+    """1, 2 and 4 pairs at once (issue 33): aggregate ib_write_bw 64 KiB and
+    ibv_rc_pingpong message rate against one pair's, beside K UDP streams."""
+    print(f"{'pairs at once (no pinning)':<28}{'1 pair':>9}{'2 pairs':>9}{'4 pairs':>9}  x 1 pair (target >=1.0 on 2 CPUs)")
+    figs = {}
+    for what in ("ib_write_bw", "rc_pingpong", "udp"):
+        for k in (1, 2, 4):
+            tot, ok = 0.0, True
+            for i in range(k):
+                if what == "ib_write_bw":
+                    r = perftest_row(f"pairs{k}.ib_write_bw.{i}")
+                    v = r[3] * 1048576 / 1e6 if r and len(r) > 3 else None
+                elif what == "rc_pingpong":
+                    m = re.search(r"(\d+) iters in ([\d.]+) seconds", read(f"pairs{k}.rc_pingpong.{i}.client"))
+                    v = int(m.group(1)) / float(m.group(2)) if m and float(m.group(2)) > 0 else None
+                else:
+                    v = kv(read(f"pairs{k}.udp.{i}.server"), "received_MBps")
+                if v is None:
+                    ok = False
+                else:
+                    tot += v
+            figs[(what, k)] = tot if ok else None
+    units = {"ib_write_bw": "MB/s", "rc_pingpong": "iter/s", "udp": "MB/s"}
+    for what in ("ib_write_bw", "rc_pingpong", "udp"):
+        one = figs[(what, 1)]
+        cells = [fmt(figs[(what, k)], 0) for k in (1, 2, 4)]
+        xs = [ratio(figs[(what, k)], one) for k in (2, 4)]
+        v = "reference" if what == "udp" else ", ".join(verdict(x, 1.0, False) for x in xs)
+        label = f"{what} ({units[what]}, sum)"
+        print(f"{label:<28}{cells[0]:>9}{cells[1]:>9}{cells[2]:>9}  {fmt(xs[0])} / {fmt(xs[1])}  {v}")
+        rows.append(dict(test=f"pairs {what}", unit=units[what], one=one, two=figs[(what, 2)], four=figs[(what, 4)],
+                         two_over_one=xs[0], four_over_one=xs[1], verdict=v))
+
+
 def main():
     skipped = read("skipped").strip()
     rows = []
@@ -129,6 +163,7 @@ def main():
                     print(f"{t + ' ' + str(s // 1024) + ' KiB mtu ' + str(m):<28}{fmt(bw, 0):>11}{fmt(ref, 0):>9}{fmt(x):>8}  {v}")
                     rows.append(dict(test=t, bytes=s, ib_mtu=m, MBps=bw, reference="udp_stream_received_MBps",
                                      reference_value=ref, ratio=x, verdict=v))
+        pairs_section(rows)
     pipe = kv(read("pipe.pingpong.client"), "typical_us")
     m = re.search(r"([\d.]+) usec/iter", read("rc_pingpong_e.client"))
     ev = float(m.group(1)) if m else None

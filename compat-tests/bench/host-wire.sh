@@ -103,6 +103,42 @@ for m in 1024 4096; do
         done
     done
 done
+# K pairs at once (issue 33): each pair its own server and client, no CPU
+# pinning (K processes per side on 2 CPUs), between the same two addresses;
+# beside K UDP streams between the same namespaces as the reference.
+# multi NAME K SERVER-CMD... -- CLIENT-ARGS...: like pair, K at once
+multi() {
+    local name=$1 k=$2 srv=() cli=() sps=() cps=() i; shift 2
+    while [ "$1" != -- ]; do srv+=("$1"); shift; done; shift; cli=("$@")
+    for ((i = 0; i < k; i++)); do
+        side a 0-1; "${P[@]}" $((TO + BW_D + 10)) "${srv[@]}" -p $((port + 1 + i)) > "$S/$name.$i.server" 2>&1 &
+        sps+=($!)
+    done
+    sleep 0.5
+    for ((i = 0; i < k; i++)); do
+        side b 0-1; "${P[@]}" $((TO + BW_D + 10)) "${srv[@]}" "${cli[@]}" -p $((port + 1 + i)) $A > "$S/$name.$i.client" 2>&1 &
+        cps+=($!)
+    done
+    for ((i = 0; i < k; i++)); do
+        wait "${cps[$i]}"; local crc=$?
+        wait "${sps[$i]}"; echo "$crc $?" > "$S/$name.$i.rc"
+    done
+    port=$((port + k))
+}
+PP_N=${BENCH_WIRE_PAIR_ITERS:-20000}
+say "host wire: 1, 2 and 4 pairs at once: ib_write_bw 64 KiB (-D $BW_D), ibv_rc_pingpong 4 KiB (-n $PP_N), K UDP streams"
+for k in 1 2 4; do
+    multi "pairs$k.ib_write_bw" $k ib_write_bw -d rw0 -x "$G" -s 65536 -m 4096 -D "$BW_D" --
+    multi "pairs$k.rc_pingpong" $k ibv_rc_pingpong -d rw0 -g "$G" -s 4096 -n "$PP_N" --
+    for ((i = 0; i < k; i++)); do
+        ip netns exec bwa timeout 60 "$NETREF" udp-sink $A $((18700 + i)) "$BW_D" > "$S/pairs$k.udp.$i.server" 2>&1 &
+    done
+    sleep 0.3
+    for ((i = 0; i < k; i++)); do
+        ip netns exec bwb timeout 60 "$NETREF" udp-blast $A $((18700 + i)) 4096 "$BW_D" > "$S/pairs$k.udp.$i.client" 2>&1 &
+    done
+    wait
+done
 trap - EXIT
 cleanup
 
