@@ -114,49 +114,33 @@ done
 port=$((port+1))
 pair "ibv_rc_pingpong -s 1000000 -n 200" 60 ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port -- ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port localhost
 
-# Error semantics and isolation (two processes, see semantics.c).
-if ${SOFT_CC:-cc} -O1 -o "$OUT/semantics" compat-tests/soft/semantics.c -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/semantics.cc"; then
-    timeout 120 ${SOFT_EXEC:-} "$OUT/semantics" >"$OUT/semantics.out" 2>&1; rc=$?
-    while read -r l; do
-        case "$l" in
-            PASS\ *) pass "semantics: ${l#PASS }";;
-            FAIL\ *) n=${l#FAIL }; fail "semantics: ${n%%: *}" "${n#*: }";;
-        esac
-    done <"$OUT/semantics.out"
-    [ $rc -eq 0 ] || fail "semantics" "exit status $rc ($(grep -v '^PASS\|^FAIL' "$OUT/semantics.out" | head -n2 | tr '\n' ' '))"
-else
-    fail "semantics (build)" "$(head -n3 "$OUT/semantics.cc")"
-fi
+# prog NAME TIMEOUT: builds compat-tests/soft/NAME.c against our library,
+# runs it, and takes its PASS/FAIL lines as the suite's ("NAME: ..."); its
+# other lines (not starting with '#') explain a non-zero exit status.
+prog() {
+    local n=$1 to=$2 rc l
+    if ${SOFT_CC:-cc} -O1 -o "$OUT/$n" "compat-tests/soft/$n.c" -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/$n.cc"; then
+        timeout "$to" ${SOFT_EXEC:-} "$OUT/$n" >"$OUT/$n.out" 2>&1; rc=$?
+        while read -r l; do
+            case "$l" in
+                PASS\ *) pass "$n: ${l#PASS }";;
+                FAIL\ *) l=${l#FAIL }; fail "$n: ${l%%: *}" "${l#*: }";;
+            esac
+        done <"$OUT/$n.out"
+        [ $rc -eq 0 ] || fail "$n" "exit status $rc ($(grep -v '^PASS\|^FAIL\|^#' "$OUT/$n.out" | head -n2 | tr '\n' ' '))"
+    else
+        fail "$n (build)" "$(head -n3 "$OUT/$n.cc")"
+    fi
+}
 
+# Error semantics and isolation (two processes, see semantics.c).
+prog semantics 120
 # The last differences from rxe that an outside suite found (issue 34): each
 # checked against rxe's answer (compat-tests/vm-sweep compares them in the VM).
-if ${SOFT_CC:-cc} -O1 -o "$OUT/rxe-diffs" compat-tests/soft/rxe-diffs.c -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/rxe-diffs.cc"; then
-    timeout 120 ${SOFT_EXEC:-} "$OUT/rxe-diffs" >"$OUT/rxe-diffs.out" 2>&1; rc=$?
-    while read -r l; do
-        case "$l" in
-            PASS\ *) pass "rxe-diffs: ${l#PASS }";;
-            FAIL\ *) n=${l#FAIL }; fail "rxe-diffs: ${n%%: *}" "${n#*: }";;
-        esac
-    done <"$OUT/rxe-diffs.out"
-    [ $rc -eq 0 ] || fail "rxe-diffs" "exit status $rc ($(grep -v '^PASS\|^FAIL' "$OUT/rxe-diffs.out" | head -n2 | tr '\n' ' '))"
-else
-    fail "rxe-diffs (build)" "$(head -n3 "$OUT/rxe-diffs.cc")"
-fi
-
+prog rxe-diffs 120
 # Completion events as UCX's wakeup mode uses them (poll, drain the
 # channel, arm, sleep in edge-triggered epoll; see wakeup.c).
-if ${SOFT_CC:-cc} -O1 -o "$OUT/wakeup" compat-tests/soft/wakeup.c -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/wakeup.cc"; then
-    timeout 60 ${SOFT_EXEC:-} "$OUT/wakeup" >"$OUT/wakeup.out" 2>&1; rc=$?
-    while read -r l; do
-        case "$l" in
-            PASS\ *) pass "wakeup: ${l#PASS }";;
-            FAIL\ *) n=${l#FAIL }; fail "wakeup: ${n%%: *}" "${n#*: }";;
-        esac
-    done <"$OUT/wakeup.out"
-    [ $rc -eq 0 ] || fail "wakeup" "exit status $rc ($(grep -v '^PASS\|^FAIL\|^#' "$OUT/wakeup.out" | head -n2 | tr '\n' ' '))"
-else
-    fail "wakeup (build)" "$(head -n3 "$OUT/wakeup.cc")"
-fi
+prog wakeup 60
 
 # ibv_asyncwatch: opens the device and waits for events (none come).
 timeout 2 ibv_asyncwatch -d swr0 >"$OUT/asyncwatch" 2>&1; rc=$?

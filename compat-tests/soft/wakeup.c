@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/qpsetup.h"
+
 static struct ibv_context *ctx;
 static struct ibv_comp_channel *ch;
 static struct ibv_cq *cq;
@@ -44,23 +46,16 @@ static void die(const char *m) { perror(m); exit(2); }
 
 static void connect_qp(struct ibv_qp *q, uint32_t dqpn)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("init");
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTR; a.path_mtu = IBV_MTU_1024; a.dest_qp_num = dqpn;
-	a.max_dest_rd_atomic = 1; a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1; a.ah_attr.grh.sgid_index = 1; a.ah_attr.grh.hop_limit = 1; a.ah_attr.port_num = 1;
-	if (ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid))
+	struct qps_conn c;
+
+	qps_defaults(&c); /* MTU 1024, timeout 14, 7 retries, RNR timer 12 */
+	c.access = 0;
+	c.dest_qpn = dqpn;
+	c.sgid_index = 1;
+	if (ibv_query_gid(ctx, 1, 1, &c.dgid))
 		die("gid");
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("rtr");
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTS; a.timeout = 14; a.retry_cnt = 7; a.rnr_retry = 7; a.max_rd_atomic = 1;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("rts");
+	if (qps_to_rts(q, &c, NULL))
+		die("modify_qp to RTS");
 }
 
 static void setup(void)
