@@ -454,33 +454,24 @@ fn local_iovs(local: &mut Vec<libc::iovec>, sges: &[ibv_sge], len: usize) -> boo
 /// iovecs `local` and process `pid`'s `remote`: the bytes copied, or
 /// Err(errno).
 fn cma_call(pid: libc::pid_t, local: &[libc::iovec], remote: &[libc::iovec], write: bool) -> Result<usize, i32> {
-    let n = if write {
-        // SAFETY: the kernel reads our memory through `local` (it reports a
-        // missing page as EFAULT, never as a signal) and writes the other
-        // process's; no Rust object is involved.
-        unsafe {
-            libc::process_vm_writev(
-                pid,
-                local.as_ptr(),
-                local.len() as _,
-                remote.as_ptr(),
-                remote.len() as _,
-                0,
-            )
-        }
+    let call = if write {
+        libc::process_vm_writev
     } else {
-        // SAFETY: as above, the other way round: our SGEs are written by
-        // the kernel, with EFAULT for a page that is not there.
-        unsafe {
-            libc::process_vm_readv(
-                pid,
-                local.as_ptr(),
-                local.len() as _,
-                remote.as_ptr(),
-                remote.len() as _,
-                0,
-            )
-        }
+        libc::process_vm_readv
+    };
+    // SAFETY: the kernel copies between our memory through `local` and the
+    // other process's through `remote` (writev: ours is read; readv: ours is
+    // written); it reports a missing page as EFAULT, never as a signal; no
+    // Rust object is involved.
+    let n = unsafe {
+        call(
+            pid,
+            local.as_ptr(),
+            local.len() as _,
+            remote.as_ptr(),
+            remote.len() as _,
+            0,
+        )
     };
     if n < 0 {
         return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
