@@ -20,30 +20,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "../common/check.h"
 #include "../common/entries.h"
 
 #define QKEY 0x11111111u
 #define CYCLES 50
 
-static int failures;
 static struct ibv_device *dev;
-
-static void check(int ok, const char *name, const char *why)
-{
-	if (ok)
-		printf("PASS %s\n", name);
-	else {
-		printf("FAIL %s: %s\n", name, why);
-		failures++;
-	}
-	fflush(stdout);
-}
-
-static void die(const char *m)
-{
-	perror(m);
-	exit(2);
-}
 
 /* (d) open contexts until ibv_open_device fails, close them, 50 times: the
  * descriptors of the process and the endpoint files of the user's private

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/check.h"
 #include "../common/qpsetup.h"
 
 #define NPAIR 10
@@ -28,20 +29,6 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq *cq;
 static struct ibv_qp *qp[NPAIR];
-static int failures;
-
-static void check(int ok, const char *name, const char *why)
-{
-	if (ok)
-		printf("PASS %s\n", name);
-	else {
-		printf("FAIL %s: %s\n", name, why);
-		failures++;
-	}
-	fflush(stdout);
-}
-
-static void die(const char *m) { perror(m); exit(2); }
 
 static struct ibv_qp *mkqp(void)
 {

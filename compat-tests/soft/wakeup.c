@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/check.h"
 #include "../common/qpsetup.h"
 
 static struct ibv_context *ctx;
@@ -29,20 +30,7 @@ static struct ibv_cq *cq;
 static struct ibv_qp *qa, *qb;
 static struct ibv_mr *mr;
 static char buf[2][64];
-static int ep, failures;
-
-static void check(int ok, const char *name, const char *why)
-{
-	if (ok)
-		printf("PASS %s\n", name);
-	else {
-		printf("FAIL %s: %s\n", name, why);
-		failures++;
-	}
-	fflush(stdout);
-}
-
-static void die(const char *m) { perror(m); exit(2); }
+static int ep;
 
 static void connect_qp(struct ibv_qp *q, uint32_t dqpn)
 {
