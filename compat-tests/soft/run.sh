@@ -115,8 +115,8 @@ port=$((port+1))
 pair "ibv_rc_pingpong -s 1000000 -n 200" 60 ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port -- ibv_rc_pingpong -d swr0 -g 1 -s 1000000 -n 200 -p $port localhost
 
 # prog NAME TIMEOUT: builds compat-tests/soft/NAME.c against our library,
-# runs it, and takes its PASS/FAIL lines as the suite's ("NAME: ..."); its
-# other lines (not starting with '#') explain a non-zero exit status.
+# runs it, and takes its PASS/FAIL/SKIP lines as the suite's ("NAME: ...");
+# its other lines (not starting with '#') explain a non-zero exit status.
 prog() {
     local n=$1 to=$2 rc l
     if ${SOFT_CC:-cc} -O1 -o "$OUT/$n" "compat-tests/soft/$n.c" -I"$OUR_INCLUDE" -L"$LIBDIR" -l:libibverbs.so.1 2>"$OUT/$n.cc"; then
@@ -124,10 +124,11 @@ prog() {
         while read -r l; do
             case "$l" in
                 PASS\ *) pass "$n: ${l#PASS }";;
+                SKIP\ *) l=${l#SKIP }; skip "$n: ${l%%: *}" "${l#*: }";;
                 FAIL\ *) l=${l#FAIL }; fail "$n: ${l%%: *}" "${l#*: }";;
             esac
         done <"$OUT/$n.out"
-        [ $rc -eq 0 ] || fail "$n" "exit status $rc ($(grep -v '^PASS\|^FAIL\|^#' "$OUT/$n.out" | head -n2 | tr '\n' ' '))"
+        [ $rc -eq 0 ] || fail "$n" "exit status $rc ($(grep -v '^PASS\|^FAIL\|^SKIP\|^#' "$OUT/$n.out" | head -n2 | tr '\n' ' '))"
     else
         fail "$n (build)" "$(head -n3 "$OUT/$n.cc")"
     fi

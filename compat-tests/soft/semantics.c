@@ -6,6 +6,7 @@
  * initiator; for each check it uses a fresh RC QP pair (errors move QPs to
  * the error state).  Output: one "PASS <name>" / "FAIL <name>: why" line per
  * check.  Exit 0 when every check passed. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,6 +159,18 @@ static int post_rdma_list(struct ibv_qp *q, enum ibv_wr_opcode op, struct ibv_mr
 	return ibv_post_send(q, w, &bad);
 }
 
+/* Whether this process may copy through the kernel's cross-memory attach:
+ * where it may not (qemu-user has no process_vm_readv: ENOSYS), the
+ * provider's copies into memory that may be unmapped are plain CPU copies
+ * (providers/swrdma/README.md), so the unmapped-page cases below are not
+ * run there. */
+static int cma_works(void)
+{
+	char a[8] = "cma", b[8];
+	struct iovec l = { b, sizeof b }, r = { a, sizeof a };
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof a;
+}
+
 /* 3. A list of three 8-byte WRITEs into three pages of the target's MR C
  * whose middle page the target unmapped after registering it: one
  * process_vm_writev for the list stops in the second (EFAULT); the first
@@ -227,7 +241,10 @@ static void post_list_checks(struct ibv_mr *ml, const struct info *t)
 	expect_wr("list with a bad write: 3rd -> REM_ACCESS_ERR", 102, IBV_WC_REM_ACCESS_ERR);
 	expect_wr("list with a bad write: 4th -> WR_FLUSH_ERR", 103, IBV_WC_WR_FLUSH_ERR);
 	expect_wr("list with a bad write: 5th -> WR_FLUSH_ERR", 104, IBV_WC_WR_FLUSH_ERR);
-	fault_list_checks(ml, t);
+	if (cma_works())
+		fault_list_checks(ml, t);
+	else
+		printf("SKIP list with an unmapped target page: no process_vm_readv here (qemu-user), the provider's copies are plain CPU copies\n");
 }
 
 int main(void)
@@ -262,7 +279,8 @@ int main(void)
 		struct ibv_mr *mc = ibv_reg_mr(pd, C, 3 * 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		if (!mc)
 			die("mr");
-		munmap(C + 4096, 4096);
+		if (cma_works())
+			munmap(C + 4096, 4096);
 		in.c = (uintptr_t)C; in.rkc = mc->rkey;
 		for (int i = 0; i < NPAIR; i++)
 			in.qpn[i] = qp[i]->qp_num;
@@ -292,12 +310,15 @@ int main(void)
 			for (int i = 16; i < 40; i++)
 				untouched &= ((char *)A)[512 + i] == 0;
 			check(untouched, "target memory: the bad write and the flushed ones did not land", "modified");
-			check(!memcmp(C, "xxxxxxxx", 8), "target memory: the write before the unmapped page landed",
-			      "data differs");
-			int clean2 = 1;
-			for (int i = 0; i < 8; i++)
-				clean2 &= C[2 * 4096 + i] == 0;
-			check(clean2, "target memory: the write flushed after the unmapped page did not land", "modified");
+			if (cma_works()) {
+				check(!memcmp(C, "xxxxxxxx", 8), "target memory: the write before the unmapped page landed",
+				      "data differs");
+				int clean2 = 1;
+				for (int i = 0; i < 8; i++)
+					clean2 &= C[2 * 4096 + i] == 0;
+				check(clean2, "target memory: the write flushed after the unmapped page did not land",
+				      "modified");
+			}
 		}
 		int clean = 1;
 		for (int i = 0; i < BUF / 8; i++)
