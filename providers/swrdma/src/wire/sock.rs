@@ -1215,15 +1215,21 @@ impl Sock {
             pinned,
             ..
         } = rx;
-        let held: Vec<Arc<Flow>> = pinned
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|f| ready.contains(&(FLOW_TAG | f.fd.as_raw_fd() as u64)))
-            .collect();
-        for fl in flows.iter().chain(held.iter().map(|f| &**f)) {
-            if !ready.contains(&(FLOW_TAG | fl.fd.as_raw_fd() as u64)) {
-                continue;
-            }
+        let tag = |f: &Flow| FLOW_TAG | f.fd.as_raw_fd() as u64;
+        for &t in ready.iter().filter(|&&t| t & FLOW_TAG != 0) {
+            // The ready flow: one of ours, or one a QP holds (kept alive
+            // while it is drained).
+            let held;
+            let fl = match flows.iter().find(|f| tag(f) == t) {
+                Some(f) => f,
+                None => match pinned.iter().filter_map(Weak::upgrade).find(|f| tag(f) == t) {
+                    Some(f) => {
+                        held = f;
+                        &*held
+                    }
+                    None => continue,
+                },
+            };
             loop {
                 let want = max.saturating_sub(done).min(BATCH);
                 if want == 0 {
