@@ -9,11 +9,13 @@
 //! | the IP CM private-data header (IBTA Annex A11.4, `cma_hdr`) | [`ipcm`] |
 //! | one connection's CM state, timers and retry budget | [`conn`] |
 //! | the kernel rdma_cm's semantics behind `/dev/infiniband/rdma_cm` | [`cma`] |
+//! | the abstract socket names of the carriers | [`names`] |
 
 pub mod cma;
 pub mod conn;
 pub mod ipcm;
 pub mod mad;
+pub mod names;
 #[doc(hidden)]
 pub mod testkit;
 

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod crc;
+pub mod fwd;
 mod icrc;
 
 pub use icrc::{grh, grh_ident, icrc, icrc_ident, icrc_ipv4_ident, icrc_ok, IpInfo};
@@ -43,6 +44,16 @@ pub const ICRC_LEN: usize = 4;
 /// The largest header (BTH + extension headers) of any opcode of the table:
 /// the atomic requests (BTH + AtomicETH).  Checked against the table by a test.
 pub const MAX_HDR: usize = BTH_LEN + ATOMIC_ETH_LEN;
+
+/// The UDP source port of QP `qpn`'s packets, as the kernel's rxe derives
+/// its own (in the dynamic range 0xc000-0xffff: 0xc000 plus the top 14 bits
+/// of `qpn` times the 32-bit golden ratio, `hash_32`).  Both ends compute
+/// it: our QPs send from it, and a QP that is told its peer's QPN (RTR)
+/// opens the flow socket for the peer's port at once, so that neither
+/// rxe's nor our peer's packets wait for another process to forward them.
+pub fn src_port(qpn: u32) -> u16 {
+    0xc000 | ((qpn.wrapping_mul(0x61c8_8647) >> 18) as u16 & 0x3fff)
+}
 
 /// PSNs are 24-bit.
 pub const PSN_MASK: u32 = 0x00FF_FFFF;

@@ -111,11 +111,11 @@ pub const PORT: u16 = 4791;
 /// The shortest datagram we look at: a base transport header.
 const MIN_LEN: usize = 12;
 
-/// Magic and version of a forwarded datagram's header.
-const FWD_MAGIC: [u8; 4] = *b"SWw\x01";
+/// Size of a forwarded datagram's header (`swrdma_roce::fwd`).
+pub const FWD_HDR: usize = swrdma_roce::fwd::HDR;
 
-/// Size of a forwarded datagram's header (see [`fwd_header`]).
-pub const FWD_HDR: usize = 44;
+/// The general services QP (the CM's MADs), which the wire agent owns.
+const GSI_QPN: u32 = 1;
 
 /// Bytes per receive buffer: a jumbo frame's UDP payload (9000-byte MTU)
 /// plus the forward header, rounded up; larger datagrams are dropped (the
@@ -315,21 +315,7 @@ fn raw_sockaddr(dst: IpAddr, ifindex: u32) -> ([u8; NAME], usize) {
     }
 }
 
-/// Metadata of a received datagram.
-#[allow(dead_code)] // fields read by the wire engine (being written)
-#[derive(Clone, Copy, Debug)]
-pub struct RxMeta {
-    /// Source IP address (IPv4 as `V4`).
-    pub src: IpAddr,
-    /// Destination IP address (one of ours).
-    pub dst: IpAddr,
-    /// UDP source port.
-    pub sport: u16,
-    /// IPv4 TOS / IPv6 traffic class.
-    pub tclass: u8,
-    /// IPv4 TTL / IPv6 hop limit.
-    pub hop: u8,
-}
+pub use swrdma_roce::fwd::RxMeta;
 
 /// Receive buffers and per-datagram results of one `recvmmsg`.
 struct Bufs {
@@ -352,6 +338,8 @@ struct Conns {
     inc: Vec<OwnedFd>,
     /// Made to other contexts, by owner id.
     out: Vec<(u32, OwnedFd)>,
+    /// Made to the wire agent's QP1 intake (see [`Sock::to_agent`]).
+    agent: Option<OwnedFd>,
 }
 
 /// A flow socket: a UDP socket bound to one of our addresses' port 4791
@@ -409,15 +397,7 @@ impl Drop for Sender {
     }
 }
 
-/// The UDP source port of QP `qpn`'s packets, as the kernel's rxe derives
-/// its own (in the dynamic range 0xc000-0xffff: 0xc000 plus the top 14 bits
-/// of `qpn` times the 32-bit golden ratio, `hash_32`).  Both ends compute
-/// it: our QPs send from it, and a QP that is told its peer's QPN (RTR)
-/// opens the flow socket for the peer's port at once, so that neither
-/// rxe's nor our peer's packets wait for another process to forward them.
-pub fn src_port(qpn: u32) -> u16 {
-    0xc000 | ((qpn.wrapping_mul(0x61c8_8647) >> 18) as u16 & 0x3fff)
-}
+pub use swrdma_roce::src_port;
 
 /// Senders per context at most (each a descriptor of the process).
 const MAX_SENDERS: usize = 128;
@@ -640,40 +620,6 @@ fn parse_cmsgs(ctrl: &[u8], m: &mut RxMeta) {
     }
 }
 
-/// The header of a forwarded datagram: magic and version (4 bytes), source
-/// and destination address (16 bytes each, IPv4 v4-mapped), source port (2,
-/// big endian), traffic class (1), hop limit (1), interface index (4, big
-/// endian).
-fn fwd_header(m: &RxMeta, ifindex: u32) -> [u8; FWD_HDR] {
-    let v6 = |a: IpAddr| match a {
-        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
-        IpAddr::V6(a) => a.octets(),
-    };
-    let mut h = [0u8; FWD_HDR];
-    h[0..4].copy_from_slice(&FWD_MAGIC);
-    h[4..20].copy_from_slice(&v6(m.src));
-    h[20..36].copy_from_slice(&v6(m.dst));
-    h[36..38].copy_from_slice(&m.sport.to_be_bytes());
-    h[38] = m.tclass;
-    h[39] = m.hop;
-    h[40..44].copy_from_slice(&ifindex.to_be_bytes());
-    h
-}
-
-/// Parses a forwarded datagram's header: the metadata, the interface index.
-fn parse_fwd(p: &[u8]) -> Option<(RxMeta, u32)> {
-    if take::<4>(p, 0)? != FWD_MAGIC {
-        return None;
-    }
-    let m = RxMeta {
-        src: Ipv6Addr::from(take::<16>(p, 4)?).to_canonical(),
-        dst: Ipv6Addr::from(take::<16>(p, 20)?).to_canonical(),
-        sport: u16::from_be_bytes(take(p, 36)?),
-        tclass: *p.get(38)?,
-        hop: *p.get(39)?,
-    };
-    Some((m, u32::from_be_bytes(take(p, 40)?)))
-}
 
 impl Bufs {
     fn new() -> Bufs {
@@ -803,6 +749,7 @@ impl Sock {
                 conns: Conns {
                     inc: Vec::new(),
                     out: Vec::new(),
+                    agent: None,
                 },
                 flows: Vec::new(),
                 pinned: Vec::new(),
@@ -1008,7 +955,7 @@ impl Sock {
 
     /// Forwards a datagram to the context owning its QPN; failures drop it.
     fn forward(&self, conns: &mut Conns, owner: u32, m: &RxMeta, payload: &[u8]) {
-        let h = fwd_header(m, self.ifindex);
+        let h = swrdma_roce::fwd::header(m, self.ifindex);
         let iov = [IoSlice::new(&h), IoSlice::new(payload)];
         let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
         // A second try with a new connection if the cached one is broken.
@@ -1033,6 +980,42 @@ impl Sock {
                 Err(_) => {
                     conns.out.swap_remove(i);
                 }
+            }
+        }
+        record::note(Ev::UdpFwdErr, payload);
+    }
+
+    /// Hands a datagram for QP1 (a CM MAD) to the wire agent of our user
+    /// and interface, which owns QP1 and its flows (it connects a flow
+    /// socket of its own to the sender, so only a peer's first MAD comes
+    /// this way).  Dropped when no agent runs: nobody on this interface
+    /// uses rdma_cm then (the interposer starts the agent for its ids).
+    fn to_agent(&self, conns: &mut Conns, m: &RxMeta, payload: &[u8]) {
+        let h = swrdma_roce::fwd::header(m, self.ifindex);
+        let iov = [IoSlice::new(&h), IoSlice::new(payload)];
+        let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+        for _ in 0..2 {
+            if conns.agent.is_none() {
+                let name = swrdma_wired::proto::qp1_name(
+                    rustix::process::geteuid().as_raw(),
+                    self.ifindex,
+                    &std::env::var("SWRDMA_WIRED_SCOPE").unwrap_or_default(),
+                );
+                let fl = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+                let Ok(fd) = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, fl, None) else {
+                    return record::note(Ev::UdpFwdErr, payload);
+                };
+                let Ok(a) = SocketAddrUnix::new_abstract_name(&name) else { return };
+                if connect(&fd, &a).is_err() {
+                    return record::note(Ev::UdpNoOwner, payload);
+                }
+                conns.agent = Some(fd);
+            }
+            let Some(fd) = conns.agent.as_ref() else { return };
+            match sendmsg(fd, &iov, &mut SendAncillaryBuffer::default(), flags) {
+                Ok(_) => return record::note(Ev::UdpFwd, payload),
+                Err(Errno::AGAIN) => return record::note(Ev::UdpFwdFull, payload),
+                Err(_) => conns.agent = None,
             }
         }
         record::note(Ev::UdpFwdErr, payload);
@@ -1384,6 +1367,8 @@ impl Sock {
         if mine(qpn) {
             record::note(Ev::UdpMine, p);
             f(&m, p);
+        } else if qpn == GSI_QPN {
+            self.to_agent(conns, &m, p);
         } else if let Some(o) = owner(qpn) {
             if o != self.ctx_id {
                 self.forward(conns, o, &m, p);
@@ -1408,7 +1393,7 @@ impl Sock {
             return None;
         }
         let d = bufs.data.get(j * BUF..j * BUF + s.len)?;
-        let (m, ifindex) = parse_fwd(d)?;
+        let (m, ifindex) = swrdma_roce::fwd::parse(d)?;
         if !self.addrs.contains(&m.dst) {
             return None;
         }
@@ -1539,6 +1524,7 @@ mod tests {
         let mut conns = Conns {
             inc: Vec::new(),
             out: Vec::new(),
+            agent: None,
         };
         other.forward(&mut conns, 1, &m, &pkt);
         for _ in 0..100 {

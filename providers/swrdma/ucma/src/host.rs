@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use swrdma_cm::cma::{Dest, Dev, Host, EADDRINUSE, EADDRNOTAVAIL, ENETUNREACH, ENODEV};
 use swrdma_cm::mad::MAD_LEN;
@@ -269,7 +269,7 @@ pub struct SoftHost {
     /// thread, in order, while the receiver is there (see
     /// [`PENDING_FOR_NS`]).  Only receivers with messages waiting have an
     /// entry.
-    pub pending: HashMap<Vec<u8>, std::collections::VecDeque<([u8; MAD_LEN], u64)>>,
+    pub pending: HashMap<Vec<u8>, std::collections::VecDeque<(Vec<u8>, u64)>>,
     /// How many messages `pending` holds, all receivers together.
     pub pending_len: usize,
     /// For each receiver with messages in `pending`, a socket connected
@@ -281,6 +281,17 @@ pub struct SoftHost {
     /// A receiver has messages waiting and no waiter (one could not be
     /// made): what waits is tried again on a timer.
     pub unwatched: bool,
+    /// The wire agents greeted, by interface index (None: it could not be
+    /// had): the session keeps the agent, which owns the interface's QP1,
+    /// running while this process may speak rdma_cm on it.
+    agents: HashMap<u32, Option<Agent>>,
+}
+
+/// A wire agent's session and the read end of the event pipe it was
+/// given (nothing is written to it yet).
+struct Agent {
+    _session: swrdma_wired::client::Session,
+    _events: OwnedFd,
 }
 
 /// How long a released port's socket lingers (see `SoftHost::graveyard`),
@@ -333,6 +344,7 @@ impl SoftHost {
             pending_len: 0,
             waiters: HashMap::new(),
             unwatched: false,
+            agents: HashMap::new(),
         }
     }
 
@@ -350,7 +362,7 @@ impl SoftHost {
     }
 
     fn port_name(&self, ps: u16, port: u16) -> Vec<u8> {
-        format!("swrdma-cm/{}/{:04x}/{}", self.uid, ps, port).into_bytes()
+        swrdma_cm::names::port(self.uid, ps, port)
     }
 
     /// The process's own socket, made on first use.
@@ -396,15 +408,16 @@ impl SoftHost {
     }
 
     /// Sends one datagram.
-    fn try_send(&mut self, name: &[u8], mad: &[u8; MAD_LEN]) -> Sent {
+    fn try_send(&mut self, name: &[u8], mad: &[u8]) -> Sent {
         let Some(fd) = self.own_fd() else { return Sent::Yes };
         let (a, len) = abstract_addr(name);
-        // SAFETY: our socket, a 256-byte buffer, a sockaddr_un of `len`.
+        // SAFETY: our socket, a buffer of `mad.len()` bytes, a sockaddr_un
+        // of `len`.
         let r = unsafe {
             libc::sendto(
                 fd,
                 mad.as_ptr().cast(),
-                MAD_LEN,
+                mad.len(),
                 libc::MSG_DONTWAIT,
                 (&a as *const libc::sockaddr_un).cast(),
                 len,
@@ -455,7 +468,7 @@ impl SoftHost {
     /// Queues `mad` for `name` behind what waits for it, unless too many
     /// wait, for it or in all (then it is dropped, as a full link drops
     /// it).
-    fn queue(&mut self, name: Vec<u8>, mad: &[u8; MAD_LEN]) {
+    fn queue(&mut self, name: Vec<u8>, mad: &[u8]) {
         if self.pending_len >= PENDING_MAX {
             return;
         }
@@ -464,7 +477,7 @@ impl SoftHost {
         if q.len() >= PENDING_MAX_PER_RECEIVER {
             return;
         }
-        q.push_back((*mad, until));
+        q.push_back((mad.to_vec(), until));
         self.pending_len += 1;
     }
 
@@ -525,6 +538,116 @@ impl SoftHost {
             }
         )
     }
+}
+
+impl SoftHost {
+    /// Sends `msg` to the socket `name`, or queues it behind what waits for
+    /// that receiver; false when nobody holds the name.
+    fn deliver(&mut self, name: Vec<u8>, msg: &[u8]) -> bool {
+        if self.pending.contains_key(&name) {
+            // Behind what waits for the same receiver (its waiter, or the
+            // timer, sends it).
+            self.queue(name, msg);
+            return true;
+        }
+        match self.try_send(&name, msg) {
+            Sent::Yes => true,
+            Sent::Full => {
+                self.wait_for(&name);
+                self.queue(name, msg);
+                true
+            }
+            Sent::Nobody => false,
+        }
+    }
+
+    /// The interface index of wire device `dev` when `ip` is another
+    /// host's address (not one of our soft devices'): its CM messages go
+    /// through the interface's agent, which owns QP1.
+    fn remote_wire(&mut self, dev: &str, ip: IpAddr) -> Option<u32> {
+        let ifindex = wire_ifindex(dev)?;
+        self.dev_for(ip).is_none().then_some(ifindex)
+    }
+
+    /// Greets (starting it if need be) the agent of wire interface
+    /// `ifindex`, once; false when it cannot be had (said on stderr with
+    /// `SWRDMA_CM_TRACE`).
+    pub fn ensure_agent(&mut self, ifindex: u32) -> bool {
+        if let Some(a) = self.agents.get(&ifindex) {
+            return a.is_some();
+        }
+        let a = greet_agent(ifindex);
+        if let Err(e) = &a {
+            if crate::ucma::trace() {
+                eprintln!("swrdma-ucma: the wire agent of interface {ifindex}: {e}");
+            }
+        }
+        let ok = a.is_ok();
+        self.agents.insert(ifindex, a.ok());
+        ok
+    }
+
+    /// The agents of every wire device (a listener may take requests on
+    /// any of them).
+    pub fn ensure_agents(&mut self) {
+        for n in soft_names() {
+            if let Some(i) = wire_ifindex(&n) {
+                self.ensure_agent(i);
+            }
+        }
+    }
+
+    /// A message that starts a conversation with another host (a REQ, a
+    /// SIDR_REQ) through the wire agent: its destination and source
+    /// address, then the MAD.
+    fn send_wire(&mut self, ifindex: u32, dst: IpAddr, mad: &[u8; MAD_LEN]) -> bool {
+        if !self.ensure_agent(ifindex) {
+            return false;
+        }
+        let Some(src) = route_source(dst) else { return false };
+        let v6 = |a: IpAddr| match a {
+            IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+            IpAddr::V6(a) => a.octets(),
+        };
+        let mut msg = Vec::with_capacity(swrdma_cm::names::WIRE_IN_PREFIX + MAD_LEN);
+        msg.extend_from_slice(&v6(dst));
+        msg.extend_from_slice(&v6(src));
+        msg.extend_from_slice(mad);
+        let name = swrdma_cm::names::wire_in(self.uid, ifindex, &wired_scope());
+        self.deliver(name, &msg)
+    }
+}
+
+/// `SWRDMA_WIRED_SCOPE`: a private instance of the agents (tests).
+fn wired_scope() -> String {
+    std::env::var("SWRDMA_WIRED_SCOPE").unwrap_or_default()
+}
+
+/// The interface index of soft device `dev` when it is a wire device
+/// (`rw0@eth0` in `RDMAV_SOFT_DEVICES`).
+pub fn wire_ifindex(dev: &str) -> Option<u32> {
+    let v = std::env::var("RDMAV_SOFT_DEVICES").ok()?;
+    let ifname = v.split(',').find_map(|e| {
+        let (n, i) = e.trim().split_once('@')?;
+        (n == dev).then(|| i.to_string())
+    })?;
+    let c = std::ffi::CString::new(ifname).ok()?;
+    // SAFETY: a NUL-terminated name; the call only reads it.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (i != 0).then_some(i)
+}
+
+fn greet_agent(ifindex: u32) -> Result<Agent, String> {
+    use swrdma_wired::client;
+    let access = client::access_page().map_err(|e| e.to_string())?;
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| e.to_string())?;
+    let target = client::Target::new(ifindex);
+    let session = client::connect_or_start(&target, &client::Options::default(), access.as_fd(), w.as_fd())
+        .map_err(|e| e.to_string())?;
+    Ok(Agent {
+        _session: session,
+        _events: r,
+    })
 }
 
 impl SoftHost {
@@ -600,6 +723,8 @@ impl Host for SoftHost {
     }
 
     fn listen_port(&mut self, ps: u16, port: u16) -> Result<(), i32> {
+        // Requests from other hosts reach us through the wire agents.
+        self.ensure_agents();
         if self.ports.contains_key(&(ps, port)) {
             if self.quiet.remove(&(ps, port)).is_some() {
                 self.sockets_changed = true;
@@ -647,24 +772,13 @@ impl Host for SoftHost {
 
     fn send(&mut self, to: &Dest, mad: &[u8; MAD_LEN]) -> bool {
         let name = match to {
-            Dest::Listener { ps, port, .. } => self.port_name(*ps, *port),
+            Dest::Listener { dev, ip, ps, port } => match self.remote_wire(dev, *ip) {
+                Some(ifindex) => return self.send_wire(ifindex, *ip, mad),
+                None => self.port_name(*ps, *port),
+            },
             Dest::Peer(n) => n.clone(),
         };
-        if self.pending.contains_key(&name) {
-            // Behind what waits for the same receiver (its waiter, or the
-            // timer, sends it).
-            self.queue(name, mad);
-            return true;
-        }
-        match self.try_send(&name, mad) {
-            Sent::Yes => true,
-            Sent::Full => {
-                self.wait_for(&name);
-                self.queue(name, mad);
-                true
-            }
-            Sent::Nobody => false,
-        }
+        self.deliver(name, mad)
     }
 
     fn alive(&mut self, to: &Dest) -> bool {

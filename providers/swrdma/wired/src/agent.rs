@@ -172,6 +172,8 @@ pub struct Agent {
     /// them does not reset the refusal away (a Unix socket closed with
     /// unread data resets its peer).
     refusing: HashMap<u64, Refusing>,
+    /// QP1: the CM MADs between this host and others (`qp1.rs`).
+    qp1: Option<crate::qp1::Qp1>,
 }
 
 struct Refusing {
@@ -293,6 +295,8 @@ impl Agent {
         listen(&l, 128).map_err(e("listen"))?;
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(e("epoll"))?;
         epoll::add(&epoll, &l, EventData::new_u64(LISTENER), EventFlags::IN).map_err(e("epoll"))?;
+        // QP1 is best effort: an agent without it still serves its clients.
+        let qp1 = crate::qp1::Qp1::new(uid, cfg.ifindex, &cfg.scope, epoll.as_fd());
         let log = std::env::var_os("SWRDMA_WIRED_LOG")
             .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
         Ok(Agent {
@@ -306,6 +310,7 @@ impl Agent {
             log,
             uid,
             refusing: HashMap::new(),
+            qp1: qp1.ok(),
         })
     }
 
@@ -377,6 +382,11 @@ impl Agent {
             for ev in events.iter() {
                 let tok = ev.data.u64();
                 match tok {
+                    t if t & crate::qp1::TAG != 0 => {
+                        if let Some(q) = self.qp1.as_mut() {
+                            q.event(t)
+                        }
+                    }
                     LISTENER => self.accept_all(),
                     t if t % 2 == 0 && self.refusing.contains_key(&(t / 2)) => self.refuse_now(t / 2),
                     t if t % 2 == 0 => self.readable(t / 2),
@@ -385,7 +395,8 @@ impl Agent {
             }
             self.expire_hellos();
             if self.idle_over() {
-                self.log(format!("idle for {:?}: exit", self.cfg.idle));
+                let q = self.qp1.as_ref().map(|q| format!(", qp1 {:?}", q.stats)).unwrap_or_default();
+                self.log(format!("idle for {:?}: exit{q}", self.cfg.idle));
                 return;
             }
         }

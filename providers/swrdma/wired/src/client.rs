@@ -162,7 +162,8 @@ impl Session {
 /// The agent program: `SWRDMA_WIRED`, or `../swrdma/swrdma-wired` from the
 /// directory of the shared object holding this code (the provider in
 /// `<libdir>/libibverbs/`, the agent in `<libdir>/swrdma/`; the same in
-/// the build tree, `build/lib/`).
+/// the build tree, `build/lib/`), or `swrdma/swrdma-wired` from there (the
+/// `ucma` interposer in the build tree's `build/lib/`).
 pub fn agent_program() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SWRDMA_WIRED") {
         return Some(PathBuf::from(p));
@@ -178,7 +179,23 @@ pub fn agent_program() -> Option<PathBuf> {
         std::ffi::CStr::from_ptr(info.dli_fname).to_bytes().to_vec()
     };
     let own = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&fname));
-    Some(own.parent()?.join("../swrdma/swrdma-wired"))
+    let dir = own.parent()?;
+    // The provider sits in <libdir>/libibverbs/, the interposer in
+    // <libdir>/swrdma/ (installed) or <libdir>/ (the build tree).
+    let beside = [dir.join("../swrdma/swrdma-wired"), dir.join("swrdma/swrdma-wired")];
+    Some(beside.iter().find(|p| p.exists()).unwrap_or(&beside[0]).clone())
+}
+
+/// An access page as the provider's `locks.rs` makes one (a sealed memfd
+/// of [`proto::ACCESS_BYTES`] starting with [`proto::ACCESS_MAGIC`]), for
+/// a client that has none of its own (the `ucma` interposer, the tests).
+pub fn access_page() -> std::io::Result<OwnedFd> {
+    use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
+    let fd = memfd_create(c"swrdma-access", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    ftruncate(&fd, proto::ACCESS_BYTES as u64)?;
+    fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
+    rustix::io::pwrite(&fd, &proto::ACCESS_MAGIC.to_ne_bytes(), 0)?;
+    Ok(fd)
 }
 
 /// Yama's `ptrace_scope` (None: no Yama).

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod client;
 pub mod proto;
+pub mod qp1;
 pub mod spawn;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};

@@ -62,6 +62,16 @@ pub fn socket_name(uid: u32, ifindex: u32, scope: &str) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// The abstract name of the agent's QP1 intake (a `SOCK_SEQPACKET`
+/// listener): the processes holding the interface's UDP sockets hand it
+/// the datagrams for QP1 that reach them (one message each: the 44-byte
+/// header of `swrdma_roce::fwd`, then the UDP payload).
+pub fn qp1_name(uid: u32, ifindex: u32, scope: &str) -> Vec<u8> {
+    let mut n = socket_name(uid, ifindex, scope);
+    n.extend_from_slice(b"/qp1");
+    n
+}
+
 /// A scope is at most 64 bytes of `[A-Za-z0-9._-]` (it goes into a socket
 /// name and on the agent's command line).
 pub fn scope_ok(scope: &str) -> bool {

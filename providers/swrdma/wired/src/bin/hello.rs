@@ -4,11 +4,10 @@
 //! answered, one `key=value` line; `error: <why>` and exit 1 when it
 //! cannot.
 
-use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
 use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use std::io::{BufRead, IoSlice, Write};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 use std::time::Duration;
 use swrdma_wired::client::{self, Options, Target};
@@ -71,15 +70,6 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-/// An access page as the provider's `locks.rs` makes one.
-fn access_page() -> std::io::Result<OwnedFd> {
-    let fd = memfd_create(c"swrdma-access", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
-    ftruncate(&fd, proto::ACCESS_BYTES as u64)?;
-    fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
-    rustix::io::pwrite(&fd, &proto::ACCESS_MAGIC.to_ne_bytes(), 0)?;
-    Ok(fd)
-}
-
 fn main() {
     let a = match parse() {
         Ok(a) => a,
@@ -114,7 +104,7 @@ fn session(a: &Args) -> Result<(), String> {
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
             .map_err(|e| e.to_string())?;
     }
-    let access = access_page().map_err(|e| e.to_string())?;
+    let access = client::access_page().map_err(|e| e.to_string())?;
     let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| e.to_string())?;
     let s = if let Some(u) = a.name_uid {
         // Another user's agent: connect only (never start one).
@@ -198,7 +188,7 @@ fn raw(a: &Args) -> Result<(), String> {
     if let Some(v) = a.raw_version {
         b[4..6].copy_from_slice(&v.to_ne_bytes());
     }
-    let access = access_page().map_err(|e| e.to_string())?;
+    let access = client::access_page().map_err(|e| e.to_string())?;
     let (_r, w) = rustix::pipe::pipe().map_err(|e| e.to_string())?;
     let fds = [access.as_fd(), w.as_fd()];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];

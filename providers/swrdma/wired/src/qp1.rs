@@ -1,0 +1,631 @@
+//! QP1 of the wire device, in the agent: the CM MADs of rdma_cm between
+//! this host and others, carried as RoCE v2 (a UD SEND to QPN 1, P_Key
+//! 0xffff, Q_Key 0x80010000, one 256-byte MAD), as the kernel's rdma_cm
+//! carries them on rxe or a RoCE NIC.
+//!
+//! The agent is a relay between the wire and the connection managers of its
+//! user's processes (`swrdma-cm`, run by the `ucma` interposer in each
+//! process); it keeps no connection state of its own beyond where to take a
+//! message:
+//!
+//! * **In from the wire.**  A datagram for QP1 reaches whichever process's
+//!   socket of the `addr:4791` group the kernel picks; that process hands it
+//!   to the agent's intake ([`crate::proto::qp1_name`], a `SOCK_SEQPACKET`
+//!   listener; `swrdma_roce::fwd` header, then the UDP payload), and the
+//!   agent connects a flow socket of its own to the sender's address and
+//!   port, so that host's later MADs come to the agent directly (every MAD
+//!   of a host comes from its QP1's one source port).  Checked as the
+//!   kernel checks what reaches QP1: the ICRC, a UD SEND only to QPN 1, a
+//!   default P_Key, the GSI Q_Key, a whole MAD of the CM class; anything
+//!   else is dropped and counted.
+//! * **To a process.**  A REQ or SIDR_REQ goes to the socket of the port
+//!   its service ID names ([`swrdma_cm::names::port`]); any other message
+//!   to the process that sent, or was sent, the comm ID it names (learnt
+//!   from the messages the processes send through the agent).  It is sent
+//!   from the agent's socket for the sending host
+//!   ([`swrdma_cm::names::wire_peer`]), so the process's CM sees one peer
+//!   per host and answers to it.  A REQ for a port nobody holds is answered
+//!   REJ 8 (invalid service ID), a SIDR_REQ SIDR_REP 1 (unsupported), a
+//!   DREQ for no connection DREP, as the kernel's CM answers them; other
+//!   messages for no connection are dropped.
+//! * **Out to the wire.**  A process sends a message it starts (REQ,
+//!   SIDR_REQ) to [`swrdma_cm::names::wire_in`] with the destination and
+//!   source addresses first; an answer to a host's socket.  The agent sends
+//!   it from `addr`:`src_port(1)` (as rxe sends its QP1's packets) to the
+//!   host's port 4791.  Only datagrams of our user are taken
+//!   (`SCM_CREDENTIALS`).
+//!
+//! Limits: at most [`MAX_PEERS`] hosts, [`MAX_FLOWS`] flows and
+//! [`MAX_ROUTES`] comm IDs at once (the oldest go first).  A host's data
+//! QP whose source port is that of its QP1 (one in 16,384) has its packets
+//! reach the agent's flow socket: they are dropped (counted), and that QP's
+//! retransmissions fail alike.
+
+use rustix::io::Errno;
+use rustix::net::{
+    bind, connect, recvmsg, sendto, socket_with, sockopt, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+    RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+};
+use std::collections::HashMap;
+use std::io::IoSliceMut;
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Instant;
+use swrdma_cm::conn::comm_ids;
+use swrdma_cm::mad::{self, Mad, Msg, MAD_LEN};
+use swrdma_cm::names;
+use swrdma_roce::{fwd, Bth, Deth, Hdr, IpInfo};
+
+/// The GSI Q_Key.
+pub const GSI_QKEY: u32 = 0x8001_0000;
+/// Hosts, flows and comm IDs kept at most.
+pub const MAX_PEERS: usize = 1024;
+pub const MAX_FLOWS: usize = 1024;
+pub const MAX_ROUTES: usize = 65536;
+/// Intake connections at most (one per process with the device open).
+const MAX_INTAKE: usize = 4096;
+
+/// What the relay counted (the agent's log prints them at exit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub wire_in: u64,
+    pub wire_out: u64,
+    pub to_process: u64,
+    pub dropped: u64,
+    pub answered: u64,
+}
+
+/// Epoll tags of the relay's descriptors: the top bit marks them apart
+/// from the agent's client tags, the next byte says which kind, the low
+/// 32 bits hold the descriptor.
+pub const TAG: u64 = 1 << 63;
+const K_INTAKE: u64 = 1;
+const K_CONN: u64 = 2;
+const K_CM: u64 = 3;
+const K_PEER: u64 = 4;
+const K_FLOW: u64 = 5;
+
+fn tag(kind: u64, fd: BorrowedFd<'_>) -> u64 {
+    TAG | kind << 40 | fd.as_raw_fd() as u32 as u64
+}
+
+/// A host we speak with: the socket standing for it, the local address it
+/// reached us on (the source of what we send it).
+struct Peer {
+    sock: OwnedFd,
+    local: Option<IpAddr>,
+    used: Instant,
+}
+
+/// A flow socket: bound to `local`:4791 in the group, connected to the
+/// host's QP1 address and port.
+struct Flow {
+    fd: OwnedFd,
+    key: (IpAddr, IpAddr, u16),
+    used: Instant,
+}
+
+pub struct Qp1 {
+    uid: u32,
+    ifindex: u32,
+    scope: String,
+    epoll: OwnedFd,
+    intake: OwnedFd,
+    conns: HashMap<i32, OwnedFd>,
+    cm: OwnedFd,
+    peers: HashMap<IpAddr, Peer>,
+    flows: HashMap<i32, Flow>,
+    senders: HashMap<IpAddr, OwnedFd>,
+    /// Comm ID (ours) -> the process socket that holds it.
+    routes: HashMap<u32, (Vec<u8>, Instant)>,
+    psn: u32,
+    pub stats: Stats,
+}
+
+fn is_link_local(a: &IpAddr) -> bool {
+    matches!(a, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80)
+}
+
+fn sockaddr(a: IpAddr, port: u16, ifindex: u32) -> SocketAddr {
+    match a {
+        IpAddr::V4(v) => SocketAddr::V4(SocketAddrV4::new(v, port)),
+        IpAddr::V6(v) => {
+            let scope = if is_link_local(&a) { ifindex } else { 0 };
+            SocketAddr::V6(SocketAddrV6::new(v, port, 0, scope))
+        }
+    }
+}
+
+/// A UDP socket bound to `local`:`port` in the user's `SO_REUSEPORT`
+/// group, datagrams leaving with DF set (the ICRC counts on IP ID 0).
+fn udp(local: IpAddr, port: u16, ifindex: u32) -> Result<OwnedFd, Errno> {
+    let fam = if local.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let fd = socket_with(fam, SocketType::DGRAM, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC, None)?;
+    sockopt::set_socket_reuseport(&fd, true)?;
+    if local.is_ipv4() {
+        sockopt::set_ip_mtu_discover(&fd, sockopt::Ipv4PathMtuDiscovery::DO)?;
+    } else {
+        sockopt::set_ipv6_v6only(&fd, true)?;
+        let one: libc::c_int = 1;
+        // SAFETY: an int option of our own socket, `one` outlives the call.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_DONTFRAG,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+    bind(&fd, &sockaddr(local, port, ifindex))?;
+    Ok(fd)
+}
+
+/// A Unix datagram socket that receives its senders' credentials, bound
+/// to abstract `name` when one is given.
+fn dgram(name: Option<&[u8]>) -> Result<OwnedFd, Errno> {
+    let fd = socket_with(
+        AddressFamily::UNIX,
+        SocketType::DGRAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
+    sockopt::set_socket_passcred(&fd, true)?;
+    if let Some(n) = name {
+        bind(&fd, &SocketAddrUnix::new_abstract_name(n)?)?;
+    }
+    Ok(fd)
+}
+
+/// One datagram of a Unix socket: its bytes, the sender's abstract name
+/// and uid (None when it carried no credentials).
+fn recv_unix(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Option<(usize, Vec<u8>, Option<u32>)> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmCredentials(1))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let r = recvmsg(fd, &mut [IoSliceMut::new(buf)], &mut cmsg, RecvFlags::DONTWAIT).ok()?;
+    let mut uid = None;
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmCredentials(c) = m {
+            uid = Some(c.uid.as_raw());
+        }
+    }
+    if r.flags.contains(rustix::net::ReturnFlags::TRUNC) {
+        return Some((usize::MAX, Vec::new(), uid));
+    }
+    let name = r
+        .address
+        .and_then(|a| SocketAddrUnix::try_from(a).ok())
+        .and_then(|u| u.abstract_name().map(|n| n.to_vec()))
+        .unwrap_or_default();
+    Some((r.bytes, name, uid))
+}
+
+impl Qp1 {
+    /// Binds the intake and the CM socket and adds them to `epoll` (a
+    /// duplicate the relay keeps).  Fails when another agent holds them.
+    pub fn new(uid: u32, ifindex: u32, scope: &str, epoll: BorrowedFd<'_>) -> Result<Qp1, String> {
+        let e = |what: &'static str| move |e: Errno| format!("qp1: {what}: {e}");
+        let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+        let intake = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, flags, None).map_err(e("socket"))?;
+        let name = crate::proto::qp1_name(uid, ifindex, scope);
+        bind(&intake, &SocketAddrUnix::new_abstract_name(&name).map_err(e("name"))?).map_err(e("bind intake"))?;
+        rustix::net::listen(&intake, 128).map_err(e("listen"))?;
+        let cm = dgram(Some(&names::wire_in(uid, ifindex, scope))).map_err(e("bind cm"))?;
+        let epoll = rustix::io::fcntl_dupfd_cloexec(epoll, 0).map_err(e("dup"))?;
+        let q = Qp1 {
+            uid,
+            ifindex,
+            scope: scope.to_string(),
+            epoll,
+            intake,
+            conns: HashMap::new(),
+            cm,
+            peers: HashMap::new(),
+            flows: HashMap::new(),
+            senders: HashMap::new(),
+            routes: HashMap::new(),
+            psn: (std::process::id().wrapping_mul(0x9e37_79b9)) & 0xff_ffff,
+            stats: Stats::default(),
+        };
+        q.watch(K_INTAKE, q.intake.as_fd()).map_err(e("epoll"))?;
+        q.watch(K_CM, q.cm.as_fd()).map_err(e("epoll"))?;
+        Ok(q)
+    }
+
+    fn watch(&self, kind: u64, fd: BorrowedFd<'_>) -> Result<(), Errno> {
+        use rustix::event::epoll;
+        epoll::add(
+            &self.epoll,
+            fd,
+            epoll::EventData::new_u64(tag(kind, fd)),
+            epoll::EventFlags::IN,
+        )
+    }
+
+    /// An epoll event with one of our tags.
+    pub fn event(&mut self, t: u64) {
+        let fd = (t & 0xffff_ffff) as i32;
+        match (t >> 40) & 0xff {
+            K_INTAKE => self.accept_all(),
+            K_CONN => self.read_conn(fd),
+            K_CM => self.read_cm(),
+            K_PEER => self.read_peer(fd),
+            K_FLOW => self.read_flow(fd),
+            _ => {}
+        }
+    }
+
+    fn accept_all(&mut self) {
+        while let Ok(s) = rustix::net::accept_with(&self.intake, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC) {
+            // Only our user's processes hand us datagrams.
+            let ours = crate::peercred(s.as_fd()).is_some_and(|(_, uid)| uid == self.uid);
+            if ours && self.conns.len() < MAX_INTAKE && self.watch(K_CONN, s.as_fd()).is_ok() {
+                self.conns.insert(s.as_raw_fd(), s);
+            }
+        }
+    }
+
+    fn read_conn(&mut self, fd: i32) {
+        let mut buf = vec![0u8; fwd::HDR + 2048];
+        for _ in 0..64 {
+            let Some(s) = self.conns.get(&fd) else { return };
+            match rustix::net::recv(s, &mut buf, RecvFlags::DONTWAIT) {
+                Ok((0, _)) | Err(Errno::CONNRESET) => break,
+                Ok((n, got)) if n == got => {
+                    let Some((m, _ifindex)) = fwd::parse(&buf[..n]) else {
+                        self.stats.dropped += 1;
+                        continue;
+                    };
+                    let p = buf[fwd::HDR..n].to_vec();
+                    self.from_wire(m, &p, true);
+                }
+                Ok(_) => self.stats.dropped += 1,
+                Err(Errno::AGAIN) | Err(Errno::INTR) => return,
+                Err(_) => break,
+            }
+        }
+        if let Some(s) = self.conns.get(&fd) {
+            // Closed (or failing): forgotten.
+            if rustix::net::recv(s, &mut [0u8; 1], RecvFlags::DONTWAIT | RecvFlags::PEEK) == Err(Errno::AGAIN) {
+                return;
+            }
+        }
+        if let Some(s) = self.conns.remove(&fd) {
+            let _ = rustix::event::epoll::delete(&self.epoll, &s);
+        }
+    }
+
+    fn read_flow(&mut self, fd: i32) {
+        let mut buf = [0u8; 2048];
+        for _ in 0..64 {
+            let Some(f) = self.flows.get_mut(&fd) else { return };
+            f.used = Instant::now();
+            let (local, peer, sport) = f.key;
+            match rustix::net::recv(&f.fd, &mut buf, RecvFlags::DONTWAIT | RecvFlags::TRUNC) {
+                Ok((n, got)) if n == got => {
+                    let m = fwd::RxMeta {
+                        src: peer,
+                        dst: local,
+                        sport,
+                        tclass: 0,
+                        hop: 0,
+                    };
+                    let p = buf[..n].to_vec();
+                    self.from_wire(m, &p, false);
+                }
+                Ok(_) => self.stats.dropped += 1,
+                Err(Errno::INTR) => {}
+                // EAGAIN, or an ICMP error queued on the connected socket.
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// A datagram for QP1, checked as the kernel checks it; `pin`: it came
+    /// through the intake (its flow gets a socket of ours).
+    fn from_wire(&mut self, m: fwd::RxMeta, p: &[u8], pin: bool) {
+        let Some(mad_bytes) = self.check(&m, p) else {
+            self.stats.dropped += 1;
+            return;
+        };
+        self.stats.wire_in += 1;
+        if pin {
+            self.pin(m.dst, m.src, m.sport);
+        }
+        let Ok(msg) = Mad::decode(&mad_bytes) else {
+            self.stats.dropped += 1;
+            return;
+        };
+        if !self.peer(m.src, Some(m.dst)) {
+            self.stats.dropped += 1;
+            return;
+        }
+        let to = match &msg.msg {
+            Msg::Req(r) => swrdma_cm::ipcm::service_id_parts(r.service_id).map(|(ps, p)| names::port(self.uid, ps, p)),
+            Msg::SidrReq(r) => {
+                swrdma_cm::ipcm::service_id_parts(r.service_id).map(|(ps, p)| names::port(self.uid, ps, p))
+            }
+            other => self.routes.get(&comm_ids(other).1).map(|r| r.0.clone()),
+        };
+        let from = self.peers.get(&m.src).map(|p| p.sock.as_fd());
+        let delivered = match (from, to.as_ref()) {
+            (Some(f), Some(n)) => send_unix(f, n, &mad_bytes),
+            _ => false,
+        };
+        if delivered {
+            self.stats.to_process += 1;
+            return;
+        }
+        if to.is_some() && !matches!(msg.msg, Msg::Req(_) | Msg::SidrReq(_)) {
+            // Its process is gone.
+            self.routes.remove(&comm_ids(&msg.msg).1);
+        }
+        if let Some(answer) = no_one_answer(&msg) {
+            self.stats.answered += 1;
+            self.to_wire(m.dst, m.src, &answer.encode());
+        } else {
+            self.stats.dropped += 1;
+        }
+    }
+
+    /// The MAD of a datagram for QP1, if it passes the kernel's checks.
+    fn check(&self, m: &fwd::RxMeta, p: &[u8]) -> Option<[u8; MAD_LEN]> {
+        let ip = IpInfo {
+            src: m.src,
+            dst: m.dst,
+            sport: m.sport,
+            dport: swrdma_roce::ROCE_PORT,
+            flow: 0,
+        };
+        if !swrdma_roce::icrc_ok(&ip, p) {
+            return None;
+        }
+        let (h, payload) = swrdma_roce::decode(p).ok()?;
+        let deth = h.deth?;
+        if h.bth.opcode != swrdma_roce::op::UD_SEND_ONLY
+            || h.bth.dqpn != 1
+            || h.bth.pkey & 0x7fff != 0x7fff
+            || deth.qkey != GSI_QKEY
+            || payload.len() < MAD_LEN
+        {
+            return None;
+        }
+        payload[..MAD_LEN].try_into().ok()
+    }
+
+    /// A flow socket for `peer`:`sport` on `local` (best effort).
+    fn pin(&mut self, local: IpAddr, peer: IpAddr, sport: u16) {
+        let key = (local, peer, sport);
+        if self.flows.values().any(|f| f.key == key) {
+            return;
+        }
+        if self.flows.len() >= MAX_FLOWS {
+            if let Some(&old) = self.flows.iter().min_by_key(|(_, f)| f.used).map(|(k, _)| k) {
+                self.flows.remove(&old);
+            }
+        }
+        let Ok(fd) = udp(local, swrdma_roce::ROCE_PORT, self.ifindex) else { return };
+        if connect(&fd, &sockaddr(peer, sport, self.ifindex)).is_err() || self.watch(K_FLOW, fd.as_fd()).is_err() {
+            return;
+        }
+        let used = Instant::now();
+        self.flows.insert(fd.as_raw_fd(), Flow { fd, key, used });
+    }
+
+    /// The socket standing for host `ip` (made on first use), noting the
+    /// local address it reached us on.
+    fn peer(&mut self, ip: IpAddr, local: Option<IpAddr>) -> bool {
+        if !self.peers.contains_key(&ip) {
+            if self.peers.len() >= MAX_PEERS {
+                if let Some(&old) = self.peers.iter().min_by_key(|(_, p)| p.used).map(|(k, _)| k) {
+                    self.peers.remove(&old);
+                }
+            }
+            let Ok(sock) = dgram(Some(&names::wire_peer(self.uid, self.ifindex, &self.scope, ip))) else {
+                return false;
+            };
+            if self.watch(K_PEER, sock.as_fd()).is_err() {
+                return false;
+            }
+            let used = Instant::now();
+            self.peers.insert(ip, Peer { sock, local, used });
+        }
+        let Some(p) = self.peers.get_mut(&ip) else { return false };
+        p.used = Instant::now();
+        if local.is_some() {
+            p.local = local;
+        }
+        true
+    }
+
+    /// Notes which process holds the comm ID a message it sends names as
+    /// its own.
+    fn learn(&mut self, sender: &[u8], mad_bytes: &[u8; MAD_LEN]) {
+        let Ok(m) = Mad::decode(mad_bytes) else { return };
+        let ours = match &m.msg {
+            Msg::SidrRep(_) => return,
+            msg => comm_ids(msg).0,
+        };
+        if self.routes.len() >= MAX_ROUTES && !self.routes.contains_key(&ours) {
+            if let Some(&old) = self.routes.iter().min_by_key(|(_, r)| r.1).map(|(k, _)| k) {
+                self.routes.remove(&old);
+            }
+        }
+        self.routes.insert(ours, (sender.to_vec(), Instant::now()));
+    }
+
+    fn read_cm(&mut self) {
+        let mut buf = [0u8; names::WIRE_IN_PREFIX + MAD_LEN + 1];
+        for _ in 0..64 {
+            let Some((n, sender, uid)) = recv_unix(self.cm.as_fd(), &mut buf) else { return };
+            if uid != Some(self.uid) || n != names::WIRE_IN_PREFIX + MAD_LEN {
+                self.stats.dropped += 1;
+                continue;
+            }
+            let ip = |b: &[u8]| <[u8; 16]>::try_from(b).ok().map(|o| Ipv6Addr::from(o).to_canonical());
+            let (Some(dst), Some(src)) = (ip(&buf[..16]), ip(&buf[16..32])) else { continue };
+            let mut mad_bytes = [0u8; MAD_LEN];
+            mad_bytes.copy_from_slice(&buf[32..32 + MAD_LEN]);
+            self.learn(&sender, &mad_bytes);
+            // Made now, so that the host's answer finds it.
+            let _ = self.peer(dst, Some(src));
+            self.to_wire(src, dst, &mad_bytes);
+        }
+    }
+
+    fn read_peer(&mut self, fd: i32) {
+        let Some(ip) = self.peers.iter().find(|(_, p)| p.sock.as_raw_fd() == fd).map(|(k, _)| *k) else {
+            return;
+        };
+        let mut buf = [0u8; MAD_LEN + 1];
+        for _ in 0..64 {
+            let Some(p) = self.peers.get(&ip) else { return };
+            let Some((n, sender, uid)) = recv_unix(p.sock.as_fd(), &mut buf) else { return };
+            if uid != Some(self.uid) || n != MAD_LEN {
+                self.stats.dropped += 1;
+                continue;
+            }
+            let mut mad_bytes = [0u8; MAD_LEN];
+            mad_bytes.copy_from_slice(&buf[..MAD_LEN]);
+            self.learn(&sender, &mad_bytes);
+            let local = self.peers.get(&ip).and_then(|p| p.local).or_else(|| route_source(ip));
+            match local {
+                Some(l) => self.to_wire(l, ip, &mad_bytes),
+                None => self.stats.dropped += 1,
+            }
+        }
+    }
+
+    /// Sends a MAD to host `dst`'s QP1 from our `src`.
+    fn to_wire(&mut self, src: IpAddr, dst: IpAddr, mad_bytes: &[u8; MAD_LEN]) {
+        let pkt = self.packet(src, dst, mad_bytes);
+        if !self.senders.contains_key(&src) {
+            match udp(src, swrdma_roce::src_port(1), self.ifindex) {
+                Ok(fd) => {
+                    let _ = sockopt::set_socket_recv_buffer_size(&fd, 1);
+                    self.senders.insert(src, fd);
+                }
+                Err(_) => {
+                    self.stats.dropped += 1;
+                    return;
+                }
+            }
+        }
+        let Some(s) = self.senders.get(&src) else { return };
+        let to = sockaddr(dst, swrdma_roce::ROCE_PORT, self.ifindex);
+        match sendto(s, &pkt, SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &to) {
+            Ok(_) => self.stats.wire_out += 1,
+            Err(_) => self.stats.dropped += 1,
+        }
+    }
+
+    /// The RoCE v2 UDP payload carrying `mad` to QP1: BTH (UD SEND only,
+    /// P_Key 0xffff, QPN 1), DETH (GSI Q_Key, source QP 1), the MAD, ICRC.
+    fn packet(&mut self, src: IpAddr, dst: IpAddr, mad_bytes: &[u8; MAD_LEN]) -> Vec<u8> {
+        self.psn = (self.psn + 1) & swrdma_roce::PSN_MASK;
+        let h = Hdr {
+            bth: Bth {
+                opcode: swrdma_roce::op::UD_SEND_ONLY,
+                pkey: swrdma_roce::DEFAULT_PKEY,
+                dqpn: 1,
+                psn: self.psn,
+                ..Bth::default()
+            },
+            deth: Some(Deth { qkey: GSI_QKEY, sqpn: 1 }),
+            ..Hdr::default()
+        };
+        let mut hb = [0u8; swrdma_roce::MAX_HDR];
+        let n = swrdma_roce::encode(&h, MAD_LEN, &mut hb).unwrap_or(0);
+        let ip = IpInfo {
+            src,
+            dst,
+            sport: swrdma_roce::src_port(1),
+            dport: swrdma_roce::ROCE_PORT,
+            flow: 0,
+        };
+        let crc = swrdma_roce::icrc(&ip, &[&hb[..n], mad_bytes]);
+        let mut p = Vec::with_capacity(n + MAD_LEN + 4);
+        p.extend_from_slice(&hb[..n]);
+        p.extend_from_slice(mad_bytes);
+        p.extend_from_slice(&crc);
+        p
+    }
+}
+
+/// Sends one MAD from `from` to the process socket `to`; false when
+/// nobody holds that name (a full receiver's MAD is lost, as on a
+/// wire: the CM's retries cover it).
+fn send_unix(from: BorrowedFd<'_>, to: &[u8], mad: &[u8; MAD_LEN]) -> bool {
+    let Ok(a) = SocketAddrUnix::new_abstract_name(to) else { return false };
+    !matches!(
+        sendto(from, mad, SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &a),
+        Err(Errno::CONNREFUSED) | Err(Errno::NOENT)
+    )
+}
+
+/// The kernel CM's answer to a message nobody here takes: REJ 8 to a REQ,
+/// SIDR_REP 1 to a SIDR_REQ, DREP to a DREQ; None for the rest.
+pub fn no_one_answer(m: &Mad) -> Option<Mad> {
+    let msg = match &m.msg {
+        Msg::Req(r) => Msg::Rej(mad::Rej {
+            remote_comm_id: r.local_comm_id,
+            reason: mad::rej_reason::INVALID_SERVICE_ID,
+            ..Default::default()
+        }),
+        Msg::SidrReq(r) => Msg::SidrRep(mad::SidrRep {
+            request_id: r.request_id,
+            status: mad::sidr_status::UNSUPPORTED,
+            ..Default::default()
+        }),
+        Msg::Dreq(r) => Msg::Drep(mad::Drep {
+            local_comm_id: r.remote_comm_id,
+            remote_comm_id: r.local_comm_id,
+            ..Default::default()
+        }),
+        _ => return None,
+    };
+    Some(Mad { tid: m.tid, msg })
+}
+
+/// The source address the kernel's routing picks for `dst`.
+fn route_source(dst: IpAddr) -> Option<IpAddr> {
+    let bind: SocketAddr = if dst.is_ipv4() {
+        "0.0.0.0:0".parse().ok()?
+    } else {
+        "[::]:0".parse().ok()?
+    };
+    let s = std::net::UdpSocket::bind(bind).ok()?;
+    s.connect(SocketAddr::new(dst, swrdma_roce::ROCE_PORT)).ok()?;
+    s.local_addr().ok().map(|a| a.ip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nobody_answers_as_the_kernel() {
+        let req = Mad {
+            tid: 9,
+            msg: Msg::Req(mad::Req {
+                local_comm_id: 0x1234,
+                ..Default::default()
+            }),
+        };
+        let Some(Mad { tid: 9, msg: Msg::Rej(j) }) = no_one_answer(&req) else {
+            panic!("no REJ")
+        };
+        assert_eq!((j.remote_comm_id, j.reason, j.local_comm_id), (0x1234, 8, 0));
+        let rtu = Mad {
+            tid: 1,
+            msg: Msg::Rtu(mad::Rtu::default()),
+        };
+        assert!(no_one_answer(&rtu).is_none());
+    }
+}
