@@ -1,0 +1,8 @@
+#!/bin/bash
+# compat-tests/wire-rdmacm: Debian bookworm's unchanged rdma_cm programs on
+# the wire device rw0, between two network namespaces over a veth pair
+# (169.254.80.1 and .2, link-local only): soft-rdmacm's programs in its
+# CM_WIRE=1 mode (see there), every server in one namespace, every client
+# in the other, the CM's MADs carried as RoCE v2 on QP1 by each side's wire
+# agent.  Needs root (ip netns).
+CM_WIRE=1 exec bash "$(dirname "$0")/../soft-rdmacm/run.sh" "$@"
