@@ -1,10 +1,13 @@
-/* compat-tests/soft-rdmacm/rsecho.c: a plain TCP echo over 127.0.0.1 for the
- * rsockets preload check (librspreload.so from librdmacm1).
+/* compat-tests/soft-rdmacm/rsecho.c: a plain TCP echo (over 127.0.0.1, or
+ * the IPv4 address ADDR) for the rsockets preload check (librspreload.so
+ * from librdmacm1).
  *
- *   rsecho server PORT BYTES   accepts one connection on 127.0.0.1:PORT,
+ *   rsecho server PORT BYTES [ADDR]
+ *                              accepts one connection on 127.0.0.1:PORT,
  *                              reads BYTES, checks them, writes them back,
  *                              waits for the client's close
- *   rsecho client PORT BYTES   connects to 127.0.0.1:PORT, sends BYTES of a
+ *   rsecho client PORT BYTES [ADDR]
+ *                              connects to 127.0.0.1:PORT, sends BYTES of a
  *                              pattern, reads them back and compares
  *
  * It calls socket(AF_INET, SOCK_STREAM, 0), bind, listen, accept, connect,
@@ -17,6 +20,7 @@
  * which only an rsocket does (the kernel has no SOL_RDMA).
  * Exit status 0 only when all of it held.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <rdma/rsocket.h>
@@ -107,8 +111,8 @@ int main(int argc, char **argv)
 	int fd, cfd, one = 1;
 	ssize_t r;
 
-	if (argc != 4 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-		fprintf(stderr, "usage: rsecho server|client PORT BYTES\n");
+	if ((argc != 4 && argc != 5) || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
+		fprintf(stderr, "usage: rsecho server|client PORT BYTES [ADDR]\n");
 		return 64;
 	}
 	role = argv[1];
@@ -120,6 +124,10 @@ int main(int argc, char **argv)
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((unsigned short)atoi(argv[2]));
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (argc == 5 && inet_pton(AF_INET, argv[4], &sin.sin_addr) != 1) {
+		fprintf(stderr, "rsecho: bad address %s\n", argv[4]);
+		return 64;
+	}
 
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0)
@@ -128,7 +136,7 @@ int main(int argc, char **argv)
 		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
 			die("setsockopt SO_REUSEADDR");
 		if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
-			die("bind 127.0.0.1");
+			die("bind");
 		if (listen(fd, 1))
 			die("listen");
 		cfd = accept(fd, NULL, NULL);
@@ -149,7 +157,7 @@ int main(int argc, char **argv)
 		printf("rsecho server: %zu bytes received, checked and echoed on an rsocket\n", n);
 	} else {
 		if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
-			die("connect 127.0.0.1");
+			die("connect");
 		must_be_rsocket(fd);
 		for (i = 0; i < n; i++)
 			buf[i] = pattern(i);

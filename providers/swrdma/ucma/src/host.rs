@@ -285,7 +285,18 @@ pub struct SoftHost {
     /// had): the session keeps the agent, which owns the interface's QP1,
     /// running while this process may speak rdma_cm on it.
     agents: HashMap<u32, Option<Agent>>,
+    /// Contexts of the wire devices, opened for a listener and kept: so
+    /// that a socket of this process is in the interface's `addr:4791`
+    /// group (a listener on the wildcard address opens no device), where
+    /// another host's REQ can arrive and be handed to the agent.
+    wire_ctxs: Vec<WireCtx>,
 }
+
+/// A device context held open (closed with the host, at exit: never).
+struct WireCtx(#[allow(dead_code)] *mut c_void);
+// SAFETY: a libibverbs context pointer, only passed back to libibverbs
+// (which is thread-safe), never dereferenced here.
+unsafe impl Send for WireCtx {}
 
 /// A wire agent's session and the read end of the event pipe it was
 /// given (nothing is written to it yet).
@@ -345,6 +356,7 @@ impl SoftHost {
             waiters: HashMap::new(),
             unwatched: false,
             agents: HashMap::new(),
+            wire_ctxs: Vec::new(),
         }
     }
 
@@ -561,6 +573,30 @@ impl SoftHost {
         }
     }
 
+    /// Makes port `port` of `ps` reachable by requests (the `Host` trait's
+    /// `listen_port`, before the wire agents).
+    fn listen_port_here(&mut self, ps: u16, port: u16) -> Result<(), i32> {
+        if self.ports.contains_key(&(ps, port)) {
+            if self.quiet.remove(&(ps, port)).is_some() {
+                self.sockets_changed = true;
+            }
+            return Ok(());
+        }
+        // An ephemeral port (bind to port 0) becomes a machine-wide one.
+        let fd = match self.resurrect(ps, port) {
+            Some((fd, _)) => fd,
+            None => {
+                let fd = dgram_socket().ok_or(libc::ENOMEM)?;
+                bind_abstract(fd.as_raw_fd(), &self.port_name(ps, port))?;
+                fd
+            }
+        };
+        self.local_ports.remove(&(ps, port));
+        self.ports.insert((ps, port), fd);
+        self.sockets_changed = true;
+        Ok(())
+    }
+
     /// The interface index of wire device `dev` when `ip` is another
     /// host's address (not one of our soft devices'): its CM messages go
     /// through the interface's agent, which owns QP1.
@@ -590,11 +626,47 @@ impl SoftHost {
     /// The agents of every wire device (a listener may take requests on
     /// any of them).
     pub fn ensure_agents(&mut self) {
+        let mut any = false;
         for n in soft_names() {
             if let Some(i) = wire_ifindex(&n) {
-                self.ensure_agent(i);
+                any |= self.ensure_agent(i);
             }
         }
+        if any && self.wire_ctxs.is_empty() {
+            self.hold_wire_contexts();
+        }
+    }
+
+    /// Opens (once) a context of every wire device (see `wire_ctxs`).
+    fn hold_wire_contexts(&mut self) {
+        if self.verbs.is_none() {
+            self.verbs = Verbs::load();
+        }
+        let Some(v) = self.verbs.as_ref() else { return };
+        let mut n: c_int = 0;
+        // SAFETY: libibverbs' list call; freed below.
+        let list = unsafe { (v.get_device_list)(&mut n) };
+        if list.is_null() {
+            return;
+        }
+        for i in 0..n.max(0) as usize {
+            // SAFETY: the list holds n device pointers; the name is a C
+            // string the device owns.
+            let (d, name) = unsafe {
+                let d = *list.add(i);
+                (d, CStr::from_ptr((v.get_device_name)(d)).to_string_lossy().into_owned())
+            };
+            if wire_ifindex(&name).is_some() {
+                // SAFETY: a device of the list; the context stays open.
+                let ctx = unsafe { (v.open_device)(d) };
+                if !ctx.is_null() {
+                    self.wire_ctxs.push(WireCtx(ctx));
+                }
+            }
+        }
+        // SAFETY: the list from get_device_list (open contexts keep their
+        // devices).
+        unsafe { (v.free_device_list)(list) };
     }
 
     /// A message that starts a conversation with another host (a REQ, a
@@ -723,29 +795,13 @@ impl Host for SoftHost {
     }
 
     fn listen_port(&mut self, ps: u16, port: u16) -> Result<(), i32> {
-        // Requests from other hosts reach us through the wire agents.
+        self.listen_port_here(ps, port)?;
+        // Requests from other hosts reach us through the wire agents (after
+        // the port's socket is there: a REQ may come as soon as a socket of
+        // ours is in the interface's group).
         self.ensure_agents();
-        if self.ports.contains_key(&(ps, port)) {
-            if self.quiet.remove(&(ps, port)).is_some() {
-                self.sockets_changed = true;
-            }
-            return Ok(());
-        }
-        // An ephemeral port (bind to port 0) becomes a machine-wide one.
-        let fd = match self.resurrect(ps, port) {
-            Some((fd, _)) => fd,
-            None => {
-                let fd = dgram_socket().ok_or(libc::ENOMEM)?;
-                bind_abstract(fd.as_raw_fd(), &self.port_name(ps, port))?;
-                fd
-            }
-        };
-        self.local_ports.remove(&(ps, port));
-        self.ports.insert((ps, port), fd);
-        self.sockets_changed = true;
         Ok(())
     }
-
     fn device_for(&mut self, ip: IpAddr) -> Option<Dev> {
         self.dev_for(ip)
     }

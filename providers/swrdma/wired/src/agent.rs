@@ -370,6 +370,10 @@ impl Agent {
                 let d = r.since + REFUSING_DEADLINE;
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
+            if self.qp1.as_ref().is_some_and(|q| q.waiting()) {
+                let d = now + Duration::from_millis(1);
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
             let t = wake.map(|w| timespec(w.saturating_duration_since(now)));
             events.clear();
             match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), t.as_ref()) {
@@ -392,6 +396,9 @@ impl Agent {
                     t if t % 2 == 0 => self.readable(t / 2),
                     t => self.drop_client(t / 2, "its process exited"),
                 }
+            }
+            if let Some(q) = self.qp1.as_mut().filter(|q| q.waiting()) {
+                q.flush();
             }
             self.expire_hellos();
             if self.idle_over() {

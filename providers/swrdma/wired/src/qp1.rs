@@ -120,7 +120,27 @@ pub struct Qp1 {
     /// Comm ID (ours) -> the process socket that holds it.
     routes: HashMap<u32, (Vec<u8>, Instant)>,
     psn: u32,
+    /// MADs for a process whose queue was full (a Unix datagram socket
+    /// takes 10 from senders it is not connected to), by receiver, in
+    /// order, each with the host it came from and when it is given up:
+    /// sent again by [`Qp1::flush`] (a burst such as `cmtime`'s 200 REQs
+    /// or DREQs would otherwise cost the CM's retry timers).
+    pending: HashMap<Vec<u8>, std::collections::VecDeque<(IpAddr, [u8; MAD_LEN], Instant)>>,
+    pending_len: usize,
     pub stats: Stats,
+}
+
+/// How long a MAD waits for a full receiver, and how many wait at most
+/// (in all; beyond, they are dropped as a full link drops them).
+const PENDING_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+const PENDING_MAX: usize = 65536;
+
+/// What became of a MAD sent to a process.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Yes,
+    Full,
+    Nobody,
 }
 
 fn is_link_local(a: &IpAddr) -> bool {
@@ -230,6 +250,8 @@ impl Qp1 {
             flows: HashMap::new(),
             senders: HashMap::new(),
             routes: HashMap::new(),
+            pending: HashMap::new(),
+            pending_len: 0,
             psn: (std::process::id().wrapping_mul(0x9e37_79b9)) & 0xff_ffff,
             stats: Stats::default(),
         };
@@ -353,10 +375,9 @@ impl Qp1 {
             }
             other => self.routes.get(&comm_ids(other).1).map(|r| r.0.clone()),
         };
-        let from = self.peers.get(&m.src).map(|p| p.sock.as_fd());
-        let delivered = match (from, to.as_ref()) {
-            (Some(f), Some(n)) => send_unix(f, n, &mad_bytes),
-            _ => false,
+        let delivered = match to.as_ref() {
+            Some(n) => self.to_process(m.src, n, &mad_bytes),
+            None => false,
         };
         if delivered {
             self.stats.to_process += 1;
@@ -442,6 +463,60 @@ impl Qp1 {
             p.local = local;
         }
         true
+    }
+
+    /// Sends (or queues behind what waits for the same receiver) a MAD of
+    /// host `ip` to process socket `to`; false when nobody holds the name.
+    fn to_process(&mut self, ip: IpAddr, to: &[u8], mad_bytes: &[u8; MAD_LEN]) -> bool {
+        if let Some(q) = self.pending.get_mut(to) {
+            if self.pending_len < PENDING_MAX {
+                q.push_back((ip, *mad_bytes, Instant::now() + PENDING_FOR));
+                self.pending_len += 1;
+            }
+            return true;
+        }
+        let Some(from) = self.peers.get(&ip).map(|p| p.sock.as_fd()) else { return false };
+        match send_unix(from, to, mad_bytes) {
+            Sent::Yes => true,
+            Sent::Nobody => false,
+            Sent::Full => {
+                if self.pending_len < PENDING_MAX {
+                    let e = (ip, *mad_bytes, Instant::now() + PENDING_FOR);
+                    self.pending.entry(to.to_vec()).or_default().push_back(e);
+                    self.pending_len += 1;
+                }
+                true
+            }
+        }
+    }
+
+    /// Whether MADs wait for full receivers (the agent then wakes up
+    /// every millisecond to send them again).
+    pub fn waiting(&self) -> bool {
+        self.pending_len > 0
+    }
+
+    /// Sends again, in order, what waits for full receivers; drops what
+    /// waited too long or whose receiver is gone.
+    pub fn flush(&mut self) {
+        let mut queues = std::mem::take(&mut self.pending);
+        let now = Instant::now();
+        for (to, q) in queues.iter_mut() {
+            while let Some((ip, mad_bytes, until)) = q.front() {
+                let from = self.peers.get(ip).map(|p| p.sock.as_fd());
+                let sent = match from {
+                    Some(f) if *until > now => send_unix(f, to, mad_bytes),
+                    _ => Sent::Nobody,
+                };
+                if sent == Sent::Full {
+                    break;
+                }
+                q.pop_front();
+                self.pending_len -= 1;
+            }
+        }
+        queues.retain(|_, q| !q.is_empty());
+        self.pending = queues;
     }
 
     /// Notes which process holds the comm ID a message it sends names as
@@ -558,15 +633,14 @@ impl Qp1 {
     }
 }
 
-/// Sends one MAD from `from` to the process socket `to`; false when
-/// nobody holds that name (a full receiver's MAD is lost, as on a
-/// wire: the CM's retries cover it).
-fn send_unix(from: BorrowedFd<'_>, to: &[u8], mad: &[u8; MAD_LEN]) -> bool {
-    let Ok(a) = SocketAddrUnix::new_abstract_name(to) else { return false };
-    !matches!(
-        sendto(from, mad, SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &a),
-        Err(Errno::CONNREFUSED) | Err(Errno::NOENT)
-    )
+/// Sends one MAD from `from` to the process socket `to`.
+fn send_unix(from: BorrowedFd<'_>, to: &[u8], mad: &[u8; MAD_LEN]) -> Sent {
+    let Ok(a) = SocketAddrUnix::new_abstract_name(to) else { return Sent::Nobody };
+    match sendto(from, mad, SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &a) {
+        Err(Errno::CONNREFUSED) | Err(Errno::NOENT) => Sent::Nobody,
+        Err(Errno::AGAIN) => Sent::Full,
+        _ => Sent::Yes,
+    }
 }
 
 /// The kernel CM's answer to a message nobody here takes: REJ 8 to a REQ,
