@@ -46,6 +46,9 @@ mod tests {
         let n = wire_peer(u32::MAX, u32::MAX, "scope-of-a-test.0123456789", ip);
         assert!(n.len() < 107, "{}", n.len());
         assert_eq!(port(1000, 0x106, 7471), b"swrdma-cm/1000/0106/7471");
-        assert_eq!(wire_peer(5, 2, "", "169.254.3.4".parse().unwrap()), b"swrdma-cm/5/wire/2/169.254.3.4");
+        assert_eq!(
+            wire_peer(5, 2, "", "169.254.3.4".parse().unwrap()),
+            b"swrdma-cm/5/wire/2/169.254.3.4"
+        );
     }
 }

@@ -620,7 +620,6 @@ fn parse_cmsgs(ctrl: &[u8], m: &mut RxMeta) {
     }
 }
 
-
 impl Bufs {
     fn new() -> Bufs {
         Bufs {
@@ -1005,7 +1004,9 @@ impl Sock {
                 let Ok(fd) = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, fl, None) else {
                     return record::note(Ev::UdpFwdErr, payload);
                 };
-                let Ok(a) = SocketAddrUnix::new_abstract_name(&name) else { return };
+                let Ok(a) = SocketAddrUnix::new_abstract_name(&name) else {
+                    return;
+                };
                 if connect(&fd, &a).is_err() {
                     return record::note(Ev::UdpNoOwner, payload);
                 }

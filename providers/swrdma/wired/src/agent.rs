@@ -402,7 +402,11 @@ impl Agent {
             }
             self.expire_hellos();
             if self.idle_over() {
-                let q = self.qp1.as_ref().map(|q| format!(", qp1 {:?}", q.stats)).unwrap_or_default();
+                let q = self
+                    .qp1
+                    .as_ref()
+                    .map(|q| format!(", qp1 {:?}", q.stats))
+                    .unwrap_or_default();
                 self.log(format!("idle for {:?}: exit{q}", self.cfg.idle));
                 return;
             }

@@ -125,10 +125,14 @@ pub struct Qp1 {
     /// order, each with the host it came from and when it is given up:
     /// sent again by [`Qp1::flush`] (a burst such as `cmtime`'s 200 REQs
     /// or DREQs would otherwise cost the CM's retry timers).
-    pending: HashMap<Vec<u8>, std::collections::VecDeque<(IpAddr, [u8; MAD_LEN], Instant)>>,
+    pending: HashMap<Vec<u8>, std::collections::VecDeque<Waiting>>,
     pending_len: usize,
     pub stats: Stats,
 }
+
+/// A MAD waiting for a full receiver: the host it came from, its bytes,
+/// when it is given up.
+type Waiting = (IpAddr, [u8; MAD_LEN], Instant);
 
 /// How long a MAD waits for a full receiver, and how many wait at most
 /// (in all; beyond, they are dropped as a full link drops them).
@@ -165,7 +169,12 @@ fn udp(local: IpAddr, port: u16, ifindex: u32) -> Result<OwnedFd, Errno> {
     } else {
         AddressFamily::INET6
     };
-    let fd = socket_with(fam, SocketType::DGRAM, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC, None)?;
+    let fd = socket_with(
+        fam,
+        SocketType::DGRAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
     sockopt::set_socket_reuseport(&fd, true)?;
     if local.is_ipv4() {
         sockopt::set_ip_mtu_discover(&fd, sockopt::Ipv4PathMtuDiscovery::DO)?;
@@ -305,7 +314,7 @@ impl Qp1 {
                         continue;
                     };
                     let p = buf[fwd::HDR..n].to_vec();
-                    self.from_wire(m, &p, true);
+                    self.take_packet(m, &p, true);
                 }
                 Ok(_) => self.stats.dropped += 1,
                 Err(Errno::AGAIN) | Err(Errno::INTR) => return,
@@ -339,7 +348,7 @@ impl Qp1 {
                         hop: 0,
                     };
                     let p = buf[..n].to_vec();
-                    self.from_wire(m, &p, false);
+                    self.take_packet(m, &p, false);
                 }
                 Ok(_) => self.stats.dropped += 1,
                 Err(Errno::INTR) => {}
@@ -351,7 +360,7 @@ impl Qp1 {
 
     /// A datagram for QP1, checked as the kernel checks it; `pin`: it came
     /// through the intake (its flow gets a socket of ours).
-    fn from_wire(&mut self, m: fwd::RxMeta, p: &[u8], pin: bool) {
+    fn take_packet(&mut self, m: fwd::RxMeta, p: &[u8], pin: bool) {
         let Some(mad_bytes) = self.check(&m, p) else {
             self.stats.dropped += 1;
             return;
@@ -376,7 +385,7 @@ impl Qp1 {
             other => self.routes.get(&comm_ids(other).1).map(|r| r.0.clone()),
         };
         let delivered = match to.as_ref() {
-            Some(n) => self.to_process(m.src, n, &mad_bytes),
+            Some(n) => self.give_process(m.src, n, &mad_bytes),
             None => false,
         };
         if delivered {
@@ -389,7 +398,7 @@ impl Qp1 {
         }
         if let Some(answer) = no_one_answer(&msg) {
             self.stats.answered += 1;
-            self.to_wire(m.dst, m.src, &answer.encode());
+            self.send_wire(m.dst, m.src, &answer.encode());
         } else {
             self.stats.dropped += 1;
         }
@@ -431,7 +440,9 @@ impl Qp1 {
                 self.flows.remove(&old);
             }
         }
-        let Ok(fd) = udp(local, swrdma_roce::ROCE_PORT, self.ifindex) else { return };
+        let Ok(fd) = udp(local, swrdma_roce::ROCE_PORT, self.ifindex) else {
+            return;
+        };
         if connect(&fd, &sockaddr(peer, sport, self.ifindex)).is_err() || self.watch(K_FLOW, fd.as_fd()).is_err() {
             return;
         }
@@ -467,7 +478,7 @@ impl Qp1 {
 
     /// Sends (or queues behind what waits for the same receiver) a MAD of
     /// host `ip` to process socket `to`; false when nobody holds the name.
-    fn to_process(&mut self, ip: IpAddr, to: &[u8], mad_bytes: &[u8; MAD_LEN]) -> bool {
+    fn give_process(&mut self, ip: IpAddr, to: &[u8], mad_bytes: &[u8; MAD_LEN]) -> bool {
         if let Some(q) = self.pending.get_mut(to) {
             if self.pending_len < PENDING_MAX {
                 q.push_back((ip, *mad_bytes, Instant::now() + PENDING_FOR));
@@ -475,7 +486,9 @@ impl Qp1 {
             }
             return true;
         }
-        let Some(from) = self.peers.get(&ip).map(|p| p.sock.as_fd()) else { return false };
+        let Some(from) = self.peers.get(&ip).map(|p| p.sock.as_fd()) else {
+            return false;
+        };
         match send_unix(from, to, mad_bytes) {
             Sent::Yes => true,
             Sent::Nobody => false,
@@ -538,30 +551,41 @@ impl Qp1 {
     fn read_cm(&mut self) {
         let mut buf = [0u8; names::WIRE_IN_PREFIX + MAD_LEN + 1];
         for _ in 0..64 {
-            let Some((n, sender, uid)) = recv_unix(self.cm.as_fd(), &mut buf) else { return };
+            let Some((n, sender, uid)) = recv_unix(self.cm.as_fd(), &mut buf) else {
+                return;
+            };
             if uid != Some(self.uid) || n != names::WIRE_IN_PREFIX + MAD_LEN {
                 self.stats.dropped += 1;
                 continue;
             }
             let ip = |b: &[u8]| <[u8; 16]>::try_from(b).ok().map(|o| Ipv6Addr::from(o).to_canonical());
-            let (Some(dst), Some(src)) = (ip(&buf[..16]), ip(&buf[16..32])) else { continue };
+            let (Some(dst), Some(src)) = (ip(&buf[..16]), ip(&buf[16..32])) else {
+                continue;
+            };
             let mut mad_bytes = [0u8; MAD_LEN];
             mad_bytes.copy_from_slice(&buf[32..32 + MAD_LEN]);
             self.learn(&sender, &mad_bytes);
             // Made now, so that the host's answer finds it.
             let _ = self.peer(dst, Some(src));
-            self.to_wire(src, dst, &mad_bytes);
+            self.send_wire(src, dst, &mad_bytes);
         }
     }
 
     fn read_peer(&mut self, fd: i32) {
-        let Some(ip) = self.peers.iter().find(|(_, p)| p.sock.as_raw_fd() == fd).map(|(k, _)| *k) else {
+        let Some(ip) = self
+            .peers
+            .iter()
+            .find(|(_, p)| p.sock.as_raw_fd() == fd)
+            .map(|(k, _)| *k)
+        else {
             return;
         };
         let mut buf = [0u8; MAD_LEN + 1];
         for _ in 0..64 {
             let Some(p) = self.peers.get(&ip) else { return };
-            let Some((n, sender, uid)) = recv_unix(p.sock.as_fd(), &mut buf) else { return };
+            let Some((n, sender, uid)) = recv_unix(p.sock.as_fd(), &mut buf) else {
+                return;
+            };
             if uid != Some(self.uid) || n != MAD_LEN {
                 self.stats.dropped += 1;
                 continue;
@@ -571,14 +595,14 @@ impl Qp1 {
             self.learn(&sender, &mad_bytes);
             let local = self.peers.get(&ip).and_then(|p| p.local).or_else(|| route_source(ip));
             match local {
-                Some(l) => self.to_wire(l, ip, &mad_bytes),
+                Some(l) => self.send_wire(l, ip, &mad_bytes),
                 None => self.stats.dropped += 1,
             }
         }
     }
 
     /// Sends a MAD to host `dst`'s QP1 from our `src`.
-    fn to_wire(&mut self, src: IpAddr, dst: IpAddr, mad_bytes: &[u8; MAD_LEN]) {
+    fn send_wire(&mut self, src: IpAddr, dst: IpAddr, mad_bytes: &[u8; MAD_LEN]) {
         let pkt = self.packet(src, dst, mad_bytes);
         if !self.senders.contains_key(&src) {
             match udp(src, swrdma_roce::src_port(1), self.ifindex) {
@@ -612,7 +636,10 @@ impl Qp1 {
                 psn: self.psn,
                 ..Bth::default()
             },
-            deth: Some(Deth { qkey: GSI_QKEY, sqpn: 1 }),
+            deth: Some(Deth {
+                qkey: GSI_QKEY,
+                sqpn: 1,
+            }),
             ..Hdr::default()
         };
         let mut hb = [0u8; swrdma_roce::MAX_HDR];
@@ -635,7 +662,9 @@ impl Qp1 {
 
 /// Sends one MAD from `from` to the process socket `to`.
 fn send_unix(from: BorrowedFd<'_>, to: &[u8], mad: &[u8; MAD_LEN]) -> Sent {
-    let Ok(a) = SocketAddrUnix::new_abstract_name(to) else { return Sent::Nobody };
+    let Ok(a) = SocketAddrUnix::new_abstract_name(to) else {
+        return Sent::Nobody;
+    };
     match sendto(from, mad, SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &a) {
         Err(Errno::CONNREFUSED) | Err(Errno::NOENT) => Sent::Nobody,
         Err(Errno::AGAIN) => Sent::Full,
@@ -692,7 +721,11 @@ mod tests {
                 ..Default::default()
             }),
         };
-        let Some(Mad { tid: 9, msg: Msg::Rej(j) }) = no_one_answer(&req) else {
+        let Some(Mad {
+            tid: 9,
+            msg: Msg::Rej(j),
+        }) = no_one_answer(&req)
+        else {
             panic!("no REJ")
         };
         assert_eq!((j.remote_comm_id, j.reason, j.local_comm_id), (0x1234, 8, 0));
