@@ -24,7 +24,7 @@
 #include "../common/check.h"
 #include "../common/qpsetup.h"
 
-#define NPAIR 10
+#define NPAIR 13
 #define BUF 4096
 
 static struct ibv_context *ctx;
@@ -247,6 +247,113 @@ static void post_list_checks(struct ibv_mr *ml, const struct info *t)
 		printf("SKIP list with an unmapped target page: no process_vm_readv here (qemu-user), the provider's copies are plain CPU copies\n");
 }
 
+/* 4. Requests whose local source the initiator unmapped after registering
+ * it (a kernel device pins registered pages and reads them; ours pins
+ * nothing): the ring path reads the source fault-safe, the request
+ * completes with LOC_PROT_ERR and its QP goes to the error state; the
+ * peer's memory and receive queue stay as they were; we live.  Once a
+ * plain copy: SIGSEGV in ibv_post_send.
+ *  - qp[10]: an RDMA WRITE of 1 KiB from the unmapped page.  It tries the
+ *    direct path first (process_vm_writev from our own unmapped page:
+ *    EFAULT, nothing copied) and then takes the ring, as any WRITE the
+ *    direct path cannot do (an MR or QP the target did not publish,
+ *    SWRDMA_DIRECT=0, a request queued behind another).
+ *  - qp[11]: a SEND (the ring, always) of two SGEs, 1 KiB on the mapped
+ *    page then 1 KiB on the unmapped one: the copy fails in the middle of
+ *    the message's only fragment.
+ *  - qp[12]: a SEND of 64 KiB + 1 KiB whose last KiB lies on an unmapped
+ *    page: its first 64 KiB fragment went to the target (which took a
+ *    receive WQE for it and placed the fragment) before the copy of the
+ *    second failed; the target gives the WQE back.
+ * The target checks that nothing of the failed copies landed, that no
+ * receive completed, and
+ * that both receives are still posted (flushed when it moves the QPs to
+ * the error state).  Where the provider's copies cannot be fault-safe
+ * (qemu-user: no process_vm_readv) the case is skipped. */
+#define BIGSEND (65536 + 1024)
+static void unmapped_source_checks(const struct info *t)
+{
+	char *P = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *Q = mmap(NULL, 65536 + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (P == MAP_FAILED || Q == MAP_FAILED)
+		die("mmap");
+	memset(P, 's', 2 * 4096);
+	memset(Q, 'q', 65536 + 4096);
+	struct ibv_mr *mp = ibv_reg_mr(pd, P, 2 * 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mq = ibv_reg_mr(pd, Q, 65536 + 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (!mp || !mq)
+		die("mr");
+	munmap(P + 4096, 4096);
+	munmap(Q + 65536, 4096);
+	check(post(qp[10], IBV_WR_RDMA_WRITE, P + 4096, 1024, mp->lkey, t->a + 2048, t->rka, 0, 0) == 0,
+	      "RDMA write from a local page unmapped after registering: posted (no crash)", "post failed");
+	expect("RDMA write from a local page unmapped after registering -> LOC_PROT_ERR", IBV_WC_LOC_PROT_ERR);
+	post(qp[10], IBV_WR_RDMA_WRITE, P, 8, mp->lkey, t->a + 2048, t->rka, 0, 0);
+	expect("next WR on the QP of that write -> WR_FLUSH_ERR", IBV_WC_WR_FLUSH_ERR);
+
+	struct ibv_sge s[2] = { { .addr = (uintptr_t)P + 3072, .length = 1024, .lkey = mp->lkey },
+				{ .addr = (uintptr_t)P + 4096, .length = 1024, .lkey = mp->lkey } };
+	struct ibv_send_wr w = { .wr_id = 301, .sg_list = s, .num_sge = 2, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED }, *bad;
+	check(ibv_post_send(qp[11], &w, &bad) == 0,
+	      "SEND whose 2nd SGE lies on a local page unmapped after registering: posted (no crash)", "post failed");
+	expect_wr("SEND from a partly unmapped local buffer -> LOC_PROT_ERR", 301, IBV_WC_LOC_PROT_ERR);
+
+	struct ibv_sge sb = { .addr = (uintptr_t)Q, .length = BIGSEND, .lkey = mq->lkey };
+	struct ibv_send_wr wb = { .wr_id = 302, .sg_list = &sb, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED };
+	check(ibv_post_send(qp[12], &wb, &bad) == 0,
+	      "SEND of 65 KiB whose last KiB lies on an unmapped local page: posted (no crash)", "post failed");
+	expect_wr("SEND unmapped after its first 64 KiB fragment -> LOC_PROT_ERR", 302, IBV_WC_LOC_PROT_ERR);
+	munmap(P, 4096);
+	munmap(Q, 65536);
+}
+
+/* The target's side of case 4 (after the initiator is done): nothing
+ * landed, no receive completed, and the receives `r11`, `r12` are still
+ * posted: moving their QPs to the error state flushes them. */
+static void unmapped_source_target_checks(const char *A, const char *r11, const char *r12)
+{
+	int clean = 1;
+	for (int i = 0; i < 1024; i++)
+		clean &= A[2048 + i] == 0;
+	check(clean, "target memory: the write from the initiator's unmapped page did not land", "modified");
+	clean = 1;
+	for (int i = 0; i < BUF; i++)
+		clean &= r11[i] == 'r';
+	check(clean, "target receive buffer: the SEND aborted in its only fragment placed nothing", "modified");
+	/* (the first 64 KiB fragment of the other was placed before its
+	 * sender failed: a receive buffer holds anything until it completes) */
+	clean = 1;
+	for (int i = 65536; i < BIGSEND; i++)
+		clean &= r12[i] == 'r';
+	check(clean, "target receive buffer: nothing of the aborted fragment placed", "modified");
+	struct ibv_wc wc;
+	usleep(100000);
+	int n = ibv_poll_cq(cq, 1, &wc);
+	char why[96];
+	snprintf(why, sizeof why, "wr_id %llu status %s", n > 0 ? (unsigned long long)wc.wr_id : 0ULL,
+		 n > 0 ? ibv_wc_status_str(wc.status) : "-");
+	check(n == 0, "target: no receive completion for the aborted SENDs", why);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	check(!ibv_modify_qp(qp[11], &a, IBV_QP_STATE), "target: QP of the aborted SEND to ERR", "modify failed");
+	expect_wr("target: the receive the aborted SEND found is still posted (flushed)", 300, IBV_WC_WR_FLUSH_ERR);
+	check(!ibv_modify_qp(qp[12], &a, IBV_QP_STATE), "target: QP of the SEND aborted after 64 KiB to ERR",
+	      "modify failed");
+	expect_wr("target: the receive the SEND aborted after 64 KiB took was given back (flushed)", 310,
+		  IBV_WC_WR_FLUSH_ERR);
+}
+
+/* The target's sync with the initiator failed: say how the initiator
+ * ended (a crash in the provider kills it), then give up. */
+static void initiator_gone(pid_t child)
+{
+	int st;
+	if (waitpid(child, &st, 0) == child && WIFSIGNALED(st))
+		printf("FAIL initiator: killed by signal %d (%s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	die("sync");
+}
+
 int main(void)
 {
 	int p2c[2], c2p[2];
@@ -265,6 +372,9 @@ int main(void)
 	}
 	open_dev();
 	if (child) { /* target */
+		/* (the initiator's ends: a read gets end-of-file when it dies) */
+		close(c2p[1]);
+		close(p2c[0]);
 		static uint64_t A[BUF / 8] __attribute__((aligned(64))), B[BUF / 8];
 		struct ibv_mr *ma = ibv_reg_mr(pd, A, sizeof A, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 					       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
@@ -291,13 +401,27 @@ int main(void)
 			die("read");
 		for (int i = 0; i < NPAIR; i++)
 			connect_qp(qp[i], peer.qpn[i]);
+		/* case 4: one receive on qp[11] and one on qp[12] */
+		static char R11[BUF], R12[BIGSEND];
+		memset(R11, 'r', sizeof R11);
+		memset(R12, 'r', sizeof R12);
+		struct ibv_mr *mr11 = ibv_reg_mr(pd, R11, sizeof R11, IBV_ACCESS_LOCAL_WRITE);
+		struct ibv_mr *mr12 = ibv_reg_mr(pd, R12, sizeof R12, IBV_ACCESS_LOCAL_WRITE);
+		if (!mr11 || !mr12)
+			die("mr");
+		struct ibv_sge r11 = { .addr = (uintptr_t)R11, .length = sizeof R11, .lkey = mr11->lkey };
+		struct ibv_sge r12 = { .addr = (uintptr_t)R12, .length = sizeof R12, .lkey = mr12->lkey };
+		struct ibv_recv_wr rw11 = { .wr_id = 300, .sg_list = &r11, .num_sge = 1 };
+		struct ibv_recv_wr rw12 = { .wr_id = 310, .sg_list = &r12, .num_sge = 1 }, *rbad;
+		if (ibv_post_recv(qp[11], &rw11, &rbad) || ibv_post_recv(qp[12], &rw12, &rbad))
+			die("post_recv");
 		if (write(p2c[1], &in, sizeof in) != sizeof in)
 			die("write");
 		/* Let the initiator work (our provider thread serves it), then
 		 * check what landed in our memory. */
 		char c;
 		if (read(c2p[0], &c, 1) != 1)
-			die("sync");
+			initiator_gone(child);
 		check(memcmp((char *)A + 64, "written by the peer", 20) == 0, "target memory: RDMA write landed", "data differs");
 		check(A[0] == 200 && A[1] == 12, "target memory: atomics applied", "values differ");
 		{
@@ -318,6 +442,7 @@ int main(void)
 					clean2 &= C[2 * 4096 + i] == 0;
 				check(clean2, "target memory: the write flushed after the unmapped page did not land",
 				      "modified");
+				unmapped_source_target_checks((const char *)A, R11, R12);
 			}
 		}
 		int clean = 1;
@@ -383,6 +508,10 @@ int main(void)
 	/* A post_send list of one-sided requests (issue 34: consecutive WRITEs
 	 * or READs of a list go to the target in one process_vm_writev/readv):
 	 * each completes on its own, in order, as on rxe. */
+	if (cma_works())
+		unmapped_source_checks(&t);
+	else
+		printf("SKIP requests from a local page unmapped after registering: no process_vm_readv here (qemu-user), the provider's copies are plain CPU copies\n");
 	post_list_checks(ml, &t);
 
 	/* Target verifies its memory; then it exits and our QP must fail

@@ -998,7 +998,7 @@ impl Ctx {
     // ----- sending on a link ----------------------------------------------
 
     /// Writes one message (header + payload produced by `fill`) if it fits
-    /// now.  The caller holds `l.tx_lock`.
+    /// now.  The caller holds `l.tx_lock`.  (`fill` false: see `put_at`.)
     fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) -> bool {
         let need = align64(MSG_HDR + plen);
         // SAFETY: the caller holds `l.tx_lock`: we are the ring's only
@@ -1013,8 +1013,9 @@ impl Ctx {
 
     /// Writes one request (header + payload produced by `fill`), waiting for
     /// room: the caller (post_send) holds `l.tx_lock` and no QP lock, and
-    /// makes progress on every link meanwhile.  False: the link died.
-    pub fn send_msg(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8)) -> bool {
+    /// makes progress on every link meanwhile.  `fill` false: it could not
+    /// read the payload; the record went as the message's abort (`put_at`).
+    pub fn send_msg(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) -> Sent {
         let need = align64(MSG_HDR + plen);
         let mut spins = 0u32;
         let mut wait = || {
@@ -1038,16 +1039,14 @@ impl Ctx {
         // SAFETY: the caller (post_send) holds `l.tx_lock`: the ring's only
         // producer; `need` is 64-aligned and at most MSG_HDR + MAX_CHUNK.
         let Some((p, nh)) = (unsafe { l.tx().reserve(need, &mut wait) }) else {
-            return false;
+            return Sent::LinkDied;
         };
         // SAFETY: `p` is the space just reserved for `need` bytes.
-        unsafe {
-            put_at(l, p, nh, m, plen, &mut |d| {
-                fill(d);
-                true
-            })
-        };
-        true
+        if unsafe { put_at(l, p, nh, m, plen, fill) } {
+            Sent::Whole
+        } else {
+            Sent::Aborted
+        }
     }
 
     /// Sends as much of response `r` as fits now; true when all of it went.
@@ -1213,6 +1212,10 @@ impl Ctx {
     // ----- responder --------------------------------------------------------
 
     fn responder(&self, l: InLink<'_>, m: &Msg, payload: *const u8) {
+        if m.flags & F_ABORT != 0 {
+            self.aborted(&l, m);
+            return;
+        }
         let Some(qp) = self.qp(m.dst_qpn) else {
             // No such QP (destroyed, or never was): the wire drops the
             // packet; the requester retries after its timeout and gives up
@@ -1324,6 +1327,40 @@ impl Ctx {
                 let _ = self.recv_data(&qp, &mut st, m, payload, &mut |_| {});
             }
             _ => {}
+        }
+    }
+
+    /// A message its requester aborted (`F_ABORT`: it could not read its
+    /// own registered memory, unmapped since, and completed the request
+    /// with LOC_PROT_ERR): dropped whole, nothing answered, the QP's state
+    /// as if the message had not come.  A receive WQE its earlier fragments
+    /// took (a SEND aborted after its first fragment: `st.cur`) goes back to
+    /// the head of its queue, to be completed by the next message or
+    /// flushed, never completed for this one; the bytes placed in its buffer
+    /// stay (a receive buffer holds anything until it completes), as the
+    /// data of a WRITE's earlier fragments stays in the target MR (a WRITE
+    /// that fails midway on the wire leaves the same).  A message aborted in
+    /// its first fragment placed nothing.
+    fn aborted(&self, l: &Link, m: &Msg) {
+        let Some(qp) = self.qp(m.dst_qpn) else { return };
+        if m.flags & F_TRANSPORT != transport_flag(qp.qpt) {
+            return;
+        }
+        let mut st = lock(&qp.st);
+        // (Only the connected peer's messages are placed in an RC or UC QP.)
+        let connected = !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC) || from_connected_peer(l, &st, m);
+        if !connected {
+            return;
+        }
+        if m.flags & F_FIRST == 0 && m.kind == K_SEND {
+            if let Some(cur) = st.cur.take() {
+                self.give_back_recv(&qp, &mut st, m, cur);
+            }
+        }
+        if st.nakd == Some(m.seq) && m.flags & F_FIRST != 0 {
+            // (The NAKed request came again, aborted: nothing more of it
+            // will come.)
+            st.nakd = None;
         }
     }
 
@@ -1911,27 +1948,37 @@ fn needs_ack(m: &Msg) -> bool {
 }
 
 /// Writes header `m` (with its `len`/`plen` set) and `plen` payload bytes
-/// produced by `fill` at `p`, then publishes the record.
+/// produced by `fill` at `p`, then publishes the record.  False: `fill`
+/// could not read the payload (memory no longer mapped): the record went
+/// without it, as the answer the two sides give to that (below).
 ///
 /// # Safety
 /// `p` and `nh` come from `try_reserve`/`reserve` on `l.tx()` for
 /// `align64(MSG_HDR + plen)` bytes, by the ring's only producer (the holder
-/// of `l.tx_lock`); `fill` writes at most `plen` bytes at its argument
-/// (false: it could not; the record becomes a remote-access NAK).
-unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) {
+/// of `l.tx_lock`); `fill` writes at most `plen` bytes at its argument.
+unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) -> bool {
     let mut h = *m;
     h.len = align64(MSG_HDR + plen) as u32;
     h.plen = plen as u32;
     // (The payload space follows the header, inside the reservation.)
-    if plen > 0 && !fill(p.wrapping_add(MSG_HDR)) {
-        // The payload could not be read (a READ from memory the owner no
-        // longer maps): the record becomes the request's remote-access NAK
-        // (it keeps its reserved length; the payload is not sent).
-        h.kind = K_ACK;
-        h.flags = F_LAST;
-        h.status = IBV_WC_REM_ACCESS_ERR;
+    let filled = plen == 0 || fill(p.wrapping_add(MSG_HDR));
+    if !filled {
+        // (The record keeps its reserved length; no payload is sent.)
         h.plen = 0;
-        h.total = 0;
+        if h.kind == K_SEND || h.kind == K_WRITE {
+            // The requester's side: its registered source is gone (unmapped
+            // after registering).  The record aborts the message: the
+            // responder drops it (`aborted`); the caller completes the
+            // request with LOC_PROT_ERR.
+            h.flags |= F_ABORT;
+        } else {
+            // The responder's side (a READ from memory the owner no longer
+            // maps): the record becomes the request's remote-access NAK.
+            h.kind = K_ACK;
+            h.flags = F_LAST;
+            h.status = IBV_WC_REM_ACCESS_ERR;
+            h.total = 0;
+        }
     }
     // SAFETY: `p` is reserved space of `h.len` >= MSG_HDR bytes, 64-aligned,
     // that no one reads until `commit` (the contract).
@@ -1939,6 +1986,19 @@ unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut
     if l.tx().commit(nh) {
         l.wake_peer();
     }
+    filled
+}
+
+/// What became of a request record `Ctx::send_msg` was to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// Written with its payload.
+    Whole,
+    /// Its payload could not be read (the requester's registered memory
+    /// was unmapped since): written as the message's abort (`F_ABORT`).
+    Aborted,
+    /// Not written: the link died.
+    LinkDied,
 }
 
 /// The `n` bytes at `p` as a slice (none when `n` is 0: `p` may be null).

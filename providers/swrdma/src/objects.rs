@@ -475,6 +475,23 @@ impl Objects {
         Some((w, qp.recv_cq.clone(), qp.pd))
     }
 
+    /// Puts receive `cur`, taken for request `m` and not completed, back at
+    /// the head of the queue it came from (the QP's or its SRQ's): the
+    /// message was aborted by its requester.  (A queue the application
+    /// filled up meanwhile holds one more than `max_wr` for a while.)
+    pub fn give_back_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg, cur: CurRecv) {
+        let (wr_id, sges) = cur.posted();
+        let w = RWqe { wr_id, sges };
+        if qp.srq.is_some() || qp.qpt == IBV_QPT_XRC_RECV {
+            // (An SRQ destroyed meanwhile: the WQE went with it.)
+            if let Some(s) = self.srq_for(qp, m) {
+                lock(&s.st).wqes.push_front(w);
+            }
+            return;
+        }
+        st.rq.push_front(w);
+    }
+
     /// Takes the next receive WQE for request `m` (the QP's or its
     /// SRQ's), checked for writing (see `swrdma_rc::recv::accept`).
     pub fn accept_recv(&self, qp: &Qp, st: &mut QpSt, m: &Msg) -> Option<CurRecv> {

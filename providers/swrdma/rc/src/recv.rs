@@ -20,16 +20,19 @@ pub struct Receive<C> {
     pub base: u64,
     /// The layout of the GRH area (`l3_type`), reported in `ibv_wc.sl`.
     pub l3: u8,
+    /// The scatter list as posted, where `sges` is its translation (IOVAs
+    /// of an MR whose IOVA is not its address): see [`Receive::posted`].
+    untranslated: Option<Vec<ibv_sge>>,
 }
 
 /// Takes receive WQE `wr_id`/`sges` of PD `pd` for a message: its list is
 /// checked for writing (a bad one makes the receive complete with
 /// `LOC_PROT_ERR`; nothing is placed in it).
 pub fn accept<C>(keys: &Keys, pd: u32, wr_id: u64, sges: Vec<ibv_sge>, cq: C) -> Receive<C> {
-    let (sges, err) = match keys.check_local(pd, &sges, true) {
-        Ok(None) => (sges, 0),
-        Ok(Some(t)) => (t, 0),
-        Err(e) => (sges, e),
+    let (sges, err, untranslated) = match keys.check_local(pd, &sges, true) {
+        Ok(None) => (sges, 0, None),
+        Ok(Some(t)) => (t, 0, Some(sges)),
+        Err(e) => (sges, e, None),
     };
     Receive {
         wr_id,
@@ -38,6 +41,7 @@ pub fn accept<C>(keys: &Keys, pd: u32, wr_id: u64, sges: Vec<ibv_sge>, cq: C) ->
         cq,
         base: 0,
         l3: 0,
+        untranslated,
     }
 }
 
@@ -56,6 +60,14 @@ pub struct Completion {
 }
 
 impl<C> Receive<C> {
+    /// The receive WQE as it was posted (its `wr_id` and scatter list),
+    /// for its queue again: the message that took it was dropped before it
+    /// completed (its requester aborted it), and the WQE is to be taken
+    /// anew, checked anew, by the next message.
+    pub fn posted(self) -> (u64, Vec<ibv_sge>) {
+        (self.wr_id, self.untranslated.unwrap_or(self.sges))
+    }
+
     /// A UD receive: the GRH area first (its data then starts at 40).
     pub fn place_grh(&mut self, mem: &dyn Memory, grh: &[u8; 40]) {
         self.base = 40;

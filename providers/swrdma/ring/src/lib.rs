@@ -80,6 +80,12 @@ pub const F_UD: u16 = 64;
 pub const F_UC: u16 = 128;
 /// The transport bits of `flags`.
 pub const F_TRANSPORT: u16 = F_UD | F_UC;
+/// A request record (SEND or WRITE) whose payload the requester could not
+/// read (its registered source unmapped since): it carries none and ends
+/// the message, which the responder drops whole, answering nothing (the
+/// requester completed the request with `LOC_PROT_ERR`).  Fragments before
+/// it were delivered as usual.
+pub const F_ABORT: u16 = 256;
 
 /// The header of every message (128 bytes, 64-byte multiple).
 #[repr(C)]

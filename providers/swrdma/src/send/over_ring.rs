@@ -46,7 +46,19 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
         return Ok(());
     }
     // SAFETY: forwarded to our caller (the local data).
-    unsafe { fill_header(&mut m, qp.qpt, req, data) };
+    if !unsafe { fill_header(&mut m, qp.qpt, req, data) } {
+        // (An ATOMIC_WRITE whose registered 8 bytes are no longer mapped.)
+        finish_now(
+            c,
+            qp,
+            req.wr_id,
+            req.op.wc_opcode(),
+            len as u32,
+            req.signaled(),
+            IBV_WC_LOC_PROT_ERR,
+        );
+        return Ok(());
+    }
     if qp.qpt != IBV_QPT_UD && (m.kind == K_SEND || m.kind == K_WRITE) {
         // A request's `status` (only responses have one) carries our path
         // MTU: the responder refuses a message whose first packet would be
@@ -59,15 +71,25 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
         return Ok(());
     }
     // SAFETY: forwarded to our caller (the local data).
-    let ok = unsafe { send_message(c, &link, &m, data) };
+    let sent = unsafe { send_message(c, &link, &m, data) };
     drop(tx);
+    // A payload we could not read (our registered source unmapped since):
+    // the request completes with LOC_PROT_ERR and the QP goes to the error
+    // state, as for a bad lkey; the responder dropped the message.
+    let status = match sent {
+        Sent::Whole => 0,
+        Sent::Aborted => IBV_WC_LOC_PROT_ERR,
+        // (Unreliable: dropped, as on the wire.)
+        Sent::LinkDied if !reliable => 0,
+        Sent::LinkDied => IBV_WC_RETRY_EXC_ERR,
+    };
     if !reliable {
-        finish_now(c, qp, req.wr_id, req.op.wc_opcode(), len as u32, req.signaled(), 0);
-    } else if !ok {
+        finish_now(c, qp, req.wr_id, req.op.wc_opcode(), len as u32, req.signaled(), status);
+    } else if status != 0 {
         let mut st = lock(&qp.st);
         if let Some(w) = st.sq.iter_mut().find(|w| w.seq == m.seq) {
             if w.done.is_none() {
-                w.done = Some(IBV_WC_RETRY_EXC_ERR);
+                w.done = Some(status);
             }
         }
         c.to_err(qp, &mut st);
@@ -86,9 +108,16 @@ const MULTICAST_QPN: u32 = 0xff_ffff;
 /// As `post`.
 unsafe fn post_multicast(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg) {
     // SAFETY: forwarded to our caller (the local data).
-    unsafe { fill_header(m, qp.qpt, req, data) };
+    let mut status = if unsafe { fill_header(m, qp.qpt, req, data) } {
+        0
+    } else {
+        IBV_WC_LOC_PROT_ERR
+    };
     let mgid = m.dgid;
     for member in c.group_members(&mgid) {
+        if status != 0 {
+            break;
+        }
         let Some(link) = c.link_to(member) else {
             c.forget_member(&mgid, member);
             continue;
@@ -96,10 +125,22 @@ unsafe fn post_multicast(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
         m.dst_qpn = member;
         let tx = link.producer();
         // SAFETY: forwarded to our caller (the local data).
-        unsafe { send_message(c, &link, m, data) };
+        if unsafe { send_message(c, &link, m, data) } == Sent::Aborted {
+            // (Our source is gone: that member dropped the datagram, the
+            // others get none.)
+            status = IBV_WC_LOC_PROT_ERR;
+        }
         drop(tx);
     }
-    finish_now(c, qp, req.wr_id, req.op.wc_opcode(), data.len as u32, req.signaled(), 0);
+    finish_now(
+        c,
+        qp,
+        req.wr_id,
+        req.op.wc_opcode(),
+        data.len as u32,
+        req.signaled(),
+        status,
+    );
 }
 
 /// Where the request goes: the destination QPN and the link to its process
@@ -212,11 +253,12 @@ fn ring_kind(op: &Operation) -> u16 {
 
 /// The rest of the header: the XRC target SRQ, the flags, the immediate
 /// data (or the rkey to invalidate), the kind, the remote address and the
-/// operands.
+/// operands.  False: an ATOMIC_WRITE's registered 8 bytes could not be read
+/// (unmapped since they were registered).
 ///
 /// # Safety
 /// `data` passed `check_local` or is inline data readable for the call.
-unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData) {
+unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData) -> bool {
     if let Some(srqn) = req.xrc_srqn {
         m.srqn = srqn;
     }
@@ -247,13 +289,25 @@ unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData
     }
     if m.kind == K_AWRITE {
         let mut v = [0u8; 8];
-        // SAFETY: the 8 bytes (len == 8, checked) of the SGE list are
-        // readable: it passed `check_local`, or is inline data the
-        // application provides readable for the call.
-        unsafe { gather(data.sges(), 0, v.as_mut_ptr(), 8) };
+        // SAFETY: `v` has room for the 8 bytes (len == 8, checked) of the
+        // SGE list.  Inline data the application provides readable for the
+        // call (its own pointer: read as rxe's provider reads it); a
+        // registered list, which passed `check_local`, is read fault-safe.
+        let read = unsafe {
+            if data.inline {
+                gather(data.sges(), 0, v.as_mut_ptr(), 8);
+                true
+            } else {
+                gather_safe(data.sges(), 0, v.as_mut_ptr(), 8)
+            }
+        };
+        if !read {
+            return false;
+        }
         m.swap = u64::from_ne_bytes(v);
     }
     m.flags = flags;
+    true
 }
 
 /// A reliable request goes into the send queue (numbered: `m.seq`) before
@@ -319,33 +373,46 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
 }
 
 /// Sends the message on `link`: a SEND or WRITE with its payload, gathered
-/// from `data`, in fragments.  false: the link failed.
+/// from `data`, in fragments.  A registered source is read fault-safe: when
+/// the application unmapped it after registering, the fragment that could
+/// not be read goes as the message's abort (`Sent::Aborted`: the responder
+/// drops the message).  Inline data is the application's own pointer, read
+/// in its thread during `ibv_post_send` as rxe's provider reads it (memory
+/// it unmapped faults there as it would without us).
 ///
 /// # Safety
 /// `data` passed `check_local` or is inline data readable for the call.
-unsafe fn send_message(c: &Ctx, link: &Link, m: &Msg, data: &LocalData) -> bool {
+unsafe fn send_message(c: &Ctx, link: &Link, m: &Msg, data: &LocalData) -> Sent {
     if m.kind != K_SEND && m.kind != K_WRITE {
         let (h, _) = frag(m, 0, 0);
-        return c.send_msg(link, &h, 0, &mut |_| {});
+        return c.send_msg(link, &h, 0, &mut |_| true);
     }
-    let (len, sges) = (data.len, data.sges());
+    let (len, sges, inline) = (data.len, data.sges(), data.inline);
     let mut off = 0u64;
     loop {
         let (h, plen) = frag(m, len, off);
         let o = off;
         let mut fill = |d: *mut u8| {
-            // SAFETY: bytes [o, o+plen) of the SGE list are readable (it
-            // passed `check_local`, or is inline data readable for the
-            // call; o + plen <= len, its total); `d` is the `plen` bytes
-            // of ring space `send_msg` reserved.
-            unsafe { gather(sges, o, d, plen) }
+            // SAFETY: `d` is the `plen` bytes of ring space `send_msg`
+            // reserved; bytes [o, o+plen) of the SGE list (o + plen <= len,
+            // its total) are inline data readable for the call, or passed
+            // `check_local` and are read fault-safe.
+            unsafe {
+                if inline {
+                    gather(sges, o, d, plen);
+                    true
+                } else {
+                    gather_safe(sges, o, d, plen)
+                }
+            }
         };
-        if !c.send_msg(link, &h, plen, &mut fill) {
-            return false;
+        match c.send_msg(link, &h, plen, &mut fill) {
+            Sent::Whole => {}
+            other => return other,
         }
         off += plen as u64;
         if off >= len {
-            return true;
+            return Sent::Whole;
         }
     }
 }

@@ -63,6 +63,48 @@ fn accept_translates_an_iova_list() {
 }
 
 #[test]
+fn a_receive_given_back_is_the_wqe_as_posted() {
+    // (A message its requester aborted after its first fragment gives the
+    // WQE it took back to its queue: to be checked and translated anew.)
+    let (mem, mut keys) = ctx(ALL);
+    keys.insert(
+        0x200,
+        MrEnt {
+            va: BASE + 128,
+            ..mr(1, 0x4000, 64, ALL)
+        },
+    );
+    let posted = vec![sge(BASE, 4, 0x100), sge(0x4010, 4, 0x200)];
+    let r = accept(&keys, 1, 5, posted.clone(), ());
+    assert_ne!(sges(&r.sges), sges(&posted), "translated");
+    let (wr_id, back) = r.posted();
+    assert_eq!(
+        (wr_id, sges(&back)),
+        (5, sges(&posted)),
+        "an IOVA list: as posted, not translated"
+    );
+    let plain = vec![sge(BASE, 16, 0x100)];
+    let mut r = accept(&keys, 1, 6, plain.clone(), ());
+    r.place(&mem, 0, b"partial");
+    assert_eq!(&mem.bytes.borrow()[..7], b"partial");
+    let (wr_id, back) = r.posted();
+    assert_eq!(
+        (wr_id, sges(&back)),
+        (6, sges(&plain)),
+        "a list without IOVA, data placed in it"
+    );
+    let bad = vec![sge(BASE, 8, 0x999)];
+    let r = accept(&keys, 1, 7, bad.clone(), ());
+    assert_eq!(r.err, IBV_WC_LOC_PROT_ERR);
+    let (wr_id, back) = r.posted();
+    assert_eq!(
+        (wr_id, sges(&back)),
+        (7, sges(&bad)),
+        "a bad list: as posted (its error not kept)"
+    );
+}
+
+#[test]
 fn accept_a_bad_list_places_nothing() {
     let (_, mut keys) = ctx(ALL);
     keys.insert(0x300, mr(1, BASE, 256, IBV_ACCESS_REMOTE_READ));
