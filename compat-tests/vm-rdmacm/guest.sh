@@ -38,3 +38,4 @@ if [ -n "${GUEST_MIXED:-}" ]; then
     wait $k; echo "$?" >"$VM_RUN_DIR/mixed.kserver.rc"
     wait $s; echo "$?" >"$VM_RUN_DIR/mixed.sserver.rc"
 fi
+. compat-tests/vm-rdmacm/wire-guest.sh

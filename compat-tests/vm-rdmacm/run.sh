@@ -85,6 +85,45 @@ if [ -n "$MIXED" ]; then
         fail "beside the kernel: one channel, two connections (swr0 and rxe)" "exit $(cat "$VM_RUN_DIR/mixed.rc" 2>/dev/null): $(tr '\n' ' ' <"$mo" | cut -c1-300)"
     fi
 fi
+# ours on the wire device against the kernel's rdma_cm over rxe (wire-guest.sh)
+W=$VM_RUN_DIR/wire
+if [ ! -d "$W" ]; then
+    fail "rw0 <-> rxe" "the VM's wire part did not run: $(tail -n3 "$OUT/vm.out" | tr '\n' ' ')"
+elif [ -n "$(tr -d ' \n' <"$W/netfail")" ]; then
+    fail "rw0 <-> rxe: the namespace set-up" "$(cat "$W/netfail")"
+else
+    for dir in ours-passive ours-active; do
+        case $dir in
+            ours-passive) how="ours passive (rw0 server in netns far, the kernel's client on rxe0)" ;;
+            *) how="ours active (the kernel's server on rxe0, rw0 client in netns far)" ;;
+        esac
+        d=$W/$dir
+        for t in rping ucmatose udaddy rdma_server rdma_xserver rstream; do
+            c=$d/$t.client.out s=$d/$t.server.out
+            crc=$(cat "$d/$t.client.rc" 2>/dev/null) src=$(cat "$d/$t.server.rc" 2>/dev/null)
+            case $t in
+                rping) ok=$([ "$(grep -c '^ping data: rdma-ping-' "$c")" = 50 ] &&
+                    [ "$(grep -c '^server ping data: rdma-ping-' "$s")" = 50 ] && echo y) ;;
+                ucmatose | udaddy) ok=$(grep -q '^return status 0' "$c" && grep -q '^return status 0' "$s" &&
+                    grep -q '^data transfers complete' "$c" && echo y) ;;
+                rdma_server) ok=$(grep -q 'rdma_server: end 0' "$s" && grep -q 'rdma_client: end 0' "$c" && echo y) ;;
+                rdma_xserver) ok=$(grep -q 'rdma_xserver: end 0' "$s" && grep -q 'rdma_xclient: end 0' "$c" && echo y) ;;
+                rstream) ok=$(grep -qE '^custom ' "$c" && grep -qE '^custom ' "$s" && echo y) ;;
+            esac
+            if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$ok" = y ]; then
+                pass "rw0 <-> rxe, $how: $t"
+            else
+                fail "rw0 <-> rxe, $how: $t" "server rc=$src client rc=$crc: $(grep -h -m1 -iE 'error|fail|unable|reject|timed? ?out' "$c" "$s" | head -n1 | cut -c1-200)"
+            fi
+        done
+        c=$d/nolistener.client.out
+        if grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$c"; then
+            pass "rw0 <-> rxe, $how: a connect to a port nobody listens on: REJECTED, status 8"
+        else
+            fail "rw0 <-> rxe, $how: no listener" "rc=$(cat "$d/nolistener.client.rc"): $(head -n2 "$c" | tr '\n' ' ')"
+        fi
+    done
+fi
 while read -r verdict rest; do
     case $verdict in
         PASS) pass "$rest" ;;

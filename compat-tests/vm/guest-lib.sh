@@ -24,6 +24,14 @@
 #                             DIR/pair.ms.  With PAIR_SERVER_GRACE set, a server
 #                             still running that many s after its client ended
 #                             is killed (DIR/server.killed says so).
+#   step DESCRIPTION CMD...   runs CMD; a failure (with its output) is
+#                             added to $netfail
+#   veth1_to_far              rxe1 deleted, veth1 (192.0.2.2) moved into a
+#                             new netns far (no DAD, lo up), guest-init.sh's
+#                             policy routing for two local addresses undone:
+#                             the root netns (rxe0, whose kernel socket holds
+#                             UDP 4791 there) reaches 192.0.2.2 through veth0
+#                             as another machine; failures in $netfail
 #   ours_limit MS_FILE MIN MAX
 #                             LIMIT = 4x the time in MS_FILE (upstream's
 #                             pair.ms) in s, within [MIN, MAX]: ours' hangs are
@@ -109,4 +117,27 @@ ours_limit() {
     LIMIT=$(( ms * 4 / 1000 + 1 ))
     [ "$LIMIT" -ge "$2" ] || LIMIT=$2
     [ "$LIMIT" -le "$3" ] || LIMIT=$3
+}
+
+step() { # DESCRIPTION CMD...
+    local out
+    out=$("${@:2}" 2>&1) || netfail="${netfail:-} $1: $out;"
+}
+
+veth1_to_far() {
+    step "rdma link delete rxe1" rdma link delete rxe1
+    step "ip netns add far" ip netns add far
+    step "accept_dad in far" ip netns exec far sysctl -q -w net.ipv6.conf.all.accept_dad=0 \
+        net.ipv6.conf.default.accept_dad=0
+    step "lo up in far" ip -n far link set lo up
+    step "veth1 into far" ip link set veth1 netns far
+    step "192.0.2.2 on veth1" ip -n far addr add 192.0.2.2/24 dev veth1
+    step "veth1 up" ip -n far link set veth1 up
+    # undo guest-init.sh's routing for two local addresses: 192.0.2.2 is now
+    # another machine's, reached through veth0 (ARP as usual)
+    step "rule pref 10 del" ip rule del pref 10 iif lo lookup 100
+    step "table 100 flush" ip route flush table 100
+    step "local table at pref 0" ip rule add pref 0 lookup local
+    step "rule pref 1000 del" ip rule del pref 1000 lookup local
+    step "neigh 192.0.2.2 del" ip neigh del 192.0.2.2 dev veth0
 }

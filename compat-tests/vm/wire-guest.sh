@@ -339,28 +339,14 @@ info reference "$WIRE_REFERENCE"
 # ---- 2. the move: far, na, nb
 { echo "== before"; ip addr; ip rule; ip route show table all; ip neigh; } > "$R/net-before.txt" 2>&1
 netfail=
-step() { # DESCRIPTION CMD...: runs CMD, remembers a failure
-    local out
-    out=$("${@:2}" 2>&1) || netfail="$netfail $1: $out;"
-}
-step "rdma link delete rxe1" rdma link delete rxe1
-for ns in far na nb; do
+veth1_to_far
+for ns in na nb; do
     step "ip netns add $ns" ip netns add "$ns"
     # no IPv6 DAD in the new netns either: complete GID tables at once
     step "accept_dad in $ns" ip netns exec "$ns" sysctl -q -w net.ipv6.conf.all.accept_dad=0 \
         net.ipv6.conf.default.accept_dad=0
     step "lo up in $ns" ip -n "$ns" link set lo up
 done
-step "veth1 into far" ip link set veth1 netns far
-step "192.0.2.2 on veth1" ip -n far addr add 192.0.2.2/24 dev veth1
-step "veth1 up" ip -n far link set veth1 up
-# undo guest-init.sh's routing for two local addresses: 192.0.2.2 is now
-# another machine's, reached through veth0 (ARP as usual)
-step "rule pref 10 del" ip rule del pref 10 iif lo lookup 100
-step "table 100 flush" ip route flush table 100
-step "local table at pref 0" ip rule add pref 0 lookup local
-step "rule pref 1000 del" ip rule del pref 1000 lookup local
-step "neigh 192.0.2.2 del" ip neigh del 192.0.2.2 dev veth0
 step "vA/vB" ip link add vA type veth peer name vB
 step "vA mtu" ip link set vA mtu 1500
 step "vB mtu" ip link set vB mtu 1500

@@ -1,0 +1,50 @@
+# vm-rdmacm's wire part (sourced by guest.sh in the VM, after the rest):
+# rdma_cm between ours on the wire device (rw0@veth1 in netns far,
+# 192.0.2.2: guest-lib.sh's veth1_to_far) and the kernel's rdma_cm on rxe0
+# (192.0.2.1), Debian's unmodified programs on both sides, ours passive (its
+# server, the kernel's client) and ours active (the kernel's server, its
+# client).  The CM's MADs cross as RoCE v2 on QP1: on our side through the
+# wire agent (providers/swrdma/wired/src/qp1.rs).  Results in
+# $VM_RUN_DIR/wire/<direction>/<name>.{server,client}.{out,rc}; run.sh
+# gives the verdicts.
+. compat-tests/vm/guest-lib.sh
+netfail=
+veth1_to_far
+W=$VM_RUN_DIR/wire
+mkdir -p "$W/ours-passive" "$W/ours-active"
+printf '%s\n' "${netfail:-}" >"$W/netfail"
+mkdir -p -m 0700 /tmp/xw
+OURS=(ip netns exec far env XDG_RUNTIME_DIR=/tmp/xw LD_LIBRARY_PATH="$PWD/build/lib" RDMAV_SOFT_DEVICES=rw0@veth1
+      SWRDMA_WIRED_IDLE_MS=2000 "$PWD/build/bin/swrdma-cm")
+KERN=(env)
+# wpair DIR NAME SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ARGS -- CLIENT_ARGS:
+# the server, then (2 s later) its client, each under timeout 90; a server
+# still there 10 s after its client ended is killed (rc 137).
+wpair() {
+    local dir=$1 name=$2; local -n sp=$3 cp=$4; shift 4
+    local s=(); while [ "$1" != "--" ]; do s+=("$1"); shift; done; shift
+    timeout -k 5 100 "${sp[@]}" "${s[@]}" </dev/null >"$dir/$name.server.out" 2>&1 &
+    local spid=$! i
+    sleep 2
+    timeout -k 5 90 "${cp[@]}" "$@" </dev/null >"$dir/$name.client.out" 2>&1
+    echo "$?" >"$dir/$name.client.rc"
+    for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$spid" 2>/dev/null && kill -TERM "$spid"
+    wait "$spid"; echo "$?" >"$dir/$name.server.rc"
+}
+workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
+    local d=$1 s=$2 c=$3 a=$4
+    wpair "$d" rping "$s" "$c" rping -s -a "$a" -p 7501 -v -V -C 50 -- rping -c -a "$a" -p 7501 -v -V -C 50
+    wpair "$d" ucmatose "$s" "$c" ucmatose -b "$a" -p 7502 -c 10 -C 20 -- ucmatose -s "$a" -p 7502 -c 10 -C 20
+    wpair "$d" udaddy "$s" "$c" udaddy -b "$a" -C 10 -- udaddy -s "$a" -C 10
+    wpair "$d" rdma_server "$s" "$c" rdma_server -s "$a" -p 7503 -- rdma_client -s "$a" -p 7503
+    wpair "$d" rdma_xserver "$s" "$c" rdma_xserver -p 7504 -c r -- rdma_xclient -s "$a" -p 7504 -c r
+    wpair "$d" rstream "$s" "$c" rstream -T v -S 4096 -C 200 -b "$a" -p 7505 -- rstream -T v -S 4096 -C 200 -s "$a" -p 7505
+    # no listener: the kernel's (or our agent's) REJ 8
+    local -n cl=$c
+    timeout 60 "${cl[@]}" rping -c -a "$a" -p 7599 -C 1 </dev/null >"$d/nolistener.client.out" 2>&1
+    echo "$?" >"$d/nolistener.client.rc"
+}
+OURS_C=("${OURS[@]}")
+workloads "$W/ours-passive" OURS KERN 192.0.2.2
+workloads "$W/ours-active" KERN OURS_C 192.0.2.1
