@@ -712,6 +712,58 @@ fn route_source(dst: IpAddr) -> Option<IpAddr> {
 mod tests {
     use super::*;
 
+    fn relay(tag: &str) -> Qp1 {
+        let ep = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC).unwrap();
+        let scope = format!("t{}{tag}", std::process::id());
+        Qp1::new(rustix::process::geteuid().as_raw(), 1, &scope, ep.as_fd()).unwrap()
+    }
+
+    #[test]
+    fn what_we_send_passes_the_kernels_checks_and_nothing_else_does() {
+        let mut q = relay("a");
+        let (src, dst): (IpAddr, IpAddr) = ("169.254.9.1".parse().unwrap(), "169.254.9.2".parse().unwrap());
+        let mad_bytes = Mad {
+            tid: 7,
+            msg: Msg::Rtu(mad::Rtu {
+                local_comm_id: 1,
+                remote_comm_id: 2,
+                ..Default::default()
+            }),
+        }
+        .encode();
+        let p = q.packet(src, dst, &mad_bytes);
+        let m = fwd::RxMeta {
+            src,
+            dst,
+            sport: swrdma_roce::src_port(1),
+            tclass: 0,
+            hop: 64,
+        };
+        assert_eq!(q.check(&m, &p), Some(mad_bytes));
+        // the ICRC covers the addresses, the ports and the MAD
+        assert_eq!(q.check(&fwd::RxMeta { sport: 4791, ..m }, &p), None);
+        let mut bad = p.clone();
+        bad[40] ^= 1;
+        assert_eq!(q.check(&m, &bad), None);
+        // another Q_Key, another QP, or a packet cut short: dropped
+        for (at, v) in [(12usize, 0u8), (7, 2)] {
+            let mut x = p.clone();
+            x[at] = v;
+            let n = x.len();
+            let ip = IpInfo {
+                src,
+                dst,
+                sport: m.sport,
+                dport: 4791,
+                flow: 0,
+            };
+            let crc = swrdma_roce::icrc(&ip, &[&x[..n - 4]]);
+            x[n - 4..].copy_from_slice(&crc);
+            assert_eq!(q.check(&m, &x), None, "byte {at} = {v}");
+        }
+        assert_eq!(q.check(&m, &p[..p.len() - 8]), None);
+    }
+
     #[test]
     fn nobody_answers_as_the_kernel() {
         let req = Mad {
