@@ -591,7 +591,8 @@ impl Ctx {
         if let (Some(_), Some((dir, access))) = (&self.dir_tbl, direct) {
             if let std::collections::hash_map::Entry::Vacant(v) = lock(&self.peers).entry(l.peer) {
                 let pid = rustix::net::sockopt::socket_peercred(l.sock()).map_or(0, |c| c.pid.as_raw_nonzero().get());
-                if let Some(d) = crate::direct::Peer::new(dir.as_fd(), access, pid, l.peer) {
+                let who = (pid, pidfd.try_clone().ok());
+                if let Some(d) = crate::direct::Peer::new(dir.as_fd(), access, who, l.peer) {
                     v.insert(Arc::new(d));
                 }
             }
@@ -760,6 +761,11 @@ impl Ctx {
     /// that is empty now (see `Ring::trim`): a link that carried a burst
     /// costs its working set again once idle.
     fn trim_links(&self) {
+        // (and drops mappings of peers' shared objects no longer published)
+        let peers: Vec<_> = lock(&self.peers).values().cloned().collect();
+        for p in peers {
+            p.sweep();
+        }
         for l in self.links().iter() {
             let Some(bl) = crate::links::idle_producer(l) else {
                 continue;
