@@ -498,16 +498,26 @@ impl Ctx {
 
     /// Registers key `key` (an MR) with what it covers.
     pub fn insert_mr(&self, key: u32, ent: MrEnt) {
+        // (What backs the memory is looked up before the table is taken:
+        // /proc and, for a shared file, the process's descriptors.)
+        let obj = self.backing(&ent);
         let mut g = self.mrs.write().unwrap();
         g.insert(key, ent);
-        self.publish_mr(key, &ent);
+        self.publish_mr(key, &ent, obj);
+    }
+
+    /// The shared object behind MR entry `e` when peers may reach it
+    /// directly (shared.rs).
+    fn backing(&self, e: &MrEnt) -> Option<crate::shared::Backing> {
+        self.dir_tbl.as_ref().filter(|_| e.mw == 0)?;
+        crate::direct::Dir::backing(e.access, e.va, e.len)
     }
 
     /// A memory region (not a window) peers may reach directly.
-    fn publish_mr(&self, key: u32, e: &MrEnt) {
+    fn publish_mr(&self, key: u32, e: &MrEnt, obj: Option<crate::shared::Backing>) {
         if let Some(d) = &self.dir_tbl {
             if e.mw == 0 {
-                d.publish_mr(key, e.pd, e.access, e.addr, e.len, e.va);
+                d.publish_mr(key, (e.pd, e.access), (e.addr, e.len, e.va), obj);
             }
         }
     }
@@ -530,7 +540,7 @@ impl Ctx {
         self.retract_mr(key);
         let mut g = self.mrs.write().unwrap();
         let Some(e) = g.update(key, f) else { return false };
-        self.publish_mr(key, &e);
+        self.publish_mr(key, &e, self.backing(&e));
         true
     }
 

@@ -38,6 +38,7 @@
 //! `ibv_dereg_mr` returns no peer touches the memory.
 
 use crate::locks::Access;
+use crate::shared::Backing;
 use ibverbs_abi::*;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
@@ -49,6 +50,8 @@ const MR_WORDS: usize = 16;
 const N_QP: usize = 4096;
 const QP_WORDS: usize = 8;
 pub const DIR_BYTES: usize = HDR + N_MR * MR_WORDS * 8 + N_QP * QP_WORDS * 8;
+/// The rights that publish an MR.
+const REMOTE: u32 = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 const DIR_MAGIC: u64 = 0x5357_5244_4449_5233; // "SWRDDIR3"
 /// Header word counting withdrawn MR entries (peers drop their mappings of
 /// shared objects that are no longer published when it moves).
@@ -183,8 +186,14 @@ impl Dir {
     /// MR `key` (not a window) is registered: published if it grants a
     /// remote right (nothing happens to its memory), with the identity of
     /// its backing object when it is already shared (shared.rs).
-    pub fn publish_mr(&self, key: u32, pd: u32, access: u32, iova: u64, len: u64, va: u64) {
-        const REMOTE: u32 = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    /// `obj`: what `backing` found for it.
+    pub fn publish_mr(
+        &self,
+        key: u32,
+        (pd, access): (u32, u32),
+        (iova, len, va): (u64, u64, u64),
+        obj: Option<Backing>,
+    ) {
         if access & REMOTE == 0 || len == 0 {
             return;
         }
@@ -196,7 +205,7 @@ impl Dir {
         }
         let write = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0;
         let mut ident = [0; 5];
-        if let Some(b) = crate::shared::detect(va, len, write) {
+        if let Some(b) = obj {
             ident = b.ident;
             if let Some(fd) = b.fd {
                 ident[1] = self.keep_object(key, fd, (ident[3], ident[4], write)) as u64;
@@ -219,6 +228,20 @@ impl Dir {
                 ino,
             ],
         );
+    }
+
+    /// The shared object behind [va, va+len) when an MR with `access`
+    /// there would be published (shared.rs; looked up before the caller
+    /// takes its MR table).
+    pub fn backing(access: u32, va: u64, len: u64) -> Option<Backing> {
+        if access & REMOTE == 0 || len == 0 {
+            return None;
+        }
+        crate::shared::detect(
+            va,
+            len,
+            access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0,
+        )
     }
 
     /// Keeps `fd` (a descriptor of a shared object: (device, inode,
