@@ -390,3 +390,63 @@ pub fn copy(sges: &[ibverbs_abi::ibv_sge], at: u64, len: usize, write: bool) -> 
     }
     done == len
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines() {
+        let v = parse_line(
+            "7f1c2a400000-7f1c2a600000 rw-s 00000000 00:01 32770                      /SYSV00000000 (deleted)",
+        )
+        .unwrap();
+        assert_eq!(
+            (v.start, v.end, v.shared, v.offset),
+            (0x7f1c_2a40_0000, 0x7f1c_2a60_0000, true, 0)
+        );
+        assert_eq!((v.dev, v.ino), (dev_of(0, 1), 32770));
+        assert_eq!(v.name, "/SYSV00000000 (deleted)");
+        let v = parse_line("7f00-8f00 rw-p 00001000 fd:02 12 /tmp/a b").unwrap();
+        assert!(!v.shared);
+        assert_eq!(
+            (v.offset, v.dev, v.name.as_str()),
+            (0x1000, dev_of(0xfd, 2), "/tmp/a b")
+        );
+        let v = parse_line("7f00-8f00 rw-s 00000000 00:00 0").unwrap();
+        assert_eq!((v.ino, v.name.as_str()), (0, ""));
+    }
+
+    #[test]
+    fn private_memory_not_detected() {
+        let b = vec![0u8; 1 << 16];
+        assert!(detect(b.as_ptr() as u64, b.len() as u64, true).is_none());
+    }
+
+    #[test]
+    fn memfd_detected_and_kept() {
+        let fd = rustix::fs::memfd_create(c"shared-test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&fd, 1 << 16).unwrap();
+        // SAFETY: a new shared mapping of our new file, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                1 << 16,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        if let Some(b) = detect(p as u64 + 4096, 8192, true) {
+            assert_eq!(b.ident[0], FILE);
+            assert_eq!(b.ident[2], 4096);
+            assert!(b.fd.is_some());
+        } else {
+            assert!(!fault_safe(), "a memfd mapping not detected");
+        }
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(p, 1 << 16) };
+    }
+}
