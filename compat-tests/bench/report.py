@@ -247,6 +247,60 @@ def cma_ref(T):
     return out
 
 
+def shared34(T):
+    """issue 34 item 3, memory already shared: perftest --use_hugepages as is
+    (huge1.*) and with SWRDMA_SHARED=0 (huge0.*), and shared_ref.c's lines"""
+    out = {"huge_missing": (read(f"{T}/huge-missing") or "").strip() or None, "perftest": {}, "shared_ref": {}}
+    for base in sorted(glob.glob(f"{T}/huge[01].*.rc")):
+        base = base[:-3]
+        mode, t, size = base.rsplit("/", 1)[1].split(".")
+        run = lat_run(base) if t.endswith("_lat") else bw_run(base)
+        out["perftest"][f"{mode}.{t}.{size}"] = run
+    for line in (read(f"{T}/shared_ref") or "").splitlines():
+        p = line.split()
+        if len(p) >= 6 and p[0] == "shared" and p[3].isdigit():
+            f = fields(line)
+            out["shared_ref"][f"{p[1]}.{p[2]}.{p[3]}"] = {"us_per_op": f.get("us"), "GBps": f.get("gbps")}
+        elif line.strip():
+            out.setdefault("errors", []).append(line.strip()[:200])
+    return out
+
+
+def print_shared34(sh):
+    """the rows of memory already shared, beside the private-memory ones"""
+    if sh is None:
+        return
+    print("     memory already shared (issue 34 item 3; targets of the issue: 0.18-0.37 us, 26-71 GB/s at 64 KiB):")
+    if sh.get("huge_missing"):
+        print(f"       perftest --use_hugepages: not run: {sh['huge_missing']}")
+    pt = sh.get("perftest", {})
+    for t, size in (("ib_write_lat", 2), ("ib_read_lat", 2), ("ib_write_bw", 65536), ("ib_read_bw", 65536)):
+        cells = []
+        for mode, lab in (("huge1", "shared object"), ("huge0", "SWRDMA_SHARED=0, private path")):
+            r = pt.get(f"{mode}.{t}.{size}")
+            if r is None:
+                continue
+            if "error" in r:
+                cells.append(f"{lab}: failed")
+            elif t.endswith("_lat"):
+                cells.append(f"{lab}: typical {r['t_typical_us']:.3f} us")
+            else:
+                cells.append(f"{lab}: {r['bw_avg_GBps']:.2f} GB/s")
+        if cells:
+            print(f"       perftest {t} --use_hugepages {size_str(size)}: " + "; ".join(cells))
+    sr = sh.get("shared_ref", {})
+    for op in ("write", "read"):
+        for mem in ("memfd", "private"):
+            cells = [f"{size_str(int(k.split('.')[2]))} {v['us_per_op']:.3f} us" +
+                     (f" = {v['GBps']:.2f} GB/s" if int(k.split(".")[2]) >= 4096 else "")
+                     for k, v in sorted(sr.items(), key=lambda kv: int(kv[0].split(".")[2]))
+                     if k.startswith(f"{mem}.{op}.") and v.get("us_per_op") is not None]
+            if cells:
+                print(f"       shared_ref {op:<5} {mem:<7}: " + "; ".join(cells))
+    for e in sh.get("errors", []):
+        print(f"       note: {e}")
+
+
 def target_runs():
     """the runs of build/bench/targets (run.sh section_targets)"""
     T = f"{B}/targets"
@@ -265,6 +319,7 @@ def target_runs():
     if os.path.exists(f"{T}/ib_atomic_lat.8.rc"):
         res["ib_atomic_lat"] = lat_run(f"{T}/ib_atomic_lat.8")
     res["cma_ref"] = cma_ref(T)
+    res["shared34"] = shared34(T)
     res["dur"] = {}
     for base in sorted(glob.glob(f"{T}/dur.*.rc")):
         base = base[:-3]
@@ -650,6 +705,7 @@ def print_target_runs(tr):
             print(f"       {op:<5}: " + ("; ".join(cells) or "no figure"))
         for e in cma.get("errors", []):
             print(f"       note: {e}")
+    print_shared34(tr.get("shared34"))
     r = tr.get("ib_atomic_lat")
     if r is not None:
         if "error" in r:

@@ -76,6 +76,7 @@ CFLAGS="-O2 -Wall -Wextra"
 cc $CFLAGS -o "$B/memcpy" "$HERE/memcpy.c" &&
 cc $CFLAGS -o "$B/shm_pingpong" "$HERE/shm_pingpong.c" &&
 cc $CFLAGS -o "$B/cma_ref" "$HERE/cma_ref.c" &&
+cc $CFLAGS -I"$OUR_INCLUDE" -o "$B/shared_ref" "$HERE/shared_ref.c" -L"$LIBDIR" -l:libibverbs.so.1 &&
 cc $CFLAGS -o "$B/net_ref" "$HERE/net_ref.c" &&
 cc $CFLAGS -o "$B/tcp_connect" "$HERE/tcp_connect.c" &&
 cc $CFLAGS -I"$OUR_INCLUDE" -o "$B/vm_bench" "$HERE/vm_bench.c" -L"$LIBDIR" -l:libibverbs.so.1 ||
@@ -220,6 +221,47 @@ section_soft() {
     section_targets
 }
 
+# ---- A, continued: memory that is already shared (issue 34, item 3) ------------
+# perftest with --use_hugepages (SysV SHM_HUGETLB, removed at once: reached
+# through /proc/self/map_files, root) as is and with SWRDMA_SHARED=0 (the
+# private path on the same memory), and shared_ref.c (a memfd beside private
+# memory: perftest has no memfd option).  Huge pages: when none are free and
+# we may, 64 are reserved for the runs and the old count is put back.
+section_shared34() {
+    local T=$B/targets s t old=
+    local free
+    free=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo 2>/dev/null)
+    if [ "${free:-0}" -lt 16 ] && [ -w /proc/sys/vm/nr_hugepages ]; then
+        old=$(cat /proc/sys/vm/nr_hugepages)
+        echo $((old + 64)) > /proc/sys/vm/nr_hugepages 2>/dev/null
+        free=$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo 2>/dev/null)
+    fi
+    if [ "${free:-0}" -lt 16 ]; then
+        echo "no free huge pages (HugePages_Free ${free:-?}; /proc/sys/vm/nr_hugepages not writable)" > "$T/huge-missing"
+    else
+        say "perftest --use_hugepages: ib_write_lat, ib_read_lat 2 B; ib_write_bw, ib_read_bw -D 3 64 KiB; shared and SWRDMA_SHARED=0"
+        for s in 1 0; do
+            for t in ib_write_lat ib_read_lat; do
+                SWRDMA_SHARED=$s run "$T/huge$s.$t.2" 0 1 "$TO" $t -s 2 -n 10000 --use_hugepages
+            done
+            for t in ib_write_bw ib_read_bw; do
+                SWRDMA_SHARED=$s run "$T/huge$s.$t.65536" 0 1 $((TO + 3)) $t -s 65536 -D 3 --use_hugepages
+            done
+        done
+    fi
+    [ -n "$old" ] && echo "$old" > /proc/sys/vm/nr_hugepages 2>/dev/null
+    say "shared_ref: WRITE/READ into a memfd and into private memory (2 B, 64 KiB, 1 MiB), CPUs 0 -> 1"
+    {
+        for m in memfd private; do
+            for t in write read; do
+                LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 timeout 60 "$B/shared_ref" $m $t 2 200000 0 1
+                LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 timeout 60 "$B/shared_ref" $m $t 65536 50000 0 1
+                LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 timeout 60 "$B/shared_ref" $m $t 1048576 5000 0 1
+            done
+        done
+    } > "$T/shared_ref" 2>&1
+}
+
 # ---- A, continued: the runs of the targets of issue 12, item 3 ------------------
 # (called by section_soft: its functions are global, its locals - TO, port,
 # TARGET_BW, the pin arrays - visible here by bash's dynamic scoping)
@@ -257,6 +299,7 @@ section_targets() {
         for s in $TARGET_BW; do run "$T/dur.$t.$s" 0 1 $((TO + DB)) $t -s "$s" -D "$DB"; done
     done
     "$B/cma_ref" 0 1 2 $TARGET_BW > "$T/cma_ref.2" 2>&1
+    section_shared34
     # 4. one ib_write_bw pair, then two at once, 64 KiB, -D 5 (5 s measured)
     local D=${BENCH_PAIR_SECONDS:-5}
     say "perftest ib_write_bw 64 KiB -D $D: one pair, then two pairs at once"

@@ -498,16 +498,26 @@ impl Ctx {
 
     /// Registers key `key` (an MR) with what it covers.
     pub fn insert_mr(&self, key: u32, ent: MrEnt) {
+        // (What backs the memory is looked up before the table is taken:
+        // /proc and, for a shared file, the process's descriptors.)
+        let obj = self.backing(&ent);
         let mut g = self.mrs.write().unwrap();
         g.insert(key, ent);
-        self.publish_mr(key, &ent);
+        self.publish_mr(key, &ent, obj);
+    }
+
+    /// The shared object behind MR entry `e` when peers may reach it
+    /// directly (shared.rs).
+    fn backing(&self, e: &MrEnt) -> Option<crate::shared::Backing> {
+        self.dir_tbl.as_ref().filter(|_| e.mw == 0)?;
+        crate::direct::Dir::backing(e.access, e.va, e.len)
     }
 
     /// A memory region (not a window) peers may reach directly.
-    fn publish_mr(&self, key: u32, e: &MrEnt) {
+    fn publish_mr(&self, key: u32, e: &MrEnt, obj: Option<crate::shared::Backing>) {
         if let Some(d) = &self.dir_tbl {
             if e.mw == 0 {
-                d.publish_mr(key, e.pd, e.access, e.addr, e.len, e.va);
+                d.publish_mr(key, (e.pd, e.access), (e.addr, e.len, e.va), obj);
             }
         }
     }
@@ -530,7 +540,7 @@ impl Ctx {
         self.retract_mr(key);
         let mut g = self.mrs.write().unwrap();
         let Some(e) = g.update(key, f) else { return false };
-        self.publish_mr(key, &e);
+        self.publish_mr(key, &e, self.backing(&e));
         true
     }
 
@@ -591,7 +601,8 @@ impl Ctx {
         if let (Some(_), Some((dir, access))) = (&self.dir_tbl, direct) {
             if let std::collections::hash_map::Entry::Vacant(v) = lock(&self.peers).entry(l.peer) {
                 let pid = rustix::net::sockopt::socket_peercred(l.sock()).map_or(0, |c| c.pid.as_raw_nonzero().get());
-                if let Some(d) = crate::direct::Peer::new(dir.as_fd(), access, pid, l.peer) {
+                let who = (pid, pidfd.try_clone().ok());
+                if let Some(d) = crate::direct::Peer::new(dir.as_fd(), access, who, l.peer) {
                     v.insert(Arc::new(d));
                 }
             }
@@ -760,6 +771,11 @@ impl Ctx {
     /// that is empty now (see `Ring::trim`): a link that carried a burst
     /// costs its working set again once idle.
     fn trim_links(&self) {
+        // (and drops mappings of peers' shared objects no longer published)
+        let peers: Vec<_> = lock(&self.peers).values().cloned().collect();
+        for p in peers {
+            p.sweep();
+        }
         for l in self.links().iter() {
             let Some(bl) = crate::links::idle_producer(l) else {
                 continue;

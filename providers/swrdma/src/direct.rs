@@ -38,10 +38,11 @@
 //! `ibv_dereg_mr` returns no peer touches the memory.
 
 use crate::locks::Access;
+use crate::shared::Backing;
 use ibverbs_abi::*;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 const HDR: usize = 4096;
 const N_MR: usize = 4096;
@@ -49,13 +50,22 @@ const MR_WORDS: usize = 16;
 const N_QP: usize = 4096;
 const QP_WORDS: usize = 8;
 pub const DIR_BYTES: usize = HDR + N_MR * MR_WORDS * 8 + N_QP * QP_WORDS * 8;
-const DIR_MAGIC: u64 = 0x5357_5244_4449_5232; // "SWRDDIR2"
+/// The rights that publish an MR.
+const REMOTE: u32 = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+const DIR_MAGIC: u64 = 0x5357_5244_4449_5233; // "SWRDDIR3"
+/// Header word counting withdrawn MR entries (peers drop their mappings of
+/// shared objects that are no longer published when it moves).
+const RETRACTS: usize = 1;
 
 /// Direct accesses are enabled (not `SWRDMA_DIRECT=0`).
 pub fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("SWRDMA_DIRECT").is_none_or(|v| v != "0"))
 }
+
+/// A shared object's descriptor the owner keeps: ((device, inode,
+/// writable), the descriptor).
+type KeptObject = ((u64, u64, bool), Arc<OwnedFd>);
 
 /// The context's own directory (read-write).
 pub struct Dir {
@@ -65,6 +75,9 @@ pub struct Dir {
     ctx: u32,
     /// Serialises the owner's writers.
     writer: Mutex<()>,
+    /// The descriptors of published shared objects (shared.rs), by key,
+    /// with (device, inode, writable).
+    objects: Mutex<std::collections::HashMap<u32, KeptObject>>,
 }
 // SAFETY: `map` points to a shared mapping owned by the `Dir` (unmapped in
 // Drop) that is only accessed through atomics.
@@ -162,6 +175,7 @@ impl Dir {
             map,
             ctx,
             writer: Mutex::new(()),
+            objects: Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -170,9 +184,16 @@ impl Dir {
     }
 
     /// MR `key` (not a window) is registered: published if it grants a
-    /// remote right (nothing happens to its memory).
-    pub fn publish_mr(&self, key: u32, pd: u32, access: u32, iova: u64, len: u64, va: u64) {
-        const REMOTE: u32 = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    /// remote right (nothing happens to its memory), with the identity of
+    /// its backing object when it is already shared (shared.rs).
+    /// `obj`: what `backing` found for it.
+    pub fn publish_mr(
+        &self,
+        key: u32,
+        (pd, access): (u32, u32),
+        (iova, len, va): (u64, u64, u64),
+        obj: Option<Backing>,
+    ) {
         if access & REMOTE == 0 || len == 0 {
             return;
         }
@@ -182,7 +203,61 @@ impl Dir {
         if e[1].load(Ordering::Relaxed) != 0 {
             return; // the slot is taken (ring path for this MR)
         }
-        write_entry(e, &[key as u64, pd as u64, access as u64, iova, len, va]);
+        let write = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0;
+        let mut ident = [0; 5];
+        if let Some(b) = obj {
+            ident = b.ident;
+            if let Some(fd) = b.fd {
+                ident[1] = self.keep_object(key, fd, (ident[3], ident[4], write)) as u64;
+            }
+        }
+        let [kind, id, off, dev, ino] = ident;
+        write_entry(
+            e,
+            &[
+                key as u64,
+                pd as u64,
+                access as u64,
+                iova,
+                len,
+                va,
+                kind,
+                id,
+                off,
+                dev,
+                ino,
+            ],
+        );
+    }
+
+    /// The shared object behind [va, va+len) when an MR with `access`
+    /// there would be published (shared.rs; looked up before the caller
+    /// takes its MR table).
+    pub fn backing(access: u32, va: u64, len: u64) -> Option<Backing> {
+        if access & REMOTE == 0 || len == 0 {
+            return None;
+        }
+        crate::shared::detect(
+            va,
+            len,
+            access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0,
+        )
+    }
+
+    /// Keeps `fd` (a descriptor of a shared object: (device, inode,
+    /// writable)) for MR `key` while it is published; MRs over one object
+    /// share one descriptor (each costs the application's RLIMIT_NOFILE).
+    /// The number peers take.
+    fn keep_object(&self, key: u32, fd: OwnedFd, obj: (u64, u64, bool)) -> i32 {
+        let mut g = crate::sys::lock(&self.objects);
+        let same = g
+            .values()
+            .find(|(o, _)| o.0 == obj.0 && o.1 == obj.1 && (o.2 || !obj.2))
+            .map(|(_, f)| f.clone());
+        let f = same.unwrap_or_else(|| Arc::new(fd));
+        let n = f.as_raw_fd();
+        g.insert(key, (obj, f));
+        n
     }
 
     /// MR `key` goes away (or changes): peers can no longer start a direct
@@ -198,12 +273,16 @@ impl Dir {
             if e[1].load(Ordering::Relaxed) != key as u64 {
                 return; // never published
             }
-            write_entry(e, &[0; 6]);
+            write_entry(e, &[0; 11]);
+            // SAFETY: `map` is our `DIR_BYTES` mapping (header word).
+            unsafe { (*self.map.add(RETRACTS)).fetch_add(1, Ordering::Release) };
         }
         fence(Ordering::SeqCst);
         if let Some(a) = Access::own() {
             a.wait_unannounced(self.ctx, key);
         }
+        // No peer takes the object's descriptor any more.
+        crate::sys::lock(&self.objects).remove(&key);
     }
 
     /// QP `qpn`'s state as a responder sees it (None: destroyed): its
@@ -245,7 +324,19 @@ pub struct Peer {
     ctx: u32,
     /// The kernel refused cross-memory attach to it (EPERM): ring path.
     refused: AtomicBool,
+    /// Its process (`pidfd_getfd` of shared objects' descriptors).
+    pidfd: Option<OwnedFd>,
+    /// Its shared objects mapped here, by rkey: (identity and length they
+    /// were published with, the mapping or None when it cannot be mapped).
+    objects: Mutex<Vec<Cached>>,
+    /// The directory's `RETRACTS` when `objects` was last swept.
+    swept: AtomicU64,
 }
+
+/// A published shared object as a peer caches it: identity, length, rights.
+type SharedKey = (crate::shared::Ident, u64, u32);
+/// (rkey, what its entry published, our mapping or None: not mappable).
+type Cached = (u32, SharedKey, Option<Arc<crate::shared::Mapping>>);
 // SAFETY: `map` is a read-only shared mapping owned by the `Peer`.
 unsafe impl Send for Peer {}
 // SAFETY: as above, read through atomics only.
@@ -266,13 +357,17 @@ pub struct PeerMr {
     pub len: u64,
     /// The process address of `iova`.
     pub va: u64,
+    /// The backing object when it is already shared (shared.rs; kind 0:
+    /// private memory).
+    pub obj: crate::shared::Ident,
 }
 
 impl Peer {
     /// Maps context `ctx`'s directory (a sealed file of `DIR_BYTES`) and
     /// its process's access page; `pid` is that process as the kernel
     /// names it (the link socket's `SO_PEERCRED`).
-    pub fn new(dir: BorrowedFd<'_>, access: OwnedFd, pid: libc::pid_t, ctx: u32) -> Option<Peer> {
+    pub fn new(dir: BorrowedFd<'_>, access: OwnedFd, who: (libc::pid_t, Option<OwnedFd>), ctx: u32) -> Option<Peer> {
+        let (pid, pidfd) = who;
         use rustix::fs::{fcntl_get_seals, fstat, SealFlags};
         let st = fstat(dir).ok()?;
         let seals = fcntl_get_seals(dir).ok()?;
@@ -301,6 +396,9 @@ impl Peer {
             pid,
             ctx,
             refused: AtomicBool::new(false),
+            pidfd,
+            objects: Mutex::new(Vec::new()),
+            swept: AtomicU64::new(0),
         };
         // SAFETY: the first word of the mapping.
         (unsafe { (*p.map).load(Ordering::Relaxed) } == DIR_MAGIC).then_some(p)
@@ -308,7 +406,7 @@ impl Peer {
 
     pub fn mr(&self, key: u32) -> Option<PeerMr> {
         // SAFETY: `map` is a `DIR_BYTES` mapping.
-        let v = read_entry::<6>(unsafe { mr_entry(self.map, key) })?;
+        let v = read_entry::<11>(unsafe { mr_entry(self.map, key) })?;
         if v[0] != key as u64 || key == 0 {
             return None;
         }
@@ -318,7 +416,55 @@ impl Peer {
             iova: v[3],
             len: v[4],
             va: v[5],
+            obj: [v[6], v[7], v[8], v[9], v[10]],
         })
+    }
+
+    fn retracts(&self) -> u64 {
+        // SAFETY: `map` is a `DIR_BYTES` mapping (header word).
+        unsafe { (*self.map.add(RETRACTS)).load(Ordering::Acquire) }
+    }
+
+    /// MRs were withdrawn since the last look (`retracts` moved): our
+    /// mappings of the objects no longer published go.
+    fn sweep_locked(&self, g: &mut Vec<Cached>, retracts: u64) {
+        if self.swept.swap(retracts, Ordering::Relaxed) != retracts {
+            g.retain(|(k, id, _)| self.mr(*k).is_some_and(|m| (m.obj, m.len, m.access) == *id));
+        }
+    }
+
+    /// Drops our mappings of the peer's shared objects it no longer
+    /// publishes (the context's thread, when idle).
+    pub fn sweep(&self) {
+        let r = self.retracts();
+        if self.swept.load(Ordering::Relaxed) != r {
+            self.sweep_locked(&mut crate::sys::lock(&self.objects), r);
+        }
+    }
+
+    /// Our mapping of the shared object behind the peer's MR `rkey`, as
+    /// its entry `e` (read after the access was announced) publishes it;
+    /// None: private memory, or an object we cannot map (private path).
+    fn object(&self, rkey: u32, e: &PeerMr) -> Option<Arc<crate::shared::Mapping>> {
+        if e.obj[0] == 0 {
+            return None;
+        }
+        let retracts = self.retracts();
+        let key = (e.obj, e.len, e.access);
+        let mut g = crate::sys::lock(&self.objects);
+        self.sweep_locked(&mut g, retracts);
+        if let Some((_, _, m)) = g.iter().find(|(k, id, _)| *k == rkey && *id == key) {
+            return m.clone();
+        }
+        g.retain(|(k, _, _)| *k != rkey);
+        let write = e.access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0;
+        let m = self
+            .pidfd
+            .as_ref()
+            .and_then(|p| crate::shared::Mapping::open(&e.obj, e.len, write, p.as_fd()))
+            .map(Arc::new);
+        g.push((rkey, key, m.clone()));
+        m
     }
 
     /// (qpt, state, access flags, pd, dest QPN, path MTU bytes) of the
@@ -361,7 +507,14 @@ impl Op<'_> {
 /// The process address of [raddr, raddr+len) of the peer's MR `rkey`, when
 /// the peer's QP `dqpn` (connected to our `my_qpn`) and the MR allow `need`
 /// there (the responder's checks, responder::Target's order).
-fn allowed(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), need: u32, first_pkt: u64) -> Option<u64> {
+fn allowed(
+    peer: &Peer,
+    my_qpn: u32,
+    dqpn: u32,
+    at: (u32, u64, u64),
+    need: u32,
+    first_pkt: u64,
+) -> Option<(u64, PeerMr)> {
     let (rkey, raddr, len) = at;
     let (qpt, state, qacc, qpd, qdest, pmtu) = peer.qp(dqpn)?;
     if qpt != IBV_QPT_RC
@@ -378,7 +531,15 @@ fn allowed(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), need: u32, 
     }
     let host = e.va.checked_add(raddr - e.iova)?;
     host.checked_add(len)?;
-    Some(host)
+    Some((host, e))
+}
+
+/// Our address of [raddr, raddr+len) of the peer's MR `rkey` (entry `e`)
+/// in our mapping of its shared object, if it has one.
+fn shared_at(peer: &Peer, rkey: u32, e: &PeerMr, raddr: u64, len: u64) -> Option<(Arc<crate::shared::Mapping>, u64)> {
+    let m = peer.object(rkey, e)?;
+    let at = m.at(e.obj[2].checked_add(raddr - e.iova)?, len)?;
+    Some((m, at))
 }
 
 /// Executes `op` on [raddr, raddr+len) of the peer's MR `rkey`, for our RC
@@ -390,6 +551,7 @@ fn allowed(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), need: u32, 
 /// not fit the peer QP's path MTU is for the ring, which refuses it).
 pub fn execute(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<'_>, pmtu: u64) -> Option<u32> {
     let (rkey, raddr, len) = at;
+    peer.sweep();
     let is_atomic = matches!(op, Op::Cas(..) | Op::Faa(..));
     if peer.refused.load(Ordering::Relaxed) || (is_atomic && (len != 8 || !raddr.is_multiple_of(8))) {
         return None;
@@ -397,7 +559,21 @@ pub fn execute(peer: &Peer, my_qpn: u32, dqpn: u32, at: (u32, u64, u64), op: Op<
     // Announce the access, then check (see the module's comment).
     let _announced = peer.access.announce(peer.ctx, rkey)?;
     let first_pkt = if matches!(op, Op::Write(_)) { len.min(pmtu) } else { 0 };
-    let host = allowed(peer, my_qpn, dqpn, at, op.right(), first_pkt)?;
+    let (host, e) = allowed(peer, my_qpn, dqpn, at, op.right(), first_pkt)?;
+    if let Some((_m, p)) = shared_at(peer, rkey, &e, raddr, len) {
+        // The same object, mapped here: memcpy (a fault — a truncated
+        // file — fails it: the ring answers as for memory gone).
+        let ok = match op {
+            Op::Write(sges) => crate::shared::copy(sges, p, len as usize, true),
+            Op::Read(sges) => crate::shared::copy(sges, p, len as usize, false),
+            _ if !host.is_multiple_of(8) || !p.is_multiple_of(8) => false,
+            Op::Cas(cmp, swap, sges) => {
+                return shared_atomic(peer, (host, p), crate::mem::Atomic::Cas(cmp, swap), sges)
+            }
+            Op::Faa(add, sges) => return shared_atomic(peer, (host, p), crate::mem::Atomic::Add(add), sges),
+        };
+        return ok.then_some(IBV_WC_SUCCESS);
+    }
     let r = match op {
         Op::Write(sges) => cma(peer.pid, sges, host, len as usize, true).map(|_| IBV_WC_SUCCESS),
         Op::Read(sges) => cma(peer.pid, sges, host, len as usize, false).map(|_| IBV_WC_SUCCESS),
@@ -527,6 +703,7 @@ pub fn execute_batch<'s>(
     if peer.refused.load(Ordering::Relaxed) {
         return 0;
     }
+    peer.sweep();
     let need = if write {
         IBV_ACCESS_REMOTE_WRITE
     } else {
@@ -536,6 +713,8 @@ pub fn execute_batch<'s>(
     let mut announced: [Option<(u32, crate::locks::Announced<'_>)>; BATCH_KEYS] = Default::default();
     let mut local: Vec<libc::iovec> = Vec::with_capacity(n);
     let mut remote: Vec<libc::iovec> = Vec::with_capacity(n);
+    // Requests executed in a shared object's mapping (shared.rs).
+    let mut inline = 0;
     'reqs: for i in 0..n {
         let (at, sges) = req(i);
         let (rkey, _, len) = at;
@@ -550,9 +729,18 @@ pub fn execute_batch<'s>(
             }
         }
         let first_pkt = if write { len.min(pmtu) } else { 0 };
-        let Some(host) = allowed(peer, my_qpn, dqpn, at, need, first_pkt) else {
+        let Some((host, e)) = allowed(peer, my_qpn, dqpn, at, need, first_pkt) else {
             break;
         };
+        if let Some((_m, p)) = shared_at(peer, at.0, &e, at.1, len) {
+            // The same object mapped here: copied at once while nothing of
+            // the batch waits for the kernel (in order), else alone later.
+            if !remote.is_empty() || len == 0 || !crate::shared::copy(sges, p, len as usize, write) {
+                break;
+            }
+            inline += 1;
+            continue;
+        }
         let mark = local.len();
         if len == 0 || !local_iovs(&mut local, sges, len as usize) {
             local.truncate(mark);
@@ -564,24 +752,25 @@ pub fn execute_batch<'s>(
         });
     }
     if remote.is_empty() {
-        return 0;
+        return inline;
     }
-    match cma_call(peer.pid, &local, &remote, write) {
-        Ok(mut copied) => remote
-            .iter()
-            .take_while(|r| {
-                let whole = r.iov_len <= copied;
-                copied = copied.saturating_sub(r.iov_len);
-                whole
-            })
-            .count(),
-        Err(e) => {
-            if e == libc::EPERM {
-                peer.refused.store(true, Ordering::Relaxed);
+    inline
+        + match cma_call(peer.pid, &local, &remote, write) {
+            Ok(mut copied) => remote
+                .iter()
+                .take_while(|r| {
+                    let whole = r.iov_len <= copied;
+                    copied = copied.saturating_sub(r.iov_len);
+                    whole
+                })
+                .count(),
+            Err(e) => {
+                if e == libc::EPERM {
+                    peer.refused.store(true, Ordering::Relaxed);
+                }
+                0
             }
-            0
         }
-    }
 }
 
 /// The atomic `a` on the 8 bytes at `host` of the peer's process, with its
@@ -622,5 +811,21 @@ fn atomic(peer: &Peer, host: u64, a: crate::mem::Atomic, sges: &[ibv_sge]) -> Re
         // Our own buffer went away.  The atomic was executed (the ring
         // would execute it twice): the local error is reported here.
         Ok(IBV_WC_LOC_PROT_ERR)
+    }
+}
+
+/// The atomic `a` on the 8 bytes of the peer's memory at process address
+/// `host`, reached at our address `p` of its shared object, with the
+/// peer's atomic lock of `host` held (its own atomics take it too); the
+/// original value goes to our SGEs.  None: not executed (a fault).
+fn shared_atomic(peer: &Peer, (host, p): (u64, u64), a: crate::mem::Atomic, sges: &[ibv_sge]) -> Option<u32> {
+    let old = peer.access.locked(host, || crate::mem::atomic_unlocked(p, a))?;
+    let v = old.to_ne_bytes();
+    // SAFETY: 8 bytes from `v`; the local SGEs passed `check_local`,
+    // written fault-safe.
+    if unsafe { crate::mem::scatter(sges, 0, v.as_ptr(), 8) } {
+        Some(IBV_WC_SUCCESS)
+    } else {
+        Some(IBV_WC_LOC_PROT_ERR)
     }
 }

@@ -15,6 +15,7 @@ mod poll;
 mod qpex;
 mod registry;
 mod send;
+mod shared;
 mod sys;
 mod wire;
 

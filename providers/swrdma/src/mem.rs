@@ -294,7 +294,7 @@ pub fn atomic(addr: u64, op: Atomic) -> Option<u64> {
     }
 }
 
-fn atomic_unlocked(addr: u64, op: Atomic) -> Option<u64> {
+pub fn atomic_unlocked(addr: u64, op: Atomic) -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     if fast() {
         return fixup::atomic(addr, op);
