@@ -15,22 +15,24 @@ mkdir -p "$W/ours-passive" "$W/ours-active"
 printf '%s\n' "${netfail:-}" >"$W/netfail"
 mkdir -p -m 0700 /tmp/xw
 OURS=(ip netns exec far env XDG_RUNTIME_DIR=/tmp/xw LD_LIBRARY_PATH="$PWD/build/lib" RDMAV_SOFT_DEVICES=rw0@veth1
-      SWRDMA_WIRED_IDLE_MS=2000 "$PWD/build/bin/swrdma-cm")
+      SWRDMA_WIRED_IDLE_MS=2000 ${WIRE_CM_ENV:-} "$PWD/build/bin/swrdma-cm")
 KERN=(env)
 # wpair DIR NAME SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ARGS -- CLIENT_ARGS:
 # the server, then (2 s later) its client, each under timeout 90; a server
 # still there 10 s after its client ended is killed (rc 137).
 wpair() {
     local dir=$1 name=$2; local -n sp=$3 cp=$4; shift 4
+    [[ "$name" =~ ${WIRE_CM_ONLY:-.} ]] || return 0
     local s=(); while [ "$1" != "--" ]; do s+=("$1"); shift; done; shift
-    timeout -k 5 100 "${sp[@]}" "${s[@]}" </dev/null >"$dir/$name.server.out" 2>&1 &
+    timeout -k 5 100 stdbuf -oL -eL "${sp[@]}" "${s[@]}" </dev/null >"$dir/$name.server.out" 2>&1 &
     local spid=$! i
     sleep 2
-    timeout -k 5 90 "${cp[@]}" "$@" </dev/null >"$dir/$name.client.out" 2>&1
+    timeout -k 5 90 stdbuf -oL -eL "${cp[@]}" "$@" </dev/null >"$dir/$name.client.out" 2>&1
     echo "$?" >"$dir/$name.client.rc"
     for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$spid" 2>/dev/null && kill -TERM "$spid"
     wait "$spid"; echo "$?" >"$dir/$name.server.rc"
+    grep -H . /sys/class/infiniband/rxe0/ports/1/hw_counters/* >"$dir/$name.rxe0-counters" 2>/dev/null
 }
 workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     local d=$1 s=$2 c=$3 a=$4
@@ -41,10 +43,11 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     wpair "$d" rdma_xserver "$s" "$c" rdma_xserver -p 7504 -c r -- rdma_xclient -s "$a" -p 7504 -c r
     wpair "$d" rstream "$s" "$c" rstream -T v -S 4096 -C 200 -b "$a" -p 7505 -- rstream -T v -S 4096 -C 200 -s "$a" -p 7505
     # no listener: the kernel's (or our agent's) REJ 8
+    [[ nolistener =~ ${WIRE_CM_ONLY:-.} ]] || return 0
     local -n cl=$c
     timeout 60 "${cl[@]}" rping -c -a "$a" -p 7599 -C 1 </dev/null >"$d/nolistener.client.out" 2>&1
     echo "$?" >"$d/nolistener.client.rc"
 }
 OURS_C=("${OURS[@]}")
-workloads "$W/ours-passive" OURS KERN 192.0.2.2
-workloads "$W/ours-active" KERN OURS_C 192.0.2.1
+[[ ours-passive =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-passive" OURS KERN 192.0.2.2
+[[ ours-active =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-active" KERN OURS_C 192.0.2.1

@@ -305,7 +305,7 @@ struct Id {
     conn: Option<Conn>,
     peer: Option<Dest>,
     /// The id's own starting PSN (random; its REQ's or REP's, and its
-    /// QP's send PSN); the peer's is `qp.rq_psn`.
+    /// QP's receive PSN); the peer's, `qp.rq_psn`, is its QP's send PSN.
     seq: u32,
     tos: Option<u8>,
     reuse: bool,
@@ -1470,7 +1470,12 @@ impl<H: Host> Cma<H> {
                 a.ah = self.ah(id, dev);
                 a.path_mtu = id.path_mtu as u32;
                 a.dest_qp_num = id.qp.remote_qpn;
-                a.rq_psn = id.qp.rq_psn;
+                // Each side receives from the PSN it announced (its REQ's
+                // or REP's starting PSN: the kernel's rdma_init_qp_attr
+                // gives RTR its own seq_num) and sends from the one its
+                // peer announced (ib_cm's sq_psn), so that the kernel's
+                // rdma_cm and ours meet on the wire.
+                a.rq_psn = id.seq;
                 if id.qp_type == qpt::RC {
                     a.mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
                     a.max_dest_rd_atomic = id.qp.responder_resources;
@@ -1480,7 +1485,7 @@ impl<H: Host> Cma<H> {
             // RTS
             3 => {
                 a.mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-                a.sq_psn = id.seq;
+                a.sq_psn = id.qp.rq_psn;
                 if id.qp_type == qpt::RC {
                     a.mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
                     // the ACK_TIMEOUT option, when set, is the QP's timeout

@@ -141,6 +141,10 @@ fn rc_connect_and_disconnect_as_the_kernel_reports_them() {
     let l = listener(&mut p, 8);
     let h = active(&mut a);
     a.connect(0, h, &param(0x11)).unwrap();
+    let req_psn = match Mad::decode(&a.host.out[0].1).unwrap().msg {
+        Msg::Req(r) => r.starting_psn,
+        m => panic!("{m:?}"),
+    };
     assert_eq!(deliver(&mut a, &mut p, 0), vec![mad::AttrId::Req]);
     // the listener gets the request, the user data after the IP CM header
     let req = p.get_event(CP).unwrap();
@@ -158,17 +162,25 @@ fn rc_connect_and_disconnect_as_the_kernel_reports_them() {
     assert_eq!(rtr.path_mtu, 5);
     assert_eq!(rtr.ah.sgid_index, 1);
     p.accept(0, child, Some(0xcccc), Some(&param(0x22))).unwrap();
+    let rep_psn = match Mad::decode(&p.host.out[0].1).unwrap().msg {
+        Msg::Rep(r) => r.starting_psn,
+        m => panic!("{m:?}"),
+    };
     assert_eq!(deliver(&mut p, &mut a, 0), vec![mad::AttrId::Rep]);
     let resp = a.get_event(CA).unwrap();
     assert_eq!(resp.event, ev::CONNECT_RESPONSE);
     let Param::Conn(c) = &resp.param else { panic!() };
     assert_eq!(c.qp_num, 0x22);
-    // both directions use the same PSN, and each side's RTR/RTS agree
+    // each side receives from the PSN it announced and sends from its
+    // peer's, as the kernel's rdma_cm: the REQ's PSN is the passive
+    // side's send PSN, the REP's the active side's (rxe NAKs a first
+    // packet with any other, seen against the kernel in vm-rdmacm)
     let (artr, arts) = (a.init_qp_attr(h, 2).unwrap(), a.init_qp_attr(h, 3).unwrap());
     let (prtr, prts) = (p.init_qp_attr(child, 2).unwrap(), p.init_qp_attr(child, 3).unwrap());
     assert_eq!(artr.dest_qp_num, 0x22);
-    assert_eq!(arts.sq_psn, prtr.rq_psn);
-    assert_eq!(prts.sq_psn, artr.rq_psn);
+    assert_ne!(req_psn, rep_psn);
+    assert_eq!((artr.rq_psn, prts.sq_psn), (req_psn, req_psn));
+    assert_eq!((prtr.rq_psn, arts.sq_psn), (rep_psn, rep_psn));
     assert_eq!(arts.retry_cnt, 7);
     assert!(arts.mask & IBV_QP_TIMEOUT != 0 && arts.timeout > 0);
     // the active side MRAs the REP, then librdmacm's ACCEPT sends the RTU

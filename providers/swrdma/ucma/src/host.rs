@@ -827,6 +827,9 @@ impl Host for SoftHost {
     }
 
     fn send(&mut self, to: &Dest, mad: &[u8; MAD_LEN]) -> bool {
+        if crate::ucma::trace() {
+            eprintln!("swrdma-ucma: send to {to:?}: {:?}", swrdma_cm::mad::Mad::decode(mad));
+        }
         let name = match to {
             Dest::Listener { dev, ip, ps, port } => match self.remote_wire(dev, *ip) {
                 Some(ifindex) => return self.send_wire(ifindex, *ip, mad),
