@@ -53,7 +53,8 @@ LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 SWRDMA_UCMA_LIB=$LIBDIR/libswrdm
 export VM_RUN_DIR=$OUT/vm
 cache=$(mkdir -p "${VM_CACHE:-build/vm-cache}" && cd "${VM_CACHE:-build/vm-cache}" && pwd)
 { printf 'GUEST_VM_CACHE=%q\nGUEST_MISUSE=%q\nGUEST_MIXED=%q\n' "$cache" "${MISUSE:-}" "$MIXED"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
-bash "$ROOT/compat-tests/vm/vm-run.sh" "$OUT/guest-run.sh" >"$OUT/vm.out" 2>&1
+# (the wire part, rw0 against rxe, takes a few minutes more under TCG)
+VM_TIMEOUT=${VM_TIMEOUT:-700} bash "$ROOT/compat-tests/vm/vm-run.sh" "$OUT/guest-run.sh" >"$OUT/vm.out" 2>&1
 vrc=$?
 if [ $vrc -ne 0 ] || [ ! -d "$VM_RUN_DIR/kernel" ]; then
     fail_early vm "the VM run failed (exit $vrc): $(tail -n3 "$OUT/vm.out" | tr '\n' ' ')"

@@ -18,16 +18,16 @@ OURS=(ip netns exec far env XDG_RUNTIME_DIR=/tmp/xw LD_LIBRARY_PATH="$PWD/build/
       SWRDMA_WIRED_IDLE_MS=2000 ${WIRE_CM_ENV:-} "$PWD/build/bin/swrdma-cm")
 KERN=(env)
 # wpair DIR NAME SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ARGS -- CLIENT_ARGS:
-# the server, then (2 s later) its client, each under timeout 90; a server
+# the server, then (2 s later) its client, each under timeout 60; a server
 # still there 10 s after its client ended is killed (rc 137).
 wpair() {
     local dir=$1 name=$2; local -n sp=$3 cp=$4; shift 4
     [[ "$name" =~ ${WIRE_CM_ONLY:-.} ]] || return 0
     local s=(); while [ "$1" != "--" ]; do s+=("$1"); shift; done; shift
-    timeout -k 5 100 stdbuf -oL -eL "${sp[@]}" "${s[@]}" </dev/null >"$dir/$name.server.out" 2>&1 &
+    timeout -k 5 70 stdbuf -oL -eL "${sp[@]}" "${s[@]}" </dev/null >"$dir/$name.server.out" 2>&1 &
     local spid=$! i
     sleep 2
-    timeout -k 5 90 stdbuf -oL -eL "${cp[@]}" "$@" </dev/null >"$dir/$name.client.out" 2>&1
+    timeout -k 5 60 stdbuf -oL -eL "${cp[@]}" "$@" </dev/null >"$dir/$name.client.out" 2>&1
     echo "$?" >"$dir/$name.client.rc"
     for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$spid" 2>/dev/null && kill -TERM "$spid"
