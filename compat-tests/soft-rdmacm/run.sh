@@ -87,9 +87,11 @@ if [ "$WIRE" = 1 ]; then
     wire_down
     veth_netns wra wra0 169.254.80.1 wrb wrb0 169.254.80.2 ||
         fail_early netns "cannot create the namespaces and the veth pair"
-    # The agents end 2 s after their last client (the suite waits for them).
-    ENS=(ip netns exec wrb env XDG_RUNTIME_DIR="$RT-b" RDMAV_SOFT_DEVICES=rw0@wrb0 SWRDMA_WIRED_IDLE_MS=2000)
-    ENC=(ip netns exec wra env XDG_RUNTIME_DIR="$RT-a" RDMAV_SOFT_DEVICES=rw0@wra0 SWRDMA_WIRED_IDLE_MS=2000)
+    # The agents end 10 s after their last client (a peer's late DREQ still
+    # finds one to answer it; the QP1 check below waits for their counters).
+    ENS=(ip netns exec wrb env XDG_RUNTIME_DIR="$RT-b" RDMAV_SOFT_DEVICES=rw0@wrb0 SWRDMA_WIRED_IDLE_MS=10000
+         SWRDMA_WIRED_LOG="$OUT/agent-b.log")
+    ENC=(ip netns exec wra env XDG_RUNTIME_DIR="$RT-a" RDMAV_SOFT_DEVICES=rw0@wra0 SWRDMA_WIRED_IDLE_MS=10000)
     CMS=("${ENS[@]}" "$CM") CMC=("${ENC[@]}" "$CM")
 fi
 
@@ -467,6 +469,37 @@ for verb in write read; do
     fi
 done
 
+# --- QP1 of a wire device against a hostile host ----------------------------------------------
+# From the client's namespace, before its rping: 200 UD SENDs to QP1 with
+# another Q_Key, 200 whose MAD is garbage (base version 0x5a), 200 too
+# short for a MAD (roce_craft: valid ICRC); the server's agent must drop
+# them (its counters, logged when it ends: at least 540 of the 600 reach
+# it and are dropped; none is taken, as no counter but `dropped` counts
+# what fails a check), and the rping that follows connects and passes.
+if [ "$WIRE" = 1 ]; then
+    qp1name="QP1 of rw0: 600 forged or malformed MADs dropped, then rping -C 20"
+    if cargo build -q --release -p swrdma-roce --example roce_craft 2>"$OUT/craft.log"; then
+        CRAFT=$(cargo metadata -q --format-version 1 --no-deps 2>/dev/null |
+            sed -nE 's/.*"target_directory":"([^"]*)".*/\1/p')/release/examples/roce_craft
+        C="$CRAFT 169.254.80.1 $SA 0x64 1 0"
+        nextport
+        # (in bursts of 10, 20 ms apart: what a loaded machine loses on
+        # the way is not the agent's to count)
+        pair qp1-hostile wait "${CMS[@]}" rping -s -a $SA -p $P -v -C 20 -- "${ENC[@]}" bash -c \
+            "sleep 1; for i in \$(seq 20); do $C deth=0x12345678:1 len=256 count=10 &&
+             $C deth=0x80010000:1 len=256 count=10 && $C deth=0x80010000:1 len=64 count=10 && sleep 0.02 ||
+             exit 1; done; sleep 0.5; $CM rping -c -a $SA -p $P -v -C 20"
+        c=$(grep -cE '^ping data: rdma-ping-[0-9]+: ' "$clog")
+        if ok_rc && [ "$c" = 20 ]; then
+            QP1_HOSTILE=1
+        else
+            fail_pair "$qp1name" "$c of 20 pings"
+        fi
+    else
+        fail "$qp1name" "roce_craft does not build: $(head -n1 "$OUT/craft.log")"
+    fi
+fi
+
 # --- nothing left behind ---------------------------------------------------------------------
 # Every process of this suite (and whatever a program or the rdma_cm model
 # started, even in a session of its own) carries XDG_RUNTIME_DIR=$RT.
@@ -498,8 +531,7 @@ else
 fi
 
 cleanup
-# (The wire agents end by themselves 2 s after their last client.)
-for i in $(seq 50); do
+for i in $(seq 20); do
     left=""
     for e in /proc/[0-9]*/environ; do
         p=${e#/proc/}; p=${p%/environ}
@@ -510,6 +542,20 @@ for i in $(seq 50); do
     sleep 0.1
 done
 for p in $left; do stray "at the end" "$p"; done
+# The agents' counters, logged as each ends (10 s after its last client;
+# waited for, 20 s at most): every forged MAD dropped.
+if [ "${QP1_HOSTILE:-0}" = 1 ]; then
+    for i in $(seq 200); do
+        dropped=$(grep -oE 'dropped: [0-9]+' "$OUT/agent-b.log" 2>/dev/null | awk '{s += $2} END {print s + 0}')
+        [ "$dropped" -ge 540 ] && break
+        sleep 0.1
+    done
+    if [ "$dropped" -ge 540 ]; then
+        pass "$qp1name (the server's agent dropped $dropped)"
+    else
+        fail "$qp1name" "the server's agent dropped $dropped of 600 ($(grep -c 'qp1 Stats' "$OUT/agent-b.log" 2>/dev/null) agent exits logged)"
+    fi
+fi
 if [ -z "$strays" ]; then
     pass "no process left behind (a test's process group, anything with this suite's XDG_RUNTIME_DIR)"
 else

@@ -119,7 +119,7 @@ else
         done
         c=$d/nolistener.client.out
         if grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$c"; then
-            pass "rw0 <-> rxe, $how: a connect to a port nobody listens on: REJECTED, status 8"
+            pass "rw0 <-> rxe, $how: a connect to a port nobody listens on (another one listened on): REJECTED, status 8"
         else
             fail "rw0 <-> rxe, $how: no listener" "rc=$(cat "$d/nolistener.client.rc"): $(head -n2 "$c" | tr '\n' ' ')"
         fi

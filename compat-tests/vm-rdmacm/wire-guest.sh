@@ -15,7 +15,7 @@ mkdir -p "$W/ours-passive" "$W/ours-active"
 printf '%s\n' "${netfail:-}" >"$W/netfail"
 mkdir -p -m 0700 /tmp/xw
 OURS=(ip netns exec far env XDG_RUNTIME_DIR=/tmp/xw LD_LIBRARY_PATH="$PWD/build/lib" RDMAV_SOFT_DEVICES=rw0@veth1
-      SWRDMA_WIRED_IDLE_MS=2000 ${WIRE_CM_ENV:-} "$PWD/build/bin/swrdma-cm")
+      SWRDMA_WIRED_IDLE_MS=10000 ${WIRE_CM_ENV:-} "$PWD/build/bin/swrdma-cm")
 KERN=(env)
 # wpair DIR NAME SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ARGS -- CLIENT_ARGS:
 # the server, then (2 s later) its client, each under timeout 60; a server
@@ -42,11 +42,19 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     wpair "$d" rdma_server "$s" "$c" rdma_server -s "$a" -p 7503 -- rdma_client -s "$a" -p 7503
     wpair "$d" rdma_xserver "$s" "$c" rdma_xserver -p 7504 -c r -- rdma_xclient -s "$a" -p 7504 -c r
     wpair "$d" rstream "$s" "$c" rstream -T v -S 4096 -C 200 -b "$a" -p 7505 -- rstream -T v -S 4096 -C 200 -s "$a" -p 7505
-    # no listener: the kernel's (or our agent's) REJ 8
+    # no listener on the port: the kernel's (or our agent's) REJ 8, while
+    # the server's host runs rdma_cm (a listener on another port; with no
+    # process of ours using rdma_cm on rw0 there is no agent to answer,
+    # the provider's README says so)
     [[ nolistener =~ ${WIRE_CM_ONLY:-.} ]] || return 0
-    local -n cl=$c
+    local -n cl=$c sv=$s
+    timeout 60 "${sv[@]}" rping -s -a "$a" -p 7598 </dev/null >"$d/nolistener.other.out" 2>&1 &
+    local other=$!
+    sleep 2
     timeout 60 "${cl[@]}" rping -c -a "$a" -p 7599 -C 1 </dev/null >"$d/nolistener.client.out" 2>&1
     echo "$?" >"$d/nolistener.client.rc"
+    kill -TERM "$other" 2>/dev/null
+    wait "$other"
 }
 OURS_C=("${OURS[@]}")
 [[ ours-passive =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-passive" OURS KERN 192.0.2.2

@@ -365,14 +365,15 @@ impl Qp1 {
             self.stats.dropped += 1;
             return;
         };
-        self.stats.wire_in += 1;
-        if pin {
-            self.pin(m.dst, m.src, m.sport);
-        }
         let Ok(msg) = Mad::decode(&mad_bytes) else {
             self.stats.dropped += 1;
             return;
         };
+        self.stats.wire_in += 1;
+        // Only a host that sent a whole CM MAD gets a flow socket.
+        if pin {
+            self.pin(m.dst, m.src, m.sport);
+        }
         if !self.peer(m.src, Some(m.dst)) {
             self.stats.dropped += 1;
             return;
