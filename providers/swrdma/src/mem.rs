@@ -460,25 +460,25 @@ pub fn check_mapped(addr: u64, len: u64, write: bool) -> Result<(), i32> {
 /// process, asked of /proc/self/maps by address with `PROCMAP_QUERY`.
 #[repr(C)]
 #[derive(Default)]
-struct ProcmapQuery {
-    size: u64,
-    query_flags: u64,
-    query_addr: u64,
-    vma_start: u64,
-    vma_end: u64,
-    vma_flags: u64,
-    vma_page_size: u64,
-    vma_offset: u64,
-    inode: u64,
-    dev_major: u32,
-    dev_minor: u32,
-    vma_name_size: u32,
-    build_id_size: u32,
-    vma_name_addr: u64,
-    build_id_addr: u64,
+pub(crate) struct ProcmapQuery {
+    pub size: u64,
+    pub query_flags: u64,
+    pub query_addr: u64,
+    pub vma_start: u64,
+    pub vma_end: u64,
+    pub vma_flags: u64,
+    pub vma_page_size: u64,
+    pub vma_offset: u64,
+    pub inode: u64,
+    pub dev_major: u32,
+    pub dev_minor: u32,
+    pub vma_name_size: u32,
+    pub build_id_size: u32,
+    pub vma_name_addr: u64,
+    pub build_id_addr: u64,
 }
 /// _IOWR('f', 17, struct procmap_query)
-const PROCMAP_QUERY: u64 = 0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
+pub(crate) const PROCMAP_QUERY: u64 = 0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
 const PROCMAP_QUERY_VMA_READABLE: u64 = 1;
 const PROCMAP_QUERY_VMA_WRITABLE: u64 = 2;
 

@@ -31,6 +31,7 @@
 //! private path (cross-memory attach) as before.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use crate::mem::{ProcmapQuery, PROCMAP_QUERY};
 
 /// Kinds of backing objects (the directory's word).
 pub const SYSV: u64 = 1;
@@ -77,27 +78,7 @@ fn dev_of(major: u64, minor: u64) -> u64 {
     (major << 32) | minor
 }
 
-/// `struct procmap_query` (linux/fs.h, Linux 6.11).
-#[repr(C)]
-#[derive(Default)]
-struct ProcmapQuery {
-    size: u64,
-    query_flags: u64,
-    query_addr: u64,
-    vma_start: u64,
-    vma_end: u64,
-    vma_flags: u64,
-    vma_page_size: u64,
-    vma_offset: u64,
-    inode: u64,
-    dev_major: u32,
-    dev_minor: u32,
-    vma_name_size: u32,
-    build_id_size: u32,
-    vma_name_addr: u64,
-    build_id_addr: u64,
-}
-const PROCMAP_QUERY: u64 = 0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
+/// `PROCMAP_QUERY`'s flag of a `MAP_SHARED` mapping.
 const VMA_SHARED: u64 = 8;
 
 /// The mapping holding `addr`: by `PROCMAP_QUERY`, else from the text.
