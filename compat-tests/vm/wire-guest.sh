@@ -185,10 +185,10 @@ wire_pair() {
     "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT" \
         > "$d/server.out" 2> "$d/server.err" < /dev/null &
     sp=$!
-    for ((i = 0; i < 200; i++)); do    # up to 20 s for the server to listen (or die)
+    for ((i = 0; i < 1000; i++)); do    # up to 20 s for the server to listen (or die)
         listening_in "$sp" "$PAIR_PORT" && break
         kill -0 "$sp" 2>/dev/null || break
-        sleep 0.1
+        nap 0.02
     done
     side_argv "$c" "$lim"
     [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/client.cpu")
@@ -196,9 +196,9 @@ wire_pair() {
     "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$c]}" "$gflag" "${GID[$c]}" -p "$PAIR_PORT" "$ip" \
         > "$d/client.out" 2> "$d/client.err" < /dev/null
     echo $? > "$d/client.rc"
-    for ((i = 0; i < T_SERVER_GRACE * 10; i++)); do
+    for ((i = 0; i < T_SERVER_GRACE * 50; i++)); do
         kill -0 "$sp" 2>/dev/null || break
-        sleep 0.1
+        nap 0.02
     done
     if kill -0 "$sp" 2>/dev/null; then
         kill -TERM "$sp" 2>/dev/null
@@ -415,10 +415,10 @@ reach() { # NAME SERVER-NETNS SERVER-IP CLIENT-NETNS ("" = root)
     [ -n "$cns" ] && cpre=(ip netns exec "$cns")
     "${pre[@]}" timeout 30 python3 -c "$REACH_PY" listen "$ip" "$port" > "$R/reach-$name.srv" 2>&1 &
     sp=$!
-    for ((i = 0; i < 200; i++)); do
+    for ((i = 0; i < 1000; i++)); do
         listening_in "$sp" "$port" && break
         kill -0 "$sp" 2>/dev/null || break
-        sleep 0.1
+        nap 0.02
     done
     out=$("${cpre[@]}" timeout 20 python3 -c "$REACH_PY" connect "$ip" "$port" 2>&1)
     if wait "$sp" && [ "$out" = "hello from $ip" ]; then
