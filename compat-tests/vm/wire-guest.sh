@@ -161,7 +161,7 @@ wire_pair() {
     for w; do case "$w" in ibv_*|ib_*) prog=$w; break ;; esac; done
     case "$prog" in ibv_*) gflag=-g ;; esac
     PAIR_PORT=$((PAIR_PORT + 1))
-    mkdir -p "$d"
+    [ -d "$d" ] || mkdir -p "$d"    # (run_pair_tests made it: no process)
     local l0 l1 rx0 tx0 rx1 tx1
     l0=$(link_pkts "$LINK_PID" "$LINK_IF")
     # rxe0's counters around the pair (duplicates, sequence errors, retries:
@@ -288,12 +288,18 @@ done < "$SUITE_TESTS"
 
 # run_pair_tests PAIR SERVER-ROLE CLIENT-ROLE SERVER-IP COND [NOTRUN-WHY]
 run_pair_tests() {
-    local pair=$1 s=$2 c=$3 ip=$4 cond=$5 why=${6:-} t id conds cmd d lim ms
+    local pair=$1 s=$2 c=$3 ip=$4 cond=$5 why=${6:-} t id conds cmd d lim ms dirs=()
+    # the condition's test directories, made by one mkdir (a process costs
+    # ~0.3 s under TCG)
+    for t in "${TESTS[@]}"; do
+        IFS='|' read -r id conds cmd <<<"$t"
+        case " $conds " in *" $cond "*) dirs+=("$R/$pair/$cond/$id") ;; esac
+    done
+    [ "${#dirs[@]}" -eq 0 ] || mkdir -p "${dirs[@]}"
     for t in "${TESTS[@]}"; do
         IFS='|' read -r id conds cmd <<<"$t"
         case " $conds " in *" $cond "*) ;; *) continue ;; esac
         d=$R/$pair/$cond/$id
-        mkdir -p "$d"
         if [ -n "$WIRE_ONLY" ] && ! [[ $pair/$cond/$id =~ $WIRE_ONLY ]]; then
             echo "not selected (WIRE_ONLY=$WIRE_ONLY)" > "$d/skip"
             continue
