@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
@@ -30,6 +32,19 @@ static struct rdma_cm_id *next_event(struct rdma_event_channel *ch, const char *
 		*status = ev->event;
 	rdma_ack_cm_event(ev);
 	return id;
+}
+
+/* Is an event waiting on the channel, or does one come within ms? */
+#define QUIET_MS 5000
+static int event_within(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	int n;
+
+	do
+		n = poll(&p, 1, ms);
+	while (n < 0 && errno == EINTR);
+	return n != 0;
 }
 
 static void show(const char *what, int ret)
@@ -115,6 +130,20 @@ int main(int argc, char **argv)
 			show("accept r again", rdma_accept(r, &cp));
 			next_event(ch2, "  event (response)", &evn);
 			show("establish c", rdma_establish(c));
+			/* every accept above failed, so the response is
+			 * REJECTED and no ESTABLISHED event can follow:
+			 * the kernel's rdma_cm and ours deliver nothing
+			 * more, and a blocking wait would only end in
+			 * workloads.sh's 60 s timeout (it did, on both).
+			 * An event that does come (a spurious one) is
+			 * taken and printed as before; none within
+			 * QUIET_MS ends the program here, where the
+			 * timeout ended it. */
+			if (!event_within(ch2, QUIET_MS)) {
+				printf("%-40s none within %d ms: stop\n", "  event (established)", QUIET_MS);
+				fflush(stdout);
+				_exit(0);
+			}
 			next_event(ch2, "  event (established)", NULL);
 			show("reject r after established", rdma_reject(r, NULL, 0));
 			show("disconnect c", rdma_disconnect(c));
