@@ -478,7 +478,8 @@ pub(crate) struct ProcmapQuery {
     pub build_id_addr: u64,
 }
 /// _IOWR('f', 17, struct procmap_query)
-pub(crate) const PROCMAP_QUERY: u64 = 0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
+pub(crate) const PROCMAP_QUERY: u64 =
+    0xc000_0000 | ((std::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
 const PROCMAP_QUERY_VMA_READABLE: u64 = 1;
 const PROCMAP_QUERY_VMA_WRITABLE: u64 = 2;
 

@@ -30,8 +30,8 @@
 //! anonymous mapping nobody holds a descriptor of): not published, the
 //! private path (cross-memory attach) as before.
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use crate::mem::{ProcmapQuery, PROCMAP_QUERY};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// Kinds of backing objects (the directory's word).
 pub const SYSV: u64 = 1;
