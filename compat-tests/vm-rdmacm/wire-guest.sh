@@ -54,8 +54,10 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     timeout 60 "${cl[@]}" rping -c -a "$a" -p 7599 -C 1 </dev/null >"$d/nolistener.client.out" 2>&1
     echo "$?" >"$d/nolistener.client.rc"
     kill -TERM "$other" 2>/dev/null
-    wait "$other"
+    wait "$other" || true
 }
 OURS_C=("${OURS[@]}")
 [[ ours-passive =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-passive" OURS KERN 192.0.2.2
 [[ ours-active =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-active" KERN OURS_C 192.0.2.1
+# (the guest's status is the run's: what failed is in the results)
+true
