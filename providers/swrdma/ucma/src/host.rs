@@ -17,6 +17,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use swrdma_cm::cma::{Dest, Dev, Host, EADDRINUSE, EADDRNOTAVAIL, ENETUNREACH, ENODEV};
 use swrdma_cm::mad::MAD_LEN;
+use swrdma_wired::qp1::route_source;
 
 type ListFn = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
 type FreeListFn = unsafe extern "C" fn(*mut *mut c_void);
@@ -733,18 +734,6 @@ impl Default for SoftHost {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// The source address the kernel's routing picks for `dst` (a UDP socket
-/// connected to it, no packet sent).
-fn route_source(dst: IpAddr) -> Option<IpAddr> {
-    let bind: SocketAddr = match dst {
-        IpAddr::V4(_) => "0.0.0.0:0".parse().ok()?,
-        IpAddr::V6(_) => "[::]:0".parse().ok()?,
-    };
-    let s = UdpSocket::bind(bind).ok()?;
-    s.connect(SocketAddr::new(dst, 4791)).ok()?;
-    s.local_addr().ok().map(|a| a.ip())
 }
 
 impl Host for SoftHost {

@@ -697,8 +697,9 @@ pub fn no_one_answer(m: &Mad) -> Option<Mad> {
     Some(Mad { tid: m.tid, msg })
 }
 
-/// The source address the kernel's routing picks for `dst`.
-fn route_source(dst: IpAddr) -> Option<IpAddr> {
+/// The source address the kernel's routing picks for `dst` (a UDP socket
+/// connected to it, no packet sent); the `ucma` interposer's too.
+pub fn route_source(dst: IpAddr) -> Option<IpAddr> {
     let bind: SocketAddr = if dst.is_ipv4() {
         "0.0.0.0:0".parse().ok()?
     } else {
