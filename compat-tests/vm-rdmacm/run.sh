@@ -99,12 +99,14 @@ else
             *) how="ours active (the kernel's server on rxe0, rw0 client in netns far)" ;;
         esac
         d=$W/$dir
-        for t in rping ucmatose udaddy rdma_server rdma_xserver rstream; do
+        for t in rping ucmatose udaddy mckey rdma_server rdma_xserver rstream; do
             c=$d/$t.client.out s=$d/$t.server.out
             crc=$(cat "$d/$t.client.rc" 2>/dev/null) src=$(cat "$d/$t.server.rc" 2>/dev/null)
             case $t in
                 rping) ok=$([ "$(grep -c '^ping data: rdma-ping-' "$c")" = 50 ] &&
                     [ "$(grep -c '^server ping data: rdma-ping-' "$s")" = 50 ] && echo y) ;;
+                mckey) ok=$(grep -q '^return status 0' "$c" && grep -q '^return status 0' "$s" &&
+                    grep -q '^data transfers complete' "$s" && echo y) ;;
                 ucmatose | udaddy) ok=$(grep -q '^return status 0' "$c" && grep -q '^return status 0' "$s" &&
                     grep -q '^data transfers complete' "$c" && echo y) ;;
                 rdma_server) ok=$(grep -q 'rdma_server: end 0' "$s" && grep -q 'rdma_client: end 0' "$c" && echo y) ;;

@@ -41,6 +41,11 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     wpair "$d" udaddy "$s" "$c" udaddy -b "$a" -C 10 -- udaddy -s "$a" -C 10
     wpair "$d" rdma_server "$s" "$c" rdma_server -s "$a" -p 7503 -- rdma_client -s "$a" -p 7503
     wpair "$d" rdma_xserver "$s" "$c" rdma_xserver -p 7504 -c r -- rdma_xclient -s "$a" -p 7504 -c r
+    # multicast: our wire agent's peer is rxe's multicast path (IGMP join,
+    # datagrams to 239.1.1.1:4791, QPN 0xffffff); the server receives, the
+    # client sends from the other host's address
+    local b=192.0.2.1; [ "$a" = 192.0.2.1 ] && b=192.0.2.2
+    wpair "$d" mckey "$s" "$c" mckey -m 239.1.1.1 -b "$a" -C 10 -- mckey -m 239.1.1.1 -b "$b" -s -C 10
     wpair "$d" rstream "$s" "$c" rstream -T v -S 4096 -C 200 -b "$a" -p 7505 -- rstream -T v -S 4096 -C 200 -s "$a" -p 7505
     # no listener on the port: the kernel's (or our agent's) REJ 8, while
     # the server's host runs rdma_cm (a listener on another port; with no

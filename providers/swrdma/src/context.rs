@@ -430,11 +430,25 @@ impl Ctx {
     /// Attaches QP `qpn` to multicast group `mgid` (another attachment of
     /// the same group and LID is no change, as the kernel's list of a QP's
     /// attachments).
-    pub fn attach_mcast(&self, qpn: u32, mgid: [u8; 16], lid: u16) {
+    /// On a wire device the context joins the IP group (`wire/mcast.rs`;
+    /// the kernel's errno if it cannot).
+    pub fn attach_mcast(&self, qpn: u32, mgid: [u8; 16], lid: u16) -> Result<(), i32> {
         let mut g = lock(&self.groups);
         if !g.contains(&(qpn, mgid, lid)) {
+            match self.wire_rt.get() {
+                Some(w) => w.sock.join_group(&mgid, qpn)?,
+                None => ipc::join_group(&self.dir, &mgid, qpn, self.id),
+            }
             g.push((qpn, mgid, lid));
-            ipc::join_group(&self.dir, &mgid, qpn, self.id);
+        }
+        Ok(())
+    }
+
+    /// QP `qpn` is no longer a member of `mgid`.
+    fn leave_group(&self, mgid: &[u8; 16], qpn: u32) {
+        match self.wire_rt.get() {
+            Some(w) => w.sock.leave_group(mgid, qpn),
+            None => ipc::leave_group(&self.dir, mgid, qpn),
         }
     }
 
@@ -447,7 +461,7 @@ impl Ctx {
         };
         g.remove(i);
         if !g.iter().any(|e| e.0 == qpn && e.1 == mgid) {
-            ipc::leave_group(&self.dir, &mgid, qpn);
+            self.leave_group(&mgid, qpn);
         }
         true
     }
@@ -458,7 +472,7 @@ impl Ctx {
         g.retain(|(q, mgid, _)| {
             let drop = qpn.is_none_or(|n| n == *q);
             if drop {
-                ipc::leave_group(&self.dir, mgid, *q);
+                self.leave_group(mgid, *q);
             }
             !drop
         });

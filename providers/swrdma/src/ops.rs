@@ -2325,7 +2325,8 @@ pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, wr: *mut ibv_send_wr, bad:
 /// `ibv_attach_mcast`, as the kernel's uverbs and `ib_attach_mcast` answer
 /// for rxe: the same group and LID again is no change; a GID that is not
 /// multicast, or a QP that is not UD, is EINVAL; the LID is not looked at
-/// otherwise (RoCE).  Wire devices have no multicast yet: EOPNOTSUPP.
+/// otherwise (RoCE).  On a wire device the context joins the IP group on
+/// the interface (`wire/mcast.rs`).
 ///
 /// # Safety
 /// As every verb (see `post_send`); `gid` is readable (the library checked
@@ -2353,9 +2354,6 @@ unsafe fn mcast(ibqp: *mut ibv_qp, gid: *const ibv_gid, lid: u16, attach: bool) 
     }
     // SAFETY: one of our QPs; `gid` is 16 readable bytes (the contract).
     let ((c, qp), mgid) = unsafe { (qp_of(ibqp), (*gid).raw) };
-    if c.wire().is_some() {
-        return libc::EOPNOTSUPP;
-    }
     if !attach {
         return if c.detach_mcast(qp.qpn, mgid, lid) {
             0
@@ -2366,8 +2364,10 @@ unsafe fn mcast(ibqp: *mut ibv_qp, gid: *const ibv_gid, lid: u16, attach: bool) 
     if !Ctx::is_multicast_gid(&mgid) || qp.qpt != IBV_QPT_UD {
         return libc::EINVAL;
     }
-    c.attach_mcast(qp.qpn, mgid, lid);
-    0
+    match c.attach_mcast(qp.qpn, mgid, lid) {
+        Ok(()) => 0,
+        Err(e) => e,
+    }
 }
 
 pub static OPS: verbs_context_ops = verbs_context_ops {

@@ -16,6 +16,7 @@
 use crate::mem::{Atomic, ProcessMemory};
 use crate::objects::*;
 use crate::sys::{lock, now_ns};
+use crate::wire::mcast;
 use crate::wire::sock::{source_port, src_port, RxMeta, Sender, Sock, TxBatch};
 pub use crate::wire::state::*;
 use ibverbs_abi::*;
@@ -690,7 +691,21 @@ impl Wire {
         if h.bth.pkey & 0x7fff != PKEY & 0x7fff {
             return;
         }
+        if h.bth.dqpn == mcast::MCAST_QPN {
+            // A copy for each QP attached to the group (rxe_rcv_mcast_pkt).
+            for q in self.sock.group_members(&ip_gid(m.dst)) {
+                if let Some(qp) = c.qp(q) {
+                    self.rx_qp(c, &qp, m, &h, payload);
+                }
+            }
+            return;
+        }
         let Some(qp) = c.qp(h.bth.dqpn) else { return };
+        self.rx_qp(c, &qp, m, &h, payload);
+    }
+
+    /// A packet for QP `qp`, by the QP's state and transport.
+    fn rx_qp(&self, c: &Objects, qp: &Arc<Qp>, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let info = roce::op_info(h.bth.opcode);
         let mut st = lock(&qp.st);
         if qpstate::intake(st.state) != Intake::Take {
@@ -703,13 +718,13 @@ impl Wire {
             (IBV_QPT_RC, roce::Transport::Rc) => match info.kind {
                 roce::Kind::Ack | roce::Kind::AtomicAck | roce::Kind::ReadResp => {
                     if qpstate::takes_responses(st.state) {
-                        self.completer(c, &qp, &mut st, &h, payload)
+                        self.completer(c, qp, &mut st, h, payload)
                     }
                 }
-                _ => self.rc_responder(c, &qp, &mut st, m, &h, payload),
+                _ => self.rc_responder(c, qp, &mut st, m, h, payload),
             },
-            (IBV_QPT_UC, roce::Transport::Uc) => self.uc_responder(c, &qp, &mut st, &h, payload),
-            (IBV_QPT_UD, roce::Transport::Ud) => self.ud_responder(c, &qp, &mut st, m, &h, payload),
+            (IBV_QPT_UC, roce::Transport::Uc) => self.uc_responder(c, qp, &mut st, h, payload),
+            (IBV_QPT_UD, roce::Transport::Ud) => self.ud_responder(c, qp, &mut st, m, h, payload),
             _ => {}
         }
     }

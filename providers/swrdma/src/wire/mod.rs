@@ -2,6 +2,8 @@
 
 pub mod engine;
 pub mod faults;
+pub mod mcast;
+pub mod opt;
 pub mod record;
 pub mod sock;
 pub mod state;

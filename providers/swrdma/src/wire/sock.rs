@@ -89,6 +89,8 @@
 //! thread finding it busy returns at once).  Ancillary data and addresses
 //! are parsed from bytes, without casts.
 
+use super::mcast::{self, Group};
+use super::opt::set_int;
 use super::record::{self, Ev};
 use rustix::event::epoll;
 use rustix::io::Errno;
@@ -308,7 +310,7 @@ fn raw_sockaddr(dst: IpAddr, ifindex: u32) -> ([u8; NAME], usize) {
             b[..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
             b[2..4].copy_from_slice(&PORT.to_be_bytes());
             b[8..24].copy_from_slice(&a.octets());
-            let scope = if is_link_local(&a) { ifindex } else { 0 };
+            let scope = if mcast::needs_scope(&a) { ifindex } else { 0 };
             b[24..28].copy_from_slice(&scope.to_ne_bytes());
             (b, 28)
         }
@@ -444,6 +446,8 @@ pub struct Sock {
     rx: Mutex<Rx>,
     /// Live [`Sender`]s.
     senders: Arc<AtomicUsize>,
+    /// The multicast groups our QPs are attached to (see `mcast.rs`).
+    groups: Mutex<Vec<Group>>,
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
@@ -453,26 +457,6 @@ fn is_link_local(a: &Ipv6Addr) -> bool {
 /// The unix socket path of context `id`.
 fn fwd_path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("w{id}"))
-}
-
-/// Sets an integer socket option rustix has no helper for.
-fn set_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int, val: libc::c_int) -> io::Result<()> {
-    // SAFETY: `fd` is an open socket borrowed for the call; the option value
-    // is a c_int on our stack and its exact size is passed.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// Opens the UDP socket of one address (see the module documentation).
@@ -487,6 +471,7 @@ fn open_udp(addr: IpAddr, ifindex: u32) -> io::Result<OwnedFd> {
             sockopt::set_ip_recvtos(&fd, true)?;
             set_int(fd.as_fd(), libc::IPPROTO_IP, libc::IP_RECVTTL, 1)?;
             bind(&fd, &SocketAddrV4::new(a, PORT))?;
+            let _ = mcast::set_out_if(fd.as_fd(), &addr, ifindex);
             Ok(fd)
         }
         IpAddr::V6(a) => {
@@ -499,6 +484,7 @@ fn open_udp(addr: IpAddr, ifindex: u32) -> io::Result<OwnedFd> {
             set_int(fd.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, 1)?;
             let scope = if is_link_local(&a) { ifindex } else { 0 };
             bind(&fd, &SocketAddrV6::new(a, PORT, 0, scope))?;
+            let _ = mcast::set_out_if(fd.as_fd(), &addr, ifindex);
             Ok(fd)
         }
     }
@@ -529,6 +515,7 @@ fn open_sender(addr: IpAddr, port: u16, ifindex: u32) -> io::Result<OwnedFd> {
         }
     };
     let _ = sockopt::set_socket_recv_buffer_size(&fd, 1);
+    let _ = mcast::set_out_if(fd.as_fd(), &addr, ifindex);
     Ok(fd)
 }
 
@@ -620,7 +607,42 @@ fn parse_cmsgs(ctrl: &[u8], m: &mut RxMeta) {
     }
 }
 
+/// The GID an IP address stands for (IPv4 as v4-mapped).
+fn ip_gid(a: IpAddr) -> [u8; 16] {
+    match a {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
 impl Bufs {
+    /// Datagram `j` of the last batch (taken with `meta`): its addresses
+    /// and ancillary data (the destination unspecified if the kernel gave
+    /// none) and its payload; None for a truncated or short one.
+    fn datagram(&self, j: usize) -> Option<(RxMeta, &[u8])> {
+        let s = self.slots.get(j)?;
+        if s.flags & libc::MSG_TRUNC != 0 || s.len < MIN_LEN {
+            return None;
+        }
+        let p = self.data.get(j * BUF..j * BUF + s.len)?;
+        let name = self.names.get(j * NAME..(j + 1) * NAME)?;
+        let ctrl = self.ctrl.get(j * CTRL..j * CTRL + s.clen)?;
+        let (src, sport) = parse_name(name)?;
+        let dst = match src {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        };
+        let mut m = RxMeta {
+            src,
+            dst,
+            sport,
+            tclass: 0,
+            hop: 0,
+        };
+        parse_cmsgs(ctrl, &mut m);
+        Some((m, p))
+    }
+
     fn new() -> Bufs {
         Bufs {
             data: vec![0; BATCH * BUF],
@@ -743,6 +765,7 @@ impl Sock {
             ctx_id,
             ifindex,
             senders: Arc::new(AtomicUsize::new(0)),
+            groups: Mutex::new(Vec::new()),
             rx: Mutex::new(Rx {
                 bufs: Bufs::new(),
                 conns: Conns {
@@ -827,7 +850,7 @@ impl Sock {
         match (src, dst) {
             (IpAddr::V4(_), IpAddr::V4(d)) => sendmsg_addr(fd, &SocketAddrV4::new(d, PORT), iov, &mut ctl, flags)?,
             (IpAddr::V6(_), IpAddr::V6(d)) => {
-                let scope = if is_link_local(&d) { self.ifindex } else { 0 };
+                let scope = if mcast::needs_scope(&d) { self.ifindex } else { 0 };
                 sendmsg_addr(fd, &SocketAddrV6::new(d, PORT, 0, scope), iov, &mut ctl, flags)?
             }
             _ => return Err(io::Error::from_raw_os_error(libc::EAFNOSUPPORT)),
@@ -1132,6 +1155,7 @@ impl Sock {
         }
         let ready = &ready[..nready];
         let mut done = self.recv_flows(rx, ready, max, mine, owner, f);
+        done += self.recv_groups(rx, ready, max.saturating_sub(done), f);
         let mut new_flows: Vec<(IpAddr, IpAddr, u16)> = Vec::new();
         let mut c = 0usize;
         while c < rx.conns.inc.len() {
@@ -1332,6 +1356,93 @@ impl Sock {
         }))
     }
 
+    /// Attaches QP `qpn` to the group of `mgid` (see `mcast.rs`): the
+    /// context joins it on first use.  EINVAL for an MGID that is not a
+    /// multicast group of our address family; ENOMEM beyond
+    /// [`mcast::MAX_GROUPS`]; the kernel's errno if the socket cannot be
+    /// made or joined.
+    pub fn join_group(&self, mgid: &[u8; 16], qpn: u32) -> Result<(), i32> {
+        let group = mcast::group_addr(mgid).ok_or(libc::EINVAL)?;
+        let mut g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = g.iter_mut().find(|e| e.mgid == *mgid) {
+            if !e.qpns.contains(&qpn) {
+                e.qpns.push(qpn);
+            }
+            return Ok(());
+        }
+        if g.len() >= mcast::MAX_GROUPS {
+            return Err(libc::ENOMEM);
+        }
+        let err = |e: io::Error| e.raw_os_error().unwrap_or(libc::EINVAL);
+        let fd = mcast::open(group, self.ifindex).map_err(err)?;
+        let tag = mcast::tag(fd.as_fd());
+        epoll::add(&self.ep, &fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN)
+            .map_err(|e| e.raw_os_error())?;
+        g.push(Group {
+            mgid: *mgid,
+            fd: Arc::new(fd),
+            qpns: vec![qpn],
+        });
+        Ok(())
+    }
+
+    /// QP `qpn` leaves the group of `mgid`; its socket goes with the last
+    /// (closing it leaves the group and the epoll set).
+    pub fn leave_group(&self, mgid: &[u8; 16], qpn: u32) {
+        let mut g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = g.iter().position(|e| e.mgid == *mgid) {
+            g[i].qpns.retain(|q| *q != qpn);
+            if g[i].qpns.is_empty() {
+                g.swap_remove(i);
+            }
+        }
+    }
+
+    /// Our QPs attached to the group of `mgid`.
+    pub fn group_members(&self, mgid: &[u8; 16]) -> Vec<u32> {
+        let g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+        g.iter()
+            .find(|e| e.mgid == *mgid)
+            .map_or(Vec::new(), |e| e.qpns.clone())
+    }
+
+    /// Drains the group sockets that `ready` names, up to `max` datagrams
+    /// in all: each datagram to QPN 0xffffff is handed to `f` once (the
+    /// engine gives it to every QP attached), anything else is dropped.
+    fn recv_groups(&self, rx: &mut Rx, ready: &[u64], max: usize, f: &mut dyn FnMut(&RxMeta, &[u8])) -> usize {
+        let mut done = 0usize;
+        for &t in ready.iter().filter(|&&t| t & mcast::GROUP_TAG != 0) {
+            // (Held without the lock: `f` looks the members up.)
+            let fd = {
+                let g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+                match g.iter().find(|e| e.tag() == t) {
+                    Some(e) => e.fd.clone(),
+                    None => continue,
+                }
+            };
+            loop {
+                let want = max.saturating_sub(done).min(BATCH);
+                if want == 0 {
+                    return done;
+                }
+                let got = rx.bufs.batch(fd.as_fd(), want, true).unwrap_or(0);
+                for j in 0..got {
+                    if let Some((m, p)) = rx.bufs.datagram(j) {
+                        if dest_qpn(p) == Some(mcast::MCAST_QPN) && mcast::group_addr(&ip_gid(m.dst)).is_some() {
+                            record::note(Ev::UdpMine, p);
+                            f(&m, p);
+                        }
+                    }
+                }
+                done += got;
+                if got < want {
+                    break;
+                }
+            }
+        }
+        done
+    }
+
     /// Handles datagram `j` of a batch from the UDP socket of `addr`.
     #[allow(clippy::too_many_arguments)]
     fn handle_udp(
@@ -1344,26 +1455,10 @@ impl Sock {
         owner: &dyn Fn(u32) -> Option<u32>,
         f: &mut dyn FnMut(&RxMeta, &[u8]),
     ) {
-        let Some(s) = bufs.slots.get(j) else { return };
-        if s.flags & libc::MSG_TRUNC != 0 || s.len < MIN_LEN {
-            return;
+        let Some((mut m, p)) = bufs.datagram(j) else { return };
+        if m.dst.is_unspecified() {
+            m.dst = addr;
         }
-        let (Some(p), Some(name), Some(ctrl)) = (
-            bufs.data.get(j * BUF..j * BUF + s.len),
-            bufs.names.get(j * NAME..(j + 1) * NAME),
-            bufs.ctrl.get(j * CTRL..j * CTRL + s.clen),
-        ) else {
-            return;
-        };
-        let Some((src, sport)) = parse_name(name) else { return };
-        let mut m = RxMeta {
-            src,
-            dst: addr,
-            sport,
-            tclass: 0,
-            hop: 0,
-        };
-        parse_cmsgs(ctrl, &mut m);
         let Some(qpn) = dest_qpn(p) else { return };
         if mine(qpn) {
             record::note(Ev::UdpMine, p);
@@ -1458,6 +1553,55 @@ mod tests {
             }
             Err(e) => panic!("Sock::open: {e}"),
         }
+    }
+
+    /// A datagram to a multicast group (QPN 0xffffff) reaches every
+    /// context that joined the group, once each, and no other; leaving
+    /// stops it; the group socket goes with the last QP.
+    #[test]
+    fn a_group_datagram_reaches_each_context_joined_once() {
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+        let Some((dir, lo, s1)) = first_context("mcast", a) else {
+            return;
+        };
+        let s2 = Sock::open(&dir, 2, lo, &[a]).unwrap();
+        let s3 = Sock::open(&dir, 3, lo, &[a]).unwrap();
+        let g = Ipv4Addr::new(239, 255, 77, 1);
+        let mgid = g.to_ipv6_mapped().octets();
+        if let Err(e) = s1.join_group(&mgid, 7) {
+            eprintln!("skipped: cannot join a group on lo here (errno {e})");
+            return;
+        }
+        s1.join_group(&mgid, 8).unwrap();
+        s1.join_group(&mgid, 8).unwrap();
+        s2.join_group(&mgid, 9).unwrap();
+        assert_eq!(s1.group_members(&mgid), vec![7, 8]);
+        assert_eq!(s1.join_group(&[0; 16], 7), Err(libc::EINVAL));
+        let mut pkt = [0u8; 40];
+        pkt[5..8].copy_from_slice(&[0xff; 3]);
+        // What each context takes in 150 ms (a copy too many would show).
+        let count = |socks: &[&Sock]| {
+            let mut n = vec![0usize; socks.len()];
+            for _ in 0..150 {
+                for (i, s) in socks.iter().enumerate() {
+                    s.recv(64, &|_| false, &|_| None, &mut |m, p| {
+                        if m.dst == IpAddr::V4(g) && dest_qpn(p) == Some(mcast::MCAST_QPN) {
+                            n[i] += 1;
+                        }
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            n
+        };
+        s3.send(&a, None, &IpAddr::V4(g), &[&pkt], 0).unwrap();
+        assert_eq!(count(&[&s1, &s2, &s3]), vec![1, 1, 0]);
+        s2.leave_group(&mgid, 9);
+        assert!(s2.group_members(&mgid).is_empty());
+        s3.send(&a, None, &IpAddr::V4(g), &[&pkt], 0).unwrap();
+        assert_eq!(count(&[&s1, &s2, &s3]), vec![1, 0, 0]);
+        drop((s1, s2, s3));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Receives on both contexts until `owner_ctx` (context 1, which owns
