@@ -125,7 +125,22 @@ else
         else
             fail "rw0 <-> rxe, $how: no listener" "rc=$(cat "$d/nolistener.client.rc"): $(head -n2 "$c" | tr '\n' ' ')"
         fi
+        # command for command: each side's ucma log against the kernel's
+        # own run of the same workloads (rxe0 <-> rxe1)
+        if [ -d "$W/log/$dir" ]; then
+            COMPARE_SKIP=misuse python3 "$HERE/compare.py" "$VM_RUN_DIR/kernel" "$W/log/$dir" "$HERE/wire-differences.txt" \
+                "$OUT/diff-wire-$dir" "rw0 <-> rxe, $how, the ucma's log against the kernel's:" >>"$OUT/compare.out"
+        else
+            fail "rw0 <-> rxe, $how: the ucma logs" "the workloads did not run ($W/log/$dir missing)"
+        fi
     done
+    # the CM MADs ours sent against the kernel's, field by field
+    if python3 "$HERE/mads.py" "$W" 192.0.2.2 192.0.2.1 rping ucmatose udaddy mckey rdma_server rdma_xserver \
+        rstream nolistener >"$OUT/mads.out" 2>&1; then
+        grep -E '^(PASS|FAIL) ' "$OUT/mads.out" >>"$OUT/compare.out"
+    else
+        echo "FAIL CM MADs field by field: mads.py failed: $(tail -n1 "$OUT/mads.out")" >>"$OUT/compare.out"
+    fi
 fi
 while read -r verdict rest; do
     case $verdict in

@@ -17,6 +17,16 @@ mkdir -p -m 0700 /tmp/xw
 OURS=(ip netns exec far env XDG_RUNTIME_DIR=/tmp/xw LD_LIBRARY_PATH="$PWD/build/lib" RDMAV_SOFT_DEVICES=rw0@veth1
       SWRDMA_WIRED_IDLE_MS=10000 ${WIRE_CM_ENV:-} "$PWD/build/bin/swrdma-cm")
 KERN=(env)
+# cap_start DIR NAME / cap_stop: every datagram to QPN 1 on rxe0's veth0
+# (the CM's MADs, both ways) into DIR/NAME.mads (mad-capture.py; run.sh
+# compares ours with the kernel's field by field, mads.py).
+cap_start() {
+    rm -f "$1/$2.ready"
+    python3 compat-tests/vm-rdmacm/mad-capture.py veth0 "$1/$2.mads" "$1/$2.ready" 2>"$1/$2.mads.err" &
+    CAP=$!
+    local i; for i in $(seq 100); do [ -e "$1/$2.ready" ] && break; sleep 0.05; done
+}
+cap_stop() { kill -TERM "$CAP" 2>/dev/null; wait "$CAP" 2>/dev/null; }
 # wpair DIR NAME SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ARGS -- CLIENT_ARGS:
 # the server, then (2 s later) its client, each under timeout 60; a server
 # still there 10 s after its client ended is killed (rc 137).
@@ -24,6 +34,7 @@ wpair() {
     local dir=$1 name=$2; local -n sp=$3 cp=$4; shift 4
     [[ "$name" =~ ${WIRE_CM_ONLY:-.} ]] || return 0
     local s=(); while [ "$1" != "--" ]; do s+=("$1"); shift; done; shift
+    cap_start "$dir" "$name"
     timeout -k 5 70 stdbuf -oL -eL "${sp[@]}" "${s[@]}" </dev/null >"$dir/$name.server.out" 2>&1 &
     local spid=$! i
     sleep 2
@@ -32,6 +43,7 @@ wpair() {
     for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$spid" 2>/dev/null && kill -TERM "$spid"
     wait "$spid"; echo "$?" >"$dir/$name.server.rc"
+    cap_stop
     grep -H . /sys/class/infiniband/rxe0/ports/1/hw_counters/* >"$dir/$name.rxe0-counters" 2>/dev/null
 }
 workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
@@ -56,13 +68,25 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     timeout 60 "${sv[@]}" rping -s -a "$a" -p 7598 </dev/null >"$d/nolistener.other.out" 2>&1 &
     local other=$!
     sleep 2
+    cap_start "$d" nolistener
     timeout 60 "${cl[@]}" rping -c -a "$a" -p 7599 -C 1 </dev/null >"$d/nolistener.client.out" 2>&1
     echo "$?" >"$d/nolistener.client.rc"
+    cap_stop
     kill -TERM "$other" 2>/dev/null
     wait "$other" || true
 }
 OURS_C=("${OURS[@]}")
 [[ ours-passive =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-passive" OURS KERN 192.0.2.2
 [[ ours-active =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-active" KERN OURS_C 192.0.2.1
+# Command for command: vm-rdmacm's workloads (workloads.sh) once more with
+# the server on one side and the client on the other, each side's ucma
+# logged (ours by its interposer, the kernel's by the interposer in
+# pass-through mode): run.sh compares each log with the kernel's own run.
+KREC="env SWRDMA_UCMA_KERNEL=1 LD_PRELOAD=$PWD/build/lib/libswrdma-ucma.so"
+if [[ logs =~ ${WIRE_CM_DIRS:-.} ]]; then
+    B=192.0.2.1 WL_CLIENT="$KREC" bash compat-tests/vm-rdmacm/workloads.sh "$W/log/ours-passive" 192.0.2.2 "${OURS[@]}"
+    read -ra krec <<<"$KREC"
+    B=192.0.2.2 WL_CLIENT="${OURS[*]}" bash compat-tests/vm-rdmacm/workloads.sh "$W/log/ours-active" 192.0.2.1 "${krec[@]}"
+fi
 # (the guest's status is the run's: what failed is in the results)
 true

@@ -5,12 +5,16 @@
 #   [B=CLIENT_ADDR] workloads.sh OUT SERVER_ADDR RUN...
 # RUN: the command prefix that puts a program on the rdma_cm under test
 # (e.g. build/bin/swrdma-cm, or env LD_PRELOAD=... SWRDMA_UCMA_KERNEL=1).
+# WL_CLIENT (words, no quoting): another prefix for the clients (a server
+# on one rdma_cm, its client on another: the wire device against rxe).
 # (perftest -R is not among them: its client retries a connect that may
 # come before the server listens again, so its log depends on timing, not
 # on the CM; compat-tests/soft-rdmacm runs it.)
 set -u
 OUT=$1 A=$2; shift 2
 RUN=("$@")
+CRUN=("${RUN[@]}")
+[ -n "${WL_CLIENT:-}" ] && read -ra CRUN <<<"$WL_CLIENT"
 mkdir -p "$OUT"
 # pair NAME PORT SERVER_ARGS -- CLIENT_ARGS: a server, then its client
 pair() {
@@ -19,7 +23,7 @@ pair() {
     SWRDMA_UCMA_LOG=$OUT/$name.server timeout 60 "${RUN[@]}" "${s[@]}" >"$OUT/$name.server.out" 2>&1 &
     local sp=$!
     sleep 2
-    SWRDMA_UCMA_LOG=$OUT/$name.client timeout 60 "${RUN[@]}" "$@" >"$OUT/$name.client.out" 2>&1
+    SWRDMA_UCMA_LOG=$OUT/$name.client timeout 60 "${CRUN[@]}" "$@" >"$OUT/$name.client.out" 2>&1
     echo "$?" >"$OUT/$name.client.rc"
     wait $sp; echo "$?" >"$OUT/$name.server.rc"
 }
@@ -38,6 +42,6 @@ if [ -n "${MISUSE:-}" ]; then
     echo "$?" >"$OUT/misuse.client.rc"
 fi
 # no listener: REJ 8
-SWRDMA_UCMA_LOG=$OUT/nolistener.client timeout 60 "${RUN[@]}" rping -c -a "$A" -p 7399 -C 1 >"$OUT/nolistener.client.out" 2>&1
+SWRDMA_UCMA_LOG=$OUT/nolistener.client timeout 60 "${CRUN[@]}" rping -c -a "$A" -p 7399 -C 1 >"$OUT/nolistener.client.out" 2>&1
 echo "$?" >"$OUT/nolistener.client.rc"
 exit 0

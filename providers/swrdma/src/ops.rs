@@ -220,8 +220,12 @@ unsafe extern "C" fn query_device_ex(
         | IBV_DEVICE_SRQ_RESIZE
         | IBV_DEVICE_N_NOTIFY_CQ
         | IBV_DEVICE_MEM_WINDOW
-        | IBV_DEVICE_MEM_WINDOW_TYPE_2B
-        | IBV_DEVICE_XRC;
+        | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+    if c.wire().is_none() {
+        // (XRC on the wire needs XRCETH: not there, as on rxe, whose
+        // capabilities do not list it either.)
+        o.device_cap_flags |= IBV_DEVICE_XRC;
+    }
     o.max_sge = MAX_SGE as i32;
     o.max_sge_rd = MAX_SGE as i32;
     o.max_cq = limit(Kind::Cq) as i32;
@@ -237,12 +241,15 @@ unsafe extern "C" fn query_device_ex(
     o.max_srq = limit(Kind::Srq) as i32;
     o.max_srq_wr = MAX_WR as i32;
     o.max_srq_sge = MAX_SGE as i32;
-    if c.wire().is_none() {
-        // As rxe's limits (multicast groups, QPs per group, in all).
-        o.max_mcast_grp = 8192;
-        o.max_mcast_qp_attach = 56;
-        o.max_total_mcast_qp_attach = 8192 * 56;
-    }
+    // As rxe's limits (multicast groups, QPs per group, in all); a wire
+    // context joins at most `MAX_GROUPS` (a socket each: wire/mcast.rs).
+    o.max_mcast_grp = if c.wire().is_none() {
+        8192
+    } else {
+        crate::wire::mcast::MAX_GROUPS as i32
+    };
+    o.max_mcast_qp_attach = 56;
+    o.max_total_mcast_qp_attach = o.max_mcast_grp * 56;
     o.max_pkeys = 1;
     o.local_ca_ack_delay = 15;
     o.phys_port_cnt = 1;

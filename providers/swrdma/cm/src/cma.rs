@@ -1125,7 +1125,9 @@ impl<H: Host> Cma<H> {
             r.primary.local_gid = dev.gid;
             r.primary.remote_gid = id.remote_gid;
             r.primary.flow_label = id.flow_label;
-            r.primary.packet_rate = 3;
+            // 0 (the port's current rate): what the kernel's rdma_cm puts in
+            // its REQs on RoCE (vm-rdmacm's MAD capture against rxe).
+            r.primary.packet_rate = 0;
             r.primary.traffic_class = id.tos.unwrap_or(0);
             r.primary.hop_limit = id.hop_limit;
             r.primary.sl = 0;
@@ -1240,7 +1242,9 @@ impl<H: Host> Cma<H> {
                 r.responder_resources = p.responder_resources;
                 r.initiator_depth = p.initiator_depth;
                 r.target_ack_delay = dev.ack_delay;
-                r.failover_accepted = 2; // unsupported (no alternate path)
+                // 0, as the kernel's rdma_cm (its REP's failover_accepted is
+                // never set: vm-rdmacm's MAD capture against rxe).
+                r.failover_accepted = 0;
                 r.end_to_end_flow_control = p.flow_control != 0;
                 r.rnr_retry_count = p.rnr_retry_count & 7;
                 r.srq = p.srq != 0;
@@ -1923,10 +1927,12 @@ impl<H: Host> Cma<H> {
         let mut c = Conn::new(comm, tid);
         c.remote_comm_id = r.local_comm_id;
         c.state = CmState::ReqRcvd;
-        // Linux 6.1 answers a REQ handed to user space with an MRA at once.
-        let m = self.mra(&c, 0);
+        // The MRA for a REQ handed to user space is only prepared (the
+        // kernel's CMA_CM_MRA_SETTING has IB_CM_MRA_FLAG_DELAY): it is sent
+        // in answer to a duplicate REQ, not at once (Debian's 6.1.0-57 sends
+        // none for a REQ answered in time: vm-rdmacm's MAD capture; earlier
+        // 6.1 kernels sent it at once).
         c.state = CmState::MraReqSent;
-        self.host.send(from, &m.encode());
         self.by_remote.insert((from.clone(), r.local_comm_id), h);
         if let Some(id) = self.ids.get_mut(&h) {
             id.conn = Some(c);
@@ -2118,12 +2124,11 @@ impl<H: Host> Cma<H> {
         id.qp.ack_timeout = conn::ack_timeout(r.target_ack_delay, id.packet_life_time);
         id.qp.rq_psn = r.starting_psn;
         self.by_remote.insert((from.clone(), r.local_comm_id), h);
-        // Linux 6.1 MRAs a REP it hands to user space.
-        let m = self.mra_rep(h);
+        // The REP handed to user space: an MRA prepared, sent only for a
+        // duplicate REP (as for a REQ, above).
         if let Some(c) = self.ids.get_mut(&h).and_then(|id| id.conn.as_mut()) {
             c.state = CmState::MraRepRcvd;
         }
-        self.host.send(from, &m.encode());
         let param = ConnParam {
             qp_num: r.local_qpn,
             private_data: r.private_data.to_vec(),

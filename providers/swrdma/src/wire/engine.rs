@@ -432,6 +432,10 @@ impl Wire {
                     h.bth.ackreq = true;
                     st.wq.since_ackreq = 0;
                 }
+            } else if last_pkt {
+                // (UC, UD: as rxe, which asks on every message's last
+                // packet whatever the QP type; nobody answers)
+                h.bth.ackreq = true;
             }
             if same_family(&src, &dst) {
                 self.tx_slot(&mut b, &src, via.as_ref(), &dst, &h, plen, tc);

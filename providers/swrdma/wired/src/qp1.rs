@@ -626,7 +626,7 @@ impl Qp1 {
     }
 
     /// The RoCE v2 UDP payload carrying `mad` to QP1: BTH (UD SEND only,
-    /// P_Key 0xffff, QPN 1), DETH (GSI Q_Key, source QP 1), the MAD, ICRC.
+    /// P_Key 0xffff, QPN 1, AckReq as rxe's), DETH (GSI Q_Key, source QP 1), the MAD, ICRC.
     fn packet(&mut self, src: IpAddr, dst: IpAddr, mad_bytes: &[u8; MAD_LEN]) -> Vec<u8> {
         self.psn = (self.psn + 1) & swrdma_roce::PSN_MASK;
         let h = Hdr {
@@ -635,6 +635,9 @@ impl Qp1 {
                 pkey: swrdma_roce::DEFAULT_PKEY,
                 dqpn: 1,
                 psn: self.psn,
+                // rxe asks for an ACK on the last packet of every message,
+                // of every QP type (its MADs on QP1 too); no one answers.
+                ackreq: true,
                 ..Bth::default()
             },
             deth: Some(Deth {
