@@ -22,6 +22,8 @@
 #   * real programs that connect with rdma_cm: perftest -R (send, write and
 #     read, latency and bandwidth), qperf -cm1 (RC), fio's rdma engine
 #     (RDMA WRITE and READ);
+#   * rdma-core's own Python tests, Debian's python3-pyverbs test_rdmacm
+#     (pyverbs-rdmacm.sh; root, for a private mount namespace);
 #   * no process outlives its test (none is left in the process group of
 #     the test's `timeout`) or the suite (none carries its XDG_RUNTIME_DIR).
 # Every client addresses 127.0.0.1 (rping also ::1) and every server that
@@ -47,9 +49,17 @@
 # server in wrb, every client in wra, each side with its own private
 # directory; the CM's MADs cross as RoCE v2 on QP1, through each side's
 # wire agent (swrdma-wired, providers/swrdma/wired/src/qp1.rs).  Needs root.
+# In this mode only, between the namespaces too: libfabric's verbs
+# provider (fi_pingpong -p verbs -e msg, and -p "verbs;ofi_rxm" -e rdm,
+# data checked), UCX's rdmacm connection manager (io_demo -q over
+# rc_verbs), both through swrdma-cm; private-view.sh gives fi_pingpong's
+# server a "localhost" that is its veth address and UCX a
+# /dev/infiniband/rw0.  test_rdmacm runs on rw0 with server and client in
+# wra (its veth address, the GID index of ::ffff:169.254.80.1): 7 of its
+# 10 pass, its 3 multicast tests skip themselves (max_mcast_grp 0).
 # Not there yet (SKIP lines): rping over IPv6 (link-local addresses need a
 # scope the programs' -a cannot give), mckey (no multicast on wire
-# devices), test_rdmacm.
+# devices).
 set -u
 . "$(dirname "$0")/../lib.sh"
 WIRE=${CM_WIRE:-0}
