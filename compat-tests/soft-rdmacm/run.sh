@@ -22,6 +22,8 @@
 #   * real programs that connect with rdma_cm: perftest -R (send, write and
 #     read, latency and bandwidth), qperf -cm1 (RC), fio's rdma engine
 #     (RDMA WRITE and READ);
+#   * rdma-core's own Python tests, Debian's python3-pyverbs test_rdmacm
+#     (pyverbs-rdmacm.sh; root, for a private mount namespace);
 #   * no process outlives its test (none is left in the process group of
 #     the test's `timeout`) or the suite (none carries its XDG_RUNTIME_DIR).
 # Every client addresses 127.0.0.1 (rping also ::1) and every server that
@@ -47,8 +49,16 @@
 # server in wrb, every client in wra, each side with its own private
 # directory; the CM's MADs cross as RoCE v2 on QP1, through each side's
 # wire agent (swrdma-wired, providers/swrdma/wired/src/qp1.rs).  Needs root.
+# In this mode only, between the namespaces too: libfabric's verbs
+# provider (fi_pingpong -p verbs -e msg, and -p "verbs;ofi_rxm" -e rdm,
+# data checked), UCX's rdmacm connection manager (io_demo -q over
+# rc_verbs), both through swrdma-cm; private-view.sh gives fi_pingpong's
+# server a "localhost" that is its veth address and UCX a
+# /dev/infiniband/rw0.  test_rdmacm runs on rw0 with server and client in
+# wra (its veth address, the GID index of ::ffff:169.254.80.1), its
+# multicast tests included.
 # Not there yet (SKIP lines): rping over IPv6 (link-local addresses need a
-# scope the programs' -a cannot give), test_rdmacm.
+# scope the programs' -a cannot give).
 set -u
 . "$(dirname "$0")/../lib.sh"
 WIRE=${CM_WIRE:-0}
@@ -241,6 +251,8 @@ first_err() {
 fail_pair() { # name [why]
     fail "$1" "server rc=$src client rc=$crc${2:+, $2}: $(first_err "$clog" "$slog")"
 }
+# The same reason, as text.
+fail_pair_why() { echo "server rc=$src client rc=$crc: $(first_err "$clog" "$slog")"; }
 ok_rc() { [ "$src" = 0 ] && [ "$crc" = 0 ]; }
 
 port=20600
@@ -476,6 +488,81 @@ for verb in write read; do
     fi
 done
 
+# --- libfabric's verbs provider: fi_pingpong, MSG endpoint and RDM over it (ofi_rxm) ---------------
+# (wire mode: the provider finds a MSG device by rdma_bind_addr on each
+# address of the machine's interfaces other than lo, which swr0 does not
+# answer for; see compat-tests/clients.)  fi_pingpong's server has no
+# option for its own address and the provider binds its passive endpoint
+# to "localhost": in the server's namespace that is made 169.254.80.2
+# (private-view.sh --localhost; with lo's 127.0.0.1 both our rdma_cm and
+# the kernel's answer ENODEV).  -c: each message's data is checked on
+# arrival, a mismatch ends the program with an error; the control port
+# (TCP, -B/-P) carries only names and counts.  Two sizes each: 64 B (the
+# inline/inject path) and 1 MiB (a message of 1024 packets).
+if [ "$WIRE" = 1 ]; then
+    for v in "verbs msg" "verbs;ofi_rxm rdm"; do
+        set -- $v; prov=$1 ep=$2
+        name="fi_pingpong -p \"$prov\" -e $ep -d rw0 -c $DEV"
+        if ! command -v fi_pingpong >/dev/null; then
+            skip "$name" "fi_pingpong missing (libfabric-bin)"
+            continue
+        fi
+        rows="" why=""
+        for r in "64 1000" "1048576 20"; do
+            set -- $r; sz=$1 it=$2
+            nextport
+            WAITPORT=$P
+            pair "fi_pingpong-$ep-$sz" tcp "${ENS[@]}" unshare -m bash "$HERE/private-view.sh" --localhost $SA \
+                "$CM" fi_pingpong -p "$prov" -e $ep -d rw0 -B $P -I $it -S $sz -c \
+                -- "${CMC[@]}" fi_pingpong -p "$prov" -e $ep -d rw0 -P $P -I $it -S $sz -c $SA
+            # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec; "=N": every message acknowledged
+            row=$(grep -E '^[0-9]+[kmg]? ' "$clog" | tail -n1)
+            set -- $row - - - - - - - -
+            if ok_rc && [ -n "$row" ] && [ "$3" = "=$2" ] && grep -qE '^[0-9]+[kmg]? ' "$slog"; then
+                rows="$rows, $1 x $2: $7 us/xfer, $6 MB/s"
+            else
+                why="$sz B: $(fail_pair_why)"
+                break
+            fi
+        done
+        if [ -z "$why" ]; then
+            pass "$name (size x round trips: ${rows#, }; data checked)"
+        else
+            fail "$name" "$why"
+        fi
+    done
+fi
+
+# --- UCX's rdmacm connection manager: io_demo over rc_verbs ----------------------------------------
+# (wire mode; compat-tests/clients has it on swr0.)  Only rdmacm may carry
+# the connection (UCX_SOCKADDR_TLS_PRIORITY=rdmacm: the server is waited
+# for on its rdma_cm port, not a TCP one), only rc_verbs on rw0 the data
+# (UCX_TLS, UCX_NET_DEVICES; both sides' ep_cfg lines must say so); -q
+# checks every transaction's data.  UCX wants /dev/infiniband/rw0
+# (private-view.sh --dev).  io_demo's server runs until it is killed.
+if [ "$WIRE" = 1 ]; then
+    name="UCX rdmacm connection manager: io_demo -q over rc_verbs/rw0:1, client in wra to $SA"
+    if ! command -v io_demo >/dev/null; then
+        skip "$name" "io_demo missing (ucx-utils)"
+    else
+        UX=(env UCX_TLS=rc_verbs,self UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_NET_DEVICES=rw0:1 UCX_LOG_LEVEL=info
+            UCX_WARN_UNUSED_ENV_VARS=n)
+        nextport
+        WAITPORT=$P
+        pair io_demo cm,persist "${ENS[@]}" "${UX[@]}" unshare -m bash "$HERE/private-view.sh" --dev rw0 "$CM" io_demo -p $P -q \
+            -- "${ENC[@]}" "${UX[@]}" unshare -m bash "$HERE/private-view.sh" --dev rw0 "$CM" io_demo -p $P -q -i 2000 -l 5s $SA
+        tot=$(grep -oE 'total:[0-9]+ \| read' "$clog" | tail -n1 | grep -oE '[0-9]+')
+        if [ "$crc" = 0 ] && [ "$s_alive" = 1 ] && grep -q 'Connected to server' "$clog" &&
+            grep -q "Client exit with status 'OK'" "$clog" && [ "${tot:-0}" -gt 0 ] &&
+            grep -q 'ep_cfg.*tag(rc_verbs/rw0:1)' "$clog" && grep -q 'ep_cfg.*tag(rc_verbs/rw0:1)' "$slog"; then
+            pass "$name ($tot operations, data checked)"
+        else
+            [ "$s_alive" = 1 ] || src="ended before its client ($src)"
+            fail "$name" "server: $src, client rc=$crc, ${tot:-0} operations: $(first_err "$clog" "$slog")"
+        fi
+    fi
+fi
+
 # --- QP1 of a wire device against a hostile host ----------------------------------------------
 # From the client's namespace, before its rping: 200 UD SENDs to QP1 with
 # another Q_Key, 200 whose MAD is garbage (base version 0x5a), 200 too
@@ -510,30 +597,49 @@ fi
 # --- nothing left behind ---------------------------------------------------------------------
 # Every process of this suite (and whatever a program or the rdma_cm model
 # started, even in a session of its own) carries XDG_RUNTIME_DIR=$RT.
-# --- rdma-core's Python suite: test_rdmacm on swr0 -------------------------------------------
+# --- rdma-core's Python suite: test_rdmacm -----------------------------------------------------
 # (pyverbs-rdmacm.sh: it needs a private mount namespace, so root; the
-# tests need the device's netdev in sysfs, given there as lo)
-name="pyverbs test_rdmacm swr0 (Debian's python3-pyverbs)"
+# tests need the device's netdev in sysfs, given there: lo for swr0, the
+# veth for rw0.  On rw0 the tests' server and client both run in the
+# client's namespace wra, on its address 169.254.80.1, the GID index of
+# ::ffff:169.254.80.1 as ibv_devinfo shows it there.  All 10 of
+# test_rdmacm.py's own tests must pass, the multicast ones included; any
+# skip, error or failure fails.)
+name="pyverbs test_rdmacm $DEV (Debian's python3-pyverbs)"
 PYT=/usr/share/doc/rdma-core/tests
-if [ "$WIRE" = 1 ]; then
-    name="pyverbs test_rdmacm $DEV"
-    skip "$name" "not run on wire devices yet"
-elif [ ! -e "$PYT/run_tests.py" ] || ! /usr/bin/python3 -c 'import pyverbs.cmid' 2>/dev/null; then
+if [ ! -e "$PYT/run_tests.py" ] || ! /usr/bin/python3 -c 'import pyverbs.cmid' 2>/dev/null; then
     skip "$name" "python3-pyverbs missing"
 elif ! unshare -m true 2>/dev/null; then
     skip "$name" "no private mount namespace here (unshare -m: needs root)"
 else
     rm -rf "$OUT/pytests"; cp -r "$PYT" "$OUT/pytests"
     find "$OUT/pytests" -name '*.gz' -exec gunzip -f {} +
-    timeout -k 5 300 unshare -m bash "$HERE/pyverbs-rdmacm.sh" "$OUT/pytests" "$UCMA" >"$OUT/pyverbs.out" 2>&1
-    prc=$?
-    ran=$(grep -oE '^Ran [0-9]+ tests' "$OUT/pyverbs.out" | grep -oE '[0-9]+')
-    okn=$(grep -cE '^test_rdmacm_.* \.\.\. ok$' "$OUT/pyverbs.out")
-    bad=$(grep -E '^test_rdmacm_.* \.\.\. (ERROR|FAIL)' "$OUT/pyverbs.out" | head -n3 | tr '\n' ' ')
-    if [ "$prc" = 0 ] && [ "${okn:-0}" -ge 10 ] && [ -z "$bad" ]; then
-        pass "$name: $okn of ${ran:-?} passed, the rest mlx5's own (skipped)"
+    pyargs=() min=10 gid=1
+    if [ "$WIRE" = 1 ]; then
+        "${ENC[@]}" ibv_devinfo -v -d rw0 >"$OUT/pyverbs.devinfo" 2>&1
+        gid=$(sed -nE 's/^[[:space:]]*GID\[ *([0-9]+)\]:[[:space:]]+::ffff:169\.254\.80\.1,.*/\1/p' "$OUT/pyverbs.devinfo" | head -n1)
+        pyargs=(rw0 wra0 "$gid")
+        name="pyverbs test_rdmacm $DEV (Debian's python3-pyverbs; server and client in one namespace, GID ${gid:-?} ::ffff:169.254.80.1)"
+    fi
+    if [ "$WIRE" = 1 ] && ! command -v ibv_devinfo >/dev/null; then
+        skip "$name" "ibv_devinfo missing (ibverbs-utils), which finds the GID index"
+    elif [ -z "$gid" ]; then
+        fail "$name" "no GID ::ffff:169.254.80.1 on rw0 in wra: $(grep -m1 -iE 'error|fail' "$OUT/pyverbs.devinfo")"
     else
-        fail "$name" "exit $prc, $okn passed of ${ran:-?}: ${bad:-$(tail -n3 "$OUT/pyverbs.out" | tr '\n' ' ')}"
+        "${ENC[@]}" timeout -k 5 300 unshare -m bash "$HERE/pyverbs-rdmacm.sh" "$OUT/pytests" "$UCMA" "${pyargs[@]}" \
+            >"$OUT/pyverbs.out" 2>&1
+        prc=$?
+        ran=$(grep -oE '^Ran [0-9]+ tests' "$OUT/pyverbs.out" | grep -oE '[0-9]+')
+        # test_rdmacm.py's own tests (test_mlx5_rdmacm.py's skip on anything but mlx5)
+        own=$(grep -E '^test_rdmacm_.* \(tests\.test_rdmacm\.' "$OUT/pyverbs.out")
+        okn=$(printf '%s\n' "$own" | grep -cE ' \.\.\. ok$')
+        bad=$(printf '%s\n' "$own" | grep -vE " \.\.\. ok$" | grep . | head -n3 | tr '\n' ' ')
+        bad="$bad$(grep -E '^test_rdmacm_.* \.\.\. (ERROR|FAIL)' "$OUT/pyverbs.out" | head -n3 | tr '\n' ' ')"
+        if [ "$prc" = 0 ] && [ "${okn:-0}" -ge "$min" ] && [ -z "$bad" ]; then
+            pass "$name: $okn of ${ran:-?} passed, the rest mlx5's own (skipped)"
+        else
+            fail "$name" "exit $prc, $okn passed of ${ran:-?}: ${bad:-$(tail -n3 "$OUT/pyverbs.out" | tr '\n' ' ')}"
+        fi
     fi
 fi
 
