@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,40 @@ static struct rdma_cm_id *next_event(struct rdma_event_channel *ch, const char *
 	return id;
 }
 
+/* A thread waiting in rdma_get_cm_event while another destroys the
+ * channel (rping's server does: its cm thread still waits when main ends):
+ * on Linux the read goes on waiting (it holds the file), it does not fail. */
+static volatile int waiter_done, waiter_errno;
+static void *waiter(void *arg)
+{
+	struct rdma_cm_event *ev;
+	int ret = rdma_get_cm_event(arg, &ev);
+
+	waiter_errno = ret ? errno : 0;
+	waiter_done = 1;
+	return NULL;
+}
+
+static void closed_while_waiting(void)
+{
+	struct rdma_event_channel *c = rdma_create_event_channel();
+	pthread_t t;
+
+	if (!c || pthread_create(&t, NULL, waiter, c)) {
+		printf("%-40s cannot start\n", "get_cm_event, channel closed meanwhile");
+		return;
+	}
+	usleep(300000);
+	rdma_destroy_event_channel(c);
+	usleep(500000);
+	if (waiter_done)
+		printf("%-40s returned: %s\n", "get_cm_event, channel closed meanwhile",
+		       waiter_errno ? strerror(waiter_errno) : "an event");
+	else
+		printf("%-40s still waiting\n", "get_cm_event, channel closed meanwhile");
+	fflush(stdout);
+}
+
 /* Is an event waiting on the channel, or does one come within ms? */
 #define QUIET_MS 5000
 static int event_within(struct rdma_event_channel *ch, int ms)
@@ -53,7 +88,15 @@ static void show(const char *what, int ret)
 	fflush(stdout);
 }
 
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+	closed_while_waiting();
+	return run(argc, argv);
+}
+
+static int run(int argc, char **argv)
 {
 	struct rdma_event_channel *ch, *ch2;
 	struct rdma_cm_id *l, *a, *b;

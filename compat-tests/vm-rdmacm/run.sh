@@ -31,7 +31,7 @@ need "$ROOT/build/bin/swrdma-cm=run: make swrdma" "$LIBDIR/libswrdma-ucma.so=run
     rping=rdmacm-utils ucmatose=rdmacm-utils udaddy=rdmacm-utils rdma_server=rdmacm-utils python3
 
 # the misuse workload, built against Debian's librdmacm
-if gcc -O1 -Wall -o "$OUT/misuse" "$HERE/misuse.c" -lrdmacm 2>"$OUT/misuse.build"; then
+if gcc -O1 -Wall -o "$OUT/misuse" "$HERE/misuse.c" -lrdmacm -lpthread 2>"$OUT/misuse.build"; then
     export MISUSE=$OUT/misuse
 else
     fail "misuse.c builds" "$(head -n3 "$OUT/misuse.build" | tr '\n' ' ')"

@@ -828,7 +828,12 @@ fn get_event(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
     loop {
         {
             let mut m = model();
-            let chan = m.chans.get(&fd).map(|c| c.id).ok_or(libc::EBADF)?;
+            // (The write came in on a channel, `interpose::write` saw to
+            // that: gone now, another thread closed it meanwhile.)
+            let Some(chan) = m.chans.get(&fd).map(|c| c.id) else {
+                drop(m);
+                return wait_on_closed();
+            };
             if let Some(e) = m.cma.get_event(chan) {
                 m.settle();
                 drop(m);
@@ -857,6 +862,23 @@ fn get_event(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
         // SAFETY: one pollfd.
         let r = unsafe { libc::poll(&mut p, 1, -1) };
         if r < 0 && errno() == libc::EINTR {
+            return Err(libc::EINTR);
+        }
+    }
+}
+
+/// A `GET_EVENT` whose channel another thread closed after the call came
+/// in (before it took the model, or while it waited): on Linux the `write`
+/// holds the file from its start, so it waits on for an event that does
+/// not come (rping's server: its event thread goes back to
+/// `rdma_get_cm_event` while its main thread destroys the channel and
+/// ends the program); it does not fail with `EBADF`.  A signal ends the
+/// wait (`EINTR`), as the kernel's.
+fn wait_on_closed() -> Result<(), i32> {
+    loop {
+        // SAFETY: pause has no arguments; it returns only for a signal.
+        unsafe { libc::pause() };
+        if errno() == libc::EINTR {
             return Err(libc::EINTR);
         }
     }
