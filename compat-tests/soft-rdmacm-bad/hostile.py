@@ -25,6 +25,17 @@ on a usage or setup error.
                                     the same DREQ from us: one DREP
   hostile.py repsent PORT           against `ucmatose -c 1`: its accepted id,
                                     destroyed with its REP unanswered, says REJ
+
+On a wire device (compat-tests/wire-rdmacm-bad): hostile.py --wire SRC DST
+[DST2] MODE ARGS... plays a host of its own, SRC (an address of its own
+network namespace): every MAD goes as RoCE v2 (a UD SEND to QPN 1, P_Key
+0xffff, the GSI Q_Key, a valid ICRC) from SRC:4791 to DST:4791, the wire
+agent of the victim's host, and answers come back to SRC:4791.  The
+process sockets are not reachable from another host: the agent is the one
+target (DST2, the client's host, too in forge-live and forge).  malformed
+adds what the agent must drop before any MAD is looked at: another Q_Key,
+P_Key, destination QP or opcode, a wrong ICRC, datagrams too short for a
+BTH.  foreign has no wire form (a datagram from the wire has no user).
 """
 
 import os
@@ -35,8 +46,11 @@ import socket
 import struct
 import sys
 import time
+import zlib
 
 UID = os.getuid()
+# --wire SRC DST [DST2]: see above.
+WIRE = None
 PS_TCP = 0x0106
 PS_UDP = 0x0111
 MAD_LEN = 256
@@ -50,6 +64,10 @@ rng = random.Random(os.getpid() ^ int(time.time() * 1e6))
 
 
 def port_name(port, ps=PS_TCP):
+    """Where the REQs for PORT go: its socket; on the wire the agent of
+    the victim's host."""
+    if WIRE:
+        return WIRE[1]
     return "swrdma-cm/%d/%04x/%d" % (UID, ps, port)
 
 
@@ -118,7 +136,9 @@ def v4mapped(a):
 
 
 def req(comm, port, src_port, qpn, psn):
-    """A REQ as rdma_cm sends it for 127.0.0.1 -> 127.0.0.1:PORT (mad.rs req_at)."""
+    """A REQ as rdma_cm sends it for 127.0.0.1 -> 127.0.0.1:PORT (mad.rs req_at);
+    on the wire SRC -> DST:PORT."""
+    sa, da = (WIRE[0], WIRE[1]) if WIRE else ("127.0.0.1", "127.0.0.1")
     b = mad(REQ)
     put32(b, 0, comm)                                           # local comm ID
     struct.pack_into(">Q", b, HDR + 8, (PS_TCP << 16) | port)   # service ID
@@ -132,15 +152,19 @@ def req(comm, port, src_port, qpn, psn):
     b[HDR + 51] = 15 << 4                       # max CM retries
     struct.pack_into(">H", b, HDR + 52, 0xFFFF)  # local LID (RoCE: permissive)
     struct.pack_into(">H", b, HDR + 54, 0xFFFF)  # remote LID
-    b[HDR + 56:HDR + 72] = v4mapped("127.0.0.1")   # local GID
-    b[HDR + 72:HDR + 88] = v4mapped("127.0.0.1")   # remote GID
+    b[HDR + 56:HDR + 72] = v4mapped(sa)         # local GID
+    b[HDR + 72:HDR + 88] = v4mapped(da)         # remote GID
     b[HDR + 93] = 64                            # hop limit
     b[HDR + 95] = 19 << 3                       # local ACK timeout
-    b[HDR + 140:HDR + 176] = ipcm(src_port)     # private data: the IP CM header
+    b[HDR + 140:HDR + 176] = ipcm(src_port, sa, da)  # private data: the IP CM header
     return b
 
 
-class Peer:
+def Peer(tag="phostile"):
+    return WirePeer() if WIRE else UnixPeer(tag)
+
+
+class UnixPeer:
     """Our socket on the carrier; what came back to it."""
 
     def __init__(self, tag="phostile"):
@@ -193,6 +217,82 @@ class Peer:
                 break
 
 
+ROCE_PORT = 4791
+GSI_QKEY = 0x80010000
+UD_SEND_ONLY = 0x64
+
+
+def roce(payload, src, dst, sport=ROCE_PORT, qkey=GSI_QKEY, pkey=0xFFFF, dqpn=1, opcode=UD_SEND_ONLY,
+         deth=True, sqpn=1, bad_icrc=False):
+    """The UDP payload of a RoCE v2 packet carrying PAYLOAD: BTH, DETH, the
+    payload, its pad, and the ICRC (CRC-32 over the masked pseudo header:
+    8 bytes 0xFF for the LRH, the IPv4 header with TOS, TTL and checksum
+    all ones, identification 0 and DF as the kernel sends an unconnected
+    socket's datagram with IP_PMTUDISC_DO, the UDP header with checksum
+    0xFFFF, the BTH with its byte 4 all ones; least significant byte
+    first), as providers/swrdma/roce/src/icrc.rs computes it."""
+    pad = (4 - len(payload) % 4) % 4
+    bth = bytearray(12)
+    bth[0] = opcode
+    bth[1] = pad << 4
+    struct.pack_into(">H", bth, 2, pkey)
+    struct.pack_into(">I", bth, 4, dqpn & 0xFFFFFF)
+    struct.pack_into(">I", bth, 8, (1 << 31) | rng.getrandbits(24))
+    ext = struct.pack(">II", qkey, sqpn & 0xFFFFFF) if deth else b""
+    body = bytes(bth) + ext + bytes(payload) + bytes(pad)
+    ulen = 8 + len(body) + 4
+    iph = bytes([0x45, 0xFF]) + struct.pack(">HHBBBBH", 20 + ulen, 0, 0x40, 0, 0xFF, 17, 0xFFFF)
+    iph += socket.inet_aton(src) + socket.inet_aton(dst)
+    udph = struct.pack(">HHHH", sport, ROCE_PORT, ulen, 0xFFFF)
+    masked = body[:4] + b"\xff" + body[5:]
+    crc = zlib.crc32(b"\xff" * 8 + iph + udph + masked)
+    if bad_icrc:
+        crc ^= 0x00010000
+    return body + struct.pack("<I", crc)
+
+
+class WirePeer:
+    """A host of our own on the wire: SRC:4791; what came back to it
+    (the MADs of UD SENDs to QPN 1, by sender address)."""
+
+    def __init__(self):
+        self.src = WIRE[0]
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, id 0
+        self.s.bind((self.src, ROCE_PORT))
+        self.s.setblocking(False)
+        self.name = "%s:%d" % (self.src, ROCE_PORT)
+        self.got = []
+        self.gone = set()
+        self.junk = 0      # datagrams back that were no MAD to QP1
+
+    def drain(self):
+        while True:
+            try:
+                data, frm = self.s.recvfrom(8192)
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionRefusedError:
+                continue
+            if len(data) == 12 + 8 + MAD_LEN + 4 and data[0] == UD_SEND_ONLY:
+                self.got.append((frm[0], bytes(data[20:20 + MAD_LEN])))
+            else:
+                self.junk += 1
+
+    def send(self, to, data, deadline=None, raw=False, **kw):
+        """Sends MAD bytes DATA (any length) to host TO's QP1; RAW: DATA is
+        the whole UDP payload; KW: roce()'s header fields."""
+        pkt = bytes(data) if raw else roce(data, self.src, to, **kw)
+        try:
+            self.s.sendto(pkt, (to, ROCE_PORT))
+        except ConnectionRefusedError:
+            self.s.sendto(pkt, (to, ROCE_PORT))
+        time.sleep(0.0005)
+        return True
+
+    settle = UnixPeer.settle
+
+
 def parse(b):
     """(attr, local comm ID, remote comm ID, extra) of an answer."""
     if len(b) != MAD_LEN:
@@ -226,6 +326,8 @@ def alive(pid):
 
 
 def targets(port, pid):
+    if WIRE:
+        return list(WIRE[1:])
     t = [port_name(port)]
     pn = proc_names(pid)
     if not pn:
@@ -256,7 +358,9 @@ def malformed(port, pid):
         ("1 byte", b"\x01"),
         ("255 bytes (a DREQ cut short)", body[:255]),
         ("257 bytes (a DREQ and 1 byte)", body + b"\0"),
-        ("4096 bytes (a DREQ and 3840 zero bytes)", body + bytes(4096 - MAD_LEN)),
+        # (on the wire: 1024, what a datagram with DF set can carry here)
+        ("%d bytes (a DREQ and %d zero bytes)" % (1024 if WIRE else 4096, (1024 if WIRE else 4096) - MAD_LEN),
+         body + bytes((1024 if WIRE else 4096) - MAD_LEN)),
     ]
     for i in range(16):
         junk.append(("random blob %d" % i, bytes(rng.getrandbits(8) for _ in range(MAD_LEN))))
@@ -273,11 +377,31 @@ def malformed(port, pid):
         b = bytearray(body)
         struct.pack_into(">H", b, 16, attr)
         junk.append(("attribute 0x%04x" % attr, b))
+    junk = [(what, b, {}) for what, b in junk]
+    if WIRE:
+        # The valid DREQ, in what QP1 must drop before the MAD is looked at.
+        for what, kw in [("Q_Key 0x12345678", dict(qkey=0x12345678)), ("Q_Key 0x80010001", dict(qkey=0x80010001)),
+                         ("Q_Key 0", dict(qkey=0)), ("P_Key 0x8001", dict(pkey=0x8001)),
+                         ("P_Key 0x1234", dict(pkey=0x1234)), ("P_Key 0x0000", dict(pkey=0)),
+                         ("P_Key 0xfffe", dict(pkey=0xFFFE)), ("P_Key 0x7ffe", dict(pkey=0x7FFE)),
+                         ("destination QP 0", dict(dqpn=0)), ("destination QP 2", dict(dqpn=2)),
+                         ("destination QP 0xffffff", dict(dqpn=0xFFFFFF)),
+                         ("opcode RC SEND only, no DETH", dict(opcode=0x04, deth=False)),
+                         ("opcode UC SEND only, no DETH", dict(opcode=0x24, deth=False)),
+                         ("opcode UD SEND only with immediate", dict(opcode=0x65)),
+                         ("a wrong ICRC", dict(bad_icrc=True))]:
+            junk.append(("wire: " + what, body, kw))
+        for n in (0, 1, 11, 12, 19, 24):
+            junk.append(("wire: a UDP payload of %d bytes" % n, bytes(rng.getrandbits(8) for _ in range(n)),
+                         dict(raw=True)))
+        for i in range(4):
+            junk.append(("wire: random 300-byte UDP payload %d" % i,
+                         bytes(rng.getrandbits(8) for _ in range(300)), dict(raw=True)))
     answered = []
     for t in to:
-        for what, b in junk:
+        for what, b, kw in junk:
             before = len(p.got)
-            if not p.send(t, b) and t in p.gone:
+            if not p.send(t, b, **kw) and t in p.gone:
                 print("bad: %s: nobody holds that name any more" % t)
                 return 1
             p.settle(quiet=0.01, most=0.2)
@@ -359,7 +483,12 @@ def forge_live(log, spid, cpid):
     if cl is None:
         print("bad: no RTU in the server's trace %s: cannot name the connection" % log)
         return 2
-    sto, cto = proc_names(spid), proc_names(cpid)
+    if WIRE:
+        # The server's agent takes what names the server's comm ID, the
+        # client's agent what names the client's.
+        sto, cto = [WIRE[1]], list(WIRE[2:3])
+    else:
+        sto, cto = proc_names(spid), proc_names(cpid)
     if not sto or not cto:
         print("bad: process sockets not found (server %s, client %s)" % (sto, cto))
         return 2
@@ -542,6 +671,14 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 2
+    global WIRE
+    if argv[1] == "--wire":
+        n = 3 if len(argv) > 4 and argv[4].count(".") == 3 else 2
+        WIRE = tuple(argv[2:3 + n - 1])
+        argv = argv[:1] + argv[2 + n:]
+        if argv[1] == "foreign":
+            print("bad: foreign has no wire form")
+            return 2
     m = argv[1]
     try:
         if m == "malformed":
