@@ -21,18 +21,23 @@ on a usage or setup error.
                                     N valid REQs to a listener (process PID)
                                     that accepts nothing: BACKLOG MRAs,
                                     N - BACKLOG REJs 28, its RSS < +1 MB
+  hostile.py flood-stopped PORT N BACKLOG PID AGENT
+                                    (wire) the same, the listener SIGSTOPped
+                                    while the REQs come: no answer until
+                                    SIGCONT, then the same answers; the
+                                    agent's (pid AGENT) RSS < +4 MB
   hostile.py foreign PORT           (root) a DREQ from uid 65534: no answer;
                                     the same DREQ from us: one DREP
   hostile.py repsent PORT           against `ucmatose -c 1`: its accepted id,
                                     destroyed with its REP unanswered, says REJ
 
 On a wire device (compat-tests/wire-rdmacm-bad): hostile.py --wire SRC DST
-[DST2] MODE ARGS... plays a host of its own, SRC (an address of its own
-network namespace): every MAD goes as RoCE v2 (a UD SEND to QPN 1, P_Key
-0xffff, the GSI Q_Key, a valid ICRC) from SRC:4791 to DST:4791, the wire
-agent of the victim's host, and answers come back to SRC:4791.  The
+[DST2 SRC2] MODE ARGS... plays a host of its own, SRC (an address of its
+own network namespace): every MAD goes as RoCE v2 (a UD SEND to QPN 1,
+P_Key 0xffff, the GSI Q_Key, a valid ICRC) from SRC:4791 to DST:4791, the
+wire agent of the victim's host, and answers come back to SRC:4791.  The
 process sockets are not reachable from another host: the agent is the one
-target (DST2, the client's host, too in forge-live and forge).  malformed
+target (DST2, the client's host, too in forge-live and forge, from SRC2).  malformed
 adds what the agent must drop before any MAD is looked at: another Q_Key,
 P_Key, destination QP or opcode, a wrong ICRC, datagrams too short for a
 BTH.  foreign has no wire form (a datagram from the wire has no user).
@@ -42,6 +47,7 @@ import os
 import random
 import re
 import select
+import signal
 import socket
 import struct
 import sys
@@ -257,19 +263,35 @@ class WirePeer:
 
     def __init__(self):
         self.src = WIRE[0]
-        self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, id 0
-        self.s.bind((self.src, ROCE_PORT))
-        self.s.setblocking(False)
+        # DST2 is reached from SRC2 (another interface of ours)
+        self.srcs = {WIRE[1]: WIRE[0]}
+        if len(WIRE) == 4:
+            self.srcs[WIRE[2]] = WIRE[3]
+        self.socks = {}
+        for a in sorted(set(self.srcs.values())):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, id 0
+            try:
+                s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE (root): a flood's answers
+            except OSError:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+            s.bind((a, ROCE_PORT))
+            s.setblocking(False)
+            self.socks[a] = s
+        self.s = self.socks[self.src]
         self.name = "%s:%d" % (self.src, ROCE_PORT)
         self.got = []
         self.gone = set()
         self.junk = 0      # datagrams back that were no MAD to QP1
 
     def drain(self):
+        for s in self.socks.values():
+            self.drain_one(s)
+
+    def drain_one(self, s):
         while True:
             try:
-                data, frm = self.s.recvfrom(8192)
+                data, frm = s.recvfrom(8192)
             except (BlockingIOError, InterruptedError):
                 return
             except ConnectionRefusedError:
@@ -282,15 +304,29 @@ class WirePeer:
     def send(self, to, data, deadline=None, raw=False, **kw):
         """Sends MAD bytes DATA (any length) to host TO's QP1; RAW: DATA is
         the whole UDP payload; KW: roce()'s header fields."""
-        pkt = bytes(data) if raw else roce(data, self.src, to, **kw)
+        src = self.srcs.get(to, self.src)
+        pkt = bytes(data) if raw else roce(data, src, to, **kw)
         try:
-            self.s.sendto(pkt, (to, ROCE_PORT))
+            self.socks[src].sendto(pkt, (to, ROCE_PORT))
         except ConnectionRefusedError:
-            self.s.sendto(pkt, (to, ROCE_PORT))
+            self.socks[src].sendto(pkt, (to, ROCE_PORT))
         time.sleep(0.0005)
         return True
 
-    settle = UnixPeer.settle
+    def settle(self, quiet=0.5, most=5.0):
+        """Reads answers until none came for QUIET s (MOST s at most)."""
+        end = time.monotonic() + most
+        last = time.monotonic()
+        n = len(self.got)
+        while time.monotonic() < end:
+            r, _, _ = select.select(list(self.socks.values()), [], [], 0.05)
+            if r:
+                self.drain()
+            if len(self.got) != n:
+                n = len(self.got)
+                last = time.monotonic()
+            elif time.monotonic() - last >= quiet:
+                break
 
 
 def parse(b):
@@ -327,7 +363,7 @@ def alive(pid):
 
 def targets(port, pid):
     if WIRE:
-        return list(WIRE[1:])
+        return list(WIRE[1:3])
     t = [port_name(port)]
     pn = proc_names(pid)
     if not pn:
@@ -459,9 +495,17 @@ def forge(port, pid):
         print("bad: %d forged messages; answers other than one DREP per DREQ: "
               "%d DREPs, %d REJ stale, others: %s" % (sent, drep, rejstale, describe(wrong)))
         return 1
+    by = {}
+    for frm, b in p.got:
+        by[frm] = by.get(frm, 0) + 1
+    if WIRE and set(by) != set(to):
+        # (each host's agent answers its DREQs: what was sent got there)
+        print("bad: %d forged messages to %s: DREPs only from %s" % (sent, ", ".join(to), sorted(by) or "nobody"))
+        return 1
     print("ok: %d forged REP/RTU/DREQ/DREP/REJ/MRA/SIDR_REP (comm IDs 0, 1, random, 0xffffffff) to %s: "
-          "answered %d DREPs (of %d DREQs), nothing else (no REJ for the %d REPs, as Linux 6.1)"
-          % (sent, ", ".join(to), drep, n_dreq, n_rep))
+          "answered %d DREPs (of %d DREQs; from %s), nothing else (no REJ for the %d REPs, as Linux 6.1)"
+          % (sent, ", ".join(to), drep, n_dreq, ", ".join("%s: %d" % kv for kv in sorted(by.items())) or "none",
+             n_rep))
     return 0
 
 
@@ -567,12 +611,18 @@ def vmrss(pid):
     return 0
 
 
-def flood(port, n, backlog, pid):
+def flood(port, n, backlog, pid, agent=None):
+    """AGENT (wire only): the pid of the victim host's agent; the listener
+    is then SIGSTOPped while the REQs come (the agent keeps what its port
+    socket cannot take), and SIGCONTed once they are all sent."""
     to = port_name(port)
     p = Peer()
     rss0 = vmrss(pid)
+    arss0 = arss1 = vmrss(agent) if agent else 0
     comms = set()
     end = time.monotonic() + 10
+    if agent:
+        os.kill(pid, signal.SIGSTOP)
     for i in range(n):
         c = rng.getrandbits(32) | 1
         while c in comms:
@@ -582,7 +632,12 @@ def flood(port, n, backlog, pid):
             print("bad: REQ %d of %d not taken by %s%s" % (i + 1, n, to, " (gone)" if to in p.gone else ""))
             return 1
         p.drain()
-    p.settle(quiet=0.5, most=8)
+    if agent:
+        time.sleep(0.3)
+        arss1 = vmrss(agent)
+        early = len(p.got)
+        os.kill(pid, signal.SIGCONT)
+    p.settle(quiet=1.0 if agent else 0.5, most=20 if agent else 8)
     time.sleep(0.2)
     p.drain()
     mra = rej = 0
@@ -607,11 +662,20 @@ def flood(port, n, backlog, pid):
     grow = rss1 - rss0
     line = "%d REQs: %d MRAs (REQ), %d REJs (28), %d other answers; listener RSS %d -> %d kB" % (
         n, mra, rej, len(other), rss0, rss1)
+    agrow = 0
+    if agent:
+        if not alive(agent):
+            print("bad: the agent (pid %d) died" % agent)
+            return 1
+        agrow = arss1 - arss0
+        line = ("listener stopped: %d answers while it was; " % early) + line + (
+            "; the agent's RSS %d -> %d kB with the REQs queued, %d kB after" % (arss0, arss1, vmrss(agent)))
     if other:
         line += "; other: " + describe(other)
-    if mra != backlog or rej != n - backlog or len(answered) != n or other or grow >= 1024:
-        print("bad: " + line + " (expected %d MRAs, %d REJs 28, one answer per REQ, RSS growth < 1 MB)"
-              % (backlog, n - backlog))
+    if (mra != backlog or rej != n - backlog or len(answered) != n or other or grow >= 1024
+            or agrow >= 4096 or (agent and early)):
+        print("bad: " + line + " (expected %d MRAs, %d REJs 28, one answer per REQ, RSS growth < 1 MB%s)"
+              % (backlog, n - backlog, ", the agent's < 4 MB, no answer while stopped" if agent else ""))
         return 1
     print("ok: " + line)
     return 0
@@ -673,9 +737,14 @@ def main(argv):
         return 2
     global WIRE
     if argv[1] == "--wire":
-        n = 3 if len(argv) > 4 and argv[4].count(".") == 3 else 2
-        WIRE = tuple(argv[2:3 + n - 1])
+        n = 0
+        while 2 + n < len(argv) and argv[2 + n].count(".") == 3:
+            n += 1
+        WIRE = tuple(argv[2:2 + n])
         argv = argv[:1] + argv[2 + n:]
+        if n not in (2, 4):
+            print("bad: usage: --wire SRC DST [DST2 SRC2]")
+            return 2
         if argv[1] == "foreign":
             print("bad: foreign has no wire form")
             return 2
@@ -689,6 +758,8 @@ def main(argv):
             return forge_live(argv[2], int(argv[3]), int(argv[4]))
         if m == "flood":
             return flood(int(argv[2]), int(argv[3]), int(argv[4]), int(argv[5]))
+        if m == "flood-stopped":
+            return flood(int(argv[2]), int(argv[3]), int(argv[4]), int(argv[5]), int(argv[6]))
         if m == "foreign":
             return foreign(int(argv[2]))
         if m == "repsent":

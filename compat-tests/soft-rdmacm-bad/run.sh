@@ -102,8 +102,8 @@
 # CM_WIRE=1 (compat-tests/wire-rdmacm-bad): the same cases on the wire
 # device rw0 between network namespaces this suite makes (link-local only):
 # wba (169.254.81.1 on wba0) and wbb (169.254.81.2 on wbb0), a veth pair,
-# and wbc, a host of its own (169.254.81.3 on wbc0, a macvlan of wba0) for
-# hostile.py.  Every server in wbb, every client in wba, each side with its
+# and wbc, a host of its own for hostile.py (169.254.81.3 on wbc0, a
+# macvlan of wba0, towards wbb; 169.254.81.4 on wbd0, of wbb0, towards wba).  Every server in wbb, every client in wba, each side with its
 # own private directory; the CM's MADs cross as RoCE v2 on QP1 through each
 # side's wire agent (swrdma-wired, providers/swrdma/wired/src/qp1.rs), and
 # a listener-only process (cmlisten) holds wbb's agent for the whole run
@@ -119,7 +119,7 @@
 #     with immediate; a wrong ICRC; UDP payloads of 0 to 24 bytes and of
 #     300 random ones: none answered (each a DREQ of no connection, which
 #     once taken would be answered).  9b: the forged messages name the
-#     live connection's comm IDs from host .3, not the peer, to both
+#     live connection's comm IDs from host .3/.4, not the peer, to both
 #     agents (the server's and the client's host); then 9's guessed comm
 #     IDs go to both while the pings go on (rping -V: data compared).
 #  5, 5b: skipped, not there yet: a SIGKILLed process's DREQ (which the
@@ -132,6 +132,11 @@
 #     (REJECTED error 28: the backlog is full), then, the listener's
 #     requests destroyed, the next rping -c to a new listener on the same
 #     port connects.
+#  10c (wire only): 2000 REQs from host .3 to a cmlisten (backlog 4)
+#     SIGSTOPped while they come: nothing is answered while it is stopped
+#     (the agent keeps what its port socket cannot take), then, SIGCONTed,
+#     4 MRAs and 1996 REJs 28, one answer per REQ; the agent's RSS grows
+#     < 4 MB with them all queued, the listener's < 1 MB.
 #  11: skipped (a datagram from the wire has no user).
 #  Last: the agent of wbb lived through it all and its RSS grew < 2 MB.
 # Input: OUR_LIB (default build/lib/libibverbs.so.1), with the provider in
@@ -168,20 +173,25 @@ ENS=() ENC=() NSS=()
 if [ "$WIRE" = 1 ]; then
     [ "$MYUID" = 0 ] || fail_early prerequisites "needs root (ip netns)"
     need ip=iproute2
-    DEV=rw0 SA=169.254.81.2 CA=169.254.81.1 HA=169.254.81.3
+    DEV=rw0 SA=169.254.81.2 CA=169.254.81.1 HA=169.254.81.3 HA2=169.254.81.4
     wire_down() { ip netns del wba 2>/dev/null; ip netns del wbb 2>/dev/null; ip netns del wbc 2>/dev/null; }
     wire_down
+    # (a macvlan reaches the far end of its veth, never its own parent's
+    # address: wbc0, on wba0, is how wbc reaches wbb; wbd0, on wbb0, wba)
     { veth_netns wba wba0 $CA wbb wbb0 $SA && ip netns add wbc &&
         ip -n wba link add wbc0 link wba0 type macvlan mode bridge && ip -n wba link set wbc0 netns wbc &&
-        ip -n wbc addr add $HA/24 dev wbc0 && ip -n wbc link set wbc0 up && ip -n wbc link set lo up; } ||
-        fail_early netns "cannot create the namespaces, the veth pair and the macvlan"
+        ip -n wbb link add wbd0 link wbb0 type macvlan mode bridge && ip -n wbb link set wbd0 netns wbc &&
+        ip -n wbc addr add $HA/32 dev wbc0 && ip -n wbc addr add $HA2/32 dev wbd0 &&
+        ip -n wbc link set wbc0 up && ip -n wbc link set wbd0 up && ip -n wbc link set lo up &&
+        ip -n wbc route add $SA/32 dev wbc0 src $HA && ip -n wbc route add $CA/32 dev wbd0 src $HA2; } ||
+        fail_early netns "cannot create the namespaces, the veth pair and the macvlans"
     # (an agent ends 3 s after its last client)
     ENS=(ip netns exec wbb env XDG_RUNTIME_DIR="$RT-b" RDMAV_SOFT_DEVICES=rw0@wbb0 SWRDMA_WIRED_IDLE_MS=3000
          SWRDMA_WIRED_LOG="$OUT/agent-b.log")
     ENC=(ip netns exec wba env XDG_RUNTIME_DIR="$RT-a" RDMAV_SOFT_DEVICES=rw0@wba0 SWRDMA_WIRED_IDLE_MS=3000)
     NSS=(ip netns exec wbb)
     HOSTILE=(ip netns exec wbc python3 "$HERE/hostile.py" --wire $HA $SA)
-    HOSTILE_LIVE=(ip netns exec wbc python3 "$HERE/hostile.py" --wire $HA $SA $CA)
+    HOSTILE_LIVE=(ip netns exec wbc python3 "$HERE/hostile.py" --wire $HA $SA $CA $HA2)
 fi
 CMS=("${ENS[@]}" "$CM") CMC=("${ENC[@]}" "$CM")
 
@@ -716,6 +726,25 @@ else
             pass "$n10b (refused after $rms ms; then rping -C 10: $np pings, each compared)"
         else
             fail "$n10b" "the first client rc=$rrc after $rms ms: $(gist "$OUT/flood-real.client"); the next rc=$rc, $np pings: $(gist "$OUT/flood-next.client")"
+        fi
+    fi
+    # --- 10c. (wire) the flood to a stopped listener: the agent holds the REQs, bounded -------------
+    n10c="10c. 2000 REQs to a SIGSTOPped listener with backlog 4: none answered while stopped, then 4 MRAs, 1996 REJs 28; the agent's RSS < +4 MB"
+    if [ "$WIRE" != 1 ]; then
+        : # (on the carrier the sender itself waits for a full port socket: 4b, 10)
+    elif ! listener flood-stopped; then
+        fail "$n10c" "the listener never listened: $(gist "$OUT/flood-stopped.out")"
+        endbg flood-stopped "$LT"
+    else
+        fgrun hostile-flood-stopped 60 "${HOSTILE[@]}" flood-stopped $P 2000 4 "$LP" "$AGENT"
+        frc=$rc
+        kill -CONT "$LP" 2>/dev/null
+        asked "$LT" "$LP" flood-stopped
+        endbg flood-stopped "$LT"
+        if [ "$frc" = 0 ] && [ "$held_line" = "4 connect requests, 0 other events" ]; then
+            pass "$n10c ($(cut -c5-300 "$OUT/hostile-flood-stopped"); the listener's channel: $held_line)"
+        else
+            fail "$n10c" "$(head -c 600 "$OUT/hostile-flood-stopped"); the listener's channel: ${held_line:-nothing said}"
         fi
     fi
     # --- 11. another user's datagram ----------------------------------------------------------
