@@ -103,14 +103,15 @@
 # device rw0 between network namespaces this suite makes (link-local only):
 # wba (169.254.81.1 on wba0) and wbb (169.254.81.2 on wbb0), a veth pair,
 # and wbc, a host of its own for hostile.py (169.254.81.3 on wbc0, a
-# macvlan of wba0, towards wbb; 169.254.81.4 on wbd0, of wbb0, towards wba).  Every server in wbb, every client in wba, each side with its
-# own private directory; the CM's MADs cross as RoCE v2 on QP1 through each
+# macvlan of wba0, towards wbb; 169.254.81.4 on wbd0, of wbb0, towards
+# wba).  Every server in wbb, every client in wba, each side with its own
+# private directory; the CM's MADs cross as RoCE v2 on QP1 through each
 # side's wire agent (swrdma-wired, providers/swrdma/wired/src/qp1.rs), and
 # a listener-only process (cmlisten) holds wbb's agent for the whole run
 # (the kernel's CM is always there to answer).  What changes:
 #  1, 2: the REJ 8 and the SIDR_REP 1 come from wbb's agent (nobody holds
 #     the port there).
-#  3b, 8, 9, 9b, 10: hostile.py --wire plays host .3: each MAD a UD SEND
+#  3b, 8, 9, 9b, 9c, 10: hostile.py --wire plays host .3: each MAD a UD SEND
 #     to QPN 1 with a valid ICRC, to <victim's host>:4791, the answers read
 #     on .3:4791; the agent is its one target (a process's sockets belong
 #     to its host).  8 adds what QP1 must drop before looking at the MAD:
@@ -120,25 +121,26 @@
 #     300 random ones: none answered (each a DREQ of no connection, which
 #     once taken would be answered).  9b: the forged messages name the
 #     live connection's comm IDs from host .3/.4, not the peer, to both
-#     agents (the server's and the client's host); then 9's guessed comm
-#     IDs go to both while the pings go on (rping -V: data compared).
+#     agents (the server's and the client's host); 9c: 9's guessed comm IDs
+#     to both, each agent answering its DREQs.
 #  5, 5b: skipped, not there yet: a SIGKILLed process's DREQ (which the
 #     kernel sends for it) is to come from the CM engine in the agent
 #     (HOSTWIRE-DESIGN.md, section 9, step 6); an rping whose peer was
 #     killed while it waits for the peer's message waits for ever.
 #  7: 127.0.0.1 (lo of wbb, on no soft device) stands for "an address of
 #     this host on no soft device".
-#  10: also a real client afterwards: rping -c from wba is refused at once
-#     (REJECTED error 28: the backlog is full), then, the listener's
-#     requests destroyed, the next rping -c to a new listener on the same
-#     port connects.
+#  10: 200 REQs (4 MRAs, 196 REJs 28); the agent's RSS is reported too.
 #  10c (wire only): 2000 REQs from host .3 to a cmlisten (backlog 4)
 #     SIGSTOPped while they come: nothing is answered while it is stopped
 #     (the agent keeps what its port socket cannot take), then, SIGCONTed,
 #     4 MRAs and 1996 REJs 28, one answer per REQ; the agent's RSS grows
 #     < 4 MB with them all queued, the listener's < 1 MB.
 #  11: skipped (a datagram from the wire has no user).
-#  Last: the agent of wbb lived through it all and its RSS grew < 2 MB.
+#  Last: the agent of wbb lived through it all and its RSS grew < 2 MB;
+#     once it has ended (3 s after the last process), its counters say it
+#     dropped at least as many datagrams as 8 sent.
+# The wire mode takes about 22 s.
+#
 # Input: OUR_LIB (default build/lib/libibverbs.so.1), with the provider in
 # $(dirname OUR_LIB)/libibverbs/ and libswrdma-ucma.so beside it; SWRDMA_CM
 # (default build/bin/swrdma-cm) overrides the wrapper.
@@ -803,6 +805,19 @@ if [ "$WIRE" = 1 ]; then
         sleep 0.1
     done
     for p in $left; do alive "$p" && stray "in a namespace at the end" "$p"; done
+fi
+# The servers' agent's counters, logged as it ends: what case 8 sent (each
+# of its datagrams a drop) counted in `dropped`.
+if [ "$WIRE" = 1 ]; then
+    name="the agent of wbb counted every malformed datagram of 8 as dropped (its counters, logged at its end)"
+    nmal=$(grep -oE '^ok: [0-9]+ malformed' "$OUT/hostile-malformed" 2>/dev/null | grep -oE '[0-9]+')
+    stats=$(grep 'qp1 Stats' "$OUT/agent-b.log" 2>/dev/null | tail -n1)
+    dropped=$(echo "$stats" | grep -oE 'dropped: [0-9]+' | grep -oE '[0-9]+')
+    if [ -n "$nmal" ] && [ -n "$dropped" ] && [ "$dropped" -ge "$nmal" ]; then
+        pass "$name (${stats#*qp1 }; 8 sent $nmal)"
+    else
+        fail "$name" "8 sent ${nmal:-?}; the agent's last counters: ${stats:-none logged}"
+    fi
 fi
 if [ -z "$strays" ]; then
     pass "no process left behind (a case's process group, anything with this suite's XDG_RUNTIME_DIR$([ "$WIRE" = 1 ] && echo ", anything in its namespaces: the agents ended by themselves"))"
