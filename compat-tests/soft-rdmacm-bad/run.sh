@@ -123,6 +123,10 @@
 #     live connection's comm IDs from host .3/.4, not the peer, to both
 #     agents (the server's and the client's host); 9c: 9's guessed comm IDs
 #     to both, each agent answering its DREQs.
+#  4c (wire only): rping -c to a host that answers ARP but runs no RDMA
+#     (hostile.py's 169.254.81.4, idle then) with SWRDMA_CM_TIMEOUT_MS=20:
+#     the REQ is retried and ends in "RDMA_CM_EVENT_UNREACHABLE, error
+#     -110" within 3 s, as against a host whose kernel has no RDMA device.
 #  5, 5b: skipped, not there yet: a SIGKILLed process's DREQ (which the
 #     kernel sends for it) is to come from the CM engine in the agent
 #     (HOSTWIRE-DESIGN.md, section 9, step 6); an rping whose peer was
@@ -471,6 +475,19 @@ else
     fi
 fi
 endbg rping-stopped "$ST"
+
+# --- 4c. (wire) a host without RDMA: UNREACHABLE -110 after the retries -----------------------------
+if [ "$WIRE" = 1 ]; then
+    name="4c. rping -c to a host with no RDMA on it ($HA2, hostile.py's host, idle), SWRDMA_CM_TIMEOUT_MS=20: UNREACHABLE error -110 within 3 s"
+    nextport
+    fgrun rping-nohost.client 10 "${pin_c[@]}" "${ENC[@]}" env SWRDMA_CM_TIMEOUT_MS=20 "$CM" rping -c -a $HA2 -p $P -C 1
+    if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$ms" -lt 3000 ] &&
+        grep -q 'RDMA_CM_EVENT_UNREACHABLE, error -110$' "$OUT/rping-nohost.client"; then
+        pass "$name (rc=$rc, ${ms} ms)"
+    else
+        fail "$name" "rc=$rc after ${ms} ms: $(gist "$OUT/rping-nohost.client")"
+    fi
+fi
 
 # --- 4b. a burst of requests to a listener that is stopped a while: none lost ------------------
 name="4b. cmtime -c 200 to a listener SIGSTOPped for 1.5 s: all 200 connect once it runs, no REQ retried (6.1 s)"
