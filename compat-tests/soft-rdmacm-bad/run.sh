@@ -670,17 +670,20 @@ else
     sleep 0.5
     n4=$(grep -c '^ping data' "$OUT/live.client")
     both2=1; alive "$SP" && alive "$CP" || both2=0
-    endbg live "$ST" "$CT"
+    # (looked at before they are stopped: the server's end is a DISCONNECT
+    # for the client)
     bad() { grep -E 'DISCONNECT|error|fail|mismatch' "$OUT/live.client"; grep -v '^swrdma-ucma:' "$OUT/live.server" | grep -E 'DISCONNECT|error|fail|mismatch'; }
-    if [ "$hrc" = 0 ] && [ "$both" = 1 ] && [ "$n2" -gt "$n1" ] && [ -z "$(bad)" ]; then
+    badnow=$(bad)
+    endbg live "$ST" "$CT"
+    if [ "$hrc" = 0 ] && [ "$both" = 1 ] && [ "$n2" -gt "$n1" ] && [ -z "$badnow" ]; then
         pass "$name ($(cut -c5-200 "$OUT/hostile-live"); pings went on: $n1 -> $n2 in 0.5 s)"
     else
-        fail "$name" "$(head -c 600 "$OUT/hostile-live"); both alive: $both; pings $n1 -> $n2; $(bad | head -n1 | cut -c1-120)"
+        fail "$name" "$(head -c 600 "$OUT/hostile-live"); both alive: $both; pings $n1 -> $n2; $(echo "$badnow" | head -n1 | cut -c1-120)"
     fi
-    if [ "$grc" = 0 ] && [ "$both2" = 1 ] && [ "$n4" -gt "$n3" ] && [ "$n3" -gt "$n2" ] && [ -z "$(bad)" ]; then
+    if [ "$grc" = 0 ] && [ "$both2" = 1 ] && [ "$n4" -gt "$n3" ] && [ "$n3" -gt "$n2" ] && [ -z "$badnow" ]; then
         pass "$n9c ($(cut -c5-240 "$OUT/hostile-live-guess"); pings went on, each compared: $n2 -> $n3 -> $n4)"
     else
-        fail "$n9c" "$(head -c 600 "$OUT/hostile-live-guess"); both alive: $both2; pings $n2 -> $n3 -> $n4; $(bad | head -n1 | cut -c1-120)"
+        fail "$n9c" "$(head -c 600 "$OUT/hostile-live-guess"); both alive: $both2; pings $n2 -> $n3 -> $n4; $(echo "$badnow" | head -n1 | cut -c1-120)"
     fi
 fi
 
