@@ -603,6 +603,19 @@ def repsent(port):
     return 0
 
 
+def stopped(pid):
+    """Every thread of PID in the stopped state (T)."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+        for t in tids:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "T":
+                    return False
+        return True
+    except OSError:
+        return False
+
+
 def vmrss(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -623,6 +636,10 @@ def flood(port, n, backlog, pid, agent=None):
     end = time.monotonic() + 10
     if agent:
         os.kill(pid, signal.SIGSTOP)
+        # (every thread of it stopped before the first REQ)
+        stop_end = time.monotonic() + 2
+        while time.monotonic() < stop_end and not stopped(pid):
+            time.sleep(0.005)
     for i in range(n):
         c = rng.getrandbits(32) | 1
         while c in comms:

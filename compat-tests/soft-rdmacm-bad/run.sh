@@ -107,8 +107,8 @@
 # wba).  Every server in wbb, every client in wba, each side with its own
 # private directory; the CM's MADs cross as RoCE v2 on QP1 through each
 # side's wire agent (swrdma-wired, providers/swrdma/wired/src/qp1.rs), and
-# a listener-only process (cmlisten) holds wbb's agent for the whole run
-# (the kernel's CM is always there to answer).  What changes:
+# a listener-only process (cmlisten) holds each side's agent for the whole
+# run (the kernel's CM is always there to answer).  What changes:
 #  1, 2: the REJ 8 and the SIDR_REP 1 come from wbb's agent (nobody holds
 #     the port there).
 #  3b, 8, 9, 9b, 9c, 10: hostile.py --wire plays host .3: each MAD a UD SEND
@@ -123,6 +123,14 @@
 #     live connection's comm IDs from host .3/.4, not the peer, to both
 #     agents (the server's and the client's host); 9c: 9's guessed comm IDs
 #     to both, each agent answering its DREQs.
+#  4b: against agents that run (the keepers'), their flows pinned.  Into
+#     agents just started, the same burst was seen to take 6.3 to 13.9 s
+#     (one or two rounds of the CM's 6.1 s timers: a MAD lost, with no UDP
+#     receive error counted), in the first of each series of runs only;
+#     probably where, until the agent has pinned the peer's flow, the
+#     process the kernel picks hands the MADs to the agent and drops one
+#     when that connection is full (providers/swrdma/src/wire/sock.rs,
+#     to_agent: EAGAIN, UdpFwdFull).
 #  4c (wire only): rping -c to a host that answers ARP but runs no RDMA
 #     (hostile.py's 169.254.81.4, idle then) with SWRDMA_CM_TIMEOUT_MS=20:
 #     the REQ is retried and ends in "RDMA_CM_EVENT_UNREACHABLE, error
@@ -388,7 +396,11 @@ AGENT="" AGENT_RSS0=""
 if [ "$WIRE" = 1 ]; then
     [ "$CMLISTEN_OK" = 1 ] || fail_early build "cmlisten.c does not build: $(head -n1 "$OUT/cmlisten-build.err")"
     bgrun KEEPER keeper.out 600 "${CMS[@]}" "$OUT/cmlisten" 20699 4 $SA
+    # (and one holds wba's: the cases see agents that run, whose flows are
+    # pinned; a burst into an agent just started can lose a MAD, see 4b)
+    bgrun KEEPA keeper-a.out 600 "${CMC[@]}" "$OUT/cmlisten" 20699 4 $CA
     for i in $(seq 100); do grep -q '^listening$' "$OUT/keeper.out" 2>/dev/null && break; sleep 0.1; done
+    for i in $(seq 100); do grep -q '^listening$' "$OUT/keeper-a.out" 2>/dev/null && break; sleep 0.1; done
     AGENT=$(agent_pid) || fail_early agent "no wire agent for wbb after the keeper listened: $(gist "$OUT/keeper.out")"
     AGENT_RSS0=$(rss "$AGENT")
 fi
@@ -435,9 +447,17 @@ else
     # with its accepted connection's CONNECT_ERROR when the server's REJ for
     # that one (3b) comes before the client's RTU could be sent (on the
     # kernel too: the RTU of a rejected connection is refused).
+    # When the client's RTU for its accepted connection is there before the
+    # server gives up (a race of cmatose's), that connection is established
+    # and the client waits in its data phase for messages that never come,
+    # not reading the DISCONNECTED (the kernel's cmatose alike): killed
+    # after 5 s, a pass once the extra request's REJ 28 was there.
+    raced=0
+    [ "$rc" = 124 ] || [ "$rc" = 137 ] && grep -q '^receiving data transfers' "$OUT/ucmatose-rej.client" &&
+        grep -q '^cmatose: event: RDMA_CM_EVENT_REJECTED, error: 28$' "$OUT/ucmatose-rej.client" && raced=1
     if grep -q '^cmatose: failing connection request$' "$OUT/ucmatose-rej.server" &&
         grep -qE '^cmatose: event: RDMA_CM_EVENT_(REJECTED, error: 28|CONNECT_ERROR, error: -1)$' "$OUT/ucmatose-rej.client" &&
-        [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
+        { [ "$rc" != 124 ] && [ "$rc" != 137 ] || [ $raced = 1 ]; }; then
         pass "$name (the server's rdma_reject; the client $how: $(grep -m1 -oE 'RDMA_CM_EVENT_[A-Z_]+, error: -?[0-9]+' "$OUT/ucmatose-rej.client"))"
     else
         fail "$name" "server $src, client rc=$rc: $(gist "$OUT/ucmatose-rej.client" "$OUT/ucmatose-rej.server")"
