@@ -1,8 +1,8 @@
 /* compat-tests/soft-rdmacm-bad: a listener whose process accepts nothing.
  *
- *   cmlisten PORT BACKLOG
+ *   cmlisten PORT BACKLOG [ADDR]
  *
- * Binds 127.0.0.1:PORT (RDMA_PS_TCP), listens with BACKLOG, prints
+ * Binds ADDR (default 127.0.0.1):PORT (RDMA_PS_TCP), listens with BACKLOG, prints
  * "listening" and then never asks for an event until SIGUSR1 (or SIGTERM)
  * comes; then it takes, without blocking, what its channel holds, prints
  * "N connect requests, M other events", destroys every id (as the kernel
@@ -28,8 +28,8 @@ int main(int argc, char **argv)
     struct sockaddr_in a;
     int nk = 0, nreq = 0, nother = 0, i;
 
-    if (argc != 3) {
-        fprintf(stderr, "usage: cmlisten PORT BACKLOG\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: cmlisten PORT BACKLOG [ADDR]\n");
         return 2;
     }
     signal(SIGUSR1, on_sig);
@@ -41,6 +41,10 @@ int main(int argc, char **argv)
     a.sin_family = AF_INET;
     a.sin_port = htons(atoi(argv[1]));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (argc == 4 && inet_pton(AF_INET, argv[3], &a.sin_addr) != 1) {
+        fprintf(stderr, "cmlisten: not an IPv4 address: %s\n", argv[3]);
+        return 2;
+    }
     if (rdma_bind_addr(id, (struct sockaddr *)&a)) { perror("rdma_bind_addr"); return 1; }
     if (rdma_listen(id, atoi(argv[2]))) { perror("rdma_listen"); return 1; }
     printf("listening\n");

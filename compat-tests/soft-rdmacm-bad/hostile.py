@@ -21,22 +21,42 @@ on a usage or setup error.
                                     N valid REQs to a listener (process PID)
                                     that accepts nothing: BACKLOG MRAs,
                                     N - BACKLOG REJs 28, its RSS < +1 MB
+  hostile.py flood-stopped PORT N BACKLOG PID AGENT
+                                    (wire) the same, the listener SIGSTOPped
+                                    while the REQs come: no answer until
+                                    SIGCONT, then the same answers; the
+                                    agent's (pid AGENT) RSS < +4 MB
   hostile.py foreign PORT           (root) a DREQ from uid 65534: no answer;
                                     the same DREQ from us: one DREP
   hostile.py repsent PORT           against `ucmatose -c 1`: its accepted id,
                                     destroyed with its REP unanswered, says REJ
+
+On a wire device (compat-tests/wire-rdmacm-bad): hostile.py --wire SRC DST
+[DST2 SRC2] MODE ARGS... plays a host of its own, SRC (an address of its
+own network namespace): every MAD goes as RoCE v2 (a UD SEND to QPN 1,
+P_Key 0xffff, the GSI Q_Key, a valid ICRC) from SRC:4791 to DST:4791, the
+wire agent of the victim's host, and answers come back to SRC:4791.  The
+process sockets are not reachable from another host: the agent is the one
+target (DST2, the client's host, too in forge-live and forge, from SRC2).  malformed
+adds what the agent must drop before any MAD is looked at: another Q_Key,
+P_Key, destination QP or opcode, a wrong ICRC, datagrams too short for a
+BTH.  foreign has no wire form (a datagram from the wire has no user).
 """
 
 import os
 import random
 import re
 import select
+import signal
 import socket
 import struct
 import sys
 import time
+import zlib
 
 UID = os.getuid()
+# --wire SRC DST [DST2]: see above.
+WIRE = None
 PS_TCP = 0x0106
 PS_UDP = 0x0111
 MAD_LEN = 256
@@ -50,6 +70,10 @@ rng = random.Random(os.getpid() ^ int(time.time() * 1e6))
 
 
 def port_name(port, ps=PS_TCP):
+    """Where the REQs for PORT go: its socket; on the wire the agent of
+    the victim's host."""
+    if WIRE:
+        return WIRE[1]
     return "swrdma-cm/%d/%04x/%d" % (UID, ps, port)
 
 
@@ -118,7 +142,9 @@ def v4mapped(a):
 
 
 def req(comm, port, src_port, qpn, psn):
-    """A REQ as rdma_cm sends it for 127.0.0.1 -> 127.0.0.1:PORT (mad.rs req_at)."""
+    """A REQ as rdma_cm sends it for 127.0.0.1 -> 127.0.0.1:PORT (mad.rs req_at);
+    on the wire SRC -> DST:PORT."""
+    sa, da = (WIRE[0], WIRE[1]) if WIRE else ("127.0.0.1", "127.0.0.1")
     b = mad(REQ)
     put32(b, 0, comm)                                           # local comm ID
     struct.pack_into(">Q", b, HDR + 8, (PS_TCP << 16) | port)   # service ID
@@ -132,15 +158,19 @@ def req(comm, port, src_port, qpn, psn):
     b[HDR + 51] = 15 << 4                       # max CM retries
     struct.pack_into(">H", b, HDR + 52, 0xFFFF)  # local LID (RoCE: permissive)
     struct.pack_into(">H", b, HDR + 54, 0xFFFF)  # remote LID
-    b[HDR + 56:HDR + 72] = v4mapped("127.0.0.1")   # local GID
-    b[HDR + 72:HDR + 88] = v4mapped("127.0.0.1")   # remote GID
+    b[HDR + 56:HDR + 72] = v4mapped(sa)         # local GID
+    b[HDR + 72:HDR + 88] = v4mapped(da)         # remote GID
     b[HDR + 93] = 64                            # hop limit
     b[HDR + 95] = 19 << 3                       # local ACK timeout
-    b[HDR + 140:HDR + 176] = ipcm(src_port)     # private data: the IP CM header
+    b[HDR + 140:HDR + 176] = ipcm(src_port, sa, da)  # private data: the IP CM header
     return b
 
 
-class Peer:
+def Peer(tag="phostile"):
+    return WirePeer() if WIRE else UnixPeer(tag)
+
+
+class UnixPeer:
     """Our socket on the carrier; what came back to it."""
 
     def __init__(self, tag="phostile"):
@@ -193,6 +223,112 @@ class Peer:
                 break
 
 
+ROCE_PORT = 4791
+GSI_QKEY = 0x80010000
+UD_SEND_ONLY = 0x64
+
+
+def roce(payload, src, dst, sport=ROCE_PORT, qkey=GSI_QKEY, pkey=0xFFFF, dqpn=1, opcode=UD_SEND_ONLY,
+         deth=True, sqpn=1, bad_icrc=False):
+    """The UDP payload of a RoCE v2 packet carrying PAYLOAD: BTH, DETH, the
+    payload, its pad, and the ICRC (CRC-32 over the masked pseudo header:
+    8 bytes 0xFF for the LRH, the IPv4 header with TOS, TTL and checksum
+    all ones, identification 0 and DF as the kernel sends an unconnected
+    socket's datagram with IP_PMTUDISC_DO, the UDP header with checksum
+    0xFFFF, the BTH with its byte 4 all ones; least significant byte
+    first), as providers/swrdma/roce/src/icrc.rs computes it."""
+    pad = (4 - len(payload) % 4) % 4
+    bth = bytearray(12)
+    bth[0] = opcode
+    bth[1] = pad << 4
+    struct.pack_into(">H", bth, 2, pkey)
+    struct.pack_into(">I", bth, 4, dqpn & 0xFFFFFF)
+    struct.pack_into(">I", bth, 8, (1 << 31) | rng.getrandbits(24))
+    ext = struct.pack(">II", qkey, sqpn & 0xFFFFFF) if deth else b""
+    body = bytes(bth) + ext + bytes(payload) + bytes(pad)
+    ulen = 8 + len(body) + 4
+    iph = bytes([0x45, 0xFF]) + struct.pack(">HHBBBBH", 20 + ulen, 0, 0x40, 0, 0xFF, 17, 0xFFFF)
+    iph += socket.inet_aton(src) + socket.inet_aton(dst)
+    udph = struct.pack(">HHHH", sport, ROCE_PORT, ulen, 0xFFFF)
+    masked = body[:4] + b"\xff" + body[5:]
+    crc = zlib.crc32(b"\xff" * 8 + iph + udph + masked)
+    if bad_icrc:
+        crc ^= 0x00010000
+    return body + struct.pack("<I", crc)
+
+
+class WirePeer:
+    """A host of our own on the wire: SRC:4791; what came back to it
+    (the MADs of UD SENDs to QPN 1, by sender address)."""
+
+    def __init__(self):
+        self.src = WIRE[0]
+        # DST2 is reached from SRC2 (another interface of ours)
+        self.srcs = {WIRE[1]: WIRE[0]}
+        if len(WIRE) == 4:
+            self.srcs[WIRE[2]] = WIRE[3]
+        self.socks = {}
+        for a in sorted(set(self.srcs.values())):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, id 0
+            try:
+                s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE (root): a flood's answers
+            except OSError:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+            s.bind((a, ROCE_PORT))
+            s.setblocking(False)
+            self.socks[a] = s
+        self.s = self.socks[self.src]
+        self.name = "%s:%d" % (self.src, ROCE_PORT)
+        self.got = []
+        self.gone = set()
+        self.junk = 0      # datagrams back that were no MAD to QP1
+
+    def drain(self):
+        for s in self.socks.values():
+            self.drain_one(s)
+
+    def drain_one(self, s):
+        while True:
+            try:
+                data, frm = s.recvfrom(8192)
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionRefusedError:
+                continue
+            if len(data) == 12 + 8 + MAD_LEN + 4 and data[0] == UD_SEND_ONLY:
+                self.got.append((frm[0], bytes(data[20:20 + MAD_LEN])))
+            else:
+                self.junk += 1
+
+    def send(self, to, data, deadline=None, raw=False, **kw):
+        """Sends MAD bytes DATA (any length) to host TO's QP1; RAW: DATA is
+        the whole UDP payload; KW: roce()'s header fields."""
+        src = self.srcs.get(to, self.src)
+        pkt = bytes(data) if raw else roce(data, src, to, **kw)
+        try:
+            self.socks[src].sendto(pkt, (to, ROCE_PORT))
+        except ConnectionRefusedError:
+            self.socks[src].sendto(pkt, (to, ROCE_PORT))
+        time.sleep(0.0005)
+        return True
+
+    def settle(self, quiet=0.5, most=5.0):
+        """Reads answers until none came for QUIET s (MOST s at most)."""
+        end = time.monotonic() + most
+        last = time.monotonic()
+        n = len(self.got)
+        while time.monotonic() < end:
+            r, _, _ = select.select(list(self.socks.values()), [], [], 0.05)
+            if r:
+                self.drain()
+            if len(self.got) != n:
+                n = len(self.got)
+                last = time.monotonic()
+            elif time.monotonic() - last >= quiet:
+                break
+
+
 def parse(b):
     """(attr, local comm ID, remote comm ID, extra) of an answer."""
     if len(b) != MAD_LEN:
@@ -226,6 +362,8 @@ def alive(pid):
 
 
 def targets(port, pid):
+    if WIRE:
+        return list(WIRE[1:3])
     t = [port_name(port)]
     pn = proc_names(pid)
     if not pn:
@@ -256,7 +394,9 @@ def malformed(port, pid):
         ("1 byte", b"\x01"),
         ("255 bytes (a DREQ cut short)", body[:255]),
         ("257 bytes (a DREQ and 1 byte)", body + b"\0"),
-        ("4096 bytes (a DREQ and 3840 zero bytes)", body + bytes(4096 - MAD_LEN)),
+        # (on the wire: 1024, what a datagram with DF set can carry here)
+        ("%d bytes (a DREQ and %d zero bytes)" % (1024 if WIRE else 4096, (1024 if WIRE else 4096) - MAD_LEN),
+         body + bytes((1024 if WIRE else 4096) - MAD_LEN)),
     ]
     for i in range(16):
         junk.append(("random blob %d" % i, bytes(rng.getrandbits(8) for _ in range(MAD_LEN))))
@@ -273,11 +413,31 @@ def malformed(port, pid):
         b = bytearray(body)
         struct.pack_into(">H", b, 16, attr)
         junk.append(("attribute 0x%04x" % attr, b))
+    junk = [(what, b, {}) for what, b in junk]
+    if WIRE:
+        # The valid DREQ, in what QP1 must drop before the MAD is looked at.
+        for what, kw in [("Q_Key 0x12345678", dict(qkey=0x12345678)), ("Q_Key 0x80010001", dict(qkey=0x80010001)),
+                         ("Q_Key 0", dict(qkey=0)), ("P_Key 0x8001", dict(pkey=0x8001)),
+                         ("P_Key 0x1234", dict(pkey=0x1234)), ("P_Key 0x0000", dict(pkey=0)),
+                         ("P_Key 0xfffe", dict(pkey=0xFFFE)), ("P_Key 0x7ffe", dict(pkey=0x7FFE)),
+                         ("destination QP 0", dict(dqpn=0)), ("destination QP 2", dict(dqpn=2)),
+                         ("destination QP 0xffffff", dict(dqpn=0xFFFFFF)),
+                         ("opcode RC SEND only, no DETH", dict(opcode=0x04, deth=False)),
+                         ("opcode UC SEND only, no DETH", dict(opcode=0x24, deth=False)),
+                         ("opcode UD SEND only with immediate", dict(opcode=0x65)),
+                         ("a wrong ICRC", dict(bad_icrc=True))]:
+            junk.append(("wire: " + what, body, kw))
+        for n in (0, 1, 11, 12, 19, 24):
+            junk.append(("wire: a UDP payload of %d bytes" % n, bytes(rng.getrandbits(8) for _ in range(n)),
+                         dict(raw=True)))
+        for i in range(4):
+            junk.append(("wire: random 300-byte UDP payload %d" % i,
+                         bytes(rng.getrandbits(8) for _ in range(300)), dict(raw=True)))
     answered = []
     for t in to:
-        for what, b in junk:
+        for what, b, kw in junk:
             before = len(p.got)
-            if not p.send(t, b) and t in p.gone:
+            if not p.send(t, b, **kw) and t in p.gone:
                 print("bad: %s: nobody holds that name any more" % t)
                 return 1
             p.settle(quiet=0.01, most=0.2)
@@ -335,9 +495,17 @@ def forge(port, pid):
         print("bad: %d forged messages; answers other than one DREP per DREQ: "
               "%d DREPs, %d REJ stale, others: %s" % (sent, drep, rejstale, describe(wrong)))
         return 1
+    by = {}
+    for frm, b in p.got:
+        by[frm] = by.get(frm, 0) + 1
+    if WIRE and set(by) != set(to):
+        # (each host's agent answers its DREQs: what was sent got there)
+        print("bad: %d forged messages to %s: DREPs only from %s" % (sent, ", ".join(to), sorted(by) or "nobody"))
+        return 1
     print("ok: %d forged REP/RTU/DREQ/DREP/REJ/MRA/SIDR_REP (comm IDs 0, 1, random, 0xffffffff) to %s: "
-          "answered %d DREPs (of %d DREQs), nothing else (no REJ for the %d REPs, as Linux 6.1)"
-          % (sent, ", ".join(to), drep, n_dreq, n_rep))
+          "answered %d DREPs (of %d DREQs; from %s), nothing else (no REJ for the %d REPs, as Linux 6.1)"
+          % (sent, ", ".join(to), drep, n_dreq, ", ".join("%s: %d" % kv for kv in sorted(by.items())) or "none",
+             n_rep))
     return 0
 
 
@@ -359,7 +527,12 @@ def forge_live(log, spid, cpid):
     if cl is None:
         print("bad: no RTU in the server's trace %s: cannot name the connection" % log)
         return 2
-    sto, cto = proc_names(spid), proc_names(cpid)
+    if WIRE:
+        # The server's agent takes what names the server's comm ID, the
+        # client's agent what names the client's.
+        sto, cto = [WIRE[1]], list(WIRE[2:3])
+    else:
+        sto, cto = proc_names(spid), proc_names(cpid)
     if not sto or not cto:
         print("bad: process sockets not found (server %s, client %s)" % (sto, cto))
         return 2
@@ -430,6 +603,19 @@ def repsent(port):
     return 0
 
 
+def stopped(pid):
+    """Every thread of PID in the stopped state (T)."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+        for t in tids:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "T":
+                    return False
+        return True
+    except OSError:
+        return False
+
+
 def vmrss(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -438,12 +624,22 @@ def vmrss(pid):
     return 0
 
 
-def flood(port, n, backlog, pid):
+def flood(port, n, backlog, pid, agent=None):
+    """AGENT (wire only): the pid of the victim host's agent; the listener
+    is then SIGSTOPped while the REQs come (the agent keeps what its port
+    socket cannot take), and SIGCONTed once they are all sent."""
     to = port_name(port)
     p = Peer()
     rss0 = vmrss(pid)
+    arss0 = arss1 = vmrss(agent) if agent else 0
     comms = set()
     end = time.monotonic() + 10
+    if agent:
+        os.kill(pid, signal.SIGSTOP)
+        # (every thread of it stopped before the first REQ)
+        stop_end = time.monotonic() + 2
+        while time.monotonic() < stop_end and not stopped(pid):
+            time.sleep(0.005)
     for i in range(n):
         c = rng.getrandbits(32) | 1
         while c in comms:
@@ -453,7 +649,12 @@ def flood(port, n, backlog, pid):
             print("bad: REQ %d of %d not taken by %s%s" % (i + 1, n, to, " (gone)" if to in p.gone else ""))
             return 1
         p.drain()
-    p.settle(quiet=0.5, most=8)
+    if agent:
+        time.sleep(0.3)
+        arss1 = vmrss(agent)
+        early = len(p.got)
+        os.kill(pid, signal.SIGCONT)
+    p.settle(quiet=1.0 if agent else 0.5, most=20 if agent else 8)
     time.sleep(0.2)
     p.drain()
     mra = rej = 0
@@ -478,11 +679,20 @@ def flood(port, n, backlog, pid):
     grow = rss1 - rss0
     line = "%d REQs: %d MRAs (REQ), %d REJs (28), %d other answers; listener RSS %d -> %d kB" % (
         n, mra, rej, len(other), rss0, rss1)
+    agrow = 0
+    if agent:
+        if not alive(agent):
+            print("bad: the agent (pid %d) died" % agent)
+            return 1
+        agrow = arss1 - arss0
+        line = ("listener stopped: %d answers while it was; " % early) + line + (
+            "; the agent's RSS %d -> %d kB with the REQs queued, %d kB after" % (arss0, arss1, vmrss(agent)))
     if other:
         line += "; other: " + describe(other)
-    if mra != backlog or rej != n - backlog or len(answered) != n or other or grow >= 1024:
-        print("bad: " + line + " (expected %d MRAs, %d REJs 28, one answer per REQ, RSS growth < 1 MB)"
-              % (backlog, n - backlog))
+    if (mra != backlog or rej != n - backlog or len(answered) != n or other or grow >= 1024
+            or agrow >= 4096 or (agent and early)):
+        print("bad: " + line + " (expected %d MRAs, %d REJs 28, one answer per REQ, RSS growth < 1 MB%s)"
+              % (backlog, n - backlog, ", the agent's < 4 MB, no answer while stopped" if agent else ""))
         return 1
     print("ok: " + line)
     return 0
@@ -542,6 +752,19 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 2
+    global WIRE
+    if argv[1] == "--wire":
+        n = 0
+        while 2 + n < len(argv) and argv[2 + n].count(".") == 3:
+            n += 1
+        WIRE = tuple(argv[2:2 + n])
+        argv = argv[:1] + argv[2 + n:]
+        if n not in (2, 4):
+            print("bad: usage: --wire SRC DST [DST2 SRC2]")
+            return 2
+        if argv[1] == "foreign":
+            print("bad: foreign has no wire form")
+            return 2
     m = argv[1]
     try:
         if m == "malformed":
@@ -552,6 +775,8 @@ def main(argv):
             return forge_live(argv[2], int(argv[3]), int(argv[4]))
         if m == "flood":
             return flood(int(argv[2]), int(argv[3]), int(argv[4]), int(argv[5]))
+        if m == "flood-stopped":
+            return flood(int(argv[2]), int(argv[3]), int(argv[4]), int(argv[5]), int(argv[6]))
         if m == "foreign":
             return foreign(int(argv[2]))
         if m == "repsent":

@@ -16,7 +16,7 @@
 //!   port, so that host's later MADs come to the agent directly (every MAD
 //!   of a host comes from its QP1's one source port).  Checked as the
 //!   kernel checks what reaches QP1: the ICRC, a UD SEND only to QPN 1, a
-//!   default P_Key, the GSI Q_Key, a whole MAD of the CM class; anything
+//!   default P_Key, the GSI Q_Key, exactly one MAD, of the CM class; anything
 //!   else is dropped and counted.
 //! * **To a process.**  A REQ or SIDR_REQ goes to the socket of the port
 //!   its service ID names ([`swrdma_cm::names::port`]); any other message
@@ -423,11 +423,13 @@ impl Qp1 {
             || h.bth.dqpn != 1
             || h.bth.pkey & 0x7fff != 0x7fff
             || deth.qkey != GSI_QKEY
-            || payload.len() < MAD_LEN
+            || payload.len() != MAD_LEN
         {
+            // (a longer SEND does not fit QP1's 256-byte receive buffers:
+            // the kernel's MAD layer never sees it)
             return None;
         }
-        payload[..MAD_LEN].try_into().ok()
+        payload.try_into().ok()
     }
 
     /// A flow socket for `peer`:`sport` on `local` (best effort).
@@ -767,6 +769,72 @@ mod tests {
             assert_eq!(q.check(&m, &x), None, "byte {at} = {v}");
         }
         assert_eq!(q.check(&m, &p[..p.len() - 8]), None);
+    }
+
+    /// A UD SEND to QPN 1 with a valid ICRC, P_Key `pkey`, carrying `payload`.
+    fn crafted(m: &fwd::RxMeta, pkey: u16, payload: &[u8]) -> Vec<u8> {
+        let h = Hdr {
+            bth: Bth {
+                opcode: swrdma_roce::op::UD_SEND_ONLY,
+                pkey,
+                dqpn: 1,
+                ..Default::default()
+            },
+            deth: Some(Deth {
+                qkey: GSI_QKEY,
+                sqpn: 1,
+            }),
+            ..Default::default()
+        };
+        let mut hb = [0u8; swrdma_roce::MAX_HDR];
+        let hl = swrdma_roce::encode(&h, payload.len(), &mut hb).unwrap();
+        let pad = vec![0u8; swrdma_roce::pad_for(payload.len()) as usize];
+        let ip = IpInfo {
+            src: m.src,
+            dst: m.dst,
+            sport: m.sport,
+            dport: 4791,
+            flow: 0,
+        };
+        let icrc = swrdma_roce::icrc(&ip, &[&hb[..hl], payload, &pad]);
+        [&hb[..hl], payload, &pad[..], &icrc[..]].concat()
+    }
+
+    #[test]
+    fn qp1_takes_exactly_one_mad_with_a_default_pkey() {
+        let q = relay("c");
+        let m = fwd::RxMeta {
+            src: "169.254.9.1".parse().unwrap(),
+            dst: "169.254.9.2".parse().unwrap(),
+            sport: 50000,
+            tclass: 0,
+            hop: 64,
+        };
+        let mad_bytes = Mad {
+            tid: 9,
+            msg: Msg::Dreq(mad::Dreq {
+                local_comm_id: 3,
+                remote_comm_id: 4,
+                ..Default::default()
+            }),
+        }
+        .encode();
+        assert_eq!(q.check(&m, &crafted(&m, 0xffff, &mad_bytes)), Some(mad_bytes));
+        assert_eq!(
+            q.check(&m, &crafted(&m, 0x7fff, &mad_bytes)),
+            Some(mad_bytes),
+            "limited default P_Key"
+        );
+        for pkey in [0x8001u16, 0x1234, 0, 0xfffe, 0x7ffe] {
+            assert_eq!(q.check(&m, &crafted(&m, pkey, &mad_bytes)), None, "P_Key {pkey:#x}");
+        }
+        // a MAD and more (hostile.py's 257 and 1024 bytes), or less: not a MAD
+        for n in [257usize, 260, 1024] {
+            let mut long = mad_bytes.to_vec();
+            long.resize(n, 0);
+            assert_eq!(q.check(&m, &crafted(&m, 0xffff, &long)), None, "{n} bytes");
+        }
+        assert_eq!(q.check(&m, &crafted(&m, 0xffff, &mad_bytes[..255])), None);
     }
 
     #[test]
