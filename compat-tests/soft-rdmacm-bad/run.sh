@@ -24,7 +24,7 @@
 #     RTU is there.  The kernel's cm_destroy_id answers for an id in
 #     REP_SENT / MRA_REP_RCVD with a REJ consumer defined (28), so the
 #     client's connection ends (else the ucmatose client of 3 waits for ever
-#     for a DISCONNECTED).  hostile.py plays the client: REQ A (MRA, REP;
+#     for a DISCONNECTED).  hostile.py plays the client: REQ A (REP;
 #     no RTU), REQ B (REJ 28): then a REJ 28 must come for A.
 #  4. A listener that never answers (rping -s SIGSTOPped once it listens):
 #     with SWRDMA_CM_TIMEOUT_MS=20 the client's REQ is retried on the
@@ -82,10 +82,12 @@
 # 10. A REQ flood beyond the backlog: 50 valid REQs (service ID
 #     0x0000000001060000 | port, an IP CM header 127.0.0.1 -> 127.0.0.1,
 #     distinct comm IDs) to a listener whose process (cmlisten.c, backlog 4)
-#     asks for no event: exactly 4 MRAs (one per request handed to user
-#     space, as Linux 6.1) and 46 REJs reason 28 (consumer defined: the
-#     backlog is full), one answer per REQ; its RSS grows < 1 MB; asked
-#     afterwards, its channel holds exactly 4 connect requests.
+#     asks for no event: 46 REJs reason 28 (consumer defined: the backlog
+#     is full) and no answer to the 4 requests handed to user space, whose
+#     MRA is only prepared (as Debian's 6.1 kernel: IB_CM_MRA_FLAG_DELAY);
+#     each of those 4 sent again gets its MRA, nothing else is answered;
+#     its RSS grows < 1 MB; asked afterwards, its channel holds exactly 4
+#     connect requests.
 # 10b. A real client then (rping -c) is refused at once while the backlog
 #     is full (REJECTED error 28, within 5 s); once the listener is gone,
 #     an rping -s on the same port serves rping -c -V -C 10.
@@ -135,17 +137,20 @@
 #     (hostile.py's 169.254.81.4, idle then) with SWRDMA_CM_TIMEOUT_MS=20:
 #     the REQ is retried and ends in "RDMA_CM_EVENT_UNREACHABLE, error
 #     -110" within 3 s, as against a host whose kernel has no RDMA device.
-#  5, 5b: skipped, not there yet: a SIGKILLed process's DREQ (which the
-#     kernel sends for it) is to come from the CM engine in the agent
-#     (HOSTWIRE-DESIGN.md, section 9, step 6); an rping whose peer was
-#     killed while it waits for the peer's message waits for ever.
+#  5, 5b: the killed process's wire agent sends the DREQ the kernel sends
+#     for a process whose file is released (it follows each connection
+#     from the MADs it relays and looks every 250 ms, and at once when a
+#     client of it goes, whether their processes still hold their CM
+#     sockets: providers/swrdma/wired/src/ends.rs); the survivor's rping
+#     gets DISCONNECTED.
 #  7: 127.0.0.1 (lo of wbb, on no soft device) stands for "an address of
 #     this host on no soft device".
-#  10: 200 REQs (4 MRAs, 196 REJs 28); the agent's RSS is reported too.
+#  10: 200 REQs (196 REJs 28; 4 held, their duplicates MRAed); the
+#     agent's RSS is reported too.
 #  10c (wire only): 2000 REQs from host .3 to a cmlisten (backlog 4)
 #     SIGSTOPped while they come: nothing is answered while it is stopped
 #     (the agent keeps what its port socket cannot take), then, SIGCONTed,
-#     4 MRAs and 1996 REJs 28, one answer per REQ; the agent's RSS grows
+#     1996 REJs 28 and 4 held (their duplicates MRAed); the agent's RSS grows
 #     < 4 MB with them all queued, the listener's < 1 MB.
 #  11: skipped (a datagram from the wire has no user).
 #  Last: the agent of wbb lived through it all and its RSS grew < 2 MB;
@@ -569,14 +574,11 @@ kill_mid() {
     fi
     endbg "$tag" "$ST" "$CT"
 }
-if [ "$WIRE" = 1 ]; then
-    why="not there yet on the wire: nothing sends the DREQ the kernel sends for a killed process (the CM engine in the agent, HOSTWIRE-DESIGN.md section 9, step 6); rping waiting for its peer's message never ends"
-    skip "5. rping server SIGKILLed mid-traffic: the client ends within 30 s" "$why"
-    skip "5b. rping client SIGKILLed mid-traffic: the server ends within 30 s" "$why"
-else
-    kill_mid rping-killsrv server "5. rping server SIGKILLed mid-traffic: the client ends within 30 s"
-    kill_mid rping-killcli client "5b. rping client SIGKILLed mid-traffic: the server ends within 30 s"
-fi
+# (On rw0 the killed process's wire agent ends its connection as the
+# kernel does for a process whose file is released: a DREQ from the agent,
+# providers/swrdma/wired/src/ends.rs.)
+kill_mid rping-killsrv server "5. rping server SIGKILLed mid-traffic: the client ends within 30 s"
+kill_mid rping-killcli client "5b. rping client SIGKILLed mid-traffic: the server ends within 30 s"
 
 # --- 6. a port another process holds: EADDRINUSE --------------------------------------------------
 name="6. a second rping -s on a port another process holds: Address already in use"
@@ -710,7 +712,7 @@ fi
 # --- 10. a REQ flood beyond the backlog ---------------------------------------------------------------
 NF=50
 [ "$WIRE" = 1 ] && NF=200
-n10="10. $NF REQs to a listener with backlog 4 that takes no event: 4 MRAs, $((NF - 4)) REJs 28, RSS < +1 MB"
+n10="10. $NF REQs to a listener with backlog 4 that takes no event: $((NF - 4)) REJs 28, 4 held (an MRA for each one's duplicate), RSS < +1 MB"
 n10b="10b. then a real client: refused at once while the backlog is full (REJECTED error 28); served by the next listener on the port"
 n11="11. a DREQ from another user (uid 65534, SCM_CREDENTIALS) is dropped, the same from us answered"
 if [ "$CMLISTEN_OK" != 1 ]; then
@@ -771,7 +773,7 @@ else
         fi
     fi
     # --- 10c. (wire) the flood to a stopped listener: the agent holds the REQs, bounded -------------
-    n10c="10c. 2000 REQs to a SIGSTOPped listener with backlog 4: none answered while stopped, then 4 MRAs, 1996 REJs 28; the agent's RSS < +4 MB"
+    n10c="10c. 2000 REQs to a SIGSTOPped listener with backlog 4: none answered while stopped, then 1996 REJs 28, 4 held (an MRA for each one's duplicate); the agent's RSS < +4 MB"
     if [ "$WIRE" != 1 ]; then
         : # (on the carrier the sender itself waits for a full port socket: 4b, 10)
     elif ! listener flood-stopped; then

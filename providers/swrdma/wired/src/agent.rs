@@ -374,6 +374,9 @@ impl Agent {
                 let d = now + Duration::from_millis(1);
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
+            if let Some(d) = self.qp1.as_ref().and_then(|q| q.check_at()) {
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
             let t = wake.map(|w| timespec(w.saturating_duration_since(now)));
             events.clear();
             match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), t.as_ref()) {
@@ -399,6 +402,13 @@ impl Agent {
             }
             if let Some(q) = self.qp1.as_mut().filter(|q| q.waiting()) {
                 q.flush();
+            }
+            if let Some(q) = self
+                .qp1
+                .as_mut()
+                .filter(|q| q.check_at().is_some_and(|t| t <= Instant::now()))
+            {
+                q.end_for_gone();
             }
             self.expire_hellos();
             if self.idle_over() {
@@ -510,6 +520,9 @@ impl Agent {
         }
         let _ = epoll::delete(&self.epoll, &c.sock);
         let _ = epoll::delete(&self.epoll, &c.pidfd);
+        if let Some(q) = self.qp1.as_mut() {
+            q.poke();
+        }
         self.log(format!("client {id} (pid {}) gone: {why}", c.pid));
         if self.clients.is_empty() {
             self.empty_since = Some(Instant::now());

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod client;
+pub mod ends;
 pub mod proto;
 pub mod qp1;
 pub mod spawn;

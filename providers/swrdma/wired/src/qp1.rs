@@ -41,6 +41,7 @@
 //! reach the agent's flow socket: they are dropped (counted), and that QP's
 //! retransmissions fail alike.
 
+use crate::ends::Ends;
 use rustix::io::Errno;
 use rustix::net::{
     bind, connect, recvmsg, sendto, socket_with, sockopt, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
@@ -51,11 +52,30 @@ use std::io::IoSliceMut;
 use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
 use std::time::Instant;
 use swrdma_cm::conn::comm_ids;
 use swrdma_cm::mad::{self, Mad, Msg, MAD_LEN};
 use swrdma_cm::names;
 use swrdma_roce::{fwd, Bth, Deth, Hdr, IpInfo};
+
+/// Receive buffer asked for a flow socket (capped by `net.core.rmem_max`).
+const FLOW_RCVBUF: usize = 4 << 20;
+
+/// How often the processes holding followed connections are looked at.
+pub const CHECK_EVERY: Duration = Duration::from_millis(250);
+
+/// Whether a process holds abstract Unix datagram socket `name` (a
+/// connect of a fresh socket, which sends nothing, is refused otherwise).
+fn name_alive(name: &[u8]) -> bool {
+    let Ok(fd) = socket_with(AddressFamily::UNIX, SocketType::DGRAM, SocketFlags::CLOEXEC, None) else {
+        return true;
+    };
+    let Ok(a) = SocketAddrUnix::new_abstract_name(name) else {
+        return true;
+    };
+    !matches!(connect(&fd, &a), Err(Errno::CONNREFUSED))
+}
 
 /// The GSI Q_Key.
 pub const GSI_QKEY: u32 = 0x8001_0000;
@@ -74,6 +94,8 @@ pub struct Stats {
     pub to_process: u64,
     pub dropped: u64,
     pub answered: u64,
+    /// Connections ended for a process that was gone (DREQ or REJ sent).
+    pub ended: u64,
 }
 
 /// Epoll tags of the relay's descriptors: the top bit marks them apart
@@ -127,6 +149,12 @@ pub struct Qp1 {
     /// or DREQs would otherwise cost the CM's retry timers).
     pending: HashMap<Vec<u8>, std::collections::VecDeque<Waiting>>,
     pending_len: usize,
+    /// The processes' connections, to end those of a process that exits
+    /// without ending them (`ends.rs`).
+    ends: Ends,
+    /// When to look next whether the processes holding them still run.
+    next_check: Option<Instant>,
+    tid: u64,
     pub stats: Stats,
 }
 
@@ -261,6 +289,9 @@ impl Qp1 {
             routes: HashMap::new(),
             pending: HashMap::new(),
             pending_len: 0,
+            ends: Ends::default(),
+            next_check: None,
+            tid: u64::from(std::process::id()) << 32,
             psn: (std::process::id().wrapping_mul(0x9e37_79b9)) & 0xff_ffff,
             stats: Stats::default(),
         };
@@ -378,6 +409,7 @@ impl Qp1 {
             self.stats.dropped += 1;
             return;
         }
+        self.ends.incoming(m.src, &msg.msg);
         let to = match &msg.msg {
             Msg::Req(r) => swrdma_cm::ipcm::service_id_parts(r.service_id).map(|(ps, p)| names::port(self.uid, ps, p)),
             Msg::SidrReq(r) => {
@@ -446,6 +478,10 @@ impl Qp1 {
         let Ok(fd) = udp(local, swrdma_roce::ROCE_PORT, self.ifindex) else {
             return;
         };
+        // A host's burst (cmtime's 200 REQs or DREQs, a kilobyte or more
+        // each in the kernel's accounting) overflows the default 208 KiB
+        // while the agent waits for a CPU: as much as the limit allows.
+        let _ = sockopt::set_socket_recv_buffer_size(&fd, FLOW_RCVBUF);
         if connect(&fd, &sockaddr(peer, sport, self.ifindex)).is_err() || self.watch(K_FLOW, fd.as_fd()).is_err() {
             return;
         }
@@ -506,6 +542,51 @@ impl Qp1 {
         }
     }
 
+    /// When [`Qp1::end_for_gone`] is due: while connections are followed, every
+    /// [`CHECK_EVERY`] (at once after [`Qp1::poke`]).
+    pub fn check_at(&self) -> Option<Instant> {
+        self.next_check.filter(|_| !self.ends.is_empty())
+    }
+
+    /// A client of the agent went away: look at once.
+    pub fn poke(&mut self) {
+        if !self.ends.is_empty() {
+            self.next_check = Some(Instant::now());
+        }
+    }
+
+    /// Ends, as the kernel would for a process whose file is released,
+    /// the connections of processes that are gone (their socket's name is
+    /// free: nobody receives there): DREQ for an established one, REJ 28
+    /// for one being set up (`ends.rs`).
+    pub fn end_for_gone(&mut self) {
+        let mut alive: HashMap<Vec<u8>, bool> = HashMap::new();
+        for ours in self.ends.ours() {
+            let Some(name) = self.routes.get(&ours).map(|r| r.0.clone()) else {
+                continue;
+            };
+            let up = *alive.entry(name.clone()).or_insert_with(|| name_alive(&name));
+            if up {
+                continue;
+            }
+            self.routes.remove(&ours);
+            self.tid = self.tid.wrapping_add(1);
+            let Some((host, m)) = self.ends.gone(ours, self.tid) else {
+                continue;
+            };
+            let local = self
+                .peers
+                .get(&host)
+                .and_then(|p| p.local)
+                .or_else(|| route_source(host));
+            if let Some(l) = local {
+                self.stats.ended += 1;
+                self.send_wire(l, host, &m.encode());
+            }
+        }
+        self.next_check = (!self.ends.is_empty()).then(|| Instant::now() + CHECK_EVERY);
+    }
+
     /// Whether MADs wait for full receivers (the agent then wakes up
     /// every millisecond to send them again).
     pub fn waiting(&self) -> bool {
@@ -537,8 +618,12 @@ impl Qp1 {
 
     /// Notes which process holds the comm ID a message it sends names as
     /// its own.
-    fn learn(&mut self, sender: &[u8], mad_bytes: &[u8; MAD_LEN]) {
+    fn learn(&mut self, sender: &[u8], host: IpAddr, mad_bytes: &[u8; MAD_LEN]) {
         let Ok(m) = Mad::decode(mad_bytes) else { return };
+        self.ends.outgoing(host, &m.msg);
+        if !self.ends.is_empty() && self.next_check.is_none() {
+            self.next_check = Some(Instant::now() + CHECK_EVERY);
+        }
         let ours = match &m.msg {
             Msg::SidrRep(_) => return,
             msg => comm_ids(msg).0,
@@ -567,7 +652,7 @@ impl Qp1 {
             };
             let mut mad_bytes = [0u8; MAD_LEN];
             mad_bytes.copy_from_slice(&buf[32..32 + MAD_LEN]);
-            self.learn(&sender, &mad_bytes);
+            self.learn(&sender, dst, &mad_bytes);
             // Made now, so that the host's answer finds it.
             let _ = self.peer(dst, Some(src));
             self.send_wire(src, dst, &mad_bytes);
@@ -595,7 +680,7 @@ impl Qp1 {
             }
             let mut mad_bytes = [0u8; MAD_LEN];
             mad_bytes.copy_from_slice(&buf[..MAD_LEN]);
-            self.learn(&sender, &mad_bytes);
+            self.learn(&sender, ip, &mad_bytes);
             let local = self.peers.get(&ip).and_then(|p| p.local).or_else(|| route_source(ip));
             match local {
                 Some(l) => self.send_wire(l, ip, &mad_bytes),
