@@ -23,7 +23,10 @@
 #     read, latency and bandwidth), qperf -cm1 (RC), fio's rdma engine
 #     (RDMA WRITE and READ);
 #   * rdma-core's own Python tests, Debian's python3-pyverbs test_rdmacm
-#     (pyverbs-rdmacm.sh; root, for a private mount namespace);
+#     (pyverbs-rdmacm.sh; root, for a private mount namespace), and trixie's
+#     and sid's (56.1, 65.0: their python3, pyverbs, librdmacm and tests in
+#     their roots of compat-tests/roots.sh, over our library and
+#     interposer; pyverbs-rdmacm-root.sh);
 #   * no process outlives its test (none is left in the process group of
 #     the test's `timeout`) or the suite (none carries its XDG_RUNTIME_DIR).
 # Every client addresses 127.0.0.1 (rping also ::1) and every server that
@@ -643,13 +646,91 @@ else
     fi
 fi
 
+# --- the same with trixie's and sid's python3-pyverbs, in their roots ----------------------------
+# (pyverbs-rdmacm-root.sh: the release's own python3, pyverbs, librdmacm
+# and tests in its root (compat-tests/roots.sh), over our library, provider
+# and interposer bound at /mnt, in a private mount namespace; its
+# XDG_RUNTIME_DIR /tmp/rt-pyverbs-RELEASE on the root's private /tmp, which
+# the last check below looks for too.)  Every test of the release's
+# test_rdmacm.py must pass, but those compat-tests/vm-RELEASE/
+# pyverbs-known-upstream-failures.txt lists as failing on rxe in Linux 6.1
+# with the release's own library: these must fail, with the message that
+# list quotes (sid's test_rdmacm_async_resolve_addrinfo: "Failed to Resolve
+# AddrInfo": librdmacm 65's rdma_resolve_addrinfo resolves an IP address
+# with rdma_getaddrinfo, then writes ucma command 24, WRITE_CM_EVENT of
+# kernels after 6.1 (2025), to queue its ADDRINFO_RESOLVED event; the ucma
+# of 6.1 and ours, 23 commands, answer EINVAL).
+for rel in trixie sid; do
+    name="pyverbs test_rdmacm $DEV ($rel's python3-pyverbs)"
+    if ! unshare -m true 2>/dev/null; then
+        skip "$name" "no private mount namespace here (unshare -m: needs root)"; continue
+    fi
+    if ! root=$(bash compat-tests/roots.sh "$rel" 2>"$OUT/roots-$rel.log" | tail -n1) || [ ! -d "$root" ]; then
+        skip "$name" "no $rel root, and compat-tests/roots.sh $rel cannot build it: $(tail -n2 "$OUT/roots-$rel.log" | tr '\n' ' ')"
+        continue
+    fi
+    ver=$(dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Version}' python3-pyverbs 2>/dev/null)
+    name="pyverbs test_rdmacm $DEV ($rel's python3-pyverbs ${ver:-?})"
+    tfile=$root/usr/share/doc/rdma-core/tests/test_rdmacm.py
+    [ -e "$tfile" ] || tfile=$tfile.gz
+    own=$(zcat -f "$tfile" 2>/dev/null | sed -nE 's/^    def (test_rdmacm_[a-z0-9_]+)\(self.*/\1/p' | sort)
+    known=$(sed -nE 's/^tests\.test_rdmacm\.CMTestCase\.(test_rdmacm_[a-z0-9_]+) \|.*/\1/p' \
+        "compat-tests/vm-$rel/pyverbs-known-upstream-failures.txt" 2>/dev/null | sort)
+    if [ -z "$own" ] || [ -z "$ver" ]; then
+        fail "$name" "no python3-pyverbs or no tests in $tfile"; continue
+    fi
+    if [ "$WIRE" = 1 ]; then
+        pyargs=(rw0@wra0 rw0 wra0 "${gid:-}")
+        name="${name%)}; server and client in one namespace, GID ${gid:-?} ::ffff:169.254.80.1)"
+    else
+        pyargs=(swr0 swr0 lo 1)
+    fi
+    if [ -z "${pyargs[3]}" ]; then
+        fail "$name" "no GID ::ffff:169.254.80.1 on rw0 in wra"; continue
+    fi
+    log=$OUT/pyverbs-$rel.out
+    "${ENC[@]}" env SWRDMA_WIRED_IDLE_MS=10000 timeout -k 5 300 unshare -m bash "$HERE/pyverbs-rdmacm-root.sh" \
+        "$root" "$LIBDIR" "/tmp/rt-pyverbs-$rel" "${pyargs[@]}" >"$log" 2>&1
+    prc=$?
+    ran=$(grep -oE '^Ran [0-9]+ tests' "$log" | grep -oE '[0-9]+')
+    okn=0 kf=0 bad="" kfs=""
+    for t in $own; do
+        if grep -qE "^$t \(tests\.test_rdmacm\.CMTestCase\.$t\) \.\.\. ok\$" "$log"; then
+            if printf '%s\n' "$known" | grep -qx "$t"; then
+                bad="$bad $t passes (listed as failing on rxe in compat-tests/vm-$rel);"
+            else
+                okn=$((okn + 1))
+            fi
+        elif printf '%s\n' "$known" | grep -qx "$t"; then
+            msg=$(grep -E "^tests\.test_rdmacm\.CMTestCase\.$t \|" "compat-tests/vm-$rel/pyverbs-known-upstream-failures.txt" |
+                grep -oE '"[^"]+"' | head -n1 | tr -d '"')
+            if grep -qE "^(ERROR|FAIL): $t " "$log" && [ -n "$msg" ] && grep -qF "$msg" "$log"; then
+                kf=$((kf + 1)) kfs="$kfs $t"
+            else
+                bad="$bad $t: not the failure rxe shows ('$msg');"
+            fi
+        else
+            st=$(grep -E "^(ERROR|FAIL): $t " "$log" | head -n1 | cut -d: -f1)
+            bad="$bad $t ${st:-not ok}: $(grep -m1 -E "^$t \(tests" "$log" | sed 's/.* \.\.\. //' | cut -c1-120);"
+        fi
+    done
+    m=$(printf '%s\n' $own | wc -l)
+    if [ -z "$ran" ]; then
+        fail "$name" "exit $prc, no unittest summary: $(tail -n3 "$log" | tr '\n' ' ')"
+    elif [ -n "$bad" ] || [ $((okn + kf)) -ne "$m" ] || [ "$m" -lt 10 ] || { [ "$kf" = 0 ] && [ "$prc" != 0 ]; }; then
+        fail "$name" "exit $prc, $okn of $m passed:$bad"
+    else
+        pass "$name: $okn of $m passed${kfs:+, and$kfs fails as on rxe in Linux 6.1 (compat-tests/vm-$rel/pyverbs-known-upstream-failures.txt)} (of $ran run, the rest mlx5's own, skipped)"
+    fi
+done
+
 cleanup
 for i in $(seq 20); do
     left=""
     for e in /proc/[0-9]*/environ; do
         p=${e#/proc/}; p=${p%/environ}
         [ "$p" = $$ ] && continue
-        grep -qzxE "XDG_RUNTIME_DIR=$RT(-a|-b)?" "$e" 2>/dev/null && alive "$p" && left="$left $p"
+        grep -qzxE "XDG_RUNTIME_DIR=($RT(-a|-b)?|/tmp/rt-pyverbs-(trixie|sid))" "$e" 2>/dev/null && alive "$p" && left="$left $p"
     done
     [ -z "$left" ] && break
     sleep 0.1

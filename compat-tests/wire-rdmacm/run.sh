@@ -6,6 +6,6 @@
 # in the other, the CM's MADs carried as RoCE v2 on QP1 by each side's wire
 # agent; and, in this mode only, libfabric's verbs provider (fi_pingpong
 # msg, and rdm over ofi_rxm), UCX's rdmacm connection manager (io_demo),
-# rdma-core's test_rdmacm (pyverbs) on rw0 in one namespace.  Needs root
-# (ip netns).  About a minute.
+# rdma-core's test_rdmacm (bookworm's, trixie's and sid's pyverbs) on rw0
+# in one namespace.  Needs root (ip netns).  About two minutes.
 CM_WIRE=1 exec bash "$(dirname "$0")/../soft-rdmacm/run.sh" "$@"
