@@ -607,6 +607,28 @@ fn parse_cmsgs(ctrl: &[u8], m: &mut RxMeta) {
     }
 }
 
+/// Receives from `fd` into `bufs`, a batch at a time, up to `budget`
+/// datagrams, calling `each(bufs, j)` for each datagram `j` of a batch;
+/// returns how many, and whether the budget was spent (else the socket is
+/// empty for now).
+fn drain(bufs: &mut Bufs, fd: BorrowedFd<'_>, budget: usize, each: &mut dyn FnMut(&Bufs, usize)) -> (usize, bool) {
+    let mut done = 0usize;
+    loop {
+        let want = budget.saturating_sub(done).min(BATCH);
+        if want == 0 {
+            return (done, true);
+        }
+        let got = bufs.batch(fd, want, true).unwrap_or(0);
+        for j in 0..got {
+            each(bufs, j);
+        }
+        done += got;
+        if got < want {
+            return (done, false);
+        }
+    }
+}
+
 /// The GID an IP address stands for (IPv4 as v4-mapped).
 fn ip_gid(a: IpAddr) -> [u8; 16] {
     match a {
@@ -1094,19 +1116,12 @@ impl Sock {
                 done += self.recv_forwards(rx, max.saturating_sub(done), mine, owner, f);
                 continue;
             };
-            loop {
-                let want = max.saturating_sub(done).min(BATCH);
-                if want == 0 {
-                    return done;
-                }
-                let got = rx.bufs.batch(fd.as_fd(), want, true).unwrap_or(0);
-                for j in 0..got {
-                    self.handle_udp(&rx.bufs, &mut rx.conns, j, *addr, mine, owner, f);
-                }
-                done += got;
-                if got < want {
-                    break;
-                }
+            let conns = &mut rx.conns;
+            let mut each = |b: &Bufs, j| self.handle_udp(b, conns, j, *addr, mine, owner, f);
+            let (n, spent) = drain(&mut rx.bufs, fd.as_fd(), max.saturating_sub(done), &mut each);
+            done += n;
+            if spent {
+                return done;
             }
         }
         done
@@ -1238,19 +1253,11 @@ impl Sock {
                     None => continue,
                 },
             };
-            loop {
-                let want = max.saturating_sub(done).min(BATCH);
-                if want == 0 {
-                    return done;
-                }
-                let got = bufs.batch(fl.fd.as_fd(), want, true).unwrap_or(0);
-                for j in 0..got {
-                    self.handle_udp(bufs, conns, j, fl.local, mine, owner, f);
-                }
-                done += got;
-                if got < want {
-                    break;
-                }
+            let mut each = |b: &Bufs, j| self.handle_udp(b, conns, j, fl.local, mine, owner, f);
+            let (n, spent) = drain(bufs, fl.fd.as_fd(), max.saturating_sub(done), &mut each);
+            done += n;
+            if spent {
+                return done;
             }
         }
         done
@@ -1420,24 +1427,18 @@ impl Sock {
                     None => continue,
                 }
             };
-            loop {
-                let want = max.saturating_sub(done).min(BATCH);
-                if want == 0 {
-                    return done;
-                }
-                let got = rx.bufs.batch(fd.as_fd(), want, true).unwrap_or(0);
-                for j in 0..got {
-                    if let Some((m, p)) = rx.bufs.datagram(j) {
-                        if dest_qpn(p) == Some(mcast::MCAST_QPN) && mcast::group_addr(&ip_gid(m.dst)).is_some() {
-                            record::note(Ev::UdpMine, p);
-                            f(&m, p);
-                        }
+            let mut each = |b: &Bufs, j| {
+                if let Some((m, p)) = b.datagram(j) {
+                    if dest_qpn(p) == Some(mcast::MCAST_QPN) && mcast::group_addr(&ip_gid(m.dst)).is_some() {
+                        record::note(Ev::UdpMine, p);
+                        f(&m, p);
                     }
                 }
-                done += got;
-                if got < want {
-                    break;
-                }
+            };
+            let (n, spent) = drain(&mut rx.bufs, fd.as_fd(), max.saturating_sub(done), &mut each);
+            done += n;
+            if spent {
+                return done;
             }
         }
         done

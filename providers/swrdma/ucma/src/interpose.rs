@@ -186,6 +186,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: usize) -> i
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if is_channel(fd) {
+        crate::waiters::before_close(fd);
         mark(fd, false);
         ucma::model().close_channel(fd);
     }

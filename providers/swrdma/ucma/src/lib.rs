@@ -29,3 +29,4 @@ pub mod kernel;
 pub mod log;
 pub mod progress;
 pub mod ucma;
+pub mod waiters;

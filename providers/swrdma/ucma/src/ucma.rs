@@ -821,6 +821,14 @@ fn query_route(m: &mut Model, h: u32) -> Result<Vec<u8>, i32> {
 /// `GET_EVENT`: blocks (unless the channel is non-blocking) until an event
 /// is queued, then writes it to the response pointer.
 fn get_event(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
+    crate::waiters::enter(fd);
+    let r = get_event_inner(fd, inbuf, outl);
+    crate::waiters::leave(fd, r.is_ok());
+    r
+}
+
+/// [`get_event`]'s work.
+fn get_event_inner(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
     let a = args(inbuf, size::GET_EVENT)?;
     if outl < size::EVENT_RESP_MIN {
         return Err(libc::ENOSPC);
