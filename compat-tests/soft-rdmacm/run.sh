@@ -60,8 +60,8 @@
 # /dev/infiniband/rw0.  test_rdmacm runs on rw0 with server and client in
 # wra (its veth address, the GID index of ::ffff:169.254.80.1), its
 # multicast tests included.
-# Not there yet (SKIP lines): rping over IPv6 (link-local addresses need a
-# scope the programs' -a cannot give).
+# rping over IPv6 uses the server's link-local address with each side's
+# interface as its scope (-a fe80::...%wrb0 / %wra0).
 set -u
 . "$(dirname "$0")/../lib.sh"
 WIRE=${CM_WIRE:-0}
@@ -277,9 +277,9 @@ again() {
 # -v prints, per ping, "ping data: rdma-ping-N: ..." on the client and
 # "server ping data: rdma-ping-N: ..." on the server.
 rping_test() { # address log-name count
-    local a=$1 n=$3 name="rping -v -V -C $3 -a $1 $DEV"
+    local a=$1 n=$3 ca=${4:-$1} name="rping -v -V -C $3 -a $1 $DEV"
     nextport
-    pair "$2" wait "${CMS[@]}" rping -s -a "$a" -p $P -v -V -C "$n" -- "${CMC[@]}" rping -c -a "$a" -p $P -v -V -C "$n"
+    pair "$2" wait "${CMS[@]}" rping -s -a "$a" -p $P -v -V -C "$n" -- "${CMC[@]}" rping -c -a "$ca" -p $P -v -V -C "$n"
     local c s
     c=$(grep -cE '^ping data: rdma-ping-[0-9]+: ' "$clog")
     s=$(grep -cE '^server ping data: rdma-ping-[0-9]+: ' "$slog")
@@ -291,7 +291,20 @@ rping_test() { # address log-name count
 }
 rping_test $SA rping 100
 if [ "$WIRE" = 1 ]; then
-    skip "rping -v -V -C 10 IPv6 $DEV" "link-local addresses only here, and rping's -a gives no scope"
+    # IPv6 between the namespaces: the server's link-local address, with
+    # each side's interface as its scope (rping's -a takes addr%if, as
+    # getaddrinfo does); once out of duplicate address detection
+    b6=""
+    for i in $(seq 50); do
+        b6=$(ip -n wrb -6 addr show dev wrb0 scope link 2>/dev/null | awk '/inet6/ && !/tentative/ { sub("/.*", "", $2); print $2; exit }')
+        [ -n "$b6" ] && break
+        sleep 0.1
+    done
+    if [ -z "$b6" ]; then
+        fail "rping -v -V -C 10 IPv6 $DEV" "wrb0 has no usable link-local address: $(ip -n wrb -6 addr show dev wrb0 | tr '\n' ' ')"
+    else
+        rping_test "$b6%wrb0" rping-ipv6 10 "$b6%wra0"
+    fi
 else
     rping_test ::1 rping-ipv6 10
 fi

@@ -140,7 +140,8 @@ pub trait Host {
     fn device_for(&mut self, ip: IpAddr) -> Option<Dev>;
     /// The device and the local address that reach `dst` (ENETUNREACH /
     /// EADDRNOTAVAIL / ENODEV as the kernel's address resolution).
-    fn route(&mut self, src: Option<IpAddr>, dst: IpAddr) -> Result<(Dev, IpAddr), i32>;
+    /// (`dst` with its scope: a link-local IPv6 one names its interface.)
+    fn route(&mut self, src: Option<IpAddr>, dst: SocketAddr) -> Result<(Dev, IpAddr), i32>;
     /// Sends (or queues) a message; false when nothing is there to receive
     /// it at all (no listener on that port, a process gone): the machine's
     /// own answer, as the kernel's CM would give it, is then the caller's.
@@ -803,7 +804,7 @@ impl<H: Host> Cma<H> {
         }
         let bound_ip = id.src.and_then(|a| a.ip()).map(|a| a.ip()).filter(|ip| !is_any(*ip));
         let want_src = bound_ip.or(src.map(|s| s.ip()).filter(|ip| !is_any(*ip)));
-        let routed = self.host.route(want_src, dst.ip());
+        let routed = self.host.route(want_src, dst);
         let (dev, local) = match routed {
             Ok(x) => x,
             Err(e) => {

@@ -58,7 +58,8 @@ impl Host for Fake {
     fn device_for(&mut self, ip: IpAddr) -> Option<Dev> {
         (ip == IpAddr::from([127, 0, 0, 1])).then(dev)
     }
-    fn route(&mut self, _src: Option<IpAddr>, dst: IpAddr) -> Result<(Dev, IpAddr), i32> {
+    fn route(&mut self, _src: Option<IpAddr>, dst: SocketAddr) -> Result<(Dev, IpAddr), i32> {
+        let dst = dst.ip();
         if dst == IpAddr::from([127, 0, 0, 1]) {
             Ok((dev(), dst))
         } else {

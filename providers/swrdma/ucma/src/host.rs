@@ -677,7 +677,9 @@ impl SoftHost {
         if !self.ensure_agent(ifindex) {
             return false;
         }
-        let Some(src) = route_source(dst) else { return false };
+        let Some(src) = route_source(dst, ifindex) else {
+            return false;
+        };
         let v6 = |a: IpAddr| match a {
             IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
             IpAddr::V6(a) => a.octets(),
@@ -795,7 +797,12 @@ impl Host for SoftHost {
         self.dev_for(ip)
     }
 
-    fn route(&mut self, src: Option<IpAddr>, dst: IpAddr) -> Result<(Dev, IpAddr), i32> {
+    fn route(&mut self, src: Option<IpAddr>, dst_sa: SocketAddr) -> Result<(Dev, IpAddr), i32> {
+        let dst = dst_sa.ip();
+        let scope = match dst_sa {
+            SocketAddr::V6(a) => a.scope_id(),
+            SocketAddr::V4(_) => 0,
+        };
         let local = match src {
             Some(s) => s,
             None => {
@@ -804,7 +811,7 @@ impl Host for SoftHost {
                 if self.dev_for(dst).is_some() {
                     dst
                 } else {
-                    route_source(dst).ok_or(ENETUNREACH)?
+                    route_source(dst, scope).ok_or(ENETUNREACH)?
                 }
             }
         };

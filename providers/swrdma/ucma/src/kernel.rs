@@ -294,7 +294,10 @@ fn ours(m: &mut Model, c: u32, a: &[u8]) -> bool {
     if matches!(c, cmd::BIND_IP | cmd::BIND) {
         return addr.is_unspecified() || m.cma.host.device_for(addr).is_some();
     }
-    m.cma.host.route(src.filter(|s| !s.is_unspecified()), addr).is_ok()
+    m.cma
+        .host
+        .route(src.filter(|s| !s.is_unspecified()), std::net::SocketAddr::new(addr, 0))
+        .is_ok()
 }
 
 /// Creates the kernel's id for our idle id `h`, replays its options, and

@@ -578,7 +578,7 @@ impl Qp1 {
                 .peers
                 .get(&host)
                 .and_then(|p| p.local)
-                .or_else(|| route_source(host));
+                .or_else(|| route_source(host, self.ifindex));
             if let Some(l) = local {
                 self.stats.ended += 1;
                 self.send_wire(l, host, &m.encode());
@@ -681,7 +681,11 @@ impl Qp1 {
             let mut mad_bytes = [0u8; MAD_LEN];
             mad_bytes.copy_from_slice(&buf[..MAD_LEN]);
             self.learn(&sender, ip, &mad_bytes);
-            let local = self.peers.get(&ip).and_then(|p| p.local).or_else(|| route_source(ip));
+            let local = self
+                .peers
+                .get(&ip)
+                .and_then(|p| p.local)
+                .or_else(|| route_source(ip, self.ifindex));
             match local {
                 Some(l) => self.send_wire(l, ip, &mad_bytes),
                 None => self.stats.dropped += 1,
@@ -789,14 +793,15 @@ pub fn no_one_answer(m: &Mad) -> Option<Mad> {
 
 /// The source address the kernel's routing picks for `dst` (a UDP socket
 /// connected to it, no packet sent); the `ucma` interposer's too.
-pub fn route_source(dst: IpAddr) -> Option<IpAddr> {
+/// `scope`: the interface of a link-local IPv6 destination (else unused).
+pub fn route_source(dst: IpAddr, scope: u32) -> Option<IpAddr> {
     let bind: SocketAddr = if dst.is_ipv4() {
         "0.0.0.0:0".parse().ok()?
     } else {
         "[::]:0".parse().ok()?
     };
     let s = std::net::UdpSocket::bind(bind).ok()?;
-    s.connect(SocketAddr::new(dst, swrdma_roce::ROCE_PORT)).ok()?;
+    s.connect(sockaddr(dst, swrdma_roce::ROCE_PORT, scope)).ok()?;
     s.local_addr().ok().map(|a| a.ip())
 }
 
