@@ -99,7 +99,8 @@ else
             *) how="ours active (the kernel's server on rxe0, rw0 client in netns far)" ;;
         esac
         d=$W/$dir
-        for t in rping ucmatose udaddy mckey rdma_server rdma_xserver rstream; do
+        for t in rping ucmatose udaddy mckey rdma_server rdma_xserver rstream riostream cmtime ib_send_lat ib_write_bw \
+            ib_read_lat qperf; do
             c=$d/$t.client.out s=$d/$t.server.out
             crc=$(cat "$d/$t.client.rc" 2>/dev/null) src=$(cat "$d/$t.server.rc" 2>/dev/null)
             case $t in
@@ -111,7 +112,12 @@ else
                     grep -q '^data transfers complete' "$c" && echo y) ;;
                 rdma_server) ok=$(grep -q 'rdma_server: end 0' "$s" && grep -q 'rdma_client: end 0' "$c" && echo y) ;;
                 rdma_xserver) ok=$(grep -q 'rdma_xserver: end 0' "$s" && grep -q 'rdma_xclient: end 0' "$c" && echo y) ;;
-                rstream) ok=$(grep -qE '^custom ' "$c" && grep -qE '^custom ' "$s" && echo y) ;;
+                rstream | riostream) ok=$(grep -qE '^custom ' "$c" && grep -qE '^custom ' "$s" && echo y) ;;
+                # (servers that go on listening: ended by wpair)
+                cmtime) ok=$([ "$(grep -cE '^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *: +[0-9.]+' "$c")" = 7 ] &&
+                    ! grep -qiE 'error|failure|failing|event: ' "$c" && echo y) src=0 ;;
+                qperf) ok=$([ "$(grep -cE '^(rc_bw|rc_lat):' "$c")" = 2 ] && ! grep -qi 'failed\|error' "$c" && echo y) src=0 ;;
+                ib_*) ok=$(grep -qE '^ *[0-9]+ +200 +[0-9.]+' "$c" && grep -q 'Data ex. method : rdma_cm' "$c" && echo y) ;;
             esac
             if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$ok" = y ]; then
                 pass "rw0 <-> rxe, $how: $t"

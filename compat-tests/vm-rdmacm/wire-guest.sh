@@ -59,6 +59,26 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     local b=192.0.2.1; [ "$a" = 192.0.2.1 ] && b=192.0.2.2
     wpair "$d" mckey "$s" "$c" mckey -m 239.1.1.1 -b "$a" -C 10 -- mckey -m 239.1.1.1 -b "$b" -s -C 10
     wpair "$d" rstream "$s" "$c" rstream -T v -S 4096 -C 200 -b "$a" -p 7505 -- rstream -T v -S 4096 -C 200 -s "$a" -p 7505
+    # cmtime, riostream, perftest -R and qperf -cm1 (RC), as soft-rdmacm
+    # runs them; -d names each side's device.  perftest's and qperf's
+    # clients may race their server's next listen (REJECTED 8, as the
+    # kernel's CM answers it): run again, three times at most.
+    local sd=rxe0 cd=rxe0 t i
+    [ "$s" = OURS ] && sd=rw0
+    [ "$c" = OURS_C ] && cd=rw0
+    wpair "$d" cmtime "$s" "$c" cmtime -b "$a" -p 7506 -- cmtime -s "$a" -p 7506 -c 20
+    wpair "$d" riostream "$s" "$c" riostream -T v -S 4096 -C 100 -b "$a" -p 7507 -- \
+        riostream -T v -S 4096 -C 100 -s "$a" -p 7507
+    for t in ib_send_lat ib_write_bw ib_read_lat; do
+        for i in 1 2 3; do
+            wpair "$d" "$t" "$s" "$c" "$t" -d "$sd" -R -F -p 7508 -n 200 -- "$t" -d "$cd" -R -F -p 7508 -n 200 "$a"
+            grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$d/$t.client.out" 2>/dev/null || break
+        done
+    done
+    for i in 1 2 3; do
+        wpair "$d" qperf "$s" "$c" qperf -lp 7509 -- qperf "$a" -lp 7509 -cm1 -t 2 rc_bw rc_lat
+        grep -q 'Event rejected' "$d/qperf.client.out" 2>/dev/null || break
+    done
     # no listener on the port: the kernel's (or our agent's) REJ 8, while
     # the server's host runs rdma_cm (a listener on another port; with no
     # process of ours using rdma_cm on rw0 there is no agent to answer,
