@@ -29,8 +29,8 @@ impl Host for Quiet {
     fn device_for(&mut self, _ip: IpAddr) -> Option<Dev> {
         Some(dev())
     }
-    fn route(&mut self, _src: Option<IpAddr>, dst: IpAddr) -> Result<(Dev, IpAddr), i32> {
-        Ok((dev(), dst))
+    fn route(&mut self, _src: Option<IpAddr>, dst: SocketAddr) -> Result<(Dev, IpAddr), i32> {
+        Ok((dev(), dst.ip()))
     }
     fn send(&mut self, _to: &Dest, _mad: &[u8; MAD_LEN]) -> bool {
         true
