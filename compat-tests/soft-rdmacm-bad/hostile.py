@@ -171,7 +171,27 @@ def Peer(tag="phostile"):
     return WirePeer() if WIRE else UnixPeer(tag)
 
 
-class UnixPeer:
+class Answers:
+    """What both kinds of peer share: the answers that came back (`got`),
+    read from the sockets `fds()` names by `drain()`."""
+
+    def settle(self, quiet=0.5, most=5.0):
+        """Reads answers until none came for QUIET s (MOST s at most)."""
+        end = time.monotonic() + most
+        last = time.monotonic()
+        n = len(self.got)
+        while time.monotonic() < end:
+            r, _, _ = select.select(self.fds(), [], [], 0.05)
+            if r:
+                self.drain()
+            if len(self.got) != n:
+                n = len(self.got)
+                last = time.monotonic()
+            elif time.monotonic() - last >= quiet:
+                break
+
+
+class UnixPeer(Answers):
     """Our socket on the carrier; what came back to it."""
 
     def __init__(self, tag="phostile"):
@@ -208,20 +228,8 @@ class UnixPeer:
                 self.gone.add(to)
                 return False
 
-    def settle(self, quiet=0.5, most=5.0):
-        """Reads answers until none came for QUIET s (MOST s at most)."""
-        end = time.monotonic() + most
-        last = time.monotonic()
-        n = len(self.got)
-        while time.monotonic() < end:
-            r, _, _ = select.select([self.s], [], [], 0.05)
-            if r:
-                self.drain()
-            if len(self.got) != n:
-                n = len(self.got)
-                last = time.monotonic()
-            elif time.monotonic() - last >= quiet:
-                break
+    def fds(self):
+        return [self.s]
 
 
 ROCE_PORT = 4791
@@ -258,7 +266,7 @@ def roce(payload, src, dst, sport=ROCE_PORT, qkey=GSI_QKEY, pkey=0xFFFF, dqpn=1,
     return body + struct.pack("<I", crc)
 
 
-class WirePeer:
+class WirePeer(Answers):
     """A host of our own on the wire: SRC:4791; what came back to it
     (the MADs of UD SENDs to QPN 1, by sender address)."""
 
@@ -314,20 +322,8 @@ class WirePeer:
         time.sleep(0.0005)
         return True
 
-    def settle(self, quiet=0.5, most=5.0):
-        """Reads answers until none came for QUIET s (MOST s at most)."""
-        end = time.monotonic() + most
-        last = time.monotonic()
-        n = len(self.got)
-        while time.monotonic() < end:
-            r, _, _ = select.select(list(self.socks.values()), [], [], 0.05)
-            if r:
-                self.drain()
-            if len(self.got) != n:
-                n = len(self.got)
-                last = time.monotonic()
-            elif time.monotonic() - last >= quiet:
-                break
+    def fds(self):
+        return list(self.socks.values())
 
 
 def parse(b):
