@@ -7,6 +7,8 @@
 #     connect, disconnect, destroy; its figures are totals over the N
 #     connections, made concurrently) beside tcp_connect.c (socket,
 #     connect, accept, close; one connection after the other);
+#   * the same on rw0 between two network namespaces over a veth (root),
+#     beside tcp_connect split over the same namespaces;
 #   * rsockets throughput: rstream over swr0 beside rstream -T s (the same
 #     program on kernel TCP sockets).
 # Target (the issue): cmtime per connection at most 2x TCP's; rstream at
@@ -95,3 +97,49 @@ for sc in 4096:5000 65536:2000 1048576:200; do
     rt=$(ratio "$best_rs" "$best_ts")
     row "rstream -S $sz -C $cnt: Gb/s (best of 3)" "${best_rs:-n/a}" "${best_ts:-n/a}" "$rt" ">= 1" "$(verdict "$rt" 1 ge)"
 done
+
+# --- cmtime on rw0: between two network namespaces over a veth ---------------
+# (root: ip netns; 169.254.83.1/.2, link-local only.)  The reference is
+# tcp_connect split over the same two namespaces and the same veth.
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
+    echo
+    echo "== rdma_cm on rw0 (swrdma-cm) beside TCP between two network namespaces over a veth"
+    row figure ours reference ratio target verdict
+    wdown() { ip netns del bna 2>/dev/null; ip netns del bnb 2>/dev/null; }
+    wdown
+    if ip netns add bna && ip netns add bnb && ip link add bna0 type veth peer name bnb0 &&
+        ip link set bna0 netns bna && ip link set bnb0 netns bnb &&
+        ip -n bna addr add 169.254.83.1/24 dev bna0 && ip -n bnb addr add 169.254.83.2/24 dev bnb0 &&
+        ip -n bna link set bna0 up && ip -n bnb link set bnb0 up && ip -n bna link set lo up && ip -n bnb link set lo up; then
+        mkdir -p -m 0700 "$RT/a" "$RT/b"
+        EA=(ip netns exec bna env XDG_RUNTIME_DIR="$RT/a" RDMAV_SOFT_DEVICES=rw0@bna0)
+        EB=(ip netns exec bnb env XDG_RUNTIME_DIR="$RT/b" RDMAV_SOFT_DEVICES=rw0@bnb0)
+        best_cm="" best_tcp="" best_r=""
+        for r in 1 2 3; do
+            port=$((21800 + r))
+            "${p0[@]}" "${EB[@]}" timeout 60 "$CM" cmtime -b 169.254.83.2 -p $port >"$OUT/cmtime-rw0.$r.server" 2>&1 &
+            spid=$!
+            sleep 0.5
+            "${p1[@]}" "${EA[@]}" timeout 60 "$CM" cmtime -s 169.254.83.2 -p $port -c "$N" >"$OUT/cmtime-rw0.$r" 2>&1
+            kill $spid 2>/dev/null; wait $spid 2>/dev/null
+            us=$(awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ { split($2, f, " "); s += f[1] } END { if (s > 0) printf "%.1f", s * 1000 / '"$N"' }' "$OUT/cmtime-rw0.$r")
+            [ -n "$us" ] && { [ -z "$best_cm" ] || awk -v a="$us" -v b="$best_cm" 'BEGIN { exit !(a < b) }'; } && best_cm=$us && best_r=$r
+            port=$((21900 + r))
+            "${p0[@]}" ip netns exec bnb "$TCPC" $port "$N" 169.254.83.2 server &
+            spid=$!
+            sleep 0.3
+            t=$("${p1[@]}" ip netns exec bna "$TCPC" $port "$N" 169.254.83.2 client 2>/dev/null | awk '{ print $(NF-1) }')
+            wait $spid 2>/dev/null
+            [ -n "$t" ] && { [ -z "$best_tcp" ] || awk -v a="$t" -v b="$best_tcp" 'BEGIN { exit !(a < b) }'; } && best_tcp=$t
+        done
+        rt=$(ratio "$best_cm" "$best_tcp")
+        row "cmtime -c $N on rw0: us per connection" "${best_cm:-n/a}" "${best_tcp:-n/a}" "$rt" "<= 2" "$(verdict "$rt" 2 le)"
+        if [ -n "${best_r:-}" ]; then
+            awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ {
+                split($2, f, " "); n = $1; sub(/ +$/, "", n); printf "  %-42s %12.1f\n", n " (us, best run)", f[1] * 1000 / '"$N"' }' "$OUT/cmtime-rw0.$best_r"
+        fi
+    else
+        echo "(rw0: cannot make the namespaces; skipped)"
+    fi
+    wdown
+fi
