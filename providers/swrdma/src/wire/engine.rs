@@ -17,7 +17,7 @@ use crate::mem::{Atomic, ProcessMemory};
 use crate::objects::*;
 use crate::sys::{lock, now_ns};
 use crate::wire::mcast;
-use crate::wire::sock::{source_port, src_port, RxMeta, Sender, Sock, TxBatch};
+use crate::wire::sock::{ip_gid, source_port, src_port, RxMeta, Sender, Sock, TxBatch};
 pub use crate::wire::state::*;
 use ibverbs_abi::*;
 use std::net::{IpAddr, Ipv6Addr};
@@ -1627,14 +1627,6 @@ fn place_send(st: &mut QpSt, payload: &[u8]) {
         cur.place(&ProcessMemory, off, payload);
     }
     st.wq.recv_off += payload.len() as u64;
-}
-
-/// The GID an IP address stands for (RoCE v2: IPv4-mapped for IPv4).
-fn ip_gid(a: IpAddr) -> [u8; 16] {
-    match a {
-        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
-        IpAddr::V6(v6) => v6.octets(),
-    }
 }
 
 /// Where a UD request goes: (our address, the peer's) for the AH's GIDs.

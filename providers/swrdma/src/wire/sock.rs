@@ -629,8 +629,8 @@ fn drain(bufs: &mut Bufs, fd: BorrowedFd<'_>, budget: usize, each: &mut dyn FnMu
     }
 }
 
-/// The GID an IP address stands for (IPv4 as v4-mapped).
-fn ip_gid(a: IpAddr) -> [u8; 16] {
+/// The GID an IP address stands for (RoCE v2: IPv4-mapped for IPv4).
+pub fn ip_gid(a: IpAddr) -> [u8; 16] {
     match a {
         IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
         IpAddr::V6(v6) => v6.octets(),
@@ -1429,7 +1429,7 @@ impl Sock {
             };
             let mut each = |b: &Bufs, j| {
                 if let Some((m, p)) = b.datagram(j) {
-                    if dest_qpn(p) == Some(mcast::MCAST_QPN) && mcast::group_addr(&ip_gid(m.dst)).is_some() {
+                    if dest_qpn(p) == Some(mcast::MCAST_QPN) && m.dst.to_canonical().is_multicast() {
                         record::note(Ev::UdpMine, p);
                         f(&m, p);
                     }

@@ -838,13 +838,7 @@ impl Host for SoftHost {
 
     fn alive(&mut self, to: &Dest) -> bool {
         let Dest::Peer(name) = to else { return true };
-        let Some(fd) = dgram_socket() else { return true };
-        let (a, len) = abstract_addr(name);
-        // SAFETY: connect(2) of our own unbound datagram socket to a
-        // sockaddr_un of `len` bytes: it sends nothing, it only checks that
-        // a socket of that name exists.
-        let r = unsafe { libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) };
-        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ECONNREFUSED)
+        swrdma_wired::qp1::name_alive(name)
     }
 
     fn random(&mut self) -> u32 {

@@ -67,7 +67,7 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(250);
 
 /// Whether a process holds abstract Unix datagram socket `name` (a
 /// connect of a fresh socket, which sends nothing, is refused otherwise).
-fn name_alive(name: &[u8]) -> bool {
+pub fn name_alive(name: &[u8]) -> bool {
     let Ok(fd) = socket_with(AddressFamily::UNIX, SocketType::DGRAM, SocketFlags::CLOEXEC, None) else {
         return true;
     };
@@ -720,25 +720,6 @@ impl Qp1 {
     /// P_Key 0xffff, QPN 1, AckReq as rxe's), DETH (GSI Q_Key, source QP 1), the MAD, ICRC.
     fn packet(&mut self, src: IpAddr, dst: IpAddr, mad_bytes: &[u8; MAD_LEN]) -> Vec<u8> {
         self.psn = (self.psn + 1) & swrdma_roce::PSN_MASK;
-        let h = Hdr {
-            bth: Bth {
-                opcode: swrdma_roce::op::UD_SEND_ONLY,
-                pkey: swrdma_roce::DEFAULT_PKEY,
-                dqpn: 1,
-                psn: self.psn,
-                // rxe asks for an ACK on the last packet of every message,
-                // of every QP type (its MADs on QP1 too); no one answers.
-                ackreq: true,
-                ..Bth::default()
-            },
-            deth: Some(Deth {
-                qkey: GSI_QKEY,
-                sqpn: 1,
-            }),
-            ..Hdr::default()
-        };
-        let mut hb = [0u8; swrdma_roce::MAX_HDR];
-        let n = swrdma_roce::encode(&h, MAD_LEN, &mut hb).unwrap_or(0);
         let ip = IpInfo {
             src,
             dst,
@@ -746,12 +727,9 @@ impl Qp1 {
             dport: swrdma_roce::ROCE_PORT,
             flow: 0,
         };
-        let crc = swrdma_roce::icrc(&ip, &[&hb[..n], mad_bytes]);
-        let mut p = Vec::with_capacity(n + MAD_LEN + 4);
-        p.extend_from_slice(&hb[..n]);
-        p.extend_from_slice(mad_bytes);
-        p.extend_from_slice(&crc);
-        p
+        // rxe asks for an ACK on the last packet of every message, of every
+        // QP type (its MADs on QP1 too); no one answers.
+        qp1_datagram(&ip, swrdma_roce::DEFAULT_PKEY, self.psn, true, mad_bytes)
     }
 }
 
@@ -765,6 +743,33 @@ fn send_unix(from: BorrowedFd<'_>, to: &[u8], mad: &[u8; MAD_LEN]) -> Sent {
         Err(Errno::AGAIN) => Sent::Full,
         _ => Sent::Yes,
     }
+}
+
+/// The UDP payload of a UD SEND only to QPN 1 from QP 1 (GSI Q_Key) on
+/// `ip`'s path: BTH (`pkey`, `psn`, `ackreq`), DETH, `payload`, its pad,
+/// the ICRC.
+fn qp1_datagram(ip: &IpInfo, pkey: u16, psn: u32, ackreq: bool, payload: &[u8]) -> Vec<u8> {
+    let h = Hdr {
+        bth: Bth {
+            opcode: swrdma_roce::op::UD_SEND_ONLY,
+            pkey,
+            dqpn: 1,
+            psn,
+            ackreq,
+            ..Bth::default()
+        },
+        deth: Some(Deth {
+            qkey: GSI_QKEY,
+            sqpn: 1,
+        }),
+        ..Hdr::default()
+    };
+    let mut hb = [0u8; swrdma_roce::MAX_HDR];
+    let n = swrdma_roce::encode(&h, payload.len(), &mut hb).unwrap_or(0);
+    let pad = [0u8; 3];
+    let pad = &pad[..swrdma_roce::pad_for(payload.len()) as usize];
+    let crc = swrdma_roce::icrc(ip, &[&hb[..n], payload, pad]);
+    [&hb[..n], payload, pad, &crc[..]].concat()
 }
 
 /// The kernel CM's answer to a message nobody here takes: REJ 8 to a REQ,
@@ -863,22 +868,6 @@ mod tests {
 
     /// A UD SEND to QPN 1 with a valid ICRC, P_Key `pkey`, carrying `payload`.
     fn crafted(m: &fwd::RxMeta, pkey: u16, payload: &[u8]) -> Vec<u8> {
-        let h = Hdr {
-            bth: Bth {
-                opcode: swrdma_roce::op::UD_SEND_ONLY,
-                pkey,
-                dqpn: 1,
-                ..Default::default()
-            },
-            deth: Some(Deth {
-                qkey: GSI_QKEY,
-                sqpn: 1,
-            }),
-            ..Default::default()
-        };
-        let mut hb = [0u8; swrdma_roce::MAX_HDR];
-        let hl = swrdma_roce::encode(&h, payload.len(), &mut hb).unwrap();
-        let pad = vec![0u8; swrdma_roce::pad_for(payload.len()) as usize];
         let ip = IpInfo {
             src: m.src,
             dst: m.dst,
@@ -886,8 +875,7 @@ mod tests {
             dport: 4791,
             flow: 0,
         };
-        let icrc = swrdma_roce::icrc(&ip, &[&hb[..hl], payload, &pad]);
-        [&hb[..hl], payload, &pad[..], &icrc[..]].concat()
+        qp1_datagram(&ip, pkey, 0, false, payload)
     }
 
     #[test]
