@@ -50,27 +50,46 @@ echo "(private directory on $(stat -f -c %T "$RT"): $RT)"
 row figure ours reference ratio target verdict
 
 # --- cmtime: the sum of its steps' totals, per connection --------------------
-best_cm="" best_tcp="" best_r=""
-for r in 1 2 3; do
-    port=$((21500 + r))
-    "${p0[@]}" timeout 60 "$CM" cmtime -b 127.0.0.1 -p $port >"$OUT/cmtime.$r.server" 2>&1 &
-    spid=$!
-    sleep 0.5
-    "${p1[@]}" timeout 60 "$CM" cmtime -s 127.0.0.1 -p $port -c "$N" >"$OUT/cmtime.$r" 2>&1
-    kill $spid 2>/dev/null; wait $spid 2>/dev/null
-    # step  :  total ms  max ms  min us  us / conn
-    us=$(awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ { split($2, f, " "); s += f[1] } END { if (s > 0) printf "%.1f", s * 1000 / '"$N"' }' "$OUT/cmtime.$r")
-    [ -n "$us" ] && { [ -z "$best_cm" ] || awk -v a="$us" -v b="$best_cm" 'BEGIN { exit !(a < b) }'; } && best_cm=$us && best_r=$r
-    t=$("${p1[@]}" "$TCPC" $((21600 + r)) "$N" 2>/dev/null | awk '{ print $(NF-1) }')
-    [ -n "$t" ] && { [ -z "$best_tcp" ] || awk -v a="$t" -v b="$best_tcp" 'BEGIN { exit !(a < b) }'; } && best_tcp=$t
-done
-rt=$(ratio "$best_cm" "$best_tcp")
-row "cmtime -c $N: us per connection (all steps)" "${best_cm:-n/a}" "${best_tcp:-n/a}" "$rt" "<= 2" "$(verdict "$rt" 2 le)"
-# each step of the best run, us per connection
-if [ -n "${best_r:-}" ]; then
-    awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ {
-        split($2, f, " "); n = $1; sub(/ +$/, "", n); printf "  %-42s %12.1f\n", n " (us, best run)", f[1] * 1000 / '"$N"' }' "$OUT/cmtime.$best_r"
-fi
+# cmtime_runs TAG ADDR PORT SERVER_PREFIX CLIENT_PREFIX TCP_REF: three runs
+# of cmtime -c N (its server on ADDR:PORT+r, under the array named
+# SERVER_PREFIX, on CPU 0; its client under CLIENT_PREFIX, on CPU 1), each
+# beside TCP_REF PORT+100+r (us per connection); the best of each into
+# best_cm, best_tcp (and the run, best_r); then the row and the steps of
+# the best run.
+steps_re='^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:'
+lower() { [ -n "$1" ] && { [ -z "$2" ] || awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }; }
+cmtime_runs() {
+    local tag=$1 addr=$2 port0=$3 ref=$6 r us t spid
+    local -n sp=$4 cp=$5
+    best_cm="" best_tcp="" best_r=""
+    for r in 1 2 3; do
+        "${p0[@]}" "${sp[@]}" timeout 60 "$CM" cmtime -b "$addr" -p $((port0 + r)) >"$OUT/$tag.$r.server" 2>&1 &
+        spid=$!
+        sleep 0.5
+        "${p1[@]}" "${cp[@]}" timeout 60 "$CM" cmtime -s "$addr" -p $((port0 + r)) -c "$N" >"$OUT/$tag.$r" 2>&1
+        kill $spid 2>/dev/null; wait $spid 2>/dev/null
+        # step  :  total ms  max ms  min us  us / conn
+        us=$(awk -F: "/$steps_re/"' { split($2, f, " "); s += f[1] } END { if (s > 0) printf "%.1f", s * 1000 / '"$N"' }' "$OUT/$tag.$r")
+        lower "$us" "$best_cm" && best_cm=$us && best_r=$r
+        t=$("$ref" $((port0 + 100 + r)))
+        lower "$t" "$best_tcp" && best_tcp=$t
+    done
+}
+# cmtime_row LABEL TAG: the row of the best runs, and each step of the best
+# run of cmtime, us per connection
+cmtime_row() {
+    local rt
+    rt=$(ratio "$best_cm" "$best_tcp")
+    row "$1" "${best_cm:-n/a}" "${best_tcp:-n/a}" "$rt" "<= 2" "$(verdict "$rt" 2 le)"
+    if [ -n "${best_r:-}" ]; then
+        awk -F: "/$steps_re/"' {
+            split($2, f, " "); n = $1; sub(/ +$/, "", n); printf "  %-42s %12.1f\n", n " (us, best run)", f[1] * 1000 / '"$N"' }' "$OUT/$2.$best_r"
+    fi
+}
+tcp_lo() { "${p1[@]}" "$TCPC" "$1" "$N" 2>/dev/null | awk '{ print $(NF-1) }'; }
+none=()
+cmtime_runs cmtime 127.0.0.1 21500 none none tcp_lo
+cmtime_row "cmtime -c $N: us per connection (all steps)" cmtime
 
 # --- rstream: rsockets on swr0 against kernel TCP ----------------------------
 for sc in 4096:5000 65536:2000 1048576:200; do
@@ -114,30 +133,15 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
         mkdir -p -m 0700 "$RT/a" "$RT/b"
         EA=(ip netns exec bna env XDG_RUNTIME_DIR="$RT/a" RDMAV_SOFT_DEVICES=rw0@bna0)
         EB=(ip netns exec bnb env XDG_RUNTIME_DIR="$RT/b" RDMAV_SOFT_DEVICES=rw0@bnb0)
-        best_cm="" best_tcp="" best_r=""
-        for r in 1 2 3; do
-            port=$((21800 + r))
-            "${p0[@]}" "${EB[@]}" timeout 60 "$CM" cmtime -b 169.254.83.2 -p $port >"$OUT/cmtime-rw0.$r.server" 2>&1 &
-            spid=$!
-            sleep 0.5
-            "${p1[@]}" "${EA[@]}" timeout 60 "$CM" cmtime -s 169.254.83.2 -p $port -c "$N" >"$OUT/cmtime-rw0.$r" 2>&1
-            kill $spid 2>/dev/null; wait $spid 2>/dev/null
-            us=$(awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ { split($2, f, " "); s += f[1] } END { if (s > 0) printf "%.1f", s * 1000 / '"$N"' }' "$OUT/cmtime-rw0.$r")
-            [ -n "$us" ] && { [ -z "$best_cm" ] || awk -v a="$us" -v b="$best_cm" 'BEGIN { exit !(a < b) }'; } && best_cm=$us && best_r=$r
-            port=$((21900 + r))
-            "${p0[@]}" ip netns exec bnb "$TCPC" $port "$N" 169.254.83.2 server &
-            spid=$!
+        tcp_ns() {
+            "${p0[@]}" ip netns exec bnb "$TCPC" "$1" "$N" 169.254.83.2 server >/dev/null 2>&1 &
+            local spid=$!
             sleep 0.3
-            t=$("${p1[@]}" ip netns exec bna "$TCPC" $port "$N" 169.254.83.2 client 2>/dev/null | awk '{ print $(NF-1) }')
+            "${p1[@]}" ip netns exec bna "$TCPC" "$1" "$N" 169.254.83.2 client 2>/dev/null | awk '{ print $(NF-1) }'
             wait $spid 2>/dev/null
-            [ -n "$t" ] && { [ -z "$best_tcp" ] || awk -v a="$t" -v b="$best_tcp" 'BEGIN { exit !(a < b) }'; } && best_tcp=$t
-        done
-        rt=$(ratio "$best_cm" "$best_tcp")
-        row "cmtime -c $N on rw0: us per connection" "${best_cm:-n/a}" "${best_tcp:-n/a}" "$rt" "<= 2" "$(verdict "$rt" 2 le)"
-        if [ -n "${best_r:-}" ]; then
-            awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ {
-                split($2, f, " "); n = $1; sub(/ +$/, "", n); printf "  %-42s %12.1f\n", n " (us, best run)", f[1] * 1000 / '"$N"' }' "$OUT/cmtime-rw0.$best_r"
-        fi
+        }
+        cmtime_runs cmtime-rw0 169.254.83.2 21800 EB EA tcp_ns
+        cmtime_row "cmtime -c $N on rw0: us per connection" cmtime-rw0
     else
         echo "(rw0: cannot make the namespaces; skipped)"
     fi
