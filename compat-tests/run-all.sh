@@ -34,6 +34,7 @@ p=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END
 f=$(grep -E '^test result:' "$log" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 rows+=("cargo-test $p $f 0 $((SECONDS - t0))")
+[ "$f" -gt 0 ] && failed_suites+=("cargo-test")
 total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
 
 # 2. the compat suites
@@ -56,16 +57,6 @@ for suite in "$@"; do
     total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
 done
 
-# What failed, again, just above the totals: a CI report that keeps only the
-# tail of a long run still says which test failed and why.
-if [ "${#failed_suites[@]}" -gt 0 ]; then
-    echo
-    echo "=== failures"
-    for suite in "${failed_suites[@]}"; do
-        grep -E '^(FAIL|not ok)' "build/compat-tests/$suite.log" | head -5 | cut -c1-400 | sed "s/^/$suite: /"
-    done
-fi
-
 echo
 echo "=== totals"
 printf '%-14s %8s %8s %8s %8s\n' suite passed failed skipped seconds
@@ -75,4 +66,13 @@ for r in "${rows[@]}"; do
 done
 echo
 echo "total: $total_pass passed, $total_fail failed, $total_skip skipped ($SECONDS s)"
+# What failed, again, at the very end, below the totals: a CI report that
+# keeps only the last twenty-odd lines of a long run still says which test
+# failed and why (the table above it is longer than that).
+if [ "${#failed_suites[@]}" -gt 0 ]; then
+    echo "=== failures"
+    for suite in "${failed_suites[@]}"; do
+        grep -E '^(FAIL|not ok)|^test .* FAILED$|panicked at' "build/compat-tests/$suite.log" | head -3 | cut -c1-300 | sed "s/^/$suite: /"
+    done
+fi
 [ "$total_fail" -eq 0 ]
