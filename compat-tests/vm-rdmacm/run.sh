@@ -43,6 +43,14 @@ else
     fail "mixed.c builds" "$(head -n3 "$OUT/mixed.build" | tr '\n' ' ')"
 fi
 
+# rsecho (soft-rdmacm's plain TCP echo) for librspreload.so on the wire
+# part, built against Debian's librdmacm headers
+if gcc -O2 -Wall -o "$OUT/rsecho" "$ROOT/compat-tests/soft-rdmacm/rsecho.c" 2>"$OUT/rsecho.build"; then
+    RSECHO=$OUT/rsecho
+else
+    fail "rsecho.c builds" "$(head -n3 "$OUT/rsecho.build" | tr '\n' ' ')"
+fi
+
 # ---- ours: swr0 on the host
 export XDG_RUNTIME_DIR=$OUT/rt
 mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
@@ -52,7 +60,8 @@ LD_LIBRARY_PATH=$LIBDIR RDMAV_SOFT_DEVICES=swr0 SWRDMA_UCMA_LIB=$LIBDIR/libswrdm
 # ---- the kernel's: rxe in the VM
 export VM_RUN_DIR=$OUT/vm
 cache=$(mkdir -p "${VM_CACHE:-build/vm-cache}" && cd "${VM_CACHE:-build/vm-cache}" && pwd)
-{ printf 'GUEST_VM_CACHE=%q\nGUEST_MISUSE=%q\nGUEST_MIXED=%q\n' "$cache" "${MISUSE:-}" "$MIXED"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
+{ printf 'GUEST_VM_CACHE=%q\nGUEST_MISUSE=%q\nGUEST_MIXED=%q\nGUEST_RSECHO=%q\n' "$cache" "${MISUSE:-}" "$MIXED" \
+    "${RSECHO:-}"; cat "$HERE/guest.sh"; } >"$OUT/guest-run.sh"
 # (the wire part, rw0 against rxe, takes a few minutes more under TCG)
 VM_TIMEOUT=${VM_TIMEOUT:-700} bash "$ROOT/compat-tests/vm/vm-run.sh" "$OUT/guest-run.sh" >"$OUT/vm.out" 2>&1
 vrc=$?
@@ -99,8 +108,8 @@ else
             *) how="ours active (the kernel's server on rxe0, rw0 client in netns far)" ;;
         esac
         d=$W/$dir
-        for t in rping ucmatose udaddy mckey rdma_server rdma_xserver rstream riostream cmtime ib_send_lat ib_write_bw \
-            ib_read_lat qperf; do
+        for t in rping ucmatose udaddy mckey rdma_server rdma_xserver rstream riostream cmtime ib_send_lat ib_write_lat \
+            ib_read_lat ib_send_bw ib_write_bw ib_read_bw qperf fio-write fio-read rsecho; do
             c=$d/$t.client.out s=$d/$t.server.out
             crc=$(cat "$d/$t.client.rc" 2>/dev/null) src=$(cat "$d/$t.server.rc" 2>/dev/null)
             case $t in
@@ -117,6 +126,9 @@ else
                 cmtime) ok=$([ "$(grep -cE '^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *: +[0-9.]+' "$c")" = 7 ] &&
                     ! grep -qiE 'error|failure|failing|event: ' "$c" && echo y) src=0 ;;
                 qperf) ok=$([ "$(grep -cE '^(rc_bw|rc_lat):' "$c")" = 2 ] && ! grep -qi 'failed\|error' "$c" && echo y) src=0 ;;
+                fio-*) ok=$(grep -q 'err= 0' "$c" && grep -q 'err= 0' "$s" && grep -qE 'WRITE: .*io=4096KiB' "$c" && echo y) ;;
+                rsecho) ok=$(grep -q 'checked and echoed on an rsocket' "$s" &&
+                    grep -q 'echoed back and checked on an rsocket' "$c" && echo y) ;;
                 ib_*) ok=$(grep -qE '^ *[0-9]+ +200 +[0-9.]+' "$c" && grep -q 'Data ex. method : rdma_cm' "$c" && echo y) ;;
             esac
             if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$ok" = y ]; then

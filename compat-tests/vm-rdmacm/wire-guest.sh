@@ -17,6 +17,11 @@ mkdir -p -m 0700 /tmp/xw
 OURS=(ip netns exec far env XDG_RUNTIME_DIR=/tmp/xw LD_LIBRARY_PATH="$PWD/build/lib" RDMAV_SOFT_DEVICES=rw0@veth1
       SWRDMA_WIRED_IDLE_MS=10000 ${WIRE_CM_ENV:-} "$PWD/build/bin/swrdma-cm")
 KERN=(env)
+# the same under librspreload.so (the interposer's wrapper puts itself
+# first in LD_PRELOAD)
+RSPRELOAD=$(dpkg -L librdmacm1 2>/dev/null | grep -m1 '/rsocket/librspreload\.so$')
+OURS_RS=("${OURS[@]:0:$((${#OURS[@]} - 1))}" LD_PRELOAD="${RSPRELOAD:-}" "${OURS[@]: -1}")
+KERN_RS=(env LD_PRELOAD="${RSPRELOAD:-}")
 # cap_start DIR NAME / cap_stop: every datagram to QPN 1 on rxe0's veth0
 # (the CM's MADs, both ways) into DIR/NAME.mads (mad-capture.py; run.sh
 # compares ours with the kernel's field by field, mads.py).
@@ -69,7 +74,7 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     wpair "$d" cmtime "$s" "$c" cmtime -b "$a" -p 7506 -- cmtime -s "$a" -p 7506 -c 20
     wpair "$d" riostream "$s" "$c" riostream -T v -S 4096 -C 100 -b "$a" -p 7507 -- \
         riostream -T v -S 4096 -C 100 -s "$a" -p 7507
-    for t in ib_send_lat ib_write_bw ib_read_lat; do
+    for t in ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw; do
         for i in 1 2 3; do
             wpair "$d" "$t" "$s" "$c" "$t" -d "$sd" -R -F -p 7508 -n 200 -- "$t" -d "$cd" -R -F -p 7508 -n 200 "$a"
             grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$d/$t.client.out" 2>/dev/null || break
@@ -79,6 +84,23 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
         wpair "$d" qperf "$s" "$c" qperf -lp 7509 -- qperf "$a" -lp 7509 -cm1 -t 2 rc_bw rc_lat
         grep -q 'Event rejected' "$d/qperf.client.out" 2>/dev/null || break
     done
+    # fio's rdma engine, 4 MiB in 4 KiB blocks: the client moves them with
+    # RDMA WRITE (verb=write) or RDMA READ (verb=read) into and out of the
+    # server's buffers; the server binds the wildcard address (its bindname
+    # is read as one character)
+    local verb
+    for verb in write read; do
+        wpair "$d" "fio-$verb" "$s" "$c" fio --name=server --ioengine=rdma --port=7510 --rw=read --bs=4k --size=4m \
+            --iodepth=16 -- fio --name=client --ioengine=rdma --hostname="$a" --port=7510 --verb=$verb --rw=write \
+            --bs=4k --size=4m --iodepth=4
+    done
+    # an unchanged TCP program under librdmacm's librspreload.so on both
+    # sides (rsecho: each connected socket must answer SOL_RDMA, which only
+    # an rsocket does; 256 KiB echoed and compared)
+    if [ -n "${GUEST_RSECHO:-}" ] && [ -e "${RSPRELOAD:-}" ]; then
+        wpair "$d" rsecho "${s}_RS" "${c}_RS" "$GUEST_RSECHO" server 7511 262144 "$a" -- \
+            "$GUEST_RSECHO" client 7511 262144 "$a"
+    fi
     # no listener on the port: the kernel's (or our agent's) REJ 8, while
     # the server's host runs rdma_cm (a listener on another port; with no
     # process of ours using rdma_cm on rw0 there is no agent to answer,
@@ -96,6 +118,7 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     wait "$other" || true
 }
 OURS_C=("${OURS[@]}")
+OURS_C_RS=("${OURS_RS[@]}")
 [[ ours-passive =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-passive" OURS KERN 192.0.2.2
 [[ ours-active =~ ${WIRE_CM_DIRS:-.} ]] && workloads "$W/ours-active" KERN OURS_C 192.0.2.1
 # Command for command: vm-rdmacm's workloads (workloads.sh) once more with
