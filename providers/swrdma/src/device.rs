@@ -490,8 +490,85 @@ fn prune(dir: &Path, len: usize) {
     }
 }
 
-/// Writes the sysfs-shaped description of the device into its directory.
+/// The files of the device's sysfs-shaped description: path, content.
+fn tree_files(info: &DevInfo) -> Vec<(PathBuf, String)> {
+    let d = &info.path;
+    let mut f: Vec<(PathBuf, String)> = Vec::with_capacity(3 * info.gid_tbl_len() + 24);
+    let mut put = |path: PathBuf, content: &str| f.push((path, content.to_owned()));
+    put(d.join("node_guid"), &format!("{}\n", fmt_guid(info.guid)));
+    put(d.join("sys_image_guid"), &format!("{}\n", fmt_guid(info.guid)));
+    put(d.join("node_type"), "1: CA\n");
+    put(d.join("node_desc"), &format!("swrdma {}\n", info.name));
+    put(d.join("fw_ver"), "44.0.0\n");
+    put(d.join("hw_rev"), "0\n");
+    put(d.join("hca_type"), "swrdma\n");
+    let p = d.join("ports/1");
+    // Every slot of the table has its files.  An empty slot's GID is the
+    // zero GID, as in the kernel's sysfs.  The kernel fails reads of an
+    // empty slot's type and netdev (EINVAL), which the library's sysfs
+    // reading takes as type `IB/RoCE v1` and no netdev: so an empty slot has
+    // that type and no netdev file, and every GID query answers for it what
+    // upstream answers for an empty slot of an rxe device (`ibv_query_gid`:
+    // the zero GID; `ibv_query_gid_ex`: ENODATA; `ibv_query_gid_type`:
+    // `IB/RoCE v1`; `ibv_query_gid_table` skips it).
+    let zero = format!("{}\n", fmt_gid(&[0u8; 16]));
+    for i in 0..info.gid_tbl_len() {
+        let (gid, ty) = match info.gids.get(i) {
+            Some(g) => (format!("{}\n", fmt_gid(g)), info.gid_type_str(i)),
+            None => (zero.clone(), "IB/RoCE v1"),
+        };
+        put(p.join(format!("gids/{i}")), &gid);
+        put(p.join(format!("gid_attrs/types/{i}")), &format!("{ty}\n"));
+        if i < info.gids.len() {
+            put(p.join(format!("gid_attrs/ndevs/{i}")), &format!("{}\n", info.ndev()));
+        }
+    }
+    put(p.join("pkeys/0"), "0xffff\n");
+    put(p.join("link_layer"), "Ethernet\n");
+    let (state, phys) = port_state(info.wire.as_ref());
+    put(
+        p.join("state"),
+        if state == IBV_PORT_ACTIVE {
+            "4: ACTIVE\n"
+        } else {
+            "1: DOWN\n"
+        },
+    );
+    put(
+        p.join("phys_state"),
+        match phys {
+            5 => "5: LinkUp\n",
+            2 => "2: Polling\n",
+            _ => "3: Disabled\n",
+        },
+    );
+    put(p.join("lid"), "0x0\n");
+    put(p.join("lid_mask_count"), "0\n");
+    put(p.join("sm_lid"), "0x0\n");
+    put(p.join("sm_sl"), "0\n");
+    put(p.join("rate"), "100 Gb/sec (4X EDR)\n");
+    // (last: `write_tree` takes it as the sign that a tree is complete)
+    put(p.join("cap_mask"), "0x04010000\n");
+    f
+}
+
+/// How long a tree this process wrote is taken as still there, unchanged,
+/// when the same description is asked for again (a context opened just
+/// after the device list was read, and librdmacm's own open after it).
+const TREE_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The tree each device path last got from this process: a hash of its
+/// files and when.
+static TREES: std::sync::Mutex<Vec<(PathBuf, u64, std::time::Instant)>> = std::sync::Mutex::new(Vec::new());
+
+/// Writes the sysfs-shaped description of the device into its directory:
+/// each file whose content differs (see `put`), then what an earlier,
+/// larger table left is pruned.  A tree this process wrote with the same
+/// content less than `TREE_FRESH` ago, whose last file is still there, is
+/// not read again (2,000 files for a table of 1,024 GIDs: milliseconds
+/// that every context open would otherwise spend).
 pub fn write_tree(info: &DevInfo) -> std::io::Result<()> {
+    use std::hash::{Hash, Hasher};
     let d = &info.path;
     if let Some(parent) = d.parent() {
         private_dir(parent)?;
@@ -508,64 +585,33 @@ pub fn write_tree(info: &DevInfo) -> std::io::Result<()> {
     ] {
         sub_dir(&d.join(sub))?;
     }
-    put(&d.join("node_guid"), &format!("{}\n", fmt_guid(info.guid)))?;
-    put(&d.join("sys_image_guid"), &format!("{}\n", fmt_guid(info.guid)))?;
-    put(&d.join("node_type"), "1: CA\n")?;
-    put(&d.join("node_desc"), &format!("swrdma {}\n", info.name))?;
-    put(&d.join("fw_ver"), "44.0.0\n")?;
-    put(&d.join("hw_rev"), "0\n")?;
-    put(&d.join("hca_type"), "swrdma\n")?;
-    let p = d.join("ports/1");
-    // Every slot of the table has its files.  An empty slot's GID is the
-    // zero GID, as in the kernel's sysfs.  The kernel fails reads of an
-    // empty slot's type and netdev (EINVAL), which the library's sysfs
-    // reading takes as type `IB/RoCE v1` and no netdev: so an empty slot has
-    // that type and no netdev file, and every GID query answers for it what
-    // upstream answers for an empty slot of an rxe device (`ibv_query_gid`:
-    // the zero GID; `ibv_query_gid_ex`: ENODATA; `ibv_query_gid_type`:
-    // `IB/RoCE v1`; `ibv_query_gid_table` skips it).
-    let zero = format!("{}\n", fmt_gid(&[0u8; 16]));
-    for i in 0..info.gid_tbl_len() {
-        let (gid, ty) = match info.gids.get(i) {
-            Some(g) => (format!("{}\n", fmt_gid(g)), info.gid_type_str(i)),
-            None => (zero.clone(), "IB/RoCE v1"),
-        };
-        put(&p.join(format!("gids/{i}")), &gid)?;
-        put(&p.join(format!("gid_attrs/types/{i}")), &format!("{ty}\n"))?;
-        if i < info.gids.len() {
-            put(&p.join(format!("gid_attrs/ndevs/{i}")), &format!("{}\n", info.ndev()))?;
+    let files = tree_files(info);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    files.hash(&mut h);
+    let sum = h.finish();
+    let now = std::time::Instant::now();
+    let last = files.last().map(|(p, _)| p.clone()).unwrap_or_default();
+    {
+        let t = TREES.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = t
+            .iter()
+            .any(|(p, s, at)| p == d && *s == sum && now.duration_since(*at) < TREE_FRESH);
+        if fresh && std::fs::symlink_metadata(&last).is_ok_and(|m| m.is_file()) {
+            return Ok(());
         }
+    }
+    for (path, content) in &files {
+        put(path, content)?;
     }
     // What an earlier, larger table (another interface state, or the name
     // used for another kind of device) left.
+    let p = d.join("ports/1");
     prune(&p.join("gids"), info.gid_tbl_len());
     prune(&p.join("gid_attrs/types"), info.gid_tbl_len());
     prune(&p.join("gid_attrs/ndevs"), info.gids.len());
-    put(&p.join("pkeys/0"), "0xffff\n")?;
-    put(&p.join("link_layer"), "Ethernet\n")?;
-    let (state, phys) = port_state(info.wire.as_ref());
-    put(
-        &p.join("state"),
-        if state == IBV_PORT_ACTIVE {
-            "4: ACTIVE\n"
-        } else {
-            "1: DOWN\n"
-        },
-    )?;
-    put(
-        &p.join("phys_state"),
-        match phys {
-            5 => "5: LinkUp\n",
-            2 => "2: Polling\n",
-            _ => "3: Disabled\n",
-        },
-    )?;
-    put(&p.join("lid"), "0x0\n")?;
-    put(&p.join("lid_mask_count"), "0\n")?;
-    put(&p.join("sm_lid"), "0x0\n")?;
-    put(&p.join("sm_sl"), "0\n")?;
-    put(&p.join("rate"), "100 Gb/sec (4X EDR)\n")?;
-    put(&p.join("cap_mask"), "0x04010000\n")?;
+    let mut t = TREES.lock().unwrap_or_else(|e| e.into_inner());
+    t.retain(|(p, _, _)| p != d);
+    t.push((d.clone(), sum, now));
     Ok(())
 }
 

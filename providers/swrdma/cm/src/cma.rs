@@ -15,6 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use crate::conn::{self, CmState, Conn};
 use crate::ipcm::{self, IpCmHdr, IPCM_HDR_LEN};
 use crate::mad::{self, Mad, Msg};
+use crate::timers::{Timers, Tracked};
 use ibverbs_abi::*;
 
 pub type Handle = u32;
@@ -376,7 +377,9 @@ fn is_mc_event(e: &Event) -> bool {
 /// The model: every id and channel of one process.
 pub struct Cma<H: Host> {
     pub host: H,
-    ids: BTreeMap<Handle, Id>,
+    ids: Tracked<Id>,
+    /// The ids' deadlines (see `timers.rs`).
+    timers: Timers,
     mcs: BTreeMap<u32, Mc>,
     /// Our local comm ID -> id.
     by_comm: HashMap<u32, Handle>,
@@ -413,7 +416,8 @@ impl<H: Host> Cma<H> {
     pub fn new(host: H) -> Cma<H> {
         Cma {
             host,
-            ids: BTreeMap::new(),
+            ids: Tracked::default(),
+            timers: Timers::default(),
             mcs: BTreeMap::new(),
             by_comm: HashMap::new(),
             by_remote: HashMap::new(),
@@ -538,7 +542,7 @@ impl<H: Host> Cma<H> {
             },
             private_data: Vec::new(),
         };
-        let chan = self.ids[&h].chan;
+        let chan = self.ids.get(&h).map(|id| id.chan).unwrap_or_default();
         self.push(
             chan,
             Event {
@@ -1588,11 +1592,29 @@ impl<H: Host> Cma<H> {
 
     // ---------------------------------------------------------------- timers
 
-    pub fn next_deadline(&self) -> Option<u64> {
-        // One pass over the ids (it runs after every command).
+    pub fn next_deadline(&mut self) -> Option<u64> {
+        self.sync_timers();
+        let ids = &self.ids;
+        let mut min = self
+            .timers
+            .earliest(|h| ids.get(&h).and_then(|id| id.conn.as_ref()?.deadline()));
+        if self.timers.any_watched() {
+            min = Some(min.map_or(self.next_peer_check, |m| m.min(self.next_peer_check)));
+        }
+        debug_assert_eq!(
+            min,
+            self.next_deadline_by_pass(),
+            "the timer heap agrees with a pass over the ids"
+        );
+        min
+    }
+
+    /// `next_deadline` the slow way: one pass over every id (what the
+    /// heap must agree with; debug builds check it).
+    fn next_deadline_by_pass(&self) -> Option<u64> {
         let mut min: Option<u64> = None;
         let mut peers = false;
-        for id in self.ids.values() {
+        for (_, id) in self.ids.iter() {
             let Some(c) = id.conn.as_ref() else { continue };
             if let Some(d) = c.deadline() {
                 min = Some(min.map_or(d, |m| m.min(d)));
@@ -1603,6 +1625,28 @@ impl<H: Host> Cma<H> {
             min = Some(min.map_or(self.next_peer_check, |m| m.min(self.next_peer_check)));
         }
         min
+    }
+
+    /// Brings the timer heap up to date with the ids changed since.
+    fn sync_timers(&mut self) {
+        let touched = self.ids.take_touched();
+        if touched.is_empty() {
+            return;
+        }
+        let ids = &self.ids;
+        self.timers.sync(
+            touched,
+            ids.len(),
+            |h| {
+                ids.get(&h)
+                    .map(|id| (id.conn.as_ref().and_then(|c| c.deadline()), Self::watched(id).is_some()))
+            },
+            || {
+                ids.iter()
+                    .map(|(h, id)| (*h, id.conn.as_ref().and_then(|c| c.deadline())))
+                    .collect()
+            },
+        );
     }
 
     /// The peer of a connection whose state waits on it, when the host
@@ -1684,12 +1728,11 @@ impl<H: Host> Cma<H> {
 
     pub fn tick(&mut self, now: u64) {
         self.check_peers(now);
-        let due: Vec<Handle> = self
-            .ids
-            .iter()
-            .filter(|(_, id)| id.conn.as_ref().and_then(|c| c.deadline()).is_some_and(|d| d <= now))
-            .map(|(h, _)| *h)
-            .collect();
+        self.sync_timers();
+        let ids = &self.ids;
+        let due = self
+            .timers
+            .due(now, |h| ids.get(&h).and_then(|id| id.conn.as_ref()?.deadline()));
         for h in due {
             let Some(id) = self.ids.get_mut(&h) else { continue };
             let Some(c) = id.conn.as_mut() else { continue };
@@ -1822,7 +1865,7 @@ impl<H: Host> Cma<H> {
 
     fn find_listener(&self, ps: u16, port: u16, dst: IpAddr) -> Option<Handle> {
         let mut wildcard = None;
-        for (h, id) in &self.ids {
+        for (h, id) in self.ids.iter() {
             if id.state != IdState::Listen || id.ps != ps || id.port != Some(port) {
                 continue;
             }

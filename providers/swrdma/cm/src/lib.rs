@@ -18,6 +18,7 @@ pub mod mad;
 pub mod names;
 #[doc(hidden)]
 pub mod testkit;
+pub mod timers;
 
 #[cfg(test)]
 mod tests_cma;

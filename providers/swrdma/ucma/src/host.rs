@@ -396,6 +396,11 @@ impl SoftHost {
         self.own.as_ref().map(|f| f.as_raw_fd())
     }
 
+    /// Looks the soft devices and their addresses up (once; see `devs`).
+    pub fn learn_devices(&mut self) {
+        let _ = self.devs();
+    }
+
     fn devs(&mut self) -> &[SoftDev] {
         if self.verbs.is_none() {
             self.verbs = Verbs::load();

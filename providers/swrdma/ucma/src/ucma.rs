@@ -191,6 +191,11 @@ impl Model {
         let id = self.next_chan;
         self.next_chan += 1;
         self.chans.insert(fd, Chan { id, signalled: false });
+        // The soft devices' addresses are looked up now, as the kernel's
+        // rdma_cm has its devices before any program asks: not in the
+        // first command that needs them (a RESOLVE_IP of cmtime's timed
+        // step, which then waited for every soft device's context to open).
+        self.cma.host.learn_devices();
     }
 
     pub fn close_channel(&mut self, fd: RawFd) {
@@ -212,7 +217,7 @@ impl Model {
     /// that no waiter watches.  A message queued behind others for the
     /// same receiver needs no kick: the waiter already watched says when
     /// it can go.
-    pub fn needs_kick(&self, timers: bool) -> bool {
+    pub fn needs_kick(&mut self, timers: bool) -> bool {
         let h = &self.cma.host;
         h.sockets_changed
             || h.unwatched
