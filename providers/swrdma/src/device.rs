@@ -494,14 +494,14 @@ fn prune(dir: &Path, len: usize) {
 fn tree_files(info: &DevInfo) -> Vec<(PathBuf, String)> {
     let d = &info.path;
     let mut f: Vec<(PathBuf, String)> = Vec::with_capacity(3 * info.gid_tbl_len() + 24);
-    let mut put = |path: PathBuf, content: &str| f.push((path, content.to_owned()));
-    put(d.join("node_guid"), &format!("{}\n", fmt_guid(info.guid)));
-    put(d.join("sys_image_guid"), &format!("{}\n", fmt_guid(info.guid)));
-    put(d.join("node_type"), "1: CA\n");
-    put(d.join("node_desc"), &format!("swrdma {}\n", info.name));
-    put(d.join("fw_ver"), "44.0.0\n");
-    put(d.join("hw_rev"), "0\n");
-    put(d.join("hca_type"), "swrdma\n");
+    let mut file = |path: PathBuf, content: &str| f.push((path, content.to_owned()));
+    file(d.join("node_guid"), &format!("{}\n", fmt_guid(info.guid)));
+    file(d.join("sys_image_guid"), &format!("{}\n", fmt_guid(info.guid)));
+    file(d.join("node_type"), "1: CA\n");
+    file(d.join("node_desc"), &format!("swrdma {}\n", info.name));
+    file(d.join("fw_ver"), "44.0.0\n");
+    file(d.join("hw_rev"), "0\n");
+    file(d.join("hca_type"), "swrdma\n");
     let p = d.join("ports/1");
     // Every slot of the table has its files.  An empty slot's GID is the
     // zero GID, as in the kernel's sysfs.  The kernel fails reads of an
@@ -517,16 +517,16 @@ fn tree_files(info: &DevInfo) -> Vec<(PathBuf, String)> {
             Some(g) => (format!("{}\n", fmt_gid(g)), info.gid_type_str(i)),
             None => (zero.clone(), "IB/RoCE v1"),
         };
-        put(p.join(format!("gids/{i}")), &gid);
-        put(p.join(format!("gid_attrs/types/{i}")), &format!("{ty}\n"));
+        file(p.join(format!("gids/{i}")), &gid);
+        file(p.join(format!("gid_attrs/types/{i}")), &format!("{ty}\n"));
         if i < info.gids.len() {
-            put(p.join(format!("gid_attrs/ndevs/{i}")), &format!("{}\n", info.ndev()));
+            file(p.join(format!("gid_attrs/ndevs/{i}")), &format!("{}\n", info.ndev()));
         }
     }
-    put(p.join("pkeys/0"), "0xffff\n");
-    put(p.join("link_layer"), "Ethernet\n");
+    file(p.join("pkeys/0"), "0xffff\n");
+    file(p.join("link_layer"), "Ethernet\n");
     let (state, phys) = port_state(info.wire.as_ref());
-    put(
+    file(
         p.join("state"),
         if state == IBV_PORT_ACTIVE {
             "4: ACTIVE\n"
@@ -534,7 +534,7 @@ fn tree_files(info: &DevInfo) -> Vec<(PathBuf, String)> {
             "1: DOWN\n"
         },
     );
-    put(
+    file(
         p.join("phys_state"),
         match phys {
             5 => "5: LinkUp\n",
@@ -542,13 +542,13 @@ fn tree_files(info: &DevInfo) -> Vec<(PathBuf, String)> {
             _ => "3: Disabled\n",
         },
     );
-    put(p.join("lid"), "0x0\n");
-    put(p.join("lid_mask_count"), "0\n");
-    put(p.join("sm_lid"), "0x0\n");
-    put(p.join("sm_sl"), "0\n");
-    put(p.join("rate"), "100 Gb/sec (4X EDR)\n");
+    file(p.join("lid"), "0x0\n");
+    file(p.join("lid_mask_count"), "0\n");
+    file(p.join("sm_lid"), "0x0\n");
+    file(p.join("sm_sl"), "0\n");
+    file(p.join("rate"), "100 Gb/sec (4X EDR)\n");
     // (last: `write_tree` takes it as the sign that a tree is complete)
-    put(p.join("cap_mask"), "0x04010000\n");
+    file(p.join("cap_mask"), "0x04010000\n");
     f
 }
 

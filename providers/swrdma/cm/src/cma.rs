@@ -517,6 +517,7 @@ impl<H: Host> Cma<H> {
         }
         let id = self.ids.get(&h).ok_or(ENOENT)?;
         let dev = id.dev.clone().ok_or(EINVAL)?;
+        let chan = id.chan;
         if !matches!(id.state, IdState::AddrBound | IdState::AddrResolved) || id.qp_type != qpt::UD {
             return Err(EINVAL);
         }
@@ -542,7 +543,6 @@ impl<H: Host> Cma<H> {
             },
             private_data: Vec::new(),
         };
-        let chan = self.ids.get(&h).map(|id| id.chan).unwrap_or_default();
         self.push(
             chan,
             Event {
