@@ -261,7 +261,7 @@ fn check_async_pipe(fd: BorrowedFd<'_>) -> Result<(), String> {
     fcntl_setfl(fd, fl | OFlags::NONBLOCK).map_err(|e| format!("async pipe: {e}"))
 }
 
-fn timespec(d: Duration) -> Timespec {
+pub(crate) fn timespec(d: Duration) -> Timespec {
     Timespec {
         tv_sec: d.as_secs() as i64,
         tv_nsec: d.subsec_nanos() as i64,
@@ -370,8 +370,7 @@ impl Agent {
                 let d = r.since + REFUSING_DEADLINE;
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
-            if self.qp1.as_ref().is_some_and(|q| q.waiting()) {
-                let d = now + Duration::from_millis(1);
+            if let Some(d) = self.qp1.as_ref().and_then(|q| q.flush_at()) {
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
             if let Some(d) = self.qp1.as_ref().and_then(|q| q.check_at()) {
@@ -400,7 +399,11 @@ impl Agent {
                     t => self.drop_client(t / 2, "its process exited"),
                 }
             }
-            if let Some(q) = self.qp1.as_mut().filter(|q| q.waiting()) {
+            if let Some(q) = self
+                .qp1
+                .as_mut()
+                .filter(|q| q.flush_at().is_some_and(|t| t <= Instant::now()))
+            {
                 q.flush();
             }
             if let Some(q) = self

@@ -96,6 +96,8 @@ pub struct Stats {
     pub answered: u64,
     /// Connections ended for a process that was gone (DREQ or REJ sent).
     pub ended: u64,
+    /// MADs that waited in the agent for a full receiver.
+    pub waited: u64,
 }
 
 /// Epoll tags of the relay's descriptors: the top bit marks them apart
@@ -107,6 +109,7 @@ const K_CONN: u64 = 2;
 const K_CM: u64 = 3;
 const K_PEER: u64 = 4;
 const K_FLOW: u64 = 5;
+const K_WAIT: u64 = 6;
 
 fn tag(kind: u64, fd: BorrowedFd<'_>) -> u64 {
     TAG | kind << 40 | fd.as_raw_fd() as u32 as u64
@@ -149,6 +152,15 @@ pub struct Qp1 {
     /// or DREQs would otherwise cost the CM's retry timers).
     pending: HashMap<Vec<u8>, std::collections::VecDeque<Waiting>>,
     pending_len: usize,
+    /// For each receiver with MADs in `pending`, a socket connected to it
+    /// (sending nothing), watched for `EPOLLOUT`: the kernel signals it as
+    /// soon as the receiver takes a datagram off its full queue (or goes),
+    /// so what waits goes again at once, not on a timer.
+    waiters: HashMap<Vec<u8>, OwnedFd>,
+    /// The receiver each waiter watches, by its descriptor.
+    waiting_on: HashMap<i32, Vec<u8>>,
+    /// When [`Qp1::flush`] must run (see [`Qp1::flush_at`]).
+    flush_deadline: Option<Instant>,
     /// The processes' connections, to end those of a process that exits
     /// without ending them (`ends.rs`).
     ends: Ends,
@@ -166,6 +178,10 @@ type Waiting = (IpAddr, [u8; MAD_LEN], Instant);
 /// (in all; beyond, they are dropped as a full link drops them).
 const PENDING_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 const PENDING_MAX: usize = 65536;
+/// How soon what waits for a receiver that no waiter watches goes again,
+/// and how often what waits for watched ones is looked at (for expiry).
+const UNWATCHED_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+const WAITED_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What became of a MAD sent to a process.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -289,6 +305,9 @@ impl Qp1 {
             routes: HashMap::new(),
             pending: HashMap::new(),
             pending_len: 0,
+            waiters: HashMap::new(),
+            waiting_on: HashMap::new(),
+            flush_deadline: None,
             ends: Ends::default(),
             next_check: None,
             tid: u64::from(std::process::id()) << 32,
@@ -319,6 +338,7 @@ impl Qp1 {
             K_CM => self.read_cm(),
             K_PEER => self.read_peer(fd),
             K_FLOW => self.read_flow(fd),
+            K_WAIT => self.waiter_ready(fd),
             _ => {}
         }
     }
@@ -519,6 +539,7 @@ impl Qp1 {
     /// host `ip` to process socket `to`; false when nobody holds the name.
     fn give_process(&mut self, ip: IpAddr, to: &[u8], mad_bytes: &[u8; MAD_LEN]) -> bool {
         if let Some(q) = self.pending.get_mut(to) {
+            self.stats.waited += 1;
             if self.pending_len < PENDING_MAX {
                 q.push_back((ip, *mad_bytes, Instant::now() + PENDING_FOR));
                 self.pending_len += 1;
@@ -532,10 +553,12 @@ impl Qp1 {
             Sent::Yes => true,
             Sent::Nobody => false,
             Sent::Full => {
+                self.stats.waited += 1;
                 if self.pending_len < PENDING_MAX {
                     let e = (ip, *mad_bytes, Instant::now() + PENDING_FOR);
                     self.pending.entry(to.to_vec()).or_default().push_back(e);
                     self.pending_len += 1;
+                    self.wait_for(to);
                 }
                 true
             }
@@ -587,33 +610,95 @@ impl Qp1 {
         self.next_check = (!self.ends.is_empty()).then(|| Instant::now() + CHECK_EVERY);
     }
 
-    /// Whether MADs wait for full receivers (the agent then wakes up
-    /// every millisecond to send them again).
-    pub fn waiting(&self) -> bool {
-        self.pending_len > 0
+    /// When the agent must send again what waits, whatever else happens:
+    /// in a millisecond while a receiver has MADs waiting and no waiter
+    /// watching it, else in a second (what waited too long is dropped then);
+    /// None when nothing waits.
+    pub fn flush_at(&self) -> Option<Instant> {
+        self.flush_deadline.filter(|_| self.pending_len > 0)
     }
 
-    /// Sends again, in order, what waits for full receivers; drops what
-    /// waited too long or whose receiver is gone.
-    pub fn flush(&mut self) {
-        let mut queues = std::mem::take(&mut self.pending);
-        let now = Instant::now();
-        for (to, q) in queues.iter_mut() {
-            while let Some((ip, mad_bytes, until)) = q.front() {
-                let from = self.peers.get(ip).map(|p| p.sock.as_fd());
-                let sent = match from {
-                    Some(f) if *until > now => send_unix(f, to, mad_bytes),
-                    _ => Sent::Nobody,
-                };
-                if sent == Sent::Full {
-                    break;
-                }
-                q.pop_front();
-                self.pending_len -= 1;
-            }
+    /// A MAD waits for receiver `to`'s full queue: watch the queue.
+    fn wait_for(&mut self, to: &[u8]) {
+        if self.waiters.contains_key(to) {
+            return;
         }
-        queues.retain(|_, q| !q.is_empty());
-        self.pending = queues;
+        let made = dgram(None).and_then(|fd| {
+            rustix::net::connect(&fd, &SocketAddrUnix::new_abstract_name(to)?)?;
+            use rustix::event::epoll;
+            let data = epoll::EventData::new_u64(tag(K_WAIT, fd.as_fd()));
+            epoll::add(&self.epoll, &fd, data, epoll::EventFlags::OUT)?;
+            Ok(fd)
+        });
+        let soon = Instant::now()
+            + match made {
+                Ok(fd) => {
+                    self.waiting_on.insert(fd.as_raw_fd(), to.to_vec());
+                    self.waiters.insert(to.to_vec(), fd);
+                    WAITED_CHECK
+                }
+                Err(_) => UNWATCHED_RETRY,
+            };
+        self.flush_deadline = Some(self.flush_deadline.map_or(soon, |d| d.min(soon)));
+    }
+
+    /// Sends again, in order, what waits for receiver `to`, until it is
+    /// full again; drops what waited too long or whose receiver is gone.
+    /// A receiver with nothing left waiting loses its waiter (closed, which
+    /// takes it out of the epoll set).
+    fn flush_one(&mut self, to: &[u8], now: Instant) {
+        let Some(mut q) = self.pending.remove(to) else {
+            self.drop_waiter(to);
+            return;
+        };
+        while let Some((ip, mad_bytes, until)) = q.front() {
+            let from = self.peers.get(ip).map(|p| p.sock.as_fd());
+            let sent = match from {
+                Some(f) if *until > now => send_unix(f, to, mad_bytes),
+                _ => Sent::Nobody,
+            };
+            if sent == Sent::Full {
+                break;
+            }
+            q.pop_front();
+            self.pending_len -= 1;
+        }
+        if q.is_empty() {
+            self.drop_waiter(to);
+        } else {
+            self.pending.insert(to.to_vec(), q);
+        }
+    }
+
+    fn drop_waiter(&mut self, to: &[u8]) {
+        if let Some(fd) = self.waiters.remove(to) {
+            self.waiting_on.remove(&fd.as_raw_fd());
+        }
+    }
+
+    /// The waiter `fd` says its receiver has room again.
+    fn waiter_ready(&mut self, fd: i32) {
+        if let Some(to) = self.waiting_on.get(&fd).cloned() {
+            self.flush_one(&to, Instant::now());
+        }
+    }
+
+    /// Sends again, in order, what waits for every full receiver (when
+    /// [`Qp1::flush_at`] is due), and watches the receivers that no waiter
+    /// watches yet.
+    pub fn flush(&mut self) {
+        let now = Instant::now();
+        self.flush_deadline = None;
+        let names: Vec<Vec<u8>> = self.pending.keys().cloned().collect();
+        for to in &names {
+            self.flush_one(to, now);
+        }
+        let names: Vec<Vec<u8>> = self.pending.keys().cloned().collect();
+        for to in &names {
+            self.wait_for(to);
+            let later = now + WAITED_CHECK;
+            self.flush_deadline = Some(self.flush_deadline.map_or(later, |d| d.min(later)));
+        }
     }
 
     /// Notes which process holds the comm ID a message it sends names as
@@ -913,6 +998,71 @@ mod tests {
             assert_eq!(q.check(&m, &crafted(&m, 0xffff, &long)), None, "{n} bytes");
         }
         assert_eq!(q.check(&m, &crafted(&m, 0xffff, &mad_bytes[..255])), None);
+    }
+
+    #[test]
+    fn mads_for_a_full_receiver_go_as_soon_as_it_reads_in_order() {
+        use rustix::event::epoll;
+        let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
+        let scope = format!("t{}w", std::process::id());
+        let mut q = Qp1::new(rustix::process::geteuid().as_raw(), 1, &scope, ep.as_fd()).unwrap();
+        let host: IpAddr = "169.254.9.1".parse().unwrap();
+        assert!(q.peer(host, None));
+        let name = format!("swrdma-test/{}/full", std::process::id()).into_bytes();
+        let rx = dgram(Some(&name)).unwrap();
+        let mad = |i: u32| {
+            Mad {
+                tid: u64::from(i),
+                msg: Msg::Rtu(mad::Rtu {
+                    local_comm_id: i,
+                    remote_comm_id: 1,
+                    ..Default::default()
+                }),
+            }
+            .encode()
+        };
+        // more than a Unix datagram queue takes (net.unix.max_dgram_qlen)
+        let n = 300u32;
+        for i in 0..n {
+            assert!(q.give_process(host, &name, &mad(i)));
+        }
+        assert!(q.stats.waited > 0, "the queue never filled");
+        let due = q.flush_at().expect("MADs wait");
+        assert!(
+            due > Instant::now() + std::time::Duration::from_millis(100),
+            "a waiter watches them, no 1 ms timer"
+        );
+        // the receiver reads: the waiter's event comes, and what waited goes
+        // on at once, in order, until all are there
+        let mut got = Vec::new();
+        let mut buf = [0u8; MAD_LEN + 8];
+        let mut events = Vec::with_capacity(8);
+        for _ in 0..10_000 {
+            while let Ok((len, _)) = rustix::net::recv(&rx, &mut buf, RecvFlags::DONTWAIT) {
+                assert_eq!(len, MAD_LEN);
+                let Ok(Mad { msg: Msg::Rtu(r), .. }) = Mad::decode(&buf[..MAD_LEN]) else {
+                    panic!("not the RTU sent")
+                };
+                got.push(r.local_comm_id);
+            }
+            if got.len() == n as usize {
+                break;
+            }
+            events.clear();
+            let t = crate::agent::timespec(std::time::Duration::from_secs(1));
+            epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&t)).unwrap();
+            assert!(
+                !events.is_empty(),
+                "no waiter event within a second ({} of {n} read)",
+                got.len()
+            );
+            for e in events.iter() {
+                q.event(e.data.u64());
+            }
+        }
+        assert_eq!(got, (0..n).collect::<Vec<_>>());
+        assert_eq!(q.flush_at(), None, "nothing waits");
+        assert!(q.waiters.is_empty() && q.waiting_on.is_empty(), "waiters closed");
     }
 
     #[test]
