@@ -342,7 +342,16 @@ struct Conns {
     out: Vec<(u32, OwnedFd)>,
     /// Made to the wire agent's QP1 intake (see [`Sock::to_agent`]).
     agent: Option<OwnedFd>,
+    /// Until when the agent is taken as not reading (a wait for room at
+    /// its intake ran out): meanwhile what finds no room is dropped at once.
+    agent_slow_until: Option<std::time::Instant>,
 }
+
+/// How long a datagram for QP1 waits for room at the wire agent's intake,
+/// and how long an agent that let it wait in vain is not waited for again
+/// (see [`Sock::to_agent`]).
+const AGENT_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+const AGENT_SLOW: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A flow socket: a UDP socket bound to one of our addresses' port 4791
 /// (in the same `SO_REUSEPORT` group) and connected to a peer's address
@@ -794,6 +803,7 @@ impl Sock {
                     inc: Vec::new(),
                     out: Vec::new(),
                     agent: None,
+                    agent_slow_until: None,
                 },
                 flows: Vec::new(),
                 pinned: Vec::new(),
@@ -1058,7 +1068,31 @@ impl Sock {
                 conns.agent = Some(fd);
             }
             let Some(fd) = conns.agent.as_ref() else { return };
-            match sendmsg(fd, &iov, &mut SendAncillaryBuffer::default(), flags) {
+            let mut sent = sendmsg(fd, &iov, &mut SendAncillaryBuffer::default(), flags);
+            if sent == Err(Errno::AGAIN) {
+                // No room: a burst of first MADs from a host the agent has
+                // no flow socket for yet (cmtime's 200 REQs) came this way
+                // faster than the agent reads.  One dropped costs the
+                // peer's CM its retry timer (6.1 s for a REQ), so this
+                // waits for room, up to AGENT_WAIT; an agent that does not
+                // read in that time (stopped) is not waited for again for
+                // AGENT_SLOW, so it can hold this thread up only so much.
+                let now = std::time::Instant::now();
+                if conns.agent_slow_until.is_none_or(|t| t <= now) {
+                    let mut p = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::OUT)];
+                    let t = rustix::event::Timespec {
+                        tv_sec: 0,
+                        tv_nsec: AGENT_WAIT.as_nanos() as i64,
+                    };
+                    if rustix::event::poll(&mut p, Some(&t)).unwrap_or(0) > 0 {
+                        sent = sendmsg(fd, &iov, &mut SendAncillaryBuffer::default(), flags);
+                    }
+                    if sent == Err(Errno::AGAIN) {
+                        conns.agent_slow_until = Some(now + AGENT_SLOW);
+                    }
+                }
+            }
+            match sent {
                 Ok(_) => return record::note(Ev::UdpFwd, payload),
                 Err(Errno::AGAIN) => return record::note(Ev::UdpFwdFull, payload),
                 Err(_) => conns.agent = None,
@@ -1671,6 +1705,7 @@ mod tests {
             inc: Vec::new(),
             out: Vec::new(),
             agent: None,
+            agent_slow_until: None,
         };
         other.forward(&mut conns, 1, &m, &pkt);
         for _ in 0..100 {
@@ -1681,6 +1716,77 @@ mod tests {
         }
         assert_eq!(got, vec![pkt.to_vec()]);
         drop((s, other));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A burst of datagrams for QP1 that the wire agent does not read at
+    /// once (its intake's room is the sender's buffer) waits for room
+    /// rather than being dropped; an agent that does not read at all is
+    /// waited for once, [`AGENT_WAIT`], and then not for [`AGENT_SLOW`].
+    #[test]
+    fn datagrams_for_qp1_wait_for_room_at_the_agent() {
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+        let Some((dir, lo, s)) = first_context("qp1", a) else {
+            return;
+        };
+        let name = swrdma_wired::proto::qp1_name(rustix::process::geteuid().as_raw(), lo, "");
+        let intake = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
+        if rustix::net::bind(&intake, &SocketAddrUnix::new_abstract_name(&name).unwrap()).is_err() {
+            eprintln!("skipped: a wire agent of lo runs");
+            return;
+        }
+        rustix::net::listen(&intake, 8).unwrap();
+        const N: usize = 600;
+        // The agent: takes the connection, reads nothing for 5 ms (less
+        // than AGENT_WAIT), then everything (giving up 2 s after the last).
+        let agent = std::thread::spawn(move || {
+            let c = rustix::net::accept(&intake).unwrap();
+            let two = Some(std::time::Duration::from_secs(2));
+            rustix::net::sockopt::set_socket_timeout(&c, rustix::net::sockopt::Timeout::Recv, two).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let mut buf = [0u8; 2048];
+            let mut n = 0;
+            while n < N {
+                match rustix::net::recv(&c, &mut buf, rustix::net::RecvFlags::empty()) {
+                    Ok((len, _)) if len > 0 => n += 1,
+                    _ => break,
+                }
+            }
+            (n, c)
+        });
+        let m = RxMeta {
+            src: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)),
+            dst: a,
+            sport: 0xd872,
+            tclass: 0,
+            hop: 64,
+        };
+        let mut pkt = [0u8; 300];
+        pkt[5..8].copy_from_slice(&[0, 0, 1]);
+        let mut conns = Conns {
+            inc: Vec::new(),
+            out: Vec::new(),
+            agent: None,
+            agent_slow_until: None,
+        };
+        for _ in 0..N {
+            s.to_agent(&mut conns, &m, &pkt);
+        }
+        let (got, c) = agent.join().unwrap();
+        assert_eq!(got, N, "every datagram for QP1 reached the agent");
+        assert!(conns.agent_slow_until.is_none(), "an agent that reads is not slow");
+        // An agent that reads nothing: waited for once, then not.
+        let t0 = std::time::Instant::now();
+        for _ in 0..N {
+            s.to_agent(&mut conns, &m, &pkt);
+        }
+        let took = t0.elapsed();
+        assert!(conns.agent_slow_until.is_some(), "a full agent not taken as slow");
+        assert!(
+            took < AGENT_WAIT * 10,
+            "{took:?} waited for an agent that does not read"
+        );
+        drop((c, s));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

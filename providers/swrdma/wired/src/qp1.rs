@@ -355,10 +355,15 @@ impl Qp1 {
 
     fn read_conn(&mut self, fd: i32) {
         let mut buf = vec![0u8; fwd::HDR + 2048];
+        // At most 64 at a time (the rest on the next, level-triggered,
+        // event); the loop ends early only on an end or an error.
         for _ in 0..64 {
             let Some(s) = self.conns.get(&fd) else { return };
             match rustix::net::recv(s, &mut buf, RecvFlags::DONTWAIT) {
-                Ok((0, _)) | Err(Errno::CONNRESET) => break,
+                Ok((0, _)) | Err(Errno::CONNRESET) => {
+                    self.close_conn(fd);
+                    return;
+                }
                 Ok((n, got)) if n == got => {
                     let Some((m, _ifindex)) = fwd::parse(&buf[..n]) else {
                         self.stats.dropped += 1;
@@ -369,15 +374,16 @@ impl Qp1 {
                 }
                 Ok(_) => self.stats.dropped += 1,
                 Err(Errno::AGAIN) | Err(Errno::INTR) => return,
-                Err(_) => break,
+                Err(_) => {
+                    self.close_conn(fd);
+                    return;
+                }
             }
         }
-        if let Some(s) = self.conns.get(&fd) {
-            // Closed (or failing): forgotten.
-            if rustix::net::recv(s, &mut [0u8; 1], RecvFlags::DONTWAIT | RecvFlags::PEEK) == Err(Errno::AGAIN) {
-                return;
-            }
-        }
+    }
+
+    /// A process's intake connection ended (closed or failing): forgotten.
+    fn close_conn(&mut self, fd: i32) {
         if let Some(s) = self.conns.remove(&fd) {
             let _ = rustix::event::epoll::delete(&self.epoll, &s);
         }
@@ -1063,6 +1069,67 @@ mod tests {
         assert_eq!(got, (0..n).collect::<Vec<_>>());
         assert_eq!(q.flush_at(), None, "nothing waits");
         assert!(q.waiters.is_empty() && q.waiting_on.is_empty(), "waiters closed");
+    }
+
+    #[test]
+    fn a_burst_handed_over_by_a_process_is_taken_whole_and_its_connection_kept() {
+        use rustix::event::epoll;
+        let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
+        let scope = format!("t{}b", std::process::id());
+        let uid = rustix::process::geteuid().as_raw();
+        let mut q = Qp1::new(uid, 1, &scope, ep.as_fd()).unwrap();
+        let (src, dst): (IpAddr, IpAddr) = ("169.254.9.1".parse().unwrap(), "169.254.9.2".parse().unwrap());
+        let m = fwd::RxMeta {
+            src,
+            dst,
+            sport: swrdma_roce::src_port(1),
+            tclass: 0,
+            hop: 64,
+        };
+        // a process's context: connected to the intake, it hands over more
+        // than the agent reads at one event (64) before the agent runs
+        let conn = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
+        let name = crate::proto::qp1_name(uid, 1, &scope);
+        rustix::net::connect(&conn, &SocketAddrUnix::new_abstract_name(&name).unwrap()).unwrap();
+        let n = 150u32;
+        for i in 0..n {
+            let mad_bytes = Mad {
+                tid: u64::from(i),
+                msg: Msg::Rtu(mad::Rtu {
+                    local_comm_id: i,
+                    remote_comm_id: 1,
+                    ..Default::default()
+                }),
+            }
+            .encode();
+            let mut d = fwd::header(&m, 1).to_vec();
+            d.extend_from_slice(&q.packet(src, dst, &mad_bytes));
+            rustix::net::send(&conn, &d, SendFlags::empty()).unwrap();
+        }
+        let mut events = Vec::with_capacity(8);
+        for _ in 0..100 {
+            if q.stats.wire_in == u64::from(n) {
+                break;
+            }
+            events.clear();
+            let t = crate::agent::timespec(std::time::Duration::from_secs(1));
+            epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&t)).unwrap();
+            assert!(!events.is_empty(), "no event with {} of {n} taken", q.stats.wire_in);
+            for e in events.iter() {
+                q.event(e.data.u64());
+            }
+        }
+        assert_eq!(q.stats.wire_in, u64::from(n), "every MAD handed over was taken");
+        assert_eq!(q.conns.len(), 1, "the process's connection is kept");
+        // and when the process goes, its connection is forgotten
+        drop(conn);
+        events.clear();
+        let t = crate::agent::timespec(std::time::Duration::from_secs(1));
+        epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&t)).unwrap();
+        for e in events.iter() {
+            q.event(e.data.u64());
+        }
+        assert!(q.conns.is_empty(), "a closed connection is forgotten");
     }
 
     #[test]
