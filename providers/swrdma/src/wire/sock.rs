@@ -335,6 +335,7 @@ struct Slot {
 }
 
 /// The forwarding connections of a context.
+#[derive(Default)]
 struct Conns {
     /// Accepted from other contexts (in [`Sock::ep`]).
     inc: Vec<OwnedFd>,
@@ -799,12 +800,7 @@ impl Sock {
             groups: Mutex::new(Vec::new()),
             rx: Mutex::new(Rx {
                 bufs: Bufs::new(),
-                conns: Conns {
-                    inc: Vec::new(),
-                    out: Vec::new(),
-                    agent: None,
-                    agent_slow_until: None,
-                },
+                conns: Conns::default(),
                 flows: Vec::new(),
                 pinned: Vec::new(),
                 next: 0,
@@ -1701,12 +1697,7 @@ mod tests {
         };
         let mut pkt = [0u8; 16];
         pkt[5..8].copy_from_slice(&[0, 1, 0x23]);
-        let mut conns = Conns {
-            inc: Vec::new(),
-            out: Vec::new(),
-            agent: None,
-            agent_slow_until: None,
-        };
+        let mut conns = Conns::default();
         other.forward(&mut conns, 1, &m, &pkt);
         for _ in 0..100 {
             s.recv(64, &mine, &owner, &mut |_, p| got.push(p.to_vec()));
@@ -1763,12 +1754,7 @@ mod tests {
         };
         let mut pkt = [0u8; 300];
         pkt[5..8].copy_from_slice(&[0, 0, 1]);
-        let mut conns = Conns {
-            inc: Vec::new(),
-            out: Vec::new(),
-            agent: None,
-            agent_slow_until: None,
-        };
+        let mut conns = Conns::default();
         for _ in 0..N {
             s.to_agent(&mut conns, &m, &pkt);
         }

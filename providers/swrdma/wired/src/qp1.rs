@@ -906,9 +906,58 @@ mod tests {
     use super::*;
 
     fn relay(tag: &str) -> Qp1 {
+        relay_polled(tag).1
+    }
+
+    /// A relay and the epoll set its descriptors are in.
+    fn relay_polled(tag: &str) -> (OwnedFd, Qp1) {
         let ep = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC).unwrap();
         let scope = format!("t{}{tag}", std::process::id());
-        Qp1::new(rustix::process::geteuid().as_raw(), 1, &scope, ep.as_fd()).unwrap()
+        let q = Qp1::new(rustix::process::geteuid().as_raw(), 1, &scope, ep.as_fd()).unwrap();
+        (ep, q)
+    }
+
+    /// What arrives from `src`'s QP1 for `dst`.
+    fn from_qp1(src: IpAddr, dst: IpAddr) -> fwd::RxMeta {
+        fwd::RxMeta {
+            src,
+            dst,
+            sport: swrdma_roce::src_port(1),
+            tclass: 0,
+            hop: 64,
+        }
+    }
+
+    /// An RTU whose local comm ID is `i`.
+    fn rtu(i: u32) -> [u8; MAD_LEN] {
+        Mad {
+            tid: u64::from(i),
+            msg: Msg::Rtu(mad::Rtu {
+                local_comm_id: i,
+                remote_comm_id: 1,
+                ..Default::default()
+            }),
+        }
+        .encode()
+    }
+
+    /// Hands the relay the events of `ep` until `done`; fails after a
+    /// second without one.
+    fn drive(ep: &OwnedFd, q: &mut Qp1, mut done: impl FnMut(&mut Qp1) -> bool) {
+        let mut events = Vec::with_capacity(8);
+        for _ in 0..10_000 {
+            if done(q) {
+                return;
+            }
+            events.clear();
+            let t = crate::agent::timespec(std::time::Duration::from_secs(1));
+            rustix::event::epoll::wait(ep, rustix::buffer::spare_capacity(&mut events), Some(&t)).unwrap();
+            assert!(!events.is_empty(), "no event within a second");
+            for e in events.iter() {
+                q.event(e.data.u64());
+            }
+        }
+        panic!("never done");
     }
 
     #[test]
@@ -925,13 +974,7 @@ mod tests {
         }
         .encode();
         let p = q.packet(src, dst, &mad_bytes);
-        let m = fwd::RxMeta {
-            src,
-            dst,
-            sport: swrdma_roce::src_port(1),
-            tclass: 0,
-            hop: 64,
-        };
+        let m = from_qp1(src, dst);
         assert_eq!(q.check(&m, &p), Some(mad_bytes));
         // the ICRC covers the addresses, the ports and the MAD
         assert_eq!(q.check(&fwd::RxMeta { sport: 4791, ..m }, &p), None);
@@ -1008,29 +1051,15 @@ mod tests {
 
     #[test]
     fn mads_for_a_full_receiver_go_as_soon_as_it_reads_in_order() {
-        use rustix::event::epoll;
-        let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
-        let scope = format!("t{}w", std::process::id());
-        let mut q = Qp1::new(rustix::process::geteuid().as_raw(), 1, &scope, ep.as_fd()).unwrap();
+        let (ep, mut q) = relay_polled("w");
         let host: IpAddr = "169.254.9.1".parse().unwrap();
         assert!(q.peer(host, None));
         let name = format!("swrdma-test/{}/full", std::process::id()).into_bytes();
         let rx = dgram(Some(&name)).unwrap();
-        let mad = |i: u32| {
-            Mad {
-                tid: u64::from(i),
-                msg: Msg::Rtu(mad::Rtu {
-                    local_comm_id: i,
-                    remote_comm_id: 1,
-                    ..Default::default()
-                }),
-            }
-            .encode()
-        };
         // more than a Unix datagram queue takes (net.unix.max_dgram_qlen)
         let n = 300u32;
         for i in 0..n {
-            assert!(q.give_process(host, &name, &mad(i)));
+            assert!(q.give_process(host, &name, &rtu(i)));
         }
         assert!(q.stats.waited > 0, "the queue never filled");
         let due = q.flush_at().expect("MADs wait");
@@ -1042,8 +1071,7 @@ mod tests {
         // on at once, in order, until all are there
         let mut got = Vec::new();
         let mut buf = [0u8; MAD_LEN + 8];
-        let mut events = Vec::with_capacity(8);
-        for _ in 0..10_000 {
+        drive(&ep, &mut q, |_| {
             while let Ok((len, _)) = rustix::net::recv(&rx, &mut buf, RecvFlags::DONTWAIT) {
                 assert_eq!(len, MAD_LEN);
                 let Ok(Mad { msg: Msg::Rtu(r), .. }) = Mad::decode(&buf[..MAD_LEN]) else {
@@ -1051,21 +1079,8 @@ mod tests {
                 };
                 got.push(r.local_comm_id);
             }
-            if got.len() == n as usize {
-                break;
-            }
-            events.clear();
-            let t = crate::agent::timespec(std::time::Duration::from_secs(1));
-            epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&t)).unwrap();
-            assert!(
-                !events.is_empty(),
-                "no waiter event within a second ({} of {n} read)",
-                got.len()
-            );
-            for e in events.iter() {
-                q.event(e.data.u64());
-            }
-        }
+            got.len() == n as usize
+        });
         assert_eq!(got, (0..n).collect::<Vec<_>>());
         assert_eq!(q.flush_at(), None, "nothing waits");
         assert!(q.waiters.is_empty() && q.waiting_on.is_empty(), "waiters closed");
@@ -1073,63 +1088,25 @@ mod tests {
 
     #[test]
     fn a_burst_handed_over_by_a_process_is_taken_whole_and_its_connection_kept() {
-        use rustix::event::epoll;
-        let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
-        let scope = format!("t{}b", std::process::id());
-        let uid = rustix::process::geteuid().as_raw();
-        let mut q = Qp1::new(uid, 1, &scope, ep.as_fd()).unwrap();
+        let (ep, mut q) = relay_polled("b");
         let (src, dst): (IpAddr, IpAddr) = ("169.254.9.1".parse().unwrap(), "169.254.9.2".parse().unwrap());
-        let m = fwd::RxMeta {
-            src,
-            dst,
-            sport: swrdma_roce::src_port(1),
-            tclass: 0,
-            hop: 64,
-        };
+        let m = from_qp1(src, dst);
         // a process's context: connected to the intake, it hands over more
         // than the agent reads at one event (64) before the agent runs
         let conn = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
-        let name = crate::proto::qp1_name(uid, 1, &scope);
+        let name = crate::proto::qp1_name(q.uid, 1, &q.scope.clone());
         rustix::net::connect(&conn, &SocketAddrUnix::new_abstract_name(&name).unwrap()).unwrap();
-        let n = 150u32;
+        let n = 150u64;
         for i in 0..n {
-            let mad_bytes = Mad {
-                tid: u64::from(i),
-                msg: Msg::Rtu(mad::Rtu {
-                    local_comm_id: i,
-                    remote_comm_id: 1,
-                    ..Default::default()
-                }),
-            }
-            .encode();
             let mut d = fwd::header(&m, 1).to_vec();
-            d.extend_from_slice(&q.packet(src, dst, &mad_bytes));
+            d.extend_from_slice(&q.packet(src, dst, &rtu(i as u32)));
             rustix::net::send(&conn, &d, SendFlags::empty()).unwrap();
         }
-        let mut events = Vec::with_capacity(8);
-        for _ in 0..100 {
-            if q.stats.wire_in == u64::from(n) {
-                break;
-            }
-            events.clear();
-            let t = crate::agent::timespec(std::time::Duration::from_secs(1));
-            epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&t)).unwrap();
-            assert!(!events.is_empty(), "no event with {} of {n} taken", q.stats.wire_in);
-            for e in events.iter() {
-                q.event(e.data.u64());
-            }
-        }
-        assert_eq!(q.stats.wire_in, u64::from(n), "every MAD handed over was taken");
+        drive(&ep, &mut q, |q| q.stats.wire_in == n);
         assert_eq!(q.conns.len(), 1, "the process's connection is kept");
         // and when the process goes, its connection is forgotten
         drop(conn);
-        events.clear();
-        let t = crate::agent::timespec(std::time::Duration::from_secs(1));
-        epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&t)).unwrap();
-        for e in events.iter() {
-            q.event(e.data.u64());
-        }
-        assert!(q.conns.is_empty(), "a closed connection is forgotten");
+        drive(&ep, &mut q, |q| q.conns.is_empty());
     }
 
     #[test]
