@@ -232,12 +232,29 @@ pair() {
     local i
     for i in $(seq $((grace * 10))); do alive "$SPID" || break; sleep 0.1; done
     if alive "$SPID"; then
+        stuck "$SPID" >"$slog.stuck"
         stop "$SPID"; src=killed
     else
         wait "$SPID"; src=$?
     fi
     sweep "$(basename "$slog" .server)" "$SPID" "$c"
     SPID=""
+}
+
+# stuck PID: where the processes under PID (a test's `timeout`) are, one
+# line each: pid, name, and per thread its kernel wait channel and system
+# call number (what a server that did not end was doing).
+stuck() {
+    local p t l kids
+    kids=$(cat /proc/"$1"/task/*/children 2>/dev/null)
+    for p in $kids; do
+        l="$p $(cat /proc/"$p"/comm 2>/dev/null):"
+        for t in /proc/"$p"/task/*; do
+            l="$l $(cat "$t"/comm 2>/dev/null)=$(cat "$t"/wchan 2>/dev/null)/$(cut -d' ' -f1 "$t"/syscall 2>/dev/null)"
+        done
+        echo "$l"
+        stuck "$p"
+    done
 }
 
 # The first line of LOG... that looks like an error (else the last line of
@@ -252,7 +269,9 @@ first_err() {
 }
 # fail NAME, with both exit statuses and the first error line of the logs.
 fail_pair() { # name [why]
-    fail "$1" "server rc=$src client rc=$crc${2:+, $2}: $(first_err "$clog" "$slog")"
+    local st=""
+    [ "$src" = killed ] && st=" | server's last line: $(tail -n1 "$slog" | cut -c1-120) | where it was: $(tr '\n' ';' <"$slog.stuck" 2>/dev/null | cut -c1-400)"
+    fail "$1" "server rc=$src client rc=$crc${2:+, $2}: $(first_err "$clog" "$slog")$st"
 }
 # The same reason, as text.
 fail_pair_why() { echo "server rc=$src client rc=$crc: $(first_err "$clog" "$slog")"; }

@@ -134,7 +134,12 @@ else
             if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "$ok" = y ]; then
                 pass "rw0 <-> rxe, $how: $t"
             else
-                fail "rw0 <-> rxe, $how: $t" "server rc=$src client rc=$crc: $(grep -h -m1 -iE 'error|fail|unable|reject|timed? ?out' "$c" "$s" | head -n1 | cut -c1-200)"
+                # the first error line, else the last lines of both
+                # outputs (what a run that ended well but printed no
+                # result did print)
+                why=$(grep -h -m1 -iE 'error|fail|unable|reject|timed? ?out' "$c" "$s" | head -n1 | cut -c1-200)
+                [ -n "$why" ] || why="client: $(tail -n2 "$c" 2>/dev/null | tr -s ' \n' ' ' | cut -c1-200) | server: $(tail -n2 "$s" 2>/dev/null | tr -s ' \n' ' ' | cut -c1-200)"
+                fail "rw0 <-> rxe, $how: $t" "server rc=$src client rc=$crc: $why"
             fi
         done
         c=$d/nolistener.client.out

@@ -140,11 +140,13 @@ void sti_log(const char *fmt, ...)
  *  - a word between 2^40 and 2^47: where a position-independent program's
  *    heap, stack and libraries lie (no size, key, number or GUID the
  *    libraries send is there);
- *  - a word below 4 GiB inside one of the process's own mappings
- *    (/proc/self/maps, read again for each command): the image, heap and
- *    data of a program that is not position-independent lie from 4 MiB up
- *    (0x400000), where no single rule by value could tell them from a
- *    length.
+ *  - a word below 4 GiB inside one of the process's own mappings (asked
+ *    of the kernel at the time the command is logged, with mincore(2) on
+ *    the word's page: it fails with ENOMEM exactly where /proc/self/maps
+ *    has no mapping, for a thousandth of the cost of reading that file):
+ *    the image, heap and data of a program that is not
+ *    position-independent lie from 4 MiB up (0x400000), where no single
+ *    rule by value could tell them from a length.
  *
  * Which fields hold user pointers is thus not listed: a response address,
  * a buffer given to the "kernel" in driver data (a CQ's or QP's ring, its
@@ -155,71 +157,9 @@ void sti_log(const char *fmt, ...)
  * (a length of 16 MiB while the heap of a non-PIE program spans it) is
  * masked too; [vsyscall] (above 2^47) is not counted.
  */
-struct range { uint64_t lo, hi; };
-static struct range *ranges;
-static size_t nranges, cap_ranges;
-static unsigned long maps_epoch, maps_read_at = ~0UL;
-
-/* A new command: the mappings are read again before its log is written. */
-static void maps_stale(void)
-{
-	maps_epoch++;
-}
-
-static void add_range(uint64_t lo, uint64_t hi)
-{
-	if (hi <= lo || lo >= (1ULL << 47))
-		return;
-	if (nranges && ranges[nranges - 1].hi == lo) { /* adjacent: one range */
-		ranges[nranges - 1].hi = hi;
-		return;
-	}
-	if (nranges == cap_ranges) {
-		size_t n = cap_ranges ? 2 * cap_ranges : 256;
-		struct range *r = realloc(ranges, n * sizeof(*r));
-		if (!r)
-			return;
-		ranges = r;
-		cap_ranges = n;
-	}
-	ranges[nranges++] = (struct range){ lo, hi };
-}
-
-static void read_maps(void)
-{
-	static char buf[65536];
-	char line[64];
-	size_t ll = 0;
-	ssize_t r;
-	int fd;
-
-	maps_read_at = maps_epoch;
-	nranges = 0;
-	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	/* Lines "lo-hi perms ...": only the first field of each is needed. */
-	while ((r = (ssize_t)syscall(SYS_read, fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < r; i++) {
-			char ch = buf[i];
-			if (ch != '\n') {
-				if (ll < sizeof(line) - 1)
-					line[ll++] = ch;
-				continue;
-			}
-			line[ll] = 0;
-			ll = 0;
-			unsigned long long lo, hi;
-			if (sscanf(line, "%llx-%llx", &lo, &hi) == 2)
-				add_range(lo, hi);
-		}
-	}
-	sti_real_close(fd);
-}
-
 static int is_address(uint64_t v, int by_maps)
 {
-	size_t a = 0, b;
+	unsigned char vec;
 
 	if (v >= (1ULL << 40) && v < (1ULL << 47))
 		return 1;
@@ -232,19 +172,9 @@ static int is_address(uint64_t v, int by_maps)
 	 * QUERY_DEVICE answer, under Debian's python3). */
 	if (v >= (1ULL << 32))
 		return 0;
-	if (maps_read_at != maps_epoch)
-		read_maps();
-	b = nranges;
-	while (a < b) { /* the ranges are in address order */
-		size_t m = a + (b - a) / 2;
-		if (v < ranges[m].lo)
-			b = m;
-		else if (v >= ranges[m].hi)
-			a = m + 1;
-		else
-			return 1;
-	}
-	return 0;
+	/* mincore on one page: 0 when the page is mapped (whatever its
+	 * protection or residency), ENOMEM when not. */
+	return syscall(SYS_mincore, (void *)(uintptr_t)(v & ~(uint64_t)4095), (size_t)1, &vec) == 0;
 }
 
 /*
@@ -625,7 +555,6 @@ int ioctl(int fd, unsigned long req, ...)
 		errno = e;
 		return -1;
 	}
-	maps_stale();
 	r = sti_uverbs_ioctl(c, arg);
 	pthread_mutex_unlock(&lock);
 	if (r) {
@@ -655,7 +584,6 @@ ssize_t write(int fd, const void *buf, size_t len)
 		errno = e;
 		return -1;
 	}
-	maps_stale();
 	r = sti_uverbs_write(c, buf, len);
 	pthread_mutex_unlock(&lock);
 	if (r < 0) {
