@@ -96,6 +96,14 @@ if [ "$WIRE" = 1 ]; then
     need ip=iproute2
     DEV=rw0 SA=169.254.80.2 CA=169.254.80.1
     wire_down() { ip netns del wra 2>/dev/null; ip netns del wrb 2>/dev/null; }
+    # the UDP counters of both namespaces (InErrors, RcvbufErrors: a lost
+    # datagram), for a NOTE
+    wire_udp() {
+        local n
+        for n in wra wrb; do
+            echo -n "; $n $(ip netns exec $n awk '/^Udp:/' /proc/net/snmp | paste -d' ' - - | awk '{ for (i = 2; i <= 9; i++) printf "%s=%s ", $i, $(i + 10) }')"
+        done
+    }
     wire_down
     veth_netns wra wra0 169.254.80.1 wrb wrb0 169.254.80.2 ||
         fail_early netns "cannot create the namespaces and the veth pair"
@@ -109,6 +117,14 @@ fi
 
 TO=30       # seconds for one program
 GRACE=5     # seconds a server may take to end once its client has ended
+# On the wire a CM message can be lost (a UDP datagram: a full queue on the
+# way), and the CM's own retransmission is what recovers it: 4.8 s after
+# the first send for a DREQ (the kernel's timeout for RoCE: twice the
+# packet life time 2^16 x 4.096 us, plus the response timeout 2^20 x
+# 4.096 us x 2^1), so a server whose last DREQ or DREP was lost ends 5 s or
+# more after its client, and it must still end by itself: 15 s there, and
+# a server that took more than 3 s is named in a NOTE line.
+[ "$WIRE" = 1 ] && GRACE=15
 # A process still running (not a zombie).
 alive() {
     local l f
@@ -170,6 +186,7 @@ cleanup() {
 trap 'cleanup; [ "$WIRE" = 1 ] && wire_down' EXIT
 trap 'exit 130' INT TERM
 
+[ "$WIRE" = 1 ] || wire_udp() { :; }
 pin_s=(); pin_c=()
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then pin_s=(taskset -c 0); pin_c=(taskset -c 1); fi
 
@@ -231,6 +248,8 @@ pair() {
     s_alive=0; alive "$SPID" && s_alive=1
     local i
     for i in $(seq $((grace * 10))); do alive "$SPID" || break; sleep 0.1; done
+    [ "$s_alive" = 1 ] && [ "${i:-0}" -gt 30 ] &&
+        echo "NOTE $(basename "$slog" .server): the server ended $((i / 10)).$((i % 10)) s after its client$(wire_udp)"
     if alive "$SPID"; then
         stuck "$SPID" >"$slog.stuck"
         stop "$SPID"; src=killed
@@ -270,7 +289,7 @@ first_err() {
 # fail NAME, with both exit statuses and the first error line of the logs.
 fail_pair() { # name [why]
     local st=""
-    [ "$src" = killed ] && st=" | server's last line: $(tail -n1 "$slog" | cut -c1-120) | where it was: $(tr '\n' ';' <"$slog.stuck" 2>/dev/null | cut -c1-400)"
+    [ "$src" = killed ] && st=" | server's last line: $(tail -n1 "$slog" | cut -c1-120) | where it was: $(tr '\n' ';' <"$slog.stuck" 2>/dev/null | cut -c1-400)$(wire_udp)"
     fail "$1" "server rc=$src client rc=$crc${2:+, $2}: $(first_err "$clog" "$slog")$st"
 }
 # The same reason, as text.
