@@ -343,16 +343,27 @@ struct Conns {
     out: Vec<(u32, OwnedFd)>,
     /// Made to the wire agent's QP1 intake (see [`Sock::to_agent`]).
     agent: Option<OwnedFd>,
-    /// Until when the agent is taken as not reading (a wait for room at
-    /// its intake ran out): meanwhile what finds no room is dropped at once.
-    agent_slow_until: Option<std::time::Instant>,
+    /// Datagrams for QP1 (the forwarding header and the payload) that
+    /// found no room at the agent's intake, in order, each with when it is
+    /// given up: they go as soon as the intake has room, in front of any
+    /// later one (see [`Sock::to_agent`]).
+    agent_queue: std::collections::VecDeque<(Vec<u8>, std::time::Instant)>,
+    /// The agent connection is in [`Sock::ep`] for `EPOLLOUT` (while
+    /// `agent_queue` is not empty).
+    agent_watched: bool,
 }
 
-/// How long a datagram for QP1 waits for room at the wire agent's intake,
-/// and how long an agent that let it wait in vain is not waited for again
-/// (see [`Sock::to_agent`]).
-const AGENT_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
-const AGENT_SLOW: std::time::Duration = std::time::Duration::from_secs(1);
+/// Most datagrams waiting for room at the agent's intake (about 1.3 MiB of
+/// MADs); beyond it what finds no room is dropped, as a full socket buffer
+/// would drop it.
+const AGENT_QUEUE_MAX: usize = 4096;
+/// How long one waits (an agent that reads nothing for a minute is gone
+/// or stopped, and the peer's CM has long given up).
+const AGENT_QUEUE_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The forwarding epoll set's tag of the connection to the agent's intake
+/// (only while datagrams wait for room there).
+const AGENT_TAG: u64 = 1 << 41;
 
 /// A flow socket: a UDP socket bound to one of our addresses' port 4791
 /// (in the same `SO_REUSEPORT` group) and connected to a peer's address
@@ -1042,59 +1053,115 @@ impl Sock {
     /// uses rdma_cm then (the interposer starts the agent for its ids).
     fn to_agent(&self, conns: &mut Conns, m: &RxMeta, payload: &[u8]) {
         let h = swrdma_roce::fwd::header(m, self.ifindex);
+        if !conns.agent_queue.is_empty() {
+            // Behind what waits already (sent when the intake has room).
+            self.queue_for_agent(conns, [&h[..], payload].concat(), payload);
+            self.flush_agent(conns);
+            return;
+        }
         let iov = [IoSlice::new(&h), IoSlice::new(payload)];
+        match self.send_to_agent(conns, &iov) {
+            Ok(()) => record::note(Ev::UdpFwd, payload),
+            // No room: a burst of first MADs from a host the agent has no
+            // flow socket for yet (cmtime's 200 REQs) came this way faster
+            // than the agent reads, or the agent waits for a CPU.  One
+            // dropped costs the peer's CM its retry timer (6.1 s for a
+            // REQ), and waiting here would hold this context's own QPs up:
+            // it waits in the queue, sent on the connection's EPOLLOUT.
+            Err(Errno::AGAIN) => {
+                self.queue_for_agent(conns, [&h[..], payload].concat(), payload);
+                self.flush_agent(conns);
+            }
+            Err(_) => record::note(Ev::UdpFwdErr, payload),
+        }
+    }
+
+    /// The connection to the agent's intake, made if need be.
+    fn agent_conn<'a>(&self, conns: &'a mut Conns) -> Option<&'a OwnedFd> {
+        if conns.agent.is_none() {
+            let name = swrdma_wired::proto::qp1_name(
+                rustix::process::geteuid().as_raw(),
+                self.ifindex,
+                &std::env::var("SWRDMA_WIRED_SCOPE").unwrap_or_default(),
+            );
+            let fl = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+            let fd = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, fl, None).ok()?;
+            let a = SocketAddrUnix::new_abstract_name(&name).ok()?;
+            connect(&fd, &a).ok()?;
+            conns.agent = Some(fd);
+            conns.agent_watched = false;
+        }
+        conns.agent.as_ref()
+    }
+
+    /// One datagram to the agent's intake (a connection made again once
+    /// if the one there broke); `AGAIN` when it has no room.
+    fn send_to_agent(&self, conns: &mut Conns, iov: &[IoSlice<'_>]) -> Result<(), Errno> {
         let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
         for _ in 0..2 {
-            if conns.agent.is_none() {
-                let name = swrdma_wired::proto::qp1_name(
-                    rustix::process::geteuid().as_raw(),
-                    self.ifindex,
-                    &std::env::var("SWRDMA_WIRED_SCOPE").unwrap_or_default(),
-                );
-                let fl = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-                let Ok(fd) = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, fl, None) else {
-                    return record::note(Ev::UdpFwdErr, payload);
-                };
-                let Ok(a) = SocketAddrUnix::new_abstract_name(&name) else {
-                    return;
-                };
-                if connect(&fd, &a).is_err() {
-                    return record::note(Ev::UdpNoOwner, payload);
+            let Some(fd) = self.agent_conn(conns) else {
+                return Err(Errno::CONNREFUSED);
+            };
+            match sendmsg(fd, iov, &mut SendAncillaryBuffer::default(), flags) {
+                Ok(_) => return Ok(()),
+                Err(Errno::AGAIN) => return Err(Errno::AGAIN),
+                // (closing it takes it out of the epoll set)
+                Err(_) => {
+                    conns.agent = None;
+                    conns.agent_watched = false;
                 }
-                conns.agent = Some(fd);
-            }
-            let Some(fd) = conns.agent.as_ref() else { return };
-            let mut sent = sendmsg(fd, &iov, &mut SendAncillaryBuffer::default(), flags);
-            if sent == Err(Errno::AGAIN) {
-                // No room: a burst of first MADs from a host the agent has
-                // no flow socket for yet (cmtime's 200 REQs) came this way
-                // faster than the agent reads.  One dropped costs the
-                // peer's CM its retry timer (6.1 s for a REQ), so this
-                // waits for room, up to AGENT_WAIT; an agent that does not
-                // read in that time (stopped) is not waited for again for
-                // AGENT_SLOW, so it can hold this thread up only so much.
-                let now = std::time::Instant::now();
-                if conns.agent_slow_until.is_none_or(|t| t <= now) {
-                    let mut p = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::OUT)];
-                    let t = rustix::event::Timespec {
-                        tv_sec: 0,
-                        tv_nsec: AGENT_WAIT.as_nanos() as i64,
-                    };
-                    if rustix::event::poll(&mut p, Some(&t)).unwrap_or(0) > 0 {
-                        sent = sendmsg(fd, &iov, &mut SendAncillaryBuffer::default(), flags);
-                    }
-                    if sent == Err(Errno::AGAIN) {
-                        conns.agent_slow_until = Some(now + AGENT_SLOW);
-                    }
-                }
-            }
-            match sent {
-                Ok(_) => return record::note(Ev::UdpFwd, payload),
-                Err(Errno::AGAIN) => return record::note(Ev::UdpFwdFull, payload),
-                Err(_) => conns.agent = None,
             }
         }
-        record::note(Ev::UdpFwdErr, payload);
+        Err(Errno::PIPE)
+    }
+
+    fn queue_for_agent(&self, conns: &mut Conns, msg: Vec<u8>, payload: &[u8]) {
+        if conns.agent_queue.len() >= AGENT_QUEUE_MAX {
+            return record::note(Ev::UdpFwdFull, payload);
+        }
+        let until = std::time::Instant::now() + AGENT_QUEUE_FOR;
+        conns.agent_queue.push_back((msg, until));
+    }
+
+    /// Sends what waits for the agent's intake, in order, while it has
+    /// room (what waited too long goes); watches the connection for room
+    /// while something is left, and no longer once nothing is.
+    fn flush_agent(&self, conns: &mut Conns) {
+        let now = std::time::Instant::now();
+        while let Some((msg, until)) = conns.agent_queue.front() {
+            if *until <= now {
+                record::note(Ev::UdpFwdFull, msg);
+                conns.agent_queue.pop_front();
+                continue;
+            }
+            let msg = msg.clone();
+            match self.send_to_agent(conns, &[IoSlice::new(&msg)]) {
+                Ok(()) => {
+                    record::note(Ev::UdpFwd, &msg);
+                    conns.agent_queue.pop_front();
+                }
+                Err(Errno::AGAIN) => break,
+                // No agent to take it: left for the next try (the next
+                // datagram for QP1), until it is given up.
+                Err(_) => break,
+            }
+        }
+        let want = !conns.agent_queue.is_empty();
+        if want == conns.agent_watched {
+            return;
+        }
+        let Some(fd) = conns.agent.as_ref() else { return };
+        conns.agent_watched = if want {
+            epoll::add(
+                &self.ep,
+                fd,
+                epoll::EventData::new_u64(AGENT_TAG),
+                epoll::EventFlags::OUT,
+            )
+            .is_ok()
+        } else {
+            epoll::delete(&self.ep, fd).is_err()
+        };
     }
 
     /// Accepts the pending forwarding connections (called only when the
@@ -1192,6 +1259,7 @@ impl Sock {
         for e in evs.iter().take(n) {
             match e.data.u64() {
                 LISTENER_TAG => self.accept_all(&mut rx.conns),
+                AGENT_TAG => self.flush_agent(&mut rx.conns),
                 t => {
                     ready[nready] = t;
                     nready += 1;
@@ -1711,11 +1779,13 @@ mod tests {
     }
 
     /// A burst of datagrams for QP1 that the wire agent does not read at
-    /// once (its intake's room is the sender's buffer) waits for room
-    /// rather than being dropped; an agent that does not read at all is
-    /// waited for once, [`AGENT_WAIT`], and then not for [`AGENT_SLOW`].
+    /// once (its intake's room is the sender's buffer) waits in the
+    /// context's queue rather than being dropped, and goes, in order, when
+    /// the intake has room (on the connection's EPOLLOUT, which the
+    /// context's `recv` takes); the sends never wait, for an agent that
+    /// reads nothing either, and the queue is bounded.
     #[test]
-    fn datagrams_for_qp1_wait_for_room_at_the_agent() {
+    fn datagrams_for_qp1_wait_for_room_at_the_agent_in_order() {
         let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
         let Some((dir, lo, s)) = first_context("qp1", a) else {
             return;
@@ -1728,22 +1798,25 @@ mod tests {
         }
         rustix::net::listen(&intake, 8).unwrap();
         const N: usize = 600;
-        // The agent: takes the connection, reads nothing for 5 ms (less
-        // than AGENT_WAIT), then everything (giving up 2 s after the last).
+        // The agent: takes the connection, reads nothing for 50 ms, then
+        // everything, noting the order (giving up 2 s after the last).
         let agent = std::thread::spawn(move || {
             let c = rustix::net::accept(&intake).unwrap();
             let two = Some(std::time::Duration::from_secs(2));
             rustix::net::sockopt::set_socket_timeout(&c, rustix::net::sockopt::Timeout::Recv, two).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            std::thread::sleep(std::time::Duration::from_millis(50));
             let mut buf = [0u8; 2048];
-            let mut n = 0;
-            while n < N {
+            let mut seq = Vec::new();
+            while seq.len() < N {
                 match rustix::net::recv(&c, &mut buf, rustix::net::RecvFlags::empty()) {
-                    Ok((len, _)) if len > 0 => n += 1,
+                    Ok((len, _)) if len >= 300 => {
+                        let p = &buf[len - 300..len];
+                        seq.push(u16::from_be_bytes([p[8], p[9]]) as usize);
+                    }
                     _ => break,
                 }
             }
-            (n, c)
+            (seq, c)
         });
         let m = RxMeta {
             src: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)),
@@ -1754,22 +1827,56 @@ mod tests {
         };
         let mut pkt = [0u8; 300];
         pkt[5..8].copy_from_slice(&[0, 0, 1]);
-        let mut conns = Conns::default();
-        for _ in 0..N {
-            s.to_agent(&mut conns, &m, &pkt);
-        }
-        let (got, c) = agent.join().unwrap();
-        assert_eq!(got, N, "every datagram for QP1 reached the agent");
-        assert!(conns.agent_slow_until.is_none(), "an agent that reads is not slow");
-        // An agent that reads nothing: waited for once, then not.
+        // The context's receive path owns the connections (as handle_udp
+        // does, under the rx lock).
         let t0 = std::time::Instant::now();
-        for _ in 0..N {
-            s.to_agent(&mut conns, &m, &pkt);
+        {
+            let mut rx = s.rx.lock().unwrap();
+            for i in 0..N {
+                pkt[8..10].copy_from_slice(&(i as u16).to_be_bytes());
+                s.to_agent(&mut rx.conns, &m, &pkt);
+            }
+            assert!(
+                !rx.conns.agent_queue.is_empty(),
+                "600 datagrams fit in the intake at once"
+            );
+            assert!(rx.conns.agent_watched);
+        }
+        let sent_in = t0.elapsed();
+        assert!(
+            sent_in < std::time::Duration::from_millis(40),
+            "the sends waited ({sent_in:?})"
+        );
+        let none = |_: u32| false;
+        let nobody = |_: u32| None;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !agent.is_finished() && std::time::Instant::now() < deadline {
+            s.recv(64, &none, &nobody, &mut |_, _| {});
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let (seq, c) = agent.join().unwrap();
+        assert_eq!(
+            seq,
+            (0..N).collect::<Vec<_>>(),
+            "every datagram for QP1 reached the agent, in order"
+        );
+        {
+            let rx = s.rx.lock().unwrap();
+            assert!(rx.conns.agent_queue.is_empty());
+            assert!(!rx.conns.agent_watched, "watched for room with nothing waiting");
+        }
+        // An agent that reads nothing: nothing waits, the queue is bounded.
+        let t0 = std::time::Instant::now();
+        {
+            let mut rx = s.rx.lock().unwrap();
+            for _ in 0..AGENT_QUEUE_MAX + N {
+                s.to_agent(&mut rx.conns, &m, &pkt);
+            }
+            assert_eq!(rx.conns.agent_queue.len(), AGENT_QUEUE_MAX);
         }
         let took = t0.elapsed();
-        assert!(conns.agent_slow_until.is_some(), "a full agent not taken as slow");
         assert!(
-            took < AGENT_WAIT * 10,
+            took < std::time::Duration::from_secs(1),
             "{took:?} waited for an agent that does not read"
         );
         drop((c, s));

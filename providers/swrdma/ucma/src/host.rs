@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use swrdma_cm::cma::{Dest, Dev, Host, EADDRINUSE, EADDRNOTAVAIL, ENETUNREACH, ENODEV};
 use swrdma_cm::mad::MAD_LEN;
-use swrdma_wired::qp1::route_source;
+use swrdma_wired::route::RouteCache;
 
 type ListFn = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
 type FreeListFn = unsafe extern "C" fn(*mut *mut c_void);
@@ -291,6 +291,11 @@ pub struct SoftHost {
     /// group (a listener on the wildcard address opens no device), where
     /// another host's REQ can arrive and be handed to the agent.
     wire_ctxs: Vec<WireCtx>,
+    /// The kernel's source address for each destination asked, kept while
+    /// the kernel reports no change of links, addresses, routes or rules
+    /// (`swrdma_wired::route`): a `RESOLVE_IP` and a REQ to another host
+    /// ask it.
+    routes: RouteCache,
 }
 
 /// A device context held open (closed with the host, at exit: never).
@@ -358,6 +363,7 @@ impl SoftHost {
             unwatched: false,
             agents: HashMap::new(),
             wire_ctxs: Vec::new(),
+            routes: RouteCache::new(),
         }
     }
 
@@ -682,7 +688,7 @@ impl SoftHost {
         if !self.ensure_agent(ifindex) {
             return false;
         }
-        let Some(src) = route_source(dst, ifindex) else {
+        let Some(src) = self.routes.source(dst, ifindex) else {
             return false;
         };
         let v6 = |a: IpAddr| match a {
@@ -816,7 +822,7 @@ impl Host for SoftHost {
                 if self.dev_for(dst).is_some() {
                     dst
                 } else {
-                    route_source(dst, scope).ok_or(ENETUNREACH)?
+                    self.routes.source(dst, scope).ok_or(ENETUNREACH)?
                 }
             }
         };

@@ -9,6 +9,7 @@ pub mod client;
 pub mod ends;
 pub mod proto;
 pub mod qp1;
+pub mod route;
 pub mod spawn;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
