@@ -627,7 +627,7 @@ impl SoftHost {
         let a = greet_agent(ifindex);
         if let Err(e) = &a {
             if crate::ucma::trace() {
-                eprintln!("swrdma-ucma: the wire agent of interface {ifindex}: {e}");
+                crate::ucma::say(format_args!("swrdma-ucma: the wire agent of interface {ifindex}: {e}"));
             }
         }
         let ok = a.is_ok();
@@ -835,7 +835,10 @@ impl Host for SoftHost {
 
     fn send(&mut self, to: &Dest, mad: &[u8; MAD_LEN]) -> bool {
         if crate::ucma::trace() {
-            eprintln!("swrdma-ucma: send to {to:?}: {:?}", swrdma_cm::mad::Mad::decode(mad));
+            crate::ucma::say(format_args!(
+                "swrdma-ucma: send to {to:?}: {:?}",
+                swrdma_cm::mad::Mad::decode(mad)
+            ));
         }
         let name = match to {
             Dest::Listener { dev, ip, ps, port } => match self.remote_wire(dev, *ip) {

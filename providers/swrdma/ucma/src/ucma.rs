@@ -298,7 +298,9 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         crate::progress::kick();
     }
     if trace() {
-        eprintln!("swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}");
+        crate::ucma::say(format_args!(
+            "swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}"
+        ));
     }
     r.map(|_| len)
 }
@@ -365,6 +367,25 @@ pub fn kernel_command(fd: RawFd, buf: *const u8, len: usize, real: &dyn Fn() -> 
         unsafe { *libc::__errno_location() = err };
     }
     r
+}
+
+/// One line on stderr, in one `write(2)`: a program's own output, written
+/// to the same file by another thread, cannot split it (Rust's `eprintln!`
+/// writes a line in pieces; a test that reads the trace next to rping's
+/// `ping data` lines found one cut in two).
+pub fn say(line: std::fmt::Arguments<'_>) {
+    let mut s = line.to_string();
+    s.push('\n');
+    let mut b = s.as_bytes();
+    while !b.is_empty() {
+        // SAFETY: stderr, a buffer of b.len() bytes.
+        let n = unsafe { libc::write(2, b.as_ptr().cast(), b.len()) };
+        if n > 0 {
+            b = &b[n as usize..];
+        } else if n == 0 || errno() != libc::EINTR {
+            break;
+        }
+    }
 }
 
 /// `SWRDMA_CM_TRACE=1`: every command, answer, event and message on
@@ -758,7 +779,7 @@ pub(crate) fn explain(m: &mut Model, ip: IpAddr) {
         || std::env::var_os("SWRDMA_CM_DEBUG").is_some();
     if on {
         let why = m.cma.host.explain(ip);
-        eprintln!("swrdma-ucma: {why}");
+        crate::ucma::say(format_args!("swrdma-ucma: {why}"));
     }
 }
 
@@ -851,7 +872,7 @@ fn get_event_inner(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
                 m.settle();
                 drop(m);
                 if trace() {
-                    eprintln!("swrdma-ucma: fd {fd} event {e:?}");
+                    crate::ucma::say(format_args!("swrdma-ucma: fd {fd} event {e:?}"));
                 }
                 let b = abi::write_event(&e);
                 return write_user(u64_at(&a, 0), &b[..outl.min(b.len())]);
@@ -934,10 +955,10 @@ pub fn pump(ready: &[(RawFd, i16)]) {
         for (bytes, from) in crate::host::recv_batch(fd, uid, 64).into_iter().flatten() {
             if trace() {
                 let m = swrdma_cm::mad::Mad::decode(&bytes);
-                eprintln!(
+                crate::ucma::say(format_args!(
                     "swrdma-ucma: recv from {} port {to_port:?}: {m:?}",
                     String::from_utf8_lossy(&from)
-                );
+                ));
             }
             m.cma.recv(t, &cma::Dest::Peer(from), to_port, &bytes);
         }
