@@ -1053,14 +1053,13 @@ impl Sock {
     /// uses rdma_cm then (the interposer starts the agent for its ids).
     fn to_agent(&self, conns: &mut Conns, m: &RxMeta, payload: &[u8]) {
         let h = swrdma_roce::fwd::header(m, self.ifindex);
-        if !conns.agent_queue.is_empty() {
-            // Behind what waits already (sent when the intake has room).
-            self.queue_for_agent(conns, [&h[..], payload].concat(), payload);
-            self.flush_agent(conns);
-            return;
-        }
-        let iov = [IoSlice::new(&h), IoSlice::new(payload)];
-        match self.send_to_agent(conns, &iov) {
+        // Behind what waits already, if anything does (it goes first).
+        let sent = if conns.agent_queue.is_empty() {
+            self.send_to_agent(conns, &[IoSlice::new(&h), IoSlice::new(payload)])
+        } else {
+            Err(Errno::AGAIN)
+        };
+        match sent {
             Ok(()) => record::note(Ev::UdpFwd, payload),
             // No room: a burst of first MADs from a host the agent has no
             // flow socket for yet (cmtime's 200 REQs) came this way faster
@@ -1069,15 +1068,23 @@ impl Sock {
             // REQ), and waiting here would hold this context's own QPs up:
             // it waits in the queue, sent on the connection's EPOLLOUT.
             Err(Errno::AGAIN) => {
-                self.queue_for_agent(conns, [&h[..], payload].concat(), payload);
+                if conns.agent_queue.len() >= AGENT_QUEUE_MAX {
+                    record::note(Ev::UdpFwdFull, payload);
+                } else {
+                    let until = std::time::Instant::now() + AGENT_QUEUE_FOR;
+                    conns.agent_queue.push_back(([&h[..], payload].concat(), until));
+                }
                 self.flush_agent(conns);
             }
+            // No agent listens: nobody owns QP1 here.
+            Err(Errno::CONNREFUSED) => record::note(Ev::UdpNoOwner, payload),
             Err(_) => record::note(Ev::UdpFwdErr, payload),
         }
     }
 
-    /// The connection to the agent's intake, made if need be.
-    fn agent_conn<'a>(&self, conns: &'a mut Conns) -> Option<&'a OwnedFd> {
+    /// The connection to the agent's intake, made if need be (the
+    /// connect's error when it cannot be).
+    fn agent_conn<'a>(&self, conns: &'a mut Conns) -> Result<&'a OwnedFd, Errno> {
         if conns.agent.is_none() {
             let name = swrdma_wired::proto::qp1_name(
                 rustix::process::geteuid().as_raw(),
@@ -1085,23 +1092,22 @@ impl Sock {
                 &std::env::var("SWRDMA_WIRED_SCOPE").unwrap_or_default(),
             );
             let fl = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-            let fd = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, fl, None).ok()?;
-            let a = SocketAddrUnix::new_abstract_name(&name).ok()?;
-            connect(&fd, &a).ok()?;
-            conns.agent = Some(fd);
+            let fd = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, fl, None)?;
+            let a = SocketAddrUnix::new_abstract_name(&name)?;
+            connect(&fd, &a)?;
             conns.agent_watched = false;
+            return Ok(conns.agent.insert(fd));
         }
-        conns.agent.as_ref()
+        conns.agent.as_ref().ok_or(Errno::NOTCONN)
     }
 
     /// One datagram to the agent's intake (a connection made again once
-    /// if the one there broke); `AGAIN` when it has no room.
+    /// if the one there broke); `AGAIN` when it has no room,
+    /// `CONNREFUSED` when no agent listens.
     fn send_to_agent(&self, conns: &mut Conns, iov: &[IoSlice<'_>]) -> Result<(), Errno> {
         let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
         for _ in 0..2 {
-            let Some(fd) = self.agent_conn(conns) else {
-                return Err(Errno::CONNREFUSED);
-            };
+            let fd = self.agent_conn(conns)?;
             match sendmsg(fd, iov, &mut SendAncillaryBuffer::default(), flags) {
                 Ok(_) => return Ok(()),
                 Err(Errno::AGAIN) => return Err(Errno::AGAIN),
@@ -1115,35 +1121,27 @@ impl Sock {
         Err(Errno::PIPE)
     }
 
-    fn queue_for_agent(&self, conns: &mut Conns, msg: Vec<u8>, payload: &[u8]) {
-        if conns.agent_queue.len() >= AGENT_QUEUE_MAX {
-            return record::note(Ev::UdpFwdFull, payload);
-        }
-        let until = std::time::Instant::now() + AGENT_QUEUE_FOR;
-        conns.agent_queue.push_back((msg, until));
-    }
-
     /// Sends what waits for the agent's intake, in order, while it has
     /// room (what waited too long goes); watches the connection for room
-    /// while something is left, and no longer once nothing is.
+    /// while something is left, and no longer once nothing is.  The
+    /// recorder notes each by its payload, as [`Sock::to_agent`] does.
     fn flush_agent(&self, conns: &mut Conns) {
         let now = std::time::Instant::now();
-        while let Some((msg, until)) = conns.agent_queue.front() {
-            if *until <= now {
-                record::note(Ev::UdpFwdFull, msg);
-                conns.agent_queue.pop_front();
+        while let Some((msg, until)) = conns.agent_queue.pop_front() {
+            let payload = &msg[swrdma_roce::fwd::HDR..];
+            if until <= now {
+                record::note(Ev::UdpFwdFull, payload);
                 continue;
             }
-            let msg = msg.clone();
             match self.send_to_agent(conns, &[IoSlice::new(&msg)]) {
-                Ok(()) => {
-                    record::note(Ev::UdpFwd, &msg);
-                    conns.agent_queue.pop_front();
+                Ok(()) => record::note(Ev::UdpFwd, payload),
+                // No room, or no agent to take it: left for the next try
+                // (EPOLLOUT, or the next datagram for QP1), until it is
+                // given up.
+                Err(_) => {
+                    conns.agent_queue.push_front((msg, until));
+                    break;
                 }
-                Err(Errno::AGAIN) => break,
-                // No agent to take it: left for the next try (the next
-                // datagram for QP1), until it is given up.
-                Err(_) => break,
             }
         }
         let want = !conns.agent_queue.is_empty();
@@ -1151,17 +1149,14 @@ impl Sock {
             return;
         }
         let Some(fd) = conns.agent.as_ref() else { return };
-        conns.agent_watched = if want {
-            epoll::add(
-                &self.ep,
-                fd,
-                epoll::EventData::new_u64(AGENT_TAG),
-                epoll::EventFlags::OUT,
-            )
-            .is_ok()
+        if want {
+            let (data, ev) = (epoll::EventData::new_u64(AGENT_TAG), epoll::EventFlags::OUT);
+            conns.agent_watched = epoll::add(&self.ep, fd, data, ev).is_ok();
         } else {
-            epoll::delete(&self.ep, fd).is_err()
-        };
+            // (a connection not in the set is not watched either)
+            let _ = epoll::delete(&self.ep, fd);
+            conns.agent_watched = false;
+        }
     }
 
     /// Accepts the pending forwarding connections (called only when the

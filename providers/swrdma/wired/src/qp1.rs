@@ -42,7 +42,6 @@
 //! retransmissions fail alike.
 
 use crate::ends::Ends;
-use crate::route::route_source;
 use rustix::io::Errno;
 use rustix::net::{
     bind, connect, recvmsg, sendto, socket_with, sockopt, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
@@ -886,6 +885,20 @@ pub fn no_one_answer(m: &Mad) -> Option<Mad> {
         _ => return None,
     };
     Some(Mad { tid: m.tid, msg })
+}
+
+/// The source address the kernel's routing picks for `dst` (a UDP socket
+/// connected to it, no packet sent); the `ucma` interposer's too.
+/// `scope`: the interface of a link-local IPv6 destination (else unused).
+pub fn route_source(dst: IpAddr, scope: u32) -> Option<IpAddr> {
+    let bind: SocketAddr = if dst.is_ipv4() {
+        "0.0.0.0:0".parse().ok()?
+    } else {
+        "[::]:0".parse().ok()?
+    };
+    let s = std::net::UdpSocket::bind(bind).ok()?;
+    s.connect(sockaddr(dst, swrdma_roce::ROCE_PORT, scope)).ok()?;
+    s.local_addr().ok().map(|a| a.ip())
 }
 
 #[cfg(test)]
