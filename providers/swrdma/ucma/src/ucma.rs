@@ -298,7 +298,7 @@ pub fn command(fd: RawFd, buf: *const u8, len: usize) -> Result<usize, i32> {
         crate::progress::kick();
     }
     if trace() {
-        crate::ucma::say(format_args!(
+        say(format_args!(
             "swrdma-ucma: fd {fd} cmd {c} in {inl} out {outl} -> {r:?}"
         ));
     }
@@ -779,7 +779,7 @@ pub(crate) fn explain(m: &mut Model, ip: IpAddr) {
         || std::env::var_os("SWRDMA_CM_DEBUG").is_some();
     if on {
         let why = m.cma.host.explain(ip);
-        crate::ucma::say(format_args!("swrdma-ucma: {why}"));
+        say(format_args!("swrdma-ucma: {why}"));
     }
 }
 
@@ -872,7 +872,7 @@ fn get_event_inner(fd: RawFd, inbuf: Args<'_>, outl: usize) -> Result<(), i32> {
                 m.settle();
                 drop(m);
                 if trace() {
-                    crate::ucma::say(format_args!("swrdma-ucma: fd {fd} event {e:?}"));
+                    say(format_args!("swrdma-ucma: fd {fd} event {e:?}"));
                 }
                 let b = abi::write_event(&e);
                 return write_user(u64_at(&a, 0), &b[..outl.min(b.len())]);
@@ -955,7 +955,7 @@ pub fn pump(ready: &[(RawFd, i16)]) {
         for (bytes, from) in crate::host::recv_batch(fd, uid, 64).into_iter().flatten() {
             if trace() {
                 let m = swrdma_cm::mad::Mad::decode(&bytes);
-                crate::ucma::say(format_args!(
+                say(format_args!(
                     "swrdma-ucma: recv from {} port {to_port:?}: {m:?}",
                     String::from_utf8_lossy(&from)
                 ));

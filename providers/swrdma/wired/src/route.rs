@@ -1,5 +1,5 @@
 //! The source address the kernel's routing picks for a destination
-//! ([`route_source`]: what the kernel's rdma_cm does in `rdma_resolve_addr`
+//! ([`route_source`], in `qp1.rs`: what the kernel's rdma_cm does in `rdma_resolve_addr`
 //! and for every message it starts), and a cache of it that follows the
 //! kernel's changes exactly ([`RouteCache`]).
 //!
@@ -22,32 +22,10 @@
 //! change there.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// The RoCE v2 port: where the lookup's socket is connected (no packet is
-/// sent; the port does not change the route).
-const PORT: u16 = 4791;
-
-/// The source address the kernel's routing picks for `dst` (a UDP socket
-/// connected to it, no packet sent).  `scope`: the interface of a
-/// link-local IPv6 destination (else unused).
-pub fn route_source(dst: IpAddr, scope: u32) -> Option<IpAddr> {
-    let (bind, to): (SocketAddr, SocketAddr) = match dst {
-        IpAddr::V4(v) => ("0.0.0.0:0".parse().ok()?, SocketAddr::V4(SocketAddrV4::new(v, PORT))),
-        IpAddr::V6(v) => {
-            let link_local = v.segments()[0] & 0xffc0 == 0xfe80;
-            let scope = if link_local { scope } else { 0 };
-            (
-                "[::]:0".parse().ok()?,
-                SocketAddr::V6(SocketAddrV6::new(v, PORT, 0, scope)),
-            )
-        }
-    };
-    let s = std::net::UdpSocket::bind(bind).ok()?;
-    s.connect(to).ok()?;
-    s.local_addr().ok().map(|a| a.ip())
-}
+use crate::qp1::route_source;
 
 /// The most answers kept (all are dropped when a new one would pass it).
 pub const MAX_ENTRIES: usize = 4096;
@@ -249,7 +227,6 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
     use std::os::unix::net::UnixDatagram;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn loopback_is_its_own_source_through_the_cache_too() {
@@ -262,9 +239,16 @@ mod tests {
         assert_eq!(c.len(), 1);
     }
 
-    static ASKED: AtomicUsize = AtomicUsize::new(0);
+    // Per thread: the tests that count run side by side, each on its own
+    // thread, where its lookups run.
+    thread_local! {
+        static ASKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+    fn asked() -> usize {
+        ASKED.with(|a| a.get())
+    }
     fn counted(dst: IpAddr, _scope: u32) -> Option<IpAddr> {
-        ASKED.fetch_add(1, Ordering::SeqCst);
+        ASKED.with(|a| a.set(a.get() + 1));
         match dst {
             IpAddr::V4(v) if v.octets()[3] == 9 => None,
             _ => Some(IpAddr::V4(Ipv4Addr::new(169, 254, 1, 1))),
@@ -277,28 +261,28 @@ mod tests {
         w.set_nonblocking(true).unwrap();
         let mut c = RouteCache::with(OwnedFd::from(w), counted);
         let d = IpAddr::V4(Ipv4Addr::new(169, 254, 1, 2));
-        let before = ASKED.load(Ordering::SeqCst);
+        let before = asked();
         let want = Some(IpAddr::V4(Ipv4Addr::new(169, 254, 1, 1)));
         assert_eq!(c.source(d, 0), want);
         assert_eq!(c.source(d, 0), want);
         assert_eq!(c.source(d, 0), want);
-        assert_eq!(ASKED.load(Ordering::SeqCst) - before, 1);
+        assert_eq!(asked() - before, 1);
         // the same address on another interface is another question
         assert_eq!(c.source(d, 3), want);
-        assert_eq!(ASKED.load(Ordering::SeqCst) - before, 2);
+        assert_eq!(asked() - before, 2);
         // two notifications: one emptying
         kernel.send(b"RTM_NEWADDR").unwrap();
         kernel.send(b"RTM_NEWROUTE").unwrap();
         assert_eq!(c.source(d, 0), want);
-        assert_eq!(ASKED.load(Ordering::SeqCst) - before, 3);
+        assert_eq!(asked() - before, 3);
         assert_eq!(c.len(), 1);
         assert_eq!(c.source(d, 0), want);
-        assert_eq!(ASKED.load(Ordering::SeqCst) - before, 3);
+        assert_eq!(asked() - before, 3);
         // no route is asked every time
         let none = IpAddr::V4(Ipv4Addr::new(169, 254, 1, 9));
         assert_eq!(c.source(none, 0), None);
         assert_eq!(c.source(none, 0), None);
-        assert_eq!(ASKED.load(Ordering::SeqCst) - before, 5);
+        assert_eq!(asked() - before, 5);
     }
 
     #[test]
@@ -307,10 +291,10 @@ mod tests {
         let file = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
         let mut c = RouteCache::with(file, counted);
         let d = IpAddr::V4(Ipv4Addr::new(169, 254, 1, 3));
-        let before = ASKED.load(Ordering::SeqCst);
+        let before = asked();
         c.source(d, 0);
         c.source(d, 0);
-        assert_eq!(ASKED.load(Ordering::SeqCst) - before, 2);
+        assert_eq!(asked() - before, 2);
         assert!(c.is_empty());
     }
 
