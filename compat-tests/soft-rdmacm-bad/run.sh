@@ -207,7 +207,8 @@ if [ "$WIRE" = 1 ]; then
     # (an agent ends 3 s after its last client)
     ENS=(ip netns exec wbb env XDG_RUNTIME_DIR="$RT-b" RDMAV_SOFT_DEVICES=rw0@wbb0 SWRDMA_WIRED_IDLE_MS=3000
          SWRDMA_WIRED_LOG="$OUT/agent-b.log")
-    ENC=(ip netns exec wba env XDG_RUNTIME_DIR="$RT-a" RDMAV_SOFT_DEVICES=rw0@wba0 SWRDMA_WIRED_IDLE_MS=3000)
+    ENC=(ip netns exec wba env XDG_RUNTIME_DIR="$RT-a" RDMAV_SOFT_DEVICES=rw0@wba0 SWRDMA_WIRED_IDLE_MS=3000
+         SWRDMA_WIRED_LOG="$OUT/agent-a.log")
     NSS=(ip netns exec wbb)
     HOSTILE=(ip netns exec wbc python3 "$HERE/hostile.py" --wire $HA $SA)
     HOSTILE_LIVE=(ip netns exec wbc python3 "$HERE/hostile.py" --wire $HA $SA $CA $HA2)
@@ -444,7 +445,9 @@ if ! wait_sock "$(psock $P)"; then
     fail "$name" "the server never bound port $P: $(gist "$OUT/ucmatose-rej.server")"
 else
     # (the client may wait for ever on its accepted connection: see 3b)
-    fgrun ucmatose-rej.client 5 "${pin_c[@]}" "${CMC[@]}" ucmatose -s $SA -p $P -c 2
+    # (the CM's trace of the client, apart: what it sent and got, for a
+    # failure's message)
+    fgrun ucmatose-rej.client:ucmatose-rej.client.trace 5 "${pin_c[@]}" "${ENC[@]}" env SWRDMA_CM_TRACE=1 "$CM" ucmatose -s $SA -p $P -c 2
     ended "$ST" 5
     src=$brc
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then how="killed after 5 s, see 3b"; else how="then ended, rc=$rc"; fi
@@ -465,7 +468,7 @@ else
         { [ "$rc" != 124 ] && [ "$rc" != 137 ] || [ $raced = 1 ]; }; then
         pass "$name (the server's rdma_reject; the client $how: $(grep -m1 -oE 'RDMA_CM_EVENT_[A-Z_]+, error: -?[0-9]+' "$OUT/ucmatose-rej.client"))"
     else
-        fail "$name" "server $src, client rc=$rc: $(gist "$OUT/ucmatose-rej.client" "$OUT/ucmatose-rej.server")"
+        fail "$name" "server $src, client rc=$rc: $(gist "$OUT/ucmatose-rej.client" "$OUT/ucmatose-rej.server"); the client's CM, last: $(grep '^swrdma-ucma:' "$OUT/ucmatose-rej.client.trace" | tail -n 4 | cut -c14-120 | tr '\n' '|')"
     fi
 fi
 endbg ucmatose-rej "$ST"

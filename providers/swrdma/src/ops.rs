@@ -123,10 +123,23 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
         let mtu = wire::engine::mtu_bytes(device::active_mtu(Some(wc)));
         c.set_wire(Arc::new(wire::engine::Wire::new(sock, mtu, wdir)));
     }
+    // A wire context opens sockets per connected QP: the descriptor table
+    // grows now, while that is free (one thread), or from the context's
+    // thread before it starts, not in the middle of a connection
+    // (`swrdma_wired::fdtable`).
+    let wire = c.wire().is_some();
+    if wire {
+        let _ = swrdma_wired::fdtable::reserve(swrdma_wired::fdtable::CONTEXT_ROOM, false);
+    }
     let tc = c.clone();
     let h = std::thread::Builder::new()
         .name("swrdma".into())
-        .spawn(move || tc.run_thread())
+        .spawn(move || {
+            if wire {
+                let _ = swrdma_wired::fdtable::reserve(swrdma_wired::fdtable::CONTEXT_ROOM, true);
+            }
+            tc.run_thread()
+        })
         .map_err(|_| libc::EAGAIN)?;
     let sw = vctx as *mut SwCtx;
     // SAFETY: `ctx` is the context inside `vctx` and `sw` the `SwCtx` it

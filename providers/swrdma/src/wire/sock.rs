@@ -351,6 +351,11 @@ struct Conns {
     /// The agent connection is in [`Sock::ep`] for `EPOLLOUT` (while
     /// `agent_queue` is not empty).
     agent_watched: bool,
+    /// When datagrams wait with nothing to report room (no connection:
+    /// the agent's backlog was full or it was not listening when the
+    /// connection broke; or the connection is not in the epoll set): when
+    /// [`Sock::recv`] tries again.
+    agent_retry: Option<std::time::Instant>,
 }
 
 /// Most datagrams waiting for room at the agent's intake (about 1.3 MiB of
@@ -360,6 +365,10 @@ const AGENT_QUEUE_MAX: usize = 4096;
 /// How long one waits (an agent that reads nothing for a minute is gone
 /// or stopped, and the peer's CM has long given up).
 const AGENT_QUEUE_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How soon datagrams waiting with no connection to the agent are tried
+/// again (see `Conns::agent_retry`).
+const AGENT_RETRY: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The forwarding epoll set's tag of the connection to the agent's intake
 /// (only while datagrams wait for room there).
@@ -427,6 +436,11 @@ const MAX_SENDERS: usize = 128;
 
 /// Pinned flow sockets per context at most.
 const MAX_PINNED: usize = 128;
+
+// The room the process's descriptor table is given when a wire context
+// opens (`swrdma_wired::fdtable`) holds this context's sockets at most
+// (senders, pinned flows, flows), and as many again for the application.
+const _: () = assert!(2 * (MAX_SENDERS + MAX_PINNED + MAX_FLOWS) <= swrdma_wired::fdtable::CONTEXT_ROOM);
 
 /// Steering (per-QP source ports and pinned flows) is on unless
 /// `SWRDMA_WIRE_STEER=0`.
@@ -1145,18 +1159,24 @@ impl Sock {
             }
         }
         let want = !conns.agent_queue.is_empty();
-        if want == conns.agent_watched {
-            return;
+        if want != conns.agent_watched {
+            if let Some(fd) = conns.agent.as_ref() {
+                if want {
+                    let (data, ev) = (epoll::EventData::new_u64(AGENT_TAG), epoll::EventFlags::OUT);
+                    conns.agent_watched = epoll::add(&self.ep, fd, data, ev).is_ok();
+                } else {
+                    // (a connection not in the set is not watched either)
+                    let _ = epoll::delete(&self.ep, fd);
+                    conns.agent_watched = false;
+                }
+            }
         }
-        let Some(fd) = conns.agent.as_ref() else { return };
-        if want {
-            let (data, ev) = (epoll::EventData::new_u64(AGENT_TAG), epoll::EventFlags::OUT);
-            conns.agent_watched = epoll::add(&self.ep, fd, data, ev).is_ok();
-        } else {
-            // (a connection not in the set is not watched either)
-            let _ = epoll::delete(&self.ep, fd);
-            conns.agent_watched = false;
-        }
+        // Waiting with no connection whose EPOLLOUT would say when (its
+        // connect found the intake's backlog full, or no agent listened
+        // when the connection broke): `recv` tries again after a while,
+        // not only when the next datagram for QP1 comes (there may be none:
+        // a peer's last REP waits for its retry, 4 s and more).
+        conns.agent_retry = (want && !conns.agent_watched).then(|| now + AGENT_RETRY);
     }
 
     /// Accepts the pending forwarding connections (called only when the
@@ -1246,6 +1266,9 @@ impl Sock {
             flags: epoll::EventFlags::empty(),
             data: epoll::EventData::new_u64(0),
         };
+        if rx.conns.agent_retry.is_some_and(|t| std::time::Instant::now() >= t) {
+            self.flush_agent(&mut rx.conns);
+        }
         let mut evs = [none; EP_EVENTS];
         let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
         let n = epoll::wait(&self.ep, &mut evs, Some(&zero)).unwrap_or(0);
@@ -1875,6 +1898,69 @@ mod tests {
             "{took:?} waited for an agent that does not read"
         );
         drop((c, s));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A datagram for QP1 whose connect to the agent's intake finds the
+    /// backlog full (no connection, so no EPOLLOUT to wait for) is not left
+    /// until the next datagram: `recv` tries again, and it arrives.
+    #[test]
+    fn a_datagram_for_qp1_waits_out_a_full_intake_backlog() {
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+        let Some((dir, _lo, mut s)) = first_context("backlog", a) else {
+            return;
+        };
+        // (An interface index of no interface: an intake name of its own,
+        // apart from the other test's agent of lo.)
+        s.ifindex = 0x7ff0_0003;
+        let name = swrdma_wired::proto::qp1_name(rustix::process::geteuid().as_raw(), s.ifindex, "");
+        let intake = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
+        rustix::net::bind(&intake, &SocketAddrUnix::new_abstract_name(&name).unwrap()).unwrap();
+        rustix::net::listen(&intake, 0).unwrap();
+        // One connection not yet accepted fills a backlog of 0.
+        let filler = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::NONBLOCK, None).unwrap();
+        rustix::net::connect(&filler, &SocketAddrUnix::new_abstract_name(&name).unwrap()).unwrap();
+        let m = RxMeta {
+            src: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)),
+            dst: a,
+            sport: 0xd872,
+            tclass: 0,
+            hop: 64,
+        };
+        let mut pkt = [0u8; 300];
+        pkt[5..8].copy_from_slice(&[0, 0, 1]);
+        pkt[8] = 0xab;
+        {
+            let mut rx = s.rx.lock().unwrap();
+            s.to_agent(&mut rx.conns, &m, &pkt);
+            assert!(rx.conns.agent.is_none(), "connected through a full backlog");
+            assert_eq!(rx.conns.agent_queue.len(), 1);
+            assert!(rx.conns.agent_retry.is_some());
+        }
+        // The agent takes the first connection (room again), then ours.
+        let first = rustix::net::accept(&intake).unwrap();
+        let none = |_: u32| false;
+        let nobody = |_: u32| None;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while s.rx.lock().unwrap().conns.agent.is_none() && std::time::Instant::now() < deadline {
+            s.recv(64, &none, &nobody, &mut |_, _| {});
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(
+            s.rx.lock().unwrap().conns.agent.is_some(),
+            "the waiting datagram was not tried again in 5 s"
+        );
+        let c = rustix::net::accept(&intake).unwrap();
+        let one = Some(std::time::Duration::from_secs(1));
+        rustix::net::sockopt::set_socket_timeout(&c, rustix::net::sockopt::Timeout::Recv, one).unwrap();
+        let mut buf = [0u8; 2048];
+        let (len, _) = rustix::net::recv(&c, &mut buf, rustix::net::RecvFlags::empty()).unwrap();
+        assert!(len >= 300 && buf[len - 300 + 8] == 0xab, "the waiting datagram arrived");
+        {
+            let rx = s.rx.lock().unwrap();
+            assert!(rx.conns.agent_queue.is_empty() && rx.conns.agent_retry.is_none());
+        }
+        drop((first, filler, c, s));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -98,6 +98,11 @@ pub fn soft_names() -> Vec<String> {
         .collect()
 }
 
+/// Whether `RDMAV_SOFT_DEVICES` names a wire device (`rw0@eth0`).
+pub fn wire_configured() -> bool {
+    std::env::var("RDMAV_SOFT_DEVICES").is_ok_and(|v| v.split(',').any(|e| e.contains('@')))
+}
+
 fn gid_ip(g: &[u8; 16]) -> Option<IpAddr> {
     if *g == [0; 16] {
         return None;

@@ -31,6 +31,14 @@ pub fn set_sleeps_until(t: u64) {
 /// Starts the thread (once per process).
 pub fn start() {
     START.call_once(|| {
+        // The thread makes the process multi-threaded, after which growing
+        // the descriptor table waits for an RCU grace period: a process
+        // that may open a wire device (whose context opens sockets per
+        // connection) grows it now, while that is free
+        // (`swrdma_wired::fdtable`).
+        if crate::host::wire_configured() {
+            let _ = swrdma_wired::fdtable::reserve(swrdma_wired::fdtable::CONTEXT_ROOM, false);
+        }
         // SAFETY: eventfd with constant flags.
         let k = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         KICK.store(k, Ordering::Release);

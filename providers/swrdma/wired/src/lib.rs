@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod client;
 pub mod ends;
+pub mod fdtable;
 pub mod proto;
 pub mod qp1;
 pub mod route;
