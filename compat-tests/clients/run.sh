@@ -5,10 +5,13 @@
 # (openmpi-bin, libopenmpi-dev: a two-rank ping-pong), qperf, and libfabric's
 # verbs;ofi_rxd RDM endpoint (libfabric-bin: fi_pingpong).  No shim, no
 # change to those programs: only our library (LD_LIBRARY_PATH) and
-# RDMAV_SOFT_DEVICES=swr0; the two rdma_cm checks (UCX's rdmacm connection
-# manager through io_demo, qperf -cm1) run under build/bin/swrdma-cm, which
-# preloads the user-space rdma_cm.  Every process talks over 127.0.0.1 only;
-# the device itself is Unix sockets in a fresh private XDG_RUNTIME_DIR.
+# RDMAV_SOFT_DEVICES=swr0; the rdma_cm checks (UCX's rdmacm connection
+# manager through io_demo, qperf -cm1, and libfabric's verbs MSG endpoint,
+# fi_pingpong, on the wire device rw0 in a private network namespace) run
+# under build/bin/swrdma-cm, which preloads the user-space rdma_cm.  Every
+# process talks over 127.0.0.1 only (the MSG endpoint over a link-local
+# address of its namespace's own veth); the device itself is Unix sockets
+# in a fresh private XDG_RUNTIME_DIR.
 #
 # UCX uses a verbs device only when /dev/infiniband/<name> is a character
 # device it may read and write (it stat()s it, never opens it).  The package
@@ -281,6 +284,71 @@ for v in "64 1000" "4096 1000" "65536 100" "1048576 10"; do
         fail "$name" "server rc=$src client rc=$crc: $(tail -n1 "$log.client" | cut -c1-200)"
     fi
 done
-skip "fi_pingpong verbs msg endpoint (FI_EP_MSG)" "libfabric's verbs provider finds MSG devices by the addresses of interfaces other than lo, and swr0 answers for loopback only (a wire device rw0@<if> will; its rdma_cm is not done yet)"
+# --- libfabric: verbs MSG endpoint (rdma_cm) on the wire device -------------------------------
+# libfabric's verbs provider finds MSG devices by rdma_bind_addr on the
+# addresses of the interfaces other than lo, which swr0 (loopback only)
+# does not answer for: the wire device does, rw0 on one end of a veth
+# pair in a private network namespace (made by root, or in a user
+# namespace of our own: no root needed), server and client in it, through swrdma-cm (the
+# CM's MADs on QP1 through the wire agent, the data as RoCE v2 over the
+# namespace's lo).  fi_pingpong's server binds to "localhost": in its own
+# mount namespace that is cl0's address (soft-rdmacm's
+# private-view.sh).  -c: every message's data checked on arrival.
+name="fi_pingpong -p verbs -e msg (FI_EP_MSG over rdma_cm) on rw0@cl0 in a private network namespace (data checked)"
+ns=()
+if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+    ns=(unshare -n)
+elif unshare -rn true 2>/dev/null; then
+    ns=(unshare -rn)
+fi
+if [ ${#ns[@]} -eq 0 ]; then
+    skip "$name" "cannot make a network namespace (not root, and user namespaces are refused here)"
+else
+    rm -rf "$OUT/rt-w"; mkdir -p -m 0700 "$OUT/rt-w"
+    "${ns[@]}" env XDG_RUNTIME_DIR="$OUT/rt-w" RDMAV_SOFT_DEVICES=rw0@cl0 SWRDMA_WIRED_IDLE_MS=300 \
+        CM="$CM" PV="$ROOT/compat-tests/soft-rdmacm/private-view.sh" LOGS="$OUT/fi_msg" bash -c '
+        ip link set lo up && ip link add cl0 type veth peer name cl1 && ip addr add 169.254.86.1/24 dev cl0 &&
+            ip link set cl0 up && ip link set cl1 up || { echo "setup: cannot make the veth pair" >"$LOGS.setup"; exit 3; }
+        rc=0
+        for r in "64 1000" "1048576 20"; do
+            set -- $r
+            timeout 60 unshare -m bash "$PV" --localhost 169.254.86.1 "$CM" fi_pingpong -p verbs -e msg -d rw0 \
+                -B 47700 -I $2 -S $1 -c >"$LOGS.$1.server" 2>&1 &
+            s=$!
+            for i in $(seq 100); do ss -Hltn "sport = :47700" | grep -q . && break; sleep 0.1; done
+            timeout 60 "$CM" fi_pingpong -p verbs -e msg -d rw0 -P 47700 -I $2 -S $1 -c 169.254.86.1 \
+                >"$LOGS.$1.client" 2>&1; c=$?
+            wait $s; sv=$?
+            echo "$1 $sv $c" >>"$LOGS.rc"
+            [ $sv = 0 ] && [ $c = 0 ] || { rc=1; break; }
+        done
+        # the wire agent ends by itself (300 ms idle): wait for it, so that
+        # nothing stays in the namespace
+        me=$(readlink /proc/self/ns/net)
+        for i in $(seq 50); do
+            left=0
+            for p in /proc/[0-9]*; do
+                [ "$(readlink $p/ns/net 2>/dev/null)" = "$me" ] && grep -qs swrdma-wired $p/comm && left=1
+            done
+            [ $left = 0 ] && break
+            sleep 0.1
+        done
+        exit $rc' >"$OUT/fi_msg.out" 2>&1
+    nrc=$?
+    rows=""
+    for sz in 64 1048576; do
+        # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec; "=N": every message acknowledged
+        row=$(grep -E '^[0-9]+[kmg]? ' "$OUT/fi_msg.$sz.client" 2>/dev/null | tail -n1)
+        set -- $row - - - - - - - -
+        [ -n "$row" ] && [ "$3" = "=$2" ] && rows="$rows, $1 x $2: $7 us/xfer, $6 MB/s"
+    done
+    if [ $nrc -eq 0 ] && [ "$(echo "$rows" | grep -o 'us/xfer' | wc -l)" = 2 ]; then
+        pass "$name: ${rows#, }"
+    else
+        why=$(cat "$OUT/fi_msg.setup" "$OUT/fi_msg.rc" 2>/dev/null | tr '\n' ' ')
+        last=$(tail -n2 "$OUT"/fi_msg.*.client "$OUT"/fi_msg.*.server 2>/dev/null | grep -v '^==>' | grep . | tail -n2 | tr '\n' ' ')
+        fail "$name" "rc=$nrc (size server client: $why): ${last:0:200}"
+    fi
+fi
 
 finish
