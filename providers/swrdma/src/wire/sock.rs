@@ -1796,6 +1796,22 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A datagram for QP1 from another host (127.0.0.9) to `a`, as the
+    /// receive path hands it on: its metadata and a 300-byte payload whose
+    /// BTH names QPN 1.
+    fn qp1_datagram(a: IpAddr) -> (RxMeta, [u8; 300]) {
+        let m = RxMeta {
+            src: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)),
+            dst: a,
+            sport: 0xd872,
+            tclass: 0,
+            hop: 64,
+        };
+        let mut pkt = [0u8; 300];
+        pkt[5..8].copy_from_slice(&[0, 0, 1]);
+        (m, pkt)
+    }
+
     /// A burst of datagrams for QP1 that the wire agent does not read at
     /// once (its intake's room is the sender's buffer) waits in the
     /// context's queue rather than being dropped, and goes, in order, when
@@ -1836,15 +1852,7 @@ mod tests {
             }
             (seq, c)
         });
-        let m = RxMeta {
-            src: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)),
-            dst: a,
-            sport: 0xd872,
-            tclass: 0,
-            hop: 64,
-        };
-        let mut pkt = [0u8; 300];
-        pkt[5..8].copy_from_slice(&[0, 0, 1]);
+        let (m, mut pkt) = qp1_datagram(a);
         // The context's receive path owns the connections (as handle_udp
         // does, under the rx lock).
         let t0 = std::time::Instant::now();
@@ -1920,15 +1928,7 @@ mod tests {
         // One connection not yet accepted fills a backlog of 0.
         let filler = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::NONBLOCK, None).unwrap();
         rustix::net::connect(&filler, &SocketAddrUnix::new_abstract_name(&name).unwrap()).unwrap();
-        let m = RxMeta {
-            src: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)),
-            dst: a,
-            sport: 0xd872,
-            tclass: 0,
-            hop: 64,
-        };
-        let mut pkt = [0u8; 300];
-        pkt[5..8].copy_from_slice(&[0, 0, 1]);
+        let (m, mut pkt) = qp1_datagram(a);
         pkt[8] = 0xab;
         {
             let mut rx = s.rx.lock().unwrap();
