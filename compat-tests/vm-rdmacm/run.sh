@@ -113,8 +113,8 @@ else
             c=$d/$t.client.out s=$d/$t.server.out
             crc=$(cat "$d/$t.client.rc" 2>/dev/null) src=$(cat "$d/$t.server.rc" 2>/dev/null)
             case $t in
-                rping) ok=$([ "$(grep -c '^ping data: rdma-ping-' "$c")" = 50 ] &&
-                    [ "$(grep -c '^server ping data: rdma-ping-' "$s")" = 50 ] && echo y) ;;
+                rping) ok=$([ "$(grep -c '^ping data: rdma-ping-' "$c")" = 100 ] &&
+                    [ "$(grep -c '^server ping data: rdma-ping-' "$s")" = 100 ] && echo y) ;;
                 mckey) ok=$(grep -q '^return status 0' "$c" && grep -q '^return status 0' "$s" &&
                     grep -q '^data transfers complete' "$s" && echo y) ;;
                 ucmatose | udaddy) ok=$(grep -q '^return status 0' "$c" && grep -q '^return status 0' "$s" &&

@@ -53,8 +53,8 @@ wpair() {
 }
 workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     local d=$1 s=$2 c=$3 a=$4
-    wpair "$d" rping "$s" "$c" rping -s -a "$a" -p 7501 -v -V -C 50 -- rping -c -a "$a" -p 7501 -v -V -C 50
-    wpair "$d" ucmatose "$s" "$c" ucmatose -b "$a" -p 7502 -c 10 -C 20 -- ucmatose -s "$a" -p 7502 -c 10 -C 20
+    wpair "$d" rping "$s" "$c" rping -s -a "$a" -p 7501 -v -V -C 100 -- rping -c -a "$a" -p 7501 -v -V -C 100
+    wpair "$d" ucmatose "$s" "$c" ucmatose -b "$a" -p 7502 -c 20 -C 50 -- ucmatose -s "$a" -p 7502 -c 20 -C 50
     wpair "$d" udaddy "$s" "$c" udaddy -b "$a" -C 10 -- udaddy -s "$a" -C 10
     wpair "$d" rdma_server "$s" "$c" rdma_server -s "$a" -p 7503 -- rdma_client -s "$a" -p 7503
     wpair "$d" rdma_xserver "$s" "$c" rdma_xserver -p 7504 -c r -- rdma_xclient -s "$a" -p 7504 -c r
@@ -65,13 +65,14 @@ workloads() { # DIR SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ADDR
     wpair "$d" mckey "$s" "$c" mckey -m 239.1.1.1 -b "$a" -C 10 -- mckey -m 239.1.1.1 -b "$b" -s -C 10
     wpair "$d" rstream "$s" "$c" rstream -T v -S 4096 -C 200 -b "$a" -p 7505 -- rstream -T v -S 4096 -C 200 -s "$a" -p 7505
     # cmtime, riostream, perftest -R and qperf -cm1 (RC), as soft-rdmacm
-    # runs them; -d names each side's device.  perftest's and qperf's
+    # runs them (rping, ucmatose and cmtime with issue 32's counts, as
+    # there); -d names each side's device.  perftest's and qperf's
     # clients may race their server's next listen (REJECTED 8, as the
     # kernel's CM answers it): run again, three times at most.
     local sd=rxe0 cd=rxe0 t i
     [ "$s" = OURS ] && sd=rw0
     [ "$c" = OURS_C ] && cd=rw0
-    wpair "$d" cmtime "$s" "$c" cmtime -b "$a" -p 7506 -- cmtime -s "$a" -p 7506 -c 20
+    wpair "$d" cmtime "$s" "$c" cmtime -b "$a" -p 7506 -- cmtime -s "$a" -p 7506 -c 200
     wpair "$d" riostream "$s" "$c" riostream -T v -S 4096 -C 100 -b "$a" -p 7507 -- \
         riostream -T v -S 4096 -C 100 -s "$a" -p 7507
     for t in ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw; do
