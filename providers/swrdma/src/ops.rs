@@ -124,19 +124,17 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
         c.set_wire(Arc::new(wire::engine::Wire::new(sock, mtu, wdir)));
     }
     // A wire context opens sockets per connected QP: the descriptor table
-    // grows now, while that is free (one thread), or from the context's
-    // thread before it starts, not in the middle of a connection
+    // grows now, while that is free (one thread), or else from the
+    // context's thread before it starts, not in the middle of a connection
     // (`swrdma_wired::fdtable`).
-    let wire = c.wire().is_some();
-    if wire {
-        let _ = swrdma_wired::fdtable::reserve(swrdma_wired::fdtable::CONTEXT_ROOM, false);
-    }
+    use swrdma_wired::fdtable::{reserve, Reserved, CONTEXT_ROOM};
+    let grow_later = c.wire().is_some() && reserve(CONTEXT_ROOM, false) == Reserved::Later;
     let tc = c.clone();
     let h = std::thread::Builder::new()
         .name("swrdma".into())
         .spawn(move || {
-            if wire {
-                let _ = swrdma_wired::fdtable::reserve(swrdma_wired::fdtable::CONTEXT_ROOM, true);
+            if grow_later {
+                let _ = reserve(CONTEXT_ROOM, true);
             }
             tc.run_thread()
         })
