@@ -1,6 +1,6 @@
 /*
  * compat-tests/common/check.h: the PASS/FAIL lines of a test program that a
- * suite's run.sh reads (soft/semantics.c, soft/rxe-diffs.c, soft/wakeup.c).
+ * suite's run.sh reads (soft/semantics.c, soft/rxe-diffs.c, soft/wakeup.c, soft/acks.c).
  *
  *   check(ok, name, why)   prints "PASS name" or "FAIL name: why" (and
  *                          counts the failure in `failures`), flushed at

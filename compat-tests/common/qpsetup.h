@@ -2,7 +2,7 @@
  * compat-tests/common/qpsetup.h: taking a QP from RESET to RTS, shared by
  * the compat-tests programs (bench/vm_bench.c, compat10/compat10.c,
  * vm-fault/faultprog.c, load/load.c, vm/fork-mr.c, soft/semantics.c,
- * soft/wakeup.c).
+ * soft/wakeup.c, soft/acks.c).
  *
  * Header only (static inline), so that a program needs no second .c file:
  * it includes "../common/qpsetup.h" and every build of it (the suites build

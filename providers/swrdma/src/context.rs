@@ -237,8 +237,8 @@ impl Ctx {
         let c = Arc::new(Ctx {
             objects: Objects {
                 gids,
-                qps: RwLock::new(HashMap::new()),
-                srqs: RwLock::new(HashMap::new()),
+                qps: RwLock::new(NumMap::default()),
+                srqs: RwLock::new(NumMap::default()),
                 mrs: RwLock::new(Keys::default()),
                 async_w,
                 armed_cqs: Arc::new(AtomicU32::new(0)),
@@ -1170,6 +1170,10 @@ impl Ctx {
             let _ = rustix::net::shutdown(l.sock(), rustix::net::Shutdown::Both);
             return;
         }
+        if !matches!(&r, Resp::Hdr(h) if h.kind == K_ACK && h.status == 0) {
+            // (Before the request is consumed: see `Delivered`.)
+            l.tx().set_answers_kept(true);
+        }
         bl.push_back(r);
         self.backlog_wait(l, &mut bl);
     }
@@ -1197,6 +1201,9 @@ impl Ctx {
             bl.pop_front();
         }
         l.backlogged.store(false, Ordering::Release);
+        if l.tx().answers_kept() {
+            l.tx().set_answers_kept(false);
+        }
     }
 
     /// The backlog is not empty: ask the consumer for a kick when it has
@@ -1224,6 +1231,41 @@ impl Ctx {
             ..Default::default()
         };
         self.respond(l, Resp::Hdr(m));
+    }
+
+    /// The ACK of a SEND or WRITE that succeeded (`req`, its last record).
+    /// Written now when the requester waits for it (`F_ACKREQ`), or when
+    /// our thread sleeps (nobody might make progress here soon); else kept
+    /// in the link's backlog, in order before any later answer, and written
+    /// when this context next makes progress: the application's next poll
+    /// (after it took this completion: the ACK is off the path of its
+    /// answer), else our thread within `BACKOFF_MS` of the application's
+    /// last poll.  A requester whose peer dies first takes the request as
+    /// delivered all the same (`Delivered`).
+    fn ack_done(&self, l: InLink<'_>, req: &Msg) {
+        if req.flags & F_ACKREQ != 0 || l.rx().is_sleeping() {
+            self.reply(l, req, K_ACK, 0);
+            return;
+        }
+        let m = Msg {
+            kind: K_ACK,
+            flags: F_LAST,
+            dst_qpn: req.src_qpn,
+            src_qpn: req.dst_qpn,
+            seq: req.seq,
+            ..Default::default()
+        };
+        let mut bl = l.producer();
+        if l.dead.load(Ordering::Relaxed) {
+            return;
+        }
+        if bl.len() >= MAX_BACKLOG {
+            drop(bl);
+            self.respond(l, Resp::Hdr(m));
+            return;
+        }
+        bl.push_back(Resp::Hdr(m));
+        l.backlogged.store(true, Ordering::Release);
     }
 
     fn reply(&self, l: InLink<'_>, req: &Msg, kind: u16, status: u32) {
@@ -1484,9 +1526,9 @@ impl Ctx {
             self.responder_fault(l, qp, st, m, Fault::InvalidRequest);
             return Ok(());
         }
-        let mut ack = |s: u32| {
-            let status = Fault::of_receive(s).map_or(0, |f| f.requester_status());
-            self.reply(l, m, K_ACK, status);
+        let mut ack = |s: u32| match Fault::of_receive(s).map_or(0, |f| f.requester_status()) {
+            0 => self.ack_done(l, m),
+            status => self.reply(l, m, K_ACK, status),
         };
         match self.recv_data(qp, st, m, payload, &mut ack) {
             Ok(()) => {}
@@ -1527,7 +1569,7 @@ impl Ctx {
         }
         if last {
             // (ACKed before the receive completes, as SENDs are.)
-            self.reply(l, m, K_ACK, 0);
+            self.ack_done(l, m);
             if m.flags & F_IMM != 0 {
                 let mut h = *m;
                 h.flags |= F_FIRST;
@@ -1746,15 +1788,20 @@ impl Ctx {
             }
             let mut off = st.resend_off;
             let mut copied = true;
+            // (Where this try's first record goes: `SWqe::start`.)
+            let mut first_at = None;
             loop {
-                let (h, plen) = frag(&w.hdr, len, off);
+                let (mut h, plen) = frag(&w.hdr, len, off);
+                // (A request sent again is waited for: its ACK at once.)
+                h.flags |= F_ACKREQ;
+                let at = l.tx().produced();
                 let o = off;
                 let mut fill = |d: *mut u8| {
                     copied = if inline {
                         // SAFETY: `d` is `plen` bytes of reserved ring space;
                         // [o, o+plen) lies in the inline copy (o + plen <= len
                         // = its length).
-                        unsafe { std::ptr::copy_nonoverlapping(w.data.as_ptr().add(o as usize), d, plen) };
+                        unsafe { std::ptr::copy_nonoverlapping(w.data.as_slice().as_ptr().add(o as usize), d, plen) };
                         true
                     } else {
                         // SAFETY: `d` is `plen` bytes of reserved ring space;
@@ -1766,7 +1813,13 @@ impl Ctx {
                 };
                 if !self.try_put(l, &h, plen, &mut fill) {
                     st.resend_off = off;
+                    if let Some(at) = first_at {
+                        st.sq[idx].start = at;
+                    }
                     return false;
+                }
+                if off == 0 {
+                    first_at = Some(at);
                 }
                 if !copied {
                     st.sq[idx].done = Some(IBV_WC_LOC_PROT_ERR);
@@ -1779,6 +1832,9 @@ impl Ctx {
                 if off >= len || plen == 0 {
                     break;
                 }
+            }
+            if let Some(at) = first_at {
+                st.sq[idx].start = at;
             }
             st.resend = next;
             st.resend_off = 0;
@@ -1942,6 +1998,7 @@ impl Ctx {
             return;
         }
         let qps: Vec<Arc<Qp>> = self.qps.read().unwrap().values().cloned().collect();
+        let delivered = Delivered::on(l, &qps);
         for qp in qps {
             let mut st = lock(&qp.st);
             let uses = st.link.as_ref().is_some_and(|x| x.is(l));
@@ -1949,10 +2006,73 @@ impl Ctx {
                 continue;
             }
             st.link = None;
-            if (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND) && st.sq.iter().any(|w| w.done.is_none()) {
-                self.peer_lost(&mut st);
+            if qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND {
+                if delivered.claim(&mut st) {
+                    st.budget.refill();
+                    self.complete_sq(&qp, &mut st);
+                }
+                if st.sq.iter().any(|w| w.done.is_none()) {
+                    self.peer_lost(&mut st);
+                }
             }
         }
+    }
+}
+
+/// What the responder at the other end of a dead outgoing link had taken
+/// of our requests (its answers, in order before, are all in: the caller
+/// drained the link).  A SEND or WRITE whose ACK was still to come — the
+/// responder writes an ACK nobody waits for (no `F_ACKREQ`) only when it
+/// next makes progress, and its process ended first — was delivered when
+/// the responder consumed a record we wrote after it: it consumes in order
+/// and answers a failure before it consumes the request.  Unless its
+/// backlog held answers other than ACKs when it died
+/// (`Ring::answers_kept`): then nothing is claimed, and those requests
+/// fail after the transport timeout, as any whose answer was lost.
+struct Delivered {
+    /// Requests that start before this position were consumed (0: none).
+    before: u64,
+}
+
+impl Delivered {
+    fn on(l: &Arc<Link>, qps: &[Arc<Qp>]) -> Delivered {
+        let tail = l.tx().consumed();
+        if l.rx().answers_kept() {
+            return Delivered { before: 0 };
+        }
+        if tail == l.tx().produced() {
+            // (Everything written was consumed.)
+            return Delivered { before: u64::MAX };
+        }
+        // The last request of ours, of any QP on this link, that starts at
+        // or before what the responder consumed: everything before it was.
+        let mut before = 0;
+        for qp in qps {
+            let st = lock(&qp.st);
+            if !st.link.as_ref().is_some_and(|x| x.is(l)) {
+                continue;
+            }
+            for w in st.sq.iter() {
+                if w.start != NOT_SENT && w.start <= tail {
+                    before = before.max(w.start);
+                }
+            }
+        }
+        Delivered { before }
+    }
+
+    /// Marks the SENDs and WRITEs of `st`'s send queue known delivered as
+    /// done; true when it marked any.
+    fn claim(&self, st: &mut QpSt) -> bool {
+        let mut any = false;
+        for w in st.sq.iter_mut() {
+            let data = w.op == IBV_WC_SEND || w.op == IBV_WC_RDMA_WRITE;
+            if data && w.done.is_none() && w.start != NOT_SENT && w.start < self.before {
+                w.done = Some(0);
+                any = true;
+            }
+        }
+        any
     }
 }
 

@@ -171,6 +171,24 @@ pub unsafe fn qp_of<'a>(qp: *mut ibv_qp) -> (&'a Ctx, Arc<Qp>) {
     }
 }
 
+/// `qp_of` without taking a count: for the verbs that post work, called
+/// for every request (the count's two atomic operations are a tenth of a
+/// small send).  The `Arc` is borrowed from the `SwQp`, which keeps its
+/// own count until `destroy_qp`, and the application may not destroy a
+/// QP while a verb on it runs; it is never dropped (`ManuallyDrop`), and a
+/// clone of it takes a count of its own.
+///
+/// # Safety
+/// As `qp_of`, and the returned value is not kept past the verb's call.
+pub unsafe fn qp_ref<'a>(qp: *mut ibv_qp) -> (&'a Ctx, std::mem::ManuallyDrop<Arc<Qp>>) {
+    // SAFETY: as in `qp_of`; no count is added, so the result must not be
+    // dropped (ManuallyDrop) nor outlive the `SwQp` (the contract).
+    unsafe {
+        let s = &*(qp as *mut SwQp);
+        (&*s.ctx, std::mem::ManuallyDrop::new(Arc::from_raw(s.qp)))
+    }
+}
+
 /// Sets this thread's `errno` (how the verbs that return a pointer say why
 /// they returned null).
 pub fn set_errno(e: c_int) {

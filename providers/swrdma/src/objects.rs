@@ -16,6 +16,44 @@ use swrdma_rc::budget::Budget;
 use swrdma_rc::keys::{Keys, MrEnt, WindowBind};
 use swrdma_ring::Msg;
 
+/// The hasher of the tables keyed by a QP's or SRQ's number, looked up for
+/// every message a context takes in: one multiplication (Fibonacci
+/// hashing: the odd constant spreads the number's bits into the high bits
+/// the map's probe tags use) where the standard map's SipHash took a
+/// third of the lookup.  SipHash defends a map against keys chosen to
+/// collide; these maps hold only numbers this context gave out (a peer's
+/// number for a QP that is not there just misses).
+#[derive(Clone, Copy, Default)]
+pub struct NumHash;
+
+pub struct NumHasher(u64);
+
+const NUM_HASH_K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl std::hash::Hasher for NumHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(NUM_HASH_K);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(NUM_HASH_K);
+    }
+}
+
+impl std::hash::BuildHasher for NumHash {
+    type Hasher = NumHasher;
+    fn build_hasher(&self) -> NumHasher {
+        NumHasher(0)
+    }
+}
+
+/// A table keyed by a QP's or SRQ's number.
+pub type NumMap<V> = HashMap<u32, V, NumHash>;
+
 pub struct RWqe {
     pub wr_id: u64,
     pub sges: Vec<ibv_sge>,
@@ -36,7 +74,60 @@ pub struct SWqe {
     /// again when the data is gathered anew) ...
     pub gsges: Vec<ibv_sge>,
     /// ... or a copy of its inline data.
-    pub data: Vec<u8>,
+    pub data: InlineCopy,
+    /// Where its first record went in the link's request ring (the ring's
+    /// `produced` position when it was sent; `NOT_SENT`: not on a ring):
+    /// when the peer dies, a request the peer's responder had consumed
+    /// before a later one is known delivered (`Ctx::link_died`).
+    pub start: u64,
+}
+
+/// `SWqe::start` of a request that is on no ring.
+pub const NOT_SENT: u64 = u64::MAX;
+
+/// How many bytes of a reliable request's inline data its send queue entry
+/// keeps in place (more go to the heap).
+const IN_PLACE: usize = 64;
+
+/// A reliable request's inline data, kept for a retransmission: up to
+/// `IN_PLACE` bytes in the entry itself, so that the small sends of a
+/// latency-bound program allocate nothing on their path; more on the heap.
+pub enum InlineCopy {
+    InPlace { len: u8, buf: [u8; IN_PLACE] },
+    Heap(Box<[u8]>),
+}
+
+impl InlineCopy {
+    /// No data.
+    pub const NONE: InlineCopy = InlineCopy::InPlace {
+        len: 0,
+        buf: [0; IN_PLACE],
+    };
+
+    /// `len` bytes, written by `fill` at the pointer it is given (room for
+    /// exactly `len` bytes).
+    pub fn new(len: usize, fill: impl FnOnce(*mut u8)) -> InlineCopy {
+        if len <= IN_PLACE {
+            let mut buf = [0u8; IN_PLACE];
+            fill(buf.as_mut_ptr());
+            InlineCopy::InPlace { len: len as u8, buf }
+        } else {
+            let mut v = vec![0u8; len].into_boxed_slice();
+            fill(v.as_mut_ptr());
+            InlineCopy::Heap(v)
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            InlineCopy::InPlace { len, buf } => &buf[..*len as usize],
+            InlineCopy::Heap(v) => v,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
 }
 
 impl SWqe {
@@ -52,7 +143,8 @@ impl SWqe {
             sges: Vec::new(),
             hdr: Msg::default(),
             gsges: Vec::new(),
-            data: Vec::new(),
+            data: InlineCopy::NONE,
+            start: NOT_SENT,
         }
     }
 }
@@ -329,8 +421,8 @@ impl Qp {
 pub struct Objects {
     /// The used entries of the port's GID table (`DevInfo::gids`).
     pub(crate) gids: Vec<[u8; 16]>,
-    pub(crate) qps: RwLock<HashMap<u32, Arc<Qp>>>,
-    pub(crate) srqs: RwLock<HashMap<u32, Arc<Srq>>>,
+    pub(crate) qps: RwLock<NumMap<Arc<Qp>>>,
+    pub(crate) srqs: RwLock<NumMap<Arc<Srq>>>,
     pub(crate) mrs: RwLock<Keys>,
     /// The write end of the async-event pipe (the read end is the
     /// library's `async_fd`).

@@ -2274,7 +2274,7 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
     // SAFETY: `ibqp` is one of our QPs (the contract).
-    let (_, qp) = unsafe { qp_of(ibqp) };
+    let (_, qp) = unsafe { qp_ref(ibqp) };
     // SAFETY (each `*bad = wr` below): `bad` is writable (the verb's contract).
     let fail = |wr: *mut ibv_recv_wr, e: c_int| {
         // SAFETY: see above.
@@ -2326,8 +2326,9 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
-    // SAFETY: `ibqp` is one of our QPs (the contract).
-    let (c, qp) = unsafe { qp_of(ibqp) };
+    // SAFETY: `ibqp` is one of our QPs (the contract); `qp` is used only
+    // during the call.
+    let (c, qp) = unsafe { qp_ref(ibqp) };
     // SAFETY: `wr` is null or the application's list of valid send
     // requests, which is `post_list`'s contract.
     match unsafe { post_list(c, &qp, wr) } {

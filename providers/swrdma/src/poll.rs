@@ -11,15 +11,40 @@ use std::sync::atomic::Ordering;
 /// further empty poll (see [`note_empty`]).
 const YIELD_AFTER_NS: u64 = 1_000;
 
+/// How many empty polls in a row pass between two looks at the clock: a
+/// clock read (`clock_gettime`, 25 ns in a VM) costs a third of an empty
+/// poll, which is what a busy-polling application's thread does between
+/// two messages; the yield starts at most this many polls late.
+const CLOCK_EVERY: u32 = 16;
+
+/// A thread's run of empty polls (any CQ).
+#[derive(Clone, Copy, PartialEq)]
+struct EmptyRun {
+    /// When the run was first seen at a clock look (0: not yet).
+    since: u64,
+    /// Empty polls in the run.
+    polls: u32,
+    /// The run is past `YIELD_AFTER_NS`: every further empty poll yields.
+    yielding: bool,
+}
+
+impl EmptyRun {
+    /// No run: the thread's last poll found a completion.
+    const NONE: EmptyRun = EmptyRun {
+        since: 0,
+        polls: 0,
+        yielding: false,
+    };
+}
+
 thread_local! {
-    /// When this thread's run of empty polls (any CQ) began; 0: its last
-    /// poll found a completion.
-    static EMPTY_SINCE: Cell<u64> = const { Cell::new(0) };
+    static EMPTY_RUN: Cell<EmptyRun> = const { Cell::new(EmptyRun::NONE) };
 }
 
 /// Notes whether this thread's poll found nothing and, once its polls have
-/// found nothing for `YIELD_AFTER_NS`, gives its CPU at each further empty
-/// poll to whatever else is runnable there.
+/// found nothing for `YIELD_AFTER_NS` (looked at every `CLOCK_EVERY`
+/// polls), gives its CPU at each further empty poll to whatever else is
+/// runnable there.
 ///
 /// A device that is software has no engine of its own: every completion the
 /// application waits for needs *some* process of the machine on a CPU — the
@@ -36,21 +61,31 @@ thread_local! {
 /// one.  What the application's memory does is untouched: this is
 /// scheduling only.
 fn note_empty(empty: bool) {
-    if !empty {
-        EMPTY_SINCE.with(|c| c.set(0));
-        return;
-    }
-    let now = crate::sys::now_ns();
-    let since = EMPTY_SINCE.with(|c| {
-        if c.get() == 0 {
-            c.set(now);
+    EMPTY_RUN.with(|c| {
+        let run = c.get();
+        if !empty {
+            if run != EmptyRun::NONE {
+                c.set(EmptyRun::NONE);
+            }
+            return;
         }
-        c.get()
-    });
-    if now - since >= YIELD_AFTER_NS {
-        // SAFETY: sched_yield takes no arguments and cannot fail here.
-        unsafe { libc::sched_yield() };
-    }
+        if run.yielding {
+            // SAFETY: sched_yield takes no arguments and cannot fail here.
+            unsafe { libc::sched_yield() };
+            return;
+        }
+        let polls = run.polls.wrapping_add(1);
+        let mut next = EmptyRun { polls, ..run };
+        if polls.is_multiple_of(CLOCK_EVERY) {
+            let now = crate::sys::now_ns();
+            if run.since == 0 {
+                next.since = now;
+            } else if now - run.since >= YIELD_AFTER_NS {
+                next.yielding = true;
+            }
+        }
+        c.set(next);
+    })
 }
 
 /// ibv_poll_cq: up to `n` completions into `wc`.

@@ -86,6 +86,15 @@ pub const F_TRANSPORT: u16 = F_UD | F_UC;
 /// requester completed the request with `LOC_PROT_ERR`).  Fragments before
 /// it were delivered as usual.
 pub const F_ABORT: u16 = 256;
+/// (Requests of a reliable QP, on the message's records.)  The requester
+/// waits for this message's acknowledgment — a signaled request, or its
+/// send queue is filling — so the responder writes it at once, before the
+/// receive completes.  Without it a successful SEND's or WRITE's ACK is
+/// written later, when the responder next makes progress (after it has
+/// handed the completion to its application): an ACK nobody waits for is
+/// then not on the path of the next message.  Failures are always answered
+/// at once.
+pub const F_ACKREQ: u16 = 512;
 
 /// The header of every message (128 bytes, 64-byte multiple).
 #[repr(C)]
@@ -188,6 +197,13 @@ struct RingHdr {
     /// directly (the MR key; 0: none): the consumer's deregistration waits
     /// for it to clear.
     direct: AtomicU64,
+    _p3: [u8; 48],
+    /// Set by the producer of a response ring while its backlog (process
+    /// memory, lost if the process dies) holds an answer that is not a
+    /// plain ACK (a NAK, an error, a READ or atomic response): the
+    /// requester must then not take the requests the responder consumed
+    /// as acknowledged (`Link::answers_kept`).
+    answers_kept: AtomicU32,
 }
 
 /// One ring of a mapped link: a `RingHdr` followed by `RING_SIZE` data
@@ -200,6 +216,9 @@ pub struct Ring {
     /// (Producer side, this process only.)  A record or padding was
     /// placed beyond `RING_KEEP` since the last `trim`.
     far: AtomicBool,
+    /// (Producer side, this process only.)  The consumer's `tail` as the
+    /// producer last read it (see `try_reserve`).
+    tail_seen: AtomicU64,
 }
 // SAFETY: the pointers refer to a shared mapping that outlives the `Ring`
 // (see the type's invariant), not to thread-local state.  Through `&Ring`
@@ -228,6 +247,7 @@ impl Ring {
             // SAFETY: `RING_HDR` is inside the region the caller vouches for.
             data: unsafe { base.add(RING_HDR) },
             far: AtomicBool::new(false),
+            tail_seen: AtomicU64::new(0),
         }
     }
     fn h(&self) -> &RingHdr {
@@ -250,19 +270,36 @@ impl Ring {
         let head = self.h().head.load(Ordering::Relaxed);
         let pos = head as usize & (RING_SIZE - 1);
         let contig = RING_SIZE - pos;
-        let tail = self.h().tail.load(Ordering::Acquire);
         // Wrap now when the record does not fit before the end, or when the
-        // ring is empty and we are past `REWIND_AT` (see there).
-        let wrap = contig < need || (head == tail && pos >= REWIND_AT);
-        let total = if wrap { contig + need } else { need };
-        // The header is shared: a peer that scribbles on it gets a link
-        // that looks full (as if it stopped consuming), never a write
-        // outside the data area (records are 64-aligned, and the padding
-        // record needs 8 bytes).
-        if !head.is_multiple_of(64)
-            || head.wrapping_sub(tail) > RING_SIZE as u64
-            || RING_SIZE as u64 - head.wrapping_sub(tail) < total as u64
-        {
+        // ring is empty and we are past `REWIND_AT` (see there).  The header
+        // is shared: a peer that scribbles on it gets a link that looks full
+        // (as if it stopped consuming), never a write outside the data area
+        // (records are 64-aligned, and the padding record needs 8 bytes).
+        let place = |tail: u64| {
+            let wrap = contig < need || (head == tail && pos >= REWIND_AT);
+            let total = if wrap { contig + need } else { need };
+            let fits = head.is_multiple_of(64)
+                && head.wrapping_sub(tail) <= RING_SIZE as u64
+                && RING_SIZE as u64 - head.wrapping_sub(tail) >= total as u64;
+            (wrap, fits)
+        };
+        // The consumer's tail as last read: it only ever grows, so room
+        // found with it is there.  The shared one is read when that is not
+        // enough, and past `REWIND_AT` (whether the ring is empty decides
+        // the rewind): the consumer keeps its tail's cache line to itself
+        // while little is in flight, so neither side waits for the other's
+        // cache at each record (a producer that reads it at every record
+        // makes the consumer's next store to it, and the fence after it in
+        // `room_made`, wait for the line to come back: a cache-line
+        // transfer each way per message, on the message's path).
+        let mut tail = self.tail_seen.load(Ordering::Relaxed);
+        let (mut wrap, mut fits) = place(tail);
+        if !fits || pos >= REWIND_AT {
+            tail = self.h().tail.load(Ordering::Acquire);
+            self.tail_seen.store(tail, Ordering::Relaxed);
+            (wrap, fits) = place(tail);
+        }
+        if !fits {
             return None;
         }
         let mut h = head;
@@ -355,6 +392,29 @@ impl Ring {
         self.h().head.store(new_head, Ordering::Release);
         fence(Ordering::SeqCst);
         self.h().sleeping.load(Ordering::Relaxed) != 0
+    }
+
+    /// Producer: the position the next record goes to (its own `head`).
+    pub fn produced(&self) -> u64 {
+        self.h().head.load(Ordering::Relaxed)
+    }
+
+    /// What the consumer has taken (its `tail`): every record before it has
+    /// been read and answered or dropped.
+    pub fn consumed(&self) -> u64 {
+        self.h().tail.load(Ordering::Acquire)
+    }
+
+    /// Producer of a response ring: whether its backlog holds answers that
+    /// are not plain ACKs (see `RingHdr::answers_kept`).  Set before the
+    /// request it answers is consumed (`Release` of `tail` after it).
+    pub fn set_answers_kept(&self, kept: bool) {
+        self.h().answers_kept.store(kept as u32, Ordering::SeqCst);
+    }
+
+    /// Consumer of a response ring (the requester): see `set_answers_kept`.
+    pub fn answers_kept(&self) -> bool {
+        self.h().answers_kept.load(Ordering::Acquire) != 0
     }
 
     pub fn has_data(&self) -> bool {

@@ -67,7 +67,7 @@ pub unsafe fn post(c: &Ctx, qp: &Arc<Qp>, req: &SendRequest, data: &LocalData, v
     }
     let tx = link.producer();
     // SAFETY: forwarded to our caller (the local data).
-    if reliable && !unsafe { queue_reliable(c, qp, req, data, &mut m) } {
+    if reliable && !unsafe { queue_reliable(c, qp, req, data, &mut m, link.tx().produced()) } {
         return Ok(());
     }
     // SAFETY: forwarded to our caller (the local data).
@@ -315,7 +315,7 @@ unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData
 ///
 /// # Safety
 /// `data` passed `check_local` or is inline data readable for the call.
-unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg) -> bool {
+unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, m: &mut Msg, start: u64) -> bool {
     let (len, inline) = (data.len, data.inline);
     let mut st = lock(&qp.st);
     if st.state == IBV_QPS_ERR {
@@ -328,6 +328,12 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
     let seq = st.next_seq;
     st.next_seq += 1;
     m.seq = seq;
+    // The ACK is waited for (F_ACKREQ): a request that completes, or one
+    // that leaves the send queue half full (its slots come back with the
+    // ACKs; a later one's ACK does not cover this one).
+    if req.signaled() || qp.sq_sig_all || 2 * (st.sq.len() + 1) >= qp.cap.max_send_wr as usize {
+        m.flags |= F_ACKREQ;
+    }
     let keep = if req.op.is_read() || req.op.is_atomic() {
         data.sges().to_vec()
     } else {
@@ -337,13 +343,13 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
     // registered memory (the gather list as posted), or inline data
     // from a copy (at most `max_inline_data` bytes).
     let sends_data = m.kind == K_SEND || m.kind == K_WRITE;
-    let mut copy = Vec::new();
-    if inline && sends_data && len > 0 {
-        copy = vec![0u8; len as usize];
+    let copy = if inline && sends_data && len > 0 {
         // SAFETY: inline data is readable for the call (the contract);
-        // `copy` has `len` bytes.
-        unsafe { gather(data.sges(), 0, copy.as_mut_ptr(), len as usize) };
-    }
+        // `InlineCopy::new` gives room for `len` bytes.
+        InlineCopy::new(len as usize, |d| unsafe { gather(data.sges(), 0, d, len as usize) })
+    } else {
+        InlineCopy::NONE
+    };
     st.sq.push_back(SWqe {
         seq,
         wr_id: req.wr_id,
@@ -359,10 +365,15 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
             Vec::new()
         },
         data: copy,
+        start,
     });
     // Requests wait behind a NAKed one (sent again in order): this one
     // goes on the wire with them, never before them.
     if st.resend.is_some() || st.probe.is_some() {
+        // (Not sent now: it goes with the requests sent again.)
+        if let Some(w) = st.sq.back_mut() {
+            w.start = NOT_SENT;
+        }
         if st.resend.is_none() {
             st.resend = Some(seq);
             st.resend_off = 0;
