@@ -14,6 +14,9 @@
  *    library (it sleeps, alive): the sender's send queue still empties,
  *    so that it can post a whole send queue again (ENOMEM if the ACKs
  *    never came).
+ * 3. The receiver has no receive posted: the sender's unsignaled SEND is
+ *    RNR-NAKed (consumed, not delivered), then the receiver exits.  The
+ *    SEND must fail (it was never delivered), not pass as delivered.
  *
  * Output: "PASS <name>" / "FAIL <name>: why" lines; exit 0 when all pass. */
 #define _GNU_SOURCE
@@ -71,10 +74,11 @@ static void setup(void)
 		die("qp/mr");
 }
 
-static void connect_to(uint32_t dqpn)
+static void connect_to(uint32_t dqpn, uint8_t min_rnr_timer)
 {
 	struct qps_conn c;
 	qps_defaults(&c);
+	c.min_rnr_timer = min_rnr_timer;
 	c.dest_qpn = dqpn;
 	c.sgid_index = 1;
 	if (ibv_query_gid(ctx, 1, 1, &c.dgid) || qps_to_rts(qp, &c, NULL))
@@ -121,7 +125,16 @@ static int take(int n, double secs)
  * library (how 2). */
 static void receiver(int how, int to_s, int from_s, uint32_t peer)
 {
-	connect_to(peer);
+	/* (How 3: RNR timer code 0, 655 ms: the sender sends the NAKed SEND
+	 * again only after the receiver is gone.) */
+	connect_to(peer, how == 3 ? 0 : 12);
+	if (how == 3) {
+		take(1, 0.05);
+		char c;
+		if (write(to_s, "r", 1) != 1 || read(from_s, &c, 1) != 1)
+			_exit(2);
+		_exit(0); /* (told to: the SEND was NAKed) */
+	}
 	post_recvs(2 * SQ);
 	take(1, 0.05);
 	if (write(to_s, "r", 1) != 1)
@@ -154,10 +167,31 @@ static void run(int how)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		receiver(how, r2s[1], s2r[0], peer);
 	}
-	connect_to(peer);
+	connect_to(peer, 12);
 	char c = 0;
 	if (read(r2s[0], &c, 1) != 1 || c != 'r')
 		die("receiver not ready");
+	if (how == 3) {
+		/* The SEND finds no receive: RNR NAK (rnr_retry 7: sent again
+		 * without limit); the sender polls meanwhile (its progress takes
+		 * the NAK), then the receiver exits. */
+		post_send(300, 0);
+		take(1, 0.1);
+		if (write(s2r[1], "x", 1) != 1)
+			die("pipe");
+		waitpid(pid, NULL, 0);
+		struct ibv_wc wc = { 0 };
+		double end = now() + 10;
+		int k = 0;
+		while (now() < end && (k = ibv_poll_cq(cq, 1, &wc)) == 0)
+			;
+		char why[160];
+		snprintf(why, sizeof why, "first completion: wr_id %llu status %s (want 300, an error)",
+			 (unsigned long long)wc.wr_id, k == 1 ? ibv_wc_status_str(wc.status) : "none in 10 s");
+		check(k == 1 && wc.wr_id == 300 && wc.status != IBV_WC_SUCCESS, "a NAKed SEND is not taken as delivered",
+		      why);
+		return;
+	}
 	int bad = 0;
 	for (int i = 0; i < N; i++)
 		bad |= post_send(100 + i, 0);
@@ -206,7 +240,7 @@ static void run(int how)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int how = 1; how <= 2; how++) {
+	for (int how = 1; how <= 3; how++) {
 		pid_t p = fork();
 		if (p == 0) {
 			run(how);

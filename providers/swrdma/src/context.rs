@@ -1302,6 +1302,11 @@ impl Ctx {
             // an RC QP's number ...): dropped, as rxe drops a packet whose
             // opcode is not of its QP's transport.  An RC requester hears
             // nothing and runs into its retry limit, as on the wire.
+            if m.flags & F_TRANSPORT == 0 {
+                // (A reliable request consumed and not delivered: see
+                // `Delivered`.)
+                l.tx().set_dropped();
+            }
             return;
         }
         let mut st = lock(&qp.st);
@@ -1836,6 +1841,8 @@ impl Ctx {
             if let Some(at) = first_at {
                 st.sq[idx].start = at;
             }
+            // (Sent again with F_ACKREQ: never claimed by `Delivered`.)
+            st.sq[idx].hdr.flags |= F_ACKREQ;
             st.resend = next;
             st.resend_off = 0;
             if st.probing {
@@ -2027,8 +2034,10 @@ impl Ctx {
 /// the responder consumed a record we wrote after it: it consumes in order
 /// and answers a failure before it consumes the request.  Unless its
 /// backlog held answers other than ACKs when it died
-/// (`Ring::answers_kept`): then nothing is claimed, and those requests
-/// fail after the transport timeout, as any whose answer was lost.
+/// (`Ring::answers_kept`), or it ever dropped a reliable request without
+/// an answer (`Ring::dropped`): then nothing is claimed, and those
+/// requests fail after the transport timeout, as any whose answer was
+/// lost.
 struct Delivered {
     /// Requests that start before this position were consumed (0: none).
     before: u64,
@@ -2037,7 +2046,7 @@ struct Delivered {
 impl Delivered {
     fn on(l: &Arc<Link>, qps: &[Arc<Qp>]) -> Delivered {
         let tail = l.tx().consumed();
-        if l.rx().answers_kept() {
+        if l.rx().answers_kept() || l.rx().dropped() {
             return Delivered { before: 0 };
         }
         if tail == l.tx().produced() {
@@ -2062,12 +2071,17 @@ impl Delivered {
     }
 
     /// Marks the SENDs and WRITEs of `st`'s send queue known delivered as
-    /// done; true when it marked any.
+    /// done; true when it marked any.  Only requests whose ACK the
+    /// responder may have kept (sent once, without `F_ACKREQ`: one with it
+    /// was answered before it was consumed), and none from a NAKed one on
+    /// (the responder drops what follows a NAK until it comes again).
     fn claim(&self, st: &mut QpSt) -> bool {
         let mut any = false;
+        let resent = st.resend.unwrap_or(u64::MAX);
         for w in st.sq.iter_mut() {
             let data = w.op == IBV_WC_SEND || w.op == IBV_WC_RDMA_WRITE;
-            if data && w.done.is_none() && w.start != NOT_SENT && w.start < self.before {
+            let deferred = w.hdr.flags & F_ACKREQ == 0 && w.seq < resent;
+            if data && deferred && w.done.is_none() && w.start != NOT_SENT && w.start < self.before {
                 w.done = Some(0);
                 any = true;
             }

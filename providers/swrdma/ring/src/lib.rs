@@ -204,6 +204,12 @@ struct RingHdr {
     /// requester must then not take the requests the responder consumed
     /// as acknowledged (`Link::answers_kept`).
     answers_kept: AtomicU32,
+    /// Set (for good) by the producer of a response ring once its side
+    /// consumed a reliable request that it neither delivered nor answered
+    /// (one of another transport than the QP's, dropped as rxe drops it):
+    /// consumption then no longer means delivery (`Link::answers_kept`'s
+    /// reader, the requester of a dead link).
+    dropped: AtomicU32,
 }
 
 /// One ring of a mapped link: a `RingHdr` followed by `RING_SIZE` data
@@ -438,6 +444,17 @@ impl Ring {
     /// Consumer of a response ring (the requester): see `set_answers_kept`.
     pub fn answers_kept(&self) -> bool {
         self.h().answers_kept.load(Ordering::Acquire) != 0
+    }
+
+    /// Producer of a response ring: its side consumed a reliable request
+    /// it did not answer (see `RingHdr::dropped`).  Before it is consumed.
+    pub fn set_dropped(&self) {
+        self.h().dropped.store(1, Ordering::SeqCst);
+    }
+
+    /// Consumer of a response ring: see `set_dropped`.
+    pub fn dropped(&self) -> bool {
+        self.h().dropped.load(Ordering::Acquire) != 0
     }
 
     pub fn has_data(&self) -> bool {
