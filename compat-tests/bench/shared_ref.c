@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/opendev.h"
 #include "../common/qpsetup.h"
 
 static struct ibv_context *ctx;
@@ -40,11 +41,7 @@ static void die(const char *m)
 
 static void open_all(void)
 {
-	int n;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	for (int i = 0; l && i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "swr0"))
-			ctx = ibv_open_device(l[i]);
+	ctx = open_device_named("swr0");
 	if (!ctx)
 		die("open swr0");
 	pd = ibv_alloc_pd(ctx);

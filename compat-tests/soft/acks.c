@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "../common/check.h"
+#include "../common/opendev.h"
 #include "../common/qpsetup.h"
 
 #define SQ 64
@@ -54,11 +55,7 @@ static double now(void)
 
 static void setup(void)
 {
-	int n;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	for (int i = 0; l && i < n; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), "swr0"))
-			ctx = ibv_open_device(l[i]);
+	ctx = open_device_named("swr0");
 	if (!ctx)
 		die("open swr0");
 	pd = ibv_alloc_pd(ctx);
@@ -116,6 +113,22 @@ static int take(int n, double secs)
 		got += k;
 	}
 	return got;
+}
+
+/* Check `name`: the next completion (within 10 s) is an error of the
+ * request `id` (the peer is gone; none before it may fail). */
+static void first_is_error(uint64_t id, const char *name)
+{
+	struct ibv_wc wc = { 0 };
+	double end = now() + 10;
+	int k = 0;
+	while (now() < end && (k = ibv_poll_cq(cq, 1, &wc)) == 0)
+		;
+	char why[160];
+	snprintf(why, sizeof why, "first completion: wr_id %llu status %s (want %llu, an error)",
+		 (unsigned long long)wc.wr_id, k == 1 ? ibv_wc_status_str(wc.status) : "none in 10 s",
+		 (unsigned long long)id);
+	check(k == 1 && wc.wr_id == id && wc.status != IBV_WC_SUCCESS, name, why);
 }
 
 /* The receiver of a case: posts receives, connects, says "ready" (after
@@ -180,16 +193,7 @@ static void run(int how)
 		if (write(s2r[1], "x", 1) != 1)
 			die("pipe");
 		waitpid(pid, NULL, 0);
-		struct ibv_wc wc = { 0 };
-		double end = now() + 10;
-		int k = 0;
-		while (now() < end && (k = ibv_poll_cq(cq, 1, &wc)) == 0)
-			;
-		char why[160];
-		snprintf(why, sizeof why, "first completion: wr_id %llu status %s (want 300, an error)",
-			 (unsigned long long)wc.wr_id, k == 1 ? ibv_wc_status_str(wc.status) : "none in 10 s");
-		check(k == 1 && wc.wr_id == 300 && wc.status != IBV_WC_SUCCESS, "a NAKed SEND is not taken as delivered",
-		      why);
+		first_is_error(300, "a NAKed SEND is not taken as delivered");
 		return;
 	}
 	int bad = 0;
@@ -208,16 +212,7 @@ static void run(int how)
 		 * after the retries (timeout 14: 67 ms, 7 retries); the N before
 		 * it must not fail at all. */
 		post_send(999, 1);
-		struct ibv_wc wc = { 0 };
-		double end = now() + 10;
-		int k = 0;
-		while (now() < end && (k = ibv_poll_cq(cq, 1, &wc)) == 0)
-			;
-		char why[160];
-		snprintf(why, sizeof why, "first completion: wr_id %llu status %s (want 999, an error)",
-			 (unsigned long long)wc.wr_id, k == 1 ? ibv_wc_status_str(wc.status) : "none in 10 s");
-		check(k == 1 && wc.wr_id == 999 && wc.status != IBV_WC_SUCCESS, "delivered before the receiver exited",
-		      why);
+		first_is_error(999, "delivered before the receiver exited");
 		return;
 	}
 	/* How 2: the receiver took the N SENDs and sleeps.  A whole send queue

@@ -1221,14 +1221,8 @@ impl Ctx {
     /// RNR timer code in `imm`, or `NAK_NOT_READY`).
     fn nak(&self, l: InLink<'_>, req: &Msg, status: u32, timer: u32) {
         let m = Msg {
-            kind: K_ACK,
-            flags: F_LAST,
-            dst_qpn: req.src_qpn,
-            src_qpn: req.dst_qpn,
-            seq: req.seq,
-            status,
             imm: timer,
-            ..Default::default()
+            ..answer_to(req, K_ACK, status)
         };
         self.respond(l, Resp::Hdr(m));
     }
@@ -1247,14 +1241,7 @@ impl Ctx {
             self.reply(l, req, K_ACK, 0);
             return;
         }
-        let m = Msg {
-            kind: K_ACK,
-            flags: F_LAST,
-            dst_qpn: req.src_qpn,
-            src_qpn: req.dst_qpn,
-            seq: req.seq,
-            ..Default::default()
-        };
+        let m = answer_to(req, K_ACK, 0);
         let mut bl = l.producer();
         if l.dead.load(Ordering::Relaxed) {
             return;
@@ -1269,16 +1256,7 @@ impl Ctx {
     }
 
     fn reply(&self, l: InLink<'_>, req: &Msg, kind: u16, status: u32) {
-        let m = Msg {
-            kind,
-            flags: F_LAST,
-            dst_qpn: req.src_qpn,
-            src_qpn: req.dst_qpn,
-            seq: req.seq,
-            status,
-            ..Default::default()
-        };
-        self.respond(l, Resp::Hdr(m));
+        self.respond(l, Resp::Hdr(answer_to(req, kind, status)));
     }
 
     // ----- responder --------------------------------------------------------
@@ -2023,6 +2001,20 @@ impl Ctx {
                 }
             }
         }
+    }
+}
+
+/// The header of a one-record answer (`kind`, `status`) to request `req`:
+/// back to its QP, with its sequence number.
+fn answer_to(req: &Msg, kind: u16, status: u32) -> Msg {
+    Msg {
+        kind,
+        flags: F_LAST,
+        dst_qpn: req.src_qpn,
+        src_qpn: req.dst_qpn,
+        seq: req.seq,
+        status,
+        ..Default::default()
     }
 }
 
