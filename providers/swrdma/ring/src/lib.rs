@@ -202,13 +202,13 @@ struct RingHdr {
     /// memory, lost if the process dies) holds an answer that is not a
     /// plain ACK (a NAK, an error, a READ or atomic response): the
     /// requester must then not take the requests the responder consumed
-    /// as acknowledged (`Link::answers_kept`).
+    /// as acknowledged (`Ring::answers_kept`, read when the link died).
     answers_kept: AtomicU32,
     /// Set (for good) by the producer of a response ring once its side
     /// consumed a reliable request that it neither delivered nor answered
     /// (one of another transport than the QP's, dropped as rxe drops it):
-    /// consumption then no longer means delivery (`Link::answers_kept`'s
-    /// reader, the requester of a dead link).
+    /// consumption then no longer means delivery (`Ring::dropped`, read by
+    /// the requester of a dead link).
     dropped: AtomicU32,
 }
 

@@ -328,6 +328,9 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
     let seq = st.next_seq;
     st.next_seq += 1;
     m.seq = seq;
+    // Requests wait behind a NAKed one (sent again in order): this one
+    // goes on the wire with them, never before them.
+    let held = st.resend.is_some() || st.probe.is_some();
     // The ACK is waited for (F_ACKREQ): a request that completes, or one
     // that leaves the send queue half full (its slots come back with the
     // ACKs; a later one's ACK does not cover this one).
@@ -365,15 +368,10 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
             Vec::new()
         },
         data: copy,
-        start,
+        // (Held: not sent now, it goes with the requests sent again.)
+        start: if held { NOT_SENT } else { start },
     });
-    // Requests wait behind a NAKed one (sent again in order): this one
-    // goes on the wire with them, never before them.
-    if st.resend.is_some() || st.probe.is_some() {
-        // (Not sent now: it goes with the requests sent again.)
-        if let Some(w) = st.sq.back_mut() {
-            w.start = NOT_SENT;
-        }
+    if held {
         if st.resend.is_none() {
             st.resend = Some(seq);
             st.resend_off = 0;
