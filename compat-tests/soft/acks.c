@@ -1,8 +1,10 @@
 /* compat-tests/soft/acks.c: the ACKs of swr0's reliable SENDs, where the
- * responder writes the ACK of a request nobody waits for (unsignaled, send
- * queue far from full) only when it next makes progress, after its
- * application took the completion (providers/swrdma/README.md, "The ACK of
- * a request nobody waits for").
+ * responder does not answer a request nobody waits for (unsignaled, send
+ * queue far from full): the requester takes it as done when a later
+ * request of its QP is answered, or when it sees the responder consumed it
+ * (providers/swrdma/README.md, "The ACK of a request nobody waits for").
+ * What an application sees must be what rxe shows, which ACKs every
+ * message before its receive completes:
  *
  * 1. The receiver exits at once after it took unsignaled SENDs (no
  *    ibv_destroy_*, no later poll: the deferred ACKs die with it).  The
@@ -17,6 +19,12 @@
  * 3. The receiver has no receive posted: the sender's unsignaled SEND is
  *    RNR-NAKed (consumed, not delivered), then the receiver exits.  The
  *    SEND must fail (it was never delivered), not pass as delivered.
+ * 4. The receiver took unsignaled SENDs and sleeps; the sender moves its
+ *    QP to the error state: nothing is flushed (they were delivered; no
+ *    completion at all).
+ * 5. The same, then the sender posts a SEND with a bad local key: its
+ *    LOC_PROT_ERR is the first completion (the SENDs before it are not
+ *    flushed).
  *
  * Output: "PASS <name>" / "FAIL <name>: why" lines; exit 0 when all pass. */
 #define _GNU_SOURCE
@@ -206,6 +214,37 @@ static void run(int how)
 		waitpid(pid, NULL, 0);
 		return;
 	}
+	if (how == 4 || how == 5)
+		usleep(20000);
+	if (how == 4) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+			die("modify_qp ERR");
+		struct ibv_wc wc;
+		int k = 0;
+		double end = now() + 0.3;
+		while (now() < end && (k = ibv_poll_cq(cq, 1, &wc)) == 0)
+			;
+		char why[160];
+		snprintf(why, sizeof why, "a completion came: wr_id %llu status %s", k == 1 ? (unsigned long long)wc.wr_id : 0ULL,
+			 k == 1 ? ibv_wc_status_str(wc.status) : "(poll failed)");
+		check(k == 0, "delivered SENDs are not flushed by the error state", why);
+		if (write(s2r[1], "d", 1) != 1)
+			die("pipe");
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	if (how == 5) {
+		struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey ^ 0x5a5a00 };
+		struct ibv_send_wr w = { .wr_id = 500, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+		if (ibv_post_send(qp, &w, &bad))
+			die("post_send bad lkey");
+		first_is_error(500, "a local error flushes no delivered SEND");
+		if (write(s2r[1], "d", 1) != 1)
+			die("pipe");
+		waitpid(pid, NULL, 0);
+		return;
+	}
 	if (how == 1) {
 		waitpid(pid, NULL, 0);
 		/* The peer is gone: a SEND posted now fails with RETRY_EXC_ERR
@@ -235,7 +274,7 @@ static void run(int how)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int how = 1; how <= 3; how++) {
+	for (int how = 1; how <= 5; how++) {
 		pid_t p = fork();
 		if (p == 0) {
 			run(how);

@@ -139,8 +139,9 @@ prog semantics 120
 # The last differences from rxe that an outside suite found (issue 34): each
 # checked against rxe's answer (compat-tests/vm-sweep compares them in the VM).
 prog rxe-diffs 120
-# The ACK of a SEND nobody waits for, written after the receive completed:
-# a receiver that exits at once or stops calling the library (see acks.c).
+# The SEND nobody waits for, which the responder does not answer: a
+# receiver that exits at once or stops calling the library, a sender whose
+# QP goes to the error state (see acks.c).
 prog acks 60
 # Completion events as UCX's wakeup mode uses them (poll, drain the
 # channel, arm, sleep in edge-triggered epoll; see wakeup.c).

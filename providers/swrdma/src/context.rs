@@ -1227,32 +1227,21 @@ impl Ctx {
         self.respond(l, Resp::Hdr(m));
     }
 
-    /// The ACK of a SEND or WRITE that succeeded (`req`, its last record).
-    /// Written now when the requester waits for it (`F_ACKREQ`), or when
-    /// our thread sleeps (nobody might make progress here soon); else kept
-    /// in the link's backlog, in order before any later answer, and written
-    /// when this context next makes progress: the application's next poll
-    /// (after it took this completion: the ACK is off the path of its
-    /// answer), else our thread within `BACKOFF_MS` of the application's
-    /// last poll.  A requester whose peer dies first takes the request as
-    /// delivered all the same (`Delivered`).
+    /// The ACK of a SEND or WRITE that succeeded (`req`, its last record):
+    /// written when the requester waits for it (`F_ACKREQ`: a request that
+    /// completes, one sent again, one that leaves its send queue half
+    /// full), else not at all.  The requester takes such a request as done
+    /// when we answer a later one of its QP (`QpSt::answered_up_to`: our
+    /// answers are in order, and a failure is always answered), or when it
+    /// sees that we consumed it with no answer to come
+    /// (`objects::consumed_before`, when its QP goes to the error state or
+    /// our process ends: `Delivered`).  A NIC ACKs every message; here an
+    /// ACK costs a record each way on the path of the next message, which
+    /// nobody reads.
     fn ack_done(&self, l: InLink<'_>, req: &Msg) {
-        if req.flags & F_ACKREQ != 0 || l.rx().is_sleeping() {
+        if req.flags & F_ACKREQ != 0 {
             self.reply(l, req, K_ACK, 0);
-            return;
         }
-        let m = answer_to(req, K_ACK, 0);
-        let mut bl = l.producer();
-        if l.dead.load(Ordering::Relaxed) {
-            return;
-        }
-        if bl.len() >= MAX_BACKLOG {
-            drop(bl);
-            self.respond(l, Resp::Hdr(m));
-            return;
-        }
-        bl.push_back(Resp::Hdr(m));
-        l.backlogged.store(true, Ordering::Release);
     }
 
     fn reply(&self, l: InLink<'_>, req: &Msg, kind: u16, status: u32) {
@@ -1873,6 +1862,7 @@ impl Ctx {
         if idx >= st.sq.len() || st.sq[idx].seq != m.seq || st.sq[idx].done.is_some() {
             return;
         }
+        st.answered_up_to(m.seq);
         let mut status = m.status;
         if m.kind == K_ACK && (status == NAK_RNR || status == NAK_NOT_READY) {
             self.on_nak(&qp, &mut st, idx, m);
@@ -1914,6 +1904,22 @@ impl Ctx {
             self.to_err(&qp, &mut st);
         }
         self.complete_sq(&qp, &mut st);
+    }
+
+    /// A full send queue of `qp` (ring device): its requests the responder
+    /// took with no answer to come are done (see `ack_done`); the answers
+    /// that came are taken first.  True when the queue has room now.
+    pub fn make_room(&self, qp: &Qp) -> bool {
+        self.progress();
+        let mut st = lock(&qp.st);
+        if let Some(l) = st.link.clone().filter(|l| !l.dead.load(Ordering::Relaxed)) {
+            if let Some(before) = consumed_before(&l, &st) {
+                if st.claim_delivered(before) {
+                    self.complete_sq(qp, &mut st);
+                }
+            }
+        }
+        st.sq.len() < qp.cap.max_send_wr as usize
     }
 
     /// A link to the context owning QPN `dqpn` (connecting on first use).
@@ -2020,11 +2026,11 @@ fn answer_to(req: &Msg, kind: u16, status: u32) -> Msg {
 
 /// What the responder at the other end of a dead outgoing link had taken
 /// of our requests (its answers, in order before, are all in: the caller
-/// drained the link).  A SEND or WRITE whose ACK was still to come — the
-/// responder writes an ACK nobody waits for (no `F_ACKREQ`) only when it
-/// next makes progress, and its process ended first — was delivered when
-/// the responder consumed a record we wrote after it: it consumes in order
-/// and answers a failure before it consumes the request.  Unless its
+/// drained the link).  A SEND or WRITE with no answer of its own — the
+/// responder answers one nobody waits for (no `F_ACKREQ`) only by
+/// answering a later request of its QP (`Ctx::ack_done`) — was delivered
+/// when the responder consumed a record we wrote after it: it consumes in
+/// order and answers a failure before it consumes the request.  Unless its
 /// backlog held answers other than ACKs when it died
 /// (`Ring::answers_kept`), or it ever dropped a reliable request without
 /// an answer (`Ring::dropped`): then nothing is claimed, and those
@@ -2063,22 +2069,9 @@ impl Delivered {
     }
 
     /// Marks the SENDs and WRITEs of `st`'s send queue known delivered as
-    /// done; true when it marked any.  Only requests whose ACK the
-    /// responder may have kept (sent once, without `F_ACKREQ`: one with it
-    /// was answered before it was consumed), and none from a NAKed one on
-    /// (the responder drops what follows a NAK until it comes again).
+    /// done (`QpSt::claim_delivered`); true when it marked any.
     fn claim(&self, st: &mut QpSt) -> bool {
-        let mut any = false;
-        let resent = st.resend.unwrap_or(u64::MAX);
-        for w in st.sq.iter_mut() {
-            let data = w.op == IBV_WC_SEND || w.op == IBV_WC_RDMA_WRITE;
-            let deferred = w.hdr.flags & F_ACKREQ == 0 && w.seq < resent;
-            if data && deferred && w.done.is_none() && w.start != NOT_SENT && w.start < self.before {
-                w.done = Some(0);
-                any = true;
-            }
-        }
-        any
+        st.claim_delivered(self.before)
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::links::OutLink;
 use crate::sys::lock;
 use ibverbs_abi::*;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -16,43 +16,7 @@ use swrdma_rc::budget::Budget;
 use swrdma_rc::keys::{Keys, MrEnt, WindowBind};
 use swrdma_ring::Msg;
 
-/// The hasher of the tables keyed by a QP's or SRQ's number, looked up for
-/// every message a context takes in: one multiplication (Fibonacci
-/// hashing: the odd constant spreads the number's bits into the high bits
-/// the map's probe tags use) where the standard map's SipHash took a
-/// third of the lookup.  SipHash defends a map against keys chosen to
-/// collide; these maps hold only numbers this context gave out (a peer's
-/// number for a QP that is not there just misses).
-#[derive(Clone, Copy, Default)]
-pub struct NumHash;
-
-pub struct NumHasher(u64);
-
-const NUM_HASH_K: u64 = 0x9e37_79b9_7f4a_7c15;
-
-impl std::hash::Hasher for NumHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(NUM_HASH_K);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = (self.0 ^ n as u64).wrapping_mul(NUM_HASH_K);
-    }
-}
-
-impl std::hash::BuildHasher for NumHash {
-    type Hasher = NumHasher;
-    fn build_hasher(&self) -> NumHasher {
-        NumHasher(0)
-    }
-}
-
-/// A table keyed by a QP's or SRQ's number.
-pub type NumMap<V> = HashMap<u32, V, NumHash>;
+pub use swrdma_rc::nummap::NumMap;
 
 pub struct RWqe {
     pub wr_id: u64,
@@ -390,6 +354,91 @@ pub struct Qp {
     pub st: Mutex<QpSt>,
 }
 
+impl QpSt {
+    /// Marks as done (successful) the SENDs and WRITEs of the send queue
+    /// that the responder is known to have taken, of those it answers only
+    /// when asked (sent once, without `F_ACKREQ`: see `Ctx::ack_done`):
+    /// those whose first record starts before ring position `before` (see
+    /// [`consumed_before`]), none from a NAKed one on (the responder drops
+    /// what follows a NAK until it comes again), and none never sent.
+    /// True when it marked any.
+    pub fn claim_delivered(&mut self, before: u64) -> bool {
+        let resent = self.resend.unwrap_or(u64::MAX);
+        let mut any = false;
+        for w in self.sq.iter_mut() {
+            if w.start >= before || w.seq >= resent {
+                continue;
+            }
+            if w.unanswered() && w.done.is_none() && w.start != NOT_SENT {
+                w.done = Some(0);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// An answer came for request `seq` (any answer: an ACK, a NAK, an
+    /// error, READ data, an atomic result): the responder took every
+    /// request of this QP before it, in order, and would have answered a
+    /// failure of any of them first, so the SENDs and WRITEs before it that
+    /// it does not answer (no `F_ACKREQ`) are done — up to a NAKed one,
+    /// whose successors it dropped.  The answers of the reliable transport
+    /// acknowledge everything before them, as an ACK's PSN does on the
+    /// wire.  True when it marked any.
+    pub fn answered_up_to(&mut self, seq: u64) -> bool {
+        let end = seq.min(self.resend.unwrap_or(u64::MAX));
+        let mut any = false;
+        for w in self.sq.iter_mut() {
+            if w.seq >= end {
+                break;
+            }
+            if w.unanswered() && w.done.is_none() && w.start != NOT_SENT {
+                w.done = Some(0);
+                any = true;
+            }
+        }
+        any
+    }
+}
+
+impl SWqe {
+    /// A SEND or WRITE the responder does not answer when it succeeds:
+    /// sent without `F_ACKREQ` (nobody waits for it: `Ctx::ack_done`).
+    pub fn unanswered(&self) -> bool {
+        (self.op == IBV_WC_SEND || self.op == IBV_WC_RDMA_WRITE) && self.hdr.flags & swrdma_ring::F_ACKREQ == 0
+    }
+}
+
+/// Requests of `st`'s send queue that start before the returned ring
+/// position were consumed by the responder of its live link `l`, with no
+/// answer of its still to come: the responder answers a failure before it
+/// consumes the request (into the response ring, or its backlog with
+/// `Ring::answers_kept` set), so once the requests' consumption is seen
+/// (`tail`, read first) and the response ring holds nothing after it, and
+/// nothing is kept or was ever dropped unanswered (`Ring::dropped`), the
+/// requests consumed succeeded.  None: nothing can be said now (answers to
+/// take in first, or a request of ours being written on the link).
+pub fn consumed_before(l: &OutLink, st: &QpSt) -> Option<u64> {
+    // (Our records on the link are whole while we hold its producer side.)
+    let _tx = l.try_producer()?;
+    let tail = l.tx().consumed();
+    if l.rx().has_data() || l.rx().answers_kept() || l.rx().dropped() {
+        return None;
+    }
+    if tail == l.tx().produced() {
+        return Some(u64::MAX);
+    }
+    // The last request of this QP that starts at or before `tail`:
+    // everything before it was consumed.
+    let at = st
+        .sq
+        .iter()
+        .filter(|w| w.start != NOT_SENT && w.start <= tail)
+        .map(|w| w.start)
+        .max();
+    Some(at.unwrap_or(0))
+}
+
 impl Qp {
     pub fn new_st() -> QpSt {
         QpSt {
@@ -618,6 +667,14 @@ impl Objects {
 
     /// Moves the QP to the error state: outstanding work is flushed.
     pub fn to_err(&self, qp: &Qp, st: &mut QpSt) {
+        // What the responder took already succeeded: not flushed (as its
+        // ACKs would have completed it on a NIC).
+        let reliable = qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND;
+        if let Some(l) = st.link.clone().filter(|l| reliable && !l.dead.load(Ordering::Relaxed)) {
+            if let Some(before) = consumed_before(&l, st) {
+                st.claim_delivered(before);
+            }
+        }
         st.state = IBV_QPS_ERR;
         self.publish_qp(qp, st);
         st.lost_at = None;

@@ -2061,6 +2061,11 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
     if mask & !QP_ATTR_KNOWN != 0 {
         return libc::EOPNOTSUPP;
     }
+    if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_ERR {
+        // The answers that came in first: what the peer took is then not
+        // flushed (`Objects::to_err`), as a NIC's ACKs would have completed it.
+        c.progress();
+    }
     let connect_to;
     {
         let mut st = lock(&qp.st);

@@ -2,8 +2,8 @@
 //! windows by key, what a local scatter/gather list may touch, what a
 //! remote access is granted, window binding and invalidation.
 
+use crate::nummap::NumMap;
 use ibverbs_abi::*;
-use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MrEnt {
@@ -40,7 +40,7 @@ pub struct WindowBind {
 /// The keys of one context.
 #[derive(Default)]
 pub struct Keys {
-    map: HashMap<u32, MrEnt>,
+    map: NumMap<MrEnt>,
 }
 
 fn inside(addr: u64, len: u64, m: &MrEnt) -> bool {

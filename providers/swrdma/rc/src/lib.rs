@@ -9,6 +9,7 @@
 //! |---|---|
 //! | the operation kinds (one enum for both transports) | [`op`] |
 //! | memory keys: MRs, windows, binding, invalidation, grants | [`keys`] |
+//! | tables keyed by numbers the context gave out (QPN, key) | [`nummap`] |
 //! | the responder's checks of a remote access, in order | [`responder`] |
 //! | error classes: NAK code, completion status, async event, QP to error | [`fault`] |
 //! | receive WQEs: checking, placing SEND data, the UD GRH, completions | [`recv`] |
@@ -26,6 +27,7 @@ pub mod completer;
 pub mod fault;
 pub mod keys;
 pub mod memory;
+pub mod nummap;
 pub mod op;
 pub mod qpstate;
 pub mod recv;

@@ -90,7 +90,7 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     // The send queue holds `max_send_wr` requests not yet completed, as
     // `ibv_create_qp` promised and no more (a hardware queue is full:
     // ENOMEM, as upstream's providers answer).
-    if view.outstanding >= qp.cap.max_send_wr as usize {
+    if view.outstanding >= qp.cap.max_send_wr as usize && !c.make_room(qp) {
         return Err(libc::ENOMEM);
     }
     let Some(req) = SendRequest::read(wr, qpt) else {
