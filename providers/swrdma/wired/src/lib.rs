@@ -12,6 +12,7 @@ pub mod proto;
 pub mod qp1;
 pub mod route;
 pub mod spawn;
+pub mod wq;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use std::os::fd::{AsRawFd, BorrowedFd};
