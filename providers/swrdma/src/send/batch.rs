@@ -58,7 +58,10 @@ impl<'a> Batch<'a> {
     /// `wr` is a valid send request (`post_one`'s contract) whose gather
     /// list stays valid and unchanged until the batch is flushed.
     pub unsafe fn take(&mut self, c: &Ctx, qp: &Arc<Qp>, wr: &'a ibv_send_wr) -> bool {
-        if qp.qpt != IBV_QPT_RC || !direct::enabled() || c.wire_rt().is_some() {
+        if qp.qpt != IBV_QPT_RC || !matches!(wr.opcode, IBV_WR_RDMA_WRITE | IBV_WR_RDMA_READ) {
+            return false;
+        }
+        if !direct::enabled() || c.wire_rt().is_some() {
             return false;
         }
         let Some(req) = SendRequest::read(wr, qp.qpt) else {

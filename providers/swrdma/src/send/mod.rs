@@ -62,7 +62,8 @@ pub unsafe fn post_list(c: &Ctx, qp: &Arc<Qp>, mut wr: *mut ibv_send_wr) -> Resu
 /// # Safety
 /// As `post_one`.
 pub unsafe fn post_verb(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
-    if let Some(req) = SendRequest::read(wr, qp.qpt) {
+    let read = SendRequest::read(wr, qp.qpt);
+    if let Some(req) = &read {
         let fits = req.num_sge >= 0 && req.num_sge as u32 <= qp.cap.max_send_sge;
         if req.op.is_atomic() && fits {
             // SAFETY: `num_sge` SGEs at `sg_list` (the contract; checked
@@ -74,7 +75,7 @@ pub unsafe fn post_verb(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c
         }
     }
     // SAFETY: forwarded (the contract).
-    unsafe { post_one(c, qp, wr) }
+    unsafe { post_read(c, qp, read) }
 }
 
 /// Posts one send work request.
@@ -82,6 +83,16 @@ pub unsafe fn post_verb(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c
 /// # Safety
 /// `wr` is a valid send request: `num_sge` SGEs at `sg_list`, and for its opcode a live `ah` (UD) or `mw` (bind) of ours; SGE ranges of inline data are readable.
 pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_int> {
+    // SAFETY: forwarded (the contract).
+    unsafe { post_read(c, qp, SendRequest::read(wr, qp.qpt)) }
+}
+
+/// `post_one` with the request read from it (None: it reads as no
+/// request: EINVAL).
+///
+/// # Safety
+/// As `post_one`: `read` was read from such a request.
+unsafe fn post_read(c: &Ctx, qp: &Arc<Qp>, read: Option<SendRequest>) -> Result<(), c_int> {
     let view = QpView::of(qp);
     let qpt = qp.qpt;
     if qpt == IBV_QPT_XRC_RECV {
@@ -93,7 +104,7 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
     if view.outstanding >= qp.cap.max_send_wr as usize && !c.make_room(qp) {
         return Err(libc::ENOMEM);
     }
-    let Some(req) = SendRequest::read(wr, qpt) else {
+    let Some(req) = read else {
         return Err(libc::EINVAL);
     };
     // An operation the QP's transport does not offer: a UD or UC QP takes
