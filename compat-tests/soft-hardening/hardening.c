@@ -6,7 +6,7 @@
  *
  * Raw-peer tests speak the device's link protocol directly over its Unix
  * socket (`$XDG_RUNTIME_DIR/ibverbs-soft-<uid>/c<id>`): an 8-byte hello
- * (magic "SWRD", context id) with SCM_RIGHTS descriptors (the initiator's
+ * (magic "SWRE", context id) with SCM_RIGHTS descriptors (the initiator's
  * ring memfd of LINK_BYTES and its eventfd doorbell), answered by the
  * target's hello with its eventfd.  The target is a child process that
  * opens swr0 and waits; a test passes only if the target survives, and
@@ -39,10 +39,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SW_MAGIC 0x53575244u
+#define SW_MAGIC 0x53575245u
 #define RING_HDR 4096u
 #define RING_SIZE (4u << 20)
 #define LINK_BYTES (2u * (RING_HDR + RING_SIZE))
+/* A record is published by its stamp, its position + 1 mixed with the
+ * ring's salt (ring header offset 200), which stays 0 in the link files
+ * this program makes (providers/swrdma/ring/src/lib.rs, `Form`: a record
+ * is stamp @0, len @8, kind @12, flags @14, dst_qpn @16, src_qpn @20,
+ * seq @24, raddr @32, rkey @40, imm @44, total @48, off @52 (32 bits
+ * each), plen @56, status @60; the payload from 128). */
+#define STAMP(pos) ((uint64_t)(pos) + 1)
 
 #include "report.h"
 
@@ -336,9 +343,10 @@ static void ring_record(int m, int te)
 	if (map == MAP_FAILED)
 		die("mmap");
 	uint32_t *rec = (uint32_t *)(map + RING_HDR);
-	rec[0] = 128;	/* len */
-	rec[1] = 99;	/* kind 99, flags 0 */
+	rec[2] = 128;	/* len */
+	rec[3] = 99;	/* kind 99, flags 0 */
 	__atomic_store_n((uint32_t *)(map + 132), 1, __ATOMIC_SEQ_CST); /* space_wanted */
+	__atomic_store_n((uint64_t *)rec, STAMP(0), __ATOMIC_RELEASE);  /* published */
 	__atomic_store_n((uint64_t *)map, 128, __ATOMIC_RELEASE);      /* head */
 	kick(te);
 }
@@ -388,10 +396,11 @@ static void t_backlog_overflow(void)
 			int n = 0;
 			while (h - tl + 128 <= RING_SIZE && n < 1024) {
 				uint32_t *rec = (uint32_t *)(map + RING_HDR + (h & (RING_SIZE - 1)));
-				memset(rec, 0, 128);
-				rec[0] = 128;			/* len */
-				rec[1] = 1 | (3u << 16);	/* K_SEND, F_FIRST|F_LAST */
-				rec[2] = 0xfffff0;		/* dst_qpn: none */
+				memset(rec + 2, 0, 128 - 8);
+				rec[2] = 128;			/* len */
+				rec[3] = 2 | (3u << 16);	/* K_WRITE, F_FIRST|F_LAST */
+				rec[4] = 0xfffff0;		/* dst_qpn: none */
+				__atomic_store_n((uint64_t *)rec, STAMP(h), __ATOMIC_RELEASE);
 				h += 128;
 				n++;
 			}
@@ -2002,10 +2011,11 @@ static void t_link_process_count(void)
  * links to a target that registered the middle page of three (the pages
  * around it are the target's too, filled with 0xee, and not registered) and
  * has an RC QP in RTR connected to the peer's made-up QPN.  It sends one
- * RDMA WRITE record (layout: swrdma-ring's Msg) per fresh target: an honest
- * one (control: its 64 bytes land), then lies: an address before the MR,
- * one that runs past its end, an offset that wraps the address around to
- * before the MR, a payload length beyond the record, a record longer than
+ * RDMA WRITE record (layout: swrdma-ring's `Form`, see STAMP) per fresh
+ * target: an honest one (control: its 64 bytes land), then lies: an
+ * address before the MR, one that runs past its end, an offset far past
+ * the message (before the 32-bit field it wrapped the address around to
+ * before the MR), a payload length beyond the record, a record longer than
  * the ring holds.  The target must live and no byte outside its MR may
  * change. */
 struct liar_info { uint32_t id, qpn, rkey; uint64_t addr; };
@@ -2072,22 +2082,23 @@ static void t_lying_records(void)
 		else if (v == 2)
 			raddr = li.addr + 4096 - 32;
 		else if (v == 3)
-			off = (uint64_t)0 - 64;	/* raddr + off = the 64 bytes before the MR */
+			off = 0xffffffc0u;	/* an offset far past the message (32 bits) */
 		else if (v == 4)
 			plen = 4096;		/* the record holds 64 */
 		else if (v == 5)
 			len = RING_SIZE + 4096;
 		memset(rec, 0, 128 + 64);
-		*(uint32_t *)(rec + 0) = len;
-		*(uint32_t *)(rec + 4) = 2 | (3u << 16);	/* K_WRITE, F_FIRST|F_LAST */
-		*(uint32_t *)(rec + 8) = li.qpn;
-		*(uint32_t *)(rec + 12) = LIAR_QPN;
-		*(uint64_t *)(rec + 24) = raddr;
-		*(uint32_t *)(rec + 32) = li.rkey;
-		*(uint64_t *)(rec + 40) = total;
-		*(uint64_t *)(rec + 48) = off;
+		*(uint32_t *)(rec + 8) = len;
+		*(uint32_t *)(rec + 12) = 2 | (3u << 16);	/* K_WRITE, F_FIRST|F_LAST */
+		*(uint32_t *)(rec + 16) = li.qpn;
+		*(uint32_t *)(rec + 20) = LIAR_QPN;
+		*(uint64_t *)(rec + 32) = raddr;
+		*(uint32_t *)(rec + 40) = li.rkey;
+		*(uint32_t *)(rec + 48) = (uint32_t)total;
+		*(uint32_t *)(rec + 52) = (uint32_t)off;
 		*(uint32_t *)(rec + 56) = plen;
 		memset(rec + 128, 0x77, 64);
+		__atomic_store_n((uint64_t *)rec, STAMP(0), __ATOMIC_RELEASE);	  /* published */
 		__atomic_store_n((uint64_t *)map, (uint64_t)128 + 64, __ATOMIC_RELEASE); /* head */
 		kick(te);
 		msleep(300);

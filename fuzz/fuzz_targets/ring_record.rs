@@ -1,20 +1,23 @@
 //! Fuzzes the validation of records read from the software device's shared
 //! rings (crate swrdma-ring): the peer process writes arbitrary bytes into
-//! the ring and its header (head, tail); `Ring::peek` must reject what is
-//! corrupt and only ever return records that lie inside the data area with
-//! a payload inside the record, and `read_header` must copy their header.
+//! the ring and its header (tail) and publishes records by their stamps;
+//! `Ring::peek` must reject what is corrupt and only ever return records
+//! that lie inside the data area, and `read_record` must copy their header
+//! and find a payload inside the record (or refuse it).
 //!
-//! The ring is a real link (`Link::new` over a memfd); the fuzzer plays the
-//! peer through a second mapping of the same memfd.  The input is
-//! [tail: 8 bytes][head - tail: 4 bytes][ring bytes written at the tail...];
-//! what an input wrote is zeroed again afterwards (runs are independent).
+//! The ring is a real link (`Link::new` over a memfd whose salt is 0, so a
+//! record at position p is published by the stamp p + 1); the fuzzer plays
+//! the peer through a second mapping of the same memfd.  The input is
+//! [tail: 8 bytes][stamps: 4 bytes, bit k: stamp the k-th 64-byte line
+//! after the tail][ring bytes written at the tail...]; what an input wrote
+//! is zeroed again afterwards (runs are independent).
 #![no_main]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use swrdma_ring::{read_header, Link, LINK_BYTES, MSG_HDR, RING_HDR, RING_SIZE};
+use swrdma_ring::{read_record, Link, LINK_BYTES, RING_HDR, RING_SIZE};
 
 struct Peer {
     link: Link,
@@ -60,18 +63,24 @@ fuzz_target!(|input: &[u8]| {
         return;
     }
     let p = peer();
-    let tail = u64::from_le_bytes(input[..8].try_into().unwrap());
-    let avail = u64::from(u32::from_le_bytes(input[8..12].try_into().unwrap()));
+    let tail = u64::from_le_bytes(input[..8].try_into().unwrap()) & !63;
+    let stamps = u32::from_le_bytes(input[8..12].try_into().unwrap());
     let bytes = &input[12..];
-    let head = tail.wrapping_add(avail);
-    // Ring header: head at offset 0, tail at offset 64 (see RingHdr).
-    let (h, t) = unsafe { (&*(p.hdr as *const AtomicU64), &*(p.hdr.add(64) as *const AtomicU64)) };
-    h.store(head, Ordering::Release);
+    // Ring header: tail at offset 64 (see RingHdr).
+    let t = unsafe { &*(p.hdr.add(64) as *const AtomicU64) };
     t.store(tail, Ordering::Release);
     let pos = tail as usize & (RING_SIZE - 1);
     let n = bytes.len().min(RING_SIZE);
     for (i, &b) in bytes[..n].iter().enumerate() {
         unsafe { *p.data.add((pos + i) & (RING_SIZE - 1)) = b };
+    }
+    let lines = n.div_ceil(64).min(32);
+    for k in 0..lines {
+        if stamps & (1 << k) != 0 {
+            let at = tail.wrapping_add(64 * k as u64);
+            let w = unsafe { &*(p.data.add(at as usize & (RING_SIZE - 1)) as *const AtomicU64) };
+            w.store(at.wrapping_add(1), Ordering::Release);
+        }
     }
 
     let rx = p.link.rx();
@@ -80,16 +89,20 @@ fuzz_target!(|input: &[u8]| {
         let before = t.load(Ordering::Relaxed);
         match unsafe { rx.peek() } {
             Err(_) | Ok(None) => break,
-            Ok(Some((m, new_tail, len))) => {
+            Ok(Some((rec, new_tail, len))) => {
                 let start = new_tail.wrapping_sub(len as u64);
-                // peek may skip padding records: the record starts at or after the old tail
-                assert!(start.wrapping_sub(before) <= avail && new_tail.wrapping_sub(tail) <= avail);
-                assert!(len >= MSG_HDR && len % 64 == 0 && len <= RING_SIZE);
+                // peek may skip padding records: the record starts at or
+                // after the old tail, at a line this input stamped
+                assert!(start.wrapping_sub(before) < RING_SIZE as u64);
+                assert!(len >= 64 && len % 64 == 0 && len <= RING_SIZE);
                 let spos = start as usize & (RING_SIZE - 1);
+                assert_eq!(rec as usize, p.data as usize + spos, "the record is where its stamp is");
                 assert!(spos + len <= RING_SIZE, "record runs past the data area");
-                let hd = unsafe { read_header(m) };
-                assert_eq!(hd.len as usize, len);
-                assert!(hd.plen as usize <= len - MSG_HDR);
+                if let Ok((hd, payload)) = unsafe { read_record(rec, len) } {
+                    assert_eq!(hd.len as usize, len);
+                    let from = payload as usize - rec as usize;
+                    assert!(from + hd.plen as usize <= len, "payload outside the record");
+                }
                 rx.consume(new_tail);
                 records += 1;
                 assert!(records <= RING_SIZE / 64);
@@ -101,6 +114,5 @@ fuzz_target!(|input: &[u8]| {
     for i in 0..n {
         unsafe { *p.data.add((pos + i) & (RING_SIZE - 1)) = 0 };
     }
-    h.store(0, Ordering::Relaxed);
     t.store(0, Ordering::Relaxed);
 });

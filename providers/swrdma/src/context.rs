@@ -983,17 +983,16 @@ impl Ctx {
                     break;
                 }
                 Ok(None) => break,
-                Ok(Some((mp, nt, len))) => {
-                    // SAFETY: `peek` returned a record of `len` >= MSG_HDR
-                    // bytes inside the mapped ring, 64-aligned.
-                    let m = unsafe { read_header(mp) };
-                    if m.plen as usize > len - MSG_HDR {
+                Ok(Some((rec, nt, len))) => {
+                    // SAFETY: `peek` returned a record of `len` bytes inside
+                    // the mapped ring, 64-aligned.
+                    let Ok((m, payload)) = (unsafe { read_record(rec, len) }) else {
                         l.dead.store(true, Ordering::SeqCst);
                         break;
-                    }
-                    // (Inside the record: `len` >= MSG_HDR; `handle` reads only
-                    // `m.plen` <= len - MSG_HDR bytes from it.)
-                    let payload = (mp as *const u8).wrapping_add(MSG_HDR);
+                    };
+                    // (`read_record` checked that `m.plen` bytes at
+                    // `payload` lie inside the record; `handle` reads no
+                    // more.)
                     self.handle(l, &m, payload);
                     l.rx().consume(nt);
                     n += 1;
@@ -1030,14 +1029,14 @@ impl Ctx {
     /// Writes one message (header + payload produced by `fill`) if it fits
     /// now.  The caller holds `l.tx_lock`.  (`fill` false: see `put_at`.)
     fn try_put(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) -> bool {
-        let need = align64(MSG_HDR + plen);
+        let f = Form::of(m, plen);
         // SAFETY: the caller holds `l.tx_lock`: we are the ring's only
-        // producer; `need` is 64-aligned and at most MSG_HDR + MAX_CHUNK.
-        let Some((p, nh)) = (unsafe { l.tx().try_reserve(need) }) else {
+        // producer; the length is 64-aligned and at most MSG_HDR + MAX_CHUNK.
+        let Some((p, nh)) = (unsafe { l.tx().try_reserve(f.record_len(plen)) }) else {
             return false;
         };
-        // SAFETY: `p` is the space just reserved for `need` bytes.
-        unsafe { put_at(l, p, nh, m, plen, fill) };
+        // SAFETY: `p` is the space just reserved for the record.
+        unsafe { put_at(l, (p, nh, f), m, plen, fill) };
         true
     }
 
@@ -1046,7 +1045,8 @@ impl Ctx {
     /// makes progress on every link meanwhile.  `fill` false: it could not
     /// read the payload; the record went as the message's abort (`put_at`).
     pub fn send_msg(&self, l: &Link, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) -> Sent {
-        let need = align64(MSG_HDR + plen);
+        let f = Form::of(m, plen);
+        let need = f.record_len(plen);
         let mut spins = 0u32;
         let mut wait = || {
             if l.dead.load(Ordering::Relaxed) {
@@ -1071,8 +1071,8 @@ impl Ctx {
         let Some((p, nh)) = (unsafe { l.tx().reserve(need, &mut wait) }) else {
             return Sent::LinkDied;
         };
-        // SAFETY: `p` is the space just reserved for `need` bytes.
-        if unsafe { put_at(l, p, nh, m, plen, fill) } {
+        // SAFETY: `p` is the space just reserved for the record.
+        if unsafe { put_at(l, (p, nh, f), m, plen, fill) } {
             Sent::Whole
         } else {
             Sent::Aborted
@@ -2097,20 +2097,28 @@ fn needs_ack(m: &Msg) -> bool {
 }
 
 /// Writes header `m` (with its `len`/`plen` set) and `plen` payload bytes
-/// produced by `fill` at `p`, then publishes the record.  False: `fill`
-/// could not read the payload (memory no longer mapped): the record went
-/// without it, as the answer the two sides give to that (below).
+/// produced by `fill` at `p`, in the record form `f` (`Form::of(m, plen)`),
+/// then publishes the record.  False: `fill` could not read the payload
+/// (memory no longer mapped): the record went without it, as the answer
+/// the two sides give to that (below).
 ///
 /// # Safety
 /// `p` and `nh` come from `try_reserve`/`reserve` on `l.tx()` for
-/// `align64(MSG_HDR + plen)` bytes, by the ring's only producer (the holder
-/// of `l.tx_lock`); `fill` writes at most `plen` bytes at its argument.
-unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut dyn FnMut(*mut u8) -> bool) -> bool {
+/// `f.record_len(plen)` bytes, by the ring's only producer (the holder of
+/// `l.tx_lock`); `fill` writes at most `plen` bytes at its argument.
+unsafe fn put_at(
+    l: &Link,
+    (p, nh, f): (*mut u8, u64, Form),
+    m: &Msg,
+    plen: usize,
+    fill: &mut dyn FnMut(*mut u8) -> bool,
+) -> bool {
     let mut h = *m;
-    h.len = align64(MSG_HDR + plen) as u32;
+    let len = f.record_len(plen);
+    h.len = len as u32;
     h.plen = plen as u32;
     // (The payload space follows the header, inside the reservation.)
-    let filled = plen == 0 || fill(p.wrapping_add(MSG_HDR));
+    let filled = plen == 0 || fill(p.wrapping_add(f.payload_at()));
     if !filled {
         // (The record keeps its reserved length; no payload is sent.)
         h.plen = 0;
@@ -2129,10 +2137,10 @@ unsafe fn put_at(l: &Link, p: *mut u8, nh: u64, m: &Msg, plen: usize, fill: &mut
             h.total = 0;
         }
     }
-    // SAFETY: `p` is reserved space of `h.len` >= MSG_HDR bytes, 64-aligned,
-    // that no one reads until `commit` (the contract).
-    unsafe { std::ptr::write(p as *mut Msg, h) };
-    if l.tx().commit(nh) {
+    // SAFETY: `p` is reserved space of `len` bytes in form `f`, 64-aligned,
+    // that no one reads until it is published (the contract).
+    unsafe { write_header(p, &h, f) };
+    if l.tx().publish(nh, len) {
         l.wake_peer();
     }
     filled

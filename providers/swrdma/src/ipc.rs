@@ -35,7 +35,9 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use swrdma_ring::{Link, LINK_BYTES};
 
-const MAGIC: u32 = 0x5357_5244; // "SWRD"
+/// "SWRE": the hello of the rings whose records carry their own stamps
+/// (swrdma-ring `Form`; "SWRD" was the format published by `head`).
+const MAGIC: u32 = 0x5357_5245;
 
 /// The first message each way on a new connection (8 bytes: magic and the
 /// sender's context id, native byte order — both ends are on one machine).
@@ -645,6 +647,9 @@ pub fn connect(
     };
     let memfd = memfd_create(c"swrdma-link", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
     ftruncate(&memfd, LINK_BYTES as u64).ok()?;
+    if !swrdma_ring::seed_link(memfd.as_fd()) {
+        return None;
+    }
     fcntl_add_seals(&memfd, LINK_SEALS).ok()?;
     let mut mine = vec![memfd.as_fd(), my_efd];
     mine.extend(my_direct.map(|(d, a)| [d, a]).into_iter().flatten());

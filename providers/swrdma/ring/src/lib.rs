@@ -89,12 +89,14 @@ pub const F_ABORT: u16 = 256;
 /// (Requests of a reliable QP, on the message's records.)  The requester
 /// waits for this message's acknowledgment — a signaled request, or its
 /// send queue is filling — so the responder writes it at once, before the
-/// receive completes.  Without it a successful SEND's or WRITE's ACK is
-/// written later, when the responder next makes progress (after it has
-/// handed the completion to its application): an ACK nobody waits for is
-/// then not on the path of the next message.  Failures are always answered
-/// at once.
+/// receive completes.  Without it a successful SEND or WRITE is not
+/// answered at all: the answer to a later request of the QP covers it, as
+/// an ACK's PSN covers the packets before it.  Failures are always
+/// answered at once.
 pub const F_ACKREQ: u16 = 512;
+/// (Ring records only: never in a `Msg` handed to or taken from the ring
+/// functions.)  The record is short: one cache line (see [`Form`]).
+pub const F_SHORT: u16 = 1024;
 
 /// The header of every message (128 bytes, 64-byte multiple).
 #[repr(C)]
@@ -150,32 +152,227 @@ impl Msg {
 const UD_GRH_FIELDS: u32 = 1 << 31;
 const _: () = assert!(std::mem::size_of::<Msg>() == 128);
 
-/// A private copy of the header of a record in a ring (the peer can still
-/// write the shared one after it was validated).  The second cache line is
-/// read only when the message uses it: most messages (RC SEND/WRITE/READ,
-/// ACKs) fit in the first, and a line written by the other CPU costs a
-/// transfer.  Unread fields are 0.
+/// How a message is laid out in a ring record.  Every record starts with
+/// its **stamp**, a word the producer writes last (`Ring::publish`): the
+/// consumer waits on the stamp of the record at its `tail` and reads
+/// nothing else of the producer's, so a message that fits one cache line
+/// is one line moved from the producer's CPU to the consumer's.
+///
+/// * `Short` (64 bytes, flag [`F_SHORT`]): a SEND of at most [`SHORT_MAX`]
+///   bytes in one record, or an ACK/NAK, of an RC/UC QP (no `F_EXT`):
+///
+///   | bytes | field |
+///   |---|---|
+///   | 0..8 | stamp |
+///   | 8..12 | `len` (64) |
+///   | 12..14, 14..16 | `kind`, `flags` |
+///   | 16..20, 20..24 | `dst_qpn`, `src_qpn` |
+///   | 24..32 | `seq` |
+///   | 32..36, 36..40 | `imm`, `status` |
+///   | 40..44 | `plen` (`total` = `plen`, `off` = 0) |
+///   | 44..64 | the payload |
+///
+/// * `Long` (a 128-byte header, then the payload from byte 128): every
+///   other message.  Its first line:
+///
+///   | bytes | field |
+///   |---|---|
+///   | 0..8 | stamp |
+///   | 8..16 | `len`, `kind`, `flags` |
+///   | 16..24 | `dst_qpn`, `src_qpn` |
+///   | 24..32, 32..40 | `seq`, `raddr` |
+///   | 40..48 | `rkey`, `imm` |
+///   | 48..56 | `total`, `off` (32 bits each: a message is at most 2 GiB) |
+///   | 56..64 | `plen`, `status` |
+///
+///   and its second: `cmp`, `swap`, `qkey` + `srqn`, `sgid`, `dgid`, `_r`
+///   (read only for `F_EXT` messages and atomics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Short,
+    Long,
+}
+
+/// The most payload a short record carries.
+pub const SHORT_MAX: usize = 20;
+const SHORT_PAYLOAD: usize = 44;
+
+impl Form {
+    /// The form of message `m` with `plen` payload bytes.
+    pub fn of(m: &Msg, plen: usize) -> Form {
+        let single = m.off == 0 && m.total == plen as u64;
+        let kind = m.kind == K_ACK || (m.kind == K_SEND && single);
+        if plen <= SHORT_MAX && kind && m.flags & (F_EXT | F_SHORT) == 0 {
+            Form::Short
+        } else {
+            Form::Long
+        }
+    }
+
+    /// The record's length for `plen` payload bytes (64-aligned).
+    pub fn record_len(self, plen: usize) -> usize {
+        match self {
+            Form::Short => 64,
+            Form::Long => align64(MSG_HDR + plen),
+        }
+    }
+
+    /// Where the payload starts in the record.
+    pub fn payload_at(self) -> usize {
+        match self {
+            Form::Short => SHORT_PAYLOAD,
+            Form::Long => MSG_HDR,
+        }
+    }
+}
+
+fn w_lkf(m: &Msg, flags: u16) -> u64 {
+    m.len as u64 | (m.kind as u64) << 32 | (flags as u64) << 48
+}
+
+fn w_pair(a: u32, b: u32) -> u64 {
+    a as u64 | (b as u64) << 32
+}
+
+/// Writes header `m` as a record of form `f` at `p`: everything but the
+/// stamp (written by [`Ring::publish`]) and the payload.
 ///
 /// # Safety
-/// `m` points to `MSG_HDR` readable bytes, 8-aligned (a record returned by
-/// [`Ring::peek`], whose ring stays mapped during the call).  The bytes may
-/// be changed concurrently by the peer: they are read with volatile loads
-/// and every field value is acceptable (`Msg` is plain integers).
-pub unsafe fn read_header(m: *const Msg) -> Msg {
-    let mut h = Msg::default();
-    let src = m as *const [u64; 8];
-    let dst = &mut h as *mut Msg as *mut [u64; 8];
-    // SAFETY: `src` is the first 64 of the `MSG_HDR` readable, 8-aligned
-    // bytes the caller vouches for; `dst` is the first half of our own
-    // `Msg` (128 bytes, 8-aligned, checked below).
-    unsafe { *dst = std::ptr::read_volatile(src) };
-    if h.flags & F_EXT != 0 || matches!(h.kind, K_CAS | K_FAA | K_AWRITE | K_ATOMIC_RESP) {
-        // SAFETY: the second 64 bytes of both headers (`MSG_HDR` = 128).
-        unsafe { *dst.add(1) = std::ptr::read_volatile(src.add(1)) };
+/// `p` is 64-aligned writable space of `f.record_len(m.plen)` bytes
+/// reserved in a ring by its only producer, which no one reads before it
+/// is published.
+pub unsafe fn write_header(p: *mut u8, m: &Msg, f: Form) {
+    let w = p as *mut u64;
+    // SAFETY: the words written lie in the record's first line (Short) or
+    // its 128-byte header (Long), inside the reserved space (the contract).
+    unsafe {
+        match f {
+            Form::Short => {
+                w.add(1).write(w_lkf(m, m.flags | F_SHORT));
+                w.add(2).write(w_pair(m.dst_qpn, m.src_qpn));
+                w.add(3).write(m.seq);
+                w.add(4).write(w_pair(m.imm, m.status));
+                (p.add(40) as *mut u32).write(m.plen);
+            }
+            Form::Long => {
+                debug_assert!(m.total <= u32::MAX as u64 && m.off <= u32::MAX as u64);
+                let line = [
+                    0,
+                    w_lkf(m, m.flags & !F_SHORT),
+                    w_pair(m.dst_qpn, m.src_qpn),
+                    m.seq,
+                    m.raddr,
+                    w_pair(m.rkey, m.imm),
+                    w_pair(m.total as u32, m.off as u32),
+                    w_pair(m.plen, m.status),
+                ];
+                // (The stamp's word is left as it is: the consumer may be
+                // waiting on it.)
+                for (i, v) in line.iter().enumerate().skip(1) {
+                    w.add(i).write(*v);
+                }
+                let mut ext = [0u64; 8];
+                ext[0] = m.cmp;
+                ext[1] = m.swap;
+                ext[2] = w_pair(m.qkey, m.srqn);
+                ext[3] = u64::from_ne_bytes(m.sgid[..8].try_into().unwrap_or_default());
+                ext[4] = u64::from_ne_bytes(m.sgid[8..].try_into().unwrap_or_default());
+                ext[5] = u64::from_ne_bytes(m.dgid[..8].try_into().unwrap_or_default());
+                ext[6] = u64::from_ne_bytes(m.dgid[8..].try_into().unwrap_or_default());
+                ext[7] = m._r;
+                (w.add(8) as *mut [u64; 8]).write(ext);
+            }
+        }
     }
-    h
 }
-const _: () = assert!(std::mem::offset_of!(Msg, cmp) == 64 && std::mem::align_of::<Msg>() == 8);
+
+/// A private copy of the header of record `p` of `len` bytes (the peer can
+/// still write the shared one after it was validated) and where its
+/// payload is: `m.plen` bytes there, inside the record.  The second line
+/// of a long header is read only when the message uses it (`F_EXT`,
+/// atomics): a line written by the other CPU costs a transfer.  Unread
+/// fields are 0.  Err: the record is malformed (the link must be given up).
+///
+/// # Safety
+/// `p` is a record returned by [`Ring::peek`] with its `len`, in a ring
+/// that stays mapped during the call.  The bytes may be changed
+/// concurrently by the peer: they are read with volatile loads and every
+/// value is checked or acceptable (`Msg` is plain integers).
+pub unsafe fn read_record(p: *const u8, len: usize) -> Result<(Msg, *const u8), Corrupt> {
+    // SAFETY: `peek` checked that the record's `len` >= 64 bytes lie inside
+    // the data area, 64-aligned (the contract).
+    let line = unsafe { std::ptr::read_volatile(p as *const [u64; 8]) };
+    let lo = |v: u64| v as u32;
+    let hi = |v: u64| (v >> 32) as u32;
+    let flags = (line[1] >> 48) as u16;
+    let mut m = Msg {
+        len: lo(line[1]),
+        kind: (line[1] >> 32) as u16,
+        flags: flags & !F_SHORT,
+        dst_qpn: lo(line[2]),
+        src_qpn: hi(line[2]),
+        seq: line[3],
+        ..Default::default()
+    };
+    if flags & F_SHORT != 0 {
+        let plen = lo(line[5]);
+        if len != 64 || plen as usize > SHORT_MAX {
+            return Err(Corrupt);
+        }
+        m.imm = lo(line[4]);
+        m.status = hi(line[4]);
+        m.plen = plen;
+        m.total = plen as u64;
+        return Ok((m, p.wrapping_add(SHORT_PAYLOAD)));
+    }
+    m.raddr = line[4];
+    m.rkey = lo(line[5]);
+    m.imm = hi(line[5]);
+    m.total = lo(line[6]) as u64;
+    m.off = hi(line[6]) as u64;
+    m.plen = lo(line[7]);
+    m.status = hi(line[7]);
+    if len < MSG_HDR || m.plen as usize > len - MSG_HDR {
+        return Err(Corrupt);
+    }
+    if m.flags & F_EXT != 0 || matches!(m.kind, K_CAS | K_FAA | K_AWRITE | K_ATOMIC_RESP) {
+        // SAFETY: the record's second 64 bytes (`len` >= MSG_HDR = 128).
+        let ext = unsafe { std::ptr::read_volatile((p as *const [u64; 8]).add(1)) };
+        m.cmp = ext[0];
+        m.swap = ext[1];
+        m.qkey = lo(ext[2]);
+        m.srqn = hi(ext[2]);
+        m.sgid[..8].copy_from_slice(&ext[3].to_ne_bytes());
+        m.sgid[8..].copy_from_slice(&ext[4].to_ne_bytes());
+        m.dgid[..8].copy_from_slice(&ext[5].to_ne_bytes());
+        m.dgid[8..].copy_from_slice(&ext[6].to_ne_bytes());
+    }
+    Ok((m, p.wrapping_add(MSG_HDR)))
+}
+
+/// Fills the stamp words of a new link's file (its two rings' salts,
+/// read by each side when it maps the link): random, so that no stale
+/// bytes in a ring (an old payload an application chose) can look like
+/// the next record's stamp.  Called once by the side that creates the
+/// file, before it is handed to the peer.
+pub fn seed_link(memfd: BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut salt = [0u64; 2];
+    // SAFETY: getrandom writes at most the 16 bytes of `salt`.
+    let got = unsafe { libc::getrandom(salt.as_mut_ptr() as *mut libc::c_void, 16, 0) };
+    if got != 16 {
+        return false;
+    }
+    for (i, s) in salt.iter().enumerate() {
+        let at = (i * (RING_HDR + RING_SIZE) + std::mem::offset_of!(RingHdr, salt)) as libc::off_t;
+        let b = (s | 1 << 63).to_ne_bytes();
+        // SAFETY: writes the 8 bytes of `b` into the file at `at`.
+        if unsafe { libc::pwrite(memfd.as_raw_fd(), b.as_ptr() as *const libc::c_void, 8, at) } != 8 {
+            return false;
+        }
+    }
+    true
+}
 
 /// The peer wrote something into a ring that breaks the protocol (the
 /// link must be given up).
@@ -210,6 +407,9 @@ struct RingHdr {
     /// consumption then no longer means delivery (`Ring::dropped`, read by
     /// the requester of a dead link).
     dropped: AtomicU32,
+    /// The ring's stamps are positions mixed with this (`seed_link`; read
+    /// once by each side when it maps the link).
+    salt: AtomicU64,
 }
 
 /// One ring of a mapped link: a `RingHdr` followed by `RING_SIZE` data
@@ -225,6 +425,8 @@ pub struct Ring {
     /// (Producer side, this process only.)  The consumer's `tail` as the
     /// producer last read it (see `try_reserve`).
     tail_seen: AtomicU64,
+    /// The header's `salt` as mapped (the peer cannot change it later).
+    salt: u64,
 }
 // SAFETY: the pointers refer to a shared mapping that outlives the `Ring`
 // (see the type's invariant), not to thread-local state.  Through `&Ring`
@@ -271,13 +473,29 @@ impl Ring {
     /// writable memory, page-aligned (a shared mapping), that stay mapped
     /// for as long as the returned `Ring` is used.
     unsafe fn at(base: *mut u8) -> Ring {
+        let hdr = base as *const RingHdr;
         Ring {
-            hdr: base as *const RingHdr,
+            hdr,
             // SAFETY: `RING_HDR` is inside the region the caller vouches for.
             data: unsafe { base.add(RING_HDR) },
             far: AtomicBool::new(false),
             tail_seen: AtomicU64::new(0),
+            // SAFETY: the header is valid (the contract); atomics.
+            salt: unsafe { (*hdr).salt.load(Ordering::Relaxed) },
         }
+    }
+
+    /// The stamp of the record at position `pos`.
+    fn stamp(&self, pos: u64) -> u64 {
+        pos.wrapping_add(1) ^ self.salt
+    }
+
+    /// The stamp word of the record at position `pos`.
+    fn stamp_word(&self, pos: u64) -> &AtomicU64 {
+        // SAFETY: the offset is masked into the data area and 8-aligned
+        // (64 for any valid position); the ring is mapped for `self`'s
+        // life; the word is only ever accessed atomically.
+        unsafe { &*(self.data.add(pos as usize & (RING_SIZE - 1) & !7) as *const AtomicU64) }
     }
     fn h(&self) -> &RingHdr {
         // SAFETY: `hdr` is page-aligned and valid for the `Ring`'s life (the
@@ -334,20 +552,21 @@ impl Ring {
         let mut h = head;
         if wrap {
             // The padding record fills the rest of the ring, which may be
-            // as little as 64 bytes: less than a `Msg`.  Only `len` and
-            // `kind` (the first 8 bytes) are written, never a whole header:
+            // as little as 64 bytes: less than a `Msg`.  Only its stamp,
+            // `len` and `kind` (the first 16 bytes) are written, never a
+            // whole header:
             // that would run past the end of the data area (into the other
             // ring's header, or past the end of the mapping).
             // SAFETY: `pos` < RING_SIZE and is 64-aligned (head % 64 == 0),
             // so at least 64 bytes of the data area start there; only the
-            // first 8 (`len`, `kind`) are written, and the free-space check
+            // first 16 (stamp, `len`, `kind`) are written, and the free-space check
             // above means the consumer is not reading them; we are the only
             // producer (the caller's contract).
             unsafe {
-                let pad = self.data.add(pos) as *mut Msg;
-                std::ptr::write(std::ptr::addr_of_mut!((*pad).len), contig as u32);
-                std::ptr::write(std::ptr::addr_of_mut!((*pad).kind), K_PAD);
+                let pad = self.data.add(pos) as *mut u64;
+                pad.add(1).write(contig as u64 | (K_PAD as u64) << 32);
             }
+            self.stamp_word(head).store(self.stamp(head), Ordering::Release);
             h = h.wrapping_add(contig as u64);
             if pos >= RING_KEEP {
                 self.far.store(true, Ordering::Relaxed);
@@ -415,9 +634,13 @@ impl Ring {
         r == 0
     }
 
-    /// Producer: publishes everything up to `new_head`; true when the
-    /// consumer sleeps and must be woken.
-    pub fn commit(&self, new_head: u64) -> bool {
+    /// Producer: publishes the record of `len` bytes that ends at
+    /// `new_head` (from `try_reserve`; header and payload written): its
+    /// stamp, then `head`.  True when the consumer sleeps and must be
+    /// woken.
+    pub fn publish(&self, new_head: u64, len: usize) -> bool {
+        let at = new_head.wrapping_sub(len as u64);
+        self.stamp_word(at).store(self.stamp(at), Ordering::Release);
         self.h().head.store(new_head, Ordering::Release);
         fence(Ordering::SeqCst);
         self.h().sleeping.load(Ordering::Relaxed) != 0
@@ -457,68 +680,59 @@ impl Ring {
         self.h().dropped.load(Ordering::Acquire) != 0
     }
 
+    /// Consumer: a record (or padding) was published at `tail`: its stamp
+    /// is there (see [`Form`]).  The producer's `head` is not read.
     pub fn has_data(&self) -> bool {
-        self.h().head.load(Ordering::Acquire) != self.h().tail.load(Ordering::Relaxed)
+        let tail = self.h().tail.load(Ordering::Relaxed);
+        self.stamp_word(tail).load(Ordering::Acquire) == self.stamp(tail)
     }
 
-    /// Consumer: the next record (skipping padding), validated: its
-    /// address, the tail to consume it and its length (at least `MSG_HDR`).
-    /// Err(Corrupt) on a corrupt ring.
+    /// Consumer: the next record (skipping padding): its address, the tail
+    /// to consume it and its length (64-aligned, at least 64, inside the
+    /// data area; [`read_record`] checks the rest).  Err(Corrupt) on a
+    /// corrupt ring.
     ///
     /// # Safety
     /// The caller is the ring's only consumer (it holds the link's
     /// `rx_lock`) until it has consumed the record or given up on it.
-    pub unsafe fn peek(&self) -> Result<Option<(*const Msg, u64, usize)>, Corrupt> {
+    pub unsafe fn peek(&self) -> Result<Option<(*const u8, u64, usize)>, Corrupt> {
         loop {
             let tail = self.h().tail.load(Ordering::Relaxed);
-            let head = self.h().head.load(Ordering::Acquire);
-            if tail == head {
-                return Ok(None);
-            }
-            let avail = head.wrapping_sub(tail);
             if !tail.is_multiple_of(64) {
                 return Err(Corrupt); // (records are 64-aligned; see try_reserve)
             }
-            let pos = tail as usize & (RING_SIZE - 1);
-            // The record's first lines (its header and a small payload) are
-            // asked for at once: read one after the other - the length,
-            // then the rest of the header, then the payload, each after
-            // checks - they were three cache-line transfers in a row from
-            // the producer's CPU.  Only what was published (`avail`).
-            let published = (avail as usize).min(RING_SIZE - pos).min(PREFETCH_BYTES);
-            let mut at = 0;
-            while at < published {
-                // SAFETY: `pos + at` < RING_SIZE: inside the data area.
-                prefetch(unsafe { self.data.add(pos + at) });
-                at += 64;
+            // The record's stamp, written last (Acquire: what the producer
+            // wrote before it is visible).
+            if self.stamp_word(tail).load(Ordering::Acquire) != self.stamp(tail) {
+                return Ok(None);
             }
+            let pos = tail as usize & (RING_SIZE - 1);
             // SAFETY: `pos` is masked into the data area and 64-aligned, so
-            // the 8 bytes of `len` and `kind` are inside it; the producer
-            // published them before `head` (Acquire above).  Volatile: the
-            // peer process may still write them (any value is checked).
-            let (m, len, kind) = unsafe {
-                let m = self.data.add(pos) as *const Msg;
-                let len = std::ptr::read_volatile(std::ptr::addr_of!((*m).len)) as usize;
-                let kind = std::ptr::read_volatile(std::ptr::addr_of!((*m).kind));
-                (m, len, kind)
+            // the record's first line is inside it.  Volatile: the peer
+            // process may still write it (any value is checked).
+            let (rec, len, kind) = unsafe {
+                let rec = self.data.add(pos) as *const u8;
+                let w = std::ptr::read_volatile((rec as *const u64).add(1));
+                (rec, w as u32 as usize, (w >> 32) as u16)
             };
-            if len < 64 || len % 64 != 0 || len as u64 > avail || len > RING_SIZE - pos {
+            if len < 64 || len % 64 != 0 || len > RING_SIZE - pos {
                 return Err(Corrupt);
             }
             if kind == K_PAD {
                 self.h().tail.store(tail.wrapping_add(len as u64), Ordering::Release);
                 continue;
             }
-            if len < MSG_HDR {
-                return Err(Corrupt);
+            // The rest of a long record's header and its first payload
+            // lines are asked for at once (read one after the other, after
+            // checks, they were transfers in a row from the producer's CPU).
+            let mut at = 64;
+            while at < len.min(PREFETCH_BYTES) {
+                // SAFETY: `pos + at` < `pos + len` <= RING_SIZE: inside the
+                // data area.
+                prefetch(unsafe { self.data.add(pos + at) });
+                at += 64;
             }
-            // SAFETY: the record's `len` >= MSG_HDR bytes lie inside the data
-            // area (checked just above against RING_SIZE - pos).
-            let plen = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*m).plen)) };
-            if plen as usize > len - MSG_HDR {
-                return Err(Corrupt);
-            }
-            return Ok(Some((m, tail.wrapping_add(len as u64), len)));
+            return Ok(Some((rec, tail.wrapping_add(len as u64), len)));
         }
     }
 
@@ -782,31 +996,40 @@ mod tests {
         r.h().tail.store(v, Ordering::Relaxed);
     }
 
-    /// Produces one record of `need` bytes with a payload derived from `seq`.
+    /// Produces one record of `need` bytes (a long one; a short one when
+    /// `need` is 64) with a payload derived from `seq`.
     ///
     /// # Safety
     /// As for [`Ring::try_reserve`]: the caller is the ring's only producer.
     unsafe fn put(r: &Ring, need: usize, seq: u64) -> bool {
+        let plen = if need == 64 {
+            (seq % 21) as usize
+        } else {
+            need - MSG_HDR
+        };
+        let m = Msg {
+            len: need as u32,
+            kind: if need == 64 { K_SEND } else { K_WRITE },
+            seq,
+            plen: plen as u32,
+            total: plen as u64,
+            ..Default::default()
+        };
+        let f = Form::of(&m, plen);
+        assert_eq!(f.record_len(plen), need);
         // SAFETY: forwarded to our caller.
         let Some((p, nh)) = (unsafe { r.try_reserve(need) }) else {
             return false;
         };
-        let m = Msg {
-            len: need as u32,
-            kind: K_SEND,
-            seq,
-            plen: (need - MSG_HDR) as u32,
-            ..Default::default()
-        };
         // SAFETY: `try_reserve` gave `need` writable bytes at `p`, 64-aligned,
-        // that no one else touches until `commit`.
+        // that no one else touches until `publish`.
         unsafe {
-            std::ptr::write(p as *mut Msg, m);
-            for i in 0..need - MSG_HDR {
-                *p.add(MSG_HDR + i) = (seq as usize + i) as u8;
+            write_header(p, &m, f);
+            for i in 0..plen {
+                *p.add(f.payload_at() + i) = (seq as usize + i) as u8;
             }
         }
-        r.commit(nh);
+        r.publish(nh, need);
         true
     }
 
@@ -816,15 +1039,16 @@ mod tests {
     /// As for [`Ring::peek`]: the caller is the ring's only consumer.
     unsafe fn get(r: &Ring) -> Option<(u64, usize)> {
         // SAFETY: forwarded to our caller.
-        let (m, nt, len) = unsafe { r.peek() }.expect("corrupt ring")?;
-        // SAFETY: `peek` validated a record of `len` bytes at `m` that the
+        let (p, nt, len) = unsafe { r.peek() }.expect("corrupt ring")?;
+        // SAFETY: `peek` gave a record of `len` bytes at `p` that the
         // producer (a thread of this test, done writing) no longer changes
         // until we consume it.
-        let m = unsafe { &*m };
+        let (m, pl) = unsafe { read_record(p, len) }.expect("malformed record");
         assert_eq!(len, m.len as usize);
-        let pl = (m as *const Msg as *const u8).wrapping_add(MSG_HDR);
+        assert_eq!(m.total, m.plen as u64);
         for i in 0..m.plen as usize {
-            // SAFETY: `plen` <= len - MSG_HDR (checked by `peek`).
+            // SAFETY: `plen` bytes at `pl` lie inside the record (checked by
+            // `read_record`).
             let b = unsafe { *pl.add(i) };
             assert_eq!(b, (m.seq as usize + i) as u8, "payload of {}", m.seq);
         }
@@ -943,32 +1167,142 @@ mod tests {
         assert!(n as usize * need > RING_SIZE - need);
     }
 
+    /// Both forms carry every field they are chosen for; the second line of
+    /// a long header is read only when used; a malformed record is refused.
     #[test]
-    fn header_copy() {
+    fn header_forms() {
+        let mut buf = [0u64; 32];
+        let p = buf.as_mut_ptr() as *mut u8;
         let full = Msg {
+            len: 192,
             kind: K_SEND,
-            seq: 7,
+            flags: F_FIRST | F_LAST | F_IMM | F_ACKREQ,
+            dst_qpn: 0x11_2233,
+            src_qpn: 0x44_5566,
+            seq: 1 << 40 | 7,
+            raddr: 0xdead_beef_0000,
+            rkey: 0x1234,
+            imm: 0x5678,
+            total: 1 << 31,
+            off: 4096,
             plen: 3,
+            status: 4096,
             qkey: 9,
             srqn: 5,
             sgid: [1; 16],
+            dgid: [2; 16],
             cmp: 4,
-            ..Default::default()
+            swap: 6,
+            _r: 0,
         };
-        // SAFETY: a reference to a whole `Msg` (128 bytes, aligned).
-        let h = unsafe { read_header(&full) };
-        assert_eq!((h.kind, h.seq, h.plen, h.qkey, h.srqn, h.cmp), (K_SEND, 7, 3, 0, 0, 0));
-        let ext = Msg { flags: F_EXT, ..full };
-        // SAFETY: as above.
-        let h = unsafe { read_header(&ext) };
-        assert_eq!((h.qkey, h.srqn, h.sgid, h.cmp), (9, 5, [1; 16], 4));
-        let cas = Msg {
-            kind: K_CAS,
-            swap: 11,
+        assert_eq!(Form::of(&full, 3), Form::Long);
+        let check = |m: &Msg, len: usize, ext: bool| {
+            // SAFETY: `buf` has room for either form (256 bytes, aligned).
+            let (h, pl) = unsafe {
+                write_header(p, m, Form::of(m, m.plen as usize));
+                read_record(p, len)
+            }
+            .expect("valid record");
+            assert_eq!(
+                (h.len, h.kind, h.flags, h.dst_qpn, h.src_qpn),
+                (m.len, m.kind, m.flags, m.dst_qpn, m.src_qpn)
+            );
+            assert_eq!(
+                (h.seq, h.imm, h.status, h.plen, h.total, h.off),
+                (m.seq, m.imm, m.status, m.plen, m.total, m.off)
+            );
+            if Form::of(m, m.plen as usize) == Form::Long {
+                assert_eq!((h.raddr, h.rkey, pl as usize - p as usize), (m.raddr, m.rkey, MSG_HDR));
+            } else {
+                assert_eq!(pl as usize - p as usize, 44);
+            }
+            if ext {
+                assert_eq!(
+                    (h.qkey, h.srqn, h.sgid, h.dgid, h.cmp, h.swap),
+                    (m.qkey, m.srqn, m.sgid, m.dgid, m.cmp, m.swap)
+                );
+            } else {
+                assert_eq!((h.qkey, h.sgid, h.cmp), (0, [0; 16], 0));
+            }
+        };
+        check(&full, 192, false);
+        check(&Msg { flags: F_EXT, ..full }, 192, true);
+        check(&Msg { kind: K_CAS, ..full }, 192, true);
+        let short = Msg {
+            len: 64,
+            raddr: 0,
+            rkey: 0,
+            total: 3,
+            off: 0,
             ..full
         };
+        assert_eq!(Form::of(&short, 3), Form::Short);
+        check(&short, 64, false);
+        let ack = Msg {
+            kind: K_ACK,
+            plen: 0,
+            total: 0,
+            ..short
+        };
+        check(&ack, 64, false);
+        // Not short: too long, a fragment, extended, a WRITE.
+        assert_eq!(
+            Form::of(
+                &Msg {
+                    plen: 21,
+                    total: 21,
+                    ..short
+                },
+                21
+            ),
+            Form::Long
+        );
+        assert_eq!(Form::of(&Msg { total: 100, ..short }, 3), Form::Long);
+        assert_eq!(Form::of(&Msg { flags: F_EXT, ..short }, 3), Form::Long);
+        assert_eq!(Form::of(&Msg { kind: K_WRITE, ..short }, 3), Form::Long);
+        // Malformed: a short record of another length or payload, a long
+        // one whose payload runs past its end.
         // SAFETY: as above.
-        assert_eq!(unsafe { read_header(&cas) }.swap, 11);
+        unsafe {
+            write_header(p, &short, Form::Short);
+            assert!(read_record(p, 128).is_err());
+            (p.add(40) as *mut u32).write(21);
+            assert!(read_record(p, 64).is_err());
+            write_header(p, &full, Form::Long);
+            assert!(read_record(p, 128).is_err());
+            assert!(read_record(p, 192).is_ok());
+        }
+    }
+
+    /// A record is seen only once its stamp is there, and stale bytes at
+    /// the next position (an old record, zeros) are not taken for one.
+    #[test]
+    fn stamps() {
+        let map = Map::new();
+        let (_, r) = map.rings();
+        // SAFETY: this thread is the only producer and consumer.
+        unsafe {
+            assert!(!r.has_data());
+            let (p, nh) = r.try_reserve(64).expect("room");
+            let m = Msg {
+                len: 64,
+                kind: K_SEND,
+                seq: 1,
+                ..Default::default()
+            };
+            write_header(p, &m, Form::Short);
+            assert!(!r.has_data(), "no stamp yet");
+            assert!(r.peek().expect("ring").is_none());
+            r.publish(nh, 64);
+            assert!(r.has_data());
+            assert_eq!(get(&r), Some((1, 64)));
+            assert!(!r.has_data());
+            // A lap later the same place holds the old record: not new.
+            set_pos(&r, RING_SIZE as u64);
+            assert!(!r.has_data());
+            assert!(put(&r, 64, 2));
+            assert_eq!(get(&r), Some((2, 64)));
+        }
     }
 
     fn efd() -> Arc<OwnedFd> {
@@ -1022,10 +1356,12 @@ mod tests {
                     kick(&prod_efd);
                     return;
                 }
-                // sizes from 128 bytes to 64 KiB, mostly small
+                // sizes from 64 bytes to 64 KiB, mostly small
                 let s = *g;
                 let need = if s % 97 == 0 {
                     MSG_HDR + MAX_CHUNK
+                } else if s % 3 == 0 {
+                    64 // a short record
                 } else {
                     align64(MSG_HDR + ((s * 2654435761) % 300) as usize)
                 };
