@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod client;
+pub mod ctl;
 pub mod ends;
 pub mod fdtable;
 pub mod proto;
