@@ -2106,7 +2106,7 @@ fn needs_ack(m: &Msg) -> bool {
 /// `p` and `nh` come from `try_reserve`/`reserve` on `l.tx()` for
 /// `f.record_len(plen)` bytes, by the ring's only producer (the holder of
 /// `l.tx_lock`); `fill` writes at most `plen` bytes at its argument.
-unsafe fn put_at(
+pub unsafe fn put_at(
     l: &Link,
     (p, nh, f): (*mut u8, u64, Form),
     m: &Msg,

@@ -5,11 +5,13 @@
 //!
 //! Layers: `request` reads a request out of `ibv_send_wr` (all the reads
 //! of its unions); `complete` completes requests at once; `local` does the
-//! local operations; `over_ring` and `over_wire` are the transports.  None
-//! of them uses this module.
+//! local operations; `over_ring` and `over_wire` are the transports, `fast`
+//! the ring transport's common case in one go.  None of them uses this
+//! module.
 
 mod batch;
 mod complete;
+mod fast;
 mod local;
 mod over_ring;
 mod over_wire;
@@ -93,6 +95,12 @@ pub unsafe fn post_one(c: &Ctx, qp: &Arc<Qp>, wr: &ibv_send_wr) -> Result<(), c_
 /// # Safety
 /// As `post_one`: `read` was read from such a request.
 unsafe fn post_read(c: &Ctx, qp: &Arc<Qp>, read: Option<SendRequest>) -> Result<(), c_int> {
+    if let Some(req) = &read {
+        // SAFETY: forwarded (the contract).
+        if let Some(r) = unsafe { fast::try_post(c, qp, req) } {
+            return r;
+        }
+    }
     let view = QpView::of(qp);
     let qpt = qp.qpt;
     if qpt == IBV_QPT_XRC_RECV {
