@@ -1660,6 +1660,10 @@ impl Ctx {
             imm: (m.flags & F_IMM != 0).then_some(m.imm),
             inv: (m.flags & F_INV != 0).then_some(m.imm),
         };
+        let mut cur = cur;
+        if st.spare.len() < SPARE_LISTS {
+            st.spare.push(cur.recycle());
+        }
         let (wc, cq) = self.finish_recv(cur, &c);
         ack(wc.status);
         if let Some(cq) = &cq {

@@ -338,7 +338,14 @@ pub struct QpSt {
     pub budget: Budget,
     /// The QP's state on the wire (a wire device's QPs only).
     pub wq: crate::wire::state::WQp,
+    /// Scatter-list vectors of completed receives, for the next
+    /// `ibv_post_recv` (at most `SPARE_LISTS`): the receive path neither
+    /// frees nor allocates one per message.
+    pub spare: Vec<Vec<ibv_sge>>,
 }
+
+/// How many spare scatter-list vectors a QP keeps.
+pub const SPARE_LISTS: usize = 64;
 
 pub struct Qp {
     pub qpn: u32,
@@ -461,6 +468,7 @@ impl Qp {
             lost_at: None,
             budget: Budget::default(),
             wq: Default::default(),
+            spare: Vec::new(),
         }
     }
 }

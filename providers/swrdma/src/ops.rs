@@ -2304,7 +2304,10 @@ unsafe extern "C" fn post_recv(ibqp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad:
             }
             let sges = if w.num_sge > 0 {
                 // SAFETY: a valid request has `num_sge` (> 0) SGEs at `sg_list`.
-                unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) }.to_vec()
+                let posted = unsafe { std::slice::from_raw_parts(w.sg_list, w.num_sge as usize) };
+                let mut v = st.spare.pop().unwrap_or_default();
+                v.extend_from_slice(posted);
+                v
             } else {
                 Vec::new()
             };

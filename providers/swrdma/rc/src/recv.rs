@@ -68,6 +68,18 @@ impl<C> Receive<C> {
         (self.wr_id, self.untranslated.unwrap_or(self.sges))
     }
 
+    /// The scatter list's vector as posted, emptied, for the queue's next
+    /// `ibv_post_recv` to fill again (no allocation, and no free here);
+    /// nothing is placed after this, only `complete` is left.
+    pub fn recycle(&mut self) -> Vec<ibv_sge> {
+        let mut v = self
+            .untranslated
+            .take()
+            .unwrap_or_else(|| std::mem::take(&mut self.sges));
+        v.clear();
+        v
+    }
+
     /// A UD receive: the GRH area first (its data then starts at 40).
     pub fn place_grh(&mut self, mem: &dyn Memory, grh: &[u8; 40]) {
         self.base = 40;
