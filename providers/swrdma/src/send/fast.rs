@@ -42,7 +42,37 @@ pub unsafe fn try_post(c: &Ctx, qp: &Qp, req: &SendRequest) -> Option<Result<(),
     if st.state != IBV_QPS_RTS || !free || st.resend.is_some() || st.probe.is_some() {
         return None;
     }
-    let link = st.link.clone().filter(|l| !l.dead.load(Ordering::Relaxed))?;
+    // (The link is lent out of the QP's state for the call, and back: no
+    // reference count taken.)
+    let link = st.link.take()?;
+    // SAFETY: forwarded (the contract); `st` is the QP's state, locked.
+    let r = unsafe { post_locked(c, qp, &mut st, &link, req, (sges, len, inline)) };
+    st.link = Some(link);
+    if r == Some(false) {
+        // (Our registered source unmapped since: LOC_PROT_ERR, the QP to
+        // error, as the general path.)
+        c.to_err(qp, &mut st);
+    }
+    r.map(|_| Ok(()))
+}
+
+/// `try_post` with the QP's lock held and its link lent out: None, nothing
+/// done; Some(true) posted; Some(false) posted and failed at once (the
+/// request is done with LOC_PROT_ERR; the caller moves the QP to error).
+///
+/// # Safety
+/// As `try_post`; `sges`, `len` and `inline` describe `req`'s data.
+unsafe fn post_locked(
+    c: &Ctx,
+    qp: &Qp,
+    st: &mut QpSt,
+    link: &OutLink,
+    req: &SendRequest,
+    (sges, len, inline): (&[ibv_sge], u64, bool),
+) -> Option<bool> {
+    if link.dead.load(Ordering::Relaxed) {
+        return None;
+    }
     let translated = if inline {
         None
     } else {
@@ -118,15 +148,12 @@ pub unsafe fn try_post(c: &Ctx, qp: &Qp, req: &SendRequest) -> Option<Result<(),
     };
     // SAFETY: `p`/`nh` reserved just above for a 64-byte record, by the
     // ring's only producer (we hold `tx`).
-    let sent = unsafe { put_at(&link, (p, nh, Form::Short), &rec, len as usize, &mut fill) };
+    let sent = unsafe { put_at(link, (p, nh, Form::Short), &rec, len as usize, &mut fill) };
     drop(tx);
     if !sent {
-        // (Our registered source unmapped since: LOC_PROT_ERR, the QP to
-        // error, as the general path.)
         if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
             w.done = Some(IBV_WC_LOC_PROT_ERR);
         }
-        c.to_err(qp, &mut st);
     }
-    Some(Ok(()))
+    Some(sent)
 }
