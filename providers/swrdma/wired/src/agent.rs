@@ -1,15 +1,20 @@
 //! The agent: one process per (user, network namespace, interface),
 //! started on demand by its first client, ended when it has had no client
 //! for its idle time.  Step 1 of HOSTWIRE-DESIGN.md: its life, the checks
-//! of its clients and their hellos; it carries no traffic yet.
+//! of its clients and their hellos; step 2 (part): each greeted client's
+//! control session (`session.rs`: the verbs' requests, the objects, the
+//! queues).  It carries no traffic yet.
 //!
 //! One thread, one epoll set: the listening socket, each client's
 //! connection and each client's pidfd.  A client is dropped when its
 //! connection closes or when its process exits (the pidfd becomes
 //! readable), whichever comes first: a child that the client forked and
 //! that still holds the connection does not keep a dead client alive.
+//! A dropped client's session goes with it: its objects, its queues'
+//! mappings and its descriptors.
 
 use crate::proto::{self, flag, kind, Counters, Header, Hello, Welcome};
+use crate::session::{self, Control, Session};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::Timespec;
 use rustix::io::Errno;
@@ -76,19 +81,7 @@ pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, Str
     Ok(c)
 }
 
-/// The interface's name, when index `ifindex` exists in our network
-/// namespace.
-pub fn ifname(ifindex: u32) -> Option<String> {
-    let mut b = [0u8; libc::IF_NAMESIZE];
-    // SAFETY: if_indextoname writes at most IF_NAMESIZE bytes (a
-    // NUL-terminated name) into `b`, which is that long.
-    let p = unsafe { libc::if_indextoname(ifindex, b.as_mut_ptr().cast()) };
-    if p.is_null() {
-        return None;
-    }
-    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    Some(String::from_utf8_lossy(&b[..n]).into_owned())
-}
+pub use crate::gids::ifname;
 
 /// A shared mapping of a client's access page.
 struct AccessMap(*mut libc::c_void);
@@ -140,12 +133,15 @@ impl Drop for AccessMap {
     }
 }
 
-/// A greeted client's resources (used by the transport in step 2).
+/// A greeted client's resources (the access page and the async pipe are
+/// for the transport, a later part of step 2).
 #[allow(dead_code)]
 struct Greeted {
     access: AccessMap,
     async_w: OwnedFd,
     no_cma: bool,
+    /// Its control session: its objects and their queues.
+    session: Session,
 }
 
 struct Client {
@@ -174,6 +170,8 @@ pub struct Agent {
     refusing: HashMap<u64, Refusing>,
     /// QP1: the CM MADs between this host and others (`qp1.rs`).
     qp1: Option<crate::qp1::Qp1>,
+    /// The greeted clients' objects (`session.rs`).
+    ctl: Control,
 }
 
 struct Refusing {
@@ -300,7 +298,6 @@ impl Agent {
         let log = std::env::var_os("SWRDMA_WIRED_LOG")
             .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
         Ok(Agent {
-            cfg,
             listener: Some(l),
             epoll,
             clients: HashMap::new(),
@@ -311,6 +308,8 @@ impl Agent {
             uid,
             refusing: HashMap::new(),
             qp1: qp1.ok(),
+            ctl: Control::new(cfg.ifindex),
+            cfg,
         })
     }
 
@@ -523,6 +522,9 @@ impl Agent {
         }
         let _ = epoll::delete(&self.epoll, &c.sock);
         let _ = epoll::delete(&self.epoll, &c.pidfd);
+        if let Some(g) = c.greeted {
+            self.ctl.close(g.session);
+        }
         if let Some(q) = self.qp1.as_mut() {
             q.poke();
         }
@@ -532,9 +534,17 @@ impl Agent {
         }
     }
 
-    /// A client's connection is readable: a message, or its end.
+    /// A client's connection is readable: a message, or its end.  After
+    /// the welcome, a control message is served by the client's session.
     fn readable(&mut self, id: u64) {
-        let Some(c) = self.clients.get(&id) else { return };
+        let open = self.clients.len() as u32;
+        let Some(c) = self.clients.get_mut(&id) else { return };
+        if let Some(g) = c.greeted.as_mut().filter(|_| session::next_is_ctl(c.sock.as_fd())) {
+            if let Err(why) = self.ctl.serve(&mut g.session, c.sock.as_fd(), c.pidfd.as_fd()) {
+                self.drop_client(id, &why);
+            }
+            return;
+        }
         let mut b = [0u8; proto::MAX_MSG];
         let (r, fds) = recv_msg(c.sock.as_fd(), &mut b);
         let n = match r {
@@ -546,7 +556,7 @@ impl Agent {
             self.hello(id, &b[..n], fds);
         } else if Header::parse(&b[..n]).is_some_and(|h| h.kind == kind::QUERY && h.version == proto::VERSION) {
             let mut k = self.counters;
-            k.clients = self.clients.len() as u32;
+            k.clients = open;
             let _ = rustix::net::send(&c.sock, &k.to_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
         } else {
             self.drop_client(id, "a message that is no request");
@@ -604,10 +614,13 @@ impl Agent {
             text.push_str(&format!("; the client's pid {} is {} here", hello.pid, c.pid));
         }
         let no_cma = cma.is_err();
+        let in_use = || (libc::EMFILE, format!("client number {id} in use"));
+        let session = self.ctl.open(id as u32, c.pid).ok_or_else(in_use)?;
         c.greeted = Some(Greeted {
             access,
             async_w,
             no_cma,
+            session,
         });
         self.counters.no_cma += no_cma as u32;
         Ok(Welcome {

@@ -2,6 +2,7 @@
 //! an interface), start it when no one listens, check who answers, greet
 //! it.  What the provider will call when a wire context opens (plan step 2).
 
+use crate::ctl::msg::{self, MsgError, Reply, Request};
 use crate::proto::{self, flag, hello_flag, kind, Counters, Hello, Welcome};
 use crate::spawn::{self, Said};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -142,6 +143,8 @@ pub struct Session {
     pub ptracer_set: bool,
     /// We started this agent (it was not running).
     pub started: bool,
+    /// The id of our next control request.
+    next_req: u32,
 }
 
 impl Session {
@@ -156,6 +159,42 @@ impl Session {
         rustix::net::send(&self.sock, &b, SendFlags::NOSIGNAL).map_err(sys("send"))?;
         let m = recv_msg(self.sock.as_fd(), wait)?;
         Counters::parse(&m).ok_or_else(|| Error::Protocol("not a COUNTERS message".into()))
+    }
+
+    /// A verb's control request (`ctl::msg`): sends `req` with its
+    /// descriptors (as many as `Request::fd_count`, in its order) and
+    /// waits at most `wait` for the agent's reply.  One request at a time
+    /// (`&mut self`), so the reply is the request's.  `GoneAway`: the
+    /// agent closed the connection (it does so to a client that breaks the
+    /// protocol); `Protocol`: a request the encoding refuses, or a reply
+    /// that is not the request's.
+    pub fn call(&mut self, req: &Request, fds: &[BorrowedFd<'_>], wait: Duration) -> Result<Reply, Error> {
+        let id = self.next_req;
+        self.next_req = id.wrapping_add(1);
+        let gone = |e: MsgError, what: &'static str| match e {
+            MsgError::Closed | MsgError::Io(Errno::PIPE) | MsgError::Io(Errno::CONNRESET) => Error::GoneAway,
+            MsgError::Io(e) => sys(what)(e),
+            e => Error::Protocol(format!("{what}: {e}")),
+        };
+        msg::send_request(self.fd(), id, req, fds).map_err(|e| gone(e, "send"))?;
+        let t = Timespec {
+            tv_sec: wait.as_secs() as i64,
+            tv_nsec: wait.subsec_nanos() as i64,
+        };
+        let mut pfd = [PollFd::new(&self.sock, PollFlags::IN)];
+        loop {
+            match poll(&mut pfd, Some(&t)) {
+                Ok(0) => return Err(Error::Silent(wait)),
+                Ok(_) => break,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(sys("poll")(e)),
+            }
+        }
+        let (rid, rep) = msg::recv_reply(self.fd()).map_err(|e| gone(e, "recv"))?;
+        if rid != id || !rep.answers(req.kind()) {
+            return Err(Error::Protocol(format!("reply {rep:?} to request {rid}, not to {id}")));
+        }
+        Ok(rep)
     }
 }
 
@@ -371,6 +410,7 @@ pub fn greet_on(
         cma_errno: w.cma_errno as i32,
         ptracer_set: flags & hello_flag::PTRACER_SET != 0,
         started: false,
+        next_req: 1,
     })
 }
 

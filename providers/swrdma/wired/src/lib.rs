@@ -9,9 +9,12 @@ pub mod client;
 pub mod ctl;
 pub mod ends;
 pub mod fdtable;
+pub mod gids;
+pub mod place;
 pub mod proto;
 pub mod qp1;
 pub mod route;
+pub mod session;
 pub mod spawn;
 pub mod wq;
 

@@ -4,17 +4,22 @@
 //! answered, one `key=value` line; `error: <why>` and exit 1 when it
 //! cannot.
 
+use ibverbs_abi::verbs::{IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE};
 use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use std::io::{BufRead, IoSlice, Write};
 use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 use std::time::Duration;
 use swrdma_wired::client::{self, Options, Target};
+use swrdma_wired::ctl::msg::{Caps, CreateCq, CreateQp, QpType, Queue, RegMr, Reply, Request};
 use swrdma_wired::proto::{self, Hello, Welcome};
+use swrdma_wired::wq::format::{recv_slot_size, send_slot_size, CQE_SLOT};
+use swrdma_wired::wq::Slots;
 
 const USAGE: &str = "usage: swrdma-wired-hello [--ifindex N] [--scope S] [--idle-ms M] [--program P] [--wait-ms W]
-    [--hold] [--query] [--nondumpable] [--fork-holder]
+    [--hold] [--query] [--objects] [--nondumpable] [--fork-holder]
     [--name-uid U (--raw-version V | --raw-nofds | --squat | --squat-garbage)]";
 
 #[derive(Default)]
@@ -24,6 +29,7 @@ struct Args {
     name_uid: Option<u32>,
     hold: bool,
     query: bool,
+    objects: bool,
     nondumpable: bool,
     fork_holder: bool,
     raw_version: Option<u16>,
@@ -59,6 +65,7 @@ fn parse() -> Result<Args, String> {
             "--raw-version" => a.raw_version = Some(val()?.parse().map_err(bad)?),
             "--hold" => a.hold = true,
             "--query" => a.query = true,
+            "--objects" => a.objects = true,
             "--nondumpable" => a.nondumpable = true,
             "--fork-holder" => a.fork_holder = true,
             "--raw-nofds" => a.raw_nofds = true,
@@ -106,7 +113,7 @@ fn session(a: &Args) -> Result<(), String> {
     }
     let access = client::access_page().map_err(|e| e.to_string())?;
     let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| e.to_string())?;
-    let s = if let Some(u) = a.name_uid {
+    let mut s = if let Some(u) = a.name_uid {
         // Another user's agent: connect only (never start one).
         let sock =
             client::dial(&proto::socket_name(u, a.target.ifindex, &a.target.scope)).map_err(|e| e.to_string())?;
@@ -144,11 +151,91 @@ fn session(a: &Args) -> Result<(), String> {
             k.clients, k.welcomed, k.refused, k.exited, k.no_cma
         );
     }
+    let _kept = if a.objects { Some(objects(&mut s)?) } else { None };
     let _ = std::io::stdout().flush();
     if a.hold {
         hold(s.fd(), async_r.as_fd());
     }
     Ok(())
+}
+
+/// What `--objects` made that must live while the session does: the
+/// queues' mappings, the doorbell, the registered memory.
+struct Kept {
+    _queues: Vec<Slots>,
+    _doorbell: OwnedFd,
+    _memory: Vec<u8>,
+}
+
+/// `--objects`: a PD, a CQ (its CQE queue and a doorbell eventfd), an RC
+/// QP on it (its SQ and RQ) and an MR on our own memory, through the
+/// agent's control path; prints `objects pd= cq= qp= qpn= mr=`.
+fn objects(s: &mut client::Session) -> Result<Kept, String> {
+    let wait = Duration::from_secs(5);
+    let mut call = |req: &Request, fds: &[BorrowedFd<'_>]| s.call(req, fds, wait).map_err(|e| e.to_string());
+    let Reply::Pd { handle: pd } = call(&Request::AllocPd { parent: None }, &[])? else {
+        return Err("alloc_pd failed".into());
+    };
+    let (cq_q, cq_fd) = Slots::create(64, CQE_SLOT).map_err(|e| e.to_string())?;
+    let doorbell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).map_err(|e| e.to_string())?;
+    let c = CreateCq {
+        cqe: 64,
+        queue: Queue {
+            depth: 64,
+            slot_size: CQE_SLOT as u32,
+        },
+        doorbell: true,
+        channel: false,
+    };
+    let Reply::Cq { handle: cq, .. } = call(&Request::CreateCq(c), &[cq_fd.as_fd(), doorbell.as_fd()])? else {
+        return Err("create_cq failed".into());
+    };
+    let sq_slot = send_slot_size(1, 256).ok_or("send slot size")?;
+    let rq_slot = recv_slot_size(1).ok_or("receive slot size")?;
+    let (sq_q, sq_fd) = Slots::create(16, sq_slot).map_err(|e| e.to_string())?;
+    let (rq_q, rq_fd) = Slots::create(16, rq_slot).map_err(|e| e.to_string())?;
+    let q = |slot: usize| Queue {
+        depth: 16,
+        slot_size: slot as u32,
+    };
+    let c = CreateQp {
+        pd: Some(pd),
+        xrcd: None,
+        qp_type: QpType::Rc,
+        send_cq: Some(cq),
+        recv_cq: Some(cq),
+        srq: None,
+        sq_sig_all: false,
+        cap: Caps {
+            max_send_wr: 16,
+            max_recv_wr: 16,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
+        sq: Some(q(sq_slot)),
+        rq: Some(q(rq_slot)),
+    };
+    let Reply::Qp { handle: qp, qpn, .. } = call(&Request::CreateQp(c), &[sq_fd.as_fd(), rq_fd.as_fd()])? else {
+        return Err("create_qp failed".into());
+    };
+    let memory = vec![0u8; 1 << 16];
+    let m = RegMr {
+        pd,
+        access: IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+        addr: memory.as_ptr() as u64,
+        length: memory.len() as u64,
+        iova: memory.as_ptr() as u64,
+    };
+    let Reply::Mr { handle: mr, .. } = call(&Request::RegMr(m), &[])? else {
+        return Err("reg_mr failed".into());
+    };
+    println!("objects pd={pd} cq={cq} qp={qp} qpn={qpn} mr={mr}");
+    Ok(Kept {
+        _queues: vec![cq_q, sq_q, rq_q],
+        _doorbell: doorbell,
+        _memory: memory,
+    })
 }
 
 /// Waits for a line (or the end) on stdin, or for the agent to go (then

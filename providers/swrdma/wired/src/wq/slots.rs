@@ -378,6 +378,18 @@ impl Producer {
         self.len() == 0
     }
 
+    /// Entries written and not taken yet, by the consumer's count as
+    /// published now (read, not kept); [`Producer::len`] when that count
+    /// is impossible.
+    pub fn unconsumed(&self) -> usize {
+        let next = self.ring.next;
+        let c = self.ring.word(W_CONSUMED).load(Ordering::Acquire);
+        if c.wrapping_sub(self.seen) > next - self.seen {
+            return self.len();
+        }
+        (next - c) as usize
+    }
+
     /// Writes one entry and checks the doorbell: [`Push::Ring`] says that
     /// the consumer sleeps and the caller must write its doorbell.
     pub fn try_push(&mut self, body: &[u8]) -> Result<Push, PushError> {

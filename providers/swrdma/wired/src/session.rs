@@ -1,0 +1,540 @@
+//! Each greeted client's control session (HOSTWIRE-DESIGN.md section 4,
+//! "Control path"; plan step 2): the agent answers the verbs' requests
+//! (`ctl::msg`) that come on the client's connection after its welcome,
+//! from the client's object tables (`ctl::tables`), and keeps the work
+//! queues whose memfds come with them (`wq`).  The agent's event loop
+//! (`agent.rs`) calls [`Control::serve`] when a greeted client's
+//! connection holds a control message ([`next_is_ctl`]), and
+//! [`Control::close`] when the client goes.
+//!
+//! * **One request, one reply.**  A request is received with its
+//!   descriptors (`msg::recv_request`), its queues are attached, the
+//!   tables answer it ([`Tables::exec`]) with the agent's [`Hooks`], and
+//!   the reply goes back (`msg::send_reply`).  A queue that does not
+//!   attach (not a sealed memfd of exactly the size its geometry gives) is
+//!   `EINVAL` and nothing is created, as the provider answers a value it
+//!   refuses.
+//! * **Protocol violations end the connection**: a message that does not
+//!   decode, comes with another number of descriptors than it names, or is
+//!   cut short, and a client whose socket is full when its reply goes (it
+//!   does not read its replies).  [`Control::serve`] says why; the caller
+//!   drops the client (one line in the log).  Nothing a client sends can
+//!   cause a panic or touch another client's objects.
+//! * **The queues** are kept by the handle of their object: a CQ's CQE
+//!   queue (the agent produces), a QP's SQ and RQ and an SRQ's queue (the
+//!   agent consumes), and a CQ's doorbell eventfd and completion channel.
+//!   Destroying the object, or the client's end, unmaps and closes them.
+//!   Nothing runs on them yet: the engine is a later step.
+//!
+//! The hooks' answers:
+//! * QP and SRQ numbers: a counter of the agent's, unique in the agent
+//!   (from a start derived from the agent's pid, skipping 0, 1 and numbers
+//!   in use).  They are not yet unique with the numbers of the provider's
+//!   per-process wire contexts of the same user; that comes with the step
+//!   that moves the transport in.
+//! * `gid_count` and `path_ok`: the interface's GID table and addresses
+//!   ([`crate::gids`]), read again for each request that names a GID.
+//! * `check_mapped`: `/proc/<pid>/maps` of the client, read as the
+//!   provider's `mem::check_mapped` reads its own (readable, and writable
+//!   when asked); then the client's pidfd must still be unreadable, so the
+//!   pid named the client.  When the agent cannot read the client's map
+//!   (no pid in its PID namespace, a non-dumpable client) the answer is
+//!   the provider's without procfs: mapped.
+//! * `cq_pending`: the CQEs in the CQ's queue that the client has not
+//!   taken; `srq_posted`: the WQEs the client put in the SRQ's queue that
+//!   the agent has not taken (the client's own count, bounded by the
+//!   queue's depth; at most the depth when it is out of range).
+
+use crate::ctl::msg::{self, AhAttr, MsgError, Queue, Reply, Request, MAX_NUM};
+use crate::ctl::tables::{ClientId, Hooks, Limits, Tables};
+use crate::gids::Gids;
+use crate::wq::{AttachError, Consumer, Producer, Slots};
+use ibverbs_abi::verbs::IBV_QP_AV;
+use libc::{EAGAIN, EFAULT, EINVAL, ENOMEM, ESRCH};
+use rustix::io::Errno;
+use rustix::net::RecvFlags;
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// The page size `check_mapped` rounds to (as the provider's).
+const PAGE: u64 = 4096;
+
+/// Every client's objects and the agent's numbers: the agent's side of
+/// the control path.
+pub struct Control {
+    tables: Tables,
+    nums: Nums,
+    ifindex: u32,
+}
+
+/// A CQ's queue and descriptors.
+struct Cq {
+    /// The CQE queue (the agent produces).
+    queue: Producer,
+    /// The eventfd to write when the client sleeps on the queue (kept for
+    /// the engine).
+    _doorbell: Option<OwnedFd>,
+    /// The completion channel (kept for the engine).
+    _channel: Option<OwnedFd>,
+}
+
+/// A QP's queues (the agent consumes both).
+struct QpQueues {
+    sq: Option<Consumer>,
+    rq: Option<Consumer>,
+}
+
+/// One greeted client: its number in the tables, its pid, and the queues
+/// of its objects by handle.
+pub struct Session {
+    id: ClientId,
+    pid: i32,
+    cqs: HashMap<u32, Cq>,
+    qps: HashMap<u32, QpQueues>,
+    srqs: HashMap<u32, Consumer>,
+}
+
+impl Session {
+    /// Its number (the welcome's `client_id`).
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// How many queues it holds mapped.
+    pub fn queues(&self) -> usize {
+        let qp = |q: &QpQueues| q.sq.is_some() as usize + q.rq.is_some() as usize;
+        self.cqs.len() + self.srqs.len() + self.qps.values().map(qp).sum::<usize>()
+    }
+
+    /// After the tables answered `req` with `rep`: keeps what `att`
+    /// attached for the object created, changes or drops the queues of the
+    /// object changed or destroyed.  What is not kept is unmapped and
+    /// closed here.
+    fn keep(&mut self, req: &Request, rep: &Reply, att: Attached) {
+        match (req, rep, att) {
+            (_, Reply::Cq { handle, .. }, Attached::Cq(c)) => {
+                self.cqs.insert(*handle, c);
+            }
+            (Request::ResizeCq { cq, .. }, Reply::Done, Attached::NewCqQueue(p)) => {
+                if let Some(c) = self.cqs.get_mut(cq) {
+                    c.queue = p;
+                }
+            }
+            (Request::DestroyCq { cq }, Reply::Done, _) => {
+                self.cqs.remove(cq);
+            }
+            (_, Reply::Qp { handle, .. }, Attached::Qp(q)) => {
+                self.qps.insert(*handle, q);
+            }
+            (Request::DestroyQp { qp }, Reply::Done, _) => {
+                self.qps.remove(qp);
+            }
+            (_, Reply::Srq { handle, .. }, Attached::Srq(s)) => {
+                self.srqs.insert(*handle, s);
+            }
+            (Request::DestroySrq { srq }, Reply::Done, _) => {
+                self.srqs.remove(srq);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the descriptors of a request became.
+enum Attached {
+    Nothing,
+    Cq(Cq),
+    NewCqQueue(Producer),
+    Qp(QpQueues),
+    Srq(Consumer),
+}
+
+/// The errno of a queue that does not attach: `EINVAL` for a file the
+/// request's geometry does not describe, the call's own for a failed
+/// system call (`ENOMEM` from `mmap`).
+fn attach_errno(e: &AttachError) -> i32 {
+    match e {
+        AttachError::Sys(_, io) => io.raw_os_error().unwrap_or(ENOMEM),
+        _ => EINVAL,
+    }
+}
+
+/// Maps the next descriptor of `fds` as a queue of geometry `q`.
+fn map(fds: &mut impl Iterator<Item = OwnedFd>, q: Queue) -> Result<Slots, i32> {
+    let fd = fds.next().ok_or(EINVAL)?;
+    Slots::attach(fd.as_fd(), q.depth as usize, q.slot_size as usize).map_err(|e| attach_errno(&e))
+}
+
+/// Attaches the queues whose descriptors came with `req` (in its order:
+/// `Request::fd_count`) and takes its other descriptors.
+fn attach(req: &Request, fds: Vec<OwnedFd>) -> Result<Attached, i32> {
+    let mut it = fds.into_iter();
+    Ok(match req {
+        Request::CreateCq(c) => {
+            let queue = map(&mut it, c.queue)?.into_producer();
+            let mut more = |want: bool| {
+                if want {
+                    it.next().ok_or(EINVAL).map(Some)
+                } else {
+                    Ok(None)
+                }
+            };
+            let doorbell = more(c.doorbell)?;
+            let channel = more(c.channel)?;
+            Attached::Cq(Cq {
+                queue,
+                _doorbell: doorbell,
+                _channel: channel,
+            })
+        }
+        Request::ResizeCq { queue: Some(q), .. } => Attached::NewCqQueue(map(&mut it, *q)?.into_producer()),
+        Request::CreateSrq(c) => Attached::Srq(map(&mut it, c.queue)?.into_consumer()),
+        Request::CreateQp(c) => {
+            let sq = c.sq.map(|q| map(&mut it, q)).transpose()?;
+            let rq = c.rq.map(|q| map(&mut it, q)).transpose()?;
+            Attached::Qp(QpQueues {
+                sq: sq.map(Slots::into_consumer),
+                rq: rq.map(Slots::into_consumer),
+            })
+        }
+        _ => Attached::Nothing,
+    })
+}
+
+/// The agent's QP and SRQ numbers: 24 bits, not 0 or 1, unique among
+/// those in use in this agent.
+struct Nums {
+    next: u32,
+    used: HashSet<u32>,
+}
+
+impl Nums {
+    /// Starts at a number derived from the agent's pid, so that an agent
+    /// started again does not give out its predecessor's numbers first.
+    fn new() -> Nums {
+        let seed = std::process::id().wrapping_mul(0x9e37_79b9) >> 8;
+        Nums {
+            next: 2 + seed % (MAX_NUM - 1),
+            used: HashSet::new(),
+        }
+    }
+
+    /// A number not in use (`EAGAIN` when every one is).
+    fn alloc(&mut self) -> Result<u32, i32> {
+        if self.used.len() >= (MAX_NUM - 1) as usize {
+            return Err(EAGAIN);
+        }
+        loop {
+            let n = self.next;
+            self.next = if n >= MAX_NUM { 2 } else { n + 1 };
+            if self.used.insert(n) {
+                return Ok(n);
+            }
+        }
+    }
+
+    fn free(&mut self, n: u32) {
+        self.used.remove(&n);
+    }
+}
+
+/// The agent's answers to the tables for one request of one client.
+struct AgentHooks<'a> {
+    nums: &'a mut Nums,
+    /// The GID table, read for a request that names a GID.
+    gids: Option<&'a Gids>,
+    session: &'a Session,
+    pidfd: BorrowedFd<'a>,
+}
+
+impl Hooks for AgentHooks<'_> {
+    fn alloc_num(&mut self) -> Result<u32, i32> {
+        self.nums.alloc()
+    }
+
+    fn free_num(&mut self, num: u32) {
+        self.nums.free(num)
+    }
+
+    fn gid_count(&self) -> usize {
+        self.gids.map_or(0, |g| g.table.len())
+    }
+
+    fn path_ok(&self, ah: &AhAttr) -> bool {
+        self.gids.is_some_and(|g| g.path_ok(ah.sgid_index, &ah.dgid))
+    }
+
+    fn check_mapped(&self, _client: ClientId, addr: u64, len: u64, writable: bool) -> Result<(), i32> {
+        client_mapped(self.session.pid, self.pidfd, addr, len, writable)
+    }
+
+    fn cq_pending(&self, _client: ClientId, cq: u32) -> u32 {
+        let n = self.session.cqs.get(&cq).map_or(0, |c| c.queue.unconsumed());
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    fn srq_posted(&self, _client: ClientId, srq: u32) -> u32 {
+        let n = (self.session.srqs.get(&srq)).map_or(0, |c| c.pending_hint().unwrap_or(c.depth()));
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+}
+
+/// The hooks of a client's removal: only numbers given back.
+struct Freeing<'a>(&'a mut Nums);
+
+impl Hooks for Freeing<'_> {
+    fn alloc_num(&mut self) -> Result<u32, i32> {
+        Err(EAGAIN)
+    }
+
+    fn free_num(&mut self, num: u32) {
+        self.0.free(num)
+    }
+
+    fn gid_count(&self) -> usize {
+        0
+    }
+}
+
+/// Whether [addr, addr+len) is mapped in process `pid` (whose pidfd is
+/// `pidfd`), and writable when `writable`: what `ibv_reg_mr` of that range
+/// gives on a kernel provider, as the provider's `mem::check_mapped`
+/// answers for itself (`EINVAL`: the range wraps; `EFAULT`: a hole or a
+/// mapping without the rights).  Mapped when the map cannot be read.
+fn client_mapped(pid: i32, pidfd: BorrowedFd<'_>, addr: u64, len: u64, writable: bool) -> Result<(), i32> {
+    if len == 0 {
+        return Ok(());
+    }
+    let end = addr.checked_add(len).filter(|e| e.checked_add(PAGE - 1).is_some());
+    let end = end.ok_or(EINVAL)?;
+    if pid <= 0 {
+        return Ok(()); // no number in our PID namespace
+    }
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return Ok(());
+    };
+    // The map read was the client's, unless it has exited since (its pid
+    // could name another process by now).
+    if crate::pidfd_exited(pidfd) {
+        return Err(ESRCH);
+    }
+    covered(&maps, addr & !(PAGE - 1), end, writable)
+}
+
+/// Whether the mappings listed in `maps` (a `/proc/<pid>/maps` text, in
+/// address order) cover [start, end) without a hole, each readable and,
+/// when `writable`, writable: Ok, or `EFAULT`.
+fn covered(maps: &str, start: u64, end: u64, writable: bool) -> Result<(), i32> {
+    let mut need = start;
+    for line in maps.lines() {
+        let mut words = line.split_ascii_whitespace();
+        let (Some(range), Some(perms)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else {
+            continue;
+        };
+        if hi <= need {
+            continue;
+        }
+        let p = perms.as_bytes();
+        if lo > need || p.first() != Some(&b'r') || (writable && p.get(1) != Some(&b'w')) {
+            return Err(EFAULT);
+        }
+        need = hi;
+        if need >= end {
+            return Ok(());
+        }
+    }
+    Err(EFAULT)
+}
+
+/// Whether a request needs the GID table: an address vector to check.
+fn needs_gids(req: &Request) -> bool {
+    match req {
+        Request::ModifyQp { attr, .. } => attr.mask & IBV_QP_AV != 0,
+        Request::CreateAh { .. } => true,
+        _ => false,
+    }
+}
+
+/// Whether the next message waiting on `sock` is a control message
+/// (`msg::is_ctl`), without taking it.  False when none waits, or when it
+/// is another (the hello protocol's `QUERY`, bytes of no protocol, the
+/// connection's end): the caller reads that one as before.
+pub fn next_is_ctl(sock: BorrowedFd<'_>) -> bool {
+    let mut b = [0u8; 2];
+    let r = rustix::net::recv(sock, &mut b, RecvFlags::PEEK | RecvFlags::DONTWAIT);
+    matches!(r, Ok((n, _)) if n >= 2 && msg::is_ctl(&b))
+}
+
+impl Control {
+    /// No clients; objects are checked against a wire device's limits on
+    /// interface `ifindex`.
+    pub fn new(ifindex: u32) -> Control {
+        Control {
+            tables: Tables::new(Limits::WIRE),
+            nums: Nums::new(),
+            ifindex,
+        }
+    }
+
+    /// A session for client `id` (process `pid` in our PID namespace, 0:
+    /// none), with no objects.  None: that number has one already.
+    pub fn open(&mut self, id: ClientId, pid: i32) -> Option<Session> {
+        self.tables.add_client(id).then(|| Session {
+            id,
+            pid,
+            cqs: HashMap::new(),
+            qps: HashMap::new(),
+            srqs: HashMap::new(),
+        })
+    }
+
+    /// Client `s` is gone: its objects go, its numbers are given back, its
+    /// queues are unmapped and its descriptors closed.
+    pub fn close(&mut self, s: Session) {
+        self.tables.remove_client(s.id, &mut Freeing(&mut self.nums));
+        drop(s);
+    }
+
+    /// How many sessions there are.
+    pub fn sessions(&self) -> usize {
+        self.tables.clients()
+    }
+
+    /// Serves one request of session `s` on its connection `sock` (the
+    /// client's pidfd is `pidfd`): receives it, answers it, sends the
+    /// reply.  Err: why the connection must end (the client closed it, or
+    /// broke the protocol).
+    pub fn serve(&mut self, s: &mut Session, sock: BorrowedFd<'_>, pidfd: BorrowedFd<'_>) -> Result<(), String> {
+        let (id, req, fds) = match msg::recv_request(sock) {
+            Ok(r) => r,
+            Err(MsgError::Io(Errno::AGAIN)) => return Ok(()),
+            Err(MsgError::Closed) => return Err("connection closed".into()),
+            Err(e) => return Err(format!("a bad control message: {e}")),
+        };
+        let rep = match attach(&req, fds) {
+            Ok(att) => {
+                let gids = needs_gids(&req).then(|| Gids::read(self.ifindex));
+                let mut hooks = AgentHooks {
+                    nums: &mut self.nums,
+                    gids: gids.as_ref(),
+                    session: s,
+                    pidfd,
+                };
+                let rep = self.tables.exec(s.id, &req, &mut hooks);
+                s.keep(&req, &rep, att);
+                rep
+            }
+            Err(errno) => Reply::Err(errno),
+        };
+        match msg::send_reply(sock, id, &rep) {
+            Ok(()) => Ok(()),
+            Err(MsgError::Io(Errno::AGAIN)) => Err("it does not read its replies (its socket is full)".into()),
+            Err(e) => Err(format!("its reply: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_unique_and_in_range() {
+        let mut n = Nums::new();
+        n.next = MAX_NUM - 1;
+        let a: Vec<u32> = (0..4).map(|_| n.alloc().unwrap()).collect();
+        assert_eq!(a, vec![MAX_NUM - 1, MAX_NUM, 2, 3], "wraps past 0 and 1");
+        n.next = MAX_NUM;
+        assert_eq!(n.alloc(), Ok(4), "skips those in use");
+        n.free(MAX_NUM);
+        n.next = MAX_NUM;
+        assert_eq!(n.alloc(), Ok(MAX_NUM));
+    }
+
+    #[test]
+    fn cq_pending_is_what_the_client_has_not_taken() {
+        let (q, _fd) = Slots::create(4, 64).unwrap();
+        let (mut p, mut c) = q.split();
+        for _ in 0..3 {
+            let _ = p.try_push(b"cqe").unwrap();
+        }
+        let mut b = [0u8; 48];
+        assert_eq!(c.try_pop(&mut b), Ok(Some(3)));
+        assert_eq!((p.len(), p.unconsumed()), (3, 2));
+    }
+
+    #[test]
+    fn a_session_keeps_its_queues_until_destroyed() {
+        use crate::ctl::msg::CreateCq;
+        use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+        let (a, b) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
+        let me = rustix::process::getpid();
+        let pidfd = rustix::process::pidfd_open(me, rustix::process::PidfdFlags::empty()).unwrap();
+        let mut ctl = Control::new(1);
+        let mut s = ctl.open(7, me.as_raw_nonzero().get()).unwrap();
+        assert!(ctl.open(7, 0).is_none(), "one session per number");
+        let (_q, fd) = Slots::create(8, 64).unwrap();
+        let queue = Queue {
+            depth: 8,
+            slot_size: 64,
+        };
+        let c = CreateCq {
+            cqe: 8,
+            queue,
+            doorbell: false,
+            channel: false,
+        };
+        msg::send_request(a.as_fd(), 1, &Request::CreateCq(c), &[fd.as_fd()]).unwrap();
+        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).unwrap();
+        let (id, rep) = msg::recv_reply(a.as_fd()).unwrap();
+        let Reply::Cq { handle, .. } = rep else {
+            panic!("{rep:?}")
+        };
+        assert_eq!((id, s.queues(), ctl.sessions()), (1, 1, 1));
+        msg::send_request(a.as_fd(), 2, &Request::DestroyCq { cq: handle }, &[]).unwrap();
+        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).unwrap();
+        assert_eq!(msg::recv_reply(a.as_fd()).unwrap(), (2, Reply::Done));
+        assert_eq!(s.queues(), 0);
+        rustix::net::send(a.as_fd(), b"\x01\x01", rustix::net::SendFlags::empty()).unwrap();
+        assert!(ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).is_err(), "a bad message");
+        ctl.close(s);
+        assert_eq!(ctl.sessions(), 0);
+    }
+
+    #[test]
+    fn map_coverage() {
+        let maps = "1000-3000 rw-p 00000000 00:00 0\n\
+                    3000-4000 r--p 00000000 00:00 0\n\
+                    6000-7000 rw-p 00000000 00:00 0 [heap]\n";
+        assert_eq!(covered(maps, 0x1000, 0x3000, true), Ok(()));
+        assert_eq!(covered(maps, 0x2000, 0x4000, false), Ok(()));
+        assert_eq!(covered(maps, 0x2000, 0x4000, true), Err(EFAULT), "read-only part");
+        assert_eq!(covered(maps, 0x3000, 0x6800, false), Err(EFAULT), "a hole");
+        assert_eq!(covered(maps, 0x6000, 0x8000, false), Err(EFAULT), "past the end");
+        assert_eq!(covered(maps, 0x0, 0x1000, false), Err(EFAULT), "before the first");
+        assert_eq!(covered("garbage\n\n1-", 0x1000, 0x2000, false), Err(EFAULT));
+    }
+
+    #[test]
+    fn our_own_memory_is_mapped() {
+        let pidfd =
+            rustix::process::pidfd_open(rustix::process::getpid(), rustix::process::PidfdFlags::empty()).unwrap();
+        let pid = std::process::id() as i32;
+        let v = vec![1u8; 3 * PAGE as usize];
+        let a = v.as_ptr() as u64;
+        assert_eq!(client_mapped(pid, pidfd.as_fd(), a, v.len() as u64, true), Ok(()));
+        assert_eq!(client_mapped(pid, pidfd.as_fd(), PAGE, PAGE, false), Err(EFAULT));
+        assert_eq!(client_mapped(pid, pidfd.as_fd(), u64::MAX - 10, 5, false), Err(EINVAL));
+        assert_eq!(
+            client_mapped(0, pidfd.as_fd(), PAGE, PAGE, false),
+            Ok(()),
+            "no pid: placeholder"
+        );
+    }
+}
