@@ -2,7 +2,7 @@
  * responder does not answer a request nobody waits for (unsignaled, send
  * queue far from full): the requester takes it as done when a later
  * request of its QP is answered, or when it sees the responder consumed it
- * (providers/swrdma/README.md, "The ACK of a request nobody waits for").
+ * (providers/swrdma/README.md, "A request nobody waits for is not answered").
  * What an application sees must be what rxe shows, which ACKs every
  * message before its receive completes:
  *
