@@ -384,6 +384,17 @@ impl QpSt {
         any
     }
 
+    /// The SENDs and WRITEs of this QP's send queue that the responder of
+    /// its live link consumed with no answer of its own to come are done
+    /// ([`consumed_before`], [`QpSt::claim_delivered`]); true when it
+    /// marked any.
+    pub fn claim_consumed(&mut self) -> bool {
+        let Some(l) = self.link.clone().filter(|l| !l.dead.load(Ordering::Relaxed)) else {
+            return false;
+        };
+        consumed_before(&l, self).is_some_and(|before| self.claim_delivered(before))
+    }
+
     /// An answer came for request `seq` (any answer: an ACK, a NAK, an
     /// error, READ data, an atomic result): the responder took every
     /// request of this QP before it, in order, and would have answered a
@@ -677,11 +688,8 @@ impl Objects {
     pub fn to_err(&self, qp: &Qp, st: &mut QpSt) {
         // What the responder took already succeeded: not flushed (as its
         // ACKs would have completed it on a NIC).
-        let reliable = qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND;
-        if let Some(l) = st.link.clone().filter(|l| reliable && !l.dead.load(Ordering::Relaxed)) {
-            if let Some(before) = consumed_before(&l, st) {
-                st.claim_delivered(before);
-            }
+        if qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_XRC_SEND {
+            st.claim_consumed();
         }
         st.state = IBV_QPS_ERR;
         self.publish_qp(qp, st);
