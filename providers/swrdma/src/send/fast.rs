@@ -104,7 +104,7 @@ unsafe fn post_locked(
     let seq = st.next_seq;
     st.next_seq += 1;
     m.seq = seq;
-    if req.signaled() || qp.sq_sig_all || 2 * (st.sq.len() + 1) >= qp.cap.max_send_wr as usize {
+    if super::over_ring::ack_wanted(qp, st, req) {
         m.flags |= F_ACKREQ;
     }
     let from = translated.as_deref().unwrap_or(sges);

@@ -310,6 +310,14 @@ unsafe fn fill_header(m: &mut Msg, qpt: u32, req: &SendRequest, data: &LocalData
     true
 }
 
+/// Whether reliable request `req`, about to enter `st`'s send queue, asks
+/// for its ACK (`F_ACKREQ`): a request that completes, or one that leaves
+/// the send queue half full (its answer also completes the unanswered
+/// requests before it, so their slots come back in time).
+pub(super) fn ack_wanted(qp: &Qp, st: &QpSt, req: &SendRequest) -> bool {
+    req.signaled() || qp.sq_sig_all || 2 * (st.sq.len() + 1) >= qp.cap.max_send_wr as usize
+}
+
 /// A reliable request goes into the send queue (numbered: `m.seq`) before
 /// it is sent.  false: it is not to be sent now (see below).
 ///
@@ -331,10 +339,7 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
     // Requests wait behind a NAKed one (sent again in order): this one
     // goes on the wire with them, never before them.
     let held = st.resend.is_some() || st.probe.is_some();
-    // The ACK is waited for (F_ACKREQ): a request that completes, or one
-    // that leaves the send queue half full (its slots come back with the
-    // ACKs; a later one's ACK does not cover this one).
-    if req.signaled() || qp.sq_sig_all || 2 * (st.sq.len() + 1) >= qp.cap.max_send_wr as usize {
+    if ack_wanted(qp, &st, req) {
         m.flags |= F_ACKREQ;
     }
     let keep = if req.op.is_read() || req.op.is_atomic() {
