@@ -65,6 +65,53 @@ C(dereg_mr_bad_handle, 0) { e->mr->handle += BAD_HANDLE; CODE(ibv_dereg_mr(e->mr
 C(dealloc_mw_bad_handle, 0) { struct ibv_mw *m = fresh_mw(e->pd, IBV_MW_TYPE_2); m->handle += BAD_HANDLE; CODE(ibv_dealloc_mw(m)); }
 C(destroy_ah_bad_handle, 0) { e->ah->handle += BAD_HANDLE; CODE(ibv_destroy_ah(e->ah)); }
 
+/* ---- objects still in use by another (the kernel: EBUSY), and a refused
+ * modify that must change nothing */
+C(destroy_srq_busy, 0)
+{
+	struct ibv_srq *s = fresh_srq(e->pd);
+	(void)fresh_qp(e->pd, e->cq, s);
+	CODE(ibv_destroy_srq(s));
+}
+C(destroy_srq_after_its_qp, 0)
+{
+	struct ibv_srq *s = fresh_srq(e->pd);
+	if (ibv_destroy_qp(fresh_qp(e->pd, e->cq, s)))
+		setup_fail("destroy_qp");
+	CODE(ibv_destroy_srq(s));
+}
+/* max_wr and an impossible limit at once: refused, and the max_wr stays */
+C(modify_srq_wr_and_bad_limit, 0)
+{
+	struct ibv_srq_attr a = {.max_wr = 32, .srq_limit = 100000};
+	CODE(ibv_modify_srq(e->srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT));
+}
+C(modify_srq_wr_and_bad_limit_max_wr_moved, 0)
+{
+	struct ibv_srq_attr b, a = {.max_wr = 32, .srq_limit = 100000}, q;
+	if (ibv_query_srq(e->srq, &b))
+		setup_fail("query_srq");
+	(void)ibv_modify_srq(e->srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT);
+	if (ibv_query_srq(e->srq, &q))
+		setup_fail("query_srq");
+	VAL((long)q.max_wr - (long)b.max_wr);
+}
+C(close_xrcd_busy, 0)
+{
+	struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1,
+					.oflags = O_CREAT};
+	struct ibv_xrcd *x = ibv_open_xrcd(e->ctx, &xa);
+	if (!x)
+		setup_fail("open_xrcd");
+	struct ibv_srq_init_attr_ex sa = {.attr = {.max_wr = 16, .max_sge = 1},
+					  .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+						       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+					  .srq_type = IBV_SRQT_XRC, .pd = e->pd, .xrcd = x, .cq = e->cq};
+	if (!ibv_create_srq_ex(e->ctx, &sa))
+		setup_fail("create_srq_ex");
+	CODE(ibv_close_xrcd(x));
+}
+
 /* ---- altered handles: an object used to make another, or modified */
 C(create_qp_bad_cq_handle, 0)
 {

@@ -90,6 +90,10 @@ pub struct SwSrq {
 pub struct SwXrcd {
     pub vx: verbs_xrcd,
     pub id: u32,
+    /// XRC SRQs and XRC target QPs made in it and not destroyed: while any
+    /// is, the domain cannot be closed (EBUSY, as the kernel's
+    /// `ib_uverbs_dealloc_xrcd`).
+    pub users: std::sync::atomic::AtomicU32,
 }
 
 #[repr(C)]

@@ -294,6 +294,9 @@ pub struct Srq {
     pub pd: u32,
     pub xrcd: u32,
     pub cq: Option<Arc<Cq>>,
+    /// QPs made with it and not destroyed: while any is, the SRQ cannot be
+    /// destroyed (EBUSY, as the kernel's `ib_destroy_srq_user`).
+    pub users: AtomicU32,
     pub st: Mutex<SrqSt>,
 }
 

@@ -1120,6 +1120,7 @@ unsafe extern "C" fn open_xrcd(context: *mut ibv_context, attr: *mut ibv_xrcd_in
             handle: id,
         },
         id,
+        users: AtomicU32::new(0),
     }));
     x as *mut ibv_xrcd
 }
@@ -1129,10 +1130,32 @@ unsafe extern "C" fn open_xrcd(context: *mut ibv_context, attr: *mut ibv_xrcd_in
 /// created and the application has not destroyed, and with argument
 /// pointers valid as the verb's contract says.
 unsafe extern "C" fn close_xrcd(x: *mut ibv_xrcd) -> c_int {
-    // SAFETY: `x` is a `Box<SwXrcd>` made by open_xrcd, destroyed once.
+    // SAFETY: `x` is a live `Box<SwXrcd>` made by open_xrcd (the contract).
+    if unsafe { (*(x as *mut SwXrcd)).users.load(Ordering::SeqCst) } != 0 {
+        return libc::EBUSY;
+    }
+    // SAFETY: as above; nothing uses it any more, and it is destroyed once.
     unsafe {
         drop(Box::from_raw(x as *mut SwXrcd));
         0
+    }
+}
+
+/// One use of XRC domain `x` (null: none) taken (`on`) or given back by an
+/// XRC SRQ or XRC target QP.
+///
+/// # Safety
+/// `x` is null or a live `SwXrcd` of ours.
+unsafe fn xrcd_use(x: *mut ibv_xrcd, on: bool) {
+    if x.is_null() {
+        return;
+    }
+    // SAFETY: `x` is a live `SwXrcd` (the caller's contract).
+    let u = unsafe { &(*(x as *mut SwXrcd)).users };
+    if on {
+        u.fetch_add(1, Ordering::SeqCst);
+    } else {
+        u.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -1368,14 +1391,19 @@ unsafe fn new_srq(
     if let Some(cq) = &srq_cq {
         cq.users.fetch_add(1, Ordering::SeqCst);
     }
-    // SAFETY: `pd` is null or our live PD; the SRQ holds a use until destroyed.
-    unsafe { pd_use(pd, true) };
+    // SAFETY: `pd` is null or our live PD, `xrcd` null or our live XRC
+    // domain; the SRQ holds a use of each until destroyed.
+    unsafe {
+        pd_use(pd, true);
+        xrcd_use(xrcd, true);
+    }
     let srq = Arc::new(Srq {
         num,
         ibsrq: s as usize,
         pd: pdid,
         xrcd: xid,
         cq: srq_cq,
+        users: AtomicU32::new(0),
         st: Mutex::new(SrqSt {
             wqes: Default::default(),
             max_wr: attr.max_wr,
@@ -1499,18 +1527,28 @@ unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask
     let (s, a) = unsafe { (srq_of(srq), *attr) };
     let mut st = lock(&s.st);
     let mask = mask as u32;
-    if mask & IBV_SRQ_MAX_WR != 0 {
-        if a.max_wr == 0 || a.max_wr > MAX_WR || (a.max_wr as usize) < st.wqes.len() {
-            return libc::EINVAL;
-        }
-        st.max_wr = a.max_wr;
+    // Every check before any change: a refused call changes nothing (rxe's
+    // rxe_srq_chk_attr, then the resize and the limit).
+    let max_wr = if mask & IBV_SRQ_MAX_WR != 0 {
+        a.max_wr
+    } else {
+        st.max_wr
+    };
+    let limit = if mask & IBV_SRQ_LIMIT != 0 {
+        a.srq_limit
+    } else {
+        st.limit
+    };
+    if mask & IBV_SRQ_MAX_WR != 0
+        && (a.max_wr == 0 || a.max_wr > MAX_WR || (a.max_wr as usize) < st.wqes.len() || a.max_wr < limit)
+    {
+        return libc::EINVAL;
     }
-    if mask & IBV_SRQ_LIMIT != 0 {
-        if a.srq_limit > st.max_wr {
-            return libc::EINVAL;
-        }
-        st.limit = a.srq_limit;
+    if mask & IBV_SRQ_LIMIT != 0 && a.srq_limit > max_wr {
+        return libc::EINVAL;
     }
+    st.max_wr = max_wr;
+    st.limit = limit;
     0
 }
 
@@ -1544,24 +1582,34 @@ unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
     // SAFETY: `srq` is the start of a `Box<SwSrq>` made by new_srq,
     // destroyed once (the verb's contract), in one of our contexts; its
     // `srq` is the `Arc::into_raw` the box owns.
-    let (c, s, pd) = unsafe {
+    let (c, s, pd, xrcd) = unsafe {
         let c = ctx_of((*srq).context);
+        if let Ok(()) = valid_srq((*srq).context, srq) {
+            // a QP made with it still takes its receives (the kernel: EBUSY)
+            if srq_of(srq).users.load(Ordering::SeqCst) != 0 {
+                return libc::EBUSY;
+            }
+        }
         if let Err(e) = c.reg.remove(Kind::Srq, (*srq).handle, srq as *const u8) {
             return e;
         }
         let pd = (*srq).pd;
         let b = Box::from_raw(srq as *mut SwSrq);
+        let xrcd = b.vsrq.xrcd as *mut ibv_xrcd;
         let s = Arc::from_raw(b.srq);
         crate::registry::retire(b);
-        (c, s, pd)
+        (c, s, pd, xrcd)
     };
     c.remove_srq(s.num);
     if let Some(cq) = &s.cq {
         cq.users.fetch_sub(1, Ordering::SeqCst);
     }
-    // SAFETY: the SRQ's PD (null for none) is live: it could not be
-    // deallocated while this SRQ held a use of it.
-    unsafe { pd_use(pd, false) };
+    // SAFETY: the SRQ's PD and XRC domain (null for none) are live: neither
+    // could go while this SRQ held a use of it.
+    unsafe {
+        pd_use(pd, false);
+        xrcd_use(xrcd, false);
+    }
     0
 }
 
@@ -1815,8 +1863,15 @@ unsafe fn new_qp(
     for cq in [&send_cq, &recv_cq].into_iter().flatten() {
         cq.users.fetch_add(1, Ordering::SeqCst);
     }
-    // SAFETY: `pd` is null or our live PD; the QP holds a use until destroyed.
-    unsafe { pd_use(pd, true) };
+    if let Some(srq) = &srq {
+        srq.users.fetch_add(1, Ordering::SeqCst);
+    }
+    // SAFETY: `pd` is null or our live PD, `xrcd` null or our live XRC
+    // domain; the QP holds a use of each until destroyed.
+    unsafe {
+        pd_use(pd, true);
+        xrcd_use(xrcd, true);
+    }
     let qp = Arc::new(Qp {
         qpn,
         qpt,
@@ -2261,9 +2316,22 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
     for cq in [&qp.send_cq, &qp.recv_cq].into_iter().flatten() {
         cq.users.fetch_sub(1, Ordering::SeqCst);
     }
-    // SAFETY: the QP's PD (null for an XRC target QP) is live: it could not
-    // be deallocated while this QP held a use of it.
-    unsafe { pd_use(s.vqp.u.qp.pd, false) };
+    if let Some(srq) = &qp.srq {
+        srq.users.fetch_sub(1, Ordering::SeqCst);
+    }
+    // SAFETY: the QP's PD (null for an XRC target QP) and XRC domain (null
+    // for none) are live: neither could go while this QP held a use of it.
+    unsafe {
+        pd_use(s.vqp.u.qp.pd, false);
+        xrcd_use(
+            if s.vqp.comp_mask & VERBS_QP_XRCD != 0 {
+                s.vqp.xrcd as *mut ibv_xrcd
+            } else {
+                std::ptr::null_mut()
+            },
+            false,
+        );
+    }
     if !s.wrs.is_null() {
         // SAFETY: `wrs` is the builders' `Box::into_raw` (qpex::list), owned
         // by this QP and freed only here.
