@@ -16,6 +16,7 @@ pub mod qp1;
 pub mod route;
 pub mod session;
 pub mod spawn;
+pub mod steer;
 pub mod wq;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
