@@ -131,7 +131,7 @@
 #     receive error counted), in the first of each series of runs only;
 #     probably where, until the agent has pinned the peer's flow, the
 #     process the kernel picks hands the MADs to the agent and drops one
-#     when that connection is full (providers/swrdma/src/wire/sock.rs,
+#     when that connection is full (providers/swrdma/wired/src/wire/sock.rs,
 #     to_agent: EAGAIN, UdpFwdFull).
 #  4c (wire only): rping -c to a host that answers ARP but runs no RDMA
 #     (hostile.py's 169.254.81.4, idle then) with SWRDMA_CM_TIMEOUT_MS=20:

@@ -376,7 +376,7 @@ fi
 # rw0 the receivers are in one namespace, the sender in the other, joined
 # with its own address: the datagrams cross the veth as IP multicast
 # (239.1.1.1:4791, QPN 0xffffff) and each receiving process takes its copy
-# from its group socket (providers/swrdma/src/wire/mcast.rs).
+# from its group socket (providers/swrdma/wired/src/wire/mcast.rs).
 name="mckey -C 10 $DEV (two receivers, one sender)"
 "${CMS[@]}" timeout -k 5 "$TO" stdbuf -oL mckey -m 239.1.1.1 -b $SA -C 10 </dev/null >"$OUT/mckey.receiver2" 2>&1 &
 r2=$!

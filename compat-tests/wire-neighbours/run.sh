@@ -12,7 +12,7 @@
 #                     count of event 6, FwdIn, is 0 in every process): each
 #                     QP sends from a source port of its own and its peer's
 #                     flow socket takes that port's datagrams from the first
-#                     (wire/sock.rs, "steering")
+#                     (providers/swrdma/wired/src/wire/sock.rs, "steering")
 #   stop/<s|c><i>     the 4 pairs; after 1 s server (s) or client (c) i is
 #                     stopped (SIGSTOP) for NB_STOP s (5), then continued:
 #                     the 3 other pairs exit 0 with their data checked (the

@@ -38,7 +38,7 @@
 # rcu_do_batch/sock_free_inode; an independent UDP ping-pong in the same
 # namespaces saw 0.4-0.7 s round trips), no datagram moved, and the QPs'
 # retry budget (7 x 67 ms) ran out.  Found with SWRDMA_WIRE_RECORD; fixed in
-# wire/sock.rs (accept only when the epoll set says the listener is ready).
+# providers/swrdma/wired/src/wire/sock.rs (accept only when the epoll set says the listener is ready).
 # Needs root (ip netns), iproute2, ibverbs-utils.
 set -u
 . "$(dirname "$0")/../lib.sh"

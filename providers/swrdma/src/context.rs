@@ -430,7 +430,7 @@ impl Ctx {
     /// Attaches QP `qpn` to multicast group `mgid` (another attachment of
     /// the same group and LID is no change, as the kernel's list of a QP's
     /// attachments).
-    /// On a wire device the context joins the IP group (`wire/mcast.rs`;
+    /// On a wire device the context joins the IP group (`wired/src/wire/mcast.rs`;
     /// the kernel's errno if it cannot).
     pub fn attach_mcast(&self, qpn: u32, mgid: [u8; 16], lid: u16) -> Result<(), i32> {
         let mut g = lock(&self.groups);

@@ -337,7 +337,7 @@ pub fn reclaim(dir: &Path) {
             }
         }
     }
-    // A wire context's forwarding socket `w<id>` (wire/sock.rs) goes with
+    // A wire context's forwarding socket `w<id>` (wired/src/wire/sock.rs) goes with
     // its context: made after `c<id>` listens, left behind only by a
     // killed process whose `c<id>` is reclaimed above.
     // So does its descriptor file `d<id>`.

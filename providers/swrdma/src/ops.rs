@@ -110,7 +110,7 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     let wdir = dir.clone();
     let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, info.wire, ctx as usize)?;
     if let Some(wc) = c.wire() {
-        // A wire device: its UDP sockets on port 4791 (wire/sock.rs).
+        // A wire device: its UDP sockets on port 4791 (wired/src/wire/sock.rs).
         let sock = wire::sock::Sock::open(&wdir, id, wc.ifindex, &wc.addrs).map_err(|e| {
             eprintln!(
                 "libibverbs: swrdma: {}: no UDP port {} on the addresses of {}: {e}",
@@ -253,7 +253,7 @@ unsafe extern "C" fn query_device_ex(
     o.max_srq_wr = MAX_WR as i32;
     o.max_srq_sge = MAX_SGE as i32;
     // As rxe's limits (multicast groups, QPs per group, in all); a wire
-    // context joins at most `MAX_GROUPS` (a socket each: wire/mcast.rs).
+    // context joins at most `MAX_GROUPS` (a socket each: wired/src/wire/mcast.rs).
     o.max_mcast_grp = if c.wire().is_none() {
         8192
     } else {
@@ -2421,7 +2421,7 @@ pub unsafe extern "C" fn post_send(ibqp: *mut ibv_qp, wr: *mut ibv_send_wr, bad:
 /// for rxe: the same group and LID again is no change; a GID that is not
 /// multicast, or a QP that is not UD, is EINVAL; the LID is not looked at
 /// otherwise (RoCE).  On a wire device the context joins the IP group on
-/// the interface (`wire/mcast.rs`).
+/// the interface (`wired/src/wire/mcast.rs`).
 ///
 /// # Safety
 /// As every verb (see `post_send`); `gid` is readable (the library checked

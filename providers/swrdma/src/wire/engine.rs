@@ -1425,7 +1425,7 @@ impl Wire {
     /// of its QPN: a [`Sender`]) and the flow socket for its peer's packets
     /// (the peer's port from the peer's QPN, as rxe and ours derive it), so
     /// that each side's kernel steers the other's packets to the QP's
-    /// process without forwarding (`wire/sock.rs`).  Best effort: without
+    /// process without forwarding (`wired/src/wire/sock.rs`).  Best effort: without
     /// them the packets leave from port 4791 and are forwarded as before.
     fn steer(&self, qp: &Qp, st: &mut QpSt) {
         let (Some(s), Some(d)) = (st.wq.src, st.wq.dst) else {

@@ -1,7 +1,7 @@
 //! The process's descriptor table, grown once ahead of need.
 //!
 //! A wire context opens up to two UDP sockets per connected QP (its source
-//! port's sender and the flow socket for its peer, `src/wire/sock.rs`), so
+//! port's sender and the flow socket for its peer, `src/wire/sock.rs` of this crate), so
 //! a process making a few hundred connections opens a few hundred
 //! descriptors.  The kernel grows a process's descriptor table when a
 //! descriptor past its end is asked for (to 256, 512, 1024, ...); in a
@@ -25,7 +25,7 @@ use std::os::fd::AsRawFd;
 
 /// The descriptors a wire context's sockets may come to hold, with as many
 /// again for the application's: the room a process is given when it opens
-/// one (the provider checks that its limits fit: `src/wire/sock.rs`).
+/// one (the provider checks that its limits fit: `src/wire/sock.rs` of this crate).
 pub const CONTEXT_ROOM: usize = 640;
 
 /// What [`reserve`] did.

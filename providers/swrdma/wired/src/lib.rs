@@ -17,6 +17,7 @@ pub mod route;
 pub mod session;
 pub mod spawn;
 pub mod steer;
+pub mod wire;
 pub mod wq;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -46,6 +47,15 @@ pub fn sockopt<T: Copy>(sock: BorrowedFd<'_>, opt: libc::c_int, init: T) -> Opti
 pub fn peercred(sock: BorrowedFd<'_>) -> Option<(i32, u32)> {
     let c = sockopt(sock, libc::SO_PEERCRED, libc::ucred { pid: 0, uid: 0, gid: 0 })?;
     Some((c.pid, c.uid))
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of the wire's timers, the
+/// flight recorder and the provider's (`sys::now_ns`).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid `timespec` to fill; CLOCK_MONOTONIC exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Pidfd `p`'s process has exited (the pidfd is readable).

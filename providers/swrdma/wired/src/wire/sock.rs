@@ -438,9 +438,9 @@ const MAX_SENDERS: usize = 128;
 const MAX_PINNED: usize = 128;
 
 // The room the process's descriptor table is given when a wire context
-// opens (`swrdma_wired::fdtable`) holds this context's sockets at most
+// opens (`crate::fdtable`) holds this context's sockets at most
 // (senders, pinned flows, flows), and as many again for the application.
-const _: () = assert!(2 * (MAX_SENDERS + MAX_PINNED + MAX_FLOWS) <= swrdma_wired::fdtable::CONTEXT_ROOM);
+const _: () = assert!(2 * (MAX_SENDERS + MAX_PINNED + MAX_FLOWS) <= crate::fdtable::CONTEXT_ROOM);
 
 /// Steering (per-QP source ports and pinned flows) is on unless
 /// `SWRDMA_WIRE_STEER=0`.
@@ -1100,7 +1100,7 @@ impl Sock {
     /// connect's error when it cannot be).
     fn agent_conn<'a>(&self, conns: &'a mut Conns) -> Result<&'a OwnedFd, Errno> {
         if conns.agent.is_none() {
-            let name = swrdma_wired::proto::qp1_name(
+            let name = crate::proto::qp1_name(
                 rustix::process::geteuid().as_raw(),
                 self.ifindex,
                 &std::env::var("SWRDMA_WIRED_SCOPE").unwrap_or_default(),
@@ -1824,7 +1824,7 @@ mod tests {
         let Some((dir, lo, s)) = first_context("qp1", a) else {
             return;
         };
-        let name = swrdma_wired::proto::qp1_name(rustix::process::geteuid().as_raw(), lo, "");
+        let name = crate::proto::qp1_name(rustix::process::geteuid().as_raw(), lo, "");
         let intake = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
         if rustix::net::bind(&intake, &SocketAddrUnix::new_abstract_name(&name).unwrap()).is_err() {
             eprintln!("skipped: a wire agent of lo runs");
@@ -1921,7 +1921,7 @@ mod tests {
         // (An interface index of no interface: an intake name of its own,
         // apart from the other test's agent of lo.)
         s.ifindex = 0x7ff0_0003;
-        let name = swrdma_wired::proto::qp1_name(rustix::process::geteuid().as_raw(), s.ifindex, "");
+        let name = crate::proto::qp1_name(rustix::process::geteuid().as_raw(), s.ifindex, "");
         let intake = socket_with(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
         rustix::net::bind(&intake, &SocketAddrUnix::new_abstract_name(&name).unwrap()).unwrap();
         rustix::net::listen(&intake, 0).unwrap();

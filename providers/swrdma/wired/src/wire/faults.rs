@@ -2,7 +2,7 @@
 //! of the protocol code: the engine only ever sees the packets that get
 //! through.
 
-use crate::sys::now_ns;
+use crate::now_ns;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `SWRDMA_WIRE_DROP=<per million>`: received packets dropped at random

@@ -7,7 +7,7 @@
 //! when the variable is not set.  Unlike `SWRDMA_WIRE_TRACE` it writes
 //! nothing while the program runs, so it leaves the timing alone.
 
-use crate::sys::now_ns;
+use crate::now_ns;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
