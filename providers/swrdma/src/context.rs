@@ -144,7 +144,7 @@ pub struct Ctx {
     next_obj: AtomicU32,
     /// Peer contexts' directories, by context id (direct.rs).
     peers: Mutex<HashMap<u32, Arc<crate::direct::Peer>>>,
-    /// A wire device's RoCE v2 transport (wire/engine.rs).
+    /// A wire device's RoCE v2 transport (swrdma_wired::wire::engine).
     wire_rt: std::sync::OnceLock<Arc<crate::wire::engine::Wire>>,
 }
 
@@ -588,7 +588,7 @@ impl Ctx {
         if let Some(w) = self.wire_rt.get() {
             // Datagrams the kernel queued on our port-4791 socket for other
             // processes' QPs die with it: hand them on first.
-            w.flush(self);
+            w.flush::<Objects>(self);
         }
         let _ = std::fs::remove_file(ipc::ctx_sock_path(&self.dir, self.id));
         ipc::unpublish_fds(&self.dir, self.id);
@@ -825,7 +825,7 @@ impl Ctx {
                 }
             } else if tag == TAG_WIRE {
                 if let Some(w) = self.wire_rt.get() {
-                    w.progress(self);
+                    w.progress::<Objects>(self);
                 }
             } else if tag & TAG_HELLO != 0 && tag < TAG_WIRE {
                 let fd = (tag & !TAG_HELLO) as RawFd;
@@ -948,7 +948,7 @@ impl Ctx {
             self.retry_pending();
         }
         if let Some(w) = self.wire_rt.get() {
-            n += w.progress(self);
+            n += w.progress::<Objects>(self);
         }
         n
     }

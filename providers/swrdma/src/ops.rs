@@ -121,7 +121,10 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
             e.raw_os_error().unwrap_or(libc::EIO)
         })?;
         let mtu = wire::engine::mtu_bytes(device::active_mtu(Some(wc)));
-        c.set_wire(Arc::new(wire::engine::Wire::new(sock, mtu, wdir)));
+        // (Datagrams of another process's QPs go to it: its endpoint in the
+        // user's directory.)
+        let owner = Box::new(move |q: u32| ipc::resolve(&wdir, q));
+        c.set_wire(Arc::new(wire::engine::Wire::new(sock, mtu, owner)));
     }
     // A wire context opens sockets per connected QP: the descriptor table
     // grows now, while that is free (one thread), or else from the
@@ -2155,7 +2158,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             // family to send to.
             if mask & IBV_QP_AV != 0
                 && matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC)
-                && wire::engine::ud_path(w, c, &a.ah_attr).is_none()
+                && wire::engine::ud_path::<Objects>(w, c, &a.ah_attr).is_none()
             {
                 return libc::EINVAL;
             }
@@ -2206,7 +2209,7 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
             clean_cqs(&qp);
         }
         if let Some(w) = c.wire_rt() {
-            w.modified(c, &qp, &mut st, new, mask);
+            w.modified::<Objects>(c, &qp, &mut st, new, mask);
         }
         st.state = new;
         c.publish_qp(&qp, &st);
@@ -2304,8 +2307,8 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
     if let Some(w) = c.wire_rt() {
         // What came for it is handled, and its last ACK goes out once more
         // (the peer must not retransmit into a QP that is gone).
-        w.flush(c);
-        w.farewell(&qp, &lock(&qp.st));
+        w.flush::<Objects>(c);
+        w.farewell(&*qp, &lock(&qp.st));
     }
     c.remove_qp(qp.qpn);
     {

@@ -1,5 +1,5 @@
 //! The wire transport: a request of a wire device's QP goes to the RoCE v2
-//! engine (wire/engine.rs), after the checks of its own.
+//! engine (swrdma_wired::wire::engine), after the checks of its own.
 
 use super::complete::finish_now;
 use super::request::{LocalData, Operation, SendRequest};
@@ -25,7 +25,7 @@ fn wire_kind(op: &Operation) -> Option<Op> {
 }
 
 /// A request of a wire device's QP (checked by `post_one` so far): the
-/// rest of the checks, then onto the wire (wire/engine.rs).
+/// rest of the checks, then onto the wire (swrdma_wired::wire::engine).
 ///
 /// # Safety
 /// `req` was read from a valid send request (for UD, a live `ah` of ours);
@@ -82,7 +82,7 @@ pub unsafe fn post(
         let Some(aa) = (unsafe { ah_attr_of(ud.ah) }) else {
             return Err(libc::EINVAL);
         };
-        let Some((s, d)) = wire::engine::ud_path(w, c, aa) else {
+        let Some((s, d)) = wire::engine::ud_path::<Objects>(w, c, aa) else {
             return Err(libc::EINVAL);
         };
         let tc = if aa.is_global != 0 { aa.grh.traffic_class } else { 0 };
@@ -108,6 +108,7 @@ pub unsafe fn post(
     st.next_seq += 1;
     r.seq = seq;
     let swqe = SWqe::local(seq, req.wr_id, op, req.signaled(), len as u32, None);
-    w.post(c, qp, &mut st, r, swqe);
+    st.sq.push_back(swqe);
+    w.post::<Objects>(c, qp, &mut st, r);
     Ok(())
 }

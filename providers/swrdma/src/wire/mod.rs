@@ -1,7 +1,8 @@
-//! The wire device: RoCE v2 over a network interface.  The engine is here;
-//! the sockets, the QP's wire state, the flight recorder and fault
-//! injection are in the agent's crate (`swrdma_wired::wire`), which the
-//! transport moves into (issue 33, HOSTWIRE-DESIGN.md plan step 2).
+//! The wire device: RoCE v2 over a network interface.  The transport (the
+//! engine, the sockets, the QP's wire state, the flight recorder and fault
+//! injection) is in the agent's crate (`swrdma_wired::wire`), which issue
+//! 33 moves it into (HOSTWIRE-DESIGN.md plan step 2); here, this process's
+//! objects as the engine's host.
 
-pub mod engine;
-pub use swrdma_wired::wire::{faults, mcast, record, sock, state};
+pub mod host;
+pub use swrdma_wired::wire::{engine, mcast, sock, state};

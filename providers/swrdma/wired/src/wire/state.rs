@@ -1,5 +1,5 @@
 //! The wire state of a QP (requester and responder sides of RoCE v2):
-//! plain data in `QpSt`, driven by wire/engine.rs.
+//! plain data in a host's QP state (the provider's `QpSt`), driven by `engine.rs`.
 
 use crate::wire::sock::{FlowPin, Sender};
 use ibverbs_abi::ibv_sge;

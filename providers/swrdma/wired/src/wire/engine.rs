@@ -5,27 +5,29 @@
 //! (`rnr_retry` times, 7: without limit), duplicate and out-of-order
 //! handling, the QP's path MTU and the ICRC on every packet.
 //!
-//! Everything a QP does on the wire happens under its `st` lock: a post
-//! sends what the window allows at once, received packets are handled by
-//! whoever makes progress (`ibv_poll_cq` or the context's thread), and the
-//! timers are looked at by the same progress.  Every access to this
-//! process's memory on behalf of a peer goes through the context's MR table
-//! (`Ctx::with_remote`, `write_remote`, `atomic_remote`): a peer reaches
-//! only what an rkey of ours grants.
+//! It runs over the objects of a host (`host.rs`): the provider's
+//! per-process wire runs it over its own context's objects; issue 33 moves
+//! it into the agent, over each client's.  Everything a QP does on the wire
+//! happens under its lock (`HostQp::lock`): a post sends what the window
+//! allows at once, received packets are handled by whoever makes progress
+//! (in the provider, `ibv_poll_cq` or the context's thread), and the timers
+//! are looked at by the same progress.  Every access to memory on behalf
+//! of a peer is checked against the host's keys (`Host::with_keys`, through
+//! `swrdma_rc::responder::Target`) and made through its memory
+//! (`Host::mem`): a peer reaches only what an rkey grants.
 
-use crate::mem::{Atomic, ProcessMemory};
-use crate::objects::*;
-use crate::sys::{lock, now_ns};
+use crate::now_ns;
+use crate::wire::host::{Host, HostQp, HostSt};
 use crate::wire::mcast;
 use crate::wire::sock::{ip_gid, source_port, src_port, RxMeta, Sender, Sock, TxBatch};
 pub use crate::wire::state::*;
 use ibverbs_abi::*;
 use std::net::{IpAddr, Ipv6Addr};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use swrdma_rc::completer;
 use swrdma_rc::fault::{Fault, NAK_PSN_SEQ};
+use swrdma_rc::memory::{Atomic, Memory};
 use swrdma_rc::op::Op;
 use swrdma_rc::qpstate::{self, Intake};
 use swrdma_rc::recv::GidKind;
@@ -52,12 +54,18 @@ const PKEY: u16 = 0xffff;
 /// A responder step that ends the connection: the PSN to NAK and why.
 type Fatal = Result<(), (u32, Fault)>;
 
+/// Which process owns QPN `q` (the provider's per-process wire: the user's
+/// directory of endpoints).
+pub type Owner = Box<dyn Fn(u32) -> Option<u32> + Send + Sync>;
+
 /// The transport of a wire context.
 pub struct Wire {
     pub sock: Sock,
     /// The port's active MTU in bytes (UD's limit).
     pub mtu: u32,
-    dir: PathBuf,
+    /// Which process of the user owns a QPN (its datagrams are forwarded
+    /// there; None: nobody's, dropped).
+    owner: Owner,
     /// QPs with work on the wire (timers to look at).
     busy: AtomicU32,
     last_timers: AtomicU64,
@@ -107,11 +115,11 @@ fn same_family(a: &IpAddr, b: &IpAddr) -> bool {
 }
 
 impl Wire {
-    pub fn new(sock: Sock, mtu: u32, dir: PathBuf) -> Wire {
+    pub fn new(sock: Sock, mtu: u32, owner: Owner) -> Wire {
         Wire {
             sock,
             mtu,
-            dir,
+            owner,
             busy: AtomicU32::new(0),
             last_timers: AtomicU64::new(0),
             txq: Mutex::new(Vec::new()),
@@ -125,9 +133,9 @@ impl Wire {
     }
 
     /// Receives what came in and runs the timers.
-    pub fn progress(&self, c: &Objects) -> usize {
+    pub fn progress<H: Host>(&self, c: &H) -> usize {
         let mine = |q: u32| c.qp(q).is_some();
-        let owner = |q: u32| crate::ipc::resolve(&self.dir, q);
+        let owner = |q: u32| (self.owner)(q);
         // (Fault injection sits around the link, not in the protocol.)
         let mut f = |m: &RxMeta, pkt: &[u8]| {
             if !crate::wire::faults::drop_received() {
@@ -153,7 +161,7 @@ impl Wire {
     /// Before the context closes: what waits in our sockets is handled
     /// (forwarded to its owner, if another process's), until they are
     /// empty (at most ~4000 datagrams).
-    pub fn flush(&self, c: &Objects) {
+    pub fn flush<H: Host>(&self, c: &H) {
         for _ in 0..64 {
             if self.progress(c) == 0 {
                 break;
@@ -165,59 +173,59 @@ impl Wire {
     /// received once more: if the first copy was lost, the requester would
     /// retransmit to a QP that no longer answers and fail (a duplicate ACK
     /// is harmless).
-    pub fn farewell(&self, qp: &Qp, st: &QpSt) {
-        let live = matches!(st.state, IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD);
-        if qp.qpt != IBV_QPT_RC || !live || st.wq.in_send || st.wq.wr.is_some() {
+    pub fn farewell<Q: HostQp>(&self, qp: &Q, st: &Q::St) {
+        let live = matches!(st.state(), IBV_QPS_RTR | IBV_QPS_RTS | IBV_QPS_SQD);
+        if qp.qpt() != IBV_QPT_RC || !live || st.wq().in_send || st.wq().wr.is_some() {
             return;
         }
-        let (Some(src), Some(dst)) = (st.wq.src, st.wq.dst) else {
+        let (Some(src), Some(dst)) = (st.wq().src, st.wq().dst) else {
             return;
         };
         let h = Hdr {
-            bth: Self::bth(op::RC_ACK, st.attr.dest_qp_num, psn_add(st.wq.epsn, 0xff_ffff)),
-            aeth: Some(Aeth::ack(st.wq.msn)),
+            bth: Self::bth(op::RC_ACK, st.attr().dest_qp_num, psn_add(st.wq().epsn, 0xff_ffff)),
+            aeth: Some(Aeth::ack(st.wq().msn)),
             ..Default::default()
         };
-        self.tx(&src, st.wq.sender.as_ref(), &dst, &h, &[], tclass(st));
+        self.tx(&src, st.wq().sender.as_ref(), &dst, &h, &[], tclass(st));
     }
 
-    fn timers(&self, c: &Objects, now: u64) {
+    fn timers<H: Host>(&self, c: &H, now: u64) {
         // (A post meanwhile counts itself after the reset: never lost.)
         self.busy.store(0, Ordering::Relaxed);
         for qp in c.all_qps() {
-            let mut st = lock(&qp.st);
-            if st.state == IBV_QPS_ERR {
-                st.wq.reqs.clear();
+            let mut st = qp.lock();
+            if st.state() == IBV_QPS_ERR {
+                st.wq_mut().reqs.clear();
             }
-            if st.wq.reqs.is_empty() {
+            if st.wq_mut().reqs.is_empty() {
                 continue;
             }
             self.mark_busy();
-            if st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD {
+            if st.state() != IBV_QPS_RTS && st.state() != IBV_QPS_SQD {
                 continue;
             }
-            if st.wq.rnr_until != 0 {
-                if now >= st.wq.rnr_until {
-                    st.wq.rnr_until = 0;
+            if st.wq_mut().rnr_until != 0 {
+                if now >= st.wq_mut().rnr_until {
+                    st.wq_mut().rnr_until = 0;
                     self.pump(c, &qp, &mut st);
                 }
                 continue;
             }
-            if st.wq.timer_at != 0 && now >= st.wq.timer_at {
-                let (retry_cnt, timeout) = (st.attr.retry_cnt, st.attr.timeout);
-                if let Err(status) = st.budget.timed_out(retry_cnt, timeout) {
-                    crate::wire::record::note_qp(crate::wire::record::Ev::GiveUp, qp.qpn, st.wq.una);
+            if st.wq_mut().timer_at != 0 && now >= st.wq_mut().timer_at {
+                let (retry_cnt, timeout) = (st.attr().retry_cnt, st.attr().timeout);
+                if let Err(status) = st.budget().timed_out(retry_cnt, timeout) {
+                    crate::wire::record::note_qp(crate::wire::record::Ev::GiveUp, qp.qpn(), st.wq_mut().una);
                     self.fail_front(c, &qp, &mut st, status);
                     continue;
                 }
-                let una = st.wq.una;
-                crate::wire::record::note_qp(crate::wire::record::Ev::Timeout, qp.qpn, una);
-                self.lost(&mut st);
-                st.wq.loss_at = Some(una);
-                self.rewind(&mut st, una);
-                st.wq.timer_at = 0;
+                let una = st.wq_mut().una;
+                crate::wire::record::note_qp(crate::wire::record::Ev::Timeout, qp.qpn(), una);
+                self.lost(&mut *st);
+                st.wq_mut().loss_at = Some(una);
+                self.rewind(&mut *st, una);
+                st.wq_mut().timer_at = 0;
                 self.pump(c, &qp, &mut st);
-            } else if st.wq.next < st.wq.reqs.len() {
+            } else if st.wq_mut().next < st.wq_mut().reqs.len() {
                 self.pump(c, &qp, &mut st);
             }
         }
@@ -259,7 +267,11 @@ impl Wire {
 
     /// An empty batch (from the pool, else a new one).
     fn batch(&self) -> TxBatch {
-        lock(&self.txq).pop().unwrap_or_else(|| TxBatch::new(TX_SLOT))
+        self.txq
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_else(|| TxBatch::new(TX_SLOT))
     }
 
     /// Sends what `b` holds and keeps it for the next burst.
@@ -267,7 +279,7 @@ impl Wire {
         if !b.is_empty() {
             self.sock.send_batch(&mut b);
         }
-        let mut q = lock(&self.txq);
+        let mut q = self.txq.lock().unwrap_or_else(|e| e.into_inner());
         if q.len() < TXQ_KEEP {
             q.push(b);
         }
@@ -332,17 +344,16 @@ impl Wire {
 
     /// Posts a request (checked by `post_one`): queues it and sends what
     /// the window allows.
-    pub fn post(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, mut r: Req, swqe: SWqe) {
-        let ud = qp.qpt == IBV_QPT_UD;
-        let pmtu = if ud { self.mtu } else { st.wq.pmtu.max(256) } as u64;
-        if st.wq.reqs.is_empty() {
-            st.budget.refill();
+    pub fn post<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, mut r: Req) {
+        let ud = qp.qpt() == IBV_QPT_UD;
+        let pmtu = if ud { self.mtu } else { st.wq_mut().pmtu.max(256) } as u64;
+        if st.wq_mut().reqs.is_empty() {
+            st.budget().refill();
             self.mark_busy();
         }
-        if st.wq.cwnd == 0 {
-            st.wq.cwnd = CWND_INIT;
+        if st.wq_mut().cwnd == 0 {
+            st.wq_mut().cwnd = CWND_INIT;
         }
-        st.sq.push_back(swqe);
         if r.kind == Op::Read && r.len > READ_CHUNK as u64 * pmtu {
             let chunk = READ_CHUNK as u64 * pmtu;
             let mut off = 0u64;
@@ -351,7 +362,7 @@ impl Wire {
                 let part = Req {
                     seq: r.seq,
                     kind: Op::Read,
-                    first: st.wq.psn,
+                    first: st.wq_mut().psn,
                     npkts: n.div_ceil(pmtu) as u32,
                     len: n,
                     raddr: r.raddr + off,
@@ -369,53 +380,53 @@ impl Wire {
                     got: 0,
                     rmtu: 0,
                 };
-                st.wq.psn = psn_add(st.wq.psn, part.npkts);
-                st.wq.reqs.push_back(part);
+                st.wq_mut().psn = psn_add(st.wq_mut().psn, part.npkts);
+                st.wq_mut().reqs.push_back(part);
                 off += n;
             }
         } else {
-            r.first = st.wq.psn;
+            r.first = st.wq_mut().psn;
             r.npkts = match r.kind {
                 Op::Send | Op::Write | Op::Read => (r.len.div_ceil(pmtu)).max(1) as u32,
                 _ => 1,
             };
             r.loff = 0;
             r.last = true;
-            st.wq.psn = psn_add(st.wq.psn, r.npkts);
-            st.wq.reqs.push_back(r);
+            st.wq_mut().psn = psn_add(st.wq_mut().psn, r.npkts);
+            st.wq_mut().reqs.push_back(r);
         }
         self.pump(c, qp, st);
     }
 
     /// Transmits from `next` on, as far as the window (and an RNR wait)
     /// allows.  UC and UD requests complete once sent.
-    fn pump(&self, c: &Objects, qp: &Qp, st: &mut QpSt) {
-        if st.wq.rnr_until != 0 || (st.state != IBV_QPS_RTS && st.state != IBV_QPS_SQD) {
+    fn pump<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St) {
+        if st.wq_mut().rnr_until != 0 || (st.state() != IBV_QPS_RTS && st.state() != IBV_QPS_SQD) {
             return;
         }
-        let rc = qp.qpt == IBV_QPT_RC;
-        let pmtu = if qp.qpt == IBV_QPT_UD {
+        let rc = qp.qpt() == IBV_QPT_RC;
+        let pmtu = if qp.qpt() == IBV_QPT_UD {
             self.mtu
         } else {
-            st.wq.pmtu.max(256)
+            st.wq_mut().pmtu.max(256)
         };
         let mut b = self.batch();
-        let via = st.wq.sender.clone();
-        while st.wq.next < st.wq.reqs.len() {
-            let idx = st.wq.next;
-            let pkt = st.wq.next_pkt;
+        let via = st.wq_mut().sender.clone();
+        while st.wq_mut().next < st.wq_mut().reqs.len() {
+            let idx = st.wq_mut().next;
+            let pkt = st.wq_mut().next_pkt;
             if rc && !in_window(st, idx, pkt) {
                 break;
             }
             let Some((src, dst, tc)) = path_of(st, idx) else {
                 // (No path: checked at RTR; dropped as on a dead link.)
-                st.wq.next += 1;
-                st.wq.next_pkt = 0;
+                st.wq_mut().next += 1;
+                st.wq_mut().next_pkt = 0;
                 continue;
             };
             self.room(&mut b, &src, via.as_ref());
             let buf = &mut b.slot_mut()[PAY..PAY + pmtu as usize];
-            let (mut h, plen, last_pkt) = match request_packet(qp, st, idx, pkt, pmtu, buf) {
+            let (mut h, plen, last_pkt) = match request_packet(c.mem(), qp, st, idx, pkt, pmtu, buf) {
                 Ok(p) => p,
                 Err(seq) => {
                     self.send_out(b);
@@ -424,13 +435,13 @@ impl Wire {
                 }
             };
             if rc {
-                st.wq.since_ackreq = st.wq.since_ackreq.saturating_add(1);
+                st.wq_mut().since_ackreq = st.wq_mut().since_ackreq.saturating_add(1);
                 // Also twice per window: a window never fills without
                 // asking for the ACK that opens it again.
-                let every = ACK_EVERY.min(st.wq.cwnd.max(CWND_MIN) / 2);
-                if last_pkt || st.wq.since_ackreq >= every {
+                let every = ACK_EVERY.min(st.wq_mut().cwnd.max(CWND_MIN) / 2);
+                if last_pkt || st.wq_mut().since_ackreq >= every {
                     h.bth.ackreq = true;
-                    st.wq.since_ackreq = 0;
+                    st.wq_mut().since_ackreq = 0;
                 }
             } else if last_pkt {
                 // (UC, UD: as rxe, which asks on every message's last
@@ -441,23 +452,21 @@ impl Wire {
                 self.tx_slot(&mut b, &src, via.as_ref(), &dst, &h, plen, tc);
             }
             if !last_pkt {
-                st.wq.next_pkt += 1;
+                st.wq_mut().next_pkt += 1;
             } else {
-                st.wq.next += 1;
-                st.wq.next_pkt = 0;
+                st.wq_mut().next += 1;
+                st.wq_mut().next_pkt = 0;
                 if !rc {
                     // UC, UD: done once on the wire.
-                    let seq = st.wq.reqs[idx].seq;
-                    st.wq.reqs.remove(idx);
-                    st.wq.next -= 1;
-                    if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-                        w.done = Some(0);
-                    }
+                    let seq = st.wq_mut().reqs[idx].seq;
+                    st.wq_mut().reqs.remove(idx);
+                    st.wq_mut().next -= 1;
+                    st.sq_done(seq, 0);
                     c.complete_sq(qp, st);
                 }
             }
-            if rc && st.wq.timer_at == 0 {
-                st.wq.timer_at = now_ns() + ack_timeout_ns(st.attr.timeout);
+            if rc && st.wq_mut().timer_at == 0 {
+                st.wq_mut().timer_at = now_ns() + ack_timeout_ns(st.attr().timeout);
             }
         }
         self.send_out(b);
@@ -465,14 +474,15 @@ impl Wire {
 
     /// Goes back to PSN `psn` (the oldest unacknowledged one): what follows
     /// is sent again.
-    fn rewind(&self, st: &mut QpSt, psn: u32) {
-        st.wq.next = st.wq.reqs.len();
-        st.wq.next_pkt = 0;
-        for (i, r) in st.wq.reqs.iter().enumerate() {
+    fn rewind<S: HostSt>(&self, st: &mut S, psn: u32) {
+        let wq = st.wq_mut();
+        wq.next = wq.reqs.len();
+        wq.next_pkt = 0;
+        for (i, r) in wq.reqs.iter().enumerate() {
             let d = psn_diff(psn, r.first);
             if d < r.npkts as i32 {
-                st.wq.next = i;
-                st.wq.next_pkt = if d > 0 && r.kind != Op::CmpSwap && r.kind != Op::FetchAdd {
+                wq.next = i;
+                wq.next_pkt = if d > 0 && r.kind != Op::CmpSwap && r.kind != Op::FetchAdd {
                     d as u32
                 } else {
                     0
@@ -482,25 +492,21 @@ impl Wire {
         }
         // (The first packet sent again asks for an ACK: where the
         // responder stands.)
-        st.wq.since_ackreq = u32::MAX / 2;
+        wq.since_ackreq = u32::MAX / 2;
     }
 
     /// The request with `seq` completes with an error status: the QP goes
     /// to the error state (the rest is flushed).
-    fn fail_seq(&self, c: &Objects, qp: &Qp, st: &mut QpSt, seq: u64, status: u32) {
-        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-            if w.done.is_none() {
-                w.done = Some(status);
-            }
-        }
-        st.wq.reqs.clear();
-        st.wq.next = 0;
-        st.wq.timer_at = 0;
+    fn fail_seq<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, seq: u64, status: u32) {
+        st.sq_fail(seq, status);
+        st.wq_mut().reqs.clear();
+        st.wq_mut().next = 0;
+        st.wq_mut().timer_at = 0;
         c.to_err(qp, st);
     }
 
-    fn fail_front(&self, c: &Objects, qp: &Qp, st: &mut QpSt, status: u32) {
-        if let Some(seq) = st.wq.reqs.front().map(|r| r.seq) {
+    fn fail_front<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, status: u32) {
+        if let Some(seq) = st.wq_mut().reqs.front().map(|r| r.seq) {
             self.fail_seq(c, qp, st, seq, status);
         }
     }
@@ -508,9 +514,9 @@ impl Wire {
     /// Requests wholly before PSN `psn` that need no response data are
     /// acknowledged: completed.  A READ or atomic among them lost its
     /// response: everything is sent again from it (an implied NAK).
-    fn ack_upto(&self, c: &Objects, qp: &Qp, st: &mut QpSt, psn: u32) -> bool {
+    fn ack_upto<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, psn: u32) -> bool {
         let mut progress = false;
-        while let Some(r) = st.wq.reqs.front() {
+        while let Some(r) = st.wq_mut().reqs.front() {
             let last = psn_add(r.first, r.npkts - 1);
             if psn_diff(psn, last) <= 0 {
                 break;
@@ -521,31 +527,29 @@ impl Wire {
                 // responder answering every copy falls ever further behind);
                 // the retransmission timer asks again after that.
                 let f = r.first;
-                if psn_diff(st.wq.una, f) < 0 {
-                    st.wq.una = f;
+                if psn_diff(st.wq_mut().una, f) < 0 {
+                    st.wq_mut().una = f;
                 }
-                let una = st.wq.una;
-                if st.wq.loss_at != Some(una) {
+                let una = st.wq_mut().una;
+                if st.wq_mut().loss_at != Some(una) {
                     self.lost(st);
-                    st.wq.loss_at = Some(una);
+                    st.wq_mut().loss_at = Some(una);
                     self.rewind(st, una);
                 }
                 return progress;
             }
             let seq = r.seq;
-            st.wq.reqs.pop_front();
-            st.wq.next = st.wq.next.saturating_sub(1);
-            if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-                w.done = Some(0);
-            }
-            st.wq.una = psn_add(last, 1);
+            st.wq_mut().reqs.pop_front();
+            st.wq_mut().next = st.wq_mut().next.saturating_sub(1);
+            st.sq_done(seq, 0);
+            st.wq_mut().una = psn_add(last, 1);
             progress = true;
         }
-        let before = st.wq.una;
-        if !st.wq.reqs.is_empty() {
+        let before = st.wq_mut().una;
+        if !st.wq_mut().reqs.is_empty() {
             // (Part of a multi-packet request.)
             self.advance_una(st, psn);
-            progress |= st.wq.una != before;
+            progress |= st.wq_mut().una != before;
         }
         if progress {
             c.complete_sq(qp, st);
@@ -556,20 +560,18 @@ impl Wire {
     /// The SENDs and WRITEs in front of the request starting at `first`
     /// are done (a response to a later request came: the responder executed
     /// them).  True when something completed.
-    fn ack_before(&self, c: &Objects, qp: &Qp, st: &mut QpSt, first: u32) -> bool {
+    fn ack_before<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, first: u32) -> bool {
         let mut progress = false;
-        while let Some(r) = st.wq.reqs.front() {
+        while let Some(r) = st.wq_mut().reqs.front() {
             if (r.kind != Op::Send && r.kind != Op::Write) || psn_diff(first, r.first) <= 0 {
                 break;
             }
             let (seq, end) = (r.seq, psn_add(r.first, r.npkts));
-            st.wq.reqs.pop_front();
-            st.wq.next = st.wq.next.saturating_sub(1);
-            if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-                w.done = Some(0);
-            }
-            if psn_diff(end, st.wq.una) > 0 {
-                st.wq.una = end;
+            st.wq_mut().reqs.pop_front();
+            st.wq_mut().next = st.wq_mut().next.saturating_sub(1);
+            st.sq_done(seq, 0);
+            if psn_diff(end, st.wq_mut().una) > 0 {
+                st.wq_mut().una = end;
             }
             progress = true;
         }
@@ -581,9 +583,11 @@ impl Wire {
 
     /// The oldest unacknowledged PSN moves over the READ responses that are
     /// in; READs whose responses are all in complete.  True on progress.
-    fn reads_in(&self, c: &Objects, qp: &Qp, st: &mut QpSt) -> bool {
+    fn reads_in<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St) -> bool {
         let mut progress = false;
-        while let Some(r) = st.wq.reqs.front() {
+        loop {
+            let wq = st.wq_mut();
+            let Some(r) = wq.reqs.front() else { break };
             if r.kind != Op::Read {
                 break;
             }
@@ -593,25 +597,23 @@ impl Wire {
                 0 => r.npkts,
                 m => (r.len.div_ceil(m as u64).max(1) as u32).min(r.npkts),
             };
-            let mut i = psn_diff(st.wq.una, r.first).max(0) as u32;
+            let mut i = psn_diff(wq.una, r.first).max(0) as u32;
             while i < n && r.got & (1u64 << i) != 0 {
                 i += 1;
                 progress = true;
             }
-            st.wq.una = psn_add(r.first, i);
+            wq.una = psn_add(r.first, i);
             if i < n {
                 break;
             }
             let (seq, wr_done, spare) = (r.seq, r.last, r.npkts - n);
-            st.wq.reqs.pop_front();
-            st.wq.next = st.wq.next.saturating_sub(1);
+            wq.reqs.pop_front();
+            wq.next = wq.next.saturating_sub(1);
             if spare > 0 {
                 self.renumber(st, spare);
             }
             if wr_done {
-                if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-                    w.done = Some(0);
-                }
+                st.sq_done(seq, 0);
                 c.complete_sq(qp, st);
             }
         }
@@ -625,50 +627,50 @@ impl Wire {
     /// the responder's PSN, which refuses such packets unexecuted (a PSN
     /// sequence NAK at most).  rxe's requester ends in the same numbering,
     /// through that NAK and a retry.
-    fn renumber(&self, st: &mut QpSt, spare: u32) {
-        for r in st.wq.reqs.iter_mut() {
+    fn renumber<S: HostSt>(&self, st: &mut S, spare: u32) {
+        for r in st.wq_mut().reqs.iter_mut() {
             r.first = psn_add(r.first, (1 << 24) - spare);
             r.got = 0;
             r.rmtu = 0;
         }
-        st.wq.psn = psn_add(st.wq.psn, (1 << 24) - spare);
-        let una = st.wq.una;
+        st.wq_mut().psn = psn_add(st.wq_mut().psn, (1 << 24) - spare);
+        let una = st.wq_mut().una;
         self.rewind(st, una);
     }
 
     /// The responder has seen everything before `psn`: the oldest
     /// unacknowledged PSN moves there, within a SEND or WRITE in front
     /// (a READ or atomic in front is done only by its response).
-    fn advance_una(&self, st: &mut QpSt, psn: u32) {
+    fn advance_una<S: HostSt>(&self, st: &mut S, psn: u32) {
         let in_front = st
-            .wq
+            .wq()
             .reqs
             .front()
             .is_none_or(|r| r.kind == Op::Send || r.kind == Op::Write);
-        if in_front && psn_diff(psn, st.wq.una) > 0 {
-            st.wq.una = psn;
+        if in_front && psn_diff(psn, st.wq_mut().una) > 0 {
+            st.wq_mut().una = psn;
         }
     }
 
     /// A loss: the congestion window halves.
-    fn lost(&self, st: &mut QpSt) {
-        st.wq.cwnd = (st.wq.cwnd / 2).max(CWND_MIN);
+    fn lost<S: HostSt>(&self, st: &mut S) {
+        st.wq_mut().cwnd = (st.wq_mut().cwnd / 2).max(CWND_MIN);
     }
 
     /// After progress: a fresh timer, fresh retry counts.
-    fn acked(&self, st: &mut QpSt) {
-        st.wq.cwnd = (st.wq.cwnd + 1).clamp(CWND_MIN, CWND_MAX);
-        st.budget.refill();
-        st.wq.timer_at = if st.wq.reqs.is_empty() {
+    fn acked<S: HostSt>(&self, st: &mut S) {
+        st.wq_mut().cwnd = (st.wq_mut().cwnd + 1).clamp(CWND_MIN, CWND_MAX);
+        st.budget().refill();
+        st.wq_mut().timer_at = if st.wq_mut().reqs.is_empty() {
             0
         } else {
-            now_ns() + ack_timeout_ns(st.attr.timeout)
+            now_ns() + ack_timeout_ns(st.attr().timeout)
         };
     }
 
     // ----- receiving -----------------------------------------------------
 
-    fn rx(&self, c: &Objects, m: &RxMeta, pkt: &[u8]) {
+    fn rx<H: Host>(&self, c: &H, m: &RxMeta, pkt: &[u8]) {
         let ip = roce::IpInfo {
             src: m.src,
             dst: m.dst,
@@ -709,19 +711,19 @@ impl Wire {
     }
 
     /// A packet for QP `qp`, by the QP's state and transport.
-    fn rx_qp(&self, c: &Objects, qp: &Arc<Qp>, m: &RxMeta, h: &Hdr, payload: &[u8]) {
+    fn rx_qp<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let info = roce::op_info(h.bth.opcode);
-        let mut st = lock(&qp.st);
-        if qpstate::intake(st.state) != Intake::Take {
+        let mut st = qp.lock();
+        if qpstate::intake(st.state()) != Intake::Take {
             return;
         }
-        if (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_UC) && !from_peer(&st.wq, m) {
+        if (qp.qpt() == IBV_QPT_RC || qp.qpt() == IBV_QPT_UC) && !from_peer(st.wq(), m) {
             return; // (as rxe's check_addr: not the QP's path)
         }
-        match (qp.qpt, info.transport) {
+        match (qp.qpt(), info.transport) {
             (IBV_QPT_RC, roce::Transport::Rc) => match info.kind {
                 roce::Kind::Ack | roce::Kind::AtomicAck | roce::Kind::ReadResp => {
-                    if qpstate::takes_responses(st.state) {
+                    if qpstate::takes_responses(st.state()) {
                         self.completer(c, qp, &mut st, h, payload)
                     }
                 }
@@ -734,17 +736,18 @@ impl Wire {
     }
 
     /// ACKs, NAKs, READ responses and atomic ACKs.
-    fn completer(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+    fn completer<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         if trace() {
-            let f = st.wq.reqs.front().map(|r| (r.first, r.npkts, r.kind));
+            let w = st.wq();
+            let f = w.reqs.front().map(|r| (r.first, r.npkts, r.kind));
             eprintln!(
                 "  requester: una {} next {}/{} front {:?} cwnd {}",
-                st.wq.una, st.wq.next, st.wq.next_pkt, f, st.wq.cwnd
+                w.una, w.next, w.next_pkt, f, w.cwnd
             );
         }
         // Only PSNs of requests in flight.
-        if psn_diff(psn, st.wq.una) < 0 || psn_diff(psn, st.wq.psn) >= 0 {
+        if psn_diff(psn, st.wq_mut().una) < 0 || psn_diff(psn, st.wq_mut().psn) >= 0 {
             return;
         }
         let kind = roce::op_info(h.bth.opcode).kind;
@@ -757,7 +760,7 @@ impl Wire {
     }
 
     /// An ACK, an RNR NAK or a NAK for `psn`.
-    fn on_ack(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr) {
+    fn on_ack<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, h: &Hdr) {
         let psn = h.bth.psn;
         let Some(a) = h.aeth else { return };
         match a.kind() {
@@ -769,8 +772,8 @@ impl Wire {
             }
             roce::AethKind::RnrNak(timer) => {
                 self.ack_upto(c, qp, st, psn);
-                let rnr_retry = st.attr.rnr_retry;
-                let delay = match st.budget.rnr_nak(rnr_retry, timer as u32) {
+                let rnr_retry = st.attr().rnr_retry;
+                let delay = match st.budget().rnr_nak(rnr_retry, timer as u32) {
                     Ok(d) => d,
                     Err(status) => {
                         self.fail_front(c, qp, st, status);
@@ -778,10 +781,10 @@ impl Wire {
                     }
                 };
                 self.advance_una(st, psn);
-                let una = st.wq.una;
+                let una = st.wq_mut().una;
                 self.rewind(st, una);
-                st.wq.rnr_until = now_ns() + delay;
-                st.wq.timer_at = 0;
+                st.wq_mut().rnr_until = now_ns() + delay;
+                st.wq_mut().timer_at = 0;
             }
             roce::AethKind::Nak(code) => {
                 let progress = self.ack_upto(c, qp, st, psn);
@@ -790,14 +793,14 @@ impl Wire {
                     if progress {
                         self.acked(st);
                     }
-                    if st.wq.loss_at != Some(psn) {
+                    if st.wq_mut().loss_at != Some(psn) {
                         self.lost(st);
-                        st.wq.loss_at = Some(psn);
+                        st.wq_mut().loss_at = Some(psn);
                     }
                     // (Not past a READ or atomic whose response
                     // did not come: the responder saw its request.)
                     self.advance_una(st, psn);
-                    let una = st.wq.una;
+                    let una = st.wq_mut().una;
                     self.rewind(st, una);
                     self.pump(c, qp, st);
                     return;
@@ -809,38 +812,36 @@ impl Wire {
     }
 
     /// An atomic ACK: the original value for the atomic at `psn`.
-    fn on_atomic_ack(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr) {
+    fn on_atomic_ack<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, h: &Hdr) {
         let psn = h.bth.psn;
         let Some(orig) = h.atomic_ack else { return };
         self.ack_upto(c, qp, st, psn);
-        let Some(r) = st.wq.reqs.front() else { return };
+        let Some(r) = st.wq_mut().reqs.front() else { return };
         if r.first != psn || (r.kind != Op::CmpSwap && r.kind != Op::FetchAdd) {
             return;
         }
         // (The SGEs passed `check_local` for writing at post.)
-        let placed = completer::place_atomic(&ProcessMemory, &r.sges, orig);
+        let placed = completer::place_atomic(c.mem(), &r.sges, orig);
         let seq = r.seq;
         if let Err(status) = placed {
             self.fail_seq(c, qp, st, seq, status);
             return;
         }
-        st.wq.reqs.pop_front();
-        st.wq.next = st.wq.next.saturating_sub(1);
-        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-            w.done = Some(0);
-        }
-        st.wq.una = psn_add(psn, 1);
+        st.wq_mut().reqs.pop_front();
+        st.wq_mut().next = st.wq_mut().next.saturating_sub(1);
+        st.sq_done(seq, 0);
+        st.wq_mut().una = psn_add(psn, 1);
         c.complete_sq(qp, st);
         self.acked(st);
         self.pump(c, qp, st);
     }
 
     /// A READ response packet (`psn`): its data placed where it belongs.
-    fn on_read_resp(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+    fn on_read_resp<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         // The READ (part) this PSN belongs to.
         let Some(idx) =
-            st.wq.reqs.iter().position(|r| {
+            st.wq_mut().reqs.iter().position(|r| {
                 r.kind == Op::Read && psn_diff(psn, r.first) >= 0 && psn_diff(psn, r.first) < r.npkts as i32
             })
         else {
@@ -848,15 +849,20 @@ impl Wire {
         };
         // The responder executes in order: the SENDs and WRITEs in
         // front of this READ are done.
-        let first = st.wq.reqs[idx].first;
+        let first = st.wq_mut().reqs[idx].first;
         if self.ack_before(c, qp, st, first) {
             self.acked(st);
         }
-        let Some(idx) = st.wq.reqs.iter().position(|r| r.kind == Op::Read && r.first == first) else {
+        let Some(idx) = st
+            .wq_mut()
+            .reqs
+            .iter()
+            .position(|r| r.kind == Op::Read && r.first == first)
+        else {
             return;
         };
-        let pmtu = st.wq.pmtu.max(256);
-        let r = &st.wq.reqs[idx];
+        let pmtu = st.wq_mut().pmtu.max(256);
+        let r = &st.wq_mut().reqs[idx];
         let i = psn_diff(psn, r.first) as u32;
         let info = roce::op_info(h.bth.opcode);
         // The packet must be the one this PSN stands for, cut at the
@@ -875,14 +881,14 @@ impl Wire {
         // every response is in.
         // (The SGEs passed `check_local` for writing at post; the
         // READ part lies at `loff` of the work request.)
-        let placed = completer::place_read(&ProcessMemory, &r.sges, r.loff + r.len, r.loff + off, payload);
+        let placed = completer::place_read(c.mem(), &r.sges, r.loff + r.len, r.loff + off, payload);
         let seq = r.seq;
         if let Err(status) = placed {
             self.fail_seq(c, qp, st, seq, status);
             return;
         }
-        st.wq.reqs[idx].got |= 1u64 << i;
-        st.wq.reqs[idx].rmtu = rmtu;
+        st.wq_mut().reqs[idx].got |= 1u64 << i;
+        st.wq_mut().reqs[idx].rmtu = rmtu;
         if self.reads_in(c, qp, st) {
             self.acked(st);
             self.pump(c, qp, st);
@@ -890,64 +896,64 @@ impl Wire {
     }
 
     /// An ACK / NAK from the responder side of `qp` to the peer.
-    fn reply(&self, m: &RxMeta, st: &QpSt, psn: u32, aeth: Aeth) {
+    fn reply<S: HostSt>(&self, m: &RxMeta, st: &S, psn: u32, aeth: Aeth) {
         let h = Hdr {
-            bth: Self::bth(op::RC_ACK, st.attr.dest_qp_num, psn),
+            bth: Self::bth(op::RC_ACK, st.attr().dest_qp_num, psn),
             aeth: Some(aeth),
             ..Default::default()
         };
-        self.tx(&m.dst, st.wq.sender.as_ref(), &m.src, &h, &[], tclass(st));
+        self.tx(&m.dst, st.wq().sender.as_ref(), &m.src, &h, &[], tclass(st));
     }
 
-    fn ack(&self, m: &RxMeta, st: &QpSt, psn: u32) {
-        self.reply(m, st, psn, Aeth::ack(st.wq.msn));
+    fn ack<S: HostSt>(&self, m: &RxMeta, st: &S, psn: u32) {
+        self.reply(m, st, psn, Aeth::ack(st.wq().msn));
     }
 
-    fn nak(&self, m: &RxMeta, st: &QpSt, psn: u32, code: u8) {
-        self.reply(m, st, psn, Aeth::nak(code, st.wq.msn));
+    fn nak<S: HostSt>(&self, m: &RxMeta, st: &S, psn: u32, code: u8) {
+        self.reply(m, st, psn, Aeth::nak(code, st.wq().msn));
     }
 
     /// An RNR NAK: no receive WQE for `psn` yet (our `min_rnr_timer`).
-    fn rnr(&self, m: &RxMeta, st: &QpSt, psn: u32) {
-        let a = Aeth::rnr_nak(st.attr.min_rnr_timer, st.wq.msn);
+    fn rnr<S: HostSt>(&self, m: &RxMeta, st: &S, psn: u32) {
+        let a = Aeth::rnr_nak(st.attr().min_rnr_timer, st.wq().msn);
         self.reply(m, st, psn, a);
     }
 
     /// A NAK that ends the connection (the error classes of
     /// `swrdma_rc::fault`): the requester hears the class's NAK code, the
     /// owner its async event, the responder QP goes to the error state.
-    fn nak_fatal(&self, c: &Objects, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, f: Fault) {
+    fn nak_fatal<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, m: &RxMeta, psn: u32, f: Fault) {
         self.nak(m, st, psn, f.nak_code());
         if let Some(ev) = f.async_event() {
-            c.async_event(qp.ibqp as u64, ev);
+            c.qp_event(qp, ev);
         }
-        st.wq.in_send = false;
-        st.wq.wr = None;
+        st.wq_mut().in_send = false;
+        st.wq_mut().wr = None;
         c.to_err(qp, st);
     }
 
     /// The engine's view of `qp` for the checks of a request, with the key
     /// table held while `f` runs (a dereg waits for the copy).
-    fn with_target<R>(c: &Objects, qp: &Qp, st: &QpSt, f: impl FnOnce(&Target) -> R) -> R {
-        let qp_access = st.attr.qp_access_flags;
+    fn with_target<H: Host, R>(c: &H, qp: &H::Qp, st: &H::St, f: impl FnOnce(&Target) -> R) -> R {
+        let qp_access = st.attr().qp_access_flags;
         c.with_keys(|keys| {
             f(&Target {
-                qpn: qp.qpn,
-                pd: qp.pd,
+                qpn: qp.qpn(),
+                pd: qp.pd(),
                 qp_access,
                 keys,
             })
         })
     }
 
-    fn rc_responder(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
+    fn rc_responder<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
-        let d = psn_diff(psn, st.wq.epsn);
+        let d = psn_diff(psn, st.wq_mut().epsn);
         if d > 0 {
             // Out of order: one NAK per gap, the packet is dropped.
-            if !st.wq.nak_seq {
-                st.wq.nak_seq = true;
-                let e = st.wq.epsn;
+            if !st.wq_mut().nak_seq {
+                st.wq_mut().nak_seq = true;
+                let e = st.wq_mut().epsn;
                 self.nak(m, st, e, NAK_PSN_SEQ);
             }
             return;
@@ -956,7 +962,7 @@ impl Wire {
             self.rc_duplicate(c, qp, st, m, h);
             return;
         }
-        st.wq.nak_seq = false;
+        st.wq_mut().nak_seq = false;
         let info = roce::op_info(h.bth.opcode);
         let done = match info.kind {
             roce::Kind::Send => self.rc_send(c, qp, st, m, h, payload),
@@ -973,13 +979,15 @@ impl Wire {
     /// A duplicate (a PSN before the expected one): executed already.  A
     /// READ is executed again from its PSN, an atomic answered from the
     /// saved result, anything else re-ACKed.
-    fn rc_duplicate(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) {
+    fn rc_duplicate<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr) {
         let psn = h.bth.psn;
         match roce::op_info(h.bth.opcode).kind {
             roce::Kind::ReadReq => {
                 // Only the rest of a READ we executed, as it was checked.
-                let pmtu = st.wq.pmtu.max(256) as u64;
-                let part = h.reth.and_then(|r| st.wq.reads.replay(psn, r.va, r.len as u64, pmtu));
+                let pmtu = st.wq_mut().pmtu.max(256) as u64;
+                let part = h
+                    .reth
+                    .and_then(|r| st.wq_mut().reads.replay(psn, r.va, r.len as u64, pmtu));
                 if let Some(p) = part {
                     let r = Reth {
                         va: p.va,
@@ -990,13 +998,13 @@ impl Wire {
                 }
             }
             roce::Kind::CmpSwap | roce::Kind::FetchAdd => {
-                if let Some(v) = st.wq.atomics.replay(psn) {
+                if let Some(v) = st.wq_mut().atomics.replay(psn) {
                     self.atomic_ack(m, st, psn, v);
                 }
             }
             _ => {
                 if h.bth.ackreq {
-                    let p = psn_add(st.wq.epsn, 0xff_ffff);
+                    let p = psn_add(st.wq_mut().epsn, 0xff_ffff);
                     self.ack(m, st, p);
                 }
             }
@@ -1004,44 +1012,42 @@ impl Wire {
     }
 
     /// A SEND packet in sequence.  Err: the PSN to NAK and the class.
-    fn rc_send(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+    fn rc_send<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
         let psn = h.bth.psn;
         let info = roce::op_info(h.bth.opcode);
         // Opcode sequence: FIRST/ONLY only between messages.
-        if st.wq.in_send == (info.first || info.only) || st.wq.wr.is_some() {
+        if st.wq_mut().in_send == (info.first || info.only) || st.wq_mut().wr.is_some() {
             return Err((psn, Fault::InvalidRequest));
         }
         if info.first || info.only {
-            if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+            if st.cur().is_none() && !self.take_recv_wqe(c, qp, st) {
                 self.rnr(m, st, psn);
                 return Ok(());
             }
-            st.wq.in_send = true;
-            st.wq.recv_off = 0;
+            st.wq_mut().in_send = true;
+            st.wq_mut().recv_off = 0;
         }
-        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
+        if !roce::payload_fits(&info, payload.len(), st.wq_mut().pmtu.max(256)) {
             return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
         }
-        place_send(st, payload);
-        st.wq.epsn = psn_add(psn, 1);
+        place_send(c.mem(), st, payload);
+        st.wq_mut().epsn = psn_add(psn, 1);
         if !(info.last || info.only) {
             if h.bth.ackreq {
                 self.ack(m, st, psn);
             }
             return Ok(());
         }
-        st.wq.in_send = false;
-        st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
-        let n = st.wq.recv_off;
+        st.wq_mut().in_send = false;
+        st.wq_mut().msn = (st.wq_mut().msn + 1) & 0xff_ffff;
+        let n = st.wq_mut().recv_off;
         let Some((wc, cq)) = self.recv_wc(c, qp, st, h, IBV_WC_RECV, n, 0) else {
             return Ok(());
         };
         if wc.status == 0 {
             self.ack(m, st, psn);
         }
-        if let Some(cq) = &cq {
-            cq.push(wc, h.bth.se);
-        }
+        c.push_recv(&cq, wc, h.bth.se);
         // LOC_LEN_ERR, LOC_PROT_ERR, or an invalidation refused.
         match Fault::of_receive(wc.status) {
             Some(f) => Err((psn, f)),
@@ -1050,10 +1056,10 @@ impl Wire {
     }
 
     /// An RDMA WRITE packet in sequence.
-    fn rc_write(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+    fn rc_write<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
         let psn = h.bth.psn;
         let info = roce::op_info(h.bth.opcode);
-        if st.wq.in_send || (st.wq.wr.is_some() == (info.first || info.only)) {
+        if st.wq_mut().in_send || (st.wq_mut().wr.is_some() == (info.first || info.only)) {
             return Err((psn, Fault::InvalidRequest));
         }
         // rxe's order (swrdma_rc::responder): the QP enables WRITE, then
@@ -1062,19 +1068,19 @@ impl Wire {
         if info.first || info.only {
             Self::with_target(c, qp, st, |t| t.enabled(Op::Write)).map_err(|f| (psn, f))?;
         }
-        if h.imm.is_some() && st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+        if h.imm.is_some() && st.cur().is_none() && !self.take_recv_wqe(c, qp, st) {
             // WRITE with immediate needs a receive: RNR.
             if info.only {
-                st.wq.wr = None;
+                st.wq_mut().wr = None;
             }
             self.rnr(m, st, psn);
             return Ok(());
         }
         let done = self.rc_write_data(c, qp, st, m, h, payload);
         if let (Err((_, f)), Some(_)) = (done, h.imm) {
-            if let Some(cur) = st.cur.as_mut() {
+            if let Some(cur) = st.cur().as_mut() {
                 cur.err = f.imm_receive_status();
-                let total = st.wq.wr.map_or(0, |w| w.3);
+                let total = st.wq_mut().wr.map_or(0, |w| w.3);
                 self.complete_recv(c, qp, st, h, IBV_WC_RECV_RDMA_WITH_IMM, total, 0);
             }
         }
@@ -1083,30 +1089,38 @@ impl Wire {
 
     /// An RDMA WRITE packet past the checks of its opcode and receive:
     /// its length, key and data.
-    fn rc_write_data(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) -> Fatal {
+    fn rc_write_data<H: Host>(
+        &self,
+        c: &H,
+        qp: &Arc<H::Qp>,
+        st: &mut H::St,
+        m: &RxMeta,
+        h: &Hdr,
+        payload: &[u8],
+    ) -> Fatal {
         let psn = h.bth.psn;
         let info = roce::op_info(h.bth.opcode);
-        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
+        if !roce::payload_fits(&info, payload.len(), st.wq_mut().pmtu.max(256)) {
             return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
         }
         if info.first || info.only {
             let Some(r) = h.reth else { return Ok(()) };
             Self::with_target(c, qp, st, |t| t.check(Op::Write, r.rkey, r.va, r.len as u64)).map_err(|f| (psn, f))?;
-            st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
+            st.wq_mut().wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
         }
-        let Some((va, rkey, left, total)) = st.wq.wr else {
+        let Some((va, rkey, left, total)) = st.wq_mut().wr else {
             return Ok(());
         };
         let n = payload.len() as u64;
         if n > left || ((info.last || info.only) && n != left) {
             return Err((psn, Fault::InvalidRequest));
         }
-        Self::with_target(c, qp, st, |t| t.write(&ProcessMemory, rkey, va, payload)).map_err(|f| (psn, f))?;
-        st.wq.wr = Some((va + n, rkey, left - n, total));
-        st.wq.epsn = psn_add(psn, 1);
+        Self::with_target(c, qp, st, |t| t.write(c.mem(), rkey, va, payload)).map_err(|f| (psn, f))?;
+        st.wq_mut().wr = Some((va + n, rkey, left - n, total));
+        st.wq_mut().epsn = psn_add(psn, 1);
         if info.last || info.only {
-            st.wq.wr = None;
-            st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+            st.wq_mut().wr = None;
+            st.wq_mut().msn = (st.wq_mut().msn + 1) & 0xff_ffff;
             // (ACKed before the receive completes, as SENDs are.)
             self.ack(m, st, psn);
             if h.imm.is_some() {
@@ -1118,18 +1132,18 @@ impl Wire {
         Ok(())
     }
 
-    fn rc_read(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
+    fn rc_read<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr) -> Fatal {
         let psn = h.bth.psn;
-        if st.wq.in_send || st.wq.wr.is_some() {
+        if st.wq_mut().in_send || st.wq_mut().wr.is_some() {
             return Err((psn, Fault::InvalidRequest));
         }
         let Some(r) = h.reth else { return Ok(()) };
         self.read_resp(c, qp, st, m, psn, &r, false)
     }
 
-    fn rc_atomic(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr) -> Fatal {
+    fn rc_atomic<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr) -> Fatal {
         let psn = h.bth.psn;
-        if st.wq.in_send || st.wq.wr.is_some() {
+        if st.wq_mut().in_send || st.wq_mut().wr.is_some() {
             return Err((psn, Fault::InvalidRequest));
         }
         let Some(a) = h.atomic else { return Ok(()) };
@@ -1138,42 +1152,51 @@ impl Wire {
         } else {
             (Op::FetchAdd, Atomic::Add(a.swap_add))
         };
-        let v =
-            Self::with_target(c, qp, st, |t| t.atomic(&ProcessMemory, op, a.rkey, a.va, o)).map_err(|f| (psn, f))?;
+        let v = Self::with_target(c, qp, st, |t| t.atomic(c.mem(), op, a.rkey, a.va, o)).map_err(|f| (psn, f))?;
         // (As many as the requester may have in flight: our
         // `max_dest_rd_atomic`, which bounds its `max_rd_atomic`.)
-        st.wq.atomics.save(psn, v, st.attr.max_dest_rd_atomic);
-        st.wq.epsn = psn_add(psn, 1);
-        st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+        let keep = st.attr().max_dest_rd_atomic;
+        st.wq_mut().atomics.save(psn, v, keep);
+        st.wq_mut().epsn = psn_add(psn, 1);
+        st.wq_mut().msn = (st.wq_mut().msn + 1) & 0xff_ffff;
         self.atomic_ack(m, st, psn, v);
         Ok(())
     }
 
-    fn atomic_ack(&self, m: &RxMeta, st: &QpSt, psn: u32, v: u64) {
+    fn atomic_ack<S: HostSt>(&self, m: &RxMeta, st: &S, psn: u32, v: u64) {
         let h = Hdr {
-            bth: Self::bth(op::RC_ATOMIC_ACK, st.attr.dest_qp_num, psn),
-            aeth: Some(Aeth::ack(st.wq.msn)),
+            bth: Self::bth(op::RC_ATOMIC_ACK, st.attr().dest_qp_num, psn),
+            aeth: Some(Aeth::ack(st.wq().msn)),
             atomic_ack: Some(v),
             ..Default::default()
         };
-        self.tx(&m.dst, st.wq.sender.as_ref(), &m.src, &h, &[], tclass(st));
+        self.tx(&m.dst, st.wq().sender.as_ref(), &m.src, &h, &[], tclass(st));
     }
 
     /// Answers a READ request (a duplicate too: the rest of a READ we
     /// executed, from its PSN, checked again; a duplicate that fails is
     /// dropped, not NAKed).
     #[allow(clippy::too_many_arguments)]
-    fn read_resp(&self, c: &Objects, qp: &Qp, st: &mut QpSt, m: &RxMeta, psn: u32, r: &Reth, dup: bool) -> Fatal {
+    fn read_resp<H: Host>(
+        &self,
+        c: &H,
+        qp: &H::Qp,
+        st: &mut H::St,
+        m: &RxMeta,
+        psn: u32,
+        r: &Reth,
+        dup: bool,
+    ) -> Fatal {
         let len = r.len as u64;
         let quiet = |e: (u32, Fault)| if dup { Ok(()) } else { Err(e) };
         if let Err(f) = Self::with_target(c, qp, st, |t| t.check(Op::Read, r.rkey, r.va, len)) {
             return quiet((psn, f));
         }
-        let pmtu = st.wq.pmtu.max(256) as u64;
+        let pmtu = st.wq_mut().pmtu.max(256) as u64;
         let n = len.div_ceil(pmtu).max(1) as u32;
         if !dup {
-            st.wq.epsn = psn_add(psn, n);
-            st.wq.msn = (st.wq.msn + 1) & 0xff_ffff;
+            st.wq_mut().epsn = psn_add(psn, n);
+            st.wq_mut().msn = (st.wq_mut().msn + 1) & 0xff_ffff;
             let res = ReadRes {
                 psn,
                 npkts: n,
@@ -1181,16 +1204,17 @@ impl Wire {
                 rkey: r.rkey,
                 len,
             };
-            st.wq.reads.save(res, st.attr.max_dest_rd_atomic);
+            let keep = st.attr().max_dest_rd_atomic;
+            st.wq_mut().reads.save(res, keep);
         }
         let mut b = self.batch();
         for i in 0..n {
             let off = i as u64 * pmtu;
             let plen = (len - off.min(len)).min(pmtu) as usize;
-            self.room(&mut b, &m.dst, st.wq.sender.as_ref());
+            self.room(&mut b, &m.dst, st.wq_mut().sender.as_ref());
             if plen > 0 {
                 let buf = &mut b.slot_mut()[PAY..PAY + plen];
-                let got = Self::with_target(c, qp, st, |t| t.read(&ProcessMemory, r.rkey, r.va + off, buf));
+                let got = Self::with_target(c, qp, st, |t| t.read(c.mem(), r.rkey, r.va + off, buf));
                 if let Err(f) = got {
                     self.send_out(b);
                     return quiet((psn_add(psn, i), f));
@@ -1203,13 +1227,13 @@ impl Wire {
                 (false, true) => op::RC_READ_RESPONSE_LAST,
             };
             let mut h = Hdr {
-                bth: Self::bth(opcode, st.attr.dest_qp_num, psn_add(psn, i)),
+                bth: Self::bth(opcode, st.attr().dest_qp_num, psn_add(psn, i)),
                 ..Default::default()
             };
             if opcode != op::RC_READ_RESPONSE_MIDDLE {
-                h.aeth = Some(Aeth::ack(st.wq.msn));
+                h.aeth = Some(Aeth::ack(st.wq_mut().msn));
             }
-            let via = st.wq.sender.as_ref();
+            let via = st.wq().sender.as_ref();
             self.tx_slot(&mut b, &m.dst, via, &m.src, &h, plen, tclass(st));
         }
         self.send_out(b);
@@ -1217,24 +1241,31 @@ impl Wire {
     }
 
     /// Takes the next receive WQE (the QP's or its SRQ's) into `st.cur`.
-    fn take_recv_wqe(&self, c: &Objects, qp: &Qp, st: &mut QpSt) -> bool {
-        let Some(cur) = c.accept_recv(qp, st, &swrdma_ring::Msg::default()) else {
+    fn take_recv_wqe<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St) -> bool {
+        let Some(cur) = c.accept_recv(qp, st) else {
             return false;
         };
-        st.cur = Some(cur);
+        *st.cur() = Some(cur);
         true
     }
 
     /// Completes the receive in `st.cur`: its status (LOC_LEN_ERR when
     /// the data did not fit, REM_INV_REQ_ERR for a bad invalidation).
     #[allow(clippy::too_many_arguments)]
-    fn complete_recv(&self, c: &Objects, qp: &Qp, st: &mut QpSt, h: &Hdr, opcode: u32, len: u64, src_qp: u32) -> u32 {
+    fn complete_recv<H: Host>(
+        &self,
+        c: &H,
+        qp: &H::Qp,
+        st: &mut H::St,
+        h: &Hdr,
+        opcode: u32,
+        len: u64,
+        src_qp: u32,
+    ) -> u32 {
         let Some((wc, cq)) = self.recv_wc(c, qp, st, h, opcode, len, src_qp) else {
             return 0;
         };
-        if let Some(cq) = &cq {
-            cq.push(wc, h.bth.se);
-        }
+        c.push_recv(&cq, wc, h.bth.se);
         wc.status
     }
 
@@ -1242,20 +1273,20 @@ impl Wire {
     /// caller answers the peer first (an ACK must be on its way before the
     /// application can see the completion and, say, exit).
     #[allow(clippy::too_many_arguments)]
-    fn recv_wc(
+    fn recv_wc<H: Host>(
         &self,
-        c: &Objects,
-        qp: &Qp,
-        st: &mut QpSt,
+        c: &H,
+        qp: &H::Qp,
+        st: &mut H::St,
         h: &Hdr,
         opcode: u32,
         len: u64,
         src_qp: u32,
-    ) -> Option<(ibv_wc, Option<Arc<Cq>>)> {
-        let cur = st.cur.take()?;
+    ) -> Option<(ibv_wc, <H::St as HostSt>::RecvCq)> {
+        let cur = st.cur().take()?;
         let done = swrdma_rc::recv::Completion {
-            qpn: qp.qpn,
-            src_qp: if src_qp != 0 { src_qp } else { st.attr.dest_qp_num },
+            qpn: qp.qpn(),
+            src_qp: if src_qp != 0 { src_qp } else { st.attr().dest_qp_num },
             opcode,
             len,
             imm: h.imm.map(|i| i.to_be()),
@@ -1264,54 +1295,54 @@ impl Wire {
         Some(c.finish_recv(cur, &done))
     }
 
-    fn uc_responder(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, h: &Hdr, payload: &[u8]) {
+    fn uc_responder<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, h: &Hdr, payload: &[u8]) {
         let psn = h.bth.psn;
         let info = roce::op_info(h.bth.opcode);
         let starts = info.first || info.only;
-        if psn != st.wq.epsn || st.wq.uc_drop {
+        if psn != st.wq_mut().epsn || st.wq_mut().uc_drop {
             // A packet was lost: the message in progress is dropped (its
             // receive WQE is used again by the next one); a new message
             // starts over.
             if !starts {
-                st.wq.uc_drop = true;
-                st.wq.epsn = psn_add(psn, 1);
+                st.wq_mut().uc_drop = true;
+                st.wq_mut().epsn = psn_add(psn, 1);
                 return;
             }
-            st.wq.uc_drop = false;
-            st.wq.in_send = false;
-            st.wq.wr = None;
-            st.wq.recv_off = 0;
+            st.wq_mut().uc_drop = false;
+            st.wq_mut().in_send = false;
+            st.wq_mut().wr = None;
+            st.wq_mut().recv_off = 0;
         }
-        st.wq.epsn = psn_add(psn, 1);
-        if !roce::payload_fits(&info, payload.len(), st.wq.pmtu.max(256)) {
+        st.wq_mut().epsn = psn_add(psn, 1);
+        if !roce::payload_fits(&info, payload.len(), st.wq_mut().pmtu.max(256)) {
             // Not the length its place allows: the message is dropped
             // (rxe: class D1; its receive WQE serves the next message).
-            st.wq.uc_drop = !(info.last || info.only);
-            st.wq.in_send = false;
-            st.wq.wr = None;
+            st.wq_mut().uc_drop = !(info.last || info.only);
+            st.wq_mut().in_send = false;
+            st.wq_mut().wr = None;
             return;
         }
         match info.kind {
             roce::Kind::Send => {
                 if starts {
-                    if st.wq.in_send || st.wq.wr.is_some() {
-                        st.wq.in_send = false;
-                        st.wq.wr = None;
+                    if st.wq_mut().in_send || st.wq_mut().wr.is_some() {
+                        st.wq_mut().in_send = false;
+                        st.wq_mut().wr = None;
                     }
-                    if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
-                        st.wq.uc_drop = !info.only;
+                    if st.cur().is_none() && !self.take_recv_wqe(c, qp, st) {
+                        st.wq_mut().uc_drop = !info.only;
                         return; // (no receive: dropped)
                     }
-                    st.wq.in_send = true;
-                    st.wq.recv_off = 0;
-                } else if !st.wq.in_send {
-                    st.wq.uc_drop = true;
+                    st.wq_mut().in_send = true;
+                    st.wq_mut().recv_off = 0;
+                } else if !st.wq_mut().in_send {
+                    st.wq_mut().uc_drop = true;
                     return;
                 }
-                place_send(st, payload);
+                place_send(c.mem(), st, payload);
                 if info.last || info.only {
-                    st.wq.in_send = false;
-                    let n = st.wq.recv_off;
+                    st.wq_mut().in_send = false;
+                    let n = st.wq_mut().recv_off;
                     self.complete_recv(c, qp, st, h, IBV_WC_RECV, n, 0);
                 }
             }
@@ -1320,29 +1351,29 @@ impl Wire {
                     let Some(r) = h.reth else { return };
                     let ok = Self::with_target(c, qp, st, |t| t.check(Op::Write, r.rkey, r.va, r.len as u64)).is_ok();
                     if !ok {
-                        st.wq.uc_drop = !info.only;
+                        st.wq_mut().uc_drop = !info.only;
                         return;
                     }
-                    st.wq.in_send = false;
-                    st.wq.wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
+                    st.wq_mut().in_send = false;
+                    st.wq_mut().wr = Some((r.va, r.rkey, r.len as u64, r.len as u64));
                 }
-                let Some((va, rkey, left, total)) = st.wq.wr else {
-                    st.wq.uc_drop = true;
+                let Some((va, rkey, left, total)) = st.wq_mut().wr else {
+                    st.wq_mut().uc_drop = true;
                     return;
                 };
                 let n = payload.len() as u64;
                 if n > left
                     || ((info.last || info.only) && n != left)
-                    || Self::with_target(c, qp, st, |t| t.write(&ProcessMemory, rkey, va, payload)).is_err()
+                    || Self::with_target(c, qp, st, |t| t.write(c.mem(), rkey, va, payload)).is_err()
                 {
-                    st.wq.wr = None;
-                    st.wq.uc_drop = !(info.last || info.only);
+                    st.wq_mut().wr = None;
+                    st.wq_mut().uc_drop = !(info.last || info.only);
                     return;
                 }
-                st.wq.wr = Some((va + n, rkey, left - n, total));
+                st.wq_mut().wr = Some((va + n, rkey, left - n, total));
                 if info.last || info.only {
-                    st.wq.wr = None;
-                    if h.imm.is_some() && (st.cur.is_some() || self.take_recv_wqe(c, qp, st)) {
+                    st.wq_mut().wr = None;
+                    if h.imm.is_some() && (st.cur().is_some() || self.take_recv_wqe(c, qp, st)) {
                         self.complete_recv(c, qp, st, h, IBV_WC_RECV_RDMA_WITH_IMM, total, 0);
                     }
                 }
@@ -1353,15 +1384,15 @@ impl Wire {
 
     /// A UD datagram (`udp_len`: its whole UDP payload, for the GRH).
     #[allow(clippy::too_many_arguments)]
-    fn ud_responder(&self, c: &Objects, qp: &Arc<Qp>, st: &mut QpSt, m: &RxMeta, h: &Hdr, payload: &[u8]) {
+    fn ud_responder<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr, payload: &[u8]) {
         let Some(d) = h.deth else { return };
-        if d.qkey != st.attr.qkey {
+        if d.qkey != st.attr().qkey {
             return; // (a Q_Key violation: dropped)
         }
         if payload.len() > self.mtu as usize {
             return; // (longer than the port's MTU: dropped, as rxe)
         }
-        if st.cur.is_none() && !self.take_recv_wqe(c, qp, st) {
+        if st.cur().is_none() && !self.take_recv_wqe(c, qp, st) {
             return; // (no receive: dropped)
         }
         let g = swrdma_rc::recv::grh(
@@ -1373,9 +1404,9 @@ impl Wire {
             payload.len(),
             h.imm.is_some(),
         );
-        if let Some(cur) = st.cur.as_mut() {
-            cur.place_grh(&ProcessMemory, &g);
-            cur.place(&ProcessMemory, 0, payload);
+        if let Some(cur) = st.cur().as_mut() {
+            cur.place_grh(c.mem(), &g);
+            cur.place(c.mem(), 0, payload);
         }
         self.complete_recv(c, qp, st, h, IBV_WC_RECV, payload.len() as u64, d.sqpn);
     }
@@ -1383,40 +1414,40 @@ impl Wire {
     // ----- QP state ------------------------------------------------------
 
     /// `modify_qp` changed the QP (checked already): its path, PSNs, MTU.
-    pub fn modified(&self, c: &Objects, qp: &Qp, st: &mut QpSt, new: u32, mask: u32) {
+    pub fn modified<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, new: u32, mask: u32) {
         if new == IBV_QPS_RESET || new == IBV_QPS_ERR {
-            let keep = std::mem::take(&mut st.wq);
+            let keep = std::mem::take(st.wq_mut());
             if new == IBV_QPS_ERR {
                 // (The path stays for a later RESET -> ... -> RTS, and the
                 // sockets while the peer may still send.)
-                st.wq.src = keep.src;
-                st.wq.dst = keep.dst;
-                st.wq.pmtu = keep.pmtu;
-                st.wq.sender = keep.sender;
-                st.wq.flow = keep.flow;
+                st.wq_mut().src = keep.src;
+                st.wq_mut().dst = keep.dst;
+                st.wq_mut().pmtu = keep.pmtu;
+                st.wq_mut().sender = keep.sender;
+                st.wq_mut().flow = keep.flow;
             }
             return;
         }
         if mask & IBV_QP_RQ_PSN != 0 {
-            st.wq.epsn = st.attr.rq_psn & 0xff_ffff;
+            st.wq_mut().epsn = st.attr().rq_psn & 0xff_ffff;
         }
         if mask & IBV_QP_SQ_PSN != 0 {
-            st.wq.psn = st.attr.sq_psn & 0xff_ffff;
-            st.wq.una = st.wq.psn;
+            st.wq_mut().psn = st.attr().sq_psn & 0xff_ffff;
+            st.wq_mut().una = st.wq_mut().psn;
         }
         if mask & IBV_QP_PATH_MTU != 0 {
-            st.wq.pmtu = mtu_bytes(st.attr.path_mtu).min(self.mtu.max(256));
+            st.wq_mut().pmtu = mtu_bytes(st.attr().path_mtu).min(self.mtu.max(256));
         }
-        if st.wq.pmtu == 0 {
-            st.wq.pmtu = self.mtu;
+        if st.wq_mut().pmtu == 0 {
+            st.wq_mut().pmtu = self.mtu;
         }
-        if mask & IBV_QP_AV != 0 && (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_UC) {
-            if let Some((s, d)) = ud_path(self, c, &st.attr.ah_attr) {
-                st.wq.src = Some(s);
-                st.wq.dst = Some(d);
+        if mask & IBV_QP_AV != 0 && (qp.qpt() == IBV_QPT_RC || qp.qpt() == IBV_QPT_UC) {
+            if let Some((s, d)) = ud_path(self, c, &st.attr().ah_attr) {
+                st.wq_mut().src = Some(s);
+                st.wq_mut().dst = Some(d);
             }
         }
-        if new == IBV_QPS_RTR && (qp.qpt == IBV_QPT_RC || qp.qpt == IBV_QPT_UC) {
+        if new == IBV_QPS_RTR && (qp.qpt() == IBV_QPT_RC || qp.qpt() == IBV_QPT_UC) {
             self.steer(qp, st);
         }
     }
@@ -1427,33 +1458,33 @@ impl Wire {
     /// that each side's kernel steers the other's packets to the QP's
     /// process without forwarding (`wired/src/wire/sock.rs`).  Best effort: without
     /// them the packets leave from port 4791 and are forwarded as before.
-    fn steer(&self, qp: &Qp, st: &mut QpSt) {
-        let (Some(s), Some(d)) = (st.wq.src, st.wq.dst) else {
+    fn steer<Q: HostQp>(&self, qp: &Q, st: &mut Q::St) {
+        let (Some(s), Some(d)) = (st.wq_mut().src, st.wq_mut().dst) else {
             return;
         };
-        if st.wq.sender.as_ref().is_none_or(|x| !x.is_on(&s)) {
-            st.wq.sender = self.sock.sender(s, src_port(qp.qpn));
+        if st.wq_mut().sender.as_ref().is_none_or(|x| !x.is_on(&s)) {
+            st.wq_mut().sender = self.sock.sender(s, src_port(qp.qpn()));
         }
-        st.wq.flow = None;
-        st.wq.flow = self.sock.pin_flow(s, d, src_port(st.attr.dest_qp_num));
+        st.wq_mut().flow = None;
+        st.wq_mut().flow = self.sock.pin_flow(s, d, src_port(st.attr().dest_qp_num));
     }
 }
 
 /// An RC requester may send packet `pkt` of request `idx` now: within the
 /// congestion window (a READ takes its responses' PSNs), and at most
 /// `max_rd_atomic` READs and atomics in flight.
-fn in_window(st: &QpSt, idx: usize, pkt: u32) -> bool {
-    let r = &st.wq.reqs[idx];
+fn in_window<S: HostSt>(st: &S, idx: usize, pkt: u32) -> bool {
+    let r = &st.wq().reqs[idx];
     let psn = psn_add(r.first, pkt);
     let n = if r.kind == Op::Read { r.npkts - pkt } else { 1 };
-    let ahead = psn_diff(psn, st.wq.una);
-    if ahead > 0 && ahead + n as i32 > st.wq.cwnd.max(CWND_MIN) as i32 {
+    let ahead = psn_diff(psn, st.wq().una);
+    if ahead > 0 && ahead + n as i32 > st.wq().cwnd.max(CWND_MIN) as i32 {
         return false;
     }
     if matches!(r.kind, Op::Read | Op::CmpSwap | Op::FetchAdd) {
-        let limit = (st.attr.max_rd_atomic as usize).max(1);
+        let limit = (st.attr().max_rd_atomic as usize).max(1);
         let before = st
-            .wq
+            .wq()
             .reqs
             .iter()
             .take(idx)
@@ -1475,8 +1506,8 @@ fn from_peer(w: &WQp, m: &RxMeta) -> bool {
 }
 
 /// Where request `idx` goes: (our address, the peer's).
-fn path_of(st: &QpSt, idx: usize) -> Option<(IpAddr, IpAddr, u8)> {
-    match (&st.wq.reqs[idx].ud, st.wq.src, st.wq.dst) {
+fn path_of<S: HostSt>(st: &S, idx: usize) -> Option<(IpAddr, IpAddr, u8)> {
+    match (&st.wq().reqs[idx].ud, st.wq().src, st.wq().dst) {
         (Some((s, d, _, _, tc)), _, _) => Some((*s, *d, *tc)),
         (None, Some(s), Some(d)) => Some((s, d, tclass(st))),
         _ => None,
@@ -1485,9 +1516,9 @@ fn path_of(st: &QpSt, idx: usize) -> Option<(IpAddr, IpAddr, u8)> {
 
 /// The IP traffic class of a connected QP's packets, requests and
 /// responses alike: its address vector's (rxe takes it from the QP's AV).
-fn tclass(st: &QpSt) -> u8 {
-    if st.attr.ah_attr.is_global != 0 {
-        st.attr.ah_attr.grh.traffic_class
+fn tclass<S: HostSt>(st: &S) -> u8 {
+    if st.attr().ah_attr.is_global != 0 {
+        st.attr().ah_attr.grh.traffic_class
     } else {
         0
     }
@@ -1496,23 +1527,24 @@ fn tclass(st: &QpSt) -> u8 {
 /// Packet `pkt` of request `idx`: its headers, its payload (in `buf`:
 /// gathered from the request's memory or inline copy) and whether it is
 /// the request's last.  Err(seq): the data could not be read.
-fn request_packet(
-    qp: &Qp,
-    st: &QpSt,
+fn request_packet<Q: HostQp>(
+    mem: &dyn Memory,
+    qp: &Q,
+    st: &Q::St,
     idx: usize,
     pkt: u32,
     pmtu: u32,
     buf: &mut [u8],
 ) -> Result<(Hdr, usize, bool), u64> {
-    let r = &st.wq.reqs[idx];
+    let r = &st.wq().reqs[idx];
     let mut h = Hdr {
-        bth: Wire::bth(0, st.attr.dest_qp_num, psn_add(r.first, pkt)),
+        bth: Wire::bth(0, st.attr().dest_qp_num, psn_add(r.first, pkt)),
         ..Default::default()
     };
     let mut plen = 0;
     let last = match r.kind {
         Op::Send | Op::Write => {
-            plen = data_packet(qp, r, pkt, pmtu, &mut h, buf)?;
+            plen = data_packet(mem, qp, r, pkt, pmtu, &mut h, buf)?;
             pkt + 1 >= r.npkts
         }
         Op::Read => {
@@ -1540,7 +1572,7 @@ fn request_packet(
             true
         }
     };
-    if qp.qpt == IBV_QPT_UD {
+    if qp.qpt() == IBV_QPT_UD {
         h.bth.dqpn = r.ud.map_or(0, |u| u.2);
     }
     Ok((h, plen, last))
@@ -1548,7 +1580,15 @@ fn request_packet(
 
 /// A SEND or WRITE packet: its opcode and extension headers in `h`, its
 /// payload in `buf`; the payload's length.  Err(seq): not readable.
-fn data_packet(qp: &Qp, r: &Req, pkt: u32, pmtu: u32, h: &mut Hdr, buf: &mut [u8]) -> Result<usize, u64> {
+fn data_packet<Q: HostQp>(
+    mem: &dyn Memory,
+    qp: &Q,
+    r: &Req,
+    pkt: u32,
+    pmtu: u32,
+    h: &mut Hdr,
+    buf: &mut [u8],
+) -> Result<usize, u64> {
     let off = pkt as u64 * pmtu as u64;
     let plen = (r.len - off.min(r.len)).min(pmtu as u64) as usize;
     let (first, last) = (pkt == 0, pkt + 1 >= r.npkts);
@@ -1558,22 +1598,22 @@ fn data_packet(qp: &Qp, r: &Req, pkt: u32, pmtu: u32, h: &mut Hdr, buf: &mut [u8
             true
         }
         // (The SGEs passed `check_local` at post; the copy is fault-safe.)
-        None => swrdma_rc::memory::gather(&ProcessMemory, &r.sges, off, &mut buf[..plen]),
+        None => swrdma_rc::memory::gather(mem, &r.sges, off, &mut buf[..plen]),
     };
     if !ok {
         return Err(r.seq);
     }
-    let rc = qp.qpt == IBV_QPT_RC;
-    let base = match qp.qpt {
+    let rc = qp.qpt() == IBV_QPT_RC;
+    let base = match qp.qpt() {
         IBV_QPT_RC => 0x00,
         IBV_QPT_UC => 0x20,
         _ => 0x60,
     };
     let imm = r.imm.is_some();
-    h.bth.opcode = if qp.qpt == IBV_QPT_UD {
+    h.bth.opcode = if qp.qpt() == IBV_QPT_UD {
         h.deth = Some(Deth {
             qkey: r.ud.map_or(0, |u| u.3),
-            sqpn: qp.qpn,
+            sqpn: qp.qpn(),
         });
         if imm {
             op::UD_SEND_ONLY_IMM
@@ -1621,16 +1661,16 @@ fn data_packet(qp: &Qp, r: &Req, pkt: u32, pmtu: u32, h: &mut Hdr, buf: &mut [u8
 
 /// A SEND packet's payload (RC, UC) goes into the receive in `st.cur` at
 /// the message's offset so far; LOC_LEN_ERR once it does not fit.
-fn place_send(st: &mut QpSt, payload: &[u8]) {
-    let off = st.wq.recv_off;
-    if let Some(cur) = st.cur.as_mut() {
-        cur.place(&ProcessMemory, off, payload);
+fn place_send<S: HostSt>(mem: &dyn Memory, st: &mut S, payload: &[u8]) {
+    let off = st.wq_mut().recv_off;
+    if let Some(cur) = st.cur().as_mut() {
+        cur.place(mem, off, payload);
     }
-    st.wq.recv_off += payload.len() as u64;
+    st.wq_mut().recv_off += payload.len() as u64;
 }
 
 /// Where a UD request goes: (our address, the peer's) for the AH's GIDs.
-pub fn ud_path(w: &Wire, c: &Objects, ah: &ibv_ah_attr) -> Option<(IpAddr, IpAddr)> {
+pub fn ud_path<H: Host>(w: &Wire, c: &H, ah: &ibv_ah_attr) -> Option<(IpAddr, IpAddr)> {
     if ah.is_global == 0 {
         return None;
     }
