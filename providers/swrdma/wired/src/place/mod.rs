@@ -1,5 +1,5 @@
 //! How the agent reaches a client's registered memory (issue 33, plan
-//! step 2/3; nothing calls it yet): cross-memory attach
+//! step 2/3; not yet called by the agent): cross-memory attach
 //! (`process_vm_writev`/`process_vm_readv` on the client's pid), after the
 //! same key checks the provider's engine makes, and the client's atomic
 //! lock words for atomics.
@@ -728,6 +728,12 @@ impl ClientMem {
             Ok(None) => return Err(Error::Remote(Fault::InvalidRequest)),
             Err(f) => return Err(Error::Remote(f)),
         };
+        self.atomic_at(addr, a)
+    }
+
+    /// The atomic `a` on the client's 8 aligned bytes at process address
+    /// `addr` (checked already), under its lock word: the value before.
+    fn atomic_at(&self, addr: u64, a: Atomic) -> Result<u64, Error> {
         self.reachable()?;
         let _held = self.access.lock(addr, self.lock_wait).ok_or(Error::Busy)?;
         let remote = [libc::iovec {
@@ -760,5 +766,60 @@ impl ClientMem {
             }
         }
         Ok(old)
+    }
+}
+
+/// The client's memory at raw process addresses, as the wire engine reaches
+/// it (`swrdma_rc::memory::Memory`: `Target` and the receive and completer
+/// paths check the keys and translate to these addresses first): one call
+/// per copy (cut at [`CALL_BYTES`]), atomics under the lock words.  A copy
+/// that does not reach every byte (a page the client does not map, the
+/// client gone, cross-memory attach refused) is `false`, as the provider's
+/// fault-safe copies say for a page it does not map.
+impl swrdma_rc::memory::Memory for ClientMem {
+    fn write(&self, dst: u64, src: &[u8]) -> bool {
+        self.raw(dst, src.as_ptr() as *mut u8, src.len(), true)
+    }
+
+    fn read(&self, src: u64, dst: &mut [u8]) -> bool {
+        self.raw(src, dst.as_mut_ptr(), dst.len(), false)
+    }
+
+    fn atomic(&self, addr: u64, op: Atomic) -> Option<u64> {
+        if !addr.is_multiple_of(8) {
+            return None;
+        }
+        self.atomic_at(addr, op).ok()
+    }
+}
+
+impl ClientMem {
+    /// Copies `len` bytes between our `ours` and the client's `at`
+    /// (`write`: to the client): true when every byte was copied.
+    fn raw(&self, at: u64, ours: *mut u8, len: usize, write: bool) -> bool {
+        if len == 0 {
+            return true;
+        }
+        if at.checked_add(len as u64).is_none() || self.reachable().is_err() {
+            return false;
+        }
+        let mut done = 0usize;
+        while done < len {
+            let n = (len - done).min(CALL_BYTES);
+            let mine = [libc::iovec {
+                // (within the caller's slice: `done + n <= len`)
+                iov_base: ours.wrapping_add(done).cast(),
+                iov_len: n,
+            }];
+            let remote = [libc::iovec {
+                iov_base: (at + done as u64) as *mut libc::c_void,
+                iov_len: n,
+            }];
+            match self.call(&mine, &remote, write) {
+                Ok(k) if k == n => done += n,
+                _ => return false,
+            }
+        }
+        true
     }
 }

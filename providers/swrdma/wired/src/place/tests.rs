@@ -810,3 +810,49 @@ fn place_eperm_is_no_cma() {
     unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
     assert_eq!((n, b[0]), (Ok(1), 1), "EPERM gives NoCma, and no call after it");
 }
+
+/// The engine's way in (`swrdma_rc::memory::Memory`, behind the keys'
+/// `Target` and the receive path's lists): raw addresses, whole copies or
+/// nothing said done, atomics under the lock words.
+#[test]
+fn place_as_the_engines_memory() {
+    use swrdma_rc::memory::Memory;
+    let w = World::new();
+    let kid = w.fork();
+    let keys = w.keys();
+    let t = target(&keys);
+    let m = w.mem(&kid, true);
+    let mem: &dyn Memory = &m;
+    // Through the responder's checks: the IOVA becomes the address.
+    assert_eq!(t.write(mem, FULL, IOVA + 300, b"engine"), Ok(()));
+    assert_eq!(peek(kid.pid, w.page(0) + 300, 6), b"engine");
+    let mut out = [0u8; 6];
+    assert_eq!(t.read(mem, FULL, IOVA + 300, &mut out), Ok(()));
+    assert_eq!(&out, b"engine");
+    assert_eq!(
+        t.write(mem, RO, w.page(16), b"x"),
+        Err(Fault::RemoteAccess),
+        "no remote write right"
+    );
+    // Raw: a copy across into a page the client no longer maps is not done.
+    kid.ask(b'u', w.page(3));
+    assert!(mem.write(w.page(2) + 10, b"here"));
+    assert!(!mem.write(w.page(3) - 2, b"across"));
+    assert!(!mem.read(w.page(3), &mut out));
+    assert!(mem.write(0, &[]), "zero bytes: nothing to do");
+    assert!(!mem.write(u64::MAX - 1, b"wraps"));
+    // Atomics: aligned only, under the lock word, the value before.
+    let before = u64::from_ne_bytes(peek(kid.pid, w.page(2) + 64, 8).try_into().unwrap());
+    assert_eq!(mem.atomic(w.page(2) + 64, Atomic::Store(7)), Some(before));
+    assert_eq!(mem.atomic(w.page(2) + 64, Atomic::Add(5)), Some(7));
+    assert_eq!(mem.atomic(w.page(2) + 64, Atomic::Cas(12, 1)), Some(12));
+    assert_eq!(peek(kid.pid, w.page(2) + 64, 8), 1u64.to_ne_bytes());
+    assert_eq!(mem.atomic(w.page(2) + 65, Atomic::Add(1)), None);
+    assert_eq!(mem.atomic(w.page(3), Atomic::Add(1)), None, "unmapped");
+    // A held lock word: not executed (Busy), nothing changed.
+    let mut m2 = w.mem(&kid, true);
+    m2.set_lock_wait(Duration::from_millis(20));
+    kid.ask(b'h', w.page(2) + 64);
+    assert_eq!(Memory::atomic(&m2, w.page(2) + 64, Atomic::Add(1)), None);
+    assert_eq!(peek(kid.pid, w.page(2) + 64, 8), 1u64.to_ne_bytes());
+}
