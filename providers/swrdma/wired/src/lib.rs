@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod client;
 pub mod ctl;
+pub mod data;
 pub mod ends;
 pub mod fdtable;
 pub mod gids;

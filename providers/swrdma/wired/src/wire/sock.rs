@@ -1644,6 +1644,14 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
+    /// These tests bind the same loopback addresses' port 4791 (one
+    /// `SO_REUSEPORT` group per address, whatever the test): run at once,
+    /// they would take each other's datagrams.
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static ONE: Mutex<()> = Mutex::new(());
+        ONE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The inode number the kernel gives a new socket: socket inodes are
     /// numbered by one counter (batches per CPU), so the difference between
     /// two new sockets' numbers counts the sockets made in between.
@@ -1677,6 +1685,7 @@ mod tests {
     /// stops it; the group socket goes with the last QP.
     #[test]
     fn a_group_datagram_reaches_each_context_joined_once() {
+        let _one = one_at_a_time();
         let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
         let Some((dir, lo, s1)) = first_context("mcast", a) else {
             return;
@@ -1750,6 +1759,7 @@ mod tests {
     /// issue 23's soak failure).  And a forwarded datagram still arrives.
     #[test]
     fn idle_recv_makes_no_sockets_and_forwards_arrive() {
+        let _one = one_at_a_time();
         // One CPU, so that the inode numbers come from one batch counter.
         // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it;
         // sched_setaffinity(0) changes only this thread.
@@ -1820,6 +1830,7 @@ mod tests {
     /// reads nothing either, and the queue is bounded.
     #[test]
     fn datagrams_for_qp1_wait_for_room_at_the_agent_in_order() {
+        let _one = one_at_a_time();
         let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
         let Some((dir, lo, s)) = first_context("qp1", a) else {
             return;
@@ -1914,6 +1925,7 @@ mod tests {
     /// until the next datagram: `recv` tries again, and it arrives.
     #[test]
     fn a_datagram_for_qp1_waits_out_a_full_intake_backlog() {
+        let _one = one_at_a_time();
         let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
         let Some((dir, _lo, mut s)) = first_context("backlog", a) else {
             return;
@@ -1969,6 +1981,7 @@ mod tests {
     /// its next datagrams.
     #[test]
     fn a_forwarded_flow_comes_directly_next() {
+        let _one = one_at_a_time();
         // (127.0.0.2: the other test's sockets hold 127.0.0.1:4791, in the
         // same process and uid, so they would share its datagrams.)
         let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
@@ -2022,6 +2035,7 @@ mod tests {
     /// 32 bits' top 14 bits 0x1f94.
     #[test]
     fn src_port_is_rxes() {
+        let _one = one_at_a_time();
         assert_eq!(src_port(17), 0xc000 | 0x1f94);
         assert!((0..1 << 24).step_by(4099).all(|q| src_port(q) >= 0xc000));
     }
@@ -2033,6 +2047,7 @@ mod tests {
     /// half the time when unpinned).
     #[test]
     fn a_pinned_flow_takes_its_peer_qp_from_the_first_packet() {
+        let _one = one_at_a_time();
         let (a, b) = (
             IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)),
             IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4)),

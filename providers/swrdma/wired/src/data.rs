@@ -1,0 +1,715 @@
+//! Each client's data path in the agent (issue 33, plan step 2; not yet run
+//! by the agent's loop, nor fed by the provider): the wire engine's host
+//! (`wire::host`) over one client's objects, its work queues (`wq`) and its
+//! memory (`place`), and the send WQEs of its queues turned into the
+//! engine's requests.
+//!
+//! * **Objects.**  A [`DataQp`] is a QP as the engine drives it: its
+//!   numbers, the CQs and SRQ it completes into and takes from (by the
+//!   client's handles), and its state under a lock ([`DataSt`]: the verbs
+//!   state and attributes as the control path set them, the wire state,
+//!   the budgets, the receive being filled, the send queue's entries).
+//!   [`ClientData`] holds a client's QPs by number and the queues the agent
+//!   keeps for it: each CQ's CQE queue (the agent produces), each QP's
+//!   receive queue and each SRQ's queue (the agent consumes).
+//! * **The host** ([`Serving`]) is a client's data with its key table and
+//!   the interface's GIDs, for one turn of the engine: the agent is single
+//!   threaded here, so the key table is borrowed from the control path's
+//!   tables for the turn (`RefCell`: the engine reads it, a SEND with
+//!   invalidate writes it, never both at once).
+//! * **Completions** are CQEs in the CQ's queue (`wq::format::Cqe`).  A
+//!   queue with no room (the client does not poll, or lied about its
+//!   count) overruns the CQ as a NIC's does: the completion is lost, the
+//!   client gets `IBV_EVENT_CQ_ERR`, and nothing more is written to it.
+//! * **Receives** come from the QP's receive queue or its SRQ's, decoded
+//!   and checked by `swrdma_rc::recv::accept` (a bad lkey completes the
+//!   receive with `LOC_PROT_ERR`, as in the provider).  A queue that holds
+//!   something that is not a receive WQE gives no receive (RNR, dropped)
+//!   and the QP's owner gets `IBV_EVENT_QP_FATAL` once.
+//! * **Send WQEs** become the engine's requests in [`request`], with the
+//!   checks the provider makes at post on a wire device (what a wire QP
+//!   carries, the UD size, the path of a UD address) and the ones it makes
+//!   when reading the data (the lkeys: `LOC_PROT_ERR`).
+//! * **Async events** are collected ([`ClientData::take_events`]) for the
+//!   caller to write into the client's async pipe.
+
+use crate::place::ClientMem;
+use crate::wire::engine::{ud_path, Wire};
+use crate::wire::host::{Host, HostQp, HostSt};
+use crate::wire::state::{Req, WQp};
+use crate::wq::format::{
+    decode_recv, decode_send, encode_cqe, Cqe, Data, SendOp, SendShape, SendWqe, UdAddr, CQE_SLOT,
+};
+use crate::wq::{Consumer, Producer};
+use ibverbs_abi::*;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use swrdma_rc::budget::Budget;
+use swrdma_rc::keys::Keys;
+use swrdma_rc::memory::Memory;
+use swrdma_rc::op::Op;
+use swrdma_rc::recv::{accept, Completion, Receive};
+
+#[cfg(test)]
+mod tests;
+
+/// Where a receive completes: the client's CQ handle (None: nowhere).
+pub type RecvCq = Option<u32>;
+
+/// The largest receive WQE a queue carries (`wq::slots::MAX_SLOT`).
+const RECV_BUF: usize = crate::wq::slots::MAX_SLOT;
+
+/// One entry of a QP's send queue, from its WQE until its completion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqEntry {
+    /// The engine's request number (`Req::seq`).
+    pub seq: u64,
+    pub wr_id: u64,
+    /// The completion's opcode (`IBV_WC_*`).
+    pub opcode: u32,
+    /// The completion's byte count.
+    pub len: u32,
+    /// Completed with a CQE even when it succeeds.
+    pub signaled: bool,
+    /// Its status once done (0: success).
+    pub done: Option<u32>,
+}
+
+/// A QP's state as the engine drives it (under [`DataQp`]'s lock).
+pub struct DataSt {
+    /// `IBV_QPS_*`, as the control path moved it (the engine moves it to
+    /// the error state).
+    pub state: u32,
+    /// The attributes the control path set.
+    pub attr: ibv_qp_attr,
+    pub wq: WQp,
+    pub budget: Budget,
+    /// The receive being filled.
+    pub cur: Option<Receive<RecvCq>>,
+    /// The send queue's entries not completed yet, in order.
+    pub sq: VecDeque<SqEntry>,
+    /// The next request number.
+    pub next_seq: u64,
+    /// Its receive queue held something that is not a receive WQE (the
+    /// fatal event went out).
+    pub bad_rq: bool,
+}
+
+/// A QP of a client as the engine drives it.
+pub struct DataQp {
+    pub qpn: u32,
+    /// `IBV_QPT_RC`, `_UC` or `_UD`.
+    pub qpt: u32,
+    pub pd: u32,
+    /// The client's handle of the QP (its async events name it).
+    pub handle: u32,
+    /// The client's CQ handles its completions go to.
+    pub send_cq: Option<u32>,
+    pub recv_cq: Option<u32>,
+    /// The client's SRQ handle it takes receives from (None: its own
+    /// receive queue).
+    pub srq: Option<u32>,
+    /// Every request completes with a CQE.
+    pub sq_sig_all: bool,
+    /// The most SGEs of a receive WQE.
+    pub max_recv_sge: u32,
+    pub st: Mutex<DataSt>,
+}
+
+impl DataQp {
+    /// A QP in the RESET state.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        qpn: u32,
+        qpt: u32,
+        pd: u32,
+        handle: u32,
+        send_cq: Option<u32>,
+        recv_cq: Option<u32>,
+        srq: Option<u32>,
+        sq_sig_all: bool,
+        max_recv_sge: u32,
+    ) -> DataQp {
+        DataQp {
+            qpn,
+            qpt,
+            pd,
+            handle,
+            send_cq,
+            recv_cq,
+            srq,
+            sq_sig_all,
+            max_recv_sge,
+            st: Mutex::new(DataSt {
+                state: IBV_QPS_RESET,
+                // SAFETY: `ibv_qp_attr` is integers and plain structures of
+                // integers: all-zero is a valid value.
+                attr: unsafe { std::mem::zeroed() },
+                wq: WQp::default(),
+                budget: Budget::default(),
+                cur: None,
+                sq: VecDeque::new(),
+                next_seq: 0,
+                bad_rq: false,
+            }),
+        }
+    }
+}
+
+impl HostQp for DataQp {
+    type St = DataSt;
+    fn qpn(&self) -> u32 {
+        self.qpn
+    }
+    fn qpt(&self) -> u32 {
+        self.qpt
+    }
+    fn pd(&self) -> u32 {
+        self.pd
+    }
+    fn lock(&self) -> MutexGuard<'_, DataSt> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl HostSt for DataSt {
+    type RecvCq = RecvCq;
+    fn state(&self) -> u32 {
+        self.state
+    }
+    fn attr(&self) -> &ibv_qp_attr {
+        &self.attr
+    }
+    fn wq(&self) -> &WQp {
+        &self.wq
+    }
+    fn wq_mut(&mut self) -> &mut WQp {
+        &mut self.wq
+    }
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+    fn cur(&mut self) -> &mut Option<Receive<RecvCq>> {
+        &mut self.cur
+    }
+    fn sq_done(&mut self, seq: u64, status: u32) {
+        if let Some(w) = self.sq.iter_mut().find(|w| w.seq == seq) {
+            w.done = Some(status);
+        }
+    }
+    fn sq_fail(&mut self, seq: u64, status: u32) {
+        if let Some(w) = self.sq.iter_mut().find(|w| w.seq == seq) {
+            w.done.get_or_insert(status);
+        }
+    }
+}
+
+/// An SRQ's queue as the data path takes from it.
+pub struct SrqQueue {
+    pub queue: Consumer,
+    /// The SRQ's PD (its receives' lkeys are checked against it).
+    pub pd: u32,
+    /// The most SGEs of a WQE.
+    pub max_sge: u32,
+}
+
+/// An asynchronous event for the client: the object's handle, the event
+/// (`IBV_EVENT_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Qp(u32, u32),
+    Cq(u32, u32),
+    Srq(u32, u32),
+}
+
+/// One client's data path: its QPs and the queues the agent keeps for it.
+pub struct ClientData {
+    /// Its memory.
+    pub mem: ClientMem,
+    /// Its QPs by number.
+    pub qps: HashMap<u32, Arc<DataQp>>,
+    /// Each CQ's CQE queue, by the client's CQ handle.
+    pub cqs: RefCell<HashMap<u32, Producer>>,
+    /// Each QP's receive queue, by QP number.
+    pub rqs: RefCell<HashMap<u32, Consumer>>,
+    /// Each SRQ's queue, by the client's SRQ handle.
+    pub srqs: RefCell<HashMap<u32, SrqQueue>>,
+    events: RefCell<Vec<Event>>,
+    /// CQs that overran: nothing more is written to them.
+    overrun: RefCell<HashSet<u32>>,
+    /// CQs written since [`ClientData::take_doorbells`]: their consumers
+    /// may sleep.
+    written: RefCell<HashSet<u32>>,
+}
+
+impl ClientData {
+    pub fn new(mem: ClientMem) -> ClientData {
+        ClientData {
+            mem,
+            qps: HashMap::new(),
+            cqs: RefCell::new(HashMap::new()),
+            rqs: RefCell::new(HashMap::new()),
+            srqs: RefCell::new(HashMap::new()),
+            events: RefCell::new(Vec::new()),
+            overrun: RefCell::new(HashSet::new()),
+            written: RefCell::new(HashSet::new()),
+        }
+    }
+
+    /// The async events since the last call, oldest first.
+    pub fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut self.events.borrow_mut())
+    }
+
+    /// The CQs whose consumer sleeps after the CQEs written since the last
+    /// call: the caller writes their doorbells.
+    pub fn take_doorbells(&self) -> Vec<u32> {
+        let written: Vec<u32> = self.written.borrow_mut().drain().collect();
+        let mut cqs = self.cqs.borrow_mut();
+        let mut ring = Vec::new();
+        for h in written {
+            if let Some(q) = cqs.get_mut(&h) {
+                if q.doorbell() == crate::wq::Push::Ring {
+                    ring.push(h);
+                }
+            }
+        }
+        ring.sort_unstable();
+        ring
+    }
+
+    /// Writes `wc` into CQ `cq` (None: the QP has none): false when it
+    /// overran (now or before).
+    pub fn push_cqe(&self, cq: Option<u32>, wc: &ibv_wc) -> bool {
+        let Some(h) = cq else { return true };
+        if self.overrun.borrow().contains(&h) {
+            return false;
+        }
+        let mut buf = [0u8; CQE_SLOT];
+        let Ok(n) = encode_cqe(&Cqe::from_wc(wc), &mut buf) else {
+            return false; // (every completion made here encodes)
+        };
+        let pushed = match self.cqs.borrow_mut().get_mut(&h) {
+            Some(q) => q.try_push_quiet(&buf[..n]).is_ok(),
+            None => return false, // (destroyed while a QP names it)
+        };
+        if pushed {
+            self.written.borrow_mut().insert(h);
+            return true;
+        }
+        self.overrun.borrow_mut().insert(h);
+        self.events.borrow_mut().push(Event::Cq(h, IBV_EVENT_CQ_ERR));
+        false
+    }
+
+    /// The next receive WQE of `qp` (from its own queue or its SRQ's):
+    /// its id and list, with the PD its lkeys are checked against.  None:
+    /// nothing there, or not a WQE (then `bad` is set).
+    fn next_recv(&self, qp: &DataQp, bad: &mut bool) -> Option<(u64, Vec<ibv_sge>, u32)> {
+        let mut buf = [0u8; RECV_BUF];
+        let (n, max_sge, pd) = match qp.srq {
+            Some(s) => {
+                let mut srqs = self.srqs.borrow_mut();
+                let q = srqs.get_mut(&s)?;
+                let n = match q.queue.try_pop(&mut buf) {
+                    Ok(Some(n)) => n,
+                    Ok(None) => return None,
+                    Err(_) => {
+                        *bad = true;
+                        return None;
+                    }
+                };
+                (n, q.max_sge, q.pd)
+            }
+            None => {
+                let mut rqs = self.rqs.borrow_mut();
+                let q = rqs.get_mut(&qp.qpn)?;
+                match q.try_pop(&mut buf) {
+                    Ok(Some(n)) => (n, qp.max_recv_sge, qp.pd),
+                    Ok(None) => return None,
+                    Err(_) => {
+                        *bad = true;
+                        return None;
+                    }
+                }
+            }
+        };
+        let Ok(w) = decode_recv(&buf[..n], max_sge) else {
+            *bad = true;
+            return None;
+        };
+        let sges = w
+            .sges
+            .iter()
+            .map(|s| ibv_sge {
+                addr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            })
+            .collect();
+        Some((w.wr_id, sges, pd))
+    }
+}
+
+/// A client's data with its key table and the interface's GIDs: the
+/// engine's host for one turn.
+pub struct Serving<'a> {
+    pub data: &'a ClientData,
+    pub keys: RefCell<&'a mut Keys>,
+    /// The port's GID table (its used entries).
+    pub gids: &'a [[u8; 16]],
+}
+
+/// A completion with the fields every one has.
+fn wc_of(wr_id: u64, status: u32, opcode: u32, len: u32, qpn: u32) -> ibv_wc {
+    // SAFETY: `ibv_wc` is integers and a union of integers: all-zero is
+    // a valid value.
+    let mut wc: ibv_wc = unsafe { std::mem::zeroed() };
+    wc.wr_id = wr_id;
+    wc.status = status;
+    wc.opcode = opcode;
+    wc.byte_len = len;
+    wc.qp_num = qpn;
+    wc
+}
+
+impl Host for Serving<'_> {
+    type Qp = DataQp;
+    type St = DataSt;
+
+    fn mem(&self) -> &dyn Memory {
+        &self.data.mem
+    }
+
+    fn qp(&self, qpn: u32) -> Option<Arc<DataQp>> {
+        self.data.qps.get(&qpn).cloned()
+    }
+
+    fn all_qps(&self) -> Vec<Arc<DataQp>> {
+        self.data.qps.values().cloned().collect()
+    }
+
+    fn gid(&self, index: usize) -> [u8; 16] {
+        match self.gids.len() {
+            0 => [0; 16],
+            n => self.gids[index.min(n - 1)],
+        }
+    }
+
+    fn with_keys<R>(&self, f: impl FnOnce(&Keys) -> R) -> R {
+        f(&self.keys.borrow())
+    }
+
+    fn complete_sq(&self, qp: &DataQp, st: &mut DataSt) {
+        while st.sq.front().is_some_and(|w| w.done.is_some()) {
+            let Some(w) = st.sq.pop_front() else { break };
+            let status = w.done.unwrap_or(0);
+            if w.signaled || qp.sq_sig_all || status != 0 {
+                let wc = wc_of(w.wr_id, status, w.opcode, w.len, qp.qpn);
+                self.data.push_cqe(qp.send_cq, &wc);
+            }
+        }
+    }
+
+    fn to_err(&self, qp: &DataQp, st: &mut DataSt) {
+        st.state = IBV_QPS_ERR;
+        for w in st.sq.iter_mut() {
+            w.done.get_or_insert(IBV_WC_WR_FLUSH_ERR);
+        }
+        self.complete_sq(qp, st);
+        let flush = |wr_id| wc_of(wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, qp.qpn);
+        if let Some(c) = st.cur.take() {
+            self.data.push_cqe(c.cq, &flush(c.wr_id));
+        }
+        if qp.srq.is_some() {
+            return; // (an SRQ's receives stay for its other QPs)
+        }
+        // Its own receive queue: every WQE there completes flushed (at
+        // most one queue's depth: a client writing more meanwhile waits).
+        let depth = self.data.rqs.borrow().get(&qp.qpn).map_or(0, |q| q.depth());
+        let mut bad = false;
+        for _ in 0..depth {
+            let Some((wr_id, _, _)) = self.data.next_recv(qp, &mut bad) else {
+                break;
+            };
+            self.data.push_cqe(qp.recv_cq, &flush(wr_id));
+        }
+    }
+
+    fn accept_recv(&self, qp: &DataQp, st: &mut DataSt) -> Option<Receive<RecvCq>> {
+        let mut bad = false;
+        let got = self.data.next_recv(qp, &mut bad);
+        if bad && !st.bad_rq {
+            st.bad_rq = true;
+            self.data
+                .events
+                .borrow_mut()
+                .push(Event::Qp(qp.handle, IBV_EVENT_QP_FATAL));
+        }
+        let (wr_id, sges, pd) = got?;
+        Some(self.with_keys(|k| accept(k, pd, wr_id, sges, qp.recv_cq)))
+    }
+
+    fn finish_recv(&self, cur: Receive<RecvCq>, done: &Completion) -> (ibv_wc, RecvCq) {
+        cur.complete(done, &mut |rkey, qpn| self.keys.borrow_mut().invalidate(rkey, qpn))
+    }
+
+    fn push_recv(&self, cq: &RecvCq, wc: ibv_wc, _solicited: bool) {
+        self.data.push_cqe(*cq, &wc);
+    }
+
+    fn qp_event(&self, qp: &DataQp, ev: u32) {
+        self.data.events.borrow_mut().push(Event::Qp(qp.handle, ev));
+    }
+}
+
+/// Why a send WQE does not become a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The operation is not one of the wire's for this QP type, or a UD
+    /// request longer than the port's MTU, or a UD address with no path:
+    /// what the provider refuses at post with `EINVAL`.  (The client's
+    /// provider refuses these before they reach the queue; one that
+    /// arrives anyway completes with `LOC_QP_OP_ERR`.)
+    Op,
+    /// The local data's keys: `LOC_PROT_ERR`.
+    Local(u32),
+}
+
+/// The engine's kind of request for `op` (None: not on the wire).
+fn kind_of(op: &SendOp) -> Option<Op> {
+    Some(match op {
+        SendOp::Send | SendOp::SendWithImm { .. } | SendOp::SendWithInv { .. } => Op::Send,
+        SendOp::RdmaWrite(_) | SendOp::RdmaWriteWithImm(..) => Op::Write,
+        SendOp::RdmaRead(_) => Op::Read,
+        SendOp::CompareAndSwap { .. } => Op::CmpSwap,
+        SendOp::FetchAndAdd { .. } => Op::FetchAdd,
+        _ => return None, // (ATOMIC_WRITE, local operations: not on the wire)
+    })
+}
+
+/// The completion opcode of a request of kind `k`.
+fn wc_opcode(k: Op) -> u32 {
+    match k {
+        Op::Send => IBV_WC_SEND,
+        Op::Write => IBV_WC_RDMA_WRITE,
+        Op::Read => IBV_WC_RDMA_READ,
+        Op::CmpSwap => IBV_WC_COMP_SWAP,
+        _ => IBV_WC_FETCH_ADD,
+    }
+}
+
+/// What [`request`] needs of the QP and the port.
+pub struct SendCtx<'a> {
+    /// `IBV_QPT_*`.
+    pub qpt: u32,
+    /// The QP's PD (the lkeys are checked against it).
+    pub pd: u32,
+    /// The QP's Q_Key (UD: used when a request's has its high bit set).
+    pub qkey: u32,
+    /// The port's active MTU in bytes (a UD request's limit).
+    pub mtu: u32,
+    pub keys: &'a Keys,
+}
+
+/// Send WQE `w` as the engine's request and its send queue entry (request
+/// number `seq`), after the checks of its local data against the keys
+/// (READ and atomics write into it).  `path`: our address and the peer's
+/// for a UD address (None: no path).  Local operations (`LOCAL_INV`,
+/// `BIND_MW`: they change the key table) are the caller's, not the wire's.
+pub fn request(
+    w: &SendWqe<'_>,
+    q: &SendCtx<'_>,
+    seq: u64,
+    path: impl Fn(&crate::wq::format::UdAddr) -> Option<(IpAddr, IpAddr)>,
+) -> Result<(Req, SqEntry), Refused> {
+    let (qpt, pd, keys) = (q.qpt, q.pd, q.keys);
+    let kind = kind_of(&w.op).ok_or(Refused::Op)?;
+    let ud = qpt == IBV_QPT_UD;
+    if (ud || qpt == IBV_QPT_UC) && kind != Op::Send && !(qpt == IBV_QPT_UC && kind == Op::Write) {
+        return Err(Refused::Op); // (UD sends only; UC sends and writes)
+    }
+    let (sges, data, len) = match w.data {
+        Data::Inline(b) => (Vec::new(), Some(b.to_vec()), b.len() as u64),
+        Data::Sges(l) => {
+            let list: Vec<ibv_sge> = l
+                .iter()
+                .map(|s| ibv_sge {
+                    addr: s.addr,
+                    length: s.length,
+                    lkey: s.lkey,
+                })
+                .collect();
+            let writes = matches!(kind, Op::Read | Op::CmpSwap | Op::FetchAdd);
+            let checked = keys.check_local(pd, &list, writes).map_err(Refused::Local)?;
+            (checked.unwrap_or(list), None, l.total())
+        }
+    };
+    if ud && len > q.mtu as u64 {
+        return Err(Refused::Op);
+    }
+    let mut r = Req {
+        seq,
+        kind,
+        first: 0,
+        npkts: 0,
+        len,
+        raddr: 0,
+        rkey: 0,
+        imm: None,
+        inv: None,
+        cmp: 0,
+        swap: 0,
+        se: w.send_flags & IBV_SEND_SOLICITED != 0,
+        sges,
+        data,
+        ud: None,
+        loff: 0,
+        last: true,
+        got: 0,
+        rmtu: 0,
+    };
+    match w.op {
+        // (`imm` as `ibv_send_wr` holds it: the ImmDt bytes in order.)
+        SendOp::SendWithImm { imm } => r.imm = Some(u32::from_be(imm)),
+        SendOp::SendWithInv { rkey } => r.inv = Some(rkey),
+        SendOp::RdmaWrite(m) | SendOp::RdmaRead(m) => (r.raddr, r.rkey) = (m.addr, m.rkey),
+        SendOp::RdmaWriteWithImm(m, imm) => {
+            (r.raddr, r.rkey) = (m.addr, m.rkey);
+            r.imm = Some(u32::from_be(imm));
+        }
+        SendOp::CompareAndSwap { remote, compare, swap } => {
+            (r.raddr, r.rkey, r.cmp, r.swap) = (remote.addr, remote.rkey, compare, swap);
+        }
+        SendOp::FetchAndAdd { remote, add } => (r.raddr, r.rkey, r.cmp) = (remote.addr, remote.rkey, add),
+        _ => {}
+    }
+    if ud {
+        let a = w.ud.ok_or(Refused::Op)?;
+        let (s, d) = path(&a).ok_or(Refused::Op)?;
+        let tc = if a.is_global { a.traffic_class } else { 0 };
+        // (A Q_Key with its high bit set: the QP's own, IBTA C10-15.)
+        let qkey = if a.remote_qkey & 0x8000_0000 != 0 {
+            q.qkey
+        } else {
+            a.remote_qkey
+        };
+        r.ud = Some((s, d, a.remote_qpn, qkey, tc));
+    }
+    let entry = SqEntry {
+        seq,
+        wr_id: w.wr_id,
+        opcode: wc_opcode(kind),
+        len: r.len as u32,
+        signaled: w.send_flags & IBV_SEND_SIGNALED != 0,
+        done: None,
+    };
+    Ok((r, entry))
+}
+
+/// A UD address as the verbs' address vector (for `ud_path`).
+fn ah_attr(a: &UdAddr) -> ibv_ah_attr {
+    // SAFETY: `ibv_ah_attr` is integers and a union of bytes: all-zero is
+    // a valid value.
+    let mut ah: ibv_ah_attr = unsafe { std::mem::zeroed() };
+    ah.is_global = a.is_global as u8;
+    ah.grh.dgid.raw = a.dgid;
+    ah.grh.sgid_index = a.sgid_index;
+    ah.grh.hop_limit = a.hop_limit;
+    ah.grh.traffic_class = a.traffic_class;
+    ah.grh.flow_label = a.flow_label;
+    ah.port_num = 1;
+    ah
+}
+
+/// Takes up to `max` send WQEs of `qp` from its send queue `sq` (of
+/// `shape`) onto the wire: the number taken.  A WQE that does not become a
+/// request ([`Refused`]) completes with its status and moves the QP to the
+/// error state, as the provider's engine fails a request it cannot read; a
+/// queue entry that is not a WQE does too (`LOC_QP_OP_ERR`), with
+/// `IBV_EVENT_QP_FATAL` for the client.  In the error state every WQE
+/// completes flushed.
+pub fn take_sends(
+    h: &Serving<'_>,
+    wire: &Wire,
+    qp: &Arc<DataQp>,
+    sq: &mut Consumer,
+    shape: &SendShape,
+    max: usize,
+) -> usize {
+    let mut buf = vec![0u8; sq.capacity()];
+    let mut st = qp.lock();
+    let mut taken = 0;
+    while taken < max {
+        let n = match sq.try_pop(&mut buf) {
+            Ok(Some(n)) => n,
+            Ok(None) => break,
+            Err(_) => {
+                fatal(h, qp, &mut st);
+                break;
+            }
+        };
+        taken += 1;
+        let Ok(w) = decode_send(&buf[..n], shape) else {
+            fatal(h, qp, &mut st);
+            break;
+        };
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        if st.state == IBV_QPS_ERR {
+            let flushed = SqEntry {
+                seq,
+                wr_id: w.wr_id,
+                opcode: kind_of(&w.op).map_or(IBV_WC_SEND, wc_opcode),
+                len: 0,
+                signaled: true,
+                done: Some(IBV_WC_WR_FLUSH_ERR),
+            };
+            st.sq.push_back(flushed);
+            h.complete_sq(qp, &mut st);
+            continue;
+        }
+        let keys = h.keys.borrow();
+        let q = SendCtx {
+            qpt: qp.qpt,
+            pd: qp.pd,
+            qkey: st.attr.qkey,
+            mtu: wire.mtu,
+            keys: &keys,
+        };
+        let made = request(&w, &q, seq, |a| ud_path(wire, h, &ah_attr(a)));
+        drop(keys);
+        match made {
+            Ok((r, e)) => {
+                st.sq.push_back(e);
+                wire.post(h, qp, &mut st, r);
+            }
+            Err(why) => {
+                let status = match why {
+                    Refused::Op => IBV_WC_LOC_QP_OP_ERR,
+                    Refused::Local(s) => s,
+                };
+                let failed = SqEntry {
+                    seq,
+                    wr_id: w.wr_id,
+                    opcode: kind_of(&w.op).map_or(IBV_WC_SEND, wc_opcode),
+                    len: 0,
+                    signaled: true,
+                    done: Some(status),
+                };
+                st.sq.push_back(failed);
+                h.to_err(qp, &mut st);
+            }
+        }
+    }
+    taken
+}
+
+/// A send queue that holds something that is not a WQE: the client's
+/// `IBV_EVENT_QP_FATAL`, and the QP to the error state.
+fn fatal(h: &Serving<'_>, qp: &DataQp, st: &mut DataSt) {
+    h.qp_event(qp, IBV_EVENT_QP_FATAL);
+    h.to_err(qp, st);
+}
