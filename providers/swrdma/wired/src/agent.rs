@@ -12,15 +12,22 @@
 //! that still holds the connection does not keep a dead client alive.
 //! A dropped client's session goes with it: its objects, its queues'
 //! mappings and its descriptors.
+//!
+//! One client must not starve the others.  Each client's objects keep at
+//! most its budget of descriptors and mappings (`session::Budget`, a share
+//! of the agent's `RLIMIT_NOFILE`, raised to its hard limit at start, and
+//! of `vm.max_map_count`).  A full descriptor table does not make the
+//! agent spin on its listener: the agent holds one spare descriptor, and
+//! with it refuses each waiting connection at once (`Agent::shed`).
 
 use crate::proto::{self, flag, kind, Counters, Header, Hello, Welcome};
-use crate::session::{self, Control, Session};
+use crate::session::{self, Budget, Control, Session};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::Timespec;
 use rustix::io::Errno;
 use rustix::net::{
     accept_with, bind, listen, recvmsg, socket_with, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
-    RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+    RecvFlags, ReturnFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
 use std::collections::HashMap;
 use std::io::{IoSliceMut, Write};
@@ -35,6 +42,18 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(30);
 pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 /// Connections at once (the rest are refused with `EMFILE`).
 pub const MAX_CLIENTS: usize = 4096;
+/// How long the listener stays out of the epoll set when even the spare
+/// descriptor cannot take a waiting connection (`Agent::pause_listener`):
+/// short, so the waiting clients (who try for 1 s) get in soon after a
+/// descriptor frees, long enough that the agent does not spin meanwhile.
+const LISTEN_PAUSE: Duration = Duration::from_millis(50);
+/// At most one log line per this long about connections refused for want
+/// of a descriptor (the first at once, then the count since the last).
+const SHED_LOG_EVERY: Duration = Duration::from_secs(10);
+/// At most this many connections refused for want of a descriptor in one
+/// go; the listener stays readable and the rest come after the other
+/// clients' events.
+const SHED_BATCH: u32 = 64;
 
 /// The command line (README.md, "The program").
 #[derive(Debug, PartialEq, Eq)]
@@ -172,6 +191,23 @@ pub struct Agent {
     qp1: Option<crate::qp1::Qp1>,
     /// The greeted clients' objects (`session.rs`).
     ctl: Control,
+    /// `/dev/null`, open only so that a full descriptor table can be given
+    /// a free slot to refuse a connection with (`shed`).
+    spare: Option<OwnedFd>,
+    /// The listener is out of the epoll set until then (`pause_listener`).
+    paused_until: Option<Instant>,
+    /// Connections refused for want of a descriptor, for the log.
+    shed_log: ShedLog,
+}
+
+/// The rate limit of the log lines about connections refused for want of
+/// a descriptor.
+#[derive(Default)]
+struct ShedLog {
+    /// Refused since the last line.
+    unlogged: u32,
+    /// When the last line was written.
+    last: Option<Instant>,
 }
 
 struct Refusing {
@@ -191,32 +227,95 @@ const LISTENER: u64 = 0;
 
 /// SO_PEERPIDFD's pidfd of the process at the other end of `sock`, or
 /// `pidfd_open` of its SO_PEERCRED pid (kernels before 6.5), opened at once
-/// while the connection is new.
-fn peer_pidfd(sock: BorrowedFd<'_>, pid: i32) -> Option<OwnedFd> {
+/// while the connection is new.  Err: `pidfd_open`'s errno (`ESRCH`: the
+/// client is gone; `EMFILE`: no descriptor free).
+fn peer_pidfd(sock: BorrowedFd<'_>, pid: i32) -> Result<OwnedFd, Errno> {
     if let Some(raw) = crate::sockopt(sock, libc::SO_PEERPIDFD, -1 as libc::c_int).filter(|&r| r >= 0) {
         // SAFETY: the kernel just installed `raw` for us; no one else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
-        return Some(fd);
+        return Ok(fd);
     }
-    let pid = rustix::process::Pid::from_raw(pid)?;
-    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+    let pid = rustix::process::Pid::from_raw(pid).ok_or(Errno::SRCH)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
 }
 
 /// One message of a client connection, without waiting: its length (or the
-/// errno) and the descriptors that came with it (at most 4, close-on-exec).
-fn recv_msg(sock: BorrowedFd<'_>, b: &mut [u8]) -> (Result<usize, Errno>, Vec<OwnedFd>) {
+/// errno), the descriptors that came with it (at most 4, close-on-exec),
+/// and whether some were lost (`MSG_CTRUNC`: no descriptor free in our
+/// table for them, or more than 4).
+fn recv_msg(sock: BorrowedFd<'_>, b: &mut [u8]) -> (Result<usize, Errno>, Vec<OwnedFd>, bool) {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut cmsg = RecvAncillaryBuffer::new(&mut space);
     let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
-    let r = recvmsg(sock, &mut [IoSliceMut::new(b)], &mut cmsg, flags).map(|r| r.bytes);
+    let r = recvmsg(sock, &mut [IoSliceMut::new(b)], &mut cmsg, flags);
+    let cut = r.as_ref().is_ok_and(|r| r.flags.contains(ReturnFlags::CTRUNC));
     let mut fds: Vec<OwnedFd> = Vec::new();
     for m in cmsg.drain() {
         if let RecvAncillaryMessage::ScmRights(it) = m {
             fds.extend(it);
         }
     }
-    (r, fds)
+    (r.map(|r| r.bytes), fds, cut)
+}
+
+/// `/dev/null`, read-only and close-on-exec: the spare descriptor.
+fn open_spare() -> Option<OwnedFd> {
+    use rustix::fs::{open, Mode, OFlags};
+    open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard one, once, at start: the
+/// agent keeps descriptors for every process of its user, waits with
+/// epoll (no `select`, whose sets stop at 1024) and starts no program
+/// that would inherit the limit.  The soft limit after that (the same
+/// when it cannot be raised).
+fn raise_nofile() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let l = getrlimit(Resource::Nofile);
+    let up = Rlimit {
+        current: l.maximum,
+        maximum: l.maximum,
+    };
+    let raised = l.current != l.maximum && setrlimit(Resource::Nofile, up).is_ok();
+    let now = if raised { l.maximum } else { l.current };
+    // `None` is no limit (RLIM_INFINITY).
+    now.unwrap_or(u64::MAX)
+}
+
+/// The budget of each client (`session::Budget`): from the agent's
+/// descriptor limit `nofile` and `vm.max_map_count` (65530, the kernel's
+/// default, when it cannot be read), unless `SWRDMA_WIRED_CLIENT_FDS` or
+/// `SWRDMA_WIRED_CLIENT_MAPS` (for tests) give a number.
+fn client_budget(nofile: u64) -> Budget {
+    let maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(65530);
+    let mut b = Budget::from_limits(nofile, maps);
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
+    if let Some(n) = env("SWRDMA_WIRED_CLIENT_FDS") {
+        b.fds = n;
+    }
+    if let Some(n) = env("SWRDMA_WIRED_CLIENT_MAPS") {
+        b.maps = n;
+    }
+    b
+}
+
+/// Refuses a connection that the agent cannot keep (no descriptor free
+/// for it, or for its pidfd): its first message, if it came already, is
+/// read and dropped (the descriptors in it with it: without room for
+/// them the kernel closes them), then the refusal with `status` is sent
+/// and the connection closed.  Reading the message first keeps the
+/// close from resetting the connection (a Unix socket closed with unread
+/// data resets its peer), so that the client finds the refusal; a client
+/// whose hello comes later finds its connection closed.
+fn refuse_at_once(sock: OwnedFd, status: Errno) {
+    let mut b = [0u8; proto::MAX_MSG];
+    let _ = rustix::net::recv(&sock, &mut b, RecvFlags::DONTWAIT);
+    let why = "the agent has no descriptor free; try again later".to_string();
+    refuse(sock.as_fd(), status.raw_os_error(), why);
 }
 
 /// Cross-memory attach probe: reads the client's 8-byte word at `addr` and
@@ -291,6 +390,7 @@ impl Agent {
             Err(x) => return Err(e("bind")(x)),
         }
         listen(&l, 128).map_err(e("listen"))?;
+        let budget = client_budget(raise_nofile());
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(e("epoll"))?;
         epoll::add(&epoll, &l, EventData::new_u64(LISTENER), EventFlags::IN).map_err(e("epoll"))?;
         // QP1 is best effort: an agent without it still serves its clients.
@@ -308,7 +408,10 @@ impl Agent {
             uid,
             refusing: HashMap::new(),
             qp1: qp1.ok(),
-            ctl: Control::new(cfg.ifindex),
+            ctl: Control::new(cfg.ifindex, budget),
+            spare: open_spare(),
+            paused_until: None,
+            shed_log: ShedLog::default(),
             cfg,
         })
     }
@@ -356,7 +459,11 @@ impl Agent {
     pub fn run(&mut self) {
         let name =
             String::from_utf8_lossy(&proto::socket_name(self.uid, self.cfg.ifindex, &self.cfg.scope)).into_owned();
-        self.log(format!("listening on @{name}, idle {:?}", self.cfg.idle));
+        let b = self.ctl.budget();
+        self.log(format!(
+            "listening on @{name}, idle {:?}, per client at most {} descriptors and {} mappings",
+            self.cfg.idle, b.fds, b.maps
+        ));
         let mut events = Vec::with_capacity(64);
         loop {
             let now = Instant::now();
@@ -373,6 +480,9 @@ impl Agent {
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
             if let Some(d) = self.qp1.as_ref().and_then(|q| q.check_at()) {
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
+            if let Some(d) = self.paused_until {
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
             let t = wake.map(|w| timespec(w.saturating_duration_since(now)));
@@ -413,13 +523,20 @@ impl Agent {
                 q.end_for_gone();
             }
             self.expire_hellos();
+            self.resume_listener();
             if self.idle_over() {
                 let q = self
                     .qp1
                     .as_ref()
                     .map(|q| format!(", qp1 {:?}", q.stats))
                     .unwrap_or_default();
-                self.log(format!("idle for {:?}: exit{q}", self.cfg.idle));
+                let n = std::mem::take(&mut self.shed_log.unlogged);
+                let shed = if n > 0 {
+                    format!(", {n} more connections refused for want of a descriptor")
+                } else {
+                    String::new()
+                };
+                self.log(format!("idle for {:?}: exit{q}{shed}", self.cfg.idle));
                 return;
             }
         }
@@ -462,13 +579,117 @@ impl Agent {
         }
     }
 
+    /// Takes the connections waiting on the listener.  An `accept` that
+    /// fails leaves its connection queued and the listener readable (the
+    /// epoll set is level-triggered), so no error may simply return: with
+    /// a full descriptor table (`EMFILE`, `ENFILE`) each waiting
+    /// connection is refused at once with the spare descriptor
+    /// ([`Agent::shed`]), at most [`SHED_BATCH`] in one go; any other
+    /// error (`ENOMEM`, `ENOBUFS`, a security module's refusal), or a
+    /// spare that cannot be had, takes the listener out of the set for
+    /// [`LISTEN_PAUSE`] ([`Agent::pause_listener`]).
     fn accept_all(&mut self) {
+        let mut shed = 0;
         loop {
             let Some(l) = self.listener.as_ref() else { return };
             match accept_with(l, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK) {
                 Ok(s) => self.accept(s),
-                Err(Errno::INTR) => {}
-                Err(_) => return,
+                // Interrupted, or a connection that ended in the queue.
+                Err(Errno::INTR) | Err(Errno::CONNABORTED) => {}
+                Err(Errno::AGAIN) => return,
+                Err(e @ (Errno::MFILE | Errno::NFILE)) => {
+                    if !self.shed(e) {
+                        return self.pause_listener(e);
+                    }
+                    shed += 1;
+                    if shed >= SHED_BATCH {
+                        return;
+                    }
+                }
+                Err(e) => return self.pause_listener(e),
+            }
+        }
+    }
+
+    /// Refuses the first waiting connection when the descriptor table is
+    /// full (`accept` said `e`): the spare descriptor is closed, the
+    /// connection accepted into its slot, refused with `e` and closed
+    /// ([`refuse_at_once`]), and the spare opened again.  The client gets
+    /// an answer at once instead of waiting in the queue.  False: the
+    /// spare was not there or did not come back, or the connection could
+    /// not be accepted even so (`ENFILE` with the slot taken elsewhere).
+    fn shed(&mut self, e: Errno) -> bool {
+        if self.spare.is_none() {
+            self.spare = open_spare();
+        }
+        // Closed: its slot is the connection's.
+        if self.spare.take().is_none() {
+            return false;
+        }
+        let r = match self.listener.as_ref() {
+            Some(l) => accept_with(l, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK),
+            None => Err(Errno::AGAIN),
+        };
+        let took = match r {
+            Ok(sock) => {
+                refuse_at_once(sock, e);
+                self.counters.refused += 1;
+                self.note_shed(e);
+                true
+            }
+            // Nothing waits any more (or it ended): nothing to refuse.
+            Err(Errno::AGAIN) | Err(Errno::INTR) | Err(Errno::CONNABORTED) => true,
+            Err(_) => false,
+        };
+        self.spare = open_spare();
+        took && self.spare.is_some()
+    }
+
+    /// One more connection refused for want of a descriptor (`e`): a log
+    /// line for the first, then at most one per [`SHED_LOG_EVERY`] with the
+    /// count since the last (the rest at exit), not one per connection.
+    fn note_shed(&mut self, e: Errno) {
+        self.shed_log.unlogged += 1;
+        if self.shed_log.last.is_some_and(|t| t.elapsed() < SHED_LOG_EVERY) {
+            return;
+        }
+        let n = std::mem::take(&mut self.shed_log.unlogged);
+        self.shed_log.last = Some(Instant::now());
+        self.log(format!(
+            "no descriptor free ({e}): refused {n} connection(s) (one line per {SHED_LOG_EVERY:?} at most)"
+        ));
+    }
+
+    /// Takes the listener out of the epoll set for [`LISTEN_PAUSE`] after
+    /// `accept` failed with `e` in a way the spare does not help: the
+    /// agent then waits (serving its clients) instead of spinning on a
+    /// listener that stays readable.  Its connections wait in the queue
+    /// meanwhile (the clients try for 1 s).
+    fn pause_listener(&mut self, e: Errno) {
+        let Some(l) = self.listener.as_ref() else { return };
+        // (Not in the set: already paused.)
+        let _ = epoll::delete(&self.epoll, l);
+        if self.paused_until.is_none() && self.shed_log.last.is_none_or(|t| t.elapsed() >= SHED_LOG_EVERY) {
+            self.shed_log.last = Some(Instant::now());
+            self.log(format!(
+                "accept: {e}: the listener waits {LISTEN_PAUSE:?} (logged once per {SHED_LOG_EVERY:?} at most)"
+            ));
+        }
+        self.paused_until = Some(Instant::now() + LISTEN_PAUSE);
+    }
+
+    /// Puts the listener back in the epoll set once its pause is over; a
+    /// connection waiting meanwhile makes it readable at once.
+    fn resume_listener(&mut self) {
+        if self.paused_until.is_none_or(|t| t > Instant::now()) {
+            return;
+        }
+        self.paused_until = None;
+        if let Some(l) = self.listener.as_ref() {
+            if let Err(e) = epoll::add(&self.epoll, l, EventData::new_u64(LISTENER), EventFlags::IN) {
+                if e != Errno::EXIST {
+                    self.pause_listener(e);
+                }
             }
         }
     }
@@ -492,8 +713,16 @@ impl Agent {
             self.log(format!("refusing pid {pid}: {why}"));
             return self.refuse_later(sock, status, why);
         }
-        let Some(pidfd) = peer_pidfd(sock.as_fd(), pid) else {
-            return; // already gone
+        let pidfd = match peer_pidfd(sock.as_fd(), pid) {
+            Ok(p) => p,
+            // The connection took the last free descriptor: refused at
+            // once, as in `shed`.
+            Err(e @ (Errno::MFILE | Errno::NFILE)) => {
+                self.counters.refused += 1;
+                self.note_shed(e);
+                return refuse_at_once(sock, e);
+            }
+            Err(_) => return, // already gone
         };
         let id = self.next_id;
         self.next_id += 1;
@@ -546,14 +775,14 @@ impl Agent {
             return;
         }
         let mut b = [0u8; proto::MAX_MSG];
-        let (r, fds) = recv_msg(c.sock.as_fd(), &mut b);
+        let (r, fds, cut) = recv_msg(c.sock.as_fd(), &mut b);
         let n = match r {
             Ok(n) if n > 0 => n,
             Err(Errno::AGAIN) | Err(Errno::INTR) => return,
             _ => return self.drop_client(id, "connection closed"),
         };
         if c.greeted.is_none() {
-            self.hello(id, &b[..n], fds);
+            self.hello(id, &b[..n], fds, cut);
         } else if Header::parse(&b[..n]).is_some_and(|h| h.kind == kind::QUERY && h.version == proto::VERSION) {
             let mut k = self.counters;
             k.clients = open;
@@ -564,8 +793,9 @@ impl Agent {
     }
 
     /// Takes a client's hello, or refuses it (then drops the client).
-    fn hello(&mut self, id: u64, b: &[u8], fds: Vec<OwnedFd>) {
-        match self.check_hello(id, b, fds) {
+    /// `cut`: some of its descriptors were lost (no room for them).
+    fn hello(&mut self, id: u64, b: &[u8], fds: Vec<OwnedFd>, cut: bool) {
+        match self.check_hello(id, b, fds, cut) {
             Ok(w) => {
                 let c = &self.clients[&id];
                 let _ = rustix::net::send(&c.sock, &w.to_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
@@ -583,7 +813,7 @@ impl Agent {
         }
     }
 
-    fn check_hello(&mut self, id: u64, b: &[u8], fds: Vec<OwnedFd>) -> Result<Welcome, (i32, String)> {
+    fn check_hello(&mut self, id: u64, b: &[u8], fds: Vec<OwnedFd>, cut: bool) -> Result<Welcome, (i32, String)> {
         let inval = |s: String| (libc::EINVAL, s);
         let h = Header::parse(b).ok_or_else(|| inval("the first message is not of the protocol".into()))?;
         if h.version != proto::VERSION {
@@ -591,6 +821,12 @@ impl Agent {
             return Err((libc::EPROTO, why));
         }
         let hello = Hello::parse(b).ok_or_else(|| inval("the first message is not a hello".into()))?;
+        if cut && fds.len() < 2 {
+            // Its descriptors found no room in our table: not the
+            // client's fault.
+            let why = "the agent has no descriptor free for the hello's descriptors; try again later";
+            return Err((libc::EMFILE, why.into()));
+        }
         let [access, async_w]: [OwnedFd; 2] = fds.try_into().map_err(|v: Vec<OwnedFd>| {
             inval(format!(
                 "a hello carries 2 descriptors (access page, async pipe), not {}",
@@ -688,6 +924,81 @@ mod tests {
         assert_eq!(cma_probe(pid, &*w as *const u64 as u64, *w), Ok(()));
         assert_eq!(cma_probe(pid, &*w as *const u64 as u64, 5), Err(libc::EFAULT));
         assert_eq!(cma_probe(pid, 8, 5), Err(libc::EFAULT), "unmapped address");
+    }
+
+    /// The listener's pause, in a forked child (it lowers its own
+    /// descriptor limit): a full table and no spare take the listener out
+    /// of the epoll set instead of spinning on it; once the pause is over
+    /// and a descriptor is free, it is back and its connection taken.
+    #[test]
+    fn listener_paused_when_not_even_the_spare_helps() {
+        use rustix::process::{getrlimit, setrlimit, Resource};
+        // SAFETY: the child makes only the calls below and ends with
+        // _exit; it allocates after fork, which glibc's malloc allows
+        // (fork takes its locks); the verdict is its exit code.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let check = || -> Result<(), u8> {
+                // SAFETY: a NUL-terminated name; the call only reads it.
+                let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+                let cfg = Config {
+                    ifindex: lo,
+                    scope: format!("unit-pause-{}", std::process::id()),
+                    idle: Duration::from_secs(5),
+                    ready_fd: None,
+                };
+                let name = proto::socket_name(rustix::process::geteuid().as_raw(), lo, &cfg.scope);
+                let mut a = Agent::new(cfg).map_err(|_| 1)?;
+                let _conn = crate::client::dial(&name).map_err(|_| 2)?;
+                // The table full, and no spare.
+                let was = getrlimit(Resource::Nofile);
+                a.spare = None;
+                let probe = open_spare().ok_or(3)?;
+                let full = probe.as_raw_fd() as u64;
+                drop(probe);
+                let mut low = was;
+                low.current = Some(full);
+                setrlimit(Resource::Nofile, low).map_err(|_| 4)?;
+                a.accept_all();
+                if a.paused_until.is_none() || !a.clients.is_empty() {
+                    return Err(5);
+                }
+                let mut ev = Vec::with_capacity(8);
+                let zero = timespec(Duration::ZERO);
+                epoll::wait(&a.epoll, rustix::buffer::spare_capacity(&mut ev), Some(&zero)).map_err(|_| 6)?;
+                if ev.iter().any(|e| e.data.u64() == LISTENER) {
+                    return Err(7); // still in the set
+                }
+                // Not over yet: it stays out.
+                a.resume_listener();
+                if a.paused_until.is_none() {
+                    return Err(8);
+                }
+                // Room again, and the pause over: back in the set, readable.
+                setrlimit(Resource::Nofile, was).map_err(|_| 9)?;
+                a.paused_until = Some(Instant::now());
+                a.resume_listener();
+                ev.clear();
+                epoll::wait(&a.epoll, rustix::buffer::spare_capacity(&mut ev), Some(&zero)).map_err(|_| 10)?;
+                if a.paused_until.is_some() || !ev.iter().any(|e| e.data.u64() == LISTENER) {
+                    return Err(11);
+                }
+                a.accept_all();
+                if a.clients.len() != 1 {
+                    return Err(12);
+                }
+                Ok(())
+            };
+            let code = check().err().unwrap_or(0);
+            // SAFETY: ends the child without running the test harness.
+            unsafe { libc::_exit(code as i32) };
+        }
+        let mut st = 0;
+        // SAFETY: waits for our child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut st, 0) }, pid);
+        assert!(libc::WIFEXITED(st), "status {st:#x}");
+        assert_eq!(libc::WEXITSTATUS(st), 0, "the child's failed step");
     }
 
     #[test]

@@ -25,6 +25,15 @@
 //!   agent consumes), and a CQ's doorbell eventfd and completion channel.
 //!   Destroying the object, or the client's end, unmaps and closes them.
 //!   Nothing runs on them yet: the engine is a later step.
+//! * **A budget per client** ([`Budget`]): the descriptors and mappings
+//!   the agent keeps for one client's objects are bounded, so that one
+//!   client cannot use up the agent's `RLIMIT_NOFILE` or the system's
+//!   `vm.max_map_count` and fail every other client's requests.  A
+//!   request that would keep more is `EINVAL` (what the tables answer for
+//!   one object more than `Limits::max_objects`, as the provider's
+//!   `registry.rs` does), checked before anything is attached: nothing is
+//!   mapped and its descriptors are closed.  A destroy, and the client's
+//!   end, give the budget back.
 //!
 //! The hooks' answers:
 //! * QP and SRQ numbers: a counter of the agent's, unique in the agent
@@ -65,6 +74,88 @@ pub struct Control {
     tables: Tables,
     nums: Nums,
     ifindex: u32,
+    /// What each client may keep.
+    budget: Budget,
+}
+
+/// Descriptors and mappings that the agent keeps for a client's objects:
+/// what one object, one request or one session costs, or the most one
+/// client may keep (its [`Budget`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// Descriptors: a CQ's doorbell eventfd and its completion channel.
+    pub fds: u32,
+    /// Mappings: a CQ's CQE queue, a QP's SQ and RQ, an SRQ's queue.
+    pub maps: u32,
+}
+
+/// The most that the agent keeps for one client's objects (README.md,
+/// "Serving clients", "Budgets").  The connection itself (its socket,
+/// pidfd and async pipe, and the mapping of its access page) is not
+/// counted: [`crate::agent::MAX_CLIENTS`] bounds those.
+pub type Budget = Kept;
+
+impl Kept {
+    /// The least a client is given, whatever the agent's limits: 1024
+    /// descriptors (512 CQs, each with a doorbell and a completion
+    /// channel) and 4096 mappings (for example 1024 RC QPs with an SQ and
+    /// an RQ, 1024 CQs and 1024 SRQs), so that a verbs program of hundreds
+    /// of QPs and CQs is never refused for its budget.
+    pub const FLOOR: Budget = Kept { fds: 1024, maps: 4096 };
+
+    /// The share of the agent's limits that one client may keep: a
+    /// quarter, so that a client that takes all it may leaves three
+    /// quarters to the user's other processes and to the agent itself.
+    pub const SHARE: u64 = 4;
+
+    /// The budget of a client of an agent whose descriptor limit is
+    /// `nofile` (its soft `RLIMIT_NOFILE`, after raising it to the hard
+    /// one) under a `vm.max_map_count` of `max_map_count`: a quarter
+    /// ([`Kept::SHARE`]) of each, at least [`Kept::FLOOR`].  Where the
+    /// limits are so low that the floor is more than that share, the floor
+    /// wins: a normal program then still runs, and the agent's own limits
+    /// refuse what is beyond them.
+    pub fn from_limits(nofile: u64, max_map_count: u64) -> Budget {
+        let part = |total: u64, floor: u32| u32::try_from(total / Self::SHARE).unwrap_or(u32::MAX).max(floor);
+        Kept {
+            fds: part(nofile, Self::FLOOR.fds),
+            maps: part(max_map_count, Self::FLOOR.maps),
+        }
+    }
+
+    /// What request `req` keeps when it succeeds, from the queues and
+    /// descriptors it names (as `attach` takes them).  A `ResizeCq`'s
+    /// new queue replaces the old one: no more is kept.
+    pub fn of_request(req: &Request) -> Kept {
+        match req {
+            Request::CreateCq(c) => Kept {
+                fds: c.doorbell as u32 + c.channel as u32,
+                maps: 1,
+            },
+            Request::CreateQp(c) => Kept {
+                fds: 0,
+                maps: c.sq.is_some() as u32 + c.rq.is_some() as u32,
+            },
+            Request::CreateSrq(_) => Kept { fds: 0, maps: 1 },
+            _ => Kept::default(),
+        }
+    }
+
+    /// Whether `more` on top of `self` stays within `budget`.
+    pub fn fits(self, more: Kept, budget: Budget) -> bool {
+        let ok = |have: u32, add: u32, max: u32| have.checked_add(add).is_some_and(|n| n <= max);
+        ok(self.fds, more.fds, budget.fds) && ok(self.maps, more.maps, budget.maps)
+    }
+
+    fn add(&mut self, k: Kept) {
+        self.fds = self.fds.saturating_add(k.fds);
+        self.maps = self.maps.saturating_add(k.maps);
+    }
+
+    fn sub(&mut self, k: Kept) {
+        self.fds = self.fds.saturating_sub(k.fds);
+        self.maps = self.maps.saturating_sub(k.maps);
+    }
 }
 
 /// A CQ's queue and descriptors.
@@ -78,11 +169,34 @@ struct Cq {
     _channel: Option<OwnedFd>,
 }
 
+impl Cq {
+    /// What it keeps: its queue, and its doorbell and channel when given.
+    fn kept(&self) -> Kept {
+        Kept {
+            fds: self._doorbell.is_some() as u32 + self._channel.is_some() as u32,
+            maps: 1,
+        }
+    }
+}
+
 /// A QP's queues (the agent consumes both).
 struct QpQueues {
     sq: Option<Consumer>,
     rq: Option<Consumer>,
 }
+
+impl QpQueues {
+    /// What it keeps: a mapping per queue.
+    fn kept(&self) -> Kept {
+        Kept {
+            fds: 0,
+            maps: self.sq.is_some() as u32 + self.rq.is_some() as u32,
+        }
+    }
+}
+
+/// What an SRQ keeps: its queue's mapping.
+const SRQ_KEPT: Kept = Kept { fds: 0, maps: 1 };
 
 /// One greeted client: its number in the tables, its pid, and the queues
 /// of its objects by handle.
@@ -92,6 +206,9 @@ pub struct Session {
     cqs: HashMap<u32, Cq>,
     qps: HashMap<u32, QpQueues>,
     srqs: HashMap<u32, Consumer>,
+    /// What the queues and descriptors above add up to (kept as they
+    /// come and go, checked against the budget before each request).
+    kept: Kept,
 }
 
 impl Session {
@@ -106,34 +223,56 @@ impl Session {
         self.cqs.len() + self.srqs.len() + self.qps.values().map(qp).sum::<usize>()
     }
 
+    /// The descriptors and mappings it keeps for its objects.
+    pub fn kept(&self) -> Kept {
+        self.kept
+    }
+
     /// After the tables answered `req` with `rep`: keeps what `att`
     /// attached for the object created, changes or drops the queues of the
-    /// object changed or destroyed.  What is not kept is unmapped and
-    /// closed here.
+    /// object changed or destroyed, and counts what it keeps ([`Kept`]).
+    /// What is not kept is unmapped and closed here.
     fn keep(&mut self, req: &Request, rep: &Reply, att: Attached) {
         match (req, rep, att) {
             (_, Reply::Cq { handle, .. }, Attached::Cq(c)) => {
-                self.cqs.insert(*handle, c);
+                self.kept.add(c.kept());
+                if let Some(old) = self.cqs.insert(*handle, c) {
+                    self.kept.sub(old.kept());
+                }
             }
             (Request::ResizeCq { cq, .. }, Reply::Done, Attached::NewCqQueue(p)) => {
+                // One queue for another: the same mapping count.
                 if let Some(c) = self.cqs.get_mut(cq) {
                     c.queue = p;
                 }
             }
             (Request::DestroyCq { cq }, Reply::Done, _) => {
-                self.cqs.remove(cq);
+                if let Some(c) = self.cqs.remove(cq) {
+                    self.kept.sub(c.kept());
+                }
             }
             (_, Reply::Qp { handle, .. }, Attached::Qp(q)) => {
-                self.qps.insert(*handle, q);
+                self.kept.add(q.kept());
+                if let Some(old) = self.qps.insert(*handle, q) {
+                    self.kept.sub(old.kept());
+                }
             }
             (Request::DestroyQp { qp }, Reply::Done, _) => {
-                self.qps.remove(qp);
+                if let Some(q) = self.qps.remove(qp) {
+                    self.kept.sub(q.kept());
+                }
             }
             (_, Reply::Srq { handle, .. }, Attached::Srq(s)) => {
-                self.srqs.insert(*handle, s);
+                self.kept.add(SRQ_KEPT);
+                if self.srqs.insert(*handle, s).is_some() {
+                    self.kept.sub(SRQ_KEPT);
+                }
             }
             (Request::DestroySrq { srq }, Reply::Done, _) => {
-                self.srqs.remove(srq);
+                let gone = self.srqs.remove(srq);
+                if gone.is_some() {
+                    self.kept.sub(SRQ_KEPT);
+                }
             }
             _ => {}
         }
@@ -373,13 +512,19 @@ pub fn next_is_ctl(sock: BorrowedFd<'_>) -> bool {
 
 impl Control {
     /// No clients; objects are checked against a wire device's limits on
-    /// interface `ifindex`.
-    pub fn new(ifindex: u32) -> Control {
+    /// interface `ifindex`, and what each client keeps against `budget`.
+    pub fn new(ifindex: u32, budget: Budget) -> Control {
         Control {
             tables: Tables::new(Limits::WIRE),
             nums: Nums::new(),
             ifindex,
+            budget,
         }
+    }
+
+    /// What each client may keep.
+    pub fn budget(&self) -> Budget {
+        self.budget
     }
 
     /// A session for client `id` (process `pid` in our PID namespace, 0:
@@ -391,6 +536,7 @@ impl Control {
             cqs: HashMap::new(),
             qps: HashMap::new(),
             srqs: HashMap::new(),
+            kept: Kept::default(),
         })
     }
 
@@ -408,8 +554,10 @@ impl Control {
 
     /// Serves one request of session `s` on its connection `sock` (the
     /// client's pidfd is `pidfd`): receives it, answers it, sends the
-    /// reply.  Err: why the connection must end (the client closed it, or
-    /// broke the protocol).
+    /// reply.  A request that would keep more than the client's budget
+    /// is `EINVAL` before anything is attached (its descriptors are
+    /// closed).  Err: why the connection must end (the client closed it,
+    /// or broke the protocol).
     pub fn serve(&mut self, s: &mut Session, sock: BorrowedFd<'_>, pidfd: BorrowedFd<'_>) -> Result<(), String> {
         let (id, req, fds) = match msg::recv_request(sock) {
             Ok(r) => r,
@@ -417,7 +565,15 @@ impl Control {
             Err(MsgError::Closed) => return Err("connection closed".into()),
             Err(e) => return Err(format!("a bad control message: {e}")),
         };
-        let rep = match attach(&req, fds) {
+        let att = if s.kept.fits(Kept::of_request(&req), self.budget) {
+            attach(&req, fds)
+        } else {
+            // Over the budget: its descriptors are closed now, before the
+            // reply, and nothing is mapped.
+            drop(fds);
+            Err(EINVAL)
+        };
+        let rep = match att {
             Ok(att) => {
                 let gids = needs_gids(&req).then(|| Gids::read(self.ifindex));
                 let mut hooks = AgentHooks {
@@ -476,7 +632,7 @@ mod tests {
         let (a, b) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
         let me = rustix::process::getpid();
         let pidfd = rustix::process::pidfd_open(me, rustix::process::PidfdFlags::empty()).unwrap();
-        let mut ctl = Control::new(1);
+        let mut ctl = Control::new(1, Budget::FLOOR);
         let mut s = ctl.open(7, me.as_raw_nonzero().get()).unwrap();
         assert!(ctl.open(7, 0).is_none(), "one session per number");
         let (_q, fd) = Slots::create(8, 64).unwrap();
@@ -505,6 +661,80 @@ mod tests {
         assert!(ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).is_err(), "a bad message");
         ctl.close(s);
         assert_eq!(ctl.sessions(), 0);
+    }
+
+    #[test]
+    fn budgets_from_the_limits() {
+        let k = |fds, maps| Kept { fds, maps };
+        // A quarter of each ...
+        assert_eq!(Budget::from_limits(524_288, 262_144), k(131_072, 65_536));
+        assert_eq!(Budget::from_limits(20_000, 65_530), k(5_000, 16_382));
+        // ... at least the floor ...
+        assert_eq!(Budget::from_limits(1024, 65_530), k(1024, 16_382));
+        assert_eq!(Budget::from_limits(0, 0), Budget::FLOOR);
+        // ... and no limit stays a number.
+        assert_eq!(Budget::from_limits(u64::MAX, u64::MAX), k(u32::MAX, u32::MAX));
+        let b = k(2, 3);
+        assert!(k(1, 1).fits(k(1, 2), b));
+        assert!(!k(1, 1).fits(k(2, 0), b));
+        assert!(!k(0, 3).fits(k(0, 1), b));
+        assert!(k(2, 3).fits(Kept::default(), b), "nothing more always fits");
+        assert!(!k(u32::MAX, 0).fits(k(1, 0), Budget::from_limits(u64::MAX, 0)));
+    }
+
+    #[test]
+    fn a_session_keeps_within_its_budget() {
+        use crate::ctl::msg::CreateCq;
+        use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+        let (a, b) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None).unwrap();
+        let me = rustix::process::getpid();
+        let pidfd = rustix::process::pidfd_open(me, rustix::process::PidfdFlags::empty()).unwrap();
+        let mut ctl = Control::new(1, Kept { fds: 1, maps: 2 });
+        let mut s = ctl.open(7, me.as_raw_nonzero().get()).unwrap();
+        let mut id = 0;
+        // A CQ of 8, with a doorbell or not: its handle, or the errno.
+        let mut cq = |ctl: &mut Control, s: &mut Session, doorbell: bool| {
+            let (_q, fd) = Slots::create(8, 64).unwrap();
+            let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
+            let c = CreateCq {
+                cqe: 8,
+                queue: Queue {
+                    depth: 8,
+                    slot_size: 64,
+                },
+                doorbell,
+                channel: false,
+            };
+            let fds = [fd.as_fd(), bell.as_fd()];
+            id += 1;
+            msg::send_request(a.as_fd(), id, &Request::CreateCq(c), &fds[..1 + doorbell as usize]).unwrap();
+            ctl.serve(s, b.as_fd(), pidfd.as_fd()).unwrap();
+            match msg::recv_reply(a.as_fd()).unwrap().1 {
+                Reply::Cq { handle, .. } => Ok(handle),
+                Reply::Err(e) => Err(e),
+                r => panic!("{r:?}"),
+            }
+        };
+        let first = cq(&mut ctl, &mut s, true).unwrap();
+        assert_eq!(s.kept(), Kept { fds: 1, maps: 1 });
+        assert_eq!(cq(&mut ctl, &mut s, true), Err(EINVAL), "a descriptor too many");
+        assert_eq!(s.kept(), Kept { fds: 1, maps: 1 }, "nothing kept of the refused");
+        let second = cq(&mut ctl, &mut s, false).unwrap();
+        assert_eq!(second, first + 1, "the refused CQ took no handle");
+        assert_eq!(cq(&mut ctl, &mut s, false), Err(EINVAL), "a mapping too many");
+        assert_eq!((s.kept(), s.queues()), (Kept { fds: 1, maps: 2 }, 2));
+        // A destroy gives its part back.
+        msg::send_request(a.as_fd(), 99, &Request::DestroyCq { cq: first }, &[]).unwrap();
+        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).unwrap();
+        assert_eq!(msg::recv_reply(a.as_fd()).unwrap(), (99, Reply::Done));
+        assert_eq!(s.kept(), Kept { fds: 0, maps: 1 });
+        assert!(cq(&mut ctl, &mut s, true).is_ok(), "room again");
+        assert_eq!(s.kept(), Kept { fds: 1, maps: 2 });
+        ctl.close(s);
+        // A new session starts with nothing kept.
+        let s = ctl.open(8, 0).unwrap();
+        assert_eq!(s.kept(), Kept::default());
+        ctl.close(s);
     }
 
     #[test]

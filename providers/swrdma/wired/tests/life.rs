@@ -295,3 +295,109 @@ fn cma_probe_decides_no_cma() {
     assert!(dumpable.child.wait().unwrap().success());
     stop_agent(agent);
 }
+
+/// The lowest descriptor number process `pid` has free.
+fn lowest_free_fd(pid: u32) -> u64 {
+    let used: std::collections::HashSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    (0..).find(|n| !used.contains(n)).unwrap()
+}
+
+/// The open descriptors of process `pid`.
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+}
+
+/// The CPU time process `pid` has used (user and system), in seconds.
+fn cpu_secs(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields 14 and 15 (utime, stime): the 12th and 13th after the name.
+    let f: Vec<u64> = s[s.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    // SAFETY: sysconf reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f[0] + f[1]) as f64 / hz
+}
+
+#[test]
+fn full_descriptor_table_refuses_at_once_without_spinning() {
+    use rustix::process::{prlimit, Pid, Resource, Rlimit};
+    use swrdma_wired::proto::{self, kind, Welcome};
+    let s = scope("emfile");
+    let log = std::env::temp_dir().join(format!("{s}.log"));
+    let mut a = Holder::start(hello(&s, &[]).env("SWRDMA_WIRED_LOG", &log));
+    let w = welcome(&a.line());
+    let agent: u32 = w["agent_pid"].parse().unwrap();
+    let mut b = Holder::start(&mut hello(&s, &[]));
+    welcome(&b.line());
+    // The agent's table is full: its limit at its lowest free descriptor
+    // (soft and hard: it raises its soft limit only at start).
+    let full = lowest_free_fd(agent);
+    let lim = Rlimit {
+        current: Some(full),
+        maximum: Some(full),
+    };
+    prlimit(Pid::from_raw(agent as i32), Resource::Nofile, lim).unwrap();
+    let fds = fd_count(agent);
+    // SAFETY: a NUL-terminated name; the call only reads it.
+    let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+    let name = proto::socket_name(rustix::process::geteuid().as_raw(), lo, &s);
+    // For about a second, connections come: each is refused at once
+    // (EMFILE), and the agent does not spin meanwhile.
+    let cpu = cpu_secs(agent);
+    let t = Instant::now();
+    let mut refused = 0;
+    while t.elapsed() < Duration::from_secs(1) {
+        let sock = swrdma_wired::client::dial(&name).expect("the listener takes the connection");
+        let mut pfd = [rustix::event::PollFd::new(&sock, rustix::event::PollFlags::IN)];
+        let half = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 500_000_000,
+        };
+        assert_eq!(
+            rustix::event::poll(&mut pfd, Some(&half)).unwrap(),
+            1,
+            "no answer in 0.5 s"
+        );
+        let mut m = [0u8; proto::MAX_MSG];
+        let (n, _) = rustix::net::recv(&sock, &mut m, rustix::net::RecvFlags::DONTWAIT).unwrap();
+        let (h, r) = Welcome::parse(&m[..n]).expect("a refusal");
+        assert_eq!((h.kind, r.status), (kind::REFUSED, libc::EMFILE as u32), "{}", r.text);
+        refused += 1;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A real client is told at once too.
+    let t1 = Instant::now();
+    let out = run(&mut hello(&s, &["--wait-ms", "3000"]));
+    assert!(t1.elapsed() < Duration::from_secs(2), "{:?}: {out}", t1.elapsed());
+    assert!(
+        out.contains("Too many open files") || out.contains("closed every connection before its welcome"),
+        "{out}"
+    );
+    let (used, wall) = (cpu_secs(agent) - cpu, t.elapsed().as_secs_f64());
+    assert!(used < 0.25 * wall, "the agent used {used} s of CPU in {wall} s");
+    assert!(refused >= 10, "{refused} connections refused");
+    // The clients leave: the next is welcomed by the same agent.
+    assert!(a.release().success() && b.release().success());
+    let end = Instant::now() + Duration::from_secs(5);
+    while fd_count(agent) + 6 > fds && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let w2 = welcome(&run(&mut hello(&s, &[])));
+    assert_eq!(w2["agent_pid"], w["agent_pid"]);
+    let k = counters(&s);
+    assert!(k["refused"].parse::<u32>().unwrap() >= refused, "{k:?}");
+    // One log line for the storm, not one per connection.
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let lines = text.lines().filter(|l| l.contains("no descriptor free")).count();
+    assert!((1..=2).contains(&lines), "{lines} lines:\n{text}");
+    stop_agent(agent);
+    let _ = std::fs::remove_file(&log);
+}

@@ -1,7 +1,8 @@
 //! The agent serving its clients' control path (plan step 2), with the
 //! real program over real sockets: the verbs' requests of one client, two
-//! clients kept apart, a client killed with its objects alive, and clients
-//! that break the protocol.  Each test has an agent of its own (a private
+//! clients kept apart, a client killed with its objects alive, clients
+//! that break the protocol, and a client over its budget of descriptors
+//! and mappings.  Each test has an agent of its own (a private
 //! scope); the clients are this process (`client::Session::call`) or
 //! `swrdma-wired-hello --objects`.
 
@@ -84,6 +85,12 @@ impl Client {
 
     /// A CQ of 64 with its CQE queue and a doorbell.
     fn cq(&mut self) -> u32 {
+        self.try_cq(true).unwrap_or_else(|e| panic!("create_cq: errno {e}"))
+    }
+
+    /// A CQ of 64 with its CQE queue, and a doorbell when `doorbell`: its
+    /// handle, or the errno.
+    fn try_cq(&mut self, doorbell: bool) -> Result<u32, i32> {
         let (q, fd) = Slots::create(64, CQE_SLOT).unwrap();
         let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
         let c = CreateCq {
@@ -92,14 +99,16 @@ impl Client {
                 depth: 64,
                 slot_size: CQE_SLOT as u32,
             },
-            doorbell: true,
+            doorbell,
             channel: false,
         };
-        match self.call(Request::CreateCq(c), &[fd.as_fd(), bell.as_fd()]) {
+        let fds = [fd.as_fd(), bell.as_fd()];
+        match self.call(Request::CreateCq(c), &fds[..1 + doorbell as usize]) {
             Reply::Cq { handle, cqe: 64 } => {
                 self.queues.push(q);
-                handle
+                Ok(handle)
             }
+            Reply::Err(e) => Err(e),
             r => panic!("create_cq: {r:?}"),
         }
     }
@@ -468,4 +477,68 @@ fn bad_messages_end_only_their_client() {
     drop(good);
     stop_agent(agent);
     let _ = std::fs::remove_file(&log);
+}
+
+#[test]
+fn a_client_over_its_budget_is_refused_and_others_are_not() {
+    let s = scope("budget");
+    // Each client may keep 4 descriptors and 6 mappings (the variables
+    // for tests; the agent inherits them from its first client).
+    let mut h = Holder::start(
+        hello(&s, &[])
+            .env("SWRDMA_WIRED_CLIENT_FDS", "4")
+            .env("SWRDMA_WIRED_CLIENT_MAPS", "6"),
+    );
+    let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
+    let mut b = Client::open(&s, 2000);
+    let base = resources(agent);
+    let mut a = Client::open(&s, 2000);
+    // A makes CQs with a doorbell (a descriptor and a mapping each) until
+    // refused: the fifth, with the errno of one object too many.
+    let mut cqs = Vec::new();
+    let refused = loop {
+        match a.try_cq(true) {
+            Ok(cq) => cqs.push(cq),
+            Err(e) => break e,
+        }
+        assert!(cqs.len() <= 4, "no refusal past the budget");
+    };
+    assert_eq!((cqs.len(), refused), (4, libc::EINVAL));
+    // Nothing is made or kept of a refused one: the agent's descriptors
+    // and mappings stay, and the next CQ gets the next handle.
+    let before = resources(agent);
+    assert_eq!(a.try_cq(true), Err(libc::EINVAL));
+    assert_eq!(resources(agent), before, "(fds, maps) after a refusal");
+    // Without a doorbell a CQ keeps only its mapping: two more fit.
+    assert_eq!(a.try_cq(false), Ok(cqs[3] + 1), "the refused CQs took no handle");
+    assert!(a.try_cq(false).is_ok());
+    assert_eq!(a.try_cq(false), Err(libc::EINVAL), "a mapping too many");
+    // B, connected all along, makes its own objects: four CQs with their
+    // doorbells and a QP with two queues.
+    let b_cqs: Vec<u32> = (0..4).map(|_| b.cq()).collect();
+    let pd = b.pd();
+    let (qp, _) = b.rc_qp(pd, b_cqs[0]);
+    // A destroys two: room for two again, and no more.
+    a.done(Request::DestroyCq { cq: cqs[0] });
+    a.done(Request::DestroyCq { cq: cqs[1] });
+    assert!(a.try_cq(true).is_ok() && a.try_cq(true).is_ok(), "the budget came back");
+    assert_eq!(a.try_cq(true), Err(libc::EINVAL));
+    // B's objects go; A ends with its objects: everything is given back.
+    b.done(Request::DestroyQp { qp });
+    for cq in b_cqs {
+        b.done(Request::DestroyCq { cq });
+    }
+    b.done(Request::DeallocPd { pd });
+    drop(a);
+    let back = resources_back(agent, base, Duration::from_secs(1));
+    assert_eq!(back, base, "(fds, maps) once A ended and B destroyed its objects");
+    // A new client has the whole budget.
+    let mut c = Client::open(&s, 2000);
+    for _ in 0..4 {
+        c.cq();
+    }
+    assert_eq!(c.try_cq(true), Err(libc::EINVAL));
+    assert!(h.release().success());
+    drop((b, c));
+    stop_agent(agent);
 }
