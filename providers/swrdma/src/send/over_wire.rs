@@ -45,27 +45,7 @@ pub unsafe fn post(
     if qp.qpt == IBV_QPT_UD && len > w.mtu as u64 {
         return Err(libc::EINVAL);
     }
-    let mut r = Req {
-        seq: 0,
-        kind,
-        first: 0,
-        npkts: 0,
-        len,
-        raddr: 0,
-        rkey: 0,
-        imm: None,
-        inv: None,
-        cmp: 0,
-        swap: 0,
-        se: req.solicited(),
-        sges: Vec::new(),
-        data: None,
-        ud: None,
-        loff: 0,
-        last: true,
-        got: 0,
-        rmtu: 0,
-    };
+    let mut r = Req::new(0, kind, len, req.solicited());
     // (`imm_data` holds the ImmDt bytes as they go on the wire.)
     r.imm = req.op.imm().map(u32::from_be);
     r.inv = req.op.invalidated_rkey();

@@ -77,6 +77,22 @@ pub struct SqEntry {
     pub done: Option<u32>,
 }
 
+impl SqEntry {
+    /// The entry of WQE `w` (request number `seq`) that completes with
+    /// `status` without going on the wire (signaled: an error always has a
+    /// CQE).
+    fn failed(seq: u64, w: &SendWqe<'_>, status: u32) -> SqEntry {
+        SqEntry {
+            seq,
+            wr_id: w.wr_id,
+            opcode: kind_of(&w.op).map_or(IBV_WC_SEND, wc_opcode),
+            len: 0,
+            signaled: true,
+            done: Some(status),
+        }
+    }
+}
+
 /// A QP's state as the engine drives it (under [`DataQp`]'s lock).
 pub struct DataSt {
     /// `IBV_QPS_*`, as the control path moved it (the engine moves it to
@@ -550,27 +566,8 @@ pub fn request(
     if ud && len > q.mtu as u64 {
         return Err(Refused::Op);
     }
-    let mut r = Req {
-        seq,
-        kind,
-        first: 0,
-        npkts: 0,
-        len,
-        raddr: 0,
-        rkey: 0,
-        imm: None,
-        inv: None,
-        cmp: 0,
-        swap: 0,
-        se: w.send_flags & IBV_SEND_SOLICITED != 0,
-        sges,
-        data,
-        ud: None,
-        loff: 0,
-        last: true,
-        got: 0,
-        rmtu: 0,
-    };
+    let mut r = Req::new(seq, kind, len, w.send_flags & IBV_SEND_SOLICITED != 0);
+    (r.sges, r.data) = (sges, data);
     match w.op {
         // (`imm` as `ibv_send_wr` holds it: the ImmDt bytes in order.)
         SendOp::SendWithImm { imm } => r.imm = Some(u32::from_be(imm)),
@@ -659,15 +656,7 @@ pub fn take_sends(
         let seq = st.next_seq;
         st.next_seq += 1;
         if st.state == IBV_QPS_ERR {
-            let flushed = SqEntry {
-                seq,
-                wr_id: w.wr_id,
-                opcode: kind_of(&w.op).map_or(IBV_WC_SEND, wc_opcode),
-                len: 0,
-                signaled: true,
-                done: Some(IBV_WC_WR_FLUSH_ERR),
-            };
-            st.sq.push_back(flushed);
+            st.sq.push_back(SqEntry::failed(seq, &w, IBV_WC_WR_FLUSH_ERR));
             h.complete_sq(qp, &mut st);
             continue;
         }
@@ -691,15 +680,7 @@ pub fn take_sends(
                     Refused::Op => IBV_WC_LOC_QP_OP_ERR,
                     Refused::Local(s) => s,
                 };
-                let failed = SqEntry {
-                    seq,
-                    wr_id: w.wr_id,
-                    opcode: kind_of(&w.op).map_or(IBV_WC_SEND, wc_opcode),
-                    len: 0,
-                    signaled: true,
-                    done: Some(status),
-                };
-                st.sq.push_back(failed);
+                st.sq.push_back(SqEntry::failed(seq, &w, status));
                 h.to_err(qp, &mut st);
             }
         }

@@ -360,25 +360,14 @@ impl Wire {
             while off < r.len {
                 let n = (r.len - off).min(chunk);
                 let part = Req {
-                    seq: r.seq,
-                    kind: Op::Read,
-                    first: st.wq_mut().psn,
+                    first: st.wq().psn,
                     npkts: n.div_ceil(pmtu) as u32,
-                    len: n,
                     raddr: r.raddr + off,
                     rkey: r.rkey,
-                    imm: None,
-                    inv: None,
-                    cmp: 0,
-                    swap: 0,
-                    se: false,
                     sges: r.sges.clone(),
-                    data: None,
-                    ud: None,
                     loff: off,
                     last: off + n >= r.len,
-                    got: 0,
-                    rmtu: 0,
+                    ..Req::new(r.seq, Op::Read, n, false)
                 };
                 st.wq_mut().psn = psn_add(st.wq_mut().psn, part.npkts);
                 st.wq_mut().reqs.push_back(part);

@@ -47,6 +47,34 @@ pub struct Req {
     pub rmtu: u32,
 }
 
+impl Req {
+    /// Request number `seq`: `len` bytes of `kind` (`se`: solicited), with
+    /// no address, immediate, data or place on the wire yet.
+    pub fn new(seq: u64, kind: Op, len: u64, se: bool) -> Req {
+        Req {
+            seq,
+            kind,
+            first: 0,
+            npkts: 0,
+            len,
+            raddr: 0,
+            rkey: 0,
+            imm: None,
+            inv: None,
+            cmp: 0,
+            swap: 0,
+            se,
+            sges: Vec::new(),
+            data: None,
+            ud: None,
+            loff: 0,
+            last: true,
+            got: 0,
+            rmtu: 0,
+        }
+    }
+}
+
 /// The wire state of a QP (in `QpSt`).
 #[derive(Default)]
 pub struct WQp {
