@@ -210,15 +210,8 @@ impl HostSt for DataSt {
     fn cur(&mut self) -> &mut Option<Receive<RecvCq>> {
         &mut self.cur
     }
-    fn sq_done(&mut self, seq: u64, status: u32) {
-        if let Some(w) = self.sq.iter_mut().find(|w| w.seq == seq) {
-            w.done = Some(status);
-        }
-    }
-    fn sq_fail(&mut self, seq: u64, status: u32) {
-        if let Some(w) = self.sq.iter_mut().find(|w| w.seq == seq) {
-            w.done.get_or_insert(status);
-        }
+    fn sq_mark(&mut self, seq: u64) -> Option<&mut Option<u32>> {
+        self.sq.iter_mut().find(|w| w.seq == seq).map(|w| &mut w.done)
     }
 }
 

@@ -36,10 +36,20 @@ pub trait HostSt {
     fn budget(&mut self) -> &mut Budget;
     /// The receive being filled.
     fn cur(&mut self) -> &mut Option<Receive<Self::RecvCq>>;
+    /// The done mark (the status once done) of send queue entry `seq`.
+    fn sq_mark(&mut self, seq: u64) -> Option<&mut Option<u32>>;
     /// Send queue entry `seq` is done with `status` (0: success).
-    fn sq_done(&mut self, seq: u64, status: u32);
+    fn sq_done(&mut self, seq: u64, status: u32) {
+        if let Some(m) = self.sq_mark(seq) {
+            *m = Some(status);
+        }
+    }
     /// Send queue entry `seq` fails with `status`, unless it is done already.
-    fn sq_fail(&mut self, seq: u64, status: u32);
+    fn sq_fail(&mut self, seq: u64, status: u32) {
+        if let Some(m) = self.sq_mark(seq) {
+            m.get_or_insert(status);
+        }
+    }
 }
 
 /// The objects the engine runs for (one context's, or one client's).
