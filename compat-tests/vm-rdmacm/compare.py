@@ -40,7 +40,10 @@ def fold_races(lines):
     """A DISCONNECTED event taken just before the id's DESTROY_ID, or not
     taken because the destroy came first, is a race between the program's
     threads and the peer's DREP (fast on swr0, slow on rxe under TCG): the
-    event is dropped and the destroy's count lowered by it, on both sides."""
+    event is dropped and the destroy's count lowered by it, on both sides.
+    So is one whose log line comes just after the DESTROY_ID that counted
+    it: the event thread took it before the destroy and the destroying
+    thread wrote its line first (rping's client on rw0, seen once)."""
     out = []
     for line in lines:
         m = re.match(r"^DESTROY_ID id=(\S+) -> ok events_reported=(\d+)$", line)
@@ -49,6 +52,12 @@ def fold_races(lines):
             if prev and prev[1] == m[1]:
                 out.pop()
                 line = f"DESTROY_ID id={m[1]} -> ok events_reported={int(m[2]) - 1}"
+        ev = re.match(r"^GET_EVENT  -> ok uid=\S+ id=(\S+) event=10 ", line)
+        if ev and out:
+            before = re.match(r"^DESTROY_ID id=(\S+) -> ok events_reported=(\d+)$", out[-1])
+            if before and before[1] == ev[1] and int(before[2]) > 0:
+                out[-1] = f"DESTROY_ID id={before[1]} -> ok events_reported={int(before[2]) - 1}"
+                continue
         out.append(line)
     return out
 
