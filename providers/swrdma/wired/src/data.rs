@@ -349,16 +349,7 @@ impl ClientData {
             *bad = true;
             return None;
         };
-        let sges = w
-            .sges
-            .iter()
-            .map(|s| ibv_sge {
-                addr: s.addr,
-                length: s.length,
-                lkey: s.lkey,
-            })
-            .collect();
-        Some((w.wr_id, sges, pd))
+        Some((w.wr_id, w.sges.to_verbs(), pd))
     }
 }
 
@@ -543,14 +534,7 @@ pub fn request(
     let (sges, data, len) = match w.data {
         Data::Inline(b) => (Vec::new(), Some(b.to_vec()), b.len() as u64),
         Data::Sges(l) => {
-            let list: Vec<ibv_sge> = l
-                .iter()
-                .map(|s| ibv_sge {
-                    addr: s.addr,
-                    length: s.length,
-                    lkey: s.lkey,
-                })
-                .collect();
+            let list = l.to_verbs();
             let writes = matches!(kind, Op::Read | Op::CmpSwap | Op::FetchAdd);
             let checked = keys.check_local(pd, &list, writes).map_err(Refused::Local)?;
             (checked.unwrap_or(list), None, l.total())

@@ -367,6 +367,17 @@ impl<'a> SgeList<'a> {
         (0..self.len()).filter_map(|i| self.get(i))
     }
 
+    /// The list as the verbs' SGEs.
+    pub fn to_verbs(&self) -> Vec<ibv_sge> {
+        self.iter()
+            .map(|s| ibv_sge {
+                addr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            })
+            .collect()
+    }
+
     /// The sum of the lengths (checked not to exceed `u32::MAX` in a
     /// decoded or encoded entry).
     pub fn total(&self) -> u64 {
