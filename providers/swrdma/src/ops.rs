@@ -120,7 +120,7 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
             );
             e.raw_os_error().unwrap_or(libc::EIO)
         })?;
-        let mtu = wire::engine::mtu_bytes(device::active_mtu(Some(wc)));
+        let mtu = swrdma_rc::responder::pmtu_bytes(device::active_mtu(Some(wc)));
         // (Datagrams of another process's QPs go to it: its endpoint in the
         // user's directory.)
         let owner = Box::new(move |q: u32| ipc::resolve(&wdir, q));

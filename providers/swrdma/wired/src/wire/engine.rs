@@ -31,7 +31,7 @@ use swrdma_rc::memory::{Atomic, Memory};
 use swrdma_rc::op::Op;
 use swrdma_rc::qpstate::{self, Intake};
 use swrdma_rc::recv::GidKind;
-use swrdma_rc::responder::{ReadRes, Target};
+use swrdma_rc::responder::{pmtu_bytes, ReadRes, Target};
 use swrdma_rc::timers::ack_timeout_ns;
 use swrdma_roce as roce;
 use swrdma_roce::{op, psn_add, psn_diff, Aeth, AtomicEth, Bth, Deth, Hdr, Reth};
@@ -89,16 +89,6 @@ const TXQ_KEEP: usize = 4;
 fn trace() -> bool {
     static T: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *T.get_or_init(|| std::env::var_os("SWRDMA_WIRE_TRACE").is_some_and(|v| v == "1"))
-}
-
-pub fn mtu_bytes(code: u32) -> u32 {
-    match code {
-        1 => 256,
-        2 => 512,
-        3 => 1024,
-        4 => 2048,
-        _ => 4096,
-    }
 }
 
 /// The IP address a GID stands for (RoCE v2).
@@ -1425,7 +1415,7 @@ impl Wire {
             st.wq_mut().una = st.wq_mut().psn;
         }
         if mask & IBV_QP_PATH_MTU != 0 {
-            st.wq_mut().pmtu = mtu_bytes(st.attr().path_mtu).min(self.mtu.max(256));
+            st.wq_mut().pmtu = pmtu_bytes(st.attr().path_mtu).min(self.mtu.max(256));
         }
         if st.wq_mut().pmtu == 0 {
             st.wq_mut().pmtu = self.mtu;
