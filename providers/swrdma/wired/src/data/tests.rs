@@ -8,8 +8,7 @@ use crate::place::AccessPage;
 use crate::wq::format::{decode_cqe, encode_recv, RecvWqe, Remote, Sge, SgeList, UdAddr};
 use crate::wq::Slots;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::AsFd;
 
 const PD: u32 = 7;
 const LKEY: u32 = 0x100;
@@ -49,18 +48,11 @@ impl Client {
     }
 }
 
-/// Cross-memory attach on ourselves, with an access page of our own.
+/// Cross-memory attach on ourselves, with an access page of our own (as
+/// a client without the provider makes one: `client::access_page`).
 fn own_mem() -> ClientMem {
-    use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let name = format!("data-test-access-{}", N.fetch_add(1, Ordering::Relaxed));
-    let fd = memfd_create(name.as_str(), MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).unwrap();
-    ftruncate(&fd, crate::proto::ACCESS_BYTES as u64).unwrap();
-    fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL).unwrap();
-    let magic = crate::proto::ACCESS_MAGIC.to_ne_bytes();
-    assert_eq!(rustix::io::pwrite(&fd, &magic, 0), Ok(8));
+    let fd = crate::client::access_page().unwrap();
     let page = AccessPage::map(fd.as_fd()).unwrap();
-    assert!(fd.as_raw_fd() >= 0);
     ClientMem::new(std::process::id() as libc::pid_t, None, false, page)
 }
 
