@@ -32,10 +32,6 @@ pub const PLAIN_GID_TBL_LEN: usize = 3;
 /// The GID table length of a wire device: rxe's (`RXE_PORT_GID_TBL_LEN`).
 pub const WIRE_GID_TBL_LEN: usize = 1024;
 
-/// rxe's `RXE_MAX_HDR_LENGTH`: what rxe takes off the interface MTU for
-/// its headers before choosing the port's active MTU.
-const RXE_MAX_HDR_LENGTH: u32 = 80;
-
 /// The network interface of a wire device, as it was when read.
 #[derive(Clone, Debug)]
 pub struct WireCfg {
@@ -150,17 +146,7 @@ pub fn gid_tbl_len(w: Option<&WireCfg>) -> usize {
     }
 }
 
-/// rxe's `eth_mtu_int_to_enum` and `rxe_set_mtu`: the largest IB MTU that
-/// fits in the interface MTU less rxe's headers, at least 256, at most 4096.
-pub fn mtu_enum(if_mtu: u32) -> u32 {
-    match if_mtu.saturating_sub(RXE_MAX_HDR_LENGTH) {
-        4096.. => IBV_MTU_4096,
-        2048.. => IBV_MTU_2048,
-        1024.. => IBV_MTU_1024,
-        512.. => IBV_MTU_512,
-        _ => IBV_MTU_256,
-    }
-}
+pub use swrdma_wired::gids::mtu_enum;
 
 /// The port's active MTU: 4096 on a plain device; on a wire device rxe's
 /// choice for the interface's MTU now (it follows MTU changes, as rxe does

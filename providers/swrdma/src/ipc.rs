@@ -1,6 +1,9 @@
 //! Endpoints: per-user id allocation, the per-context listening socket,
 //! connecting links (memfd + eventfd passed with SCM_RIGHTS, peers checked
-//! with SO_PEERCRED), and QPN -> context resolution.
+//! with SO_PEERCRED), and QPN -> context resolution.  The private
+//! directory's parts (ids, context sockets, QPN links, multicast groups,
+//! `reclaim`) live in the agent's crate, `swrdma_wired::userdir` (the agent
+//! is a context of the user too), and are re-exported here.
 //!
 //! Every descriptor here is an `OwnedFd`: it is closed exactly once, when
 //! its owner (a `Link`, the `Ctx`, or a local on an error path) is dropped;
@@ -18,22 +21,27 @@
 //! once it listens (bound under `t<id>`, then renamed), so a connection
 //! refused at `c<id>` means its owner is gone for good (ids are never
 //! reused), as does a listener whose process has exited (a forked child may
-//! still hold the socket); [`reclaim`] removes such sockets and the QPN
-//! links that point to no socket.
+//! still hold the socket); [`reclaim`](swrdma_wired::userdir::reclaim)
+//! removes such sockets and the QPN links that point to no socket.
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::fs::{fcntl_add_seals, fcntl_get_seals, fstat, ftruncate, memfd_create, FileType, MemfdFlags, SealFlags};
 use rustix::net::{
-    accept_with, bind, connect as connect_socket, listen as listen_socket, recvmsg, sendmsg, socket_with,
-    sockopt::socket_peercred, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+    accept_with, connect as connect_socket, recvmsg, sendmsg, socket_with, sockopt::socket_peercred, AddressFamily,
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
+    SocketAddrUnix, SocketFlags, SocketType,
 };
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use swrdma_ring::{Link, LINK_BYTES};
+pub use swrdma_wired::userdir::{
+    alloc_ids, alloc_ids_in, ctx_sock_path, group_members, join_group, leave_group, listen, open_ids, publish, resolve,
+    unpublish,
+};
+use swrdma_wired::userdir::{peer_process, PeerProc};
 
 /// "SWRE": the hello of the rings whose records carry their own stamps
 /// (swrdma-ring `Form`; "SWRD" was the format published by `head`).
@@ -67,78 +75,6 @@ impl Hello {
     }
 }
 
-/// Opens (creating it 0600 if missing) file `name` of the private
-/// directory for reading and writing: never through a symlink
-/// (`O_NOFOLLOW`), close-on-exec, and only a regular file of ours.
-pub fn open_private_file(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::MetadataExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(dir.join(name))?;
-    let md = f.metadata()?;
-    if !md.file_type().is_file() || md.uid() != rustix::process::getuid().as_raw() {
-        return Err(std::io::Error::from_raw_os_error(libc::EPERM));
-    }
-    Ok(f)
-}
-
-/// Allocates `n` consecutive ids (QPNs, SRQNs, context ids) unique for the
-/// user, from the counter file in the private directory (flock'ed).
-pub fn alloc_ids(dir: &Path, n: u32) -> u32 {
-    match open_private_file(dir, "ids") {
-        Ok(f) => alloc_ids_in(&f, n),
-        Err(e) => {
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                eprintln!(
-                    "libibverbs: swrdma: cannot use the id counter {} ({e}): ids may collide",
-                    dir.join("ids").display()
-                )
-            });
-            // Fall back to something unlikely to collide with other
-            // processes (and never with this one's own ids).
-            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-            let base = ((std::process::id() & 0xffff) << 8) | 0x11;
-            let off = NEXT.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            base.wrapping_add(off)
-        }
-    }
-}
-
-/// The id counter file of the private directory, to be kept open by a
-/// context for [`alloc_ids_in`].
-pub fn open_ids(dir: &Path) -> std::io::Result<std::fs::File> {
-    open_private_file(dir, "ids")
-}
-
-/// [`alloc_ids`] from the counter file `f` (of [`open_ids`]).  `flock`'s
-/// lock belongs to the open file: threads (and a forked child) sharing
-/// `f` must not call this at the same time.
-pub fn alloc_ids_in(f: &std::fs::File, n: u32) -> u32 {
-    // flock(LOCK_EX); released by the unlock below (or by the close).
-    let _ = f.lock();
-    let mut buf = [0u8; 4];
-    let mut v = match f.read_at(&mut buf, 0) {
-        Ok(4) => u32::from_le_bytes(buf),
-        _ => 0,
-    };
-    if !(0x100..0xff_0000).contains(&v) {
-        v = 0x100;
-    }
-    let next = v + n;
-    let _ = f.write_at(&next.to_le_bytes(), 0);
-    let _ = f.unlock();
-    v
-}
-
-pub fn ctx_sock_path(dir: &Path, id: u32) -> PathBuf {
-    dir.join(format!("c{id}"))
-}
 fn ctx_fds_path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("d{id}"))
 }
@@ -194,268 +130,6 @@ fn take_fds(dir: &Path, peer: u32, pidfd: BorrowedFd<'_>) -> Option<(OwnedFd, Di
     let get = |fd| pidfd_getfd(pidfd, fd, PidfdGetfdFlags::empty()).ok();
     let (efd, dirfd, access) = (get(a)?, get(b)?, get(c)?);
     is_eventfd(efd.as_fd()).then_some((efd, (dirfd, access)))
-}
-pub fn qpn_path(dir: &Path, qpn: u32) -> PathBuf {
-    dir.join(format!("q{qpn}"))
-}
-
-/// Publishes "QPN/SRQN `num` lives in context `ctx`" (a symlink).
-pub fn publish(dir: &Path, num: u32, ctx: u32) {
-    let p = qpn_path(dir, num);
-    // A stale link of the number (a killed process's) is replaced; the
-    // usual case, no link, costs one call.
-    if std::os::unix::fs::symlink(format!("c{ctx}"), &p).is_err() {
-        let _ = std::fs::remove_file(&p);
-        let _ = std::os::unix::fs::symlink(format!("c{ctx}"), &p);
-    }
-}
-pub fn unpublish(dir: &Path, num: u32) {
-    let _ = std::fs::remove_file(qpn_path(dir, num));
-}
-/// The file that says "QP `qpn`, of context `ctx` (its target, as a QPN
-/// link's), is attached to multicast group `mgid`".
-pub fn group_path(dir: &Path, mgid: &[u8; 16], qpn: u32) -> PathBuf {
-    let hex: String = mgid.iter().map(|b| format!("{b:02x}")).collect();
-    dir.join(format!("g{hex}-{qpn}"))
-}
-pub fn join_group(dir: &Path, mgid: &[u8; 16], qpn: u32, ctx: u32) {
-    let p = group_path(dir, mgid, qpn);
-    let _ = std::fs::remove_file(&p);
-    let _ = std::os::unix::fs::symlink(format!("c{ctx}"), &p);
-}
-pub fn leave_group(dir: &Path, mgid: &[u8; 16], qpn: u32) {
-    let _ = std::fs::remove_file(group_path(dir, mgid, qpn));
-}
-/// The QPNs attached to group `mgid` (by any process of the user).
-pub fn group_members(dir: &Path, mgid: &[u8; 16]) -> Vec<u32> {
-    let hex: String = mgid.iter().map(|b| format!("{b:02x}")).collect();
-    let prefix = format!("g{hex}-");
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix(&prefix)?.parse().ok())
-        .collect()
-}
-
-/// The context id a QPN link's target names: exactly `c<digits>`, a
-/// socket of the same directory (anything else, such as a path leading
-/// out of it, is refused).
-fn link_target(t: &Path) -> Option<u32> {
-    let s = t.to_str()?.strip_prefix('c')?;
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
-pub fn resolve(dir: &Path, num: u32) -> Option<u32> {
-    link_target(&std::fs::read_link(qpn_path(dir, num)).ok()?)
-}
-
-/// What a connection attempt to a context's socket says about it.
-enum Probe {
-    /// Someone listens (or may: anything but a refusal).
-    Live,
-    /// No one listens on the socket: its owner is gone.
-    Dead,
-}
-
-/// Knocks at socket `p` without waiting (a non-blocking connect, closed
-/// at once: the listener drops the connection when no hello comes); a
-/// connection is made only to a socket of our user's private directory.
-fn probe(p: &Path) -> Probe {
-    let Ok(addr) = SocketAddrUnix::new(p) else {
-        return Probe::Live;
-    };
-    let Ok(fd) = socket_with(
-        AddressFamily::UNIX,
-        SocketType::STREAM,
-        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
-        None,
-    ) else {
-        return Probe::Live;
-    };
-    match connect_socket(&fd, &addr) {
-        Err(rustix::io::Errno::CONNREFUSED) => Probe::Dead,
-        // Someone listens: is the context's process (the listener's
-        // creator) still there?  A child it forked may hold the socket.
-        Ok(()) => match peer_process(fd.as_fd()) {
-            PeerProc::Dead => Probe::Dead,
-            _ => Probe::Live,
-        },
-        _ => Probe::Live,
-    }
-}
-
-/// A name of the directory of the form `<prefix><digits>`: the number.
-fn numbered(name: &std::ffi::OsStr, prefix: char) -> Option<u32> {
-    let s = name.to_str()?.strip_prefix(prefix)?;
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
-/// A `t<id>` socket (bound, not yet renamed) older than this whose
-/// listener refuses is a leftover of a process killed while opening.
-const TEMP_GRACE_SECS: i64 = 60;
-
-/// Removes the endpoints of processes that ended without closing (killed):
-/// context sockets `c<id>` on which no one listens (a connection is
-/// refused) or whose listening process has exited (a child it forked may
-/// keep the socket open), leftover `t<id>` sockets, and QPN links `q<n>` whose context
-/// socket is gone.  A live context is never removed: it is named `c<id>`
-/// only once it listens, and ids are never reused, so a refusal at `c<id>`
-/// is final.
-pub fn reclaim(dir: &Path) {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
-    let mut links = Vec::new();
-    let mut wires = Vec::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let Ok(ft) = e.file_type() else { continue };
-        if numbered(&name, 'q').is_some() && ft.is_symlink() {
-            links.push(e.path());
-        } else if numbered(&name, 'c').is_some() && ft.is_socket() {
-            if let Probe::Dead = probe(&e.path()) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        } else if (numbered(&name, 'w').is_some() && ft.is_socket()) || (numbered(&name, 'd').is_some() && ft.is_file())
-        {
-            wires.push(e.path());
-        } else if numbered(&name, 't').is_some() && ft.is_socket() {
-            let old = e.metadata().is_ok_and(|m| now - m.mtime() > TEMP_GRACE_SECS);
-            if old {
-                if let Probe::Dead = probe(&e.path()) {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
-    }
-    // A wire context's forwarding socket `w<id>` (wired/src/wire/sock.rs) goes with
-    // its context: made after `c<id>` listens, left behind only by a
-    // killed process whose `c<id>` is reclaimed above.
-    // So does its descriptor file `d<id>`.
-    for w in wires {
-        let id = w
-            .file_name()
-            .and_then(|n| numbered(n, 'w').or_else(|| numbered(n, 'd')));
-        if id.is_some_and(|id| {
-            std::fs::symlink_metadata(ctx_sock_path(dir, id)).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-        }) {
-            let _ = std::fs::remove_file(&w);
-        }
-    }
-    for q in links {
-        let to = std::fs::read_link(&q).ok();
-        let target = to.as_deref().and_then(link_target);
-        let gone = match target {
-            Some(id) => std::fs::symlink_metadata(ctx_sock_path(dir, id))
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound),
-            None => to.is_some(),
-        };
-        if gone {
-            let _ = std::fs::remove_file(&q);
-        }
-    }
-}
-
-/// The listening socket of context `id` (non-blocking), bound to its path,
-/// or the errno.  It is bound as `t<id>` and renamed to `c<id>` once it
-/// listens (see [`reclaim`]), never over an existing `c<id>` (EEXIST); on
-/// failure nothing is left behind.  Stale endpoints of killed processes are
-/// reclaimed first.
-pub fn listen(dir: &Path, id: u32) -> Result<OwnedFd, i32> {
-    use rustix::fs::{renameat_with, RenameFlags, CWD};
-    reclaim(dir);
-    let p = ctx_sock_path(dir, id);
-    let tmp = dir.join(format!("t{id}"));
-    let _ = std::fs::remove_file(&tmp);
-    let addr = SocketAddrUnix::new(&tmp).map_err(|e| e.raw_os_error())?;
-    let fd = socket_with(
-        AddressFamily::UNIX,
-        SocketType::STREAM,
-        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
-        None,
-    )
-    .map_err(|e| e.raw_os_error())?;
-    bind(&fd, &addr).map_err(|e| e.raw_os_error())?;
-    let r = listen_socket(&fd, 128).and_then(|()| match renameat_with(CWD, &tmp, CWD, &p, RenameFlags::NOREPLACE) {
-        // A file system without RENAME_NOREPLACE: ids are unique anyway.
-        Err(rustix::io::Errno::INVAL) => rustix::fs::rename(&tmp, &p),
-        r => r,
-    });
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e.raw_os_error());
-    }
-    Ok(fd)
-}
-
-/// The process at the other end of a connected socket.
-enum PeerProc {
-    /// Alive, with a pidfd of it (readable once it exits).
-    Alive(OwnedFd),
-    /// It has exited (its socket may live on in a child it forked).
-    Dead,
-    /// Not known (no descriptor left, ...).
-    Unknown,
-}
-
-/// The process at the other end of connected socket `fd` (the one that
-/// connected, or the one that listens).  `SO_PEERPIDFD` names exactly that
-/// process; without it (kernels before 6.5) the `SO_PEERCRED` pid is opened
-/// at once, while the connection is new (an exited process is seen either
-/// way: a pid that is gone or reused means its first owner has exited).
-fn peer_process(fd: BorrowedFd<'_>) -> PeerProc {
-    use rustix::io::Errno;
-    use std::os::fd::{AsRawFd, FromRawFd};
-    let mut raw: libc::c_int = -1;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes (one int) into `raw`,
-    // a live c_int, and its length into `len`; `fd` is a live socket.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERPIDFD,
-            &mut raw as *mut libc::c_int as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    let err = Errno::from_io_error(&std::io::Error::last_os_error());
-    let pidfd = if r == 0 && raw >= 0 {
-        // SAFETY: the kernel just installed `raw` for us; nothing else owns it.
-        unsafe { OwnedFd::from_raw_fd(raw) }
-    } else if r == 0 {
-        return PeerProc::Unknown;
-    } else if err == Some(Errno::SRCH) {
-        return PeerProc::Dead;
-    } else if err != Some(Errno::NOPROTOOPT) {
-        return PeerProc::Unknown;
-    } else {
-        let Ok(c) = socket_peercred(fd) else {
-            return PeerProc::Unknown;
-        };
-        match rustix::process::pidfd_open(c.pid, rustix::process::PidfdFlags::empty()) {
-            Ok(p) => p,
-            Err(Errno::SRCH) => return PeerProc::Dead,
-            Err(_) => return PeerProc::Unknown,
-        }
-    };
-    let _ = rustix::io::fcntl_setfd(&pidfd, rustix::io::FdFlags::CLOEXEC);
-    // Readable: the process has exited.
-    let mut pfd = [PollFd::new(&pidfd, PollFlags::IN)];
-    match poll(&mut pfd, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) {
-        Ok(0) => PeerProc::Alive(pidfd),
-        Ok(_) => PeerProc::Dead,
-        Err(_) => PeerProc::Unknown,
-    }
 }
 
 /// Pidfd `p`'s process has exited (the pidfd is readable now; checked

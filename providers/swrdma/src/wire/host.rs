@@ -58,7 +58,7 @@ impl HostSt for QpSt {
 impl Host for Objects {
     type Qp = Qp;
     type St = QpSt;
-    fn mem(&self) -> &dyn Memory {
+    fn mem(&self, _qp: &Qp) -> &dyn Memory {
         &ProcessMemory
     }
     fn qp(&self, qpn: u32) -> Option<Arc<Qp>> {
@@ -70,7 +70,7 @@ impl Host for Objects {
     fn gid(&self, index: usize) -> [u8; 16] {
         Objects::gid(self, index)
     }
-    fn with_keys<R>(&self, f: impl FnOnce(&Keys) -> R) -> R {
+    fn with_keys<R>(&self, _qp: &Qp, f: impl FnOnce(&Keys) -> R) -> R {
         Objects::with_keys(self, f)
     }
     fn complete_sq(&self, qp: &Qp, st: &mut QpSt) {

@@ -32,7 +32,7 @@ use rustix::net::{
 use std::collections::HashMap;
 use std::io::{IoSliceMut, Write};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// The idle time by default: long enough that consecutive runs of a test
@@ -62,9 +62,12 @@ pub struct Config {
     pub scope: String,
     pub idle: Duration,
     pub ready_fd: Option<i32>,
+    /// The user's private directory of endpoints the agent joins as a
+    /// wire context (`--dir`; None: it carries no traffic).
+    pub dir: Option<std::path::PathBuf>,
 }
 
-/// Parses `--ifindex N [--scope S] [--idle-ms M] [--ready-fd F]`; the idle
+/// Parses `--ifindex N [--scope S] [--idle-ms M] [--ready-fd F] [--dir D]`; the idle
 /// time defaults to `SWRDMA_WIRED_IDLE_MS`, then to [`DEFAULT_IDLE`].
 pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, String> {
     let mut c = Config {
@@ -74,6 +77,7 @@ pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, Str
             .and_then(|v| v.parse().ok())
             .map_or(DEFAULT_IDLE, Duration::from_millis),
         ready_fd: None,
+        dir: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -88,6 +92,13 @@ pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, Str
             "--scope" => c.scope = val()?.clone(),
             "--idle-ms" => c.idle = Duration::from_millis(num(val()?)?),
             "--ready-fd" => c.ready_fd = Some(num(val()?)?.try_into().map_err(|_| "--ready-fd: too large")?),
+            "--dir" => {
+                let d = std::path::PathBuf::from(val()?);
+                if !d.is_absolute() {
+                    return Err(format!("--dir: not an absolute path: {}", d.display()));
+                }
+                c.dir = Some(d);
+            }
             _ => return Err(format!("unknown argument {a}")),
         }
     }
@@ -102,63 +113,11 @@ pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, Str
 
 pub use crate::gids::ifname;
 
-/// A shared mapping of a client's access page.
-struct AccessMap(*mut libc::c_void);
-
-impl AccessMap {
-    /// Checks the page as the provider's `locks.rs` does for a peer's:
-    /// a regular file of exactly `ACCESS_BYTES`, sealed against shrinking
-    /// and growing, whose first word is the magic.
-    fn new(fd: BorrowedFd<'_>) -> Result<AccessMap, String> {
-        use rustix::fs::{fcntl_get_seals, fstat, FileType, SealFlags};
-        let st = fstat(fd).map_err(|e| format!("access page: fstat: {e}"))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as usize != proto::ACCESS_BYTES {
-            return Err(format!("access page: not a file of {} bytes", proto::ACCESS_BYTES));
-        }
-        let seals = fcntl_get_seals(fd).map_err(|e| format!("access page: seals: {e}"))?;
-        if !seals.contains(SealFlags::SHRINK | SealFlags::GROW) {
-            return Err("access page: not sealed against shrinking and growing".into());
-        }
-        // SAFETY: a shared mapping chosen by the kernel of a file that is
-        // ACCESS_BYTES long and can no longer shrink (checked above).
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                proto::ACCESS_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(format!("access page: mmap: {}", std::io::Error::last_os_error()));
-        }
-        let m = AccessMap(p);
-        // SAFETY: the mapping is ACCESS_BYTES long and 8-aligned (a page);
-        // other processes write it only through atomics.
-        let magic = unsafe { (*(p as *const std::sync::atomic::AtomicU64)).load(std::sync::atomic::Ordering::Acquire) };
-        if magic != proto::ACCESS_MAGIC {
-            return Err("access page: no access-page magic in its first word".into());
-        }
-        Ok(m)
-    }
-}
-
-impl Drop for AccessMap {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, used by no one after this.
-        unsafe { libc::munmap(self.0, proto::ACCESS_BYTES) };
-    }
-}
-
-/// A greeted client's resources (the access page and the async pipe are
-/// for the transport, a later part of step 2).
-#[allow(dead_code)]
+/// A greeted client's resources (its access page is in its data path's
+/// memory, `place::ClientMem`).
 struct Greeted {
-    access: AccessMap,
+    /// Where its async events go.
     async_w: OwnedFd,
-    no_cma: bool,
     /// Its control session: its objects and their queues.
     session: Session,
 }
@@ -198,6 +157,9 @@ pub struct Agent {
     paused_until: Option<Instant>,
     /// Connections refused for want of a descriptor, for the log.
     shed_log: ShedLog,
+    /// The wire engine for the clients' QPs (`transport.rs`; None: started
+    /// without `--dir`, or its sockets could not be had: control only).
+    transport: Option<crate::transport::Transport>,
 }
 
 /// The rate limit of the log lines about connections refused for want of
@@ -222,8 +184,11 @@ const MAX_REFUSING: usize = 64;
 /// How long a refused connection may wait for its first message.
 const REFUSING_DEADLINE: Duration = Duration::from_secs(1);
 
-/// Tokens: 0 the listener; a client's connection 2·id, its pidfd 2·id+1.
+/// Tokens: 0 the listener; a client's connection 2·id, its pidfd 2·id+1;
+/// the transport's descriptors [`TRANSPORT`]; QP1's `qp1::TAG` and up.
 const LISTENER: u64 = 0;
+/// The token of the transport's descriptors.
+const TRANSPORT: u64 = 1 << 62;
 
 /// SO_PEERPIDFD's pidfd of the process at the other end of `sock`, or
 /// `pidfd_open` of its SO_PEERCRED pid (kernels before 6.5), opened at once
@@ -397,7 +362,33 @@ impl Agent {
         let qp1 = crate::qp1::Qp1::new(uid, cfg.ifindex, &cfg.scope, epoll.as_fd());
         let log = std::env::var_os("SWRDMA_WIRED_LOG")
             .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
-        Ok(Agent {
+        let mut ctl = Control::new(cfg.ifindex, budget);
+        // The transport is best effort too: without it the agent serves
+        // the control path only (and says why in its log).
+        let transport = cfg
+            .dir
+            .as_ref()
+            .map(|d| crate::transport::Transport::open(d, cfg.ifindex));
+        let mut no_transport = None;
+        let transport = match transport {
+            Some(Ok(t)) => {
+                let mut ok = true;
+                for fd in t.fds() {
+                    ok &= epoll::add(&epoll, fd, EventData::new_u64(TRANSPORT), EventFlags::IN).is_ok();
+                }
+                ctl.number_from(t.numbers());
+                if !ok {
+                    no_transport = Some("its descriptors cannot be waited on".to_string());
+                }
+                ok.then_some(t)
+            }
+            Some(Err(why)) => {
+                no_transport = Some(why);
+                None
+            }
+            None => None,
+        };
+        let mut a = Agent {
             listener: Some(l),
             epoll,
             clients: HashMap::new(),
@@ -408,12 +399,17 @@ impl Agent {
             uid,
             refusing: HashMap::new(),
             qp1: qp1.ok(),
-            ctl: Control::new(cfg.ifindex, budget),
+            ctl,
             spare: open_spare(),
             paused_until: None,
             shed_log: ShedLog::default(),
+            transport,
             cfg,
-        })
+        };
+        if let Some(why) = no_transport {
+            a.log(format!("no transport (control path only): {why}"));
+        }
+        Ok(a)
     }
 
     /// Keeps a refused connection until its first message (or its end, or
@@ -465,6 +461,7 @@ impl Agent {
             self.cfg.idle, b.fds, b.maps
         ));
         let mut events = Vec::with_capacity(64);
+        let mut worked = false;
         loop {
             let now = Instant::now();
             let mut wake = self.empty_since.map(|t| t + self.cfg.idle);
@@ -485,9 +482,26 @@ impl Agent {
             if let Some(d) = self.paused_until {
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
+            if let Some(tr) = self.transport.as_ref() {
+                // The wire's timers: within a millisecond while it is busy;
+                // at once after a turn that did something, or while a send
+                // queue has an entry (`may_sleep` marks the others asleep).
+                let d = if worked || !tr.may_sleep(&self.ctl) {
+                    now
+                } else if tr.busy() {
+                    now + Duration::from_millis(1)
+                } else {
+                    wake.unwrap_or(now + Duration::from_secs(3600))
+                };
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
             let t = wake.map(|w| timespec(w.saturating_duration_since(now)));
             events.clear();
-            match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), t.as_ref()) {
+            let waited = epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), t.as_ref());
+            if let Some(tr) = self.transport.as_ref() {
+                tr.woke(&self.ctl);
+            }
+            match waited {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => {
                     self.log(format!("epoll_wait: {e}: exit"));
@@ -503,6 +517,7 @@ impl Agent {
                         }
                     }
                     LISTENER => self.accept_all(),
+                    TRANSPORT => {} // (the turn below)
                     t if t % 2 == 0 && self.refusing.contains_key(&(t / 2)) => self.refuse_now(t / 2),
                     t if t % 2 == 0 => self.readable(t / 2),
                     t => self.drop_client(t / 2, "its process exited"),
@@ -522,6 +537,7 @@ impl Agent {
             {
                 q.end_for_gone();
             }
+            worked = self.turn();
             self.expire_hellos();
             self.resume_listener();
             if self.idle_over() {
@@ -540,6 +556,18 @@ impl Agent {
                 return;
             }
         }
+    }
+
+    /// One turn of the transport (`Transport::turn`): whether it did
+    /// anything.
+    fn turn(&mut self) -> bool {
+        let Some(tr) = self.transport.as_ref() else {
+            return false;
+        };
+        let pipes: HashMap<u32, BorrowedFd<'_>> = (self.clients.iter())
+            .filter_map(|(&id, c)| Some((id as u32, c.greeted.as_ref()?.async_w.as_fd())))
+            .collect();
+        tr.turn(&mut self.ctl, &pipes)
     }
 
     /// No client for the idle time, and no connection waiting either.
@@ -752,7 +780,9 @@ impl Agent {
         let _ = epoll::delete(&self.epoll, &c.sock);
         let _ = epoll::delete(&self.epoll, &c.pidfd);
         if let Some(g) = c.greeted {
-            self.ctl.close(g.session);
+            if let (Some(d), Some(tr)) = (self.ctl.close(g.session), self.transport.as_ref()) {
+                tr.gone(d);
+            }
         }
         if let Some(q) = self.qp1.as_mut() {
             q.poke();
@@ -769,7 +799,8 @@ impl Agent {
         let open = self.clients.len() as u32;
         let Some(c) = self.clients.get_mut(&id) else { return };
         if let Some(g) = c.greeted.as_mut().filter(|_| session::next_is_ctl(c.sock.as_fd())) {
-            if let Err(why) = self.ctl.serve(&mut g.session, c.sock.as_fd(), c.pidfd.as_fd()) {
+            let engine = self.transport.as_ref();
+            if let Err(why) = self.ctl.serve(&mut g.session, c.sock.as_fd(), c.pidfd.as_fd(), engine) {
                 self.drop_client(id, &why);
             }
             return;
@@ -781,8 +812,11 @@ impl Agent {
             Err(Errno::AGAIN) | Err(Errno::INTR) => return,
             _ => return self.drop_client(id, "connection closed"),
         };
+        let is = |k: u16| Header::parse(&b[..n]).is_some_and(|h| h.kind == k && h.version == proto::VERSION);
         if c.greeted.is_none() {
             self.hello(id, &b[..n], fds, cut);
+        } else if is(kind::DOORBELL) {
+            // (The turn after this event takes the queues' entries.)
         } else if Header::parse(&b[..n]).is_some_and(|h| h.kind == kind::QUERY && h.version == proto::VERSION) {
             let mut k = self.counters;
             k.clients = open;
@@ -833,7 +867,7 @@ impl Agent {
                 v.len()
             ))
         })?;
-        let access = AccessMap::new(access.as_fd()).map_err(inval)?;
+        let access = crate::place::AccessPage::map(access.as_fd()).map_err(inval)?;
         check_async_pipe(async_w.as_fd()).map_err(inval)?;
         let c = self.clients.get_mut(&id).ok_or((libc::EINVAL, String::new()))?;
         let cma = cma_probe(c.pid, hello.probe_addr, hello.probe_value);
@@ -851,13 +885,12 @@ impl Agent {
         }
         let no_cma = cma.is_err();
         let in_use = || (libc::EMFILE, format!("client number {id} in use"));
-        let session = self.ctl.open(id as u32, c.pid).ok_or_else(in_use)?;
-        c.greeted = Some(Greeted {
-            access,
-            async_w,
-            no_cma,
-            session,
-        });
+        // (The data path's memory holds a pidfd of its own: the client's
+        // is the epoll set's.)
+        let pidfd = rustix::io::fcntl_dupfd_cloexec(&c.pidfd, 0).ok();
+        let mem = crate::place::ClientMem::new(c.pid, pidfd, no_cma, access);
+        let session = self.ctl.open(id as u32, c.pid, mem).ok_or_else(in_use)?;
+        c.greeted = Some(Greeted { async_w, session });
         self.counters.no_cma += no_cma as u32;
         Ok(Welcome {
             kind: kind::WELCOME,
@@ -902,7 +935,8 @@ mod tests {
                 ifindex: 3,
                 scope: "t1".into(),
                 idle: Duration::from_millis(250),
-                ready_fd: Some(3)
+                ready_fd: Some(3),
+                dir: None,
             }
         );
         assert_eq!(
@@ -933,6 +967,7 @@ mod tests {
     #[test]
     fn listener_paused_when_not_even_the_spare_helps() {
         use rustix::process::{getrlimit, setrlimit, Resource};
+        use std::os::fd::AsRawFd;
         // SAFETY: the child makes only the calls below and ends with
         // _exit; it allocates after fork, which glibc's malloc allows
         // (fork takes its locks); the verdict is its exit code.
@@ -947,6 +982,7 @@ mod tests {
                     scope: format!("unit-pause-{}", std::process::id()),
                     idle: Duration::from_secs(5),
                     ready_fd: None,
+                    dir: None,
                 };
                 let name = proto::socket_name(rustix::process::geteuid().as_raw(), lo, &cfg.scope);
                 let mut a = Agent::new(cfg).map_err(|_| 1)?;

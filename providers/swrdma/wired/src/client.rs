@@ -52,6 +52,9 @@ pub struct Options {
     pub idle_ms: Option<u64>,
     /// How long a start and a hello may take.
     pub wait: Duration,
+    /// The user's private directory of endpoints (`userdir`) that a new
+    /// agent joins as one more wire context (None: it carries no traffic).
+    pub dir: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -60,6 +63,7 @@ impl Default for Options {
             program: None,
             idle_ms: None,
             wait: Duration::from_secs(5),
+            dir: None,
         }
     }
 }
@@ -159,6 +163,17 @@ impl Session {
         rustix::net::send(&self.sock, &b, SendFlags::NOSIGNAL).map_err(sys("send"))?;
         let m = recv_msg(self.sock.as_fd(), wait)?;
         Counters::parse(&m).ok_or_else(|| Error::Protocol("not a COUNTERS message".into()))
+    }
+
+    /// Wakes the agent: a send queue of ours has entries and its consumer
+    /// slept (`Producer::doorbell` said `Ring`).
+    pub fn doorbell(&self) -> Result<(), Error> {
+        let b = proto::bare(kind::DOORBELL);
+        match rustix::net::send(&self.sock, &b, SendFlags::NOSIGNAL | SendFlags::DONTWAIT) {
+            // (A full socket holds doorbells enough to wake it.)
+            Ok(_) | Err(Errno::AGAIN) => Ok(()),
+            Err(e) => Err(sys("send")(e)),
+        }
     }
 
     /// A verb's control request (`ctl::msg`): sends `req` with its
@@ -275,6 +290,9 @@ pub fn connect_or_start(
         let mut args = vec!["--ifindex".to_string(), target.ifindex.to_string()];
         if !target.scope.is_empty() {
             args.extend(["--scope".to_string(), target.scope.clone()]);
+        }
+        if let Some(d) = opts.dir.as_ref().and_then(|d| d.to_str()) {
+            args.extend(["--dir".to_string(), d.to_string()]);
         }
         if let Some(ms) = opts.idle_ms {
             args.extend(["--idle-ms".to_string(), ms.to_string()]);

@@ -33,6 +33,7 @@
 //! * **Async events** are collected ([`ClientData::take_events`]) for the
 //!   caller to write into the client's async pipe.
 
+use crate::ctl::tables::{ClientId, Tables};
 use crate::place::ClientMem;
 use crate::wire::engine::{ud_path, Wire};
 use crate::wire::host::{Host, HostQp, HostSt};
@@ -45,6 +46,7 @@ use ibverbs_abi::*;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 use swrdma_rc::budget::Budget;
 use swrdma_rc::keys::Keys;
@@ -55,8 +57,13 @@ use swrdma_rc::recv::{accept, Completion, Receive};
 #[cfg(test)]
 mod tests;
 
-/// Where a receive completes: the client's CQ handle (None: nowhere).
-pub type RecvCq = Option<u32>;
+/// Where a receive completes: its client and the client's CQ handle
+/// (None: nowhere).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvCq {
+    pub client: ClientId,
+    pub cq: Option<u32>,
+}
 
 /// The largest receive WQE a queue carries (`wq::slots::MAX_SLOT`).
 const RECV_BUF: usize = crate::wq::slots::MAX_SLOT;
@@ -115,6 +122,8 @@ pub struct DataSt {
 
 /// A QP of a client as the engine drives it.
 pub struct DataQp {
+    /// The client it is of.
+    pub client: ClientId,
     pub qpn: u32,
     /// `IBV_QPT_RC`, `_UC` or `_UD`.
     pub qpt: u32,
@@ -138,6 +147,7 @@ impl DataQp {
     /// A QP in the RESET state.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
+        client: ClientId,
         qpn: u32,
         qpt: u32,
         pd: u32,
@@ -149,6 +159,7 @@ impl DataQp {
         max_recv_sge: u32,
     ) -> DataQp {
         DataQp {
+            client,
             qpn,
             qpt,
             pd,
@@ -243,6 +254,12 @@ pub struct ClientData {
     pub cqs: RefCell<HashMap<u32, Producer>>,
     /// Each QP's receive queue, by QP number.
     pub rqs: RefCell<HashMap<u32, Consumer>>,
+    /// Each QP's send queue and the shape of its WQEs, by QP number.
+    pub sqs: RefCell<HashMap<u32, (Consumer, SendShape)>>,
+    /// Each CQ's doorbell (an eventfd the client sleeps on), by handle.
+    pub bells: HashMap<u32, OwnedFd>,
+    /// Each CQ's completion channel, by handle.
+    pub channels: HashMap<u32, OwnedFd>,
     /// Each SRQ's queue, by the client's SRQ handle.
     pub srqs: RefCell<HashMap<u32, SrqQueue>>,
     events: RefCell<Vec<Event>>,
@@ -251,6 +268,9 @@ pub struct ClientData {
     /// CQs written since [`ClientData::take_doorbells`]: their consumers
     /// may sleep.
     written: RefCell<HashSet<u32>>,
+    /// QPs the engine moved to the error state since
+    /// [`ClientData::take_moved`].
+    moved: RefCell<Vec<u32>>,
 }
 
 impl ClientData {
@@ -260,11 +280,58 @@ impl ClientData {
             qps: HashMap::new(),
             cqs: RefCell::new(HashMap::new()),
             rqs: RefCell::new(HashMap::new()),
+            sqs: RefCell::new(HashMap::new()),
+            bells: HashMap::new(),
+            channels: HashMap::new(),
             srqs: RefCell::new(HashMap::new()),
             events: RefCell::new(Vec::new()),
             overrun: RefCell::new(HashSet::new()),
             written: RefCell::new(HashSet::new()),
+            moved: RefCell::new(Vec::new()),
         }
+    }
+
+    /// CQ `h`'s CQE queue, and its doorbell and completion channel when
+    /// the client gave them.
+    pub fn add_cq(&mut self, h: u32, queue: Producer, bell: Option<OwnedFd>, channel: Option<OwnedFd>) {
+        self.cqs.get_mut().insert(h, queue);
+        self.overrun.get_mut().remove(&h);
+        self.written.get_mut().remove(&h);
+        self.bells.remove(&h);
+        self.channels.remove(&h);
+        if let Some(b) = bell {
+            self.bells.insert(h, b);
+        }
+        if let Some(c) = channel {
+            self.channels.insert(h, c);
+        }
+    }
+
+    /// CQ `h` is destroyed: its queue unmapped, its descriptors closed.
+    pub fn remove_cq(&mut self, h: u32) {
+        self.cqs.get_mut().remove(&h);
+        self.overrun.get_mut().remove(&h);
+        self.written.get_mut().remove(&h);
+        self.bells.remove(&h);
+        self.channels.remove(&h);
+    }
+
+    /// The CQEs in CQ `h`'s queue that the client has not taken.
+    pub fn cq_pending(&self, h: u32) -> usize {
+        self.cqs.borrow().get(&h).map_or(0, |q| q.unconsumed())
+    }
+
+    /// The WQEs the client put in SRQ `h`'s queue that the agent has not
+    /// taken (the client's own count, bounded by the depth; the depth when
+    /// it is out of range).
+    pub fn srq_posted(&self, h: u32) -> usize {
+        (self.srqs.borrow().get(&h)).map_or(0, |q| q.queue.pending_hint().unwrap_or(q.queue.depth()))
+    }
+
+    /// The QPs that went to the error state since the last call (for the
+    /// control path's tables).
+    pub fn take_moved(&self) -> Vec<u32> {
+        std::mem::take(&mut self.moved.borrow_mut())
     }
 
     /// The async events since the last call, oldest first.
@@ -313,6 +380,14 @@ impl ClientData {
         false
     }
 
+    /// Where `qp`'s receives complete.
+    fn recv_cq(qp: &DataQp) -> RecvCq {
+        RecvCq {
+            client: qp.client,
+            cq: qp.recv_cq,
+        }
+    }
+
     /// The next receive WQE of `qp` (from its own queue or its SRQ's):
     /// its id and list, with the PD its lkeys are checked against.  None:
     /// nothing there, or not a WQE (then `bad` is set).
@@ -353,13 +428,146 @@ impl ClientData {
     }
 }
 
-/// A client's data with its key table and the interface's GIDs: the
+/// Every client's data path: each client's [`ClientData`] and which client
+/// holds each QP number.
+#[derive(Default)]
+pub struct DataPath {
+    clients: HashMap<ClientId, ClientData>,
+    qpns: HashMap<u32, ClientId>,
+}
+
+impl DataPath {
+    /// Client `id`'s data path starts with its memory `mem` (replacing
+    /// any it had).
+    pub fn add_client(&mut self, id: ClientId, mem: ClientMem) {
+        if let Some(old) = self.clients.insert(id, ClientData::new(mem)) {
+            self.forget(&old);
+        }
+    }
+
+    /// Client `id` is gone: its data path, for the caller's last words of
+    /// its QPs.
+    pub fn remove_client(&mut self, id: ClientId) -> Option<ClientData> {
+        let d = self.clients.remove(&id)?;
+        self.forget(&d);
+        Some(d)
+    }
+
+    fn forget(&mut self, d: &ClientData) {
+        for n in d.qps.keys() {
+            self.qpns.remove(n);
+        }
+    }
+
+    pub fn client(&self, id: ClientId) -> Option<&ClientData> {
+        self.clients.get(&id)
+    }
+
+    pub fn client_mut(&mut self, id: ClientId) -> Option<&mut ClientData> {
+        self.clients.get_mut(&id)
+    }
+
+    /// QP `qp` of its client (`qp.client`, which must be here) is run by
+    /// the engine from now on.  False: no such client.
+    pub fn add_qp(&mut self, qp: Arc<DataQp>) -> bool {
+        let Some(c) = self.clients.get_mut(&qp.client) else {
+            return false;
+        };
+        self.qpns.insert(qp.qpn, qp.client);
+        c.qps.insert(qp.qpn, qp);
+        true
+    }
+
+    /// QP `qpn` goes: the QP, for the caller's last words.
+    pub fn remove_qp(&mut self, qpn: u32) -> Option<Arc<DataQp>> {
+        let c = self.qpns.remove(&qpn)?;
+        self.clients.get_mut(&c)?.qps.remove(&qpn)
+    }
+
+    /// QP `qpn`, whoever's it is.
+    pub fn qp(&self, qpn: u32) -> Option<&Arc<DataQp>> {
+        self.clients.get(self.qpns.get(&qpn)?)?.qps.get(&qpn)
+    }
+
+    /// Every client's QPs.
+    pub fn all_qps(&self) -> impl Iterator<Item = &Arc<DataQp>> {
+        self.clients.values().flat_map(|c| c.qps.values())
+    }
+
+    /// The clients' numbers.
+    pub fn ids(&self) -> Vec<ClientId> {
+        self.clients.keys().copied().collect()
+    }
+}
+
+/// Each client's memory keys, where the engine checks them: the control
+/// path's tables in the agent (a test gives a map).
+pub trait KeyTables {
+    /// Client `id`'s keys (None: no such client).
+    fn keys(&self, id: ClientId) -> Option<&Keys>;
+    /// Invalidates client `id`'s window `rkey` through QP `qpn` (a SEND
+    /// with invalidate): false when it is not one to invalidate.
+    fn invalidate(&mut self, id: ClientId, rkey: u32, qpn: u32) -> bool;
+}
+
+impl KeyTables for Tables {
+    fn keys(&self, id: ClientId) -> Option<&Keys> {
+        Some(self.client(id)?.keys())
+    }
+    fn invalidate(&mut self, id: ClientId, rkey: u32, qpn: u32) -> bool {
+        self.client_mut(id).is_some_and(|c| c.invalidate(rkey, qpn))
+    }
+}
+
+impl KeyTables for HashMap<ClientId, Keys> {
+    fn keys(&self, id: ClientId) -> Option<&Keys> {
+        self.get(&id)
+    }
+    fn invalidate(&mut self, id: ClientId, rkey: u32, qpn: u32) -> bool {
+        self.get_mut(&id).is_some_and(|k| k.invalidate(rkey, qpn))
+    }
+}
+
+/// The memory of a client that is gone: nothing is mapped.
+struct NoMemory;
+
+impl Memory for NoMemory {
+    fn write(&self, _dst: u64, _src: &[u8]) -> bool {
+        false
+    }
+    fn read(&self, _src: u64, _dst: &mut [u8]) -> bool {
+        false
+    }
+    fn atomic(&self, _addr: u64, _op: swrdma_rc::memory::Atomic) -> Option<u64> {
+        None
+    }
+}
+
+/// The clients' data with their key tables and the interface's GIDs: the
 /// engine's host for one turn.
 pub struct Serving<'a> {
-    pub data: &'a ClientData,
-    pub keys: RefCell<&'a mut Keys>,
+    pub data: &'a DataPath,
+    pub keys: RefCell<&'a mut dyn KeyTables>,
     /// The port's GID table (its used entries).
     pub gids: &'a [[u8; 16]],
+}
+
+impl Serving<'_> {
+    /// The client `qp` is of (None: gone, while the engine still holds
+    /// the QP).
+    fn of(&self, qp: &DataQp) -> Option<&ClientData> {
+        self.data.client(qp.client)
+    }
+
+    /// Runs `f` with the keys of client `id` (none: an empty table, which
+    /// grants nothing).
+    fn keys_of<R>(&self, id: ClientId, f: impl FnOnce(&Keys) -> R) -> R {
+        let k = self.keys.borrow();
+        match k.keys(id) {
+            Some(keys) => f(keys),
+            None => f(&Keys::default()),
+        }
+    }
 }
 
 /// A completion with the fields every one has.
@@ -379,16 +587,19 @@ impl Host for Serving<'_> {
     type Qp = DataQp;
     type St = DataSt;
 
-    fn mem(&self) -> &dyn Memory {
-        &self.data.mem
+    fn mem(&self, qp: &DataQp) -> &dyn Memory {
+        match self.of(qp) {
+            Some(c) => &c.mem,
+            None => &NoMemory,
+        }
     }
 
     fn qp(&self, qpn: u32) -> Option<Arc<DataQp>> {
-        self.data.qps.get(&qpn).cloned()
+        self.data.qp(qpn).cloned()
     }
 
     fn all_qps(&self) -> Vec<Arc<DataQp>> {
-        self.data.qps.values().cloned().collect()
+        self.data.all_qps().cloned().collect()
     }
 
     fn gid(&self, index: usize) -> [u8; 16] {
@@ -398,70 +609,86 @@ impl Host for Serving<'_> {
         }
     }
 
-    fn with_keys<R>(&self, f: impl FnOnce(&Keys) -> R) -> R {
-        f(&self.keys.borrow())
+    fn with_keys<R>(&self, qp: &DataQp, f: impl FnOnce(&Keys) -> R) -> R {
+        self.keys_of(qp.client, f)
     }
 
     fn complete_sq(&self, qp: &DataQp, st: &mut DataSt) {
+        let Some(data) = self.of(qp) else {
+            st.sq.clear();
+            return;
+        };
         while st.sq.front().is_some_and(|w| w.done.is_some()) {
             let Some(w) = st.sq.pop_front() else { break };
             let status = w.done.unwrap_or(0);
             if w.signaled || qp.sq_sig_all || status != 0 {
                 let wc = wc_of(w.wr_id, status, w.opcode, w.len, qp.qpn);
-                self.data.push_cqe(qp.send_cq, &wc);
+                data.push_cqe(qp.send_cq, &wc);
             }
         }
     }
 
     fn to_err(&self, qp: &DataQp, st: &mut DataSt) {
+        if st.state != IBV_QPS_ERR {
+            if let Some(c) = self.of(qp) {
+                c.moved.borrow_mut().push(qp.qpn);
+            }
+        }
         st.state = IBV_QPS_ERR;
         for w in st.sq.iter_mut() {
             w.done.get_or_insert(IBV_WC_WR_FLUSH_ERR);
         }
         self.complete_sq(qp, st);
+        let Some(data) = self.of(qp) else {
+            st.cur = None;
+            return;
+        };
         let flush = |wr_id| wc_of(wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, qp.qpn);
         if let Some(c) = st.cur.take() {
-            self.data.push_cqe(c.cq, &flush(c.wr_id));
+            data.push_cqe(c.cq.cq, &flush(c.wr_id));
         }
         if qp.srq.is_some() {
             return; // (an SRQ's receives stay for its other QPs)
         }
         // Its own receive queue: every WQE there completes flushed (at
         // most one queue's depth: a client writing more meanwhile waits).
-        let depth = self.data.rqs.borrow().get(&qp.qpn).map_or(0, |q| q.depth());
+        let depth = data.rqs.borrow().get(&qp.qpn).map_or(0, |q| q.depth());
         let mut bad = false;
         for _ in 0..depth {
-            let Some((wr_id, _, _)) = self.data.next_recv(qp, &mut bad) else {
+            let Some((wr_id, _, _)) = data.next_recv(qp, &mut bad) else {
                 break;
             };
-            self.data.push_cqe(qp.recv_cq, &flush(wr_id));
+            data.push_cqe(qp.recv_cq, &flush(wr_id));
         }
     }
 
     fn accept_recv(&self, qp: &DataQp, st: &mut DataSt) -> Option<Receive<RecvCq>> {
+        let data = self.of(qp)?;
         let mut bad = false;
-        let got = self.data.next_recv(qp, &mut bad);
+        let got = data.next_recv(qp, &mut bad);
         if bad && !st.bad_rq {
             st.bad_rq = true;
-            self.data
-                .events
-                .borrow_mut()
-                .push(Event::Qp(qp.handle, IBV_EVENT_QP_FATAL));
+            data.events.borrow_mut().push(Event::Qp(qp.handle, IBV_EVENT_QP_FATAL));
         }
         let (wr_id, sges, pd) = got?;
-        Some(self.with_keys(|k| accept(k, pd, wr_id, sges, qp.recv_cq)))
+        Some(self.with_keys(qp, |k| accept(k, pd, wr_id, sges, ClientData::recv_cq(qp))))
     }
 
     fn finish_recv(&self, cur: Receive<RecvCq>, done: &Completion) -> (ibv_wc, RecvCq) {
-        cur.complete(done, &mut |rkey, qpn| self.keys.borrow_mut().invalidate(rkey, qpn))
+        let id = cur.cq.client;
+        cur.complete(done, &mut |rkey, qpn| self.keys.borrow_mut().invalidate(id, rkey, qpn))
     }
 
     fn push_recv(&self, cq: &RecvCq, wc: ibv_wc, _solicited: bool) {
-        self.data.push_cqe(*cq, &wc);
+        if let Some(c) = self.data.client(cq.client) {
+            c.push_cqe(cq.cq, &wc);
+        }
     }
 
     fn qp_event(&self, qp: &DataQp, ev: u32) {
-        self.data.events.borrow_mut().push(Event::Qp(qp.handle, ev));
+        if let Some(c) = self.of(qp) {
+            c.events.borrow_mut().push(Event::Qp(qp.handle, ev));
+        }
     }
 }
 
@@ -637,16 +864,16 @@ pub fn take_sends(
             h.complete_sq(qp, &mut st);
             continue;
         }
-        let keys = h.keys.borrow();
-        let q = SendCtx {
-            qpt: qp.qpt,
-            pd: qp.pd,
-            qkey: st.attr.qkey,
-            mtu: wire.mtu,
-            keys: &keys,
-        };
-        let made = request(&w, &q, seq, |a| ud_path(wire, h, &ah_attr(a)));
-        drop(keys);
+        let made = h.keys_of(qp.client, |keys| {
+            let q = SendCtx {
+                qpt: qp.qpt,
+                pd: qp.pd,
+                qkey: st.attr.qkey,
+                mtu: wire.mtu,
+                keys,
+            };
+            request(&w, &q, seq, |a| ud_path(wire, h, &ah_attr(a)))
+        });
         match made {
             Ok((r, e)) => {
                 st.sq.push_back(e);

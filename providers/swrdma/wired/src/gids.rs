@@ -17,6 +17,49 @@ use std::net::IpAddr;
 /// The slots of the port's GID table (the provider's `WIRE_GID_TBL_LEN`).
 pub const GID_TABLE_LEN: usize = 1024;
 
+/// rxe's `RXE_MAX_HDR_LENGTH`: what rxe takes off the interface MTU for
+/// its headers before choosing the port's active MTU.
+const RXE_MAX_HDR_LENGTH: u32 = 80;
+
+/// rxe's `eth_mtu_int_to_enum` and `rxe_set_mtu`: the largest IB MTU
+/// (`IBV_MTU_*`) that fits in the interface MTU less rxe's headers, at
+/// least 256, at most 4096 (the port's active MTU of a wire device).
+pub fn mtu_enum(if_mtu: u32) -> u32 {
+    use ibverbs_abi::verbs::*;
+    match if_mtu.saturating_sub(RXE_MAX_HDR_LENGTH) {
+        4096.. => IBV_MTU_4096,
+        2048.. => IBV_MTU_2048,
+        1024.. => IBV_MTU_1024,
+        512.. => IBV_MTU_512,
+        _ => IBV_MTU_256,
+    }
+}
+
+/// The MTU of interface `ifindex` now (None: no such interface, or the
+/// `SIOCGIFMTU` ioctl fails).
+pub fn if_mtu(ifindex: u32) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let name = ifname(ifindex)?;
+    let sock = rustix::net::socket(rustix::net::AddressFamily::INET, rustix::net::SocketType::DGRAM, None).ok()?;
+    // SAFETY: `ifreq` is plain C data: all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    let b = name.as_bytes();
+    if b.len() >= req.ifr_name.len() {
+        return None;
+    }
+    for (d, s) in req.ifr_name.iter_mut().zip(b) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFMTU reads the NUL-terminated name of `req` and writes
+    // its `ifru_mtu`; `req` lives across the call.
+    let r = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFMTU, &mut req) };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: SIOCGIFMTU filled the union's `ifru_mtu`.
+    Some(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+}
+
 /// The interface's GIDs and addresses, as read at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Gids {
@@ -180,6 +223,21 @@ impl Gids {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ib_mtu_of_an_interface_mtu() {
+        use ibverbs_abi::verbs::*;
+        assert_eq!(mtu_enum(1500), IBV_MTU_1024);
+        assert_eq!(mtu_enum(9000), IBV_MTU_4096);
+        assert_eq!(mtu_enum(65536), IBV_MTU_4096);
+        assert_eq!(mtu_enum(1104), IBV_MTU_1024);
+        assert_eq!(mtu_enum(1103), IBV_MTU_512);
+        assert_eq!(mtu_enum(0), IBV_MTU_256);
+        // SAFETY: a NUL-terminated name; the call only reads it.
+        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
+        assert!(if_mtu(lo).is_some_and(|m| m >= 1280), "lo's MTU");
+        assert_eq!(if_mtu(u32::MAX), None);
+    }
 
     #[test]
     fn loopback_table() {

@@ -18,6 +18,8 @@ pub mod route;
 pub mod session;
 pub mod spawn;
 pub mod steer;
+pub mod transport;
+pub mod userdir;
 pub mod wire;
 pub mod wq;
 

@@ -29,6 +29,9 @@ pub mod kind {
     pub const QUERY: u16 = 4;
     /// agent -> client: the answer to QUERY
     pub const COUNTERS: u16 = 5;
+    /// client -> agent, after the welcome, no answer: a queue of the
+    /// client's (a send queue) has entries while the agent slept on it
+    pub const DOORBELL: u16 = 6;
 }
 
 /// Flags of the welcome.

@@ -54,16 +54,22 @@
 //!   the agent has not taken (the client's own count, bounded by the
 //!   queue's depth; at most the depth when it is out of range).
 
-use crate::ctl::msg::{self, AhAttr, MsgError, Queue, Reply, Request, MAX_NUM};
+use crate::ctl::msg::{self, AhAttr, MsgError, QpType, Queue, Reply, Request, MAX_NUM};
 use crate::ctl::tables::{ClientId, Hooks, Limits, Tables};
+use crate::data::{ClientData, DataPath, DataQp, SrqQueue};
 use crate::gids::Gids;
+use crate::place::ClientMem;
+use crate::transport::Transport;
+use crate::wire::host::HostQp;
+use crate::wq::format::{QpKind, SendShape};
 use crate::wq::{AttachError, Consumer, Producer, Slots};
-use ibverbs_abi::verbs::IBV_QP_AV;
+use ibverbs_abi::verbs::*;
 use libc::{EAGAIN, EFAULT, EINVAL, ENOMEM, ESRCH};
 use rustix::io::Errno;
 use rustix::net::RecvFlags;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 
 /// The page size `check_mapped` rounds to (as the provider's).
 const PAGE: u64 = 4096;
@@ -76,6 +82,23 @@ pub struct Control {
     ifindex: u32,
     /// What each client may keep.
     budget: Budget,
+    /// Each client's data path: the queues of its objects, its QPs as the
+    /// engine runs them (`data.rs`).
+    data: DataPath,
+}
+
+/// What a request changed that the engine must hear of (the caller runs
+/// it: `transport.rs`).
+#[derive(Clone)]
+pub enum Changed {
+    /// QP `qpn` was made.
+    NewQp(u32),
+    /// `modify_qp` moved QP `qpn` to state `new` with attributes `mask`
+    /// (its state and attributes copied into its `DataQp`, except the
+    /// error state, which the engine enters with its flushes).
+    Modified { qpn: u32, new: u32, mask: u32 },
+    /// The QP was destroyed: no longer in the data path.
+    QpGone(Arc<DataQp>),
 }
 
 /// Descriptors and mappings that the agent keeps for a client's objects:
@@ -162,18 +185,17 @@ impl Kept {
 struct Cq {
     /// The CQE queue (the agent produces).
     queue: Producer,
-    /// The eventfd to write when the client sleeps on the queue (kept for
-    /// the engine).
-    _doorbell: Option<OwnedFd>,
-    /// The completion channel (kept for the engine).
-    _channel: Option<OwnedFd>,
+    /// The eventfd to write when the client sleeps on the queue.
+    doorbell: Option<OwnedFd>,
+    /// The completion channel.
+    channel: Option<OwnedFd>,
 }
 
 impl Cq {
     /// What it keeps: its queue, and its doorbell and channel when given.
     fn kept(&self) -> Kept {
         Kept {
-            fds: self._doorbell.is_some() as u32 + self._channel.is_some() as u32,
+            fds: self.doorbell.is_some() as u32 + self.channel.is_some() as u32,
             maps: 1,
         }
     }
@@ -203,11 +225,11 @@ const SRQ_KEPT: Kept = Kept { fds: 0, maps: 1 };
 pub struct Session {
     id: ClientId,
     pid: i32,
-    cqs: HashMap<u32, Cq>,
-    qps: HashMap<u32, QpQueues>,
-    srqs: HashMap<u32, Consumer>,
-    /// What the queues and descriptors above add up to (kept as they
-    /// come and go, checked against the budget before each request).
+    /// What each object with queues or descriptors keeps, by handle (the
+    /// queues themselves are in the client's `ClientData`).
+    held: HashMap<u32, Kept>,
+    /// What `held` adds up to (kept as objects come and go, checked
+    /// against the budget before each request).
     kept: Kept,
 }
 
@@ -219,8 +241,7 @@ impl Session {
 
     /// How many queues it holds mapped.
     pub fn queues(&self) -> usize {
-        let qp = |q: &QpQueues| q.sq.is_some() as usize + q.rq.is_some() as usize;
-        self.cqs.len() + self.srqs.len() + self.qps.values().map(qp).sum::<usize>()
+        self.held.values().map(|k| k.maps as usize).sum()
     }
 
     /// The descriptors and mappings it keeps for its objects.
@@ -228,53 +249,18 @@ impl Session {
         self.kept
     }
 
-    /// After the tables answered `req` with `rep`: keeps what `att`
-    /// attached for the object created, changes or drops the queues of the
-    /// object changed or destroyed, and counts what it keeps ([`Kept`]).
-    /// What is not kept is unmapped and closed here.
-    fn keep(&mut self, req: &Request, rep: &Reply, att: Attached) {
-        match (req, rep, att) {
-            (_, Reply::Cq { handle, .. }, Attached::Cq(c)) => {
-                self.kept.add(c.kept());
-                if let Some(old) = self.cqs.insert(*handle, c) {
-                    self.kept.sub(old.kept());
-                }
-            }
-            (Request::ResizeCq { cq, .. }, Reply::Done, Attached::NewCqQueue(p)) => {
-                // One queue for another: the same mapping count.
-                if let Some(c) = self.cqs.get_mut(cq) {
-                    c.queue = p;
-                }
-            }
-            (Request::DestroyCq { cq }, Reply::Done, _) => {
-                if let Some(c) = self.cqs.remove(cq) {
-                    self.kept.sub(c.kept());
-                }
-            }
-            (_, Reply::Qp { handle, .. }, Attached::Qp(q)) => {
-                self.kept.add(q.kept());
-                if let Some(old) = self.qps.insert(*handle, q) {
-                    self.kept.sub(old.kept());
-                }
-            }
-            (Request::DestroyQp { qp }, Reply::Done, _) => {
-                if let Some(q) = self.qps.remove(qp) {
-                    self.kept.sub(q.kept());
-                }
-            }
-            (_, Reply::Srq { handle, .. }, Attached::Srq(s)) => {
-                self.kept.add(SRQ_KEPT);
-                if self.srqs.insert(*handle, s).is_some() {
-                    self.kept.sub(SRQ_KEPT);
-                }
-            }
-            (Request::DestroySrq { srq }, Reply::Done, _) => {
-                let gone = self.srqs.remove(srq);
-                if gone.is_some() {
-                    self.kept.sub(SRQ_KEPT);
-                }
-            }
-            _ => {}
+    /// Object `handle` keeps `k` (replacing what it kept before).
+    fn hold(&mut self, handle: u32, k: Kept) {
+        self.kept.add(k);
+        if let Some(old) = self.held.insert(handle, k) {
+            self.kept.sub(old);
+        }
+    }
+
+    /// Object `handle` is gone: what it kept is given back.
+    fn release(&mut self, handle: u32) {
+        if let Some(k) = self.held.remove(&handle) {
+            self.kept.sub(k);
         }
     }
 }
@@ -322,8 +308,8 @@ fn attach(req: &Request, fds: Vec<OwnedFd>) -> Result<Attached, i32> {
             let channel = more(c.channel)?;
             Attached::Cq(Cq {
                 queue,
-                _doorbell: doorbell,
-                _channel: channel,
+                doorbell,
+                channel,
             })
         }
         Request::ResizeCq { queue: Some(q), .. } => Attached::NewCqQueue(map(&mut it, *q)?.into_producer()),
@@ -345,6 +331,8 @@ fn attach(req: &Request, fds: Vec<OwnedFd>) -> Result<Attached, i32> {
 struct Nums {
     next: u32,
     used: HashSet<u32>,
+    /// Where numbers come from instead of `next` (`Control::number_from`).
+    source: Option<Box<dyn FnMut() -> u32>>,
 }
 
 impl Nums {
@@ -355,12 +343,24 @@ impl Nums {
         Nums {
             next: 2 + seed % (MAX_NUM - 1),
             used: HashSet::new(),
+            source: None,
         }
     }
 
     /// A number not in use (`EAGAIN` when every one is).
     fn alloc(&mut self) -> Result<u32, i32> {
         if self.used.len() >= (MAX_NUM - 1) as usize {
+            return Err(EAGAIN);
+        }
+        if let Some(src) = self.source.as_mut() {
+            // (A bounded number of tries: a counter that keeps giving
+            // numbers in use or out of range is no source.)
+            for _ in 0..64 {
+                let n = src();
+                if (2..=MAX_NUM).contains(&n) && self.used.insert(n) {
+                    return Ok(n);
+                }
+            }
             return Err(EAGAIN);
         }
         loop {
@@ -382,7 +382,9 @@ struct AgentHooks<'a> {
     nums: &'a mut Nums,
     /// The GID table, read for a request that names a GID.
     gids: Option<&'a Gids>,
-    session: &'a Session,
+    pid: i32,
+    /// The client's data path (its queues).
+    data: Option<&'a ClientData>,
     pidfd: BorrowedFd<'a>,
 }
 
@@ -404,16 +406,16 @@ impl Hooks for AgentHooks<'_> {
     }
 
     fn check_mapped(&self, _client: ClientId, addr: u64, len: u64, writable: bool) -> Result<(), i32> {
-        client_mapped(self.session.pid, self.pidfd, addr, len, writable)
+        client_mapped(self.pid, self.pidfd, addr, len, writable)
     }
 
     fn cq_pending(&self, _client: ClientId, cq: u32) -> u32 {
-        let n = self.session.cqs.get(&cq).map_or(0, |c| c.queue.unconsumed());
+        let n = self.data.map_or(0, |d| d.cq_pending(cq));
         u32::try_from(n).unwrap_or(u32::MAX)
     }
 
     fn srq_posted(&self, _client: ClientId, srq: u32) -> u32 {
-        let n = (self.session.srqs.get(&srq)).map_or(0, |c| c.pending_hint().unwrap_or(c.depth()));
+        let n = self.data.map_or(0, |d| d.srq_posted(srq));
         u32::try_from(n).unwrap_or(u32::MAX)
     }
 }
@@ -519,6 +521,36 @@ impl Control {
             nums: Nums::new(),
             ifindex,
             budget,
+            data: DataPath::default(),
+        }
+    }
+
+    /// QP and SRQ numbers come from `source` from now on (the user's id
+    /// counter, shared with the provider's contexts, when the agent is a
+    /// wire context of its user: `transport.rs`); a number it gives that is
+    /// 0, 1, over 24 bits or in use is skipped.
+    pub fn number_from(&mut self, source: Box<dyn FnMut() -> u32>) {
+        self.nums.source = Some(source);
+    }
+
+    /// The clients' data path and their key tables, for the engine's turn
+    /// (`data::Serving`).
+    pub fn data_and_keys(&mut self) -> (&DataPath, &mut Tables) {
+        (&self.data, &mut self.tables)
+    }
+
+    /// The clients' data path.
+    pub fn data(&self) -> &DataPath {
+        &self.data
+    }
+
+    /// Client `id`'s QP `qpn` is in state `state` now (the engine moved it
+    /// to the error state): the tables follow, as `query_qp` answers.
+    pub fn engine_moved(&mut self, id: ClientId, qpn: u32, state: u32) {
+        if let Some(c) = self.tables.client_mut(id) {
+            if let Some((h, _)) = c.qp_by_qpn(qpn) {
+                c.set_qp_state(h, state);
+            }
         }
     }
 
@@ -529,22 +561,25 @@ impl Control {
 
     /// A session for client `id` (process `pid` in our PID namespace, 0:
     /// none), with no objects.  None: that number has one already.
-    pub fn open(&mut self, id: ClientId, pid: i32) -> Option<Session> {
-        self.tables.add_client(id).then(|| Session {
+    pub fn open(&mut self, id: ClientId, pid: i32, mem: ClientMem) -> Option<Session> {
+        if !self.tables.add_client(id) {
+            return None;
+        }
+        self.data.add_client(id, mem);
+        Some(Session {
             id,
             pid,
-            cqs: HashMap::new(),
-            qps: HashMap::new(),
-            srqs: HashMap::new(),
+            held: HashMap::new(),
             kept: Kept::default(),
         })
     }
 
-    /// Client `s` is gone: its objects go, its numbers are given back, its
-    /// queues are unmapped and its descriptors closed.
-    pub fn close(&mut self, s: Session) {
+    /// Client `s` is gone: its objects go, its numbers are given back.
+    /// Its data path, for the engine's last words of its QPs (then its
+    /// queues are unmapped and its descriptors closed with it).
+    pub fn close(&mut self, s: Session) -> Option<ClientData> {
         self.tables.remove_client(s.id, &mut Freeing(&mut self.nums));
-        drop(s);
+        self.data.remove_client(s.id)
     }
 
     /// How many sessions there are.
@@ -552,13 +587,134 @@ impl Control {
         self.tables.clients()
     }
 
+    /// After the tables answered `req` of session `s` with `rep`: the
+    /// session counts what `att` keeps ([`Kept`]), the client's data path
+    /// takes its queues and descriptors (what is not taken is unmapped and
+    /// closed here), and a QP made, changed or destroyed is followed in
+    /// the data path (`gone`: the QP number a `DestroyQp` named).  What
+    /// the engine must hear of.
+    fn keep(
+        &mut self,
+        s: &mut Session,
+        req: &Request,
+        rep: &Reply,
+        att: Attached,
+        gone: Option<u32>,
+    ) -> Option<Changed> {
+        let id = s.id;
+        match (req, rep, att) {
+            (_, Reply::Cq { handle, .. }, Attached::Cq(c)) => {
+                s.hold(*handle, c.kept());
+                if let Some(d) = self.data.client_mut(id) {
+                    d.add_cq(*handle, c.queue, c.doorbell, c.channel);
+                }
+            }
+            (Request::ResizeCq { cq, .. }, Reply::Done, Attached::NewCqQueue(p)) => {
+                // One queue for another: the same mapping count.
+                if let Some(d) = self.data.client_mut(id) {
+                    d.cqs.get_mut().insert(*cq, p);
+                }
+            }
+            (Request::DestroyCq { cq }, Reply::Done, _) => {
+                s.release(*cq);
+                if let Some(d) = self.data.client_mut(id) {
+                    d.remove_cq(*cq);
+                }
+            }
+            (_, Reply::Qp { handle, qpn, cap }, Attached::Qp(q)) => {
+                s.hold(*handle, q.kept());
+                let t = self.tables.client(id)?.qp(*handle).ok()?;
+                let (qpt, kind) = match t.qp_type {
+                    QpType::Rc => (IBV_QPT_RC, QpKind::Connected),
+                    QpType::Uc => (IBV_QPT_UC, QpKind::Connected),
+                    QpType::Ud => (IBV_QPT_UD, QpKind::Ud),
+                    // (XRC is not on wire devices: no engine.)
+                    _ => return None,
+                };
+                let dq = DataQp::new(
+                    id,
+                    *qpn,
+                    qpt,
+                    t.pd_id,
+                    *handle,
+                    t.send_cq,
+                    t.recv_cq,
+                    t.srq,
+                    t.sq_sig_all,
+                    cap.max_recv_sge,
+                );
+                let shape = SendShape {
+                    kind,
+                    max_sge: cap.max_send_sge,
+                    max_inline: cap.max_inline_data,
+                };
+                let d = self.data.client_mut(id)?;
+                if let Some(sq) = q.sq {
+                    d.sqs.get_mut().insert(*qpn, (sq, shape));
+                }
+                if let Some(rq) = q.rq {
+                    d.rqs.get_mut().insert(*qpn, rq);
+                }
+                self.data.add_qp(Arc::new(dq));
+                return Some(Changed::NewQp(*qpn));
+            }
+            (Request::ModifyQp { qp, attr }, Reply::Done, _) => {
+                let t = self.tables.client(id)?.qp(*qp).ok()?;
+                let dq = self.data.qp(t.qpn)?;
+                let mut st = dq.lock();
+                st.attr = t.attr.to_verbs();
+                if t.state != IBV_QPS_ERR {
+                    st.state = t.state;
+                }
+                return Some(Changed::Modified {
+                    qpn: t.qpn,
+                    new: t.state,
+                    mask: attr.mask,
+                });
+            }
+            (Request::DestroyQp { qp }, Reply::Done, _) => {
+                s.release(*qp);
+                let qpn = gone?;
+                if let Some(d) = self.data.client_mut(id) {
+                    d.sqs.get_mut().remove(&qpn);
+                    d.rqs.get_mut().remove(&qpn);
+                }
+                return self.data.remove_qp(qpn).map(Changed::QpGone);
+            }
+            (_, Reply::Srq { handle, .. }, Attached::Srq(c)) => {
+                s.hold(*handle, SRQ_KEPT);
+                let t = self.tables.client(id)?.srq(*handle).ok()?;
+                let q = SrqQueue {
+                    queue: c,
+                    pd: t.pd_id,
+                    max_sge: t.max_sge,
+                };
+                self.data.client_mut(id)?.srqs.get_mut().insert(*handle, q);
+            }
+            (Request::DestroySrq { srq }, Reply::Done, _) => {
+                s.release(*srq);
+                self.data.client_mut(id)?.srqs.get_mut().remove(srq);
+            }
+            _ => {}
+        }
+        None
+    }
+
     /// Serves one request of session `s` on its connection `sock` (the
     /// client's pidfd is `pidfd`): receives it, answers it, sends the
     /// reply.  A request that would keep more than the client's budget
     /// is `EINVAL` before anything is attached (its descriptors are
-    /// closed).  Err: why the connection must end (the client closed it,
-    /// or broke the protocol).
-    pub fn serve(&mut self, s: &mut Session, sock: BorrowedFd<'_>, pidfd: BorrowedFd<'_>) -> Result<(), String> {
+    /// closed).  A QP made, changed or destroyed reaches `engine` (the
+    /// agent's transport, when it has one) before the reply goes.  Err:
+    /// why the connection must end (the client closed it, or broke the
+    /// protocol).
+    pub fn serve(
+        &mut self,
+        s: &mut Session,
+        sock: BorrowedFd<'_>,
+        pidfd: BorrowedFd<'_>,
+        engine: Option<&Transport>,
+    ) -> Result<(), String> {
         let (id, req, fds) = match msg::recv_request(sock) {
             Ok(r) => r,
             Err(MsgError::Io(Errno::AGAIN)) => return Ok(()),
@@ -576,14 +732,25 @@ impl Control {
         let rep = match att {
             Ok(att) => {
                 let gids = needs_gids(&req).then(|| Gids::read(self.ifindex));
+                let gone = match req {
+                    Request::DestroyQp { qp } => self.tables.client(s.id).and_then(|c| c.qp(qp).ok()).map(|q| q.qpn),
+                    _ => None,
+                };
                 let mut hooks = AgentHooks {
                     nums: &mut self.nums,
                     gids: gids.as_ref(),
-                    session: s,
+                    pid: s.pid,
+                    data: self.data.client(s.id),
                     pidfd,
                 };
                 let rep = self.tables.exec(s.id, &req, &mut hooks);
-                s.keep(&req, &rep, att);
+                let changed = self.keep(s, &req, &rep, att, gone);
+                // The engine hears of it before the client does: a QP's
+                // link is there once its number is known, gone once its
+                // destroy returns.
+                if let (Some(t), Some(ch)) = (engine, changed) {
+                    t.changed(self, ch);
+                }
                 rep
             }
             Err(errno) => Reply::Err(errno),
@@ -599,6 +766,13 @@ impl Control {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Cross-memory attach on ourselves (a client's data path's memory).
+    fn own_mem() -> ClientMem {
+        let fd = crate::client::access_page().unwrap();
+        let page = crate::place::AccessPage::map(fd.as_fd()).unwrap();
+        ClientMem::new(std::process::id() as libc::pid_t, None, false, page)
+    }
 
     #[test]
     fn numbers_unique_and_in_range() {
@@ -633,8 +807,8 @@ mod tests {
         let me = rustix::process::getpid();
         let pidfd = rustix::process::pidfd_open(me, rustix::process::PidfdFlags::empty()).unwrap();
         let mut ctl = Control::new(1, Budget::FLOOR);
-        let mut s = ctl.open(7, me.as_raw_nonzero().get()).unwrap();
-        assert!(ctl.open(7, 0).is_none(), "one session per number");
+        let mut s = ctl.open(7, me.as_raw_nonzero().get(), own_mem()).unwrap();
+        assert!(ctl.open(7, 0, own_mem()).is_none(), "one session per number");
         let (_q, fd) = Slots::create(8, 64).unwrap();
         let queue = Queue {
             depth: 8,
@@ -647,18 +821,21 @@ mod tests {
             channel: false,
         };
         msg::send_request(a.as_fd(), 1, &Request::CreateCq(c), &[fd.as_fd()]).unwrap();
-        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).unwrap();
+        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd(), None).unwrap();
         let (id, rep) = msg::recv_reply(a.as_fd()).unwrap();
         let Reply::Cq { handle, .. } = rep else {
             panic!("{rep:?}")
         };
         assert_eq!((id, s.queues(), ctl.sessions()), (1, 1, 1));
         msg::send_request(a.as_fd(), 2, &Request::DestroyCq { cq: handle }, &[]).unwrap();
-        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).unwrap();
+        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd(), None).unwrap();
         assert_eq!(msg::recv_reply(a.as_fd()).unwrap(), (2, Reply::Done));
         assert_eq!(s.queues(), 0);
         rustix::net::send(a.as_fd(), b"\x01\x01", rustix::net::SendFlags::empty()).unwrap();
-        assert!(ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).is_err(), "a bad message");
+        assert!(
+            ctl.serve(&mut s, b.as_fd(), pidfd.as_fd(), None).is_err(),
+            "a bad message"
+        );
         ctl.close(s);
         assert_eq!(ctl.sessions(), 0);
     }
@@ -690,7 +867,7 @@ mod tests {
         let me = rustix::process::getpid();
         let pidfd = rustix::process::pidfd_open(me, rustix::process::PidfdFlags::empty()).unwrap();
         let mut ctl = Control::new(1, Kept { fds: 1, maps: 2 });
-        let mut s = ctl.open(7, me.as_raw_nonzero().get()).unwrap();
+        let mut s = ctl.open(7, me.as_raw_nonzero().get(), own_mem()).unwrap();
         let mut id = 0;
         // A CQ of 8, with a doorbell or not: its handle, or the errno.
         let mut cq = |ctl: &mut Control, s: &mut Session, doorbell: bool| {
@@ -708,7 +885,7 @@ mod tests {
             let fds = [fd.as_fd(), bell.as_fd()];
             id += 1;
             msg::send_request(a.as_fd(), id, &Request::CreateCq(c), &fds[..1 + doorbell as usize]).unwrap();
-            ctl.serve(s, b.as_fd(), pidfd.as_fd()).unwrap();
+            ctl.serve(s, b.as_fd(), pidfd.as_fd(), None).unwrap();
             match msg::recv_reply(a.as_fd()).unwrap().1 {
                 Reply::Cq { handle, .. } => Ok(handle),
                 Reply::Err(e) => Err(e),
@@ -725,14 +902,14 @@ mod tests {
         assert_eq!((s.kept(), s.queues()), (Kept { fds: 1, maps: 2 }, 2));
         // A destroy gives its part back.
         msg::send_request(a.as_fd(), 99, &Request::DestroyCq { cq: first }, &[]).unwrap();
-        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd()).unwrap();
+        ctl.serve(&mut s, b.as_fd(), pidfd.as_fd(), None).unwrap();
         assert_eq!(msg::recv_reply(a.as_fd()).unwrap(), (99, Reply::Done));
         assert_eq!(s.kept(), Kept { fds: 0, maps: 1 });
         assert!(cq(&mut ctl, &mut s, true).is_ok(), "room again");
         assert_eq!(s.kept(), Kept { fds: 1, maps: 2 });
         ctl.close(s);
         // A new session starts with nothing kept.
-        let s = ctl.open(8, 0).unwrap();
+        let s = ctl.open(8, 0, own_mem()).unwrap();
         assert_eq!(s.kept(), Kept::default());
         ctl.close(s);
     }

@@ -46,6 +46,7 @@ impl Client {
             program: Some(AGENT.into()),
             idle_ms: Some(idle_ms),
             wait: WAIT,
+            dir: None,
         };
         let s = client::connect_or_start(&t, &o, access.as_fd(), pipe.1.as_fd()).unwrap();
         Client {

@@ -16,6 +16,18 @@ const LKEY: u32 = 0x100;
 const RO_KEY: u32 = 0x200;
 const CQ: u32 = 3;
 const QPN: u32 = 0x42;
+/// The client's number.
+const ID: ClientId = 5;
+
+/// Client `ID`'s data in `d`.
+fn cd(d: &DataPath) -> &ClientData {
+    d.client(ID).unwrap()
+}
+
+/// Client `ID`'s keys `k` as the engine's key tables.
+fn tables(k: Keys) -> HashMap<ClientId, Keys> {
+    HashMap::from([(ID, k)])
+}
 
 /// The client's memory: a buffer registered under `LKEY` (and `RO_KEY`).
 struct Client {
@@ -58,17 +70,19 @@ fn own_mem() -> ClientMem {
 
 /// A data path with one RC QP (its own receive queue of `rq_depth`) and
 /// one CQ of `cq_depth`: the client's halves of both queues.
-fn setup(rq_depth: usize, cq_depth: usize) -> (ClientData, Producer, Consumer) {
-    let mut d = ClientData::new(own_mem());
+fn setup(rq_depth: usize, cq_depth: usize) -> (DataPath, Producer, Consumer) {
+    let mut p = DataPath::default();
+    p.add_client(ID, own_mem());
+    let d = p.client_mut(ID).unwrap();
     let (cq, _) = Slots::create(cq_depth, CQE_SLOT).unwrap();
     let (cq_agent, cq_client) = cq.split();
     let (rq, _) = Slots::create(rq_depth, 128).unwrap();
     let (rq_client, rq_agent) = rq.split();
     d.cqs.borrow_mut().insert(CQ, cq_agent);
     d.rqs.borrow_mut().insert(QPN, rq_agent);
-    let qp = DataQp::new(QPN, IBV_QPT_RC, PD, 9, Some(CQ), Some(CQ), None, false, 4);
-    d.qps.insert(QPN, Arc::new(qp));
-    (d, rq_client, cq_client)
+    let qp = DataQp::new(ID, QPN, IBV_QPT_RC, PD, 9, Some(CQ), Some(CQ), None, false, 4);
+    assert!(p.add_qp(Arc::new(qp)));
+    (p, rq_client, cq_client)
 }
 
 fn post_recv(q: &mut Producer, wr_id: u64, sges: &[Sge]) {
@@ -110,7 +124,7 @@ fn receives_are_placed_and_completed_into_the_cq() {
     let mut c = Client::new();
     let (d, mut rq, mut cq) = setup(8, 8);
     let gids = [[0u8; 16]];
-    let mut keys = std::mem::take(&mut c.keys);
+    let mut keys = tables(std::mem::take(&mut c.keys));
     let h = Serving {
         data: &d,
         keys: RefCell::new(&mut keys),
@@ -129,8 +143,12 @@ fn receives_are_placed_and_completed_into_the_cq() {
         }],
     );
     let mut cur = h.accept_recv(&qp, &mut st).expect("the WQE posted");
-    assert_eq!((cur.wr_id, cur.err, cur.cq), (77, 0, Some(CQ)));
-    cur.place(h.mem(), 0, b"via the agent");
+    let to = RecvCq {
+        client: ID,
+        cq: Some(CQ),
+    };
+    assert_eq!((cur.wr_id, cur.err, cur.cq), (77, 0, to));
+    cur.place(h.mem(&qp), 0, b"via the agent");
     let done = Completion {
         qpn: QPN,
         src_qp: 0x99,
@@ -173,13 +191,13 @@ fn receives_are_placed_and_completed_into_the_cq() {
         }],
     );
     assert_eq!(h.accept_recv(&qp, &mut st).unwrap().err, IBV_WC_LOC_PROT_ERR);
-    assert!(d.take_events().is_empty());
+    assert!(cd(&d).take_events().is_empty());
 }
 
 #[test]
 fn a_garbage_receive_queue_gives_no_receive_and_one_fatal_event() {
     let (d, mut rq, _cq) = setup(8, 8);
-    let mut keys = Keys::default();
+    let mut keys = tables(Keys::default());
     let h = Serving {
         data: &d,
         keys: RefCell::new(&mut keys),
@@ -191,14 +209,14 @@ fn a_garbage_receive_queue_gives_no_receive_and_one_fatal_event() {
     let _ = rq.try_push(&[0xee; 24]).unwrap();
     assert!(h.accept_recv(&qp, &mut st).is_none());
     assert!(h.accept_recv(&qp, &mut st).is_none());
-    assert_eq!(d.take_events(), vec![Event::Qp(9, IBV_EVENT_QP_FATAL)]);
+    assert_eq!(cd(&d).take_events(), vec![Event::Qp(9, IBV_EVENT_QP_FATAL)]);
     assert_eq!(h.gid(5), [0; 16], "no GIDs: a zero GID, no panic");
 }
 
 #[test]
 fn send_completions_in_order_signaled_or_failed_only() {
     let (d, _rq, mut cq) = setup(8, 8);
-    let mut keys = Keys::default();
+    let mut keys = tables(Keys::default());
     let h = Serving {
         data: &d,
         keys: RefCell::new(&mut keys),
@@ -224,7 +242,7 @@ fn send_completions_in_order_signaled_or_failed_only() {
 fn the_error_state_flushes_sends_the_receive_in_progress_and_the_queue() {
     let mut c = Client::new();
     let (d, mut rq, mut cq) = setup(8, 16);
-    let mut keys = std::mem::take(&mut c.keys);
+    let mut keys = tables(std::mem::take(&mut c.keys));
     let h = Serving {
         data: &d,
         keys: RefCell::new(&mut keys),
@@ -267,21 +285,21 @@ fn the_error_state_flushes_sends_the_receive_in_progress_and_the_queue() {
 fn a_full_cq_overruns_once_and_takes_nothing_more() {
     let (d, _rq, mut cq) = setup(8, 2);
     let wc = wc_of(1, 0, IBV_WC_SEND, 0, QPN);
-    assert!(d.push_cqe(Some(CQ), &wc));
-    assert!(d.push_cqe(Some(CQ), &wc));
-    assert!(!d.push_cqe(Some(CQ), &wc), "no room: overrun");
+    assert!(cd(&d).push_cqe(Some(CQ), &wc));
+    assert!(cd(&d).push_cqe(Some(CQ), &wc));
+    assert!(!cd(&d).push_cqe(Some(CQ), &wc), "no room: overrun");
     assert_eq!(cqes(&mut cq).len(), 2);
-    assert!(!d.push_cqe(Some(CQ), &wc), "overrun for good");
+    assert!(!cd(&d).push_cqe(Some(CQ), &wc), "overrun for good");
     assert!(cqes(&mut cq).is_empty());
-    assert_eq!(d.take_events(), vec![Event::Cq(CQ, IBV_EVENT_CQ_ERR)]);
-    assert!(d.push_cqe(None, &wc), "no CQ: nothing to do");
-    assert!(!d.push_cqe(Some(CQ + 1), &wc), "a CQ the agent does not hold");
+    assert_eq!(cd(&d).take_events(), vec![Event::Cq(CQ, IBV_EVENT_CQ_ERR)]);
+    assert!(cd(&d).push_cqe(None, &wc), "no CQ: nothing to do");
+    assert!(!cd(&d).push_cqe(Some(CQ + 1), &wc), "a CQ the agent does not hold");
     // (The client slept on it meanwhile? Its doorbell is asked for once.)
     let (d, _rq, mut cq) = setup(8, 8);
     assert!(cq.prepare_sleep(), "empty: the client sleeps");
-    assert!(d.push_cqe(Some(CQ), &wc));
-    assert_eq!(d.take_doorbells(), vec![CQ]);
-    assert_eq!(d.take_doorbells(), Vec::<u32>::new());
+    assert!(cd(&d).push_cqe(Some(CQ), &wc));
+    assert_eq!(cd(&d).take_doorbells(), vec![CQ]);
+    assert_eq!(cd(&d).take_doorbells(), Vec::<u32>::new());
 }
 
 #[test]
@@ -518,8 +536,19 @@ fn the_engine_runs_over_the_agents_host() {
     let mut c = Client::new();
     let (mut d, mut rq_b, mut cq) = setup(8, 64);
     // QP A (0x41) sends; QP B (QPN) receives; both complete into CQ.
-    let a = Arc::new(DataQp::new(0x41, IBV_QPT_RC, PD, 8, Some(CQ), Some(CQ), None, false, 4));
-    d.qps.insert(0x41, a.clone());
+    let a = Arc::new(DataQp::new(
+        ID,
+        0x41,
+        IBV_QPT_RC,
+        PD,
+        8,
+        Some(CQ),
+        Some(CQ),
+        None,
+        false,
+        4,
+    ));
+    assert!(d.add_qp(a.clone()));
     let shape = SendShape {
         kind: QpKind::Connected,
         max_sge: 4,
@@ -531,7 +560,7 @@ fn the_engine_runs_over_the_agents_host() {
         IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
         IpAddr::V6(v6) => v6.octets(),
     }];
-    let mut keys = std::mem::take(&mut c.keys);
+    let mut keys = tables(std::mem::take(&mut c.keys));
     let h = Serving {
         data: &d,
         keys: RefCell::new(&mut keys),
@@ -637,7 +666,11 @@ fn the_engine_runs_over_the_agents_host() {
     );
     // (B's responder went to the error state too, with its owner's event.)
     assert_eq!(b.lock().state, IBV_QPS_ERR);
-    assert_eq!(d.take_events(), vec![Event::Qp(9, IBV_EVENT_QP_ACCESS_ERR)]);
-    d.qps.clear();
+    assert_eq!(cd(&d).take_events(), vec![Event::Qp(9, IBV_EVENT_QP_ACCESS_ERR)]);
+    assert!(d.remove_client(ID).is_some());
+    assert!(
+        d.qp(QPN).is_none() && d.qp(0x41).is_none(),
+        "the client's QPs went with it"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

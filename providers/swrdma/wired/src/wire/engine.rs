@@ -405,7 +405,7 @@ impl Wire {
             };
             self.room(&mut b, &src, via.as_ref());
             let buf = &mut b.slot_mut()[PAY..PAY + pmtu as usize];
-            let (mut h, plen, last_pkt) = match request_packet(c.mem(), qp, st, idx, pkt, pmtu, buf) {
+            let (mut h, plen, last_pkt) = match request_packet(c.mem(qp), qp, st, idx, pkt, pmtu, buf) {
                 Ok(p) => p,
                 Err(seq) => {
                     self.send_out(b);
@@ -800,7 +800,7 @@ impl Wire {
             return;
         }
         // (The SGEs passed `check_local` for writing at post.)
-        let placed = completer::place_atomic(c.mem(), &r.sges, orig);
+        let placed = completer::place_atomic(c.mem(qp), &r.sges, orig);
         let seq = r.seq;
         if let Err(status) = placed {
             self.fail_seq(c, qp, st, seq, status);
@@ -860,7 +860,7 @@ impl Wire {
         // every response is in.
         // (The SGEs passed `check_local` for writing at post; the
         // READ part lies at `loff` of the work request.)
-        let placed = completer::place_read(c.mem(), &r.sges, r.loff + r.len, r.loff + off, payload);
+        let placed = completer::place_read(c.mem(qp), &r.sges, r.loff + r.len, r.loff + off, payload);
         let seq = r.seq;
         if let Err(status) = placed {
             self.fail_seq(c, qp, st, seq, status);
@@ -915,7 +915,7 @@ impl Wire {
     /// table held while `f` runs (a dereg waits for the copy).
     fn with_target<H: Host, R>(c: &H, qp: &H::Qp, st: &H::St, f: impl FnOnce(&Target) -> R) -> R {
         let qp_access = st.attr().qp_access_flags;
-        c.with_keys(|keys| {
+        c.with_keys(qp, |keys| {
             f(&Target {
                 qpn: qp.qpn(),
                 pd: qp.pd(),
@@ -1009,7 +1009,7 @@ impl Wire {
         if !roce::payload_fits(&info, payload.len(), st.wq_mut().pmtu.max(256)) {
             return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
         }
-        place_send(c.mem(), st, payload);
+        place_send(c.mem(qp), st, payload);
         st.wq_mut().epsn = psn_add(psn, 1);
         if !(info.last || info.only) {
             if h.bth.ackreq {
@@ -1094,7 +1094,7 @@ impl Wire {
         if n > left || ((info.last || info.only) && n != left) {
             return Err((psn, Fault::InvalidRequest));
         }
-        Self::with_target(c, qp, st, |t| t.write(c.mem(), rkey, va, payload)).map_err(|f| (psn, f))?;
+        Self::with_target(c, qp, st, |t| t.write(c.mem(qp), rkey, va, payload)).map_err(|f| (psn, f))?;
         st.wq_mut().wr = Some((va + n, rkey, left - n, total));
         st.wq_mut().epsn = psn_add(psn, 1);
         if info.last || info.only {
@@ -1131,7 +1131,7 @@ impl Wire {
         } else {
             (Op::FetchAdd, Atomic::Add(a.swap_add))
         };
-        let v = Self::with_target(c, qp, st, |t| t.atomic(c.mem(), op, a.rkey, a.va, o)).map_err(|f| (psn, f))?;
+        let v = Self::with_target(c, qp, st, |t| t.atomic(c.mem(qp), op, a.rkey, a.va, o)).map_err(|f| (psn, f))?;
         // (As many as the requester may have in flight: our
         // `max_dest_rd_atomic`, which bounds its `max_rd_atomic`.)
         let keep = st.attr().max_dest_rd_atomic;
@@ -1193,7 +1193,7 @@ impl Wire {
             self.room(&mut b, &m.dst, st.wq_mut().sender.as_ref());
             if plen > 0 {
                 let buf = &mut b.slot_mut()[PAY..PAY + plen];
-                let got = Self::with_target(c, qp, st, |t| t.read(c.mem(), r.rkey, r.va + off, buf));
+                let got = Self::with_target(c, qp, st, |t| t.read(c.mem(qp), r.rkey, r.va + off, buf));
                 if let Err(f) = got {
                     self.send_out(b);
                     return quiet((psn_add(psn, i), f));
@@ -1318,7 +1318,7 @@ impl Wire {
                     st.wq_mut().uc_drop = true;
                     return;
                 }
-                place_send(c.mem(), st, payload);
+                place_send(c.mem(qp), st, payload);
                 if info.last || info.only {
                     st.wq_mut().in_send = false;
                     let n = st.wq_mut().recv_off;
@@ -1343,7 +1343,7 @@ impl Wire {
                 let n = payload.len() as u64;
                 if n > left
                     || ((info.last || info.only) && n != left)
-                    || Self::with_target(c, qp, st, |t| t.write(c.mem(), rkey, va, payload)).is_err()
+                    || Self::with_target(c, qp, st, |t| t.write(c.mem(qp), rkey, va, payload)).is_err()
                 {
                     st.wq_mut().wr = None;
                     st.wq_mut().uc_drop = !(info.last || info.only);
@@ -1384,8 +1384,8 @@ impl Wire {
             h.imm.is_some(),
         );
         if let Some(cur) = st.cur().as_mut() {
-            cur.place_grh(c.mem(), &g);
-            cur.place(c.mem(), 0, payload);
+            cur.place_grh(c.mem(qp), &g);
+            cur.place(c.mem(qp), 0, payload);
         }
         self.complete_recv(c, qp, st, h, IBV_WC_RECV, payload.len() as u64, d.sqpn);
     }

@@ -56,14 +56,15 @@ pub trait HostSt {
 pub trait Host {
     type Qp: HostQp<St = Self::St>;
     type St: HostSt;
-    /// The memory the QPs' keys grant.
-    fn mem(&self) -> &dyn Memory;
+    /// The memory `qp`'s keys grant (its process's).
+    fn mem(&self, qp: &Self::Qp) -> &dyn Memory;
     fn qp(&self, qpn: u32) -> Option<Arc<Self::Qp>>;
     fn all_qps(&self) -> Vec<Arc<Self::Qp>>;
     /// GID `index` of the port.
     fn gid(&self, index: usize) -> [u8; 16];
-    /// Runs `f` with the memory keys held (a deregistration waits for it).
-    fn with_keys<R>(&self, f: impl FnOnce(&Keys) -> R) -> R;
+    /// Runs `f` with the memory keys of `qp`'s process held (a
+    /// deregistration waits for it).
+    fn with_keys<R>(&self, qp: &Self::Qp, f: impl FnOnce(&Keys) -> R) -> R;
     /// Completes the done entries at the front of `qp`'s send queue.
     fn complete_sq(&self, qp: &Self::Qp, st: &mut Self::St);
     /// Moves `qp` to the error state: its outstanding work is flushed.

@@ -1,0 +1,474 @@
+//! The agent carrying its clients' traffic (plan step 2, `transport.rs`),
+//! with the real program: two clients of one agent (both in this process,
+//! each with its own connection, objects and keys) connect an RC QP each
+//! over `lo`, post work requests into their send and receive queues and
+//! find the completions in their CQ queues; the agent places the data into
+//! their memory by cross-memory attach.  The agent joins a private
+//! directory of endpoints (`--dir`) as a wire context: its QPs are linked
+//! there.
+
+mod common;
+use common::*;
+
+use ibverbs_abi::verbs::*;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use swrdma_wired::client::{self, Options, Session, Target};
+use swrdma_wired::ctl::msg::{AhAttr, Caps, CreateCq, CreateQp, QpAttr, QpType, Queue, RegMr, Reply, Request};
+use swrdma_wired::data::Event;
+use swrdma_wired::transport::{parse_event_record, EVENT_RECORD};
+use swrdma_wired::wq::format::{
+    decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Cqe, Data, QpKind, RecvWqe, Remote, SendOp,
+    SendShape, SendWqe, Sge, SgeList, CQE_SLOT,
+};
+use swrdma_wired::wq::{Consumer, Producer, Push, Slots};
+
+const WAIT: Duration = Duration::from_secs(5);
+const SHAPE: SendShape = SendShape {
+    kind: QpKind::Connected,
+    max_sge: 1,
+    max_inline: 256,
+};
+
+fn lo() -> u32 {
+    // SAFETY: a NUL-terminated name; the call only reads it.
+    unsafe { libc::if_nametoindex(c"lo".as_ptr()) }
+}
+
+/// A private directory of endpoints (mode 0700), removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        use std::os::unix::fs::DirBuilderExt;
+        let p = std::env::temp_dir().join(format!("swrdma-traffic-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::DirBuilder::new().mode(0o700).create(&p).unwrap();
+        Dir(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether another user (or the kernel's rxe) holds `127.0.0.1:4791`: a
+/// socket of ours cannot join it.
+fn port_taken() -> bool {
+    use rustix::net::{bind, socket, sockopt, AddressFamily, SocketAddrV4, SocketType};
+    let s = socket(AddressFamily::INET, SocketType::DGRAM, None).unwrap();
+    sockopt::set_socket_reuseport(&s, true).unwrap();
+    bind(&s, &SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 4791)) == Err(rustix::io::Errno::ADDRINUSE)
+}
+
+/// A client in this process: its session, its memory, its objects'
+/// queues (our halves) and its async pipe.
+struct Client {
+    s: Session,
+    _access: OwnedFd,
+    async_r: OwnedFd,
+    _async_w: OwnedFd,
+    buf: Vec<u8>,
+    pd: u32,
+    /// The MR over `buf`: its handle and key.
+    mr: (u32, u32),
+    cq: Consumer,
+    _cq_bell: OwnedFd,
+    qp: u32,
+    qpn: u32,
+    sq: Producer,
+    rq: Producer,
+}
+
+impl Client {
+    fn open(scope: &str, dir: &Path) -> Client {
+        let access = client::access_page().unwrap();
+        let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        rustix::io::ioctl_fionbio(&async_r, true).unwrap();
+        let t = Target {
+            ifindex: lo(),
+            scope: scope.to_string(),
+        };
+        let o = Options {
+            program: Some(AGENT.into()),
+            idle_ms: Some(300),
+            wait: WAIT,
+            dir: Some(dir.to_path_buf()),
+        };
+        let mut s = client::connect_or_start(&t, &o, access.as_fd(), async_w.as_fd()).unwrap();
+        let mut call = |req: Request, fds: &[BorrowedFd<'_>]| s.call(&req, fds, WAIT).unwrap();
+        let Reply::Pd { handle: pd } = call(Request::AllocPd { parent: None }, &[]) else {
+            panic!("alloc_pd")
+        };
+        let buf = vec![0u8; 1 << 16];
+        let all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+        let reg = RegMr {
+            pd,
+            access: all,
+            addr: buf.as_ptr() as u64,
+            length: buf.len() as u64,
+            iova: buf.as_ptr() as u64,
+        };
+        let Reply::Mr { handle, lkey, .. } = call(Request::RegMr(reg), &[]) else {
+            panic!("reg_mr")
+        };
+        let (cq_slots, cq_fd) = Slots::create(64, CQE_SLOT).unwrap();
+        let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
+        let c = CreateCq {
+            cqe: 64,
+            queue: Queue {
+                depth: 64,
+                slot_size: CQE_SLOT as u32,
+            },
+            doorbell: true,
+            channel: false,
+        };
+        let Reply::Cq { handle: cq, .. } = call(Request::CreateCq(c), &[cq_fd.as_fd(), bell.as_fd()]) else {
+            panic!("create_cq")
+        };
+        let (sq_slot, rq_slot) = (send_slot_size(1, 256).unwrap(), recv_slot_size(1).unwrap());
+        let (sq, sq_fd) = Slots::create(16, sq_slot).unwrap();
+        let (rq, rq_fd) = Slots::create(16, rq_slot).unwrap();
+        let q = |slot: usize| Queue {
+            depth: 16,
+            slot_size: slot as u32,
+        };
+        let c = CreateQp {
+            pd: Some(pd),
+            xrcd: None,
+            qp_type: QpType::Rc,
+            send_cq: Some(cq),
+            recv_cq: Some(cq),
+            srq: None,
+            sq_sig_all: false,
+            cap: Caps {
+                max_send_wr: 16,
+                max_recv_wr: 16,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq: Some(q(sq_slot)),
+            rq: Some(q(rq_slot)),
+        };
+        let (qp, qpn) = match call(Request::CreateQp(c), &[sq_fd.as_fd(), rq_fd.as_fd()]) {
+            Reply::Qp { handle, qpn, cap } => {
+                assert_eq!(
+                    (cap.max_send_sge, cap.max_inline_data),
+                    (1, 256),
+                    "the shape of our WQEs"
+                );
+                (handle, qpn)
+            }
+            r => panic!("create_qp: {r:?}"),
+        };
+        Client {
+            s,
+            _access: access,
+            async_r,
+            _async_w: async_w,
+            buf,
+            pd,
+            mr: (handle, lkey),
+            cq: cq_slots.into_consumer(),
+            _cq_bell: bell,
+            qp,
+            qpn,
+            sq: sq.into_producer(),
+            rq: rq.into_producer(),
+        }
+    }
+
+    fn call(&mut self, req: Request) -> Reply {
+        self.s.call(&req, &[], WAIT).unwrap()
+    }
+
+    fn at(&self, off: usize) -> u64 {
+        self.buf.as_ptr() as u64 + off as u64
+    }
+
+    fn key(&self) -> u32 {
+        self.mr.1
+    }
+
+    /// RESET -> INIT -> RTR -> RTS, connected to `dest` over 127.0.0.1.
+    fn connect(&mut self, dest: u32) {
+        let modify = |mask: u32, state: u32, f: &dyn Fn(&mut QpAttr)| {
+            let mut attr = QpAttr {
+                mask: mask | IBV_QP_STATE,
+                qp_state: state as u8,
+                ..QpAttr::default()
+            };
+            f(&mut attr);
+            attr
+        };
+        let steps = [
+            modify(
+                IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+                IBV_QPS_INIT,
+                &|a| {
+                    a.port_num = 1;
+                    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+                },
+            ),
+            modify(
+                IBV_QP_AV
+                    | IBV_QP_PATH_MTU
+                    | IBV_QP_DEST_QPN
+                    | IBV_QP_RQ_PSN
+                    | IBV_QP_MAX_DEST_RD_ATOMIC
+                    | IBV_QP_MIN_RNR_TIMER,
+                IBV_QPS_RTR,
+                &|a| {
+                    a.ah_attr = AhAttr {
+                        dgid: std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped().octets(),
+                        sgid_index: 1,
+                        hop_limit: 64,
+                        is_global: 1,
+                        port_num: 1,
+                        ..AhAttr::default()
+                    };
+                    a.path_mtu = IBV_MTU_1024;
+                    a.dest_qp_num = dest;
+                    a.rq_psn = 0x100;
+                    a.max_dest_rd_atomic = 4;
+                    a.min_rnr_timer = 1;
+                },
+            ),
+            modify(
+                IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+                IBV_QPS_RTS,
+                &|a| {
+                    a.timeout = 14;
+                    a.retry_cnt = 7;
+                    a.rnr_retry = 7;
+                    a.sq_psn = 0x100;
+                    a.max_rd_atomic = 4;
+                },
+            ),
+        ];
+        for attr in steps {
+            let qp = self.qp;
+            assert_eq!(self.call(Request::ModifyQp { qp, attr }), Reply::Done, "{attr:?}");
+        }
+    }
+
+    /// Posts send WQE `w`, ringing the agent when its consumer slept.
+    fn post_send(&mut self, w: &SendWqe<'_>) {
+        let mut b = vec![0u8; send_slot_size(1, 256).unwrap()];
+        let n = encode_send(w, &SHAPE, &mut b).unwrap();
+        if self.sq.try_push(&b[..n]).unwrap() == Push::Ring {
+            self.s.doorbell().unwrap();
+        }
+    }
+
+    fn post_recv(&mut self, wr_id: u64, off: usize, len: u32) {
+        let sge = [Sge {
+            addr: self.at(off),
+            length: len,
+            lkey: self.key(),
+        }];
+        let mut b = [0u8; 128];
+        let n = encode_recv(
+            &RecvWqe {
+                wr_id,
+                sges: SgeList::new(&sge),
+            },
+            1,
+            &mut b,
+        )
+        .unwrap();
+        let _ = self.rq.try_push(&b[..n]).unwrap();
+    }
+
+    /// The CQEs that came within `WAIT`, until `want` did.
+    fn poll(&mut self, want: usize) -> Vec<Cqe> {
+        let end = Instant::now() + WAIT;
+        let mut got = Vec::new();
+        let mut b = [0u8; CQE_SLOT];
+        while got.len() < want && Instant::now() < end {
+            match self.cq.try_pop(&mut b).unwrap() {
+                Some(n) => got.push(decode_cqe(&b[..n]).unwrap()),
+                None => std::thread::sleep(Duration::from_micros(50)),
+            }
+        }
+        got
+    }
+
+    /// The async events in our pipe now.
+    fn events(&self) -> Vec<Event> {
+        let mut out = Vec::new();
+        let mut r = [0u8; EVENT_RECORD];
+        while let Ok(EVENT_RECORD) = rustix::io::read(&self.async_r, &mut r) {
+            out.push(parse_event_record(&r).unwrap());
+        }
+        out
+    }
+
+    fn state(&mut self) -> u32 {
+        let qp = self.qp;
+        match self.call(Request::QueryQp { qp, mask: 0 }) {
+            Reply::QpAttr(a) => a.qp_state as u32,
+            r => panic!("query_qp: {r:?}"),
+        }
+    }
+}
+
+fn wqe(wr_id: u64, op: SendOp, data: Data<'_>) -> SendWqe<'_> {
+    let inline = if matches!(data, Data::Inline(_)) {
+        IBV_SEND_INLINE
+    } else {
+        0
+    };
+    SendWqe {
+        wr_id,
+        op,
+        send_flags: IBV_SEND_SIGNALED | inline,
+        ud: None,
+        xrc_srqn: None,
+        data,
+    }
+}
+
+fn summary(c: &[Cqe]) -> Vec<(u64, u32, u32, u32)> {
+    c.iter().map(|e| (e.wr_id, e.status, e.opcode, e.byte_len)).collect()
+}
+
+/// A QPN link of the directory: the context it names (`c<id>`).
+fn link(dir: &Path, qpn: u32) -> Option<String> {
+    Some(
+        std::fs::read_link(dir.join(format!("q{qpn}")))
+            .ok()?
+            .to_str()?
+            .to_string(),
+    )
+}
+
+#[test]
+fn the_agent_carries_rc_traffic_between_its_clients() {
+    if port_taken() {
+        eprintln!("skipped: 127.0.0.1:4791 is held by another user or the kernel's rxe");
+        return;
+    }
+    let dir = Dir::new("rc");
+    let s = scope("traffic");
+    let mut a = Client::open(&s, &dir.0);
+    let mut b = Client::open(&s, &dir.0);
+    assert_eq!(a.s.agent_pid, b.s.agent_pid, "one agent");
+    let agent = a.s.agent_pid;
+    // Its QPs are linked to its endpoint in the directory.
+    let ctx = link(&dir.0, a.qpn).expect("A's QPN linked");
+    assert!(ctx.starts_with('c'), "{ctx}");
+    let list: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        link(&dir.0, b.qpn).as_deref(),
+        Some(&ctx[..]),
+        "{list:?} {} {}",
+        a.qpn,
+        b.qpn
+    );
+    assert!(dir.0.join(&ctx).exists(), "the agent's endpoint {ctx}");
+    let (an, bn) = (a.qpn, b.qpn);
+    a.connect(bn);
+    b.connect(an);
+    // A SEND from A's memory into B's posted receive.
+    a.buf[..20].copy_from_slice(b"twenty bytes, placed");
+    b.post_recv(500, 1000, 64);
+    let src = [Sge {
+        addr: a.at(0),
+        length: 20,
+        lkey: a.key(),
+    }];
+    a.post_send(&wqe(1, SendOp::Send, Data::Sges(SgeList::new(&src))));
+    assert_eq!(summary(&a.poll(1)), vec![(1, 0, IBV_WC_SEND, 20)]);
+    assert_eq!(summary(&b.poll(1)), vec![(500, 0, IBV_WC_RECV, 20)]);
+    assert_eq!(&b.buf[1000..1020], b"twenty bytes, placed");
+    // WRITE into B, READ it back into A, fetch-and-add on B.
+    let remote = Remote {
+        addr: b.at(2000),
+        rkey: b.key(),
+    };
+    a.post_send(&wqe(2, SendOp::RdmaWrite(remote), Data::Inline(b"written remotely")));
+    let back = [Sge {
+        addr: a.at(3000),
+        length: 16,
+        lkey: a.key(),
+    }];
+    a.post_send(&wqe(3, SendOp::RdmaRead(remote), Data::Sges(SgeList::new(&back))));
+    b.buf[4000..4008].copy_from_slice(&40u64.to_ne_bytes());
+    let orig = [Sge {
+        addr: a.at(4100),
+        length: 8,
+        lkey: a.key(),
+    }];
+    let faa = SendOp::FetchAndAdd {
+        remote: Remote {
+            addr: b.at(4000),
+            rkey: b.key(),
+        },
+        add: 2,
+    };
+    a.post_send(&wqe(4, faa, Data::Sges(SgeList::new(&orig))));
+    let got = a.poll(3);
+    assert_eq!(
+        got.iter().map(|e| (e.wr_id, e.status)).collect::<Vec<_>>(),
+        vec![(2, 0), (3, 0), (4, 0)],
+        "in order, each succeeded"
+    );
+    assert_eq!(&b.buf[2000..2016], b"written remotely");
+    assert_eq!(&a.buf[3000..3016], b"written remotely");
+    assert_eq!(b.buf[4000..4008], 42u64.to_ne_bytes());
+    assert_eq!(a.buf[4100..4108], 40u64.to_ne_bytes());
+    assert!(b.poll(1).is_empty(), "one-sided: nothing for B");
+    // Each client's keys are its own: an MR of A's (a key B's tables do
+    // not have) does not open B's memory.
+    let (pd, base) = (a.pd, a.at(0));
+    let Reply::Mr { lkey: a_only, .. } = a.call(Request::RegMr(RegMr {
+        pd,
+        access: IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+        addr: base,
+        length: 4096,
+        iova: base,
+    })) else {
+        panic!("reg_mr")
+    };
+    assert_ne!(a_only, b.key());
+    let bad = Remote {
+        addr: b.at(0),
+        rkey: a_only,
+    };
+    a.post_send(&wqe(5, SendOp::RdmaWrite(bad), Data::Inline(b"no")));
+    assert_eq!(
+        a.poll(1).iter().map(|e| (e.wr_id, e.status)).collect::<Vec<_>>(),
+        vec![(5, IBV_WC_REM_ACCESS_ERR)]
+    );
+    assert_eq!(&b.buf[0..2], &[0, 0], "nothing written");
+    // Both QPs went to the error state, as the control path answers, and
+    // B heard of it on its async pipe.
+    assert_eq!(a.state(), IBV_QPS_ERR);
+    let end = Instant::now() + WAIT;
+    let mut evs = b.events();
+    while evs.is_empty() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+        evs = b.events();
+    }
+    assert_eq!(evs, vec![Event::Qp(b.qp, IBV_EVENT_QP_ACCESS_ERR)]);
+    assert_eq!(b.state(), IBV_QPS_ERR);
+    assert!(a.events().is_empty(), "the requester has a completion, not an event");
+    // A destroyed QP's link goes.
+    let qp = a.qp;
+    assert_eq!(a.call(Request::DestroyQp { qp }), Reply::Done);
+    assert_eq!(link(&dir.0, an), None);
+    assert!(link(&dir.0, bn).is_some());
+    drop(a);
+    drop(b);
+    assert!(wait_gone(agent, Duration::from_secs(5)), "idle exit");
+    assert!(!dir.0.join(&ctx).exists(), "the endpoint went with the agent");
+}
