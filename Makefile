@@ -45,7 +45,7 @@ export RUST_TARGET
 STATICLIB := $(RUST_OUT)/libibverbs_rs.a
 HEADERS   := verbs.h verbs_api.h ib_user_ioctl_verbs.h opcode.h arch.h sa.h sa-kern-abi.h tm_types.h
 
-SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery providers standin-tool soft soft-hardening soft-pyverbs soft-rdmacm soft-rdmacm-bad wire-rdmacm wire-rdmacm-bad soft-wire wire-strict wire-hostile wire-soak wire-neighbours clients compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile vm-rdmacm
+SUITES    := structure symbols generations layout prototypes diff tools install deb arm64 discovery providers standin-tool soft soft-hardening soft-pyverbs soft-rdmacm soft-rdmacm-bad wire-rdmacm wire-rdmacm-bad soft-wire wire-agent wire-strict wire-hostile wire-soak wire-neighbours clients compat10 vm vm-perftest vm-pyverbs vm-asyncwatch vm-fork vm-fault vm-sweep vm-rcerr load vm-trixie vm-sid vm-deb vm-wire vm-hostile vm-rdmacm
 
 # The quick tier: what tells a contributor in minutes whether a change broke
 # the library (make test stays the full run; .ci/run calls make test).

@@ -25,6 +25,9 @@ pub struct SwCtx {
     pub vctx: verbs_context,
     pub ctx: *const Ctx,
     pub thread: *mut Option<std::thread::JoinHandle<()>>,
+    /// A wire context through the transport agent: the `Arc::into_raw` of
+    /// its connection (`agentops.rs`); null otherwise.
+    pub agent: *const crate::agentconn::Conn,
 }
 
 #[repr(C)]

@@ -1,6 +1,8 @@
 //! swrdma: a kernel-free software RDMA device for libibverbs (provider ABI
 //! 34).  See README.md for the design.
 
+mod agentconn;
+mod agentops;
 mod context;
 mod device;
 mod direct;
@@ -52,7 +54,7 @@ static DEVICE_OPS: verbs_device_ops = verbs_device_ops {
     match_table: &MATCH_TABLE as *const _ as *const verbs_match_ent,
     static_providers: std::ptr::null_mut(),
     match_device: None,
-    alloc_context: Some(ops::alloc_context),
+    alloc_context: Some(agentops::alloc_context),
     import_context: None,
     alloc_device: Some(device::alloc_device),
     uninit_device: Some(device::uninit_device),

@@ -109,7 +109,17 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     crate::mem::init();
     let wdir = dir.clone();
     let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, info.wire, ctx as usize)?;
-    if let Some(wc) = c.wire() {
+    let mut agent = None;
+    if let Some(wc) = c.wire().filter(|_| crate::agentconn::wanted()) {
+        // Through the user's transport agent (agentops.rs): it writes the
+        // async events into the context's pipe.
+        let w = c.async_w.try_clone().map_err(|_| libc::EMFILE)?;
+        let conn = crate::agentconn::Conn::open(wc.ifindex, &wdir, std::os::fd::AsFd::as_fd(&w)).map_err(|e| {
+            eprintln!("libibverbs: swrdma: {}: no transport agent: {e}", info.name);
+            libc::EIO
+        })?;
+        agent = Some(Arc::new(conn));
+    } else if let Some(wc) = c.wire() {
         // A wire device: its UDP sockets on port 4791 (wired/src/wire/sock.rs).
         let sock = wire::sock::Sock::open(&wdir, id, wc.ifindex, &wc.addrs).map_err(|e| {
             eprintln!(
@@ -152,6 +162,10 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
         (*ctx).num_comp_vectors = 1;
         (*sw).ctx = Arc::into_raw(c);
         (*sw).thread = Box::into_raw(Box::new(Some(h)));
+        if let Some(a) = agent {
+            // (`agentops::alloc_context` sets its verbs over these.)
+            (*sw).agent = Arc::into_raw(a);
+        }
         verbs_set_ops(vctx, &OPS);
     }
     Ok(())
@@ -167,10 +181,13 @@ unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
     // `SwCtx`'s first field) gives it; make_ctx stored `ctx` (an
     // `Arc::into_raw`) and `thread` (a `Box::into_raw`), taken back once,
     // here (the library calls this once, last).
-    let (sw, c, mut thread) = unsafe {
+    let (sw, c, mut thread, agent) = unsafe {
         let sw = (ibctx as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
-        (sw, Arc::from_raw((*sw).ctx), Box::from_raw((*sw).thread))
+        let agent = (!(*sw).agent.is_null()).then(|| Arc::from_raw((*sw).agent));
+        (sw, Arc::from_raw((*sw).ctx), Box::from_raw((*sw).thread), agent)
     };
+    // (The agent ends this client's objects with its connection.)
+    drop(agent);
     c.stop_thread();
     if let Some(h) = (*thread).take() {
         let _ = h.join();

@@ -629,7 +629,11 @@ impl SoftHost {
         if let Some(a) = self.agents.get(&ifindex) {
             return a.is_some();
         }
-        let a = greet_agent(ifindex);
+        // (Only when the processes' wire contexts go through the agent,
+        // `SWRDMA_WIRE_AGENT=1`: otherwise it keeps to QP1.)
+        let agent_wire = std::env::var("SWRDMA_WIRE_AGENT").is_ok_and(|v| v == "1");
+        let dir = if agent_wire { self.soft_dir() } else { None };
+        let a = greet_agent(ifindex, dir);
         if let Err(e) = &a {
             if crate::ucma::trace() {
                 crate::ucma::say(format_args!("swrdma-ucma: the wire agent of interface {ifindex}: {e}"));
@@ -652,6 +656,45 @@ impl SoftHost {
         if any && self.wire_ctxs.is_empty() {
             self.hold_wire_contexts();
         }
+    }
+
+    /// The user's directory of soft devices (the parent of a soft device's
+    /// `ibdev_path`, the directory the provider's contexts use): an agent
+    /// started here joins it as a wire context, so that it also carries
+    /// the processes' traffic (`SWRDMA_WIRE_AGENT=1`).
+    fn soft_dir(&mut self) -> Option<std::path::PathBuf> {
+        if self.verbs.is_none() {
+            self.verbs = Verbs::load();
+        }
+        let v = self.verbs.as_ref()?;
+        let names = soft_names();
+        let mut n: c_int = 0;
+        // SAFETY: libibverbs' list call; freed below.
+        let list = unsafe { (v.get_device_list)(&mut n) };
+        if list.is_null() {
+            return None;
+        }
+        let mut dir = None;
+        for i in 0..n.max(0) as usize {
+            // SAFETY: the list holds n device pointers, each a libibverbs
+            // `ibv_device` whose name and `ibdev_path` are C strings it owns.
+            let (name, path) = unsafe {
+                let d = *list.add(i) as *const ibverbs_abi::verbs::ibv_device;
+                (
+                    CStr::from_ptr((v.get_device_name)(d as *mut c_void))
+                        .to_string_lossy()
+                        .into_owned(),
+                    CStr::from_ptr((*d).ibdev_path.as_ptr()).to_string_lossy().into_owned(),
+                )
+            };
+            if names.contains(&name) {
+                dir = std::path::Path::new(&path).parent().map(|p| p.to_path_buf());
+                break;
+            }
+        }
+        // SAFETY: the list from get_device_list.
+        unsafe { (v.free_device_list)(list) };
+        dir.filter(|d| d.is_absolute())
     }
 
     /// Opens (once) a context of every wire device (see `wire_ctxs`).
@@ -728,13 +771,16 @@ pub fn wire_ifindex(dev: &str) -> Option<u32> {
     (i != 0).then_some(i)
 }
 
-fn greet_agent(ifindex: u32) -> Result<Agent, String> {
+fn greet_agent(ifindex: u32, dir: Option<std::path::PathBuf>) -> Result<Agent, String> {
     use swrdma_wired::client;
     let access = client::access_page().map_err(|e| e.to_string())?;
     let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| e.to_string())?;
     let target = client::Target::new(ifindex);
-    let session = client::connect_or_start(&target, &client::Options::default(), access.as_fd(), w.as_fd())
-        .map_err(|e| e.to_string())?;
+    let opts = client::Options {
+        dir,
+        ..client::Options::default()
+    };
+    let session = client::connect_or_start(&target, &opts, access.as_fd(), w.as_fd()).map_err(|e| e.to_string())?;
     Ok(Agent {
         _session: session,
         _events: r,

@@ -895,7 +895,7 @@ impl Agent {
         Ok(Welcome {
             kind: kind::WELCOME,
             status: 0,
-            flags: if no_cma { flag::NO_CMA } else { 0 },
+            flags: if no_cma { flag::NO_CMA } else { 0 } | if self.transport.is_some() { flag::TRANSPORT } else { 0 },
             agent_pid: std::process::id(),
             client_id: id as u32,
             cma_errno: cma.err().unwrap_or(0) as u32,

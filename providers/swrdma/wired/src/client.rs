@@ -143,6 +143,8 @@ pub struct Session {
     /// Cross-memory attach into us is refused (`cma_errno` says why).
     pub no_cma: bool,
     pub cma_errno: i32,
+    /// The agent carries its clients' traffic (`flag::TRANSPORT`).
+    pub transport: bool,
     /// We named the agent our ptracer (Yama `ptrace_scope` 1).
     pub ptracer_set: bool,
     /// We started this agent (it was not running).
@@ -426,6 +428,7 @@ pub fn greet_on(
         client_id: w.client_id,
         no_cma: w.flags & flag::NO_CMA != 0,
         cma_errno: w.cma_errno as i32,
+        transport: w.flags & flag::TRANSPORT != 0,
         ptracer_set: flags & hello_flag::PTRACER_SET != 0,
         started: false,
         next_req: 1,

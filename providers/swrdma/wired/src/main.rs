@@ -34,16 +34,23 @@ fn batch_policy() {
 }
 
 fn main() {
-    batch_policy();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let idle = std::env::var("SWRDMA_WIRED_IDLE_MS").ok();
     let cfg = match parse_args(&args, idle.as_deref()) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("swrdma-wired: {e}\nusage: swrdma-wired --ifindex N [--scope S] [--idle-ms M] [--ready-fd F]");
+            eprintln!(
+                "swrdma-wired: {e}\nusage: swrdma-wired --ifindex N [--scope S] [--idle-ms M] [--ready-fd F] [--dir D]"
+            );
             std::process::exit(2);
         }
     };
+    // (An agent that carries data keeps the normal policy: a batch task
+    // waits for the running slice of a spinning application before each
+    // wake-up, about a millisecond per hand-off; HOSTWIRE-DESIGN.md risk 4.)
+    if cfg.dir.is_none() {
+        batch_policy();
+    }
     // SAFETY: the spawner opened this descriptor for us (the ready pipe's
     // write end) and nothing else in this process owns it.
     let ready = cfg

@@ -5,7 +5,7 @@
 
 /// The protocol's version: in the socket name (an agent of another version
 /// is another agent) and in every message's header (checked both ways).
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// Every message starts with this word ("SWRW").
 pub const MAGIC: u32 = 0x5357_5257;
@@ -39,6 +39,10 @@ pub mod flag {
     /// Cross-memory attach into the client was refused by the kernel (the
     /// probe's errno is in the welcome); the client places its own data.
     pub const NO_CMA: u32 = 1;
+    /// The agent carries its clients' traffic (it runs the wire engine:
+    /// started with `--dir`, its sockets had); without it, it serves the
+    /// control path only.
+    pub const TRANSPORT: u32 = 2;
 }
 
 /// Flags of the hello (information for the agent's log).
@@ -292,8 +296,8 @@ mod tests {
 
     #[test]
     fn name_has_version_uid_ifindex_scope() {
-        assert_eq!(socket_name(1000, 3, ""), b"swrdma-wired/1/1000/3".to_vec());
-        assert_eq!(socket_name(0, 1, "t-7"), b"swrdma-wired/1/0/1/t-7".to_vec());
+        assert_eq!(socket_name(1000, 3, ""), b"swrdma-wired/2/1000/3".to_vec());
+        assert_eq!(socket_name(0, 1, "t-7"), b"swrdma-wired/2/0/1/t-7".to_vec());
         assert!(scope_ok("test-12.a_b"));
         assert!(!scope_ok("a/b") && !scope_ok("a b") && !scope_ok(&"x".repeat(65)));
     }

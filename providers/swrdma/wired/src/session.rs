@@ -539,6 +539,13 @@ impl Control {
         (&self.data, &mut self.tables)
     }
 
+    /// The user handle of client `id`'s CQ, QP or SRQ `handle` (the
+    /// client's name of it, given when it made it): the `element` of its
+    /// async events.  None: no such object.
+    pub fn user_handle(&self, id: ClientId, handle: u32) -> Option<u64> {
+        self.tables.client(id)?.user_handle(handle)
+    }
+
     /// The clients' data path.
     pub fn data(&self) -> &DataPath {
         &self.data
@@ -815,6 +822,7 @@ mod tests {
             slot_size: 64,
         };
         let c = CreateCq {
+            user_handle: 0x7f00_dead_beef,
             cqe: 8,
             queue,
             doorbell: false,
@@ -827,10 +835,17 @@ mod tests {
             panic!("{rep:?}")
         };
         assert_eq!((id, s.queues(), ctl.sessions()), (1, 1, 1));
+        assert_eq!(
+            ctl.user_handle(7, handle),
+            Some(0x7f00_dead_beef),
+            "its events' element"
+        );
+        assert_eq!(ctl.user_handle(8, handle), None, "another client's");
         msg::send_request(a.as_fd(), 2, &Request::DestroyCq { cq: handle }, &[]).unwrap();
         ctl.serve(&mut s, b.as_fd(), pidfd.as_fd(), None).unwrap();
         assert_eq!(msg::recv_reply(a.as_fd()).unwrap(), (2, Reply::Done));
         assert_eq!(s.queues(), 0);
+        assert_eq!(ctl.user_handle(7, handle), None, "gone");
         rustix::net::send(a.as_fd(), b"\x01\x01", rustix::net::SendFlags::empty()).unwrap();
         assert!(
             ctl.serve(&mut s, b.as_fd(), pidfd.as_fd(), None).is_err(),
@@ -874,6 +889,7 @@ mod tests {
             let (_q, fd) = Slots::create(8, 64).unwrap();
             let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
             let c = CreateCq {
+                user_handle: id as u64,
                 cqe: 8,
                 queue: Queue {
                     depth: 8,

@@ -18,8 +18,10 @@
 //!   taken onto the wire (at most [`SEND_BATCH`] WQEs per queue), then the
 //!   clients hear what happened: the doorbells of CQs whose consumer
 //!   sleeps are written, the async events go into each client's async pipe
-//!   ([`event_record`]), and a QP the engine moved to the error state is
-//!   in that state in the control path's tables (`query_qp`).
+//!   as the kernel's uverbs writes them ([`event_record`]: the object's
+//!   user handle from the control path's tables, then the event), and a QP
+//!   the engine moved to the error state is in that state in the control
+//!   path's tables (`query_qp`).
 //! * **Sleeping.**  Before the agent's loop sleeps it marks every send
 //!   queue's consumer asleep ([`Transport::may_sleep`]); a client that
 //!   then writes a WQE sends a `DOORBELL` message on its connection, which
@@ -29,7 +31,7 @@
 //!   `modify_qp`, the error state's flushes, the last ACK of a destroyed
 //!   RC QP), and a client's end through [`Transport::gone`].
 
-use crate::ctl::tables::ClientId;
+use crate::ctl::tables::{ClientId, Kind, Tables};
 use crate::data::{take_sends, ClientData, Event, Serving};
 use crate::gids::Gids;
 use crate::session::{Changed, Control};
@@ -47,37 +49,48 @@ use std::path::{Path, PathBuf};
 /// that keeps posting does not keep the others waiting.
 pub const SEND_BATCH: usize = 64;
 
-/// The bytes of an async event record in a client's async pipe.
+/// The bytes of an async event record in a client's async pipe: the
+/// kernel's `struct ib_uverbs_async_event_desc`.
 pub const EVENT_RECORD: usize = 16;
 
-/// The async event `e` as its record: the object's kind (1 a QP, 2 a CQ, 3
-/// an SRQ) and the client's handle of it (native-endian `u32`s), then the
-/// event (`IBV_EVENT_*`, a native-endian `u64`).
-pub fn event_record(e: &Event) -> [u8; EVENT_RECORD] {
-    let (what, h, ev) = match *e {
-        Event::Qp(h, ev) => (1u32, h, ev),
-        Event::Cq(h, ev) => (2, h, ev),
-        Event::Srq(h, ev) => (3, h, ev),
-    };
+/// The record of an async event, as the kernel's uverbs writes it into the
+/// async event file that libibverbs reads in `ibv_get_async_event`
+/// (`struct ib_uverbs_async_event_desc`, native-endian): `element` (a
+/// `u64`: the user handle the client gave when it made the CQ, QP or SRQ),
+/// `event_type` (a `u32`: `IBV_EVENT_*`), then a reserved `u32`, 0.
+pub fn event_record(element: u64, event_type: u32) -> [u8; EVENT_RECORD] {
     let mut r = [0u8; EVENT_RECORD];
-    r[..4].copy_from_slice(&what.to_ne_bytes());
-    r[4..8].copy_from_slice(&h.to_ne_bytes());
-    r[8..].copy_from_slice(&(ev as u64).to_ne_bytes());
+    r[..8].copy_from_slice(&element.to_ne_bytes());
+    r[8..12].copy_from_slice(&event_type.to_ne_bytes());
     r
 }
 
-/// The event of record `r` (None: not a record of [`event_record`]).
-pub fn parse_event_record(r: &[u8]) -> Option<Event> {
+/// The `element` and `event_type` of record `r` (None: not
+/// [`EVENT_RECORD`] bytes, or a reserved word that is not 0).
+pub fn parse_event_record(r: &[u8]) -> Option<(u64, u32)> {
     let r: &[u8; EVENT_RECORD] = r.try_into().ok()?;
-    let what = u32::from_ne_bytes(r[..4].try_into().ok()?);
-    let h = u32::from_ne_bytes(r[4..8].try_into().ok()?);
-    let ev = u32::try_from(u64::from_ne_bytes(r[8..].try_into().ok()?)).ok()?;
-    Some(match what {
-        1 => Event::Qp(h, ev),
-        2 => Event::Cq(h, ev),
-        3 => Event::Srq(h, ev),
-        _ => return None,
-    })
+    let (element, rest) = r.split_first_chunk::<8>()?;
+    let (event_type, reserved) = rest.split_first_chunk::<4>()?;
+    if reserved.iter().any(|&b| b != 0) {
+        return None;
+    }
+    Some((u64::from_ne_bytes(*element), u32::from_ne_bytes(*event_type)))
+}
+
+/// The record of client `id`'s event `e`: the object's user handle from the
+/// control path's tables, and the event.  None: the object is gone (or the
+/// handle names one of another kind now): the event is dropped.
+pub fn record_of(tables: &Tables, id: ClientId, e: &Event) -> Option<[u8; EVENT_RECORD]> {
+    let (kind, h, ev) = match *e {
+        Event::Qp(h, ev) => (Kind::Qp, h, ev),
+        Event::Cq(h, ev) => (Kind::Cq, h, ev),
+        Event::Srq(h, ev) => (Kind::Srq, h, ev),
+    };
+    let c = tables.client(id)?;
+    if c.kind_of(h) != Some(kind) {
+        return None;
+    }
+    Some(event_record(c.user_handle(h)?, ev))
 }
 
 /// The agent's wire context (see the module documentation).
@@ -228,7 +241,7 @@ impl Transport {
         {
             let h = Serving {
                 data,
-                keys: RefCell::new(tables),
+                keys: RefCell::new(&mut *tables),
                 gids: &self.gids,
             };
             done = self.wire.progress(&h);
@@ -252,10 +265,10 @@ impl Transport {
             }
             let evs = c.take_events();
             if let Some(w) = async_w.get(&id) {
-                for e in &evs {
+                for r in evs.iter().filter_map(|e| record_of(tables, id, e)) {
                     // (Non-blocking: a client that does not read its
                     // events loses those that find its pipe full.)
-                    let _ = rustix::io::write(w, &event_record(e));
+                    let _ = rustix::io::write(w, &r);
                 }
             }
             moved.extend(c.take_moved().into_iter().map(|q| (id, q)));
@@ -278,17 +291,124 @@ mod tests {
     use super::*;
 
     #[test]
-    fn event_records_round_trip() {
-        for e in [
-            Event::Qp(7, IBV_EVENT_QP_FATAL),
-            Event::Cq(0xffff_ffff, IBV_EVENT_CQ_ERR),
-            Event::Srq(1, IBV_EVENT_SRQ_LIMIT_REACHED),
+    fn event_records_are_the_kernels() {
+        for (element, ev) in [
+            (0u64, IBV_EVENT_QP_FATAL),
+            (0x7f12_3456_7890, IBV_EVENT_CQ_ERR),
+            (u64::MAX, IBV_EVENT_SRQ_LIMIT_REACHED),
+            (1, u32::MAX),
         ] {
-            assert_eq!(parse_event_record(&event_record(&e)), Some(e));
+            let r = event_record(element, ev);
+            assert_eq!(parse_event_record(&r), Some((element, ev)));
+            // struct ib_uverbs_async_event_desc { __aligned_u64 element;
+            // __u32 event_type; __u32 reserved; }, native-endian.
+            assert_eq!(r[..8], element.to_ne_bytes());
+            assert_eq!(r[8..12], ev.to_ne_bytes());
+            assert_eq!(r[12..], [0; 4]);
         }
-        let mut r = event_record(&Event::Qp(1, 2));
-        r[0] = 9;
-        assert_eq!(parse_event_record(&r), None, "no such kind");
+        let r = event_record(0xA001, IBV_EVENT_QP_ACCESS_ERR);
+        for at in 12..16 {
+            let mut bad = r;
+            bad[at] = 1;
+            assert_eq!(parse_event_record(&bad), None, "reserved byte {at} not 0");
+        }
+        assert_eq!(parse_event_record(&r[..15]), None, "short");
         assert_eq!(parse_event_record(&r[..8]), None, "short");
+        assert_eq!(parse_event_record(&[]), None, "empty");
+        let mut long = r.to_vec();
+        long.push(0);
+        assert_eq!(parse_event_record(&long), None, "long");
+    }
+
+    /// Numbers 2, 3, ... for the tables.
+    struct Count(u32);
+
+    impl crate::ctl::tables::Hooks for Count {
+        fn alloc_num(&mut self) -> Result<u32, i32> {
+            self.0 += 1;
+            Ok(self.0)
+        }
+
+        fn gid_count(&self) -> usize {
+            1
+        }
+    }
+
+    #[test]
+    fn events_name_their_objects_by_user_handle() {
+        use crate::ctl::msg::{Caps, CreateCq, CreateQp, CreateSrq, QpType, Queue, Reply, Request, SrqType};
+        use crate::ctl::tables::Limits;
+        let mut t = Tables::new(Limits::WIRE);
+        let mut n = Count(1);
+        assert!(t.add_client(1) && t.add_client(2));
+        let q = Queue {
+            depth: 1,
+            slot_size: 64,
+        };
+        let Reply::Pd { handle: pd } = t.exec(1, &Request::AllocPd { parent: None }, &mut n) else {
+            panic!()
+        };
+        let cq = CreateCq {
+            user_handle: 0xA001,
+            cqe: 1,
+            queue: q,
+            doorbell: false,
+            channel: false,
+        };
+        let Reply::Cq { handle: cq, .. } = t.exec(1, &Request::CreateCq(cq), &mut n) else {
+            panic!()
+        };
+        let qp = CreateQp {
+            user_handle: 0xA002,
+            pd: Some(pd),
+            xrcd: None,
+            qp_type: QpType::Rc,
+            send_cq: Some(cq),
+            recv_cq: Some(cq),
+            srq: None,
+            sq_sig_all: false,
+            cap: Caps::default(),
+            sq: Some(q),
+            rq: Some(q),
+        };
+        let Reply::Qp { handle: qp, .. } = t.exec(1, &Request::CreateQp(qp), &mut n) else {
+            panic!()
+        };
+        let srq = CreateSrq {
+            user_handle: u64::MAX,
+            pd: Some(pd),
+            ty: SrqType::Basic,
+            xrcd: None,
+            cq: None,
+            max_wr: 1,
+            max_sge: 1,
+            srq_limit: 0,
+            queue: q,
+        };
+        let Reply::Srq { handle: srq, .. } = t.exec(1, &Request::CreateSrq(srq), &mut n) else {
+            panic!()
+        };
+        let rec = |t: &Tables, id, e| record_of(t, id, &e).and_then(|r| parse_event_record(&r));
+        assert_eq!(
+            rec(&t, 1, Event::Qp(qp, IBV_EVENT_QP_ACCESS_ERR)),
+            Some((0xA002, IBV_EVENT_QP_ACCESS_ERR))
+        );
+        assert_eq!(
+            rec(&t, 1, Event::Cq(cq, IBV_EVENT_CQ_ERR)),
+            Some((0xA001, IBV_EVENT_CQ_ERR))
+        );
+        assert_eq!(
+            rec(&t, 1, Event::Srq(srq, IBV_EVENT_SRQ_LIMIT_REACHED)),
+            Some((u64::MAX, IBV_EVENT_SRQ_LIMIT_REACHED))
+        );
+        // Dropped: another kind's handle, a PD, another client, no client.
+        assert_eq!(rec(&t, 1, Event::Qp(cq, IBV_EVENT_QP_FATAL)), None);
+        assert_eq!(rec(&t, 1, Event::Cq(pd, IBV_EVENT_CQ_ERR)), None);
+        assert_eq!(rec(&t, 2, Event::Qp(qp, IBV_EVENT_QP_FATAL)), None);
+        assert_eq!(rec(&t, 3, Event::Qp(qp, IBV_EVENT_QP_FATAL)), None);
+        // ... and an object gone.
+        assert_eq!(t.exec(1, &Request::DestroyQp { qp }, &mut n), Reply::Done);
+        assert_eq!(rec(&t, 1, Event::Qp(qp, IBV_EVENT_QP_FATAL)), None);
+        assert!(rec(&t, 1, Event::Cq(cq, IBV_EVENT_CQ_ERR)).is_some());
     }
 }

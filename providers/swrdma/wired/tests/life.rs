@@ -173,7 +173,8 @@ fn malformed_hellos_refused_agent_unharmed() {
     let s = scope("bad");
     let mut h = Holder::start(&mut hello(&s, &[]));
     let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
-    let v2 = kv(&run(&mut hello(&s, &["--raw-version", "2"])));
+    let other = (swrdma_wired::proto::VERSION + 1).to_string();
+    let v2 = kv(&run(&mut hello(&s, &["--raw-version", &other])));
     assert_eq!(
         (v2["kind"].as_str(), v2["status"].as_str()),
         ("3", "71"),
@@ -244,7 +245,8 @@ fn another_uid_refused_both_ways() {
     let mut h = Holder::start(&mut hello(&s, &[]));
     let agent: u32 = welcome(&h.line())["agent_pid"].parse().unwrap();
     // The agent refuses a client of another uid ...
-    let out = run(as_nobody(&mut hello(&s, &["--raw-version", "1", "--name-uid", "0"])));
+    let v = swrdma_wired::proto::VERSION.to_string();
+    let out = run(as_nobody(&mut hello(&s, &["--raw-version", &v, "--name-uid", "0"])));
     assert!(
         out.contains("status=13") && out.contains(&format!("uid {NOBODY} may not use")),
         "{out}"

@@ -49,6 +49,7 @@ impl Client {
             dir: None,
         };
         let s = client::connect_or_start(&t, &o, access.as_fd(), pipe.1.as_fd()).unwrap();
+        assert!(!s.transport, "no --dir: the control path only");
         Client {
             s,
             _access: access,
@@ -95,6 +96,7 @@ impl Client {
         let (q, fd) = Slots::create(64, CQE_SLOT).unwrap();
         let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
         let c = CreateCq {
+            user_handle: 0xc000,
             cqe: 64,
             queue: Queue {
                 depth: 64,
@@ -124,6 +126,7 @@ impl Client {
             slot_size: slot as u32,
         };
         let c = CreateQp {
+            user_handle: 0x9000,
             pd: Some(pd),
             xrcd: None,
             qp_type: QpType::Rc,
@@ -266,6 +269,7 @@ fn one_client_through_the_verbs() {
     // A CQE queue of another geometry than its file: EINVAL, nothing made.
     let (_q, fd) = Slots::create(64, CQE_SLOT).unwrap();
     let wrong = CreateCq {
+        user_handle: 0xc001,
         cqe: 64,
         queue: Queue {
             depth: 128,
@@ -417,6 +421,7 @@ fn bad_messages_end_only_their_client() {
     let mut good = Client::open(&s, 2000);
     let pd = good.pd();
     let create_cq = Request::CreateCq(CreateCq {
+        user_handle: 0xc002,
         cqe: 1,
         queue: Queue {
             depth: 1,
@@ -427,10 +432,10 @@ fn bad_messages_end_only_their_client() {
     });
     let mut bad: Vec<Vec<u8>> = vec![
         b"garbage, no protocol".to_vec(),
-        vec![0x7f, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], // a kind that is none
-        Request::AllocPd { parent: None }.encode(1).unwrap()[..11].to_vec(), // cut short
-        Reply::Done.encode(1).unwrap(),              // a reply
-        create_cq.encode(1).unwrap(),                // without its memfd
+        vec![0x7f, swrdma_wired::ctl::msg::VERSION, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], // a kind that is none
+        Request::AllocPd { parent: None }.encode(1).unwrap()[..11].to_vec(),       // cut short
+        Reply::Done.encode(1).unwrap(),                                            // a reply
+        create_cq.encode(1).unwrap(),                                              // without its memfd
     ];
     let mut pdm = Request::DeallocPd { pd: 1 }.encode(1).unwrap();
     pdm.push(0); // a body longer than it says

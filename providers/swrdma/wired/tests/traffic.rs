@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use swrdma_wired::client::{self, Options, Session, Target};
 use swrdma_wired::ctl::msg::{AhAttr, Caps, CreateCq, CreateQp, QpAttr, QpType, Queue, RegMr, Reply, Request};
-use swrdma_wired::data::Event;
 use swrdma_wired::transport::{parse_event_record, EVENT_RECORD};
 use swrdma_wired::wq::format::{
     decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Cqe, Data, QpKind, RecvWqe, Remote, SendOp,
@@ -78,13 +77,18 @@ struct Client {
     cq: Consumer,
     _cq_bell: OwnedFd,
     qp: u32,
+    /// Its QP's user handle (our name of it: the `element` of its async
+    /// events).
+    qp_uh: u64,
     qpn: u32,
     sq: Producer,
     rq: Producer,
 }
 
 impl Client {
-    fn open(scope: &str, dir: &Path) -> Client {
+    /// Client `n` (its CQ's user handle is `0xA000 + 0x10 n + 1`, its QP's
+    /// `0xA000 + 0x10 n + 2`: each distinct).
+    fn open(scope: &str, dir: &Path, n: u64) -> Client {
         let access = client::access_page().unwrap();
         let (async_r, async_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
         rustix::io::ioctl_fionbio(&async_r, true).unwrap();
@@ -118,6 +122,7 @@ impl Client {
         let (cq_slots, cq_fd) = Slots::create(64, CQE_SLOT).unwrap();
         let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
         let c = CreateCq {
+            user_handle: 0xA000 + 0x10 * n + 1,
             cqe: 64,
             queue: Queue {
                 depth: 64,
@@ -136,7 +141,9 @@ impl Client {
             depth: 16,
             slot_size: slot as u32,
         };
+        let qp_uh = 0xA000 + 0x10 * n + 2;
         let c = CreateQp {
+            user_handle: qp_uh,
             pd: Some(pd),
             xrcd: None,
             qp_type: QpType::Rc,
@@ -176,6 +183,7 @@ impl Client {
             cq: cq_slots.into_consumer(),
             _cq_bell: bell,
             qp,
+            qp_uh,
             qpn,
             sq: sq.into_producer(),
             rq: rq.into_producer(),
@@ -298,8 +306,10 @@ impl Client {
         got
     }
 
-    /// The async events in our pipe now.
-    fn events(&self) -> Vec<Event> {
+    /// The async events in our pipe now, as the kernel's records
+    /// (`ib_uverbs_async_event_desc`): each one's element (the object's
+    /// user handle) and event.
+    fn events(&self) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
         let mut r = [0u8; EVENT_RECORD];
         while let Ok(EVENT_RECORD) = rustix::io::read(&self.async_r, &mut r) {
@@ -355,9 +365,11 @@ fn the_agent_carries_rc_traffic_between_its_clients() {
     }
     let dir = Dir::new("rc");
     let s = scope("traffic");
-    let mut a = Client::open(&s, &dir.0);
-    let mut b = Client::open(&s, &dir.0);
+    let mut a = Client::open(&s, &dir.0, 0);
+    let mut b = Client::open(&s, &dir.0, 1);
+    assert_ne!(a.qp_uh, b.qp_uh);
     assert_eq!(a.s.agent_pid, b.s.agent_pid, "one agent");
+    assert!(a.s.transport && b.s.transport, "an agent with --dir carries traffic");
     let agent = a.s.agent_pid;
     // Its QPs are linked to its endpoint in the directory.
     let ctx = link(&dir.0, a.qpn).expect("A's QPN linked");
@@ -459,7 +471,10 @@ fn the_agent_carries_rc_traffic_between_its_clients() {
         std::thread::sleep(Duration::from_millis(5));
         evs = b.events();
     }
-    assert_eq!(evs, vec![Event::Qp(b.qp, IBV_EVENT_QP_ACCESS_ERR)]);
+    // The kernel's record: element = B's QP's user handle (what libibverbs
+    // reads as the `ibv_qp *`), the event.
+    assert_eq!(evs, vec![(b.qp_uh, IBV_EVENT_QP_ACCESS_ERR)]);
+    assert_eq!(b.qp_uh, 0xA012);
     assert_eq!(b.state(), IBV_QPS_ERR);
     assert!(a.events().is_empty(), "the requester has a completion, not an event");
     // A destroyed QP's link goes.

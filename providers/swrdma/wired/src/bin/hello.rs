@@ -178,7 +178,10 @@ fn objects(s: &mut client::Session) -> Result<Kept, String> {
     };
     let (cq_q, cq_fd) = Slots::create(64, CQE_SLOT).map_err(|e| e.to_string())?;
     let doorbell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).map_err(|e| e.to_string())?;
+    // (The user handles name the objects in our async events: libibverbs
+    // gives the `ibv_cq *` and `ibv_qp *`; any values do here.)
     let c = CreateCq {
+        user_handle: 0xC0,
         cqe: 64,
         queue: Queue {
             depth: 64,
@@ -199,6 +202,7 @@ fn objects(s: &mut client::Session) -> Result<Kept, String> {
         slot_size: slot as u32,
     };
     let c = CreateQp {
+        user_handle: 0x90,
         pd: Some(pd),
         xrcd: None,
         qp_type: QpType::Rc,

@@ -4,7 +4,12 @@
 //! send and receive of one message with its descriptors (`SCM_RIGHTS`).
 //!
 //! All integers are little-endian.  A handle is a number the agent gave
-//! out (never 0); where a handle is optional, 0 means none.
+//! out (never 0); where a handle is optional, 0 means none.  A user
+//! handle is the client's own name of a CQ, QP or SRQ (the `user_handle`
+//! of the kernel's `ib_uverbs_create_cq`/`_qp`/`_srq`: libibverbs gives
+//! the `ibv_cq *`, `ibv_qp *` or `ibv_srq *`); it is carried as given,
+//! and the agent writes it as the `element` of the object's async events
+//! (`transport::event_record`).
 //!
 //! # Header (12 bytes)
 //!
@@ -25,14 +30,14 @@
 //! |---|---|---|---|
 //! | 1 | `AllocPd` | parent domain's PD (4; 0: a plain PD) | |
 //! | 2 | `DeallocPd` | pd (4) | |
-//! | 3 | `CreateCq` | cqe (4), queue (8), which descriptors (4: 1 doorbell, 2 channel) | queue, doorbell?, channel? |
+//! | 3 | `CreateCq` | user handle (8), cqe (4), queue (8), which descriptors (4: 1 doorbell, 2 channel) | queue, doorbell?, channel? |
 //! | 4 | `ResizeCq` | cq (4), cqe (4), flags (4: 1 a new queue follows), [queue (8)] | new queue? |
 //! | 5 | `DestroyCq` | cq (4) | |
-//! | 6 | `CreateSrq` | pd (4), type (1: 0 basic, 1 XRC), 0 (3), xrcd (4), cq (4), max_wr (4), max_sge (4), srq_limit (4), queue (8) | queue |
+//! | 6 | `CreateSrq` | user handle (8), pd (4), type (1: 0 basic, 1 XRC), 0 (3), xrcd (4), cq (4), max_wr (4), max_sge (4), srq_limit (4), queue (8) | queue |
 //! | 7 | `ModifySrq` | srq (4), mask (4), max_wr (4), srq_limit (4) | |
 //! | 8 | `QuerySrq` | srq (4) | |
 //! | 9 | `DestroySrq` | srq (4) | |
-//! | 10 | `CreateQp` | pd, xrcd, send_cq, recv_cq, srq (4 each), QP type (1: the `ibv_qp_type` value), sq_sig_all (1: 0 or 1), queues (1: 1 SQ, 2 RQ), 0 (1), caps (20), [SQ queue (8)], [RQ queue (8)] | SQ?, RQ? |
+//! | 10 | `CreateQp` | user handle (8), pd, xrcd, send_cq, recv_cq, srq (4 each), QP type (1: the `ibv_qp_type` value), sq_sig_all (1: 0 or 1), queues (1: 1 SQ, 2 RQ), 0 (1), caps (20), [SQ queue (8)], [RQ queue (8)] | SQ?, RQ? |
 //! | 11 | `ModifyQp` | qp (4), attributes (below) | |
 //! | 12 | `QueryQp` | qp (4), mask (4) | |
 //! | 13 | `DestroyQp` | qp (4) | |
@@ -118,7 +123,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 
 /// The version byte of every control message: the protocol's version
 /// (`proto::VERSION`, also in the agent's socket name).
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 const _: () = assert!(crate::proto::VERSION == VERSION as u16 && VERSION < 0x50);
 
 /// Bytes of the header.
@@ -1003,6 +1008,9 @@ impl QpAttr {
 /// `CreateCq`: a CQ of `cqe` entries whose completions go into `queue`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateCq {
+    /// The client's name of the CQ (the kernel's `user_handle`: the
+    /// `ibv_cq *`), the `element` of its async events.
+    pub user_handle: u64,
     /// The depth the verb asks for (`cqe`).
     pub cqe: u32,
     /// The CQE queue's geometry (its memfd is the first descriptor).
@@ -1018,6 +1026,9 @@ pub struct CreateCq {
 /// `CreateSrq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateSrq {
+    /// The client's name of the SRQ (the kernel's `user_handle`: the
+    /// `ibv_srq *`), the `element` of its async events.
+    pub user_handle: u64,
     /// Its PD (required: None is the agent's EINVAL, as `ops.rs`).
     pub pd: Option<u32>,
     /// Basic or XRC.
@@ -1039,6 +1050,9 @@ pub struct CreateSrq {
 /// `CreateQp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateQp {
+    /// The client's name of the QP (the kernel's `user_handle`: the
+    /// `ibv_qp *`), the `element` of its async events.
+    pub user_handle: u64,
     /// Its PD (None only for an XRC target).
     pub pd: Option<u32>,
     /// Its XRC domain (an XRC target's).
@@ -1278,6 +1292,7 @@ impl Request {
             | Request::DestroyAh { ah: h }
             | Request::DeallocXrcd { xrcd: h } => w.u32(h),
             Request::CreateCq(c) => {
+                w.u64(c.user_handle);
                 w.u32(c.cqe);
                 c.queue.write(w);
                 w.u32(if c.doorbell { CQ_DOORBELL } else { 0 } | if c.channel { CQ_CHANNEL } else { 0 });
@@ -1409,6 +1424,7 @@ impl Request {
 }
 
 fn read_create_cq(r: &mut Rd<'_>) -> Result<Request, MsgError> {
+    let user_handle = r.u64()?;
     let cqe = r.u32()?;
     let queue = Queue::read(r)?;
     let fds = r.u32()?;
@@ -1416,6 +1432,7 @@ fn read_create_cq(r: &mut Rd<'_>) -> Result<Request, MsgError> {
         return Err(MsgError::Range("CQ descriptor bits"));
     }
     Ok(Request::CreateCq(CreateCq {
+        user_handle,
         cqe,
         queue,
         doorbell: fds & CQ_DOORBELL != 0,
@@ -1435,6 +1452,7 @@ fn read_resize_cq(r: &mut Rd<'_>) -> Result<Request, MsgError> {
 }
 
 fn write_create_srq(w: &mut Wr, c: &CreateSrq) {
+    w.u64(c.user_handle);
     w.opt(c.pd);
     w.u8(match c.ty {
         SrqType::Basic => IBV_SRQT_BASIC as u8,
@@ -1450,6 +1468,7 @@ fn write_create_srq(w: &mut Wr, c: &CreateSrq) {
 }
 
 fn read_create_srq(r: &mut Rd<'_>) -> Result<Request, MsgError> {
+    let user_handle = r.u64()?;
     let pd = r.opt()?;
     let ty = match r.u8()? as u32 {
         IBV_SRQT_BASIC => SrqType::Basic,
@@ -1458,6 +1477,7 @@ fn read_create_srq(r: &mut Rd<'_>) -> Result<Request, MsgError> {
     };
     r.zeros(3)?;
     let c = CreateSrq {
+        user_handle,
         pd,
         ty,
         xrcd: r.opt()?,
@@ -1474,6 +1494,7 @@ fn read_create_srq(r: &mut Rd<'_>) -> Result<Request, MsgError> {
 }
 
 fn write_create_qp(w: &mut Wr, c: &CreateQp) {
+    w.u64(c.user_handle);
     for h in [c.pd, c.xrcd, c.send_cq, c.recv_cq, c.srq] {
         w.opt(h);
     }
@@ -1488,6 +1509,7 @@ fn write_create_qp(w: &mut Wr, c: &CreateQp) {
 }
 
 fn read_create_qp(r: &mut Rd<'_>) -> Result<Request, MsgError> {
+    let user_handle = r.u64()?;
     let [pd, xrcd, send_cq, recv_cq, srq] = [r.opt()?, r.opt()?, r.opt()?, r.opt()?, r.opt()?];
     let qp_type = QpType::from_ibv(r.u8()? as u32).ok_or(MsgError::Range("QP type"))?;
     let sq_sig_all = r.bool("sq_sig_all")?;
@@ -1508,6 +1530,7 @@ fn read_create_qp(r: &mut Rd<'_>) -> Result<Request, MsgError> {
         None
     };
     Ok(Request::CreateQp(CreateQp {
+        user_handle,
         pd,
         xrcd,
         qp_type,

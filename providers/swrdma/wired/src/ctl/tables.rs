@@ -173,6 +173,9 @@ impl Pd {
 /// A CQ.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cq {
+    /// The client's name of it (`CreateCq::user_handle`): its async
+    /// events' `element`.
+    pub user_handle: u64,
     /// Its depth (`cqe`).
     pub cqe: u32,
     /// Its CQE queue's geometry.
@@ -195,6 +198,9 @@ impl Cq {
 /// An SRQ.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Srq {
+    /// The client's name of it (`CreateSrq::user_handle`): its async
+    /// events' `element`.
+    pub user_handle: u64,
     /// Its number.
     pub srqn: u32,
     /// Basic or XRC.
@@ -220,6 +226,9 @@ pub struct Srq {
 /// A QP.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Qp {
+    /// The client's name of it (`CreateQp::user_handle`): its async
+    /// events' `element`.
+    pub user_handle: u64,
     /// Its number.
     pub qpn: u32,
     /// Its transport.
@@ -408,6 +417,19 @@ impl Client {
     /// rkeys against.
     pub fn keys(&self) -> &Keys {
         &self.keys
+    }
+
+    /// The user handle (the client's name, given when it made the object)
+    /// of the CQ, QP or SRQ that handle `h` names: what its async events
+    /// carry as their `element`.  None: no such object, or one of another
+    /// kind.
+    pub fn user_handle(&self, h: u32) -> Option<u64> {
+        match self.objs.get(&h)? {
+            Obj::Cq(c) => Some(c.user_handle),
+            Obj::Qp(q) => Some(q.user_handle),
+            Obj::Srq(s) => Some(s.user_handle),
+            _ => None,
+        }
     }
 
     /// The QP numbered `qpn`: its handle and the QP.
@@ -661,6 +683,7 @@ impl Client {
         self.reserve(Kind::Cq)?;
         let h = self.new_handle();
         let cq = Cq {
+            user_handle: c.user_handle,
             cqe: c.cqe,
             queue: c.queue,
             doorbell: c.doorbell,
@@ -724,6 +747,7 @@ impl Client {
         let srqn = self.new_num(hooks)?;
         let h = self.new_handle();
         let s = Srq {
+            user_handle: c.user_handle,
             srqn,
             ty: c.ty,
             pd,
@@ -827,6 +851,7 @@ impl Client {
         let qpn = self.new_num(hooks)?;
         let h = self.new_handle();
         let qp = Qp {
+            user_handle: c.user_handle,
             qpn,
             qp_type: c.qp_type,
             pd: c.pd,

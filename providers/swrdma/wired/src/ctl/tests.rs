@@ -238,6 +238,7 @@ fn request_samples() -> Vec<Request> {
     ];
     for (doorbell, channel) in [(false, false), (true, false), (false, true), (true, true)] {
         v.push(Request::CreateCq(CreateCq {
+            user_handle: if doorbell { u64::MAX } else { 0 },
             cqe: u32::MAX,
             queue: if doorbell { Q_MAX } else { Q_MIN },
             doorbell,
@@ -247,6 +248,7 @@ fn request_samples() -> Vec<Request> {
     for ty in [SrqType::Basic, SrqType::Xrc] {
         let xrc = ty == SrqType::Xrc;
         v.push(Request::CreateSrq(CreateSrq {
+            user_handle: if xrc { u64::MAX } else { 1 },
             pd: if xrc { Some(u32::MAX) } else { None },
             ty,
             xrcd: xrc.then_some(1),
@@ -259,6 +261,7 @@ fn request_samples() -> Vec<Request> {
     }
     for (i, qp_type) in QpType::ALL.into_iter().enumerate() {
         v.push(Request::CreateQp(CreateQp {
+            user_handle: 0x8000_0000_0000_0000 | i as u64,
             pd: Some(1),
             xrcd: (i % 2 == 0).then_some(u32::MAX),
             qp_type,
@@ -368,18 +371,20 @@ fn body_lengths_are_the_documented_ones() {
     assert_eq!(body(&Request::AllocXrcd), 0);
     assert_eq!(body(&Request::AllocPd { parent: None }), 4);
     let cq = CreateCq {
+        user_handle: 0xc0,
         cqe: 1,
         queue: Q_MIN,
         doorbell: true,
         channel: true,
     };
-    assert_eq!(body(&Request::CreateCq(cq)), 16);
+    assert_eq!(body(&Request::CreateCq(cq)), 8 + 16);
     let srq = request_samples()
         .into_iter()
         .find(|r| matches!(r, Request::CreateSrq(_)))
         .unwrap();
-    assert_eq!(body(&srq), 36);
+    assert_eq!(body(&srq), 8 + 36);
     let qp = CreateQp {
+        user_handle: 0x90,
         pd: Some(1),
         xrcd: None,
         qp_type: QpType::Rc,
@@ -391,8 +396,8 @@ fn body_lengths_are_the_documented_ones() {
         sq: Some(Q_MIN),
         rq: Some(Q_MIN),
     };
-    assert_eq!(body(&Request::CreateQp(qp)), 44 + 16);
-    assert_eq!(body(&Request::CreateQp(CreateQp { rq: None, ..qp })), 44 + 8);
+    assert_eq!(body(&Request::CreateQp(qp)), 8 + 44 + 16);
+    assert_eq!(body(&Request::CreateQp(CreateQp { rq: None, ..qp })), 8 + 44 + 8);
     assert_eq!(body(&Request::CreateAh { pd: 1, attr: ah_max() }), 36);
     assert_eq!(
         body(&Request::RegMr(RegMr {
@@ -449,6 +454,7 @@ fn encoding_refuses_what_it_cannot_carry() {
         slot_size: 64,
     };
     let cq = CreateCq {
+        user_handle: 0,
         cqe: 1,
         queue: bad_q,
         doorbell: false,
@@ -481,6 +487,7 @@ fn encoding_refuses_what_it_cannot_carry() {
         .is_some());
     }
     let srq = CreateSrq {
+        user_handle: 0,
         pd: Some(1),
         ty: SrqType::Basic,
         xrcd: Some(1),
@@ -528,7 +535,8 @@ fn decoding_refuses_bad_headers_and_bodies() {
     let mut long = pd.clone();
     long.push(0);
     assert_eq!(d(&long), Some(Length), "datagram longer than its length field");
-    assert_eq!(d(&with(&pd, 1, 2)), Some(Version(2)));
+    assert_eq!(d(&with(&pd, 1, 1)), Some(Version(1)), "the version before");
+    assert_eq!(d(&with(&pd, 1, 3)), Some(Version(3)));
     assert_eq!(d(&with(&pd, 1, 0x52)), Some(Version(0x52)));
     for k in [0u8, 23, 0x3f, 0x40, 0x4b, 0x4c, 0xff] {
         assert_eq!(d(&with(&pd, 0, k)), Some(Kind(k)));
@@ -557,11 +565,11 @@ fn decoding_refuses_bad_headers_and_bodies() {
         .encode(0)
         .unwrap();
     for t in [0u8, 1, 5, 8, 11, 0xff] {
-        assert_eq!(d(&with(&qp, HEADER + 20, t)), Some(Range("QP type")), "type {t}");
+        assert_eq!(d(&with(&qp, HEADER + 28, t)), Some(Range("QP type")), "type {t}");
     }
-    assert_eq!(d(&with(&qp, HEADER + 21, 2)), Some(Range("sq_sig_all")));
-    assert_eq!(d(&with(&qp, HEADER + 22, 4)), Some(Range("QP queue bits")));
-    assert_eq!(d(&with(&qp, HEADER + 23, 1)), Some(Reserved));
+    assert_eq!(d(&with(&qp, HEADER + 29, 2)), Some(Range("sq_sig_all")));
+    assert_eq!(d(&with(&qp, HEADER + 30, 4)), Some(Range("QP queue bits")));
+    assert_eq!(d(&with(&qp, HEADER + 31, 1)), Some(Reserved));
     let ah = Request::CreateAh { pd: 1, attr: ah_max() }.encode(0).unwrap();
     assert_eq!(d(&with(&ah, HEADER + 4 + 30, 1)), Some(Reserved));
     assert_eq!(d(&with(&ah, HEADER + 4 + 31, 1)), Some(Reserved));
@@ -571,7 +579,8 @@ fn decoding_refuses_bad_headers_and_bodies() {
         .unwrap()
         .encode(0)
         .unwrap();
-    assert_eq!(d(&with(&srq, HEADER + 4, 2)), Some(Range("SRQ type")), "tag matching");
+    assert_eq!(d(&with(&srq, HEADER + 12, 2)), Some(Range("SRQ type")), "tag matching");
+    assert_eq!(d(&with(&srq, HEADER + 13, 1)), Some(Reserved));
     let q = Request::QueryQp { qp: 1, mask: 0 }.encode(0).unwrap();
     assert_eq!(d(&with(&q, HEADER + 7, 4)), Some(Range("QP attribute mask")));
     let rr = Request::ReregMr(ReregMr {
@@ -601,6 +610,77 @@ fn decoding_refuses_bad_headers_and_bodies() {
     let p = Reply::Pd { handle: 1 }.encode(0).unwrap();
     assert_eq!(rd(&with(&p, HEADER, 0)), Some(Range("handle")));
     assert_eq!(rd(&with(&p, 2, 1)), Some(Fds { want: 0, got: 1 }));
+}
+
+/// The create requests that carry a user handle (the first sample of
+/// each), with user handle `uh`.
+fn with_user_handle(uh: u64) -> Vec<Request> {
+    let mut v = Vec::new();
+    for k in [kind::CREATE_CQ, kind::CREATE_SRQ, kind::CREATE_QP] {
+        let r = request_samples().into_iter().find(|r| r.kind() == k).unwrap();
+        v.push(match r {
+            Request::CreateCq(c) => Request::CreateCq(CreateCq { user_handle: uh, ..c }),
+            Request::CreateSrq(c) => Request::CreateSrq(CreateSrq { user_handle: uh, ..c }),
+            Request::CreateQp(c) => Request::CreateQp(CreateQp { user_handle: uh, ..c }),
+            r => panic!("{r:?}"),
+        });
+    }
+    v
+}
+
+#[test]
+fn user_handles_are_carried_as_given() {
+    use MsgError::*;
+    for uh in [0, 1, 0xA001, 0x7fff_1234_5678, 1 << 63, u64::MAX] {
+        for req in with_user_handle(uh) {
+            let b = req.encode(3).unwrap_or_else(|e| panic!("{req:?}: {e}"));
+            assert_eq!(Request::decode(&b), Ok((3, req)), "{req:?}");
+            // The body's first 8 bytes, little-endian, as every integer.
+            assert_eq!(b[HEADER..HEADER + 8], uh.to_le_bytes(), "{req:?}");
+            // Any value is one: another decodes to the same request with it.
+            let other = with(&b, HEADER + 7, b[HEADER + 7] ^ 0x80);
+            let (_, back) = Request::decode(&other).unwrap();
+            let flipped = uh ^ (0x80 << 56);
+            let want = match req {
+                Request::CreateCq(c) => Request::CreateCq(CreateCq {
+                    user_handle: flipped,
+                    ..c
+                }),
+                Request::CreateSrq(c) => Request::CreateSrq(CreateSrq {
+                    user_handle: flipped,
+                    ..c
+                }),
+                Request::CreateQp(c) => Request::CreateQp(CreateQp {
+                    user_handle: flipped,
+                    ..c
+                }),
+                r => panic!("{r:?}"),
+            };
+            assert_eq!(back, want);
+            assert_eq!(want.encode(3).unwrap(), other, "what decodes encodes back");
+        }
+    }
+    for req in with_user_handle(0xA001) {
+        let b = req.encode(0).unwrap();
+        let body = b.len() - HEADER;
+        // A body cut inside the user handle (its length field agreeing).
+        for keep in [0, 1, 4, 7] {
+            let mut cut = b[..HEADER + keep].to_vec();
+            cut[8..12].copy_from_slice(&(keep as u32).to_le_bytes());
+            assert_eq!(Request::decode(&cut), Err(Body), "{req:?} cut at {keep}");
+        }
+        // The layout without the user handle is no longer a request.
+        let mut old = b[..HEADER].to_vec();
+        old.extend_from_slice(&b[HEADER + 8..]);
+        old[8..12].copy_from_slice(&((body - 8) as u32).to_le_bytes());
+        assert!(Request::decode(&old).is_err(), "{req:?} without its user handle");
+        // A user handle more is too long.
+        let mut long = b[..HEADER].to_vec();
+        long.extend_from_slice(&b[HEADER..HEADER + 8]);
+        long.extend_from_slice(&b[HEADER..]);
+        long[8..12].copy_from_slice(&((body + 8) as u32).to_le_bytes());
+        assert!(Request::decode(&long).is_err(), "{req:?} with two user handles");
+    }
 }
 
 #[test]
@@ -697,6 +777,7 @@ fn rand_request(r: &mut Rng) -> Request {
         1 => Request::AllocPd { parent: r.opt() },
         2 => Request::DeallocPd { pd: r.u32() },
         3 => Request::CreateCq(CreateCq {
+            user_handle: r.u64(),
             cqe: r.u32(),
             queue: r.queue(),
             doorbell: r.bit(),
@@ -711,6 +792,7 @@ fn rand_request(r: &mut Rng) -> Request {
         6 => {
             let xrc = r.bit();
             Request::CreateSrq(CreateSrq {
+                user_handle: r.u64(),
                 pd: r.opt(),
                 ty: if xrc { SrqType::Xrc } else { SrqType::Basic },
                 xrcd: if xrc { r.opt() } else { None },
@@ -730,6 +812,7 @@ fn rand_request(r: &mut Rng) -> Request {
         8 => Request::QuerySrq { srq: r.u32() },
         9 => Request::DestroySrq { srq: r.u32() },
         10 => Request::CreateQp(CreateQp {
+            user_handle: r.u64(),
             pd: r.opt(),
             xrcd: r.opt(),
             qp_type,
@@ -1042,6 +1125,7 @@ fn fd_checks() {
 fn fd_cases(a: BorrowedFd<'_>, b: BorrowedFd<'_>) {
     // A QP with its two queues.
     let qp = CreateQp {
+        user_handle: 0x7fff_0000_1000,
         pd: Some(1),
         xrcd: None,
         qp_type: QpType::Rc,
@@ -1068,6 +1152,7 @@ fn fd_cases(a: BorrowedFd<'_>, b: BorrowedFd<'_>) {
     drop(fds);
     // A CQ with its doorbell and channel: three.
     let cq = Request::CreateCq(CreateCq {
+        user_handle: 0x7fff_0000_2000,
         cqe: 8,
         queue: Q_MIN,
         doorbell: true,
@@ -1333,6 +1418,7 @@ impl T {
 
 fn cq_req(cqe: u32) -> CreateCq {
     CreateCq {
+        user_handle: 0xc000 + cqe as u64,
         cqe,
         queue: Q_MIN,
         doorbell: false,
@@ -1342,6 +1428,7 @@ fn cq_req(cqe: u32) -> CreateCq {
 
 fn srq_req(pd: u32) -> CreateSrq {
     CreateSrq {
+        user_handle: 0x5000 + pd as u64,
         pd: Some(pd),
         ty: SrqType::Basic,
         xrcd: None,
@@ -1368,6 +1455,7 @@ fn mr_req(pd: u32, addr: u64, length: u64, access: u32) -> RegMr {
 fn qp_req(qpt: QpType, pd: u32, cq: u32) -> CreateQp {
     let (sends, recvs) = qp_queues(qpt, false);
     CreateQp {
+        user_handle: 0x9000 + pd as u64,
         pd: Some(pd),
         xrcd: None,
         qp_type: qpt,
@@ -1644,6 +1732,7 @@ fn xrc_qps_where_the_device_has_them() {
         panic!()
     };
     let tgt = CreateQp {
+        user_handle: 0x9100,
         pd: None,
         xrcd: None,
         qp_type: QpType::XrcRecv,
@@ -2148,6 +2237,7 @@ fn removing_a_client_removes_everything_it_has() {
     };
     let (_, qpn2) = t.qp(1, q);
     let tgt = CreateQp {
+        user_handle: 0x9200,
         pd: None,
         xrcd: Some(x),
         qp_type: QpType::XrcRecv,
@@ -2495,4 +2585,45 @@ fn query_qp_gives_what_modify_qp_set() {
     );
     assert!(Reply::QpAttr(a).encode(1).is_ok());
     assert_eq!(t.err(1, Request::QueryQp { qp: cq, mask: 0 }), EINVAL);
+}
+
+#[test]
+fn user_handles_are_kept_by_handle() {
+    let mut t = T::new(WIRE);
+    let pd = t.pd(1);
+    let cq = t.cq(1);
+    let (qp, _) = t.qp(1, qp_req(QpType::Rc, pd, cq));
+    let (srq, _) = t.srq(1, pd);
+    let c = t.t.client(1).unwrap();
+    assert_eq!(c.cq(cq).unwrap().user_handle, cq_req(16).user_handle);
+    assert_eq!(c.qp(qp).unwrap().user_handle, qp_req(QpType::Rc, pd, cq).user_handle);
+    assert_eq!(c.srq(srq).unwrap().user_handle, srq_req(pd).user_handle);
+    assert_eq!(c.user_handle(cq), Some(cq_req(16).user_handle));
+    assert_eq!(c.user_handle(qp), Some(qp_req(QpType::Rc, pd, cq).user_handle));
+    assert_eq!(c.user_handle(srq), Some(srq_req(pd).user_handle));
+    assert_eq!(c.user_handle(pd), None, "a PD has none");
+    assert_eq!(c.user_handle(srq + 1), None, "no such object");
+    assert_eq!(t.t.client(2).unwrap().user_handle(cq), None, "another client's");
+    // Any value, the same in two objects too: the client's business.
+    let same = CreateCq {
+        user_handle: u64::MAX,
+        ..cq_req(4)
+    };
+    let Reply::Cq { handle: a, .. } = t.x(1, Request::CreateCq(same)) else {
+        panic!()
+    };
+    let Reply::Cq { handle: b, .. } = t.x(1, Request::CreateCq(same)) else {
+        panic!()
+    };
+    let c = t.t.client(1).unwrap();
+    assert_eq!((c.user_handle(a), c.user_handle(b)), (Some(u64::MAX), Some(u64::MAX)));
+    // Gone with the object.
+    t.done(1, Request::DestroyQp { qp });
+    t.done(1, Request::DestroySrq { srq });
+    t.done(1, Request::DestroyCq { cq });
+    let c = t.t.client(1).unwrap();
+    assert_eq!(
+        (c.user_handle(qp), c.user_handle(srq), c.user_handle(cq)),
+        (None, None, None)
+    );
 }

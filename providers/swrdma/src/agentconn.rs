@@ -1,0 +1,92 @@
+//! A wire context's connection to the user's transport agent
+//! (`SWRDMA_WIRE_AGENT=1`; the verbs over it are `agentops.rs`): the
+//! control requests, one at a time, and the doorbells of the send queues.
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::raw::c_int;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use swrdma_wired::client::{self, Options, Session, Target};
+use swrdma_wired::ctl::msg::{Reply, Request};
+
+/// How long a control request may take (the agent answers at once unless
+/// it is stopped or gone).
+const WAIT: Duration = Duration::from_secs(5);
+
+/// Whether wire contexts go through the agent (`SWRDMA_WIRE_AGENT=1`).
+pub fn wanted() -> bool {
+    std::env::var("SWRDMA_WIRE_AGENT").is_ok_and(|v| v == "1")
+}
+
+/// A context's connection to its agent.
+pub struct Conn {
+    s: Mutex<Session>,
+    /// The connection again, for doorbells without the control lock (a
+    /// datagram each: they never interleave with a request's bytes).
+    bell: OwnedFd,
+    /// The process's access page, kept while the agent may take its lock
+    /// words.
+    _access: Arc<crate::locks::Access>,
+}
+
+impl Conn {
+    /// Connects to (or starts) the agent of interface `ifindex` for the
+    /// user's directory `dir`; the agent writes async events into
+    /// `async_w`.
+    pub fn open(ifindex: u32, dir: &std::path::Path, async_w: BorrowedFd<'_>) -> Result<Conn, String> {
+        let access = crate::locks::Access::own().ok_or("no access page (memfd_create failed)")?;
+        let t = Target::new(ifindex);
+        let o = Options {
+            dir: Some(dir.to_path_buf()),
+            ..Options::default()
+        };
+        let s = client::connect_or_start(&t, &o, access.fd(), async_w).map_err(|e| e.to_string())?;
+        if !s.transport {
+            // (An agent started by another client without the directory,
+            // the `ucma` interposer's for QP1, serves no traffic.)
+            return Err(format!(
+                "the agent (pid {}) of this interface carries no traffic (started without --dir); \
+                 it exits when idle",
+                s.agent_pid
+            ));
+        }
+        let bell = rustix::io::fcntl_dupfd_cloexec(s.fd(), 0).map_err(|e| format!("dup: {e}"))?;
+        Ok(Conn {
+            s: Mutex::new(s),
+            bell,
+            _access: access,
+        })
+    }
+
+    /// One control request: the reply, or the errno (`Reply::Err`'s; `EIO`
+    /// when the agent is gone or silent).
+    pub fn call(&self, req: &Request, fds: &[BorrowedFd<'_>]) -> Result<Reply, c_int> {
+        let mut s = crate::sys::lock(&self.s);
+        match s.call(req, fds, WAIT) {
+            Ok(Reply::Err(e)) => Err(e),
+            Ok(r) => Ok(r),
+            Err(e) => {
+                eprintln!("libibverbs: swrdma: the wire agent: {e}");
+                Err(libc::EIO)
+            }
+        }
+    }
+
+    /// A request whose reply is `Done`.
+    pub fn done(&self, req: &Request) -> c_int {
+        match self.call(req, &[]) {
+            Ok(Reply::Done) => 0,
+            Ok(_) => libc::EIO,
+            Err(e) => e,
+        }
+    }
+
+    /// Wakes the agent: a send queue of ours got entries while it slept.
+    pub fn doorbell(&self) {
+        let b = swrdma_wired::proto::bare(swrdma_wired::proto::kind::DOORBELL);
+        let f = rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT;
+        // (A full socket holds doorbells enough; a gone agent is seen by
+        // the next request.)
+        let _ = rustix::net::send(&self.bell, &b, f);
+    }
+}

@@ -1,0 +1,1066 @@
+//! A wire device's verbs as a client of the user's transport agent
+//! (`swrdma-wired`, issue 33, HOSTWIRE-DESIGN.md plan step 2), chosen with
+//! `SWRDMA_WIRE_AGENT=1`: the agent owns the QPs' transport, this process
+//! owns only its memory and its queues.
+//!
+//! * **The context** opens its connection to the agent of its interface
+//!   (started on demand, `client::connect_or_start`) with the process's
+//!   access page (`locks.rs`) and the write end of the context's async
+//!   event pipe: the agent writes the kernel's async event records there
+//!   (element = the object's address, given as its `user_handle`).
+//! * **Objects** (PD, MR, CQ, QP) are made by control requests
+//!   (`swrdma_wired::ctl::msg`), answered with the errnos the provider's
+//!   own verbs give.  Each starts with the libibverbs structure the
+//!   application holds and is in the context's registry under its kind,
+//!   so a verb given another object (an altered handle, another context's,
+//!   one destroyed) is refused before it is read.
+//! * **The data path** writes WQEs into the QP's send and receive queues
+//!   (memfds shared with the agent, `swrdma_wired::wq`) and reads CQEs from
+//!   the CQ's queue; a send queue whose consumer sleeps gets a `DOORBELL`
+//!   message.  No thread of ours carries the QPs: a stopped or busy
+//!   process keeps its connections, and a peer's WRITE, READ or atomic
+//!   needs nothing of it (the agent places by cross-memory attach).
+//! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
+//!   NULL with it): SRQs, memory windows, XRC, parent domains, device
+//!   memory, extended CQs and QPs (`create_cq_ex`, `create_qp_ex`),
+//!   completion channels and `req_notify_cq`, `resize_cq`, `rereg_mr`,
+//!   `advise_mr`, multicast.
+
+use crate::agentconn::Conn;
+use crate::context::Ctx;
+use crate::handles::*;
+use ibverbs_abi::*;
+use std::ffi::c_void;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use swrdma_wired::ctl::msg::{AhAttr, Caps, CreateCq, CreateQp, QpAttr, QpType, Queue, RegMr, Reply, Request};
+use swrdma_wired::ctl::tables::{grant_qp_caps, Limits};
+use swrdma_wired::wq::format::{
+    decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Data, QpKind, RecvWqe, Remote, SendOp,
+    SendShape, SendWqe, SgeList, UdAddr, CQE_SLOT, SEND_FLAGS,
+};
+use swrdma_wired::wq::{Consumer, Producer, Push, Slots};
+
+/// The connection of context `c` (None: not an agent context).
+///
+/// # Safety
+/// `c` is the `ibv_context` inside a live `SwCtx` made by `alloc_context`.
+unsafe fn conn_of<'a>(c: *mut ibv_context) -> Option<&'a Conn> {
+    // SAFETY: as `ctx_of` (the contract); `agent` is null or the
+    // `Arc::into_raw` of the context's `Conn`, released only by
+    // `free_context`.
+    unsafe {
+        let v = (c as *mut u8).sub(std::mem::offset_of!(verbs_context, context)) as *mut SwCtx;
+        (*v).agent.as_ref()
+    }
+}
+
+/// The context and its connection, for a verb given `context`.
+///
+/// # Safety
+/// As [`conn_of`].
+unsafe fn both<'a>(context: *mut ibv_context) -> Result<(&'a Ctx, &'a Conn), c_int> {
+    // SAFETY: the contract.
+    unsafe { Ok((ctx_of(context), conn_of(context).ok_or(libc::EINVAL)?)) }
+}
+
+#[repr(C)]
+struct APd {
+    pd: ibv_pd,
+    /// The agent's handle.
+    h: u32,
+}
+
+#[repr(C)]
+struct AMr {
+    vmr: verbs_mr,
+    h: u32,
+}
+
+#[repr(C)]
+struct ACq {
+    cq: ibv_cq,
+    h: u32,
+    /// Our half of its CQE queue.
+    q: Mutex<Consumer>,
+    /// The eventfd the agent writes when we sleep on the queue (kept: the
+    /// agent holds the other end).
+    _bell: OwnedFd,
+}
+
+#[repr(C)]
+struct AQp {
+    qp: ibv_qp,
+    h: u32,
+    shape: SendShape,
+    cap: Caps,
+    sq_sig_all: bool,
+    sq: Mutex<Option<Producer>>,
+    rq: Mutex<Option<Producer>>,
+    /// `IBV_QPS_*` as the last `modify_qp` left it.
+    state: AtomicU32,
+}
+
+#[repr(C)]
+struct AAh {
+    ah: ibv_ah,
+    attr: ibv_ah_attr,
+    /// The agent's handle.
+    h: u32,
+}
+
+fn null_errno<T>(e: c_int) -> *mut T {
+    set_errno(e);
+    std::ptr::null_mut()
+}
+
+/// # Safety
+/// libibverbs calls the verbs below only with objects of this provider
+/// that the application has not destroyed (each is checked against the
+/// context's registry before it is read as ours) and with argument
+/// pointers valid as each verb's contract says.
+unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
+    // SAFETY: `context` is one of ours (the contract).
+    let Ok((c, conn)) = (unsafe { both(context) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    let slot = match c.reg.reserve(Kind::Pd) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let h = match conn.call(&Request::AllocPd { parent: None }, &[]) {
+        Ok(Reply::Pd { handle }) => handle,
+        Ok(_) => return null_errno(libc::EIO),
+        Err(e) => return null_errno(e),
+    };
+    let id = c.new_obj_id();
+    let p = Box::into_raw(Box::new(APd {
+        pd: ibv_pd { context, handle: id },
+        h,
+    }));
+    slot.commit(id, p as *const u8);
+    p as *mut ibv_pd
+}
+
+/// The agent's handle of PD `pd` (checked: one of `context`'s live PDs).
+///
+/// # Safety
+/// `pd` is null or readable as an `ibv_pd`; `context` is one of ours.
+unsafe fn pd_h(context: *mut ibv_context, pd: *mut ibv_pd) -> Result<u32, c_int> {
+    if pd.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: the contract; once valid it is one of our `APd`s.
+    unsafe {
+        valid_pd(context, pd)?;
+        Ok((*(pd as *mut APd)).h)
+    }
+}
+
+unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
+    if !crate::registry::live(pd as *const u8) {
+        return libc::ENOENT;
+    }
+    // SAFETY: a live object of ours (checked), read as an `ibv_pd`.
+    let context = unsafe { (*pd).context };
+    // SAFETY: as above.
+    let (c, conn, h) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let r = conn.done(&Request::DeallocPd { pd: h });
+    if r != 0 {
+        return r;
+    }
+    // SAFETY: as above; `handle` named it (checked).
+    let _ = c.reg.remove(Kind::Pd, unsafe { (*pd).handle }, pd as *const u8);
+    // SAFETY: the `Box<APd>` of alloc_pd, out of the registry: freed once.
+    crate::registry::retire(unsafe { Box::from_raw(pd as *mut APd) });
+    0
+}
+
+unsafe extern "C" fn reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    hca_va: u64,
+    access: c_int,
+) -> *mut ibv_mr {
+    if pd.is_null() || !crate::registry::live(pd as *const u8) {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a live object of ours (checked).
+    let context = unsafe { (*pd).context };
+    // SAFETY: as above.
+    let (c, conn, h) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
+        Ok(v) => v,
+        Err(e) => return null_errno(e),
+    };
+    let slot = match c.reg.reserve(Kind::Mr) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let req = Request::RegMr(RegMr {
+        pd: h,
+        access: access as u32,
+        addr: addr as u64,
+        length: length as u64,
+        iova: hca_va,
+    });
+    let (mh, lkey, rkey) = match conn.call(&req, &[]) {
+        Ok(Reply::Mr { handle, lkey, rkey }) => (handle, lkey, rkey),
+        Ok(_) => return null_errno(libc::EIO),
+        Err(e) => return null_errno(e),
+    };
+    let id = c.new_obj_id();
+    let m = Box::into_raw(Box::new(AMr {
+        // SAFETY: `verbs_mr` is integers and pointers: all-zero is valid.
+        vmr: unsafe { std::mem::zeroed() },
+        h: mh,
+    }));
+    // SAFETY: the fresh box, not yet visible to anyone.
+    let mr = unsafe { &mut (*m).vmr.ibv_mr };
+    mr.context = context;
+    mr.pd = pd;
+    mr.addr = addr;
+    mr.length = length;
+    mr.handle = id;
+    mr.lkey = lkey;
+    mr.rkey = rkey;
+    slot.commit(id, m as *const u8);
+    m as *mut ibv_mr
+}
+
+unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
+    if !crate::registry::live(vmr as *const u8) {
+        return libc::ENOENT;
+    }
+    // SAFETY: a live object of ours (checked), read as a `verbs_mr`.
+    let (context, handle) = unsafe { ((*vmr).ibv_mr.context, (*vmr).ibv_mr.handle) };
+    // SAFETY: as above.
+    let Ok((c, conn)) = (unsafe { both(context) }) else {
+        return libc::EINVAL;
+    };
+    if let Err(e) = c.reg.check(Kind::Mr, handle, vmr as *const u8) {
+        return e;
+    }
+    // SAFETY: checked: one of our `AMr`s.
+    let h = unsafe { (*(vmr as *mut AMr)).h };
+    let r = conn.done(&Request::DeregMr { mr: h });
+    if r != 0 {
+        return r;
+    }
+    let _ = c.reg.remove(Kind::Mr, handle, vmr as *const u8);
+    // SAFETY: the `Box<AMr>` of reg_mr, out of the registry: freed once.
+    crate::registry::retire(unsafe { Box::from_raw(vmr as *mut AMr) });
+    0
+}
+
+/// The depth of a queue that holds `n` entries: a power of two, at least 2.
+fn depth_for(n: u32) -> Option<u32> {
+    n.max(1).checked_next_power_of_two().map(|d| d.max(2))
+}
+
+unsafe extern "C" fn create_cq(
+    context: *mut ibv_context,
+    cqe: c_int,
+    channel: *mut ibv_comp_channel,
+    _comp_vector: c_int,
+) -> *mut ibv_cq {
+    // SAFETY: `context` is one of ours (the contract).
+    let Ok((c, conn)) = (unsafe { both(context) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    if !channel.is_null() {
+        return null_errno(libc::EOPNOTSUPP); // (not yet through the agent)
+    }
+    if cqe < 1 {
+        return null_errno(libc::EINVAL);
+    }
+    let Some(depth) = u32::try_from(cqe).ok().and_then(|n| depth_for(n.checked_add(1)?)) else {
+        return null_errno(libc::EINVAL);
+    };
+    if depth > 65536 {
+        return null_errno(libc::EINVAL);
+    }
+    let slot = match c.reg.reserve(Kind::Cq) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let Ok((q, fd)) = Slots::create(depth as usize, CQE_SLOT) else {
+        return null_errno(libc::ENOMEM);
+    };
+    let flags = rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK;
+    let Ok(bell) = rustix::event::eventfd(0, flags) else {
+        return null_errno(libc::EMFILE);
+    };
+    let a = Box::into_raw(Box::new(ACq {
+        // SAFETY: `ibv_cq` is integers, pointers and pthread objects the
+        // library initialises: all-zero is valid.
+        cq: unsafe { std::mem::zeroed() },
+        h: 0,
+        q: Mutex::new(q.into_consumer()),
+        _bell: bell,
+    }));
+    // SAFETY: the fresh box, not yet visible to anyone.
+    let bell_fd = unsafe { (*a)._bell.as_fd() };
+    let req = Request::CreateCq(CreateCq {
+        cqe: cqe as u32,
+        queue: Queue {
+            depth,
+            slot_size: CQE_SLOT as u32,
+        },
+        doorbell: true,
+        channel: false,
+        user_handle: a as u64,
+    });
+    match conn.call(&req, &[fd.as_fd(), bell_fd]) {
+        Ok(Reply::Cq { handle, cqe }) => {
+            let id = c.new_obj_id();
+            // SAFETY: the fresh box, not yet visible to anyone.
+            unsafe {
+                (*a).h = handle;
+                (*a).cq.context = context;
+                (*a).cq.cqe = cqe as c_int;
+                (*a).cq.handle = id;
+            }
+            slot.commit(id, a as *const u8);
+            a as *mut ibv_cq
+        }
+        r => {
+            // SAFETY: the box made above, never seen by anyone.
+            drop(unsafe { Box::from_raw(a) });
+            null_errno(match r {
+                Err(e) => e,
+                Ok(_) => libc::EIO,
+            })
+        }
+    }
+}
+
+/// Our CQ `cq` (checked against `context`'s registry, or its own).
+///
+/// # Safety
+/// `cq` is null or readable as an `ibv_cq`.
+unsafe fn acq<'a>(cq: *mut ibv_cq) -> Result<&'a ACq, c_int> {
+    if cq.is_null() || !crate::registry::live(cq as *const u8) {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: live, so one of ours; read as an `ibv_cq`, then checked to
+    // be a CQ of its context before it is read as an `ACq`.
+    unsafe {
+        valid_cq((*cq).context, cq)?;
+        Ok(&*(cq as *mut ACq))
+    }
+}
+
+unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
+    // SAFETY: the contract (a CQ of ours, `wc` room for `n`).
+    let a = unsafe { &*(cq as *mut ACq) };
+    let mut q = crate::sys::lock(&a.q);
+    let mut b = [0u8; CQE_SLOT];
+    let mut got = 0;
+    while got < n.max(0) {
+        match q.try_pop(&mut b) {
+            Ok(Some(len)) => match decode_cqe(&b[..len]) {
+                Ok(e) => {
+                    // SAFETY: `wc` has room for `n` completions (the contract).
+                    unsafe { *wc.add(got as usize) = e.to_wc() };
+                    got += 1;
+                }
+                Err(_) => return -1,
+            },
+            Ok(None) => break,
+            Err(_) => return -1,
+        }
+    }
+    got
+}
+
+unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let a = match unsafe { acq(cq) } {
+        Ok(a) => a,
+        Err(_) => return libc::ENOENT,
+    };
+    // SAFETY: a CQ of ours: its context is.
+    let Ok((c, conn)) = (unsafe { both(a.cq.context) }) else {
+        return libc::EINVAL;
+    };
+    let r = conn.done(&Request::DestroyCq { cq: a.h });
+    if r != 0 {
+        return r;
+    }
+    let _ = c.reg.remove(Kind::Cq, a.cq.handle, cq as *const u8);
+    // SAFETY: the `Box<ACq>` of create_cq, out of the registry: freed once.
+    crate::registry::retire(unsafe { Box::from_raw(cq as *mut ACq) });
+    0
+}
+
+unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
+    if pd.is_null() || attr.is_null() || !crate::registry::live(pd as *const u8) {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a live object of ours (checked); `attr` is the application's.
+    let (context, a) = unsafe { ((*pd).context, &mut *attr) };
+    // SAFETY: as above.
+    let (c, conn, pdh) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
+        Ok(v) => v,
+        Err(e) => return null_errno(e),
+    };
+    let (qp_type, kind) = match a.qp_type {
+        IBV_QPT_RC => (QpType::Rc, QpKind::Connected),
+        IBV_QPT_UC => (QpType::Uc, QpKind::Connected),
+        IBV_QPT_UD => (QpType::Ud, QpKind::Ud),
+        _ => return null_errno(libc::EOPNOTSUPP),
+    };
+    if !a.srq.is_null() {
+        return null_errno(libc::EOPNOTSUPP); // (no SRQs through the agent yet)
+    }
+    // SAFETY: the CQs are null or the application's CQs (the contract),
+    // checked before they are read as ours.
+    let (scq, rcq) = match unsafe { (acq(a.send_cq), acq(a.recv_cq)) } {
+        (Ok(s), Ok(r)) => (s, r),
+        _ => return null_errno(libc::EINVAL),
+    };
+    let mut cq_req = CreateQp {
+        pd: Some(pdh),
+        xrcd: None,
+        qp_type,
+        send_cq: Some(scq.h),
+        recv_cq: Some(rcq.h),
+        srq: None,
+        sq_sig_all: a.sq_sig_all != 0,
+        cap: Caps::from(a.cap),
+        sq: None,
+        rq: None,
+        user_handle: 0,
+    };
+    // The queues' slots by the caps the agent will grant (the same rule).
+    let cap = match grant_qp_caps(&Limits::WIRE, &cq_req) {
+        Ok(cap) => cap,
+        Err(e) => return null_errno(e),
+    };
+    let (Some(ss), Some(rs), Some(sd), Some(rd)) = (
+        send_slot_size(cap.max_send_sge, cap.max_inline_data),
+        recv_slot_size(cap.max_recv_sge),
+        depth_for(cap.max_send_wr),
+        depth_for(cap.max_recv_wr),
+    ) else {
+        return null_errno(libc::EINVAL);
+    };
+    let (Ok((sq, sq_fd)), Ok((rq, rq_fd))) = (Slots::create(sd as usize, ss), Slots::create(rd as usize, rs)) else {
+        return null_errno(libc::ENOMEM);
+    };
+    let slot = match c.reg.reserve(Kind::Qp) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let q = Box::into_raw(Box::new(AQp {
+        // SAFETY: `ibv_qp` is integers, pointers and pthread objects the
+        // library initialises: all-zero is valid.
+        qp: unsafe { std::mem::zeroed() },
+        h: 0,
+        shape: SendShape {
+            kind,
+            max_sge: cap.max_send_sge,
+            max_inline: cap.max_inline_data,
+        },
+        cap,
+        sq_sig_all: a.sq_sig_all != 0,
+        sq: Mutex::new(Some(sq.into_producer())),
+        rq: Mutex::new(Some(rq.into_producer())),
+        state: AtomicU32::new(IBV_QPS_RESET),
+    }));
+    let geometry = |depth: u32, slot: usize| Queue {
+        depth,
+        slot_size: slot as u32,
+    };
+    cq_req.sq = Some(geometry(sd, ss));
+    cq_req.rq = Some(geometry(rd, rs));
+    cq_req.user_handle = q as u64;
+    match conn.call(&Request::CreateQp(cq_req), &[sq_fd.as_fd(), rq_fd.as_fd()]) {
+        Ok(Reply::Qp { handle, qpn, cap }) => {
+            // SAFETY: the fresh box, not yet visible to anyone.
+            let s = unsafe { &mut *q };
+            s.h = handle;
+            s.qp.context = context;
+            s.qp.qp_context = a.qp_context;
+            s.qp.pd = pd;
+            s.qp.send_cq = a.send_cq;
+            s.qp.recv_cq = a.recv_cq;
+            s.qp.handle = qpn;
+            s.qp.qp_num = qpn;
+            s.qp.state = IBV_QPS_RESET;
+            s.qp.qp_type = a.qp_type;
+            a.cap = cap.into();
+            slot.commit(qpn, q as *const u8);
+            q as *mut ibv_qp
+        }
+        r => {
+            // SAFETY: the box made above, never seen by anyone.
+            drop(unsafe { Box::from_raw(q) });
+            null_errno(match r {
+                Err(e) => e,
+                Ok(_) => libc::EIO,
+            })
+        }
+    }
+}
+
+/// Our QP `qp` (checked against its context's registry).
+///
+/// # Safety
+/// `qp` is null or readable as an `ibv_qp`.
+unsafe fn aqp<'a>(qp: *mut ibv_qp) -> Result<&'a AQp, c_int> {
+    if qp.is_null() || !crate::registry::live(qp as *const u8) {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: live, so one of ours; read as an `ibv_qp`, checked to be a
+    // QP of its context before it is read as an `AQp`.
+    unsafe {
+        valid((*qp).context, Kind::Qp, (*qp).handle, qp as *const u8)?;
+        Ok(&*(qp as *mut AQp))
+    }
+}
+
+unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp.context)?.1))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    if attr.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the application's attributes (the contract).
+    let at = unsafe { &*attr };
+    let Ok(m) = QpAttr::from_verbs(mask as u32, at) else {
+        return libc::EINVAL;
+    };
+    let r = conn.done(&Request::ModifyQp { qp: a.h, attr: m });
+    if r == 0 && mask as u32 & IBV_QP_STATE != 0 {
+        a.state.store(at.qp_state, Ordering::Release);
+    }
+    r
+}
+
+unsafe extern "C" fn query_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    mask: c_int,
+    init: *mut ibv_qp_init_attr,
+) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp.context)?.1))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    if attr.is_null() || init.is_null() {
+        return libc::EINVAL;
+    }
+    let got = match conn.call(
+        &Request::QueryQp {
+            qp: a.h,
+            mask: mask as u32,
+        },
+        &[],
+    ) {
+        Ok(Reply::QpAttr(q)) => q,
+        Ok(_) => return libc::EIO,
+        Err(e) => return e,
+    };
+    // SAFETY: the application's structures (the contract).
+    unsafe {
+        *attr = got.to_verbs();
+        let i = &mut *init;
+        i.qp_context = a.qp.qp_context;
+        i.send_cq = a.qp.send_cq;
+        i.recv_cq = a.qp.recv_cq;
+        i.srq = std::ptr::null_mut();
+        i.cap = a.cap.into();
+        i.qp_type = a.qp.qp_type;
+        i.sq_sig_all = a.sq_sig_all as c_int;
+    }
+    a.state.store(got.qp_state as u32, Ordering::Release);
+    0
+}
+
+unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let a = match unsafe { aqp(qp) } {
+        Ok(a) => a,
+        Err(_) => return libc::ENOENT,
+    };
+    // SAFETY: a QP of ours: its context is.
+    let Ok((c, conn)) = (unsafe { both(a.qp.context) }) else {
+        return libc::EINVAL;
+    };
+    let r = conn.done(&Request::DestroyQp { qp: a.h });
+    if r != 0 {
+        return r;
+    }
+    let _ = c.reg.remove(Kind::Qp, a.qp.handle, qp as *const u8);
+    // SAFETY: the `Box<AQp>` of create_qp, out of the registry: freed once.
+    crate::registry::retire(unsafe { Box::from_raw(qp as *mut AQp) });
+    0
+}
+
+unsafe extern "C" fn post_recv(qp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+    // SAFETY: the contract (a QP of ours).
+    let a = unsafe { &*(qp as *mut AQp) };
+    let mut rq = crate::sys::lock(&a.rq);
+    let Some(rq) = rq.as_mut() else { return libc::EINVAL };
+    let mut b = vec![0u8; rq.capacity()];
+    while !wr.is_null() {
+        // SAFETY: the application's chain of work requests (the contract).
+        let w = unsafe { &*wr };
+        let fail = |e: c_int| {
+            if !bad.is_null() {
+                // SAFETY: the application's out pointer (the contract).
+                unsafe { *bad = wr };
+            }
+            e
+        };
+        if w.num_sge < 0 || w.num_sge as u32 > a.cap.max_recv_sge || (w.num_sge > 0 && w.sg_list.is_null()) {
+            return fail(libc::EINVAL);
+        }
+        // SAFETY: `sg_list` holds `num_sge` entries (the contract).
+        let sges = unsafe { sge_slice(w.sg_list, w.num_sge) };
+        let wqe = RecvWqe {
+            wr_id: w.wr_id,
+            sges: SgeList::from_verbs(sges),
+        };
+        let Ok(n) = encode_recv(&wqe, a.cap.max_recv_sge, &mut b) else {
+            return fail(libc::EINVAL);
+        };
+        if rq.try_push_quiet(&b[..n]).is_err() {
+            return fail(libc::ENOMEM);
+        }
+        wr = w.next;
+    }
+    0
+}
+
+/// The `n` SGEs at `p` (none when `n` is 0).
+///
+/// # Safety
+/// `p` holds `n` readable `ibv_sge`s when `n > 0`.
+unsafe fn sge_slice<'a>(p: *const ibv_sge, n: c_int) -> &'a [ibv_sge] {
+    if n <= 0 || p.is_null() {
+        return &[];
+    }
+    // SAFETY: the contract.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }
+}
+
+/// The operation of send work request `w` on a QP of type `qpt`: None
+/// for one this device does not carry on it (`EINVAL`).
+fn send_op(w: &ibv_send_wr, qpt: u32) -> Option<SendOp> {
+    // SAFETY: the union's member the opcode names (read as plain data).
+    let (rdma, atomic) = unsafe { (w.wr.rdma, w.wr.atomic) };
+    let remote = Remote {
+        addr: rdma.remote_addr,
+        rkey: rdma.rkey,
+    };
+    let aremote = Remote {
+        addr: atomic.remote_addr,
+        rkey: atomic.rkey,
+    };
+    // SAFETY: `imm_data` and `invalidate_rkey` share a 32-bit union.
+    let imm = unsafe { w.imm.imm_data };
+    let op = match w.opcode {
+        IBV_WR_SEND => SendOp::Send,
+        IBV_WR_SEND_WITH_IMM => SendOp::SendWithImm { imm },
+        IBV_WR_RDMA_WRITE => SendOp::RdmaWrite(remote),
+        IBV_WR_RDMA_WRITE_WITH_IMM => SendOp::RdmaWriteWithImm(remote, imm),
+        IBV_WR_RDMA_READ => SendOp::RdmaRead(remote),
+        IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareAndSwap {
+            remote: aremote,
+            compare: atomic.compare_add,
+            swap: atomic.swap,
+        },
+        IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAndAdd {
+            remote: aremote,
+            add: atomic.compare_add,
+        },
+        _ => return None,
+    };
+    let sends = matches!(op, SendOp::Send | SendOp::SendWithImm { .. });
+    let ok = match qpt {
+        IBV_QPT_UD => sends,
+        IBV_QPT_UC => sends || matches!(op, SendOp::RdmaWrite(_) | SendOp::RdmaWriteWithImm(..)),
+        _ => true,
+    };
+    ok.then_some(op)
+}
+
+unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
+    // SAFETY: the contract (a QP of ours).
+    let a = unsafe { &*(qp as *mut AQp) };
+    // SAFETY: as above: its context is ours.
+    let Some(conn) = (unsafe { conn_of(a.qp.context) }) else {
+        return libc::EINVAL;
+    };
+    let mut sq = crate::sys::lock(&a.sq);
+    let Some(sq) = sq.as_mut() else { return libc::EINVAL };
+    let mut b = vec![0u8; sq.capacity()];
+    let mut inline = Vec::new();
+    let mut ring = false;
+    let mut r = 0;
+    while !wr.is_null() {
+        // SAFETY: the application's chain of work requests (the contract).
+        let w = unsafe { &*wr };
+        // (rxe: a QP that is not ready to send refuses.)
+        let st = a.state.load(Ordering::Acquire);
+        let op = send_op(w, a.qp.qp_type);
+        let bad_sges = w.num_sge < 0 || (w.num_sge > 0 && w.sg_list.is_null());
+        if !matches!(st, IBV_QPS_RTS | IBV_QPS_SQD) || op.is_none() || bad_sges {
+            r = libc::EINVAL;
+            break;
+        }
+        // SAFETY: `sg_list` holds `num_sge` entries (the contract).
+        let sges = unsafe { sge_slice(w.sg_list, w.num_sge) };
+        let data = if w.send_flags & IBV_SEND_INLINE != 0 {
+            let total: u64 = sges.iter().map(|s| s.length as u64).sum();
+            if total > a.cap.max_inline_data as u64 {
+                r = libc::EINVAL;
+                break;
+            }
+            inline.clear();
+            for s in sges {
+                // SAFETY: inline data is read from the application's
+                // buffers at post, as every provider does (the contract:
+                // each SGE names `length` readable bytes).
+                inline.extend_from_slice(unsafe { std::slice::from_raw_parts(s.addr as *const u8, s.length as usize) });
+            }
+            Data::Inline(&inline)
+        } else {
+            if sges.len() > a.cap.max_send_sge as usize {
+                r = libc::EINVAL;
+                break;
+            }
+            Data::Sges(SgeList::from_verbs(sges))
+        };
+        let ud = if a.qp.qp_type == IBV_QPT_UD {
+            // SAFETY: the UD member of the union (a UD QP's contract).
+            let u = unsafe { w.wr.ud };
+            // SAFETY: the AH is null or the application's (checked).
+            match unsafe { ud_addr(u.ah, u.remote_qpn, u.remote_qkey) } {
+                Some(x) => Some(x),
+                None => {
+                    r = libc::EINVAL;
+                    break;
+                }
+            }
+        } else {
+            None
+        };
+        let mut flags = w.send_flags & SEND_FLAGS;
+        if a.sq_sig_all {
+            flags |= IBV_SEND_SIGNALED;
+        }
+        let wqe = SendWqe {
+            wr_id: w.wr_id,
+            op: op.unwrap_or(SendOp::Send),
+            send_flags: flags,
+            ud,
+            xrc_srqn: None,
+            data,
+        };
+        let Ok(n) = encode_send(&wqe, &a.shape, &mut b) else {
+            r = libc::EINVAL;
+            break;
+        };
+        match sq.try_push(&b[..n]) {
+            Ok(Push::Ring) => ring = true,
+            Ok(Push::Quiet) => {}
+            Err(_) => {
+                r = libc::ENOMEM;
+                break;
+            }
+        }
+        wr = w.next;
+    }
+    if ring {
+        conn.doorbell();
+    }
+    if r != 0 && !bad.is_null() {
+        // SAFETY: the application's out pointer (the contract).
+        unsafe { *bad = wr };
+    }
+    r
+}
+
+/// The UD address of AH `ah` for a request to `qpn` with Q_Key `qkey`.
+///
+/// # Safety
+/// `ah` is null or readable as an `ibv_ah`.
+unsafe fn ud_addr(ah: *mut ibv_ah, qpn: u32, qkey: u32) -> Option<UdAddr> {
+    if ah.is_null() || !crate::registry::live(ah as *const u8) {
+        return None;
+    }
+    // SAFETY: live, so one of ours, checked as an AH of its context.
+    let x = unsafe {
+        valid((*ah).context, Kind::Ah, (*ah).handle, ah as *const u8).ok()?;
+        &(*(ah as *mut AAh)).attr
+    };
+    // SAFETY: the GID's bytes (every member of the union is 16 bytes).
+    let dgid = unsafe { x.grh.dgid.raw };
+    Some(UdAddr {
+        remote_qpn: qpn & 0xff_ffff,
+        remote_qkey: qkey,
+        dgid,
+        flow_label: x.grh.flow_label & 0xf_ffff,
+        sgid_index: x.grh.sgid_index,
+        hop_limit: x.grh.hop_limit,
+        traffic_class: x.grh.traffic_class,
+        is_global: x.is_global != 0,
+    })
+}
+
+unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+    if pd.is_null() || attr.is_null() || !crate::registry::live(pd as *const u8) {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a live object of ours (checked); `attr` is the application's.
+    let (context, at) = unsafe { ((*pd).context, *attr) };
+    // SAFETY: as above.
+    let (c, conn, h) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
+        Ok(v) => v,
+        Err(e) => return null_errno(e),
+    };
+    // The agent checks the address as the provider does (and keeps it).
+    let ah_h = match conn.call(
+        &Request::CreateAh {
+            pd: h,
+            attr: AhAttr::from(&at),
+        },
+        &[],
+    ) {
+        Ok(Reply::Ah { handle }) => handle,
+        Ok(_) => return null_errno(libc::EIO),
+        Err(e) => return null_errno(e),
+    };
+    let slot = match c.reg.reserve(Kind::Ah) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = conn.done(&Request::DestroyAh { ah: ah_h });
+            return null_errno(e);
+        }
+    };
+    let id = c.new_obj_id();
+    let b = Box::into_raw(Box::new(AAh {
+        ah: ibv_ah {
+            context,
+            pd,
+            handle: id,
+        },
+        attr: at,
+        h: ah_h,
+    }));
+    slot.commit(id, b as *const u8);
+    b as *mut ibv_ah
+}
+
+unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
+    if ah.is_null() || !crate::registry::live(ah as *const u8) {
+        return libc::ENOENT;
+    }
+    // SAFETY: live, so one of ours.
+    let (context, handle) = unsafe { ((*ah).context, (*ah).handle) };
+    // SAFETY: as above.
+    let Ok((c, conn)) = (unsafe { both(context) }) else {
+        return libc::EINVAL;
+    };
+    if let Err(e) = c.reg.check(Kind::Ah, handle, ah as *const u8) {
+        return e;
+    }
+    // SAFETY: checked: one of our `AAh`s.
+    let h = unsafe { (*(ah as *mut AAh)).h };
+    let r = conn.done(&Request::DestroyAh { ah: h });
+    if r != 0 {
+        return r;
+    }
+    let _ = c.reg.remove(Kind::Ah, handle, ah as *const u8);
+    // SAFETY: the `Box<AAh>` of create_ah, out of the registry: freed once.
+    crate::registry::retire(unsafe { Box::from_raw(ah as *mut AAh) });
+    0
+}
+
+// ----- what is not carried through the agent yet ---------------------------
+
+unsafe extern "C" fn no_parent_domain(_c: *mut ibv_context, _a: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+unsafe extern "C" fn no_mw(_pd: *mut ibv_pd, _ty: u32) -> *mut ibv_mw {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+unsafe extern "C" fn no_dealloc_mw(_mw: *mut ibv_mw) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_bind_mw(_qp: *mut ibv_qp, _mw: *mut ibv_mw, _b: *mut ibv_mw_bind) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_cq_ex(_c: *mut ibv_context, _a: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+unsafe extern "C" fn no_notify(_cq: *mut ibv_cq, _solicited: c_int) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_resize(_cq: *mut ibv_cq, _cqe: c_int) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_srq(_pd: *mut ibv_pd, _a: *mut ibv_srq_init_attr) -> *mut ibv_srq {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+unsafe extern "C" fn no_srq_ex(_c: *mut ibv_context, _a: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+unsafe extern "C" fn no_qp_ex(_c: *mut ibv_context, _a: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+unsafe extern "C" fn no_xrcd(_c: *mut ibv_context, _a: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+unsafe extern "C" fn no_close_xrcd(_x: *mut ibv_xrcd) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_modify_srq(_s: *mut ibv_srq, _a: *mut ibv_srq_attr, _mask: c_int) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_query_srq(_s: *mut ibv_srq, _a: *mut ibv_srq_attr) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_destroy_srq(_s: *mut ibv_srq) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_srq_num(_s: *mut ibv_srq, _n: *mut u32) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_srq_recv(_s: *mut ibv_srq, _wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+    if !bad.is_null() {
+        // SAFETY: the application's out pointer (the verb's contract).
+        unsafe { *bad = _wr };
+    }
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_mcast(_qp: *mut ibv_qp, _gid: *const ibv_gid, _lid: u16) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_rereg(
+    _mr: *mut verbs_mr,
+    _flags: c_int,
+    _pd: *mut ibv_pd,
+    _addr: *mut c_void,
+    _len: usize,
+    _access: c_int,
+) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_advise(_pd: *mut ibv_pd, _advice: u32, _flags: u32, _sg: *mut ibv_sge, _n: u32) -> c_int {
+    libc::EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_dm_mr(_pd: *mut ibv_pd, _dm: *mut ibv_dm, _off: u64, _len: usize, _access: u32) -> *mut ibv_mr {
+    null_errno(libc::EOPNOTSUPP)
+}
+
+/// The verbs of a wire context through the agent: the provider's own
+/// table (`ops::OPS`) for what needs no object (device, port, the
+/// context's end), the verbs above for the objects, and the documented
+/// failure for the rest (never an object of the other table).
+pub fn ops() -> verbs_context_ops {
+    let mut o = crate::ops::OPS;
+    o.alloc_pd = Some(alloc_pd);
+    o.dealloc_pd = Some(dealloc_pd);
+    o.alloc_parent_domain = Some(no_parent_domain);
+    o.reg_mr = Some(reg_mr);
+    o.dereg_mr = Some(dereg_mr);
+    o.rereg_mr = Some(no_rereg);
+    o.reg_dm_mr = Some(no_dm_mr);
+    o.alloc_mw = Some(no_mw);
+    o.dealloc_mw = Some(no_dealloc_mw);
+    o.bind_mw = Some(no_bind_mw);
+    o.advise_mr = Some(no_advise);
+    o.create_ah = Some(create_ah);
+    o.destroy_ah = Some(destroy_ah);
+    o.attach_mcast = Some(no_mcast);
+    o.detach_mcast = Some(no_mcast);
+    o.open_xrcd = Some(no_xrcd);
+    o.close_xrcd = Some(no_close_xrcd);
+    o.create_cq = Some(create_cq);
+    o.create_cq_ex = Some(no_cq_ex);
+    o.poll_cq = Some(poll_cq);
+    o.req_notify_cq = Some(no_notify);
+    o.destroy_cq = Some(destroy_cq);
+    o.resize_cq = Some(no_resize);
+    o.create_srq = Some(no_srq);
+    o.create_srq_ex = Some(no_srq_ex);
+    o.modify_srq = Some(no_modify_srq);
+    o.query_srq = Some(no_query_srq);
+    o.destroy_srq = Some(no_destroy_srq);
+    o.get_srq_num = Some(no_srq_num);
+    o.post_srq_recv = Some(no_srq_recv);
+    o.create_qp = Some(create_qp);
+    o.create_qp_ex = Some(no_qp_ex);
+    o.modify_qp = Some(modify_qp);
+    o.query_qp = Some(query_qp);
+    o.destroy_qp = Some(destroy_qp);
+    o.post_send = Some(post_send);
+    o.post_recv = Some(post_recv);
+    o
+}
+
+/// The agent's table, made once.
+static AGENT_OPS: std::sync::LazyLock<verbs_context_ops> = std::sync::LazyLock::new(ops);
+
+extern "C" {
+    #[link_name = "verbs_set_ops@IBVERBS_PRIVATE_34"]
+    fn verbs_set_ops(vctx: *mut verbs_context, ops: *const verbs_context_ops);
+}
+
+/// The provider's `alloc_context` (`ops::alloc_context`), then, for a
+/// wire context through the agent, this module's verbs over the table
+/// (every one of its object verbs is set: `verbs_set_ops` only replaces
+/// what a table names).
+///
+/// # Safety
+/// As `ops::alloc_context`.
+pub unsafe extern "C" fn alloc_context(
+    device: *mut ibv_device,
+    cmd_fd: c_int,
+    private: *mut c_void,
+) -> *mut verbs_context {
+    // SAFETY: the contract.
+    let v = unsafe { crate::ops::alloc_context(device, cmd_fd, private) };
+    // SAFETY: a context `ops::alloc_context` made: the `verbs_context` at
+    // the start of a live `SwCtx`, not yet the application's.
+    unsafe {
+        if !v.is_null() && !(*(v as *mut SwCtx)).agent.is_null() {
+            verbs_set_ops(v, &*AGENT_OPS);
+        }
+    }
+    v
+}
