@@ -9,7 +9,14 @@ Units: latency in us as perftest prints it (ib_send_lat and ib_write_lat:
 half a round trip; ib_read_lat and ib_atomic_lat: a round trip) against the
 UDP ping-pong's ONE-WAY time, as the issue states its target; bandwidth in
 MB/s = 10^6 bytes/s (perftest's MB/sec are 2^20 bytes/s, converted) against
-the UDP payload a plain sender of one-IB-MTU datagrams gets received."""
+the UDP payload a plain sender of one-IB-MTU datagrams gets received.
+
+The latency, bandwidth and pairs tables come twice: each process carrying
+its own QPs (raw outputs without a prefix), then through the transport
+agent (SWRDMA_WIRE_AGENT=1, raw outputs "agent.*"), beside the same
+references and targets, with the agent's figure also as a ratio to the
+first pass's ("x process").  Each row of the JSON says its "mode":
+"process" or "agent"."""
 import json
 import os
 import re
@@ -73,7 +80,7 @@ def ratio(a, b):
 
 
 def fmt(x, d=2):
-    return "not measured" if x is None else f"{x:.{d}f}"
+    return "n/a" if x is None else f"{x:.{d}f}"
 
 
 def verdict(r, limit, le):
@@ -82,9 +89,14 @@ def verdict(r, limit, le):
     return "meets" if (r <= limit if le else r >= limit) else "misses"
 
 
-def pairs_section(rows):
+def pairs_section(rows, pfx="", title=None):
     """1, 2 and 4 pairs at once (issue 33): aggregate ib_write_bw 64 KiB and
-    ibv_rc_pingpong message rate against one pair's, beside K UDP streams."""
+    ibv_rc_pingpong message rate against one pair's, beside K UDP streams
+    (measured once, without a prefix).  pfx: the raw outputs' prefix ("" or
+    "agent."); title: a heading line first (None: none)."""
+    mode = mode_of(pfx)
+    if title:
+        print(title)
     print(f"{'pairs at once (no pinning)':<28}{'1 pair':>9}{'2 pairs':>9}{'4 pairs':>9}  x 1 pair (target >=1.0 on 2 CPUs)")
     figs = {}
     for what in ("ib_write_bw", "rc_pingpong", "udp"):
@@ -92,10 +104,10 @@ def pairs_section(rows):
             tot, ok = 0.0, True
             for i in range(k):
                 if what == "ib_write_bw":
-                    r = perftest_row(f"pairs{k}.ib_write_bw.{i}")
+                    r = perftest_row(f"{pfx}pairs{k}.ib_write_bw.{i}")
                     v = r[3] * 1048576 / 1e6 if r and len(r) > 3 else None
                 elif what == "rc_pingpong":
-                    m = re.search(r"(\d+) iters in ([\d.]+) seconds", read(f"pairs{k}.rc_pingpong.{i}.client"))
+                    m = re.search(r"(\d+) iters in ([\d.]+) seconds", read(f"{pfx}pairs{k}.rc_pingpong.{i}.client"))
                     v = int(m.group(1)) / float(m.group(2)) if m and float(m.group(2)) > 0 else None
                 else:
                     v = kv(read(f"pairs{k}.udp.{i}.server"), "received_MBps")
@@ -112,8 +124,120 @@ def pairs_section(rows):
         v = "reference" if what == "udp" else ", ".join(verdict(x, 1.0, False) for x in xs)
         label = f"{what} ({units[what]}, sum)"
         print(f"{label:<28}{cells[0]:>9}{cells[1]:>9}{cells[2]:>9}  {fmt(xs[0])} / {fmt(xs[1])}  {v}")
+        if what == "udp" and pfx:
+            continue  # (the same reference as the first pass's row)
         rows.append(dict(test=f"pairs {what}", unit=units[what], one=one, two=figs[(what, 2)], four=figs[(what, 4)],
-                         two_over_one=xs[0], four_over_one=xs[1], verdict=v))
+                         two_over_one=xs[0], four_over_one=xs[1], verdict=v, mode=mode))
+
+
+def mode_of(pfx):
+    return "agent" if pfx else "process"
+
+
+def latency_table(rows, pfx, title, u_typ, base=None):
+    """The four latency tests of one pass (pfx "" or "agent.") beside the UDP
+    ping-pong, then ib_write_lat beside the handicapped ping-pong; with base
+    (the first pass's typical figures by test) a column "x process".
+    Returns the typical figures by test."""
+    mode = mode_of(pfx)
+    if title:
+        print(title)
+    xp = f"{'x process':>10}" if base is not None else ""
+    print(f"{'test':<28}{'typical us':>11}{'p99 us':>9}{'x UDP':>8}{'p99/typ':>9}{xp}  target <=1.5x, p99<=5x typ")
+    typs = {}
+    for t, n in (("ib_write_lat", "2"), ("ib_send_lat", "2"), ("ib_read_lat", "2"), ("ib_atomic_lat", "8")):
+        r = perftest_row(f"{pfx}{t}.{n}")
+        typ = r[4] if r and len(r) > 7 else None
+        p99 = r[7] if r and len(r) > 7 else None
+        typs[t] = typ
+        x, pr = ratio(typ, u_typ), ratio(p99, typ)
+        v = "n/a" if x is None else ("meets" if x <= 1.5 and pr is not None and pr <= 5 else "misses")
+        row = dict(test=t, bytes=int(n), typical_us=typ, p99_us=p99, reference="udp_pingpong_one_way_us",
+                   reference_value=u_typ, ratio=x, p99_over_typical=pr, verdict=v, mode=mode)
+        cell = ""
+        if base is not None:
+            xb = ratio(typ, base.get(t))
+            cell = f"{fmt(xb):>10}"
+            row.update(process_typical_us=base.get(t), x_process=xb)
+        print(f"{t + ' ' + n + ' B':<28}{fmt(typ):>11}{fmt(p99):>9}{fmt(x):>8}{fmt(pr):>9}{cell}  {v}")
+        rows.append(row)
+    spin = read("udp.pingpong_spin.2.client")
+    s_typ, s_p99 = kv(spin, "typical_us"), kv(spin, "p99_us")
+    w = next((r for r in rows if r["test"] == "ib_write_lat" and r.get("mode") == mode), None)
+    if w:
+        x = ratio(w["typical_us"], s_typ)
+        v = verdict(x, 1.5, True) if x is not None else "n/a"
+        print(f"ib_write_lat beside the same handicap (UDP ping-pong whose spinning main thread waits for a"
+              f" receiving thread on its CPU): one way typical {fmt(s_typ)} us, p99 {fmt(s_p99)} us;"
+              f" ib_write_lat / that {fmt(x)} (<=1.5x: {v})")
+        rows.append(dict(test="ib_write_lat", bytes=2, typical_us=w["typical_us"], p99_us=w["p99_us"],
+                         reference="udp_pingpong_spin_one_way_us", reference_value=s_typ, ratio=x, verdict=v,
+                         mode=mode))
+    if not pfx and w and w["typical_us"] and 900 <= w["typical_us"] <= 1300:
+        # (measured, not assumed: the typical time is the back-off period plus one way)
+        print("limit (ib_write_lat): typical = 1 ms + one way: the target spins on memory, so the packet waits"
+              " for its context thread's back-off period (BACKOFF_MS = 1 ms)")
+    return typs
+
+
+def bandwidth_table(rows, pfx, title, base=None):
+    """The three bandwidth tests of one pass at IB MTU 1024 and 4096 beside
+    the UDP stream: 64 KiB and 1 MiB (through the agent 1 MiB only where it
+    was measured); with base (the first pass's figures by (test, bytes,
+    MTU)) a column "x process".  Returns the figures by (test, bytes, MTU)."""
+    mode = mode_of(pfx)
+    if title:
+        print(title)
+    xp = f"{'x process':>10}" if base is not None else ""
+    print(f"{'test':<28}{'MB/s':>11}{'UDP MB/s':>9}{'ratio':>8}{xp}  target >=0.8x")
+    figs = {}
+    for m in (1024, 4096):
+        ref = kv(read(f"udp.stream.{m}.server"), "received_MBps")
+        for t in ("ib_write_bw", "ib_send_bw", "ib_read_bw"):
+            for s in (65536, 1048576):
+                name = f"{pfx}{t}.{s}.mtu{m}"
+                if pfx and s != 65536 and not os.path.exists(os.path.join(D, name + ".rc")):
+                    continue
+                r = perftest_row(name)
+                bw = r[3] * 1048576 / 1e6 if r and len(r) > 3 else None
+                figs[(t, s, m)] = bw
+                x = ratio(bw, ref)
+                v = verdict(x, 0.8, False)
+                row = dict(test=t, bytes=s, ib_mtu=m, MBps=bw, reference="udp_stream_received_MBps",
+                           reference_value=ref, ratio=x, verdict=v, mode=mode)
+                cell = ""
+                if base is not None:
+                    xb = ratio(bw, base.get((t, s, m)))
+                    cell = f"{fmt(xb):>10}"
+                    row.update(process_MBps=base.get((t, s, m)), x_process=xb)
+                print(f"{t + ' ' + str(s // 1024) + ' KiB mtu ' + str(m):<28}{fmt(bw, 0):>11}{fmt(ref, 0):>9}{fmt(x):>8}{cell}  {v}")
+                rows.append(row)
+    return figs
+
+
+def failures(pfx):
+    """The runs of a pass that failed (a first try, or the run itself), each
+    with its exit statuses and the last line of its output."""
+    out = []
+    try:
+        names = sorted(os.listdir(D))
+    except OSError:
+        return
+    for f in names:
+        if not f.startswith(pfx) or not (f.endswith(".rc") or f.endswith(".try1.client")):
+            continue
+        if f.endswith(".try1.client"):
+            last = (read(f).strip().splitlines() or ["no output"])[-1].strip()
+            out.append(f"{f[len(pfx):-len('.try1.client')]} (first try: {last[:120]})")
+            continue
+        rc = read(f).strip()
+        if rc != "0 0":
+            name = f[len(pfx):-len(".rc")]
+            t = (read(f[:-3] + ".client").strip() or read(f[:-3] + ".server").strip())
+            last = (t.splitlines() or ["no output"])[-1].strip()
+            out.append(f"{name} (exit {rc or '?'}: {last[:120]})")
+    if out:
+        print("failed runs: " + "; ".join(out))
 
 
 def main():
@@ -126,44 +250,18 @@ def main():
         u_typ, u_p99 = kv(udp, "typical_us"), kv(udp, "p99_us")
         print("\n== Host wire: rw0 between two network namespaces over a veth (server CPU 0, client CPU 1)")
         print(f"reference: UDP ping-pong 2 B one way typical {fmt(u_typ)} us, p99 {fmt(u_p99)} us (blocking recv)")
-        print(f"{'test':<28}{'typical us':>11}{'p99 us':>9}{'x UDP':>8}{'p99/typ':>9}  target <=1.5x, p99<=5x typ")
-        for t, n in (("ib_write_lat", "2"), ("ib_send_lat", "2"), ("ib_read_lat", "2"), ("ib_atomic_lat", "8")):
-            r = perftest_row(f"{t}.{n}")
-            typ = r[4] if r and len(r) > 7 else None
-            p99 = r[7] if r and len(r) > 7 else None
-            x, pr = ratio(typ, u_typ), ratio(p99, typ)
-            v = "n/a" if x is None else ("meets" if x <= 1.5 and pr is not None and pr <= 5 else "misses")
-            print(f"{t + ' ' + n + ' B':<28}{fmt(typ):>11}{fmt(p99):>9}{fmt(x):>8}{fmt(pr):>9}  {v}")
-            rows.append(dict(test=t, bytes=int(n), typical_us=typ, p99_us=p99, reference="udp_pingpong_one_way_us",
-                             reference_value=u_typ, ratio=x, p99_over_typical=pr, verdict=v))
-        spin = read("udp.pingpong_spin.2.client")
-        s_typ, s_p99 = kv(spin, "typical_us"), kv(spin, "p99_us")
-        w = next((r for r in rows if r["test"] == "ib_write_lat"), None)
-        if w:
-            x = ratio(w["typical_us"], s_typ)
-            v = verdict(x, 1.5, True) if x is not None else "n/a"
-            print(f"ib_write_lat beside the same handicap (UDP ping-pong whose spinning main thread waits for a"
-                  f" receiving thread on its CPU): one way typical {fmt(s_typ)} us, p99 {fmt(s_p99)} us;"
-                  f" ib_write_lat / that {fmt(x)} (<=1.5x: {v})")
-            rows.append(dict(test="ib_write_lat", bytes=2, typical_us=w["typical_us"], p99_us=w["p99_us"],
-                             reference="udp_pingpong_spin_one_way_us", reference_value=s_typ, ratio=x, verdict=v))
-        if w and w["typical_us"] and 900 <= w["typical_us"] <= 1300:
-            # (measured, not assumed: the typical time is the back-off period plus one way)
-            print("limit (ib_write_lat): typical = 1 ms + one way: the target spins on memory, so the packet waits"
-                  " for its context thread's back-off period (BACKOFF_MS = 1 ms)")
-        print(f"{'test':<28}{'MB/s':>11}{'UDP MB/s':>9}{'ratio':>8}  target >=0.8x")
-        for m in (1024, 4096):
-            ref = kv(read(f"udp.stream.{m}.server"), "received_MBps")
-            for t in ("ib_write_bw", "ib_send_bw", "ib_read_bw"):
-                for s in (65536, 1048576):
-                    r = perftest_row(f"{t}.{s}.mtu{m}")
-                    bw = r[3] * 1048576 / 1e6 if r and len(r) > 3 else None
-                    x = ratio(bw, ref)
-                    v = verdict(x, 0.8, False)
-                    print(f"{t + ' ' + str(s // 1024) + ' KiB mtu ' + str(m):<28}{fmt(bw, 0):>11}{fmt(ref, 0):>9}{fmt(x):>8}  {v}")
-                    rows.append(dict(test=t, bytes=s, ib_mtu=m, MBps=bw, reference="udp_stream_received_MBps",
-                                     reference_value=ref, ratio=x, verdict=v))
+        lat = latency_table(rows, "", None, u_typ)
+        bw = bandwidth_table(rows, "", None)
         pairs_section(rows)
+        agent_skipped = read("agent.skipped").strip()
+        title = "through the agent (SWRDMA_WIRE_AGENT=1)"
+        if agent_skipped:
+            print(f"{title}: skipped: {agent_skipped}")
+        else:
+            latency_table(rows, "agent.", title + "; x process: the agent's figure / the first pass's", u_typ, lat)
+            bandwidth_table(rows, "agent.", None, bw)
+            pairs_section(rows, "agent.")
+            failures("agent.")
     pipe = kv(read("pipe.pingpong.client"), "typical_us")
     m = re.search(r"([\d.]+) usec/iter", read("rc_pingpong_e.client"))
     ev = float(m.group(1)) if m else None
@@ -173,14 +271,14 @@ def main():
     print(f"ibv_rc_pingpong -e round trip {fmt(ev)} us; pipe ping-pong round trip (median) {fmt(pipe)} us;"
           f" ratio {fmt(x)} (target <= 1.5): {v}")
     rows.append(dict(test="ibv_rc_pingpong -e", round_trip_us=ev, reference="pipe_pingpong_round_trip_us",
-                     reference_value=pipe, ratio=x, verdict=v))
+                     reference_value=pipe, ratio=x, verdict=v, mode="process"))
     qp, why = qperf_rtt()
     x = ratio(qp, pipe)
     v = verdict(x, 1.5, True) if qp is not None else "n/a"
     print(f"qperf rc_lat round trip (2 x its latency) {fmt(qp)} us; pipe ping-pong round trip (median) {fmt(pipe)} us;"
           f" ratio {fmt(x)} (target <= 1.5): {v}{'  (' + why + ')' if why else ''}")
     rows.append(dict(test="qperf rc_lat", round_trip_us=qp, reference="pipe_pingpong_round_trip_us",
-                     reference_value=pipe, ratio=x, verdict=v, error=why))
+                     reference_value=pipe, ratio=x, verdict=v, error=why, mode="process"))
     if v == "misses":
         print("  the path each event takes (issue 25; not profiled here): peer -> the context thread's eventfd ->"
               " the thread drains -> the completion channel's pipe -> the application")
@@ -198,9 +296,9 @@ def main():
     floor = fl[4] if fl and len(fl) > 4 else None
     print(f"  floor: ib_send_lat 8 B on swr0 (perftest, same CPUs), typical {fmt(floor, 3)} us one way"
           f" = {fmt(ratio(floor, sm))} x UCX sm; UCX over rc_verbs is {fmt(ratio(rc, floor))} x this floor")
-    rows.append(dict(test="ib_send_lat 8 B swr0 (floor)", typical_us=floor))
+    rows.append(dict(test="ib_send_lat 8 B swr0 (floor)", typical_us=floor, mode="process"))
     rows.append(dict(test="ucx tag_lat rc_verbs swr0", p50_us=rc, reference="ucx_sm_tag_lat_p50_us",
-                     reference_value=sm, ratio=x, verdict=v, error=rc_why or sm_why))
+                     reference_value=sm, ratio=x, verdict=v, error=rc_why or sm_why, mode="process"))
     os.makedirs("build/bench", exist_ok=True)
     json.dump(dict(skipped=skipped or None, rows=rows), open("build/bench/hostwire.json", "w"), indent=1)
     return 0

@@ -15,6 +15,26 @@
 #    * ib_write_bw, ib_send_bw, ib_read_bw 64 KiB and 1 MiB (-D
 #      BENCH_WIRE_BW_SECONDS) at IB MTU 1024 and 4096 (perftest -m), beside
 #      net_ref's UDP stream of one-IB-MTU datagrams received on the same veth.
+#    * 1, 2 and 4 pairs at once, not pinned: ib_write_bw 64 KiB (-D
+#      BENCH_WIRE_BW_SECONDS) and ibv_rc_pingpong 4 KiB (-n
+#      BENCH_WIRE_PAIR_ITERS), beside 1, 2 and 4 UDP streams.
+#    Then the same again through the transport agent (issue 33,
+#    SWRDMA_WIRE_AGENT=1 SWRDMA_WIRED_IDLE_MS=1000 on both sides; raw
+#    outputs prefixed "agent.", the agents' logs in agent.a.log and
+#    agent.b.log): the four latency tests, the three bandwidth tests at
+#    64 KiB only (BENCH_WIRE_AGENT_BW_SIZES, "65536"; add 1048576 for 1 MiB,
+#    about 30 s more) at IB MTU 1024 and 4096, and the pairs; the UDP
+#    references are not measured again.  Same iterations as the first
+#    pass except ibv_rc_pingpong's: BENCH_WIRE_PAIR_ITERS / 10 (at least
+#    200; through the agent a 4 KiB round trip took 0.4-6 ms for one pair
+#    and 1.5-10 ms for each of 2 and 4 pairs on 2 busy CPUs, so that 20000
+#    would run into the timeouts).  With the 1 MiB runs left out the agent
+#    pass takes about two thirds of the first's time (50 s against 76 s
+#    with -n 2000, -D 2, 5000 pingpong iterations).
+#    Each pass starts without an agent in either namespace (the script
+#    waits, at most 5 s, for the last one to exit), and so do the agent
+#    pass's pairs: an agent keeps the CPU affinity of the program that
+#    started it (CPU 0 or 1 for the pinned runs, both CPUs for the pairs).
 # 2. Events on swr0: ibv_rc_pingpong -e and qperf rc_lat (server CPU 0,
 #    client CPU 1) beside net_ref's pipe ping-pong between the same two CPUs.
 # 3. ucx_perftest tag_lat over rc_verbs on swr0 beside UCX_TLS=sm.
@@ -34,7 +54,30 @@ rm -rf "$S"; mkdir -p "$S"
 command -v ib_write_lat >/dev/null || { echo "perftest not installed" > "$S/skipped"; exit 0; }
 command -v ip >/dev/null || { echo "iproute2 not installed" > "$S/skipped"; exit 0; }
 
-cleanup() { ip netns del bwa 2>/dev/null; ip netns del bwb 2>/dev/null; }
+# the pids of the agents (swrdma-wired) running in the two namespaces
+agents() {
+    local n p
+    for n in bwa bwb; do
+        for p in $(ip netns pids $n 2>/dev/null); do
+            [ "$(cat /proc/$p/comm 2>/dev/null)" = swrdma-wired ] && echo "$p"
+        done
+    done
+}
+# wait until no agent is left in the namespaces (at most $1 s; says so if one is)
+no_agents() {
+    local i left
+    for ((i = 0; i < $1 * 10; i++)); do
+        left=$(agents); [ -z "$left" ] && return 0
+        sleep 0.1
+    done
+    say "agent(s) $(echo $left) still running in bwa/bwb after $1 s"
+    return 1
+}
+# (the agents this script's programs started end with their namespaces)
+cleanup() {
+    local p; for p in $(agents); do kill "$p" 2>/dev/null; done
+    ip netns del bwa 2>/dev/null; ip netns del bwb 2>/dev/null
+}
 trap cleanup EXIT
 cleanup
 if ! { ip netns add bwa && ip netns add bwb &&
@@ -47,10 +90,16 @@ if ! { ip netns add bwa && ip netns add bwb &&
 fi
 for s in a b; do mkdir -p "$S/rt$s"; chmod 0700 "$S/rt$s"; done
 A=169.254.25.1
-# side a|b CPU: the command prefix of one side (namespace, CPU, library, device)
+# The pass: PFX prefixes the raw outputs' names, AGENT_ENV is added to each
+# side's environment (empty: each process carries its own QPs).
+PFX= AGENT_ENV=()
+# side a|b CPU: the command prefix of one side (namespace, CPU, library,
+# device; through the agent, its log per side)
 side() {
     P=(ip netns exec "bw$1" taskset -c "$2" env XDG_RUNTIME_DIR="$S/rt$1" LD_LIBRARY_PATH="$LIBDIR"
-       RDMAV_SOFT_DEVICES="rw0@bv$1" timeout -k 5)
+       RDMAV_SOFT_DEVICES="rw0@bv$1")
+    [ ${#AGENT_ENV[@]} -eq 0 ] || P+=("${AGENT_ENV[@]}" SWRDMA_WIRED_LOG="$S/agent.$1.log")
+    P+=(timeout -k 5)
 }
 side a 0
 G=$("${P[@]}" 10 ibv_devinfo -v -d rw0 2>&1 | sed -nE 's/^\s*GID\[ *([0-9]+)\]:\s*::ffff:169\.254\.25\.1, RoCE v2.*/\1/p' | head -1)
@@ -61,7 +110,7 @@ port=18800
 # pair NAME TIMEOUT SERVER-CMD... -- CLIENT-ARGS...: server in bwa (CPU 0),
 # client in bwb (CPU 1) with the server's address appended; a failed run once more
 pair1() {
-    local f=$S/$1 to=$2 srv=() cli=() sp crc; shift 2
+    local f=$S/$PFX$1 to=$2 srv=() cli=() sp crc; shift 2
     while [ "$1" != -- ]; do srv+=("$1"); shift; done; shift; cli=("$@")
     port=$((port + 1))
     side a 0; "${P[@]}" "$to" "${srv[@]}" -p $port > "$f.server" 2>&1 & sp=$!
@@ -71,16 +120,20 @@ pair1() {
     kill $sp 2>/dev/null; wait $sp; echo "$crc $?" > "$f.rc"
     [ "$crc" = 0 ]
 }
-pair() { pair1 "$@" || { say "$1 failed, once more"; mv "$S/$1.client" "$S/$1.try1.client"; pair1 "$@"; }; }
-# ref NAME SERVER-ARGS -- CLIENT-ARGS: net_ref in the two namespaces, same CPUs
-ref() {
-    local f=$S/$1 srv=() sp; shift
+pair() { pair1 "$@" || { say "$PFX$1 failed, once more"; mv "$S/$PFX$1.client" "$S/$PFX$1.try1.client"; pair1 "$@"; }; }
+# ref NAME SERVER-ARGS -- CLIENT-ARGS: net_ref in the two namespaces, same
+# CPUs; a failed client once more (a datagram lost costs the ping-pongs the
+# run: "no answer")
+ref1() {
+    local f=$S/$1 srv=() sp crc; shift
     while [ "$1" != -- ]; do srv+=("$1"); shift; done; shift
     ip netns exec bwa taskset -c 0 timeout 60 "$NETREF" "${srv[@]}" > "$f.server" 2>&1 & sp=$!
     sleep 0.3
-    ip netns exec bwb taskset -c 1 timeout 60 "$NETREF" "$@" > "$f.client" 2>&1
+    ip netns exec bwb taskset -c 1 timeout 60 "$NETREF" "$@" > "$f.client" 2>&1; crc=$?
     wait $sp
+    return $crc
 }
+ref() { ref1 "$@" || { say "$1 failed, once more"; mv "$S/$1.client" "$S/$1.try1.client"; ref1 "$@"; }; }
 
 say "host wire: UDP ping-pong and stream references on the veth (CPUs 0, 1)"
 ref udp.pingpong.2 udp-pong $A 18790 -- udp-ping $A 18790 2 20000
@@ -90,25 +143,12 @@ ref udp.pingpong_spin.2 udp-pong-spin $A 18792 -- udp-ping-spin $A 18792 2 20000
 for m in 1024 4096; do
     ref "udp.stream.$m" udp-sink $A 18791 "$BW_D" -- udp-blast $A 18791 $m "$BW_D"
 done
-say "host wire: perftest latency 2 B on rw0 (-n $LAT_N)"
-for t in ib_write_lat ib_send_lat ib_read_lat; do
-    pair "$t.2" "$TO" $t -d rw0 -x "$G" -s 2 -n "$LAT_N" --
-done
-pair ib_atomic_lat.8 "$TO" ib_atomic_lat -d rw0 -x "$G" -A FETCH_AND_ADD -n "$LAT_N" --
-say "host wire: perftest bandwidth 64 KiB, 1 MiB, IB MTU 1024 and 4096 (-D $BW_D)"
-for m in 1024 4096; do
-    for t in ib_write_bw ib_send_bw ib_read_bw; do
-        for s in 65536 1048576; do
-            pair "$t.$s.mtu$m" $((TO + BW_D)) $t -d rw0 -x "$G" -s $s -m $m -D "$BW_D" --
-        done
-    done
-done
 # K pairs at once (issue 33): each pair its own server and client, no CPU
 # pinning (K processes per side on 2 CPUs), between the same two addresses;
 # beside K UDP streams between the same namespaces as the reference.
 # multi NAME K SERVER-CMD... -- CLIENT-ARGS...: like pair, K at once
 multi() {
-    local name=$1 k=$2 srv=() cli=() sps=() cps=() i; shift 2
+    local name=$PFX$1 k=$2 srv=() cli=() sps=() cps=() i; shift 2
     while [ "$1" != -- ]; do srv+=("$1"); shift; done; shift; cli=("$@")
     for ((i = 0; i < k; i++)); do
         side a 0-1; "${P[@]}" $((TO + BW_D + 10)) "${srv[@]}" -p $((port + 1 + i)) > "$S/$name.$i.server" 2>&1 &
@@ -126,19 +166,55 @@ multi() {
     port=$((port + k))
 }
 PP_N=${BENCH_WIRE_PAIR_ITERS:-20000}
-say "host wire: 1, 2 and 4 pairs at once: ib_write_bw 64 KiB (-D $BW_D), ibv_rc_pingpong 4 KiB (-n $PP_N), K UDP streams"
-for k in 1 2 4; do
-    multi "pairs$k.ib_write_bw" $k ib_write_bw -d rw0 -x "$G" -s 65536 -m 4096 -D "$BW_D" --
-    multi "pairs$k.rc_pingpong" $k ibv_rc_pingpong -d rw0 -g "$G" -s 4096 -n "$PP_N" --
-    for ((i = 0; i < k; i++)); do
-        ip netns exec bwa timeout 60 "$NETREF" udp-sink $A $((18700 + i)) "$BW_D" > "$S/pairs$k.udp.$i.server" 2>&1 &
+# wire_pass WHAT BW-SIZES: the latency, bandwidth and pairs runs of one pass
+# (PFX, AGENT_ENV); the K UDP streams only in the first pass
+wire_pass() {
+    local what=$1 sizes=$2 t m s k i t0=$SECONDS
+    say "host wire ($what): perftest latency 2 B on rw0 (-n $LAT_N)"
+    for t in ib_write_lat ib_send_lat ib_read_lat; do
+        pair "$t.2" "$TO" $t -d rw0 -x "$G" -s 2 -n "$LAT_N" --
     done
-    sleep 0.3
-    for ((i = 0; i < k; i++)); do
-        ip netns exec bwb timeout 60 "$NETREF" udp-blast $A $((18700 + i)) 4096 "$BW_D" > "$S/pairs$k.udp.$i.client" 2>&1 &
+    pair ib_atomic_lat.8 "$TO" ib_atomic_lat -d rw0 -x "$G" -A FETCH_AND_ADD -n "$LAT_N" --
+    say "host wire ($what): perftest bandwidth $sizes B, IB MTU 1024 and 4096 (-D $BW_D)"
+    for m in 1024 4096; do
+        for t in ib_write_bw ib_send_bw ib_read_bw; do
+            for s in $sizes; do
+                pair "$t.$s.mtu$m" $((TO + BW_D)) $t -d rw0 -x "$G" -s $s -m $m -D "$BW_D" --
+            done
+        done
     done
-    wait
-done
+    # the pairs are not pinned: through the agent, a new one (started by
+    # the first of them) may use both CPUs
+    [ -z "$PFX" ] || no_agents 5
+    say "host wire ($what): 1, 2 and 4 pairs at once: ib_write_bw 64 KiB (-D $BW_D), ibv_rc_pingpong 4 KiB (-n $PP_N)$([ -z "$PFX" ] && echo ", K UDP streams")"
+    for k in 1 2 4; do
+        multi "pairs$k.ib_write_bw" $k ib_write_bw -d rw0 -x "$G" -s 65536 -m 4096 -D "$BW_D" --
+        multi "pairs$k.rc_pingpong" $k ibv_rc_pingpong -d rw0 -g "$G" -s 4096 -n "$PP_N" --
+        [ -z "$PFX" ] || continue
+        for ((i = 0; i < k; i++)); do
+            ip netns exec bwa timeout 60 "$NETREF" udp-sink $A $((18700 + i)) "$BW_D" > "$S/pairs$k.udp.$i.server" 2>&1 &
+        done
+        sleep 0.3
+        for ((i = 0; i < k; i++)); do
+            ip netns exec bwb timeout 60 "$NETREF" udp-blast $A $((18700 + i)) 4096 "$BW_D" > "$S/pairs$k.udp.$i.client" 2>&1 &
+        done
+        wait
+    done
+    say "host wire ($what): $((SECONDS - t0)) s"
+}
+wire_pass "each process its own QPs" "65536 1048576"
+# Through the agent (issue 33): each side's programs its clients, from a
+# fresh agent on.
+if [ -x "$LIBDIR/swrdma/swrdma-wired" ]; then
+    no_agents 5
+    PFX=agent. AGENT_ENV=(SWRDMA_WIRE_AGENT=1 SWRDMA_WIRED_IDLE_MS=1000)
+    pp_n=$PP_N; PP_N=$((PP_N / 10 > 200 ? PP_N / 10 : 200))
+    wire_pass "through the agent" "${BENCH_WIRE_AGENT_BW_SIZES:-65536}"
+    no_agents 5
+    PFX= AGENT_ENV=() PP_N=$pp_n
+else
+    echo "no agent program $LIBDIR/swrdma/swrdma-wired (make swrdma)" > "$S/agent.skipped"
+fi
 trap - EXIT
 cleanup
 

@@ -21,8 +21,11 @@
 #  H. "hostwire" (issue 25, items 1 and 2; host-wire.sh, host-wire-report.py):
 #     the wire device rw0 between two network namespaces over a veth, perftest
 #     latency and bandwidth beside a plain UDP ping-pong / stream (net_ref.c)
-#     on the same veth and CPUs; ibv_rc_pingpong -e on swr0 beside a pipe
-#     ping-pong between the same two CPUs.  Needs root (ip netns).
+#     on the same veth and CPUs, and 1, 2, 4 pairs at once; then the same
+#     through the transport agent (SWRDMA_WIRE_AGENT=1, issue 33) beside the
+#     same references, with its ratio to the first pass; ibv_rc_pingpong -e
+#     on swr0 beside a pipe ping-pong between the same two CPUs.  Needs root
+#     (ip netns).
 #  U. "ucx" (issue 34, item 1; ucx.sh, ucx-report.py): UCX over swr0
 #     (ucx_perftest tag_lat over rc_verbs and ud_verbs, tag_bw and
 #     ucp_put_bw over rc_verbs) beside swr0's own ib_send_lat and UCX's

@@ -62,6 +62,9 @@
 # multicast tests included.
 # rping over IPv6 uses the server's link-local address with each side's
 # interface as its scope (-a fe80::...%wrb0 / %wra0).
+# CM_AGENT=1 (with CM_WIRE=1): every process's wire contexts through its
+# namespace's transport agent (SWRDMA_WIRE_AGENT=1, issue 33); a try-out
+# of that mode, not part of `make test`.
 set -u
 . "$(dirname "$0")/../lib.sh"
 WIRE=${CM_WIRE:-0}
@@ -109,9 +112,12 @@ if [ "$WIRE" = 1 ]; then
         fail_early netns "cannot create the namespaces and the veth pair"
     # The agents end 10 s after their last client (a peer's late DREQ still
     # finds one to answer it; the QP1 check below waits for their counters).
+    AGENT_ENV=()
+    [ "${CM_AGENT:-0}" = 1 ] && AGENT_ENV=(SWRDMA_WIRE_AGENT=1)
     ENS=(ip netns exec wrb env XDG_RUNTIME_DIR="$RT-b" RDMAV_SOFT_DEVICES=rw0@wrb0 SWRDMA_WIRED_IDLE_MS=10000
-         SWRDMA_WIRED_LOG="$OUT/agent-b.log")
-    ENC=(ip netns exec wra env XDG_RUNTIME_DIR="$RT-a" RDMAV_SOFT_DEVICES=rw0@wra0 SWRDMA_WIRED_IDLE_MS=10000)
+         SWRDMA_WIRED_LOG="$OUT/agent-b.log" "${AGENT_ENV[@]}")
+    ENC=(ip netns exec wra env XDG_RUNTIME_DIR="$RT-a" RDMAV_SOFT_DEVICES=rw0@wra0 SWRDMA_WIRED_IDLE_MS=10000
+         "${AGENT_ENV[@]}")
     CMS=("${ENS[@]}" "$CM") CMC=("${ENC[@]}" "$CM")
 fi
 

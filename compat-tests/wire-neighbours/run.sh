@@ -25,11 +25,18 @@
 # peer that waits for a message of a killed process waits forever, as on
 # any device.)
 #
-# Not asserted yet: the stopped process's own pair.  Its peer's requests
-# are not answered while it is stopped (the transport runs in the process),
-# so the peer's retries (rc_pingpong: timeout 14, 7 retries, about 0.5 s)
-# run out; on rxe both ends finish.  Each stop line says how that pair
-# ended.  That is issue 33's item 2 (a transport agent).
+# The stopped process's own pair is not asserted in these rounds: its
+# peer's requests are not answered while it is stopped (the transport runs
+# in the process), so the peer's retries (rc_pingpong: timeout 14, 7
+# retries, about 0.5 s) run out; on rxe both ends finish.  Each stop line
+# says how that pair ended.
+#
+#   agent/...         the same rounds through the transport agent
+#                     (SWRDMA_WIRE_AGENT=1, issue 33 item 2): no datagram
+#                     forwarded (the agents' recorders), and in every stop
+#                     round all 4 pairs finish, the stopped process's own
+#                     pair included; a kill ends only the killed process's
+#                     pair.
 #
 # Before the steering (SWRDMA_WIRE_STEER=0 gives it back): every QP's
 # datagrams went from port 4791 to port 4791, the kernel's flow hash gave
@@ -88,7 +95,17 @@ round() {
         "${S[@]}" ibv_rc_pingpong -d rw0 -g "$G" -p $((port + i)) -n "$N" >"$D/s$i.out" 2>&1 &
         sp+=($!)
     done
-    sleep 1
+    # The servers listen before the clients come (at most 20 s: a loaded
+    # machine may take more than a second to open the device).
+    for _ in $(seq 200); do
+        local up=0
+        for ((i = 0; i < PAIRS; i++)); do
+            ip netns exec wna ss -Hltn "sport = :$((port + i))" 2>/dev/null | grep -q . && up=$((up + 1))
+        done
+        [ "$up" = "$PAIRS" ] && break
+        sleep 0.1
+    done
+    sleep 0.2
     side b "$@"
     for ((i = 0; i < PAIRS; i++)); do
         "${S[@]}" ibv_rc_pingpong -d rw0 -g "$G" -p $((port + i)) -n "$N" 169.254.78.1 >"$D/c$i.out" 2>&1 &
@@ -116,7 +133,11 @@ round() {
         wait "${cp[$i]}"; RC_C[$i]=$?
         wait "${sp[$i]}"; RC_S[$i]=$?
     done
-    if [ "$act" != none ]; then
+    if [ "$act" = stop ] && [ "${OWN_FINISHES:-0}" = 1 ]; then
+        # Through the agent the stopped process's own pair finishes too.
+        wait "${cp[$t]}"; RC_C[$t]=$?
+        wait "${sp[$t]}"; RC_S[$t]=$?
+    elif [ "$act" != none ]; then
         # The action's own pair: a peer whose last message was taken waits
         # for an answer that never comes (as on any device): 10 s, then it
         # is ended.
@@ -195,4 +216,56 @@ round kill/s1 kill s 1
 others_ok kill/s1 1
 round kill/c2 kill c 2
 others_ok kill/c2 2
+
+# The same through the transport agent (SWRDMA_WIRE_AGENT=1: one agent per
+# namespace runs every process's QPs, issue 33 item 2): a stopped process's
+# own pair finishes too, its peer's requests answered by the agent while it
+# is stopped.  The flight recorder runs in the agents.
+AG=(SWRDMA_WIRE_AGENT=1 SWRDMA_WIRED_IDLE_MS=2000)
+REC2="$SCRATCH/rec-agent"
+mkdir -p "$REC2"; chmod 0777 "$REC2"
+N=${NB_ITERS:-20000}
+round agent/clean none s 0 "${AG[@]}" SWRDMA_WIRE_RECORD="$REC2"
+others_ok agent/clean -1
+# (The agents write their recorders when they exit, idle 2 s after the last
+# pair: nothing else runs in the namespaces then.)
+for _ in $(seq 100); do
+    [ -z "$(ip netns pids wna; ip netns pids wnb)" ] && break
+    sleep 0.1
+done
+fwd=$(sed -n 's/^# counts//p' "$REC2"/rec.* 2>/dev/null | tr ' ' '\n' | awk -F: '$1 == 6 { n += $2 } END { print n + 0 }')
+nrec=$(ls "$REC2" | grep -c '^rec\.')
+if [ "$nrec" -lt 1 ]; then
+    fail "agent/clean/no-forwarding" "no recorder file (the agents record with SWRDMA_WIRE_RECORD)"
+elif [ "${fwd:-0}" = 0 ]; then
+    pass "agent/clean/no-forwarding: 0 datagrams forwarded ($nrec recorder file(s): the agents')"
+else
+    fail "agent/clean/no-forwarding" "$fwd datagrams forwarded ($(grep -h '^# counts' "$REC2"/rec.* | tr '\n' ';'))"
+fi
+fastest=$(for ((i = 0; i < PAIRS; i++)); do sed -nE 's/.* = ([0-9.]+) usec\/iter.*/\1/p' "$D/c$i.out"; done | sort -g | head -1)
+N=$(awk -v u="${fastest:-50}" -v s="$STOP" -v n="$N" 'BEGIN { k = int(3 * (s + 4) * 1e6 / u); print (k > n ? k : n) }')
+
+# all_ok NAME T: PASS when every pair, the stopped process's own included,
+# exited 0 on both sides, and the other pairs were still running when the
+# stop ended.
+all_ok() {
+    local name=$1 t=$2
+    if [ "${RC_C[$t]}" != 0 ] || [ "${RC_S[$t]}" != 0 ]; then
+        fail "$name" "its own pair: client ${RC_C[$t]} server ${RC_S[$t]} ($(grep -h -m1 -E 'Failed|error|parse' "$D/c$t.out" "$D/s$t.out" | head -1 | tr -d '\n'))"
+    else
+        others_ok "$name" "$t"
+    fi
+}
+OWN_FINISHES=1
+for who in s c; do
+    for ((t = 0; t < PAIRS; t++)); do
+        round "agent/stop/$who$t" stop "$who" "$t" "${AG[@]}"
+        all_ok "agent/stop/$who$t" "$t"
+    done
+done
+OWN_FINISHES=0
+round agent/kill/s1 kill s 1 "${AG[@]}"
+others_ok agent/kill/s1 1
+round agent/kill/c2 kill c 2 "${AG[@]}"
+others_ok agent/kill/c2 2
 finish

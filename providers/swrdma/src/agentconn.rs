@@ -41,6 +41,15 @@ impl Conn {
             ..Options::default()
         };
         let s = client::connect_or_start(&t, &o, access.fd(), async_w).map_err(|e| e.to_string())?;
+        if s.no_cma {
+            // (The agent cannot reach our memory: our QPs' data would have
+            // to be placed by a thread of ours, which is not built yet.)
+            return Err(format!(
+                "the agent cannot reach this process's memory (cross-memory attach: {}); \
+                 unset SWRDMA_WIRE_AGENT to carry the QPs in the process",
+                std::io::Error::from_raw_os_error(s.cma_errno)
+            ));
+        }
         if !s.transport {
             // (An agent started by another client without the directory,
             // the `ucma` interposer's for QP1, serves no traffic.)

@@ -23,8 +23,11 @@
 //! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
 //!   NULL with it): SRQs, memory windows, XRC, parent domains, device
 //!   memory, extended CQs and QPs (`create_cq_ex`, `create_qp_ex`),
-//!   completion channels and `req_notify_cq`, `resize_cq`, `rereg_mr`,
-//!   `advise_mr`, multicast.
+//!   `resize_cq`, `rereg_mr`, `advise_mr`, multicast.
+//! * **Completion channels**: the agent gets a write end of the channel's
+//!   pipe with the CQ and writes the CQ's address there (the kernel's
+//!   event: its user handle) when a completion it was armed for comes;
+//!   `req_notify_cq` arms the CQ's queue (`wq::Consumer::arm`).
 
 use crate::agentconn::Conn;
 use crate::context::Ctx;
@@ -35,7 +38,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
-use swrdma_wired::ctl::msg::{AhAttr, Caps, CreateCq, CreateQp, QpAttr, QpType, Queue, RegMr, Reply, Request};
+use swrdma_wired::ctl::msg::{
+    AhAttr, Caps, CreateCq, CreateQp, CreateSrq, QpAttr, QpType, Queue, RegMr, Reply, Request, SrqType,
+};
 use swrdma_wired::ctl::tables::{grant_qp_caps, Limits};
 use swrdma_wired::wq::format::{
     decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Data, QpKind, RecvWqe, Remote, SendOp,
@@ -101,6 +106,15 @@ struct AQp {
     rq: Mutex<Option<Producer>>,
     /// `IBV_QPS_*` as the last `modify_qp` left it.
     state: AtomicU32,
+}
+
+#[repr(C)]
+struct ASrq {
+    srq: ibv_srq,
+    h: u32,
+    max_sge: u32,
+    /// Our half of its receive queue.
+    q: Mutex<Producer>,
 }
 
 #[repr(C)]
@@ -273,9 +287,6 @@ unsafe extern "C" fn create_cq(
     let Ok((c, conn)) = (unsafe { both(context) }) else {
         return null_errno(libc::EINVAL);
     };
-    if !channel.is_null() {
-        return null_errno(libc::EOPNOTSUPP); // (not yet through the agent)
-    }
     if cqe < 1 {
         return null_errno(libc::EINVAL);
     }
@@ -296,6 +307,23 @@ unsafe extern "C" fn create_cq(
     let Ok(bell) = rustix::event::eventfd(0, flags) else {
         return null_errno(libc::EMFILE);
     };
+    // The channel's pipe (its read end is the application's): a write end
+    // of our own for the agent, which writes the CQ's events into it.
+    let chan_w = if channel.is_null() {
+        None
+    } else {
+        use std::os::unix::fs::OpenOptionsExt;
+        // SAFETY: a completion channel of the application's (the contract).
+        let fd = unsafe { (*channel).fd };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(format!("/proc/self/fd/{fd}"))
+        {
+            Ok(f) => Some(OwnedFd::from(f)),
+            Err(e) => return null_errno(e.raw_os_error().unwrap_or(libc::EINVAL)),
+        }
+    };
     let a = Box::into_raw(Box::new(ACq {
         // SAFETY: `ibv_cq` is integers, pointers and pthread objects the
         // library initialises: all-zero is valid.
@@ -313,10 +341,12 @@ unsafe extern "C" fn create_cq(
             slot_size: CQE_SLOT as u32,
         },
         doorbell: true,
-        channel: false,
+        channel: chan_w.is_some(),
         user_handle: a as u64,
     });
-    match conn.call(&req, &[fd.as_fd(), bell_fd]) {
+    let mut fds = vec![fd.as_fd(), bell_fd];
+    fds.extend(chan_w.as_ref().map(|c| c.as_fd()));
+    match conn.call(&req, &fds) {
         Ok(Reply::Cq { handle, cqe }) => {
             let id = c.new_obj_id();
             // SAFETY: the fresh box, not yet visible to anyone.
@@ -324,6 +354,7 @@ unsafe extern "C" fn create_cq(
                 (*a).h = handle;
                 (*a).cq.context = context;
                 (*a).cq.cqe = cqe as c_int;
+                (*a).cq.channel = channel;
                 (*a).cq.handle = id;
             }
             slot.commit(id, a as *const u8);
@@ -376,6 +407,10 @@ unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_in
             Err(_) => return -1,
         }
     }
+    drop(q);
+    // (An application spinning on an empty CQ gives its CPU to the agent
+    // once its run of empty polls is long: `poll.rs`.)
+    crate::poll::note_empty(got == 0);
     got
 }
 
@@ -416,9 +451,11 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
         IBV_QPT_UD => (QpType::Ud, QpKind::Ud),
         _ => return null_errno(libc::EOPNOTSUPP),
     };
-    if !a.srq.is_null() {
-        return null_errno(libc::EOPNOTSUPP); // (no SRQs through the agent yet)
-    }
+    // SAFETY: the SRQ is null or the application's (checked as ours).
+    let srq = match unsafe { asrq_opt(a.srq) } {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
     // SAFETY: the CQs are null or the application's CQs (the contract),
     // checked before they are read as ours.
     let (scq, rcq) = match unsafe { (acq(a.send_cq), acq(a.recv_cq)) } {
@@ -431,7 +468,7 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
         qp_type,
         send_cq: Some(scq.h),
         recv_cq: Some(rcq.h),
-        srq: None,
+        srq: srq.map(|s| s.h),
         sq_sig_all: a.sq_sig_all != 0,
         cap: Caps::from(a.cap),
         sq: None,
@@ -454,6 +491,12 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
     let (Ok((sq, sq_fd)), Ok((rq, rq_fd))) = (Slots::create(sd as usize, ss), Slots::create(rd as usize, rs)) else {
         return null_errno(libc::ENOMEM);
     };
+    // (A QP with an SRQ has no receive queue of its own.)
+    let (rq, rq_fd) = if srq.is_some() {
+        (None, None)
+    } else {
+        (Some(rq), Some(rq_fd))
+    };
     let slot = match c.reg.reserve(Kind::Qp) {
         Ok(s) => s,
         Err(e) => return null_errno(e),
@@ -471,7 +514,7 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
         cap,
         sq_sig_all: a.sq_sig_all != 0,
         sq: Mutex::new(Some(sq.into_producer())),
-        rq: Mutex::new(Some(rq.into_producer())),
+        rq: Mutex::new(rq.map(Slots::into_producer)),
         state: AtomicU32::new(IBV_QPS_RESET),
     }));
     let geometry = |depth: u32, slot: usize| Queue {
@@ -479,9 +522,11 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
         slot_size: slot as u32,
     };
     cq_req.sq = Some(geometry(sd, ss));
-    cq_req.rq = Some(geometry(rd, rs));
+    cq_req.rq = rq_fd.as_ref().map(|_| geometry(rd, rs));
     cq_req.user_handle = q as u64;
-    match conn.call(&Request::CreateQp(cq_req), &[sq_fd.as_fd(), rq_fd.as_fd()]) {
+    let mut fds = vec![sq_fd.as_fd()];
+    fds.extend(rq_fd.as_ref().map(|f| f.as_fd()));
+    match conn.call(&Request::CreateQp(cq_req), &fds) {
         Ok(Reply::Qp { handle, qpn, cap }) => {
             // SAFETY: the fresh box, not yet visible to anyone.
             let s = unsafe { &mut *q };
@@ -491,6 +536,7 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
             s.qp.pd = pd;
             s.qp.send_cq = a.send_cq;
             s.qp.recv_cq = a.recv_cq;
+            s.qp.srq = a.srq;
             s.qp.handle = qpn;
             s.qp.qp_num = qpn;
             s.qp.state = IBV_QPS_RESET;
@@ -579,7 +625,7 @@ unsafe extern "C" fn query_qp(
         i.qp_context = a.qp.qp_context;
         i.send_cq = a.qp.send_cq;
         i.recv_cq = a.qp.recv_cq;
-        i.srq = std::ptr::null_mut();
+        i.srq = a.qp.srq;
         i.cap = a.cap.into();
         i.qp_type = a.qp.qp_type;
         i.sq_sig_all = a.sq_sig_all as c_int;
@@ -713,11 +759,12 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
     while !wr.is_null() {
         // SAFETY: the application's chain of work requests (the contract).
         let w = unsafe { &*wr };
-        // (rxe: a QP that is not ready to send refuses.)
+        // (rxe: a QP that is not ready to send refuses; one in the error
+        // state takes the request and completes it flushed.)
         let st = a.state.load(Ordering::Acquire);
         let op = send_op(w, a.qp.qp_type);
         let bad_sges = w.num_sge < 0 || (w.num_sge > 0 && w.sg_list.is_null());
-        if !matches!(st, IBV_QPS_RTS | IBV_QPS_SQD) || op.is_none() || bad_sges {
+        if !matches!(st, IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_ERR) || op.is_none() || bad_sges {
             r = libc::EINVAL;
             break;
         }
@@ -890,6 +937,216 @@ unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
     0
 }
 
+/// Our SRQ `srq` (null: None), checked against its context's registry.
+///
+/// # Safety
+/// `srq` is null or readable as an `ibv_srq`.
+unsafe fn asrq_opt<'a>(srq: *mut ibv_srq) -> Result<Option<&'a ASrq>, c_int> {
+    if srq.is_null() {
+        return Ok(None);
+    }
+    if !crate::registry::live(srq as *const u8) {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: live, so one of ours; read as an `ibv_srq`, checked to be an
+    // SRQ of its context before it is read as an `ASrq`.
+    unsafe {
+        valid_srq((*srq).context, srq)?;
+        Ok(Some(&*(srq as *mut ASrq)))
+    }
+}
+
+/// Our SRQ `srq` (checked).
+///
+/// # Safety
+/// As [`asrq_opt`].
+unsafe fn asrq<'a>(srq: *mut ibv_srq) -> Result<&'a ASrq, c_int> {
+    // SAFETY: the contract.
+    unsafe { asrq_opt(srq) }?.ok_or(libc::EINVAL)
+}
+
+unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
+    if pd.is_null() || attr.is_null() || !crate::registry::live(pd as *const u8) {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a live object of ours (checked); `attr` is the application's.
+    let (context, a) = unsafe { ((*pd).context, &mut *attr) };
+    // SAFETY: as above.
+    let (c, conn, pdh) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
+        Ok(v) => v,
+        Err(e) => return null_errno(e),
+    };
+    let l = Limits::WIRE;
+    if a.attr.max_wr == 0 || a.attr.max_wr > l.max_wr || a.attr.max_sge > l.max_sge {
+        return null_errno(libc::EINVAL);
+    }
+    let max_sge = a.attr.max_sge.max(1);
+    let (Some(slot_size), Some(depth)) = (recv_slot_size(max_sge), depth_for(a.attr.max_wr)) else {
+        return null_errno(libc::EINVAL);
+    };
+    let slot = match c.reg.reserve(Kind::Srq) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let Ok((q, fd)) = Slots::create(depth as usize, slot_size) else {
+        return null_errno(libc::ENOMEM);
+    };
+    let b = Box::into_raw(Box::new(ASrq {
+        // SAFETY: `ibv_srq` is integers, pointers and pthread objects the
+        // library initialises: all-zero is valid.
+        srq: unsafe { std::mem::zeroed() },
+        h: 0,
+        max_sge,
+        q: Mutex::new(q.into_producer()),
+    }));
+    let req = Request::CreateSrq(CreateSrq {
+        user_handle: b as u64,
+        pd: Some(pdh),
+        ty: SrqType::Basic,
+        xrcd: None,
+        cq: None,
+        max_wr: a.attr.max_wr,
+        max_sge: a.attr.max_sge,
+        srq_limit: a.attr.srq_limit,
+        queue: Queue {
+            depth,
+            slot_size: slot_size as u32,
+        },
+    });
+    match conn.call(&req, &[fd.as_fd()]) {
+        Ok(Reply::Srq {
+            handle,
+            srqn: _,
+            max_wr,
+            max_sge,
+        }) => {
+            let id = c.new_obj_id();
+            // SAFETY: the fresh box, not yet visible to anyone.
+            unsafe {
+                (*b).h = handle;
+                (*b).srq.context = context;
+                (*b).srq.srq_context = a.srq_context;
+                (*b).srq.pd = pd;
+                (*b).srq.handle = id;
+            }
+            a.attr.max_wr = max_wr;
+            a.attr.max_sge = max_sge;
+            slot.commit(id, b as *const u8);
+            b as *mut ibv_srq
+        }
+        r => {
+            // SAFETY: the box made above, never seen by anyone.
+            drop(unsafe { Box::from_raw(b) });
+            null_errno(match r {
+                Err(e) => e,
+                Ok(_) => libc::EIO,
+            })
+        }
+    }
+}
+
+unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let (s, conn) = match unsafe { asrq(srq).and_then(|s| Ok((s, both(s.srq.context)?.1))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    if attr.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the application's attributes (the contract).
+    let a = unsafe { &*attr };
+    conn.done(&Request::ModifySrq {
+        srq: s.h,
+        mask: mask as u32,
+        max_wr: a.max_wr,
+        srq_limit: a.srq_limit,
+    })
+}
+
+unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let (s, conn) = match unsafe { asrq(srq).and_then(|s| Ok((s, both(s.srq.context)?.1))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    if attr.is_null() {
+        return libc::EINVAL;
+    }
+    match conn.call(&Request::QuerySrq { srq: s.h }, &[]) {
+        Ok(Reply::SrqAttr {
+            max_wr,
+            max_sge,
+            srq_limit,
+        }) => {
+            // SAFETY: the application's attributes (the contract).
+            unsafe {
+                (*attr).max_wr = max_wr;
+                (*attr).max_sge = max_sge;
+                (*attr).srq_limit = srq_limit;
+            }
+            0
+        }
+        Ok(_) => libc::EIO,
+        Err(e) => e,
+    }
+}
+
+unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let s = match unsafe { asrq(srq) } {
+        Ok(s) => s,
+        Err(_) => return libc::ENOENT,
+    };
+    // SAFETY: an SRQ of ours: its context is.
+    let Ok((c, conn)) = (unsafe { both(s.srq.context) }) else {
+        return libc::EINVAL;
+    };
+    let r = conn.done(&Request::DestroySrq { srq: s.h });
+    if r != 0 {
+        return r;
+    }
+    let _ = c.reg.remove(Kind::Srq, s.srq.handle, srq as *const u8);
+    // SAFETY: the `Box<ASrq>` of create_srq, out of the registry: freed once.
+    crate::registry::retire(unsafe { Box::from_raw(srq as *mut ASrq) });
+    0
+}
+
+unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+    // SAFETY: the contract (an SRQ of ours).
+    let s = unsafe { &*(srq as *mut ASrq) };
+    let mut q = crate::sys::lock(&s.q);
+    let mut b = vec![0u8; q.capacity()];
+    while !wr.is_null() {
+        // SAFETY: the application's chain of work requests (the contract).
+        let w = unsafe { &*wr };
+        let fail = |e: c_int| {
+            if !bad.is_null() {
+                // SAFETY: the application's out pointer (the contract).
+                unsafe { *bad = wr };
+            }
+            e
+        };
+        if w.num_sge < 0 || w.num_sge as u32 > s.max_sge || (w.num_sge > 0 && w.sg_list.is_null()) {
+            return fail(libc::EINVAL);
+        }
+        // SAFETY: `sg_list` holds `num_sge` entries (the contract).
+        let sges = unsafe { sge_slice(w.sg_list, w.num_sge) };
+        let wqe = RecvWqe {
+            wr_id: w.wr_id,
+            sges: SgeList::from_verbs(sges),
+        };
+        let Ok(n) = encode_recv(&wqe, s.max_sge, &mut b) else {
+            return fail(libc::EINVAL);
+        };
+        if q.try_push_quiet(&b[..n]).is_err() {
+            return fail(libc::ENOMEM);
+        }
+        wr = w.next;
+    }
+    0
+}
+
 // ----- what is not carried through the agent yet ---------------------------
 
 unsafe extern "C" fn no_parent_domain(_c: *mut ibv_context, _a: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd {
@@ -912,16 +1169,19 @@ unsafe extern "C" fn no_cq_ex(_c: *mut ibv_context, _a: *mut ibv_cq_init_attr_ex
     null_errno(libc::EOPNOTSUPP)
 }
 
-unsafe extern "C" fn no_notify(_cq: *mut ibv_cq, _solicited: c_int) -> c_int {
-    libc::EOPNOTSUPP
+unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let a = match unsafe { acq(cq) } {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    // (Without a channel the arm notifies nothing, as on the kernel.)
+    crate::sys::lock(&a.q).arm(solicited != 0);
+    0
 }
 
 unsafe extern "C" fn no_resize(_cq: *mut ibv_cq, _cqe: c_int) -> c_int {
     libc::EOPNOTSUPP
-}
-
-unsafe extern "C" fn no_srq(_pd: *mut ibv_pd, _a: *mut ibv_srq_init_attr) -> *mut ibv_srq {
-    null_errno(libc::EOPNOTSUPP)
 }
 
 unsafe extern "C" fn no_srq_ex(_c: *mut ibv_context, _a: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
@@ -940,27 +1200,7 @@ unsafe extern "C" fn no_close_xrcd(_x: *mut ibv_xrcd) -> c_int {
     libc::EOPNOTSUPP
 }
 
-unsafe extern "C" fn no_modify_srq(_s: *mut ibv_srq, _a: *mut ibv_srq_attr, _mask: c_int) -> c_int {
-    libc::EOPNOTSUPP
-}
-
-unsafe extern "C" fn no_query_srq(_s: *mut ibv_srq, _a: *mut ibv_srq_attr) -> c_int {
-    libc::EOPNOTSUPP
-}
-
-unsafe extern "C" fn no_destroy_srq(_s: *mut ibv_srq) -> c_int {
-    libc::EOPNOTSUPP
-}
-
 unsafe extern "C" fn no_srq_num(_s: *mut ibv_srq, _n: *mut u32) -> c_int {
-    libc::EOPNOTSUPP
-}
-
-unsafe extern "C" fn no_srq_recv(_s: *mut ibv_srq, _wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    if !bad.is_null() {
-        // SAFETY: the application's out pointer (the verb's contract).
-        unsafe { *bad = _wr };
-    }
     libc::EOPNOTSUPP
 }
 
@@ -1013,16 +1253,16 @@ pub fn ops() -> verbs_context_ops {
     o.create_cq = Some(create_cq);
     o.create_cq_ex = Some(no_cq_ex);
     o.poll_cq = Some(poll_cq);
-    o.req_notify_cq = Some(no_notify);
+    o.req_notify_cq = Some(req_notify_cq);
     o.destroy_cq = Some(destroy_cq);
     o.resize_cq = Some(no_resize);
-    o.create_srq = Some(no_srq);
+    o.create_srq = Some(create_srq);
     o.create_srq_ex = Some(no_srq_ex);
-    o.modify_srq = Some(no_modify_srq);
-    o.query_srq = Some(no_query_srq);
-    o.destroy_srq = Some(no_destroy_srq);
+    o.modify_srq = Some(modify_srq);
+    o.query_srq = Some(query_srq);
+    o.destroy_srq = Some(destroy_srq);
     o.get_srq_num = Some(no_srq_num);
-    o.post_srq_recv = Some(no_srq_recv);
+    o.post_srq_recv = Some(post_srq_recv);
     o.create_qp = Some(create_qp);
     o.create_qp_ex = Some(no_qp_ex);
     o.modify_qp = Some(modify_qp);

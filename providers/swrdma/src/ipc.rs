@@ -241,38 +241,7 @@ fn recv_fds(fd: BorrowedFd<'_>, want: std::ops::RangeInclusive<usize>, wait_ms: 
     Got::Hello(h, fds)
 }
 
-/// `fd` is an eventfd (what a peer passes as its doorbell): a pipe or a
-/// socket there would block us when full or kill us with SIGPIPE.  Checked
-/// by what the kernel names the descriptor's file (anon inodes carry no
-/// type in `st_mode`).  On success the descriptor is made non-blocking (a
-/// write to an eventfd whose counter a peer drove to its maximum then
-/// fails instead of blocking).
-pub fn is_eventfd(fd: BorrowedFd<'_>) -> bool {
-    use std::os::fd::AsRawFd;
-    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
-        Ok(l) if l.as_os_str() == "anon_inode:[eventfd]" => {}
-        Ok(_) => return false,
-        Err(_) => {
-            // No procfs: at least no pipe, socket, device or directory.
-            let ty = fstat(fd).map(|st| FileType::from_raw_mode(st.st_mode));
-            if ty.is_err()
-                || ty.is_ok_and(|t| {
-                    matches!(
-                        t,
-                        FileType::Fifo
-                            | FileType::Socket
-                            | FileType::CharacterDevice
-                            | FileType::BlockDevice
-                            | FileType::Directory
-                    )
-                })
-            {
-                return false;
-            }
-        }
-    }
-    rustix::io::ioctl_fionbio(fd, true).is_ok()
-}
+pub use swrdma_wired::is_eventfd;
 
 /// `fd` is a link's memory file as the protocol wants it: a regular file of
 /// exactly `LINK_BYTES`, sealed against shrinking and growing (F_SEAL_SHRINK,

@@ -60,7 +60,7 @@ thread_local! {
 /// within `YIELD_AFTER_NS` (a round trip of `ib_send_lat`) never waits for
 /// one.  What the application's memory does is untouched: this is
 /// scheduling only.
-fn note_empty(empty: bool) {
+pub(crate) fn note_empty(empty: bool) {
     EMPTY_RUN.with(|c| {
         let run = c.get();
         if !empty {

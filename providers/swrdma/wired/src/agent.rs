@@ -311,18 +311,6 @@ fn cma_probe(pid: i32, addr: u64, want: u64) -> Result<(), i32> {
     Ok(())
 }
 
-/// The pipe end a client passed for async events: a FIFO open for writing
-/// (made non-blocking: a full pipe never blocks the agent).
-fn check_async_pipe(fd: BorrowedFd<'_>) -> Result<(), String> {
-    use rustix::fs::{fcntl_getfl, fcntl_setfl, fstat, FileType, OFlags};
-    let st = fstat(fd).map_err(|e| format!("async pipe: fstat: {e}"))?;
-    let fl = fcntl_getfl(fd).map_err(|e| format!("async pipe: flags: {e}"))?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::Fifo || fl & OFlags::ACCMODE != OFlags::WRONLY {
-        return Err("async pipe: not the write end of a pipe".into());
-    }
-    fcntl_setfl(fd, fl | OFlags::NONBLOCK).map_err(|e| format!("async pipe: {e}"))
-}
-
 pub(crate) fn timespec(d: Duration) -> Timespec {
     Timespec {
         tv_sec: d.as_secs() as i64,
@@ -868,7 +856,7 @@ impl Agent {
             ))
         })?;
         let access = crate::place::AccessPage::map(access.as_fd()).map_err(inval)?;
-        check_async_pipe(async_w.as_fd()).map_err(inval)?;
+        crate::fifo_writer(async_w.as_fd(), "async pipe").map_err(inval)?;
         let c = self.clients.get_mut(&id).ok_or((libc::EINVAL, String::new()))?;
         let cma = cma_probe(c.pid, hello.probe_addr, hello.probe_value);
         // The probe read the process whose pidfd we hold, unless it has

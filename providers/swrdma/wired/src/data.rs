@@ -226,6 +226,14 @@ impl HostSt for DataSt {
     }
 }
 
+/// What the CQEs written call for ([`ClientData::take_doorbells`]): the
+/// CQs (by handle) whose doorbells and completion channels to write.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Wakeups {
+    pub bells: Vec<u32>,
+    pub channels: Vec<u32>,
+}
+
 /// An SRQ's queue as the data path takes from it.
 pub struct SrqQueue {
     pub queue: Consumer,
@@ -265,9 +273,10 @@ pub struct ClientData {
     events: RefCell<Vec<Event>>,
     /// CQs that overran: nothing more is written to them.
     overrun: RefCell<HashSet<u32>>,
-    /// CQs written since [`ClientData::take_doorbells`]: their consumers
-    /// may sleep.
-    written: RefCell<HashSet<u32>>,
+    /// CQs written since [`ClientData::take_doorbells`] (their consumers
+    /// may sleep, or have armed them), each with whether a solicited or
+    /// failed completion was among what was written.
+    written: RefCell<HashMap<u32, bool>>,
     /// QPs the engine moved to the error state since
     /// [`ClientData::take_moved`].
     moved: RefCell<Vec<u32>>,
@@ -286,7 +295,7 @@ impl ClientData {
             srqs: RefCell::new(HashMap::new()),
             events: RefCell::new(Vec::new()),
             overrun: RefCell::new(HashSet::new()),
-            written: RefCell::new(HashSet::new()),
+            written: RefCell::new(HashMap::new()),
             moved: RefCell::new(Vec::new()),
         }
     }
@@ -339,26 +348,34 @@ impl ClientData {
         std::mem::take(&mut self.events.borrow_mut())
     }
 
-    /// The CQs whose consumer sleeps after the CQEs written since the last
-    /// call: the caller writes their doorbells.
-    pub fn take_doorbells(&self) -> Vec<u32> {
-        let written: Vec<u32> = self.written.borrow_mut().drain().collect();
+    /// After the CQEs written since the last call: the CQs whose consumer
+    /// sleeps (the caller writes their doorbells), and the CQs with a
+    /// completion channel that their consumer armed for what was written
+    /// (the caller writes their channels; each arm is taken, as one
+    /// `ibv_req_notify_cq` gives one event).
+    pub fn take_doorbells(&self) -> Wakeups {
+        let written: Vec<(u32, bool)> = self.written.borrow_mut().drain().collect();
         let mut cqs = self.cqs.borrow_mut();
-        let mut ring = Vec::new();
-        for h in written {
+        let mut w = Wakeups::default();
+        for (h, solicited) in written {
             if let Some(q) = cqs.get_mut(&h) {
                 if q.doorbell() == crate::wq::Push::Ring {
-                    ring.push(h);
+                    w.bells.push(h);
+                }
+                if self.channels.contains_key(&h) && q.take_arm(solicited) {
+                    w.channels.push(h);
                 }
             }
         }
-        ring.sort_unstable();
-        ring
+        w.bells.sort_unstable();
+        w.channels.sort_unstable();
+        w
     }
 
-    /// Writes `wc` into CQ `cq` (None: the QP has none): false when it
-    /// overran (now or before).
-    pub fn push_cqe(&self, cq: Option<u32>, wc: &ibv_wc) -> bool {
+    /// Writes `wc` into CQ `cq` (None: the QP has none; `solicited`: a
+    /// receive of a solicited message): false when it overran (now or
+    /// before).
+    pub fn push_cqe(&self, cq: Option<u32>, wc: &ibv_wc, solicited: bool) -> bool {
         let Some(h) = cq else { return true };
         if self.overrun.borrow().contains(&h) {
             return false;
@@ -372,7 +389,7 @@ impl ClientData {
             None => return false, // (destroyed while a QP names it)
         };
         if pushed {
-            self.written.borrow_mut().insert(h);
+            *self.written.borrow_mut().entry(h).or_default() |= solicited || wc.status != IBV_WC_SUCCESS;
             return true;
         }
         self.overrun.borrow_mut().insert(h);
@@ -623,7 +640,7 @@ impl Host for Serving<'_> {
             let status = w.done.unwrap_or(0);
             if w.signaled || qp.sq_sig_all || status != 0 {
                 let wc = wc_of(w.wr_id, status, w.opcode, w.len, qp.qpn);
-                data.push_cqe(qp.send_cq, &wc);
+                data.push_cqe(qp.send_cq, &wc, false);
             }
         }
     }
@@ -645,7 +662,7 @@ impl Host for Serving<'_> {
         };
         let flush = |wr_id| wc_of(wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, qp.qpn);
         if let Some(c) = st.cur.take() {
-            data.push_cqe(c.cq.cq, &flush(c.wr_id));
+            data.push_cqe(c.cq.cq, &flush(c.wr_id), false);
         }
         if qp.srq.is_some() {
             return; // (an SRQ's receives stay for its other QPs)
@@ -658,7 +675,7 @@ impl Host for Serving<'_> {
             let Some((wr_id, _, _)) = data.next_recv(qp, &mut bad) else {
                 break;
             };
-            data.push_cqe(qp.recv_cq, &flush(wr_id));
+            data.push_cqe(qp.recv_cq, &flush(wr_id), false);
         }
     }
 
@@ -679,9 +696,9 @@ impl Host for Serving<'_> {
         cur.complete(done, &mut |rkey, qpn| self.keys.borrow_mut().invalidate(id, rkey, qpn))
     }
 
-    fn push_recv(&self, cq: &RecvCq, wc: ibv_wc, _solicited: bool) {
+    fn push_recv(&self, cq: &RecvCq, wc: ibv_wc, solicited: bool) {
         if let Some(c) = self.data.client(cq.client) {
-            c.push_cqe(cq.cq, &wc);
+            c.push_cqe(cq.cq, &wc, solicited);
         }
     }
 

@@ -66,3 +66,50 @@ pub fn pidfd_exited(p: BorrowedFd<'_>) -> bool {
     let mut pfd = [PollFd::new(&p, PollFlags::IN)];
     poll(&mut pfd, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })) == Ok(1)
 }
+
+/// `fd` is an eventfd (what a peer passes as its doorbell): a pipe or a
+/// socket there would block us when full or kill us with SIGPIPE.  Checked
+/// by what the kernel names the descriptor's file (anon inodes carry no
+/// type in `st_mode`).  On success the descriptor is made non-blocking (a
+/// write to an eventfd whose counter a peer drove to its maximum then
+/// fails instead of blocking).
+pub fn is_eventfd(fd: BorrowedFd<'_>) -> bool {
+    use rustix::fs::{fstat, FileType};
+    use std::os::fd::AsRawFd;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        Ok(l) if l.as_os_str() == "anon_inode:[eventfd]" => {}
+        Ok(_) => return false,
+        Err(_) => {
+            // No procfs: at least no pipe, socket, device or directory.
+            let ty = fstat(fd).map(|st| FileType::from_raw_mode(st.st_mode));
+            if ty.is_err()
+                || ty.is_ok_and(|t| {
+                    matches!(
+                        t,
+                        FileType::Fifo
+                            | FileType::Socket
+                            | FileType::CharacterDevice
+                            | FileType::BlockDevice
+                            | FileType::Directory
+                    )
+                })
+            {
+                return false;
+            }
+        }
+    }
+    rustix::io::ioctl_fionbio(fd, true).is_ok()
+}
+
+/// The write end of a pipe a client gave for the agent to write into (its
+/// async events, a completion channel): a FIFO opened write-only, made
+/// non-blocking (a full pipe never blocks the agent).  Err: why not.
+pub fn fifo_writer(fd: BorrowedFd<'_>, what: &str) -> Result<(), String> {
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, fstat, FileType, OFlags};
+    let st = fstat(fd).map_err(|e| format!("{what}: fstat: {e}"))?;
+    let fl = fcntl_getfl(fd).map_err(|e| format!("{what}: flags: {e}"))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::Fifo || fl & OFlags::ACCMODE != OFlags::WRONLY {
+        return Err(format!("{what}: not the write end of a pipe"));
+    }
+    fcntl_setfl(fd, fl | OFlags::NONBLOCK).map_err(|e| format!("{what}: {e}"))
+}

@@ -304,8 +304,19 @@ fn attach(req: &Request, fds: Vec<OwnedFd>) -> Result<Attached, i32> {
                     Ok(None)
                 }
             };
+            // The agent writes both: an eventfd and a pipe's write end,
+            // non-blocking (anything else could block or signal it).
             let doorbell = more(c.doorbell)?;
+            if doorbell.as_ref().is_some_and(|d| !crate::is_eventfd(d.as_fd())) {
+                return Err(EINVAL);
+            }
             let channel = more(c.channel)?;
+            if channel
+                .as_ref()
+                .is_some_and(|c| crate::fifo_writer(c.as_fd(), "channel").is_err())
+            {
+                return Err(EINVAL);
+            }
             Attached::Cq(Cq {
                 queue,
                 doorbell,

@@ -258,9 +258,18 @@ impl Transport {
         let mut moved = Vec::new();
         for &id in &ids {
             let Some(c) = data.client(id) else { continue };
-            for cq in c.take_doorbells() {
+            let w = c.take_doorbells();
+            for cq in w.bells {
                 if let Some(b) = c.bells.get(&cq) {
                     let _ = crate::wq::ring(b.as_fd());
+                }
+            }
+            for cq in w.channels {
+                // The kernel's completion event: the CQ's user handle
+                // (non-blocking: a channel nobody reads loses events).
+                let uh = tables.client(id).and_then(|t| t.user_handle(cq));
+                if let (Some(ch), Some(uh)) = (c.channels.get(&cq), uh) {
+                    let _ = rustix::io::write(ch, &uh.to_ne_bytes());
                 }
             }
             let evs = c.take_events();

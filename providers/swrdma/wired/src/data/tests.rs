@@ -285,21 +285,24 @@ fn the_error_state_flushes_sends_the_receive_in_progress_and_the_queue() {
 fn a_full_cq_overruns_once_and_takes_nothing_more() {
     let (d, _rq, mut cq) = setup(8, 2);
     let wc = wc_of(1, 0, IBV_WC_SEND, 0, QPN);
-    assert!(cd(&d).push_cqe(Some(CQ), &wc));
-    assert!(cd(&d).push_cqe(Some(CQ), &wc));
-    assert!(!cd(&d).push_cqe(Some(CQ), &wc), "no room: overrun");
+    assert!(cd(&d).push_cqe(Some(CQ), &wc, false));
+    assert!(cd(&d).push_cqe(Some(CQ), &wc, false));
+    assert!(!cd(&d).push_cqe(Some(CQ), &wc, false), "no room: overrun");
     assert_eq!(cqes(&mut cq).len(), 2);
-    assert!(!cd(&d).push_cqe(Some(CQ), &wc), "overrun for good");
+    assert!(!cd(&d).push_cqe(Some(CQ), &wc, false), "overrun for good");
     assert!(cqes(&mut cq).is_empty());
     assert_eq!(cd(&d).take_events(), vec![Event::Cq(CQ, IBV_EVENT_CQ_ERR)]);
-    assert!(cd(&d).push_cqe(None, &wc), "no CQ: nothing to do");
-    assert!(!cd(&d).push_cqe(Some(CQ + 1), &wc), "a CQ the agent does not hold");
+    assert!(cd(&d).push_cqe(None, &wc, false), "no CQ: nothing to do");
+    assert!(
+        !cd(&d).push_cqe(Some(CQ + 1), &wc, false),
+        "a CQ the agent does not hold"
+    );
     // (The client slept on it meanwhile? Its doorbell is asked for once.)
     let (d, _rq, mut cq) = setup(8, 8);
     assert!(cq.prepare_sleep(), "empty: the client sleeps");
-    assert!(cd(&d).push_cqe(Some(CQ), &wc));
-    assert_eq!(cd(&d).take_doorbells(), vec![CQ]);
-    assert_eq!(cd(&d).take_doorbells(), Vec::<u32>::new());
+    assert!(cd(&d).push_cqe(Some(CQ), &wc, false));
+    assert_eq!(cd(&d).take_doorbells().bells, vec![CQ]);
+    assert_eq!(cd(&d).take_doorbells(), Wakeups::default());
 }
 
 #[test]

@@ -15,6 +15,7 @@
 //! | 0..8 | producer | entries produced (diagnostics only) |
 //! | 64..72 | consumer | entries consumed |
 //! | 128..136 | consumer (set), producer (clear) | `sleeping` |
+//! | 192..200 | consumer (set), producer (clear) | `armed` (a CQ: 1 any, 2 solicited; `ibv_req_notify_cq`) |
 //! | 4096 + i × slot_size | producer | slot i: stamp (8), length (4), unused (4), the entry |
 //!
 //! * **Self-stamped slots.** Entry `seq` (counting from 0, `u64`) goes to
@@ -50,7 +51,9 @@
 pub mod format;
 pub mod slots;
 
-pub use slots::{drain, ring, AttachError, Consumer, Corrupt, Producer, Push, PushError, Slots};
+pub use slots::{
+    drain, ring, AttachError, Consumer, Corrupt, Producer, Push, PushError, Slots, ARMED_ANY, ARMED_SOLICITED,
+};
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,14 @@ pub(crate) const W_CONSUMED: usize = 8;
 /// so that the producer's load after each entry does not contend with the
 /// consumer's count, which changes after every entry.
 pub(crate) const W_SLEEPING: usize = 16;
+/// The notification line of a completion queue: the consumer's `armed`
+/// word (0 not armed, [`ARMED_ANY`], [`ARMED_SOLICITED`]), as
+/// `ibv_req_notify_cq` arms a CQ.  Its own line, as `sleeping`'s.
+pub(crate) const W_ARMED: usize = 24;
+/// `armed`: the next completion notifies.
+pub const ARMED_ANY: u64 = 1;
+/// `armed`: the next solicited (or failed) completion notifies.
+pub const ARMED_SOLICITED: u64 = 2;
 /// The words of the header page (slot 0 starts here).
 pub(crate) const HEADER_WORDS: usize = HEADER_BYTES / 8;
 
@@ -434,6 +442,20 @@ impl Producer {
         Ok(())
     }
 
+    /// After entries were written: whether the consumer armed the queue for
+    /// a notification that they call for (`solicited`: one of them is
+    /// solicited or failed), taking the arm (one notification per arm, as
+    /// `ibv_req_notify_cq`'s).  Fenced as [`Producer::doorbell`], pairing
+    /// with [`Consumer::arm`]: either the consumer's poll after arming sees
+    /// our entries, or we see its arm.
+    pub fn take_arm(&mut self, solicited: bool) -> bool {
+        fence(Ordering::SeqCst);
+        let a = self.ring.word(W_ARMED);
+        let cur = a.load(Ordering::Relaxed);
+        let due = cur == ARMED_ANY || (cur == ARMED_SOLICITED && solicited);
+        due && a.compare_exchange(cur, 0, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+
     /// After entries were written: whether the consumer sleeps and must be
     /// woken ([`Push::Ring`]).  The flag is cleared, so one doorbell is
     /// asked for per sleep.
@@ -533,6 +555,22 @@ impl Consumer {
             return false;
         }
         true
+    }
+
+    /// Arms the queue for one notification (`ibv_req_notify_cq`): of the
+    /// next entry, or (`solicited_only`) of the next solicited or failed
+    /// one; an arm for any entry stays one for any.  The caller polls the
+    /// queue once more afterwards (entries written before the arm notify
+    /// nothing, as on a NIC).
+    pub fn arm(&mut self, solicited_only: bool) {
+        let a = self.ring.word(W_ARMED);
+        if solicited_only {
+            let _ = a.compare_exchange(0, ARMED_SOLICITED, Ordering::Relaxed, Ordering::Relaxed);
+        } else {
+            a.store(ARMED_ANY, Ordering::Relaxed);
+        }
+        // Pairs with the fence in `Producer::take_arm`.
+        fence(Ordering::SeqCst);
     }
 
     /// After a sleep (woken or not): clears the `sleeping` flag.

@@ -449,3 +449,21 @@ fn hostile_consumer() {
     let counts = format!("{ok} quiet, {rings} rings, {full} full, {corrupt} corrupt, {long} too long");
     assert!(enough, "{counts}");
 }
+
+#[test]
+fn an_arm_notifies_once_for_what_it_asked() {
+    let (q, _fd) = Slots::create(8, 64).unwrap();
+    let (mut p, mut c) = q.split();
+    assert!(!p.take_arm(true), "not armed");
+    c.arm(false);
+    assert!(p.take_arm(false), "any completion");
+    assert!(!p.take_arm(true), "one notification per arm");
+    c.arm(true);
+    assert!(!p.take_arm(false), "solicited only: not for an unsolicited one");
+    assert!(p.take_arm(true), "a solicited one");
+    assert!(!p.take_arm(true));
+    // An arm for any completion stays one for any.
+    c.arm(false);
+    c.arm(true);
+    assert!(p.take_arm(false));
+}
