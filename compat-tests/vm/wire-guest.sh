@@ -157,6 +157,8 @@ wire_pair() {
     local d=$1 s=$2 c=$3 ip=$4 lim=$5 t0 sp i gflag=-x w prog; shift 5
     # soak-pairs.sh N PROG ...: N copies at once (the concurrent soak)
     [ "$1" = soak-pairs.sh ] && set -- "$HERE/soak-pairs.sh" "${@:2}"
+    # stop-wrap.sh WHO SECS PROG ...: one side stopped for SECS s (issue 33)
+    [ "$1" = stop-wrap.sh ] && set -- "$HERE/stop-wrap.sh" "${@:2}"
     prog=$1
     for w; do case "$w" in ibv_*|ib_*) prog=$w; break ;; esac; done
     case "$prog" in ibv_*) gflag=-g ;; esac
@@ -310,8 +312,9 @@ run_pair_tests() {
             continue
         fi
         lim=$T_SIDE
-        # (the soak's tests are about reliability, not speed: T_SIDE)
-        if [ "$pair" != rxe-rxe ] && [ "${id#rc_soak}" = "$id" ] && [ -e "$R/rxe-rxe/$cond/$id/pair.ms" ]; then
+        # (the soak's and the stop's tests are about reliability, not speed: T_SIDE)
+        if [ "$pair" != rxe-rxe ] && [ "${id#rc_soak}" = "$id" ] && [ "${id#rc_stop}" = "$id" ] &&
+            [ -e "$R/rxe-rxe/$cond/$id/pair.ms" ]; then
             read -r ms < "$R/rxe-rxe/$cond/$id/pair.ms"
             lim=$(( ms * 4 / 1000 + 1 ))
             [ "$lim" -ge "$T_MIN" ] || lim=$T_MIN

@@ -95,8 +95,9 @@ def perftest_figures(text):
 
 
 def is_pingpong(t):
-    """An ibv_*_pingpong test (also run N at once through soak-pairs.sh)."""
-    return re.match(r"(soak-pairs\.sh \d+ )?ibv_", t["command"]) is not None
+    """An ibv_*_pingpong test (also run N at once through soak-pairs.sh, or
+    with one side stopped through stop-wrap.sh)."""
+    return re.match(r"(soak-pairs\.sh \d+ |stop-wrap\.sh \w+ \d+ )?ibv_", t["command"]) is not None
 
 
 def headline(t, figs):
@@ -214,7 +215,7 @@ def verdict(t, r, check_link=True):
 
 
 def not_applicable(t, cond):
-    if re.match(r"(soak-pairs\.sh \d+ )?ibv_(uc|ud)_", t["command"]):
+    if re.match(r"(soak-pairs\.sh \d+ |stop-wrap\.sh \w+ \d+ )?ibv_(uc|ud)_", t["command"]):
         return (f"not applicable under {cond}: UC/UD do not retransmit, a lost message makes the pingpong "
                 "wait forever (upstream on rxe too)")
     return f"not listed for condition {cond} in wire-tests.txt"
