@@ -654,12 +654,25 @@ unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
     0
 }
 
-unsafe extern "C" fn post_recv(qp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
     // SAFETY: the contract (a QP of ours).
     let a = unsafe { &*(qp as *mut AQp) };
     let mut rq = crate::sys::lock(&a.rq);
     let Some(rq) = rq.as_mut() else { return libc::EINVAL };
-    let mut b = vec![0u8; rq.capacity()];
+    // SAFETY: the application's chain and out pointer (the contract).
+    unsafe { push_recvs(rq, a.cap.max_recv_sge, wr, bad) }
+}
+
+/// Writes the receive work requests of chain `wr` into the receive queue
+/// `q` (of WQEs of at most `max_sge` SGEs): 0, or the errno with `*bad`
+/// the first one not taken (`EINVAL`: too many SGEs; `ENOMEM`: the queue
+/// is full).
+///
+/// # Safety
+/// `wr` is null or the application's chain of work requests, `bad` null
+/// or its out pointer.
+unsafe fn push_recvs(q: &mut Producer, max_sge: u32, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+    let mut b = vec![0u8; q.capacity()];
     while !wr.is_null() {
         // SAFETY: the application's chain of work requests (the contract).
         let w = unsafe { &*wr };
@@ -670,7 +683,7 @@ unsafe extern "C" fn post_recv(qp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *
             }
             e
         };
-        if w.num_sge < 0 || w.num_sge as u32 > a.cap.max_recv_sge || (w.num_sge > 0 && w.sg_list.is_null()) {
+        if w.num_sge < 0 || w.num_sge as u32 > max_sge || (w.num_sge > 0 && w.sg_list.is_null()) {
             return fail(libc::EINVAL);
         }
         // SAFETY: `sg_list` holds `num_sge` entries (the contract).
@@ -679,10 +692,10 @@ unsafe extern "C" fn post_recv(qp: *mut ibv_qp, mut wr: *mut ibv_recv_wr, bad: *
             wr_id: w.wr_id,
             sges: SgeList::from_verbs(sges),
         };
-        let Ok(n) = encode_recv(&wqe, a.cap.max_recv_sge, &mut b) else {
+        let Ok(n) = encode_recv(&wqe, max_sge, &mut b) else {
             return fail(libc::EINVAL);
         };
-        if rq.try_push_quiet(&b[..n]).is_err() {
+        if q.try_push_quiet(&b[..n]).is_err() {
             return fail(libc::ENOMEM);
         }
         wr = w.next;
@@ -1112,39 +1125,12 @@ unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
     0
 }
 
-unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
     // SAFETY: the contract (an SRQ of ours).
     let s = unsafe { &*(srq as *mut ASrq) };
     let mut q = crate::sys::lock(&s.q);
-    let mut b = vec![0u8; q.capacity()];
-    while !wr.is_null() {
-        // SAFETY: the application's chain of work requests (the contract).
-        let w = unsafe { &*wr };
-        let fail = |e: c_int| {
-            if !bad.is_null() {
-                // SAFETY: the application's out pointer (the contract).
-                unsafe { *bad = wr };
-            }
-            e
-        };
-        if w.num_sge < 0 || w.num_sge as u32 > s.max_sge || (w.num_sge > 0 && w.sg_list.is_null()) {
-            return fail(libc::EINVAL);
-        }
-        // SAFETY: `sg_list` holds `num_sge` entries (the contract).
-        let sges = unsafe { sge_slice(w.sg_list, w.num_sge) };
-        let wqe = RecvWqe {
-            wr_id: w.wr_id,
-            sges: SgeList::from_verbs(sges),
-        };
-        let Ok(n) = encode_recv(&wqe, s.max_sge, &mut b) else {
-            return fail(libc::EINVAL);
-        };
-        if q.try_push_quiet(&b[..n]).is_err() {
-            return fail(libc::ENOMEM);
-        }
-        wr = w.next;
-    }
-    0
+    // SAFETY: the application's chain and out pointer (the contract).
+    unsafe { push_recvs(&mut q, s.max_sge, wr, bad) }
 }
 
 // ----- what is not carried through the agent yet ---------------------------
