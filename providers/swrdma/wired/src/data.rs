@@ -241,6 +241,10 @@ pub struct SrqQueue {
     pub pd: u32,
     /// The most SGEs of a WQE.
     pub max_sge: u32,
+    /// `srq_limit` (0: not armed): when a receive taken leaves fewer WQEs
+    /// than this, the client gets `IBV_EVENT_SRQ_LIMIT_REACHED` and the
+    /// SRQ is disarmed (rxe's `get_srq_wqe`).
+    pub limit: u32,
 }
 
 /// An asynchronous event for the client: the object's handle, the event
@@ -280,6 +284,9 @@ pub struct ClientData {
     /// QPs the engine moved to the error state since
     /// [`ClientData::take_moved`].
     moved: RefCell<Vec<u32>>,
+    /// SRQs whose limit event went out since
+    /// [`ClientData::take_limits_reached`].
+    limits_reached: RefCell<Vec<u32>>,
 }
 
 impl ClientData {
@@ -297,6 +304,7 @@ impl ClientData {
             overrun: RefCell::new(HashSet::new()),
             written: RefCell::new(HashMap::new()),
             moved: RefCell::new(Vec::new()),
+            limits_reached: RefCell::new(Vec::new()),
         }
     }
 
@@ -335,6 +343,12 @@ impl ClientData {
     /// it is out of range).
     pub fn srq_posted(&self, h: u32) -> usize {
         (self.srqs.borrow().get(&h)).map_or(0, |q| q.queue.pending_hint().unwrap_or(q.queue.depth()))
+    }
+
+    /// The SRQs disarmed by their limit event since the last call (for the
+    /// control path's tables).
+    pub fn take_limits_reached(&self) -> Vec<u32> {
+        std::mem::take(&mut self.limits_reached.borrow_mut())
     }
 
     /// The QPs that went to the error state since the last call (for the
@@ -422,6 +436,15 @@ impl ClientData {
                         return None;
                     }
                 };
+                // (What is left: the client's own count, at most the depth.)
+                let left = q.queue.pending_hint().unwrap_or(q.queue.depth());
+                if q.limit > 0 && left < q.limit as usize {
+                    q.limit = 0;
+                    self.events
+                        .borrow_mut()
+                        .push(Event::Srq(s, IBV_EVENT_SRQ_LIMIT_REACHED));
+                    self.limits_reached.borrow_mut().push(s);
+                }
                 (n, q.max_sge, q.pd)
             }
             None => {

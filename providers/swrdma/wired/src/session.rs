@@ -562,6 +562,14 @@ impl Control {
         &self.data
     }
 
+    /// Client `id`'s SRQ `srq` fired its limit event: disarmed in the
+    /// tables too (`query_srq` says 0, as on rxe).
+    pub fn srq_limit_reached(&mut self, id: ClientId, srq: u32) {
+        if let Some(c) = self.tables.client_mut(id) {
+            c.srq_limit_reached(srq);
+        }
+    }
+
     /// Client `id`'s QP `qpn` is in state `state` now (the engine moved it
     /// to the error state): the tables follow, as `query_qp` answers.
     pub fn engine_moved(&mut self, id: ClientId, qpn: u32, state: u32) {
@@ -706,8 +714,16 @@ impl Control {
                     queue: c,
                     pd: t.pd_id,
                     max_sge: t.max_sge,
+                    limit: t.limit,
                 };
                 self.data.client_mut(id)?.srqs.get_mut().insert(*handle, q);
+            }
+            (Request::ModifySrq { srq, .. }, Reply::Done, _) => {
+                // (Armed or moved: the data path takes the tables' limit.)
+                let limit = self.tables.client(id)?.srq(*srq).ok()?.limit;
+                if let Some(q) = self.data.client_mut(id)?.srqs.get_mut().get_mut(srq) {
+                    q.limit = limit;
+                }
             }
             (Request::DestroySrq { srq }, Reply::Done, _) => {
                 s.release(*srq);

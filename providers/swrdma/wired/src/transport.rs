@@ -256,6 +256,7 @@ impl Transport {
             }
         }
         let mut moved = Vec::new();
+        let mut fired = Vec::new();
         for &id in &ids {
             let Some(c) = data.client(id) else { continue };
             let w = c.take_doorbells();
@@ -281,9 +282,13 @@ impl Transport {
                 }
             }
             moved.extend(c.take_moved().into_iter().map(|q| (id, q)));
+            fired.extend(c.take_limits_reached().into_iter().map(|s| (id, s)));
         }
         for (id, qpn) in moved {
             ctl.engine_moved(id, qpn, IBV_QPS_ERR);
+        }
+        for (id, srq) in fired {
+            ctl.srq_limit_reached(id, srq);
         }
         done > 0
     }

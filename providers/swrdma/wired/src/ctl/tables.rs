@@ -474,6 +474,18 @@ impl Client {
         }
     }
 
+    /// SRQ `srq`'s limit event went out: the SRQ is no longer armed
+    /// (`srq_limit` 0, as rxe leaves it).  False: no such SRQ.
+    pub fn srq_limit_reached(&mut self, srq: u32) -> bool {
+        match self.srq_mut(srq) {
+            Ok(s) => {
+                s.limit = 0;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Binds (without a range: unbinds) window `mw` through QP `qp` (a
     /// `BIND_MW` work request, or `ibv_bind_mw`): `access`, and for a type
     /// 2 window the 8-bit key `rkey` the consumer chose, over `range`

@@ -677,3 +677,66 @@ fn the_engine_runs_over_the_agents_host() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An SRQ armed with a limit: the receive that leaves fewer WQEs than the
+/// limit fires `IBV_EVENT_SRQ_LIMIT_REACHED` once and disarms it (rxe's
+/// `get_srq_wqe`); the SRQ's other receives are taken as usual.
+#[test]
+fn an_srq_limit_fires_once_when_fewer_are_left() {
+    const SRQ: u32 = 11;
+    const SQPN: u32 = 0x77;
+    let c = Client::new();
+    let (mut d, _rq, _cq) = setup(8, 8);
+    let (q, _) = Slots::create(8, 128).unwrap();
+    let (mut client, agent) = q.split();
+    d.client_mut(ID).unwrap().srqs.get_mut().insert(
+        SRQ,
+        SrqQueue {
+            queue: agent,
+            pd: PD,
+            max_sge: 4,
+            limit: 2,
+        },
+    );
+    let qp = Arc::new(DataQp::new(
+        ID,
+        SQPN,
+        IBV_QPT_RC,
+        PD,
+        12,
+        Some(CQ),
+        Some(CQ),
+        Some(SRQ),
+        false,
+        4,
+    ));
+    assert!(d.add_qp(qp.clone()));
+    let sge = |off| Sge {
+        addr: c.at(off),
+        length: 8,
+        lkey: LKEY,
+    };
+    for id in 1..=3 {
+        post_recv(&mut client, id, &[sge(0)]);
+    }
+    let mut keys = tables(Keys::default());
+    let h = Serving {
+        data: &d,
+        keys: RefCell::new(&mut keys),
+        gids: &[],
+    };
+    let mut st = qp.lock();
+    assert_eq!(h.accept_recv(&qp, &mut st).map(|r| r.wr_id), Some(1));
+    assert!(cd(&d).take_events().is_empty(), "2 left: not fewer than the limit");
+    assert_eq!(h.accept_recv(&qp, &mut st).map(|r| r.wr_id), Some(2));
+    assert_eq!(
+        cd(&d).take_events(),
+        vec![Event::Srq(SRQ, IBV_EVENT_SRQ_LIMIT_REACHED)],
+        "1 left"
+    );
+    assert_eq!(cd(&d).take_limits_reached(), vec![SRQ]);
+    assert_eq!(cd(&d).srqs.borrow()[&SRQ].limit, 0, "disarmed");
+    assert_eq!(h.accept_recv(&qp, &mut st).map(|r| r.wr_id), Some(3));
+    assert!(cd(&d).take_events().is_empty(), "once per arm");
+    assert!(cd(&d).take_limits_reached().is_empty());
+}
