@@ -23,7 +23,8 @@
 #   * a process killed ends only its own connection: another pair on the
 #     same address finishes;
 #   * the one agent served everything, saw no bad message, and exits once
-#     idle; XRC fails as documented (EOPNOTSUPP, as rxe).
+#     idle; XRC fails as documented (EOPNOTSUPP, as rxe);
+#   * the agent killed: an open context gets IBV_EVENT_DEVICE_FATAL.
 set -u
 . "$(dirname "$0")/../lib.sh"
 AGENT=${WIRE_AGENT:-0}
@@ -264,5 +265,27 @@ if [ $gone -eq 1 ]; then
     pass "the agent exited once idle"
 else
     fail "the agent's idle exit" "still running 10 s after its last client"
+fi
+
+# The agent is the device: when it is killed, an open context gets
+# IBV_EVENT_DEVICE_FATAL (ibv_asyncwatch prints its async events).
+run timeout 20 ibv_asyncwatch -d rw0 >"$OUT/asyncwatch.txt" 2>&1 &
+aw=$!
+agent=
+for _ in $(seq 100); do
+    agent=$(pgrep -f -- "--scope $SCOPE" | head -1)
+    [ -n "$agent" ] && grep -q "async event FD" "$OUT/asyncwatch.txt" && break
+    sleep 0.1
+done
+[ -n "$agent" ] && kill -KILL "$agent"
+for _ in $(seq 50); do
+    grep -q IBV_EVENT_DEVICE_FATAL "$OUT/asyncwatch.txt" && break
+    sleep 0.1
+done
+kill "$aw" 2>/dev/null; wait "$aw" 2>/dev/null
+if [ -n "$agent" ] && grep -q "event_type IBV_EVENT_DEVICE_FATAL" "$OUT/asyncwatch.txt"; then
+    pass "the agent killed: an open context gets IBV_EVENT_DEVICE_FATAL"
+else
+    fail "the agent killed" "agent '$agent'; ibv_asyncwatch: $(tr '\n' ' ' < "$OUT/asyncwatch.txt" | head -c 300)"
 fi
 finish

@@ -1,8 +1,14 @@
 //! A wire context's connection to the user's transport agent
 //! (`SWRDMA_WIRE_AGENT=1`; the verbs over it are `agentops.rs`): the
 //! control requests, one at a time, and the doorbells of the send queues.
+//!
+//! The agent is the context's device: when it goes (killed, or its
+//! connection closed), the context gets `IBV_EVENT_DEVICE_FATAL` in its
+//! async events, as a kernel device's context does when its device goes,
+//! and every later request fails with `EIO`.  A small thread of the
+//! connection waits for that (a hang-up of the connection, not its data).
 
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,6 +33,34 @@ pub struct Conn {
     /// The process's access page, kept while the agent may take its lock
     /// words.
     _access: Arc<crate::locks::Access>,
+    /// The thread that waits for the agent's end, and the eventfd that
+    /// ends it with the connection.
+    watch: Option<(OwnedFd, std::thread::JoinHandle<()>)>,
+}
+
+/// Waits until the agent closes connection `sock` (a hang-up) or `stop` is
+/// written; at the agent's end, writes the kernel's async event
+/// `IBV_EVENT_DEVICE_FATAL` (element 0) into `async_w`.
+fn watch(sock: OwnedFd, stop: OwnedFd, async_w: OwnedFd) {
+    use rustix::event::{poll, PollFd, PollFlags};
+    loop {
+        let mut fds = [PollFd::new(&sock, PollFlags::RDHUP), PollFd::new(&stop, PollFlags::IN)];
+        match poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
+        }
+        if !fds[1].revents().is_empty() {
+            return;
+        }
+        let gone = PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR;
+        if fds[0].revents().intersects(gone) {
+            let rec = swrdma_wired::transport::event_record(0, ibverbs_abi::IBV_EVENT_DEVICE_FATAL);
+            eprintln!("libibverbs: swrdma: the wire agent is gone: the device is lost (IBV_EVENT_DEVICE_FATAL)");
+            let _ = rustix::io::write(&async_w, &rec);
+            return;
+        }
+    }
 }
 
 impl Conn {
@@ -59,12 +93,30 @@ impl Conn {
                 s.agent_pid
             ));
         }
-        let bell = rustix::io::fcntl_dupfd_cloexec(s.fd(), 0).map_err(|e| format!("dup: {e}"))?;
+        let dup = |fd: BorrowedFd<'_>| rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| format!("dup: {e}"));
+        let bell = dup(s.fd())?;
+        let (sock, w) = (dup(s.fd())?, dup(async_w)?);
+        let flags = rustix::event::EventfdFlags::CLOEXEC;
+        let stop = rustix::event::eventfd(0, flags).map_err(|e| format!("eventfd: {e}"))?;
+        let stop2 = dup(stop.as_fd())?;
+        let h = std::thread::Builder::new()
+            .name("swrdma-agent".into())
+            .spawn(move || watch(sock, stop2, w))
+            .map_err(|e| format!("thread: {e}"))?;
         Ok(Conn {
             s: Mutex::new(s),
             bell,
             _access: access,
+            watch: Some((stop, h)),
         })
+    }
+
+    /// Ends the watching thread (the context closes).
+    fn stop_watch(&mut self) {
+        if let Some((stop, h)) = self.watch.take() {
+            let _ = rustix::io::write(&stop, &1u64.to_ne_bytes());
+            let _ = h.join();
+        }
     }
 
     /// One control request: the reply, or the errno (`Reply::Err`'s; `EIO`
@@ -97,5 +149,11 @@ impl Conn {
         // (A full socket holds doorbells enough; a gone agent is seen by
         // the next request.)
         let _ = rustix::net::send(&self.bell, &b, f);
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.stop_watch();
     }
 }
