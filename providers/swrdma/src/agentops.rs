@@ -174,25 +174,21 @@ unsafe fn pd_h(context: *mut ibv_context, pd: *mut ibv_pd) -> Result<u32, c_int>
 }
 
 unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    if !crate::registry::live(pd as *const u8) {
-        return libc::ENOENT;
-    }
-    // SAFETY: a live object of ours (checked), read as an `ibv_pd`.
-    let context = unsafe { (*pd).context };
-    // SAFETY: as above.
-    let (c, conn, h) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
-        Ok(v) => v,
+    // SAFETY: the contract; read only once it is a live object of ours.
+    let a: &APd = match unsafe { ours(pd as *const u8, Kind::Pd, || ((*pd).context, (*pd).handle)) } {
+        Ok(a) => a,
         Err(e) => return e,
     };
-    let r = conn.done(&Request::DeallocPd { pd: h });
-    if r != 0 {
-        return r;
+    // SAFETY: checked: our `APd`, made by alloc_pd.
+    unsafe {
+        destroy(
+            pd as *mut APd,
+            Kind::Pd,
+            a.pd.context,
+            a.pd.handle,
+            Request::DeallocPd { pd: a.h },
+        )
     }
-    // SAFETY: as above; `handle` named it (checked).
-    let _ = c.reg.remove(Kind::Pd, unsafe { (*pd).handle }, pd as *const u8);
-    // SAFETY: the `Box<APd>` of alloc_pd, out of the registry: freed once.
-    crate::registry::retire(unsafe { Box::from_raw(pd as *mut APd) });
-    0
 }
 
 unsafe extern "C" fn reg_mr(
@@ -248,28 +244,26 @@ unsafe extern "C" fn reg_mr(
 }
 
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    if !crate::registry::live(vmr as *const u8) {
-        return libc::ENOENT;
-    }
-    // SAFETY: a live object of ours (checked), read as a `verbs_mr`.
-    let (context, handle) = unsafe { ((*vmr).ibv_mr.context, (*vmr).ibv_mr.handle) };
-    // SAFETY: as above.
-    let Ok((c, conn)) = (unsafe { both(context) }) else {
-        return libc::EINVAL;
+    // SAFETY: the contract; read only once it is a live object of ours.
+    let m: &AMr = match unsafe {
+        ours(vmr as *const u8, Kind::Mr, || {
+            ((*vmr).ibv_mr.context, (*vmr).ibv_mr.handle)
+        })
+    } {
+        Ok(m) => m,
+        Err(e) => return e,
     };
-    if let Err(e) = c.reg.check(Kind::Mr, handle, vmr as *const u8) {
-        return e;
+    let mr = &m.vmr.ibv_mr;
+    // SAFETY: checked: our `AMr`, made by reg_mr.
+    unsafe {
+        destroy(
+            vmr as *mut AMr,
+            Kind::Mr,
+            mr.context,
+            mr.handle,
+            Request::DeregMr { mr: m.h },
+        )
     }
-    // SAFETY: checked: one of our `AMr`s.
-    let h = unsafe { (*(vmr as *mut AMr)).h };
-    let r = conn.done(&Request::DeregMr { mr: h });
-    if r != 0 {
-        return r;
-    }
-    let _ = c.reg.remove(Kind::Mr, handle, vmr as *const u8);
-    // SAFETY: the `Box<AMr>` of reg_mr, out of the registry: freed once.
-    crate::registry::retire(unsafe { Box::from_raw(vmr as *mut AMr) });
-    0
 }
 
 /// The depth of a queue that holds `n` entries: a power of two, at least 2.
@@ -360,15 +354,75 @@ unsafe extern "C" fn create_cq(
             slot.commit(id, a as *const u8);
             a as *mut ibv_cq
         }
-        r => {
-            // SAFETY: the box made above, never seen by anyone.
-            drop(unsafe { Box::from_raw(a) });
-            null_errno(match r {
-                Err(e) => e,
-                Ok(_) => libc::EIO,
-            })
-        }
+        // SAFETY: the box made above, never seen by anyone.
+        r => unsafe { refused(a, r) },
     }
+}
+
+/// A create verb whose request did not make its object: the object's box
+/// freed, NULL with the errno (the agent's, or `EIO` for a reply of
+/// another kind).
+///
+/// # Safety
+/// `b` is the `Box::into_raw` of the object being made, never seen by
+/// anyone.
+unsafe fn refused<T, U>(b: *mut T, r: Result<Reply, c_int>) -> *mut U {
+    // SAFETY: the contract.
+    drop(unsafe { Box::from_raw(b) });
+    null_errno(match r {
+        Err(e) => e,
+        Ok(_) => libc::EIO,
+    })
+}
+
+/// Our object of kind `k` at `p` (null: `EINVAL`; not live: `ENOENT`): checked
+/// against its context's registry by the handle its verbs structure
+/// holds (`context_handle` reads the two) before it is read as a `T`.
+///
+/// # Safety
+/// `p` is null or readable as the verbs structure `context_handle` reads.
+unsafe fn ours<'a, T>(
+    p: *const u8,
+    k: Kind,
+    context_handle: impl FnOnce() -> (*mut ibv_context, u32),
+) -> Result<&'a T, c_int> {
+    if p.is_null() {
+        return Err(libc::EINVAL);
+    }
+    if !crate::registry::live(p) {
+        return Err(libc::ENOENT); // (destroyed already: not read)
+    }
+    // (Live, so one of ours: its verbs structure may be read.)
+    let (context, handle) = context_handle();
+    // SAFETY: `context` is one of ours (a live object's); once `handle`
+    // names `p` there, `p` is a `T` of ours.
+    unsafe {
+        valid(context, k, handle, p)?;
+        Ok(&*(p as *const T))
+    }
+}
+
+/// A destroy verb of object `p` (our `T`, of kind `k`, named `handle` in
+/// `context`, checked by the caller): the agent's `req`, then the object
+/// out of the registry and its box retired (`registry::retire`); the
+/// agent's errno (`EBUSY`: still in use) leaves it as it was.
+///
+/// # Safety
+/// `p` is the `Box::into_raw` of a live object of ours of kind `k`.
+unsafe fn destroy<T>(p: *mut T, k: Kind, context: *mut ibv_context, handle: u32, req: Request) -> c_int {
+    // SAFETY: a live object's context is ours (the contract).
+    let Ok((c, conn)) = (unsafe { both(context) }) else {
+        return libc::EINVAL;
+    };
+    let r = conn.done(&req);
+    if r != 0 {
+        return r;
+    }
+    if c.reg.remove(k, handle, p as *const u8).is_ok() {
+        // SAFETY: the contract; out of the registry now: freed once.
+        crate::registry::retire(unsafe { Box::from_raw(p) });
+    }
+    0
 }
 
 /// Our CQ `cq` (checked against `context`'s registry, or its own).
@@ -376,15 +430,8 @@ unsafe extern "C" fn create_cq(
 /// # Safety
 /// `cq` is null or readable as an `ibv_cq`.
 unsafe fn acq<'a>(cq: *mut ibv_cq) -> Result<&'a ACq, c_int> {
-    if cq.is_null() || !crate::registry::live(cq as *const u8) {
-        return Err(libc::EINVAL);
-    }
-    // SAFETY: live, so one of ours; read as an `ibv_cq`, then checked to
-    // be a CQ of its context before it is read as an `ACq`.
-    unsafe {
-        valid_cq((*cq).context, cq)?;
-        Ok(&*(cq as *mut ACq))
-    }
+    // SAFETY: the contract; read only once it is a live object of ours.
+    unsafe { ours(cq as *const u8, Kind::Cq, || ((*cq).context, (*cq).handle)) }
 }
 
 unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
@@ -418,20 +465,18 @@ unsafe extern "C" fn destroy_cq(cq: *mut ibv_cq) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
     let a = match unsafe { acq(cq) } {
         Ok(a) => a,
-        Err(_) => return libc::ENOENT,
+        Err(e) => return e,
     };
-    // SAFETY: a CQ of ours: its context is.
-    let Ok((c, conn)) = (unsafe { both(a.cq.context) }) else {
-        return libc::EINVAL;
-    };
-    let r = conn.done(&Request::DestroyCq { cq: a.h });
-    if r != 0 {
-        return r;
+    // SAFETY: checked: our `ACq`, made by create_cq.
+    unsafe {
+        destroy(
+            cq as *mut ACq,
+            Kind::Cq,
+            a.cq.context,
+            a.cq.handle,
+            Request::DestroyCq { cq: a.h },
+        )
     }
-    let _ = c.reg.remove(Kind::Cq, a.cq.handle, cq as *const u8);
-    // SAFETY: the `Box<ACq>` of create_cq, out of the registry: freed once.
-    crate::registry::retire(unsafe { Box::from_raw(cq as *mut ACq) });
-    0
 }
 
 unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
@@ -545,14 +590,8 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
             slot.commit(qpn, q as *const u8);
             q as *mut ibv_qp
         }
-        r => {
-            // SAFETY: the box made above, never seen by anyone.
-            drop(unsafe { Box::from_raw(q) });
-            null_errno(match r {
-                Err(e) => e,
-                Ok(_) => libc::EIO,
-            })
-        }
+        // SAFETY: the box made above, never seen by anyone.
+        r => unsafe { refused(q, r) },
     }
 }
 
@@ -561,15 +600,8 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
 /// # Safety
 /// `qp` is null or readable as an `ibv_qp`.
 unsafe fn aqp<'a>(qp: *mut ibv_qp) -> Result<&'a AQp, c_int> {
-    if qp.is_null() || !crate::registry::live(qp as *const u8) {
-        return Err(libc::EINVAL);
-    }
-    // SAFETY: live, so one of ours; read as an `ibv_qp`, checked to be a
-    // QP of its context before it is read as an `AQp`.
-    unsafe {
-        valid((*qp).context, Kind::Qp, (*qp).handle, qp as *const u8)?;
-        Ok(&*(qp as *mut AQp))
-    }
+    // SAFETY: the contract; read only once it is a live object of ours.
+    unsafe { ours(qp as *const u8, Kind::Qp, || ((*qp).context, (*qp).handle)) }
 }
 
 unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
@@ -638,20 +670,18 @@ unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
     let a = match unsafe { aqp(qp) } {
         Ok(a) => a,
-        Err(_) => return libc::ENOENT,
+        Err(e) => return e,
     };
-    // SAFETY: a QP of ours: its context is.
-    let Ok((c, conn)) = (unsafe { both(a.qp.context) }) else {
-        return libc::EINVAL;
-    };
-    let r = conn.done(&Request::DestroyQp { qp: a.h });
-    if r != 0 {
-        return r;
+    // SAFETY: checked: our `AQp`, made by create_qp.
+    unsafe {
+        destroy(
+            qp as *mut AQp,
+            Kind::Qp,
+            a.qp.context,
+            a.qp.handle,
+            Request::DestroyQp { qp: a.h },
+        )
     }
-    let _ = c.reg.remove(Kind::Qp, a.qp.handle, qp as *const u8);
-    // SAFETY: the `Box<AQp>` of create_qp, out of the registry: freed once.
-    crate::registry::retire(unsafe { Box::from_raw(qp as *mut AQp) });
-    0
 }
 
 unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
@@ -926,28 +956,21 @@ unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut 
 }
 
 unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    if ah.is_null() || !crate::registry::live(ah as *const u8) {
-        return libc::ENOENT;
-    }
-    // SAFETY: live, so one of ours.
-    let (context, handle) = unsafe { ((*ah).context, (*ah).handle) };
-    // SAFETY: as above.
-    let Ok((c, conn)) = (unsafe { both(context) }) else {
-        return libc::EINVAL;
+    // SAFETY: the contract; read only once it is a live object of ours.
+    let a: &AAh = match unsafe { ours(ah as *const u8, Kind::Ah, || ((*ah).context, (*ah).handle)) } {
+        Ok(a) => a,
+        Err(e) => return e,
     };
-    if let Err(e) = c.reg.check(Kind::Ah, handle, ah as *const u8) {
-        return e;
+    // SAFETY: checked: our `AAh`, made by create_ah.
+    unsafe {
+        destroy(
+            ah as *mut AAh,
+            Kind::Ah,
+            a.ah.context,
+            a.ah.handle,
+            Request::DestroyAh { ah: a.h },
+        )
     }
-    // SAFETY: checked: one of our `AAh`s.
-    let h = unsafe { (*(ah as *mut AAh)).h };
-    let r = conn.done(&Request::DestroyAh { ah: h });
-    if r != 0 {
-        return r;
-    }
-    let _ = c.reg.remove(Kind::Ah, handle, ah as *const u8);
-    // SAFETY: the `Box<AAh>` of create_ah, out of the registry: freed once.
-    crate::registry::retire(unsafe { Box::from_raw(ah as *mut AAh) });
-    0
 }
 
 /// Our SRQ `srq` (null: None), checked against its context's registry.
@@ -958,15 +981,8 @@ unsafe fn asrq_opt<'a>(srq: *mut ibv_srq) -> Result<Option<&'a ASrq>, c_int> {
     if srq.is_null() {
         return Ok(None);
     }
-    if !crate::registry::live(srq as *const u8) {
-        return Err(libc::EINVAL);
-    }
-    // SAFETY: live, so one of ours; read as an `ibv_srq`, checked to be an
-    // SRQ of its context before it is read as an `ASrq`.
-    unsafe {
-        valid_srq((*srq).context, srq)?;
-        Ok(Some(&*(srq as *mut ASrq)))
-    }
+    // SAFETY: the contract; read only once it is a live object of ours.
+    unsafe { ours(srq as *const u8, Kind::Srq, || ((*srq).context, (*srq).handle)).map(Some) }
 }
 
 /// Our SRQ `srq` (checked).
@@ -1047,14 +1063,8 @@ unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -
             slot.commit(id, b as *const u8);
             b as *mut ibv_srq
         }
-        r => {
-            // SAFETY: the box made above, never seen by anyone.
-            drop(unsafe { Box::from_raw(b) });
-            null_errno(match r {
-                Err(e) => e,
-                Ok(_) => libc::EIO,
-            })
-        }
+        // SAFETY: the box made above, never seen by anyone.
+        r => unsafe { refused(b, r) },
     }
 }
 
@@ -1107,22 +1117,20 @@ unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_
 
 unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
-    let s = match unsafe { asrq(srq) } {
-        Ok(s) => s,
-        Err(_) => return libc::ENOENT,
+    let a = match unsafe { asrq(srq) } {
+        Ok(a) => a,
+        Err(e) => return e,
     };
-    // SAFETY: an SRQ of ours: its context is.
-    let Ok((c, conn)) = (unsafe { both(s.srq.context) }) else {
-        return libc::EINVAL;
-    };
-    let r = conn.done(&Request::DestroySrq { srq: s.h });
-    if r != 0 {
-        return r;
+    // SAFETY: checked: our `ASrq`, made by create_srq.
+    unsafe {
+        destroy(
+            srq as *mut ASrq,
+            Kind::Srq,
+            a.srq.context,
+            a.srq.handle,
+            Request::DestroySrq { srq: a.h },
+        )
     }
-    let _ = c.reg.remove(Kind::Srq, s.srq.handle, srq as *const u8);
-    // SAFETY: the `Box<ASrq>` of create_srq, out of the registry: freed once.
-    crate::registry::retire(unsafe { Box::from_raw(srq as *mut ASrq) });
-    0
 }
 
 unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
