@@ -13,8 +13,8 @@ use ibverbs_abi::verbs::*;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 use swrdma_wired::client::{self, Error, Options, Session, Target};
-use swrdma_wired::ctl::msg::{AhAttr, Caps, CreateCq, CreateQp, QpAttr, QpType, Queue, RegMr, Reply, Request, MAX_NUM};
-use swrdma_wired::wq::format::{recv_slot_size, send_slot_size, CQE_SLOT};
+use swrdma_wired::ctl::msg::{AhAttr, CreateCq, QpAttr, Queue, RegMr, Reply, Request, MAX_NUM};
+use swrdma_wired::wq::format::CQE_SLOT;
 use swrdma_wired::wq::Slots;
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -93,18 +93,7 @@ impl Client {
     /// A CQ of 64 with its CQE queue, and a doorbell when `doorbell`: its
     /// handle, or the errno.
     fn try_cq(&mut self, doorbell: bool) -> Result<u32, i32> {
-        let (q, fd) = Slots::create(64, CQE_SLOT).unwrap();
-        let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
-        let c = CreateCq {
-            user_handle: 0xc000,
-            cqe: 64,
-            queue: Queue {
-                depth: 64,
-                slot_size: CQE_SLOT as u32,
-            },
-            doorbell,
-            channel: false,
-        };
+        let (c, q, fd, bell) = cq_request(0xc000, doorbell);
         let fds = [fd.as_fd(), bell.as_fd()];
         match self.call(Request::CreateCq(c), &fds[..1 + doorbell as usize]) {
             Reply::Cq { handle, cqe: 64 } => {
@@ -118,32 +107,7 @@ impl Client {
 
     /// An RC QP on `pd` and `cq` with its SQ and RQ: (handle, QPN).
     fn rc_qp(&mut self, pd: u32, cq: u32) -> (u32, u32) {
-        let (sq_slot, rq_slot) = (send_slot_size(1, 256).unwrap(), recv_slot_size(1).unwrap());
-        let (sq, sq_fd) = Slots::create(16, sq_slot).unwrap();
-        let (rq, rq_fd) = Slots::create(16, rq_slot).unwrap();
-        let q = |slot: usize| Queue {
-            depth: 16,
-            slot_size: slot as u32,
-        };
-        let c = CreateQp {
-            user_handle: 0x9000,
-            pd: Some(pd),
-            xrcd: None,
-            qp_type: QpType::Rc,
-            send_cq: Some(cq),
-            recv_cq: Some(cq),
-            srq: None,
-            sq_sig_all: false,
-            cap: Caps {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq: Some(q(sq_slot)),
-            rq: Some(q(rq_slot)),
-        };
+        let (c, [(sq, sq_fd), (rq, rq_fd)]) = rc_qp_request(0x9000, pd, cq);
         match self.call(Request::CreateQp(c), &[sq_fd.as_fd(), rq_fd.as_fd()]) {
             Reply::Qp { handle, qpn, cap } => {
                 assert!((2..=MAX_NUM).contains(&qpn), "{qpn}");

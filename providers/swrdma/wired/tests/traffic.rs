@@ -15,13 +15,13 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use swrdma_wired::client::{self, Options, Session, Target};
-use swrdma_wired::ctl::msg::{AhAttr, Caps, CreateCq, CreateQp, QpAttr, QpType, Queue, RegMr, Reply, Request};
+use swrdma_wired::ctl::msg::{AhAttr, QpAttr, RegMr, Reply, Request};
 use swrdma_wired::transport::{parse_event_record, EVENT_RECORD};
 use swrdma_wired::wq::format::{
-    decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Cqe, Data, QpKind, RecvWqe, Remote, SendOp,
-    SendShape, SendWqe, Sge, SgeList, CQE_SLOT,
+    decode_cqe, encode_recv, encode_send, send_slot_size, Cqe, Data, QpKind, RecvWqe, Remote, SendOp, SendShape,
+    SendWqe, Sge, SgeList, CQE_SLOT,
 };
-use swrdma_wired::wq::{Consumer, Producer, Push, Slots};
+use swrdma_wired::wq::{Consumer, Producer, Push};
 
 const WAIT: Duration = Duration::from_secs(5);
 const SHAPE: SendShape = SendShape {
@@ -119,48 +119,12 @@ impl Client {
         let Reply::Mr { handle, lkey, .. } = call(Request::RegMr(reg), &[]) else {
             panic!("reg_mr")
         };
-        let (cq_slots, cq_fd) = Slots::create(64, CQE_SLOT).unwrap();
-        let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
-        let c = CreateCq {
-            user_handle: 0xA000 + 0x10 * n + 1,
-            cqe: 64,
-            queue: Queue {
-                depth: 64,
-                slot_size: CQE_SLOT as u32,
-            },
-            doorbell: true,
-            channel: false,
-        };
+        let (c, cq_slots, cq_fd, bell) = cq_request(0xA000 + 0x10 * n + 1, true);
         let Reply::Cq { handle: cq, .. } = call(Request::CreateCq(c), &[cq_fd.as_fd(), bell.as_fd()]) else {
             panic!("create_cq")
         };
-        let (sq_slot, rq_slot) = (send_slot_size(1, 256).unwrap(), recv_slot_size(1).unwrap());
-        let (sq, sq_fd) = Slots::create(16, sq_slot).unwrap();
-        let (rq, rq_fd) = Slots::create(16, rq_slot).unwrap();
-        let q = |slot: usize| Queue {
-            depth: 16,
-            slot_size: slot as u32,
-        };
         let qp_uh = 0xA000 + 0x10 * n + 2;
-        let c = CreateQp {
-            user_handle: qp_uh,
-            pd: Some(pd),
-            xrcd: None,
-            qp_type: QpType::Rc,
-            send_cq: Some(cq),
-            recv_cq: Some(cq),
-            srq: None,
-            sq_sig_all: false,
-            cap: Caps {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq: Some(q(sq_slot)),
-            rq: Some(q(rq_slot)),
-        };
+        let (c, [(sq, sq_fd), (rq, rq_fd)]) = rc_qp_request(qp_uh, pd, cq);
         let (qp, qpn) = match call(Request::CreateQp(c), &[sq_fd.as_fd(), rq_fd.as_fd()]) {
             Reply::Qp { handle, qpn, cap } => {
                 assert_eq!(

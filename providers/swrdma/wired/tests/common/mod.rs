@@ -152,3 +152,75 @@ pub fn stop_agent(pid: u32) {
     kill(pid, libc::SIGKILL);
     assert!(wait_gone(pid, Duration::from_secs(5)));
 }
+
+/// A CQ of 64 of a client's (`user_handle`), with its CQE queue (our half:
+/// the `Slots`, whose descriptor goes with the request) and a doorbell
+/// eventfd when `doorbell`.
+pub fn cq_request(
+    user_handle: u64,
+    doorbell: bool,
+) -> (
+    swrdma_wired::ctl::msg::CreateCq,
+    swrdma_wired::wq::Slots,
+    std::os::fd::OwnedFd,
+    std::os::fd::OwnedFd,
+) {
+    use swrdma_wired::ctl::msg::{CreateCq, Queue};
+    use swrdma_wired::wq::format::CQE_SLOT;
+    let (q, fd) = swrdma_wired::wq::Slots::create(64, CQE_SLOT).unwrap();
+    let bell = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).unwrap();
+    let c = CreateCq {
+        user_handle,
+        cqe: 64,
+        queue: Queue {
+            depth: 64,
+            slot_size: CQE_SLOT as u32,
+        },
+        doorbell,
+        channel: false,
+    };
+    (c, q, fd, bell)
+}
+
+/// An RC QP of a client's (`user_handle`) on `pd` and `cq` (both queues'
+/// completions), 16 WRs and 1 SGE each way, with its SQ and RQ (our halves,
+/// and the descriptors that go with the request, in its order).  The agent
+/// grants 256 inline bytes: the SQ's slots are sized for them.
+pub fn rc_qp_request(
+    user_handle: u64,
+    pd: u32,
+    cq: u32,
+) -> (
+    swrdma_wired::ctl::msg::CreateQp,
+    [(swrdma_wired::wq::Slots, std::os::fd::OwnedFd); 2],
+) {
+    use swrdma_wired::ctl::msg::{Caps, CreateQp, QpType, Queue};
+    use swrdma_wired::wq::format::{recv_slot_size, send_slot_size};
+    let (sq_slot, rq_slot) = (send_slot_size(1, 256).unwrap(), recv_slot_size(1).unwrap());
+    let sq = swrdma_wired::wq::Slots::create(16, sq_slot).unwrap();
+    let rq = swrdma_wired::wq::Slots::create(16, rq_slot).unwrap();
+    let q = |slot: usize| Queue {
+        depth: 16,
+        slot_size: slot as u32,
+    };
+    let c = CreateQp {
+        user_handle,
+        pd: Some(pd),
+        xrcd: None,
+        qp_type: QpType::Rc,
+        send_cq: Some(cq),
+        recv_cq: Some(cq),
+        srq: None,
+        sq_sig_all: false,
+        cap: Caps {
+            max_send_wr: 16,
+            max_recv_wr: 16,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
+        sq: Some(q(sq_slot)),
+        rq: Some(q(rq_slot)),
+    };
+    (c, [sq, rq])
+}
