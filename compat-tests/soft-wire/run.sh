@@ -24,7 +24,9 @@
 #     same address finishes;
 #   * the one agent served everything, saw no bad message, and exits once
 #     idle; XRC fails as documented (EOPNOTSUPP, as rxe);
-#   * the agent killed: an open context gets IBV_EVENT_DEVICE_FATAL.
+#   * the agent killed: an open context gets IBV_EVENT_DEVICE_FATAL;
+#   * the verbs' answers (errnos.c: bad input, objects in use, values)
+#     through the agent equal the per-process wire's, line by line.
 set -u
 . "$(dirname "$0")/../lib.sh"
 AGENT=${WIRE_AGENT:-0}
@@ -157,6 +159,24 @@ if grep -q "welcomed" "$OUT/agent.log" 2>/dev/null && ! grep -q "bad control mes
     pass "the agent served them ($n agent process(es) over the run, log $OUT/agent.log)"
 else
     fail "the agent's log" "see $OUT/agent.log"
+fi
+
+# The verbs' answers (errnos of bad input and objects in use, values given
+# back, a WRITE between two QPs of one process), through the agent and on
+# the per-process wire, compared line by line (errnos.c).
+if cc -O1 -Wall -o "$OUT/errnos" compat-tests/soft-wire/errnos.c -I"$OUR_INCLUDE" -L"$LIBDIR" \
+        -l:libibverbs.so.1 2>"$OUT/errnos.cc"; then
+    chmod 0755 "$OUT/errnos"
+    run timeout 60 "$OUT/errnos" "$G" >"$OUT/errnos.agent" 2>&1; ra=$?
+    run env SWRDMA_WIRE_AGENT=0 timeout 60 "$OUT/errnos" "$G" >"$OUT/errnos.process" 2>&1; rp=$?
+    n=$(wc -l < "$OUT/errnos.agent")
+    if [ $ra -eq 0 ] && [ $rp -eq 0 ] && [ "$n" -gt 40 ] && cmp -s "$OUT/errnos.agent" "$OUT/errnos.process"; then
+        pass "the verbs' answers through the agent are the per-process wire's ($n steps, errnos.c)"
+    else
+        fail "the verbs' answers through the agent" "rc $ra/$rp; $(diff "$OUT/errnos.process" "$OUT/errnos.agent" | head -6 | tr '\n' ' ')"
+    fi
+else
+    fail "errnos.c (build)" "$(head -n3 "$OUT/errnos.cc" | tr '\n' ' ')"
 fi
 
 # What is not carried through the agent yet: the documented failure.

@@ -1,0 +1,209 @@
+/* compat-tests/soft-wire/errnos.c: the verbs' answers on rw0, one line
+ * per step ("step: result"), so that two runs can be compared: the
+ * per-process wire against the same device through the transport agent
+ * (SWRDMA_WIRE_AGENT=1, issue 33).  One process, two RC QPs connected to
+ * each other over 127.0.0.1 (GID index argv[1]).  Bad input and objects in
+ * use: the errnos; good input: success and the values the verbs give back.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <infiniband/verbs.h>
+
+static void say(const char *step, int rc)
+{
+	printf("%s: %s\n", step, rc == 0 ? "ok" : strerror(rc));
+}
+
+/* A create verb's result: ok, or its errno. */
+static void made(const char *step, void *p)
+{
+	say(step, p ? 0 : (errno ? errno : -1));
+}
+
+static int to_init(struct ibv_qp *qp, int mask_extra)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | mask_extra);
+}
+
+static int to_rtr(struct ibv_qp *qp, uint32_t dest, int gid, int mask)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dest,
+		.rq_psn = 0x100,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1,
+			.port_num = 1,
+			.grh = { .sgid_index = gid, .hop_limit = 64 },
+		},
+	};
+	memset(a.ah_attr.grh.dgid.raw, 0, 16);
+	a.ah_attr.grh.dgid.raw[10] = 0xff;
+	a.ah_attr.grh.dgid.raw[11] = 0xff;
+	a.ah_attr.grh.dgid.raw[12] = 127;
+	a.ah_attr.grh.dgid.raw[15] = 1;
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+static int to_rts(struct ibv_qp *qp, int mask)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.sq_psn = 0x100,
+		.max_rd_atomic = 1,
+	};
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+int main(int argc, char **argv)
+{
+	int gid = argc > 1 ? atoi(argv[1]) : 1;
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_device *dev = NULL;
+	for (int i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "rw0"))
+			dev = list[i];
+	if (!dev) {
+		fprintf(stderr, "no rw0\n");
+		return 2;
+	}
+	struct ibv_context *ctx = ibv_open_device(dev);
+	if (!ctx) {
+		fprintf(stderr, "open rw0: %s\n", strerror(errno));
+		return 2;
+	}
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	made("alloc_pd", pd);
+	char *buf = malloc(1 << 16);
+	errno = 0;
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	made("reg_mr", mr);
+	printf("reg_mr lkey==rkey: %d\n", mr && mr->lkey == mr->rkey);
+	errno = 0;
+	made("reg_mr remote write without local write", ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE));
+	errno = 0;
+	made("reg_mr nothing mapped", ibv_reg_mr(pd, (void *)4096, 4096, IBV_ACCESS_LOCAL_WRITE));
+	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = 0;
+	made("reg_mr read-only memory writable", ibv_reg_mr(pd, ro, 4096, IBV_ACCESS_LOCAL_WRITE));
+	errno = 0;
+	struct ibv_mr *romr = ibv_reg_mr(pd, ro, 4096, 0);
+	made("reg_mr read-only memory read-only", romr);
+	if (romr)
+		say("dereg_mr read-only", ibv_dereg_mr(romr));
+
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	made("create_cq 16", cq);
+	errno = 0;
+	made("create_cq 0", ibv_create_cq(ctx, 0, NULL, NULL, 0));
+	errno = 0;
+	made("create_cq 2^30", ibv_create_cq(ctx, 1 << 30, NULL, NULL, 0));
+
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *a = ibv_create_qp(pd, &ia);
+	made("create_qp a", a);
+	printf("create_qp caps: wr %u/%u sge %u/%u inline %s\n", ia.cap.max_send_wr, ia.cap.max_recv_wr,
+	       ia.cap.max_send_sge, ia.cap.max_recv_sge, ia.cap.max_inline_data > 0 ? ">0" : "0");
+	struct ibv_qp *b = ibv_create_qp(pd, &ia);
+	made("create_qp b", b);
+	struct ibv_qp_init_attr big = ia;
+	big.cap.max_send_wr = 1 << 30;
+	errno = 0;
+	made("create_qp max_send_wr 2^30", ibv_create_qp(pd, &big));
+	struct ibv_qp_init_attr nocq = ia;
+	nocq.send_cq = NULL;
+	errno = 0;
+	made("create_qp no send cq", ibv_create_qp(pd, &nocq));
+	if (!a || !b)
+		return 1;
+
+	say("destroy_cq in use", ibv_destroy_cq(cq));
+	say("dealloc_pd in use", ibv_dealloc_pd(pd));
+	say("modify RESET->INIT missing attrs", to_init(a, 0));
+	say("modify RESET->RTR", to_rtr(a, b->qp_num, gid, IBV_QP_STATE));
+	int init = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	say("modify a RESET->INIT", to_init(a, init));
+	say("modify b RESET->INIT", to_init(b, init));
+	int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	say("modify INIT->RTR missing attrs", to_rtr(a, b->qp_num, gid, IBV_QP_STATE | IBV_QP_AV));
+	say("modify INIT->RTR bad gid index", to_rtr(a, b->qp_num, 250, rtr));
+	say("modify a INIT->RTR", to_rtr(a, b->qp_num, gid, rtr));
+	say("modify b INIT->RTR", to_rtr(b, a->qp_num, gid, rtr));
+	int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+		  IBV_QP_MAX_QP_RD_ATOMIC;
+	say("modify RTR->RTS missing attrs", to_rts(a, IBV_QP_STATE));
+	say("modify a RTR->RTS", to_rts(a, rts));
+	say("modify b RTR->RTS", to_rts(b, rts));
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	say("query_qp", ibv_query_qp(a, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN, &qi));
+	printf("query_qp: state %d dest is b %d sq_psn %#x timeout %d mtu %d\n", qa.qp_state,
+	       qa.dest_qp_num == b->qp_num, qa.sq_psn, qa.timeout, qa.path_mtu);
+
+	/* A WRITE from a into b's memory, completed. */
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	memset(buf, 'x', 64);
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)buf + 4096, .rkey = mr->rkey },
+	}, *bad = NULL;
+	say("post_send write", ibv_post_send(a, &wr, &bad));
+	struct ibv_wc wc;
+	int got = 0;
+	for (long i = 0; i < 200000000L && got == 0; i++)
+		got = ibv_poll_cq(cq, 1, &wc);
+	printf("write completion: %d status %s wr_id %lu opcode %d\n", got, got > 0 ? ibv_wc_status_str(wc.status) : "-",
+	       got > 0 ? (unsigned long)wc.wr_id : 0UL, got > 0 ? (int)wc.opcode : -1);
+	printf("write placed: %d\n", !memcmp(buf + 4096, buf, 64));
+	/* Bad work requests: the errno and *bad_wr. */
+	struct ibv_sge two[2] = { sge, sge };
+	struct ibv_send_wr wr2 = wr;
+	wr2.sg_list = two;
+	wr2.num_sge = 2;
+	bad = NULL;
+	say("post_send 2 sges on 1", ibv_post_send(a, &wr2, &bad));
+	printf("bad_wr is it: %d\n", bad == &wr2);
+	struct ibv_send_wr inl = wr;
+	inl.send_flags |= IBV_SEND_INLINE;
+	sge.length = 60000;
+	bad = NULL;
+	say("post_send inline too long", ibv_post_send(a, &inl, &bad));
+	sge.length = 64;
+	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = two, .num_sge = 2 }, *rbad = NULL;
+	say("post_recv 2 sges on 1", ibv_post_recv(a, &rwr, &rbad));
+	printf("bad recv wr is it: %d\n", rbad == &rwr);
+
+	say("destroy_qp a", ibv_destroy_qp(a));
+	say("destroy_qp b", ibv_destroy_qp(b));
+	say("destroy_cq", ibv_destroy_cq(cq));
+	say("dealloc_pd with mr", ibv_dealloc_pd(pd));
+	say("dereg_mr", ibv_dereg_mr(mr));
+	say("dealloc_pd", ibv_dealloc_pd(pd));
+	say("close_device", ibv_close_device(ctx));
+	ibv_free_device_list(list);
+	return 0;
+}
