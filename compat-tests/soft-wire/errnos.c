@@ -115,6 +115,10 @@ int main(int argc, char **argv)
 	made("create_cq 0", ibv_create_cq(ctx, 0, NULL, NULL, 0));
 	errno = 0;
 	made("create_cq 2^30", ibv_create_cq(ctx, 1 << 30, NULL, NULL, 0));
+	say("resize_cq 32", ibv_resize_cq(cq, 32));
+	printf("cqe after resize: %d\n", cq->cqe);
+	say("resize_cq 0", ibv_resize_cq(cq, 0));
+	say("resize_cq 2^30", ibv_resize_cq(cq, 1 << 30));
 
 	struct ibv_qp_init_attr ia = {
 		.send_cq = cq,
@@ -179,6 +183,21 @@ int main(int argc, char **argv)
 	printf("write completion: %d status %s wr_id %lu opcode %d\n", got, got > 0 ? ibv_wc_status_str(wc.status) : "-",
 	       got > 0 ? (unsigned long)wc.wr_id : 0UL, got > 0 ? (int)wc.opcode : -1);
 	printf("write placed: %d\n", !memcmp(buf + 4096, buf, 64));
+	/* A completion waiting in the CQ through a resize: still there. */
+	wr.wr_id = 8;
+	say("post_send write 2", ibv_post_send(a, &wr, &bad));
+	for (long i = 0; i < 100000000L; i++) {
+		struct ibv_qp_attr x;
+		struct ibv_qp_init_attr y;
+		/* (a control call: time for the completion to be written) */
+		if (i % 1000000 == 0 && ibv_query_qp(a, &x, IBV_QP_STATE, &y) == 0 && i > 3000000)
+			break;
+	}
+	say("resize_cq 64 with a completion waiting", ibv_resize_cq(cq, 64));
+	got = 0;
+	for (long i = 0; i < 200000000L && got == 0; i++)
+		got = ibv_poll_cq(cq, 1, &wc);
+	printf("completion after resize: %d wr_id %lu\n", got, got > 0 ? (unsigned long)wc.wr_id : 0UL);
 	/* Bad work requests: the errno and *bad_wr. */
 	struct ibv_sge two[2] = { sge, sge };
 	struct ibv_send_wr wr2 = wr;

@@ -23,7 +23,7 @@
 //! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
 //!   NULL with it): SRQs, memory windows, XRC, parent domains, device
 //!   memory, extended CQs and QPs (`create_cq_ex`, `create_qp_ex`),
-//!   `resize_cq`, `rereg_mr`, `advise_mr`, multicast.
+//!   `rereg_mr`, `advise_mr`, multicast.
 //! * **Completion channels**: the agent gets a write end of the channel's
 //!   pipe with the CQ and writes the CQ's address there (the kernel's
 //!   event: its user handle) when a completion it was armed for comes;
@@ -89,10 +89,37 @@ struct ACq {
     cq: ibv_cq,
     h: u32,
     /// Our half of its CQE queue.
-    q: Mutex<Consumer>,
+    q: Mutex<CqQueue>,
     /// The eventfd the agent writes when we sleep on the queue (kept: the
     /// agent holds the other end).
     _bell: OwnedFd,
+}
+
+/// A CQ's completions on our side: its queue, and what a `resize_cq`
+/// took out of the queue it replaced (polled first).
+struct CqQueue {
+    q: Consumer,
+    left: std::collections::VecDeque<ibv_wc>,
+}
+
+impl CqQueue {
+    /// The next completion (the old queue's first), if any; Err: a CQE the
+    /// agent wrote that does not decode.
+    fn next(&mut self) -> Result<Option<ibv_wc>, ()> {
+        if let Some(w) = self.left.pop_front() {
+            return Ok(Some(w));
+        }
+        Self::pop(&mut self.q)
+    }
+
+    fn pop(q: &mut Consumer) -> Result<Option<ibv_wc>, ()> {
+        let mut b = [0u8; CQE_SLOT];
+        match q.try_pop(&mut b) {
+            Ok(Some(len)) => decode_cqe(&b[..len]).map(|e| Some(e.to_wc())).map_err(|_| ()),
+            Ok(None) => Ok(None),
+            Err(_) => Err(()),
+        }
+    }
 }
 
 #[repr(C)]
@@ -323,7 +350,10 @@ unsafe extern "C" fn create_cq(
         // library initialises: all-zero is valid.
         cq: unsafe { std::mem::zeroed() },
         h: 0,
-        q: Mutex::new(q.into_consumer()),
+        q: Mutex::new(CqQueue {
+            q: q.into_consumer(),
+            left: Default::default(),
+        }),
         _bell: bell,
     }));
     // SAFETY: the fresh box, not yet visible to anyone.
@@ -438,20 +468,16 @@ unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_in
     // SAFETY: the contract (a CQ of ours, `wc` room for `n`).
     let a = unsafe { &*(cq as *mut ACq) };
     let mut q = crate::sys::lock(&a.q);
-    let mut b = [0u8; CQE_SLOT];
     let mut got = 0;
     while got < n.max(0) {
-        match q.try_pop(&mut b) {
-            Ok(Some(len)) => match decode_cqe(&b[..len]) {
-                Ok(e) => {
-                    // SAFETY: `wc` has room for `n` completions (the contract).
-                    unsafe { *wc.add(got as usize) = e.to_wc() };
-                    got += 1;
-                }
-                Err(_) => return -1,
-            },
+        match q.next() {
+            Ok(Some(w)) => {
+                // SAFETY: `wc` has room for `n` completions (the contract).
+                unsafe { *wc.add(got as usize) = w };
+                got += 1;
+            }
             Ok(None) => break,
-            Err(_) => return -1,
+            Err(()) => return -1,
         }
     }
     drop(q);
@@ -593,6 +619,52 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
         // SAFETY: the box made above, never seen by anyone.
         r => unsafe { refused(q, r) },
     }
+}
+
+unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let (a, conn) = match unsafe { acq(cq).and_then(|a| Ok((a, both(a.cq.context)?.1))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let Some(depth) = u32::try_from(cqe)
+        .ok()
+        .filter(|&n| n >= 1)
+        .and_then(|n| depth_for(n.checked_add(1)?))
+    else {
+        return libc::EINVAL;
+    };
+    if depth > 65536 {
+        return libc::EINVAL;
+    }
+    let Ok((nq, fd)) = Slots::create(depth as usize, CQE_SLOT) else {
+        return libc::ENOMEM;
+    };
+    // (Polls wait meanwhile: the agent writes the old queue until it has
+    // answered, and none of it is lost.)
+    let mut q = crate::sys::lock(&a.q);
+    let req = Request::ResizeCq {
+        cq: a.h,
+        cqe: cqe as u32,
+        queue: Some(Queue {
+            depth,
+            slot_size: CQE_SLOT as u32,
+        }),
+    };
+    match conn.call(&req, &[fd.as_fd()]) {
+        Ok(Reply::Done) => {}
+        Ok(_) => return libc::EIO,
+        Err(e) => return e,
+    }
+    // What the agent wrote into the old queue is polled first.
+    while let Ok(Some(w)) = CqQueue::pop(&mut q.q) {
+        q.left.push_back(w);
+    }
+    q.q = nq.into_consumer();
+    // SAFETY: our CQ (checked); the library serializes its resize with
+    // nothing that writes `cqe` (as every provider writes it here).
+    unsafe { (*cq).cqe = cqe };
+    0
 }
 
 /// Our QP `qp` (checked against its context's registry).
@@ -1170,12 +1242,8 @@ unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
         Err(e) => return e,
     };
     // (Without a channel the arm notifies nothing, as on the kernel.)
-    crate::sys::lock(&a.q).arm(solicited != 0);
+    crate::sys::lock(&a.q).q.arm(solicited != 0);
     0
-}
-
-unsafe extern "C" fn no_resize(_cq: *mut ibv_cq, _cqe: c_int) -> c_int {
-    libc::EOPNOTSUPP
 }
 
 unsafe extern "C" fn no_srq_ex(_c: *mut ibv_context, _a: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
@@ -1249,7 +1317,7 @@ pub fn ops() -> verbs_context_ops {
     o.poll_cq = Some(poll_cq);
     o.req_notify_cq = Some(req_notify_cq);
     o.destroy_cq = Some(destroy_cq);
-    o.resize_cq = Some(no_resize);
+    o.resize_cq = Some(resize_cq);
     o.create_srq = Some(create_srq);
     o.create_srq_ex = Some(no_srq_ex);
     o.modify_srq = Some(modify_srq);
