@@ -109,6 +109,27 @@ int main(int argc, char **argv)
 	if (romr)
 		say("dereg_mr read-only", ibv_dereg_mr(romr));
 
+	{
+		struct ibv_mr *rm = ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE);
+		made("reg_mr for rereg", rm);
+		if (rm) {
+			int r = ibv_rereg_mr(rm, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+					     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+			printf("rereg_mr access: %d\n", r);
+			r = ibv_rereg_mr(rm, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_REMOTE_WRITE);
+			printf("rereg_mr remote write without local write: %d errno %s\n", r, strerror(errno));
+			r = ibv_rereg_mr(rm, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, (void *)4096, 4096, 0);
+			printf("rereg_mr nothing mapped: %d errno %s\n", r, strerror(errno));
+			r = ibv_rereg_mr(rm, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, buf + 4096, 4096, 0);
+			printf("rereg_mr translation: %d range ok %d\n", r, rm->addr == buf + 4096 && rm->length == 4096);
+			r = ibv_rereg_mr(rm, IBV_REREG_MR_CHANGE_PD, NULL, NULL, 0, 0);
+			printf("rereg_mr no pd: %d errno %s\n", r, strerror(errno));
+			r = ibv_rereg_mr(rm, 0x80, NULL, NULL, 0, 0);
+			printf("rereg_mr unknown flag: %d errno %s\n", r, strerror(errno));
+			say("dereg_mr rereg'd", ibv_dereg_mr(rm));
+		}
+	}
+
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	made("create_cq 16", cq);
 	errno = 0;

@@ -23,7 +23,7 @@
 //! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
 //!   NULL with it): SRQs, memory windows, XRC, parent domains, device
 //!   memory, extended CQs and QPs (`create_cq_ex`, `create_qp_ex`),
-//!   `rereg_mr`, `advise_mr`, multicast.
+//!   `advise_mr`, multicast.
 //! * **Completion channels**: the agent gets a write end of the channel's
 //!   pipe with the CQ and writes the CQ's address there (the kernel's
 //!   event: its user handle) when a completion it was armed for comes;
@@ -39,7 +39,7 @@ use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use swrdma_wired::ctl::msg::{
-    AhAttr, Caps, CreateCq, CreateQp, CreateSrq, QpAttr, QpType, Queue, RegMr, Reply, Request, SrqType,
+    AhAttr, Caps, CreateCq, CreateQp, CreateSrq, QpAttr, QpType, Queue, RegMr, Reply, Request, ReregMr, SrqType,
 };
 use swrdma_wired::ctl::tables::{grant_qp_caps, Limits};
 use swrdma_wired::wq::format::{
@@ -291,6 +291,59 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
             Request::DeregMr { mr: m.h },
         )
     }
+}
+
+unsafe extern "C" fn rereg_mr(
+    vmr: *mut verbs_mr,
+    flags: c_int,
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
+    // SAFETY: the contract; read only once it is a live object of ours.
+    let m: &AMr = match unsafe {
+        ours(vmr as *const u8, Kind::Mr, || {
+            ((*vmr).ibv_mr.context, (*vmr).ibv_mr.handle)
+        })
+    } {
+        Ok(m) => m,
+        Err(e) => return e,
+    };
+    let context = m.vmr.ibv_mr.context;
+    // SAFETY: a live object's context is ours.
+    let Ok((_, conn)) = (unsafe { both(context) }) else {
+        return libc::EINVAL;
+    };
+    let flags = flags as u32;
+    let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 && !pd.is_null() {
+        // SAFETY: the application's PD (the contract), checked as ours.
+        match unsafe { pd_h(context, pd) } {
+            Ok(h) => Some(h),
+            Err(e) => return e,
+        }
+    } else {
+        None
+    };
+    let req = Request::ReregMr(ReregMr {
+        mr: m.h,
+        flags,
+        pd: new_pd,
+        access: access as u32,
+        addr: addr as u64,
+        length: length as u64,
+    });
+    let r = conn.done(&req);
+    if r == 0 && flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+        // SAFETY: our live MR; the application does not use it meanwhile
+        // (the verb's contract).  (The library records the new PD and
+        // range in the `ibv_mr` after we return, as for every provider.)
+        unsafe { (*vmr).access = access };
+    }
+    if r != 0 {
+        set_errno(r);
+    }
+    r
 }
 
 /// The depth of a queue that holds `n` entries: a power of two, at least 2.
@@ -1270,17 +1323,6 @@ unsafe extern "C" fn no_mcast(_qp: *mut ibv_qp, _gid: *const ibv_gid, _lid: u16)
     libc::EOPNOTSUPP
 }
 
-unsafe extern "C" fn no_rereg(
-    _mr: *mut verbs_mr,
-    _flags: c_int,
-    _pd: *mut ibv_pd,
-    _addr: *mut c_void,
-    _len: usize,
-    _access: c_int,
-) -> c_int {
-    libc::EOPNOTSUPP
-}
-
 unsafe extern "C" fn no_advise(_pd: *mut ibv_pd, _advice: u32, _flags: u32, _sg: *mut ibv_sge, _n: u32) -> c_int {
     libc::EOPNOTSUPP
 }
@@ -1300,7 +1342,7 @@ pub fn ops() -> verbs_context_ops {
     o.alloc_parent_domain = Some(no_parent_domain);
     o.reg_mr = Some(reg_mr);
     o.dereg_mr = Some(dereg_mr);
-    o.rereg_mr = Some(no_rereg);
+    o.rereg_mr = Some(rereg_mr);
     o.reg_dm_mr = Some(no_dm_mr);
     o.alloc_mw = Some(no_mw);
     o.dealloc_mw = Some(no_dealloc_mw);
