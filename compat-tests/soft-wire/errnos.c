@@ -136,6 +136,19 @@ int main(int argc, char **argv)
 	made("create_cq 0", ibv_create_cq(ctx, 0, NULL, NULL, 0));
 	errno = 0;
 	made("create_cq 2^30", ibv_create_cq(ctx, 1 << 30, NULL, NULL, 0));
+	errno = 0;
+	made("create_cq comp_vector 1", ibv_create_cq(ctx, 16, NULL, NULL, 1));
+	errno = 0;
+	made("create_cq comp_vector -1", ibv_create_cq(ctx, 16, NULL, NULL, -1));
+	errno = 0;
+	struct ibv_cq *deep = ibv_create_cq(ctx, 100000, NULL, NULL, 0);
+	made("create_cq 100000", deep);
+	if (deep) {
+		say("resize_cq 200000", ibv_resize_cq(deep, 200000));
+		say("destroy_cq 100000", ibv_destroy_cq(deep));
+	}
+	errno = 0;
+	made("create_cq 2^20+1", ibv_create_cq(ctx, (1 << 20) + 1, NULL, NULL, 0));
 	say("resize_cq 32", ibv_resize_cq(cq, 32));
 	printf("cqe after resize: %d\n", cq->cqe);
 	say("resize_cq 0", ibv_resize_cq(cq, 0));

@@ -346,6 +346,15 @@ unsafe extern "C" fn rereg_mr(
     r
 }
 
+/// The depth of the CQE queue of a CQ of `cqe`: room for them, at most
+/// the largest queue (a CQ deeper than that overruns at that depth).
+fn cq_depth(cqe: u32) -> u32 {
+    depth_for(cqe.saturating_add(1)).map_or(MAX_DEPTH, |d| d.min(MAX_DEPTH))
+}
+
+/// The largest queue.
+const MAX_DEPTH: u32 = swrdma_wired::wq::slots::MAX_DEPTH as u32;
+
 /// The depth of a queue that holds `n` entries: a power of two, at least 2.
 fn depth_for(n: u32) -> Option<u32> {
     n.max(1).checked_next_power_of_two().map(|d| d.max(2))
@@ -355,21 +364,19 @@ unsafe extern "C" fn create_cq(
     context: *mut ibv_context,
     cqe: c_int,
     channel: *mut ibv_comp_channel,
-    _comp_vector: c_int,
+    comp_vector: c_int,
 ) -> *mut ibv_cq {
     // SAFETY: `context` is one of ours (the contract).
     let Ok((c, conn)) = (unsafe { both(context) }) else {
         return null_errno(libc::EINVAL);
     };
-    if cqe < 1 {
+    // (The provider's own checks: ops.rs `create_cq`.)
+    // SAFETY: `context` is one of ours (the contract).
+    let vectors = unsafe { (*context).num_comp_vectors };
+    if !(1..=MAX_CQE).contains(&cqe) || comp_vector < 0 || comp_vector >= vectors {
         return null_errno(libc::EINVAL);
     }
-    let Some(depth) = u32::try_from(cqe).ok().and_then(|n| depth_for(n.checked_add(1)?)) else {
-        return null_errno(libc::EINVAL);
-    };
-    if depth > 65536 {
-        return null_errno(libc::EINVAL);
-    }
+    let depth = cq_depth(cqe as u32);
     let slot = match c.reg.reserve(Kind::Cq) {
         Ok(s) => s,
         Err(e) => return null_errno(e),
@@ -680,16 +687,10 @@ unsafe extern "C" fn resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
         Ok(v) => v,
         Err(e) => return e,
     };
-    let Some(depth) = u32::try_from(cqe)
-        .ok()
-        .filter(|&n| n >= 1)
-        .and_then(|n| depth_for(n.checked_add(1)?))
-    else {
-        return libc::EINVAL;
-    };
-    if depth > 65536 {
+    if !(1..=MAX_CQE).contains(&cqe) {
         return libc::EINVAL;
     }
+    let depth = cq_depth(cqe as u32);
     let Ok((nq, fd)) = Slots::create(depth as usize, CQE_SLOT) else {
         return libc::ENOMEM;
     };
