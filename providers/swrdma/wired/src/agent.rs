@@ -450,6 +450,13 @@ impl Agent {
         ));
         let mut events = Vec::with_capacity(64);
         let mut worked = false;
+        let mut last_work: Option<Instant> = None;
+        let spin = Duration::from_micros(
+            std::env::var("SWRDMA_WIRED_SPIN_US")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
+        );
         loop {
             let now = Instant::now();
             let mut wake = self.empty_since.map(|t| t + self.cfg.idle);
@@ -474,7 +481,12 @@ impl Agent {
                 // The wire's timers: within a millisecond while it is busy;
                 // at once after a turn that did something, or while a send
                 // queue has an entry (`may_sleep` marks the others asleep).
-                let d = if worked || !tr.may_sleep(&self.ctl) {
+                // (`SWRDMA_WIRED_SPIN_US`: for that long after the last turn
+                // that did something it looks again at once, without
+                // sleeping: off by default, for measuring HOSTWIRE-DESIGN.md
+                // risk 4.)
+                let spinning = last_work.is_some_and(|t| now.saturating_duration_since(t) < spin);
+                let d = if worked || spinning || !tr.may_sleep(&self.ctl) {
                     now
                 } else if tr.busy() {
                     now + Duration::from_millis(1)
@@ -526,6 +538,9 @@ impl Agent {
                 q.end_for_gone();
             }
             worked = self.turn();
+            if worked {
+                last_work = Some(Instant::now());
+            }
             self.expire_hellos();
             self.resume_listener();
             if self.idle_over() {
