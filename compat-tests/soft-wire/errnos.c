@@ -13,6 +13,22 @@
 #include <sys/mman.h>
 #include <infiniband/verbs.h>
 
+#include <time.h>
+
+/* One completion of `cq` within 2 s: 1, or 0. */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 2000000000L);
+	return 0;
+}
+
 static void say(const char *step, int rc)
 {
 	printf("%s: %s\n", step, rc == 0 ? "ok" : strerror(rc));
@@ -74,6 +90,7 @@ static int to_rts(struct ibv_qp *qp, int mask)
 int main(int argc, char **argv)
 {
 	int gid = argc > 1 ? atoi(argv[1]) : 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	int n;
 	struct ibv_device **list = ibv_get_device_list(&n);
 	struct ibv_device *dev = NULL;
@@ -211,9 +228,7 @@ int main(int argc, char **argv)
 	}, *bad = NULL;
 	say("post_send write", ibv_post_send(a, &wr, &bad));
 	struct ibv_wc wc;
-	int got = 0;
-	for (long i = 0; i < 200000000L && got == 0; i++)
-		got = ibv_poll_cq(cq, 1, &wc);
+	int got = poll_one(cq, &wc);
 	printf("write completion: %d status %s wr_id %lu opcode %d\n", got, got > 0 ? ibv_wc_status_str(wc.status) : "-",
 	       got > 0 ? (unsigned long)wc.wr_id : 0UL, got > 0 ? (int)wc.opcode : -1);
 	printf("write placed: %d\n", !memcmp(buf + 4096, buf, 64));
@@ -228,9 +243,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	say("resize_cq 64 with a completion waiting", ibv_resize_cq(cq, 64));
-	got = 0;
-	for (long i = 0; i < 200000000L && got == 0; i++)
-		got = ibv_poll_cq(cq, 1, &wc);
+	got = poll_one(cq, &wc);
 	printf("completion after resize: %d wr_id %lu\n", got, got > 0 ? (unsigned long)wc.wr_id : 0UL);
 	/* Bad work requests: the errno and *bad_wr. */
 	struct ibv_sge two[2] = { sge, sge };
@@ -249,6 +262,43 @@ int main(int argc, char **argv)
 	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = two, .num_sge = 2 }, *rbad = NULL;
 	say("post_recv 2 sges on 1", ibv_post_recv(a, &rwr, &rbad));
 	printf("bad recv wr is it: %d\n", rbad == &rwr);
+
+	/* A fetch-and-add whose local buffer is not 8 bytes: its completion. */
+	struct ibv_sge four = { .addr = (uintptr_t)buf + 8192, .length = 4, .lkey = mr->lkey };
+	struct ibv_send_wr faa = {
+		.wr_id = 11, .sg_list = &four, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.atomic = { .remote_addr = (uintptr_t)buf + 4096, .rkey = mr->rkey, .compare_add = 1 },
+	};
+	say("post_send fetch-and-add of 4 bytes", ibv_post_send(a, &faa, &bad));
+	got = poll_one(cq, &wc);
+	printf("fetch-and-add of 4 bytes: %d status %s\n", got, got > 0 ? ibv_wc_status_str(wc.status) : "-");
+	say("query_qp after", ibv_query_qp(a, &qa, IBV_QP_STATE, &qi));
+	printf("a's state: %d\n", qa.qp_state);
+
+	/* A UD QP given an RDMA WRITE: taken, completed with an error. */
+	struct ibv_qp_init_attr ua = ia;
+	ua.qp_type = IBV_QPT_UD;
+	struct ibv_qp *u = ibv_create_qp(pd, &ua);
+	made("create_qp ud", u);
+	if (u) {
+		struct ibv_qp_attr x = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1, .qkey = 0x11 };
+		say("ud INIT", ibv_modify_qp(u, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY));
+		x.qp_state = IBV_QPS_RTR;
+		say("ud RTR", ibv_modify_qp(u, &x, IBV_QP_STATE));
+		x.qp_state = IBV_QPS_RTS;
+		x.sq_psn = 1;
+		say("ud RTS", ibv_modify_qp(u, &x, IBV_QP_STATE | IBV_QP_SQ_PSN));
+		struct ibv_send_wr uw = wr;
+		uw.wr_id = 12;
+		say("post_send write on ud", ibv_post_send(u, &uw, &bad));
+		got = poll_one(cq, &wc);
+		printf("write on ud: %d status %s wr_id %lu\n", got, got > 0 ? ibv_wc_status_str(wc.status) : "-",
+		       got > 0 ? (unsigned long)wc.wr_id : 0UL);
+		say("query_qp ud", ibv_query_qp(u, &qa, IBV_QP_STATE, &qi));
+		printf("ud's state: %d\n", qa.qp_state);
+		say("destroy_qp ud", ibv_destroy_qp(u));
+	}
 
 	say("destroy_qp a", ibv_destroy_qp(a));
 	say("destroy_qp b", ibv_destroy_qp(b));

@@ -889,6 +889,8 @@ fn send_op(w: &ibv_send_wr, qpt: u32) -> Option<SendOp> {
     let op = match w.opcode {
         IBV_WR_SEND => SendOp::Send,
         IBV_WR_SEND_WITH_IMM => SendOp::SendWithImm { imm },
+        // (The same 32 bits: `invalidate_rkey`.)
+        IBV_WR_SEND_WITH_INV => SendOp::SendWithInv { rkey: imm },
         IBV_WR_RDMA_WRITE => SendOp::RdmaWrite(remote),
         IBV_WR_RDMA_WRITE_WITH_IMM => SendOp::RdmaWriteWithImm(remote, imm),
         IBV_WR_RDMA_READ => SendOp::RdmaRead(remote),
@@ -903,13 +905,11 @@ fn send_op(w: &ibv_send_wr, qpt: u32) -> Option<SendOp> {
         },
         _ => return None,
     };
-    let sends = matches!(op, SendOp::Send | SendOp::SendWithImm { .. });
-    let ok = match qpt {
-        IBV_QPT_UD => sends,
-        IBV_QPT_UC => sends || matches!(op, SendOp::RdmaWrite(_) | SendOp::RdmaWriteWithImm(..)),
-        _ => true,
-    };
-    ok.then_some(op)
+    // (An operation a UD or UC QP does not carry is taken, and the agent
+    // completes it with `LOC_QP_OP_ERR`, as rxe and the provider's own
+    // wire do.)
+    let _ = qpt;
+    Some(op)
 }
 
 unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
@@ -954,13 +954,25 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
             }
             Data::Inline(&inline)
         } else {
-            if sges.len() > a.cap.max_send_sge as usize {
+            let atomic = matches!(op, Some(SendOp::CompareAndSwap { .. } | SendOp::FetchAndAdd { .. }));
+            let len: u64 = sges.iter().map(|s| s.length as u64).sum();
+            // (An atomic's local buffer is 8 bytes: the provider's own
+            // wire refuses another length at post.)
+            if sges.len() > a.cap.max_send_sge as usize || (atomic && len != 8) {
                 r = libc::EINVAL;
                 break;
             }
             Data::Sges(SgeList::from_verbs(sges))
         };
-        let ud = if a.qp.qp_type == IBV_QPT_UD {
+        let is_send = matches!(
+            op,
+            Some(SendOp::Send | SendOp::SendWithImm { .. } | SendOp::SendWithInv { .. })
+        );
+        let ud = if a.qp.qp_type == IBV_QPT_UD && !is_send {
+            // (An operation UD does not carry: the agent completes it with
+            // `LOC_QP_OP_ERR` before it looks at an address.)
+            Some(UdAddr::default())
+        } else if a.qp.qp_type == IBV_QPT_UD {
             // SAFETY: the UD member of the union (a UD QP's contract).
             let u = unsafe { w.wr.ud };
             // SAFETY: the AH is null or the application's (checked).
