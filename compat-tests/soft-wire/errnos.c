@@ -300,6 +300,26 @@ int main(int argc, char **argv)
 		say("destroy_qp ud", ibv_destroy_qp(u));
 	}
 
+	/* A WRITE with an rkey b's side does not have: the requester's
+	 * completion, and both QPs' states after it. */
+	struct ibv_send_wr bw = wr;
+	bw.wr_id = 13;
+	bw.wr.rdma.rkey = mr->rkey + 0x100;
+	say("post_send write with a bad rkey", ibv_post_send(a, &bw, &bad));
+	got = poll_one(cq, &wc);
+	printf("write with a bad rkey: %d status %s wr_id %lu\n", got, got > 0 ? ibv_wc_status_str(wc.status) : "-",
+	       got > 0 ? (unsigned long)wc.wr_id : 0UL);
+	say("query_qp a after", ibv_query_qp(a, &qa, IBV_QP_STATE, &qi));
+	printf("a's state: %d\n", qa.qp_state);
+	say("query_qp b after", ibv_query_qp(b, &qa, IBV_QP_STATE, &qi));
+	printf("b's state: %d\n", qa.qp_state);
+	/* In the error state: a send completes flushed. */
+	bw.wr_id = 14;
+	say("post_send in the error state", ibv_post_send(a, &bw, &bad));
+	got = poll_one(cq, &wc);
+	printf("send in the error state: %d status %s wr_id %lu\n", got,
+	       got > 0 ? ibv_wc_status_str(wc.status) : "-", got > 0 ? (unsigned long)wc.wr_id : 0UL);
+
 	say("destroy_qp a", ibv_destroy_qp(a));
 	say("destroy_qp b", ibv_destroy_qp(b));
 	say("destroy_cq", ibv_destroy_cq(cq));
