@@ -740,3 +740,41 @@ fn an_srq_limit_fires_once_when_fewer_are_left() {
     assert!(cd(&d).take_events().is_empty(), "once per arm");
     assert!(cd(&d).take_limits_reached().is_empty());
 }
+
+/// A CQ with a completion channel: the CQEs written call for the channel
+/// only when its consumer armed it for them (any completion, or a
+/// solicited or failed one), once per arm; a CQ without a channel never.
+#[test]
+fn armed_cqs_call_for_their_channel() {
+    let (mut d, _rq, mut cq) = setup(8, 8);
+    let (_r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+    d.client_mut(ID).unwrap().channels.insert(CQ, w);
+    let ok = wc_of(1, 0, IBV_WC_RECV, 0, QPN);
+    let failed = wc_of(2, IBV_WC_REM_ACCESS_ERR, IBV_WC_SEND, 0, QPN);
+    // Not armed: nothing.
+    assert!(cd(&d).push_cqe(Some(CQ), &ok, false));
+    assert_eq!(cd(&d).take_doorbells().channels, Vec::<u32>::new());
+    // Armed for any: the next one calls, once.
+    cq.arm(false);
+    assert!(cd(&d).push_cqe(Some(CQ), &ok, false));
+    assert_eq!(cd(&d).take_doorbells().channels, vec![CQ]);
+    assert!(cd(&d).push_cqe(Some(CQ), &ok, false));
+    assert_eq!(cd(&d).take_doorbells().channels, Vec::<u32>::new(), "one per arm");
+    // Solicited only: not for an unsolicited success; for a solicited one,
+    // and for a failure.
+    cq.arm(true);
+    assert!(cd(&d).push_cqe(Some(CQ), &ok, false));
+    assert_eq!(cd(&d).take_doorbells().channels, Vec::<u32>::new());
+    assert!(cd(&d).push_cqe(Some(CQ), &ok, true));
+    assert_eq!(cd(&d).take_doorbells().channels, vec![CQ]);
+    cq.arm(true);
+    let _ = cqes(&mut cq);
+    assert!(cd(&d).push_cqe(Some(CQ), &failed, false));
+    assert_eq!(cd(&d).take_doorbells().channels, vec![CQ], "a failure notifies");
+    // Without a channel the arm calls for nothing.
+    d.client_mut(ID).unwrap().channels.clear();
+    cq.arm(false);
+    let _ = cqes(&mut cq);
+    assert!(cd(&d).push_cqe(Some(CQ), &ok, false));
+    assert_eq!(cd(&d).take_doorbells().channels, Vec::<u32>::new());
+}
