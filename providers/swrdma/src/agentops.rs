@@ -1027,14 +1027,9 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
 /// # Safety
 /// `ah` is null or readable as an `ibv_ah`.
 unsafe fn ud_addr(ah: *mut ibv_ah, qpn: u32, qkey: u32) -> Option<UdAddr> {
-    if ah.is_null() || !crate::registry::live(ah as *const u8) {
-        return None;
-    }
-    // SAFETY: live, so one of ours, checked as an AH of its context.
-    let x = unsafe {
-        valid((*ah).context, Kind::Ah, (*ah).handle, ah as *const u8).ok()?;
-        &(*(ah as *mut AAh)).attr
-    };
+    // SAFETY: the contract; read only once it is a live AH of ours.
+    let a: &AAh = unsafe { ours(ah as *const u8, Kind::Ah, || ((*ah).context, (*ah).handle)) }.ok()?;
+    let x = &a.attr;
     // SAFETY: the GID's bytes (every member of the union is 16 bytes).
     let dgid = unsafe { x.grh.dgid.raw };
     Some(UdAddr {
