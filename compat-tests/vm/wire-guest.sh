@@ -306,6 +306,11 @@ run_pair_tests() {
             echo "not selected (WIRE_ONLY=$WIRE_ONLY)" > "$d/skip"
             continue
         fi
+        # (a condition list's "-PAIR": the line does not run for PAIR)
+        case " $conds " in *" -$pair "*)
+            echo "not run for $pair (wire-tests.txt: -$pair)" > "$d/skip"
+            continue ;;
+        esac
         if [ -n "$why" ]; then echo "$why" > "$d/notrun"; continue; fi
         if [ $(( $(now_ms) - T_START )) -gt $((WIRE_BUDGET * 1000)) ]; then
             echo "not run: the suite's time budget (WIRE_BUDGET=${WIRE_BUDGET}s) was used up" > "$d/notrun"
