@@ -636,9 +636,15 @@ impl Control {
                 }
             }
             (Request::ResizeCq { cq, .. }, Reply::Done, Attached::NewCqQueue(p)) => {
-                // One queue for another: the same mapping count.
+                // One queue for another: the same mapping count; an arm
+                // left on the old queue goes on with the new one.
                 if let Some(d) = self.data.client_mut(id) {
-                    d.cqs.get_mut().insert(*cq, p);
+                    let mut p = p;
+                    let cqs = d.cqs.get_mut();
+                    if let Some(old) = cqs.get_mut(cq) {
+                        p.carry_arm(old.take_any_arm());
+                    }
+                    cqs.insert(*cq, p);
                 }
             }
             (Request::DestroyCq { cq }, Reply::Done, _) => {

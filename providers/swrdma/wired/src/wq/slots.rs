@@ -456,6 +456,26 @@ impl Producer {
         due && a.compare_exchange(cur, 0, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
+    /// The arm the consumer left on a queue that another replaces
+    /// (`ibv_resize_cq`), taken (0: none): the new queue's producer
+    /// [`Producer::carry_arm`]s it, so that an arm made before the resize
+    /// still notifies.  The consumer does not arm meanwhile (its resize
+    /// holds the queue).
+    pub fn take_any_arm(&mut self) -> u64 {
+        fence(Ordering::SeqCst);
+        self.ring.word(W_ARMED).swap(0, Ordering::Relaxed)
+    }
+
+    /// Puts an arm taken from the queue this one replaces
+    /// ([`Producer::take_any_arm`]) on this queue, before any entry is
+    /// written to it.
+    pub fn carry_arm(&mut self, armed: u64) {
+        if armed == ARMED_ANY || armed == ARMED_SOLICITED {
+            self.ring.word(W_ARMED).store(armed, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+        }
+    }
+
     /// After entries were written: whether the consumer sleeps and must be
     /// woken ([`Push::Ring`]).  The flag is cleared, so one doorbell is
     /// asked for per sleep.

@@ -467,3 +467,21 @@ fn an_arm_notifies_once_for_what_it_asked() {
     c.arm(true);
     assert!(p.take_arm(false));
 }
+
+#[test]
+fn an_arm_goes_on_with_the_queue_that_replaces_it() {
+    let (q, _fd) = Slots::create(8, 64).unwrap();
+    let (mut old, mut c) = q.split();
+    let (nq, _nfd) = Slots::create(16, 64).unwrap();
+    let (mut new, _nc) = nq.split();
+    c.arm(true);
+    new.carry_arm(old.take_any_arm());
+    assert!(!old.take_arm(false), "taken from the old queue");
+    assert!(!new.take_arm(false), "still solicited only");
+    assert!(new.take_arm(true), "the new queue notifies for it");
+    // No arm: none carried.
+    let (nq2, _fd2) = Slots::create(8, 64).unwrap();
+    let (mut new2, _c2) = nq2.split();
+    new2.carry_arm(new.take_any_arm());
+    assert!(!new2.take_arm(false));
+}
