@@ -33,13 +33,19 @@
 # retries, about 0.5 s) run out; on rxe both ends finish.  Each stop line
 # says how that pair ended.
 #
-#   agent/...         the rounds through the transport agent, each of the
-#                     8 processes stopped in turn and two killed
-#                     (SWRDMA_WIRE_AGENT=1, issue 33 item 2): no datagram
-#                     forwarded (the agents' recorders), and in every stop
-#                     round all 4 pairs finish, the stopped process's own
-#                     pair included; a kill ends only the killed process's
-#                     pair.
+#   agent/...         through the transport agent (SWRDMA_WIRE_AGENT=1,
+#                     issue 33): the 4 pairs and a perftest pair
+#                     (ib_write_bw), 10 processes
+#     agent/clean       all 5 pairs exit 0; no datagram forwarded (the
+#                       agents' flight recorders)
+#     agent/sweepK/stop/V  in one run of the 5 pairs, each of the 10
+#                       processes stopped in turn for NB_STOP s: every pair
+#                       finishes with its data checked, the stopped
+#                       processes' own included (their agent answers for
+#                       them), and every process was still running when the
+#                       last stop ended; NB_SWEEPS runs (2: 20 stops)
+#     agent/kill/V      each of the 10 killed in turn: the 4 other pairs
+#                       exit 0 and were running at the kill
 #
 # Before the steering (SWRDMA_WIRE_STEER=0 gives it back): every QP's
 # datagrams went from port 4791 to port 4791, the kernel's flow hash gave
@@ -50,7 +56,7 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 suite_begin wire-neighbours --clean
-need ip=iproute2 ibv_rc_pingpong=ibverbs-utils ibv_devinfo=ibverbs-utils
+need ip=iproute2 ibv_rc_pingpong=ibverbs-utils ibv_devinfo=ibverbs-utils ib_write_bw=perftest
 [ "$(id -u)" = 0 ] || fail_early prerequisites "needs root (ip netns)"
 LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "missing $OUR_LIB (run: make)"
 [ -e "$LIBDIR/libibverbs/libswrdma-rdmav34.so" ] || fail_early provider "missing the swrdma provider (run: make swrdma)"
@@ -136,11 +142,7 @@ round() {
         wait "${cp[$i]}"; RC_C[$i]=$?
         wait "${sp[$i]}"; RC_S[$i]=$?
     done
-    if [ "$act" = stop ] && [ "${OWN_FINISHES:-0}" = 1 ]; then
-        # Through the agent the stopped process's own pair finishes too.
-        wait "${cp[$t]}"; RC_C[$t]=$?
-        wait "${sp[$t]}"; RC_S[$t]=$?
-    elif [ "$act" != none ]; then
+    if [ "$act" != none ]; then
         # The action's own pair: a peer whose last message was taken waits
         # for an answer that never comes (as on any device): 10 s, then it
         # is ended.
@@ -227,16 +229,83 @@ for v in $KILLS; do
     others_ok "kill/$v" "${v:1}"
 done
 
-# The same through the transport agent (SWRDMA_WIRE_AGENT=1: one agent per
-# namespace runs every process's QPs, issue 33 item 2): a stopped process's
-# own pair finishes too, its peer's requests answered by the agent while it
-# is stopped.  The flight recorder runs in the agents.
+# Through the transport agent (SWRDMA_WIRE_AGENT=1: one agent per namespace
+# runs every process's QPs, issue 33): the 4 pingpong pairs and a perftest
+# pair (ib_write_bw 4 KiB, -D seconds), 10 processes: s0..s3 c0..c3 (the
+# pingpongs' servers and clients) and sp cp (perftest's).
 AG=(SWRDMA_WIRE_AGENT=1 SWRDMA_WIRED_IDLE_MS=2000)
+VICTIMS="s0 c0 s1 c1 s2 c2 s3 c3 sp cp"
+SWEEPS=${NB_SWEEPS:-2}
+
+# pprog JOB NAME: the program NAME that the job (`timeout`) runs
+pprog() {
+    local c
+    for _ in $(seq 50); do
+        c=$(pgrep -P "$1" -x "$2" 2>/dev/null | head -1)
+        [ -n "$c" ] && { echo "$c"; return; }
+        sleep 0.1
+    done
+}
+# start5 NAME N DUR ENV...: the 4 pingpong pairs (N iterations) and the
+# perftest pair (-D DUR) started, the servers listening before the clients
+# come; JOB[v] the jobs, PROG[v] the programs (v in VICTIMS), D the
+# directory of their outputs ($D/v.out).
+declare -A JOB PROG RC
+start5() {
+    local name=$1 n=$2 dur=$3 i v up; shift 3
+    D="$SCRATCH/$(echo "$name" | tr '/' '_')"
+    mkdir -p "$D"
+    JOB=() PROG=() RC=()
+    side a "$@"
+    for ((i = 0; i < PAIRS; i++)); do
+        "${S[@]}" ibv_rc_pingpong -d rw0 -g "$G" -p $((port + i)) -n "$n" >"$D/s$i.out" 2>&1 &
+        JOB[s$i]=$!
+    done
+    "${S[@]}" ib_write_bw -d rw0 -x "$G" -p $((port + PAIRS)) -F -s 4096 -D "$dur" >"$D/sp.out" 2>&1 &
+    JOB[sp]=$!
+    for _ in $(seq 200); do
+        up=0
+        for ((i = 0; i <= PAIRS; i++)); do
+            ip netns exec wna ss -Hltn "sport = :$((port + i))" 2>/dev/null | grep -q . && up=$((up + 1))
+        done
+        [ "$up" = $((PAIRS + 1)) ] && break
+        sleep 0.1
+    done
+    sleep 0.2
+    side b "$@"
+    for ((i = 0; i < PAIRS; i++)); do
+        "${S[@]}" ibv_rc_pingpong -d rw0 -g "$G" -p $((port + i)) -n "$n" 169.254.78.1 >"$D/c$i.out" 2>&1 &
+        JOB[c$i]=$!
+    done
+    "${S[@]}" ib_write_bw -d rw0 -x "$G" -p $((port + PAIRS)) -F -s 4096 -D "$dur" 169.254.78.1 >"$D/cp.out" 2>&1 &
+    JOB[cp]=$!
+    for v in $VICTIMS; do
+        case $v in ?p) PROG[$v]=$(pprog "${JOB[$v]}" ib_write_bw) ;; *) PROG[$v]=$(pprog "${JOB[$v]}" ibv_rc_pingpong) ;; esac
+    done
+    port=$((port + PAIRS + 1))
+}
+# pair_of V: the pair of process V (0..3, p); pair_bad P: why pair P failed
+# ("" when both sides exited 0)
+pair_of() { echo "${1:1}"; }
+pair_bad() {
+    local p=$1
+    [ "${RC[s$p]}" = 0 ] && [ "${RC[c$p]}" = 0 ] && return
+    echo "pair $p: client ${RC[c$p]} server ${RC[s$p]} ($(grep -h -m1 -E 'Failed|failed|error|parse|Couldn' "$D/c$p.out" "$D/s$p.out" | head -1 | tr -d '\n'))"
+}
+pace() { # the fastest pingpong client's usec/iter in $D
+    for ((i = 0; i < PAIRS; i++)); do sed -nE 's/.* = ([0-9.]+) usec\/iter.*/\1/p' "$D/c$i.out"; done | sort -g | head -1
+}
+
+# agent/clean: every pair exits 0, and no datagram is forwarded (the
+# agents' flight recorders).
 REC2="$SCRATCH/rec-agent"
 mkdir -p "$REC2"; chmod 0777 "$REC2"
-N=${NB_ITERS:-20000}
-round agent/clean none s 0 "${AG[@]}" SWRDMA_WIRE_RECORD="$REC2"
-others_ok agent/clean -1
+start5 agent/clean "${NB_ITERS:-20000}" 5 "${AG[@]}" SWRDMA_WIRE_RECORD="$REC2"
+for v in $VICTIMS; do wait "${JOB[$v]}"; RC[$v]=$?; done
+bad=""
+for p in 0 1 2 3 p; do b=$(pair_bad $p); [ -n "$b" ] && bad="$bad $b;"; done
+if [ -z "$bad" ]; then pass "agent/clean: the 5 pairs finished"; else fail agent/clean "$bad"; fi
+fastest=$(pace)
 # (The agents write their recorders when they exit, idle 2 s after the last
 # pair: nothing else runs in the namespaces then.)
 for _ in $(seq 100); do
@@ -252,30 +321,86 @@ elif [ "${fwd:-0}" = 0 ]; then
 else
     fail "agent/clean/no-forwarding" "$fwd datagrams forwarded ($(grep -h '^# counts' "$REC2"/rec.* | tr '\n' ';'))"
 fi
-fastest=$(for ((i = 0; i < PAIRS; i++)); do sed -nE 's/.* = ([0-9.]+) usec\/iter.*/\1/p' "$D/c$i.out"; done | sort -g | head -1)
-N=$(awk -v u="${fastest:-50}" -v s="$STOP" -v n="$N" 'BEGIN { k = int(3 * (s + 4) * 1e6 / u); print (k > n ? k : n) }')
 
-# all_ok NAME T: PASS when every pair, the stopped process's own included,
-# exited 0 on both sides, and the other pairs were still running when the
-# stop ended.
-all_ok() {
-    local name=$1 t=$2
-    if [ "${RC_C[$t]}" != 0 ] || [ "${RC_S[$t]}" != 0 ]; then
-        fail "$name" "its own pair: client ${RC_C[$t]} server ${RC_S[$t]} ($(grep -h -m1 -E 'Failed|error|parse' "$D/c$t.out" "$D/s$t.out" | head -1 | tr -d '\n'))"
-    else
-        others_ok "$name" "$t"
-    fi
-}
-OWN_FINISHES=1
-for who in s c; do
-    for ((t = 0; t < PAIRS; t++)); do
-        round "agent/stop/$who$t" stop "$who" "$t" "${AG[@]}"
-        all_ok "agent/stop/$who$t" "$t"
+# agent/sweepK/stop/V: the 10 processes stopped in turn, NB_STOP s each,
+# half a second apart, in one run of the 5 pairs (NB_SWEEPS runs, 2: 20
+# stops).  Every pair must finish with its data checked (the stopped
+# process's own included: its agent answers for it), and every process
+# must still be running when the last stop ends (else the run was too short
+# to show anything: the pingpongs' iterations are 1.5 times what the
+# schedule takes at the clean round's fastest pace).
+GAP=0.5
+sched=$(awk -v s="$STOP" -v g=$GAP 'BEGIN { print 10 * (s + g) + 2 }')
+NS=$(awk -v u="${fastest:-50}" -v t="$sched" -v n="${NB_ITERS:-20000}" 'BEGIN { k = int(1.5 * t * 1e6 / u); print (k > n ? k : n) }')
+DUR=$(awk -v t="$sched" 'BEGIN { print int(t + 10) }')
+for ((k = 1; k <= SWEEPS; k++)); do
+    name=agent/sweep$k
+    start5 "$name" "$NS" "$DUR" "${AG[@]}"
+    declare -A AT=()
+    for v in $VICTIMS; do
+        sleep $GAP
+        if [ -n "${PROG[$v]}" ] && kill -STOP "${PROG[$v]}" 2>/dev/null; then
+            sleep "$STOP"; kill -CONT "${PROG[$v]}"; AT[$v]=ok
+        else
+            AT[$v]="the process had ended before its stop (or was not found)"
+        fi
+    done
+    early=""
+    for v in $VICTIMS; do kill -0 "${PROG[$v]}" 2>/dev/null || early="$early $v"; done
+    for v in $VICTIMS; do wait "${JOB[$v]}"; RC[$v]=$?; done
+    bad=""
+    for p in 0 1 2 3 p; do b=$(pair_bad $p); [ -n "$b" ] && bad="$bad $b;"; done
+    for v in $VICTIMS; do
+        if [ "${AT[$v]}" != ok ]; then
+            fail "$name/stop/$v" "${AT[$v]}"
+        elif [ -n "$bad" ]; then
+            fail "$name/stop/$v" "not every pair finished:$bad"
+        elif [ -n "$early" ]; then
+            fail "$name/stop/$v" "ended before the last stop ended:$early (too few iterations for this machine: $NS)"
+        else
+            pass "$name/stop/$v: stopped $STOP s; all 5 pairs finished, data checked ($NS pingpong iterations, ib_write_bw -D $DUR)"
+        fi
     done
 done
-OWN_FINISHES=0
-round agent/kill/s1 kill s 1 "${AG[@]}"
-others_ok agent/kill/s1 1
-round agent/kill/c2 kill c 2 "${AG[@]}"
-others_ok agent/kill/c2 2
+
+# agent/kill/V: each of the 10 processes killed in turn, a second after its
+# pair started: the other 4 pairs exit 0 and were still running at the kill;
+# its own pair is then ended (a peer waiting for a message of a killed
+# process waits forever, as on any device).
+NK=$(awk -v u="${fastest:-50}" 'BEGIN { k = int(5 * 1e6 / u); print (k > 500 ? k : 500) }')
+for v in $VICTIMS; do
+    name=agent/kill/$v
+    own=$(pair_of "$v")
+    start5 "$name" "$NK" 5 "${AG[@]}"
+    sleep 1
+    early=""
+    for w in $VICTIMS; do
+        [ "$(pair_of "$w")" = "$own" ] && continue
+        kill -0 "${PROG[$w]}" 2>/dev/null || early="$early $w"
+    done
+    killed=no
+    [ -n "${PROG[$v]}" ] && kill -KILL "${PROG[$v]}" 2>/dev/null && killed=yes
+    for w in $VICTIMS; do
+        [ "$(pair_of "$w")" = "$own" ] && continue
+        wait "${JOB[$w]}"; RC[$w]=$?
+    done
+    for w in "s$own" "c$own"; do
+        kill -KILL "${JOB[$w]}" 2>/dev/null; pkill -KILL -P "${JOB[$w]}" 2>/dev/null
+        { wait "${JOB[$w]}"; } 2>/dev/null
+    done
+    bad=""
+    for p in 0 1 2 3 p; do
+        [ "$p" = "$own" ] && continue
+        b=$(pair_bad $p); [ -n "$b" ] && bad="$bad $b;"
+    done
+    if [ "$killed" != yes ]; then
+        fail "$name" "the process was not found"
+    elif [ -n "$bad" ]; then
+        fail "$name" "$bad"
+    elif [ -n "$early" ]; then
+        fail "$name" "ended before the kill:$early (too few iterations for this machine: $NK)"
+    else
+        pass "$name: the 4 other pairs finished ($NK pingpong iterations, ib_write_bw -D 5)"
+    fi
+done
 finish
