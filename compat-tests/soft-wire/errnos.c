@@ -297,6 +297,20 @@ int main(int argc, char **argv)
 		       got > 0 ? (unsigned long)wc.wr_id : 0UL);
 		say("query_qp ud", ibv_query_qp(u, &qa, IBV_QP_STATE, &qi));
 		printf("ud's state: %d\n", qa.qp_state);
+		/* Multicast attachments: a group GID (IPv4-mapped 239.1.2.3), a
+		 * unicast one, again, detached twice, and an RC QP. */
+		union ibv_gid grp = { .raw = { [10] = 0xff, [11] = 0xff, [12] = 239, [13] = 1, [14] = 2, [15] = 3 } };
+		union ibv_gid uni = grp;
+		uni.raw[12] = 10;
+		say("attach_mcast unicast gid", ibv_attach_mcast(u, &uni, 0));
+		say("attach_mcast group", ibv_attach_mcast(u, &grp, 0));
+		say("attach_mcast group again", ibv_attach_mcast(u, &grp, 0));
+		say("attach_mcast group lid 7", ibv_attach_mcast(u, &grp, 7));
+		say("attach_mcast rc qp", ibv_attach_mcast(a, &grp, 0));
+		say("detach_mcast group", ibv_detach_mcast(u, &grp, 0));
+		say("detach_mcast group again", ibv_detach_mcast(u, &grp, 0));
+		say("detach_mcast never attached", ibv_detach_mcast(u, &uni, 0));
+		/* (still attached with LID 7: the QP is destroyed attached) */
 		say("destroy_qp ud", ibv_destroy_qp(u));
 	}
 

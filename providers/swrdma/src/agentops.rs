@@ -8,7 +8,7 @@
 //!   access page (`locks.rs`) and the write end of the context's async
 //!   event pipe: the agent writes the kernel's async event records there
 //!   (element = the object's address, given as its `user_handle`).
-//! * **Objects** (PD, MR, CQ, QP) are made by control requests
+//! * **Objects** (PD, MR, CQ, SRQ, QP, AH) are made by control requests
 //!   (`swrdma_wired::ctl::msg`), answered with the errnos the provider's
 //!   own verbs give.  Each starts with the libibverbs structure the
 //!   application holds and is in the context's registry under its kind,
@@ -20,10 +20,14 @@
 //!   message.  No thread of ours carries the QPs: a stopped or busy
 //!   process keeps its connections, and a peer's WRITE, READ or atomic
 //!   needs nothing of it (the agent places by cross-memory attach).
+//! * **Multicast**: `attach_mcast` and `detach_mcast` are requests; the
+//!   agent keeps each QP's attachments and joins (leaves) the group on
+//!   its transport's sockets with a QP's first (last) attachment to it, so
+//!   a UD datagram to the group reaches every attached QP of its clients.
 //! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
-//!   NULL with it): SRQs, memory windows, XRC, parent domains, device
-//!   memory, extended CQs and QPs (`create_cq_ex`, `create_qp_ex`),
-//!   `advise_mr`, multicast.
+//!   NULL with it): memory windows, XRC (`get_srq_num` too), parent
+//!   domains, device memory, extended CQs, SRQs and QPs (`create_cq_ex`,
+//!   `create_srq_ex`, `create_qp_ex`), `advise_mr`.
 //! * **Completion channels**: the agent gets a write end of the channel's
 //!   pipe with the CQ and writes the CQ's address there (the kernel's
 //!   event: its user handle) when a completion it was armed for comes;
@@ -810,6 +814,47 @@ unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
     }
 }
 
+/// `ibv_attach_mcast`: the agent answers as `ops.rs` does (a GID that is
+/// not multicast, a QP that is not UD: `EINVAL`; the same group and LID
+/// again: no change) and has its transport take the group's datagrams for
+/// the QP (the kernel's errno if it cannot).
+///
+/// # Safety
+/// As every verb; `gid` is readable (the library checked it is not null,
+/// as for `ops.rs`).
+unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    // SAFETY: the contract.
+    unsafe { mcast(qp, gid, lid, true) }
+}
+
+/// `ibv_detach_mcast`: `EINVAL` for an attachment the QP does not have;
+/// the QP leaves the group with its last LID for it.
+///
+/// # Safety
+/// As `attach_mcast`.
+unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    // SAFETY: the contract.
+    unsafe { mcast(qp, gid, lid, false) }
+}
+
+/// # Safety
+/// As `attach_mcast`.
+unsafe fn mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16, attach: bool) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp.context)?.1))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    // SAFETY: 16 readable bytes (the contract), read once the QP is ours,
+    // as `ops.rs` reads them.
+    let gid = unsafe { (*gid).raw };
+    conn.done(&if attach {
+        Request::AttachMcast { qp: a.h, gid, lid }
+    } else {
+        Request::DetachMcast { qp: a.h, gid, lid }
+    })
+}
+
 unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
     // SAFETY: the contract (a QP of ours).
     let a = unsafe { &*(qp as *mut AQp) };
@@ -1327,10 +1372,6 @@ unsafe extern "C" fn no_srq_num(_s: *mut ibv_srq, _n: *mut u32) -> c_int {
     libc::EOPNOTSUPP
 }
 
-unsafe extern "C" fn no_mcast(_qp: *mut ibv_qp, _gid: *const ibv_gid, _lid: u16) -> c_int {
-    libc::EOPNOTSUPP
-}
-
 unsafe extern "C" fn no_advise(_pd: *mut ibv_pd, _advice: u32, _flags: u32, _sg: *mut ibv_sge, _n: u32) -> c_int {
     libc::EOPNOTSUPP
 }
@@ -1358,8 +1399,8 @@ pub fn ops() -> verbs_context_ops {
     o.advise_mr = Some(no_advise);
     o.create_ah = Some(create_ah);
     o.destroy_ah = Some(destroy_ah);
-    o.attach_mcast = Some(no_mcast);
-    o.detach_mcast = Some(no_mcast);
+    o.attach_mcast = Some(attach_mcast);
+    o.detach_mcast = Some(detach_mcast);
     o.open_xrcd = Some(no_xrcd);
     o.close_xrcd = Some(no_close_xrcd);
     o.create_cq = Some(create_cq);

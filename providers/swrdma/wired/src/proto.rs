@@ -5,7 +5,7 @@
 
 /// The protocol's version: in the socket name (an agent of another version
 /// is another agent) and in every message's header (checked both ways).
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 
 /// Every message starts with this word ("SWRW").
 pub const MAGIC: u32 = 0x5357_5257;
@@ -296,8 +296,8 @@ mod tests {
 
     #[test]
     fn name_has_version_uid_ifindex_scope() {
-        assert_eq!(socket_name(1000, 3, ""), b"swrdma-wired/2/1000/3".to_vec());
-        assert_eq!(socket_name(0, 1, "t-7"), b"swrdma-wired/2/0/1/t-7".to_vec());
+        assert_eq!(socket_name(1000, 3, ""), b"swrdma-wired/3/1000/3".to_vec());
+        assert_eq!(socket_name(0, 1, "t-7"), b"swrdma-wired/3/0/1/t-7".to_vec());
         assert!(scope_ok("test-12.a_b"));
         assert!(!scope_ok("a/b") && !scope_ok("a b") && !scope_ok(&"x".repeat(65)));
     }

@@ -53,6 +53,10 @@
 //!   taken; `srq_posted`: the WQEs the client put in the SRQ's queue that
 //!   the agent has not taken (the client's own count, bounded by the
 //!   queue's depth; at most the depth when it is out of range).
+//! * `join_group` and `leave_group`: the transport's group sockets
+//!   (`Transport::join_group`, `Sock::join_group`: one socket per group for
+//!   all the clients' QPs); without a transport, `join_group` is
+//!   `EOPNOTSUPP` (no datagrams would reach the QP).
 
 use crate::ctl::msg::{self, AhAttr, MsgError, QpType, Queue, Reply, Request, MAX_NUM};
 use crate::ctl::tables::{ClientId, Hooks, Limits, Tables};
@@ -64,7 +68,7 @@ use crate::wire::host::HostQp;
 use crate::wq::format::{QpKind, SendShape};
 use crate::wq::{AttachError, Consumer, Producer, Slots};
 use ibverbs_abi::verbs::*;
-use libc::{EAGAIN, EFAULT, EINVAL, ENOMEM, ESRCH};
+use libc::{EAGAIN, EFAULT, EINVAL, ENOMEM, EOPNOTSUPP, ESRCH};
 use rustix::io::Errno;
 use rustix::net::RecvFlags;
 use std::collections::{HashMap, HashSet};
@@ -397,6 +401,8 @@ struct AgentHooks<'a> {
     /// The client's data path (its queues).
     data: Option<&'a ClientData>,
     pidfd: BorrowedFd<'a>,
+    /// The agent's transport (None: it serves the control path only).
+    engine: Option<&'a Transport>,
 }
 
 impl Hooks for AgentHooks<'_> {
@@ -428,6 +434,19 @@ impl Hooks for AgentHooks<'_> {
     fn srq_posted(&self, _client: ClientId, srq: u32) -> u32 {
         let n = self.data.map_or(0, |d| d.srq_posted(srq));
         u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    fn join_group(&mut self, qpn: u32, mgid: &[u8; 16]) -> Result<(), i32> {
+        match self.engine {
+            Some(t) => t.join_group(mgid, qpn),
+            None => Err(EOPNOTSUPP),
+        }
+    }
+
+    fn leave_group(&mut self, qpn: u32, mgid: &[u8; 16]) {
+        if let Some(t) = self.engine {
+            t.leave_group(mgid, qpn);
+        }
     }
 }
 
@@ -782,6 +801,7 @@ impl Control {
                     pid: s.pid,
                     data: self.data.client(s.id),
                     pidfd,
+                    engine,
                 };
                 let rep = self.tables.exec(s.id, &req, &mut hooks);
                 let changed = self.keep(s, &req, &rep, att, gone);

@@ -29,7 +29,10 @@
 //! * **Control changes**: a QP made, modified or destroyed reaches the
 //!   engine through [`Transport::changed`] (the path, PSNs and MTU of a
 //!   `modify_qp`, the error state's flushes, the last ACK of a destroyed
-//!   RC QP), and a client's end through [`Transport::gone`].
+//!   RC QP), and a client's end through [`Transport::gone`].  A QP that
+//!   goes leaves every multicast group it was attached to
+//!   (`Sock::leave_all`); `attach_mcast` and `detach_mcast` join and
+//!   leave through [`Transport::join_group`] and [`Transport::leave_group`].
 
 use crate::ctl::tables::{ClientId, Kind, Tables};
 use crate::data::{take_sends, ClientData, Event, Serving};
@@ -161,6 +164,19 @@ impl Transport {
         self.wire.busy()
     }
 
+    /// QP `qpn` takes the datagrams to multicast group `mgid`
+    /// (`Sock::join_group`: the group's socket is opened with its first
+    /// QP).  The errno is `attach_mcast`'s.
+    pub fn join_group(&self, mgid: &[u8; 16], qpn: u32) -> Result<(), i32> {
+        self.wire.sock.join_group(mgid, qpn)
+    }
+
+    /// QP `qpn` leaves multicast group `mgid` (the group's socket goes with
+    /// its last QP).
+    pub fn leave_group(&self, mgid: &[u8; 16], qpn: u32) {
+        self.wire.sock.leave_group(mgid, qpn)
+    }
+
     /// The control path changed a QP (`Control::serve`).
     pub fn changed(&self, ctl: &mut Control, ch: Changed) {
         match ch {
@@ -189,15 +205,18 @@ impl Transport {
             }
             Changed::QpGone(qp) => {
                 self.wire.farewell(&*qp, &qp.lock());
+                self.wire.sock.leave_all(qp.qpn);
                 userdir::unpublish(&self.dir, qp.qpn);
             }
         }
     }
 
-    /// A client is gone: its QPs' last words, and their links.
+    /// A client is gone: its QPs' last words, their groups, and their
+    /// links.
     pub fn gone(&self, d: ClientData) {
         for qp in d.qps.values() {
             self.wire.farewell(&**qp, &qp.lock());
+            self.wire.sock.leave_all(qp.qpn);
             userdir::unpublish(&self.dir, qp.qpn);
         }
     }

@@ -5,7 +5,8 @@
 //! find the completions in their CQ queues; the agent places the data into
 //! their memory by cross-memory attach.  The agent joins a private
 //! directory of endpoints (`--dir`) as a wire context: its QPs are linked
-//! there.
+//! there.  Their UD QPs attached to a multicast group take what is sent
+//! to it (`attach_mcast`, `detach_mcast`).
 
 mod common;
 use common::*;
@@ -15,11 +16,11 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use swrdma_wired::client::{self, Options, Session, Target};
-use swrdma_wired::ctl::msg::{AhAttr, QpAttr, RegMr, Reply, Request};
+use swrdma_wired::ctl::msg::{AhAttr, QpAttr, QpType, RegMr, Reply, Request};
 use swrdma_wired::transport::{parse_event_record, EVENT_RECORD};
 use swrdma_wired::wq::format::{
     decode_cqe, encode_recv, encode_send, send_slot_size, Cqe, Data, QpKind, RecvWqe, Remote, SendOp, SendShape,
-    SendWqe, Sge, SgeList, CQE_SLOT,
+    SendWqe, Sge, SgeList, UdAddr, CQE_SLOT,
 };
 use swrdma_wired::wq::{Consumer, Producer, Push};
 
@@ -74,6 +75,8 @@ struct Client {
     pd: u32,
     /// The MR over `buf`: its handle and key.
     mr: (u32, u32),
+    /// The CQ: its handle and our half of its queue.
+    cq_h: u32,
     cq: Consumer,
     _cq_bell: OwnedFd,
     qp: u32,
@@ -144,6 +147,7 @@ impl Client {
             buf,
             pd,
             mr: (handle, lkey),
+            cq_h: cq,
             cq: cq_slots.into_consumer(),
             _cq_bell: bell,
             qp,
@@ -238,22 +242,74 @@ impl Client {
     }
 
     fn post_recv(&mut self, wr_id: u64, off: usize, len: u32) {
-        let sge = [Sge {
-            addr: self.at(off),
-            length: len,
-            lkey: self.key(),
-        }];
-        let mut b = [0u8; 128];
-        let n = encode_recv(
-            &RecvWqe {
-                wr_id,
-                sges: SgeList::new(&sge),
-            },
-            1,
-            &mut b,
-        )
-        .unwrap();
-        let _ = self.rq.try_push(&b[..n]).unwrap();
+        let (addr, lkey) = (self.at(off), self.key());
+        push_recv(&mut self.rq, wr_id, addr, len, lkey);
+    }
+
+    /// A UD QP on our PD and CQ (user handle `user_handle`), brought to
+    /// RTS with Q_Key [`QKEY`].
+    fn ud_qp(&mut self, user_handle: u64) -> Ud {
+        let (c, [(sq, sq_fd), (rq, rq_fd)]) = qp_request(QpType::Ud, user_handle, self.pd, self.cq_h);
+        let (qp, qpn) = match self
+            .s
+            .call(&Request::CreateQp(c), &[sq_fd.as_fd(), rq_fd.as_fd()], WAIT)
+        {
+            Ok(Reply::Qp { handle, qpn, .. }) => (handle, qpn),
+            r => panic!("create_qp (UD): {r:?}"),
+        };
+        let steps = [
+            (IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+            (IBV_QPS_RTR, 0),
+            (IBV_QPS_RTS, IBV_QP_SQ_PSN),
+        ];
+        for (state, mask) in steps {
+            let attr = QpAttr {
+                mask: mask | IBV_QP_STATE,
+                qp_state: state as u8,
+                port_num: if mask & IBV_QP_PORT != 0 { 1 } else { 0 },
+                qkey: if mask & IBV_QP_QKEY != 0 { QKEY } else { 0 },
+                sq_psn: if mask & IBV_QP_SQ_PSN != 0 { 0x10 } else { 0 },
+                ..QpAttr::default()
+            };
+            assert_eq!(self.call(Request::ModifyQp { qp, attr }), Reply::Done, "{attr:?}");
+        }
+        Ud {
+            qp,
+            qpn,
+            sq: sq.into_producer(),
+            rq: rq.into_producer(),
+        }
+    }
+
+    /// Posts a signaled inline SEND of `data` on UD QP `u` to `dest`.
+    fn ud_send(&mut self, u: &mut Ud, wr_id: u64, dest: UdAddr, data: &[u8]) {
+        let w = SendWqe {
+            wr_id,
+            op: SendOp::Send,
+            send_flags: IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+            ud: Some(dest),
+            xrc_srqn: None,
+            data: Data::Inline(data),
+        };
+        let mut b = vec![0u8; send_slot_size(1, 256).unwrap()];
+        let n = encode_send(&w, &UD_SHAPE, &mut b).unwrap();
+        if u.sq.try_push(&b[..n]).unwrap() == Push::Ring {
+            self.s.doorbell().unwrap();
+        }
+    }
+
+    /// Posts a receive of `len` bytes at `off` of our memory on UD QP `u`.
+    fn ud_recv(&mut self, u: &mut Ud, wr_id: u64, off: usize, len: u32) {
+        let (addr, lkey) = (self.at(off), self.key());
+        push_recv(&mut u.rq, wr_id, addr, len, lkey);
+    }
+
+    fn attach(&mut self, qp: u32, gid: [u8; 16]) -> Reply {
+        self.call(Request::AttachMcast { qp, gid, lid: 0 })
+    }
+
+    fn detach(&mut self, qp: u32, gid: [u8; 16]) -> Reply {
+        self.call(Request::DetachMcast { qp, gid, lid: 0 })
     }
 
     /// The CQEs that came within `WAIT`, until `want` did.
@@ -289,6 +345,44 @@ impl Client {
             r => panic!("query_qp: {r:?}"),
         }
     }
+}
+
+/// Writes a receive WQE of one SGE (`addr`, `len`, `lkey`) into `q`.
+fn push_recv(q: &mut Producer, wr_id: u64, addr: u64, len: u32, lkey: u32) {
+    let sge = [Sge {
+        addr,
+        length: len,
+        lkey,
+    }];
+    let mut b = [0u8; 128];
+    let n = encode_recv(
+        &RecvWqe {
+            wr_id,
+            sges: SgeList::new(&sge),
+        },
+        1,
+        &mut b,
+    )
+    .unwrap();
+    let _ = q.try_push(&b[..n]).unwrap();
+}
+
+/// The Q_Key of the UD QPs.
+const QKEY: u32 = 0x1357_2468;
+const UD_SHAPE: SendShape = SendShape {
+    kind: QpKind::Ud,
+    max_sge: 1,
+    max_inline: 256,
+};
+/// The bytes of the GRH before a UD receive's data.
+const GRH: usize = 40;
+
+/// A client's UD QP: its handle, its number, our halves of its queues.
+struct Ud {
+    qp: u32,
+    qpn: u32,
+    sq: Producer,
+    rq: Producer,
 }
 
 fn wqe(wr_id: u64, op: SendOp, data: Data<'_>) -> SendWqe<'_> {
@@ -450,4 +544,155 @@ fn the_agent_carries_rc_traffic_between_its_clients() {
     drop(b);
     assert!(wait_gone(agent, Duration::from_secs(5)), "idle exit");
     assert!(!dir.0.join(&ctx).exists(), "the endpoint went with the agent");
+}
+
+/// Whether IPv4 group `g` has members on `lo` (`/proc/net/igmp`, the
+/// kernel's list of memberships per interface); None: the list cannot be
+/// read here.
+fn lo_member_of(g: std::net::Ipv4Addr) -> Option<bool> {
+    let t = std::fs::read_to_string("/proc/net/igmp").ok()?;
+    // (The address as the kernel prints it: its network-order word, in hex.)
+    let want = format!("{:08X}", u32::from_ne_bytes(g.octets()));
+    let mut on_lo = false;
+    for l in t.lines().skip(1) {
+        if !l.starts_with('\t') {
+            on_lo = l.split_whitespace().nth(1) == Some("lo");
+        } else if on_lo && l.split_whitespace().next() == Some(&want[..]) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// Waits up to `WAIT` for `lo_member_of(g)` to be `want` (true when the
+/// list cannot be read: nothing to look at).
+fn lo_membership_becomes(g: std::net::Ipv4Addr, want: bool) -> bool {
+    let end = Instant::now() + WAIT;
+    loop {
+        match lo_member_of(g) {
+            None => return true,
+            Some(m) if m == want => return true,
+            Some(_) if Instant::now() >= end => return false,
+            Some(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+#[test]
+fn the_agent_carries_multicast_between_its_clients() {
+    if port_taken() {
+        eprintln!("skipped: 127.0.0.1:4791 is held by another user or the kernel's rxe");
+        return;
+    }
+    let dir = Dir::new("mcast");
+    let s = scope("mcast");
+    let mut a = Client::open(&s, &dir.0, 0);
+    let mut b = Client::open(&s, &dir.0, 1);
+    assert_eq!(a.s.agent_pid, b.s.agent_pid, "one agent");
+    assert!(a.s.transport, "an agent with --dir carries traffic");
+    let agent = a.s.agent_pid;
+    let group = std::net::Ipv4Addr::new(239, 1, 2, 3);
+    let mgid = group.to_ipv6_mapped().octets();
+    let mut ua = a.ud_qp(0xB001);
+    let mut ub = b.ud_qp(0xB002);
+    match a.attach(ua.qp, mgid) {
+        Reply::Done => {}
+        Reply::Err(e) if e != libc::EINVAL && e != libc::EOPNOTSUPP => {
+            // (The kernel refused the group socket on lo: the agent joins
+            // as the provider's own wire context does, and `wire::sock`'s
+            // test of groups skips alike.)
+            eprintln!("skipped: the agent cannot join a group on lo here (errno {e})");
+            return;
+        }
+        r => panic!("attach_mcast: {r:?}"),
+    }
+    assert_eq!(b.attach(ub.qp, mgid), Reply::Done);
+    assert_eq!(b.attach(ub.qp, mgid), Reply::Done, "the same again: no change");
+    assert!(lo_membership_becomes(group, true), "the agent joined {group} on lo");
+    // An AH to the group is one of the PD's like any other; a UD send to
+    // it names QPN 0xffffff and the QPs' Q_Key.
+    let av = AhAttr {
+        dgid: mgid,
+        sgid_index: 1,
+        hop_limit: 64,
+        is_global: 1,
+        port_num: 1,
+        ..AhAttr::default()
+    };
+    let pd = a.pd;
+    let Reply::Ah { .. } = a.call(Request::CreateAh { pd, attr: av }) else {
+        panic!("create_ah to the group")
+    };
+    let to_group = UdAddr {
+        remote_qpn: 0xff_ffff,
+        remote_qkey: QKEY,
+        dgid: av.dgid,
+        flow_label: av.flow_label,
+        sgid_index: av.sgid_index,
+        hop_limit: av.hop_limit,
+        traffic_class: av.traffic_class,
+        is_global: true,
+    };
+    // One datagram: a copy for each QP attached, the sender's own too (as
+    // rxe gives it).
+    let msg = b"to every member of the group";
+    let len = (GRH + msg.len()) as u32;
+    b.ud_recv(&mut ub, 700, 8000, 256);
+    b.ud_recv(&mut ub, 701, 9000, 256);
+    a.ud_recv(&mut ua, 600, 8000, 256);
+    a.ud_recv(&mut ua, 601, 9000, 256);
+    a.ud_send(&mut ua, 11, to_group, msg);
+    let got_a = a.poll(2);
+    let got_b = b.poll(1);
+    let sent = got_a
+        .iter()
+        .find(|e| e.opcode == IBV_WC_SEND)
+        .map(|e| (e.wr_id, e.status));
+    assert_eq!(sent, Some((11, 0)), "{:?}", summary(&got_a));
+    assert_eq!(summary(&got_b), vec![(700, 0, IBV_WC_RECV, len)]);
+    assert_eq!((got_b[0].src_qp, got_b[0].qp_num), (ua.qpn, ub.qpn));
+    assert_eq!(&b.buf[8000 + GRH..8000 + GRH + msg.len()], msg);
+    let own: Vec<_> = got_a.iter().filter(|e| e.opcode == IBV_WC_RECV).collect();
+    assert_eq!(own.len(), 1, "{:?}", summary(&got_a));
+    assert_eq!((own[0].wr_id, own[0].status, own[0].qp_num), (600, 0, ua.qpn));
+    // B detaches: the next datagram reaches A only.
+    assert_eq!(b.detach(ub.qp, mgid), Reply::Done);
+    let msg2 = b"the second, for A only";
+    a.ud_send(&mut ua, 12, to_group, msg2);
+    let got_a = a.poll(2);
+    assert_eq!(got_a.len(), 2, "A's send and its own copy: {:?}", summary(&got_a));
+    assert!(got_a
+        .iter()
+        .any(|e| (e.wr_id, e.status, e.opcode) == (12, 0, IBV_WC_SEND)));
+    assert!(got_a
+        .iter()
+        .any(|e| (e.wr_id, e.status, e.opcode) == (601, 0, IBV_WC_RECV)));
+    assert_eq!(&a.buf[9000 + GRH..9000 + GRH + msg2.len()], msg2);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut cqe = [0u8; CQE_SLOT];
+    assert_eq!(b.cq.try_pop(&mut cqe).unwrap(), None, "B detached: nothing for it");
+    assert_eq!(b.buf[9000..9000 + GRH + msg2.len()], vec![0u8; GRH + msg2.len()]);
+    // The answers of the provider's own verbs.
+    assert_eq!(b.detach(ub.qp, mgid), Reply::Err(libc::EINVAL), "detached already");
+    let other = std::net::Ipv4Addr::new(239, 1, 2, 4).to_ipv6_mapped().octets();
+    assert_eq!(b.detach(ub.qp, other), Reply::Err(libc::EINVAL), "never attached");
+    let rc = b.qp;
+    assert_eq!(b.attach(rc, mgid), Reply::Err(libc::EINVAL), "an RC QP");
+    let unicast = std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped().octets();
+    assert_eq!(b.attach(ub.qp, unicast), Reply::Err(libc::EINVAL), "not a group");
+    assert_eq!(b.attach(0xdead, mgid), Reply::Err(libc::ENOENT), "no such QP");
+    // A's UD QP goes while attached: the agent leaves the group (it was
+    // the last member).
+    assert!(lo_membership_becomes(group, true));
+    let qp = ua.qp;
+    assert_eq!(a.call(Request::DestroyQp { qp }), Reply::Done);
+    assert!(lo_membership_becomes(group, false), "left with the last QP's destroy");
+    // B attached again, then gone: left with the client.
+    assert_eq!(b.attach(ub.qp, mgid), Reply::Done);
+    assert!(lo_membership_becomes(group, true), "joined again");
+    drop(ub);
+    drop(b);
+    assert!(lo_membership_becomes(group, false), "left with the client's end");
+    drop(a);
+    assert!(wait_gone(agent, Duration::from_secs(5)), "idle exit");
 }

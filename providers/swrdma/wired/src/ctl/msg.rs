@@ -50,6 +50,8 @@
 //! | 20 | `DestroyAh` | ah (4) | |
 //! | 21 | `AllocXrcd` | (none) | |
 //! | 22 | `DeallocXrcd` | xrcd (4) | |
+//! | 23 | `AttachMcast` | qp (4), gid (16), lid (2), 0 (2) | |
+//! | 24 | `DetachMcast` | qp (4), gid (16), lid (2), 0 (2) | |
 //!
 //! A queue is its depth (4) and slot size (4), as `wq::slots::file_bytes`
 //! takes them; the memfd travels as the message's descriptor.  Caps are
@@ -123,7 +125,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 
 /// The version byte of every control message: the protocol's version
 /// (`proto::VERSION`, also in the agent's socket name).
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 const _: () = assert!(crate::proto::VERSION == VERSION as u16 && VERSION < 0x50);
 
 /// Bytes of the header.
@@ -192,6 +194,10 @@ pub mod kind {
     pub const ALLOC_XRCD: u8 = 21;
     /// Request.
     pub const DEALLOC_XRCD: u8 = 22;
+    /// Request: a QP joins a multicast group.
+    pub const ATTACH_MCAST: u8 = 23;
+    /// Request: a QP leaves a multicast group.
+    pub const DETACH_MCAST: u8 = 24;
     /// Reply: the verb failed with an errno.
     pub const ERR: u8 = 0x40;
     /// Reply: the verb succeeded and returns nothing.
@@ -1222,6 +1228,25 @@ pub enum Request {
         /// The XRC domain.
         xrcd: u32,
     },
+    /// `ibv_attach_mcast`.
+    AttachMcast {
+        /// The QP.
+        qp: u32,
+        /// The multicast group's GID (as given: the checks are the
+        /// agent's).
+        gid: [u8; 16],
+        /// The group's LID (as given).
+        lid: u16,
+    },
+    /// `ibv_detach_mcast`.
+    DetachMcast {
+        /// The QP.
+        qp: u32,
+        /// The group's GID.
+        gid: [u8; 16],
+        /// The group's LID.
+        lid: u16,
+    },
 }
 
 impl Request {
@@ -1250,6 +1275,8 @@ impl Request {
             Request::DestroyAh { .. } => kind::DESTROY_AH,
             Request::AllocXrcd => kind::ALLOC_XRCD,
             Request::DeallocXrcd { .. } => kind::DEALLOC_XRCD,
+            Request::AttachMcast { .. } => kind::ATTACH_MCAST,
+            Request::DetachMcast { .. } => kind::DETACH_MCAST,
         }
     }
 
@@ -1350,6 +1377,12 @@ impl Request {
                 attr.write(w);
             }
             Request::AllocXrcd => {}
+            Request::AttachMcast { qp, gid, lid } | Request::DetachMcast { qp, gid, lid } => {
+                w.u32(qp);
+                w.0.extend_from_slice(&gid);
+                w.u16(lid);
+                w.u16(0);
+            }
         }
     }
 
@@ -1410,6 +1443,17 @@ impl Request {
             kind::DESTROY_AH => Request::DestroyAh { ah: r.u32()? },
             kind::ALLOC_XRCD => Request::AllocXrcd,
             kind::DEALLOC_XRCD => Request::DeallocXrcd { xrcd: r.u32()? },
+            k @ (kind::ATTACH_MCAST | kind::DETACH_MCAST) => {
+                let qp = r.u32()?;
+                let gid = r.arr()?;
+                let lid = r.u16()?;
+                r.zeros(2)?;
+                if k == kind::ATTACH_MCAST {
+                    Request::AttachMcast { qp, gid, lid }
+                } else {
+                    Request::DetachMcast { qp, gid, lid }
+                }
+            }
             k => return Err(MsgError::Kind(k)),
         };
         r.end()?;
@@ -1675,7 +1719,7 @@ impl Reply {
             kind::ALLOC_MW => kind::MW,
             kind::CREATE_AH => kind::AH,
             kind::ALLOC_XRCD => kind::XRCD,
-            k if (kind::ALLOC_PD..=kind::DEALLOC_XRCD).contains(&k) => kind::DONE,
+            k if (kind::ALLOC_PD..=kind::DETACH_MCAST).contains(&k) => kind::DONE,
             _ => return false,
         };
         self.kind() == kind::ERR || self.kind() == want

@@ -25,6 +25,11 @@
 //!   `DestroyCq` while a QP or SRQ completes into it: `EBUSY`.
 //! * `DestroySrq` while QPs use the SRQ and `DeallocXrcd` while objects
 //!   name it succeed, as the provider's do (the kernel says `EBUSY`).
+//! * Multicast attachments are the QP's (`Qp::mcast`, a list of (GID,
+//!   LID) as the kernel's uverbs keeps it): the agent joins a group for a
+//!   QP with its first attachment to it ([`Hooks::join_group`]) and leaves
+//!   it with its last ([`Hooks::leave_group`]); a destroyed QP's groups
+//!   are the engine's to forget (`Transport::changed`, `Transport::gone`).
 //! * The rest is each verb's own, in `ops.rs`'s order: see the functions.
 
 use super::msg::{
@@ -150,7 +155,34 @@ pub trait Hooks {
     fn srq_posted(&self, _client: ClientId, _srq: u32) -> u32 {
         0
     }
+
+    /// QP `qpn` is attached to multicast group `mgid` for the first time
+    /// (whatever the LID): the agent takes the group's datagrams for it
+    /// (`Sock::join_group`).  An errno is `attach_mcast`'s answer, and
+    /// nothing is recorded.
+    fn join_group(&mut self, _qpn: u32, _mgid: &[u8; 16]) -> Result<(), i32> {
+        Ok(())
+    }
+
+    /// QP `qpn`'s last attachment to multicast group `mgid` went
+    /// (`detach_mcast`).
+    fn leave_group(&mut self, _qpn: u32, _mgid: &[u8; 16]) {}
 }
+
+/// Whether `g` is a multicast GID (the kernel's `rdma_is_multicast_addr`,
+/// as the provider's `Ctx::is_multicast_gid`): an IPv6 multicast address
+/// (ff00::/8), or an IPv4-mapped one of 224.0.0.0/4.
+pub fn is_multicast_gid(g: &[u8; 16]) -> bool {
+    let v4_mapped = g[..10] == [0; 10] && g[10..12] == [0xff, 0xff];
+    g[0] == 0xff || (v4_mapped && g[12] & 0xf0 == 0xe0)
+}
+
+/// The most multicast attachments a client's QPs have in all: the
+/// device's `max_total_mcast_qp_attach` on a wire device (`ops.rs`:
+/// `mcast::MAX_GROUPS` groups, 56 QPs each).  One more is `ENOMEM`, as
+/// rxe answers past its limits; it bounds what a client keeps in the
+/// agent (an attachment per LID otherwise has no bound).
+pub const MAX_MCAST_ATTACH: u32 = crate::wire::mcast::MAX_GROUPS as u32 * 56;
 
 /// A PD or a parent domain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -257,6 +289,9 @@ pub struct Qp {
     pub state: u32,
     /// The attributes `modify_qp` set (the others are 0).
     pub attr: QpAttr,
+    /// Its multicast attachments, (GID, LID), each once, in the order
+    /// they came.
+    pub mcast: Vec<([u8; 16], u16)>,
 }
 
 /// An MR (what it covers is its [`MrEnt`] in [`Client::keys`]).
@@ -290,13 +325,14 @@ pub struct Ah {
     pub attr: AhAttr,
 }
 
-/// An object of a client.
+/// An object of a client.  (A QP, the largest by far, is boxed: every
+/// entry of the map is as large as the largest variant.)
 #[derive(Clone, Debug)]
 enum Obj {
     Pd(Pd),
     Cq(Cq),
     Srq(Srq),
-    Qp(Qp),
+    Qp(Box<Qp>),
     Mr(Mr),
     Mw(Mw),
     Ah(Ah),
@@ -341,18 +377,22 @@ pub struct Client {
     keys: Keys,
     qpns: NumMap<u32>,
     srqns: NumMap<u32>,
+    /// The multicast attachments of all its QPs.
+    attached: u32,
 }
 
 /// Typed lookups: `$get` (public) and, when named, `$get_mut` give the
 /// object of kind `$var` that handle `h` names, or the errno of a handle
-/// that names none (`ENOENT`) or one of another kind (`EINVAL`).
+/// that names none (`ENOENT`) or one of another kind (`EINVAL`).  (The
+/// variant holds a `$t` or a `Box<$t>`: `Borrow` gives the `$t` of
+/// either.)
 macro_rules! lookup {
     ($get:ident, $var:ident, $t:ty) => {
         /// The object that handle `h` names: `ENOENT` when none of the
         /// client's does, `EINVAL` when it is of another kind.
         pub fn $get(&self, h: u32) -> Result<&$t, i32> {
             match self.objs.get(&h) {
-                Some(Obj::$var(o)) => Ok(o),
+                Some(Obj::$var(o)) => Ok(std::borrow::Borrow::borrow(o)),
                 Some(_) => Err(EINVAL),
                 None => Err(ENOENT),
             }
@@ -363,7 +403,7 @@ macro_rules! lookup {
 
         fn $get_mut(&mut self, h: u32) -> Result<&mut $t, i32> {
             match self.objs.get_mut(&h) {
-                Some(Obj::$var(o)) => Ok(o),
+                Some(Obj::$var(o)) => Ok(std::borrow::BorrowMut::borrow_mut(o)),
                 Some(_) => Err(EINVAL),
                 None => Err(ENOENT),
             }
@@ -385,6 +425,7 @@ impl Client {
             keys: Keys::default(),
             qpns: NumMap::default(),
             srqns: NumMap::default(),
+            attached: 0,
         }
     }
 
@@ -651,6 +692,8 @@ impl Client {
                 self.remove(xrcd);
                 Reply::Done
             }),
+            Request::AttachMcast { qp, gid, lid } => self.attach_mcast(qp, gid, lid, hooks),
+            Request::DetachMcast { qp, gid, lid } => self.detach_mcast(qp, gid, lid, hooks),
         };
         r.into()
     }
@@ -878,8 +921,9 @@ impl Client {
             rq: c.rq,
             state: IBV_QPS_RESET,
             attr: QpAttr::default(),
+            mcast: Vec::new(),
         };
-        self.insert(h, Obj::Qp(qp));
+        self.insert(h, Obj::Qp(Box::new(qp)));
         self.qpns.insert(qpn, h);
         self.pd_use(c.pd, true);
         self.cq_use(c.send_cq, true);
@@ -962,15 +1006,58 @@ impl Client {
     }
 
     /// `destroy_qp`: the lookup (what the engine does for it, its last
-    /// ACK, the completions it leaves, is the caller's, before).
+    /// ACK, the completions it leaves, the groups it was in, is the
+    /// caller's, before).
     fn destroy_qp(&mut self, qp: u32, hooks: &mut dyn Hooks) -> Result<Reply, i32> {
         self.qp(qp)?;
         if let Some(Obj::Qp(q)) = self.remove(qp) {
+            self.attached = self.attached.saturating_sub(q.mcast.len() as u32);
             self.qpns.remove(&q.qpn);
             self.cq_use(q.send_cq, false);
             self.cq_use(q.recv_cq, false);
             self.pd_use(q.pd, false);
             hooks.free_num(q.qpn);
+        }
+        Ok(Reply::Done)
+    }
+
+    /// `attach_mcast`, in `ops.rs`'s order: the QP's lookup; a GID that is
+    /// not multicast ([`is_multicast_gid`]) or a QP that is not UD
+    /// (`EINVAL`); the same GID and LID again is no change; past
+    /// [`MAX_MCAST_ATTACH`] attachments of the client's, `ENOMEM`; the
+    /// QP's first attachment to the GID joins the group
+    /// ([`Hooks::join_group`]: its errno, and nothing recorded).
+    fn attach_mcast(&mut self, qp: u32, gid: [u8; 16], lid: u16, hooks: &mut dyn Hooks) -> Result<Reply, i32> {
+        let q = self.qp(qp)?;
+        if !is_multicast_gid(&gid) || q.qp_type != QpType::Ud {
+            return Err(EINVAL);
+        }
+        if q.mcast.contains(&(gid, lid)) {
+            return Ok(Reply::Done);
+        }
+        if self.attached >= MAX_MCAST_ATTACH {
+            return Err(libc::ENOMEM);
+        }
+        if !q.mcast.iter().any(|(g, _)| *g == gid) {
+            hooks.join_group(q.qpn, &gid)?;
+        }
+        self.qp_mut(qp)?.mcast.push((gid, lid));
+        self.attached += 1;
+        Ok(Reply::Done)
+    }
+
+    /// `detach_mcast`: the QP's lookup; an attachment the QP does not have
+    /// (that GID with that LID) is `EINVAL`.  With its last LID for the
+    /// GID the QP leaves the group ([`Hooks::leave_group`]).
+    fn detach_mcast(&mut self, qp: u32, gid: [u8; 16], lid: u16, hooks: &mut dyn Hooks) -> Result<Reply, i32> {
+        let q = self.qp_mut(qp)?;
+        let i = q.mcast.iter().position(|e| *e == (gid, lid)).ok_or(EINVAL)?;
+        q.mcast.remove(i);
+        let last = !q.mcast.iter().any(|(g, _)| *g == gid);
+        let qpn = q.qpn;
+        self.attached = self.attached.saturating_sub(1);
+        if last {
+            hooks.leave_group(qpn, &gid);
         }
         Ok(Reply::Done)
     }
@@ -1358,6 +1445,14 @@ impl Hooks for Unique<'_> {
 
     fn srq_posted(&self, client: ClientId, srq: u32) -> u32 {
         self.inner.srq_posted(client, srq)
+    }
+
+    fn join_group(&mut self, qpn: u32, mgid: &[u8; 16]) -> Result<(), i32> {
+        self.inner.join_group(qpn, mgid)
+    }
+
+    fn leave_group(&mut self, qpn: u32, mgid: &[u8; 16]) {
+        self.inner.leave_group(qpn, mgid)
     }
 }
 

@@ -156,6 +156,9 @@ fn only(mask: u32, attr: &QpAttr) -> QpAttr {
     o
 }
 
+/// A multicast GID: IPv4 group 239.1.2.3, as rdma_cm makes it.
+const MGID: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3];
+
 /// Requests of every kind, with boundary values.
 fn request_samples() -> Vec<Request> {
     let mut v = vec![
@@ -173,6 +176,26 @@ fn request_samples() -> Vec<Request> {
         Request::DestroyAh { ah: 4 },
         Request::AllocXrcd,
         Request::DeallocXrcd { xrcd: 5 },
+        Request::AttachMcast {
+            qp: 1,
+            gid: [0xff; 16],
+            lid: u16::MAX,
+        },
+        Request::AttachMcast {
+            qp: 0,
+            gid: [0; 16],
+            lid: 0,
+        },
+        Request::DetachMcast {
+            qp: u32::MAX,
+            gid: MGID,
+            lid: 0xc001,
+        },
+        Request::DetachMcast {
+            qp: 1,
+            gid: [0; 16],
+            lid: 0,
+        },
         Request::QueryQp { qp: 1, mask: 0 },
         Request::QueryQp {
             qp: u32::MAX,
@@ -342,7 +365,7 @@ fn every_request_round_trips() {
         }
         kinds.insert(req.kind());
     }
-    assert_eq!(kinds.len(), 22, "every request kind");
+    assert_eq!(kinds.len(), 24, "every request kind");
     // The longest message: every attribute.
     let b = Request::ModifyQp {
         qp: 1,
@@ -399,6 +422,25 @@ fn body_lengths_are_the_documented_ones() {
     assert_eq!(body(&Request::CreateQp(qp)), 8 + 44 + 16);
     assert_eq!(body(&Request::CreateQp(CreateQp { rq: None, ..qp })), 8 + 44 + 8);
     assert_eq!(body(&Request::CreateAh { pd: 1, attr: ah_max() }), 36);
+    for m in [
+        Request::AttachMcast {
+            qp: 1,
+            gid: MGID,
+            lid: 2,
+        },
+        Request::DetachMcast {
+            qp: 1,
+            gid: MGID,
+            lid: 2,
+        },
+    ] {
+        assert_eq!(body(&m), 4 + 16 + 2 + 2, "{m:?}");
+        // qp, gid, lid, little-endian, then the padding.
+        let b = m.encode(0).unwrap();
+        assert_eq!(b[HEADER..HEADER + 4], 1u32.to_le_bytes());
+        assert_eq!(b[HEADER + 4..HEADER + 20], MGID);
+        assert_eq!(b[HEADER + 20..], [2, 0, 0, 0]);
+    }
     assert_eq!(
         body(&Request::RegMr(RegMr {
             pd: 1,
@@ -535,10 +577,10 @@ fn decoding_refuses_bad_headers_and_bodies() {
     let mut long = pd.clone();
     long.push(0);
     assert_eq!(d(&long), Some(Length), "datagram longer than its length field");
-    assert_eq!(d(&with(&pd, 1, 1)), Some(Version(1)), "the version before");
-    assert_eq!(d(&with(&pd, 1, 3)), Some(Version(3)));
+    assert_eq!(d(&with(&pd, 1, 2)), Some(Version(2)), "the version before");
+    assert_eq!(d(&with(&pd, 1, 4)), Some(Version(4)));
     assert_eq!(d(&with(&pd, 1, 0x52)), Some(Version(0x52)));
-    for k in [0u8, 23, 0x3f, 0x40, 0x4b, 0x4c, 0xff] {
+    for k in [0u8, 25, 0x3f, 0x40, 0x4b, 0x4c, 0xff] {
         assert_eq!(d(&with(&pd, 0, k)), Some(Kind(k)));
     }
     assert_eq!(d(&with(&pd, 2, 4)), Some(Flags(4)), "more descriptors than any message");
@@ -583,6 +625,26 @@ fn decoding_refuses_bad_headers_and_bodies() {
     assert_eq!(d(&with(&srq, HEADER + 13, 1)), Some(Reserved));
     let q = Request::QueryQp { qp: 1, mask: 0 }.encode(0).unwrap();
     assert_eq!(d(&with(&q, HEADER + 7, 4)), Some(Range("QP attribute mask")));
+    for k in [kind::ATTACH_MCAST, kind::DETACH_MCAST] {
+        let m = with(
+            &Request::AttachMcast {
+                qp: 1,
+                gid: MGID,
+                lid: 3,
+            }
+            .encode(0)
+            .unwrap(),
+            0,
+            k,
+        );
+        assert!(Request::decode(&m).is_ok());
+        assert_eq!(d(&with(&m, HEADER + 22, 1)), Some(Reserved));
+        assert_eq!(d(&with(&m, HEADER + 23, 0x80)), Some(Reserved));
+        let mut short = m[..m.len() - 2].to_vec();
+        short[8] -= 2;
+        assert_eq!(d(&short), Some(Body), "without its padding");
+        assert_eq!(d(&with(&m, 2, 1)), Some(Fds { want: 0, got: 1 }));
+    }
     let rr = Request::ReregMr(ReregMr {
         mr: 1,
         flags: 0,
@@ -773,7 +835,7 @@ fn qp_attr_converts_to_and_from_the_verbs_struct() {
 /// A random request the encoder takes.
 fn rand_request(r: &mut Rng) -> Request {
     let qp_type = QpType::ALL[r.below(5) as usize];
-    match r.below(22) + 1 {
+    match r.below(24) + 1 {
         1 => Request::AllocPd { parent: r.opt() },
         2 => Request::DeallocPd { pd: r.u32() },
         3 => Request::CreateCq(CreateCq {
@@ -866,7 +928,20 @@ fn rand_request(r: &mut Rng) -> Request {
         },
         20 => Request::DestroyAh { ah: r.u32() },
         21 => Request::AllocXrcd,
-        _ => Request::DeallocXrcd { xrcd: r.u32() },
+        22 => Request::DeallocXrcd { xrcd: r.u32() },
+        n => {
+            let mut gid = [0u8; 16];
+            gid.iter_mut().for_each(|b| *b = r.u8());
+            if r.bit() {
+                gid = MGID;
+            }
+            let (qp, lid) = (r.u32(), r.next() as u16);
+            if n == 23 {
+                Request::AttachMcast { qp, gid, lid }
+            } else {
+                Request::DetachMcast { qp, gid, lid }
+            }
+        }
     }
 }
 
@@ -1290,6 +1365,11 @@ struct H {
     mapped: Result<(), i32>,
     pending: u32,
     posted: u32,
+    /// The groups joined and left, (QPN, MGID), in order.
+    joins: Vec<(u32, [u8; 16])>,
+    leaves: Vec<(u32, [u8; 16])>,
+    /// `join_group`'s answer when set.
+    join_err: Option<i32>,
 }
 
 impl H {
@@ -1303,6 +1383,9 @@ impl H {
             mapped: Ok(()),
             pending: 0,
             posted: 0,
+            joins: Vec::new(),
+            leaves: Vec::new(),
+            join_err: None,
         }
     }
 }
@@ -1338,6 +1421,18 @@ impl Hooks for H {
 
     fn srq_posted(&self, _client: ClientId, _srq: u32) -> u32 {
         self.posted
+    }
+
+    fn join_group(&mut self, qpn: u32, mgid: &[u8; 16]) -> Result<(), i32> {
+        if let Some(e) = self.join_err {
+            return Err(e);
+        }
+        self.joins.push((qpn, *mgid));
+        Ok(())
+    }
+
+    fn leave_group(&mut self, qpn: u32, mgid: &[u8; 16]) {
+        self.leaves.push((qpn, *mgid));
     }
 }
 
@@ -2626,4 +2721,188 @@ fn user_handles_are_kept_by_handle() {
         (c.user_handle(qp), c.user_handle(srq), c.user_handle(cq)),
         (None, None, None)
     );
+}
+
+// ---------------------------------------------------------------------------
+// Multicast attachments
+// ---------------------------------------------------------------------------
+
+fn attach(qp: u32, gid: [u8; 16], lid: u16) -> Request {
+    Request::AttachMcast { qp, gid, lid }
+}
+
+fn detach(qp: u32, gid: [u8; 16], lid: u16) -> Request {
+    Request::DetachMcast { qp, gid, lid }
+}
+
+/// An IPv4-mapped GID of `a.b.c.d`.
+fn v4(a: [u8; 4]) -> [u8; 16] {
+    std::net::Ipv4Addr::from(a).to_ipv6_mapped().octets()
+}
+
+fn v6(s: &str) -> [u8; 16] {
+    s.parse::<std::net::Ipv6Addr>().unwrap().octets()
+}
+
+#[test]
+fn multicast_gids_are_the_kernels() {
+    for g in [
+        v4([224, 0, 0, 1]),
+        v4([239, 255, 255, 255]),
+        MGID,
+        v6("ff02::1"),
+        v6("ff0e::1234"),
+        [0xff; 16],
+    ] {
+        assert!(is_multicast_gid(&g), "{g:?}");
+    }
+    for g in [
+        [0; 16],
+        v4([223, 255, 255, 255]),
+        v4([240, 0, 0, 1]),
+        v4([127, 0, 0, 1]),
+        v6("::239.1.2.3"),
+        v6("::fffe:ef01:203"),
+        v6("fe80::1"),
+        v6("fe02::1"),
+        v6("::1"),
+    ] {
+        assert!(!is_multicast_gid(&g), "{g:?}");
+    }
+}
+
+#[test]
+fn attach_mcast_errnos_in_ops_rs_order() {
+    let mut t = T::new(WIRE);
+    let (pd, cq) = (t.pd(1), t.cq(1));
+    let (ud, _) = t.qp(1, qp_req(QpType::Ud, pd, cq));
+    let (rc, _) = t.qp(1, qp_req(QpType::Rc, pd, cq));
+    let (uc, _) = t.qp(1, qp_req(QpType::Uc, pd, cq));
+    // The QP's lookup first, whatever the GID.
+    for gid in [MGID, [0; 16]] {
+        assert_eq!(t.err(1, attach(999, gid, 0)), ENOENT, "no such object");
+        assert_eq!(t.err(1, attach(0, gid, 0)), ENOENT, "handle 0");
+        assert_eq!(t.err(1, attach(pd, gid, 0)), EINVAL, "a PD named as a QP");
+        assert_eq!(t.err(2, attach(ud, gid, 0)), ENOENT, "another client's QP");
+        assert_eq!(t.err(1, detach(999, gid, 0)), ENOENT);
+        assert_eq!(t.err(1, detach(cq, gid, 0)), EINVAL);
+        assert_eq!(t.err(2, detach(ud, gid, 0)), ENOENT);
+    }
+    // A GID that is not multicast, a QP that is not UD.
+    for gid in [
+        [0; 16],
+        v4([10, 0, 0, 1]),
+        v4([240, 0, 0, 1]),
+        v6("fe80::1"),
+        v6("::239.1.2.3"),
+    ] {
+        assert_eq!(t.err(1, attach(ud, gid, 0)), EINVAL, "{gid:?}");
+    }
+    for qp in [rc, uc] {
+        assert_eq!(t.err(1, attach(qp, MGID, 0)), EINVAL, "not UD");
+        assert_eq!(t.err(1, attach(qp, [0; 16], 0)), EINVAL);
+    }
+    // Detach: an attachment the QP does not have, whatever the GID.
+    assert_eq!(t.err(1, detach(ud, MGID, 0)), EINVAL);
+    assert_eq!(t.err(1, detach(ud, [0; 16], 0)), EINVAL);
+    assert_eq!(t.err(1, detach(rc, MGID, 0)), EINVAL);
+    assert!(t.h.joins.is_empty() && t.h.leaves.is_empty(), "nothing joined or left");
+    assert!(t.client(1).qp(ud).unwrap().mcast.is_empty());
+    // The hook's errno is the answer, and nothing is recorded.
+    t.h.join_err = Some(libc::ENOMEM);
+    assert_eq!(t.err(1, attach(ud, MGID, 0)), libc::ENOMEM);
+    assert!(t.client(1).qp(ud).unwrap().mcast.is_empty());
+    t.h.join_err = Some(EOPNOTSUPP);
+    assert_eq!(t.err(1, attach(ud, MGID, 0)), EOPNOTSUPP);
+    assert_eq!(t.err(1, detach(ud, MGID, 0)), EINVAL, "not attached");
+    t.h.join_err = None;
+    t.done(1, attach(ud, MGID, 0));
+    // Attached, then other checks still come first.
+    assert_eq!(t.err(1, attach(rc, MGID, 0)), EINVAL);
+    assert_eq!(t.err(1, detach(ud, MGID, 1)), EINVAL, "another LID");
+    assert_eq!(t.err(1, detach(ud, v4([239, 1, 2, 4]), 0)), EINVAL, "another group");
+    assert_eq!(t.err(1, detach(rc, MGID, 0)), EINVAL, "another QP's attachment");
+}
+
+#[test]
+fn groups_are_joined_with_the_first_attachment_and_left_with_the_last() {
+    let mut t = T::new(WIRE);
+    let (pd, cq) = (t.pd(1), t.cq(1));
+    let (a, an) = t.qp(1, qp_req(QpType::Ud, pd, cq));
+    let (b, bn) = t.qp(1, qp_req(QpType::Ud, pd, cq));
+    let g6 = v6("ff0e::1");
+    t.done(1, attach(a, MGID, 0));
+    assert_eq!(t.h.joins, vec![(an, MGID)]);
+    // The same again: no change.
+    t.done(1, attach(a, MGID, 0));
+    assert_eq!(t.client(1).qp(a).unwrap().mcast, vec![(MGID, 0)]);
+    // Another LID of the group: recorded, no join.
+    t.done(1, attach(a, MGID, 0xc001));
+    // Another group; another QP of the same group (joined for it too).
+    t.done(1, attach(a, g6, 0));
+    t.done(1, attach(b, MGID, 0));
+    assert_eq!(t.h.joins, vec![(an, MGID), (an, g6), (bn, MGID)]);
+    assert_eq!(
+        t.client(1).qp(a).unwrap().mcast,
+        vec![(MGID, 0), (MGID, 0xc001), (g6, 0)]
+    );
+    // A join that fails for another LID of a group joined already is not
+    // asked: the QP is in the group.
+    t.h.join_err = Some(libc::ENOMEM);
+    t.done(1, attach(a, MGID, 7));
+    t.h.join_err = None;
+    t.done(1, detach(a, MGID, 7));
+    // The first of two LIDs goes: still in the group.
+    t.done(1, detach(a, MGID, 0));
+    assert!(t.h.leaves.is_empty());
+    assert_eq!(t.err(1, detach(a, MGID, 0)), EINVAL, "detached already");
+    // The last goes: left, for that QP only.
+    t.done(1, detach(a, MGID, 0xc001));
+    assert_eq!(t.h.leaves, vec![(an, MGID)]);
+    assert_eq!(t.client(1).qp(a).unwrap().mcast, vec![(g6, 0)]);
+    assert_eq!(t.client(1).qp(b).unwrap().mcast, vec![(MGID, 0)]);
+    // Attached again: joined again.
+    t.done(1, attach(a, MGID, 0));
+    assert_eq!(t.h.joins.len(), 4);
+    // A destroyed QP calls no hook (the transport forgets its groups), nor
+    // does a client's end.
+    t.done(1, Request::DestroyQp { qp: a });
+    assert_eq!(t.h.leaves.len(), 1);
+    assert_eq!(t.err(1, detach(a, g6, 0)), ENOENT, "the QP is gone");
+    t.t.remove_client(1, &mut t.h);
+    assert_eq!((t.h.joins.len(), t.h.leaves.len()), (4, 1));
+}
+
+#[test]
+fn a_clients_attachments_are_bounded() {
+    let mut t = T::new(WIRE);
+    let (pd, cq) = (t.pd(1), t.cq(1));
+    // 56 LIDs of one group on each QP (the device's max_mcast_qp_attach)
+    // up to the total.
+    let per_qp = 56u32;
+    let mut qps = Vec::new();
+    while (qps.len() as u32) * per_qp < MAX_MCAST_ATTACH {
+        let (qp, _) = t.qp(1, qp_req(QpType::Ud, pd, cq));
+        for lid in 0..per_qp as u16 {
+            t.done(1, attach(qp, MGID, lid));
+        }
+        qps.push(qp);
+    }
+    let (more, _) = t.qp(1, qp_req(QpType::Ud, pd, cq));
+    assert_eq!(t.err(1, attach(more, MGID, 0)), libc::ENOMEM);
+    assert_eq!(t.h.joins.len(), qps.len(), "not asked past the bound");
+    // What is there already is no change; another client has its own.
+    t.done(1, attach(qps[0], MGID, 0));
+    let (pd2, cq2) = (t.pd(2), t.cq(2));
+    let (qp2, _) = t.qp(2, qp_req(QpType::Ud, pd2, cq2));
+    t.done(2, attach(qp2, MGID, 0));
+    // A detach or a destroyed QP gives room back.
+    t.done(1, detach(qps[0], MGID, 0));
+    t.done(1, attach(more, MGID, 0));
+    assert_eq!(t.err(1, attach(more, MGID, 1)), libc::ENOMEM);
+    t.done(1, Request::DestroyQp { qp: qps[1] });
+    for lid in 1..=per_qp as u16 {
+        t.done(1, attach(more, MGID, lid));
+    }
+    assert_eq!(t.err(1, attach(more, MGID, 0xffff)), libc::ENOMEM);
 }

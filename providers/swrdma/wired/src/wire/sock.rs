@@ -1521,6 +1521,17 @@ impl Sock {
         }
     }
 
+    /// QP `qpn` leaves every group it is in (it is destroyed, or its
+    /// client gone); a group's socket goes with its last QP, as in
+    /// [`Sock::leave_group`].
+    pub fn leave_all(&self, qpn: u32) {
+        let mut g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+        for e in g.iter_mut() {
+            e.qpns.retain(|q| *q != qpn);
+        }
+        g.retain(|e| !e.qpns.is_empty());
+    }
+
     /// Our QPs attached to the group of `mgid`.
     pub fn group_members(&self, mgid: &[u8; 16]) -> Vec<u32> {
         let g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
@@ -1727,6 +1738,58 @@ mod tests {
         s3.send(&a, None, &IpAddr::V4(g), &[&pkt], 0).unwrap();
         assert_eq!(count(&[&s1, &s2, &s3]), vec![1, 0, 0]);
         drop((s1, s2, s3));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A QP that goes leaves every group it is in at once: a group whose
+    /// last member it was loses its socket (and its datagrams), the others
+    /// keep their other members.
+    #[test]
+    fn leave_all_takes_a_qp_out_of_every_group() {
+        let _one = one_at_a_time();
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+        let Some((dir, _lo, s)) = first_context("leave-all", a) else {
+            return;
+        };
+        let g1 = Ipv4Addr::new(239, 255, 77, 2);
+        let g2 = Ipv4Addr::new(239, 255, 77, 3);
+        let (m1, m2) = (g1.to_ipv6_mapped().octets(), g2.to_ipv6_mapped().octets());
+        if let Err(e) = s.join_group(&m1, 7) {
+            eprintln!("skipped: cannot join a group on lo here (errno {e})");
+            return;
+        }
+        s.join_group(&m1, 8).unwrap();
+        s.join_group(&m2, 7).unwrap();
+        let groups = |s: &Sock| s.groups.lock().unwrap().len();
+        assert_eq!(groups(&s), 2);
+        s.leave_all(9);
+        assert_eq!(
+            (s.group_members(&m1), s.group_members(&m2)),
+            (vec![7, 8], vec![7]),
+            "not a member: no change"
+        );
+        s.leave_all(7);
+        assert_eq!(s.group_members(&m1), vec![8]);
+        assert!(s.group_members(&m2).is_empty());
+        assert_eq!(groups(&s), 1, "g2's socket went with its last QP");
+        // What still comes to g2 reaches nobody; g1's still comes.
+        let mut pkt = [0u8; 40];
+        pkt[5..8].copy_from_slice(&[0xff; 3]);
+        s.send(&a, None, &IpAddr::V4(g2), &[&pkt], 0).unwrap();
+        s.send(&a, None, &IpAddr::V4(g1), &[&pkt], 0).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..150 {
+            s.recv(64, &|_| false, &|_| None, &mut |m, p| {
+                if dest_qpn(p) == Some(mcast::MCAST_QPN) {
+                    got.push(m.dst);
+                }
+            });
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(got, vec![IpAddr::V4(g1)]);
+        s.leave_all(8);
+        assert_eq!(groups(&s), 0);
+        drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

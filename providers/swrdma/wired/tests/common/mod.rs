@@ -194,7 +194,21 @@ pub fn rc_qp_request(
     swrdma_wired::ctl::msg::CreateQp,
     [(swrdma_wired::wq::Slots, std::os::fd::OwnedFd); 2],
 ) {
-    use swrdma_wired::ctl::msg::{Caps, CreateQp, QpType, Queue};
+    qp_request(swrdma_wired::ctl::msg::QpType::Rc, user_handle, pd, cq)
+}
+
+/// A QP of type `qp_type` (RC, UC or UD: one with both queues), as
+/// [`rc_qp_request`] makes an RC one.
+pub fn qp_request(
+    qp_type: swrdma_wired::ctl::msg::QpType,
+    user_handle: u64,
+    pd: u32,
+    cq: u32,
+) -> (
+    swrdma_wired::ctl::msg::CreateQp,
+    [(swrdma_wired::wq::Slots, std::os::fd::OwnedFd); 2],
+) {
+    use swrdma_wired::ctl::msg::{Caps, CreateQp, Queue};
     use swrdma_wired::wq::format::{recv_slot_size, send_slot_size};
     let (sq_slot, rq_slot) = (send_slot_size(1, 256).unwrap(), recv_slot_size(1).unwrap());
     let sq = swrdma_wired::wq::Slots::create(16, sq_slot).unwrap();
@@ -207,7 +221,7 @@ pub fn rc_qp_request(
         user_handle,
         pd: Some(pd),
         xrcd: None,
-        qp_type: QpType::Rc,
+        qp_type,
         send_cq: Some(cq),
         recv_cq: Some(cq),
         srq: None,
