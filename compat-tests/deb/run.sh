@@ -38,7 +38,8 @@
 #                   `ibv-standin --device efa -- ibv_devinfo -v` with no other
 #                   step: on Debian's libibverbs1 (before ours) and on ours
 #                   (after); the package is purged again afterwards
-#       upgrade     a later build of ours installs over this one
+#       upgrade     a later version of ours (the same build repacked with
+#                   a later version) installs over this one
 #       back        Debian's own libibverbs1 of the release reinstalled:
 #                   the package set is exactly as before ours,
 #                   dpkg -V is clean and no file of ours is left
@@ -106,10 +107,31 @@ else
     fail reproducible "second build failed: $(tail -n 2 "$OUT/build2.out" | tr '\n' ' ')"
 fi
 fi
-# a later version, for the upgrade check
+# A later version, for the upgrade check: the packages just built, each
+# repacked (dpkg-deb -R / -b) with the later version in its control file
+# (Version and the exact-version relations between our packages).  What
+# the check is about is dpkg's and apt's upgrade of our packages (their
+# relations, conffiles and maintainer scripts, file hand-over), which the
+# binaries' bytes do not change; a third build from source would cost
+# minutes for nothing more.
 up_ver="$ver+upgradetest"
-[ "${DEB_REUSE:-0}" = 1 ] || DEB_SRC_DIR=$OUT/upgrade-build DEB_OUT=$OUT/deb-up DEB_VERSION=$up_ver bash tools/deb.sh >"$OUT/build-up.out" 2>&1 ||
-    echo "upgrade build failed" >>"$OUT/build-up.out"
+repack_later() { # FROM-DIR TO-DIR
+    local f d name re
+    re=$(printf '%s' "$ver" | sed 's/[.+~]/\\&/g')
+    rm -rf "$2"; mkdir -p "$2"
+    for f in "$1"/*_"${ver}"_"$arch".deb; do
+        [ -e "$f" ] || return 1
+        d=$(mktemp -d "$OUT/repack.XXXXXX")
+        dpkg-deb -R "$f" "$d/pkg" || return 1
+        sed -i -E "s/^Version: $re\$/Version: $up_ver/; s/\(= $re\)/(= $up_ver)/g" "$d/pkg/DEBIAN/control"
+        grep -qx "Version: $up_ver" "$d/pkg/DEBIAN/control" || return 1
+        name=$(basename "$f" "_${ver}_$arch.deb")
+        dpkg-deb -b "$d/pkg" "$2/${name}_${up_ver}_$arch.deb" >/dev/null || return 1
+        rm -rf "$d"
+    done
+}
+[ "${DEB_REUSE:-0}" = 1 ] || repack_later "$DEBS" "$OUT/deb-up" >"$OUT/build-up.out" 2>&1 ||
+    echo "upgrade repack failed" >>"$OUT/build-up.out"
 
 # --- installation in a release's root ---------------------------------------
 RDMA_PKGS=ibverbs-providers,librdmacm1,ibverbs-utils,perftest,python3-pyverbs,libucx0,libfabric1,qperf,libopenmpi3,rdmacm-utils,libibverbs-dev,iproute2
