@@ -473,6 +473,15 @@ def forge(port, pid):
                     sent += 1
                     p.drain()
     p.settle(quiet=0.5)
+    if WIRE:
+        # (each host's agent answers its DREQs: on a loaded machine an
+        # agent's first answer may come after half a second of quiet, so
+        # the answers are waited for until every host has answered, 5 s at
+        # most; what is missing after that is missing)
+        end = time.monotonic() + 5.0
+        while {frm for frm, _ in p.got} != set(to) and time.monotonic() < end:
+            p.settle(quiet=0.5, most=max(0.1, end - time.monotonic()))
+        p.settle(quiet=0.5)
     drep = rejstale = 0
     wrong = []
     for frm, b in p.got:
