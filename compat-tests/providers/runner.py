@@ -319,7 +319,7 @@ def leaks(res):
     return {k: v["@res"][k] - v["@res1"][k] for k in v["@res"]}
 
 
-def faults(prov, rel, root, inner, scratch, stride, env0=None):
+def faults(prov, rel, root, inner, scratch, stride, env0=None, only_kinds=None):
     """Each command of a workload run fails in turn, with each kind of
     fault: the workload runs three times (the first fills what the
     libraries allocate once; the second and third get the same fault at
@@ -340,6 +340,8 @@ def faults(prov, rel, root, inner, scratch, stride, env0=None):
     # once so with RDMAV_ALLOW_DISASSOC_DESTROY; the two libraries' runs
     # of each go side by side (two cores).
     kinds = {"errno": [], "fatal": [], "fatal+ALLOW_DISASSOC_DESTROY": []}
+    if only_kinds:
+        kinds = {k: v for k, v in kinds.items() if k in only_kinds}
     tried = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for k in range(1, n + 1, stride):
@@ -411,6 +413,9 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--faults", default="")
     ap.add_argument("--fault-stride", type=int, default=1)
+    ap.add_argument("--fault-kinds", default="",
+                    help="REL=KIND[+KIND...][,...]: only these kinds of fault runs (errno, fatal, allow: "
+                         "fatal with RDMAV_ALLOW_DISASSOC_DESTROY) for release REL; the others get all three")
     ap.add_argument("--prior-fail", type=int, default=0, help="checks run.sh failed before")
     a = ap.parse_args()
     counts["fail"] += a.prior_fail
@@ -434,6 +439,11 @@ def main():
         ap.error("--scratch is required")
     only = set(filter(None, a.only.split(",")))
     fault_provs = set(filter(None, a.faults.split(",")))
+    fault_kinds = {}
+    for spec in filter(None, a.fault_kinds.split(",")):
+        rel, _, ks = spec.partition("=")
+        names = {"errno": "errno", "fatal": "fatal", "allow": "fatal+ALLOW_DISASSOC_DESTROY"}
+        fault_kinds[rel] = {names[k] for k in ks.split("+") if k in names}
     known = load_known()
     used = set()
     for spec in a.release:
@@ -465,7 +475,7 @@ def main():
                 compare(prov, rel, root, inner, a.scratch, known, used, dict(env or {}, STANDIN_WRITE_ONLY="1"),
                         "write-only")
             if prov in fault_provs or "all" in fault_provs:
-                faults(prov, rel, root, inner, a.scratch, a.fault_stride, env)
+                faults(prov, rel, root, inner, a.scratch, a.fault_stride, env, fault_kinds.get(rel))
     if not only:
         for k, why in known.items():
             if k not in used:
