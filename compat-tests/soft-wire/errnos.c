@@ -87,6 +87,245 @@ static int to_rts(struct ibv_qp *qp, int mask)
 	return ibv_modify_qp(qp, &a, mask);
 }
 
+/* A QP (in any state) to RESET, then INIT, RTR (connected to `dest`) and
+ * RTS: 0, or the first errno. */
+static int reconnect(struct ibv_qp *qp, uint32_t dest, int gid)
+{
+	struct ibv_qp_attr r = { .qp_state = IBV_QPS_RESET };
+	int e = ibv_modify_qp(qp, &r, IBV_QP_STATE);
+	if (!e)
+		e = to_init(qp, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (!e)
+		e = to_rtr(qp, dest, gid,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (!e)
+		e = to_rts(qp, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				       IBV_QP_MAX_QP_RD_ATOMIC);
+	return e;
+}
+
+/* One completion of `cq` within 2 s, printed as `step: n status wr_id
+ * opcode`. */
+static void completion(const char *step, struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	int got = poll_one(cq, &wc);
+	printf("%s: %d status %s wr_id %lu opcode %d\n", step, got, got > 0 ? ibv_wc_status_str(wc.status) : "-",
+	       got > 0 ? (unsigned long)wc.wr_id : 0UL, got > 0 ? (int)wc.opcode : -1);
+}
+
+/* A QP's state, as query_qp gives it. */
+static void state_of(const char *step, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	int r = ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi);
+	printf("%s: %s state %d\n", step, r ? strerror(r) : "ok", r ? -1 : (int)qa.qp_state);
+}
+
+/* A signaled RDMA WRITE of `len` bytes at `src` (lkey `lkey`) to `dst`
+ * through `rkey` on `qp`, and its completion. */
+static void write_through(const char *step, struct ibv_qp *qp, struct ibv_cq *cq, char *src, uint32_t lkey,
+			  char *dst, uint32_t rkey, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)src, .length = len, .lkey = lkey };
+	struct ibv_send_wr w = {
+		.wr_id = wr_id, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED, .wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = rkey },
+	}, *bad = NULL;
+	char what[128];
+	snprintf(what, sizeof what, "post_send %s", step);
+	say(what, ibv_post_send(qp, &w, &bad));
+	completion(step, cq);
+}
+
+/* A memory window bind posted with ibv_post_send (type 2). */
+static int post_bind(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey, struct ibv_mr *mr, char *addr,
+		     uint64_t len, uint64_t wr_id, struct ibv_send_wr **bad)
+{
+	static struct ibv_send_wr w;
+	memset(&w, 0, sizeof w);
+	w.wr_id = wr_id;
+	w.opcode = IBV_WR_BIND_MW;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.bind_mw.mw = mw;
+	w.bind_mw.rkey = rkey;
+	w.bind_mw.bind_info.mr = mr;
+	w.bind_mw.bind_info.addr = (uintptr_t)addr;
+	w.bind_mw.bind_info.length = len;
+	w.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	*bad = NULL;
+	int r = ibv_post_send(qp, &w, bad);
+	if (r && *bad != &w)
+		printf("bad_wr is not the bind\n");
+	return r;
+}
+
+/* A LOCAL_INV of `rkey` posted on `qp`. */
+static int post_local_inv(struct ibv_qp *qp, uint32_t rkey, uint64_t wr_id)
+{
+	struct ibv_send_wr w = { .wr_id = wr_id, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED },
+			   *bad = NULL;
+	w.invalidate_rkey = rkey;
+	return ibv_post_send(qp, &w, &bad);
+}
+
+/* Memory windows on two RC QPs c and d connected to each other (d writes
+ * into windows bound through c).  Only what both modes must give alike is
+ * printed: whether an rkey changed, never its value. */
+static void windows(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_qp_init_attr *ia, char *buf,
+		    struct ibv_mr *mr, int gid)
+{
+	struct ibv_context *ctx = pd->context;
+	errno = 0;
+	struct ibv_mw *mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	made("alloc_mw type 1", mw1);
+	errno = 0;
+	struct ibv_mw *mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	made("alloc_mw type 2", mw2);
+	printf("alloc_mw types: %d %d\n", mw1 ? (int)mw1->type : -1, mw2 ? (int)mw2->type : -1);
+	errno = 0;
+	made("alloc_mw type 3", ibv_alloc_mw(pd, (enum ibv_mw_type)3));
+	struct ibv_pd notpd = { .context = ctx, .handle = 0x7777 };
+	errno = 0;
+	made("alloc_mw bad pd", ibv_alloc_mw(&notpd, IBV_MW_TYPE_1));
+	errno = 0;
+	struct ibv_mr *wmr = ibv_reg_mr(pd, buf, 1 << 16,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	made("reg_mr mw_bind", wmr);
+	struct ibv_qp *c = ibv_create_qp(pd, ia);
+	made("create_qp c", c);
+	struct ibv_qp *d = ibv_create_qp(pd, ia);
+	made("create_qp d", d);
+	if (!mw1 || !mw2 || !wmr || !c || !d)
+		return;
+	say("connect c", reconnect(c, d->qp_num, gid));
+	say("connect d", reconnect(d, c->qp_num, gid));
+	char *w1 = buf + 16384, *w2 = buf + 20480, *src = buf + 32768;
+	memcpy(src, "through a window", 16);
+
+	/* Type 1, bound with ibv_bind_mw; d writes through it. */
+	struct ibv_mw_bind mb = {
+		.wr_id = 31, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = wmr, .addr = (uintptr_t)w1, .length = 4096,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	uint32_t k = mw1->rkey;
+	say("bind_mw type 1", ibv_bind_mw(c, mw1, &mb));
+	printf("bind_mw type 1 rkey: changed %d index kept %d\n", mw1->rkey != k, (mw1->rkey >> 8) == (k >> 8));
+	completion("bind_mw type 1 completion", cq);
+	write_through("write through window 1", d, cq, src, mr->lkey, w1, mw1->rkey, 16, 41);
+	printf("window 1 placed: %d\n", !memcmp(w1, src, 16));
+	/* Type 2, bound with a BIND_MW work request; d writes through it. */
+	struct ibv_send_wr *bad;
+	uint32_t asked = ibv_inc_rkey(mw2->rkey);
+	say("post_send bind_mw type 2", post_bind(c, mw2, asked, wmr, w2, 4096, 32, &bad));
+	completion("bind_mw type 2 completion", cq);
+	printf("bind_mw type 2 rkey is the one asked: %d\n", mw2->rkey == asked);
+	write_through("write through window 2", d, cq, src, mr->lkey, w2, mw2->rkey, 16, 42);
+	printf("window 2 placed: %d\n", !memcmp(w2, src, 16));
+	/* The other ways round: refused at post. */
+	mb.wr_id = 33;
+	say("bind_mw of a type 2 window", ibv_bind_mw(c, mw2, &mb));
+	say("post_send bind_mw of a type 1 window", post_bind(c, mw1, ibv_inc_rkey(mw1->rkey), wmr, w1, 64, 34, &bad));
+	say("post_send bind_mw of no window", post_bind(c, NULL, 0, wmr, w1, 64, 35, &bad));
+	/* LOCAL_INV, then bound again and invalidated by d's SEND with
+	 * invalidate, then bound again. */
+	say("post_send local_inv", post_local_inv(c, mw2->rkey, 36));
+	completion("local_inv completion", cq);
+	k = mw2->rkey;
+	asked = ibv_inc_rkey(mw2->rkey);
+	say("post_send bind_mw type 2 again", post_bind(c, mw2, asked, wmr, w2, 4096, 37, &bad));
+	completion("bind_mw type 2 again completion", cq);
+	printf("bind_mw type 2 again rkey: changed %d is the one asked %d\n", mw2->rkey != k, mw2->rkey == asked);
+	struct ibv_sge rs = { .addr = (uintptr_t)buf + 40000, .length = 64, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 51, .sg_list = &rs, .num_sge = 1 }, *rbad = NULL;
+	say("post_recv c", ibv_post_recv(c, &rw, &rbad));
+	struct ibv_sge ss = { .addr = (uintptr_t)src, .length = 16, .lkey = mr->lkey };
+	struct ibv_send_wr inv = { .wr_id = 43, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+				   .send_flags = IBV_SEND_SIGNALED };
+	inv.invalidate_rkey = mw2->rkey;
+	say("post_send send_with_inv", ibv_post_send(d, &inv, &bad));
+	struct ibv_wc two[2];
+	int n2 = poll_one(cq, &two[0]);
+	n2 += n2 ? poll_one(cq, &two[1]) : 0;
+	for (int i = 0; i < n2; i++) {
+		/* (the send's and the receive's, in wr_id order) */
+		struct ibv_wc *e = &two[n2 == 2 && two[0].wr_id > two[1].wr_id ? 1 - i : i];
+		printf("send_with_inv completion: wr_id %lu status %s opcode %d with_inv %d rkey is the window's %d\n",
+		       (unsigned long)e->wr_id, ibv_wc_status_str(e->status), (int)e->opcode,
+		       !!(e->wc_flags & IBV_WC_WITH_INV),
+		       (e->wc_flags & IBV_WC_WITH_INV) && e->invalidated_rkey == mw2->rkey);
+	}
+	printf("send_with_inv completions: %d\n", n2);
+	asked = ibv_inc_rkey(mw2->rkey);
+	say("post_send bind_mw type 2 after the peer's invalidation", post_bind(c, mw2, asked, wmr, w2, 4096, 38, &bad));
+	completion("bind_mw type 2 after the peer's invalidation completion", cq);
+	printf("rkey is the one asked: %d\n", mw2->rkey == asked);
+	/* Type 1 unbound (no MR, no range): its rkey moves on. */
+	mb.wr_id = 39;
+	mb.bind_info.mr = NULL;
+	mb.bind_info.addr = 0;
+	mb.bind_info.length = 0;
+	k = mw1->rkey;
+	say("bind_mw unbind", ibv_bind_mw(c, mw1, &mb));
+	printf("bind_mw unbind rkey changed: %d\n", mw1->rkey != k);
+	completion("bind_mw unbind completion", cq);
+	/* Bound again and deallocated while bound: d's WRITE through its rkey
+	 * is refused, both QPs go to the error state. */
+	mb.wr_id = 40;
+	mb.bind_info.mr = wmr;
+	mb.bind_info.addr = (uintptr_t)w1;
+	mb.bind_info.length = 4096;
+	say("bind_mw type 1 again", ibv_bind_mw(c, mw1, &mb));
+	completion("bind_mw type 1 again completion", cq);
+	uint32_t gone = mw1->rkey;
+	say("dealloc_mw bound", ibv_dealloc_mw(mw1));
+	memset(w1, 0, 16);
+	write_through("write through a deallocated window", d, cq, src, mr->lkey, w1, gone, 16, 44);
+	printf("nothing placed: %d\n", w1[0] == 0);
+	state_of("c after", c);
+	state_of("d after", d);
+	/* A bind in the error state: flushed, the rkey as it was. */
+	errno = 0;
+	struct ibv_mw *mw3 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	made("alloc_mw type 1 again", mw3);
+	if (!mw3)
+		return;
+	mb.wr_id = 61;
+	k = mw3->rkey;
+	say("bind_mw in the error state", ibv_bind_mw(c, mw3, &mb));
+	printf("bind_mw in the error state rkey changed: %d\n", mw3->rkey != k);
+	completion("bind_mw in the error state completion", cq);
+	/* Binds that fail: MW_BIND_ERR, the rkey as it was, the QP in the
+	 * error state. */
+	say("reconnect c", reconnect(c, d->qp_num, gid));
+	mb.wr_id = 62;
+	mb.bind_info.addr = (uintptr_t)buf + (1 << 16) - 64;
+	say("bind_mw beyond the mr", ibv_bind_mw(c, mw3, &mb));
+	printf("bind_mw beyond the mr rkey changed: %d\n", mw3->rkey != k);
+	completion("bind_mw beyond the mr completion", cq);
+	state_of("c after a bind beyond the mr", c);
+	say("reconnect c", reconnect(c, d->qp_num, gid));
+	mb.wr_id = 63;
+	mb.bind_info.mr = mr;
+	mb.bind_info.addr = (uintptr_t)buf;
+	say("bind_mw without mw_bind access", ibv_bind_mw(c, mw3, &mb));
+	printf("bind_mw without mw_bind access rkey changed: %d\n", mw3->rkey != k);
+	completion("bind_mw without mw_bind access completion", cq);
+	state_of("c after a bind without mw_bind access", c);
+	say("reconnect c", reconnect(c, d->qp_num, gid));
+	say("post_send local_inv of a window not bound", post_local_inv(c, mw3->rkey, 64));
+	completion("local_inv of a window not bound completion", cq);
+	state_of("c after a local_inv of a window not bound", c);
+	say("dealloc_mw type 2 bound", ibv_dealloc_mw(mw2));
+	say("dealloc_mw never bound", ibv_dealloc_mw(mw3));
+	say("destroy_qp c", ibv_destroy_qp(c));
+	say("destroy_qp d", ibv_destroy_qp(d));
+	say("dereg_mr mw_bind", ibv_dereg_mr(wmr));
+}
+
 int main(int argc, char **argv)
 {
 	int gid = argc > 1 ? atoi(argv[1]) : 1;
@@ -333,6 +572,8 @@ int main(int argc, char **argv)
 	got = poll_one(cq, &wc);
 	printf("send in the error state: %d status %s wr_id %lu\n", got,
 	       got > 0 ? ibv_wc_status_str(wc.status) : "-", got > 0 ? (unsigned long)wc.wr_id : 0UL);
+
+	windows(pd, cq, &ia, buf, mr, gid);
 
 	say("destroy_qp a", ibv_destroy_qp(a));
 	say("destroy_qp b", ibv_destroy_qp(b));

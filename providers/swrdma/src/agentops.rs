@@ -24,8 +24,14 @@
 //!   agent keeps each QP's attachments and joins (leaves) the group on
 //!   its transport's sockets with a QP's first (last) attachment to it, so
 //!   a UD datagram to the group reaches every attached QP of its clients.
+//! * **Memory windows** are the agent's (`AllocMw`, `DeallocMw`); a bind
+//!   (`ibv_bind_mw` of a type 1 window, `IBV_WR_BIND_MW` of a type 2) and
+//!   `IBV_WR_LOCAL_INV` are WQEs of the send queue, done by the agent as it
+//!   takes them and completed in order; `mw->rkey` changes at post when
+//!   the bind will succeed, as the provider's own verbs change it (see
+//!   "memory windows" below).
 //! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
-//!   NULL with it): memory windows, XRC (`get_srq_num` too), parent
+//!   NULL with it): XRC (`get_srq_num` too), parent
 //!   domains, device memory, extended CQs, SRQs and QPs (`create_cq_ex`,
 //!   `create_srq_ex`, `create_qp_ex`), `advise_mr`.
 //! * **Completion channels**: the agent gets a write end of the channel's
@@ -43,12 +49,12 @@ use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use swrdma_wired::ctl::msg::{
-    AhAttr, Caps, CreateCq, CreateQp, CreateSrq, QpAttr, QpType, Queue, RegMr, Reply, Request, ReregMr, SrqType,
+    AhAttr, Caps, CreateCq, CreateQp, CreateSrq, MwType, QpAttr, QpType, Queue, RegMr, Reply, Request, ReregMr, SrqType,
 };
 use swrdma_wired::ctl::tables::{grant_qp_caps, Limits};
 use swrdma_wired::wq::format::{
-    decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Data, QpKind, RecvWqe, Remote, SendOp,
-    SendShape, SendWqe, SgeList, UdAddr, CQE_SLOT, SEND_FLAGS,
+    decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Data, MwBind, QpKind, RecvWqe, Remote,
+    SendOp, SendShape, SendWqe, SgeList, UdAddr, CQE_SLOT, SEND_FLAGS,
 };
 use swrdma_wired::wq::{Consumer, Producer, Push, Slots};
 
@@ -85,6 +91,25 @@ struct APd {
 #[repr(C)]
 struct AMr {
     vmr: verbs_mr,
+    h: u32,
+    /// What a window bind checks of it, as the agent's tables have it.
+    view: Mutex<MrView>,
+}
+
+/// An MR as the agent's key table holds it (`ctl::tables` `reg_mr`,
+/// `rereg_mr`): its range in its I/O virtual addresses and its rights.
+#[derive(Clone, Copy)]
+struct MrView {
+    iova: u64,
+    len: u64,
+    access: u32,
+}
+
+/// A memory window: the `ibv_mw` the application holds (its `handle` is
+/// the registry's), the agent's handle.
+#[repr(C)]
+struct AMw {
+    mw: ibv_mw,
     h: u32,
 }
 
@@ -260,6 +285,11 @@ unsafe extern "C" fn reg_mr(
         // SAFETY: `verbs_mr` is integers and pointers: all-zero is valid.
         vmr: unsafe { std::mem::zeroed() },
         h: mh,
+        view: Mutex::new(MrView {
+            iova: hca_va,
+            len: length as u64,
+            access: access as u32,
+        }),
     }));
     // SAFETY: the fresh box, not yet visible to anyone.
     let mr = unsafe { &mut (*m).vmr.ibv_mr };
@@ -338,6 +368,16 @@ unsafe extern "C" fn rereg_mr(
         length: length as u64,
     });
     let r = conn.done(&req);
+    if r == 0 {
+        // (As the agent's tables change it: a new range is at its address.)
+        let mut v = crate::sys::lock(&m.view);
+        if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 {
+            (v.iova, v.len) = (addr as u64, length as u64);
+        }
+        if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+            v.access = access as u32;
+        }
+    }
     if r == 0 && flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
         // SAFETY: our live MR; the application does not use it meanwhile
         // (the verb's contract).  (The library records the new PD and
@@ -976,9 +1016,49 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
         // (rxe: a QP that is not ready to send refuses; one in the error
         // state takes the request and completes it flushed.)
         let st = a.state.load(Ordering::Acquire);
+        let ready = matches!(st, IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_ERR);
+        if matches!(w.opcode, IBV_WR_BIND_MW | IBV_WR_LOCAL_INV) {
+            // A local operation (`ops.rs` `post_read`: refused on a QP that
+            // does not offer it, whatever its state; its gather list and
+            // inline flag are not looked at).
+            if !matches!(a.qp.qp_type, IBV_QPT_RC | IBV_QPT_UC) || !ready {
+                r = libc::EINVAL;
+                break;
+            }
+            // SAFETY: the application's request (the contract).
+            let (op, then) = match unsafe { local_op(a, w, st) } {
+                Ok(v) => v,
+                Err(e) => {
+                    r = e;
+                    break;
+                }
+            };
+            let wqe = SendWqe {
+                wr_id: w.wr_id,
+                op,
+                send_flags: wqe_flags(a, w.send_flags & !IBV_SEND_INLINE),
+                ud: None,
+                xrc_srqn: None,
+                data: Data::Sges(SgeList::from_verbs(&[])),
+            };
+            match push_send(a, sq, &mut b, &wqe) {
+                Ok(rings) => {
+                    ring |= rings;
+                    // SAFETY: its window is our live one (checked), the
+                    // application's to change once the verb returns.
+                    unsafe { then.apply(a) };
+                }
+                Err(e) => {
+                    r = e;
+                    break;
+                }
+            }
+            wr = w.next;
+            continue;
+        }
         let op = send_op(w, a.qp.qp_type);
         let bad_sges = w.num_sge < 0 || (w.num_sge > 0 && w.sg_list.is_null());
-        if !matches!(st, IBV_QPS_RTS | IBV_QPS_SQD | IBV_QPS_ERR) || op.is_none() || bad_sges {
+        if !ready || op.is_none() || bad_sges {
             r = libc::EINVAL;
             break;
         }
@@ -1031,27 +1111,18 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
         } else {
             None
         };
-        let mut flags = w.send_flags & SEND_FLAGS;
-        if a.sq_sig_all {
-            flags |= IBV_SEND_SIGNALED;
-        }
         let wqe = SendWqe {
             wr_id: w.wr_id,
             op: op.unwrap_or(SendOp::Send),
-            send_flags: flags,
+            send_flags: wqe_flags(a, w.send_flags),
             ud,
             xrc_srqn: None,
             data,
         };
-        let Ok(n) = encode_send(&wqe, &a.shape, &mut b) else {
-            r = libc::EINVAL;
-            break;
-        };
-        match sq.try_push(&b[..n]) {
-            Ok(Push::Ring) => ring = true,
-            Ok(Push::Quiet) => {}
-            Err(_) => {
-                r = libc::ENOMEM;
+        match push_send(a, sq, &mut b, &wqe) {
+            Ok(rings) => ring |= rings,
+            Err(e) => {
+                r = e;
                 break;
             }
         }
@@ -1319,22 +1390,307 @@ unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, wr: *mut ibv_recv_wr, bad:
     unsafe { push_recvs(&mut q, s.max_sge, wr, bad) }
 }
 
+// ----- memory windows ------------------------------------------------------
+//
+// A window is the agent's (`AllocMw`, `DeallocMw`); a bind or an
+// invalidation is a WQE of the QP's send queue, done by the agent when it
+// takes it, against the client's tables, and completed in send queue order
+// (`swrdma_wired::data::run_local`), as `send/local.rs` does it at post.
+// The rkey the application sees in `ibv_mw` changes at post, as `ops.rs`
+// changes it, when the bind will succeed: the agent's checks
+// (`Keys::bind_window`), made here first with what this process knows
+// (`bind_check`); a bind that will fail leaves it, and the QP is in the
+// error state for this process's verbs as it will be at the agent.
+
+/// `ibv_alloc_mw`: `ops.rs`'s answers (a type other than 1 or 2:
+/// `EINVAL`; a PD that is not a live one of ours: its errno), then the
+/// agent's (`AllocMw`: the PD, the limit).
+///
+/// # Safety
+/// As every verb: `pd` is readable as an `ibv_pd` (the library read its
+/// context).
+unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, ty: u32) -> *mut ibv_mw {
+    let Some(mt) = MwType::from_ibv(ty) else {
+        return null_errno(libc::EINVAL);
+    };
+    if pd.is_null() || !crate::registry::live(pd as *const u8) {
+        return null_errno(libc::ENOENT); // (`valid_pd`: not read)
+    }
+    // SAFETY: a live object of ours (checked).
+    let context = unsafe { (*pd).context };
+    // SAFETY: as above.
+    let (c, conn, h) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
+        Ok(v) => v,
+        Err(e) => return null_errno(e),
+    };
+    let slot = match c.reg.reserve(Kind::Mw) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let (mh, rkey) = match conn.call(&Request::AllocMw { pd: h, ty: mt }, &[]) {
+        Ok(Reply::Mw { handle, rkey }) => (handle, rkey),
+        Ok(_) => return null_errno(libc::EIO),
+        Err(e) => return null_errno(e),
+    };
+    let id = c.new_obj_id();
+    let m = Box::into_raw(Box::new(AMw {
+        mw: ibv_mw {
+            context,
+            pd,
+            rkey,
+            handle: id,
+            r#type: ty,
+        },
+        h: mh,
+    }));
+    slot.commit(id, m as *const u8);
+    m as *mut ibv_mw
+}
+
+/// Our window `mw` (checked against its context's registry).
+///
+/// # Safety
+/// `mw` is null or readable as an `ibv_mw`.
+unsafe fn amw<'a>(mw: *mut ibv_mw) -> Result<&'a AMw, c_int> {
+    // SAFETY: the contract; read only once it is a live object of ours.
+    unsafe { ours(mw as *const u8, Kind::Mw, || ((*mw).context, (*mw).handle)) }
+}
+
+/// `ibv_dealloc_mw`: a bound window's rkey goes with it (the agent's
+/// `DeallocMw`, once the WQEs posted before it are done).
+///
+/// # Safety
+/// As every verb.
+unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
+    // SAFETY: the contract; checked before it is read as ours.
+    let a = match unsafe { amw(mw) } {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    // SAFETY: checked: our `AMw`, made by alloc_mw.
+    unsafe {
+        destroy(
+            mw as *mut AMw,
+            Kind::Mw,
+            a.mw.context,
+            a.mw.handle,
+            Request::DeallocMw { mw: a.h },
+        )
+    }
+}
+
+/// Whether `[addr, addr + len)` lies in `[start, start + size)`
+/// (`swrdma_rc::keys`'s `inside`).
+fn inside(addr: u64, len: u64, start: u64, size: u64) -> bool {
+    addr >= start && addr.checked_add(len).is_some_and(|e| e <= start.saturating_add(size))
+}
+
+/// The `BIND_MW` WQE's bind of window `w` (whose fields are `mw`, read
+/// once) through QP `a` as `info` asks, and whether the agent will do it
+/// (`Keys::bind_window` and `window_entry`, from what this process knows:
+/// the rights asked, a type 2 window's PD and range, the MR's PD, rights
+/// and range as the agent has them).  A window or MR of another context
+/// than the QP's is handle or lkey 0, which the agent has not: the bind
+/// fails there as `send/local.rs` fails it.
+///
+/// # Safety
+/// `info.mr` is null or readable as an `ibv_mr` (the verb's contract).
+unsafe fn bind_check(a: &AQp, w: &AMw, mw: &ibv_mw, info: &ibv_mw_bind_info) -> (MwBind, bool) {
+    let remote = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+    let access = info.mw_access_flags;
+    let mine = mw.context == a.qp.context;
+    let mut ok = mine && access & !(remote | IBV_ACCESS_LOCAL_WRITE) == 0;
+    if mw.r#type == IBV_MW_TYPE_2 {
+        // (Bound already, it would fail too: a peer's SEND with invalidate
+        // unbinds it where this process does not see it, so the agent's
+        // tables say.)
+        ok &= a.qp.pd == mw.pd && info.length > 0;
+    }
+    let mut lkey = 0;
+    if info.length > 0 {
+        // SAFETY: null or the application's MR (the contract), read once
+        // it is a live one of ours.
+        match unsafe {
+            ours::<AMr>(info.mr as *const u8, Kind::Mr, || {
+                ((*info.mr).context, (*info.mr).handle)
+            })
+        } {
+            Ok(m) if m.vmr.ibv_mr.context == a.qp.context => {
+                let v = *crate::sys::lock(&m.view);
+                lkey = m.vmr.ibv_mr.lkey;
+                let writes = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0;
+                ok &= m.vmr.ibv_mr.pd == mw.pd
+                    && v.access & IBV_ACCESS_MW_BIND != 0
+                    && inside(info.addr, info.length, v.iova, v.len)
+                    && !(writes && v.access & IBV_ACCESS_LOCAL_WRITE == 0);
+            }
+            _ => ok = false,
+        }
+    }
+    let bind = MwBind {
+        mw: if mine { w.h } else { 0 },
+        mr_lkey: lkey,
+        addr: info.addr,
+        length: info.length,
+        access,
+    };
+    // (A range that wraps does not encode: it is outside any MR.)
+    if info.addr.checked_add(info.length).is_none() {
+        return (MwBind { addr: 0, ..bind }, false);
+    }
+    (bind, ok)
+}
+
+/// What a posted bind does to the application's objects once its WQE is
+/// in the queue.
+enum Then {
+    Nothing,
+    /// The bind will succeed: the window's new rkey.
+    Rkey(*mut ibv_mw, u32),
+    /// It will fail: the QP goes to the error state at the agent.
+    QpErr,
+}
+
+impl Then {
+    /// # Safety
+    /// A window named is a live one of ours, not used by the application
+    /// meanwhile (the verb's contract).
+    unsafe fn apply(self, a: &AQp) {
+        match self {
+            Then::Nothing => {}
+            // SAFETY: the contract.
+            Then::Rkey(mw, rkey) => unsafe { (*mw).rkey = rkey },
+            Then::QpErr => a.state.store(IBV_QPS_ERR, Ordering::Release),
+        }
+    }
+}
+
+/// Writes send WQE `w` into QP `a`'s queue `sq` (`b`: room for one):
+/// whether the agent must be rung; `EINVAL` (it does not encode) or
+/// `ENOMEM` (the queue is full).
+fn push_send(a: &AQp, sq: &mut Producer, b: &mut [u8], w: &SendWqe<'_>) -> Result<bool, c_int> {
+    let n = encode_send(w, &a.shape, b).map_err(|_| libc::EINVAL)?;
+    match sq.try_push(&b[..n]) {
+        Ok(Push::Ring) => Ok(true),
+        Ok(Push::Quiet) => Ok(false),
+        Err(_) => Err(libc::ENOMEM),
+    }
+}
+
+/// The send flags of a WQE of QP `a` for request flags `flags` (signaled
+/// when the QP signals all).
+fn wqe_flags(a: &AQp, flags: u32) -> u32 {
+    let mut f = flags & SEND_FLAGS;
+    if a.sq_sig_all {
+        f |= IBV_SEND_SIGNALED;
+    }
+    f
+}
+
+/// `ibv_bind_mw` (type 1 windows; the library refused the rest): `ops.rs`'s
+/// answers (another type, a QP that is neither RC nor UC: `EINVAL`; in the
+/// error state a completion flushed; not in RTS: `EINVAL`), then a
+/// `BIND_MW` WQE with the window's next rkey (`ibv_inc_rkey`), which
+/// `mw->rkey` is from now on when the bind will succeed.
+///
+/// # Safety
+/// As every verb: `mw` readable as an `ibv_mw`, `b` as an `ibv_mw_bind`
+/// whose MR is null or readable as an `ibv_mr`.
+unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bind) -> c_int {
+    // SAFETY: the contract; each checked before it is read as ours.
+    let (a, w, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, amw(mw)?, both(a.qp.context)?.1))) } {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    if b.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the application's bind (the contract).
+    let b = unsafe { &*b };
+    let m = w.mw;
+    if m.r#type != IBV_MW_TYPE_1 || !matches!(a.qp.qp_type, IBV_QPT_RC | IBV_QPT_UC) {
+        return libc::EINVAL;
+    }
+    let state = a.state.load(Ordering::Acquire);
+    if state != IBV_QPS_RTS && state != IBV_QPS_ERR {
+        return libc::EINVAL;
+    }
+    // SAFETY: the bind's MR is null or the application's (the contract).
+    let (bind, ok) = unsafe { bind_check(a, w, &m, &b.bind_info) };
+    let rkey = (m.rkey & !0xff) | (m.rkey.wrapping_add(1) & 0xff);
+    let then = match (state, ok) {
+        (IBV_QPS_ERR, _) => Then::Nothing, // (flushed by the agent)
+        (_, true) => Then::Rkey(mw, rkey),
+        (_, false) => Then::QpErr,
+    };
+    let wqe = SendWqe {
+        wr_id: b.wr_id,
+        op: SendOp::BindMw { rkey, bind },
+        send_flags: wqe_flags(a, b.send_flags & IBV_SEND_SIGNALED),
+        ud: None,
+        xrc_srqn: None,
+        data: Data::Sges(SgeList::from_verbs(&[])),
+    };
+    let mut sq = crate::sys::lock(&a.sq);
+    let Some(sq) = sq.as_mut() else { return libc::EINVAL };
+    let mut buf = vec![0u8; sq.capacity()];
+    match push_send(a, sq, &mut buf, &wqe) {
+        Ok(ring) => {
+            // SAFETY: `mw` is our live window (checked), the application's
+            // to change only after the verb returns.
+            unsafe { then.apply(a) };
+            if ring {
+                conn.doorbell();
+            }
+            0
+        }
+        Err(e) => e,
+    }
+}
+
+/// The WQE operation of a local work request `w` (`LOCAL_INV`, `BIND_MW`)
+/// on QP `a` in state `state` (RTS, SQD or ERR), with what it does to the
+/// application's objects: `ops.rs`'s `post_read` and `send/local.rs`
+/// (a window that is null or not of type 2: `EINVAL`, unless the QP is in
+/// the error state, where the request is taken and flushed).
+///
+/// # Safety
+/// `w` is the application's request: its window null or readable as an
+/// `ibv_mw`, its MR null or readable as an `ibv_mr`.
+unsafe fn local_op(a: &AQp, w: &ibv_send_wr, state: u32) -> Result<(SendOp, Then), c_int> {
+    if w.opcode == IBV_WR_LOCAL_INV {
+        // SAFETY: the 32 bits of `invalidate_rkey` (a union of integers).
+        let rkey = unsafe { w.imm.invalidate_rkey };
+        return Ok((SendOp::LocalInv { rkey }, Then::Nothing));
+    }
+    // SAFETY: the bind member of the union (its opcode's; plain data).
+    let b = unsafe { w.bind_mw_tso.bind_mw };
+    // SAFETY: the window is null or the application's (the contract),
+    // read once it is a live one of ours.
+    let win = unsafe { amw(b.mw) }.ok().filter(|x| x.mw.r#type == IBV_MW_TYPE_2);
+    let Some(x) = win else {
+        if state == IBV_QPS_ERR {
+            let bind = MwBind::default();
+            return Ok((SendOp::BindMw { rkey: 0, bind }, Then::Nothing));
+        }
+        return Err(libc::EINVAL);
+    };
+    let m = x.mw;
+    // SAFETY: the bind's MR is null or the application's (the contract).
+    let (bind, ok) = unsafe { bind_check(a, x, &m, &b.bind_info) };
+    let rkey = (m.rkey & !0xff) | (b.rkey & 0xff);
+    let then = match (state, ok) {
+        (IBV_QPS_ERR, _) => Then::Nothing,
+        (_, true) => Then::Rkey(b.mw, rkey),
+        (_, false) => Then::QpErr,
+    };
+    Ok((SendOp::BindMw { rkey, bind }, then))
+}
+
 // ----- what is not carried through the agent yet ---------------------------
 
 unsafe extern "C" fn no_parent_domain(_c: *mut ibv_context, _a: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd {
     null_errno(libc::EOPNOTSUPP)
-}
-
-unsafe extern "C" fn no_mw(_pd: *mut ibv_pd, _ty: u32) -> *mut ibv_mw {
-    null_errno(libc::EOPNOTSUPP)
-}
-
-unsafe extern "C" fn no_dealloc_mw(_mw: *mut ibv_mw) -> c_int {
-    libc::EOPNOTSUPP
-}
-
-unsafe extern "C" fn no_bind_mw(_qp: *mut ibv_qp, _mw: *mut ibv_mw, _b: *mut ibv_mw_bind) -> c_int {
-    libc::EOPNOTSUPP
 }
 
 unsafe extern "C" fn no_cq_ex(_c: *mut ibv_context, _a: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
@@ -1393,9 +1749,9 @@ pub fn ops() -> verbs_context_ops {
     o.dereg_mr = Some(dereg_mr);
     o.rereg_mr = Some(rereg_mr);
     o.reg_dm_mr = Some(no_dm_mr);
-    o.alloc_mw = Some(no_mw);
-    o.dealloc_mw = Some(no_dealloc_mw);
-    o.bind_mw = Some(no_bind_mw);
+    o.alloc_mw = Some(alloc_mw);
+    o.dealloc_mw = Some(dealloc_mw);
+    o.bind_mw = Some(bind_mw);
     o.advise_mr = Some(no_advise);
     o.create_ah = Some(create_ah);
     o.destroy_ah = Some(destroy_ah);

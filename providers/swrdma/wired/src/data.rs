@@ -30,6 +30,11 @@
 //!   checks the provider makes at post on a wire device (what a wire QP
 //!   carries, the UD size, the path of a UD address) and the ones it makes
 //!   when reading the data (the lkeys: `LOC_PROT_ERR`).
+//! * **Local operations** (`BIND_MW`, `LOCAL_INV`) are done when the WQE
+//!   is taken ([`run_local`]), against the client's tables (its windows
+//!   and keys, [`KeyTables`]), and complete in send queue order, as the
+//!   provider does them at post; a remote `SEND_WITH_INV` invalidates
+//!   through the same tables when its receive completes.
 //! * **Async events** are collected ([`ClientData::take_events`]) for the
 //!   caller to write into the client's async pipe.
 
@@ -39,7 +44,7 @@ use crate::wire::engine::{ud_path, Wire};
 use crate::wire::host::{Host, HostQp, HostSt};
 use crate::wire::state::{Req, WQp};
 use crate::wq::format::{
-    decode_recv, decode_send, encode_cqe, Cqe, Data, SendOp, SendShape, SendWqe, UdAddr, CQE_SLOT,
+    decode_recv, decode_send, encode_cqe, Cqe, Data, MwBind, SendOp, SendShape, SendWqe, UdAddr, CQE_SLOT,
 };
 use crate::wq::{Consumer, Producer};
 use ibverbs_abi::*;
@@ -92,7 +97,7 @@ impl SqEntry {
         SqEntry {
             seq,
             wr_id: w.wr_id,
-            opcode: kind_of(&w.op).map_or(IBV_WC_SEND, wc_opcode),
+            opcode: wc_opcode_of(&w.op),
             len: 0,
             signaled: true,
             done: Some(status),
@@ -546,8 +551,15 @@ pub trait KeyTables {
     /// Client `id`'s keys (None: no such client).
     fn keys(&self, id: ClientId) -> Option<&Keys>;
     /// Invalidates client `id`'s window `rkey` through QP `qpn` (a SEND
-    /// with invalidate): false when it is not one to invalidate.
+    /// with invalidate; 0: a `LOCAL_INV`): false when it is not one to
+    /// invalidate.
     fn invalidate(&mut self, id: ClientId, rkey: u32, qpn: u32) -> bool;
+    /// Binds client `id`'s window `b.mw` through its QP `qp` (the client's
+    /// handle) as a `BIND_MW` WQE asks (`rkey`: the new rkey the WQE
+    /// carries, whose 8-bit key a type 2 window takes; a length of 0
+    /// unbinds): the window's new rkey, or the completion status
+    /// (`MW_BIND_ERR`).
+    fn bind_mw(&mut self, id: ClientId, qp: u32, rkey: u32, b: &MwBind) -> Result<u32, u32>;
 }
 
 impl KeyTables for Tables {
@@ -557,14 +569,26 @@ impl KeyTables for Tables {
     fn invalidate(&mut self, id: ClientId, rkey: u32, qpn: u32) -> bool {
         self.client_mut(id).is_some_and(|c| c.invalidate(rkey, qpn))
     }
+    fn bind_mw(&mut self, id: ClientId, qp: u32, rkey: u32, b: &MwBind) -> Result<u32, u32> {
+        let range = (b.length > 0).then_some((b.mr_lkey, b.addr, b.length));
+        match self.client_mut(id) {
+            Some(c) => c.bind_mw(qp, b.mw, b.access, rkey, range),
+            None => Err(IBV_WC_MW_BIND_ERR),
+        }
+    }
 }
 
+/// (Tests: bare key tables, which have no window objects: every bind is
+/// `MW_BIND_ERR`.)
 impl KeyTables for HashMap<ClientId, Keys> {
     fn keys(&self, id: ClientId) -> Option<&Keys> {
         self.get(&id)
     }
     fn invalidate(&mut self, id: ClientId, rkey: u32, qpn: u32) -> bool {
         self.get_mut(&id).is_some_and(|k| k.invalidate(rkey, qpn))
+    }
+    fn bind_mw(&mut self, _id: ClientId, _qp: u32, _rkey: u32, _b: &MwBind) -> Result<u32, u32> {
+        Err(IBV_WC_MW_BIND_ERR)
     }
 }
 
@@ -757,6 +781,16 @@ fn kind_of(op: &SendOp) -> Option<Op> {
     })
 }
 
+/// The completion opcode of send WQE operation `op` (the wire's, or a
+/// local operation's).
+fn wc_opcode_of(op: &SendOp) -> u32 {
+    match op {
+        SendOp::BindMw { .. } => IBV_WC_BIND_MW,
+        SendOp::LocalInv { .. } => IBV_WC_LOCAL_INV,
+        op => kind_of(op).map_or(IBV_WC_SEND, wc_opcode),
+    }
+}
+
 /// The completion opcode of a request of kind `k`.
 fn wc_opcode(k: Op) -> u32 {
     match k {
@@ -785,7 +819,7 @@ pub struct SendCtx<'a> {
 /// number `seq`), after the checks of its local data against the keys
 /// (READ and atomics write into it).  `path`: our address and the peer's
 /// for a UD address (None: no path).  Local operations (`LOCAL_INV`,
-/// `BIND_MW`: they change the key table) are the caller's, not the wire's.
+/// `BIND_MW`: they change the key table) are not the wire's ([`run_local`]).
 pub fn request(
     w: &SendWqe<'_>,
     q: &SendCtx<'_>,
@@ -866,7 +900,8 @@ fn ah_attr(a: &UdAddr) -> ibv_ah_attr {
 }
 
 /// Takes up to `max` send WQEs of `qp` from its send queue `sq` (of
-/// `shape`) onto the wire: the number taken.  A WQE that does not become a
+/// `shape`) onto the wire, in order: the number taken.  A local operation
+/// is done as it is taken ([`run_local`]).  A WQE that does not become a
 /// request ([`Refused`]) completes with its status and moves the QP to the
 /// error state, as the provider's engine fails a request it cannot read; a
 /// queue entry that is not a WQE does too (`LOC_QP_OP_ERR`), with
@@ -904,6 +939,9 @@ pub fn take_sends(
             h.complete_sq(qp, &mut st);
             continue;
         }
+        if run_local(h, qp, &mut st, &w, seq) {
+            continue;
+        }
         let made = h.keys_of(qp.client, |keys| {
             let q = SendCtx {
                 qpt: qp.qpt,
@@ -932,9 +970,514 @@ pub fn take_sends(
     taken
 }
 
+/// Runs send WQE `w` of `qp` (request number `seq`) when it is a local
+/// operation, as the provider runs one at post (`send/local.rs`): a
+/// `BIND_MW` binds (or, of length 0, unbinds) the client's window in its
+/// tables ([`KeyTables::bind_mw`]: its MR's rights and range, a type 2
+/// window's QP and PD, the window's rkey kept in step), a `LOCAL_INV`
+/// invalidates a type 2 window of the client's (else `LOC_QP_OP_ERR`).  It
+/// is done now, before the WQEs after it reach the wire, and completes in
+/// send queue order, after the WQEs before it (`IBV_WC_BIND_MW`,
+/// `IBV_WC_LOCAL_INV`; signaled or failed only).  A failure moves the QP to
+/// the error state: what is outstanding and what comes after completes
+/// flushed.  (On a QP that is neither RC nor UC, which the provider
+/// refuses at post: `LOC_QP_OP_ERR`.)  False: `w` is not a local operation.
+pub fn run_local(h: &Serving<'_>, qp: &DataQp, st: &mut DataSt, w: &SendWqe<'_>, seq: u64) -> bool {
+    if !matches!(w.op, SendOp::BindMw { .. } | SendOp::LocalInv { .. }) {
+        return false;
+    }
+    let status = if !matches!(qp.qpt, IBV_QPT_RC | IBV_QPT_UC) {
+        IBV_WC_LOC_QP_OP_ERR
+    } else {
+        let mut k = h.keys.borrow_mut();
+        match w.op {
+            SendOp::BindMw { rkey, bind } => k.bind_mw(qp.client, qp.handle, rkey, &bind).err().unwrap_or(0),
+            SendOp::LocalInv { rkey } if k.invalidate(qp.client, rkey, 0) => 0,
+            _ => IBV_WC_LOC_QP_OP_ERR,
+        }
+    };
+    st.sq.push_back(SqEntry {
+        seq,
+        wr_id: w.wr_id,
+        opcode: wc_opcode_of(&w.op),
+        len: 0,
+        signaled: w.send_flags & IBV_SEND_SIGNALED != 0,
+        done: Some(status),
+    });
+    if status != 0 {
+        h.to_err(qp, st);
+    } else {
+        h.complete_sq(qp, st);
+    }
+    true
+}
+
 /// A send queue that holds something that is not a WQE: the client's
 /// `IBV_EVENT_QP_FATAL`, and the QP to the error state.
 fn fatal(h: &Serving<'_>, qp: &DataQp, st: &mut DataSt) {
     h.qp_event(qp, IBV_EVENT_QP_FATAL);
     h.to_err(qp, st);
+}
+
+/// Local operations ([`run_local`]) against a client's real tables: the
+/// windows' binds, invalidations and their completions in order.
+#[cfg(test)]
+mod local_ops {
+    use super::*;
+    use crate::ctl::msg::{Caps, CreateCq, CreateQp, MwType, QpType, Queue, RegMr, Reply, Request};
+    use crate::ctl::tables::{Hooks, Limits};
+    use crate::place::AccessPage;
+    use crate::wq::format::{decode_cqe, SgeList};
+    use crate::wq::Slots;
+    use std::os::fd::AsFd;
+
+    const ID: ClientId = 3;
+    const CQ_UH: u64 = 0xC0;
+
+    /// QP numbers 0x100, 0x101, ...
+    struct Nums(u32);
+
+    impl Hooks for Nums {
+        fn alloc_num(&mut self) -> Result<u32, i32> {
+            self.0 += 1;
+            Ok(self.0)
+        }
+        fn gid_count(&self) -> usize {
+            1
+        }
+    }
+
+    /// A client's tables (a PD, a CQ, an RC and a UD QP, an MR that
+    /// windows may be bound to and one they may not, a window of each
+    /// type) and its data path (the QPs, the CQ's queue: our half).
+    struct Setup {
+        t: Tables,
+        d: DataPath,
+        cq: Consumer,
+        buf: Vec<u8>,
+        pd_id: u32,
+        rc: Arc<DataQp>,
+        ud: Arc<DataQp>,
+        /// The MR's key (`MW_BIND`), the other's (no `MW_BIND`).
+        key: u32,
+        no_bind: u32,
+        /// The windows' handles and first rkeys.
+        mw1: (u32, u32),
+        mw2: (u32, u32),
+    }
+
+    fn x(t: &mut Tables, n: &mut Nums, r: Request) -> Reply {
+        t.exec(ID, &r, n)
+    }
+
+    fn setup() -> Setup {
+        let mut t = Tables::new(Limits::WIRE);
+        let mut n = Nums(0x100);
+        assert!(t.add_client(ID));
+        let Reply::Pd { handle: pd } = x(&mut t, &mut n, Request::AllocPd { parent: None }) else {
+            panic!("alloc_pd")
+        };
+        let q = Queue {
+            depth: 16,
+            slot_size: CQE_SLOT as u32,
+        };
+        let c = CreateCq {
+            user_handle: CQ_UH,
+            cqe: 15,
+            queue: q,
+            doorbell: false,
+            channel: false,
+        };
+        let Reply::Cq { handle: cq_h, .. } = x(&mut t, &mut n, Request::CreateCq(c)) else {
+            panic!("create_cq")
+        };
+        let mut qp = |ty| {
+            let c = CreateQp {
+                user_handle: 0,
+                pd: Some(pd),
+                xrcd: None,
+                qp_type: ty,
+                send_cq: Some(cq_h),
+                recv_cq: Some(cq_h),
+                srq: None,
+                sq_sig_all: false,
+                cap: Caps {
+                    max_send_wr: 8,
+                    max_recv_wr: 8,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq: Some(q),
+                rq: Some(q),
+            };
+            match x(&mut t, &mut n, Request::CreateQp(c)) {
+                Reply::Qp { handle, qpn, .. } => (handle, qpn),
+                r => panic!("create_qp: {r:?}"),
+            }
+        };
+        let (rc_h, rc_n) = qp(QpType::Rc);
+        let (ud_h, ud_n) = qp(QpType::Ud);
+        let pd_id = t.client(ID).unwrap().qp(rc_h).unwrap().pd_id;
+        let buf = vec![0u8; 8192];
+        let base = buf.as_ptr() as u64;
+        let mut mr = |access| {
+            let r = RegMr {
+                pd,
+                access,
+                addr: base,
+                length: 4096,
+                iova: 0x10_0000,
+            };
+            match x(&mut t, &mut n, Request::RegMr(r)) {
+                Reply::Mr { lkey, .. } => lkey,
+                r => panic!("reg_mr: {r:?}"),
+            }
+        };
+        let rights = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        let key = mr(rights | IBV_ACCESS_MW_BIND);
+        let no_bind = mr(rights);
+        let mut mw = |ty| match x(&mut t, &mut n, Request::AllocMw { pd, ty }) {
+            Reply::Mw { handle, rkey } => (handle, rkey),
+            r => panic!("alloc_mw: {r:?}"),
+        };
+        let (mw1, mw2) = (mw(MwType::One), mw(MwType::Two));
+        let mut d = DataPath::default();
+        let fd = crate::client::access_page().unwrap();
+        let page = AccessPage::map(fd.as_fd()).unwrap();
+        d.add_client(ID, ClientMem::new(std::process::id() as libc::pid_t, None, false, page));
+        let (q, _) = Slots::create(16, CQE_SLOT).unwrap();
+        let (agent, client) = q.split();
+        d.client_mut(ID).unwrap().cqs.get_mut().insert(cq_h, agent);
+        let dq = |qpn, qpt, h| {
+            Arc::new(DataQp::new(
+                ID,
+                qpn,
+                qpt,
+                pd_id,
+                h,
+                Some(cq_h),
+                Some(cq_h),
+                None,
+                false,
+                1,
+            ))
+        };
+        let (rc, ud) = (dq(rc_n, IBV_QPT_RC, rc_h), dq(ud_n, IBV_QPT_UD, ud_h));
+        assert!(d.add_qp(rc.clone()) && d.add_qp(ud.clone()));
+        rc.lock().state = IBV_QPS_RTS;
+        ud.lock().state = IBV_QPS_RTS;
+        Setup {
+            t,
+            d,
+            cq: client,
+            buf,
+            pd_id,
+            rc,
+            ud,
+            key,
+            no_bind,
+            mw1,
+            mw2,
+        }
+    }
+
+    fn cqes(q: &mut Consumer) -> Vec<(u64, u32, u32)> {
+        let mut out = Vec::new();
+        let mut b = [0u8; CQE_SLOT];
+        while let Ok(Some(n)) = q.try_pop(&mut b) {
+            let e = decode_cqe(&b[..n]).unwrap();
+            out.push((e.wr_id, e.status, e.opcode));
+        }
+        out
+    }
+
+    fn wqe(wr_id: u64, op: SendOp, signaled: bool) -> SendWqe<'static> {
+        SendWqe {
+            wr_id,
+            op,
+            send_flags: if signaled { IBV_SEND_SIGNALED } else { 0 },
+            ud: None,
+            xrc_srqn: None,
+            data: Data::Sges(SgeList::new(&[])),
+        }
+    }
+
+    /// A bind of `mw` over [`off`, `off` + `len`) of the MR's IOVAs.
+    fn bind(mw: u32, rkey: u32, lkey: u32, off: u64, len: u64, access: u32) -> SendOp {
+        SendOp::BindMw {
+            rkey,
+            bind: MwBind {
+                mw,
+                mr_lkey: lkey,
+                addr: 0x10_0000 + off,
+                length: len,
+                access,
+            },
+        }
+    }
+
+    fn inc(rkey: u32) -> u32 {
+        (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff)
+    }
+
+    #[test]
+    fn windows_are_bound_and_invalidated_in_send_queue_order() {
+        let mut s = setup();
+        let (mw1, r1) = s.mw1;
+        let (mw2, r2) = s.mw2;
+        let (key, pd, qpn) = (s.key, s.pd_id, s.rc.qpn);
+        let wr = IBV_ACCESS_REMOTE_WRITE;
+        let h = Serving {
+            data: &s.d,
+            keys: RefCell::new(&mut s.t),
+            gids: &[],
+        };
+        let qp = s.rc.clone();
+        let mut st = qp.lock();
+        // A WRITE in flight, then a type 1 bind: done at once (its rkey
+        // grants now), completed after the WRITE.
+        st.sq.push_back(SqEntry {
+            seq: 0,
+            wr_id: 10,
+            opcode: IBV_WC_RDMA_WRITE,
+            len: 4,
+            signaled: true,
+            done: None,
+        });
+        assert!(run_local(
+            &h,
+            &qp,
+            &mut st,
+            &wqe(11, bind(mw1, inc(r1), key, 0x100, 64, wr), true),
+            1
+        ));
+        let n1 = inc(r1);
+        let va = s.buf.as_ptr() as u64;
+        let grant = |h: &Serving<'_>, qpn: u32, rkey: u32, off: u64| {
+            h.keys_of(ID, |k| {
+                k.grant(qpn, pd, rkey, 0x10_0000 + off, 8, IBV_ACCESS_REMOTE_WRITE)
+            })
+        };
+        assert_eq!(grant(&h, qpn, n1, 0x100), Some(va + 0x100), "bound at once");
+        assert_eq!(
+            grant(&h, 0x999, n1, 0x100),
+            Some(va + 0x100),
+            "type 1: any QP of the PD"
+        );
+        assert_eq!(grant(&h, qpn, n1, 0x140), None, "outside the window");
+        assert!(cqes(&mut s.cq).is_empty(), "the WRITE before it is not done");
+        st.sq_done(0, 0);
+        h.complete_sq(&qp, &mut st);
+        assert_eq!(
+            cqes(&mut s.cq),
+            vec![(10, 0, IBV_WC_RDMA_WRITE), (11, 0, IBV_WC_BIND_MW)],
+            "in send queue order"
+        );
+        // Type 2: the consumer's key, this QP only; unsignaled: no CQE.
+        let n2 = (r2 & !0xff) | 0x5a;
+        assert!(run_local(
+            &h,
+            &qp,
+            &mut st,
+            &wqe(12, bind(mw2, 0x5a, key, 0x200, 64, wr), false),
+            2
+        ));
+        assert!(cqes(&mut s.cq).is_empty(), "unsignaled success");
+        assert_eq!(grant(&h, qpn, n2, 0x200), Some(va + 0x200));
+        assert_eq!(grant(&h, 0x999, n2, 0x200), None, "another QP");
+        // LOCAL_INV: it grants no more.
+        assert!(run_local(
+            &h,
+            &qp,
+            &mut st,
+            &wqe(13, SendOp::LocalInv { rkey: n2 }, true),
+            3
+        ));
+        assert_eq!(cqes(&mut s.cq), vec![(13, 0, IBV_WC_LOCAL_INV)]);
+        assert_eq!(grant(&h, qpn, n2, 0x200), None, "invalidated");
+        // Bound again (another key), then invalidated by a SEND with
+        // invalidate that came in on the QP (the engine's receive path):
+        // through another QP it is refused.
+        let n3 = (r2 & !0xff) | 0x5b;
+        assert!(run_local(
+            &h,
+            &qp,
+            &mut st,
+            &wqe(14, bind(mw2, 0x5b, key, 0, 64, wr), true),
+            4
+        ));
+        assert_eq!(cqes(&mut s.cq), vec![(14, 0, IBV_WC_BIND_MW)]);
+        let to = RecvCq {
+            client: ID,
+            cq: qp.recv_cq,
+        };
+        let recv = |wr_id| swrdma_rc::recv::accept(&Keys::default(), pd, wr_id, Vec::new(), to);
+        let sent = |qpn| Completion {
+            qpn,
+            src_qp: 0x77,
+            opcode: IBV_WC_RECV,
+            len: 0,
+            imm: None,
+            inv: Some(n3),
+        };
+        let (wc, _) = h.finish_recv(recv(20), &sent(0x999));
+        assert_eq!(wc.status, IBV_WC_REM_INV_REQ_ERR, "not through its QP");
+        assert_eq!(grant(&h, qpn, n3, 0), Some(va));
+        let (wc, _) = h.finish_recv(recv(21), &sent(qpn));
+        assert_eq!(wc.status, 0);
+        assert_ne!(wc.wc_flags & IBV_WC_WITH_INV, 0);
+        // SAFETY: the union's member a completion WITH_INV has.
+        assert_eq!(unsafe { wc.imm.invalidated_rkey }, n3);
+        assert_eq!(grant(&h, qpn, n3, 0), None, "invalidated by the peer");
+        // Type 1 unbound (length 0): the next tag, nothing granted.
+        assert!(run_local(&h, &qp, &mut st, &wqe(15, bind(mw1, 0, 0, 0, 0, 0), true), 5));
+        assert_eq!(cqes(&mut s.cq), vec![(15, 0, IBV_WC_BIND_MW)]);
+        assert_eq!(grant(&h, qpn, n1, 0x100), None, "unbound");
+        drop(st);
+        let n4 = inc(n1);
+        assert_eq!(
+            s.t.client(ID).unwrap().mw(mw1).unwrap().rkey,
+            n4,
+            "the tables' rkey in step"
+        );
+        // Bound again, then deallocated: its rkey goes with it.
+        let h = Serving {
+            data: &s.d,
+            keys: RefCell::new(&mut s.t),
+            gids: &[],
+        };
+        let mut st = qp.lock();
+        assert!(run_local(
+            &h,
+            &qp,
+            &mut st,
+            &wqe(16, bind(mw1, 0, key, 0, 64, wr), true),
+            6
+        ));
+        assert_eq!(cqes(&mut s.cq), vec![(16, 0, IBV_WC_BIND_MW)]);
+        let n5 = inc(n4);
+        assert_eq!(grant(&h, qpn, n5, 0), Some(va));
+        drop(st);
+        assert_eq!(s.t.exec(ID, &Request::DeallocMw { mw: mw1 }, &mut Nums(0)), Reply::Done);
+        assert!(s.t.client(ID).unwrap().keys().get(n5).is_none(), "dealloc unbinds");
+        assert_eq!(qp.lock().state, IBV_QPS_RTS, "no failure");
+        assert!(s.d.client(ID).unwrap().take_moved().is_empty());
+    }
+
+    #[test]
+    fn a_failed_local_operation_moves_the_qp_to_the_error_state() {
+        let mut s = setup();
+        let (mw1, r1) = s.mw1;
+        let (mw2, _) = s.mw2;
+        let (key, no_bind) = (s.key, s.no_bind);
+        let wr = IBV_ACCESS_REMOTE_WRITE;
+        let h = Serving {
+            data: &s.d,
+            keys: RefCell::new(&mut s.t),
+            gids: &[],
+        };
+        let qp = s.rc.clone();
+        let f = IBV_WC_WR_FLUSH_ERR;
+        // Each failure: its status (signaled or not), what was outstanding
+        // flushed, the QP in the error state and moved for the tables.
+        let cases = [
+            (bind(mw1, 0, key, 4000, 200, wr), IBV_WC_MW_BIND_ERR, "beyond the MR"),
+            (
+                bind(mw1, 0, no_bind, 0, 64, wr),
+                IBV_WC_MW_BIND_ERR,
+                "an MR without MW_BIND",
+            ),
+            (bind(mw1, 0, 0, 0, 64, wr), IBV_WC_MW_BIND_ERR, "no MR"),
+            (bind(0x999, 0, key, 0, 64, wr), IBV_WC_MW_BIND_ERR, "no such window"),
+            (
+                bind(mw1, 0, key, 0, 64, IBV_ACCESS_ZERO_BASED),
+                IBV_WC_MW_BIND_ERR,
+                "zero based",
+            ),
+            (
+                bind(mw2, 1, key, 0, 0, wr),
+                IBV_WC_MW_BIND_ERR,
+                "a type 2 window unbound",
+            ),
+            (
+                SendOp::LocalInv { rkey: r1 },
+                IBV_WC_LOC_QP_OP_ERR,
+                "a window not bound",
+            ),
+            (SendOp::LocalInv { rkey: 0x1234 }, IBV_WC_LOC_QP_OP_ERR, "no such key"),
+        ];
+        for (i, (op, status, why)) in cases.into_iter().enumerate() {
+            let mut st = qp.lock();
+            st.state = IBV_QPS_RTS;
+            st.sq.push_back(SqEntry {
+                seq: 0,
+                wr_id: 1,
+                opcode: IBV_WC_SEND,
+                len: 0,
+                signaled: false,
+                done: None,
+            });
+            assert!(run_local(&h, &qp, &mut st, &wqe(100 + i as u64, op, false), 1));
+            let opcode = wc_opcode_of(&op);
+            assert_eq!(
+                cqes(&mut s.cq),
+                vec![(1, f, IBV_WC_SEND), (100 + i as u64, status, opcode)],
+                "{why}"
+            );
+            assert_eq!(st.state, IBV_QPS_ERR, "{why}");
+            assert!(st.sq.is_empty());
+            assert_eq!(s.d.client(ID).unwrap().take_moved(), vec![qp.qpn], "{why}");
+            // What comes next is flushed, with its own opcode.
+            let e = SqEntry::failed(2, &wqe(200, op, false), f);
+            assert_eq!((e.opcode, e.done), (opcode, Some(f)));
+        }
+        // A type 1 window is not invalidated (LOCAL_INV is for type 2): it
+        // stays bound.
+        let mut st = qp.lock();
+        st.state = IBV_QPS_RTS;
+        assert!(run_local(
+            &h,
+            &qp,
+            &mut st,
+            &wqe(150, bind(mw1, 0, key, 0, 64, wr), false),
+            2
+        ));
+        let n1 = inc(r1);
+        assert!(run_local(
+            &h,
+            &qp,
+            &mut st,
+            &wqe(151, SendOp::LocalInv { rkey: n1 }, false),
+            3
+        ));
+        assert_eq!(cqes(&mut s.cq), vec![(151, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOCAL_INV)]);
+        assert!(h.keys_of(ID, |k| k.get(n1)).is_some(), "still bound");
+        assert_eq!(st.state, IBV_QPS_ERR);
+        drop(st);
+        // On a UD QP (which the provider refuses at post).
+        let ud = s.ud.clone();
+        let mut st = ud.lock();
+        assert!(run_local(
+            &h,
+            &ud,
+            &mut st,
+            &wqe(300, bind(mw1, 0, key, 0, 64, wr), false),
+            0
+        ));
+        assert_eq!(cqes(&mut s.cq), vec![(300, IBV_WC_LOC_QP_OP_ERR, IBV_WC_BIND_MW)]);
+        // Not a local operation: not run.
+        assert!(!run_local(&h, &ud, &mut st, &wqe(301, SendOp::Send, true), 1));
+        drop(st);
+        // What failed bound nothing: the type 2 window's rkey is as
+        // allocated, the type 1 window's moved once (its one bind).
+        let c = s.t.client(ID).unwrap();
+        assert_eq!(
+            (c.mw(mw1).unwrap().rkey, c.mw(mw2).unwrap().rkey),
+            (inc(s.mw1.1), s.mw2.1)
+        );
+        // Bare key tables have no windows.
+        let mut bare: HashMap<ClientId, Keys> = HashMap::new();
+        assert_eq!(bare.bind_mw(ID, 1, 0, &MwBind::default()), Err(IBV_WC_MW_BIND_ERR));
+    }
 }

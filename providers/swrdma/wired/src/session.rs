@@ -763,7 +763,10 @@ impl Control {
     /// client's pidfd is `pidfd`): receives it, answers it, sends the
     /// reply.  A request that would keep more than the client's budget
     /// is `EINVAL` before anything is attached (its descriptors are
-    /// closed).  A QP made, changed or destroyed reaches `engine` (the
+    /// closed).  Before a request that changes the client's keys
+    /// (`DeregMr`, `ReregMr`, `DeallocMw`), `engine` takes the WQEs the
+    /// client posted before it (`Transport::take_client`).  A QP made,
+    /// changed or destroyed reaches `engine` (the
     /// agent's transport, when it has one) before the reply goes.  Err:
     /// why the connection must end (the client closed it, or broke the
     /// protocol).
@@ -788,6 +791,14 @@ impl Control {
             drop(fds);
             Err(EINVAL)
         };
+        // The WQEs the client posted before a request that changes its
+        // keys are done first, with the keys as they were
+        // (`Transport::take_client`).
+        if let (Ok(_), Some(t), Request::DeregMr { .. } | Request::ReregMr(_) | Request::DeallocMw { .. }) =
+            (&att, engine, &req)
+        {
+            t.take_client(self, s.id);
+        }
         let rep = match att {
             Ok(att) => {
                 let gids = needs_gids(&req).then(|| Gids::read(self.ifindex));

@@ -33,6 +33,11 @@
 //!   goes leaves every multicast group it was attached to
 //!   (`Sock::leave_all`); `attach_mcast` and `detach_mcast` join and
 //!   leave through [`Transport::join_group`] and [`Transport::leave_group`].
+//!   A request that changes a client's keys (`DeregMr`, `ReregMr`,
+//!   `DeallocMw`) is served after the WQEs the client posted before it
+//!   ([`Transport::take_client`]).
+//! * **Local operations** (`BIND_MW`, `LOCAL_INV`) are done as the turn
+//!   takes them (`data::run_local`), against the client's tables.
 
 use crate::ctl::tables::{ClientId, Kind, Tables};
 use crate::data::{take_sends, ClientData, Event, Serving};
@@ -219,6 +224,33 @@ impl Transport {
             self.wire.sock.leave_all(qp.qpn);
             userdir::unpublish(&self.dir, qp.qpn);
         }
+    }
+
+    /// Takes client `id`'s send queues now, as a turn does (at most a
+    /// queue's depth each): the control path calls this before it serves
+    /// a request of the client's that changes its keys (`DeregMr`,
+    /// `ReregMr`, `DeallocMw`), so that the WQEs it posted before the
+    /// request (a `BIND_MW` of the window it deallocates, a WRITE from the
+    /// MR it deregisters) are done with the keys as they were, as the
+    /// provider's verbs are done in the order they are called.  What they
+    /// call for (doorbells, events, a QP moved to the error state) is told
+    /// at the end of the next turn.  The number taken.
+    pub fn take_client(&self, ctl: &mut Control, id: ClientId) -> usize {
+        let (data, tables) = ctl.data_and_keys();
+        let Some(c) = data.client(id) else { return 0 };
+        let h = Serving {
+            data,
+            keys: RefCell::new(tables),
+            gids: &self.gids,
+        };
+        let mut n = 0;
+        for (qpn, (sq, shape)) in c.sqs.borrow_mut().iter_mut() {
+            if let Some(qp) = c.qps.get(qpn) {
+                let depth = sq.depth();
+                n += take_sends(&h, &self.wire, qp, sq, shape, depth);
+            }
+        }
+        n
     }
 
     /// Marks every send queue's consumer asleep before the loop sleeps:

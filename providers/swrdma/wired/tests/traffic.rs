@@ -16,11 +16,11 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use swrdma_wired::client::{self, Options, Session, Target};
-use swrdma_wired::ctl::msg::{AhAttr, QpAttr, QpType, RegMr, Reply, Request};
+use swrdma_wired::ctl::msg::{AhAttr, MwType, QpAttr, QpType, RegMr, Reply, Request};
 use swrdma_wired::transport::{parse_event_record, EVENT_RECORD};
 use swrdma_wired::wq::format::{
-    decode_cqe, encode_recv, encode_send, send_slot_size, Cqe, Data, QpKind, RecvWqe, Remote, SendOp, SendShape,
-    SendWqe, Sge, SgeList, UdAddr, CQE_SLOT,
+    decode_cqe, encode_recv, encode_send, send_slot_size, Cqe, Data, MwBind, QpKind, RecvWqe, Remote, SendOp,
+    SendShape, SendWqe, Sge, SgeList, UdAddr, CQE_SLOT,
 };
 use swrdma_wired::wq::{Consumer, Producer, Push};
 
@@ -241,6 +241,15 @@ impl Client {
         }
     }
 
+    /// Posts send WQE `w` without ringing the agent (as a client does
+    /// while the agent's consumer is awake): the agent finds it at its
+    /// next wake-up, whatever wakes it.
+    fn post_send_quiet(&mut self, w: &SendWqe<'_>) {
+        let mut b = vec![0u8; send_slot_size(1, 256).unwrap()];
+        let n = encode_send(w, &SHAPE, &mut b).unwrap();
+        let _ = self.sq.try_push(&b[..n]).unwrap();
+    }
+
     fn post_recv(&mut self, wr_id: u64, off: usize, len: u32) {
         let (addr, lkey) = (self.at(off), self.key());
         push_recv(&mut self.rq, wr_id, addr, len, lkey);
@@ -336,6 +345,32 @@ impl Client {
             out.push(parse_event_record(&r).unwrap());
         }
         out
+    }
+
+    /// An MR over `len` bytes of our memory from `off` (its IOVAs are its
+    /// addresses) with `access`: its lkey.
+    fn reg_mr(&mut self, off: usize, len: usize, access: u32) -> u32 {
+        let (pd, addr) = (self.pd, self.at(off));
+        let reg = RegMr {
+            pd,
+            access,
+            addr,
+            length: len as u64,
+            iova: addr,
+        };
+        match self.call(Request::RegMr(reg)) {
+            Reply::Mr { lkey, .. } => lkey,
+            r => panic!("reg_mr: {r:?}"),
+        }
+    }
+
+    /// A memory window of type `ty` on our PD: its handle and rkey.
+    fn alloc_mw(&mut self, ty: MwType) -> (u32, u32) {
+        let pd = self.pd;
+        match self.call(Request::AllocMw { pd, ty }) {
+            Reply::Mw { handle, rkey } => (handle, rkey),
+            r => panic!("alloc_mw: {r:?}"),
+        }
     }
 
     fn state(&mut self) -> u32 {
@@ -694,5 +729,165 @@ fn the_agent_carries_multicast_between_its_clients() {
     drop(b);
     assert!(lo_membership_becomes(group, false), "left with the client's end");
     drop(a);
+    assert!(wait_gone(agent, Duration::from_secs(5)), "idle exit");
+}
+
+/// A signaled `BIND_MW` WQE: window `mw` over `len` bytes at `addr` of MR
+/// `lkey` (IOVAs: addresses here), remote write, new rkey `rkey`.
+fn bind_wqe(wr_id: u64, mw: u32, rkey: u32, lkey: u32, addr: u64, len: u64) -> SendWqe<'static> {
+    let bind = MwBind {
+        mw,
+        mr_lkey: lkey,
+        addr,
+        length: len,
+        access: IBV_ACCESS_REMOTE_WRITE,
+    };
+    wqe(wr_id, SendOp::BindMw { rkey, bind }, Data::Sges(SgeList::new(&[])))
+}
+
+/// A signaled inline RDMA WRITE of `data` to `addr` through `rkey`.
+fn write_wqe(wr_id: u64, addr: u64, rkey: u32, data: &[u8]) -> SendWqe<'_> {
+    wqe(wr_id, SendOp::RdmaWrite(Remote { addr, rkey }), Data::Inline(data))
+}
+
+/// `ibv_inc_rkey`: the next 8-bit key of the same index.
+fn inc_rkey(rkey: u32) -> u32 {
+    (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff)
+}
+
+/// Memory windows through the agent: binds and invalidations are WQEs of
+/// the owner's send queue, done by the agent against its tables as it
+/// takes them and completed in order; the peer's RDMA reaches the memory
+/// through a bound window's rkey only.  Type 2 (C's window, D writes): a
+/// bind after a WRITE completes after it; D's WRITE through it lands; D's
+/// SEND with invalidate unbinds it (C's receive says so), so C binds it
+/// again; C's LOCAL_INV unbinds it and D's next WRITE is `REM_ACCESS_ERR`;
+/// a bind in the error state is flushed.  Type 1 (A's window, B writes)
+/// likewise, and a bind posted just before the window's `dealloc_mw` is
+/// done first, the dealloc then unbinding it.  A bind that fails (an MR
+/// without `MW_BIND`) is `MW_BIND_ERR`, the QP in the error state, what
+/// comes after it flushed.
+#[test]
+fn the_agent_binds_and_invalidates_memory_windows() {
+    if port_taken() {
+        eprintln!("skipped: 127.0.0.1:4791 is held by another user or the kernel's rxe");
+        return;
+    }
+    let dir = Dir::new("mw");
+    let s = scope("mw");
+    let mut a = Client::open(&s, &dir.0, 0);
+    let mut b = Client::open(&s, &dir.0, 1);
+    let mut c = Client::open(&s, &dir.0, 2);
+    let mut d = Client::open(&s, &dir.0, 3);
+    assert!(a.s.transport, "an agent with --dir carries traffic");
+    let agent = a.s.agent_pid;
+    let (an, bn, cn, dn) = (a.qpn, b.qpn, c.qpn, d.qpn);
+    a.connect(bn);
+    b.connect(an);
+    c.connect(dn);
+    d.connect(cn);
+    let bindable = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
+
+    // Type 2: C's window over 4 KiB at 8192 of an MR of C's.
+    let mr = c.reg_mr(0, 1 << 16, bindable);
+    let (mw2, r0) = c.alloc_mw(MwType::Two);
+    let r2 = (r0 & !0xff) | 0x5a;
+    let (at, (dat, dkey)) = (c.at(8192), (d.at(100), d.key()));
+    c.post_send(&write_wqe(1, dat, dkey, b"before the bind"));
+    c.post_send(&bind_wqe(2, mw2, r2, mr, at, 4096));
+    assert_eq!(
+        summary(&c.poll(2)),
+        vec![(1, 0, IBV_WC_RDMA_WRITE, 15), (2, 0, IBV_WC_BIND_MW, 0)],
+        "the bind completes after the WRITE before it"
+    );
+    assert_eq!(&d.buf[100..115], b"before the bind");
+    d.post_send(&write_wqe(10, at, r2, b"through the window"));
+    assert_eq!(summary(&d.poll(1)), vec![(10, 0, IBV_WC_RDMA_WRITE, 18)]);
+    assert_eq!(&c.buf[8192..8210], b"through the window");
+    // D's SEND with invalidate: C's receive says it, the window is unbound
+    // (so C can bind it again: a bound type 2 window cannot be).
+    c.post_recv(20, 0, 64);
+    d.post_send(&wqe(11, SendOp::SendWithInv { rkey: r2 }, Data::Inline(b"inv")));
+    assert_eq!(summary(&d.poll(1)), vec![(11, 0, IBV_WC_SEND, 3)]);
+    let got = c.poll(1);
+    assert_eq!(summary(&got), vec![(20, 0, IBV_WC_RECV, 3)]);
+    assert_ne!(got[0].wc_flags & IBV_WC_WITH_INV, 0);
+    assert_eq!(got[0].imm, r2, "the rkey invalidated");
+    let r3 = (r0 & !0xff) | 0x5b;
+    c.post_send(&bind_wqe(3, mw2, r3, mr, at, 4096));
+    assert_eq!(summary(&c.poll(1)), vec![(3, 0, IBV_WC_BIND_MW, 0)]);
+    d.post_send(&write_wqe(12, at + 100, r3, b"bound again"));
+    assert_eq!(summary(&d.poll(1)), vec![(12, 0, IBV_WC_RDMA_WRITE, 11)]);
+    assert_eq!(&c.buf[8292..8303], b"bound again");
+    // C's LOCAL_INV: D's next WRITE through it is refused, nothing lands.
+    c.post_send(&wqe(4, SendOp::LocalInv { rkey: r3 }, Data::Sges(SgeList::new(&[]))));
+    assert_eq!(summary(&c.poll(1)), vec![(4, 0, IBV_WC_LOCAL_INV, 0)]);
+    d.post_send(&write_wqe(13, at + 200, r3, b"too late"));
+    assert_eq!(
+        d.poll(1).iter().map(|e| (e.wr_id, e.status)).collect::<Vec<_>>(),
+        vec![(13, IBV_WC_REM_ACCESS_ERR)]
+    );
+    assert_eq!(c.buf[8392..8400], [0; 8], "nothing written");
+    assert_eq!(c.state(), IBV_QPS_ERR, "the responder in the error state");
+    // In the error state a bind is flushed, with its opcode.
+    c.post_send(&bind_wqe(5, mw2, (r0 & !0xff) | 0x5c, mr, at, 4096));
+    assert_eq!(summary(&c.poll(1)), vec![(5, IBV_WC_WR_FLUSH_ERR, IBV_WC_BIND_MW, 0)]);
+    assert_eq!(c.call(Request::DeallocMw { mw: mw2 }), Reply::Done);
+
+    // Type 1: A's window, B writes through it.
+    let mr = a.reg_mr(0, 1 << 16, bindable);
+    let (mw1, r0) = a.alloc_mw(MwType::One);
+    let r1 = inc_rkey(r0);
+    let at = a.at(8192);
+    a.post_send(&bind_wqe(1, mw1, r1, mr, at, 4096));
+    assert_eq!(summary(&a.poll(1)), vec![(1, 0, IBV_WC_BIND_MW, 0)]);
+    b.post_send(&write_wqe(10, at, r1, b"type 1"));
+    assert_eq!(summary(&b.poll(1)), vec![(10, 0, IBV_WC_RDMA_WRITE, 6)]);
+    assert_eq!(&a.buf[8192..8198], b"type 1");
+    // Bound again (its next rkey) and deallocated at once: the bind
+    // posted before the dealloc is done first, then the dealloc unbinds.
+    // (Posted without the doorbell: the dealloc is what wakes the agent.)
+    let r1b = inc_rkey(r1);
+    a.post_send_quiet(&bind_wqe(2, mw1, r1b, mr, at + 4096, 4096));
+    assert_eq!(a.call(Request::DeallocMw { mw: mw1 }), Reply::Done);
+    assert_eq!(
+        summary(&a.poll(1)),
+        vec![(2, 0, IBV_WC_BIND_MW, 0)],
+        "done before the dealloc"
+    );
+    assert_eq!(
+        a.call(Request::DeallocMw { mw: mw1 }),
+        Reply::Err(libc::ENOENT),
+        "deallocated"
+    );
+    b.post_send(&write_wqe(11, at + 4096, r1b, b"gone"));
+    assert_eq!(
+        b.poll(1).iter().map(|e| (e.wr_id, e.status)).collect::<Vec<_>>(),
+        vec![(11, IBV_WC_REM_ACCESS_ERR)]
+    );
+    assert_eq!(a.buf[12288..12292], [0; 4], "nothing written");
+    let mut cqe = [0u8; CQE_SLOT];
+    assert_eq!(a.cq.try_pop(&mut cqe).unwrap(), None, "nothing for the window's owner");
+
+    // A bind that fails: an MR without MW_BIND (E's QP is connected to
+    // D's, which sends it nothing).
+    let mut e = Client::open(&s, &dir.0, 4);
+    e.connect(dn);
+    let plain = e.reg_mr(0, 1 << 16, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    let (mw, r0) = e.alloc_mw(MwType::One);
+    let eat = e.at(0);
+    e.post_send(&bind_wqe(1, mw, inc_rkey(r0), plain, eat, 64));
+    e.post_send(&wqe(2, SendOp::Send, Data::Inline(b"after")));
+    assert_eq!(
+        summary(&e.poll(2)),
+        vec![
+            (1, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW, 0),
+            (2, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND, 0)
+        ]
+    );
+    assert_eq!(e.state(), IBV_QPS_ERR);
+    assert!(e.events().is_empty(), "a completion, not an event");
+    assert_eq!(e.call(Request::DeallocMw { mw }), Reply::Done);
+    drop((a, b, c, d, e));
     assert!(wait_gone(agent, Duration::from_secs(5)), "idle exit");
 }

@@ -2200,6 +2200,54 @@ fn windows_bind_and_go() {
     assert!(c.keys().get(r2).is_none());
 }
 
+/// What a `BIND_MW` WQE and a `SEND_WITH_INV` do to a window through the
+/// tables (`data::run_local`, the engine's receive): a type 2 window
+/// invalidated is unbound and may be bound again (a bound one may not); a
+/// window's rkey is kept in step by every bind, so `DeallocMw` takes the
+/// binding of its latest rkey with it.
+#[test]
+fn windows_rebound_after_invalidation_and_deallocated_bound() {
+    let mut t = T::new(WIRE);
+    let pd = t.pd(1);
+    let cq = t.cq(1);
+    let (qp, qpn) = t.qp(1, qp_req(QpType::Rc, pd, cq));
+    let (_, key) = t.mr(1, pd, 0x1000, 0x1000, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+    let Reply::Mw { handle: mw, rkey } = t.x(1, Request::AllocMw { pd, ty: MwType::Two }) else {
+        panic!()
+    };
+    let c = t.t.client_mut(1).unwrap();
+    let wr = IBV_ACCESS_REMOTE_WRITE;
+    let r1 = c.bind_mw(qp, mw, wr, 0x11, Some((key, 0x1000, 64))).unwrap();
+    assert_eq!(r1, (rkey & !0xff) | 0x11);
+    assert_eq!(
+        c.bind_mw(qp, mw, wr, 0x12, Some((key, 0x1000, 64))),
+        Err(IBV_WC_MW_BIND_ERR),
+        "bound already"
+    );
+    assert!(c.invalidate(r1, qpn), "a SEND with invalidate on its QP");
+    let r2 = c.bind_mw(qp, mw, wr, 0x12, Some((key, 0x1040, 64))).unwrap();
+    assert_eq!((c.mw(mw).unwrap().rkey, r2 & 0xff), (r2, 0x12));
+    assert!(c.keys().get(r1).is_none() && c.keys().get(r2).is_some());
+    assert!(!c.invalidate(r1, 0), "the old rkey names nothing");
+    // Type 1: bound twice (each bind the next 8-bit key), then deallocated
+    // bound: no binding of it is left.
+    let Reply::Mw { handle: mw1, rkey } = t.x(1, Request::AllocMw { pd, ty: MwType::One }) else {
+        panic!()
+    };
+    let c = t.t.client_mut(1).unwrap();
+    let a = c.bind_mw(qp, mw1, wr, 0, Some((key, 0x1000, 64))).unwrap();
+    let b = c.bind_mw(qp, mw1, wr, 0, Some((key, 0x1100, 64))).unwrap();
+    assert_eq!((a >> 8, b >> 8), (rkey >> 8, rkey >> 8));
+    assert_eq!((a & 0xff, b & 0xff), ((rkey + 1) & 0xff, (rkey + 2) & 0xff));
+    assert!(c.keys().get(a).is_none(), "rebinding moves it");
+    assert!(!c.invalidate(b, 0), "LOCAL_INV is for type 2 windows");
+    t.done(1, Request::DeallocMw { mw: mw1 });
+    t.done(1, Request::DeallocMw { mw });
+    let c = t.client(1);
+    assert!(c.keys().get(b).is_none() && c.keys().get(r2).is_none());
+    assert!(c.keys().get(key).is_some(), "the MR stays");
+}
+
 fn good_av() -> AhAttr {
     AhAttr {
         dgid: [0xfe; 16],
