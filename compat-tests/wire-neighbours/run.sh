@@ -43,7 +43,8 @@
 #                       finishes with its data checked, the stopped
 #                       processes' own included (their agent answers for
 #                       them), and every process was still running when the
-#                       last stop ended; NB_SWEEPS runs (2: 20 stops)
+#                       last stop ended; NB_SWEEPS runs (1 in make test,
+#                       10 stops, for its time; NB_SWEEPS=2: 20 stops)
 #     agent/kill/V      each of the 10 killed in turn: the 4 other pairs
 #                       exit 0 and were running at the kill
 #
@@ -235,7 +236,7 @@ done
 # pingpongs' servers and clients) and sp cp (perftest's).
 AG=(SWRDMA_WIRE_AGENT=1 SWRDMA_WIRED_IDLE_MS=2000)
 VICTIMS="s0 c0 s1 c1 s2 c2 s3 c3 sp cp"
-SWEEPS=${NB_SWEEPS:-2}
+SWEEPS=${NB_SWEEPS:-1}
 
 # pprog JOB NAME: the program NAME that the job (`timeout`) runs
 pprog() {
@@ -323,7 +324,7 @@ else
 fi
 
 # agent/sweepK/stop/V: the 10 processes stopped in turn, NB_STOP s each,
-# half a second apart, in one run of the 5 pairs (NB_SWEEPS runs, 2: 20
+# half a second apart, in one run of the 5 pairs (NB_SWEEPS runs: 1, 10 stops; 2: 20
 # stops).  Every pair must finish with its data checked (the stopped
 # process's own included: its agent answers for it), and every process
 # must still be running when the last stop ends (else the run was too short
