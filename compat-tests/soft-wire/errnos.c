@@ -14,6 +14,8 @@
 #include <infiniband/verbs.h>
 
 #include <time.h>
+#include <poll.h>
+#include <arpa/inet.h>
 
 /* One completion of `cq` within 2 s: 1, or 0. */
 static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
@@ -326,6 +328,266 @@ static void windows(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_qp_init_att
 	say("dereg_mr mw_bind", ibv_dereg_mr(wmr));
 }
 
+/* One completion of the extended CQ `cq` through its cursor within 2 s
+ * (ibv_start_poll until it has one), printed as `step: rc status wr_id
+ * opcode byte_len qp imm`: its byte count, the QP's number compared with
+ * `qp`'s, its immediate data (with IBV_WC_WITH_IMM) only where `recv`. */
+static void cursor(const char *step, struct ibv_cq_ex *cq, struct ibv_qp *qp, int recv)
+{
+	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+	struct timespec t0, t;
+	int rc;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		rc = ibv_start_poll(cq, &pa);
+		if (rc != ENOENT)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= 2000000000L)
+			break;
+	}
+	if (rc) {
+		printf("%s: start_poll %s\n", step, strerror(rc));
+		return;
+	}
+	printf("%s: ok status %s wr_id %lu opcode %d", step, ibv_wc_status_str(cq->status), (unsigned long)cq->wr_id,
+	       (int)ibv_wc_read_opcode(cq));
+	if (recv) {
+		uint32_t flags = (uint32_t)ibv_wc_read_wc_flags(cq);
+		printf(" byte_len %u qp %s imm %s %#x", ibv_wc_read_byte_len(cq),
+		       ibv_wc_read_qp_num(cq) == qp->qp_num ? "same" : "differs",
+		       flags & IBV_WC_WITH_IMM ? "with" : "without",
+		       flags & IBV_WC_WITH_IMM ? ntohl(ibv_wc_read_imm_data(cq)) : 0);
+	} else {
+		printf(" qp %s", ibv_wc_read_qp_num(cq) == qp->qp_num ? "same" : "differs");
+	}
+	printf("\n");
+	/* Nothing else is there: next_poll's answer, then the end. */
+	rc = ibv_next_poll(cq);
+	printf("%s next_poll: %s\n", step, rc ? strerror(rc) : "one more");
+	ibv_end_poll(cq);
+}
+
+/* An RDMA WRITE built with the ibv_wr_* functions on `qx`: its
+ * wr_complete's answer. */
+static int wr_write(struct ibv_qp_ex *qx, uint64_t wr_id, uint32_t lkey, char *src, uint32_t rkey, char *dst,
+		    uint32_t len)
+{
+	ibv_wr_start(qx);
+	qx->wr_id = wr_id;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qx, rkey, (uintptr_t)dst);
+	ibv_wr_set_sge(qx, lkey, (uintptr_t)src, len);
+	return ibv_wr_complete(qx);
+}
+
+/* Extended CQs and QPs (ibv_create_cq_ex, ibv_create_qp_ex): their
+ * checks, then two RC QPs e and f connected to each other, whose sends
+ * complete in `scq` and receives in `rcq` (with a completion channel),
+ * both extended: a WRITE and a SEND_WITH_IMM built with ibv_wr_*, their
+ * completions through the cursor and ibv_poll_cq, an aborted request. */
+static void extended(struct ibv_context *ctx, struct ibv_pd *pd, char *buf, struct ibv_mr *mr, int gid)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_cq_ex *x;
+	errno = 0;
+	x = ibv_create_cq_ex(ctx, &ca);
+	made("create_cq_ex standard flags", x);
+	if (x)
+		say("destroy_cq ex", ibv_destroy_cq(ibv_cq_ex_to_cq(x)));
+	ca.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+	errno = 0;
+	x = ibv_create_cq_ex(ctx, &ca);
+	made("create_cq_ex wallclock", x);
+	if (x)
+		say("destroy_cq ex wallclock", ibv_destroy_cq(ibv_cq_ex_to_cq(x)));
+	ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	errno = 0;
+	made("create_cq_ex timestamp", ibv_create_cq_ex(ctx, &ca));
+	ca.wc_flags = 1ULL << 40;
+	errno = 0;
+	made("create_cq_ex unknown wc flag", ibv_create_cq_ex(ctx, &ca));
+	ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+	ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	ca.flags = 0;
+	errno = 0;
+	x = ibv_create_cq_ex(ctx, &ca);
+	made("create_cq_ex mask flags", x);
+	if (x)
+		say("destroy_cq ex mask flags", ibv_destroy_cq(ibv_cq_ex_to_cq(x)));
+	ca.comp_mask = 1 << 7;
+	errno = 0;
+	made("create_cq_ex unknown comp_mask", ibv_create_cq_ex(ctx, &ca));
+	ca.comp_mask = 0;
+	ca.cqe = 0;
+	errno = 0;
+	made("create_cq_ex 0", ibv_create_cq_ex(ctx, &ca));
+	ca.cqe = 16;
+	ca.comp_vector = 1;
+	errno = 0;
+	made("create_cq_ex comp_vector 1", ibv_create_cq_ex(ctx, &ca));
+	ca.comp_vector = 0;
+
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	made("create_comp_channel ex", ch);
+	errno = 0;
+	struct ibv_cq_ex *scq = ibv_create_cq_ex(ctx, &ca);
+	made("create_cq_ex send", scq);
+	ca.channel = ch;
+	errno = 0;
+	struct ibv_cq_ex *rcq = ibv_create_cq_ex(ctx, &ca);
+	made("create_cq_ex recv with channel", rcq);
+	if (!ch || !scq || !rcq)
+		return;
+	printf("cq_ex cqe >= 16: %d\n", ibv_cq_ex_to_cq(rcq)->cqe >= 16);
+
+	uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	struct ibv_qp_init_attr_ex qa = {
+		.send_cq = ibv_cq_ex_to_cq(scq),
+		.recv_cq = ibv_cq_ex_to_cq(rcq),
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = ops,
+	};
+	struct ibv_qp_init_attr_ex t = qa;
+	t.send_ops_flags = IBV_QP_EX_WITH_TSO;
+	errno = 0;
+	made("create_qp_ex rc tso", ibv_create_qp_ex(ctx, &t));
+	t = qa;
+	t.send_ops_flags = 1ULL << 40;
+	errno = 0;
+	made("create_qp_ex unknown send op", ibv_create_qp_ex(ctx, &t));
+	t = qa;
+	t.qp_type = IBV_QPT_UD;
+	t.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	errno = 0;
+	made("create_qp_ex ud write", ibv_create_qp_ex(ctx, &t));
+	t.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	errno = 0;
+	struct ibv_qp *ud = ibv_create_qp_ex(ctx, &t);
+	made("create_qp_ex ud send", ud);
+	if (ud) {
+		printf("create_qp_ex ud qp_ex: %s\n", ibv_qp_to_qp_ex(ud) ? "yes" : "no");
+		say("destroy_qp ex ud", ibv_destroy_qp(ud));
+	}
+	t = qa;
+	t.qp_type = IBV_QPT_UC;
+	t.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+	errno = 0;
+	made("create_qp_ex uc read", ibv_create_qp_ex(ctx, &t));
+	t = qa;
+	t.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	t.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+	errno = 0;
+	made("create_qp_ex create flags", ibv_create_qp_ex(ctx, &t));
+	t = qa;
+	t.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	errno = 0;
+	made("create_qp_ex no pd", ibv_create_qp_ex(ctx, &t));
+	t = qa;
+	t.qp_type = IBV_QPT_XRC_SEND;
+	errno = 0;
+	made("create_qp_ex xrc send", ibv_create_qp_ex(ctx, &t));
+	t = qa;
+	t.cap.max_send_wr = 1 << 30;
+	errno = 0;
+	made("create_qp_ex max_send_wr 2^30", ibv_create_qp_ex(ctx, &t));
+	t = qa;
+	t.comp_mask = IBV_QP_INIT_ATTR_PD;
+	errno = 0;
+	struct ibv_qp *plain = ibv_create_qp_ex(ctx, &t);
+	made("create_qp_ex without send ops", plain);
+	if (plain) {
+		printf("create_qp_ex plain qp_ex: %s\n", ibv_qp_to_qp_ex(plain) ? "yes" : "no");
+		say("destroy_qp ex plain", ibv_destroy_qp(plain));
+	}
+
+	errno = 0;
+	struct ibv_qp *e = ibv_create_qp_ex(ctx, &qa);
+	made("create_qp_ex e", e);
+	printf("create_qp_ex caps: wr %u/%u sge %u/%u inline %s\n", qa.cap.max_send_wr, qa.cap.max_recv_wr,
+	       qa.cap.max_send_sge, qa.cap.max_recv_sge, qa.cap.max_inline_data > 0 ? ">0" : "0");
+	errno = 0;
+	struct ibv_qp *f = ibv_create_qp_ex(ctx, &qa);
+	made("create_qp_ex f", f);
+	if (!e || !f)
+		return;
+	struct ibv_qp_ex *ex = ibv_qp_to_qp_ex(e);
+	printf("create_qp_ex qp_ex: %s\n", ex ? "yes" : "no");
+	say("connect e", reconnect(e, f->qp_num, gid));
+	say("connect f", reconnect(f, e->qp_num, gid));
+	if (!ex)
+		return;
+
+	/* A WRITE from e into f's memory. */
+	char *src = buf + 16384, *dst = buf + 20480, *rbuf = buf + 24576;
+	memset(src, 'e', 64);
+	memset(dst, 0, 64);
+	say("wr_complete write", wr_write(ex, 21, mr->lkey, src, mr->rkey, dst, 64));
+	cursor("write completion through the cursor", scq, e, 0);
+	printf("wr write placed: %d\n", !memcmp(dst, src, 64));
+
+	/* An aborted WRITE: not posted (the next completion is the next one). */
+	ibv_wr_start(ex);
+	ex->wr_id = 22;
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(ex, mr->rkey, (uintptr_t)dst);
+	ibv_wr_set_sge(ex, mr->lkey, (uintptr_t)src, 64);
+	ibv_wr_abort(ex);
+	memset(src, 'f', 64);
+	say("wr_complete write after an abort", wr_write(ex, 23, mr->lkey, src, mr->rkey, dst, 64));
+	completion("write after an abort (poll_cq of the cq_ex)", ibv_cq_ex_to_cq(scq));
+	printf("wr write after an abort placed: %d\n", !memcmp(dst, src, 64));
+
+	/* Two SGEs on a QP of one: wr_complete's errno. */
+	struct ibv_sge two[2] = {
+		{ .addr = (uintptr_t)src, .length = 8, .lkey = mr->lkey },
+		{ .addr = (uintptr_t)src + 8, .length = 8, .lkey = mr->lkey },
+	};
+	ibv_wr_start(ex);
+	ex->wr_id = 24;
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(ex, mr->rkey, (uintptr_t)dst);
+	ibv_wr_set_sge_list(ex, 2, two);
+	say("wr_complete 2 sges on 1", ibv_wr_complete(ex));
+
+	/* A SEND_WITH_IMM into a receive of f, whose CQ is armed. */
+	struct ibv_sge rs = { .addr = (uintptr_t)rbuf, .length = 256, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 31, .sg_list = &rs, .num_sge = 1 }, *rbad = NULL;
+	say("post_recv f", ibv_post_recv(f, &rw, &rbad));
+	say("req_notify_cq cq_ex", ibv_req_notify_cq(ibv_cq_ex_to_cq(rcq), 0));
+	memset(src, 's', 48);
+	ibv_wr_start(ex);
+	ex->wr_id = 25;
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(ex, htonl(0x1234abcd));
+	ibv_wr_set_sge(ex, mr->lkey, (uintptr_t)src, 48);
+	say("wr_complete send_imm", ibv_wr_complete(ex));
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	int pr = poll(&pfd, 1, 2000);
+	printf("channel readable: %d\n", pr == 1);
+	if (pr == 1) {
+		struct ibv_cq *ecq = NULL;
+		void *ectx = NULL;
+		say("get_cq_event cq_ex", ibv_get_cq_event(ch, &ecq, &ectx) ? errno : 0);
+		printf("event cq is the cq_ex: %d\n", ecq == ibv_cq_ex_to_cq(rcq));
+		if (ecq)
+			ibv_ack_cq_events(ecq, 1);
+	}
+	cursor("send_imm receive through the cursor", rcq, f, 1);
+	printf("send_imm placed: %d\n", !memcmp(rbuf, src, 48));
+	cursor("send_imm send through the cursor", scq, e, 0);
+
+	say("destroy_cq ex in use", ibv_destroy_cq(ibv_cq_ex_to_cq(scq)));
+	say("destroy_qp e", ibv_destroy_qp(e));
+	say("destroy_qp f", ibv_destroy_qp(f));
+	say("destroy_cq ex send", ibv_destroy_cq(ibv_cq_ex_to_cq(scq)));
+	say("destroy_cq ex recv", ibv_destroy_cq(ibv_cq_ex_to_cq(rcq)));
+	say("destroy_comp_channel ex", ibv_destroy_comp_channel(ch));
+}
+
 int main(int argc, char **argv)
 {
 	int gid = argc > 1 ? atoi(argv[1]) : 1;
@@ -574,6 +836,7 @@ int main(int argc, char **argv)
 	       got > 0 ? ibv_wc_status_str(wc.status) : "-", got > 0 ? (unsigned long)wc.wr_id : 0UL);
 
 	windows(pd, cq, &ia, buf, mr, gid);
+	extended(ctx, pd, buf, mr, gid);
 
 	say("destroy_qp a", ibv_destroy_qp(a));
 	say("destroy_qp b", ibv_destroy_qp(b));

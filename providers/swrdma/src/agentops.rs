@@ -32,8 +32,11 @@
 //!   "memory windows" below).
 //! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
 //!   NULL with it): XRC (`get_srq_num` too), parent
-//!   domains, device memory, extended CQs, SRQs and QPs (`create_cq_ex`,
-//!   `create_srq_ex`, `create_qp_ex`), `advise_mr`.
+//!   domains, device memory, extended SRQs (`create_srq_ex`), `advise_mr`.
+//! * **Extended CQs and QPs** (`create_cq_ex`, `create_qp_ex`): the
+//!   provider's own checks (ops.rs), the objects of `create_cq` and
+//!   `create_qp`; the CQ's poll cursor and the QP's work request builders
+//!   are qpex.rs's, over `poll_cq` and `post_send`.
 //! * **Completion channels**: the agent gets a write end of the channel's
 //!   pipe with the CQ and writes the CQ's address there (the kernel's
 //!   event: its user handle) when a completion it was armed for comes;
@@ -113,10 +116,17 @@ struct AMw {
     h: u32,
 }
 
+/// A CQ: its `ibv_cq_ex` (whose `ibv_cq` prefix is what `ibv_create_cq`
+/// gives; the whole is the extended CQ of `ibv_create_cq_ex`, with the
+/// poll cursor of qpex.rs).
 #[repr(C)]
 struct ACq {
-    cq: ibv_cq,
+    cq: ibv_cq_ex,
     h: u32,
+    /// The completion the extended poll cursor is on (`qpex::ExCq`),
+    /// written by the one poller between `ibv_start_poll` and
+    /// `ibv_end_poll`.
+    cur: std::cell::UnsafeCell<ibv_wc>,
     /// Our half of its CQE queue.
     q: Mutex<CqQueue>,
     /// The eventfd the agent writes when we sleep on the queue (kept: the
@@ -151,10 +161,17 @@ impl CqQueue {
     }
 }
 
+/// A QP: its `verbs_qp` (the `ibv_qp` of `ibv_create_qp`; an extended QP
+/// of `ibv_create_qp_ex` with `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS` has
+/// `VERBS_QP_EX` and the work request builders of qpex.rs in its
+/// `ibv_qp_ex`).
 #[repr(C)]
 struct AQp {
-    qp: ibv_qp,
+    vqp: verbs_qp,
     h: u32,
+    /// The work requests being built (`ibv_wr_start` .. `ibv_wr_complete`,
+    /// one thread at a time: the interface's contract).
+    wrs: std::cell::UnsafeCell<WrList>,
     shape: SendShape,
     cap: Caps,
     sq_sig_all: bool,
@@ -162,6 +179,22 @@ struct AQp {
     rq: Mutex<Option<Producer>>,
     /// `IBV_QPS_*` as the last `modify_qp` left it.
     state: AtomicU32,
+}
+
+impl AQp {
+    /// Its `ibv_qp`.
+    fn qp(&self) -> &ibv_qp {
+        // SAFETY: `ibv_qp` is the prefix of both members of the union
+        // (integers, pointers, pthread objects: any bits the QP holds are
+        // valid for it).
+        unsafe { &self.vqp.u.qp }
+    }
+
+    /// Its `ibv_qp`, to fill in.
+    fn qp_mut(&mut self) -> &mut ibv_qp {
+        // SAFETY: as `qp`.
+        unsafe { &mut self.vqp.u.qp }
+    }
 }
 
 #[repr(C)]
@@ -420,6 +453,61 @@ unsafe extern "C" fn create_cq(
     if !(1..=MAX_CQE).contains(&cqe) || comp_vector < 0 || comp_vector >= vectors {
         return null_errno(libc::EINVAL);
     }
+    // SAFETY: the contract.
+    (unsafe { new_cq(c, conn, context, cqe, channel) }) as *mut ibv_cq
+}
+
+/// `ibv_create_cq_ex`: the checks of the provider's own (ops.rs
+/// `create_cq_ex`), then the CQ `create_cq` makes, with the extended poll
+/// cursor of qpex.rs over its queue.
+unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
+    // SAFETY: `context` is one of ours (the contract).
+    let Ok((c, conn)) = (unsafe { both(context) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    // SAFETY: `context` is ours and `attr` a valid init attribute (the
+    // verb's contract).
+    let (a, vectors) = unsafe { (&*attr, (*context).num_comp_vectors) };
+    if let Err(e) = crate::ops::check_cq_init_attr_ex(a, vectors) {
+        return null_errno(e);
+    }
+    // SAFETY: `context` is ours and `a.channel` null or live (the contract).
+    let q = unsafe { new_cq(c, conn, context, a.cqe as c_int, a.channel) };
+    if !q.is_null() {
+        // SAFETY: our fresh CQ, not yet the application's; its `cq` is the
+        // `ibv_cq_ex` at its start, as the cursor needs.
+        unsafe {
+            (*q).cq.cq_context = a.cq_context;
+            crate::qpex::fill_cq_ex_of::<ACq>(&mut (*q).cq);
+        }
+    }
+    q as *mut ibv_cq_ex
+}
+
+impl crate::qpex::ExCq for ACq {
+    unsafe fn cursor(cq: *mut ibv_cq_ex) -> *mut ibv_wc {
+        // SAFETY: `cq` is the first field of a live `ACq` (the contract).
+        unsafe { (*(cq as *mut ACq)).cur.get() }
+    }
+
+    unsafe fn poll(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
+        // SAFETY: forwarded (the contract): a CQ of ours, room for `n`.
+        unsafe { poll_cq(cq, n, wc) }
+    }
+}
+
+/// The CQ of `cqe` entries (checked) of `context` (`c`, `conn` its context
+/// and connection): its queue, the agent's `CreateCq`.  Null: errno set.
+///
+/// # Safety
+/// `context` is one of ours; `channel` is null or a live completion channel.
+unsafe fn new_cq(
+    c: &Ctx,
+    conn: &Conn,
+    context: *mut ibv_context,
+    cqe: c_int,
+    channel: *mut ibv_comp_channel,
+) -> *mut ACq {
     let depth = cq_depth(cqe as u32);
     let slot = match c.reg.reserve(Kind::Cq) {
         Ok(s) => s,
@@ -450,10 +538,11 @@ unsafe extern "C" fn create_cq(
         }
     };
     let a = Box::into_raw(Box::new(ACq {
-        // SAFETY: `ibv_cq` is integers, pointers and pthread objects the
-        // library initialises: all-zero is valid.
+        // SAFETY: `ibv_cq_ex` is integers, pointers, `Option<fn>`s and
+        // pthread objects the library initialises: all-zero is valid.
         cq: unsafe { std::mem::zeroed() },
         h: 0,
+        cur: std::cell::UnsafeCell::new(crate::context::wc_zero()),
         q: Mutex::new(CqQueue {
             q: q.into_consumer(),
             left: Default::default(),
@@ -486,7 +575,7 @@ unsafe extern "C" fn create_cq(
                 (*a).cq.handle = id;
             }
             slot.commit(id, a as *const u8);
-            a as *mut ibv_cq
+            a
         }
         // SAFETY: the box made above, never seen by anyone.
         r => unsafe { refused(a, r) },
@@ -677,10 +766,11 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
         Err(e) => return null_errno(e),
     };
     let q = Box::into_raw(Box::new(AQp {
-        // SAFETY: `ibv_qp` is integers, pointers and pthread objects the
-        // library initialises: all-zero is valid.
-        qp: unsafe { std::mem::zeroed() },
+        // SAFETY: `verbs_qp` is integers, pointers, `Option<fn>`s and
+        // pthread objects the library initialises: all-zero is valid.
+        vqp: unsafe { std::mem::zeroed() },
         h: 0,
+        wrs: Default::default(),
         shape: SendShape {
             kind,
             max_sge: cap.max_send_sge,
@@ -706,22 +796,105 @@ unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> 
             // SAFETY: the fresh box, not yet visible to anyone.
             let s = unsafe { &mut *q };
             s.h = handle;
-            s.qp.context = context;
-            s.qp.qp_context = a.qp_context;
-            s.qp.pd = pd;
-            s.qp.send_cq = a.send_cq;
-            s.qp.recv_cq = a.recv_cq;
-            s.qp.srq = a.srq;
-            s.qp.handle = qpn;
-            s.qp.qp_num = qpn;
-            s.qp.state = IBV_QPS_RESET;
-            s.qp.qp_type = a.qp_type;
+            s.qp_mut().context = context;
+            s.qp_mut().qp_context = a.qp_context;
+            s.qp_mut().pd = pd;
+            s.qp_mut().send_cq = a.send_cq;
+            s.qp_mut().recv_cq = a.recv_cq;
+            s.qp_mut().srq = a.srq;
+            s.qp_mut().handle = qpn;
+            s.qp_mut().qp_num = qpn;
+            s.qp_mut().state = IBV_QPS_RESET;
+            s.qp_mut().qp_type = a.qp_type;
             a.cap = cap.into();
             slot.commit(qpn, q as *const u8);
             q as *mut ibv_qp
         }
         // SAFETY: the box made above, never seen by anyone.
         r => unsafe { refused(q, r) },
+    }
+}
+
+/// `ibv_create_qp_ex`: the checks of the provider's own (ops.rs
+/// `create_qp_ex`) for the QP types the agent carries (XRC: `EOPNOTSUPP`,
+/// as `create_qp` answers it), then the QP `create_qp` makes; with
+/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`, an extended QP whose work request
+/// builders (qpex.rs) post through `post_send`.
+unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
+    // SAFETY: `context` is one of ours (the contract).
+    let Ok((c, _)) = (unsafe { both(context) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    if attr.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a valid, writable init attribute (the verb's contract), not
+    // otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
+    if matches!(a.qp_type, IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV) {
+        return null_errno(libc::EOPNOTSUPP);
+    }
+    let pd = match crate::ops::check_qp_init_attr(c, a) {
+        Ok((pd, _)) => pd,
+        Err(e) => return null_errno(e),
+    };
+    // (Not XRC: the check gave a PD.)  It must be one of `context`'s.
+    // SAFETY: the application's PD, checked before it is read as ours.
+    if let Err(e) = unsafe { valid_pd(context, pd) } {
+        return null_errno(e);
+    }
+    let mut init = ibv_qp_init_attr {
+        qp_context: a.qp_context,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: a.srq,
+        cap: a.cap,
+        qp_type: a.qp_type,
+        sq_sig_all: a.sq_sig_all,
+    };
+    // SAFETY: `pd` is a live PD of ours; `init` a complete init attribute.
+    let qp = unsafe { create_qp(pd, &mut init) };
+    if qp.is_null() {
+        return qp;
+    }
+    a.cap = init.cap;
+    // SAFETY: our fresh QP (made by create_qp: an `AQp`), not yet the
+    // application's; the pthread objects are initialised in place where
+    // the library expects them (`ibv_create_qp_ex` does not).
+    unsafe {
+        let q = &mut *(qp as *mut AQp);
+        libc::pthread_mutex_init(&mut q.qp_mut().mutex, std::ptr::null());
+        libc::pthread_cond_init(&mut q.qp_mut().cond, std::ptr::null());
+        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+            q.vqp.comp_mask |= VERBS_QP_EX;
+            crate::qpex::fill_qp_ex_of::<AQp>(&mut q.vqp.u.qp_ex);
+        }
+    }
+    qp
+}
+
+impl crate::qpex::ExQp for AQp {
+    unsafe fn wr_list<'a>(q: *mut ibv_qp_ex) -> &'a mut WrList {
+        // SAFETY: `q` is the start of a live `AQp`, used by one thread
+        // between wr_start and wr_complete (the contract): no other
+        // reference to its list exists.
+        unsafe { &mut *(*(q as *mut AQp)).wrs.get() }
+    }
+
+    unsafe fn post(q: *mut ibv_qp_ex, wrs: &mut [ibv_send_wr]) -> c_int {
+        if wrs.is_empty() {
+            return 0;
+        }
+        // One list, posted as `ibv_post_send`'s (stopping at the first
+        // refused, whose errno is the answer).
+        for i in 1..wrs.len() {
+            let next: *mut ibv_send_wr = &mut wrs[i];
+            wrs[i - 1].next = next;
+        }
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: `q` is the `ibv_qp_ex` = `ibv_qp` prefix of our live
+        // `AQp`; the requests are valid (the contract) and linked above.
+        unsafe { post_send(q as *mut ibv_qp, wrs.as_mut_ptr(), &mut bad) }
     }
 }
 
@@ -776,7 +949,7 @@ unsafe fn aqp<'a>(qp: *mut ibv_qp) -> Result<&'a AQp, c_int> {
 
 unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
-    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp.context)?.1))) } {
+    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp().context)?.1))) } {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -802,7 +975,7 @@ unsafe extern "C" fn query_qp(
     init: *mut ibv_qp_init_attr,
 ) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
-    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp.context)?.1))) } {
+    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp().context)?.1))) } {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -824,12 +997,12 @@ unsafe extern "C" fn query_qp(
     unsafe {
         *attr = got.to_verbs();
         let i = &mut *init;
-        i.qp_context = a.qp.qp_context;
-        i.send_cq = a.qp.send_cq;
-        i.recv_cq = a.qp.recv_cq;
-        i.srq = a.qp.srq;
+        i.qp_context = a.qp().qp_context;
+        i.send_cq = a.qp().send_cq;
+        i.recv_cq = a.qp().recv_cq;
+        i.srq = a.qp().srq;
         i.cap = a.cap.into();
-        i.qp_type = a.qp.qp_type;
+        i.qp_type = a.qp().qp_type;
         i.sq_sig_all = a.sq_sig_all as c_int;
     }
     a.state.store(got.qp_state as u32, Ordering::Release);
@@ -847,8 +1020,8 @@ unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
         destroy(
             qp as *mut AQp,
             Kind::Qp,
-            a.qp.context,
-            a.qp.handle,
+            a.qp().context,
+            a.qp().handle,
             Request::DestroyQp { qp: a.h },
         )
     }
@@ -881,7 +1054,7 @@ unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16
 /// As `attach_mcast`.
 unsafe fn mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16, attach: bool) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
-    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp.context)?.1))) } {
+    let (a, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, both(a.qp().context)?.1))) } {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -1001,7 +1174,7 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
     // SAFETY: the contract (a QP of ours).
     let a = unsafe { &*(qp as *mut AQp) };
     // SAFETY: as above: its context is ours.
-    let Some(conn) = (unsafe { conn_of(a.qp.context) }) else {
+    let Some(conn) = (unsafe { conn_of(a.qp().context) }) else {
         return libc::EINVAL;
     };
     let mut sq = crate::sys::lock(&a.sq);
@@ -1021,7 +1194,7 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
             // A local operation (`ops.rs` `post_read`: refused on a QP that
             // does not offer it, whatever its state; its gather list and
             // inline flag are not looked at).
-            if !matches!(a.qp.qp_type, IBV_QPT_RC | IBV_QPT_UC) || !ready {
+            if !matches!(a.qp().qp_type, IBV_QPT_RC | IBV_QPT_UC) || !ready {
                 r = libc::EINVAL;
                 break;
             }
@@ -1056,7 +1229,7 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
             wr = w.next;
             continue;
         }
-        let op = send_op(w, a.qp.qp_type);
+        let op = send_op(w, a.qp().qp_type);
         let bad_sges = w.num_sge < 0 || (w.num_sge > 0 && w.sg_list.is_null());
         if !ready || op.is_none() || bad_sges {
             r = libc::EINVAL;
@@ -1093,11 +1266,11 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
             op,
             Some(SendOp::Send | SendOp::SendWithImm { .. } | SendOp::SendWithInv { .. })
         );
-        let ud = if a.qp.qp_type == IBV_QPT_UD && !is_send {
+        let ud = if a.qp().qp_type == IBV_QPT_UD && !is_send {
             // (An operation UD does not carry: the agent completes it with
             // `LOC_QP_OP_ERR` before it looks at an address.)
             Some(UdAddr::default())
-        } else if a.qp.qp_type == IBV_QPT_UD {
+        } else if a.qp().qp_type == IBV_QPT_UD {
             // SAFETY: the UD member of the union (a UD QP's contract).
             let u = unsafe { w.wr.ud };
             // SAFETY: the AH is null or the application's (checked).
@@ -1498,13 +1671,13 @@ fn inside(addr: u64, len: u64, start: u64, size: u64) -> bool {
 unsafe fn bind_check(a: &AQp, w: &AMw, mw: &ibv_mw, info: &ibv_mw_bind_info) -> (MwBind, bool) {
     let remote = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
     let access = info.mw_access_flags;
-    let mine = mw.context == a.qp.context;
+    let mine = mw.context == a.qp().context;
     let mut ok = mine && access & !(remote | IBV_ACCESS_LOCAL_WRITE) == 0;
     if mw.r#type == IBV_MW_TYPE_2 {
         // (Bound already, it would fail too: a peer's SEND with invalidate
         // unbinds it where this process does not see it, so the agent's
         // tables say.)
-        ok &= a.qp.pd == mw.pd && info.length > 0;
+        ok &= a.qp().pd == mw.pd && info.length > 0;
     }
     let mut lkey = 0;
     if info.length > 0 {
@@ -1515,7 +1688,7 @@ unsafe fn bind_check(a: &AQp, w: &AMw, mw: &ibv_mw, info: &ibv_mw_bind_info) -> 
                 ((*info.mr).context, (*info.mr).handle)
             })
         } {
-            Ok(m) if m.vmr.ibv_mr.context == a.qp.context => {
+            Ok(m) if m.vmr.ibv_mr.context == a.qp().context => {
                 let v = *crate::sys::lock(&m.view);
                 lkey = m.vmr.ibv_mr.lkey;
                 let writes = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0;
@@ -1598,7 +1771,7 @@ fn wqe_flags(a: &AQp, flags: u32) -> u32 {
 /// whose MR is null or readable as an `ibv_mr`.
 unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bind) -> c_int {
     // SAFETY: the contract; each checked before it is read as ours.
-    let (a, w, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, amw(mw)?, both(a.qp.context)?.1))) } {
+    let (a, w, conn) = match unsafe { aqp(qp).and_then(|a| Ok((a, amw(mw)?, both(a.qp().context)?.1))) } {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -1608,7 +1781,7 @@ unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bi
     // SAFETY: the application's bind (the contract).
     let b = unsafe { &*b };
     let m = w.mw;
-    if m.r#type != IBV_MW_TYPE_1 || !matches!(a.qp.qp_type, IBV_QPT_RC | IBV_QPT_UC) {
+    if m.r#type != IBV_MW_TYPE_1 || !matches!(a.qp().qp_type, IBV_QPT_RC | IBV_QPT_UC) {
         return libc::EINVAL;
     }
     let state = a.state.load(Ordering::Acquire);
@@ -1693,10 +1866,6 @@ unsafe extern "C" fn no_parent_domain(_c: *mut ibv_context, _a: *mut ibv_parent_
     null_errno(libc::EOPNOTSUPP)
 }
 
-unsafe extern "C" fn no_cq_ex(_c: *mut ibv_context, _a: *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex {
-    null_errno(libc::EOPNOTSUPP)
-}
-
 unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
     let a = match unsafe { acq(cq) } {
@@ -1709,10 +1878,6 @@ unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
 }
 
 unsafe extern "C" fn no_srq_ex(_c: *mut ibv_context, _a: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
-    null_errno(libc::EOPNOTSUPP)
-}
-
-unsafe extern "C" fn no_qp_ex(_c: *mut ibv_context, _a: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
     null_errno(libc::EOPNOTSUPP)
 }
 
@@ -1760,7 +1925,7 @@ pub fn ops() -> verbs_context_ops {
     o.open_xrcd = Some(no_xrcd);
     o.close_xrcd = Some(no_close_xrcd);
     o.create_cq = Some(create_cq);
-    o.create_cq_ex = Some(no_cq_ex);
+    o.create_cq_ex = Some(create_cq_ex);
     o.poll_cq = Some(poll_cq);
     o.req_notify_cq = Some(req_notify_cq);
     o.destroy_cq = Some(destroy_cq);
@@ -1773,7 +1938,7 @@ pub fn ops() -> verbs_context_ops {
     o.get_srq_num = Some(no_srq_num);
     o.post_srq_recv = Some(post_srq_recv);
     o.create_qp = Some(create_qp);
-    o.create_qp_ex = Some(no_qp_ex);
+    o.create_qp_ex = Some(create_qp_ex);
     o.modify_qp = Some(modify_qp);
     o.query_qp = Some(query_qp);
     o.destroy_qp = Some(destroy_qp);

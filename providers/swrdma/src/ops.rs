@@ -1237,6 +1237,24 @@ unsafe extern "C" fn create_cq(
     (unsafe { new_cq(context, cqe, channel) }) as *mut ibv_cq
 }
 
+/// The checks of an extended CQ's init attribute (`create_cq_ex`, here and
+/// through the agent): the errno of the first it fails.  `vectors` is the
+/// context's number of completion vectors.
+pub(crate) fn check_cq_init_attr_ex(a: &ibv_cq_init_attr_ex, vectors: c_int) -> Result<(), c_int> {
+    if a.comp_mask & !(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) != 0 {
+        return Err(libc::EINVAL);
+    }
+    if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= vectors as u32 {
+        return Err(libc::EINVAL);
+    }
+    if a.wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 != 0
+        || a.wc_flags & !(IBV_WC_STANDARD_FLAGS as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0
+    {
+        return Err(libc::EOPNOTSUPP);
+    }
+    Ok(())
+}
+
 /// # Safety
 /// Called by libibverbs through `OPS`, only with objects this provider
 /// created and the application has not destroyed, and with argument
@@ -1245,18 +1263,8 @@ unsafe extern "C" fn create_cq_ex(context: *mut ibv_context, attr: *mut ibv_cq_i
     // SAFETY: `context` is one of our contexts and `attr` a valid init
     // attribute (the verb's contract).
     let (a, vectors) = unsafe { (&*attr, (*context).num_comp_vectors) };
-    if a.comp_mask & !(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) != 0 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if a.cqe < 1 || a.cqe > MAX_CQE as u32 || a.comp_vector >= vectors as u32 {
-        set_errno(libc::EINVAL);
-        return std::ptr::null_mut();
-    }
-    if a.wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP as u64 != 0
-        || a.wc_flags & !(IBV_WC_STANDARD_FLAGS as u64 | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK as u64) != 0
-    {
-        set_errno(libc::EOPNOTSUPP);
+    if let Err(e) = check_cq_init_attr_ex(a, vectors) {
+        set_errno(e);
         return std::ptr::null_mut();
     }
     // SAFETY: `context` is ours and `a.channel` null or live (the contract);
@@ -1757,8 +1765,9 @@ unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_i
 
 /// The checks of a QP's init attribute (its capabilities aside): a QP type
 /// of this device, the objects it needs, no feature the device lacks.  Ok: the
-/// PD and the XRC domain it gives (null: none).
-fn check_qp_init_attr(c: &Ctx, a: &ibv_qp_init_attr_ex) -> Result<(*mut ibv_pd, *mut ibv_xrcd), c_int> {
+/// PD and the XRC domain it gives (null: none).  (Also the agent's
+/// `create_qp_ex`, agentops.rs.)
+pub(crate) fn check_qp_init_attr(c: &Ctx, a: &ibv_qp_init_attr_ex) -> Result<(*mut ibv_pd, *mut ibv_xrcd), c_int> {
     let qpt = a.qp_type;
     if !matches!(
         qpt,
