@@ -240,10 +240,10 @@ stopped() {
         fail "$name ($who stopped 5 s)" "server rc=$src client rc=$crc ($(tail -n1 "$log.client" | tr -d '\n'))"
     fi
 }
-stopped "ibv_rc_pingpong -c -n 100000" server ibv_rc_pingpong -d rw0 -g "$G" -c -n 100000
-stopped "ibv_rc_pingpong -c -n 100000" client ibv_rc_pingpong -d rw0 -g "$G" -c -n 100000
-stopped "ib_write_lat -n 100000" server ib_write_lat -d rw0 -x "$G" -F -n 100000
-stopped "ib_read_lat -n 100000" server ib_read_lat -d rw0 -x "$G" -F -n 100000
+stopped "ibv_rc_pingpong -c -n 50000" server ibv_rc_pingpong -d rw0 -g "$G" -c -n 50000
+stopped "ibv_rc_pingpong -c -n 50000" client ibv_rc_pingpong -d rw0 -g "$G" -c -n 50000
+stopped "ib_write_lat -n 50000" server ib_write_lat -d rw0 -x "$G" -F -n 50000
+stopped "ib_read_lat -n 50000" server ib_read_lat -d rw0 -x "$G" -F -n 50000
 
 # A killed process ends only its own connection.
 port=$((port + 1)); p1=$port; port=$((port + 1)); p2=$port
