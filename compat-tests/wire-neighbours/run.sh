@@ -45,8 +45,9 @@
 #                       them), and every process was still running when the
 #                       last stop ended; NB_SWEEPS runs (1 in make test,
 #                       10 stops, for its time; NB_SWEEPS=2: 20 stops)
-#     agent/kill/V      each of the 10 killed in turn: the 4 other pairs
-#                       exit 0 and were running at the kill
+#     agent/kill/V      each of the 10 killed in turn (make test: s0 c1 sp
+#                       cp; NB_ALL=1 all): the 4 other pairs exit 0 and
+#                       were running at the kill
 #
 # Before the steering (SWRDMA_WIRE_STEER=0 gives it back): every QP's
 # datagrams went from port 4791 to port 4791, the kernel's flow hash gave
@@ -151,8 +152,10 @@ round() {
             kill -0 "${cp[$t]}" 2>/dev/null || kill -0 "${sp[$t]}" 2>/dev/null || break
             sleep 0.1
         done
-        kill -KILL "${cp[$t]}" "${sp[$t]}" 2>/dev/null
+        # (the programs first: with its `timeout` gone first, a program
+        # would be nobody's child and run on for ever)
         pkill -KILL -P "${cp[$t]}" 2>/dev/null; pkill -KILL -P "${sp[$t]}" 2>/dev/null
+        kill -KILL "${cp[$t]}" "${sp[$t]}" 2>/dev/null
         wait "${cp[$t]}"; RC_C[$t]=$?
         wait "${sp[$t]}"; RC_S[$t]=$?
     fi
@@ -367,9 +370,14 @@ done
 # agent/kill/V: each of the 10 processes killed in turn, a second after its
 # pair started: the other 4 pairs exit 0 and were still running at the kill;
 # its own pair is then ended (a peer waiting for a message of a killed
-# process waits forever, as on any device).
+# process waits forever, as on any device).  In `make test` four of them
+# (a pingpong server and client, the perftest pair's two; NB_ALL=1: all
+# 10): on a machine at load ~11 one run of the ten saw two rounds where
+# another pair failed too (retries exceeded), still to be explained.
 NK=$(awk -v u="${fastest:-50}" 'BEGIN { k = int(5 * 1e6 / u); print (k > 500 ? k : 500) }')
-for v in $VICTIMS; do
+KILLED="s0 c1 sp cp"
+[ "${NB_ALL:-0}" = 1 ] && KILLED=$VICTIMS
+for v in $KILLED; do
     name=agent/kill/$v
     own=$(pair_of "$v")
     start5 "$name" "$NK" 5 "${AG[@]}"
@@ -386,7 +394,9 @@ for v in $VICTIMS; do
         wait "${JOB[$w]}"; RC[$w]=$?
     done
     for w in "s$own" "c$own"; do
-        kill -KILL "${JOB[$w]}" 2>/dev/null; pkill -KILL -P "${JOB[$w]}" 2>/dev/null
+        # (the program first, then its `timeout`: see round)
+        kill -KILL "${PROG[$w]}" 2>/dev/null; pkill -KILL -P "${JOB[$w]}" 2>/dev/null
+        kill -KILL "${JOB[$w]}" 2>/dev/null
         { wait "${JOB[$w]}"; } 2>/dev/null
     done
     bad=""
@@ -404,4 +414,20 @@ for v in $VICTIMS; do
         pass "$name: the 4 other pairs finished ($NK pingpong iterations, ib_write_bw -D 5)"
     fi
 done
+# Nothing of the suite's may be left running in the namespaces once the
+# agents have ended (idle 2 s after their last client): a program left
+# behind spins for ever and slows whatever runs next.
+left=
+for _ in $(seq 100); do
+    left=$(for p in $(ip netns pids wna 2>/dev/null; ip netns pids wnb 2>/dev/null); do
+        echo "$p:$(cat /proc/$p/comm 2>/dev/null)"; done)
+    [ -z "$left" ] && break
+    sleep 0.1
+done
+if [ -z "$left" ]; then
+    pass "no process left behind in the namespaces"
+else
+    fail "no process left behind in the namespaces" "$(echo $left)"
+    for p in $(ip netns pids wna 2>/dev/null; ip netns pids wnb 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+fi
 finish
