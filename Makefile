@@ -103,8 +103,25 @@ $(BUILD)/standin/ibv-standin: $(STANDIN_DIR)/ibv-standin.in $(BUILD)/standin/fix
 demo: deps lib swrdma
 	bash compat-tests/demo.sh
 
+# For the run's time (CI: 90 minutes on 2 CPUs), make test runs some suites
+# with less than their own defaults; each variable gives the full run back:
+#   WIRE_REFERENCE=0        vm-wire without its rxe0 <-> rxe1 reference
+#                           figures (the kernel against itself)
+#   LOAD_SECONDS=20         the load suite's thread runs (its default 60)
+#   VM_PARTS_trixie=tools   vm-trixie without perftest and pyverbs, which run
+#                           on bookworm's (vm-perftest, vm-pyverbs) and sid's
+#                           userland (vm-sid); "tools perftest pyverbs": all
+#   VM_PARTS_deb=tools      vm-deb: the installed packages under Debian's
+#                           tools (perftest and pyverbs: vm-perftest,
+#                           vm-pyverbs, by LD_LIBRARY_PATH)
+#   DEB_REPRO=0             deb without its second build (reproducibility)
+#   NB_STOPS=s0             wire-neighbours' per-process rounds: one stop
+#                           (the transport agent's rounds stop all 10)
 test: deps lib swrdma
-	bash compat-tests/run-all.sh $(SUITES)
+	WIRE_REFERENCE=$(or $(WIRE_REFERENCE),0) LOAD_SECONDS=$(or $(LOAD_SECONDS),20) \
+		VM_PARTS_trixie="$(or $(VM_PARTS_trixie),tools)" VM_PARTS_deb="$(or $(VM_PARTS_deb),tools)" \
+		DEB_REPRO=$(or $(DEB_REPRO),0) NB_STOPS="$(or $(NB_STOPS),s0)" \
+		bash compat-tests/run-all.sh $(SUITES)
 
 check: deps lib swrdma
 	PROVIDERS_FAULTS= bash compat-tests/run-all.sh $(CHECK_SUITES)

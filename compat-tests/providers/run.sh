@@ -9,13 +9,16 @@
 #
 # PROVIDERS_ONLY / PROVIDERS_FAULTS do the same as the options.  Fault runs
 # (each command of the workload failed in turn) are made for every provider
-# unless --faults names some ("" none), each command failed three ways
-# (an errno, the device's disassociation, the same with
-# RDMAV_ALLOW_DISASSOC_DESTROY): on bookworm and sid all three, on trixie
-# (between the two) the errno only, for the suite's time in `make test`
-# (the two others cost about 6 minutes there);
-# PROVIDERS_FAULT_KINDS="" gives trixie all three (runner.py --fault-kinds:
-# REL=errno+fatal+allow,...).
+# unless --faults names some ("" none), each command failed in up to three
+# ways: an errno (EINVAL, ENOMEM, EIO, EOPNOTSUPP in rotation), the device's
+# disassociation, the same with RDMAV_ALLOW_DISASSOC_DESTROY.  In `make
+# test`, for its time: bookworm and sid every command with an errno;
+# bookworm every other command (the 1st, 3rd, ...) by disassociation, sid
+# the others (2nd, 4th, ...) by disassociation with ALLOW_DISASSOC_DESTROY;
+# trixie (between the two; its clean runs compared as the others') none.
+# Every kind on every release, each command, costs about 6 more minutes on
+# a quiet 2-CPU machine: PROVIDERS_FAULT_KINDS="" (runner.py --fault-kinds:
+# REL=KIND[/N]+...,... with KIND errno, fatal or allow; REL= none).
 # Needs: root (chroot, mount) for the trixie and sid roots (roots.sh).
 . "$(dirname "$0")/../lib.sh"
 suite_begin providers
@@ -77,4 +80,4 @@ done
 # The runner prints the closing line, counting what failed here too (not
 # exec'ed: the trap unmounts the roots' binds when it is done).
 python3 "$HERE/runner.py" --scratch "$SCRATCH" --only "$only" --faults "$faults" \
-    --fault-kinds "${PROVIDERS_FAULT_KINDS-trixie=errno}" --prior-fail "$nfail" "${args[@]}"
+    --fault-kinds "${PROVIDERS_FAULT_KINDS-bookworm=errno+fatal/2,trixie=,sid=errno+allow/2}" --prior-fail "$nfail" "${args[@]}"

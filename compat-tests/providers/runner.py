@@ -326,6 +326,8 @@ def faults(prov, rel, root, inner, scratch, stride, env0=None, only_kinds=None):
     the same command); the two libraries must give the same results, and
     what the third run leaves behind beyond the second (a leak on the fault
     path) must be no more for ours than for upstream's."""
+    if only_kinds is not None and not only_kinds:
+        return  # (--fault-kinds REL= : no fault run for this release)
     base, _ = run(rel, root, inner, scratch, prov, "upstream", dict(env0 or {}, _ARGS="--faults"), "-f0")
     m = re.search(r"^@res0 .*?$(.*?)^@res1 ", base, re.S | re.M)
     if not m:
@@ -339,14 +341,22 @@ def faults(prov, rel, root, inner, scratch, stride, env0=None, only_kinds=None):
     # EOPNOTSUPP in rotation), once as the device's disassociation, and
     # once so with RDMAV_ALLOW_DISASSOC_DESTROY; the two libraries' runs
     # of each go side by side (two cores).
+    # only_kinds: kind -> its own stride (1: every command; 2: every other
+    # one, the disassociation on the odd ones, with ALLOW_DISASSOC_DESTROY
+    # on the even ones, so that the two together fail each command once).
     kinds = {"errno": [], "fatal": [], "fatal+ALLOW_DISASSOC_DESTROY": []}
-    if only_kinds:
+    every = {k: 1 for k in kinds}
+    if only_kinds is not None:
         kinds = {k: v for k, v in kinds.items() if k in only_kinds}
-    tried = 0
+        every = {k: only_kinds[k] for k in kinds}
+    offset = {"errno": 0, "fatal": 0, "fatal+ALLOW_DISASSOC_DESTROY": 1}
+    tried = {k: 0 for k in kinds}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        for k in range(1, n + 1, stride):
-            tried += 1
+        for i, k in enumerate(range(1, n + 1, stride)):
             for kind, bad in kinds.items():
+                if i % every[kind] != offset[kind] % every[kind]:
+                    continue
+                tried[kind] += 1
                 what = ERRNOS[(k - 1) % len(ERRNOS)] if kind == "errno" else "fatal"
                 # No per-thread malloc cache: the freed blocks it would hold
                 # count as in use (mallinfo2), and which it holds depends on
@@ -369,7 +379,9 @@ def faults(prov, rel, root, inner, scratch, stride, env0=None, only_kinds=None):
                     bad.append(f"#{k} {what}: {why}")
     for kind, bad in kinds.items():
         desc = "EINVAL, ENOMEM, EIO, EOPNOTSUPP in rotation" if kind == "errno" else kind
-        name = f"{prov} {rel} faults {kind} ({desc}): each of {tried} commands failed in turn"
+        part = f"each of {tried[kind]} commands" if every[kind] == 1 else \
+            f"every {every[kind]}{'nd' if every[kind] == 2 else 'th'} command ({tried[kind]})"
+        name = f"{prov} {rel} faults {kind} ({desc}): {part} failed in turn"
         if bad:
             out("fail", name, f"{len(bad)} differ; first: {bad[0]}")
         else:
@@ -414,8 +426,10 @@ def main():
     ap.add_argument("--faults", default="")
     ap.add_argument("--fault-stride", type=int, default=1)
     ap.add_argument("--fault-kinds", default="",
-                    help="REL=KIND[+KIND...][,...]: only these kinds of fault runs (errno, fatal, allow: "
-                         "fatal with RDMAV_ALLOW_DISASSOC_DESTROY) for release REL; the others get all three")
+                    help="REL=KIND[/N][+KIND[/N]...][,...]: only these kinds of fault runs (errno, fatal, allow: "
+                         "fatal with RDMAV_ALLOW_DISASSOC_DESTROY) for release REL (REL= none), each on every "
+                         "command or every Nth (fatal from the first, allow from the second); "
+                         "the others get all three")
     ap.add_argument("--prior-fail", type=int, default=0, help="checks run.sh failed before")
     a = ap.parse_args()
     counts["fail"] += a.prior_fail
@@ -443,7 +457,12 @@ def main():
     for spec in filter(None, a.fault_kinds.split(",")):
         rel, _, ks = spec.partition("=")
         names = {"errno": "errno", "fatal": "fatal", "allow": "fatal+ALLOW_DISASSOC_DESTROY"}
-        fault_kinds[rel] = {names[k] for k in ks.split("+") if k in names}
+        fault_kinds[rel] = {}
+        for k in filter(None, ks.split("+")):
+            k, _, n = k.partition("/")
+            if k not in names or not (n or "1").isdigit() or int(n or "1") < 1:
+                ap.error(f"--fault-kinds: {spec}: not KIND[/N] with KIND errno, fatal or allow")
+            fault_kinds[rel][names[k]] = int(n or "1")
     known = load_known()
     used = set()
     for spec in a.release:

@@ -18,9 +18,21 @@ OUT=$SCRATCH
 need dpkg-buildpackage=dpkg-dev dh=debhelper chroot mount
 [ "$(id -u)" = 0 ] || fail_early prerequisites "needs root (chroot)"
 
-bash tools/deb.sh >"$OUT/deb.out" 2>&1 || fail_early "make deb" "$(tail -n2 "$OUT/deb.out" | tr '\n' ' ')"
 ver=$(dpkg-parsechangelog -l debian/changelog -S Version)
 arch=$(dpkg --print-architecture)
+# The packages: built here, unless this run of compat-tests/run-all.sh
+# built them already (the deb suite, earlier in `make test`: packages
+# written since the run began, RUN_ALL_START, are this tree's).
+fresh=1
+for p in libibverbs1-rs ibverbs-provider-swrdma; do
+    f=build/deb/${p}_${ver}_$arch.deb
+    [ -n "${RUN_ALL_START:-}" ] && [ -e "$f" ] && [ "$(stat -c %Y "$f")" -ge "$RUN_ALL_START" ] || fresh=0
+done
+if [ "$fresh" = 1 ]; then
+    echo "vm-deb: the packages the deb suite built in this run (build/deb/)" >"$OUT/deb.out"
+else
+    bash tools/deb.sh >"$OUT/deb.out" 2>&1 || fail_early "make deb" "$(tail -n2 "$OUT/deb.out" | tr '\n' ' ')"
+fi
 base=$(bash compat-tests/roots.sh bookworm 2>"$OUT/roots.err" | tail -1) ||
     fail_early prerequisites "no bookworm root: $(tail -n2 "$OUT/roots.err" | tr '\n' ' ')"
 
