@@ -3,8 +3,11 @@
 # aarch64-unknown-linux-gnu (cross, from this machine), checked against
 # Debian's arm64 packages under qemu-user (issue 11):
 #
-#   build       make lib swrdma RUST_TARGET=aarch64-unknown-linux-gnu
-#               CC=aarch64-linux-gnu-gcc into build/arm64/ (AArch64 ELF)
+#   build       DEB_ARCH=arm64 tools/deb.sh (make deb: make lib swrdma
+#               cross, RUST_TARGET=aarch64-unknown-linux-gnu
+#               CC=aarch64-linux-gnu-gcc) writes the arm64 packages to
+#               build/deb/; the parts below test the library and provider
+#               unpacked from them (AArch64 ELF; one cross build)
 #   symbols:*   compat-tests/symbols with OUR_LIB = our arm64 library and
 #               Debian's arm64 libibverbs1 (bookworm) in the union it compares
 #               with (trixie's and sid's from their amd64 roots: the version
@@ -27,8 +30,8 @@
 # mmdebstrap, dpkg-dev, debhelper, lintian, and libc6:arm64 (dpkg's
 # foreign architecture: dpkg-shlibdeps reads it).  ARM64_PARTS="symbols
 # layout soft deb" chooses parts.
-#   deb         DEB_ARCH=arm64 tools/deb.sh (make deb) writes the arm64
-#               packages to build/deb/; lintian: no error, no warning
+#   deb         the packages of the build: lintian, no error, no warning;
+#               their Architecture
 set -u
 . "$(dirname "$0")/../lib.sh"
 suite_begin arm64 --clean
@@ -42,24 +45,30 @@ if ! rustup target list --installed 2>/dev/null | grep -qx $TARGET; then
         fail_early prerequisites "the Rust target $TARGET is missing (rustup target add $TARGET)"
 fi
 
-# --- cross build --------------------------------------------------------------
-A=$ROOT/build/arm64
-if make lib swrdma RUST_TARGET=$TARGET CC=aarch64-linux-gnu-gcc BUILD=build/arm64 MULTIARCH=aarch64-linux-gnu \
-        >"$OUT/build.log" 2>&1 &&
-        readelf -h "$A/lib/libibverbs.so.1" | grep -q 'Machine:.*AArch64' &&
-        readelf -h "$A/lib/libibverbs/libswrdma-rdmav34.so" | grep -q 'Machine:.*AArch64'; then
-    pass "build (libibverbs.so.1 and libswrdma-rdmav34.so for AArch64)"
-    if grep -q '^warning' "$OUT/build.log"; then
-        fail "build: no warnings" "$(grep -m3 -A3 '^warning' "$OUT/build.log" | tr '\n' ' ')"
+# --- cross build: the arm64 packages, and the tests run their binaries -------
+# (One cross build: `make deb DEB_ARCH=arm64` runs `make lib swrdma` for the
+# target; the library and the provider the parts below test are those the
+# packages install, unpacked with dpkg-deb.)
+DEBS=$ROOT/build/deb
+ver=$(dpkg-parsechangelog -l debian/changelog -S Version)
+PKG=$OUT/pkgroot
+A=$PKG/usr/lib/aarch64-linux-gnu
+unpack() { local p; for p in libibverbs1-rs ibverbs-provider-swrdma; do dpkg-deb -x "$DEBS/${p}_${ver}_arm64.deb" "$PKG" || return 1; done; }
+if DEB_ARCH=arm64 bash tools/deb.sh >"$OUT/deb.out" 2>&1 && unpack &&
+        readelf -h "$A/libibverbs.so.1" | grep -q 'Machine:.*AArch64' &&
+        readelf -h "$A/libibverbs/libswrdma-rdmav34.so" | grep -q 'Machine:.*AArch64'; then
+    pass "build (make deb DEB_ARCH=arm64: libibverbs.so.1 and libswrdma-rdmav34.so for AArch64)"
+    blog=$ROOT/build/deb-src/arm64/build.log
+    if grep -q '^warning' "$blog"; then
+        fail "build: no warnings" "$(grep -m3 -A3 '^warning' "$blog" | tr '\n' ' ')"
     else
         pass "build: no warnings"
     fi
 else
-    fail build "$(grep -m3 -E '^error' "$OUT/build.log" | tr '\n' ' ') (log: $OUT/build.log)"
+    fail build "$(tail -n 3 "$OUT/deb.out" | tr '\n' ' ') (log: $OUT/deb.out)"
     finish
 fi
 
-# --- the arm64 root ---------------------------------------------------------------
 R=$ROOT/build/roots/arm64/bookworm
 mkdir -p "$(dirname "$R")"
 (
@@ -91,7 +100,7 @@ case " $parts " in *" symbols "*)
     up=$(readlink -f "$R/usr/lib/aarch64-linux-gnu/libibverbs.so.1")
     libs=$up
     for r in $(bash compat-tests/roots.sh trixie sid); do libs="$libs $(readlink -f "$r/usr/lib/x86_64-linux-gnu/libibverbs.so.1")"; done
-    sub symbols env OUR_LIB="$A/lib/libibverbs.so.1" UPSTREAM_LIB="$up" UPSTREAM_LIBS="$libs" bash compat-tests/symbols/run.sh
+    sub symbols env OUR_LIB="$A/libibverbs.so.1" UPSTREAM_LIB="$up" UPSTREAM_LIBS="$libs" bash compat-tests/symbols/run.sh
 ;; esac
 
 case " $parts " in *" layout "*)
@@ -115,25 +124,20 @@ case " $parts " in *" soft "*)
         printf '#!/bin/sh\nexec qemu-aarch64-static -L %s %s "$@"\n' "$R" "$p" >"$W/$(basename "$p")"
     done
     chmod +x "$W"/*
-    sub soft env PATH="$W:$PATH" OUR_LIB="$A/lib/libibverbs.so.1" SOFT_QUICK=1 SOFT_STRESS=0 \
+    sub soft env PATH="$W:$PATH" OUR_LIB="$A/libibverbs.so.1" SOFT_QUICK=1 SOFT_STRESS=0 \
         SOFT_CC=aarch64-linux-gnu-gcc SOFT_EXEC="qemu-aarch64-static -L $R" SOFT_RING_TESTS=0 \
         SOFT_RING_WHY="its multi-threaded stress tests take over 10 min under qemu-user; qemu on x86-64 would not show AArch64's weaker memory ordering anyway" \
         bash compat-tests/soft/run.sh
 ;; esac
 case " $parts " in *" deb "*)
-    if DEB_ARCH=arm64 bash tools/deb.sh >"$OUT/deb.out" 2>&1; then
-        pass "deb (make deb DEB_ARCH=arm64: $(grep -c '_arm64.deb$' "$OUT/deb.out") packages)"
-        ver=$(dpkg-parsechangelog -l debian/changelog -S Version)
-        lintian --pedantic "$ROOT/build/deb/libibverbs-rs_${ver}_arm64.changes" >"$OUT/lintian.out" 2>&1
-        n=$(grep -cE '^[EW]: ' "$OUT/lintian.out")
-        if [ "$n" = 0 ]; then pass "deb: lintian (0 errors, 0 warnings)"
-        else fail "deb: lintian" "$n errors/warnings: $(grep -m3 -E '^[EW]: ' "$OUT/lintian.out" | tr '\n' ' ')"; fi
-        for p in libibverbs1-rs ibverbs-provider-swrdma; do
-            arch=$(dpkg-deb -f "$ROOT/build/deb/${p}_${ver}_arm64.deb" Architecture)
-            [ "$arch" = arm64 ] || fail "deb: $p" "Architecture: $arch"
-        done
-    else
-        fail deb "$(tail -n 3 "$OUT/deb.out" | tr '\n' ' ')"
-    fi
+    pass "deb (make deb DEB_ARCH=arm64: $(grep -c '_arm64.deb$' "$OUT/deb.out") packages)"
+    lintian --pedantic "$DEBS/libibverbs-rs_${ver}_arm64.changes" >"$OUT/lintian.out" 2>&1
+    n=$(grep -cE '^[EW]: ' "$OUT/lintian.out")
+    if [ "$n" = 0 ]; then pass "deb: lintian (0 errors, 0 warnings)"
+    else fail "deb: lintian" "$n errors/warnings: $(grep -m3 -E '^[EW]: ' "$OUT/lintian.out" | tr '\n' ' ')"; fi
+    for p in libibverbs1-rs ibverbs-provider-swrdma; do
+        arch=$(dpkg-deb -f "$DEBS/${p}_${ver}_arm64.deb" Architecture)
+        [ "$arch" = arm64 ] || fail "deb: $p" "Architecture: $arch"
+    done
 ;; esac
 finish
