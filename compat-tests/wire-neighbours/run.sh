@@ -49,6 +49,12 @@
 #                       cp; NB_ALL=1 all): the 4 other pairs exit 0 and
 #                       were running at the kill
 #
+# NB_STOPS, NB_KILLS (per process) and NB_AGENT_KILLS (through the agent)
+# name the processes of those rounds instead ("" none; NB_SWEEPS=0: no
+# sweep), e.g. NB_STOPS= NB_SWEEPS=0 NB_AGENT_KILLS="s0 s1": two agent
+# kill rounds only; NB_ENV: NAME=VALUE words for every process (and so
+# their agents), e.g. SWRDMA_WIRED_LOG=... SWRDMA_WIRE_RECORD=...
+#
 # Before the steering (SWRDMA_WIRE_STEER=0 gives it back): every QP's
 # datagrams went from port 4791 to port 4791, the kernel's flow hash gave
 # each namespace's whole traffic to one process's socket, and that process
@@ -224,6 +230,8 @@ if [ "${NB_ALL:-0}" = 1 ]; then
 else
     STOPS="s0 c1" KILLS=""
 fi
+# (NB_STOPS / NB_KILLS name these rounds' processes instead; "" none.)
+STOPS=${NB_STOPS-$STOPS} KILLS=${NB_KILLS-$KILLS}
 for v in $STOPS; do
     round "stop/$v" stop "${v:0:1}" "${v:1}"
     others_ok "stop/$v" "${v:1}"
@@ -377,6 +385,7 @@ done
 NK=$(awk -v u="${fastest:-50}" 'BEGIN { k = int(5 * 1e6 / u); print (k > 500 ? k : 500) }')
 KILLED="s0 c1 sp cp"
 [ "${NB_ALL:-0}" = 1 ] && KILLED=$VICTIMS
+KILLED=${NB_AGENT_KILLS-$KILLED} # (the processes to kill instead; "" none)
 for v in $KILLED; do
     name=agent/kill/$v
     own=$(pair_of "$v")
