@@ -11,6 +11,7 @@
 #   perftest.sh               the suite (OUR_LIB, UPSTREAM_LIB as in CONVENTIONS.md)
 #   perftest.sh --self-check  Debian's library plays "ours" too: all must PASS
 set -u
+export VM_CPU=${VM_CPU:-qemu64} # (user-space work in the guest: lib.sh)
 . "$(dirname "$0")/suite-lib.sh"
 suite_init vm-perftest
 [ "${1:-}" = --self-check ] && suite_self_check

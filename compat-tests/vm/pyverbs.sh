@@ -13,6 +13,7 @@
 #   pyverbs.sh --only REGEX    only the test ids matching the extended REGEX
 #                              (e.g. --only 'test_qp\.|test_mr\.'), for debugging
 set -u
+export VM_CPU=${VM_CPU:-qemu64} # (user-space work in the guest: lib.sh)
 . "$(dirname "$0")/suite-lib.sh"
 suite_init vm-pyverbs
 TABLE=$OUT/table.txt

@@ -20,6 +20,7 @@
 #   RELEASE_ROOTFS (a root instead of roots.sh's) and RELEASE_SWAP=1 (see below)
 #   for compat-tests/vm-deb.
 set -u
+export VM_CPU=${VM_CPU:-qemu64} # (user-space work in the guest: lib.sh)
 REL=${1:?usage: release.sh RELEASE [--self-check] [--parts LIST] [--only REGEX]}
 shift
 . "$(dirname "$0")/suite-lib.sh"
