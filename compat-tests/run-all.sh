@@ -48,10 +48,10 @@ total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
 # after its idle time; it is ended here instead (no failure).  Anything
 # else new is named, not touched.
 ours_re='^(ibv_|ib_|rping|ucmatose|udaddy|mckey|rdma_|cmtime|riostream|rstream|qemu-system|pingpong|swrdma-wired)'
-pids_now() { ps -e -o pid= -o ppid= | awk '$2 != 2 && $1 != 2 {print $1}' | sort -n; }
+pids_now() { ps -e -o pid= -o ppid= | awk '$2 != 2 && $1 != 2 {print $1}' | LC_ALL=C sort; }
 leftovers() { # SUITE BEFORE_FILE: a FAIL line per test program killed, a note for others
     local suite=$1 before=$2 pid comm others=()
-    for pid in $(comm -13 "$before" <(pids_now)); do
+    for pid in $(LC_ALL=C comm -13 "$before" <(pids_now)); do
         [ "$pid" = "$$" ] && continue
         comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
         [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && continue
