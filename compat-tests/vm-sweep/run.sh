@@ -38,13 +38,19 @@ cc -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -I"$UPSTREAM_INCLUDE" -o "
     -L"$(dirname "$UPSTREAM_LIB")" -l:libibverbs.so.1 > "$OUT/build.log" 2>&1 ||
     fail_early build "sweep.c does not build with Debian's headers: $(head -5 "$OUT/build.log")"
 
+# sweep_swr0_here LIBDIR LIMIT OUT ERR [CASE...]: ours on swr0 on this
+# machine (no VM), a fresh runtime directory, no core files
+sweep_swr0_here() {
+    local lib=$1 limit=$2 out=$3 err=$4 rt=$PWD/$OUT/rt; shift 4
+    rm -rf "$rt"; mkdir -p -m 0700 "$rt"
+    (ulimit -c 0; exec env LD_LIBRARY_PATH="$lib" RDMAV_SOFT_DEVICES=swr0 XDG_RUNTIME_DIR="$rt" \
+        timeout -k 5 "$limit" "$BIN/sweep" swr0 1 "$@") > "$out" 2> "$err" < /dev/null
+}
+
 if [ "$mode" = host ]; then
     LIBDIR=$(cd "$(dirname "$OUR_LIB")" 2>/dev/null && pwd) || fail_early library "missing $OUR_LIB (run: make)"
     [ -e "$LIBDIR/libibverbs/libswrdma-rdmav34.so" ] || fail_early provider "missing $LIBDIR/libibverbs/libswrdma-rdmav34.so (run: make swrdma)"
-    rt=$PWD/$OUT/rt; rm -rf "$rt"; mkdir -p -m 0700 "$rt"
-    ulimit -c 0
-    env LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 XDG_RUNTIME_DIR="$rt" \
-        timeout -k 5 300 "$BIN/sweep" swr0 1 "$@" > "$OUT/host.out" 2> "$OUT/host.err"
+    sweep_swr0_here "$LIBDIR" 300 "$OUT/host.out" "$OUT/host.err" "$@"
     exec python3 "$SWEEP_DIR/report.py" --host "$OUT/host.out"
 fi
 
@@ -61,12 +67,10 @@ swr0_vm=${SWEEP_SWR0:-1}
 [ "${SWEEP_SWR0_IN_VM:-0}" = 1 ] || swr0_vm=0
 suite_run_vm ../vm-sweep/guest.sh 600 BIN="$BIN" SWEEP_LIMIT="${SWEEP_LIMIT:-240}" SWEEP_SWR0="$swr0_vm" SWEEP_CASES="${SWEEP_CASES:-}"
 if [ "${SWEEP_SWR0:-1}" = 1 ] && [ "$swr0_vm" = 0 ] && [ -d "$RUN/results" ]; then
-    rt=$PWD/$OUT/rt; rm -rf "$rt"; mkdir -p -m 0700 "$rt"
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
-    (ulimit -c 0; exec env LD_LIBRARY_PATH="$OUR_LD" RDMAV_SOFT_DEVICES=swr0 XDG_RUNTIME_DIR="$rt" \
-        timeout -k 5 "${SWEEP_LIMIT:-240}" "$BIN/sweep" swr0 1 ${SWEEP_CASES:-}) \
-        > "$RUN/results/ours-swr0.out" 2> "$RUN/results/ours-swr0.err" < /dev/null
+    sweep_swr0_here "$OUR_LD" "${SWEEP_LIMIT:-240}" "$RUN/results/ours-swr0.out" "$RUN/results/ours-swr0.err" \
+        ${SWEEP_CASES:-}
     echo $? > "$RUN/results/ours-swr0.rc"
     echo $(( ($(date +%s%N) - t0) / 1000000 )) > "$RUN/results/ours-swr0.ms"
     # What this machine's kernel answers in place of the VM's: with no RDMA
