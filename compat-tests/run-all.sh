@@ -47,7 +47,7 @@ total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
 # and the suite fails.  The wire agent of a finished test exits by itself
 # after its idle time; it is ended here instead (no failure).  Anything
 # else new is named, not touched.
-ours_re='^(ibv_|ib_|rping|ucmatose|udaddy|mckey|rdma_|cmtime|riostream|rstream|qemu-system|pingpong|swrdma-wired)'
+ours_re='^(ibv_|ib_|rping|ucmatose|udaddy|mckey|rdma_|cmtime|riostream|rstream|qemu-system|pingpong)'
 pids_now() { ps -e -o pid= -o ppid= | awk '$2 != 2 && $1 != 2 {print $1}' | LC_ALL=C sort; }
 leftovers() { # SUITE BEFORE_FILE: a FAIL line per test program killed, a note for others
     local suite=$1 before=$2 pid comm others=()
