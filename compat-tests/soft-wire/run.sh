@@ -289,7 +289,9 @@ fi
 
 # The agent is the device: when it is killed, an open context gets
 # IBV_EVENT_DEVICE_FATAL (ibv_asyncwatch prints its async events).
-run timeout 20 ibv_asyncwatch -d rw0 >"$OUT/asyncwatch.txt" 2>&1 &
+# (exec: $aw is then timeout(1) itself, which passes the kill below on to
+# ibv_asyncwatch; a function run with & would leave both running.)
+(exec "${AS[@]}" "${ENVS[@]}" timeout 20 ibv_asyncwatch -d rw0 >"$OUT/asyncwatch.txt" 2>&1) &
 aw=$!
 agent=
 for _ in $(seq 100); do
