@@ -588,6 +588,311 @@ static void extended(struct ibv_context *ctx, struct ibv_pd *pd, char *buf, stru
 	say("destroy_comp_channel ex", ibv_destroy_comp_channel(ch));
 }
 
+/* Parent domains, extended SRQs, device memory MRs and advise_mr, with a
+ * CQ and PDs of their own: their checks; a parent domain that holds its PD
+ * and is held by its objects; an RC QP on a parent domain writing from
+ * memory registered on its PD into memory registered on the parent domain
+ * and from device memory (zero-based), its peer writing into device
+ * memory, and a SEND received through a basic SRQ made with
+ * ibv_create_srq_ex. */
+static void domains(struct ibv_context *ctx, int gid)
+{
+	errno = 0;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	made("create_cq for domains", cq);
+	errno = 0;
+	struct ibv_pd *p = ibv_alloc_pd(ctx);
+	made("alloc_pd for a parent domain", p);
+	errno = 0;
+	struct ibv_pd *other = ibv_alloc_pd(ctx);
+	made("alloc_pd other", other);
+	if (!cq || !p || !other)
+		return;
+
+	/* Parent domains. */
+	struct ibv_parent_domain_init_attr pa = { .pd = p };
+	errno = 0;
+	struct ibv_pd *pdom = ibv_alloc_parent_domain(ctx, &pa);
+	made("alloc_parent_domain", pdom);
+	printf("parent domain is its own pd: %d\n", pdom && pdom != p && pdom->context == ctx);
+	pa.pd = NULL;
+	errno = 0;
+	made("alloc_parent_domain no pd", ibv_alloc_parent_domain(ctx, &pa));
+	struct ibv_pd notpd = { .context = ctx, .handle = 0x7777 };
+	pa.pd = &notpd;
+	errno = 0;
+	made("alloc_parent_domain bad pd", ibv_alloc_parent_domain(ctx, &pa));
+	pa.pd = p;
+	pa.comp_mask = 1 << 5;
+	errno = 0;
+	made("alloc_parent_domain unknown comp_mask", ibv_alloc_parent_domain(ctx, &pa));
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	pa.pd_context = &pa;
+	errno = 0;
+	struct ibv_pd *pd2 = ibv_alloc_parent_domain(ctx, &pa);
+	made("alloc_parent_domain pd_context", pd2);
+	if (pd2)
+		say("dealloc_pd parent domain pd_context", ibv_dealloc_pd(pd2));
+	pa.comp_mask = 0;
+	struct ibv_td_init_attr ta = { .comp_mask = 0 };
+	errno = 0;
+	struct ibv_td *td = ibv_alloc_td(ctx, &ta);
+	made("alloc_td", td);
+	pa.td = td;
+	errno = 0;
+	pd2 = ibv_alloc_parent_domain(ctx, &pa);
+	made("alloc_parent_domain with a td", pd2);
+	if (pd2)
+		say("dealloc_pd parent domain with a td", ibv_dealloc_pd(pd2));
+	if (td)
+		say("dealloc_td", ibv_dealloc_td(td));
+	struct ibv_td faketd = { .context = (struct ibv_context *)&notpd };
+	pa.td = &faketd;
+	errno = 0;
+	made("alloc_parent_domain td of another context", ibv_alloc_parent_domain(ctx, &pa));
+	pa.td = NULL;
+	say("dealloc_pd under a parent domain", ibv_dealloc_pd(p));
+	if (!pdom)
+		return;
+	pa.pd = pdom;
+	errno = 0;
+	pd2 = ibv_alloc_parent_domain(ctx, &pa);
+	made("alloc_parent_domain of a parent domain", pd2);
+	say("dealloc_pd parent domain under a parent domain", ibv_dealloc_pd(pdom));
+	if (pd2)
+		say("dealloc_pd parent domain of a parent domain", ibv_dealloc_pd(pd2));
+
+	/* Extended SRQs (a CQ in the mask: the provider's create_srq_ex). */
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = 8, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_BASIC,
+		.pd = pdom,
+		.cq = cq,
+	};
+	struct ibv_srq_init_attr_ex t = sa;
+	t.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+	errno = 0;
+	made("create_srq_ex no pd in the mask", ibv_create_srq_ex(ctx, &t));
+	t = sa;
+	t.pd = NULL;
+	errno = 0;
+	made("create_srq_ex null pd", ibv_create_srq_ex(ctx, &t));
+	t = sa;
+	t.srq_type = IBV_SRQT_XRC;
+	errno = 0;
+	made("create_srq_ex xrc without xrcd", ibv_create_srq_ex(ctx, &t));
+	t.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD;
+	errno = 0;
+	made("create_srq_ex xrc without cq", ibv_create_srq_ex(ctx, &t));
+	t = sa;
+	t.srq_type = IBV_SRQT_TM;
+	errno = 0;
+	made("create_srq_ex tm", ibv_create_srq_ex(ctx, &t));
+	t.srq_type = (enum ibv_srq_type)7;
+	errno = 0;
+	made("create_srq_ex type 7", ibv_create_srq_ex(ctx, &t));
+	t = sa;
+	t.attr.max_wr = 0;
+	errno = 0;
+	made("create_srq_ex max_wr 0", ibv_create_srq_ex(ctx, &t));
+	t = sa;
+	t.attr.max_sge = 33;
+	errno = 0;
+	made("create_srq_ex max_sge 33", ibv_create_srq_ex(ctx, &t));
+	t = sa;
+	t.pd = &notpd;
+	errno = 0;
+	made("create_srq_ex bad pd", ibv_create_srq_ex(ctx, &t));
+	errno = 0;
+	struct ibv_srq *srq = ibv_create_srq_ex(ctx, &sa);
+	made("create_srq_ex basic on a parent domain", srq);
+	printf("create_srq_ex attr: wr %u sge %u\n", sa.attr.max_wr, sa.attr.max_sge);
+	if (srq) {
+		struct ibv_srq_attr q;
+		int r = ibv_query_srq(srq, &q);
+		printf("query_srq ex: %s wr %u sge %u\n", r ? strerror(r) : "ok", r ? 0 : q.max_wr, r ? 0 : q.max_sge);
+		printf("srq ex: pd is the parent domain %d\n", srq->pd == pdom);
+	}
+	say("dealloc_pd parent domain with an srq", ibv_dealloc_pd(pdom));
+
+	/* Memory: `lmr` on the PD, `rmr` on the parent domain, `omr` on
+	 * another PD; device memory. */
+	char *pbuf = malloc(1 << 16);
+	memset(pbuf, 0, 1 << 16);
+	errno = 0;
+	struct ibv_mr *lmr = ibv_reg_mr(p, pbuf, 1 << 15, IBV_ACCESS_LOCAL_WRITE);
+	made("reg_mr on the pd", lmr);
+	errno = 0;
+	struct ibv_mr *rmr = ibv_reg_mr(pdom, pbuf + (1 << 15), 1 << 15,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	made("reg_mr on the parent domain", rmr);
+	printf("reg_mr on the parent domain: pd is it %d\n", rmr && rmr->pd == pdom);
+	errno = 0;
+	struct ibv_alloc_dm_attr da = { .length = 4096 };
+	struct ibv_dm *dm = ibv_alloc_dm(ctx, &da);
+	made("alloc_dm", dm);
+	int zb = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct ibv_mr *dmr = NULL;
+	if (dm) {
+		errno = 0;
+		made("reg_dm_mr without zero_based", ibv_reg_dm_mr(p, dm, 0, 4096, IBV_ACCESS_LOCAL_WRITE));
+		errno = 0;
+		made("reg_dm_mr on_demand", ibv_reg_dm_mr(p, dm, 0, 4096, zb | IBV_ACCESS_ON_DEMAND));
+		errno = 0;
+		made("reg_dm_mr remote write without local write",
+		     ibv_reg_dm_mr(p, dm, 0, 4096, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_WRITE));
+		errno = 0;
+		made("reg_dm_mr past the end", ibv_reg_dm_mr(p, dm, 4096 - 64, 128, zb));
+		errno = 0;
+		made("reg_dm_mr offset past the end", ibv_reg_dm_mr(p, dm, 8192, 0, zb));
+		errno = 0;
+		struct ibv_mr *z = ibv_reg_dm_mr(p, dm, 0, 0, zb);
+		made("reg_dm_mr of no bytes", z);
+		if (z)
+			say("dereg_mr dm of no bytes", ibv_dereg_mr(z));
+		errno = 0;
+		z = ibv_reg_dm_mr(pdom, dm, 1024, 1024, zb);
+		made("reg_dm_mr on the parent domain", z);
+		if (z)
+			say("dereg_mr dm on the parent domain", ibv_dereg_mr(z));
+		errno = 0;
+		dmr = ibv_reg_dm_mr(p, dm, 0, 4096, zb);
+		made("reg_dm_mr", dmr);
+		if (dmr)
+			printf("reg_dm_mr: addr null %d length %zu lkey==rkey %d\n", dmr->addr == NULL, dmr->length,
+			       dmr->lkey == dmr->rkey);
+		say("free_dm with an mr", ibv_free_dm(dm));
+	}
+
+	/* advise_mr: an on-demand MR (`odp`, local write), a read-only one. */
+	errno = 0;
+	struct ibv_mr *odp = ibv_reg_mr(p, pbuf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	made("reg_mr on_demand", odp);
+	errno = 0;
+	struct ibv_mr *odpro = ibv_reg_mr(p, pbuf, 8192, IBV_ACCESS_ON_DEMAND);
+	made("reg_mr on_demand read-only", odpro);
+	if (odp && odpro && lmr) {
+		struct ibv_sge g = { .addr = (uintptr_t)pbuf, .length = 4096, .lkey = odp->lkey };
+		say("advise_mr prefetch", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &g, 1));
+		say("advise_mr prefetch_write", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &g, 1));
+		say("advise_mr prefetch_no_fault flush",
+		    ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH, &g, 1));
+		say("advise_mr through the parent domain", ibv_advise_mr(pdom, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &g, 1));
+		say("advise_mr another pd", ibv_advise_mr(other, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &g, 1));
+		say("advise_mr advice 7", ibv_advise_mr(p, (enum ibv_advise_mr_advice)7, 0, &g, 1));
+		say("advise_mr flag 2", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &g, 1));
+		say("advise_mr no sge", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &g, 0));
+		say("advise_mr null sg_list", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, NULL, 1));
+		struct ibv_sge two[2] = { g, g };
+		two[1].addr = (uintptr_t)pbuf + 8000;
+		say("advise_mr past the mr", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, two, 2));
+		two[1] = g;
+		two[1].lkey = lmr->lkey;
+		say("advise_mr not on_demand", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, two, 2));
+		two[1].lkey = odp->lkey ^ 0x80;
+		say("advise_mr no such lkey", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, two, 2));
+		two[1] = g;
+		two[1].lkey = odpro->lkey;
+		say("advise_mr read-only prefetch", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, two, 2));
+		say("advise_mr read-only prefetch_write",
+		    ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, two, 2));
+		if (dmr) {
+			struct ibv_sge ds = { .addr = 0, .length = 64, .lkey = dmr->lkey };
+			say("advise_mr dm mr", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &ds, 1));
+		}
+	}
+	if (odp)
+		say("dereg_mr on_demand", ibv_dereg_mr(odp));
+	if (odpro)
+		say("dereg_mr on_demand read-only", ibv_dereg_mr(odpro));
+	if (odp) {
+		struct ibv_sge g = { .addr = (uintptr_t)pbuf, .length = 64, .lkey = odp->lkey };
+		say("advise_mr deregistered", ibv_advise_mr(p, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &g, 1));
+	}
+
+	/* x on the parent domain, y on its PD receiving through the SRQ. */
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	errno = 0;
+	struct ibv_qp *x = ibv_create_qp(pdom, &ia);
+	made("create_qp on a parent domain", x);
+	printf("create_qp on a parent domain: pd is it %d\n", x && x->pd == pdom);
+	ia.srq = srq;
+	errno = 0;
+	struct ibv_qp *y = ibv_create_qp(p, &ia);
+	made("create_qp with the srq ex", y);
+	if (x && y && lmr && rmr) {
+		say("connect x", reconnect(x, y->qp_num, gid));
+		say("connect y", reconnect(y, x->qp_num, gid));
+		char *src = pbuf + 256, *dst = pbuf + (1 << 15) + 256;
+		memcpy(src, "from the pd's mr", 16);
+		write_through("write from a parent domain's qp", x, cq, src, lmr->lkey, dst, rmr->rkey, 16, 71);
+		printf("parent domain write placed: %d\n", !memcmp(dst, src, 16));
+		if (dmr) {
+			say("memcpy_to_dm", ibv_memcpy_to_dm(dm, 64, "device memory!!!", 16));
+			/* (zero-based: the DM MR's addresses start at 0) */
+			write_through("write from device memory", x, cq, (char *)64, dmr->lkey, dst + 64, rmr->rkey, 16,
+				      72);
+			printf("device memory write placed: %d\n", !memcmp(dst + 64, "device memory!!!", 16));
+			memcpy(src, "into the device!", 16);
+			write_through("write into device memory", y, cq, src, lmr->lkey, (char *)128, dmr->rkey, 16,
+				      73);
+			char back[16] = { 0 };
+			say("memcpy_from_dm", ibv_memcpy_from_dm(back, dm, 128, 16));
+			printf("device memory placed: %d\n", !memcmp(back, src, 16));
+		}
+		if (srq) {
+			struct ibv_sge rs = { .addr = (uintptr_t)dst + 512, .length = 64, .lkey = rmr->lkey };
+			struct ibv_recv_wr rw = { .wr_id = 81, .sg_list = &rs, .num_sge = 1 }, *rbad = NULL;
+			say("post_srq_recv ex", ibv_post_srq_recv(srq, &rw, &rbad));
+			memcpy(src, "through the srq!", 16);
+			struct ibv_sge ss = { .addr = (uintptr_t)src, .length = 16, .lkey = lmr->lkey };
+			struct ibv_send_wr sw = { .wr_id = 74, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+						  .send_flags = IBV_SEND_SIGNALED },
+					   *sbad = NULL;
+			say("post_send send to the srq ex", ibv_post_send(x, &sw, &sbad));
+			struct ibv_wc two[2];
+			int n2 = poll_one(cq, &two[0]);
+			n2 += n2 ? poll_one(cq, &two[1]) : 0;
+			for (int i = 0; i < n2; i++) {
+				/* (the send's and the receive's, in wr_id order) */
+				struct ibv_wc *e = &two[n2 == 2 && two[0].wr_id > two[1].wr_id ? 1 - i : i];
+				printf("send to the srq ex completion: wr_id %lu status %s opcode %d byte_len %u\n",
+				       (unsigned long)e->wr_id, ibv_wc_status_str(e->status), (int)e->opcode,
+				       e->opcode == IBV_WC_RECV ? e->byte_len : 0);
+			}
+			printf("send to the srq ex completions: %d placed %d\n", n2, !memcmp(dst + 512, src, 16));
+		}
+	}
+	if (x)
+		say("dealloc_pd parent domain with a qp", ibv_dealloc_pd(pdom));
+	if (x)
+		say("destroy_qp on a parent domain", ibv_destroy_qp(x));
+	if (y)
+		say("destroy_qp with the srq ex", ibv_destroy_qp(y));
+	if (srq)
+		say("destroy_srq ex", ibv_destroy_srq(srq));
+	if (dmr)
+		say("dereg_mr dm", ibv_dereg_mr(dmr));
+	if (dm)
+		say("free_dm", ibv_free_dm(dm));
+	say("dealloc_pd parent domain with an mr", ibv_dealloc_pd(pdom));
+	if (rmr)
+		say("dereg_mr on the parent domain", ibv_dereg_mr(rmr));
+	if (lmr)
+		say("dereg_mr on the pd", ibv_dereg_mr(lmr));
+	say("dealloc_pd parent domain", ibv_dealloc_pd(pdom));
+	say("dealloc_pd of the parent domain", ibv_dealloc_pd(p));
+	say("dealloc_pd other", ibv_dealloc_pd(other));
+	say("destroy_cq for domains", ibv_destroy_cq(cq));
+	free(pbuf);
+}
+
 int main(int argc, char **argv)
 {
 	int gid = argc > 1 ? atoi(argv[1]) : 1;
@@ -837,6 +1142,7 @@ int main(int argc, char **argv)
 
 	windows(pd, cq, &ia, buf, mr, gid);
 	extended(ctx, pd, buf, mr, gid);
+	domains(ctx, gid);
 
 	say("destroy_qp a", ibv_destroy_qp(a));
 	say("destroy_qp b", ibv_destroy_qp(b));

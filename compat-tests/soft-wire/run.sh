@@ -52,6 +52,9 @@ mkdir -p "$RT"; chmod 0700 "$RT"
 [ "$(id -u)" -eq 0 ] && chown 65534:65534 "$RT" "$PWD/$OUT"
 chmod 0755 "$PWD/$OUT"
 ENVS=(env XDG_RUNTIME_DIR="$RT" LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=rw0@lo)
+# (soft-wire: the QPs carried in each process, the fallback of a process
+# the agent cannot serve; wire-agent: through the agent, the default.)
+[ "$AGENT" = 0 ] && ENVS+=(SWRDMA_WIRE_AGENT=0)
 # (A scope of its own: this run's agent, not another's.)
 SCOPE="wire-agent-$$"
 [ "$AGENT" = 1 ] && ENVS+=(SWRDMA_WIRE_AGENT=1 SWRDMA_WIRED_SCOPE="$SCOPE" SWRDMA_WIRED_IDLE_MS=3000

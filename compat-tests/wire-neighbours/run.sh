@@ -4,7 +4,9 @@
 # ibv_rc_pingpong pairs at once between the same two addresses, ours <->
 # ours, in two network namespaces this suite creates (wna: 169.254.78.1 on
 # wna0, wnb: 169.254.78.2 on wnb0, a veth pair; link-local only, no route
-# out).
+# out).  The rounds up to agent/ carry the QPs in each process
+# (SWRDMA_WIRE_AGENT=0, the fallback of a process the agent cannot serve);
+# the agent/ rounds go through the transport agent, the default.
 #
 #   clean             the 4 pairs, every process with the flight recorder
 #                     (SWRDMA_WIRE_RECORD): all exit 0, and no datagram was
@@ -78,10 +80,11 @@ veth_netns wna wna0 169.254.78.1 wnb wnb0 169.254.78.2 ||
     fail_early netns "cannot create the namespaces and the veth pair"
 for s in a b; do mkdir -p "$SCRATCH/rt$s"; chmod 0700 "$SCRATCH/rt$s"; done
 
-side() { # a|b ENV...: the command prefix of one side
+side() { # a|b ENV...: the command prefix of one side (the QPs carried
+    # in each process unless ENV says SWRDMA_WIRE_AGENT=1: the last wins)
     local s=$1; shift
     S=(ip netns exec "wn$s" env XDG_RUNTIME_DIR="$SCRATCH/rt$s" LD_LIBRARY_PATH="$LIBDIR"
-       RDMAV_SOFT_DEVICES="rw0@wn${s}0" "${EXTRA[@]}" "$@" timeout "$TO")
+       RDMAV_SOFT_DEVICES="rw0@wn${s}0" SWRDMA_WIRE_AGENT=0 "${EXTRA[@]}" "$@" timeout "$TO")
 }
 side a
 G=$("${S[@]}" ibv_devinfo -v -d rw0 2>&1 | sed -nE 's/^\s*GID\[ *([0-9]+)\]:\s*::ffff:169\.254\.78\.1, RoCE v2.*/\1/p' | head -1)

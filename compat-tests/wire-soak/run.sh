@@ -65,10 +65,14 @@ veth_netns wsa wva 169.254.77.1 wsb wvb 169.254.77.2 ||
     fail_early netns "cannot create the namespaces and the veth pair"
 for s in a b; do mkdir -p "$SCRATCH/rt$s"; chmod 0700 "$SCRATCH/rt$s"; done
 
-side() { # a|b ENV...: the command prefix of one side
+side() { # a|b ENV...: the command prefix of one side; the QPs carried in
+    # each process (SWRDMA_WIRE_AGENT=0), whose SWRDMA_WIRE_DROP is its own
+    # (an agent takes the environment of the process that started it, and
+    # one started by the clean rounds would still be there for the loss
+    # rounds); the agent under loss: vm-wire (netem)
     local s=$1; shift
     S=(ip netns exec "ws$s" env XDG_RUNTIME_DIR="$SCRATCH/rt$s" LD_LIBRARY_PATH="$LIBDIR"
-       RDMAV_SOFT_DEVICES="rw0@wv$s" "$@" timeout "$TO")
+       RDMAV_SOFT_DEVICES="rw0@wv$s" SWRDMA_WIRE_AGENT=0 "$@" timeout "$TO")
 }
 side a
 G=$("${S[@]}" ibv_devinfo -v -d rw0 2>&1 | sed -nE 's/^\s*GID\[ *([0-9]+)\]:\s*::ffff:169\.254\.77\.1, RoCE v2.*/\1/p' | head -1)

@@ -1,5 +1,6 @@
-//! A wire context's connection to the user's transport agent
-//! (`SWRDMA_WIRE_AGENT=1`; the verbs over it are `agentops.rs`): the
+//! A wire context's connection to the user's transport agent (the
+//! default; `SWRDMA_WIRE_AGENT=0` keeps the QPs in the process, `=1`
+//! insists on the agent; the verbs over it are `agentops.rs`): the
 //! control requests, one at a time, and the doorbells of the send queues.
 //!
 //! The agent is the context's device: when it goes (killed, or its
@@ -19,9 +20,24 @@ use swrdma_wired::ctl::msg::{Reply, Request};
 /// it is stopped or gone).
 const WAIT: Duration = Duration::from_secs(5);
 
-/// Whether wire contexts go through the agent (`SWRDMA_WIRE_AGENT=1`).
-pub fn wanted() -> bool {
-    std::env::var("SWRDMA_WIRE_AGENT").is_ok_and(|v| v == "1")
+/// Why a context has no agent: the text for stderr, and whether it is an
+/// expected case (the agent cannot reach this process's memory) that the
+/// default mode passes over in silence.
+pub struct NoAgent {
+    pub text: String,
+    pub expected: bool,
+}
+
+impl From<String> for NoAgent {
+    fn from(text: String) -> NoAgent {
+        NoAgent { text, expected: false }
+    }
+}
+
+impl From<&str> for NoAgent {
+    fn from(text: &str) -> NoAgent {
+        NoAgent::from(text.to_string())
+    }
 }
 
 /// A context's connection to its agent.
@@ -67,7 +83,7 @@ impl Conn {
     /// Connects to (or starts) the agent of interface `ifindex` for the
     /// user's directory `dir`; the agent writes async events into
     /// `async_w`.
-    pub fn open(ifindex: u32, dir: &std::path::Path, async_w: BorrowedFd<'_>) -> Result<Conn, String> {
+    pub fn open(ifindex: u32, dir: &std::path::Path, async_w: BorrowedFd<'_>) -> Result<Conn, NoAgent> {
         let access = crate::locks::Access::own().ok_or("no access page (memfd_create failed)")?;
         let t = Target::new(ifindex);
         let o = Options {
@@ -78,11 +94,14 @@ impl Conn {
         if s.no_cma {
             // (The agent cannot reach our memory: our QPs' data would have
             // to be placed by a thread of ours, which is not built yet.)
-            return Err(format!(
-                "the agent cannot reach this process's memory (cross-memory attach: {}); \
-                 unset SWRDMA_WIRE_AGENT to carry the QPs in the process",
-                std::io::Error::from_raw_os_error(s.cma_errno)
-            ));
+            return Err(NoAgent {
+                text: format!(
+                    "the agent cannot reach this process's memory (cross-memory attach: {}); \
+                     SWRDMA_WIRE_AGENT=0 (or unset) carries the QPs in the process",
+                    std::io::Error::from_raw_os_error(s.cma_errno)
+                ),
+                expected: true,
+            });
         }
         if !s.transport {
             // (An agent started by another client without the directory,
@@ -91,7 +110,8 @@ impl Conn {
                 "the agent (pid {}) of this interface carries no traffic (started without --dir); \
                  it exits when idle",
                 s.agent_pid
-            ));
+            )
+            .into());
         }
         let dup = |fd: BorrowedFd<'_>| rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| format!("dup: {e}"));
         let bell = dup(s.fd())?;

@@ -30,9 +30,23 @@
 //!   takes them and completed in order; `mw->rkey` changes at post when
 //!   the bind will succeed, as the provider's own verbs change it (see
 //!   "memory windows" below).
+//! * **Parent domains** (`alloc_parent_domain`) are the agent's PDs of a
+//!   PD (`AllocPd` with its PD): PDs of their own in the registry, taken
+//!   wherever a PD is, in their PD's protection domain (`APd::dom`, as
+//!   the agent's `pd_id`), holding a use of it (`dealloc_pd` of it:
+//!   `EBUSY`).
+//! * **Extended SRQs** (`create_srq_ex`): the provider's own checks
+//!   (ops.rs), then the SRQ of `create_srq` for a basic one; an XRC one
+//!   that passes them is `EOPNOTSUPP` (XRC is not carried).
+//! * **Device memory**: the DM itself is `ops.rs`'s (memory of this
+//!   process, which the agent reaches as any other); `reg_dm_mr` registers
+//!   its range with the agent at I/O virtual address 0, counted by the DM
+//!   until `dereg_mr` (`free_dm`: `EBUSY` meanwhile).
+//! * **`advise_mr`**: `ops.rs`'s checks, against the MRs this process
+//!   registered (by lkey: `MR_KEYS`); nothing to prefetch.
 //! * **Not yet** (each answers the documented failure, `EOPNOTSUPP` or
-//!   NULL with it): XRC (`get_srq_num` too), parent
-//!   domains, device memory, extended SRQs (`create_srq_ex`), `advise_mr`.
+//!   NULL with it): XRC (`open_xrcd`, `close_xrcd`, `get_srq_num`, XRC
+//!   SRQs and QPs).
 //! * **Extended CQs and QPs** (`create_cq_ex`, `create_qp_ex`): the
 //!   provider's own checks (ops.rs), the objects of `create_cq` and
 //!   `create_qp`; the CQ's poll cursor and the QP's work request builders
@@ -46,6 +60,7 @@ use crate::agentconn::Conn;
 use crate::context::Ctx;
 use crate::handles::*;
 use ibverbs_abi::*;
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::raw::c_int;
@@ -84,19 +99,28 @@ unsafe fn both<'a>(context: *mut ibv_context) -> Result<(&'a Ctx, &'a Conn), c_i
     unsafe { Ok((ctx_of(context), conn_of(context).ok_or(libc::EINVAL)?)) }
 }
 
+/// A PD or a parent domain (`alloc_parent_domain`): the `ibv_pd` the
+/// application holds (its `handle` is the registry's), the agent's handle.
 #[repr(C)]
 struct APd {
     pd: ibv_pd,
     /// The agent's handle.
     h: u32,
+    /// The protection domain its objects are checked against (the agent's
+    /// `pd_id`): its own handle, or for a parent domain its PD's.
+    dom: u32,
 }
 
 #[repr(C)]
 struct AMr {
     vmr: verbs_mr,
     h: u32,
-    /// What a window bind checks of it, as the agent's tables have it.
+    /// What a window bind and `advise_mr` check of it, as the agent's
+    /// tables have it.
     view: Mutex<MrView>,
+    /// A device memory MR (`reg_dm_mr`): its DM, which counts it (`SwDm`'s
+    /// `mrs`: `free_dm` is `EBUSY` while it lives); else null.
+    dm: *mut SwDm,
 }
 
 /// An MR as the agent's key table holds it (`ctl::tables` `reg_mr`,
@@ -242,12 +266,110 @@ unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     let p = Box::into_raw(Box::new(APd {
         pd: ibv_pd { context, handle: id },
         h,
+        dom: h,
     }));
     slot.commit(id, p as *const u8);
     p as *mut ibv_pd
 }
 
-/// The agent's handle of PD `pd` (checked: one of `context`'s live PDs).
+/// `ibv_alloc_parent_domain`: `ops.rs`'s checks (no PD, one that is not a
+/// live PD of `context`, a thread domain of another context, a `comp_mask`
+/// bit it does not know: `EINVAL`; then the limit), then the agent's
+/// `AllocPd` of the PD.  A parent domain is a PD of its own (a registry
+/// slot and handle of `Kind::Pd`, so every verb that takes a PD takes it)
+/// in its PD's protection domain; it holds a use of its PD (the agent's
+/// `DeallocPd` of the PD is `EBUSY` meanwhile).  The thread domain and the
+/// allocators are not needed (as `ops.rs`: no queue buffer is a device's).
+///
+/// # Safety
+/// As every verb: `attr` is null or a valid init attribute whose `td` is
+/// null or a thread domain of ours (`alloc_td`, `ops.rs`).
+unsafe extern "C" fn alloc_parent_domain(
+    context: *mut ibv_context,
+    attr: *mut ibv_parent_domain_init_attr,
+) -> *mut ibv_pd {
+    // SAFETY: `context` is one of ours (the contract).
+    let Ok((c, conn)) = (unsafe { both(context) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    if attr.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a valid init attribute (the contract).
+    let a = unsafe { &*attr };
+    // SAFETY: the PD is null or the application's, read as ours only once
+    // it is a live PD of `context`.
+    let inner = unsafe { apd_of(context, a.pd) }.ok();
+    // SAFETY: the TD is null (not read) or one of ours (the contract).
+    let bad_td = !a.td.is_null() && unsafe { (*a.td).context } != context;
+    let known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+    let Some(inner) = inner.filter(|_| !bad_td && a.comp_mask & !known == 0) else {
+        return null_errno(libc::EINVAL);
+    };
+    let slot = match c.reg.reserve(Kind::Pd) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let h = match conn.call(&Request::AllocPd { parent: Some(inner.h) }, &[]) {
+        Ok(Reply::Pd { handle }) => handle,
+        Ok(_) => return null_errno(libc::EIO),
+        Err(e) => return null_errno(e),
+    };
+    let id = c.new_obj_id();
+    let p = Box::into_raw(Box::new(APd {
+        pd: ibv_pd { context, handle: id },
+        h,
+        dom: inner.dom,
+    }));
+    slot.commit(id, p as *const u8);
+    p as *mut ibv_pd
+}
+
+/// Our PD (or parent domain) `pd`, checked: one of `context`'s live PDs
+/// (null: `EINVAL`; not live: `ENOENT`; else `valid_pd`'s errno).
+///
+/// # Safety
+/// `pd` is null or readable as an `ibv_pd`; `context` is one of ours.
+unsafe fn apd_of<'a>(context: *mut ibv_context, pd: *mut ibv_pd) -> Result<&'a APd, c_int> {
+    if pd.is_null() {
+        return Err(libc::EINVAL);
+    }
+    if !crate::registry::live(pd as *const u8) {
+        return Err(libc::ENOENT); // (`valid`'s answer: not read)
+    }
+    // SAFETY: the contract; once valid it is one of our `APd`s.
+    unsafe {
+        valid_pd(context, pd)?;
+        Ok(&*(pd as *const APd))
+    }
+}
+
+/// The protection domain of `pd` (`APd::dom`) when it is a live PD of its
+/// own context.
+///
+/// # Safety
+/// `pd` is null or readable as an `ibv_pd`.
+unsafe fn dom_of(pd: *mut ibv_pd) -> Option<u32> {
+    // SAFETY: the contract; read only once it is a live object of ours.
+    unsafe { ours::<APd>(pd as *const u8, Kind::Pd, || ((*pd).context, (*pd).handle)) }
+        .ok()
+        .map(|a| a.dom)
+}
+
+/// Whether PDs `x` and `y` are live PDs of ours in the same protection
+/// domain (a parent domain is in its PD's): how the agent's tables compare
+/// them (`pd_id`).
+///
+/// # Safety
+/// Each is null or readable as an `ibv_pd`.
+unsafe fn same_dom(x: *mut ibv_pd, y: *mut ibv_pd) -> bool {
+    // SAFETY: the contract.
+    let (a, b) = unsafe { (dom_of(x), dom_of(y)) };
+    a.is_some() && a == b
+}
+
+/// The agent's handle of PD `pd` (checked: one of `context`'s live PDs or
+/// parent domains).
 ///
 /// # Safety
 /// `pd` is null or readable as an `ibv_pd`; `context` is one of ours.
@@ -297,35 +419,68 @@ unsafe extern "C" fn reg_mr(
         Ok(v) => v,
         Err(e) => return null_errno(e),
     };
-    let slot = match c.reg.reserve(Kind::Mr) {
-        Ok(s) => s,
-        Err(e) => return null_errno(e),
-    };
-    let req = Request::RegMr(RegMr {
+    let req = RegMr {
         pd: h,
         access: access as u32,
         addr: addr as u64,
         length: length as u64,
         iova: hca_va,
-    });
-    let (mh, lkey, rkey) = match conn.call(&req, &[]) {
+    };
+    // SAFETY: `pd` is a live PD of `context`, which is ours (checked).
+    unsafe { new_mr(c, conn, pd, req, addr, length, std::ptr::null_mut()) }
+}
+
+/// The MR the agent registers for `req` (in PD `pd`, whose handle `req`
+/// names), as the application sees it: at `addr` (its `ibv_mr`'s), of
+/// `length` bytes, with `req`'s rights; `dm`: the device memory it lies in
+/// (counted by it from now on), or null.  Null with the errno (the
+/// limit's, the agent's).
+///
+/// # Safety
+/// `pd` is a live PD of ours, of the context `c` and `conn` are; `dm` is
+/// null or a live `SwDm` of that context.
+unsafe fn new_mr(
+    c: &Ctx,
+    conn: &Conn,
+    pd: *mut ibv_pd,
+    req: RegMr,
+    addr: *mut c_void,
+    length: usize,
+    dm: *mut SwDm,
+) -> *mut ibv_mr {
+    let slot = match c.reg.reserve(Kind::Mr) {
+        Ok(s) => s,
+        Err(e) => return null_errno(e),
+    };
+    let (mh, lkey, rkey) = match conn.call(&Request::RegMr(req), &[]) {
         Ok(Reply::Mr { handle, lkey, rkey }) => (handle, lkey, rkey),
         Ok(_) => return null_errno(libc::EIO),
         Err(e) => return null_errno(e),
     };
+    if !dm.is_null() {
+        // SAFETY: a live `SwDm` (the contract); its count is atomic.
+        unsafe { (*dm).mrs.fetch_add(1, Ordering::SeqCst) };
+    }
+    // SAFETY: `pd` is ours (the contract).
+    let context = unsafe { (*pd).context };
     let id = c.new_obj_id();
     let m = Box::into_raw(Box::new(AMr {
         // SAFETY: `verbs_mr` is integers and pointers: all-zero is valid.
         vmr: unsafe { std::mem::zeroed() },
         h: mh,
         view: Mutex::new(MrView {
-            iova: hca_va,
-            len: length as u64,
-            access: access as u32,
+            iova: req.iova,
+            len: req.length,
+            access: req.access,
         }),
+        dm,
     }));
     // SAFETY: the fresh box, not yet visible to anyone.
-    let mr = unsafe { &mut (*m).vmr.ibv_mr };
+    let v = unsafe { &mut (*m).vmr };
+    // (As `ops.rs` makes it: the library reads them at `dereg_mr`.)
+    v.mr_type = IBV_MR_TYPE_MR;
+    v.access = req.access as c_int;
+    let mr = &mut v.ibv_mr;
     mr.context = context;
     mr.pd = pd;
     mr.addr = addr;
@@ -334,7 +489,30 @@ unsafe extern "C" fn reg_mr(
     mr.lkey = lkey;
     mr.rkey = rkey;
     slot.commit(id, m as *const u8);
+    crate::sys::lock(&MR_KEYS).insert((context as usize, lkey), (id, m as usize));
     m as *mut ibv_mr
+}
+
+/// The MRs of the agent's contexts by context and lkey (`advise_mr` names
+/// MRs by lkey): each one's registry handle and address, checked against
+/// the context's registry before it is read (`mr_by_lkey`).  An MR leaves
+/// it with its `dereg_mr`, the rest of a context's with the context
+/// (`free_context`).
+static MR_KEYS: Mutex<BTreeMap<(usize, u32), (u32, usize)>> = Mutex::new(BTreeMap::new());
+
+/// The live MR of `context` whose lkey is `lkey`.
+///
+/// # Safety
+/// `context` is one of ours.
+unsafe fn mr_by_lkey<'a>(context: *mut ibv_context, lkey: u32) -> Option<&'a AMr> {
+    let (id, p) = *crate::sys::lock(&MR_KEYS).get(&(context as usize, lkey))?;
+    // SAFETY: `context` is ours (the contract); once its registry has the
+    // MR `id` at `p`, `p` is a live `AMr` of ours.
+    unsafe {
+        valid(context, Kind::Mr, id, p as *const u8).ok()?;
+        let m = &*(p as *const AMr);
+        (m.vmr.ibv_mr.lkey == lkey).then_some(m)
+    }
 }
 
 unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
@@ -348,8 +526,9 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
         Err(e) => return e,
     };
     let mr = &m.vmr.ibv_mr;
-    // SAFETY: checked: our `AMr`, made by reg_mr.
-    unsafe {
+    let (context, lkey, dm) = (mr.context, mr.lkey, m.dm);
+    // SAFETY: checked: our `AMr`, made by new_mr.
+    let r = unsafe {
         destroy(
             vmr as *mut AMr,
             Kind::Mr,
@@ -357,7 +536,22 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
             mr.handle,
             Request::DeregMr { mr: m.h },
         )
+    };
+    if r == 0 {
+        let mut k = crate::sys::lock(&MR_KEYS);
+        if k.get(&(context as usize, lkey))
+            .is_some_and(|&(_, p)| p == vmr as usize)
+        {
+            k.remove(&(context as usize, lkey));
+        }
+        drop(k);
+        if !dm.is_null() {
+            // SAFETY: a DM MR's DM is live: `free_dm` refuses while its
+            // count (which this MR held, until now) is not zero.
+            unsafe { (*dm).mrs.fetch_sub(1, Ordering::SeqCst) };
+        }
     }
+    r
 }
 
 unsafe extern "C" fn rereg_mr(
@@ -1677,7 +1871,9 @@ unsafe fn bind_check(a: &AQp, w: &AMw, mw: &ibv_mw, info: &ibv_mw_bind_info) -> 
         // (Bound already, it would fail too: a peer's SEND with invalidate
         // unbinds it where this process does not see it, so the agent's
         // tables say.)
-        ok &= a.qp().pd == mw.pd && info.length > 0;
+        // SAFETY: the QP's and the window's PDs are live PDs of ours (each
+        // holds a use of its PD), read as ours once checked.
+        ok &= unsafe { same_dom(a.qp().pd, mw.pd) } && info.length > 0;
     }
     let mut lkey = 0;
     if info.length > 0 {
@@ -1692,7 +1888,9 @@ unsafe fn bind_check(a: &AQp, w: &AMw, mw: &ibv_mw, info: &ibv_mw_bind_info) -> 
                 let v = *crate::sys::lock(&m.view);
                 lkey = m.vmr.ibv_mr.lkey;
                 let writes = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0;
-                ok &= m.vmr.ibv_mr.pd == mw.pd
+                // SAFETY: the MR's and the window's PDs are live PDs of ours
+                // (each holds a use of its PD), read as ours once checked.
+                ok &= unsafe { same_dom(m.vmr.ibv_mr.pd, mw.pd) }
                     && v.access & IBV_ACCESS_MW_BIND != 0
                     && inside(info.addr, info.length, v.iova, v.len)
                     && !(writes && v.access & IBV_ACCESS_LOCAL_WRITE == 0);
@@ -1860,12 +2058,6 @@ unsafe fn local_op(a: &AQp, w: &ibv_send_wr, state: u32) -> Result<(SendOp, Then
     Ok((SendOp::BindMw { rkey, bind }, then))
 }
 
-// ----- what is not carried through the agent yet ---------------------------
-
-unsafe extern "C" fn no_parent_domain(_c: *mut ibv_context, _a: *mut ibv_parent_domain_init_attr) -> *mut ibv_pd {
-    null_errno(libc::EOPNOTSUPP)
-}
-
 unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
     // SAFETY: the contract; checked before it is read as ours.
     let a = match unsafe { acq(cq) } {
@@ -1877,9 +2069,199 @@ unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
     0
 }
 
-unsafe extern "C" fn no_srq_ex(_c: *mut ibv_context, _a: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
-    null_errno(libc::EOPNOTSUPP)
+// ----- extended SRQs, device memory MRs, advise_mr ------------------------
+
+/// `ibv_create_srq_ex` (the library gives the provider's `create_srq` a
+/// plain basic SRQ on a PD; this verb the rest): `ops.rs`'s checks (no
+/// `IBV_SRQ_INIT_ATTR_PD` or no PD: `EINVAL`; an XRC SRQ without its
+/// domain or CQ: `EINVAL`; tag matching: `EOPNOTSUPP`; a type that is
+/// none: `EINVAL`; the PD: one of `context`'s, its errno), then the SRQ
+/// `create_srq` makes, with the granted `attr` written back.  An XRC SRQ
+/// with its domain and CQ is `EOPNOTSUPP` (XRC is not carried: no XRC
+/// domain is made in this mode).
+///
+/// # Safety
+/// As every verb: `attr` is null or a valid, writable init attribute.
+unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
+    // SAFETY: `context` is one of ours (the contract).
+    if unsafe { both(context) }.is_err() || attr.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a valid, writable init attribute (the contract), not
+    // otherwise referenced during the call.
+    let a = unsafe { &mut *attr };
+    let ty = if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 {
+        a.srq_type
+    } else {
+        IBV_SRQT_BASIC
+    };
+    if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    match ty {
+        IBV_SRQT_BASIC => {}
+        IBV_SRQT_XRC => {
+            let parts = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+            let e = if a.comp_mask & parts != parts || a.xrcd.is_null() || a.cq.is_null() {
+                libc::EINVAL
+            } else {
+                libc::EOPNOTSUPP
+            };
+            return null_errno(e);
+        }
+        IBV_SRQT_TM => return null_errno(libc::EOPNOTSUPP),
+        _ => return null_errno(libc::EINVAL),
+    }
+    // (`ops.rs` `new_srq`: the PD is one of `context`'s.)
+    // SAFETY: the application's PD, checked before it is read as ours.
+    if let Err(e) = unsafe { apd_of(context, a.pd) } {
+        return null_errno(e);
+    }
+    let mut init = ibv_srq_init_attr {
+        srq_context: a.srq_context,
+        attr: a.attr,
+    };
+    // SAFETY: `a.pd` is a live PD of `context`; `init` a complete init
+    // attribute.
+    let srq = unsafe { create_srq(a.pd, &mut init) };
+    if srq.is_null() {
+        return srq;
+    }
+    a.attr = init.attr;
+    // SAFETY: our fresh SRQ (made by create_srq: an `ASrq`), not yet the
+    // application's; its pthread objects are initialised in place, where
+    // the library expects them (`ibv_create_srq_ex` does not; `create_srq`
+    // had the library's `ibv_create_srq` do it).
+    unsafe {
+        libc::pthread_mutex_init(&mut (*srq).mutex, std::ptr::null());
+        libc::pthread_cond_init(&mut (*srq).cond, std::ptr::null());
+    }
+    srq
 }
+
+/// `ibv_reg_dm_mr`: `ops.rs`'s checks in its order (the PD: a live one of
+/// ours, its errno; no `IBV_ACCESS_ZERO_BASED`, a right a DM MR does not
+/// take, a DM of another context; remote write or atomic rights without
+/// local write; a range past the DM's end: `EINVAL`; the limit), then the
+/// agent's `RegMr` of the DM's memory (an anonymous mapping of this
+/// process, `ops.rs` `alloc_dm`, which the agent reaches as any other) at
+/// I/O virtual address 0: the MR's users name it from 0.  The DM counts
+/// the MR until its `dereg_mr` (`free_dm`: `EBUSY` meanwhile).
+///
+/// # Safety
+/// As every verb: `dm` is null or a live DM of ours (`ops.rs` `alloc_dm`).
+unsafe extern "C" fn reg_dm_mr(pd: *mut ibv_pd, dm: *mut ibv_dm, off: u64, length: usize, access: u32) -> *mut ibv_mr {
+    if pd.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    if !crate::registry::live(pd as *const u8) {
+        return null_errno(libc::ENOENT); // (`valid_pd`: not read)
+    }
+    // SAFETY: a live object of ours (checked).
+    let context = unsafe { (*pd).context };
+    // SAFETY: as above.
+    let (c, conn, h) = match unsafe { both(context).and_then(|(c, n)| Ok((c, n, pd_h(context, pd)?))) } {
+        Ok(v) => v,
+        Err(e) => return null_errno(e),
+    };
+    if dm.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a live DM of ours (the contract): the start of an `SwDm`.
+    let d = unsafe { &*(dm as *const SwDm) };
+    let allowed = IBV_ACCESS_ZERO_BASED
+        | IBV_ACCESS_LOCAL_WRITE
+        | IBV_ACCESS_REMOTE_WRITE
+        | IBV_ACCESS_REMOTE_READ
+        | IBV_ACCESS_REMOTE_ATOMIC;
+    if access & IBV_ACCESS_ZERO_BASED == 0 || access & !allowed != 0 || d.dm.context != context {
+        return null_errno(libc::EINVAL);
+    }
+    if access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) != 0 && access & IBV_ACCESS_LOCAL_WRITE == 0 {
+        return null_errno(libc::EINVAL);
+    }
+    if off.checked_add(length as u64).is_none_or(|e| e > d.len as u64) {
+        return null_errno(libc::EINVAL);
+    }
+    // (A range of no bytes covers no page: the agent's `reg_mr` refuses
+    // one at a page boundary, as a kernel pinning pages would; a DM MR
+    // pins nothing, and `ops.rs` takes it.  It is given at the DM's second
+    // byte, inside its mapping, where it covers nothing either.)
+    let at = if length == 0 { 1 } else { off };
+    let req = RegMr {
+        pd: h,
+        access: access & !IBV_ACCESS_ZERO_BASED,
+        addr: d.base as u64 + at,
+        length: length as u64,
+        iova: 0,
+    };
+    // SAFETY: `pd` is a live PD of `context` (checked), `dm` a live `SwDm`
+    // of it (the contract, and checked).
+    unsafe { new_mr(c, conn, pd, req, std::ptr::null_mut(), length, dm as *mut SwDm) }
+}
+
+/// `ibv_advise_mr`: nothing to prefetch (the owner's page faults do it),
+/// but `ops.rs`'s checks: an advice or flag it does not know, no SGE
+/// (`EINVAL`); the PD, a live one of ours (its errno); then each SGE: its
+/// lkey an MR of the PD's protection domain registered with
+/// `IBV_ACCESS_ON_DEMAND`, its range inside the MR's, and local write
+/// rights for `PREFETCH_WRITE` (else `EINVAL`).
+///
+/// # Safety
+/// As every verb: `sg` is null or holds `n` readable SGEs.
+unsafe extern "C" fn advise_mr(pd: *mut ibv_pd, advice: u32, flags: u32, sg: *mut ibv_sge, n: u32) -> c_int {
+    if !matches!(
+        advice,
+        IBV_ADVISE_MR_ADVICE_PREFETCH | IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE | IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+    ) || flags & !IBV_ADVISE_MR_FLAG_FLUSH != 0
+        || n == 0
+        || sg.is_null()
+    {
+        return libc::EINVAL;
+    }
+    // SAFETY: the application's PD, checked before it is read as ours.
+    let p = match unsafe { ours::<APd>(pd as *const u8, Kind::Pd, || ((*pd).context, (*pd).handle)) } {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    // SAFETY: `sg` (checked non-null) holds `n` SGEs (the contract).
+    let sgl = unsafe { std::slice::from_raw_parts(sg, n as usize) };
+    for s in sgl {
+        // SAFETY: the PD's context is ours (a live object's).
+        let Some(m) = (unsafe { mr_by_lkey(p.pd.context, s.lkey) }) else {
+            return libc::EINVAL;
+        };
+        let v = *crate::sys::lock(&m.view);
+        // SAFETY: the MR's PD is a live PD of ours (the MR holds a use).
+        if unsafe { dom_of(m.vmr.ibv_mr.pd) } != Some(p.dom) || v.access & IBV_ACCESS_ON_DEMAND == 0 {
+            return libc::EINVAL;
+        }
+        if !inside(s.addr, s.length as u64, v.iova, v.len) {
+            return libc::EINVAL;
+        }
+        if advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && v.access & IBV_ACCESS_LOCAL_WRITE == 0 {
+            return libc::EINVAL;
+        }
+    }
+    0
+}
+
+/// The provider's `free_context` (`ops.rs`), once the context's MRs left
+/// in the lkey table (an application need not deregister them) are out
+/// of it.
+///
+/// # Safety
+/// As `ops.rs`'s: the library calls it once, last, with one of our
+/// contexts.
+unsafe extern "C" fn free_context(context: *mut ibv_context) {
+    crate::sys::lock(&MR_KEYS).retain(|&(c, _), _| c != context as usize);
+    if let Some(f) = crate::ops::OPS.free_context {
+        // SAFETY: the contract, forwarded.
+        unsafe { f(context) };
+    }
+}
+
+// ----- what is not carried through the agent yet ---------------------------
 
 unsafe extern "C" fn no_xrcd(_c: *mut ibv_context, _a: *mut ibv_xrcd_init_attr) -> *mut ibv_xrcd {
     null_errno(libc::EOPNOTSUPP)
@@ -1893,31 +2275,24 @@ unsafe extern "C" fn no_srq_num(_s: *mut ibv_srq, _n: *mut u32) -> c_int {
     libc::EOPNOTSUPP
 }
 
-unsafe extern "C" fn no_advise(_pd: *mut ibv_pd, _advice: u32, _flags: u32, _sg: *mut ibv_sge, _n: u32) -> c_int {
-    libc::EOPNOTSUPP
-}
-
-unsafe extern "C" fn no_dm_mr(_pd: *mut ibv_pd, _dm: *mut ibv_dm, _off: u64, _len: usize, _access: u32) -> *mut ibv_mr {
-    null_errno(libc::EOPNOTSUPP)
-}
-
 /// The verbs of a wire context through the agent: the provider's own
-/// table (`ops::OPS`) for what needs no object (device, port, the
-/// context's end), the verbs above for the objects, and the documented
-/// failure for the rest (never an object of the other table).
+/// table (`ops::OPS`) for what needs no object of the agent's (device,
+/// port, thread domains, device memory itself, the context's end, after
+/// `free_context` above), the verbs above for the objects, and the
+/// documented failure for the rest (never an object of the other table).
 pub fn ops() -> verbs_context_ops {
     let mut o = crate::ops::OPS;
     o.alloc_pd = Some(alloc_pd);
     o.dealloc_pd = Some(dealloc_pd);
-    o.alloc_parent_domain = Some(no_parent_domain);
+    o.alloc_parent_domain = Some(alloc_parent_domain);
     o.reg_mr = Some(reg_mr);
     o.dereg_mr = Some(dereg_mr);
     o.rereg_mr = Some(rereg_mr);
-    o.reg_dm_mr = Some(no_dm_mr);
+    o.reg_dm_mr = Some(reg_dm_mr);
     o.alloc_mw = Some(alloc_mw);
     o.dealloc_mw = Some(dealloc_mw);
     o.bind_mw = Some(bind_mw);
-    o.advise_mr = Some(no_advise);
+    o.advise_mr = Some(advise_mr);
     o.create_ah = Some(create_ah);
     o.destroy_ah = Some(destroy_ah);
     o.attach_mcast = Some(attach_mcast);
@@ -1931,7 +2306,7 @@ pub fn ops() -> verbs_context_ops {
     o.destroy_cq = Some(destroy_cq);
     o.resize_cq = Some(resize_cq);
     o.create_srq = Some(create_srq);
-    o.create_srq_ex = Some(no_srq_ex);
+    o.create_srq_ex = Some(create_srq_ex);
     o.modify_srq = Some(modify_srq);
     o.query_srq = Some(query_srq);
     o.destroy_srq = Some(destroy_srq);
@@ -1944,6 +2319,7 @@ pub fn ops() -> verbs_context_ops {
     o.destroy_qp = Some(destroy_qp);
     o.post_send = Some(post_send);
     o.post_recv = Some(post_recv);
+    o.free_context = Some(free_context);
     o
 }
 

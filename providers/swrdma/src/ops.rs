@@ -110,16 +110,31 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     let wdir = dir.clone();
     let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, info.wire, ctx as usize)?;
     let mut agent = None;
-    if let Some(wc) = c.wire().filter(|_| crate::agentconn::wanted()) {
+    use swrdma_wired::client::{wire_mode, WireMode};
+    let mode = wire_mode();
+    if let Some(wc) = c.wire().filter(|_| mode != WireMode::Process) {
         // Through the user's transport agent (agentops.rs): it writes the
-        // async events into the context's pipe.
+        // async events into the context's pipe.  Where none can be had,
+        // the QPs are carried in the process (the default mode), or the
+        // context fails (`SWRDMA_WIRE_AGENT=1`).
         let w = c.async_w.try_clone().map_err(|_| libc::EMFILE)?;
-        let conn = crate::agentconn::Conn::open(wc.ifindex, &wdir, std::os::fd::AsFd::as_fd(&w)).map_err(|e| {
-            eprintln!("libibverbs: swrdma: {}: no transport agent: {e}", info.name);
-            libc::EIO
-        })?;
-        agent = Some(Arc::new(conn));
-    } else if let Some(wc) = c.wire() {
+        match crate::agentconn::Conn::open(wc.ifindex, &wdir, std::os::fd::AsFd::as_fd(&w)) {
+            Ok(conn) => agent = Some(Arc::new(conn)),
+            Err(e) if mode == WireMode::Agent => {
+                eprintln!("libibverbs: swrdma: {}: no transport agent: {}", info.name, e.text);
+                return Err(libc::EIO);
+            }
+            Err(e) => {
+                if !e.expected {
+                    eprintln!(
+                        "libibverbs: swrdma: {}: no transport agent ({}): this process carries its QPs",
+                        info.name, e.text
+                    );
+                }
+            }
+        }
+    }
+    if let (None, Some(wc)) = (&agent, c.wire()) {
         // A wire device: its UDP sockets on port 4791 (wired/src/wire/sock.rs).
         let sock = wire::sock::Sock::open(&wdir, id, wc.ifindex, &wc.addrs).map_err(|e| {
             eprintln!(

@@ -630,8 +630,9 @@ impl SoftHost {
             return a.is_some();
         }
         // (Only when the processes' wire contexts go through the agent,
-        // `SWRDMA_WIRE_AGENT=1`: otherwise it keeps to QP1.)
-        let agent_wire = std::env::var("SWRDMA_WIRE_AGENT").is_ok_and(|v| v == "1");
+        // unless `SWRDMA_WIRE_AGENT=0`: otherwise it keeps to QP1.)
+        use swrdma_wired::client::{wire_mode, WireMode};
+        let agent_wire = wire_mode() != WireMode::Process;
         let dir = if agent_wire { self.soft_dir() } else { None };
         let a = greet_agent(ifindex, dir);
         if let Err(e) = &a {
@@ -661,7 +662,7 @@ impl SoftHost {
     /// The user's directory of soft devices (the parent of a soft device's
     /// `ibdev_path`, the directory the provider's contexts use): an agent
     /// started here joins it as a wire context, so that it also carries
-    /// the processes' traffic (`SWRDMA_WIRE_AGENT=1`).
+    /// the processes' traffic (unless `SWRDMA_WIRE_AGENT=0`).
     fn soft_dir(&mut self) -> Option<std::path::PathBuf> {
         if self.verbs.is_none() {
             self.verbs = Verbs::load();

@@ -834,6 +834,13 @@ impl Agent {
     fn hello(&mut self, id: u64, b: &[u8], fds: Vec<OwnedFd>, cut: bool) {
         match self.check_hello(id, b, fds, cut) {
             Ok(w) => {
+                // (An address the interface gained since the transport
+                // opened, an IPv6 one out of duplicate address detection
+                // say: the client may name it in its GIDs.)
+                let added = self.transport.as_mut().map(|t| t.refresh()).unwrap_or_default();
+                if !added.is_empty() {
+                    self.log(format!("the interface's new addresses bound: {added:?}"));
+                }
                 let c = &self.clients[&id];
                 let _ = rustix::net::send(&c.sock, &w.to_bytes(), SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
                 let pid = c.pid;

@@ -18,6 +18,34 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// How a process's wire contexts carry their QPs (`SWRDMA_WIRE_AGENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireMode {
+    /// `0`: in the process (its context's thread and sockets).
+    Process,
+    /// `1`: through the user's agent, and a context that cannot have one
+    /// fails to open (`EIO`, said on stderr).
+    Agent,
+    /// Unset (or any other value): through the agent, or in the process
+    /// where no agent can be had (one that cannot reach the process's
+    /// memory, say).
+    Prefer,
+}
+
+/// The mode `SWRDMA_WIRE_AGENT` asks for.
+pub fn wire_mode() -> WireMode {
+    mode_of(std::env::var("SWRDMA_WIRE_AGENT").ok().as_deref())
+}
+
+/// The mode of the variable's value `v` (None: unset).
+pub fn mode_of(v: Option<&str>) -> WireMode {
+    match v {
+        Some("0") => WireMode::Process,
+        Some("1") => WireMode::Agent,
+        _ => WireMode::Prefer,
+    }
+}
+
 /// Which agent: the interface (by index, in the caller's network
 /// namespace) and an optional private scope (`proto::socket_name`).
 #[derive(Clone, Debug, Default)]
@@ -453,6 +481,15 @@ mod tests {
             dir.canonicalize().unwrap(),
             exe.parent().unwrap().canonicalize().unwrap()
         );
+    }
+
+    #[test]
+    fn wire_mode_of_the_variable() {
+        assert_eq!(mode_of(Some("0")), WireMode::Process);
+        assert_eq!(mode_of(Some("1")), WireMode::Agent);
+        assert_eq!(mode_of(None), WireMode::Prefer);
+        assert_eq!(mode_of(Some("")), WireMode::Prefer);
+        assert_eq!(mode_of(Some("yes")), WireMode::Prefer);
     }
 
     #[test]

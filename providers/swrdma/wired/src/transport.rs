@@ -109,8 +109,11 @@ pub struct Transport {
     ctx: u32,
     /// Its `c<id>` socket: alive while the agent is.
     _endpoint: OwnedFd,
-    /// The port's GID table when the transport opened.
+    /// The port's GID table when the transport opened (grown by
+    /// [`Transport::refresh`]).
     gids: Vec<[u8; 16]>,
+    /// The interface.
+    ifindex: u32,
 }
 
 impl Transport {
@@ -140,7 +143,21 @@ impl Transport {
             ctx,
             _endpoint: endpoint,
             gids: gids.table,
+            ifindex,
         })
+    }
+
+    /// Takes the interface's addresses again: binds those it gained since
+    /// [`Transport::open`] (`Sock::add_addrs`) and takes the GID table
+    /// when it only grew (an entry that moved or went keeps its old index
+    /// here: QPs may be using it).  The addresses bound now.
+    pub fn refresh(&mut self) -> Vec<std::net::IpAddr> {
+        let g = Gids::read(self.ifindex);
+        let added = self.wire.sock.add_addrs(&g.addrs);
+        if g.table.len() > self.gids.len() && g.table.starts_with(&self.gids) {
+            self.gids = g.table;
+        }
+        added
     }
 
     /// Its context id in the directory.

@@ -1657,7 +1657,7 @@ pub fn ud_path<H: Host>(w: &Wire, c: &H, ah: &ibv_ah_attr) -> Option<(IpAddr, Ip
     let dgid = unsafe { ah.grh.dgid.raw };
     let s = gid_ip(&c.gid(ah.grh.sgid_index as usize));
     let d = gid_ip(&dgid);
-    if !same_family(&s, &d) || !w.sock.addrs().contains(&s) {
+    if !same_family(&s, &d) || !w.sock.has_addr(&s) {
         return None;
     }
     Some((s, d))

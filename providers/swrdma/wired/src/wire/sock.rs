@@ -155,6 +155,14 @@ fn conn_tag(fd: BorrowedFd<'_>) -> u64 {
 /// bit and its descriptor number (never a connection's tag).
 const FLOW_TAG: u64 = 1 << 40;
 
+/// The forwarding epoll set's tag of a socket of an address the interface
+/// gained after [`Sock::open`] ([`Sock::add_addrs`]): this bit and its
+/// descriptor number.
+const LATE_TAG: u64 = 1 << 42;
+
+/// Most addresses added after [`Sock::open`].
+const LATE_MAX: usize = 16;
+
 /// Most flow sockets of a context (the oldest is closed for a new one).
 const MAX_FLOWS: usize = 64;
 
@@ -469,6 +477,12 @@ pub struct Sock {
     /// Bound addresses and their sockets (addresses canonical: IPv4 as `V4`).
     udp: Vec<(IpAddr, OwnedFd)>,
     addrs: Vec<IpAddr>,
+    /// Addresses the interface gained later ([`Sock::add_addrs`]) and
+    /// their sockets, in the forwarding epoll set: filled in order, never
+    /// emptied (a send borrows one's socket as it borrows `udp`'s).
+    late: [OnceLock<(IpAddr, OwnedFd)>; LATE_MAX],
+    /// Held while `late` is added to.
+    late_add: Mutex<()>,
     /// The `w<ctx_id>` listener.
     listener: OwnedFd,
     /// An epoll set of the listener and the accepted connections: readable
@@ -815,6 +829,8 @@ impl Sock {
         let sock = Sock {
             addrs: udp.iter().map(|(a, _)| *a).collect(),
             udp,
+            late: std::array::from_fn(|_| OnceLock::new()),
+            late_add: Mutex::new(()),
             listener,
             ep: epoll::create(epoll::CreateFlags::CLOEXEC)?,
             dir: dir.to_path_buf(),
@@ -855,9 +871,53 @@ impl Sock {
     }
 
     /// The addresses bound (canonical: IPv4 as `V4`), in the order given to
-    /// [`Sock::open`], without those that failed.
-    pub fn addrs(&self) -> &[IpAddr] {
-        &self.addrs
+    /// [`Sock::open`], without those that failed, then those of
+    /// [`Sock::add_addrs`].
+    pub fn addrs(&self) -> Vec<IpAddr> {
+        self.addrs
+            .iter()
+            .copied()
+            .chain(self.late_addrs().map(|(a, _)| *a))
+            .collect()
+    }
+
+    /// Whether `a` (canonical) is one of the addresses bound.
+    pub fn has_addr(&self, a: &IpAddr) -> bool {
+        self.addrs.contains(a) || self.late_addrs().any(|(b, _)| b == a)
+    }
+
+    /// The addresses added after [`Sock::open`] and their sockets.
+    fn late_addrs(&self) -> impl Iterator<Item = &(IpAddr, OwnedFd)> {
+        self.late.iter().map_while(OnceLock::get)
+    }
+
+    /// Binds those of `addrs` that are not bound yet (an address the
+    /// interface gained after [`Sock::open`]: an IPv6 address out of
+    /// duplicate address detection, one added by its owner), as `open`
+    /// binds its own; a context that lives long (the user's agent) takes
+    /// them when a client arrives.  The addresses bound now; one that
+    /// cannot be bound is left for a later call.
+    pub fn add_addrs(&self, addrs: &[IpAddr]) -> Vec<IpAddr> {
+        let _g = self.late_add.lock().unwrap_or_else(|p| p.into_inner());
+        let mut added = Vec::new();
+        for a in addrs.iter().map(IpAddr::to_canonical) {
+            if self.has_addr(&a) {
+                continue;
+            }
+            let Some(slot) = self.late.iter().find(|l| l.get().is_none()) else {
+                break;
+            };
+            let Ok(fd) = open_udp(a, self.ifindex) else { continue };
+            let _ = sockopt::set_socket_recv_buffer_size(&fd, UDP_RCVBUF);
+            let tag = LATE_TAG | fd.as_raw_fd() as u64;
+            if epoll::add(&self.ep, &fd, epoll::EventData::new_u64(tag), epoll::EventFlags::IN).is_err() {
+                continue;
+            }
+            if slot.set((a, fd)).is_ok() {
+                added.push(a);
+            }
+        }
+        added
     }
 
     /// The socket that sends from `src` (canonical): `via` when it is bound
@@ -866,7 +926,11 @@ impl Sock {
         if let Some(v) = via.filter(|v| v.is_on(src)) {
             return Some(v.fd.as_fd());
         }
-        self.udp.iter().find(|(a, _)| a == src).map(|(_, fd)| fd.as_fd())
+        self.udp
+            .iter()
+            .chain(self.late_addrs())
+            .find(|(a, _)| a == src)
+            .map(|(_, fd)| fd.as_fd())
     }
 
     /// Sends one datagram made of `parts` (at most 16) from local address
@@ -1287,6 +1351,7 @@ impl Sock {
         let ready = &ready[..nready];
         let mut done = self.recv_flows(rx, ready, max, mine, owner, f);
         done += self.recv_groups(rx, ready, max.saturating_sub(done), f);
+        done += self.recv_late(rx, ready, max.saturating_sub(done), mine, owner, f);
         let mut new_flows: Vec<(IpAddr, IpAddr, u16)> = Vec::new();
         let mut c = 0usize;
         while c < rx.conns.inc.len() {
@@ -1331,6 +1396,33 @@ impl Sock {
         }
         for (local, peer, sport) in new_flows {
             self.open_flow(rx, local, peer, sport);
+        }
+        done
+    }
+
+    /// Drains the sockets of late addresses that `ready` names, up to
+    /// `max` datagrams in all, as the first addresses' sockets are drained.
+    fn recv_late(
+        &self,
+        rx: &mut Rx,
+        ready: &[u64],
+        max: usize,
+        mine: &dyn Fn(u32) -> bool,
+        owner: &dyn Fn(u32) -> Option<u32>,
+        f: &mut dyn FnMut(&RxMeta, &[u8]),
+    ) -> usize {
+        let mut done = 0usize;
+        let Rx { bufs, conns, .. } = rx;
+        for &t in ready.iter().filter(|&&t| t & LATE_TAG != 0) {
+            let Some((addr, fd)) = self.late_addrs().find(|(_, fd)| LATE_TAG | fd.as_raw_fd() as u64 == t) else {
+                continue;
+            };
+            let mut each = |b: &Bufs, j| self.handle_udp(b, conns, j, *addr, mine, owner, f);
+            let (n, spent) = drain(bufs, fd.as_fd(), max.saturating_sub(done), &mut each);
+            done += n;
+            if spent {
+                break;
+            }
         }
         done
     }
@@ -1456,7 +1548,7 @@ impl Sock {
     /// packets then leave from port 4791, as every QP's did before.
     pub fn sender(&self, local: IpAddr, port: u16) -> Option<Arc<Sender>> {
         let local = local.to_canonical();
-        if !steer_on() || !self.addrs.contains(&local) {
+        if !steer_on() || !self.has_addr(&local) {
             return None;
         }
         if self.senders.fetch_add(1, Ordering::Relaxed) >= MAX_SENDERS {
@@ -1618,7 +1710,7 @@ impl Sock {
         }
         let d = bufs.data.get(j * BUF..j * BUF + s.len)?;
         let (m, ifindex) = swrdma_roce::fwd::parse(d)?;
-        if !self.addrs.contains(&m.dst) {
+        if !self.has_addr(&m.dst) {
             return None;
         }
         if let IpAddr::V6(a) = m.dst {
@@ -1866,6 +1958,46 @@ mod tests {
         }
         assert_eq!(got, vec![pkt.to_vec()]);
         drop((s, other));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An address bound after the context opened (`add_addrs`, as the
+    /// agent does when the interface gains one) is one of its addresses:
+    /// a datagram sent from it leaves, one sent to it is received with it
+    /// as the destination; binding it again adds nothing.
+    #[test]
+    fn an_address_added_later_sends_and_receives() {
+        let _one = one_at_a_time();
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4));
+        let b = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 5));
+        let Some((dir, _lo, s)) = first_context("late", a) else {
+            return;
+        };
+        assert!(!s.has_addr(&b));
+        let added = s.add_addrs(&[a, b]);
+        if added.is_empty() {
+            eprintln!("skipped: {b}:4791 is held by another user or the kernel's rxe");
+            return;
+        }
+        assert_eq!(added, vec![b]);
+        assert!(s.has_addr(&b) && s.has_addr(&a));
+        assert_eq!(s.addrs(), vec![a, b]);
+        assert!(s.add_addrs(&[a, b]).is_empty());
+        let mut pkt = [0u8; 64];
+        pkt[5..8].copy_from_slice(&[0, 1, 0x24]);
+        s.send(&b, None, &b, &[&pkt], 0).unwrap();
+        let mine = |_: u32| true;
+        let owner = |_: u32| None;
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            s.recv(64, &mine, &owner, &mut |m, p| got.push((m.src, m.dst, p.to_vec())));
+            if !got.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(got, vec![(b, b, pkt.to_vec())]);
+        drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
