@@ -93,11 +93,14 @@ A=169.254.25.1
 # The pass: PFX prefixes the raw outputs' names, AGENT_ENV is added to each
 # side's environment (empty: each process carries its own QPs).
 PFX= AGENT_ENV=()
+# (The first pass: SWRDMA_WIRE_AGENT=0, each process its own QPs; the
+# agent is the default.)
 # side a|b CPU: the command prefix of one side (namespace, CPU, library,
 # device; through the agent, its log per side)
 side() {
     P=(ip netns exec "bw$1" taskset -c "$2" env XDG_RUNTIME_DIR="$S/rt$1" LD_LIBRARY_PATH="$LIBDIR"
        RDMAV_SOFT_DEVICES="rw0@bv$1")
+    [ ${#AGENT_ENV[@]} -ne 0 ] || P+=(SWRDMA_WIRE_AGENT=0)
     [ ${#AGENT_ENV[@]} -eq 0 ] || P+=("${AGENT_ENV[@]}" SWRDMA_WIRED_LOG="$S/agent.$1.log")
     P+=(timeout -k 5)
 }

@@ -4,6 +4,9 @@
  * (SWRDMA_WIRE_AGENT=1, issue 33).  One process, two RC QPs connected to
  * each other over 127.0.0.1 (GID index argv[1]).  Bad input and objects in
  * use: the errnos; good input: success and the values the verbs give back.
+ * ERRNOS_NODUMP=1: the process makes itself non-dumpable first (the agent
+ * cannot reach its memory: it carries its own QPs, or with
+ * SWRDMA_WIRE_AGENT=1 cannot open the device).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <infiniband/verbs.h>
 
 #include <time.h>
@@ -897,6 +901,10 @@ int main(int argc, char **argv)
 {
 	int gid = argc > 1 ? atoi(argv[1]) : 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("ERRNOS_NODUMP") && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {
+		perror("prctl(PR_SET_DUMPABLE)");
+		return 2;
+	}
 	int n;
 	struct ibv_device **list = ibv_get_device_list(&n);
 	struct ibv_device *dev = NULL;

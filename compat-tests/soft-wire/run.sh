@@ -178,6 +178,23 @@ if cc -O1 -Wall -o "$OUT/errnos" compat-tests/soft-wire/errnos.c -I"$OUR_INCLUDE
     else
         fail "the verbs' answers through the agent" "rc $ra/$rp; $(diff "$OUT/errnos.process" "$OUT/errnos.agent" | head -6 | tr '\n' ' ')"
     fi
+    # A process the agent cannot reach (non-dumpable: no cross-memory
+    # attach) carries its own QPs, with the same answers and not a word on
+    # stderr; insisting on the agent (SWRDMA_WIRE_AGENT=1), it cannot open
+    # the device.
+    run env ERRNOS_NODUMP=1 SWRDMA_WIRE_AGENT= timeout 60 "$OUT/errnos" "$G" >"$OUT/errnos.nodump" 2>&1; rn=$?
+    if [ $rn -eq 0 ] && [ $rp -eq 0 ] && cmp -s "$OUT/errnos.nodump" "$OUT/errnos.process"; then
+        pass "a process the agent cannot reach carries its own QPs (the per-process wire's $n answers, nothing on stderr)"
+    else
+        fail "a process the agent cannot reach" "rc $rn; $(diff "$OUT/errnos.process" "$OUT/errnos.nodump" | head -6 | tr '\n' ' ')"
+    fi
+    run env ERRNOS_NODUMP=1 SWRDMA_WIRE_AGENT=1 timeout 60 "$OUT/errnos" "$G" >"$OUT/errnos.nodump1" 2>&1; rn=$?
+    if [ $rn -eq 2 ] && grep -q "open rw0: Input/output error" "$OUT/errnos.nodump1" &&
+        grep -q "cannot reach this process's memory" "$OUT/errnos.nodump1"; then
+        pass "SWRDMA_WIRE_AGENT=1: a process the agent cannot reach cannot open the device (EIO, said why)"
+    else
+        fail "SWRDMA_WIRE_AGENT=1, non-dumpable" "rc $rn: $(head -c 300 "$OUT/errnos.nodump1" | tr '\n' ' ')"
+    fi
 else
     fail "errnos.c (build)" "$(head -n3 "$OUT/errnos.cc" | tr '\n' ' ')"
 fi
