@@ -117,10 +117,13 @@ demo: deps lib swrdma
 #   DEB_REPRO=0             deb without its second build (reproducibility)
 #   NB_STOPS=s0             wire-neighbours' per-process rounds: one stop
 #                           (the transport agent's rounds stop all 10)
+# (A variable given, on the command line or in the environment, is passed
+# as given, empty too: NB_STOPS= make test runs no per-process stop.)
+given = $(if $(filter undefined,$(origin $(1))),$(2),$($(1)))
 test: deps lib swrdma
-	WIRE_REFERENCE=$(or $(WIRE_REFERENCE),0) LOAD_SECONDS=$(or $(LOAD_SECONDS),20) \
-		VM_PARTS_trixie="$(or $(VM_PARTS_trixie),tools)" VM_PARTS_deb="$(or $(VM_PARTS_deb),tools)" \
-		DEB_REPRO=$(or $(DEB_REPRO),0) NB_STOPS="$(or $(NB_STOPS),s0)" \
+	WIRE_REFERENCE="$(call given,WIRE_REFERENCE,0)" LOAD_SECONDS="$(call given,LOAD_SECONDS,20)" \
+		VM_PARTS_trixie="$(call given,VM_PARTS_trixie,tools)" VM_PARTS_deb="$(call given,VM_PARTS_deb,tools)" \
+		DEB_REPRO="$(call given,DEB_REPRO,0)" NB_STOPS="$(call given,NB_STOPS,s0)" \
 		bash compat-tests/run-all.sh $(SUITES)
 
 check: deps lib swrdma
