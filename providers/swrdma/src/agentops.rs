@@ -1088,7 +1088,7 @@ impl crate::qpex::ExQp for AQp {
         let mut bad = std::ptr::null_mut();
         // SAFETY: `q` is the `ibv_qp_ex` = `ibv_qp` prefix of our live
         // `AQp`; the requests are valid (the contract) and linked above.
-        unsafe { post_send(q as *mut ibv_qp, wrs.as_mut_ptr(), &mut bad) }
+        unsafe { post_list(q as *mut ibv_qp, wrs.as_mut_ptr(), &mut bad, false) }
     }
 }
 
@@ -1364,7 +1364,20 @@ fn send_op(w: &ibv_send_wr, qpt: u32) -> Option<SendOp> {
     Some(op)
 }
 
-unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
+unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
+    // SAFETY: forwarded (the contract).
+    unsafe { post_list(qp, wr, bad, true) }
+}
+
+/// Posts a chain of send work requests; `verb`: through `ibv_post_send`,
+/// which first makes the check rxe's provider makes there (`send/mod.rs`
+/// `post_verb`): an atomic whose remote address is not aligned to 8 is
+/// `EINVAL`.  The `ibv_wr_*` builders' requests (`verb` false) take it to
+/// the responder, which NAKs it as an invalid request.
+///
+/// # Safety
+/// As `post_send`'s contract.
+unsafe fn post_list(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr, verb: bool) -> c_int {
     // SAFETY: the contract (a QP of ours).
     let a = unsafe { &*(qp as *mut AQp) };
     // SAFETY: as above: its context is ours.
@@ -1431,6 +1444,12 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *
         }
         // SAFETY: `sg_list` holds `num_sge` entries (the contract).
         let sges = unsafe { sge_slice(w.sg_list, w.num_sge) };
+        if let Some(SendOp::CompareAndSwap { remote, .. } | SendOp::FetchAndAdd { remote, .. }) = op {
+            if verb && !remote.addr.is_multiple_of(8) {
+                r = libc::EINVAL;
+                break;
+            }
+        }
         let data = if w.send_flags & IBV_SEND_INLINE != 0 {
             let total: u64 = sges.iter().map(|s| s.length as u64).sum();
             if total > a.cap.max_inline_data as u64 {
