@@ -20,22 +20,29 @@ RSS_BOUND_KB=${RSS_BOUND_KB:-1024}
 # KINDS: an extended regex, only the kinds it matches run (debugging)
 PROGRESS_S=${PROGRESS_S:-10}
 
+# (No program is started per question or field: under TCG, in the VM
+# part, each start costs a good part of a second.)
 ask() { # FD_IN FD_OUT CMD: one answer line (empty when none in 10 s)
     local l=""
-    echo "$(date +%s.%N | cut -c7-14) ask $3" >>"$LOG"
+    echo "${EPOCHREALTIME:6:8} ask $3" >>"$LOG"
     echo "$3" >&"$1" 2>/dev/null || { echo ""; return; }
     read -r -t "${ASK_T:-10}" l <&"$2" || l=""
     echo "$l"
 }
 sstat() { ask 3 4 stat; }
 cstat() { ask 5 6 stat; }
+field() { # N LINE: the LINE's Nth field (blank-separated)
+    local -a w
+    read -r -a w <<<"$2"
+    echo "${w[$1 - 1]}"
+}
 
 # kind_ok NAME: the kind's own condition (after), from the globals
 # S0/S1 (server stat before/after), STATES, PEEK0, PEEK8, ANS
 kind_ok() {
     local h0 h1 d0 d1
-    h0=$(echo "$S0" | cut -d' ' -f4) h1=$(echo "$S1" | cut -d' ' -f4)
-    d0=$(echo "$S0" | cut -d' ' -f6) d1=$(echo "$S1" | cut -d' ' -f6)
+    h0=$(field 4 "$S0") h1=$(field 4 "$S1")
+    d0=$(field 6 "$S0") d1=$(field 6 "$S1")
     case "$1" in
         control-send) [ "$h1" = $((h0 + 1)) ] && case "$ANS" in *ACK*) true ;; *) false ;; esac ||
             { WHY="the SEND was not received and ACKed (HRECV $h0 -> $h1, answer $ANS): the attacker's packets do not reach the device"; return 1; } ;;
@@ -52,23 +59,28 @@ kind_ok() {
 
 # hostile_one NAME: one kind; sets OK, WHY, ANS, STATES
 hostile_one() {
-    local k=$1 arm out c0 c1 i t0 sent_b ans_b
+    local k=$1 arm out c0 c1 i t0 sent_b="" ans_b="" l
     arm=$(ask 3 4 arm)
     case "$arm" in armed\ *) ;; *) OK=0 WHY="arm: '$arm'"; return ;; esac
     set -- $arm
     S0=$(sstat) c0=$(cstat)
     out=$(ATTACK "$k" t="$TQPN" $TARGETS h="$2" u="$3" 2>&1)
     echo "== $k: $out" >>"$LOG"
-    ANS=$(echo "$out" | sed -n 's/^answer //p')
-    sent_b=$(echo "$out" | sed -n 's/^sent [0-9]* //p')
-    ans_b=$(echo "$out" | sed -n 's/^answer-bytes //p')
-    PEEK0=$(ask 3 4 "peek 0" | cut -d' ' -f3) PEEK8=$(ask 3 4 "peek 8" | cut -d' ' -f3)
+    ANS=""
+    while IFS= read -r l; do
+        case "$l" in
+            "answer "*) ANS=${ANS:+$ANS$'\n'}${l#answer } ;;
+            "answer-bytes "*) ans_b=${ans_b:+$ans_b$'\n'}${l#answer-bytes } ;;
+            "sent "*) [[ $l =~ ^sent\ [0-9]*\ (.*)$ ]] && sent_b=${sent_b:+$sent_b$'\n'}${BASH_REMATCH[1]} ;;
+        esac
+    done <<<"$out"
+    PEEK0=$(field 3 "$(ask 3 4 "peek 0")") PEEK8=$(field 3 "$(ask 3 4 "peek 8")")
     STATES=$(ask 3 4 states)
     t0=$SECONDS
     while :; do
         S1=$(sstat) c1=$(cstat)
         [ -n "$S1" ] && [ -n "$c1" ] || break
-        [ "$(echo "$c1" | cut -d' ' -f2)" -gt "$(echo "$c0" | cut -d' ' -f2)" ] && break
+        [ "$(field 2 "$c1")" -gt "$(field 2 "$c0")" ] && break
         [ $((SECONDS - t0)) -ge "$PROGRESS_S" ] && break
         sleep 0.2
     done
@@ -77,9 +89,9 @@ hostile_one() {
     if [ -z "$sent_b" ] || [ -z "$ANS" ]; then WHY="roce_hostile: $(echo "$out" | tail -2 | tr '\n' ' ')"
     elif [ -z "$S1" ]; then WHY="the victim's server does not answer (crashed or hung)"
     elif [ -z "$c1" ]; then WHY="the victim's client does not answer (crashed or hung)"
-    elif [ "$(echo "$c1" | cut -d' ' -f4)" != 0 ]; then WHY="the traffic failed: completion status $(echo "$c1" | cut -d' ' -f4)"
-    elif ! [ "$(echo "$c1" | cut -d' ' -f2)" -gt "$(echo "$c0" | cut -d' ' -f2)" ]; then WHY="the traffic stopped (no iteration in ${PROGRESS_S} s)"
-    elif [ "$(echo "$c1" | cut -d' ' -f3)" != 0 ] || [ "$(echo "$S1" | cut -d' ' -f3)" != 0 ]; then WHY="data differed: client $c1, server $S1"
+    elif [ "$(field 4 "$c1")" != 0 ]; then WHY="the traffic failed: completion status $(field 4 "$c1")"
+    elif ! [ "$(field 2 "$c1")" -gt "$(field 2 "$c0")" ]; then WHY="the traffic stopped (no iteration in ${PROGRESS_S} s)"
+    elif [ "$(field 3 "$c1")" != 0 ] || [ "$(field 3 "$S1")" != 0 ]; then WHY="data differed: client $c1, server $S1"
     elif [ "$(ask 3 4 check)" != "check 1 1" ]; then WHY="guard pages or canary changed"
     elif [ "$k" != flood ] && [ "$ans_b" -gt $((4 * sent_b + 8192)) ]; then WHY="amplification: $ans_b bytes back for $sent_b sent"
     elif kind_ok "$k"; then OK=1
@@ -99,12 +111,12 @@ hostile_run() {
         [[ $k =~ ${KINDS:-.} ]] || continue
         hostile_one "$k"
         if [ "$OK" = 1 ]; then pass "kind/$k (answer: $ANS)"; else fail "kind/$k" "$WHY (answer: $ANS)"; fi
-        printf '%s\t%s\thstate=%s\n' "$k" "$(classes "$ANS")" "$(echo "$STATES" | cut -d' ' -f2)" >>"$out"
+        printf '%s\t%s\thstate=%s\n' "$k" "$(classes "$ANS")" "$(field 2 "$STATES")" >>"$out"
         if [ "$k" = control-send ]; then
-            r0s=$(sstat | cut -d' ' -f7) r0c=$(cstat | cut -d' ' -f5)
+            r0s=$(field 7 "$(sstat)") r0c=$(field 5 "$(cstat)")
         fi
     done
-    r1s=$(sstat | cut -d' ' -f7) r1c=$(cstat | cut -d' ' -f5)
+    r1s=$(field 7 "$(sstat)") r1c=$(field 5 "$(cstat)")
     echo "rss: server $r0s -> $r1s kB, client $r0c -> $r1c kB" >>"$LOG"
     RSS_LINE="server $r0s -> $r1s kB, client $r0c -> $r1c kB"
     for r in "server $r0s $r1s" "client $r0c $r1c"; do
