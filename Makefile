@@ -107,23 +107,32 @@ demo: deps lib swrdma
 # with less than their own defaults; each variable gives the full run back:
 #   WIRE_REFERENCE=0        vm-wire without its rxe0 <-> rxe1 reference
 #                           figures (the kernel against itself)
+#   WIRE_SOAK_PCT=30        vm-wire's soaks at 30 % of wire-tests.txt's
+#                           iterations (rc_soak 3000, rc_soak4 4 x 180,
+#                           the loss soaks 300 and 4 x 90); 100: all
 #   LOAD_SECONDS=20         the load suite's thread runs (its default 60)
 #   VM_PARTS_trixie=tools   vm-trixie without perftest and pyverbs, which run
 #                           on bookworm's (vm-perftest, vm-pyverbs) and sid's
 #                           userland (vm-sid); "tools perftest pyverbs": all
+#   VM_PARTS_sid="tools pyverbs"  vm-sid without perftest (bookworm's
+#                           runs in vm-perftest; sid's pyverbs covers the
+#                           newer verbs it would call); "... perftest": all
 #   VM_PARTS_deb=tools      vm-deb: the installed packages under Debian's
 #                           tools (perftest and pyverbs: vm-perftest,
 #                           vm-pyverbs, by LD_LIBRARY_PATH)
 #   DEB_REPRO=0             deb without its second build (reproducibility)
-#   NB_STOPS=s0             wire-neighbours' per-process rounds: one stop
-#                           (the transport agent's rounds stop all 10)
+#   NB_STOPS=               wire-neighbours: no per-process stop round
+#                           (the transport agent, the default, stops all
+#                           10 in its sweep; NB_STOPS=s0: one, "s0 c1":
+#                           the suite's own)
 # (A variable given, on the command line or in the environment, is passed
 # as given, empty too: NB_STOPS= make test runs no per-process stop.)
 given = $(if $(filter undefined,$(origin $(1))),$(2),$($(1)))
 test: deps lib swrdma
-	WIRE_REFERENCE="$(call given,WIRE_REFERENCE,0)" LOAD_SECONDS="$(call given,LOAD_SECONDS,20)" \
+	WIRE_REFERENCE="$(call given,WIRE_REFERENCE,0)" WIRE_SOAK_PCT="$(call given,WIRE_SOAK_PCT,30)" LOAD_SECONDS="$(call given,LOAD_SECONDS,20)" \
 		VM_PARTS_trixie="$(call given,VM_PARTS_trixie,tools)" VM_PARTS_deb="$(call given,VM_PARTS_deb,tools)" \
-		DEB_REPRO="$(call given,DEB_REPRO,0)" NB_STOPS="$(call given,NB_STOPS,s0)" \
+		VM_PARTS_sid="$(call given,VM_PARTS_sid,tools pyverbs)" \
+		DEB_REPRO="$(call given,DEB_REPRO,0)" NB_STOPS="$(call given,NB_STOPS,)" \
 		bash compat-tests/run-all.sh $(SUITES)
 
 check: deps lib swrdma

@@ -56,6 +56,8 @@ WIRE_BUDGET=${WIRE_BUDGET:-900}
 SELF_CHECK=${SELF_CHECK:-0}
 WIRE_REFERENCE=${WIRE_REFERENCE:-1}
 WIRE_ONLY=${WIRE_ONLY:-}
+WIRE_SOAK_PCT=${WIRE_SOAK_PCT:-100}
+[[ $WIRE_SOAK_PCT =~ ^[1-9][0-9]*$ ]] || die "WIRE_SOAK_PCT=$WIRE_SOAK_PCT: a whole percent, at least 1"
 CONDITIONS="clean loss reorder"
 T_START=$(now_ms)
 
@@ -73,6 +75,7 @@ info kernel "$(uname -r)"
 info ibverbs_utils "$(dpkg-query -W -f='${Version}' ibverbs-utils 2>/dev/null)"
 info perftest "$(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
 info self_check "$SELF_CHECK"
+info soak_pct "$WIRE_SOAK_PCT"
 info upstream_ld "$UPSTREAM_LD"
 info our_ld "$OUR_LD"
 resolved_info "$(command -v ibv_rc_pingpong)" >> "$R/info"
@@ -324,6 +327,22 @@ run_pair_tests() {
             lim=$(( ms * 4 / 1000 + 1 ))
             [ "$lim" -ge "$T_MIN" ] || lim=$T_MIN
             [ "$lim" -le "$T_SIDE" ] || lim=$T_SIDE
+        fi
+        # WIRE_SOAK_PCT: the soaks' iteration counts (-n) at that percent
+        # (make test: 30, for CI's time; 100: wire-tests.txt's own)
+        if [ "${id#rc_soak}" != "$id" ] && [ "$WIRE_SOAK_PCT" != 100 ]; then
+            local w words=() next=0
+            for w in $cmd; do
+                if [ "$next" = 1 ]; then
+                    w=$((w * WIRE_SOAK_PCT / 100))
+                    [ "$w" -ge 1 ] || w=1
+                fi
+                next=0
+                [ "$w" = -n ] && next=1
+                words+=("$w")
+            done
+            cmd="${words[*]}"
+            echo "$cmd" > "$d/command"
         fi
         echo "wire-guest: $pair $cond $id (limit ${lim}s)" >&2
         # shellcheck disable=SC2086

@@ -145,6 +145,8 @@ def side(d, t):
     if r is None:
         return None
     r["server_killed"] = read(os.path.join(d, "server.killed"))
+    # (the command as run, where WIRE_SOAK_PCT changed its iterations)
+    r["command"] = (read(os.path.join(d, "command")) or "").strip()
     r["rxe_counters"] = counter_delta(d)
     link = (read(os.path.join(d, "link")) or "").split()
     r["link"] = {"if": link[0], "sent": int(link[1]), "received": int(link[2])} if len(link) == 3 else None
@@ -204,7 +206,7 @@ def verdict(t, r, check_link=True):
         # the messages must have crossed the veth: at least one packet per
         # iteration, both ways together, and some each way (a pair whose
         # packets loop back inside the machine moves only its TCP exchange)
-        ln, n = r.get("link"), iterations(t)
+        ln, n = r.get("link"), iterations({"command": r.get("command") or t["command"]})
         if ln is None:
             return "FAIL", "both exited 0, but the link's packet counters could not be read"
         if ln["sent"] + ln["received"] < n or not ln["sent"] or not ln["received"]:
@@ -290,6 +292,8 @@ def main():
         drops = ", ".join(f"{k[len('netem_dropped_'):]} {v}" for k, v in info.items()
                           if k.startswith("netem_dropped_"))
         print("  packets netem dropped: " + (drops or "-"))
+        if info.get("soak_pct", "100") != "100":
+            print("  the rc_soak* tests at %s %% of wire-tests.txt's iterations (WIRE_SOAK_PCT)" % info["soak_pct"])
         print("  status = server/client; pkts out/in: packets on veth0 (vA for ours-ours) while the test ran;"
               " UC/UD only on the clean link (no retransmission)")
         if rows:

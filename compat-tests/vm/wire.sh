@@ -18,7 +18,8 @@
 # Environment: WIRE_OURS_ENV (NAME=VALUE words for ours' processes, e.g.
 # SWRDMA_WIRE_TRACE=1), WIRE_CPU=1 (each side's CPU time: make bench),
 # VM_CACHE, VM_TIMEOUT (default 1500 s), WIRE_REFERENCE=0 (no
-# rxe0 <-> rxe1 part), WIRE_BUDGET (s, default 900: no test starts later),
+# rxe0 <-> rxe1 part), WIRE_SOAK_PCT (the rc_soak* tests' iteration
+# counts at that percent of wire-tests.txt's; default 100), WIRE_BUDGET (s, default 900: no test starts later),
 # WIRE_ONLY (an extended regex over PAIR/CONDITION/TEST: only those run, e.g.
 # 'ours-ours/clean/|rxe-rxe/clean/rc_').
 set -u
@@ -50,5 +51,5 @@ cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$LINGER" "$HERE/linger.c" -ldl 2>
 
 suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" WIRE_LINGER="$LINGER" \
     VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-900}" \
-    WIRE_ONLY="${WIRE_ONLY:-}" WIRE_CPU="${WIRE_CPU:-0}" WIRE_OURS_ENV="${WIRE_OURS_ENV:-}"
+    WIRE_ONLY="${WIRE_ONLY:-}" WIRE_SOAK_PCT="${WIRE_SOAK_PCT:-100}" WIRE_CPU="${WIRE_CPU:-0}" WIRE_OURS_ENV="${WIRE_OURS_ENV:-}"
 suite_report wire-report.py --tests "$HERE/wire-tests.txt"

@@ -1268,7 +1268,16 @@ unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut 
     let mut rq = crate::sys::lock(&a.rq);
     let Some(rq) = rq.as_mut() else { return libc::EINVAL };
     // SAFETY: the application's chain and out pointer (the contract).
-    unsafe { push_recvs(rq, a.cap.max_recv_sge, wr, bad) }
+    let r = unsafe { push_recvs(rq, a.cap.max_recv_sge, wr, bad) };
+    // In the error state the agent completes them flushed at its next
+    // turn (otherwise it reads the queue when a SEND arrives): wake it.
+    if a.state.load(Ordering::Acquire) == IBV_QPS_ERR {
+        // SAFETY: our QP's context (the contract).
+        if let Some(conn) = unsafe { conn_of(a.qp().context) } {
+            conn.doorbell();
+        }
+    }
+    r
 }
 
 /// Writes the receive work requests of chain `wr` into the receive queue

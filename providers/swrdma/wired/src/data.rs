@@ -623,6 +623,38 @@ impl Serving<'_> {
         self.data.client(qp.client)
     }
 
+    /// Completes flushed (`WR_FLUSH_ERR`) what was posted to `qp`'s own
+    /// receive queue while it is in the error state, as the provider's
+    /// own engine does when the receive is posted (IBTA: a receive posted
+    /// in the error state completes flushed; `to_err` flushed those posted
+    /// before): the number flushed, at most one queue's depth.
+    pub fn flush_late_recvs(&self, qp: &DataQp) -> usize {
+        if qp.srq.is_some() {
+            return 0;
+        }
+        let st = qp.lock();
+        if st.state != IBV_QPS_ERR {
+            return 0;
+        }
+        let Some(data) = self.of(qp) else { return 0 };
+        let depth = data.rqs.borrow().get(&qp.qpn).map_or(0, |q| q.depth());
+        let mut bad = false;
+        let mut n = 0;
+        while n < depth {
+            let Some((wr_id, _, _)) = data.next_recv(qp, &mut bad) else {
+                break;
+            };
+            data.push_cqe(
+                qp.recv_cq,
+                &wc_of(wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, qp.qpn),
+                false,
+            );
+            n += 1;
+        }
+        drop(st);
+        n
+    }
+
     /// Runs `f` with the keys of client `id` (none: an empty table, which
     /// grants nothing).
     fn keys_of<R>(&self, id: ClientId, f: impl FnOnce(&Keys) -> R) -> R {

@@ -319,6 +319,7 @@ impl Transport {
                 for (qpn, (sq, shape)) in sqs.iter_mut() {
                     if let Some(qp) = c.qps.get(qpn) {
                         done += take_sends(&h, &self.wire, qp, sq, shape, SEND_BATCH);
+                        done += h.flush_late_recvs(qp);
                     }
                 }
             }

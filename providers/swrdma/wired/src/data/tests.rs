@@ -282,6 +282,48 @@ fn the_error_state_flushes_sends_the_receive_in_progress_and_the_queue() {
 }
 
 #[test]
+fn a_receive_posted_in_the_error_state_completes_flushed() {
+    let mut c = Client::new();
+    let (d, mut rq, mut cq) = setup(8, 16);
+    let mut keys = tables(std::mem::take(&mut c.keys));
+    let h = Serving {
+        data: &d,
+        keys: RefCell::new(&mut keys),
+        gids: &[],
+    };
+    let qp = h.qp(QPN).unwrap();
+    let sge = [Sge {
+        addr: c.at(0),
+        length: 8,
+        lkey: LKEY,
+    }];
+    post_recv(&mut rq, 1, &sge);
+    assert_eq!(
+        h.flush_late_recvs(&qp),
+        0,
+        "not in the error state: the receive waits for a SEND"
+    );
+    assert!(cqes(&mut cq).is_empty());
+    {
+        let mut st = qp.lock();
+        h.to_err(&qp, &mut st);
+    }
+    assert_eq!(cqes(&mut cq).len(), 1, "the one posted before: flushed by the move");
+    post_recv(&mut rq, 7, &sge);
+    post_recv(&mut rq, 8, &sge);
+    assert_eq!(h.flush_late_recvs(&qp), 2);
+    let got: Vec<(u64, u32, u32)> = cqes(&mut cq).iter().map(|e| (e.wr_id, e.status, e.opcode)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (7, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV),
+            (8, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV)
+        ]
+    );
+    assert_eq!(h.flush_late_recvs(&qp), 0);
+}
+
+#[test]
 fn a_full_cq_overruns_once_and_takes_nothing_more() {
     let (d, _rq, mut cq) = setup(8, 2);
     let wc = wc_of(1, 0, IBV_WC_SEND, 0, QPN);
