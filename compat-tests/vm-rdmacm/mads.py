@@ -15,6 +15,7 @@ the IP private-data header, the UDP source port) and the address fields
 checked for what they must hold (the sender's or the receiver's address)
 rather than compared.  One PASS/FAIL line per program and MAD type.
     mads.py WIRE_DIR OURS_IP KERNEL_IP PROGRAM...
+    mads.py --sequence FILE OURS_IP   (one capture's MADs in order: a failure's message)
 (WIRE_DIR/<direction>/<program>.mads, as mad-capture.py writes them.)
 """
 import ipaddress
@@ -169,7 +170,34 @@ PROGRAM_MASKS = {
 }
 
 
+def sequence(path, ours_ip):
+    """One capture's CM MADs in order, for a failure's message: e.g.
+    "REQ> <REP REJ>(reason 28)" ("X>": ours sent it, "<X": the kernel)."""
+    out = []
+    if not os.path.exists(path):
+        return "no capture"
+    for line in open(path):
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        d = decode(parts[0], parts[1], int(parts[2]), bytes.fromhex(parts[3]))
+        if not d:
+            continue
+        attr, f = d
+        name = LAYOUT.get(attr, (f"{attr:#x}",))[0]
+        if attr == 0x12:
+            name += f"(reason {f['reason']}, rejecting {('REQ', 'REP', 'other')[min(f['message rejected'], 2)]})"
+        elif attr == 0x11:
+            name += f"(service timeout {f['service timeout']})"
+        out.append(f"{name}>" if parts[0] == ours_ip else f"<{name}")
+    return " ".join(out) or "none captured"
+
+
 def main():
+    if sys.argv[1:2] == ["--sequence"]:
+        # mads.py --sequence FILE OURS_IP
+        print(sequence(sys.argv[2], sys.argv[3]))
+        return
     wdir, ours_ip, kern_ip = sys.argv[1:4]
     progs = sys.argv[4:]
     compared = 0

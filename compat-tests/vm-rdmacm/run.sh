@@ -144,6 +144,8 @@ else
                 # result did print)
                 why=$(grep -h -m1 -iE 'error|fail|unable|reject|timed? ?out' "$c" "$s" | head -n1 | cut -c1-200)
                 [ -n "$why" ] || why="client: $(tail -n2 "$c" 2>/dev/null | tr -s ' \n' ' ' | cut -c1-200) | server: $(tail -n2 "$s" 2>/dev/null | tr -s ' \n' ' ' | cut -c1-200)"
+                # (and the CM's MADs as captured: which side ended it)
+                why="$why; MADs: $(python3 "$HERE/mads.py" --sequence "$d/$t.mads" 192.0.2.2 2>&1 | cut -c1-300)"
                 fail "rw0 <-> rxe, $how: $t" "server rc=$src client rc=$crc: $why"
             fi
         done
