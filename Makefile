@@ -110,6 +110,10 @@ demo: deps lib swrdma
 #   WIRE_SOAK_PCT=30        vm-wire's soaks at 30 % of wire-tests.txt's
 #                           iterations (rc_soak 3000, rc_soak4 4 x 180,
 #                           the loss soaks 300 and 4 x 90); 100: all
+#   WIRE_SKIP='/reorder/ib_[a-z]+_lat$'  vm-wire without perftest's latency
+#                           tests under reordering (one message in flight:
+#                           nothing to reorder; the bandwidth tests and
+#                           rc_pingpong run there); empty: all
 #   LOAD_SECONDS=20         the load suite's thread runs (its default 60)
 #   VM_PARTS_trixie=tools   vm-trixie without perftest and pyverbs, which run
 #                           on bookworm's (vm-perftest, vm-pyverbs) and sid's
@@ -129,7 +133,8 @@ demo: deps lib swrdma
 # as given, empty too: NB_STOPS= make test runs no per-process stop.)
 given = $(if $(filter undefined,$(origin $(1))),$(2),$($(1)))
 test: deps lib swrdma
-	WIRE_REFERENCE="$(call given,WIRE_REFERENCE,0)" WIRE_SOAK_PCT="$(call given,WIRE_SOAK_PCT,30)" LOAD_SECONDS="$(call given,LOAD_SECONDS,20)" \
+	WIRE_REFERENCE="$(call given,WIRE_REFERENCE,0)" WIRE_SOAK_PCT="$(call given,WIRE_SOAK_PCT,30)" \
+		WIRE_SKIP="$(call given,WIRE_SKIP,/reorder/ib_[a-z]+_lat$$)" LOAD_SECONDS="$(call given,LOAD_SECONDS,20)" \
 		VM_PARTS_trixie="$(call given,VM_PARTS_trixie,tools)" VM_PARTS_deb="$(call given,VM_PARTS_deb,tools)" \
 		VM_PARTS_sid="$(call given,VM_PARTS_sid,tools pyverbs)" \
 		DEB_REPRO="$(call given,DEB_REPRO,0)" NB_STOPS="$(call given,NB_STOPS,)" \

@@ -25,12 +25,19 @@ KERN_RS=(env LD_PRELOAD="${RSPRELOAD:-}")
 # cap_start DIR NAME / cap_stop: every datagram to QPN 1 on rxe0's veth0
 # (the CM's MADs, both ways) into DIR/NAME.mads (mad-capture.py; run.sh
 # compares ours with the kernel's field by field, mads.py).
-cap_start() {
+# (cap_begin starts it, cap_ready waits up to 5 s for it to listen: wpair
+# starts its server meanwhile, python's start under TCG being a second of
+# the pair's time; no program started per look: nap is bash's read -t)
+cap_begin() {
     rm -f "$1/$2.ready"
     python3 compat-tests/vm-rdmacm/mad-capture.py veth0 "$1/$2.mads" "$1/$2.ready" 2>"$1/$2.mads.err" &
-    CAP=$!
-    local i; for i in $(seq 100); do [ -e "$1/$2.ready" ] && break; sleep 0.05; done
+    CAP=$! CAP_READY=$1/$2.ready
 }
+cap_ready() {
+    local i
+    for ((i = 0; i < 100; i++)); do [ -e "$CAP_READY" ] && break; nap 0.05; done
+}
+cap_start() { cap_begin "$@"; cap_ready; }
 cap_stop() { kill -TERM "$CAP" 2>/dev/null; wait "$CAP" 2>/dev/null; }
 # wpair DIR NAME SERVER_PREFIX_VAR CLIENT_PREFIX_VAR SERVER_ARGS -- CLIENT_ARGS:
 # the server, then (2 s later) its client, each under timeout 60; a server
@@ -39,13 +46,14 @@ wpair() {
     local dir=$1 name=$2; local -n sp=$3 cp=$4; shift 4
     [[ "$name" =~ ${WIRE_CM_ONLY:-.} ]] || return 0
     local s=(); while [ "$1" != "--" ]; do s+=("$1"); shift; done; shift
-    cap_start "$dir" "$name"
+    cap_begin "$dir" "$name"
     timeout -k 5 70 stdbuf -oL -eL "${sp[@]}" "${s[@]}" </dev/null >"$dir/$name.server.out" 2>&1 &
     local spid=$! i
     sleep 2
+    cap_ready
     timeout -k 5 60 stdbuf -oL -eL "${cp[@]}" "$@" </dev/null >"$dir/$name.client.out" 2>&1
     echo "$?" >"$dir/$name.client.rc"
-    for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+    for ((i = 0; i < 100; i++)); do kill -0 "$spid" 2>/dev/null || break; nap 0.1; done
     kill -0 "$spid" 2>/dev/null && kill -TERM "$spid"
     wait "$spid"; echo "$?" >"$dir/$name.server.rc"
     cap_stop

@@ -31,6 +31,9 @@
 #   WIRE_REFERENCE=0      skip part 1
 #   WIRE_ONLY             an extended regex: only the tests whose PAIR/COND/ID
 #                         matches run (the others are recorded as skipped)
+#   WIRE_SKIP             an extended regex: the tests whose PAIR/COND/ID
+#                         matches do not run (recorded as skipped)
+#   WIRE_SOAK_PCT         the rc_soak* tests' -n at that percent (default 100)
 #   WIRE_BUDGET           seconds (default 900) after which no further test
 #                         starts (those left are recorded as not run)
 #   T_SIDE, T_MIN, T_SERVER_GRACE   per-side limits (see below)
@@ -41,7 +44,7 @@
 #   PAIR/COND/ID/{server,client}.{out,err,rc}, pair.ms, server.killed,
 #   PAIR/COND/ID/rxe0-counters.{before,after}  rxe0's hw_counters around it,
 #   PAIR/COND/ID/notrun       why the test did not run (then nothing else)
-#   PAIR/COND/ID/skip         not selected (WIRE_ONLY)
+#   PAIR/COND/ID/skip         not selected (WIRE_ONLY, WIRE_SKIP)
 #   PAIR/COND/ID/link         "IF SENT RECEIVED": the packets the pair's link
 #                             (veth0 for rxe0's pairs, vA for ours-ours) carried
 #                             each way while the test ran (TCP exchange included)
@@ -56,6 +59,7 @@ WIRE_BUDGET=${WIRE_BUDGET:-900}
 SELF_CHECK=${SELF_CHECK:-0}
 WIRE_REFERENCE=${WIRE_REFERENCE:-1}
 WIRE_ONLY=${WIRE_ONLY:-}
+WIRE_SKIP=${WIRE_SKIP:-}
 WIRE_SOAK_PCT=${WIRE_SOAK_PCT:-100}
 [[ $WIRE_SOAK_PCT =~ ^[1-9][0-9]*$ ]] || die "WIRE_SOAK_PCT=$WIRE_SOAK_PCT: a whole percent, at least 1"
 CONDITIONS="clean loss reorder"
@@ -96,6 +100,23 @@ side_argv() { # ROLE LIMIT: A = the command prefix that runs a program as ROLE
     A+=(env LD_LIBRARY_PATH="${LD[$r]}")
     # shellcheck disable=SC2206  # NAME=VALUE words without blanks
     [ -n "${ENVX[$r]}" ] && A+=(${ENVX[$r]})
+    A+=(timeout -k 5 "$2")
+}
+
+# side_cmd ROLE LIMIT: as side_argv, with the environment apart: A = the
+# command prefix without `env`, E = the NAME=VALUE words, exported in a
+# subshell that execs "${A[@]}" (one program start less per side and test:
+# under TCG each costs a good part of a second; the words reach `ip` and
+# `timeout` too, which take none of them).  The subshell is written out
+# where it runs, not in a function: in the background, a function would
+# be a shell of its own around it, and $! would not be the program's pid
+# (the server's netns, its kill)
+side_cmd() {
+    local r=$1
+    A=() E=(LD_LIBRARY_PATH="${LD[$r]}")
+    [ -n "${NS[$r]}" ] && A=(ip netns exec "${NS[$r]}")
+    # shellcheck disable=SC2206  # NAME=VALUE words without blanks
+    [ -n "${ENVX[$r]}" ] && E+=(${ENVX[$r]})
     A+=(timeout -k 5 "$2")
 }
 
@@ -180,14 +201,14 @@ wire_pair() {
     local cpu=()
     [ "${WIRE_CPU:-0}" = 1 ] && cpu=(bash -c '"$@"; rc=$?; times > "$CPU_OUT"; exit $rc' cpu) &&
         head -n1 /proc/stat > "$d/stat0"
-    side_argv "$s" "$lim"
-    [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/server.cpu")
+    side_cmd "$s" "$lim"
+    [ "${#cpu[@]}" -gt 0 ] && E+=(CPU_OUT="$d/server.cpu")
     # under loss, both sides of rc_pingpong destroy their QP a second late:
     # the last ACK either side sends may be the packet lost (linger.c)
     local linger=()
-    [ "$prog" = ibv_rc_pingpong ] && [ "$CUR_COND" = loss ] && linger=(env LD_PRELOAD="$WIRE_LINGER")
-    A+=("${linger[@]}")
-    "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT" \
+    [ "$prog" = ibv_rc_pingpong ] && [ "$CUR_COND" = loss ] && linger=(LD_PRELOAD="$WIRE_LINGER")
+    E+=("${linger[@]}")
+    (export "${E[@]}" && exec "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$s]}" "$gflag" "${GID[$s]}" -p "$PAIR_PORT") \
         > "$d/server.out" 2> "$d/server.err" < /dev/null &
     sp=$!
     for ((i = 0; i < 1000; i++)); do    # up to 20 s for the server to listen (or die)
@@ -195,10 +216,10 @@ wire_pair() {
         kill -0 "$sp" 2>/dev/null || break
         nap 0.02
     done
-    side_argv "$c" "$lim"
-    [ "${#cpu[@]}" -gt 0 ] && A+=(env CPU_OUT="$d/client.cpu")
-    A+=("${linger[@]}")
-    "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$c]}" "$gflag" "${GID[$c]}" -p "$PAIR_PORT" "$ip" \
+    side_cmd "$c" "$lim"
+    [ "${#cpu[@]}" -gt 0 ] && E+=(CPU_OUT="$d/client.cpu")
+    E+=("${linger[@]}")
+    (export "${E[@]}" && exec "${A[@]}" "${cpu[@]}" "$@" -d "${DEV[$c]}" "$gflag" "${GID[$c]}" -p "$PAIR_PORT" "$ip") \
         > "$d/client.out" 2> "$d/client.err" < /dev/null
     echo $? > "$d/client.rc"
     for ((i = 0; i < T_SERVER_GRACE * 50; i++)); do
@@ -307,6 +328,10 @@ run_pair_tests() {
         d=$R/$pair/$cond/$id
         if [ -n "$WIRE_ONLY" ] && ! [[ $pair/$cond/$id =~ $WIRE_ONLY ]]; then
             echo "not selected (WIRE_ONLY=$WIRE_ONLY)" > "$d/skip"
+            continue
+        fi
+        if [ -n "$WIRE_SKIP" ] && [[ $pair/$cond/$id =~ $WIRE_SKIP ]]; then
+            echo "left out (WIRE_SKIP=$WIRE_SKIP)" > "$d/skip"
             continue
         fi
         # (a condition list's "-PAIR": the line does not run for PAIR)

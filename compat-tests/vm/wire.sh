@@ -21,7 +21,8 @@
 # rxe0 <-> rxe1 part), WIRE_SOAK_PCT (the rc_soak* tests' iteration
 # counts at that percent of wire-tests.txt's; default 100), WIRE_BUDGET (s, default 900: no test starts later),
 # WIRE_ONLY (an extended regex over PAIR/CONDITION/TEST: only those run, e.g.
-# 'ours-ours/clean/|rxe-rxe/clean/rc_').
+# 'ours-ours/clean/|rxe-rxe/clean/rc_'), WIRE_SKIP (one over the same: those
+# do not run).
 set -u
 . "$(dirname "$0")/suite-lib.sh"
 suite_init vm-wire
@@ -51,5 +52,5 @@ cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$LINGER" "$HERE/linger.c" -ldl 2>
 
 suite_run_vm wire-guest.sh 1500 SUITE_TESTS="$HERE/wire-tests.txt" SELF_CHECK="$SELF" WIRE_LINGER="$LINGER" \
     VM_CACHE="$VM_CACHE" WIRE_REFERENCE="${WIRE_REFERENCE:-1}" WIRE_BUDGET="${WIRE_BUDGET:-900}" \
-    WIRE_ONLY="${WIRE_ONLY:-}" WIRE_SOAK_PCT="${WIRE_SOAK_PCT:-100}" WIRE_CPU="${WIRE_CPU:-0}" WIRE_OURS_ENV="${WIRE_OURS_ENV:-}"
+    WIRE_ONLY="${WIRE_ONLY:-}" WIRE_SKIP="${WIRE_SKIP:-}" WIRE_SOAK_PCT="${WIRE_SOAK_PCT:-100}" WIRE_CPU="${WIRE_CPU:-0}" WIRE_OURS_ENV="${WIRE_OURS_ENV:-}"
 suite_report wire-report.py --tests "$HERE/wire-tests.txt"
