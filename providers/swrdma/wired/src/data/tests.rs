@@ -99,6 +99,16 @@ fn post_recv(q: &mut Producer, wr_id: u64, sges: &[Sge]) {
     let _ = q.try_push(&b[..n]).unwrap();
 }
 
+/// The agent's side of data path `d`, with key tables `keys` and GID
+/// table `gids`.
+fn serving<'a>(d: &'a DataPath, keys: &'a mut HashMap<ClientId, Keys>, gids: &'a [[u8; 16]]) -> Serving<'a> {
+    Serving {
+        data: d,
+        keys: RefCell::new(keys as &mut dyn KeyTables),
+        gids,
+    }
+}
+
 fn cqes(q: &mut Consumer) -> Vec<Cqe> {
     let mut out = Vec::new();
     let mut b = [0u8; CQE_SLOT];
@@ -125,11 +135,7 @@ fn receives_are_placed_and_completed_into_the_cq() {
     let (d, mut rq, mut cq) = setup(8, 8);
     let gids = [[0u8; 16]];
     let mut keys = tables(std::mem::take(&mut c.keys));
-    let h = Serving {
-        data: &d,
-        keys: RefCell::new(&mut keys),
-        gids: &gids,
-    };
+    let h = serving(&d, &mut keys, &gids);
     let qp = h.qp(QPN).unwrap();
     let mut st = qp.lock();
     assert!(h.accept_recv(&qp, &mut st).is_none(), "nothing posted");
@@ -198,11 +204,7 @@ fn receives_are_placed_and_completed_into_the_cq() {
 fn a_garbage_receive_queue_gives_no_receive_and_one_fatal_event() {
     let (d, mut rq, _cq) = setup(8, 8);
     let mut keys = tables(Keys::default());
-    let h = Serving {
-        data: &d,
-        keys: RefCell::new(&mut keys),
-        gids: &[],
-    };
+    let h = serving(&d, &mut keys, &[]);
     let qp = h.qp(QPN).unwrap();
     let mut st = qp.lock();
     let _ = rq.try_push(&[0xff; 40]).unwrap();
@@ -217,11 +219,7 @@ fn a_garbage_receive_queue_gives_no_receive_and_one_fatal_event() {
 fn send_completions_in_order_signaled_or_failed_only() {
     let (d, _rq, mut cq) = setup(8, 8);
     let mut keys = tables(Keys::default());
-    let h = Serving {
-        data: &d,
-        keys: RefCell::new(&mut keys),
-        gids: &[],
-    };
+    let h = serving(&d, &mut keys, &[]);
     let qp = h.qp(QPN).unwrap();
     let mut st = qp.lock();
     st.sq
@@ -243,11 +241,7 @@ fn the_error_state_flushes_sends_the_receive_in_progress_and_the_queue() {
     let mut c = Client::new();
     let (d, mut rq, mut cq) = setup(8, 16);
     let mut keys = tables(std::mem::take(&mut c.keys));
-    let h = Serving {
-        data: &d,
-        keys: RefCell::new(&mut keys),
-        gids: &[],
-    };
+    let h = serving(&d, &mut keys, &[]);
     let qp = h.qp(QPN).unwrap();
     let mut st = qp.lock();
     for id in 1..=3 {
@@ -286,11 +280,7 @@ fn a_receive_posted_in_the_error_state_completes_flushed() {
     let mut c = Client::new();
     let (d, mut rq, mut cq) = setup(8, 16);
     let mut keys = tables(std::mem::take(&mut c.keys));
-    let h = Serving {
-        data: &d,
-        keys: RefCell::new(&mut keys),
-        gids: &[],
-    };
+    let h = serving(&d, &mut keys, &[]);
     let qp = h.qp(QPN).unwrap();
     let sge = [Sge {
         addr: c.at(0),
@@ -606,11 +596,7 @@ fn the_engine_runs_over_the_agents_host() {
         IpAddr::V6(v6) => v6.octets(),
     }];
     let mut keys = tables(std::mem::take(&mut c.keys));
-    let h = Serving {
-        data: &d,
-        keys: RefCell::new(&mut keys),
-        gids: &gids,
-    };
+    let h = serving(&d, &mut keys, &gids);
     let b = h.qp(QPN).unwrap();
     connect(&h, &wire, &a, QPN);
     connect(&h, &wire, &b, 0x41);
@@ -762,11 +748,7 @@ fn an_srq_limit_fires_once_when_fewer_are_left() {
         post_recv(&mut client, id, &[sge(0)]);
     }
     let mut keys = tables(Keys::default());
-    let h = Serving {
-        data: &d,
-        keys: RefCell::new(&mut keys),
-        gids: &[],
-    };
+    let h = serving(&d, &mut keys, &[]);
     let mut st = qp.lock();
     assert_eq!(h.accept_recv(&qp, &mut st).map(|r| r.wr_id), Some(1));
     assert!(cd(&d).take_events().is_empty(), "2 left: not fewer than the limit");
