@@ -130,8 +130,9 @@ demo: deps lib swrdma
 #                           10 in its sweep; NB_STOPS=s0: one, "s0 c1":
 #                           the suite's own)
 # (A variable given, on the command line or in the environment, is passed
-# as given, empty too: NB_STOPS= make test runs no per-process stop.)
-given = $(if $(filter undefined,$(origin $(1))),$(2),$($(1)))
+# as given, empty too: NB_STOPS= make test runs no per-process stop; and
+# unexpanded: WIRE_SKIP='/loss/ib_[a-z]+_lat$' keeps its `$`.)
+given = $(if $(filter undefined,$(origin $(1))),$(2),$(value $(1)))
 test: deps lib swrdma
 	WIRE_REFERENCE="$(call given,WIRE_REFERENCE,0)" WIRE_SOAK_PCT="$(call given,WIRE_SOAK_PCT,30)" \
 		WIRE_SKIP="$(call given,WIRE_SKIP,/reorder/ib_[a-z]+_lat$$)" LOAD_SECONDS="$(call given,LOAD_SECONDS,20)" \
