@@ -637,20 +637,7 @@ impl Serving<'_> {
             return 0;
         }
         let Some(data) = self.of(qp) else { return 0 };
-        let depth = data.rqs.borrow().get(&qp.qpn).map_or(0, |q| q.depth());
-        let mut bad = false;
-        let mut n = 0;
-        while n < depth {
-            let Some((wr_id, _, _)) = data.next_recv(qp, &mut bad) else {
-                break;
-            };
-            data.push_cqe(
-                qp.recv_cq,
-                &wc_of(wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, qp.qpn),
-                false,
-            );
-            n += 1;
-        }
+        let n = flush_own_rq(data, qp);
         drop(st);
         n
     }
@@ -664,6 +651,24 @@ impl Serving<'_> {
             None => f(&Keys::default()),
         }
     }
+}
+
+/// Completes flushed every WQE in `qp`'s own receive queue (at most one
+/// queue's depth: a client writing more meanwhile waits): the number.
+/// The caller holds the QP's lock.
+fn flush_own_rq(data: &ClientData, qp: &DataQp) -> usize {
+    let depth = data.rqs.borrow().get(&qp.qpn).map_or(0, |q| q.depth());
+    let mut bad = false;
+    let mut n = 0;
+    while n < depth {
+        let Some((wr_id, _, _)) = data.next_recv(qp, &mut bad) else {
+            break;
+        };
+        let wc = wc_of(wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, qp.qpn);
+        data.push_cqe(qp.recv_cq, &wc, false);
+        n += 1;
+    }
+    n
 }
 
 /// A completion with the fields every one has.
@@ -746,16 +751,7 @@ impl Host for Serving<'_> {
         if qp.srq.is_some() {
             return; // (an SRQ's receives stay for its other QPs)
         }
-        // Its own receive queue: every WQE there completes flushed (at
-        // most one queue's depth: a client writing more meanwhile waits).
-        let depth = data.rqs.borrow().get(&qp.qpn).map_or(0, |q| q.depth());
-        let mut bad = false;
-        for _ in 0..depth {
-            let Some((wr_id, _, _)) = data.next_recv(qp, &mut bad) else {
-                break;
-            };
-            data.push_cqe(qp.recv_cq, &flush(wr_id), false);
-        }
+        flush_own_rq(data, qp);
     }
 
     fn accept_recv(&self, qp: &DataQp, st: &mut DataSt) -> Option<Receive<RecvCq>> {
