@@ -33,8 +33,11 @@
 #    with -n 2000, -D 2, 5000 pingpong iterations).
 #    Each pass starts without an agent in either namespace (the script
 #    waits, at most 5 s, for the last one to exit), and so do the agent
-#    pass's pairs: an agent keeps the CPU affinity of the program that
-#    started it (CPU 0 or 1 for the pinned runs, both CPUs for the pairs).
+#    pass's pairs.  An agent runs on both CPUs whatever the program that
+#    started it is pinned to (it serves every process of its user; until
+#    2026-12-02 it kept its starter's CPU, 0 or 1 in the pinned runs):
+#    SWRDMA_WIRED_CPUS in BENCH_WIRE_AGENT_ENV (added to both sides, e.g.
+#    "SWRDMA_WIRED_CPUS=1") pins them for a comparison.
 # 2. Events on swr0: ibv_rc_pingpong -e and qperf rc_lat (server CPU 0,
 #    client CPU 1) beside net_ref's pipe ping-pong between the same two CPUs.
 # 3. ucx_perftest tag_lat over rc_verbs on swr0 beside UCX_TLS=sm.
@@ -101,7 +104,7 @@ side() {
     P=(ip netns exec "bw$1" taskset -c "$2" env XDG_RUNTIME_DIR="$S/rt$1" LD_LIBRARY_PATH="$LIBDIR"
        RDMAV_SOFT_DEVICES="rw0@bv$1")
     [ ${#AGENT_ENV[@]} -ne 0 ] || P+=(SWRDMA_WIRE_AGENT=0)
-    [ ${#AGENT_ENV[@]} -eq 0 ] || P+=("${AGENT_ENV[@]}" SWRDMA_WIRED_LOG="$S/agent.$1.log")
+    [ ${#AGENT_ENV[@]} -eq 0 ] || P+=("${AGENT_ENV[@]}" ${BENCH_WIRE_AGENT_ENV:-} SWRDMA_WIRED_LOG="$S/agent.$1.log")
     P+=(timeout -k 5)
 }
 side a 0

@@ -1280,6 +1280,46 @@ unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut 
     r
 }
 
+/// A WQE's bytes being encoded before they go into a queue's slot: the
+/// thread's buffer, lent for the call and given back when dropped (a post
+/// allocates nothing once the thread has posted before).
+struct Scratch(Vec<u8>);
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Scratch {
+    /// The thread's buffer, `n` zeroed bytes (as a fresh one: what an
+    /// encoder leaves out reads 0).
+    fn of(n: usize) -> Scratch {
+        let mut v = SCRATCH.with(|s| s.take());
+        v.clear();
+        v.resize(n, 0);
+        Scratch(v)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.0);
+        SCRATCH.with(|s| s.set(v));
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Scratch {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
 /// Writes the receive work requests of chain `wr` into the receive queue
 /// `q` (of WQEs of at most `max_sge` SGEs): 0, or the errno with `*bad`
 /// the first one not taken (`EINVAL`: too many SGEs; `ENOMEM`: the queue
@@ -1289,7 +1329,7 @@ unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut 
 /// `wr` is null or the application's chain of work requests, `bad` null
 /// or its out pointer.
 unsafe fn push_recvs(q: &mut Producer, max_sge: u32, mut wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    let mut b = vec![0u8; q.capacity()];
+    let mut b = Scratch::of(q.capacity());
     while !wr.is_null() {
         // SAFETY: the application's chain of work requests (the contract).
         let w = unsafe { &*wr };
@@ -1395,7 +1435,7 @@ unsafe fn post_list(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ib
     };
     let mut sq = crate::sys::lock(&a.sq);
     let Some(sq) = sq.as_mut() else { return libc::EINVAL };
-    let mut b = vec![0u8; sq.capacity()];
+    let mut b = Scratch::of(sq.capacity());
     let mut inline = Vec::new();
     let mut ring = false;
     let mut r = 0;
@@ -2032,7 +2072,7 @@ unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, b: *mut ibv_mw_bi
     };
     let mut sq = crate::sys::lock(&a.sq);
     let Some(sq) = sq.as_mut() else { return libc::EINVAL };
-    let mut buf = vec![0u8; sq.capacity()];
+    let mut buf = Scratch::of(sq.capacity());
     match push_send(a, sq, &mut buf, &wqe) {
         Ok(ring) => {
             // SAFETY: `mw` is our live window (checked), the application's

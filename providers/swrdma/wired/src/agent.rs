@@ -67,6 +67,26 @@ pub struct Config {
     pub dir: Option<std::path::PathBuf>,
 }
 
+/// A CPU list in the `taskset -c` form ("0", "0-3,8,10-11"): the CPUs,
+/// None when it is not one (a range backwards, a number past 4095).
+pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<usize>().ok()?, b.trim().parse::<usize>().ok()?),
+            None => {
+                let a = part.trim().parse::<usize>().ok()?;
+                (a, a)
+            }
+        };
+        if a > b || b >= 4096 {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    Some(out)
+}
+
 /// Parses `--ifindex N [--scope S] [--idle-ms M] [--ready-fd F] [--dir D]`; the idle
 /// time defaults to `SWRDMA_WIRED_IDLE_MS`, then to [`DEFAULT_IDLE`].
 pub fn parse_args(args: &[String], env_idle: Option<&str>) -> Result<Config, String> {
@@ -934,6 +954,15 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(parse_cpu_list("2-4,7, 9-9"), Some(vec![2, 3, 4, 7, 9]));
+        for bad in ["", "a", "3-1", "1,", "-2", "4096", "0-4096", "1--2"] {
+            assert_eq!(parse_cpu_list(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

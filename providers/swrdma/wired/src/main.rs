@@ -33,6 +33,35 @@ fn batch_policy() {
     let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &sp) };
 }
 
+/// The CPUs the agent runs on.  It serves every process of its user on its
+/// interface, so it does not keep the CPU affinity of the application that
+/// happened to start it (a program pinned to one CPU would put every other
+/// process's wire traffic on that CPU): all CPUs, as far as its cpuset
+/// allows them (the kernel takes the intersection), or those listed in
+/// `SWRDMA_WIRED_CPUS` ("0", "2-3,6": the `taskset -c` form).  An
+/// unreadable list or a refusal leaves the inherited affinity.
+fn cpus() {
+    let want = std::env::var("SWRDMA_WIRED_CPUS").ok();
+    let list = match want.as_deref().map(str::trim) {
+        Some(l) if !l.is_empty() => match swrdma_wired::agent::parse_cpu_list(l) {
+            Some(v) => v,
+            None => {
+                eprintln!("swrdma-wired: SWRDMA_WIRED_CPUS={l:?} is not a CPU list; keeping the inherited CPUs");
+                return;
+            }
+        },
+        _ => (0..libc::CPU_SETSIZE as usize).collect(),
+    };
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET within its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in list.into_iter().filter(|&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: `c` is within the set's size (filtered).
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: our own thread, a valid set of its size.
+    let _ = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let idle = std::env::var("SWRDMA_WIRED_IDLE_MS").ok();
@@ -51,6 +80,7 @@ fn main() {
     if cfg.dir.is_none() {
         batch_policy();
     }
+    cpus();
     // SAFETY: the spawner opened this descriptor for us (the ready pipe's
     // write end) and nothing else in this process owns it.
     let ready = cfg

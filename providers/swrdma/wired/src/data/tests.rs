@@ -37,7 +37,7 @@ struct Client {
 
 impl Client {
     fn new() -> Client {
-        let buf = vec![0u8; 8192];
+        let buf = vec![0u8; 16384];
         let mut keys = Keys::default();
         let mr = |access| swrdma_rc::keys::MrEnt {
             pd: PD,
@@ -595,6 +595,39 @@ fn the_engine_runs_over_the_agents_host() {
         IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
         IpAddr::V6(v6) => v6.octets(),
     }];
+    // Three pages registered under HOLE_KEY, the middle one made
+    // inaccessible after (as an application that mprotects or unmaps
+    // registered memory): a WRITE into it faults while being placed.
+    const HOLE_KEY: u32 = 0x300;
+    // SAFETY: a fresh anonymous mapping of three pages, ours alone.
+    let hole = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            3 * 4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(hole, libc::MAP_FAILED);
+    // SAFETY: the middle page of the mapping above.
+    let r = unsafe { libc::mprotect(hole.cast::<u8>().add(4096).cast(), 4096, libc::PROT_NONE) };
+    assert_eq!(r, 0);
+    let hole = hole as u64;
+    c.keys.insert(
+        HOLE_KEY,
+        swrdma_rc::keys::MrEnt {
+            pd: PD,
+            va: hole,
+            addr: hole,
+            len: 3 * 4096,
+            access: IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+            mw: 0,
+            parent: 0,
+            qpn: 0,
+        },
+    );
     let mut keys = tables(std::mem::take(&mut c.keys));
     let h = serving(&d, &mut keys, &gids);
     let b = h.qp(QPN).unwrap();
@@ -671,16 +704,97 @@ fn the_engine_runs_over_the_agents_host() {
     assert_eq!(&c.buf[3000..3016], b"written remotely");
     assert_eq!(c.buf[4000..4008], 42u64.to_ne_bytes());
     assert_eq!(c.buf[4100..4108], 40u64.to_ne_bytes());
-    // A WRITE with an rkey B's client never registered: the responder
-    // NAKs it, A's request completes REM_ACCESS_ERR, A goes to the error
-    // state and what is posted next completes flushed.
-    let bad = Remote {
-        addr: c.at(0),
-        rkey: 0x999,
+    // A WRITE of three packets (MTU 1024) from two SGEs (read ahead in one
+    // go by the requester), and a READ of it back (the responder's three
+    // response packets read in one go).
+    for (i, v) in c.buf[5000..8000].iter_mut().enumerate() {
+        *v = (i * 7 % 251) as u8;
+    }
+    let two = [
+        Sge {
+            addr: c.at(5000),
+            length: 1500,
+            lkey: LKEY,
+        },
+        Sge {
+            addr: c.at(6500),
+            length: 1500,
+            lkey: LKEY,
+        },
+    ];
+    let far = Remote {
+        addr: c.at(8500),
+        rkey: LKEY,
     };
     post(
         &mut sq_client,
-        &signaled_wqe(5, SendOp::RdmaWrite(bad), Data::Inline(b"no")),
+        &signaled_wqe(10, SendOp::RdmaWrite(far), Data::Sges(SgeList::new(&two))),
+    );
+    let into = [Sge {
+        addr: c.at(12000),
+        length: 3000,
+        lkey: LKEY,
+    }];
+    post(
+        &mut sq_client,
+        &signaled_wqe(11, SendOp::RdmaRead(far), Data::Sges(SgeList::new(&into))),
+    );
+    assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 2);
+    let got = run_until(&h, &wire, &mut cq, 2);
+    assert_eq!(
+        got.iter().map(|e| (e.wr_id, e.status, e.byte_len)).collect::<Vec<_>>(),
+        vec![(10, 0, 3000), (11, 0, 3000)]
+    );
+    assert!(c.buf[8500..11500] == c.buf[5000..8000], "written in order");
+    assert!(c.buf[12000..15000] == c.buf[5000..8000], "read back in order");
+    // A SEND of three packets into a receive of two SGEs: its first two
+    // packets' placement waits for its last (`defer_send`).
+    c.buf[8500..11500].fill(0);
+    post_recv(
+        &mut rq_b,
+        501,
+        &[
+            Sge {
+                addr: c.at(8500),
+                length: 1000,
+                lkey: LKEY,
+            },
+            Sge {
+                addr: c.at(9500),
+                length: 3000,
+                lkey: LKEY,
+            },
+        ],
+    );
+    post(
+        &mut sq_client,
+        &signaled_wqe(12, SendOp::Send, Data::Sges(SgeList::new(&two))),
+    );
+    assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
+    let got = run_until(&h, &wire, &mut cq, 2);
+    let mut seen: Vec<(u64, u32, u32)> = got.iter().map(|e| (e.wr_id, e.status, e.byte_len)).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, vec![(12, 0, 3000), (501, 0, 3000)]);
+    assert!(c.buf[8500..11500] == c.buf[5000..8000], "received in order");
+    // A WRITE of seven packets that passes its checks but reaches, 1500
+    // bytes in, the page B's client made inaccessible (its last packet
+    // lies past that page): its first six packets' placement waits for its
+    // last (`defer_write`), the copy stops at the page (what comes before
+    // it is placed, as rxe places the packets before the one that faults),
+    // the responder NAKs it, A's request completes REM_ACCESS_ERR, A goes
+    // to the error state and what is posted next completes flushed.
+    let bad = Remote {
+        addr: hole + 4096 - 1500,
+        rkey: HOLE_KEY,
+    };
+    let seven = [Sge {
+        addr: c.at(5000),
+        length: 7000,
+        lkey: LKEY,
+    }];
+    post(
+        &mut sq_client,
+        &signaled_wqe(5, SendOp::RdmaWrite(bad), Data::Sges(SgeList::new(&seven))),
     );
     assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
     let got = run_until(&h, &wire, &mut cq, 1);
@@ -695,6 +809,9 @@ fn the_engine_runs_over_the_agents_host() {
         cqes(&mut cq).iter().map(|e| (e.wr_id, e.status)).collect::<Vec<_>>(),
         vec![(6, IBV_WC_WR_FLUSH_ERR)]
     );
+    // SAFETY: the first page of the mapping, readable.
+    let placed = unsafe { std::slice::from_raw_parts((hole + 4096 - 1500) as *const u8, 1500) };
+    assert!(placed == &c.buf[5000..6500], "what comes before the fault is placed");
     // (B's responder went to the error state too, with its owner's event.)
     assert_eq!(b.lock().state, IBV_QPS_ERR);
     assert_eq!(cd(&d).take_events(), vec![Event::Qp(9, IBV_EVENT_QP_ACCESS_ERR)]);
@@ -703,6 +820,8 @@ fn the_engine_runs_over_the_agents_host() {
         d.qp(QPN).is_none() && d.qp(0x41).is_none(),
         "the client's QPs went with it"
     );
+    // SAFETY: the mapping made above, no longer used.
+    unsafe { libc::munmap(hole as *mut libc::c_void, 3 * 4096) };
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -68,6 +68,14 @@ pub const CALL_BYTES: usize = 1 << 30;
 /// How long an atomic waits for its lock word before [`Error::Busy`].
 pub const LOCK_WAIT: Duration = Duration::from_millis(100);
 
+/// How long a pidfd's "still running" answer is taken as said before a
+/// copy asks again (a `ppoll` per copy was a third of the agent's system
+/// calls in a stream).  A pid is reused only after the kernel has handed
+/// out every other pid up to `pid_max` (32,768 at the least), which takes
+/// far longer than this; an exited process's pid that is not reused
+/// answers the copy itself with `ESRCH` (`Error::Gone`).
+pub const ALIVE_FOR_NS: u64 = 100_000;
+
 /// The access page's layout (the provider's `locks.rs`): the lock words
 /// start at word 8, 256 of them, chosen by the 8-byte address.
 const LOCK0: usize = 8;
@@ -326,6 +334,9 @@ pub struct ClientMem {
     access: AccessPage,
     lock_wait: Duration,
     calls: AtomicU64,
+    /// When (`now_ns`) the pidfd last said the process lives: within
+    /// [`ALIVE_FOR_NS`] of it a copy does not ask again.
+    alive_at: AtomicU64,
 }
 
 /// One placement being copied: our bytes, its client ranges, progress.
@@ -387,9 +398,9 @@ fn push_pieces(iovs: &mut Vec<libc::iovec>, pieces: &[(u64, usize)], mut skip: u
 
 impl ClientMem {
     /// The client process `pid` (as our PID namespace names it), its pidfd
-    /// when there is one (a copy of the agent's: every copy first checks
-    /// that the process still lives, so a pid reused after its exit is
-    /// never written), whether the hello's probe found cross-memory
+    /// when there is one (a copy of the agent's: a copy first checks that
+    /// the process still lives, or did within [`ALIVE_FOR_NS`], so a pid
+    /// reused after its exit is never written), whether the hello's probe found cross-memory
     /// attach refused, and its access page.
     pub fn new(pid: libc::pid_t, pidfd: Option<OwnedFd>, no_cma: bool, access: AccessPage) -> ClientMem {
         ClientMem {
@@ -399,6 +410,7 @@ impl ClientMem {
             access,
             lock_wait: LOCK_WAIT,
             calls: AtomicU64::new(0),
+            alive_at: AtomicU64::new(0),
         }
     }
 
@@ -427,8 +439,17 @@ impl ClientMem {
     /// The client can be reached now: Err(Gone) when its process has
     /// exited, Err(NoCma) when cross-memory attach is refused.
     fn reachable(&self) -> Result<(), Error> {
-        if self.pid <= 0 || self.pidfd.as_ref().is_some_and(|p| crate::pidfd_exited(p.as_fd())) {
+        if self.pid <= 0 {
             return Err(Error::Gone);
+        }
+        if let Some(p) = &self.pidfd {
+            let now = crate::now_ns();
+            if now.wrapping_sub(self.alive_at.load(Ordering::Relaxed)) >= ALIVE_FOR_NS {
+                if crate::pidfd_exited(p.as_fd()) {
+                    return Err(Error::Gone);
+                }
+                self.alive_at.store(now, Ordering::Relaxed);
+            }
         }
         if self.no_cma() {
             return Err(Error::NoCma);

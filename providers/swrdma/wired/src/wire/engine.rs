@@ -133,6 +133,7 @@ impl Wire {
             }
         };
         let n = self.sock.recv(64, &mine, &owner, &mut f);
+        self.place_deferred(c);
         if self.busy() {
             let now = now_ns();
             let last = self.last_timers.load(Ordering::Relaxed);
@@ -391,6 +392,8 @@ impl Wire {
         };
         let mut b = self.batch();
         let via = st.wq_mut().sender.clone();
+        let mut stage = STAGE.with(|s| s.take());
+        let mut staged = None;
         while st.wq_mut().next < st.wq_mut().reqs.len() {
             let idx = st.wq_mut().next;
             let pkt = st.wq_mut().next_pkt;
@@ -404,11 +407,13 @@ impl Wire {
                 continue;
             };
             self.room(&mut b, &src, via.as_ref());
+            let pre = read_ahead(c.mem(qp), st, rc, idx, pkt, pmtu, &mut stage, &mut staged);
             let buf = &mut b.slot_mut()[PAY..PAY + pmtu as usize];
-            let (mut h, plen, last_pkt) = match request_packet(c.mem(qp), qp, st, idx, pkt, pmtu, buf) {
+            let (mut h, plen, last_pkt) = match request_packet(c.mem(qp), qp, st, idx, pkt, pmtu, pre, buf) {
                 Ok(p) => p,
                 Err(seq) => {
                     self.send_out(b);
+                    STAGE.with(|s| s.replace(stage));
                     self.fail_seq(c, qp, st, seq, IBV_WC_LOC_PROT_ERR);
                     return;
                 }
@@ -449,6 +454,7 @@ impl Wire {
             }
         }
         self.send_out(b);
+        STAGE.with(|s| s.replace(stage));
     }
 
     /// Goes back to PSN `psn` (the oldest unacknowledged one): what follows
@@ -694,6 +700,17 @@ impl Wire {
         let info = roce::op_info(h.bth.opcode);
         let mut st = qp.lock();
         if qpstate::intake(st.state()) != Intake::Take {
+            return;
+        }
+        // (Waiting data is placed first unless this is the next packet of
+        // the same message.)
+        let kind = if st.wq().pend.send {
+            roce::Kind::Send
+        } else {
+            roce::Kind::Write
+        };
+        let next = info.kind == kind && !(info.first || info.only) && h.bth.psn == st.wq().epsn;
+        if st.wq().pend.meta.is_some() && !next && !self.place_pending(c, qp, &mut st) {
             return;
         }
         if (qp.qpt() == IBV_QPT_RC || qp.qpt() == IBV_QPT_UC) && !from_peer(st.wq(), m) {
@@ -1009,7 +1026,14 @@ impl Wire {
         if !roce::payload_fits(&info, payload.len(), st.wq_mut().pmtu.max(256)) {
             return Err((psn, Fault::InvalidRequest)); // (rxe: class C)
         }
-        place_send(c.mem(qp), st, payload);
+        if !(info.last || info.only || h.bth.ackreq) {
+            self.defer_send(c, qp, st, m, psn, payload);
+        } else {
+            // (A SEND's placement cannot fail the QP: its errors wait in
+            // `cur` for the completion.)
+            self.place_pending(c, qp, st);
+            place_send(c.mem(qp), st, payload);
+        }
         st.wq_mut().epsn = psn_add(psn, 1);
         if !(info.last || info.only) {
             if h.bth.ackreq {
@@ -1094,7 +1118,14 @@ impl Wire {
         if n > left || ((info.last || info.only) && n != left) {
             return Err((psn, Fault::InvalidRequest));
         }
-        Self::with_target(c, qp, st, |t| t.write(c.mem(qp), rkey, va, payload)).map_err(|f| (psn, f))?;
+        if !(info.last || info.only || h.bth.ackreq) {
+            self.defer_write(c, qp, st, m, psn, rkey, va, payload)?;
+        } else {
+            if !self.place_pending(c, qp, st) {
+                return Ok(()); // (NAKed: the QP is in the error state)
+            }
+            Self::with_target(c, qp, st, |t| t.write(c.mem(qp), rkey, va, payload)).map_err(|f| (psn, f))?;
+        }
         st.wq_mut().wr = Some((va + n, rkey, left - n, total));
         st.wq_mut().epsn = psn_add(psn, 1);
         if info.last || info.only {
@@ -1109,6 +1140,126 @@ impl Wire {
             self.ack(m, st, psn);
         }
         Ok(())
+    }
+
+    /// A FIRST or MIDDLE packet of an RDMA WRITE that asks for no ACK:
+    /// checked now (its errors as if placed), its data kept with the
+    /// packets before it to be placed in one copy (through the agent, one
+    /// `process_vm_writev` for the run instead of one per packet) by
+    /// [`Wire::place_pending`]: before this QP's next packet that is not
+    /// the WRITE's next, before its last packet or any ACK is sent, and at
+    /// the end of the receive batch ([`Wire::place_deferred`]).  Nothing of
+    /// the QP is answered or completed in between, so no one can tell.
+    #[allow(clippy::too_many_arguments)]
+    fn defer_write<H: Host>(
+        &self,
+        c: &H,
+        qp: &H::Qp,
+        st: &mut H::St,
+        m: &RxMeta,
+        psn: u32,
+        rkey: u32,
+        va: u64,
+        payload: &[u8],
+    ) -> Fatal {
+        Self::with_target(c, qp, st, |t| t.check(Op::Write, rkey, va, payload.len() as u64)).map_err(|f| (psn, f))?;
+        let p = &mut st.wq_mut().pend;
+        let follows = p.meta.is_some() && !p.send && p.rkey == rkey && p.va.wrapping_add(p.bytes.len() as u64) == va;
+        if p.meta.is_some() && !follows && !self.place_pending(c, qp, st) {
+            return Ok(());
+        }
+        Self::pend(qp, st, false, m, psn, rkey, va, payload);
+        Ok(())
+    }
+
+    /// A FIRST or MIDDLE packet of a SEND that asks for no ACK, its receive
+    /// taken: its data kept to be placed in one copy with the packets after
+    /// it, as [`Wire::defer_write`]'s (what its placement finds, a list
+    /// too short or memory gone, waits in the receive for the completion
+    /// either way).
+    fn defer_send<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St, m: &RxMeta, psn: u32, payload: &[u8]) {
+        let off = st.wq().recv_off;
+        let p = &st.wq().pend;
+        let follows = p.meta.is_some() && p.send && p.va.wrapping_add(p.bytes.len() as u64) == off;
+        if p.meta.is_some() && !follows {
+            self.place_pending(c, qp, st);
+        }
+        Self::pend(qp, st, true, m, psn, 0, off, payload);
+        st.wq_mut().recv_off += payload.len() as u64;
+    }
+
+    /// Adds `payload` to the data waiting in `st.pend` (begun with this
+    /// packet when none waits).
+    #[allow(clippy::too_many_arguments)]
+    fn pend<S: HostSt>(
+        qp: &impl HostQp,
+        st: &mut S,
+        send: bool,
+        m: &RxMeta,
+        psn: u32,
+        rkey: u32,
+        va: u64,
+        payload: &[u8],
+    ) {
+        let p = &mut st.wq_mut().pend;
+        if p.meta.is_none() {
+            p.bytes.clear();
+            (p.send, p.va, p.rkey, p.first, p.meta) = (send, va, rkey, psn, Some(*m));
+            DEFERRED.with(|d| d.borrow_mut().push(qp.qpn()));
+        }
+        p.bytes.extend_from_slice(payload);
+    }
+
+    /// Places the WRITE data waiting in `st.pend` (checked again, with the
+    /// key table held as for any copy).  False: it could not be (the QP
+    /// NAKed the first of those packets and is in the error state).
+    fn place_pending<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St) -> bool {
+        let Some(m) = st.wq_mut().pend.meta.take() else {
+            return true;
+        };
+        if qpstate::intake(st.state()) != Intake::Take {
+            // (It left the states that take requests meanwhile: as one
+            // packet that came after it did, the data goes nowhere.)
+            return false;
+        }
+        let p = &mut st.wq_mut().pend;
+        let (send, va, rkey, first, bytes) = (p.send, p.va, p.rkey, p.first, std::mem::take(&mut p.bytes));
+        let done = if send {
+            if let Some(cur) = st.cur().as_mut() {
+                cur.place(c.mem(qp), va, &bytes);
+            }
+            Ok(())
+        } else {
+            Self::with_target(c, qp, st, |t| t.write(c.mem(qp), rkey, va, &bytes))
+        };
+        st.wq_mut().pend.bytes = bytes;
+        match done {
+            Ok(()) => true,
+            Err(f) => {
+                self.nak_fatal(c, qp, st, &m, first, f);
+                false
+            }
+        }
+    }
+
+    /// The end of a receive batch: every QP's WRITE data still waiting is
+    /// placed.
+    fn place_deferred<H: Host>(&self, c: &H) {
+        let qpns = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
+        for q in &qpns {
+            if let Some(qp) = c.qp(*q) {
+                let mut st = qp.lock();
+                self.place_pending(c, &qp, &mut st);
+            }
+        }
+        DEFERRED.with(|d| {
+            let mut d = d.borrow_mut();
+            if d.is_empty() {
+                let mut v = qpns;
+                v.clear();
+                *d = v;
+            }
+        });
     }
 
     fn rc_read<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr) -> Fatal {
@@ -1186,15 +1337,33 @@ impl Wire {
             let keep = st.attr().max_dest_rd_atomic;
             st.wq_mut().reads.save(res, keep);
         }
+        // (Read [`AHEAD_PKTS`] packets at a time in one go; when that fails,
+        // each packet of them reads its own, which finds the one that fails.)
+        let mut stage = STAGE.with(|s| s.take());
+        let mut ahead = None;
         let mut b = self.batch();
         for i in 0..n {
             let off = i as u64 * pmtu;
             let plen = (len - off.min(len)).min(pmtu) as usize;
+            if i % AHEAD_PKTS == 0 {
+                let end = ((i + AHEAD_PKTS) as u64 * pmtu).min(len);
+                stage.resize((end - off.min(end)) as usize, 0);
+                ahead = (n - i > 1
+                    && Self::with_target(c, qp, st, |t| t.read(c.mem(qp), r.rkey, r.va + off, &mut stage)).is_ok())
+                .then_some(off);
+            }
             self.room(&mut b, &m.dst, st.wq_mut().sender.as_ref());
             if plen > 0 {
                 let buf = &mut b.slot_mut()[PAY..PAY + plen];
-                let got = Self::with_target(c, qp, st, |t| t.read(c.mem(qp), r.rkey, r.va + off, buf));
+                let got = if let Some(at) = ahead {
+                    let from = (off - at) as usize;
+                    buf.copy_from_slice(&stage[from..from + plen]);
+                    Ok(())
+                } else {
+                    Self::with_target(c, qp, st, |t| t.read(c.mem(qp), r.rkey, r.va + off, buf))
+                };
                 if let Err(f) = got {
+                    STAGE.with(|s| s.replace(stage));
                     self.send_out(b);
                     return quiet((psn_add(psn, i), f));
                 }
@@ -1216,6 +1385,7 @@ impl Wire {
             self.tx_slot(&mut b, &m.dst, via, &m.src, &h, plen, tclass(st));
         }
         self.send_out(b);
+        STAGE.with(|s| s.replace(stage));
         Ok(())
     }
 
@@ -1503,9 +1673,78 @@ fn tclass<S: HostSt>(st: &S) -> u8 {
     }
 }
 
+/// At most this many packets of a SEND or WRITE are read from the
+/// requester's memory in one go ([`read_ahead`]).
+const AHEAD_PKTS: u32 = 64;
+
+thread_local! {
+    /// The buffer [`read_ahead`] reads into (kept between sends).
+    static STAGE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// The QPs whose WRITE data waits to be placed ([`Wire::defer_write`]).
+    static DEFERRED: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// What [`read_ahead`] holds in its buffer: request `seq`'s packets
+/// `first..first + n` (n = 0: reading them in one go failed; each packet
+/// reads its own, which finds the one that fails).
+type Staged = Option<(u64, u32, u32)>;
+
+/// The payload of packet `pkt` of request `idx` (a SEND or WRITE of more
+/// than one packet, not inline) read ahead: the first time a pump comes to
+/// a packet not in `stage`, the packets from it that go now (the window's,
+/// at most [`AHEAD_PKTS`]) are read from the requester's memory in one go
+/// (through the agent: one `process_vm_readv` instead of one per packet).
+/// None: the packet reads its own payload (a single packet, inline data,
+/// or reading ahead failed).  Read within the same pump as its packets are
+/// sent, as the packet's own read would be.
+#[allow(clippy::too_many_arguments)]
+fn read_ahead<'a, S: HostSt>(
+    mem: &dyn Memory,
+    st: &S,
+    rc: bool,
+    idx: usize,
+    pkt: u32,
+    pmtu: u32,
+    stage: &'a mut Vec<u8>,
+    staged: &mut Staged,
+) -> Option<&'a [u8]> {
+    let r = &st.wq().reqs[idx];
+    if !matches!(r.kind, Op::Send | Op::Write) || r.data.is_some() || r.npkts < 2 {
+        return None;
+    }
+    let m = pmtu as u64;
+    match *staged {
+        Some((seq, first, n)) if seq == r.seq && pkt >= first && pkt < first + n => {}
+        Some((seq, _, 0)) if seq == r.seq => return None,
+        _ => {
+            let mut n = 0;
+            while pkt + n < r.npkts && n < AHEAD_PKTS && (!rc || in_window(st, idx, pkt + n)) {
+                n += 1;
+            }
+            if n < 2 {
+                return None;
+            }
+            let off = pkt as u64 * m;
+            let end = ((pkt + n) as u64 * m).min(r.len);
+            stage.resize((end - off.min(end)) as usize, 0);
+            let ok = swrdma_rc::memory::gather(mem, &r.sges, off, stage);
+            *staged = Some((r.seq, pkt, if ok { n } else { 0 }));
+            if !ok {
+                return None;
+            }
+        }
+    }
+    let (_, first, _) = (*staged)?;
+    let from = ((pkt - first) as u64 * m) as usize;
+    let plen = (r.len - (pkt as u64 * m).min(r.len)).min(m) as usize;
+    stage.get(from..from + plen)
+}
+
 /// Packet `pkt` of request `idx`: its headers, its payload (in `buf`:
-/// gathered from the request's memory or inline copy) and whether it is
-/// the request's last.  Err(seq): the data could not be read.
+/// `pre` when [`read_ahead`] read it, else gathered from the request's
+/// memory or inline copy) and whether it is the request's last.
+/// Err(seq): the data could not be read.
+#[allow(clippy::too_many_arguments)]
 fn request_packet<Q: HostQp>(
     mem: &dyn Memory,
     qp: &Q,
@@ -1513,6 +1752,7 @@ fn request_packet<Q: HostQp>(
     idx: usize,
     pkt: u32,
     pmtu: u32,
+    pre: Option<&[u8]>,
     buf: &mut [u8],
 ) -> Result<(Hdr, usize, bool), u64> {
     let r = &st.wq().reqs[idx];
@@ -1523,7 +1763,7 @@ fn request_packet<Q: HostQp>(
     let mut plen = 0;
     let last = match r.kind {
         Op::Send | Op::Write => {
-            plen = data_packet(mem, qp, r, pkt, pmtu, &mut h, buf)?;
+            plen = data_packet(mem, qp, r, pkt, pmtu, pre, &mut h, buf)?;
             pkt + 1 >= r.npkts
         }
         Op::Read => {
@@ -1558,26 +1798,33 @@ fn request_packet<Q: HostQp>(
 }
 
 /// A SEND or WRITE packet: its opcode and extension headers in `h`, its
-/// payload in `buf`; the payload's length.  Err(seq): not readable.
+/// payload in `buf` (`pre`: read already); the payload's length.
+/// Err(seq): not readable.
+#[allow(clippy::too_many_arguments)]
 fn data_packet<Q: HostQp>(
     mem: &dyn Memory,
     qp: &Q,
     r: &Req,
     pkt: u32,
     pmtu: u32,
+    pre: Option<&[u8]>,
     h: &mut Hdr,
     buf: &mut [u8],
 ) -> Result<usize, u64> {
     let off = pkt as u64 * pmtu as u64;
     let plen = (r.len - off.min(r.len)).min(pmtu as u64) as usize;
     let (first, last) = (pkt == 0, pkt + 1 >= r.npkts);
-    let ok = match &r.data {
-        Some(d) => {
+    let ok = match (&r.data, pre) {
+        (_, Some(p)) if p.len() == plen => {
+            buf[..plen].copy_from_slice(p);
+            true
+        }
+        (Some(d), _) => {
             buf[..plen].copy_from_slice(&d[off as usize..off as usize + plen]);
             true
         }
         // (The SGEs passed `check_local` at post; the copy is fault-safe.)
-        None => swrdma_rc::memory::gather(mem, &r.sges, off, &mut buf[..plen]),
+        (None, _) => swrdma_rc::memory::gather(mem, &r.sges, off, &mut buf[..plen]),
     };
     if !ok {
         return Err(r.seq);

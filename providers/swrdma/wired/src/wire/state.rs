@@ -110,6 +110,11 @@ pub struct WQp {
     pub in_send: bool,
     pub recv_off: u64,
     pub wr: Option<(u64, u32, u64, u64)>,
+    /// RDMA WRITE or SEND packets taken in sequence but not yet placed
+    /// (`engine.rs` `defer_write`, `defer_send`): placed in one copy before
+    /// anything else of this QP is done or answered, and at the end of each
+    /// receive batch.
+    pub pend: PendWrite,
     /// UC: the rest of a message is dropped (a packet of it was lost).
     pub uc_drop: bool,
     /// The results of the last atomics (PSN, original value).
@@ -120,4 +125,19 @@ pub struct WQp {
     // port, and the flow socket of the peer's.
     pub sender: Option<Arc<Sender>>,
     pub flow: Option<FlowPin>,
+}
+
+/// The data of consecutive packets of one RDMA WRITE (their checks passed
+/// when they came) or one SEND whose placement waits: contiguous from `va`
+/// of `rkey` (a SEND, `send`: from byte `va` of the receive in `cur`);
+/// `first` is the first packet's PSN and `meta` how it came (None: nothing
+/// waits).
+#[derive(Default)]
+pub struct PendWrite {
+    pub send: bool,
+    pub bytes: Vec<u8>,
+    pub va: u64,
+    pub rkey: u32,
+    pub first: u32,
+    pub meta: Option<swrdma_roce::fwd::RxMeta>,
 }
