@@ -1203,6 +1203,9 @@ impl Wire {
     ) {
         let p = &mut st.wq_mut().pend;
         if p.meta.is_none() {
+            if p.bytes.capacity() == 0 {
+                p.bytes = SPARE.with(|sp| sp.take());
+            }
             p.bytes.clear();
             (p.send, p.va, p.rkey, p.first, p.meta) = (send, va, rkey, psn, Some(*m));
             DEFERRED.with(|d| d.borrow_mut().push(qp.qpn()));
@@ -1220,6 +1223,7 @@ impl Wire {
         if qpstate::intake(st.state()) != Intake::Take {
             // (It left the states that take requests meanwhile: as one
             // packet that came after it did, the data goes nowhere.)
+            st.wq_mut().pend.bytes = Vec::new();
             return false;
         }
         let p = &mut st.wq_mut().pend;
@@ -1232,7 +1236,11 @@ impl Wire {
         } else {
             Self::with_target(c, qp, st, |t| t.write(c.mem(qp), rkey, va, &bytes))
         };
-        st.wq_mut().pend.bytes = bytes;
+        // (The buffer goes back to the thread, not the QP: a QP keeps no
+        // memory for data it no longer has.)
+        let mut bytes = bytes;
+        bytes.clear();
+        SPARE.with(|sp| sp.set(bytes));
         match done {
             Ok(()) => true,
             Err(f) => {
@@ -1682,6 +1690,9 @@ thread_local! {
     static STAGE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     /// The QPs whose WRITE data waits to be placed ([`Wire::defer_write`]).
     static DEFERRED: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The buffer of the data placed last ([`Wire::place_pending`]), for
+    /// the next QP's data to wait in.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// What [`read_ahead`] holds in its buffer: request `seq`'s packets
