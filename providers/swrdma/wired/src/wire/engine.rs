@@ -1213,9 +1213,11 @@ impl Wire {
         p.bytes.extend_from_slice(payload);
     }
 
-    /// Places the WRITE data waiting in `st.pend` (checked again, with the
-    /// key table held as for any copy).  False: it could not be (the QP
-    /// NAKed the first of those packets and is in the error state).
+    /// Places the data waiting in `st.pend`: a WRITE's checked again, with
+    /// the key table held as for any copy; a SEND's into the receive in
+    /// `cur`.  False: it could not be (the QP NAKed the WRITE's first
+    /// waiting packet and is in the error state, or had left the states
+    /// that take requests).
     fn place_pending<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St) -> bool {
         let Some(m) = st.wq_mut().pend.meta.take() else {
             return true;
@@ -1250,24 +1252,15 @@ impl Wire {
         }
     }
 
-    /// The end of a receive batch: every QP's WRITE data still waiting is
-    /// placed.
+    /// The end of a receive batch: every QP's WRITE or SEND data still
+    /// waiting is placed.
     fn place_deferred<H: Host>(&self, c: &H) {
-        let qpns = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
-        for q in &qpns {
-            if let Some(qp) = c.qp(*q) {
+        while let Some(q) = DEFERRED.with(|d| d.borrow_mut().pop()) {
+            if let Some(qp) = c.qp(q) {
                 let mut st = qp.lock();
                 self.place_pending(c, &qp, &mut st);
             }
         }
-        DEFERRED.with(|d| {
-            let mut d = d.borrow_mut();
-            if d.is_empty() {
-                let mut v = qpns;
-                v.clear();
-                *d = v;
-            }
-        });
     }
 
     fn rc_read<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, m: &RxMeta, h: &Hdr) -> Fatal {
@@ -1688,7 +1681,8 @@ const AHEAD_PKTS: u32 = 64;
 thread_local! {
     /// The buffer [`read_ahead`] reads into (kept between sends).
     static STAGE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    /// The QPs whose WRITE data waits to be placed ([`Wire::defer_write`]).
+    /// The QPs whose WRITE or SEND data waits to be placed
+    /// ([`Wire::defer_write`], [`Wire::defer_send`]).
     static DEFERRED: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The buffer of the data placed last ([`Wire::place_pending`]), for
     /// the next QP's data to wait in.
