@@ -206,13 +206,14 @@ wait_listen() {
     return 1
 }
 
-# Waits (10 s at most) until rdma_cm port $1 of RDMA_PS_TCP is held by a
-# process of ours on swr0 (its abstract socket swrdma-cm/<uid>/0106/<port>
-# exists: the server bound it; it listens a moment later), then 0.2 s.
+# Waits (10 s at most) until rdma_cm port $1 of port space $2 (RDMA_PS_TCP,
+# 0106, when not given) is held by a process of ours on the device (its
+# abstract socket swrdma-cm/<uid>/<ps>/<port> exists: the server bound it;
+# it listens a moment later), then 0.2 s.
 wait_cm_port() {
     local i
     for i in $(seq 100); do
-        "${ENS[@]}" cat /proc/net/unix 2>/dev/null | grep -q "@swrdma-cm/$(id -u)/0106/$1\$" && { sleep 0.2; return 0; }
+        "${ENS[@]}" cat /proc/net/unix 2>/dev/null | grep -q "@swrdma-cm/$(id -u)/${2:-0106}/$1\$" && { sleep 0.2; return 0; }
         sleep 0.1
     done
     return 1
@@ -243,7 +244,7 @@ pair() {
     SPID=$!
     case $mode in
         tcp*) wait_listen "$WAITPORT" ;;
-        cm*) wait_cm_port "$WAITPORT" ;;
+        cm*) wait_cm_port "$WAITPORT" "${WAITPS:-0106}" || echo "NOTE $(basename "$slog" .server): rdma_cm port $WAITPORT not bound after 10 s" ;;
         *) sleep 1 ;;
     esac
     "${pin_c[@]}" timeout -k 5 "$TO" stdbuf -oL -eL "${cli[@]}" </dev/null >"$clog" 2>&1 &
@@ -323,7 +324,8 @@ again() {
 rping_test() { # address log-name count
     local a=$1 n=$3 ca=${4:-$1} name="rping -v -V -C $3 -a $1 $DEV"
     nextport
-    pair "$2" wait "${CMS[@]}" rping -s -a "$a" -p $P -v -V -C "$n" -- "${CMC[@]}" rping -c -a "$ca" -p $P -v -V -C "$n"
+    WAITPORT=$P
+    pair "$2" cm "${CMS[@]}" rping -s -a "$a" -p $P -v -V -C "$n" -- "${CMC[@]}" rping -c -a "$ca" -p $P -v -V -C "$n"
     local c s
     c=$(grep -cE '^ping data: rdma-ping-[0-9]+: ' "$clog")
     s=$(grep -cE '^server ping data: rdma-ping-[0-9]+: ' "$slog")
@@ -337,15 +339,18 @@ rping_test $SA rping 100
 if [ "$WIRE" = 1 ]; then
     # IPv6 between the namespaces: the server's link-local address, with
     # each side's interface as its scope (rping's -a takes addr%if, as
-    # getaddrinfo does); once out of duplicate address detection
-    b6=""
+    # getaddrinfo does); once both sides' are out of duplicate address
+    # detection (a client whose own is still tentative has no route:
+    # ENETUNREACH)
+    b6="" a6=""
+    ll6() { ip -n "$1" -6 addr show dev "$2" scope link 2>/dev/null | awk '/inet6/ && !/tentative/ { sub("/.*", "", $2); print $2; exit }'; }
     for i in $(seq 50); do
-        b6=$(ip -n wrb -6 addr show dev wrb0 scope link 2>/dev/null | awk '/inet6/ && !/tentative/ { sub("/.*", "", $2); print $2; exit }')
-        [ -n "$b6" ] && break
+        b6=$(ll6 wrb wrb0) a6=$(ll6 wra wra0)
+        [ -n "$b6" ] && [ -n "$a6" ] && break
         sleep 0.1
     done
-    if [ -z "$b6" ]; then
-        fail "rping -v -V -C 10 IPv6 $DEV" "wrb0 has no usable link-local address: $(ip -n wrb -6 addr show dev wrb0 | tr '\n' ' ')"
+    if [ -z "$b6" ] || [ -z "$a6" ]; then
+        fail "rping -v -V -C 10 IPv6 $DEV" "no usable link-local address: wrb0: $(ip -n wrb -6 addr show dev wrb0 | tr '\n' ' '); wra0: $(ip -n wra -6 addr show dev wra0 | tr '\n' ' ')"
     else
         rping_test "$b6%wrb0" rping-ipv6 10 "$b6%wra0"
     fi
@@ -356,7 +361,8 @@ fi
 # --- ucmatose: 20 RC connections, 50 sends each way on each ----------------------
 name="ucmatose -c 20 -C 50 $DEV"
 nextport
-pair ucmatose wait "${CMS[@]}" ucmatose -b $SA -p $P -c 20 -C 50 -- "${CMC[@]}" ucmatose -s $SA -p $P -c 20 -C 50
+WAITPORT=$P
+pair ucmatose cm "${CMS[@]}" ucmatose -b $SA -p $P -c 20 -C 50 -- "${CMC[@]}" ucmatose -s $SA -p $P -c 20 -C 50
 # (it prints "test complete" whatever happened; "return status 0" is the verdict)
 if ok_rc && grep -q '^data transfers complete' "$clog" && grep -q '^data transfers complete' "$slog" &&
     grep -q '^return status 0' "$clog" && grep -q '^return status 0' "$slog" && grep -q '^disconnected' "$slog" &&
@@ -368,7 +374,7 @@ fi
 
 # --- udaddy: UD over RDMA_PS_UDP (SIDR); its service port is fixed (7174) -------------
 name="udaddy -C 10 $DEV"
-pair udaddy wait "${CMS[@]}" udaddy -b $SA -C 10 -- "${CMC[@]}" udaddy -s $SA -C 10
+WAITPORT=7174 WAITPS=0111 pair udaddy cm "${CMS[@]}" udaddy -b $SA -C 10 -- "${CMC[@]}" udaddy -s $SA -C 10
 if ok_rc && grep -q '^data transfers complete' "$clog" && grep -q '^data transfers complete' "$slog" &&
     grep -q '^return status 0' "$clog" && grep -q '^return status 0' "$slog"; then
     pass "$name (10 datagrams each way)"
@@ -398,7 +404,8 @@ fi
 # --- rdma_server / rdma_client: rdma_getaddrinfo, rdma_create_ep, synchronous ids ---------
 name="rdma_server/rdma_client -s $SA $DEV"
 nextport
-pair rdma_server wait "${CMS[@]}" rdma_server -s $SA -p $P -- "${CMC[@]}" rdma_client -s $SA -p $P
+WAITPORT=$P
+pair rdma_server cm "${CMS[@]}" rdma_server -s $SA -p $P -- "${CMC[@]}" rdma_client -s $SA -p $P
 if ok_rc && grep -q '^rdma_server: end 0' "$slog" && grep -q '^rdma_client: end 0' "$clog"; then
     note=""
     grep -q "doesn't support IBV_SEND_INLINE" "$slog" "$clog" && note=", without inline sends"
@@ -410,7 +417,8 @@ fi
 # --- rdma_xserver / rdma_xclient -c r (RC; XRC is not the software device's) ----------
 name="rdma_xserver/rdma_xclient -c r $DEV"
 nextport
-pair rdma_xserver wait "${CMS[@]}" rdma_xserver -p $P -c r -- "${CMC[@]}" rdma_xclient -s $SA -p $P -c r
+WAITPORT=$P
+pair rdma_xserver cm "${CMS[@]}" rdma_xserver -p $P -c r -- "${CMC[@]}" rdma_xclient -s $SA -p $P -c r
 if ok_rc && grep -q 'rdma_xserver: end 0' "$slog" && grep -q 'rdma_xclient: end 0' "$clog"; then
     pass "$name (a send, received)"
 else
@@ -420,7 +428,8 @@ fi
 # --- cmtime: 200 connections, each step timed (the server runs until killed) --------------
 name="cmtime -c 200 $DEV"
 nextport
-pair cmtime wait,persist "${CMS[@]}" cmtime -b $SA -p $P -- "${CMC[@]}" cmtime -s $SA -p $P -c 200
+WAITPORT=$P
+pair cmtime cm,persist "${CMS[@]}" cmtime -b $SA -p $P -- "${CMC[@]}" cmtime -s $SA -p $P -c 200
 # step              total ms     max ms     min us  us / conn
 steps=$(grep -E '^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *: +[0-9.]+' "$clog")
 nsteps=$(printf '%s\n' "$steps" | grep -c .)
@@ -443,7 +452,8 @@ rs_test() { # program log-suffix args...
     local prog=$1 tag=$2; shift 2
     local name="$prog $* $DEV"
     nextport
-    pair "$prog$tag" wait "${CMS[@]}" "$prog" -b $SA -p $P "$@" -- "${CMC[@]}" "$prog" -s $SA -p $P "$@"
+    WAITPORT=$P
+    pair "$prog$tag" cm "${CMS[@]}" "$prog" -b $SA -p $P "$@" -- "${CMC[@]}" "$prog" -s $SA -p $P "$@"
     local row
     row=$(grep -E '^custom +' "$clog" | head -n1)
     if ok_rc && [ -n "$row" ] && grep -qE '^custom +' "$slog" && ! grep -q 'verification failed' "$clog" "$slog"; then
@@ -462,7 +472,8 @@ name="rsecho (a sockets program) under LD_PRELOAD=librspreload.so, 256 KiB echoe
 if gcc -O2 -Wall -o "$OUT/rsecho" compat-tests/soft-rdmacm/rsecho.c 2>"$OUT/rsecho-build.err"; then
     nextport
     PRE=(env LD_PRELOAD="$UCMA:$RSPRELOAD")
-    pair rsecho wait "${ENS[@]}" "${PRE[@]}" "$OUT/rsecho" server $P 262144 $SA -- "${ENC[@]}" "${PRE[@]}" "$OUT/rsecho" client $P 262144 $SA
+    WAITPORT=$P
+    pair rsecho cm "${ENS[@]}" "${PRE[@]}" "$OUT/rsecho" server $P 262144 $SA -- "${ENC[@]}" "${PRE[@]}" "$OUT/rsecho" client $P 262144 $SA
     if ok_rc && grep -q 'checked and echoed on an rsocket' "$slog" && grep -q 'echoed back and checked on an rsocket' "$clog"; then
         pass "$name (rsockets on both sides, data compared)"
     else
@@ -536,7 +547,8 @@ fi
 for verb in write read; do
     name="fio ioengine=rdma verb=$verb bs=4k size=4m $DEV"
     nextport
-    pair "fio-$verb" wait "${CMS[@]}" fio --name=server --ioengine=rdma --port=$P --rw=read --bs=4k --size=4m --iodepth=16 \
+    WAITPORT=$P
+    pair "fio-$verb" cm "${CMS[@]}" fio --name=server --ioengine=rdma --port=$P --rw=read --bs=4k --size=4m --iodepth=16 \
         -- "${CMC[@]}" fio --name=client --ioengine=rdma --hostname=$SA --port=$P --verb=$verb --rw=write \
         --bs=4k --size=4m --iodepth=4
     bw=$(grep -oE 'WRITE: bw=[^ ,]+' "$clog" | head -n1)
