@@ -9,6 +9,7 @@
 //! and every later request fails with `EIO`.  A small thread of the
 //! connection waits for that (a hang-up of the connection, not its data).
 
+use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex};
@@ -52,6 +53,29 @@ pub struct Conn {
     /// The thread that waits for the agent's end, and the eventfd that
     /// ends it with the connection.
     watch: Option<(OwnedFd, std::thread::JoinHandle<()>)>,
+    /// Direct transmit (`swrdma_wired::wq`, "Direct transmit"): a UDP
+    /// socket per source address (bound to it and an ephemeral port), made
+    /// on first use.
+    direct: Mutex<Vec<Direct>>,
+}
+
+/// A socket that sends a context's requests itself.
+struct Direct {
+    src: IpAddr,
+    ifindex: u32,
+    sock: UdpSocket,
+    port: u16,
+}
+
+/// An address with its scope (an IPv6 link-local one's interface).
+fn scoped(ip: IpAddr, port: u16, ifindex: u32) -> SocketAddr {
+    match ip {
+        IpAddr::V4(a) => SocketAddr::V4(SocketAddrV4::new(a, port)),
+        IpAddr::V6(a) => {
+            let scope = if a.is_unicast_link_local() { ifindex } else { 0 };
+            SocketAddr::V6(SocketAddrV6::new(a, port, 0, scope))
+        }
+    }
 }
 
 /// Waits until the agent closes connection `sock` (a hang-up) or `stop` is
@@ -128,7 +152,67 @@ impl Conn {
             bell,
             _access: access,
             watch: Some((stop, h)),
+            direct: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Sends `pkt` (a RoCE v2 packet's UDP payload whose ICRC covers source
+    /// port `port`) from `src` to `dst`'s RoCE port, through the socket
+    /// that [`Conn::direct_port`] gave `port` for: whether the kernel took
+    /// it (a datagram it refuses is lost as on the wire: the agent
+    /// retransmits it).
+    pub fn direct_send(&self, src: IpAddr, dst: IpAddr, ifindex: u32, pkt: &[u8]) -> bool {
+        let d = crate::sys::lock(&self.direct);
+        let Some(x) = d.iter().find(|x| x.src == src && x.ifindex == ifindex) else {
+            return false;
+        };
+        x.sock
+            .send_to(pkt, scoped(dst, swrdma_roce::ROCE_PORT, ifindex))
+            .is_ok()
+    }
+
+    /// The source port of this context's direct-transmit socket on `src`
+    /// (made now when there is none; None when it cannot be).
+    pub fn direct_port(&self, src: IpAddr, ifindex: u32) -> Option<u16> {
+        let mut d = crate::sys::lock(&self.direct);
+        if let Some(x) = d.iter().find(|x| x.src == src && x.ifindex == ifindex) {
+            return Some(x.port);
+        }
+        let sock = UdpSocket::bind(scoped(src, 0, ifindex)).ok()?;
+        sock.set_nonblocking(true).ok()?;
+        // As the agent's sockets: never fragmented, and over IPv4 so with
+        // IP identification 0 (the socket is unconnected), which the ICRC
+        // covers.
+        match src {
+            IpAddr::V4(_) => {
+                use rustix::net::sockopt::{set_ip_mtu_discover, Ipv4PathMtuDiscovery};
+                set_ip_mtu_discover(&sock, Ipv4PathMtuDiscovery::DO).ok()?;
+            }
+            IpAddr::V6(_) => {
+                let one: std::os::raw::c_int = 1;
+                // SAFETY: an int option of our socket, its size given.
+                let r = unsafe {
+                    libc::setsockopt(
+                        std::os::fd::AsRawFd::as_raw_fd(&sock),
+                        libc::IPPROTO_IPV6,
+                        libc::IPV6_DONTFRAG,
+                        (&one as *const std::os::raw::c_int).cast(),
+                        std::mem::size_of::<std::os::raw::c_int>() as libc::socklen_t,
+                    )
+                };
+                if r != 0 {
+                    return None;
+                }
+            }
+        }
+        let port = sock.local_addr().ok()?.port();
+        d.push(Direct {
+            src,
+            ifindex,
+            sock,
+            port,
+        });
+        Some(port)
     }
 
     /// Ends the watching thread (the context closes).

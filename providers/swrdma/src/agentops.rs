@@ -71,8 +71,8 @@ use swrdma_wired::ctl::msg::{
 };
 use swrdma_wired::ctl::tables::{grant_qp_caps, Limits};
 use swrdma_wired::wq::format::{
-    decode_cqe, encode_recv, encode_send, recv_slot_size, send_slot_size, Data, MwBind, QpKind, RecvWqe, Remote,
-    SendOp, SendShape, SendWqe, SgeList, UdAddr, CQE_SLOT, SEND_FLAGS,
+    decode_cqe, encode_recv, encode_send, mark_direct, recv_slot_size, send_slot_size, Data, MwBind, QpKind, RecvWqe,
+    Remote, SendOp, SendShape, SendWqe, SgeList, UdAddr, CQE_SLOT, SEND_FLAGS,
 };
 use swrdma_wired::wq::{Consumer, Producer, Push, Slots};
 
@@ -1554,7 +1554,11 @@ unsafe fn post_list(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ib
             xrc_srqn: None,
             data,
         };
-        match push_send(a, sq, &mut b, &wqe) {
+        let pushed = match direct(conn, a, st, sq, &mut b, &wqe) {
+            Some(x) => x.map(|()| false),
+            None => push_send(a, sq, &mut b, &wqe),
+        };
+        match pushed {
             Ok(rings) => ring |= rings,
             Err(e) => {
                 r = e;
@@ -2002,6 +2006,102 @@ impl Then {
             Then::QpErr => a.state.store(IBV_QPS_ERR, Ordering::Release),
         }
     }
+}
+
+/// Direct transmit (`swrdma_wired::wq`, "Direct transmit"): when the
+/// agent sleeps with QP `a`'s window open (an RC QP, in RTS as `state`
+/// says) and `w` is a request whose only
+/// packet may go that way (an RC SEND or WRITE within the path MTU, of
+/// inline data or from SGEs [`gather_direct`] can read), takes the
+/// window's PSN, writes the entry marked direct (no
+/// doorbell: the agent takes it when the ACK wakes it, or at the latest
+/// after the ACK timeout) and sends the packet from this process.  None:
+/// not this way (the caller posts as usual); Some(Err): the entry could not
+/// be written, as [`push_send`]'s errors.
+fn direct(
+    conn: &Conn,
+    a: &AQp,
+    state: u32,
+    sq: &mut Producer,
+    b: &mut [u8],
+    w: &SendWqe<'_>,
+) -> Option<Result<(), c_int>> {
+    if a.qp().qp_type != IBV_QPT_RC || state != IBV_QPS_RTS {
+        return None;
+    }
+    let o = sq.dtx_offer()?;
+    let p = o.path;
+    let gathered;
+    let data = match w.data {
+        Data::Inline(d) => d,
+        Data::Sges(l) => {
+            gathered = gather_direct(a, &l.to_verbs(), p.pmtu)?;
+            &gathered[..]
+        }
+    };
+    if data.len() > p.pmtu as usize {
+        return None;
+    }
+    let r = swrdma_wired::data::direct_request(w, data)?;
+    let sport = conn.direct_port(p.src, p.ifindex)?;
+    let mut pkt = Vec::with_capacity(r.len as usize + 64);
+    if !swrdma_wired::wire::engine::direct_packet(&r, p.dqpn, o.psn, p.pmtu, (p.src, sport, p.dst), &mut pkt) {
+        return None;
+    }
+    let n = encode_send(w, &a.shape, b).ok()?;
+    mark_direct(&mut b[..n]);
+    if !sq.dtx_claim(&o) {
+        return None;
+    }
+    // (The queue was empty: only a corrupt count refuses the entry.  The
+    // agent then takes the window's PSN for the next entry, as nothing
+    // was sent with it.)
+    if sq.try_push_quiet(&b[..n]).is_err() {
+        return Some(Err(libc::ENOMEM));
+    }
+    conn.direct_send(p.src, p.dst, p.ifindex, &pkt);
+    Some(Ok(()))
+}
+
+/// The data of SGE list `sges` of QP `a` for direct transmit, at most
+/// `max` bytes: each SGE of length > 0 within a live MR of the QP's
+/// context and PD, not a device memory one, whose lkey it names (the
+/// agent's `check_local`: a request that fails it must not reach the
+/// wire), read with `process_vm_readv` from this process (an address the
+/// application unmapped fails the read, not the process).  None: not this
+/// way.
+fn gather_direct(a: &AQp, sges: &[ibv_sge], max: u32) -> Option<Vec<u8>> {
+    let total: u64 = sges.iter().map(|s| s.length as u64).sum();
+    if total > max as u64 {
+        return None;
+    }
+    let mut remote = Vec::with_capacity(sges.len());
+    for s in sges.iter().filter(|s| s.length > 0) {
+        // SAFETY: the QP's context is one of ours (checked by the caller).
+        let m = unsafe { mr_by_lkey(a.qp().context, s.lkey) }?;
+        let v = *crate::sys::lock(&m.view);
+        let inside = s.addr >= v.iova && s.addr.checked_add(s.length as u64)? <= v.iova.checked_add(v.len)?;
+        if !m.dm.is_null() || m.vmr.ibv_mr.pd != a.qp().pd || !inside {
+            return None;
+        }
+        let at = s.addr - v.iova + m.vmr.ibv_mr.addr as u64;
+        remote.push(libc::iovec {
+            iov_base: at as *mut c_void,
+            iov_len: s.length as usize,
+        });
+    }
+    let mut out = vec![0u8; total as usize];
+    if total == 0 {
+        return Some(out);
+    }
+    let local = libc::iovec {
+        iov_base: out.as_mut_ptr() as *mut c_void,
+        iov_len: out.len(),
+    };
+    // SAFETY: `local` is our buffer of its length; the remote ranges are
+    // read by the kernel, which fails the call for an unmapped one.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), remote.len() as _, 0) };
+    (n == total as isize).then_some(out)
 }
 
 /// Writes send WQE `w` into QP `a`'s queue `sq` (`b`: room for one):

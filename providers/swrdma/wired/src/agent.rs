@@ -513,6 +513,9 @@ impl Agent {
                 } else {
                     wake.unwrap_or(now + Duration::from_secs(3600))
                 };
+                // (Direct-transmit windows open: a request sent through one
+                // meanwhile and lost is retransmitted in time.)
+                let d = tr.sleep_bound().map_or(d, |b| d.min(now + b));
                 wake = Some(wake.map_or(d, |w| w.min(d)));
             }
             let t = wake.map(|w| timespec(w.saturating_duration_since(now)));

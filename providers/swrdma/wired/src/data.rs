@@ -44,7 +44,7 @@ use crate::wire::engine::{ud_path, Wire};
 use crate::wire::host::{Host, HostQp, HostSt};
 use crate::wire::state::{Req, WQp};
 use crate::wq::format::{
-    decode_recv, decode_send, encode_cqe, Cqe, Data, MwBind, SendOp, SendShape, SendWqe, UdAddr, CQE_SLOT,
+    decode_recv, decode_send, encode_cqe, is_direct, Cqe, Data, MwBind, SendOp, SendShape, SendWqe, UdAddr, CQE_SLOT,
 };
 use crate::wq::{Consumer, Producer};
 use ibverbs_abi::*;
@@ -874,21 +874,7 @@ pub fn request(
     }
     let mut r = Req::new(seq, kind, len, w.send_flags & IBV_SEND_SOLICITED != 0);
     (r.sges, r.data) = (sges, data);
-    match w.op {
-        // (`imm` as `ibv_send_wr` holds it: the ImmDt bytes in order.)
-        SendOp::SendWithImm { imm } => r.imm = Some(u32::from_be(imm)),
-        SendOp::SendWithInv { rkey } => r.inv = Some(rkey),
-        SendOp::RdmaWrite(m) | SendOp::RdmaRead(m) => (r.raddr, r.rkey) = (m.addr, m.rkey),
-        SendOp::RdmaWriteWithImm(m, imm) => {
-            (r.raddr, r.rkey) = (m.addr, m.rkey);
-            r.imm = Some(u32::from_be(imm));
-        }
-        SendOp::CompareAndSwap { remote, compare, swap } => {
-            (r.raddr, r.rkey, r.cmp, r.swap) = (remote.addr, remote.rkey, compare, swap);
-        }
-        SendOp::FetchAndAdd { remote, add } => (r.raddr, r.rkey, r.cmp) = (remote.addr, remote.rkey, add),
-        _ => {}
-    }
+    operands(&mut r, &w.op);
     if ud {
         let a = w.ud.ok_or(Refused::Op)?;
         let (s, d) = path(&a).ok_or(Refused::Op)?;
@@ -910,6 +896,45 @@ pub fn request(
         done: None,
     };
     Ok((r, entry))
+}
+
+/// The request a client sends itself through the direct-transmit window
+/// (`wq/mod.rs`): an RC SEND (with immediate data) or WRITE (with
+/// immediate data) whose data, `b`, is its inline data or what its SGEs
+/// hold, as [`request`] makes it (number 0); None for any other.
+pub fn direct_request(w: &SendWqe<'_>, b: &[u8]) -> Option<Req> {
+    if !matches!(
+        w.op,
+        SendOp::Send | SendOp::SendWithImm { .. } | SendOp::RdmaWrite(_) | SendOp::RdmaWriteWithImm(..)
+    ) || w.ud.is_some()
+        || w.xrc_srqn.is_some()
+    {
+        return None;
+    }
+    let kind = kind_of(&w.op)?;
+    let mut r = Req::new(0, kind, b.len() as u64, w.send_flags & IBV_SEND_SOLICITED != 0);
+    r.data = Some(b.to_vec());
+    operands(&mut r, &w.op);
+    Some(r)
+}
+
+/// A request's operands from its WQE's operation.
+fn operands(r: &mut Req, op: &SendOp) {
+    match *op {
+        // (`imm` as `ibv_send_wr` holds it: the ImmDt bytes in order.)
+        SendOp::SendWithImm { imm } => r.imm = Some(u32::from_be(imm)),
+        SendOp::SendWithInv { rkey } => r.inv = Some(rkey),
+        SendOp::RdmaWrite(m) | SendOp::RdmaRead(m) => (r.raddr, r.rkey) = (m.addr, m.rkey),
+        SendOp::RdmaWriteWithImm(m, imm) => {
+            (r.raddr, r.rkey) = (m.addr, m.rkey);
+            r.imm = Some(u32::from_be(imm));
+        }
+        SendOp::CompareAndSwap { remote, compare, swap } => {
+            (r.raddr, r.rkey, r.cmp, r.swap) = (remote.addr, remote.rkey, compare, swap);
+        }
+        SendOp::FetchAndAdd { remote, add } => (r.raddr, r.rkey, r.cmp) = (remote.addr, remote.rkey, add),
+        _ => {}
+    }
 }
 
 /// A UD address as the verbs' address vector (for `ud_path`).
@@ -956,6 +981,9 @@ pub fn take_sends(
             }
         };
         taken += 1;
+        // (The window's PSN goes with the next entry only, when it is
+        // marked direct.)
+        let direct = sq.dtx_taken().filter(|_| is_direct(&buf[..n]));
         let Ok(w) = decode_send(&buf[..n], shape) else {
             fatal(h, qp, &mut st);
             break;
@@ -983,7 +1011,10 @@ pub fn take_sends(
         match made {
             Ok((r, e)) => {
                 st.sq.push_back(e);
-                wire.post(h, qp, &mut st, r);
+                match direct {
+                    Some((psn, sent)) => wire.post_direct(h, qp, &mut st, r, psn, sent),
+                    None => wire.post(h, qp, &mut st, r),
+                }
             }
             Err(why) => {
                 let status = match why {

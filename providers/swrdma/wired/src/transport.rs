@@ -114,6 +114,11 @@ pub struct Transport {
     gids: Vec<[u8; 16]>,
     /// The interface.
     ifindex: u32,
+    /// While the loop sleeps with direct-transmit windows open: the
+    /// shortest of their QPs' ACK timeouts (ns; 0: none open), the most it
+    /// may sleep (a request sent through a window meanwhile is seen when
+    /// its ACK wakes the loop, or, lost, at the latest then).
+    dtx_bound: std::sync::atomic::AtomicU64,
 }
 
 impl Transport {
@@ -144,6 +149,7 @@ impl Transport {
             _endpoint: endpoint,
             gids: gids.table,
             ifindex,
+            dtx_bound: Default::default(),
         })
     }
 
@@ -273,6 +279,11 @@ impl Transport {
     /// Marks every send queue's consumer asleep before the loop sleeps:
     /// false when one has an entry already (then the loop turns again at
     /// once; the marks are cleared).
+    ///
+    /// Then, when it may sleep, opens the direct-transmit window
+    /// (`wq/mod.rs`) of every send queue whose QP allows one
+    /// ([`Wire::dtx_path`]); [`Transport::sleep_bound`] says for how long
+    /// it may sleep then.
     pub fn may_sleep(&self, ctl: &Control) -> bool {
         let data = ctl.data();
         let mut ok = true;
@@ -284,17 +295,51 @@ impl Transport {
         }
         if !ok {
             self.woke(ctl);
+            return false;
         }
-        ok
+        let mut bound = 0u64;
+        for id in data.ids() {
+            let Some(c) = data.client(id) else { continue };
+            for (qpn, (sq, _)) in c.sqs.borrow_mut().iter_mut() {
+                if sq.dtx_pending() {
+                    // (A client between taking a window and writing its
+                    // entry, which rings no doorbell: looked for again
+                    // within a millisecond.)
+                    bound = if bound == 0 { 1_000_000 } else { bound.min(1_000_000) };
+                    continue;
+                }
+                let Some(qp) = c.qps.get(qpn) else { continue };
+                let mut st = qp.lock();
+                if let Some((psn, path, t)) = self.wire.dtx_path(&**qp, &mut *st, self.ifindex) {
+                    sq.dtx_open(psn, &path);
+                    if t != 0 {
+                        bound = if bound == 0 { t } else { bound.min(t) };
+                    }
+                }
+            }
+        }
+        self.dtx_bound.store(bound, std::sync::atomic::Ordering::Relaxed);
+        true
     }
 
-    /// After the loop slept (or decided not to): the marks are cleared.
+    /// The most the loop may sleep after [`Transport::may_sleep`] (None:
+    /// no limit of ours).
+    pub fn sleep_bound(&self) -> Option<std::time::Duration> {
+        let b = self.dtx_bound.load(std::sync::atomic::Ordering::Relaxed);
+        (b != 0).then(|| std::time::Duration::from_nanos(b))
+    }
+
+    /// After the loop slept (or decided not to): the marks are cleared and
+    /// the direct-transmit windows closed (a taken one's request is taken
+    /// first thing in the next turn).
     pub fn woke(&self, ctl: &Control) {
         let data = ctl.data();
+        self.dtx_bound.store(0, std::sync::atomic::Ordering::Relaxed);
         for id in data.ids() {
             if let Some(c) = data.client(id) {
                 for (sq, _) in c.sqs.borrow_mut().values_mut() {
                     sq.wake_up();
+                    sq.dtx_close();
                 }
             }
         }
@@ -305,14 +350,25 @@ impl Transport {
     pub fn turn(&self, ctl: &mut Control, async_w: &HashMap<ClientId, BorrowedFd<'_>>) -> bool {
         let (data, tables) = ctl.data_and_keys();
         let ids = data.ids();
-        let mut done;
+        let mut done = 0usize;
         {
             let h = Serving {
                 data,
                 keys: RefCell::new(&mut *tables),
                 gids: &self.gids,
             };
-            done = self.wire.progress(&h);
+            // A request sent through a direct-transmit window is taken
+            // before anything received (its ACK may be there already).
+            for &id in &ids {
+                let Some(c) = data.client(id) else { continue };
+                let mut sqs = c.sqs.borrow_mut();
+                for (qpn, (sq, shape)) in sqs.iter_mut().filter(|(_, (sq, _))| sq.dtx_pending()) {
+                    if let Some(qp) = c.qps.get(qpn) {
+                        done += take_sends(&h, &self.wire, qp, sq, shape, SEND_BATCH);
+                    }
+                }
+            }
+            done += self.wire.progress(&h);
             for &id in &ids {
                 let Some(c) = data.client(id) else { continue };
                 let mut sqs = c.sqs.borrow_mut();

@@ -776,6 +776,76 @@ fn the_engine_runs_over_the_agents_host() {
     seen.sort_unstable();
     assert_eq!(seen, vec![(12, 0, 3000), (501, 0, 3000)]);
     assert!(c.buf[8500..11500] == c.buf[5000..8000], "received in order");
+    // Direct transmit: A's send queue opens its window as the agent would
+    // before it sleeps; the client takes it, writes a WRITE's entry marked
+    // direct and sends the WRITE's only packet itself, after the agent took
+    // the entry.  The packet carries other bytes ("direct!") than the entry
+    // ("agent's"), which a copy sent by the agent would carry.
+    let (psn, path, t) = wire.dtx_path(&*a, &mut *a.lock(), lo).expect("A may open its window");
+    assert!(t > 0);
+    assert_eq!((path.src, path.dst, path.dqpn, path.pmtu), (addr, addr, QPN, 1024));
+    assert!(sq_agent.prepare_sleep());
+    sq_agent.dtx_open(psn, &path);
+    let o = sq_client.dtx_offer().expect("the window offered");
+    assert_eq!(o.psn, psn);
+    let target = Remote {
+        addr: c.at(2100),
+        rkey: LKEY,
+    };
+    let w = signaled_wqe(20, SendOp::RdmaWrite(target), Data::Inline(b"agent's"));
+    let r = direct_request(&w, b"direct!").unwrap();
+    let udp = std::net::UdpSocket::bind((addr, 0)).unwrap();
+    let sport = udp.local_addr().unwrap().port();
+    let mut pkt = Vec::new();
+    assert!(crate::wire::engine::direct_packet(
+        &r,
+        path.dqpn,
+        o.psn,
+        path.pmtu,
+        (path.src, sport, path.dst),
+        &mut pkt
+    ));
+    let mut ebuf = vec![0u8; shape.slot_size().unwrap()];
+    let n = encode_send(&w, &shape, &mut ebuf).unwrap();
+    crate::wq::format::mark_direct(&mut ebuf[..n]);
+    assert!(sq_client.dtx_claim(&o));
+    sq_client.try_push_quiet(&ebuf[..n]).unwrap();
+    sq_agent.wake_up();
+    assert!(sq_agent.dtx_close());
+    assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
+    // Taken as sent: nothing goes out from the agent (for 50 ms, within
+    // the ACK timeout), nothing completes.
+    let quiet = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    while std::time::Instant::now() < quiet {
+        wire.progress(&h);
+    }
+    assert!(cqes(&mut cq).is_empty(), "the agent sent no copy");
+    assert_ne!(&c.buf[2100..2107], b"agent's");
+    udp.send_to(&pkt, (addr, swrdma_roce::ROCE_PORT)).unwrap();
+    let got = run_until(&h, &wire, &mut cq, 1);
+    assert_eq!(
+        got.iter().map(|e| (e.wr_id, e.status)).collect::<Vec<_>>(),
+        vec![(20, 0)]
+    );
+    assert_eq!(
+        &c.buf[2100..2107],
+        b"direct!",
+        "the client's packet, not an agent's copy"
+    );
+    // The next request goes the usual way (the window is closed) with the
+    // PSN after the direct one's.
+    post(
+        &mut sq_client,
+        &signaled_wqe(21, SendOp::RdmaWrite(target), Data::Inline(b"after")),
+    );
+    assert!(sq_client.dtx_offer().is_none());
+    assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
+    let got = run_until(&h, &wire, &mut cq, 1);
+    assert_eq!(
+        got.iter().map(|e| (e.wr_id, e.status)).collect::<Vec<_>>(),
+        vec![(21, 0)]
+    );
+    assert_eq!(&c.buf[2100..2105], b"after");
     // A WRITE of seven packets that passes its checks but reaches, 1500
     // bytes in, the page B's client made inaccessible (its last packet
     // lies past that page): its first six packets' placement waits for its

@@ -21,6 +21,7 @@ use crate::wire::host::{Host, HostQp, HostSt};
 use crate::wire::mcast;
 use crate::wire::sock::{ip_gid, source_port, src_port, RxMeta, Sender, Sock, TxBatch};
 pub use crate::wire::state::*;
+use crate::wq::DtxPath;
 use ibverbs_abi::*;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -376,6 +377,79 @@ impl Wire {
             st.wq_mut().reqs.push_back(r);
         }
         self.pump(c, qp, st);
+    }
+
+    /// The direct-transmit window (`wq/mod.rs`) QP `qp` may open now: its
+    /// next PSN, its path (on interface `ifindex`) and its ACK timeout (ns;
+    /// 0: none), when it is an RC QP in RTS with nothing unacknowledged,
+    /// no RNR wait, a path MTU, both addresses of one family and traffic
+    /// class 0 (the client's socket sends with the default).
+    /// `SWRDMA_WIRE_DIRECT=0`: never.
+    pub fn dtx_path<Q: HostQp>(&self, qp: &Q, st: &mut Q::St, ifindex: u32) -> Option<(u32, DtxPath, u64)> {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if !*ON.get_or_init(|| std::env::var_os("SWRDMA_WIRE_DIRECT").is_none_or(|v| v != "0")) {
+            return None;
+        }
+        let ok = qp.qpt() == IBV_QPT_RC
+            && st.state() == IBV_QPS_RTS
+            && st.wq().reqs.is_empty()
+            && st.wq().rnr_until == 0
+            && st.wq().pmtu >= 256
+            && tclass(st) == 0;
+        let (src, dst) = (st.wq().src?, st.wq().dst?);
+        if !ok || !same_family(&src, &dst) {
+            return None;
+        }
+        let t = st.attr().timeout;
+        let path = DtxPath {
+            src,
+            dst,
+            dqpn: st.attr().dest_qp_num,
+            pmtu: st.wq().pmtu,
+            ifindex,
+        };
+        Some((st.wq().psn, path, if t == 0 { 0 } else { ack_timeout_ns(t) }))
+    }
+
+    /// Posts a request whose only packet the client sent itself with PSN
+    /// `psn` through the direct-transmit window (`wq/mod.rs`) at `sent`
+    /// (CLOCK_MONOTONIC ns: its ACK timeout runs from then): kept as
+    /// sent (its ACK, its retransmission) when it is what the window was
+    /// opened for: an RC SEND or WRITE of one packet, PSN `psn` the next
+    /// one, nothing before it left to send, the QP in RTS.  Else it is
+    /// posted as any other (a second copy with the same PSN, when that is
+    /// the next one, is a duplicate the responder answers again).
+    pub fn post_direct<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, mut r: Req, psn: u32, sent: u64) {
+        let pmtu = st.wq_mut().pmtu.max(256) as u64;
+        let fits = qp.qpt() == IBV_QPT_RC
+            && st.state() == IBV_QPS_RTS
+            && matches!(r.kind, Op::Send | Op::Write)
+            && r.len <= pmtu
+            && st.wq().psn == psn
+            && st.wq().next == st.wq().reqs.len()
+            && st.wq().rnr_until == 0;
+        if !fits {
+            return self.post(c, qp, st, r);
+        }
+        if st.wq_mut().reqs.is_empty() {
+            st.budget().refill();
+            self.mark_busy();
+        }
+        if st.wq_mut().cwnd == 0 {
+            st.wq_mut().cwnd = CWND_INIT;
+        }
+        (r.first, r.npkts, r.loff, r.last) = (psn, 1, 0, true);
+        let timeout = ack_timeout_ns(st.attr().timeout);
+        let wq = st.wq_mut();
+        wq.psn = psn_add(psn, 1);
+        wq.reqs.push_back(r);
+        wq.next = wq.reqs.len();
+        wq.next_pkt = 0;
+        wq.since_ackreq = 0;
+        if wq.timer_at == 0 {
+            wq.timer_at = sent.min(now_ns()) + timeout;
+        }
+        crate::wire::record::note_qp(crate::wire::record::Ev::Direct, qp.qpn(), psn);
     }
 
     /// Transmits from `next` on, as far as the window (and an RNR wait)
@@ -1768,7 +1842,7 @@ fn request_packet<Q: HostQp>(
     let mut plen = 0;
     let last = match r.kind {
         Op::Send | Op::Write => {
-            plen = data_packet(mem, qp, r, pkt, pmtu, pre, &mut h, buf)?;
+            plen = data_packet(Some(mem), (qp.qpt(), qp.qpn()), r, pkt, pmtu, pre, &mut h, buf)?;
             pkt + 1 >= r.npkts
         }
         Op::Read => {
@@ -1806,9 +1880,9 @@ fn request_packet<Q: HostQp>(
 /// payload in `buf` (`pre`: read already); the payload's length.
 /// Err(seq): not readable.
 #[allow(clippy::too_many_arguments)]
-fn data_packet<Q: HostQp>(
-    mem: &dyn Memory,
-    qp: &Q,
+fn data_packet(
+    mem: Option<&dyn Memory>,
+    (qpt, qpn): (u32, u32),
     r: &Req,
     pkt: u32,
     pmtu: u32,
@@ -1829,22 +1903,22 @@ fn data_packet<Q: HostQp>(
             true
         }
         // (The SGEs passed `check_local` at post; the copy is fault-safe.)
-        (None, _) => swrdma_rc::memory::gather(mem, &r.sges, off, &mut buf[..plen]),
+        (None, _) => mem.is_some_and(|mem| swrdma_rc::memory::gather(mem, &r.sges, off, &mut buf[..plen])),
     };
     if !ok {
         return Err(r.seq);
     }
-    let rc = qp.qpt() == IBV_QPT_RC;
-    let base = match qp.qpt() {
+    let rc = qpt == IBV_QPT_RC;
+    let base = match qpt {
         IBV_QPT_RC => 0x00,
         IBV_QPT_UC => 0x20,
         _ => 0x60,
     };
     let imm = r.imm.is_some();
-    h.bth.opcode = if qp.qpt() == IBV_QPT_UD {
+    h.bth.opcode = if qpt == IBV_QPT_UD {
         h.deth = Some(Deth {
             qkey: r.ud.map_or(0, |u| u.3),
-            sqpn: qp.qpn(),
+            sqpn: qpn,
         });
         if imm {
             op::UD_SEND_ONLY_IMM
@@ -1913,6 +1987,61 @@ pub fn ud_path<H: Host>(w: &Wire, c: &H, ah: &ibv_ah_attr) -> Option<(IpAddr, Ip
         return None;
     }
     Some((s, d))
+}
+
+/// Direct transmit (`wq/mod.rs`): the UDP payload of the only packet of RC
+/// request `r` ([`crate::data::direct_request`]: a SEND or WRITE of inline
+/// data, at most `pmtu` bytes) with PSN `psn` to QP `dqpn`, asking for
+/// its ACK, sent from `src`:`sport` to `dst`, into `out`, as the agent's
+/// own pump would make it but for the source port.  False when it is not
+/// such a request.
+pub fn direct_packet(
+    r: &Req,
+    dqpn: u32,
+    psn: u32,
+    pmtu: u32,
+    (src, sport, dst): (IpAddr, u16, IpAddr),
+    out: &mut Vec<u8>,
+) -> bool {
+    let one = r.len <= pmtu as u64 && r.data.as_ref().is_some_and(|d| d.len() as u64 == r.len);
+    if !one || !matches!(r.kind, Op::Send | Op::Write) || !same_family(&src, &dst) {
+        return false;
+    }
+    let r1 = Req {
+        npkts: 1,
+        sges: Vec::new(),
+        data: r.data.clone(),
+        ..*r
+    };
+    let mut h = Hdr {
+        bth: Wire::bth(0, dqpn, psn),
+        ..Default::default()
+    };
+    let mut pay = vec![0u8; r.len as usize];
+    let Ok(plen) = data_packet(None, (IBV_QPT_RC, 0), &r1, 0, pmtu, None, &mut h, &mut pay) else {
+        return false;
+    };
+    h.bth.ackreq = true;
+    let mut hb = [0u8; roce::MAX_HDR];
+    let Ok(hl) = roce::encode(&h, plen, &mut hb) else {
+        return false;
+    };
+    let np = roce::pad_for(plen) as usize;
+    let ip = roce::IpInfo {
+        src,
+        dst,
+        sport,
+        dport: roce::ROCE_PORT,
+        flow: 0,
+    };
+    let pad = [0u8; 4];
+    let icrc = roce::icrc(&ip, &[&hb[..hl], &pay[..plen], &pad[..np]]);
+    out.clear();
+    out.extend_from_slice(&hb[..hl]);
+    out.extend_from_slice(&pay[..plen]);
+    out.extend_from_slice(&pad[..np]);
+    out.extend_from_slice(&icrc);
+    true
 }
 
 /// What the ICRC of a packet we send covers of its IP and UDP headers:

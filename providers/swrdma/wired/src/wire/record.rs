@@ -42,6 +42,9 @@ pub enum Ev {
     Timeout,
     /// The retry budget of a QP is spent (its front request fails).
     GiveUp,
+    /// A request whose only packet its client sent itself (direct
+    /// transmit, `wq/mod.rs`) was taken as sent.
+    Direct,
 }
 
 struct Rec {

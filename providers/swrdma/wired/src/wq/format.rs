@@ -21,7 +21,7 @@
 //! |---|---|---|
 //! | 0 | 8 | `wr_id` |
 //! | 8 | 1 | opcode: the `ibv_wr_opcode` value |
-//! | 9 | 1 | sections: 1 = UD, 2 = XRC (the queue's transport; no other bit) |
+//! | 9 | 1 | sections: 1 = UD, 2 = XRC (the queue's transport); 0x80 = direct (a connected queue's request whose only packet the client sent itself: `wq/mod.rs`, "Direct transmit"); no other bit |
 //! | 10 | 2 | count: SGEs, or inline bytes when `send_flags` has `IBV_SEND_INLINE` |
 //! | 12 | 4 | `send_flags` (`IBV_SEND_*` bits only) |
 //! | 16 | 4 | immediate data (`*_WITH_IMM`, as `ibv_send_wr` holds it) or the rkey to invalidate (`SEND_WITH_INV`, `LOCAL_INV`); else reserved |
@@ -114,6 +114,22 @@ pub const XRC_SECTION: usize = 8;
 /// The sections byte's bits.
 const PART_UD: u8 = 1;
 const PART_XRC: u8 = 2;
+/// In the sections byte of a connected queue's entry: the client sent the
+/// request's only packet itself, with the direct-transmit window's PSN
+/// (`wq/mod.rs`, "Direct transmit").
+const PART_DIRECT: u8 = 0x80;
+
+/// Marks an encoded send entry (of a connected queue) direct.
+pub fn mark_direct(entry: &mut [u8]) {
+    if let Some(b) = entry.get_mut(9) {
+        *b |= PART_DIRECT;
+    }
+}
+
+/// Whether an encoded send entry is marked direct.
+pub fn is_direct(entry: &[u8]) -> bool {
+    entry.get(9).is_some_and(|b| b & PART_DIRECT != 0)
+}
 
 /// The `send_flags` bits an entry may carry.
 pub const SEND_FLAGS: u32 =
@@ -838,6 +854,11 @@ pub fn decode_send<'a>(buf: &'a [u8], shape: &SendShape) -> Result<SendWqe<'a>, 
     if send_flags & !SEND_FLAGS != 0 {
         return Err(FormatError::Flags(send_flags));
     }
+    // (Direct: connected queues only.)
+    let parts = match shape.kind {
+        QpKind::Connected => parts & !PART_DIRECT,
+        _ => parts,
+    };
     if parts != shape.kind.parts() {
         return Err(FormatError::Parts);
     }
@@ -1304,9 +1325,13 @@ mod tests {
         assert_eq!(patched(c, SendOp::Send, |b| b[12] |= 0x20), Err(Flags(0x22 | 0x1)));
         assert_eq!(patched(c, SendOp::Send, |b| b[15] = 0x80), Err(Flags(0x8000_0003)));
         // Sections that do not match the queue, or unknown.
-        for p in [1u8, 2, 3, 4, 0x80] {
+        for p in [1u8, 2, 3, 4, 0x40, 0x81, 0x82] {
             assert_eq!(patched(c, SendOp::Send, |b| b[9] = p), Err(Parts));
         }
+        // (Direct: a connected queue's entry only.)
+        assert_eq!(patched(c, SendOp::Send, |b| b[9] = 0x80), Ok(()));
+        assert_eq!(patched(QpKind::Ud, SendOp::Send, |b| b[9] = 0x81), Err(Parts));
+        assert_eq!(patched(QpKind::Xrc, SendOp::Send, |b| b[9] = 0x82), Err(Parts));
         assert_eq!(patched(QpKind::Ud, SendOp::Send, |b| b[9] = 0), Err(Parts));
         assert_eq!(patched(QpKind::Xrc, SendOp::Send, |b| b[9] = 1), Err(Parts));
         // Fields the opcode does not use.
@@ -1604,6 +1629,10 @@ mod tests {
             if let Ok(w) = decode_send(&b, &sh) {
                 decoded += 1;
                 assert_eq!(encode_send(&w, &sh, &mut out), Ok(b.len()));
+                // (The direct mark is the entry's, not the request's.)
+                if is_direct(&b) {
+                    mark_direct(&mut out[..b.len()]);
+                }
                 assert_eq!(out[..b.len()], b[..]);
             }
             if let Ok(w) = decode_recv(&b, sh.max_sge) {

@@ -16,6 +16,9 @@
 //! | 64..72 | consumer | entries consumed |
 //! | 128..136 | consumer (set), producer (clear) | `sleeping` |
 //! | 192..200 | consumer (set), producer (clear) | `armed` (a CQ: 1 any, 2 solicited; `ibv_req_notify_cq`) |
+//! | 256..264 | consumer (set), producer (open -> taken) | a send queue's direct-transmit window: next PSN (24 bits), state (8: 0 closed, 1 open, 2 taken), generation (32) |
+//! | 264..272 | producer | when it sent through the window (CLOCK_MONOTONIC ns; its ACK timeout runs from then, taken within the window's open time) |
+//! | 320..368 | consumer | the window's path: our address, the peer's (16 each, IPv4 mapped), peer QPN and path MTU, interface index |
 //! | 4096 + i × slot_size | producer | slot i: stamp (8), length (4), unused (4), the entry |
 //!
 //! * **Self-stamped slots.** Entry `seq` (counting from 0, `u64`) goes to
@@ -48,11 +51,27 @@
 //!   sealed against shrinking, growing and further seals, of exactly the
 //!   queue's size, so it cannot shrink under the mapping (`SIGBUS`).
 
+//! * **Direct transmit** (a send queue of an RC QP; HOSTWIRE-DESIGN.md
+//!   6.1).  A hand-off to a sleeping agent costs a wake-up before the
+//!   request reaches the wire.  So, just before it sleeps, the agent opens
+//!   the window of each RC send queue that is empty, in RTS, with nothing
+//!   unacknowledged: the next PSN and the path.  A client whose queue is
+//!   empty may take it once (compare-and-swap from open to taken, PSN + 1),
+//!   write the request's entry marked direct (no doorbell), then send the
+//!   request's only packet itself (inline data, at most a path MTU).  On
+//!   waking, and before it does anything else, the agent closes every
+//!   window; a taken one gives the next entry, when marked direct, that
+//!   PSN, already sent (the agent keeps it for retransmission and its ACK
+//!   as any other).  Any other word found there makes the queue corrupt.
+//!   While a window is open the agent sleeps at most the QP's ACK timeout,
+//!   so a lost packet is retransmitted as any other.
+
 pub mod format;
 pub mod slots;
 
 pub use slots::{
-    drain, ring, AttachError, Consumer, Corrupt, Producer, Push, PushError, Slots, ARMED_ANY, ARMED_SOLICITED,
+    drain, ring, AttachError, Consumer, Corrupt, DtxOffer, DtxPath, Producer, Push, PushError, Slots, ARMED_ANY,
+    ARMED_SOLICITED,
 };
 
 #[cfg(test)]

@@ -14,6 +14,17 @@ use std::sync::Arc;
 
 /// Bytes of the header page at the start of the file.
 pub const HEADER_BYTES: usize = 4096;
+/// The direct-transmit window of a send queue (`wq/mod.rs`, "Direct
+/// transmit"): its state word (consumer sets, producer may swap it
+/// once from open to taken), on a line of its own.
+pub(crate) const W_DTX: usize = 32;
+/// When the producer sent through the window (CLOCK_MONOTONIC ns), written
+/// before it takes the window: where the request's ACK timeout starts.
+pub(crate) const W_DTX_SENT: usize = 33;
+/// The window's path (consumer writes, while the window is closed): our
+/// address (2 words, IPv6 or IPv4-mapped), the peer's (2), the peer QPN
+/// and the path MTU (1), the interface index (1).
+pub(crate) const W_DTX_PATH: usize = 40;
 /// Bytes at the start of each slot that the queue itself uses: the stamp
 /// (8) and the entry's length (4, then 4 unused).  A slot of `slot_size`
 /// bytes carries entries of up to `slot_size - SLOT_HEADER` bytes.
@@ -264,12 +275,18 @@ impl Slots {
 
     /// The queue's consumer half.
     pub fn into_consumer(self) -> Consumer {
-        Consumer { ring: Ring::new(&self) }
+        Consumer {
+            ring: Ring::new(&self),
+            dtx: Dtx::default(),
+        }
     }
 
     /// Both halves, for a process that is both ends (tests, loopback).
     pub fn split(self) -> (Producer, Consumer) {
-        let c = Consumer { ring: Ring::new(&self) };
+        let c = Consumer {
+            ring: Ring::new(&self),
+            dtx: Dtx::default(),
+        };
         (self.into_producer(), c)
     }
 }
@@ -500,6 +517,7 @@ impl Producer {
 /// is.
 pub struct Consumer {
     ring: Ring,
+    dtx: Dtx,
 }
 
 impl Consumer {
@@ -538,6 +556,9 @@ impl Consumer {
     /// what the caller accepts; [`Consumer::capacity`] bytes take any
     /// valid entry).  The work is bounded by `out`'s length.
     pub fn try_pop(&mut self, out: &mut [u8]) -> Result<Option<usize>, Corrupt> {
+        if self.dtx.corrupt {
+            return Err(Corrupt);
+        }
         let next = self.ring.next;
         let base = self.ring.slot(next);
         // Acquire: the body's loads below see what was written before the
@@ -800,5 +821,197 @@ mod tests {
             assert_eq!(c.try_pop(&mut out), Ok(Some(4)));
             assert_eq!(out[..4], i.to_le_bytes());
         }
+    }
+}
+
+// ----- the direct-transmit window of a send queue ---------------------------
+
+/// The window's states (bits 24..32 of its word; bits 0..24 are the next
+/// PSN, bits 32..64 the consumer's generation of the window).
+const DTX_CLOSED: u64 = 0;
+const DTX_OPEN: u64 = 1;
+const DTX_TAKEN: u64 = 2;
+
+fn dtx_word(state: u64, psn: u32, gen: u32) -> u64 {
+    (gen as u64) << 32 | state << 24 | (psn & 0xff_ffff) as u64
+}
+
+fn dtx_state(w: u64) -> u64 {
+    (w >> 24) & 0xff
+}
+
+/// Where a send queue's QP sends (RC, connected): what a client needs to
+/// transmit a request's only packet itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DtxPath {
+    /// Our address and the peer's.
+    pub src: std::net::IpAddr,
+    pub dst: std::net::IpAddr,
+    /// The peer QP.
+    pub dqpn: u32,
+    /// The path MTU (bytes).
+    pub pmtu: u32,
+    /// The interface (an IPv6 link-local address's scope).
+    pub ifindex: u32,
+}
+
+fn ip_words(a: &std::net::IpAddr) -> [u64; 2] {
+    let b = match a {
+        std::net::IpAddr::V4(v) => v.to_ipv6_mapped().octets(),
+        std::net::IpAddr::V6(v) => v.octets(),
+    };
+    let (x, y) = b.split_at(8);
+    [
+        u64::from_le_bytes(x.try_into().unwrap_or_default()),
+        u64::from_le_bytes(y.try_into().unwrap_or_default()),
+    ]
+}
+
+fn words_ip(w: [u64; 2]) -> std::net::IpAddr {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&w[0].to_le_bytes());
+    b[8..].copy_from_slice(&w[1].to_le_bytes());
+    std::net::IpAddr::V6(std::net::Ipv6Addr::from(b)).to_canonical()
+}
+
+/// The consumer's side of the window.
+#[derive(Default)]
+struct Dtx {
+    /// The word it opened the window with (None: closed).
+    open: Option<u64>,
+    /// The PSN the producer took at the last close (its request's only
+    /// packet is on the wire) and when it sent it, until the next entry is
+    /// taken.
+    taken: Option<(u32, u64)>,
+    /// When the window was opened (CLOCK_MONOTONIC ns).
+    opened_at: u64,
+    /// The window's generation (ours, not read from the mapping).
+    gen: u32,
+    /// The producer wrote the word in a way the protocol does not allow.
+    corrupt: bool,
+}
+
+/// The window as the producer found it open: its word and path.
+#[derive(Debug, Clone, Copy)]
+pub struct DtxOffer {
+    word: u64,
+    /// The PSN the request would take.
+    pub psn: u32,
+    pub path: DtxPath,
+}
+
+impl Producer {
+    /// The direct-transmit window, if the consumer opened it and every
+    /// entry written was taken (an entry still in the queue has no PSN
+    /// yet; the request would pass it): what [`Producer::dtx_claim`]
+    /// takes.
+    pub fn dtx_offer(&self) -> Option<DtxOffer> {
+        if self.unconsumed() != 0 {
+            return None;
+        }
+        // Acquire: the path written before the consumer opened it.
+        let w = self.ring.word(W_DTX).load(Ordering::Acquire);
+        if dtx_state(w) != DTX_OPEN {
+            return None;
+        }
+        let p = |i| self.ring.word(W_DTX_PATH + i).load(Ordering::Relaxed);
+        let path = DtxPath {
+            src: words_ip([p(0), p(1)]),
+            dst: words_ip([p(2), p(3)]),
+            dqpn: (p(4) & 0xff_ffff) as u32,
+            pmtu: (p(4) >> 32) as u32,
+            ifindex: p(5) as u32,
+        };
+        Some(DtxOffer {
+            word: w,
+            psn: (w & 0xff_ffff) as u32,
+            path,
+        })
+    }
+
+    /// Takes the window `o` (its PSN is the caller's, for one packet): false
+    /// when it changed since it was offered (closed, or opened again with
+    /// another path).  The caller then writes the request's entry
+    /// ([`Producer::try_push_quiet`], marked direct) before it sends the
+    /// packet, and rings no doorbell for it.
+    pub fn dtx_claim(&mut self, o: &DtxOffer) -> bool {
+        // (Published by the swap below, read only once it took.)
+        self.ring.word(W_DTX_SENT).store(crate::now_ns(), Ordering::Relaxed);
+        let psn = (o.psn + 1) & 0xff_ffff;
+        let taken = dtx_word(DTX_TAKEN, psn, (o.word >> 32) as u32);
+        (self.ring.word(W_DTX))
+            .compare_exchange(o.word, taken, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+impl Consumer {
+    /// Opens the direct-transmit window while the consumer sleeps: the
+    /// next request may take PSN `psn` and send itself along `path`.  Only
+    /// when the queue is empty and no taken window waits for its entry (a
+    /// closed window stays closed otherwise).
+    pub fn dtx_open(&mut self, psn: u32, path: &DtxPath) {
+        if self.dtx.open.is_some() || self.dtx.taken.is_some() || self.ready() {
+            return;
+        }
+        self.dtx.gen = self.dtx.gen.wrapping_add(1);
+        let [s0, s1] = ip_words(&path.src);
+        let [d0, d1] = ip_words(&path.dst);
+        let words = [
+            s0,
+            s1,
+            d0,
+            d1,
+            (path.dqpn & 0xff_ffff) as u64 | (path.pmtu as u64) << 32,
+            path.ifindex as u64,
+        ];
+        for (i, v) in words.into_iter().enumerate() {
+            self.ring.word(W_DTX_PATH + i).store(v, Ordering::Relaxed);
+        }
+        let w = dtx_word(DTX_OPEN, psn, self.dtx.gen);
+        self.dtx.opened_at = crate::now_ns();
+        // Release: the path before the word that offers it.
+        self.ring.word(W_DTX).store(w, Ordering::Release);
+        self.dtx.open = Some(w);
+    }
+
+    /// Closes the window (after the sleep, before anything else of the
+    /// queue's QP is done): whether the producer took it
+    /// ([`Consumer::dtx_taken`] then gives its PSN).  A word the protocol
+    /// does not allow makes the queue [`Corrupt`] for its next
+    /// [`Consumer::try_pop`].
+    pub fn dtx_close(&mut self) -> bool {
+        let Some(w) = self.dtx.open.take() else {
+            return false;
+        };
+        let closed = dtx_word(DTX_CLOSED, 0, self.dtx.gen);
+        let old = self.ring.word(W_DTX).swap(closed, Ordering::AcqRel);
+        let psn = (w & 0xff_ffff) as u32;
+        if old == w {
+            false
+        } else if old == dtx_word(DTX_TAKEN, (psn + 1) & 0xff_ffff, self.dtx.gen) {
+            // (Its time as the producer wrote it, within the window's.)
+            let sent = self.ring.word(W_DTX_SENT).load(Ordering::Relaxed);
+            let now = crate::now_ns();
+            self.dtx.taken = Some((psn, sent.clamp(self.dtx.opened_at, now.max(self.dtx.opened_at))));
+            true
+        } else {
+            self.dtx.corrupt = true;
+            false
+        }
+    }
+
+    /// The PSN the producer took with the window and when it sent the
+    /// packet (CLOCK_MONOTONIC ns, between the window's opening and its
+    /// closing), once: for the next entry taken, when that entry is marked
+    /// direct.  (Any other entry takes its PSN as usual: nothing was sent
+    /// with it.)
+    pub fn dtx_taken(&mut self) -> Option<(u32, u64)> {
+        self.dtx.taken.take()
+    }
+
+    /// A taken window waits for its entry.
+    pub fn dtx_pending(&self) -> bool {
+        self.dtx.taken.is_some()
     }
 }

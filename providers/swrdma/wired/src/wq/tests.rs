@@ -2,7 +2,7 @@
 //! and a hostile other side.
 
 use super::format::{decode_cqe, decode_recv, decode_send, QpKind, SendShape};
-use super::slots::{Scribbler, HEADER_WORDS, W_CONSUMED, W_PRODUCED, W_SLEEPING};
+use super::slots::{Scribbler, HEADER_WORDS, W_CONSUMED, W_DTX, W_PRODUCED, W_SLEEPING};
 use super::*;
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -484,4 +484,100 @@ fn an_arm_goes_on_with_the_queue_that_replaces_it() {
     let (mut new2, _c2) = nq2.split();
     new2.carry_arm(new.take_any_arm());
     assert!(!new2.take_arm(false));
+}
+
+/// A path for the direct-transmit window tests.
+fn dtx_path(v6: bool) -> DtxPath {
+    let (src, dst): (std::net::IpAddr, std::net::IpAddr) = if v6 {
+        ("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap())
+    } else {
+        ("169.254.9.1".parse().unwrap(), "169.254.9.2".parse().unwrap())
+    };
+    DtxPath {
+        src,
+        dst,
+        dqpn: 0x12_3456,
+        pmtu: 1024,
+        ifindex: 7,
+    }
+}
+
+#[test]
+fn dtx_window_taken_once_and_its_psn_goes_with_the_direct_entry() {
+    for v6 in [false, true] {
+        let (s, _fd) = Slots::create(16, 128).unwrap();
+        let (mut p, mut c) = s.split();
+        // Closed: nothing offered.
+        assert!(p.dtx_offer().is_none());
+        assert!(c.prepare_sleep());
+        // (PSN 0xffffff: the taken word wraps to 0.)
+        c.dtx_open(0xff_ffff, &dtx_path(v6));
+        let o = p.dtx_offer().expect("an open window");
+        assert_eq!((o.psn, o.path), (0xff_ffff, dtx_path(v6)));
+        assert!(p.dtx_claim(&o));
+        assert!(!p.dtx_claim(&o), "a window is taken once");
+        assert!(p.dtx_offer().is_none());
+        p.try_push_quiet(b"direct").unwrap();
+        c.wake_up();
+        assert!(c.dtx_close());
+        assert!(c.dtx_pending());
+        let mut b = [0u8; 112];
+        assert_eq!(c.try_pop(&mut b), Ok(Some(6)));
+        let (psn, sent) = c.dtx_taken().expect("taken");
+        assert_eq!(psn, 0xff_ffff);
+        assert!(sent > 0 && sent <= crate::now_ns());
+        assert_eq!(c.dtx_taken(), None, "for one entry only");
+        assert!(!c.dtx_pending());
+        // Not taken: closing says so, and no PSN goes with the next entry.
+        c.dtx_open(0, &dtx_path(v6));
+        assert!(p.dtx_offer().is_some());
+        assert!(!c.dtx_close());
+        assert!(p.dtx_offer().is_none(), "closed");
+        assert_eq!(c.dtx_taken(), None);
+    }
+}
+
+#[test]
+fn dtx_window_not_offered_past_an_entry_or_after_a_reopen() {
+    let (s, _fd) = Slots::create(16, 128).unwrap();
+    let (mut p, mut c) = s.split();
+    // An entry not taken yet: the window is not opened, nor offered.
+    p.try_push_quiet(b"normal").unwrap();
+    c.dtx_open(5, &dtx_path(false));
+    assert!(p.dtx_offer().is_none());
+    let mut b = [0u8; 112];
+    assert_eq!(c.try_pop(&mut b), Ok(Some(6)));
+    // An offer made before the window was closed and opened again (another
+    // generation) cannot be claimed.
+    c.dtx_open(5, &dtx_path(false));
+    let old = p.dtx_offer().unwrap();
+    assert!(!c.dtx_close());
+    c.dtx_open(5, &dtx_path(true));
+    assert!(!p.dtx_claim(&old), "a stale offer");
+    let o = p.dtx_offer().unwrap();
+    assert_eq!(o.path, dtx_path(true));
+    // Taken while the queue is open again: a window waiting for its entry
+    // is not opened anew.
+    assert!(p.dtx_claim(&o));
+    assert!(c.dtx_close());
+    c.dtx_open(6, &dtx_path(true));
+    assert!(p.dtx_offer().is_none());
+}
+
+#[test]
+fn dtx_word_scribbled_makes_the_queue_corrupt() {
+    let (s, _fd) = Slots::create(16, 128).unwrap();
+    let w = s.scribbler();
+    let (mut p, mut c) = s.split();
+    // Scribbled while closed: ignored (only an open window is looked at).
+    w.store(W_DTX, u64::MAX);
+    assert!(!c.dtx_close());
+    let mut b = [0u8; 112];
+    assert_eq!(c.try_pop(&mut b), Ok(None));
+    // Scribbled while open (not the taken word): corrupt.
+    c.dtx_open(9, &dtx_path(false));
+    w.store(W_DTX, 0x0200_000a); // taken, but of generation 0
+    assert!(!c.dtx_close());
+    p.try_push_quiet(b"x").unwrap();
+    assert_eq!(c.try_pop(&mut b), Err(Corrupt));
 }
