@@ -207,8 +207,11 @@ const REFUSING_DEADLINE: Duration = Duration::from_secs(1);
 /// Tokens: 0 the listener; a client's connection 2·id, its pidfd 2·id+1;
 /// the transport's descriptors [`TRANSPORT`]; QP1's `qp1::TAG` and up.
 const LISTENER: u64 = 0;
-/// The token of the transport's descriptors.
+/// The token of the transport's descriptors: `TRANSPORT | i` for the
+/// `i`th of `Transport::fds` (`TRANSPORT | TRANSPORT_ALL` for the 64th and
+/// later: then the turn looks at every one).
 const TRANSPORT: u64 = 1 << 62;
+const TRANSPORT_ALL: u64 = 63;
 
 /// SO_PEERPIDFD's pidfd of the process at the other end of `sock`, or
 /// `pidfd_open` of its SO_PEERCRED pid (kernels before 6.5), opened at once
@@ -381,8 +384,9 @@ impl Agent {
         let transport = match transport {
             Some(Ok(t)) => {
                 let mut ok = true;
-                for fd in t.fds() {
-                    ok &= epoll::add(&epoll, fd, EventData::new_u64(TRANSPORT), EventFlags::IN).is_ok();
+                for (i, fd) in t.fds().into_iter().enumerate() {
+                    let tok = TRANSPORT | (i as u64).min(TRANSPORT_ALL);
+                    ok &= epoll::add(&epoll, fd, EventData::new_u64(tok), EventFlags::IN).is_ok();
                 }
                 ctl.number_from(t.numbers());
                 if !ok {
@@ -531,6 +535,9 @@ impl Agent {
                     return;
                 }
             }
+            // (Which of the transport's sockets are readable: the turn
+            // asks only those.)
+            let mut ready = 0u64;
             for ev in events.iter() {
                 let tok = ev.data.u64();
                 match tok {
@@ -540,7 +547,12 @@ impl Agent {
                         }
                     }
                     LISTENER => self.accept_all(),
-                    TRANSPORT => {} // (the turn below)
+                    t if t & !TRANSPORT_ALL == TRANSPORT => {
+                        ready |= match t & TRANSPORT_ALL {
+                            TRANSPORT_ALL => u64::MAX,
+                            i => 1 << i,
+                        }
+                    }
                     t if t % 2 == 0 && self.refusing.contains_key(&(t / 2)) => self.refuse_now(t / 2),
                     t if t % 2 == 0 => self.readable(t / 2),
                     t => self.drop_client(t / 2, "its process exited"),
@@ -559,6 +571,11 @@ impl Agent {
                 .filter(|q| q.check_at().is_some_and(|t| t <= Instant::now()))
             {
                 q.end_for_gone();
+            }
+            if let Some(tr) = self.transport.as_ref() {
+                // (A full `events` may leave a readable socket out: it is
+                // still readable at the next `epoll_wait`.)
+                tr.hint_ready(ready);
             }
             worked = self.turn();
             if worked {
@@ -590,10 +607,11 @@ impl Agent {
         let Some(tr) = self.transport.as_ref() else {
             return false;
         };
-        let pipes: HashMap<u32, BorrowedFd<'_>> = (self.clients.iter())
-            .filter_map(|(&id, c)| Some((id as u32, c.greeted.as_ref()?.async_w.as_fd())))
-            .collect();
-        tr.turn(&mut self.ctl, &pipes)
+        // (A session's id is its client's id as a u32: `check_hello`.)
+        let clients = &self.clients;
+        tr.turn(&mut self.ctl, |id| {
+            Some(clients.get(&u64::from(id))?.greeted.as_ref()?.async_w.as_fd())
+        })
     }
 
     /// No client for the idle time, and no connection waiting either.

@@ -49,7 +49,6 @@ use crate::wire::host::{Host, HostQp};
 use crate::wire::sock::Sock;
 use ibverbs_abi::*;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -176,6 +175,12 @@ impl Transport {
         self.wire.sock.fds()
     }
 
+    /// Which of [`Transport::fds`] the loop's `epoll_wait` found readable
+    /// (bit `i`: the `i`th), for the next turn (`Sock::hint_ready`).
+    pub fn hint_ready(&self, mask: u64) {
+        self.wire.sock.hint_ready(mask)
+    }
+
     /// Where the agent's QP numbers come from: the user's id counter, as
     /// the provider's contexts take theirs (`Control::number_from`).
     pub fn numbers(&self) -> Box<dyn FnMut() -> u32> {
@@ -278,34 +283,29 @@ impl Transport {
 
     /// Marks every send queue's consumer asleep before the loop sleeps:
     /// false when one has an entry already (then the loop turns again at
-    /// once; the marks are cleared).
+    /// once; the marks are cleared and the windows closed again).
     ///
-    /// Then, when it may sleep, opens the direct-transmit window
-    /// (`wq/mod.rs`) of every send queue whose QP allows one
-    /// ([`Wire::dtx_path`]); [`Transport::sleep_bound`] says for how long
-    /// it may sleep then.
+    /// In the same pass, opens the direct-transmit window (`wq/mod.rs`) of
+    /// every send queue whose QP allows one ([`Wire::dtx_path`]);
+    /// [`Transport::sleep_bound`] says for how long it may sleep then.
     pub fn may_sleep(&self, ctl: &Control) -> bool {
         let data = ctl.data();
-        let mut ok = true;
-        for id in data.ids() {
-            let Some(c) = data.client(id) else { continue };
-            for (sq, _) in c.sqs.borrow_mut().values_mut() {
-                ok &= sq.prepare_sleep();
-            }
-        }
-        if !ok {
-            self.woke(ctl);
-            return false;
-        }
+        // (0: no bound yet.)
         let mut bound = 0u64;
-        for id in data.ids() {
+        let limit = |b: &mut u64, t: u64| *b = if *b == 0 { t } else { (*b).min(t) };
+        let mut ok = true;
+        'clients: for id in data.ids() {
             let Some(c) = data.client(id) else { continue };
             for (qpn, (sq, _)) in c.sqs.borrow_mut().iter_mut() {
+                if !sq.prepare_sleep() {
+                    ok = false;
+                    break 'clients;
+                }
                 if sq.dtx_pending() {
                     // (A client between taking a window and writing its
                     // entry, which rings no doorbell: looked for again
                     // within a millisecond.)
-                    bound = if bound == 0 { 1_000_000 } else { bound.min(1_000_000) };
+                    limit(&mut bound, 1_000_000);
                     continue;
                 }
                 let Some(qp) = c.qps.get(qpn) else { continue };
@@ -313,10 +313,14 @@ impl Transport {
                 if let Some((psn, path, t)) = self.wire.dtx_path(&**qp, &mut *st, self.ifindex) {
                     sq.dtx_open(psn, &path);
                     if t != 0 {
-                        bound = if bound == 0 { t } else { bound.min(t) };
+                        limit(&mut bound, t);
                     }
                 }
             }
+        }
+        if !ok {
+            self.woke(ctl);
+            return false;
         }
         self.dtx_bound.store(bound, std::sync::atomic::Ordering::Relaxed);
         true
@@ -347,7 +351,7 @@ impl Transport {
 
     /// One turn (see the module documentation); `async_w` gives each
     /// client's async pipe.  Whether anything was done.
-    pub fn turn(&self, ctl: &mut Control, async_w: &HashMap<ClientId, BorrowedFd<'_>>) -> bool {
+    pub fn turn<'a>(&self, ctl: &mut Control, async_w: impl Fn(ClientId) -> Option<BorrowedFd<'a>>) -> bool {
         let (data, tables) = ctl.data_and_keys();
         let ids = data.ids();
         let mut done = 0usize;
@@ -399,7 +403,7 @@ impl Transport {
                 }
             }
             let evs = c.take_events();
-            if let Some(w) = async_w.get(&id) {
+            if let Some(w) = async_w(id) {
                 for r in evs.iter().filter_map(|e| record_of(tables, id, e)) {
                     // (Non-blocking: a client that does not read its
                     // events loses those that find its pipe full.)

@@ -70,11 +70,14 @@ pub const LOCK_WAIT: Duration = Duration::from_millis(100);
 
 /// How long a pidfd's "still running" answer is taken as said before a
 /// copy asks again (a `ppoll` per copy was a third of the agent's system
-/// calls in a stream).  A pid is reused only after the kernel has handed
-/// out every other pid up to `pid_max` (32,768 at the least), which takes
-/// far longer than this; an exited process's pid that is not reused
-/// answers the copy itself with `ESRCH` (`Error::Gone`).
-pub const ALIVE_FOR_NS: u64 = 100_000;
+/// calls in a stream; at 100 us it still was one `ppoll` in every two
+/// round trips of `ib_write_lat` through the agent).  A pid is reused only
+/// after the kernel has handed out every other pid up to `pid_max` (32,768
+/// at the least; threads take pids too), which takes far longer than this
+/// (a `clone` costs microseconds: 32,768 of them over 100 ms); an exited
+/// process's pid that is not reused answers the copy itself with `ESRCH`
+/// (`Error::Gone`).
+pub const ALIVE_FOR_NS: u64 = 10_000_000;
 
 /// The access page's layout (the provider's `locks.rs`): the lock words
 /// start at word 8, 256 of them, chosen by the 8-byte address.

@@ -731,6 +731,8 @@ fn place_gone_no_cma_and_no_leaks() {
     assert_eq!(refused.calls(), 0);
     drop(refused);
     kid.kill();
+    // (Past the time a pidfd's "still running" is taken as said.)
+    std::thread::sleep(std::time::Duration::from_nanos(crate::place::ALIVE_FOR_NS));
     // A zombie: the pidfd says so (no call); without one, ESRCH.
     let calls = with.calls();
     assert_eq!(with.write(&t, FULL, IOVA, b"x"), Err(Error::Gone));

@@ -334,11 +334,10 @@ impl Wire {
         }
     }
 
-    /// Posts a request (checked by `post_one`): queues it and sends what
-    /// the window allows.
-    pub fn post<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, mut r: Req) {
-        let ud = qp.qpt() == IBV_QPT_UD;
-        let pmtu = if ud { self.mtu } else { st.wq_mut().pmtu.max(256) } as u64;
+    /// What a request entering a send queue starts (`post`, `post_direct`):
+    /// on an empty queue a full retry budget and the wire marked busy, and
+    /// the congestion window's first size.
+    fn queue_starts<H: Host>(&self, st: &mut H::St) {
         if st.wq_mut().reqs.is_empty() {
             st.budget().refill();
             self.mark_busy();
@@ -346,6 +345,14 @@ impl Wire {
         if st.wq_mut().cwnd == 0 {
             st.wq_mut().cwnd = CWND_INIT;
         }
+    }
+
+    /// Posts a request (checked by `post_one`): queues it and sends what
+    /// the window allows.
+    pub fn post<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, mut r: Req) {
+        let ud = qp.qpt() == IBV_QPT_UD;
+        let pmtu = if ud { self.mtu } else { st.wq_mut().pmtu.max(256) } as u64;
+        self.queue_starts::<H>(st);
         if r.kind == Op::Read && r.len > READ_CHUNK as u64 * pmtu {
             let chunk = READ_CHUNK as u64 * pmtu;
             let mut off = 0u64;
@@ -431,13 +438,7 @@ impl Wire {
         if !fits {
             return self.post(c, qp, st, r);
         }
-        if st.wq_mut().reqs.is_empty() {
-            st.budget().refill();
-            self.mark_busy();
-        }
-        if st.wq_mut().cwnd == 0 {
-            st.wq_mut().cwnd = CWND_INIT;
-        }
+        self.queue_starts::<H>(st);
         (r.first, r.npkts, r.loff, r.last) = (psn, 1, 0, true);
         let timeout = ack_timeout_ns(st.attr().timeout);
         let wq = st.wq_mut();

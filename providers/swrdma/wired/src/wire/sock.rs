@@ -103,7 +103,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, TryLockError, Weak};
 
 /// The RoCE v2 UDP destination port.
@@ -497,7 +497,14 @@ pub struct Sock {
     senders: Arc<AtomicUsize>,
     /// The multicast groups our QPs are attached to (see `mcast.rs`).
     groups: Mutex<Vec<Group>>,
+    /// The sources the next [`Sock::recv`] looks at, bit `i` for the `i`th
+    /// of [`Sock::fds`] ([`ALL_SOURCES`]: every one); see
+    /// [`Sock::hint_ready`].
+    ready: AtomicU64,
 }
+
+/// [`Sock::recv`] looks at every source (no hint, or more sources than bits).
+const ALL_SOURCES: u64 = u64::MAX;
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
@@ -839,6 +846,7 @@ impl Sock {
             ifindex,
             senders: Arc::new(AtomicUsize::new(0)),
             groups: Mutex::new(Vec::new()),
+            ready: AtomicU64::new(ALL_SOURCES),
             rx: Mutex::new(Rx {
                 bufs: Bufs::new(),
                 conns: Conns::default(),
@@ -868,6 +876,22 @@ impl Sock {
             .map(|(_, fd)| fd.as_fd())
             .chain(std::iter::once(self.ep.as_fd()))
             .collect()
+    }
+
+    /// Which of [`Sock::fds`] an `epoll_wait` that returned just now found
+    /// readable (bit `i`: the `i`th): the next [`Sock::recv`] looks only at
+    /// those, and the one after at every source again.  For a caller whose
+    /// own epoll set holds each of [`Sock::fds`] under its own token (the
+    /// agent): a datagram that comes after that `epoll_wait` leaves its
+    /// socket readable for the next one (level triggered), so nothing
+    /// waits longer than one more turn; and an idle socket costs no
+    /// `recvmmsg` that finds nothing (one system call per socket per turn
+    /// otherwise, each turn of a round trip).
+    pub fn hint_ready(&self, mask: u64) {
+        let n = self.udp.len() + 1;
+        let all = n >= 64 || mask == ALL_SOURCES;
+        self.ready
+            .store(if all { ALL_SOURCES } else { mask }, Ordering::Relaxed);
     }
 
     /// The addresses bound (canonical: IPv4 as `V4`), in the order given to
@@ -1282,12 +1306,20 @@ impl Sock {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
         let rx = &mut *guard;
+        let ready = self.ready.swap(ALL_SOURCES, Ordering::Relaxed);
         let nsrc = self.udp.len() + 1;
         let start = rx.next % nsrc;
         rx.next = (start + 1) % nsrc;
         let mut done = 0usize;
         for k in 0..nsrc {
             let i = (start + k) % nsrc;
+            if ready != ALL_SOURCES && ready & (1 << i) == 0 {
+                // (A forward to the agent that is due again still goes.)
+                if i == nsrc - 1 && rx.conns.agent_retry.is_some_and(|t| std::time::Instant::now() >= t) {
+                    self.flush_agent(&mut rx.conns);
+                }
+                continue;
+            }
             let Some((addr, fd)) = self.udp.get(i) else {
                 done += self.recv_forwards(rx, max.saturating_sub(done), mine, owner, f);
                 continue;
@@ -1904,6 +1936,50 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         (got, fwd, sports)
+    }
+
+    /// The agent's hint (`Sock::hint_ready`): a source it leaves out is not
+    /// asked (its datagram waits), the receive after asks every source
+    /// again, and a source it names is asked.
+    #[test]
+    fn a_hint_leaves_a_source_out_for_one_receive() {
+        let _one = one_at_a_time();
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+        let Some((dir, _lo, s)) = first_context("hint", a) else {
+            return;
+        };
+        const QPN: u32 = 0x321;
+        let mine = |q: u32| q == QPN;
+        let owner = |_: u32| None;
+        let mut pkt = [0u8; 16];
+        pkt[5..8].copy_from_slice(&QPN.to_be_bytes()[1..]);
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = std::net::SocketAddr::new(a, PORT);
+        // Sends one datagram and waits until the UDP socket has it.
+        let send = || {
+            peer.send_to(&pkt, to).unwrap();
+            let fds = s.fds();
+            let mut p = [rustix::event::PollFd::new(&fds[0], rustix::event::PollFlags::IN)];
+            let t = rustix::event::Timespec { tv_sec: 5, tv_nsec: 0 };
+            assert_eq!(rustix::event::poll(&mut p, Some(&t)), Ok(1));
+        };
+        let mut got = 0;
+        let mut recv = |s: &Sock| s.recv(64, &mine, &owner, &mut |_, _| got += 1);
+        send();
+        s.hint_ready(0);
+        assert_eq!(recv(&s), 0, "no source readable: none asked");
+        assert_eq!(recv(&s), 1, "the next receive asks every source");
+        send();
+        s.hint_ready(1 << 1);
+        assert_eq!(recv(&s), 0, "only the forwarding set asked");
+        s.hint_ready(1);
+        assert_eq!(recv(&s), 1, "the UDP socket asked");
+        send();
+        s.hint_ready(u64::MAX);
+        assert_eq!(recv(&s), 1);
+        assert_eq!(got, 3);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Polling an idle wire context (what every `ibv_poll_cq` does) makes
