@@ -473,7 +473,6 @@ impl Agent {
             self.cfg.idle, b.fds, b.maps
         ));
         let mut events = Vec::with_capacity(64);
-        let mut worked = false;
         let mut last_work: Option<Instant> = None;
         let spin = Duration::from_micros(
             std::env::var("SWRDMA_WIRED_SPIN_US")
@@ -503,14 +502,17 @@ impl Agent {
             }
             if let Some(tr) = self.transport.as_ref() {
                 // The wire's timers: within a millisecond while it is busy;
-                // at once after a turn that did something, or while a send
-                // queue has an entry (`may_sleep` marks the others asleep).
+                // at once while a send queue has an entry (`may_sleep` marks
+                // the others asleep).  A turn that did something is not
+                // followed by another at once: what it left shows as a
+                // send queue's entry, a readable socket (level triggered:
+                // the wait returns at once) or the wire busy.
                 // (`SWRDMA_WIRED_SPIN_US`: for that long after the last turn
                 // that did something it looks again at once, without
                 // sleeping: off by default, for measuring HOSTWIRE-DESIGN.md
                 // risk 4.)
                 let spinning = last_work.is_some_and(|t| now.saturating_duration_since(t) < spin);
-                let d = if worked || spinning || !tr.may_sleep(&self.ctl) {
+                let d = if spinning || !tr.may_sleep(&self.ctl) {
                     now
                 } else if tr.busy() {
                     now + Duration::from_millis(1)
@@ -577,8 +579,7 @@ impl Agent {
                 // still readable at the next `epoll_wait`.)
                 tr.hint_ready(ready);
             }
-            worked = self.turn();
-            if worked {
+            if self.turn() {
                 last_work = Some(Instant::now());
             }
             self.expire_hellos();
