@@ -13,8 +13,9 @@
 //!   for a process's QP that lands on its socket is forwarded there; a
 //!   connected QP gets its own source port and flow socket (`engine.rs`,
 //!   `steer`), so none of its datagrams is forwarded in the steady state.
-//! * **A turn** ([`Transport::turn`]): what came in is received and the
-//!   timers run (`Wire::progress`), then every client's send queues are
+//! * **A turn** ([`Transport::turn`]): what came in is received (from the
+//!   sockets the loop's `epoll_wait` found readable: [`Transport::hint_ready`])
+//!   and the timers run (`Wire::progress`), then every client's send queues are
 //!   taken onto the wire (at most [`SEND_BATCH`] WQEs per queue), then the
 //!   clients hear what happened: the doorbells of CQs whose consumer
 //!   sleeps are written, the async events go into each client's async pipe
