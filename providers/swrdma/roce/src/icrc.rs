@@ -203,14 +203,53 @@ pub fn icrc_ipv4_ident(ip: &IpInfo, pkt: &[u8]) -> Option<(u16, bool)> {
         return Some((0, true));
     }
 
+    let rest = (LRH + IPV4_HDR + UDP_HDR + body_bytes.len() - IDENT_END) as u64;
+    let basis = ident_basis(rest);
+    let mut sol = 0u32;
+    while diff != 0 {
+        let top = 31 - diff.leading_zeros() as usize;
+        if basis[top].0 == 0 {
+            return None;
+        }
+        diff ^= basis[top].0;
+        sol ^= basis[top].1;
+    }
+    // variable 16 flips DF from the base's DF set
+    Some(((sol & 0xFFFF) as u16, sol & (1 << 16) == 0))
+}
+
+/// `basis[pivot] = (vector, combination of variables)` ([`ident_basis`]).
+type Basis = [(u32, u32); 32];
+
+/// A basis kept by [`ident_basis`] with the `rest` it is for.
+type Kept = Option<(u64, Basis)>;
+
+/// Pseudo-packet bytes up to and including the IPv4 flags byte: where the
+/// identification and DF of [`icrc_ipv4_ident`]'s variables lie.
+const IDENT_END: usize = LRH + 7;
+
+/// A basis of the register differences that the identification's 16 bits
+/// and DF make, carried over the `rest` bytes after the flags byte:
+/// `basis[pivot] = (vector, combination of variables)`, `pivot` its top
+/// bit.  It depends on the length alone, so the last few are kept per
+/// thread: a segmentation group's datagrams (identifications 1, 2 …) come
+/// in runs of one length, and computing it costs about as much as the CRC
+/// of 4 KiB.
+fn ident_basis(rest: u64) -> Basis {
+    const KEEP: usize = 4;
+    thread_local! {
+        /// (the next to replace, the last bases and their `rest`)
+        static KEPT: std::cell::RefCell<(usize, [Kept; KEEP])> =
+            const { std::cell::RefCell::new((0, [None; KEEP])) };
+    }
+    if let Some(b) = KEPT.with_borrow(|(_, k)| k.iter().flatten().find(|(r, _)| *r == rest).map(|(_, b)| *b)) {
+        return b;
+    }
     // Variables 0..16: identification bit i (value 1 << i); 16: DF.  Their
     // bytes lie at IP header offsets 4, 5 (identification) and 6 (flags):
     // each variable's effect is first taken up to the end of offset 6, then
     // carried over the remaining bytes in one step.
-    const END: usize = LRH + 7; // pseudo-packet bytes up to and including the flags byte
-    let rest = (LRH + IPV4_HDR + UDP_HDR + body_bytes.len() - END) as u64;
     let shift = crc::x_pow_8n(rest);
-    // basis[pivot] = (vector, combination of variables), pivot = its top bit.
     let mut basis = [(0u32, 0u32); 32];
     for var in 0..17u32 {
         let (off, val) = match var {
@@ -218,7 +257,7 @@ pub fn icrc_ipv4_ident(ip: &IpInfo, pkt: &[u8]) -> Option<(u16, bool)> {
             8..=15 => (4, 1u8 << (var - 8)),
             _ => (6, DF),
         };
-        let mut e = [0u8; END];
+        let mut e = [0u8; IDENT_END];
         e[LRH + off] = val;
         let mut v = crc::mul_mod(shift, crc::update(0, &e));
         let mut comb = 1u32 << var;
@@ -232,17 +271,11 @@ pub fn icrc_ipv4_ident(ip: &IpInfo, pkt: &[u8]) -> Option<(u16, bool)> {
             comb ^= basis[top].1;
         }
     }
-    let mut sol = 0u32;
-    while diff != 0 {
-        let top = 31 - diff.leading_zeros() as usize;
-        if basis[top].0 == 0 {
-            return None;
-        }
-        diff ^= basis[top].0;
-        sol ^= basis[top].1;
-    }
-    // variable 16 flips DF from the base's DF set
-    Some(((sol & 0xFFFF) as u16, sol & (1 << 16) == 0))
+    KEPT.with_borrow_mut(|(next, k)| {
+        k[*next % KEEP] = Some((rest, basis));
+        *next += 1;
+    });
+    basis
 }
 
 /// The 16-bit one's complement checksum of an IPv4 header (checksum field 0).

@@ -1018,3 +1018,25 @@ fn payload_fits_the_path_mtu_as_rxe_checks_it() {
     // Packets that are no part of a request message are not its business.
     assert!(payload_fits(&op_info(op::RC_ACK), 0, 256));
 }
+
+/// The identification solved from packets whose lengths come back after
+/// others (the solver keeps the last few lengths' bases): each is the one
+/// the ICRC was computed with, whatever came between.
+#[test]
+fn ipv4_ident_solved_across_returning_lengths() {
+    let ip = IpInfo {
+        src: IpAddr::V4(Ipv4Addr::new(169, 254, 25, 2)),
+        dst: IpAddr::V4(Ipv4Addr::new(169, 254, 25, 1)),
+        sport: 0xc123,
+        dport: ROCE_PORT,
+        flow: 0,
+    };
+    let lens = [4112usize, 4128, 4112, 1036, 300, 64, 28, 4112, 1036, 4128, 64];
+    for (i, &n) in lens.iter().enumerate() {
+        let mut p: Vec<u8> = (0..n).map(|j| (j * 31 + i) as u8).collect();
+        let id = (i as u16).wrapping_mul(7919).wrapping_add(1);
+        let c = icrc_ident(&ip, &[&p[..n - 4]], id, true);
+        p[n - 4..].copy_from_slice(&c);
+        assert_eq!(icrc_ipv4_ident(&ip, &p), Some((id, true)), "packet {i} of {n} bytes");
+    }
+}

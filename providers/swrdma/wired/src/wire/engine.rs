@@ -312,9 +312,13 @@ impl Wire {
         let (start, end) = (PAY - hl, PAY + plen + np);
         slot[start..PAY].copy_from_slice(&hb[..hl]);
         slot[PAY + plen..end].fill(0);
-        let icrc = roce::icrc(&ip, &[&slot[start..end]]);
+        let len = end + roce::ICRC_LEN - start;
+        // (an IPv4 datagram's identification is its place in its group)
+        let ident = b.seg_for(dst, len, tclass);
+        let slot = b.slot_mut();
+        let icrc = roce::icrc_ident(&ip, &[&slot[start..end]], ident, true);
         slot[end..end + roce::ICRC_LEN].copy_from_slice(&icrc);
-        b.push(*src, via, *dst, start, end + roce::ICRC_LEN - start, tclass);
+        b.push(*src, via, *dst, start, len, tclass);
         if trace() {
             let (op, dqpn, psn) = (h.bth.opcode, h.bth.dqpn, h.bth.psn);
             eprintln!(

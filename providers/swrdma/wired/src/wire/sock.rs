@@ -103,7 +103,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, TryLockError, Weak};
 
 /// The RoCE v2 UDP destination port.
@@ -181,12 +181,40 @@ const MAX_PARTS: usize = 16;
 /// Datagrams per `sendmmsg` (a [`TxBatch`]).
 pub const TX_BATCH: usize = 32;
 
+/// Most datagrams one segmentation-offload send carries (the kernel's
+/// `UDP_MAX_SEGMENTS` before 6.9; later kernels take 128).
+const GSO_SEGS: usize = 64;
+
+/// Most UDP payload bytes of one segmentation-offload send (an IPv4
+/// datagram's: 65535 less the IPv4 and UDP headers).
+const GSO_BYTES: usize = 65507;
+
+/// Set once the kernel refused a segmentation-offload send (or
+/// `SWRDMA_WIRE_GSO=0`): from then on every packet is a datagram of its own.
+static GSO_OFF: OnceLock<AtomicBool> = OnceLock::new();
+
+fn gso_off() -> &'static AtomicBool {
+    GSO_OFF.get_or_init(|| AtomicBool::new(std::env::var("SWRDMA_WIRE_GSO").is_ok_and(|v| v == "0")))
+}
+
 /// Packets built in place for one `sendmmsg` ([`Sock::send_batch`]): up to
 /// [`TX_BATCH`] slots of `slot` bytes each in one buffer, kept by the
 /// caller between bursts (no allocation per packet).  All packets of a
 /// batch leave from one local address and socket (the caller sends the
 /// batch before changing them: [`TxBatch::same_source`]); each has its own
 /// destination.
+///
+/// Consecutive packets to one destination with one traffic class, of one
+/// length (the last of them may be shorter), leave as one send with UDP
+/// segmentation offload (`UDP_SEGMENT`): the kernel takes them through its
+/// stack as one buffer and cuts them into the same datagrams at the end
+/// (on a veth or `lo`, at the receiving socket), a fraction of the cost of
+/// one send per datagram.  The one thing that differs on the wire is the
+/// IPv4 identification: the group's first datagram leaves with 0, as a
+/// datagram sent alone from our unconnected sockets with DF set, and each
+/// next one with the previous one's plus one.  The ICRC covers it, so a
+/// packet's place in its group ([`TxBatch::seg_for`]) is known before its
+/// ICRC is computed.
 pub struct TxBatch {
     data: Vec<u8>,
     slot: usize,
@@ -195,9 +223,9 @@ pub struct TxBatch {
     src: Option<IpAddr>,
     /// The [`Sender`] of the packets (None: the address's port 4791 socket).
     via: Option<Arc<Sender>>,
-    /// (destination, start in its slot, length, traffic class) of each
-    /// packet built.
-    pkts: Vec<(IpAddr, usize, usize, u8)>,
+    /// (destination, start in its slot, length, traffic class, place in
+    /// its segmentation group) of each packet built.
+    pkts: Vec<(IpAddr, usize, usize, u8, u16)>,
 }
 
 impl TxBatch {
@@ -243,9 +271,34 @@ impl TxBatch {
         &mut self.data[i * self.slot..(i + 1) * self.slot]
     }
 
+    /// The place that a packet to `dst` of `len` bytes with traffic class
+    /// `tclass`, pushed next, takes in its segmentation group: 0 when it
+    /// starts one (or offload is off), k when it is the group's (k+1)th
+    /// datagram.  An IPv4 packet leaves with identification k, so its
+    /// ICRC is computed with it ([`swrdma_roce::icrc_ident`]).
+    pub fn seg_for(&self, dst: &IpAddr, len: usize, tclass: u8) -> u16 {
+        let Some(&(d, _, last_len, t, last_seg)) = self.pkts.last() else {
+            return 0;
+        };
+        if d != *dst || t != tclass || gso_off().load(Ordering::Relaxed) {
+            return 0;
+        }
+        let n = usize::from(last_seg) + 1;
+        let glen = self.pkts[self.pkts.len() - n].2;
+        // A group ends with its first shorter datagram; each must be
+        // longer than a BTH, as the kernel's segment size must be.
+        let open = last_len == glen && len <= glen && len > MIN_LEN;
+        if !open || n >= GSO_SEGS || n * glen + len > GSO_BYTES {
+            return 0;
+        }
+        n as u16
+    }
+
     /// The packet built in the next slot at `start..start + len` goes from
     /// `src` (through `via`) to `dst` with IP traffic class (TOS) `tclass`
-    /// (the batch must be empty or of the same source: [`TxBatch::same_source`]).
+    /// (the batch must be empty or of the same source: [`TxBatch::same_source`]);
+    /// it takes the place in a segmentation group that
+    /// [`TxBatch::seg_for`] said just before.
     #[allow(clippy::too_many_arguments)]
     pub fn push(&mut self, src: IpAddr, via: Option<&Arc<Sender>>, dst: IpAddr, start: usize, len: usize, tclass: u8) {
         debug_assert!(!self.is_full() && start + len <= self.slot && self.same_source(&src, via));
@@ -253,7 +306,8 @@ impl TxBatch {
             self.via = via.cloned();
         }
         self.src = Some(src);
-        self.pkts.push((dst, start, len, tclass));
+        let seg = self.seg_for(&dst, len, tclass);
+        self.pkts.push((dst, start, len, tclass, seg));
     }
 
     fn clear(&mut self) {
@@ -263,44 +317,55 @@ impl TxBatch {
     }
 }
 
-/// Bytes of the control message that sets one datagram's traffic class.
-const TOS_CTRL: usize = 32;
+/// Bytes of the control messages of one send: a traffic class (an `int`)
+/// and a segment size (a `u16`), 16 + 8 bytes of header and data each.
+const SEND_CTRL: usize = 64;
 
-/// The control message that sends one datagram with IP traffic class
-/// `tclass` (`IP_TOS` for IPv4, `IPV6_TCLASS` for IPv6), written into `buf`;
-/// its length (0 for class 0: the socket's default, nothing to say).
-fn tos_cmsg(buf: &mut [u8; TOS_CTRL], v4: bool, tclass: u8) -> usize {
-    if tclass == 0 {
-        return 0;
-    }
-    let (level, ty) = if v4 {
-        (libc::IPPROTO_IP, libc::IP_TOS)
-    } else {
-        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
-    };
-    let val = c_int::from(tclass);
+/// Appends to `buf` at `at` (a multiple of the header's alignment) a
+/// control message of `level`/`ty` carrying `data`; returns where the
+/// next one begins.
+fn put_cmsg(buf: &mut [u8; SEND_CTRL], at: usize, level: c_int, ty: c_int, data: &[u8]) -> usize {
     // SAFETY: CMSG_LEN/CMSG_SPACE only compute sizes.
-    let (len, space) = unsafe {
+    let (len, space, head) = unsafe {
         (
-            libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as usize,
-            libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) as usize,
+            libc::CMSG_LEN(data.len() as u32) as usize,
+            libc::CMSG_SPACE(data.len() as u32) as usize,
+            libc::CMSG_LEN(0) as usize,
         )
     };
-    // SAFETY: as above; the data begins where a message of no data ends.
-    let data = unsafe { libc::CMSG_LEN(0) } as usize;
-    debug_assert!(space <= TOS_CTRL && data + std::mem::size_of::<c_int>() <= space);
-    // A cmsghdr, then the int at the header's aligned size.
+    assert!(at + space <= SEND_CTRL && head + data.len() <= space);
     let hdr = libc::cmsghdr {
         cmsg_len: len as _,
         cmsg_level: level,
         cmsg_type: ty,
     };
-    buf.fill(0);
-    // SAFETY: `buf` has room for a cmsghdr (32 bytes, it takes 16); the
+    buf[at..at + space].fill(0);
+    // SAFETY: `buf[at..]` has room for a cmsghdr (checked above); the
     // write need not be aligned.
-    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<libc::cmsghdr>(), hdr) };
-    buf[data..data + std::mem::size_of::<c_int>()].copy_from_slice(&val.to_ne_bytes());
-    space
+    unsafe { std::ptr::write_unaligned(buf[at..].as_mut_ptr().cast::<libc::cmsghdr>(), hdr) };
+    buf[at + head..at + head + data.len()].copy_from_slice(data);
+    at + space
+}
+
+/// The control messages of one send, written into `buf`; their length (0:
+/// nothing to say).  The IP traffic class `tclass` (`IP_TOS` for IPv4,
+/// `IPV6_TCLASS` for IPv6; class 0 is the socket's default, not said) and,
+/// for a segmentation group of more than one datagram, the segment size
+/// `seg_size` (`UDP_SEGMENT`; 0: none).
+fn send_cmsgs(buf: &mut [u8; SEND_CTRL], v4: bool, tclass: u8, seg_size: u16) -> usize {
+    let mut at = 0;
+    if tclass != 0 {
+        let (level, ty) = if v4 {
+            (libc::IPPROTO_IP, libc::IP_TOS)
+        } else {
+            (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+        };
+        at = put_cmsg(buf, at, level, ty, &c_int::from(tclass).to_ne_bytes());
+    }
+    if seg_size != 0 {
+        at = put_cmsg(buf, at, libc::SOL_UDP, libc::UDP_SEGMENT, &seg_size.to_ne_bytes());
+    }
+    at
 }
 
 /// A `sockaddr_in` / `sockaddr_in6` for `dst`:[`PORT`], as raw bytes (with
@@ -1028,9 +1093,13 @@ impl Sock {
     }
 
     /// Sends the packets of `b` with `sendmmsg` (as few calls as the
-    /// kernel takes them in) and empties it.  Nonblocking, as
-    /// [`Sock::send`]: packets the kernel refuses (EAGAIN, ENOBUFS …) are
-    /// dropped, as a lost packet (RC retransmits); returns how many left.
+    /// kernel takes them in; each segmentation group of the batch as one
+    /// message) and empties it.  Nonblocking, as [`Sock::send`]: packets
+    /// the kernel refuses (EAGAIN, ENOBUFS …) are dropped, as a lost packet
+    /// (RC retransmits); returns how many left.  A group that the kernel
+    /// refuses for another reason turns segmentation offload off for good
+    /// (its packets are lost: their ICRCs hold identifications that only
+    /// the group gives them; the retransmissions leave one by one).
     pub fn send_batch(&self, b: &mut TxBatch) -> usize {
         let src = b.src.map(|a| a.to_canonical());
         let fd = src.and_then(|s| self.source_fd(&s, b.via.as_ref()));
@@ -1039,27 +1108,47 @@ impl Sock {
             return 0;
         };
         let mut names = [([0u8; NAME], 0usize); TX_BATCH];
-        let mut ctrl = [[0u8; TOS_CTRL]; TX_BATCH];
+        let mut ctrl = [[0u8; SEND_CTRL]; TX_BATCH];
         let mut clen = [0usize; TX_BATCH];
         // SAFETY: iovec and mmsghdr are plain C data; all zero is valid.
         let mut iov: [libc::iovec; TX_BATCH] = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         let mut hdrs: [libc::mmsghdr; TX_BATCH] = unsafe { std::mem::zeroed() };
+        // Per message: its first packet (index into b.pkts and iov) and count.
+        let mut groups = [(0usize, 0usize); TX_BATCH];
         let mut k = 0;
-        for (i, &(dst, st, len, tclass)) in b.pkts.iter().enumerate() {
-            if src.is_ipv4() != dst.to_canonical().is_ipv4() {
-                continue; // (a family mismatch is never sent, as in `send`)
+        for (i, &(dst, st, len, _, seg)) in b.pkts.iter().enumerate() {
+            iov[i].iov_base = b.data[i * b.slot + st..].as_mut_ptr().cast();
+            iov[i].iov_len = len;
+            if seg == 0 || k == 0 {
+                // (a family mismatch is never sent, as in `send`)
+                if src.is_ipv4() != dst.to_canonical().is_ipv4() {
+                    groups[k] = (i, 0);
+                } else {
+                    groups[k] = (i, 1);
+                }
+                k += 1;
+            } else if groups[k - 1].1 > 0 {
+                groups[k - 1].1 += 1;
             }
-            names[k] = raw_sockaddr(dst, self.ifindex);
-            clen[k] = tos_cmsg(&mut ctrl[k], src.is_ipv4(), tclass);
-            iov[k].iov_base = b.data[i * b.slot + st..].as_mut_ptr().cast();
-            iov[k].iov_len = len;
-            k += 1;
         }
-        for i in 0..k {
+        let mut m = 0;
+        for g in 0..k {
+            let (first, n) = groups[g];
+            if n == 0 {
+                continue;
+            }
+            let (dst, _, len, tclass, _) = b.pkts[first];
+            let seg_size = if n > 1 { len as u16 } else { 0 };
+            names[m] = raw_sockaddr(dst, self.ifindex);
+            clen[m] = send_cmsgs(&mut ctrl[m], src.is_ipv4(), tclass, seg_size);
+            groups[m] = (first, n);
+            m += 1;
+        }
+        for i in 0..m {
             let h = &mut hdrs[i].msg_hdr;
-            h.msg_iov = &mut iov[i];
-            h.msg_iovlen = 1;
+            h.msg_iov = &mut iov[groups[i].0];
+            h.msg_iovlen = groups[i].1 as _;
             h.msg_name = names[i].0.as_mut_ptr().cast();
             h.msg_namelen = names[i].1 as libc::socklen_t;
             if clen[i] > 0 {
@@ -1067,17 +1156,18 @@ impl Sock {
                 h.msg_controllen = clen[i] as _;
             }
         }
-        let (mut sent, mut skipped) = (0, 0);
-        while sent < k {
-            // SAFETY: `fd` is an open UDP socket; headers `sent..k` point to
-            // their iovec (into `b.data`, inside its slot), socket address
-            // and control message (or none), all alive and not otherwise
-            // borrowed during the call.
+        let mut left = [false; TX_BATCH];
+        let mut sent = 0;
+        while sent < m {
+            // SAFETY: `fd` is an open UDP socket; headers `sent..m` point to
+            // their iovecs (into `b.data`, inside their slots), socket
+            // address and control messages (or none), all alive and not
+            // otherwise borrowed during the call.
             let r = unsafe {
                 libc::sendmmsg(
                     fd.as_raw_fd(),
                     hdrs[sent..].as_mut_ptr(),
-                    (k - sent) as _,
+                    (m - sent) as _,
                     libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
                 )
             };
@@ -1089,21 +1179,27 @@ impl Sock {
                 if r < 0 && (e == Some(libc::EAGAIN) || e == Some(libc::ENOBUFS)) {
                     break; // no room: the rest is lost (RC retransmits)
                 }
-                // This packet is refused (e.g. EMSGSIZE): dropped, the rest tried.
-                skipped += 1;
+                // This message is refused (e.g. EMSGSIZE): dropped, the rest
+                // tried; a group's refusal ends segmentation offload.
+                if groups[sent].1 > 1 {
+                    gso_off().store(true, Ordering::Relaxed);
+                }
                 sent += 1;
                 continue;
+            }
+            for &(first, n) in &groups[sent..sent + r as usize] {
+                left[first..first + n].fill(true);
             }
             sent += r as usize;
         }
         if record::on() {
-            for (i, &(_, st, len, _)) in b.pkts.iter().enumerate() {
+            for (i, &(_, st, len, _, _)) in b.pkts.iter().enumerate() {
                 let p = &b.data[i * b.slot + st..i * b.slot + st + len];
-                record::note(if i < sent.min(k) { Ev::Tx } else { Ev::TxFail }, p);
+                record::note(if left[i] { Ev::Tx } else { Ev::TxFail }, p);
             }
         }
         b.clear();
-        sent.min(k) - skipped
+        left.iter().filter(|&&l| l).count()
     }
 
     /// A new forwarding connection to context `owner`, if it listens.
@@ -1978,6 +2074,93 @@ mod tests {
         s.hint_ready(u64::MAX);
         assert_eq!(recv(&s), 1);
         assert_eq!(got, 3);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Where a packet goes in a segmentation group: one destination, one
+    /// traffic class, one length (a shorter one ends the group), at most
+    /// [`GSO_SEGS`] datagrams and [`GSO_BYTES`] bytes.
+    #[test]
+    fn segmentation_groups_follow_the_kernels_rules() {
+        let (a, b) = (
+            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)),
+            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)),
+        );
+        let mut t = TxBatch::with_slots(64, TX_BATCH);
+        let put = |t: &mut TxBatch, dst, len, tc| {
+            let k = t.seg_for(&dst, len, tc);
+            t.push(a, None, dst, 0, len, tc);
+            k
+        };
+        let got: Vec<u16> = [
+            (b, 40, 0),
+            (b, 40, 0),
+            (b, 30, 0),
+            (b, 30, 0),
+            (a, 30, 0),
+            (a, 30, 4),
+            (a, 30, 4),
+            (a, 31, 4),
+        ]
+        .iter()
+        .map(|&(d, l, tc)| put(&mut t, d, l, tc))
+        .collect();
+        assert_eq!(got, [0, 1, 2, 0, 0, 0, 1, 0]);
+        let mut t = TxBatch::with_slots(4200, TX_BATCH);
+        let got: Vec<u16> = (0..TX_BATCH).map(|_| put(&mut t, b, 4112, 0)).collect();
+        // 15 of 4112 bytes fit in 65507, a 16th does not
+        assert_eq!(got[..17], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 1]);
+    }
+
+    /// A segmentation group leaves as its datagrams, each as built, and
+    /// the kernel gives the IPv4 ones the identifications their ICRCs were
+    /// computed with (the group's place: 0, 1, 2 …), which a receiver such
+    /// as rxe checks.
+    #[test]
+    fn a_segmentation_group_arrives_as_its_datagrams_with_their_icrcs() {
+        let _one = one_at_a_time();
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+        let to = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9));
+        let Ok(rx) = std::net::UdpSocket::bind((to, PORT)) else {
+            return eprintln!("skipped: {to}:{PORT} is held");
+        };
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let Some((dir, _lo, s)) = first_context("gso", a) else {
+            return;
+        };
+        let ip = swrdma_roce::IpInfo {
+            src: a,
+            dst: to,
+            sport: PORT,
+            dport: PORT,
+            flow: 0,
+        };
+        let mut b = TxBatch::with_slots(1100, TX_BATCH);
+        let lens = [1036usize, 1036, 1036, 1036, 700];
+        for (i, &len) in lens.iter().enumerate() {
+            let seg = b.seg_for(&to, len, 0);
+            assert_eq!(usize::from(seg), i);
+            let slot = b.slot_mut();
+            for (j, x) in slot[..len - 4].iter_mut().enumerate() {
+                *x = (i * 7 + j) as u8;
+            }
+            let icrc = swrdma_roce::icrc_ident(&ip, &[&slot[..len - 4]], seg, true);
+            slot[len - 4..len].copy_from_slice(&icrc);
+            b.push(a, None, to, 0, len, 0);
+        }
+        assert_eq!(s.send_batch(&mut b), lens.len());
+        let mut buf = [0u8; 2048];
+        for (i, &len) in lens.iter().enumerate() {
+            let (n, from) = rx.recv_from(&mut buf).unwrap();
+            assert_eq!((n, from.port()), (len, PORT), "datagram {i}");
+            assert!(buf[..n - 4].iter().enumerate().all(|(j, &x)| x == (i * 7 + j) as u8));
+            assert_eq!(
+                swrdma_roce::icrc_ipv4_ident(&ip, &buf[..n]),
+                Some((i as u16, true)),
+                "datagram {i}"
+            );
+        }
         drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }
