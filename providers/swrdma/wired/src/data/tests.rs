@@ -747,6 +747,26 @@ fn the_engine_runs_over_the_agents_host() {
     );
     assert!(c.buf[8500..11500] == c.buf[5000..8000], "written in order");
     assert!(c.buf[12000..15000] == c.buf[5000..8000], "read back in order");
+    // A READ of 2500 bytes of it into three SGEs that its packets straddle
+    // (the responses' data placed in one copy, `defer_read`).
+    let split = [(15000, 1200), (4200, 800), (11500, 500)].map(|(at, length)| Sge {
+        addr: c.at(at),
+        length,
+        lkey: LKEY,
+    });
+    post(
+        &mut sq_client,
+        &signaled_wqe(13, SendOp::RdmaRead(far), Data::Sges(SgeList::new(&split))),
+    );
+    assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
+    let got = run_until(&h, &wire, &mut cq, 1);
+    assert_eq!(
+        got.iter().map(|e| (e.wr_id, e.status, e.byte_len)).collect::<Vec<_>>(),
+        vec![(13, 0, 2500)]
+    );
+    assert!(c.buf[15000..16200] == c.buf[5000..6200], "the first SGE");
+    assert!(c.buf[4200..5000] == c.buf[6200..7000], "the second SGE");
+    assert!(c.buf[11500..12000] == c.buf[7000..7500], "the third SGE");
     // A SEND of three packets into a receive of two SGEs: its first two
     // packets' placement waits for its last (`defer_send`).
     c.buf[8500..11500].fill(0);

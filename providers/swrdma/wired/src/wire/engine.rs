@@ -670,6 +670,12 @@ impl Wire {
             if i < n {
                 break;
             }
+            // (its data still waiting is placed before it completes)
+            if wq.rpend.read == Some((r.seq, r.loff)) && !self.place_read_pending(c, qp, st) {
+                return true;
+            }
+            let wq = st.wq_mut();
+            let Some(r) = wq.reqs.front() else { break };
             let (seq, wr_done, spare) = (r.seq, r.last, r.npkts - n);
             wq.reqs.pop_front();
             wq.next = wq.next.saturating_sub(1);
@@ -956,10 +962,8 @@ impl Wire {
         // every response is in.
         // (The SGEs passed `check_local` for writing at post; the
         // READ part lies at `loff` of the work request.)
-        let placed = completer::place_read(c.mem(qp), &r.sges, r.loff + r.len, r.loff + off, payload);
-        let seq = r.seq;
-        if let Err(status) = placed {
-            self.fail_seq(c, qp, st, seq, status);
+        let (read, at) = ((r.seq, r.loff), r.loff + off);
+        if !self.defer_read(c, qp, st, read, at, payload) {
             return;
         }
         st.wq_mut().reqs[idx].got |= 1u64 << i;
@@ -1331,13 +1335,81 @@ impl Wire {
         }
     }
 
-    /// The end of a receive batch: every QP's WRITE or SEND data still
-    /// waiting is placed.
+    /// The end of a receive batch: every QP's WRITE, SEND or READ response
+    /// data still waiting is placed.
     fn place_deferred<H: Host>(&self, c: &H) {
         while let Some(q) = DEFERRED.with(|d| d.borrow_mut().pop()) {
             if let Some(qp) = c.qp(q) {
                 let mut st = qp.lock();
                 self.place_pending(c, &qp, &mut st);
+                self.place_read_pending(c, &qp, &mut st);
+            }
+        }
+    }
+
+    /// A READ response's data (for byte `at` of the work request of READ
+    /// part `read`: its sequence number and `loff`), kept with the
+    /// responses before it to be placed in one copy (through the agent,
+    /// one `process_vm_writev` for the run instead of one per packet) by
+    /// [`Wire::place_read_pending`]: before the READ completes, before a
+    /// response that does not follow it, and at the end of the receive
+    /// batch.  The READ's buffer is the requester's to look at only once
+    /// it completed, so no one can tell.  False: data waiting before it
+    /// could not be placed (its READ failed, the QP is in the error state).
+    fn defer_read<H: Host>(
+        &self,
+        c: &H,
+        qp: &H::Qp,
+        st: &mut H::St,
+        read: (u64, u64),
+        at: u64,
+        payload: &[u8],
+    ) -> bool {
+        let p = &st.wq().rpend;
+        let follows = p.read == Some(read) && p.at + p.bytes.len() as u64 == at;
+        if p.read.is_some() && !follows && !self.place_read_pending(c, qp, st) {
+            return false;
+        }
+        let p = &mut st.wq_mut().rpend;
+        if p.read.is_none() {
+            if p.bytes.capacity() == 0 {
+                p.bytes = SPARE.with(|sp| sp.take());
+            }
+            p.bytes.clear();
+            (p.read, p.at) = (Some(read), at);
+            DEFERRED.with(|d| d.borrow_mut().push(qp.qpn()));
+        }
+        p.bytes.extend_from_slice(payload);
+        true
+    }
+
+    /// Places the READ response data waiting in `st.rpend` into its READ's
+    /// buffers (the local SGEs, checked at post).  A READ no longer there
+    /// (flushed meanwhile) takes nothing.  False: the copy failed: the READ
+    /// completes with its status and the QP goes to the error state.
+    fn place_read_pending<H: Host>(&self, c: &H, qp: &H::Qp, st: &mut H::St) -> bool {
+        let Some((seq, loff)) = st.wq_mut().rpend.read.take() else {
+            return true;
+        };
+        let mut bytes = std::mem::take(&mut st.wq_mut().rpend.bytes);
+        let at = st.wq().rpend.at;
+        let placed = match st
+            .wq()
+            .reqs
+            .iter()
+            .find(|r| r.kind == Op::Read && r.seq == seq && r.loff == loff)
+        {
+            Some(r) => completer::place_read(c.mem(qp), &r.sges, r.loff + r.len, at, &bytes),
+            None => Ok(()),
+        };
+        // (the buffer goes back to the thread, as `place_pending`'s)
+        bytes.clear();
+        SPARE.with(|sp| sp.set(bytes));
+        match placed {
+            Ok(()) => true,
+            Err(status) => {
+                self.fail_seq(c, qp, st, seq, status);
+                false
             }
         }
     }
@@ -1760,8 +1832,8 @@ const AHEAD_PKTS: u32 = 64;
 thread_local! {
     /// The buffer [`read_ahead`] reads into (kept between sends).
     static STAGE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    /// The QPs whose WRITE or SEND data waits to be placed
-    /// ([`Wire::defer_write`], [`Wire::defer_send`]).
+    /// The QPs whose WRITE, SEND or READ response data waits to be placed
+    /// ([`Wire::defer_write`], [`Wire::defer_send`], [`Wire::defer_read`]).
     static DEFERRED: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The buffer of the data placed last ([`Wire::place_pending`]), for
     /// the next QP's data to wait in.

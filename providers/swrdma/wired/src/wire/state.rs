@@ -87,6 +87,11 @@ pub struct WQp {
     pub psn: u32,
     pub una: u32,
     pub reqs: VecDeque<Req>,
+    /// READ response data taken but not yet placed (`engine.rs`
+    /// `defer_read`): placed in one copy before its READ completes, before
+    /// a response it is not followed by, and at the end of each receive
+    /// batch.
+    pub rpend: PendRead,
     /// The next packet to (re)transmit: request index, packet in it.
     pub next: usize,
     pub next_pkt: u32,
@@ -140,4 +145,14 @@ pub struct PendWrite {
     pub rkey: u32,
     pub first: u32,
     pub meta: Option<swrdma_roce::fwd::RxMeta>,
+}
+
+/// The data of consecutive READ response packets of one READ (part)
+/// whose placement waits: `bytes` for byte `at` on of the work request of
+/// READ `seq`, the part at `loff` of it (None: nothing waits).
+#[derive(Default)]
+pub struct PendRead {
+    pub read: Option<(u64, u64)>,
+    pub at: u64,
+    pub bytes: Vec<u8>,
 }
