@@ -2012,7 +2012,9 @@ impl Then {
 /// agent sleeps with QP `a`'s window open (an RC QP, in RTS as `state`
 /// says) and `w` is a request whose only
 /// packet may go that way (an RC SEND or WRITE within the path MTU, of
-/// inline data or from SGEs [`gather_direct`] can read), takes the
+/// inline data or from SGEs [`gather_direct`] can read; an RC READ of at
+/// most the path MTU or an atomic of 8 bytes into SGEs [`direct_ranges`]
+/// finds writable: its response comes to the agent, which places it), takes the
 /// window's PSN, writes the entry marked direct (no
 /// doorbell: the agent takes it when the ACK wakes it, or at the latest
 /// after the ACK timeout) and sends the packet from this process.  None:
@@ -2032,17 +2034,25 @@ fn direct(
     let o = sq.dtx_offer()?;
     let p = o.path;
     let gathered;
-    let data = match w.data {
-        Data::Inline(d) => d,
-        Data::Sges(l) => {
+    let (data, len) = match (w.op, w.data) {
+        (SendOp::RdmaRead(_) | SendOp::CompareAndSwap { .. } | SendOp::FetchAndAdd { .. }, Data::Sges(l)) => {
+            let read = matches!(w.op, SendOp::RdmaRead(_));
+            let (_, len) = direct_ranges(a, &l.to_verbs(), p.pmtu, true)?;
+            if !read && len != 8 {
+                return None;
+            }
+            (&[][..], len)
+        }
+        (_, Data::Inline(d)) => (d, d.len() as u64),
+        (_, Data::Sges(l)) => {
             gathered = gather_direct(a, &l.to_verbs(), p.pmtu)?;
-            &gathered[..]
+            (&gathered[..], gathered.len() as u64)
         }
     };
-    if data.len() > p.pmtu as usize {
+    if len > p.pmtu as u64 {
         return None;
     }
-    let r = swrdma_wired::data::direct_request(w, data)?;
+    let r = swrdma_wired::data::direct_request(w, data, len)?;
     let sport = conn.direct_port(p.src, p.ifindex)?;
     let mut pkt = Vec::with_capacity(r.len as usize + 64);
     if !swrdma_wired::wire::engine::direct_packet(&r, p.dqpn, o.psn, p.pmtu, (p.src, sport, p.dst), &mut pkt) {
@@ -2071,25 +2081,7 @@ fn direct(
 /// application unmapped fails the read, not the process).  None: not this
 /// way.
 fn gather_direct(a: &AQp, sges: &[ibv_sge], max: u32) -> Option<Vec<u8>> {
-    let total: u64 = sges.iter().map(|s| s.length as u64).sum();
-    if total > max as u64 {
-        return None;
-    }
-    let mut remote = Vec::with_capacity(sges.len());
-    for s in sges.iter().filter(|s| s.length > 0) {
-        // SAFETY: the QP's context is one of ours (checked by the caller).
-        let m = unsafe { mr_by_lkey(a.qp().context, s.lkey) }?;
-        let v = *crate::sys::lock(&m.view);
-        let inside = s.addr >= v.iova && s.addr.checked_add(s.length as u64)? <= v.iova.checked_add(v.len)?;
-        if !m.dm.is_null() || m.vmr.ibv_mr.pd != a.qp().pd || !inside {
-            return None;
-        }
-        let at = s.addr - v.iova + m.vmr.ibv_mr.addr as u64;
-        remote.push(libc::iovec {
-            iov_base: at as *mut c_void,
-            iov_len: s.length as usize,
-        });
-    }
+    let (remote, total) = direct_ranges(a, sges, max, false)?;
     let mut out = vec![0u8; total as usize];
     if total == 0 {
         return Some(out);
@@ -2102,6 +2094,37 @@ fn gather_direct(a: &AQp, sges: &[ibv_sge], max: u32) -> Option<Vec<u8>> {
     // read by the kernel, which fails the call for an unmapped one.
     let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), remote.len() as _, 0) };
     (n == total as isize).then_some(out)
+}
+
+/// Where the SGE list `sges` of QP `a` lies in this process, and its
+/// length, for direct transmit: at most `max` bytes, each SGE of length > 0
+/// within a live MR of the QP's context and PD, not a device memory one,
+/// whose lkey it names, and (`write`: a READ's or atomic's, which the
+/// response is placed into) that allows local writes: the agent's
+/// `check_local`, which a request must pass before it reaches the wire.
+/// None: not this way.
+fn direct_ranges(a: &AQp, sges: &[ibv_sge], max: u32, write: bool) -> Option<(Vec<libc::iovec>, u64)> {
+    let total: u64 = sges.iter().map(|s| s.length as u64).sum();
+    if total > max as u64 {
+        return None;
+    }
+    let mut ranges = Vec::with_capacity(sges.len());
+    for s in sges.iter().filter(|s| s.length > 0) {
+        // SAFETY: the QP's context is one of ours (checked by the caller).
+        let m = unsafe { mr_by_lkey(a.qp().context, s.lkey) }?;
+        let v = *crate::sys::lock(&m.view);
+        let inside = s.addr >= v.iova && s.addr.checked_add(s.length as u64)? <= v.iova.checked_add(v.len)?;
+        let writable = !write || v.access & IBV_ACCESS_LOCAL_WRITE != 0;
+        if !m.dm.is_null() || m.vmr.ibv_mr.pd != a.qp().pd || !inside || !writable {
+            return None;
+        }
+        let at = s.addr - v.iova + m.vmr.ibv_mr.addr as u64;
+        ranges.push(libc::iovec {
+            iov_base: at as *mut c_void,
+            iov_len: s.length as usize,
+        });
+    }
+    Some((ranges, total))
 }
 
 /// Writes send WQE `w` into QP `a`'s queue `sq` (`b`: room for one):

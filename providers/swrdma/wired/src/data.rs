@@ -899,21 +899,31 @@ pub fn request(
 }
 
 /// The request a client sends itself through the direct-transmit window
-/// (`wq/mod.rs`): an RC SEND (with immediate data) or WRITE (with
-/// immediate data) whose data, `b`, is its inline data or what its SGEs
-/// hold, as [`request`] makes it (number 0); None for any other.
-pub fn direct_request(w: &SendWqe<'_>, b: &[u8]) -> Option<Req> {
-    if !matches!(
+/// (`wq/mod.rs`), as [`request`] makes it (number 0): an RC SEND (with
+/// immediate data) or WRITE (with immediate data) whose data, `b`, is its
+/// inline data or what its SGEs hold (`len` bytes), or an RC READ of `len`
+/// bytes or an atomic (`b` empty: their SGEs are written, not sent); None
+/// for any other.
+pub fn direct_request(w: &SendWqe<'_>, b: &[u8], len: u64) -> Option<Req> {
+    let sends = matches!(
         w.op,
         SendOp::Send | SendOp::SendWithImm { .. } | SendOp::RdmaWrite(_) | SendOp::RdmaWriteWithImm(..)
-    ) || w.ud.is_some()
-        || w.xrc_srqn.is_some()
-    {
+    );
+    let asks = matches!(
+        w.op,
+        SendOp::RdmaRead(_) | SendOp::CompareAndSwap { .. } | SendOp::FetchAndAdd { .. }
+    );
+    let data_ok = if sends {
+        b.len() as u64 == len
+    } else {
+        asks && b.is_empty()
+    };
+    if !data_ok || w.ud.is_some() || w.xrc_srqn.is_some() {
         return None;
     }
     let kind = kind_of(&w.op)?;
-    let mut r = Req::new(0, kind, b.len() as u64, w.send_flags & IBV_SEND_SOLICITED != 0);
-    r.data = Some(b.to_vec());
+    let mut r = Req::new(0, kind, len, w.send_flags & IBV_SEND_SOLICITED != 0);
+    r.data = sends.then(|| b.to_vec());
     operands(&mut r, &w.op);
     Some(r)
 }

@@ -813,7 +813,7 @@ fn the_engine_runs_over_the_agents_host() {
         rkey: LKEY,
     };
     let w = signaled_wqe(20, SendOp::RdmaWrite(target), Data::Inline(b"agent's"));
-    let r = direct_request(&w, b"direct!").unwrap();
+    let r = direct_request(&w, b"direct!", 7).unwrap();
     let udp = std::net::UdpSocket::bind((addr, 0)).unwrap();
     let sport = udp.local_addr().unwrap().port();
     let mut pkt = Vec::new();
@@ -866,6 +866,72 @@ fn the_engine_runs_over_the_agents_host() {
         vec![(21, 0)]
     );
     assert_eq!(&c.buf[2100..2105], b"after");
+    // A READ and a fetch-and-add through the window, each as the WRITE
+    // above: the agent sends no copy, the client's request packet makes
+    // the responder answer, and the agent places the answer (the READ's
+    // 1000 bytes, the original value) and completes the request.
+    c.buf[4000..4008].copy_from_slice(&7u64.to_ne_bytes());
+    let asks = [
+        (30, SendOp::RdmaRead(far), 1000u32, 1000usize),
+        (
+            31,
+            SendOp::FetchAndAdd {
+                remote: Remote {
+                    addr: c.at(4000),
+                    rkey: LKEY,
+                },
+                add: 5,
+            },
+            8,
+            8,
+        ),
+    ];
+    for (id, op, length, len) in asks {
+        c.buf[13000..13000 + len].fill(0xee);
+        let (psn, path, _) = wire.dtx_path(&*a, &mut *a.lock(), lo).expect("A may open its window");
+        assert!(sq_agent.prepare_sleep());
+        sq_agent.dtx_open(psn, &path);
+        let o = sq_client.dtx_offer().expect("the window offered");
+        let into = [Sge {
+            addr: c.at(13000),
+            length,
+            lkey: LKEY,
+        }];
+        let w = signaled_wqe(id, op, Data::Sges(SgeList::new(&into)));
+        let r = direct_request(&w, &[], len as u64).unwrap();
+        let mut pkt = Vec::new();
+        assert!(crate::wire::engine::direct_packet(
+            &r,
+            path.dqpn,
+            o.psn,
+            path.pmtu,
+            (path.src, sport, path.dst),
+            &mut pkt
+        ));
+        let n = encode_send(&w, &shape, &mut ebuf).unwrap();
+        crate::wq::format::mark_direct(&mut ebuf[..n]);
+        assert!(sq_client.dtx_claim(&o));
+        sq_client.try_push_quiet(&ebuf[..n]).unwrap();
+        sq_agent.wake_up();
+        assert!(sq_agent.dtx_close());
+        assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
+        let quiet = std::time::Instant::now() + std::time::Duration::from_millis(50);
+        while std::time::Instant::now() < quiet {
+            wire.progress(&h);
+        }
+        assert!(cqes(&mut cq).is_empty(), "the agent sent no copy of {id}");
+        udp.send_to(&pkt, (addr, swrdma_roce::ROCE_PORT)).unwrap();
+        let got = run_until(&h, &wire, &mut cq, 1);
+        assert_eq!(
+            got.iter().map(|e| (e.wr_id, e.status, e.byte_len)).collect::<Vec<_>>(),
+            vec![(id, 0, len as u32)]
+        );
+        if id == 30 {
+            assert!(c.buf[13000..14000] == c.buf[8500..9500], "read");
+        }
+    }
+    assert_eq!(c.buf[13000..13008], 7u64.to_ne_bytes(), "the original value");
+    assert_eq!(c.buf[4000..4008], 12u64.to_ne_bytes(), "added once");
     // A WRITE of seven packets that passes its checks but reaches, 1500
     // bytes in, the page B's client made inaccessible (its last packet
     // lies past that page): its first six packets' placement waits for its

@@ -425,17 +425,18 @@ impl Wire {
     /// Posts a request whose only packet the client sent itself with PSN
     /// `psn` through the direct-transmit window (`wq/mod.rs`) at `sent`
     /// (CLOCK_MONOTONIC ns: its ACK timeout runs from then): kept as
-    /// sent (its ACK, its retransmission) when it is what the window was
-    /// opened for: an RC SEND or WRITE of one packet, PSN `psn` the next
-    /// one, nothing before it left to send, the QP in RTS.  Else it is
+    /// sent (its ACK or response, its retransmission) when it is what the
+    /// window was opened for: an RC SEND, WRITE or READ of one packet
+    /// (a READ: of at most one packet of response) or an atomic, PSN `psn`
+    /// the next one, nothing before it left to send, the QP in RTS.  Else it is
     /// posted as any other (a second copy with the same PSN, when that is
     /// the next one, is a duplicate the responder answers again).
     pub fn post_direct<H: Host>(&self, c: &H, qp: &Arc<H::Qp>, st: &mut H::St, mut r: Req, psn: u32, sent: u64) {
         let pmtu = st.wq_mut().pmtu.max(256) as u64;
         let fits = qp.qpt() == IBV_QPT_RC
             && st.state() == IBV_QPS_RTS
-            && matches!(r.kind, Op::Send | Op::Write)
-            && r.len <= pmtu
+            && (matches!(r.kind, Op::Send | Op::Write | Op::Read) && r.len <= pmtu
+                || matches!(r.kind, Op::CmpSwap | Op::FetchAdd))
             && st.wq().psn == psn
             && st.wq().next == st.wq().reqs.len()
             && st.wq().rnr_until == 0;
@@ -1922,28 +1923,8 @@ fn request_packet<Q: HostQp>(
             plen = data_packet(Some(mem), (qp.qpt(), qp.qpn()), r, pkt, pmtu, pre, &mut h, buf)?;
             pkt + 1 >= r.npkts
         }
-        Op::Read => {
-            // (Asked again from packet `pkt`: where the responder's
-            // packet `pkt` began.)
-            let m = if r.rmtu != 0 { r.rmtu } else { pmtu };
-            let off = pkt as u64 * m as u64;
-            h.bth.opcode = op::RC_READ_REQUEST;
-            h.reth = Some(Reth {
-                va: r.raddr + off,
-                rkey: r.rkey,
-                len: (r.len - off.min(r.len)) as u32,
-            });
-            true
-        }
         _ => {
-            let cas = r.kind == Op::CmpSwap;
-            h.bth.opcode = if cas { op::RC_CMP_SWAP } else { op::RC_FETCH_ADD };
-            h.atomic = Some(AtomicEth {
-                va: r.raddr,
-                rkey: r.rkey,
-                swap_add: if cas { r.swap } else { r.cmp },
-                cmp: if cas { r.cmp } else { 0 },
-            });
+            asking_header(r, pkt, pmtu, &mut h);
             true
         }
     };
@@ -1951,6 +1932,32 @@ fn request_packet<Q: HostQp>(
         h.bth.dqpn = r.ud.map_or(0, |u| u.2);
     }
     Ok((h, plen, last))
+}
+
+/// The opcode and extension header of a READ request asked from its
+/// packet `pkt` on, or of an atomic request (`r.kind` one of those).
+fn asking_header(r: &Req, pkt: u32, pmtu: u32, h: &mut Hdr) {
+    if r.kind == Op::Read {
+        // (Asked again from packet `pkt`: where the responder's packet
+        // `pkt` began.)
+        let m = if r.rmtu != 0 { r.rmtu } else { pmtu };
+        let off = pkt as u64 * m as u64;
+        h.bth.opcode = op::RC_READ_REQUEST;
+        h.reth = Some(Reth {
+            va: r.raddr + off,
+            rkey: r.rkey,
+            len: (r.len - off.min(r.len)) as u32,
+        });
+    } else {
+        let cas = r.kind == Op::CmpSwap;
+        h.bth.opcode = if cas { op::RC_CMP_SWAP } else { op::RC_FETCH_ADD };
+        h.atomic = Some(AtomicEth {
+            va: r.raddr,
+            rkey: r.rkey,
+            swap_add: if cas { r.swap } else { r.cmp },
+            cmp: if cas { r.cmp } else { 0 },
+        });
+    }
 }
 
 /// A SEND or WRITE packet: its opcode and extension headers in `h`, its
@@ -2068,10 +2075,10 @@ pub fn ud_path<H: Host>(w: &Wire, c: &H, ah: &ibv_ah_attr) -> Option<(IpAddr, Ip
 
 /// Direct transmit (`wq/mod.rs`): the UDP payload of the only packet of RC
 /// request `r` ([`crate::data::direct_request`]: a SEND or WRITE of inline
-/// data, at most `pmtu` bytes) with PSN `psn` to QP `dqpn`, asking for
-/// its ACK, sent from `src`:`sport` to `dst`, into `out`, as the agent's
-/// own pump would make it but for the source port.  False when it is not
-/// such a request.
+/// data, at most `pmtu` bytes, a READ of at most `pmtu` bytes or an
+/// atomic) with PSN `psn` to QP `dqpn`, asking for its ACK, sent from
+/// `src`:`sport` to `dst`, into `out`, as the agent's own pump would make
+/// it but for the source port.  False when it is not such a request.
 pub fn direct_packet(
     r: &Req,
     dqpn: u32,
@@ -2080,8 +2087,13 @@ pub fn direct_packet(
     (src, sport, dst): (IpAddr, u16, IpAddr),
     out: &mut Vec<u8>,
 ) -> bool {
-    let one = r.len <= pmtu as u64 && r.data.as_ref().is_some_and(|d| d.len() as u64 == r.len);
-    if !one || !matches!(r.kind, Op::Send | Op::Write) || !same_family(&src, &dst) {
+    let one = match r.kind {
+        Op::Send | Op::Write => r.len <= pmtu as u64 && r.data.as_ref().is_some_and(|d| d.len() as u64 == r.len),
+        Op::Read => r.len <= pmtu as u64 && r.data.is_none(),
+        Op::CmpSwap | Op::FetchAdd => r.data.is_none(),
+        _ => false,
+    };
+    if !one || !same_family(&src, &dst) {
         return false;
     }
     let r1 = Req {
@@ -2094,9 +2106,15 @@ pub fn direct_packet(
         bth: Wire::bth(0, dqpn, psn),
         ..Default::default()
     };
-    let mut pay = vec![0u8; r.len as usize];
-    let Ok(plen) = data_packet(None, (IBV_QPT_RC, 0), &r1, 0, pmtu, None, &mut h, &mut pay) else {
-        return false;
+    let mut pay = vec![0u8; r1.data.as_ref().map_or(0, |d| d.len())];
+    let plen = if matches!(r.kind, Op::Send | Op::Write) {
+        let Ok(plen) = data_packet(None, (IBV_QPT_RC, 0), &r1, 0, pmtu, None, &mut h, &mut pay) else {
+            return false;
+        };
+        plen
+    } else {
+        asking_header(&r1, 0, pmtu, &mut h);
+        0
     };
     h.bth.ackreq = true;
     let mut hb = [0u8; roce::MAX_HDR];
