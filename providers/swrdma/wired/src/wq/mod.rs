@@ -58,11 +58,12 @@
 //!   unacknowledged: the next PSN and the path.  A client whose queue is
 //!   empty may take it once (compare-and-swap from open to taken, PSN + 1),
 //!   write the request's entry marked direct (no doorbell), then send the
-//!   request's only packet itself (inline data, at most a path MTU).  On
+//!   request's only packet itself (a SEND's or WRITE's inline data, at
+//!   most a path MTU; a READ of at most a path MTU; an atomic).  On
 //!   waking, and before it does anything else, the agent closes every
 //!   window; a taken one gives the next entry, when marked direct, that
 //!   PSN, already sent (the agent keeps it for retransmission and its ACK
-//!   as any other).  Any other word found there makes the queue corrupt.
+//!   or response as any other).  Any other word found there makes the queue corrupt.
 //!   While a window is open the agent sleeps at most the QP's ACK timeout,
 //!   so a lost packet is retransmitted as any other.
 
