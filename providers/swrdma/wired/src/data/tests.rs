@@ -6,7 +6,7 @@
 use super::*;
 use crate::place::AccessPage;
 use crate::wq::format::{decode_cqe, encode_recv, RecvWqe, Remote, Sge, SgeList, UdAddr};
-use crate::wq::Slots;
+use crate::wq::{DtxPath, Slots};
 use std::net::Ipv4Addr;
 use std::os::fd::AsFd;
 
@@ -533,6 +533,68 @@ fn connect(h: &Serving<'_>, wire: &Wire, qp: &DataQp, peer: u32) {
     wire.modified(h, qp, &mut st, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
+/// The queues, QP and socket of one direct transmit ([`through_window`]).
+struct Window<'a> {
+    qp: &'a Arc<DataQp>,
+    sq_client: &'a mut Producer,
+    sq_agent: &'a mut Consumer,
+    shape: &'a SendShape,
+    cq: &'a mut Consumer,
+    ifindex: u32,
+    /// The client's socket's port (its packet's source port).
+    sport: u16,
+}
+
+/// Direct transmit as client and agent do it: the QP's send queue opens
+/// its window as the agent would before it sleeps; the client takes it,
+/// writes `w`'s entry marked direct and makes the request's only packet
+/// (carrying `data`, `len` bytes); the agent takes the entry as sent.
+/// Then for 50 ms (within the ACK timeout) the agent must send no copy
+/// and nothing completes.  The packet (for the caller to send) and the
+/// window's path.
+fn through_window(
+    h: &Serving<'_>,
+    wire: &Wire,
+    q: Window<'_>,
+    w: &SendWqe<'_>,
+    data: &[u8],
+    len: u64,
+) -> (Vec<u8>, DtxPath) {
+    use crate::wq::format::encode_send;
+    let (psn, path, t) = wire
+        .dtx_path(&**q.qp, &mut *q.qp.lock(), q.ifindex)
+        .expect("the QP may open its window");
+    assert!(t > 0);
+    assert!(q.sq_agent.prepare_sleep());
+    q.sq_agent.dtx_open(psn, &path);
+    let o = q.sq_client.dtx_offer().expect("the window offered");
+    assert_eq!(o.psn, psn);
+    let r = direct_request(w, data, len).unwrap();
+    let mut pkt = Vec::new();
+    assert!(crate::wire::engine::direct_packet(
+        &r,
+        path.dqpn,
+        o.psn,
+        path.pmtu,
+        (path.src, q.sport, path.dst),
+        &mut pkt
+    ));
+    let mut ebuf = vec![0u8; q.shape.slot_size().unwrap()];
+    let n = encode_send(w, q.shape, &mut ebuf).unwrap();
+    crate::wq::format::mark_direct(&mut ebuf[..n]);
+    assert!(q.sq_client.dtx_claim(&o));
+    q.sq_client.try_push_quiet(&ebuf[..n]).unwrap();
+    q.sq_agent.wake_up();
+    assert!(q.sq_agent.dtx_close());
+    assert_eq!(take_sends(h, wire, q.qp, q.sq_agent, q.shape, 16), 1);
+    let quiet = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    while std::time::Instant::now() < quiet {
+        wire.progress(h);
+    }
+    assert!(cqes(q.cq).is_empty(), "the agent sent no copy of {}", w.wr_id);
+    (pkt, path)
+}
+
 /// Runs the engine until `want` CQEs came (2 s at most).
 fn run_until(h: &Serving<'_>, wire: &Wire, cq: &mut Consumer, want: usize) -> Vec<Cqe> {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
@@ -801,45 +863,28 @@ fn the_engine_runs_over_the_agents_host() {
     // direct and sends the WRITE's only packet itself, after the agent took
     // the entry.  The packet carries other bytes ("direct!") than the entry
     // ("agent's"), which a copy sent by the agent would carry.
-    let (psn, path, t) = wire.dtx_path(&*a, &mut *a.lock(), lo).expect("A may open its window");
-    assert!(t > 0);
-    assert_eq!((path.src, path.dst, path.dqpn, path.pmtu), (addr, addr, QPN, 1024));
-    assert!(sq_agent.prepare_sleep());
-    sq_agent.dtx_open(psn, &path);
-    let o = sq_client.dtx_offer().expect("the window offered");
-    assert_eq!(o.psn, psn);
     let target = Remote {
         addr: c.at(2100),
         rkey: LKEY,
     };
     let w = signaled_wqe(20, SendOp::RdmaWrite(target), Data::Inline(b"agent's"));
-    let r = direct_request(&w, b"direct!", 7).unwrap();
     let udp = std::net::UdpSocket::bind((addr, 0)).unwrap();
     let sport = udp.local_addr().unwrap().port();
-    let mut pkt = Vec::new();
-    assert!(crate::wire::engine::direct_packet(
-        &r,
-        path.dqpn,
-        o.psn,
-        path.pmtu,
-        (path.src, sport, path.dst),
-        &mut pkt
-    ));
-    let mut ebuf = vec![0u8; shape.slot_size().unwrap()];
-    let n = encode_send(&w, &shape, &mut ebuf).unwrap();
-    crate::wq::format::mark_direct(&mut ebuf[..n]);
-    assert!(sq_client.dtx_claim(&o));
-    sq_client.try_push_quiet(&ebuf[..n]).unwrap();
-    sq_agent.wake_up();
-    assert!(sq_agent.dtx_close());
-    assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
-    // Taken as sent: nothing goes out from the agent (for 50 ms, within
-    // the ACK timeout), nothing completes.
-    let quiet = std::time::Instant::now() + std::time::Duration::from_millis(50);
-    while std::time::Instant::now() < quiet {
-        wire.progress(&h);
+    macro_rules! window {
+        () => {
+            Window {
+                qp: &a,
+                sq_client: &mut sq_client,
+                sq_agent: &mut sq_agent,
+                shape: &shape,
+                cq: &mut cq,
+                ifindex: lo,
+                sport,
+            }
+        };
     }
-    assert!(cqes(&mut cq).is_empty(), "the agent sent no copy");
+    let (pkt, path) = through_window(&h, &wire, window!(), &w, b"direct!", 7);
+    assert_eq!((path.src, path.dst, path.dqpn, path.pmtu), (addr, addr, QPN, 1024));
     assert_ne!(&c.buf[2100..2107], b"agent's");
     udp.send_to(&pkt, (addr, swrdma_roce::ROCE_PORT)).unwrap();
     let got = run_until(&h, &wire, &mut cq, 1);
@@ -888,38 +933,13 @@ fn the_engine_runs_over_the_agents_host() {
     ];
     for (id, op, length, len) in asks {
         c.buf[13000..13000 + len].fill(0xee);
-        let (psn, path, _) = wire.dtx_path(&*a, &mut *a.lock(), lo).expect("A may open its window");
-        assert!(sq_agent.prepare_sleep());
-        sq_agent.dtx_open(psn, &path);
-        let o = sq_client.dtx_offer().expect("the window offered");
         let into = [Sge {
             addr: c.at(13000),
             length,
             lkey: LKEY,
         }];
         let w = signaled_wqe(id, op, Data::Sges(SgeList::new(&into)));
-        let r = direct_request(&w, &[], len as u64).unwrap();
-        let mut pkt = Vec::new();
-        assert!(crate::wire::engine::direct_packet(
-            &r,
-            path.dqpn,
-            o.psn,
-            path.pmtu,
-            (path.src, sport, path.dst),
-            &mut pkt
-        ));
-        let n = encode_send(&w, &shape, &mut ebuf).unwrap();
-        crate::wq::format::mark_direct(&mut ebuf[..n]);
-        assert!(sq_client.dtx_claim(&o));
-        sq_client.try_push_quiet(&ebuf[..n]).unwrap();
-        sq_agent.wake_up();
-        assert!(sq_agent.dtx_close());
-        assert_eq!(take_sends(&h, &wire, &a, &mut sq_agent, &shape, 16), 1);
-        let quiet = std::time::Instant::now() + std::time::Duration::from_millis(50);
-        while std::time::Instant::now() < quiet {
-            wire.progress(&h);
-        }
-        assert!(cqes(&mut cq).is_empty(), "the agent sent no copy of {id}");
+        let (pkt, _) = through_window(&h, &wire, window!(), &w, &[], len as u64);
         udp.send_to(&pkt, (addr, swrdma_roce::ROCE_PORT)).unwrap();
         let got = run_until(&h, &wire, &mut cq, 1);
         assert_eq!(
