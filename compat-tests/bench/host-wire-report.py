@@ -58,6 +58,20 @@ def ucx_p50(name):
     return float(m.group(1)), None
 
 
+def rounds(name, ext=".client"):
+    """The raw outputs' names of the rounds of `name` that ran (BENCH_WIRE_ROUNDS:
+    round 1 is `name`, round r > 1 `name.r<r>`)."""
+    names = [name] + [f"{name}.r{r}" for r in range(2, 10)]
+    return [n for n in names if read(n + ext)]
+
+
+def median_by(items, key):
+    """The item whose key is the median of the items' (the lower middle one of
+    an even count); None for none."""
+    items = sorted((i for i in items if key(i) is not None), key=key)
+    return items[(len(items) - 1) // 2] if items else None
+
+
 def kv(text, key):
     m = re.search(r"\b%s ([\d.]+)" % re.escape(key), text)
     return float(m.group(1)) if m else None
@@ -101,21 +115,9 @@ def pairs_section(rows, pfx="", title=None):
     figs = {}
     for what in ("ib_write_bw", "rc_pingpong", "udp"):
         for k in (1, 2, 4):
-            tot, ok = 0.0, True
-            for i in range(k):
-                if what == "ib_write_bw":
-                    r = perftest_row(f"{pfx}pairs{k}.ib_write_bw.{i}")
-                    v = r[3] * 1048576 / 1e6 if r and len(r) > 3 else None
-                elif what == "rc_pingpong":
-                    m = re.search(r"(\d+) iters in ([\d.]+) seconds", read(f"{pfx}pairs{k}.rc_pingpong.{i}.client"))
-                    v = int(m.group(1)) / float(m.group(2)) if m and float(m.group(2)) > 0 else None
-                else:
-                    v = kv(read(f"pairs{k}.udp.{i}.server"), "received_MBps")
-                if v is None:
-                    ok = False
-                else:
-                    tot += v
-            figs[(what, k)] = tot if ok else None
+            base = f"pairs{k}.udp" if what == "udp" else f"{pfx}pairs{k}.{what}"
+            ext = ".0.server" if what == "udp" else ".0.client"
+            figs[(what, k)] = median_by((pairs_sum(what, n, k) for n in rounds(base, ext)), lambda v: v)
     units = {"ib_write_bw": "MB/s", "rc_pingpong": "iter/s", "udp": "MB/s"}
     for what in ("ib_write_bw", "rc_pingpong", "udp"):
         one = figs[(what, 1)]
@@ -128,6 +130,26 @@ def pairs_section(rows, pfx="", title=None):
             continue  # (the same reference as the first pass's row)
         rows.append(dict(test=f"pairs {what}", unit=units[what], one=one, two=figs[(what, 2)], four=figs[(what, 4)],
                          two_over_one=xs[0], four_over_one=xs[1], verdict=v, mode=mode))
+
+
+def pairs_sum(what, name, k):
+    """The sum over the k pairs of one round `name` of `what` (ib_write_bw
+    MB/s, rc_pingpong iterations per second, udp MB/s received); None when
+    one is missing."""
+    tot = 0.0
+    for i in range(k):
+        if what == "ib_write_bw":
+            r = perftest_row(f"{name}.{i}")
+            v = r[3] * 1048576 / 1e6 if r and len(r) > 3 else None
+        elif what == "rc_pingpong":
+            m = re.search(r"(\d+) iters in ([\d.]+) seconds", read(f"{name}.{i}.client"))
+            v = int(m.group(1)) / float(m.group(2)) if m and float(m.group(2)) > 0 else None
+        else:
+            v = kv(read(f"{name}.{i}.server"), "received_MBps")
+        if v is None:
+            return None
+        tot += v
+    return tot
 
 
 def mode_of(pfx):
@@ -146,7 +168,7 @@ def latency_table(rows, pfx, title, u_typ, base=None):
     print(f"{'test':<28}{'typical us':>11}{'p99 us':>9}{'x UDP':>8}{'p99/typ':>9}{xp}  target <=1.5x, p99<=5x typ")
     typs = {}
     for t, n in (("ib_write_lat", "2"), ("ib_send_lat", "2"), ("ib_read_lat", "2"), ("ib_atomic_lat", "8")):
-        r = perftest_row(f"{pfx}{t}.{n}")
+        r = median_by((perftest_row(f) for f in rounds(f"{pfx}{t}.{n}")), lambda r: r[4] if r and len(r) > 7 else None)
         typ = r[4] if r and len(r) > 7 else None
         p99 = r[7] if r and len(r) > 7 else None
         typs[t] = typ
@@ -161,7 +183,7 @@ def latency_table(rows, pfx, title, u_typ, base=None):
             row.update(process_typical_us=base.get(t), x_process=xb)
         print(f"{t + ' ' + n + ' B':<28}{fmt(typ):>11}{fmt(p99):>9}{fmt(x):>8}{fmt(pr):>9}{cell}  {v}")
         rows.append(row)
-    spin = read("udp.pingpong_spin.2.client")
+    spin = median_by((read(f + ".client") for f in rounds("udp.pingpong_spin.2")), lambda t: kv(t, "typical_us")) or ""
     s_typ, s_p99 = kv(spin, "typical_us"), kv(spin, "p99_us")
     w = next((r for r in rows if r["test"] == "ib_write_lat" and r.get("mode") == mode), None)
     if w:
@@ -192,14 +214,14 @@ def bandwidth_table(rows, pfx, title, base=None):
     print(f"{'test':<28}{'MB/s':>11}{'UDP MB/s':>9}{'ratio':>8}{xp}  target >=0.8x")
     figs = {}
     for m in (1024, 4096):
-        ref = kv(read(f"udp.stream.{m}.server"), "received_MBps")
+        ref = median_by((kv(read(f + ".server"), "received_MBps") for f in rounds(f"udp.stream.{m}", ".server")), lambda v: v)
         for t in ("ib_write_bw", "ib_send_bw", "ib_read_bw"):
             for s in (65536, 1048576):
                 name = f"{pfx}{t}.{s}.mtu{m}"
                 if pfx and s != 65536 and not os.path.exists(os.path.join(D, name + ".rc")):
                     continue
-                r = perftest_row(name)
-                bw = r[3] * 1048576 / 1e6 if r and len(r) > 3 else None
+                bws = (perftest_row(f) for f in rounds(name))
+                bw = median_by((r[3] * 1048576 / 1e6 for r in bws if r and len(r) > 3), lambda v: v)
                 figs[(t, s, m)] = bw
                 x = ratio(bw, ref)
                 v = verdict(x, 0.8, False)
@@ -246,9 +268,12 @@ def main():
     if skipped:
         print(f"\n== Host wire (rw0 over a veth, issue 25 item 1): skipped: {skipped}")
     else:
-        udp = read("udp.pingpong.2.client")
+        udp = median_by((read(f + ".client") for f in rounds("udp.pingpong.2")), lambda t: kv(t, "typical_us")) or ""
         u_typ, u_p99 = kv(udp, "typical_us"), kv(udp, "p99_us")
         print("\n== Host wire: rw0 between two network namespaces over a veth (server CPU 0, client CPU 1)")
+        n = len(rounds("udp.pingpong.2"))
+        if n > 1:
+            print(f"each figure the median of {n} rounds (BENCH_WIRE_ROUNDS), the references' likewise")
         print(f"reference: UDP ping-pong 2 B one way typical {fmt(u_typ)} us, p99 {fmt(u_p99)} us (blocking recv)")
         lat = latency_table(rows, "", None, u_typ)
         bw = bandwidth_table(rows, "", None)
