@@ -106,8 +106,9 @@ def verdict(r, limit, le):
 def pairs_section(rows, pfx="", title=None):
     """1, 2 and 4 pairs at once (issue 33): aggregate ib_write_bw 64 KiB and
     ibv_rc_pingpong message rate against one pair's, beside K UDP streams
-    (measured once, without a prefix).  pfx: the raw outputs' prefix ("" or
-    "agent."); title: a heading line first (None: none)."""
+    (measured in the first pass only, without a prefix); each figure the
+    median of its rounds.  pfx: the raw outputs' prefix ("" or "agent.");
+    title: a heading line first (None: none)."""
     mode = mode_of(pfx)
     if title:
         print(title)

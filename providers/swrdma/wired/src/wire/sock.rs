@@ -104,7 +104,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, TryLockError, Weak};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, TryLockError, Weak};
 
 /// The RoCE v2 UDP destination port.
 #[allow(dead_code)] // used by the wire engine (being written)
@@ -191,11 +191,8 @@ const GSO_BYTES: usize = 65507;
 
 /// Set once the kernel refused a segmentation-offload send (or
 /// `SWRDMA_WIRE_GSO=0`): from then on every packet is a datagram of its own.
-static GSO_OFF: OnceLock<AtomicBool> = OnceLock::new();
-
-fn gso_off() -> &'static AtomicBool {
-    GSO_OFF.get_or_init(|| AtomicBool::new(std::env::var("SWRDMA_WIRE_GSO").is_ok_and(|v| v == "0")))
-}
+static GSO_OFF: LazyLock<AtomicBool> =
+    LazyLock::new(|| AtomicBool::new(std::env::var("SWRDMA_WIRE_GSO").is_ok_and(|v| v == "0")));
 
 /// Packets built in place for one `sendmmsg` ([`Sock::send_batch`]): up to
 /// [`TX_BATCH`] slots of `slot` bytes each in one buffer, kept by the
@@ -280,7 +277,7 @@ impl TxBatch {
         let Some(&(d, _, last_len, t, last_seg)) = self.pkts.last() else {
             return 0;
         };
-        if d != *dst || t != tclass || gso_off().load(Ordering::Relaxed) {
+        if d != *dst || t != tclass || GSO_OFF.load(Ordering::Relaxed) {
             return 0;
         }
         let n = usize::from(last_seg) + 1;
@@ -1182,7 +1179,7 @@ impl Sock {
                 // This message is refused (e.g. EMSGSIZE): dropped, the rest
                 // tried; a group's refusal ends segmentation offload.
                 if groups[sent].1 > 1 {
-                    gso_off().store(true, Ordering::Relaxed);
+                    GSO_OFF.store(true, Ordering::Relaxed);
                 }
                 sent += 1;
                 continue;
