@@ -897,6 +897,116 @@ static void domains(struct ibv_context *ctx, int gid)
 	free(pbuf);
 }
 
+/* Small SENDs and WRITEs (through the agent, one of at most 256 bytes
+ * posted to an empty send queue carries its data in the queue's entry,
+ * read by the client at post): the data placed from several SGEs, at and
+ * over the 256-byte bound, with a zero-length SGE, and the completions of
+ * one whose lkey is not a live MR's and of one whose memory was unmapped
+ * after it was registered, each alike on the per-process wire. */
+static void small(struct ibv_pd *pd, struct ibv_cq *cq, int gid)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 3, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	char *buf = calloc(1, 1 << 16);
+	char *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	made("small: reg_mr", mr);
+	struct ibv_mr *gmr = gone == MAP_FAILED ? NULL : ibv_reg_mr(pd, gone, 4096, IBV_ACCESS_LOCAL_WRITE);
+	made("small: reg_mr to be unmapped", gmr);
+	struct ibv_qp *e = ibv_create_qp(pd, &ia);
+	made("small: create_qp e", e);
+	struct ibv_qp *f = ibv_create_qp(pd, &ia);
+	made("small: create_qp f", f);
+	if (!mr || !gmr || !e || !f)
+		return;
+	say("small: connect e", reconnect(e, f->qp_num, gid));
+	say("small: connect f", reconnect(f, e->qp_num, gid));
+	char *src = buf, *dst = buf + 32768;
+	for (int i = 0; i < 1024; i++)
+		src[i] = (char)(i * 7 + 1);
+	/* WRITEs from three SGEs (one of them empty in the last), 3 .. 300 bytes. */
+	static const uint32_t lens[][3] = { { 1, 1, 1 }, { 4, 5, 7 }, { 100, 100, 56 }, { 100, 100, 57 },
+					    { 200, 0, 50 }, { 120, 150, 30 } };
+	for (unsigned k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		struct ibv_sge s[3];
+		uint32_t at = 0, total = 0;
+		for (int j = 0; j < 3; j++) {
+			/* (the SGEs out of order in src: 512, 0, 256 ...) */
+			uint32_t from = (uint32_t)((j + 2) % 3) * 256 + at % 7;
+			s[j] = (struct ibv_sge){ .addr = (uintptr_t)src + from, .length = lens[k][j], .lkey = mr->lkey };
+			total += lens[k][j];
+			at += 3;
+		}
+		memset(dst, 0, 1024);
+		struct ibv_send_wr w = {
+			.wr_id = 80 + k, .sg_list = s, .num_sge = 3, .opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED, .wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = mr->rkey },
+		}, *bad = NULL;
+		char what[96];
+		snprintf(what, sizeof what, "small: write %u+%u+%u", lens[k][0], lens[k][1], lens[k][2]);
+		say(what, ibv_post_send(e, &w, &bad));
+		completion(what, cq);
+		int ok = 1;
+		uint32_t o = 0;
+		for (int j = 0; j < 3; j++) {
+			ok &= !memcmp(dst + o, (char *)(uintptr_t)s[j].addr, s[j].length);
+			o += s[j].length;
+		}
+		ok &= dst[total] == 0;
+		printf("%s placed: %d\n", what, ok);
+	}
+	/* A SEND of 200 bytes from two SGEs into f's receive. */
+	struct ibv_sge rs = { .addr = (uintptr_t)dst, .length = 1024, .lkey = mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 90, .sg_list = &rs, .num_sge = 1 }, *rbad = NULL;
+	say("small: post_recv f", ibv_post_recv(f, &r, &rbad));
+	memset(dst, 0, 1024);
+	struct ibv_sge ss[2] = { { .addr = (uintptr_t)src + 300, .length = 150, .lkey = mr->lkey },
+				 { .addr = (uintptr_t)src + 10, .length = 50, .lkey = mr->lkey } };
+	struct ibv_send_wr sw = { .wr_id = 91, .sg_list = ss, .num_sge = 2, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	say("small: send 150+50", ibv_post_send(e, &sw, &bad));
+	struct ibv_wc wc[2];
+	int got = 0;
+	for (int i = 0; i < 2 && poll_one(cq, &wc[got]) > 0; i++)
+		got++;
+	int sent = 0, recvd = 0;
+	for (int i = 0; i < got; i++) {
+		if (wc[i].wr_id == 91)
+			sent = wc[i].status == IBV_WC_SUCCESS;
+		if (wc[i].wr_id == 90)
+			recvd = wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len == 200;
+	}
+	printf("small: send 150+50: sent %d received %d placed %d\n", sent, recvd,
+	       !memcmp(dst, src + 300, 150) && !memcmp(dst + 150, src + 10, 50));
+	/* An lkey that names no MR: the requester's completion and state. */
+	struct ibv_sge bs = { .addr = (uintptr_t)src, .length = 16, .lkey = mr->lkey ^ 0x100 };
+	struct ibv_send_wr bw = { .wr_id = 92, .sg_list = &bs, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = mr->rkey } };
+	say("small: write with a bad lkey", ibv_post_send(e, &bw, &bad));
+	completion("small: write with a bad lkey", cq);
+	state_of("small: e after a bad lkey", e);
+	say("small: reconnect e", reconnect(e, f->qp_num, gid));
+	say("small: reconnect f", reconnect(f, e->qp_num, gid));
+	/* Registered memory the application unmapped: not read (no crash),
+	 * the request fails. */
+	munmap(gone, 4096);
+	bs = (struct ibv_sge){ .addr = (uintptr_t)gone, .length = 16, .lkey = gmr->lkey };
+	bw.wr_id = 93;
+	say("small: write from unmapped memory", ibv_post_send(e, &bw, &bad));
+	completion("small: write from unmapped memory", cq);
+	state_of("small: e after unmapped memory", e);
+	say("small: destroy_qp e", ibv_destroy_qp(e));
+	say("small: destroy_qp f", ibv_destroy_qp(f));
+	say("small: dereg_mr unmapped", ibv_dereg_mr(gmr));
+	say("small: dereg_mr", ibv_dereg_mr(mr));
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	int gid = argc > 1 ? atoi(argv[1]) : 1;
@@ -1151,6 +1261,7 @@ int main(int argc, char **argv)
 	windows(pd, cq, &ia, buf, mr, gid);
 	extended(ctx, pd, buf, mr, gid);
 	domains(ctx, gid);
+	small(pd, cq, gid);
 
 	say("destroy_qp a", ibv_destroy_qp(a));
 	say("destroy_qp b", ibv_destroy_qp(b));

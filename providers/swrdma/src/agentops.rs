@@ -1436,7 +1436,7 @@ unsafe fn post_list(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ib
     let mut sq = crate::sys::lock(&a.sq);
     let Some(sq) = sq.as_mut() else { return libc::EINVAL };
     let mut b = Scratch::of(sq.capacity());
-    let mut inline = Vec::new();
+    let (mut inline, mut copied) = (Vec::new(), Vec::new());
     let mut ring = false;
     let mut r = 0;
     while !wr.is_null() {
@@ -1522,7 +1522,7 @@ unsafe fn post_list(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ib
                 r = libc::EINVAL;
                 break;
             }
-            Data::Sges(SgeList::from_verbs(sges))
+            carry_small(a, sq, op, sges, Data::Sges(SgeList::from_verbs(sges)), &mut copied)
         };
         let is_send = matches!(
             op,
@@ -1549,7 +1549,7 @@ unsafe fn post_list(qp: *mut ibv_qp, mut wr: *mut ibv_send_wr, bad: *mut *mut ib
         let wqe = SendWqe {
             wr_id: w.wr_id,
             op: op.unwrap_or(SendOp::Send),
-            send_flags: wqe_flags(a, w.send_flags),
+            send_flags: wqe_flags(a, w.send_flags) | inline_bit(&data),
             ud,
             xrc_srqn: None,
             data,
@@ -2007,6 +2007,58 @@ impl Then {
         }
     }
 }
+
+/// A small SEND or WRITE posted to an empty queue carries its data in the
+/// entry, read now from this process into `copied` (one system call here,
+/// while the agent may still be busy with the message this one answers),
+/// so that the agent sends it without reading this process: one system
+/// call fewer on a ping-pong's path.  Only SGEs the agent's own checks
+/// pass ([`gather_direct`]; else it fails the request as before); a queue
+/// with entries waiting is the agent's to read, a batch's payloads in one
+/// call.  Else `data` as it is.
+fn carry_small<'d>(
+    a: &AQp,
+    sq: &Producer,
+    op: Option<SendOp>,
+    sges: &[ibv_sge],
+    data: Data<'d>,
+    copied: &'d mut Vec<u8>,
+) -> Data<'d> {
+    let carries = matches!(
+        op,
+        Some(
+            SendOp::Send
+                | SendOp::SendWithImm { .. }
+                | SendOp::SendWithInv { .. }
+                | SendOp::RdmaWrite(_)
+                | SendOp::RdmaWriteWithImm(..)
+        )
+    );
+    if !matches!(data, Data::Sges(_)) || !carries || sq.unconsumed() != 0 {
+        return data;
+    }
+    match gather_direct(a, sges, a.cap.max_inline_data.min(SMALL_COPY)) {
+        Some(v) => {
+            *copied = v;
+            Data::Inline(copied)
+        }
+        None => data,
+    }
+}
+
+/// `IBV_SEND_INLINE` exactly when the entry carries the data.
+fn inline_bit(d: &Data<'_>) -> u32 {
+    if matches!(d, Data::Inline(_)) {
+        IBV_SEND_INLINE
+    } else {
+        0
+    }
+}
+
+/// The most bytes of a SEND or WRITE that [`post_send`] copies into the
+/// entry itself (the QP's inline room permitting: every send queue of the
+/// agent has at least `Limits::min_inline`, 256).
+const SMALL_COPY: u32 = 256;
 
 /// Direct transmit (`swrdma_wired::wq`, "Direct transmit"): when the
 /// agent sleeps with QP `a`'s window open (an RC QP, in RTS as `state`
