@@ -146,6 +146,11 @@ prog acks 60
 # Completion events as UCX's wakeup mode uses them (poll, drain the
 # channel, arm, sleep in edge-triggered epoll; see wakeup.c).
 prog wakeup 60
+# RDMA WRITEs and READs kept back to share one system call
+# (providers/swrdma/src/send/defer.rs): a program that posts and then waits
+# on memory is answered, a SEND does not overtake them, data in place at
+# the completion (see defer.c).
+prog defer 60
 
 # ibv_asyncwatch: opens the device and waits for events (none come).
 timeout 2 ibv_asyncwatch -d swr0 >"$OUT/asyncwatch" 2>&1; rc=$?

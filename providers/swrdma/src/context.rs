@@ -146,6 +146,8 @@ pub struct Ctx {
     peers: Mutex<HashMap<u32, Arc<crate::direct::Peer>>>,
     /// A wire device's RoCE v2 transport (swrdma_wired::wire::engine).
     wire_rt: std::sync::OnceLock<Arc<crate::wire::engine::Wire>>,
+    /// The QPs with RDMA requests kept for one system call (send/defer.rs).
+    pub(crate) defers: crate::deferq::DeferTable,
 }
 
 impl std::ops::Deref for Ctx {
@@ -275,6 +277,7 @@ impl Ctx {
             next_obj: AtomicU32::new(1),
             peers: Mutex::new(HashMap::new()),
             wire_rt: std::sync::OnceLock::new(),
+            defers: Default::default(),
         });
         if let Some((d, a)) = c.direct_fds() {
             ipc::publish_fds(&c.dir, id, [c.efd.as_fd(), d, a]);
@@ -371,6 +374,22 @@ impl Ctx {
     /// context's thread stays in the background.  `empty`: the poll found
     /// nothing (see `app_drives`).
     #[inline]
+    /// Changes at every poll of the application (`note_poll`).
+    pub fn poll_epoch(&self) -> u64 {
+        self.last_poll.load(Ordering::Relaxed)
+    }
+
+    /// The application is polling its CQs (the context's thread backs off,
+    /// looking every `BACKOFF_MS` whether it still does).
+    pub fn app_polls(&self) -> bool {
+        self.thread_backs_off.load(Ordering::Relaxed)
+    }
+
+    /// Some QP has requests deferred (send/defer.rs).
+    fn defers_waiting(&self) -> bool {
+        self.defers.waiting() > 0
+    }
+
     pub fn note_poll(&self, empty: bool) {
         self.last_poll
             .fetch_add(if empty { EMPTY_POLL } else { 1 }, Ordering::Relaxed);
@@ -677,7 +696,9 @@ impl Ctx {
 
     /// The context's thread: makes progress when the application does not
     /// (it polls its CQ), accepts connections and notices dead peers.
-    pub fn run_thread(&self) {
+    /// `pass`: executes the RDMA requests an application left deferred for
+    /// long (send/defer.rs).
+    pub fn run_thread(&self, pass: fn(&Ctx) -> bool) {
         // Short sleeps must stay short (default timer slack is 50 us).
         // SAFETY: PR_SET_TIMERSLACK takes its value in the second argument and
         // ignores the rest; it only changes this thread's timer slack.
@@ -725,6 +746,9 @@ impl Ctx {
                     self.handle_epoll(BACKOFF_MS);
                     self.wire_wakes(true);
                 }
+                // (Requests the application left deferred for long: it made
+                // no call since, and may be waiting for them: send/defer.rs.)
+                pass(self);
                 self.thread_backs_off.store(false, Ordering::SeqCst);
                 if self.last_poll.load(Ordering::Relaxed) == before {
                     self.progress();
@@ -732,6 +756,9 @@ impl Ctx {
                 idle_since = 0;
                 continue;
             }
+            // (The application stopped polling: nothing is deferred for
+            // long here, send/defer.rs.)
+            pass(self);
             let armed_before = self.armed_cqs.load(Ordering::Relaxed);
             let n = self.progress();
             if n > 0 {
@@ -758,7 +785,8 @@ impl Ctx {
                 last_trim = now;
                 self.trim_links();
             }
-            if now - idle_since < 50_000 {
+            // (Requests deferred: no sleep before they execute, above.)
+            if now - idle_since < 50_000 || self.defers_waiting() {
                 std::hint::spin_loop();
                 if iter.is_multiple_of(256) {
                     self.handle_epoll(0);

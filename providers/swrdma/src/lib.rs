@@ -4,6 +4,7 @@
 mod agentconn;
 mod agentops;
 mod context;
+mod deferq;
 mod device;
 mod direct;
 mod handles;

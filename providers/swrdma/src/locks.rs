@@ -104,7 +104,7 @@ extern "C" fn forked() {
     PID.store(0, Ordering::Relaxed);
 }
 
-fn pid() -> u64 {
+pub(crate) fn pid() -> u64 {
     let p = PID.load(Ordering::Relaxed);
     if p != 0 {
         return p;

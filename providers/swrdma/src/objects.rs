@@ -362,6 +362,9 @@ pub struct Qp {
     pub sq_sig_all: bool,
     pub cap: ibv_qp_cap,
     pub st: Mutex<QpSt>,
+    /// RDMA WRITEs and READs posted but not executed yet, to be executed
+    /// together (send/defer.rs); its lock is held while they execute.
+    pub deferred: Mutex<crate::deferq::Deferred>,
 }
 
 impl QpSt {

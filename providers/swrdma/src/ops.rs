@@ -164,7 +164,7 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
             if grow_later {
                 let _ = reserve(CONTEXT_ROOM, true);
             }
-            tc.run_thread()
+            tc.run_thread(crate::send::deferred_thread_pass)
         })
         .map_err(|_| libc::EAGAIN)?;
     let sw = vctx as *mut SwCtx;
@@ -203,6 +203,7 @@ unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
     };
     // (The agent ends this client's objects with its connection.)
     drop(agent);
+    crate::send::execute_deferred(&c, None, false);
     c.stop_thread();
     if let Some(h) = (*thread).take() {
         let _ = h.join();
@@ -1045,6 +1046,8 @@ unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     if let Err(e) = c.reg.remove(Kind::Mr, handle, vmr as *const u8) {
         return e;
     }
+    // (Requests posted before the dereg execute first.)
+    crate::send::execute_deferred(c, None, false);
     // SAFETY: `vmr` is the start of a `Box<SwMr>` made by reg_mr /
     // reg_dm_mr (it was in the table), destroyed once (taken out of it).
     let m = unsafe { Box::from_raw(vmr as *mut SwMr) };
@@ -1313,6 +1316,8 @@ unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
         let s = cq_of(cq);
         (&*s.cq, &*s.ctx)
     };
+    // (Requests kept back execute before the application may sleep.)
+    crate::send::execute_deferred(c, None, false);
     cqr.arm(solicited != 0);
     c.note_arm();
     0
@@ -1928,6 +1933,7 @@ unsafe fn new_qp(
         sq_sig_all: a.sq_sig_all != 0,
         cap,
         st: Mutex::new(Qp::new_st()),
+        deferred: Mutex::new(Default::default()),
     });
     c.add_qp(qp.clone());
     // SAFETY: `s` is the fresh `SwQp` box made above, not yet visible to
@@ -2160,6 +2166,8 @@ unsafe extern "C" fn modify_qp(ibqp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: 
     if mask & !QP_ATTR_KNOWN != 0 {
         return libc::EOPNOTSUPP;
     }
+    // (Requests posted before execute before the QP changes.)
+    crate::send::execute_deferred_qp(c, &qp);
     if mask & IBV_QP_STATE != 0 && a.qp_state == IBV_QPS_ERR {
         // The answers that came in first: what the peer took is then not
         // flushed (`Objects::to_err`), as a NIC's ACKs would have completed it.
@@ -2345,6 +2353,7 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         let qp = Arc::from_raw(s.qp);
         (s, c, qp)
     };
+    crate::send::execute_deferred_qp(c, &qp);
     if let Some(w) = c.wire_rt() {
         // What came for it is handled, and its last ACK goes out once more
         // (the peer must not retransmit into a QP that is gone).

@@ -112,6 +112,7 @@ pub unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> 
     let out = unsafe { std::slice::from_raw_parts_mut(wc, n as usize) };
     let mut k = cqr.poll(out);
     if k < out.len() {
+        crate::send::execute_deferred(c, None, false);
         c.progress();
         k += cqr.poll(&mut out[k..]);
     }

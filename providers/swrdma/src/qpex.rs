@@ -177,6 +177,7 @@ impl ExQp for SwQp {
     unsafe fn post(q: *mut ibv_qp_ex, wrs: &mut [ibv_send_wr]) -> c_int {
         // SAFETY: `q` is the `ibv_qp_ex` = `ibv_qp` prefix of our live `SwQp`.
         let (c, qp) = unsafe { qp_of(q as *mut ibv_qp) };
+        crate::send::execute_deferred(c, None, false);
         for w in wrs.iter() {
             // SAFETY: valid requests (the contract).
             if let Err(e) = unsafe { post_one(c, &qp, w) } {

@@ -37,6 +37,9 @@ pub struct Batch<'a> {
     peer_id: u32,
     /// Our iovecs the kept requests take.
     nlocal: usize,
+    /// Requests of the QP deferred before these (defer.rs): they take
+    /// room in the send queue too.
+    queued: usize,
 }
 
 impl<'a> Batch<'a> {
@@ -48,7 +51,13 @@ impl<'a> Batch<'a> {
             dest: 0,
             peer_id: 0,
             nlocal: 0,
+            queued: 0,
         }
+    }
+
+    /// A batch whose requests come after `queued` deferred ones.
+    pub fn after(queued: usize) -> Batch<'a> {
+        Batch { queued, ..Batch::new() }
     }
 
     /// Keeps `wr` for the batch (true), or leaves it to `post_verb` (false:
@@ -87,7 +96,8 @@ impl<'a> Batch<'a> {
             let Some(link) = st.link.as_ref().filter(|l| !l.dead.load(Ordering::Relaxed)) else {
                 return false;
             };
-            if st.state != IBV_QPS_RTS || st.sq.len() + self.reqs.len() + 1 > qp.cap.max_send_wr as usize {
+            if st.state != IBV_QPS_RTS || st.sq.len() + self.queued + self.reqs.len() + 1 > qp.cap.max_send_wr as usize
+            {
                 return false;
             }
             (link.peer, st.attr.dest_qp_num)

@@ -11,6 +11,7 @@
 
 mod batch;
 mod complete;
+mod defer;
 mod fast;
 mod local;
 mod over_ring;
@@ -21,6 +22,7 @@ pub use complete::finish_now;
 pub use local::bind_window;
 
 use crate::context::*;
+use crate::deferq::Deferred;
 use crate::handles::MTU_BYTES;
 use ibverbs_abi::*;
 use request::{LocalData, Operation, QpView, SendRequest};
@@ -29,13 +31,30 @@ use std::sync::Arc;
 
 /// `ibv_post_send`'s list: each request posted in turn (`post_verb`),
 /// consecutive RDMA WRITEs or READs the initiator executes itself kept
-/// together and executed with one system call (batch.rs).  Err: the
-/// request refused and why; the ones before it were posted.
+/// together and executed with one system call (batch.rs); one such request
+/// posted alone may wait for the next ones (defer.rs).  Err: the request
+/// refused and why; the ones before it were posted.
 ///
 /// # Safety
 /// `wr` is null or the first of a list of valid send requests, as
 /// `post_one`'s contract says of each.
 pub unsafe fn post_list(c: &Ctx, qp: &Arc<Qp>, mut wr: *mut ibv_send_wr) -> Result<(), (*mut ibv_send_wr, c_int)> {
+    let mut d = lock(&qp.deferred);
+    if defer::others_waiting(c, &d) {
+        // (Another QP's first, without holding two QPs' locks.)
+        drop(d);
+        execute_deferred(c, Some(qp), false);
+        d = lock(&qp.deferred);
+    }
+    let same = c.defers.note_post(qp.qpn);
+    // SAFETY: a non-null `wr` is a valid request (the contract).
+    if !wr.is_null() && unsafe { (*wr).next.is_null() && defer::defer(c, qp, &mut d, &*wr, same) } {
+        if defer::full(&d) {
+            execute_deferred_locked(c, qp, &mut d);
+        }
+        return Ok(());
+    }
+    execute_deferred_locked(c, qp, &mut d);
     let mut kept = batch::Batch::new();
     while !wr.is_null() {
         // SAFETY: a non-null element of the list (the contract), valid for
@@ -53,6 +72,73 @@ pub unsafe fn post_list(c: &Ctx, qp: &Arc<Qp>, mut wr: *mut ibv_send_wr) -> Resu
     }
     kept.flush(c, qp);
     Ok(())
+}
+
+/// Executes `qp`'s deferred requests (defer.rs) whose `deferred` is `d`
+/// (its lock held), in order, as a post list of them would.
+fn execute_deferred_locked(c: &Ctx, qp: &Arc<Qp>, d: &mut Deferred) {
+    let kept = defer::take_kept(c, qp, d);
+    if kept.is_empty() {
+        return;
+    }
+    let mut batch = batch::Batch::new();
+    for k in &kept {
+        // SAFETY: the request as the application posted it, its gather
+        // list our copy; `take` accepted it at post.
+        if unsafe { batch.take(c, qp, &k.wr) } {
+            continue;
+        }
+        batch.flush(c, qp);
+        // SAFETY: as above.
+        if unsafe { post_verb(c, qp, &k.wr) }.is_err() {
+            // (Not seen: what `take` accepted at post posts without an
+            // errno; the request completes with an error rather than
+            // vanish.)
+            let op = if k.wr.opcode == IBV_WR_RDMA_READ {
+                IBV_WC_RDMA_READ
+            } else {
+                IBV_WC_RDMA_WRITE
+            };
+            let signaled = qp.sq_sig_all || k.wr.send_flags & IBV_SEND_SIGNALED != 0;
+            finish_now(c, qp, k.wr.wr_id, op, 0, signaled, IBV_WC_LOC_QP_OP_ERR);
+        }
+    }
+    batch.flush(c, qp);
+}
+
+/// Executes the deferred requests of `qp` (defer.rs).
+pub fn execute_deferred_qp(c: &Ctx, qp: &Arc<Qp>) {
+    let mut d = lock(&qp.deferred);
+    execute_deferred_locked(c, qp, &mut d);
+}
+
+/// Executes the deferred requests of every QP of the context but `except`
+/// (whose `deferred` lock the caller may hold: never two at once here).
+/// `stale_only`: only those deferred for `STALE_NS` or more (the context's
+/// thread), each such QP counting as a stale one (deferral goes off).
+pub fn execute_deferred(c: &Ctx, except: Option<&Arc<Qp>>, stale_only: bool) {
+    if c.defers.waiting() == 0 {
+        return;
+    }
+    for qpn in c.defers.qpns(except.map(|q| q.qpn), stale_only) {
+        let Some(qp) = c.qp(qpn) else {
+            // (Destroyed: `destroy_qp` executed them.)
+            c.defers.remove(qpn);
+            continue;
+        };
+        let mut d = lock(&qp.deferred);
+        if stale_only && !d.kept.is_empty() {
+            c.defers.stale_found();
+        }
+        execute_deferred_locked(c, &qp, &mut d);
+    }
+}
+
+/// The context's thread: executes what an application left deferred for
+/// long; whether some request still waits.
+pub fn deferred_thread_pass(c: &Ctx) -> bool {
+    execute_deferred(c, None, true);
+    c.defers.waiting() > 0
 }
 
 /// `ibv_post_send`'s request: first the check rxe's provider makes there
