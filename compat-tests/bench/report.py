@@ -274,7 +274,9 @@ def print_shared34(sh):
     if sh.get("huge_missing"):
         print(f"       perftest --use_hugepages: not run: {sh['huge_missing']}")
     pt = sh.get("perftest", {})
-    for t, size in (("ib_write_lat", 2), ("ib_read_lat", 2), ("ib_write_bw", 65536), ("ib_read_bw", 65536)):
+    rows = [("ib_write_lat", 2), ("ib_read_lat", 2)]
+    rows += [(t, z) for t in ("ib_write_bw", "ib_read_bw") for z in (4096, 65536, 1048576)]
+    for t, size in rows:
         cells = []
         for mode, lab in (("huge1", "shared object"), ("huge0", "SWRDMA_SHARED=0, private path")):
             r = pt.get(f"{mode}.{t}.{size}")

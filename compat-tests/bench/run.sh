@@ -242,22 +242,26 @@ section_shared34() {
     if [ "${free:-0}" -lt 16 ]; then
         echo "no free huge pages (HugePages_Free ${free:-?}; /proc/sys/vm/nr_hugepages not writable)" > "$T/huge-missing"
     else
-        say "perftest --use_hugepages: ib_write_lat, ib_read_lat 2 B; ib_write_bw, ib_read_bw -D 3 64 KiB; shared and SWRDMA_SHARED=0"
+        say "perftest --use_hugepages: ib_write_lat, ib_read_lat 2 B; ib_write_bw, ib_read_bw -D 3 4 KiB, 64 KiB, 1 MiB; shared and SWRDMA_SHARED=0"
+        local z
         for s in 1 0; do
             for t in ib_write_lat ib_read_lat; do
                 SWRDMA_SHARED=$s run "$T/huge$s.$t.2" 0 1 "$TO" $t -s 2 -n 10000 --use_hugepages
             done
             for t in ib_write_bw ib_read_bw; do
-                SWRDMA_SHARED=$s run "$T/huge$s.$t.65536" 0 1 $((TO + 3)) $t -s 65536 -D 3 --use_hugepages
+                for z in 4096 65536 1048576; do
+                    SWRDMA_SHARED=$s run "$T/huge$s.$t.$z" 0 1 $((TO + 3)) $t -s $z -D 3 --use_hugepages
+                done
             done
         done
     fi
     [ -n "$old" ] && echo "$old" > /proc/sys/vm/nr_hugepages 2>/dev/null
-    say "shared_ref: WRITE/READ into a memfd and into private memory (2 B, 64 KiB, 1 MiB), CPUs 0 -> 1"
+    say "shared_ref: WRITE/READ into a memfd and into private memory (2 B, 4 KiB, 64 KiB, 1 MiB), CPUs 0 -> 1"
     {
         for m in memfd private; do
             for t in write read; do
                 LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 timeout 60 "$B/shared_ref" $m $t 2 200000 0 1
+                LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 timeout 60 "$B/shared_ref" $m $t 4096 200000 0 1
                 LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 timeout 60 "$B/shared_ref" $m $t 65536 50000 0 1
                 LD_LIBRARY_PATH="$LIBDIR" RDMAV_SOFT_DEVICES=swr0 timeout 60 "$B/shared_ref" $m $t 1048576 5000 0 1
             done
