@@ -155,7 +155,10 @@ void sti_log(const char *fmt, ...)
  * when they hold an address, and shown as they are when a program puts a
  * plain number there.  A plain number that happens to fall inside a mapping
  * (a length of 16 MiB while the heap of a non-PIE program spans it) is
- * masked too; [vsyscall] (above 2^47) is not counted.
+ * masked too, in one run and not the next: the brk heap of a non-PIE
+ * program starts anywhere in the 1 GiB above its image, so the numbers a
+ * compared program sends (compat-tests/standin-tool/verbs.c) stay out of
+ * 4 MiB - 1.1 GiB; [vsyscall] (above 2^47) is not counted.
  */
 static int is_address(uint64_t v, int by_maps)
 {
