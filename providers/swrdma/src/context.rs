@@ -370,10 +370,6 @@ impl Ctx {
         }
     }
 
-    /// The application polled (or otherwise drives progress itself): the
-    /// context's thread stays in the background.  `empty`: the poll found
-    /// nothing (see `app_drives`).
-    #[inline]
     /// Changes at every poll of the application (`note_poll`).
     pub fn poll_epoch(&self) -> u64 {
         self.last_poll.load(Ordering::Relaxed)
@@ -385,11 +381,10 @@ impl Ctx {
         self.thread_backs_off.load(Ordering::Relaxed)
     }
 
-    /// Some QP has requests deferred (send/defer.rs).
-    fn defers_waiting(&self) -> bool {
-        self.defers.waiting() > 0
-    }
-
+    /// The application polled (or otherwise drives progress itself): the
+    /// context's thread stays in the background.  `empty`: the poll found
+    /// nothing (see `app_drives`).
+    #[inline]
     pub fn note_poll(&self, empty: bool) {
         self.last_poll
             .fetch_add(if empty { EMPTY_POLL } else { 1 }, Ordering::Relaxed);
@@ -698,7 +693,7 @@ impl Ctx {
     /// (it polls its CQ), accepts connections and notices dead peers.
     /// `pass`: executes the RDMA requests an application left deferred for
     /// long (send/defer.rs).
-    pub fn run_thread(&self, pass: fn(&Ctx) -> bool) {
+    pub fn run_thread(&self, pass: fn(&Ctx)) {
         // Short sleeps must stay short (default timer slack is 50 us).
         // SAFETY: PR_SET_TIMERSLACK takes its value in the second argument and
         // ignores the rest; it only changes this thread's timer slack.
@@ -786,7 +781,7 @@ impl Ctx {
                 self.trim_links();
             }
             // (Requests deferred: no sleep before they execute, above.)
-            if now - idle_since < 50_000 || self.defers_waiting() {
+            if now - idle_since < 50_000 || self.defers.waiting() > 0 {
                 std::hint::spin_loop();
                 if iter.is_multiple_of(256) {
                     self.handle_epoll(0);

@@ -94,13 +94,9 @@ fn execute_deferred_locked(c: &Ctx, qp: &Arc<Qp>, d: &mut Deferred) {
             // (Not seen: what `take` accepted at post posts without an
             // errno; the request completes with an error rather than
             // vanish.)
-            let op = if k.wr.opcode == IBV_WR_RDMA_READ {
-                IBV_WC_RDMA_READ
-            } else {
-                IBV_WC_RDMA_WRITE
-            };
-            let signaled = qp.sq_sig_all || k.wr.send_flags & IBV_SEND_SIGNALED != 0;
-            finish_now(c, qp, k.wr.wr_id, op, 0, signaled, IBV_WC_LOC_QP_OP_ERR);
+            if let Some(r) = SendRequest::read(&k.wr, qp.qpt) {
+                finish_now(c, qp, r.wr_id, r.op.wc_opcode(), 0, r.signaled(), IBV_WC_LOC_QP_OP_ERR);
+            }
         }
     }
     batch.flush(c, qp);
@@ -135,10 +131,9 @@ pub fn execute_deferred(c: &Ctx, except: Option<&Arc<Qp>>, stale_only: bool) {
 }
 
 /// The context's thread: executes what an application left deferred for
-/// long; whether some request still waits.
-pub fn deferred_thread_pass(c: &Ctx) -> bool {
+/// long (`Ctx::run_thread`'s `pass`).
+pub fn deferred_thread_pass(c: &Ctx) {
     execute_deferred(c, None, true);
-    c.defers.waiting() > 0
 }
 
 /// `ibv_post_send`'s request: first the check rxe's provider makes there
