@@ -106,7 +106,7 @@ pub struct Ctx {
     wire: Option<crate::device::WireCfg>,
     #[allow(dead_code)] // the `ibv_context` this is the device state of (for debuggers)
     ibctx: usize,
-    links: Mutex<Arc<Vec<Arc<Link>>>>,
+    links: crate::linklist::LinkList,
     /// Accepted connections whose hello has not come yet, with their
     /// deadlines (in the epoll set, tagged `TAG_HELLO | fd`).
     hellos: Mutex<Vec<(OwnedFd, u64)>>,
@@ -258,7 +258,7 @@ impl Ctx {
             guid,
             wire,
             ibctx,
-            links: Mutex::new(Arc::new(Vec::new())),
+            links: crate::linklist::LinkList::new(),
             hellos: Mutex::new(Vec::new()),
             pidfds: Mutex::new(Vec::new()),
             out: Mutex::new(HashMap::new()),
@@ -386,8 +386,11 @@ impl Ctx {
     /// nothing (see `app_drives`).
     #[inline]
     pub fn note_poll(&self, empty: bool) {
+        // (A load and a store, not a locked add: this runs at every poll.
+        // Two threads polling at once may count one poll, never none.)
+        let v = self.last_poll.load(Ordering::Relaxed);
         self.last_poll
-            .fetch_add(if empty { EMPTY_POLL } else { 1 }, Ordering::Relaxed);
+            .store(v.wrapping_add(if empty { EMPTY_POLL } else { 1 }), Ordering::Relaxed);
     }
 
     /// The application armed a CQ (it may be about to wait for an event
@@ -613,14 +616,15 @@ impl Ctx {
         for qp in self.qps.write().unwrap().drain() {
             lock(&qp.1.st).link = None;
         }
-        *lock(&self.links) = Arc::new(Vec::new());
+        self.links.change(|_| Vec::new());
+        crate::linklist::LinkList::forget();
         lock(&self.out).clear();
         lock(&self.hellos).clear();
         lock(&self.pidfds).clear();
     }
 
     pub fn links(&self) -> Arc<Vec<Arc<Link>>> {
-        lock(&self.links).clone()
+        self.links.get()
     }
 
     /// A new link, with a pidfd of its peer's process (watched: its death
@@ -646,11 +650,11 @@ impl Ctx {
         {
             lock(&self.pidfds).push((pidfd, l.clone()));
         }
-        let mut g = lock(&self.links);
-        let mut v: Vec<Arc<Link>> = (**g).clone();
-        v.push(l.clone());
-        *g = Arc::new(v);
-        drop(g);
+        self.links.change(|v| {
+            let mut v = v.to_vec();
+            v.push(l.clone());
+            v
+        });
         // The context's thread may be asleep: make it look at the new link.
         l.rx().set_sleeping(true);
         self.kick();
@@ -663,10 +667,8 @@ impl Ctx {
     }
 
     pub fn remove_link(&self, l: &Arc<Link>) {
-        let mut g = lock(&self.links);
-        let v: Vec<Arc<Link>> = g.iter().filter(|x| !Arc::ptr_eq(x, l)).cloned().collect();
-        *g = Arc::new(v);
-        drop(g);
+        self.links
+            .change(|v| v.iter().filter(|x| !Arc::ptr_eq(x, l)).cloned().collect());
         let _ = epoll::delete(&self.epfd, l.sock());
         lock(&self.pidfds).retain(|(p, x)| {
             let keep = !Arc::ptr_eq(x, l);
@@ -955,18 +957,20 @@ impl Ctx {
     /// holds none, and keeps making progress meanwhile), responses go to the
     /// link's backlog.
     pub fn progress(&self) -> usize {
-        let links = self.links();
-        let mut n = 0;
-        for l in links.iter() {
-            if l.backlogged.load(Ordering::Acquire) {
-                if let Some(il) = InLink::new(l) {
-                    self.flush_backlog(il);
+        let mut n = self.links.walk(|links| {
+            let mut n = 0;
+            for l in links {
+                if l.backlogged.load(Ordering::Acquire) {
+                    if let Some(il) = InLink::new(l) {
+                        self.flush_backlog(il);
+                    }
+                }
+                if l.rx().has_data() {
+                    n += self.drain(l, 512);
                 }
             }
-            if l.rx().has_data() {
-                n += self.drain(l, 512);
-            }
-        }
+            n
+        });
         if self.pending.load(Ordering::Relaxed) {
             self.retry_pending();
         }
@@ -1768,10 +1772,10 @@ impl Ctx {
             let w = &st.sq[idx];
             let len = w.len as u64;
             let translated;
-            let mut src: &[ibv_sge] = &w.gsges;
+            let mut src: &[ibv_sge] = w.gsges.as_slice();
             let inline = !w.data.is_empty();
-            if !inline && !w.gsges.is_empty() {
-                match self.check_local(qp.pd, &w.gsges, false) {
+            if !inline && !src.is_empty() {
+                match self.check_local(qp.pd, src, false) {
                     Ok(None) => {}
                     Ok(Some(t)) => {
                         translated = t;

@@ -9,6 +9,7 @@ mod device;
 mod direct;
 mod handles;
 mod ipc;
+mod linklist;
 mod links;
 mod locks;
 mod mem;

@@ -123,7 +123,7 @@ unsafe fn post_locked(
         done: None,
         sges: Vec::new(),
         hdr: m,
-        gsges: if inline { Vec::new() } else { sges.to_vec() },
+        gsges: if inline { KeptSges::NONE } else { KeptSges::new(sges) },
         data: copy,
         start,
     });

@@ -368,9 +368,9 @@ unsafe fn queue_reliable(c: &Ctx, qp: &Qp, req: &SendRequest, data: &LocalData, 
         sges: keep,
         hdr: *m,
         gsges: if sends_data && !inline {
-            data.posted.to_vec()
+            KeptSges::new(data.posted)
         } else {
-            Vec::new()
+            KeptSges::NONE
         },
         data: copy,
         // (Held: not sent now, it goes with the requests sent again.)
