@@ -39,6 +39,17 @@ use std::sync::Arc;
 /// `wr` is null or the first of a list of valid send requests, as
 /// `post_one`'s contract says of each.
 pub unsafe fn post_list(c: &Ctx, qp: &Arc<Qp>, mut wr: *mut ibv_send_wr) -> Result<(), (*mut ibv_send_wr, c_int)> {
+    // SAFETY: a non-null `wr` is a valid request (the contract).
+    if let Some(w) = unsafe { wr.as_ref() } {
+        if w.next.is_null() && c.defers.waiting() == 0 && !matches!(w.opcode, IBV_WR_RDMA_WRITE | IBV_WR_RDMA_READ) {
+            // A lone request the deferral never takes, with nothing
+            // deferred on the context (none of this QP's either): nothing
+            // to execute before it, nothing to defer, no batch.
+            c.defers.note_post(qp.qpn);
+            // SAFETY: as above.
+            return unsafe { post_verb(c, qp, w) }.map_err(|e| (wr, e));
+        }
+    }
     let mut d = lock(&qp.deferred);
     if defer::others_waiting(c, &d) {
         // (Another QP's first, without holding two QPs' locks.)
