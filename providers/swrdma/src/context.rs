@@ -240,6 +240,7 @@ impl Ctx {
             objects: Objects {
                 gids,
                 qps: RwLock::new(NumMap::default()),
+                qps_number: AtomicU64::new(0),
                 srqs: RwLock::new(NumMap::default()),
                 mrs: RwLock::new(Keys::default()),
                 async_w,
@@ -432,7 +433,10 @@ impl Ctx {
     /// A new QP: findable by its QPN, here and (the symlink) by peers.
     pub fn add_qp(&self, qp: Arc<Qp>) {
         let qpn = qp.qpn;
-        self.qps.write().unwrap().insert(qpn, qp);
+        let mut t = self.qps.write().unwrap();
+        t.insert(qpn, qp);
+        self.qps_changed();
+        drop(t);
         ipc::publish(&self.dir, qpn, self.id);
     }
 
@@ -515,7 +519,10 @@ impl Ctx {
         if let Some(d) = &self.dir_tbl {
             d.publish_qp(qpn, None);
         }
-        self.qps.write().unwrap().remove(&qpn);
+        let mut t = self.qps.write().unwrap();
+        t.remove(&qpn);
+        self.qps_changed();
+        drop(t);
         ipc::unpublish(&self.dir, qpn);
     }
 
@@ -613,9 +620,13 @@ impl Ctx {
         for qpn in self.qps.read().unwrap().keys() {
             ipc::unpublish(&self.dir, *qpn);
         }
-        for qp in self.qps.write().unwrap().drain() {
+        let mut t = self.qps.write().unwrap();
+        for qp in t.drain() {
             lock(&qp.1.st).link = None;
         }
+        self.qps_changed();
+        drop(t);
+        Objects::forget_last_qp();
         self.links.change(|_| Vec::new());
         crate::linklist::LinkList::forget();
         lock(&self.out).clear();
@@ -1282,15 +1293,21 @@ impl Ctx {
             self.aborted(&l, m);
             return;
         }
-        let Some(qp) = self.qp(m.dst_qpn) else {
+        if self
+            .with_qp(m.dst_qpn, |qp| self.responder_qp(l, qp, m, payload))
+            .is_none()
+        {
             // No such QP (destroyed, or never was): the wire drops the
             // packet; the requester retries after its timeout and gives up
             // with RETRY_EXC_ERR after retry_cnt tries.
             if m.flags & F_FIRST != 0 {
                 self.nak(l, m, NAK_NOT_READY, 0);
             }
-            return;
-        };
+        }
+    }
+
+    /// The responder, for a request to our QP `qp`.
+    fn responder_qp(&self, l: InLink<'_>, qp: &Arc<Qp>, m: &Msg, payload: *const u8) {
         if m.flags & F_TRANSPORT != transport_flag(qp.qpt) {
             // A request of another transport than the QP's (a UD SEND to
             // an RC QP's number ...): dropped, as rxe drops a packet whose
@@ -1317,7 +1334,7 @@ impl Ctx {
                 let ready = intake == Intake::Take;
                 if ready && qp.qpt == IBV_QPT_RC && !from_connected_peer(&l, &st, m) {
                     // (rc_exec answers a QP we are not connected to.)
-                    let _ = self.rc_exec(l, &qp, &mut st, m, payload);
+                    let _ = self.rc_exec(l, qp, &mut st, m, payload);
                     return;
                 }
                 // After a NAK, everything but the NAKed request coming again
@@ -1337,7 +1354,7 @@ impl Ctx {
                     }
                     return;
                 }
-                if let Err(()) = self.rc_exec(l, &qp, &mut st, m, payload) {
+                if let Err(()) = self.rc_exec(l, qp, &mut st, m, payload) {
                     // No receive WQE: RNR NAK (the sender waits our
                     // min_rnr_timer and sends it again).
                     st.nakd = Some(m.seq);
@@ -1359,7 +1376,7 @@ impl Ctx {
                         if st.dropping {
                             return;
                         }
-                        if let Err(RecvErr::Rnr) = self.recv_data(&qp, &mut st, m, payload, &mut |_| {}) {
+                        if let Err(RecvErr::Rnr) = self.recv_data(qp, &mut st, m, payload, &mut |_| {}) {
                             st.dropping = m.flags & F_LAST == 0;
                         }
                     }
@@ -1375,14 +1392,14 @@ impl Ctx {
                         let data = unsafe { bytes(payload, m.plen as usize) };
                         let done = m.off + m.plen as u64 <= m.total
                             && self
-                                .with_target(&qp, &st, m, |t| t.write(&ProcessMemory, m.rkey, m.raddr + m.off, data))
+                                .with_target(qp, &st, m, |t| t.write(&ProcessMemory, m.rkey, m.raddr + m.off, data))
                                 .is_ok();
                         if !done {
                             st.dropping = m.flags & F_LAST == 0;
                             return;
                         }
                         if m.flags & F_LAST != 0 && m.flags & F_IMM != 0 {
-                            let _ = self.recv_data(&qp, &mut st, m, std::ptr::null(), &mut |_| {});
+                            let _ = self.recv_data(qp, &mut st, m, std::ptr::null(), &mut |_| {});
                         }
                     }
                     _ => {}
@@ -1395,7 +1412,7 @@ impl Ctx {
                 if m.kind != K_SEND || m.qkey != st.attr.qkey {
                     return;
                 }
-                let _ = self.recv_data(&qp, &mut st, m, payload, &mut |_| {});
+                let _ = self.recv_data(qp, &mut st, m, payload, &mut |_| {});
             }
             _ => {}
         }
@@ -1886,7 +1903,11 @@ impl Ctx {
     /// A response for one of our requests (ACK/NAK, READ data, atomic
     /// result): the request is done, sent again or failed.
     fn completer(&self, m: &Msg, payload: *const u8) {
-        let Some(qp) = self.qp(m.dst_qpn) else { return };
+        let _ = self.with_qp(m.dst_qpn, |qp| self.completer_qp(qp, m, payload));
+    }
+
+    /// The completer, for a response to a request of our QP `qp`.
+    fn completer_qp(&self, qp: &Arc<Qp>, m: &Msg, payload: *const u8) {
         let mut st = lock(&qp.st);
         let Some(front) = st.sq.front() else { return };
         let idx = m.seq.wrapping_sub(front.seq) as usize;
@@ -1896,7 +1917,7 @@ impl Ctx {
         st.answered_up_to(m.seq);
         let mut status = m.status;
         if m.kind == K_ACK && (status == NAK_RNR || status == NAK_NOT_READY) {
-            self.on_nak(&qp, &mut st, idx, m);
+            self.on_nak(qp, &mut st, idx, m);
             return;
         }
         {
@@ -1932,9 +1953,9 @@ impl Ctx {
             }
         }
         if status != 0 {
-            self.to_err(&qp, &mut st);
+            self.to_err(qp, &mut st);
         }
-        self.complete_sq(&qp, &mut st);
+        self.complete_sq(qp, &mut st);
     }
 
     /// A full send queue of `qp` (ring device): its requests the responder

@@ -7,10 +7,11 @@
 use crate::links::OutLink;
 use crate::sys::lock;
 use ibverbs_abi::*;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use swrdma_rc::budget::Budget;
 use swrdma_rc::keys::{Keys, MrEnt, WindowBind};
@@ -507,6 +508,19 @@ pub fn consumed_before(l: &OutLink, st: &QpSt) -> Option<u64> {
     Some(at.unwrap_or(0))
 }
 
+/// The numbers of the states of every context's QP table: a number names
+/// one state of one table.
+static QP_TABLE_NUMBERS: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The QP this thread's last message went to, with the number of the
+    /// table's state it was found in (`Objects::with_qp`; taken out of the
+    /// cell while in use, so a lookup inside one takes the table's lock).
+    /// A QP destroyed since is kept (its memory: `destroy_qp` took its link)
+    /// until the thread's next lookup of the context, or its end.
+    static LAST_QP: Cell<Option<(u64, Arc<Qp>)>> = const { Cell::new(None) };
+}
+
 impl Qp {
     pub fn new_st() -> QpSt {
         QpSt {
@@ -540,6 +554,8 @@ pub struct Objects {
     /// The used entries of the port's GID table (`DevInfo::gids`).
     pub(crate) gids: Vec<[u8; 16]>,
     pub(crate) qps: RwLock<NumMap<Arc<Qp>>>,
+    /// The number of the QP table's present state (`qps_changed`).
+    pub(crate) qps_number: AtomicU64,
     pub(crate) srqs: RwLock<NumMap<Arc<Srq>>>,
     pub(crate) mrs: RwLock<Keys>,
     /// The write end of the async-event pipe (the read end is the
@@ -613,6 +629,43 @@ impl Objects {
 
     pub fn qp(&self, qpn: u32) -> Option<Arc<Qp>> {
         self.qps.read().unwrap().get(&qpn).cloned()
+    }
+
+    /// The QP table changed (called with it held for writing, after the
+    /// change): its state takes the next number of the process.
+    pub fn qps_changed(&self) {
+        self.qps_number
+            .store(QP_TABLE_NUMBERS.fetch_add(1, Ordering::Relaxed), Ordering::Release);
+    }
+
+    /// Runs `f` on QP `qpn` (None: no such QP), the one this thread's
+    /// previous message went to when it is that one and the table has not
+    /// changed since: the responder and the completer look up the QP of
+    /// every message, and the table's lock and the `Arc`'s count were four
+    /// locked instructions of each (`LAST_QP`).
+    pub fn with_qp<R>(&self, qpn: u32, f: impl FnOnce(&Arc<Qp>) -> R) -> Option<R> {
+        let now = self.qps_number.load(Ordering::Acquire);
+        // (None too while the thread's locals are torn down.)
+        let kept = LAST_QP.try_with(|k| k.take()).ok().flatten();
+        let qp = match kept {
+            Some((n, q)) if n == now && q.qpn == qpn => q,
+            _ => {
+                // (The number was read before the lookup: a QP found after
+                // a change is kept under the older number, looked up again
+                // next time.)
+                drop(kept);
+                self.qp(qpn)?
+            }
+        };
+        let r = f(&qp);
+        let _ = LAST_QP.try_with(|k| k.set(Some((now, qp))));
+        Some(r)
+    }
+
+    /// The calling thread drops the QP it keeps (`with_qp`): the context
+    /// closes.
+    pub fn forget_last_qp() {
+        let _ = LAST_QP.try_with(|k| drop(k.take()));
     }
 
     pub fn mr(&self, key: u32) -> Option<MrEnt> {
