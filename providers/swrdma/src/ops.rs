@@ -2365,6 +2365,9 @@ unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
         let mut st = lock(&qp.st);
         st.link = None;
     }
+    // (This thread lets go of it at once if it was the last one a message
+    // went to; another thread at its next message: `Objects::with_qp`.)
+    Objects::forget_last_qp();
     clean_cqs(&qp);
     for cq in [&qp.send_cq, &qp.recv_cq].into_iter().flatten() {
         cq.users.fetch_sub(1, Ordering::SeqCst);
