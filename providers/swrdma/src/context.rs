@@ -388,7 +388,9 @@ impl Ctx {
     #[inline]
     pub fn note_poll(&self, empty: bool) {
         // (A load and a store, not a locked add: this runs at every poll.
-        // Two threads polling at once may count one poll, never none.)
+        // Two threads polling at once may count their polls as one, or
+        // even step the count back by the other's: `app_drives` reads a
+        // count below its mark as no polling since the arm.)
         let v = self.last_poll.load(Ordering::Relaxed);
         self.last_poll
             .store(v.wrapping_add(if empty { EMPTY_POLL } else { 1 }), Ordering::Relaxed);
@@ -427,16 +429,13 @@ impl Ctx {
         }
         let since = self.last_poll.load(Ordering::Relaxed) / EMPTY_POLL;
         let mark = self.arm_mark.load(Ordering::SeqCst) / EMPTY_POLL;
-        since.wrapping_sub(mark) >= POLLING_AFTER_ARM
+        since.saturating_sub(mark) >= POLLING_AFTER_ARM
     }
 
     /// A new QP: findable by its QPN, here and (the symlink) by peers.
     pub fn add_qp(&self, qp: Arc<Qp>) {
         let qpn = qp.qpn;
-        let mut t = self.qps.write().unwrap();
-        t.insert(qpn, qp);
-        self.qps_changed();
-        drop(t);
+        self.change_qps(|t| t.insert(qpn, qp));
         ipc::publish(&self.dir, qpn, self.id);
     }
 
@@ -519,10 +518,7 @@ impl Ctx {
         if let Some(d) = &self.dir_tbl {
             d.publish_qp(qpn, None);
         }
-        let mut t = self.qps.write().unwrap();
-        t.remove(&qpn);
-        self.qps_changed();
-        drop(t);
+        self.change_qps(|t| t.remove(&qpn));
         ipc::unpublish(&self.dir, qpn);
     }
 
@@ -620,12 +616,11 @@ impl Ctx {
         for qpn in self.qps.read().unwrap().keys() {
             ipc::unpublish(&self.dir, *qpn);
         }
-        let mut t = self.qps.write().unwrap();
-        for qp in t.drain() {
-            lock(&qp.1.st).link = None;
-        }
-        self.qps_changed();
-        drop(t);
+        self.change_qps(|t| {
+            for qp in t.drain() {
+                lock(&qp.1.st).link = None;
+            }
+        });
         Objects::forget_last_qp();
         self.links.change(|_| Vec::new());
         crate::linklist::LinkList::forget();

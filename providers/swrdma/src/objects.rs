@@ -554,7 +554,7 @@ pub struct Objects {
     /// The used entries of the port's GID table (`DevInfo::gids`).
     pub(crate) gids: Vec<[u8; 16]>,
     pub(crate) qps: RwLock<NumMap<Arc<Qp>>>,
-    /// The number of the QP table's present state (`qps_changed`).
+    /// The number of the QP table's present state (`change_qps`).
     pub(crate) qps_number: AtomicU64,
     pub(crate) srqs: RwLock<NumMap<Arc<Srq>>>,
     pub(crate) mrs: RwLock<Keys>,
@@ -631,11 +631,14 @@ impl Objects {
         self.qps.read().unwrap().get(&qpn).cloned()
     }
 
-    /// The QP table changed (called with it held for writing, after the
-    /// change): its state takes the next number of the process.
-    pub fn qps_changed(&self) {
+    /// Changes the QP table by `f`, held for writing; its state then takes
+    /// the next number of the process (`with_qp`).
+    pub fn change_qps<R>(&self, f: impl FnOnce(&mut NumMap<Arc<Qp>>) -> R) -> R {
+        let mut t = self.qps.write().unwrap();
+        let r = f(&mut t);
         self.qps_number
             .store(QP_TABLE_NUMBERS.fetch_add(1, Ordering::Relaxed), Ordering::Release);
+        r
     }
 
     /// Runs `f` on QP `qpn` (None: no such QP), the one this thread's
