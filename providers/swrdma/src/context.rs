@@ -800,9 +800,16 @@ impl Ctx {
             for l in links.iter() {
                 l.rx().set_sleeping(true);
             }
+            // (The rare side of the handshake with the producers' `publish`,
+            // swrdma_ring::barrier; then one more look.)
+            swrdma_ring::barrier::heavy();
             if !self.any_rx() {
-                // (Retransmissions waiting for their timer: look again soon.)
-                let soon = self.pending.load(Ordering::Relaxed) || self.wire_rt.get().is_some_and(|w| w.busy());
+                // (Retransmissions waiting for their timer: look again soon;
+                // and where the barrier cannot be had, a kick may never
+                // come: a millisecond at most.)
+                let soon = self.pending.load(Ordering::Relaxed)
+                    || self.wire_rt.get().is_some_and(|w| w.busy())
+                    || swrdma_ring::barrier::heavy_failed();
                 self.handle_epoll(if soon { 1 } else { 100 });
             }
             for l in self.links().iter() {
@@ -993,7 +1000,7 @@ impl Ctx {
     }
 
     fn drain(&self, l: &Arc<Link>, max: usize) -> usize {
-        let Ok(_g) = l.rx_lock.try_lock() else { return 0 };
+        let Some(_g) = l.rx_lock.try_lock() else { return 0 };
         self.drain_locked(l, max)
     }
 
@@ -1001,7 +1008,7 @@ impl Ctx {
     /// a thread that is draining the link now (else its last ACKs would be
     /// overtaken by `link_died`'s RETRY_EXC_ERR).
     pub fn drain_final(&self, l: &Arc<Link>) {
-        let _g = lock(&l.rx_lock);
+        let _g = l.rx_lock.lock();
         while self.drain_locked(l, 512) > 0 {}
     }
 
@@ -1243,7 +1250,10 @@ impl Ctx {
     /// made room, then try once more (it may have made room just before).
     fn backlog_wait(&self, l: InLink<'_>, bl: &mut VecDeque<Resp>) {
         l.backlogged.store(true, Ordering::Release);
-        l.tx().want_space();
+        // (False: the barrier could not be had and the kick may not come;
+        // the context's thread then naps a millisecond at most, and its
+        // passes flush backlogs.)
+        let _ = l.tx().want_space();
         self.flush_locked(l, bl);
         if !bl.is_empty() {
             l.backlogged.store(true, Ordering::Release);

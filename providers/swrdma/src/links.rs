@@ -17,12 +17,12 @@
 
 use std::collections::VecDeque;
 use std::ops::Deref;
-use std::sync::{Arc, MutexGuard};
-use swrdma_ring::{Link, Resp};
+use std::sync::Arc;
+use swrdma_ring::{Link, Resp, TurnGuard};
 
 /// The producer side of a link: its ring's only writer, with the backlog
 /// of responses that did not fit.
-pub type Producer<'a> = MutexGuard<'a, VecDeque<Resp>>;
+pub type Producer<'a> = TurnGuard<'a, VecDeque<Resp>>;
 
 /// A link this context opened: its requests go out on it, their responses
 /// come back.
@@ -37,12 +37,12 @@ impl OutLink {
 
     /// The producer side, for posting: taken before any QP lock.
     pub fn producer(&self) -> Producer<'_> {
-        crate::sys::lock(&self.0.tx_lock)
+        self.0.tx_lock.lock()
     }
 
     /// The same, when free now.
     pub fn try_producer(&self) -> Option<Producer<'_>> {
-        self.0.tx_lock.try_lock().ok()
+        self.0.tx_lock.try_lock()
     }
 
     /// Whether this is link `l`.
@@ -71,12 +71,12 @@ impl<'a> InLink<'a> {
 
     /// The producer side, for responding: taken with the QP's lock held.
     pub fn producer(&self) -> Producer<'a> {
-        crate::sys::lock(&self.0.tx_lock)
+        self.0.tx_lock.lock()
     }
 
     /// The same, when free now.
     pub fn try_producer(&self) -> Option<Producer<'a>> {
-        self.0.tx_lock.try_lock().ok()
+        self.0.tx_lock.try_lock()
     }
 }
 
@@ -90,5 +90,5 @@ impl Deref for InLink<'_> {
 /// The producer side of any link when free now, for housekeeping that
 /// holds no QP lock (giving back idle ring pages).
 pub fn idle_producer(l: &Link) -> Option<Producer<'_>> {
-    l.tx_lock.try_lock().ok()
+    l.tx_lock.try_lock()
 }

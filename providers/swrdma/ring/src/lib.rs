@@ -13,8 +13,11 @@
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+pub mod barrier;
+mod turn;
+pub use turn::{TurnGuard, TurnLock};
 
 pub const RING_SIZE: usize = 4 << 20; // data bytes per ring (power of two)
 pub const RING_HDR: usize = 4096;
@@ -642,7 +645,8 @@ impl Ring {
         let at = new_head.wrapping_sub(len as u64);
         self.stamp_word(at).store(self.stamp(at), Ordering::Release);
         self.h().head.store(new_head, Ordering::Release);
-        fence(Ordering::SeqCst);
+        // (The frequent side of the sleeping handshake: barrier.rs.)
+        barrier::light();
         self.h().sleeping.load(Ordering::Relaxed) != 0
     }
 
@@ -740,12 +744,13 @@ impl Ring {
         self.h().tail.store(new_tail, Ordering::Release);
     }
 
-    /// Consumer, before it sleeps (then it must look at `has_data` once
-    /// more: with the producer's `commit` this is a Dekker pair, one of the
-    /// two sees the other).
+    /// Consumer, before it sleeps: producers kick it at each `publish`
+    /// meanwhile.  Then, before it sleeps, `barrier::heavy()` (once for
+    /// all the rings it set) and one more look at `has_data`: with
+    /// `publish` this is a Dekker pair, one of the two sees the other
+    /// (barrier.rs).
     pub fn set_sleeping(&self, s: bool) {
         self.h().sleeping.store(s as u32, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
     }
 
     /// Whether the consumer said it sleeps (producers kick it at each
@@ -756,20 +761,25 @@ impl Ring {
 
     /// Producer that could not place a record: asks the consumer for a kick
     /// when it has made room (then it must try once more: Dekker pair with
-    /// `room_made`).
-    pub fn want_space(&self) {
+    /// `room_made`, this the rare side, barrier.rs).  False: the barrier
+    /// could not be had, the kick may not come (`barrier::heavy`).
+    pub fn want_space(&self) -> bool {
         self.h().space_wanted.store(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        barrier::heavy()
     }
 
     /// Consumer, after `consume`: true when the producer waits for room and
     /// must be woken.
     pub fn room_made(&self) -> bool {
-        // A sequentially consistent read-modify-write of our own tail (a
-        // locked instruction, cheaper than a fence on x86) orders the tail
-        // before the load of the flag: with the producer's store, fence,
-        // load in `want_space` + `try_reserve` one of the two sees the other.
-        self.h().tail.fetch_add(0, Ordering::SeqCst);
+        // The frequent side of the handshake with `want_space` (barrier.rs).
+        // Where it needs a fence, a sequentially consistent
+        // read-modify-write of our own tail (a locked instruction, cheaper
+        // than a fence on x86) orders the tail before the load of the flag.
+        if barrier::registered() {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            self.h().tail.fetch_add(0, Ordering::SeqCst);
+        }
         self.h().space_wanted.load(Ordering::SeqCst) != 0 && self.h().space_wanted.swap(0, Ordering::SeqCst) != 0
     }
 }
@@ -800,10 +810,10 @@ pub struct Link {
     tx: Ring,
     rx: Ring,
     /// Held by the (only) producer of `tx`; guards the response backlog.
-    pub tx_lock: Mutex<VecDeque<Resp>>,
+    pub tx_lock: TurnLock<VecDeque<Resp>>,
     /// The backlog is not empty.
     pub backlogged: AtomicBool,
-    pub rx_lock: Mutex<()>,
+    pub rx_lock: TurnLock<()>,
     peer_efd: OwnedFd,
     pub dead: AtomicBool,
 }
@@ -872,9 +882,9 @@ impl Link {
             map,
             tx,
             rx,
-            tx_lock: Mutex::new(VecDeque::new()),
+            tx_lock: TurnLock::new(VecDeque::new()),
             backlogged: AtomicBool::new(false),
-            rx_lock: Mutex::new(()),
+            rx_lock: TurnLock::new(()),
             peer_efd,
             dead: AtomicBool::new(false),
         })
@@ -933,7 +943,7 @@ mod tests {
     //! wake-ups.  `cargo test --release -p swrdma-ring`.
     use super::*;
     use std::sync::atomic::AtomicUsize;
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
 
     #[test]
     fn ud_grh_fields() {
@@ -1375,7 +1385,7 @@ mod tests {
                     continue;
                 }
                 // Full: ask for room, try once more, then sleep.
-                ring.want_space();
+                let sure = ring.want_space();
                 // SAFETY: as above, `g` still holds `tx_lock`.
                 if unsafe { put(&ring, need, s) } {
                     *g += 1;
@@ -1386,6 +1396,7 @@ mod tests {
                 if id == 1 {
                     std::thread::yield_now();
                 } else if !nap(&prod_efd, 2000)
+                    && sure
                     && ring.h().head.load(Ordering::Relaxed) == ring.h().tail.load(Ordering::Relaxed)
                 {
                     lost.fetch_add(1, Ordering::Relaxed);
@@ -1428,9 +1439,10 @@ mod tests {
                     // (the context's thread sleeps without the lock)
                     drop(g);
                     ring.set_sleeping(true);
+                    let sure = barrier::heavy();
                     if !ring.has_data() {
                         let kicked = nap(&cons_efd, 2000);
-                        if !kicked && ring.has_data() {
+                        if !kicked && sure && ring.has_data() {
                             lost.fetch_add(1, Ordering::Relaxed);
                         }
                     }
