@@ -281,7 +281,7 @@ section_targets() {
     local s n t
     # 1. the reference: UCX over shared memory (UCX_TLS=sm), server CPU 0, client CPU 1
     if [ ! -e "$T/ucx-missing" ]; then
-        say "reference: ucx_perftest UCX_TLS=sm tag_lat, ucp_put_bw ($TARGET_BW)"
+        say "reference: ucx_perftest UCX_TLS=sm tag_lat, ucp_put_lat, ucp_put_bw ($TARGET_BW)"
         [ "$(nproc)" -ge 2 ] && "$B/shm_pingpong" 0 1 > "$T/t34.shm.0" 2>&1
         run "$T/ucx.tag_lat" 0 1 60 ucx -t tag_lat -n 200000 -w 10000
         # 1a. issue 34, item 2: ib_send_lat 2 B right after the reference,
@@ -291,6 +291,9 @@ section_targets() {
         [ "$(nproc)" -ge 2 ] && "$B/shm_pingpong" 0 1 > "$T/t34.shm.1" 2>&1
         run "$T/t34.ib_send_lat.2" 0 1 "$TO" ib_send_lat -s 2 -n 10000
         [ "$(nproc)" -ge 2 ] && "$B/shm_pingpong" 0 1 > "$T/t34.shm.2" 2>&1
+        # 1b'. issue 34, item 3: UCX's one-sided latency over shared memory,
+        # printed beside the rows of memory that is already shared
+        run "$T/ucx.ucp_put_lat" 0 1 60 ucx -t ucp_put_lat -n 200000 -w 10000
         for s in $TARGET_BW; do
             n=$(( (1 << 34) / s )); [ $n -gt 1000000 ] && n=1000000
             run "$T/ucx.ucp_put_bw.$s" 0 1 60 ucx -t ucp_put_bw -s "$s" -n $n -w $((n / 10))
