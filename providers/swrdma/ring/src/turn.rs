@@ -14,30 +14,39 @@
 //! order; the release store publishes everything before it, as `Release`
 //! promises).
 //!
-//! The price: a thread that finds the lock held cannot sleep on it until
-//! woken (nobody would wake it: the release looks at no waiter).  It spins
-//! a little, then yields its CPU, then naps `NAP` at a time and looks
-//! again.  The sides are held for the writing or reading of a few records
-//! (a posting thread that waits for ring room holds its producer side the
-//! longest, and makes progress meanwhile), so a waiter rarely gets past
-//! the spinning.
+//! The price: the release cannot use an atomic read-modify-write to learn
+//! whether a thread sleeps on the lock, nor a fence between its store and
+//! a load of a count of sleepers (a fence waits for the stores as the
+//! swap does).  It stores, then loads the count without a fence, and
+//! wakes one sleeper when it sees any.  A waiter spins a little (the
+//! sides are held for the writing or reading of a few records), then
+//! counts itself and sleeps on the lock's futex, for at most `NAP`: the
+//! release's load may pass its own store and miss a waiter that counted
+//! itself at that moment (then the waiter looks again when `NAP` is up;
+//! in practice the kernel's check of the futex word comes after the store
+//! is visible, and the wait ends at once).  Sleeping rather than yielding
+//! or napping matters when the CPUs are busy: a thread that yields or
+//! naps behind a holder that was switched out hands its CPU to whatever
+//! else runs there, for a time slice; a woken sleeper runs as soon as the
+//! holder lets go.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-/// Spins before a waiter starts yielding its CPU.
+/// Spins before a waiter goes to sleep.
 const SPINS: u32 = 128;
-/// Yields before it starts napping.
-const YIELDS: u32 = 64;
-/// One nap of a waiter that still finds the lock held.
-const NAP: Duration = Duration::from_micros(20);
+/// The longest sleep of a waiter before it looks again.
+const NAP: Duration = Duration::from_micros(100);
 
 /// A lock around a `T`, released with a plain store (see the module).
 #[derive(Default)]
 pub struct TurnLock<T> {
-    held: AtomicBool,
+    /// 0 free, 1 held (a futex word).
+    held: AtomicU32,
+    /// Threads sleeping on `held`, or about to.
+    sleepers: AtomicU32,
     value: UnsafeCell<T>,
 }
 
@@ -54,10 +63,31 @@ pub struct TurnGuard<'a, T> {
     lock: &'a TurnLock<T>,
 }
 
+/// futex(2) on a word of this process (FUTEX_PRIVATE_FLAG).
+fn futex(word: &AtomicU32, op: libc::c_int, val: u32, timeout: Option<&libc::timespec>) {
+    let ts = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live, aligned 32-bit word for the call's
+    // duration; FUTEX_WAIT reads it and FUTEX_WAKE only uses its address;
+    // `ts` is null or a live timespec.  Errors (EAGAIN: the word changed;
+    // EINTR; ETIMEDOUT) all send the caller back to look at the lock.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            ts,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
 impl<T> TurnLock<T> {
     pub const fn new(value: T) -> TurnLock<T> {
         TurnLock {
-            held: AtomicBool::new(false),
+            held: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
             value: UnsafeCell::new(value),
         }
     }
@@ -67,29 +97,37 @@ impl<T> TurnLock<T> {
     pub fn try_lock(&self) -> Option<TurnGuard<'_, T>> {
         // (A load first: a held lock's line stays shared while it is
         // looked at, not pulled over by a failing swap.)
-        if self.held.load(Ordering::Relaxed) {
+        if self.held.load(Ordering::Relaxed) != 0 {
             return None;
         }
         self.held
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .ok()
             .map(|_| TurnGuard { lock: self })
     }
 
-    /// The lock, waiting for it (spinning, then yielding, then napping).
+    /// The lock, waiting for it (spinning, then sleeping until a release
+    /// wakes it or `NAP` is up).
     pub fn lock(&self) -> TurnGuard<'_, T> {
-        let mut tries = 0u32;
-        loop {
+        for _ in 0..SPINS {
             if let Some(g) = self.try_lock() {
                 return g;
             }
-            tries = tries.saturating_add(1);
-            if tries < SPINS {
-                std::hint::spin_loop();
-            } else if tries < SPINS + YIELDS {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(NAP);
+            std::hint::spin_loop();
+        }
+        let nap = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: NAP.as_nanos() as libc::c_long,
+        };
+        loop {
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let g = self.try_lock();
+            if g.is_none() {
+                futex(&self.held, libc::FUTEX_WAIT, 1, Some(&nap));
+            }
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+            if let Some(g) = g.or_else(|| self.try_lock()) {
+                return g;
             }
         }
     }
@@ -118,7 +156,11 @@ impl<T> DerefMut for TurnGuard<'_, T> {
 impl<T> Drop for TurnGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        self.lock.held.store(false, Ordering::Release);
+        let l = self.lock;
+        l.held.store(0, Ordering::Release);
+        if l.sleepers.load(Ordering::Relaxed) != 0 {
+            futex(&l.held, libc::FUTEX_WAKE, 1, None);
+        }
     }
 }
 
