@@ -773,18 +773,15 @@ def print_target_runs(tr):
     if tr.get("ucx_missing"):
         print(f"     UCX reference: not measured ({tr['ucx_missing']})")
     else:
-        t = ucx.get("tag_lat", {})
-        if "error" in t:
-            print(f"     UCX_TLS=sm ucx_perftest tag_lat (8 B): failed: {t['error']}")
-        else:
-            print(f"     UCX_TLS=sm ucx_perftest tag_lat (8 B), one way: p50 {t['lat_p50_us']:.3f} us, "
-                  f"average {t['lat_avg_us']:.3f} us ({t['iterations']} iterations)")
-        t = ucx.get("ucp_put_lat")
-        if t is not None:
+        # (ucp_put_lat: absent from runs made before it was measured)
+        for test in ("tag_lat", "ucp_put_lat"):
+            t = ucx.get(test)
+            if t is None:
+                continue
             if "error" in t:
-                print(f"     UCX_TLS=sm ucx_perftest ucp_put_lat (8 B): failed: {t['error']}")
+                print(f"     UCX_TLS=sm ucx_perftest {test} (8 B): failed: {t['error']}")
             else:
-                print(f"     UCX_TLS=sm ucx_perftest ucp_put_lat (8 B), one way: p50 {t['lat_p50_us']:.3f} us, "
+                print(f"     UCX_TLS=sm ucx_perftest {test} (8 B), one way: p50 {t['lat_p50_us']:.3f} us, "
                       f"average {t['lat_avg_us']:.3f} us ({t['iterations']} iterations)")
         for k in sorted((k for k in ucx if k.startswith("ucp_put_bw.")), key=lambda k: int(k.split(".")[1])):
             r = ucx[k]
