@@ -226,12 +226,14 @@ def times(base):
 
 def cma_ref(T):
     """cma_ref.c's runs (before and after the perftest runs): per direction and size
-    the median of each run's trials, the better of the runs (us per call, GB/s)"""
+    the median of each run's trials, the better of the runs (us per call, GB/s);
+    "per_run": the same of each run alone (cma_ref.1, cma_ref.2)"""
     runs = [read(f) for f in sorted(glob.glob(f"{T}/cma_ref.[0-9]"))]
     if not runs:
         return None
-    out = {"runs": len(runs)}
+    out = {"runs": len(runs), "per_run": []}
     for text in runs:
+        one = {}
         for line in (text or "").splitlines():
             p = line.split()
             if len(p) < 4 or p[0] != "cma" or not p[2].isdigit():
@@ -239,12 +241,34 @@ def cma_ref(T):
                     out.setdefault("errors", []).append(line.strip()[:200])
                 continue
             f = fields(line)
+            if "median_us" not in f:
+                continue
             k = f"{p[1]}.{p[2]}"
+            one[k] = {"op": p[1], "bytes": int(p[2]), "us_per_call": f["median_us"], "GBps": f.get("median_gbps")}
             e = out.setdefault(k, {"op": p[1], "bytes": int(p[2])})
-            if "median_us" in f and ("us_per_call" not in e or f["median_us"] < e["us_per_call"]):
+            if "us_per_call" not in e or f["median_us"] < e["us_per_call"]:
                 e["us_per_call"] = f["median_us"]
                 e["GBps"] = f.get("median_gbps")
+        out["per_run"].append(one)
     return out
+
+
+def shm_ns(T, name):
+    """one shm_pingpong run's best one-way figure (ns), None when it did not run"""
+    return fields(read(f"{T}/{name}") or "").get("one_way_ns_best")
+
+
+def one_placement(xs):
+    """whether shared-memory ping-pongs say one placement of the vCPUs held
+    (largest <= 1.5 x smallest: the host's two placements give 40 and 160 ns);
+    None when one of them did not run (one CPU, or a bench from before the probes)"""
+    if not xs or any(x is None for x in xs):
+        return None
+    return max(xs) <= 1.5 * min(xs)
+
+
+def shm_str(xs):
+    return " / ".join("-" if x is None else f"{x:.0f}" for x in xs) + " ns"
 
 
 def shared34(T):
@@ -326,6 +350,14 @@ def target_runs():
         res["t34"] = {"ib_send_lat": lat_run(f"{T}/t34.ib_send_lat.2"),
                       "shm_ns": [fields(read(f"{T}/t34.shm.{i}") or "").get("one_way_ns_best") for i in range(3)]}
     res["cma_ref"] = cma_ref(T)
+    # private memory (issue 34, item 3): the ping-pongs around segments A, B, C
+    # (run.sh: A = loop + latency runs, B = the -D bandwidth runs, C = A again)
+    if glob.glob(f"{T}/pm.*"):
+        res["pm"] = {"shm_ns": [shm_ns(T, f"pm.{i}") for i in range(4)]}
+        for seg in ("A", "C"):
+            for t in ("ib_write_lat", "ib_read_lat"):
+                if os.path.exists(f"{T}/pm.{seg}.{t}.2.rc"):
+                    res["pm"][f"{seg}.{t}"] = lat_run(f"{T}/pm.{seg}.{t}.2")
     res["shared34"] = shared34(T)
     res["dur"] = {}
     for base in sorted(glob.glob(f"{T}/dur.*.rc")):
@@ -354,6 +386,10 @@ def target_runs():
         for t in ("ib_send_lat", "ib_write_lat"):
             if os.path.exists(f"{T}/busy.{t}.2.rc"):
                 res["busy"][t] = lat_run(f"{T}/busy.{t}.2")
+            if os.path.exists(f"{T}/quiet.{t}.2.rc"):
+                res["busy"].setdefault("quiet", {})[t] = lat_run(f"{T}/quiet.{t}.2")
+        if glob.glob(f"{T}/busy.shm.*"):
+            res["busy"]["shm_ns"] = [shm_ns(T, f"busy.shm.{i}") for i in range(3)]
         if os.path.exists(f"{T}/busy.ucx.tag_lat.rc"):
             res["busy"]["ucx_tag_lat"] = ucx_run(f"{T}/busy.ucx.tag_lat")
     return res
@@ -519,12 +555,27 @@ def targets12(res):
         e["clients_lifetime_s"] = pairs["clients_lifetime_s"]
     rows.append(e)
     # 5. busy CPUs: ours against the quiet figure; UCX's as context
+    # (the quiet runs right before the busy ones, ping-pongs before, between and
+    # after: the host's placement of the vCPUs moves both figures by 2x; a bench
+    # from before those runs: the sweep's 2 B point, no placement judged)
     busy = tr.get("busy", {})
+    bshm = busy.get("shm_ns")
+    held = one_placement(bshm)
     for t in ("ib_send_lat", "ib_write_lat"):
-        q, r = find(res["latency"], t, 2), busy.get(t)
+        quiet = busy.get("quiet")
+        q, r = (quiet.get(t) if quiet is not None else find(res["latency"], t, 2)), busy.get(t)
         why = busy.get("skipped") or why_missing((f"{t} busy", r), (f"{t} quiet", q))
-        rows.append(target(f"{t} 2 B typical, CPUs busy / quiet", (r or {}).get("t_typical_us"),
-                           (q or {}).get("t_typical_us"), "<=", 2, "us", f"{t} 2 B typical, quiet", why))
+        where = f"; shm {bshm[1]:.0f} ns" if held else ""
+        e = target(f"{t} 2 B typical, CPUs busy / quiet{where}", (r or {}).get("t_typical_us"),
+                   (q or {}).get("t_typical_us"), "<=", 2, "us",
+                   f"{t} 2 B typical, quiet" + (", the run before" if quiet is not None else ""), why)
+        if bshm is not None:
+            e["shm_pingpong_ns"] = bshm
+        if held is False and e["verdict"] != "n/a":
+            e["verdict"] = "n/a"
+            e["not_measured"] = ("the host moved the vCPUs between the runs: shm ping-pong "
+                                 + shm_str(bshm) + " before quiet / before busy / after")
+        rows.append(e)
     u = busy.get("ucx_tag_lat")
     rows.append(target("(context) UCX sm tag_lat p50, CPUs busy / quiet", (u or {}).get("lat_p50_us"), p50,
                        "", 0, "us", "UCX sm tag_lat p50, quiet",
@@ -536,23 +587,92 @@ def targets12(res):
 def targets34(res, tr, bw):
     """issue 34, item 3 (private memory): ib_write_bw / ib_read_bw at 4 KiB .. 1 MiB
     >= 0.9 x a process_vm_writev / readv loop of the same size; ib_write_lat 2 B
-    <= 1.3 x one process_vm_writev call (ib_read_lat's round trip beside one readv)"""
+    <= 1.3 x one process_vm_writev call (ib_read_lat's round trip beside one readv).
+    A figure is set beside a reference measured in the same placement of the
+    vCPUs (placement34); a bench from before the probes: the better of the runs."""
     rows = []
     cma = tr.get("cma_ref")
     nocma = "cma_ref not run" if cma is None else None
+    pm = tr.get("pm")
+    if pm is None:
+        for t, op in (("ib_write_bw", "write"), ("ib_read_bw", "read")):
+            for size in (4096, 65536, 1048576):
+                r, c = bw(t, size), (cma or {}).get(f"{op}.{size}")
+                rows.append(target(f"{t} {size_str(size)} / process_vm_{op}v loop", (r or {}).get("bw_avg_GBps"),
+                                   (c or {}).get("GBps"), ">=", 0.9, "GB/s", f"process_vm_{op}v, one call per message",
+                                   why_missing((t, r)) or nocma or (None if c else f"no {op} {size} in cma_ref")))
+        for t, op in (("ib_write_lat", "write"), ("ib_read_lat", "read")):
+            r, c = find(res["latency"], t, 2), (cma or {}).get(f"{op}.2")
+            rt = " (round trip)" if t in ROUND_TRIP_TESTS else ""
+            rows.append(target(f"{t} 2 B typical{rt} / one process_vm_{op}v call", (r or {}).get("t_typical_us"),
+                               (c or {}).get("us_per_call"), "<=", 1.3, "us", f"one process_vm_{op}v call, 2 B",
+                               why_missing((t, r)) or nocma or (None if c else f"no {op} 2 in cma_ref")))
+        return rows
+    pl = placement34(pm, cma)
     for t, op in (("ib_write_bw", "write"), ("ib_read_bw", "read")):
         for size in (4096, 65536, 1048576):
-            r, c = bw(t, size), (cma or {}).get(f"{op}.{size}")
-            rows.append(target(f"{t} {size_str(size)} / process_vm_{op}v loop", (r or {}).get("bw_avg_GBps"),
-                               (c or {}).get("GBps"), ">=", 0.9, "GB/s", f"process_vm_{op}v, one call per message",
-                               why_missing((t, r)) or nocma or (None if c else f"no {op} {size} in cma_ref")))
+            r = bw(t, size)
+            cs = [c for c in (run.get(f"{op}.{size}") for run in pl["bw_refs"]) if c]
+            c = max(cs, key=lambda c: c.get("GBps") or 0) if cs else None
+            e = target(f"{t} {size_str(size)} / process_vm_{op}v loop{pl['bw_where']}", (r or {}).get("bw_avg_GBps"),
+                       (c or {}).get("GBps"), ">=", 0.9, "GB/s", f"process_vm_{op}v, one call per message",
+                       why_missing((t, r)) or nocma or pl["bw_why"] or (None if c else f"no {op} {size} in cma_ref"))
+            e["shm_pingpong_ns"] = pm["shm_ns"]
+            rows.append(e)
     for t, op in (("ib_write_lat", "write"), ("ib_read_lat", "read")):
-        r, c = find(res["latency"], t, 2), (cma or {}).get(f"{op}.2")
+        rs = [pm.get(f"{seg}.{t}") for seg in pl["lat_segs"]]
+        cs = [c for c in (run.get(f"{op}.2") for run in pl["lat_refs"]) if c]
+        r = min((x for x in rs if x and "t_typical_us" in x), key=lambda x: x["t_typical_us"], default=None)
+        c = min(cs, key=lambda c: c["us_per_call"]) if cs else None
         rt = " (round trip)" if t in ROUND_TRIP_TESTS else ""
-        rows.append(target(f"{t} 2 B typical{rt} / one process_vm_{op}v call", (r or {}).get("t_typical_us"),
-                           (c or {}).get("us_per_call"), "<=", 1.3, "us", f"one process_vm_{op}v call, 2 B",
-                           why_missing((t, r)) or nocma or (None if c else f"no {op} 2 in cma_ref")))
+        why = pl["lat_why"] or why_missing(*((f"{t} segment {seg}", x) for seg, x in zip(pl["lat_segs"], rs)))
+        e = target(f"{t} 2 B typical{rt} / one process_vm_{op}v call{pl['lat_where']}",
+                   (r or {}).get("t_typical_us"), (c or {}).get("us_per_call"), "<=", 1.3, "us",
+                   f"one process_vm_{op}v call, 2 B", why or nocma or (None if c else f"no {op} 2 in cma_ref"))
+        e["shm_pingpong_ns"] = pm["shm_ns"]
+        e["segments"] = pl["lat_segs"]
+        rows.append(e)
     return rows
+
+
+def placement34(pm, cma):
+    """which runs of the private-memory segments share one placement of the vCPUs.
+    Ping-pongs pm.0 .. pm.3 bracket A (loop cma_ref.1, latency runs), B (the -D
+    bandwidth runs), C (loop cma_ref.2, latency runs again).  Bandwidth: B beside
+    the loops of A and C whose ping-pongs agree with B's.  Latency: the segments
+    whose own ping-pongs agree, and agree with the first such; each figure the
+    better of those segments' runs, the reference the better of their loops."""
+    shm = pm["shm_ns"]
+    per_run = (cma or {}).get("per_run") or []
+    loop = {"A": per_run[0] if len(per_run) > 0 else {}, "C": per_run[1] if len(per_run) > 1 else {}}
+    idx = {"A": (0, 1), "B": (1, 2), "C": (2, 3)}
+
+    def agree(*segs):
+        return one_placement([shm[i] for s in segs for i in idx[s]])
+
+    out = {"bw_why": None, "bw_where": "", "lat_why": None, "lat_where": ""}
+    if agree("B") is False:
+        out["bw_refs"] = []
+        out["bw_why"] = ("the host moved the vCPUs during the bandwidth runs: shm ping-pong "
+                         + shm_str(shm[1:3]) + " before / after")
+    else:
+        out["bw_refs"] = [loop[s] for s in ("A", "C") if agree(s, "B") is not False]
+        if not out["bw_refs"]:
+            out["bw_why"] = ("no process_vm loop in the placement of the bandwidth runs: shm ping-pong "
+                             + shm_str(shm) + " (A, B, C between)")
+        elif agree("B"):
+            out["bw_where"] = f"; shm {shm[1]:.0f} ns"
+    segs = [s for s in ("A", "C") if agree(s) is not False]
+    if segs:
+        segs = [s for s in segs if agree(segs[0], s) is not False]
+    out["lat_segs"] = segs
+    out["lat_refs"] = [loop[s] for s in segs]
+    if not segs:
+        out["lat_why"] = ("the host moved the vCPUs during both latency segments: shm ping-pong "
+                          + shm_str(shm) + " (A, B, C between)")
+    elif agree(*segs):
+        out["lat_where"] = f"; shm {shm[idx[segs[0]][0]]:.0f} ns, {'+'.join(segs)}"
+    return out
 
 
 # What the shared-registration design reached on private memory (issue 34,
@@ -805,6 +925,23 @@ def print_target_runs(tr):
             print(f"       {op:<5}: " + ("; ".join(cells) or "no figure"))
         for e in cma.get("errors", []):
             print(f"       note: {e}")
+    pm = tr.get("pm")
+    if pm is not None:
+        print(f"     private memory, placement of the vCPUs (shm ping-pong, one way): {shm_str(pm['shm_ns'])}"
+              " before A / before B / before C / after C")
+        per_run = (cma or {}).get("per_run") or []
+        for i, seg in enumerate(("A", "C")):
+            cells = []
+            for t, op in (("ib_write_lat", "write"), ("ib_read_lat", "read")):
+                r = pm.get(f"{seg}.{t}")
+                if r is not None:
+                    cells.append(f"{t} 2 B " + (f"failed: {r['error']}" if "error" in r
+                                                else f"typical {r['t_typical_us']:.3f} us"))
+                c = (per_run[i] if i < len(per_run) else {}).get(f"{op}.2")
+                if c:
+                    cells.append(f"one process_vm_{op}v 2 B {c['us_per_call']:.3f} us")
+            print(f"       segment {seg} (loop cma_ref.{i + 1}): " + ("; ".join(cells) or "no figure"))
+        print("       segment B: the -D bandwidth runs (the target table)")
     print_shared34(tr.get("shared34"))
     r = tr.get("ib_atomic_lat")
     if r is not None:
@@ -831,6 +968,18 @@ def print_target_runs(tr):
     if busy.get("skipped"):
         print(f"     busy CPUs: not measured ({busy['skipped']})")
     else:
+        quiet = busy.get("quiet") or {}
+        for t in ("ib_send_lat", "ib_write_lat"):
+            r = quiet.get(t)
+            if r is None:
+                continue
+            if "error" in r:
+                print(f"     quiet, right before the busy runs: {t} 2 B: failed: {r['error']}")
+            else:
+                print(f"     quiet, right before the busy runs: {t} 2 B: typical {r['t_typical_us']:.2f} us, "
+                      f"average {r['t_avg_us']:.2f}, 99% {r.get('t_p99_us', float('nan')):.2f}")
+        if busy.get("shm_ns") is not None:
+            print(f"     shm ping-pong, one way: {shm_str(busy['shm_ns'])} before quiet / before busy / after busy")
         print(f"     with {busy.get('busy_processes', '?')} spinning processes, one per CPU (nice 0):")
         for t in ("ib_send_lat", "ib_write_lat"):
             r = busy.get(t)

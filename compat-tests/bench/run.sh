@@ -279,18 +279,20 @@ section_targets() {
         echo "ucx_perftest not installed (apt-get install ucx-utils)" > "$T/ucx-missing"
     fi
     local s n t
+    # one shared-memory ping-pong (shm_pingpong.c), CPUs 0 and 1: the placement of the vCPUs
+    probe() { if [ "$(nproc)" -ge 2 ]; then "$B/shm_pingpong" 0 1 > "$T/$1" 2>&1; fi; }
     # 1. the reference: UCX over shared memory (UCX_TLS=sm), server CPU 0, client CPU 1
     if [ ! -e "$T/ucx-missing" ]; then
         say "reference: ucx_perftest UCX_TLS=sm tag_lat, ucp_put_lat, ucp_put_bw ($TARGET_BW)"
-        [ "$(nproc)" -ge 2 ] && "$B/shm_pingpong" 0 1 > "$T/t34.shm.0" 2>&1
+        probe t34.shm.0
         run "$T/ucx.tag_lat" 0 1 60 ucx -t tag_lat -n 200000 -w 10000
         # 1a. issue 34, item 2: ib_send_lat 2 B right after the reference,
         # a shared-memory ping-pong before, between and after, so that the row compares
         # figures of one placement of the vCPUs by the host (it moves them:
         # 44 or 160 ns one way on the same machine, minutes apart)
-        [ "$(nproc)" -ge 2 ] && "$B/shm_pingpong" 0 1 > "$T/t34.shm.1" 2>&1
+        probe t34.shm.1
         run "$T/t34.ib_send_lat.2" 0 1 "$TO" ib_send_lat -s 2 -n 10000
-        [ "$(nproc)" -ge 2 ] && "$B/shm_pingpong" 0 1 > "$T/t34.shm.2" 2>&1
+        probe t34.shm.2
         # 1b'. issue 34, item 3: UCX's one-sided latency over shared memory,
         # printed beside the rows of memory that is already shared
         run "$T/ucx.ucp_put_lat" 0 1 60 ucx -t ucp_put_lat -n 200000 -w 10000
@@ -303,11 +305,21 @@ section_targets() {
     # a plain process_vm_writev / process_vm_readv loop, one call per message,
     # target on CPU 0, initiator on CPU 1 (as perftest's server and client),
     # before and after the perftest runs it is set beside (the better of the two)
-    say "reference: process_vm_writev/readv loop (2 B $TARGET_BW), CPUs 0 -> 1"
-    "$B/cma_ref" 0 1 2 $TARGET_BW > "$T/cma_ref.1" 2>&1
+    # The host moves the two vCPUs between placements minutes apart (one-way
+    # cache-line handoff 40 or 160 ns), and both the loop and perftest follow:
+    # shared-memory ping-pongs (pm.0 .. pm.3) bracket three segments, A: the
+    # loop and ib_write_lat / ib_read_lat 2 B, B: the -D bandwidth runs, C: A
+    # again; the report sets a figure beside a reference only where the
+    # ping-pongs say one placement held (report.py placement34)
     # 2. the fourth latency test (the other three are the sweeps' 2 B points)
     say "perftest ib_atomic_lat (8 B, fetch-and-add)"
     run "$T/ib_atomic_lat.8" 0 1 "$TO" ib_atomic_lat -A FETCH_AND_ADD -n 10000
+    say "reference: process_vm_writev/readv loop (2 B $TARGET_BW), CPUs 0 -> 1; ib_write_lat, ib_read_lat 2 B"
+    probe pm.0
+    "$B/cma_ref" 0 1 2 $TARGET_BW > "$T/cma_ref.1" 2>&1
+    run "$T/pm.A.ib_write_lat.2" 0 1 "$TO" ib_write_lat -s 2 -n 10000
+    run "$T/pm.A.ib_read_lat.2" 0 1 "$TO" ib_read_lat -s 2 -n 10000
+    probe pm.1
     # 3. the bandwidth figures of the targets: -D (perftest measures a fixed
     # duration after its own warm-up, as UCX runs with -w): the sweeps' -n
     # runs last a few milliseconds at 4 KiB and mostly measure the start
@@ -316,7 +328,12 @@ section_targets() {
     for t in ib_write_bw ib_read_bw ib_send_bw; do
         for s in $TARGET_BW; do run "$T/dur.$t.$s" 0 1 $((TO + DB)) $t -s "$s" -D "$DB"; done
     done
+    probe pm.2
+    say "process_vm_writev/readv loop, ib_write_lat, ib_read_lat 2 B once more"
     "$B/cma_ref" 0 1 2 $TARGET_BW > "$T/cma_ref.2" 2>&1
+    run "$T/pm.C.ib_write_lat.2" 0 1 "$TO" ib_write_lat -s 2 -n 10000
+    run "$T/pm.C.ib_read_lat.2" 0 1 "$TO" ib_read_lat -s 2 -n 10000
+    probe pm.3
     section_shared34
     # 4. one ib_write_bw pair, then two at once, 64 KiB, -D 5 (5 s measured)
     local D=${BENCH_PAIR_SECONDS:-5}
@@ -343,10 +360,16 @@ section_targets() {
         say "two ib_write_bw pairs: one failed, both once more"
         pairs2
     fi
-    # 5. one busy process per CPU (normal nice), then the same latency runs
+    # 5. one busy process per CPU (normal nice), then the same latency runs,
+    # beside quiet runs right before them; ping-pongs before the quiet runs,
+    # between, and after the busy ones (not during: the spinners own the CPUs)
     local busy=() c
     if [ ${#pin0[@]} -gt 0 ]; then
-        say "busy CPUs: ib_send_lat, ib_write_lat 2 B, ucx_perftest tag_lat, beside one spinning process per CPU"
+        say "quiet, then busy CPUs: ib_send_lat, ib_write_lat 2 B; ucx_perftest tag_lat beside one spinning process per CPU"
+        probe busy.shm.0
+        run "$T/quiet.ib_send_lat.2" 0 1 "$TO" ib_send_lat -s 2 -n 10000
+        run "$T/quiet.ib_write_lat.2" 0 1 "$TO" ib_write_lat -s 2 -n 10000
+        probe busy.shm.1
         for c in $(seq 0 $(( $(nproc) - 1 ))); do
             # (timeout: even a bench killed by SIGKILL leaves them for 10 minutes at most)
             taskset -c "$c" timeout 600 sh -c 'while :; do :; done' &
@@ -360,6 +383,7 @@ section_targets() {
         kill "${busy[@]}" 2>/dev/null
         wait "${busy[@]}" 2>/dev/null
         BUSY_PIDS=
+        probe busy.shm.2
     else
         echo "only $(nproc) CPU: no pinned busy processes" > "$T/busy.skipped"
     fi
