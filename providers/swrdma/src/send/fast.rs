@@ -108,25 +108,6 @@ unsafe fn post_locked(
         m.flags |= F_ACKREQ;
     }
     let from = translated.as_deref().unwrap_or(sges);
-    let copy = if inline && len > 0 {
-        // SAFETY: inline data is readable for the call (the contract).
-        InlineCopy::new(len as usize, |d| unsafe { gather(from, 0, d, len as usize) })
-    } else {
-        InlineCopy::NONE
-    };
-    st.sq.push_back(SWqe {
-        seq,
-        wr_id: req.wr_id,
-        op: IBV_WC_SEND,
-        signaled: req.signaled(),
-        len: len as u32,
-        done: None,
-        sges: Vec::new(),
-        hdr: m,
-        gsges: if inline { KeptSges::NONE } else { KeptSges::new(sges) },
-        data: copy,
-        start,
-    });
     let mut fill = |d: *mut u8| {
         // SAFETY: `d` is the record's payload space (`len` <= SHORT_MAX
         // bytes); inline data is readable for the call, a registered list
@@ -146,14 +127,31 @@ unsafe fn post_locked(
         flags: m.flags | F_FIRST | F_LAST,
         ..m
     };
+    // The record first, the send queue's entry after it: the peer reads
+    // the record while this thread books the request (its ACK is taken
+    // under the QP's lock, which we hold, so it finds the entry).
     // SAFETY: `p`/`nh` reserved just above for a 64-byte record, by the
     // ring's only producer (we hold `tx`).
     let sent = unsafe { put_at(link, (p, nh, Form::Short), &rec, len as usize, &mut fill) };
     drop(tx);
-    if !sent {
-        if let Some(w) = st.sq.iter_mut().find(|w| w.seq == seq) {
-            w.done = Some(IBV_WC_LOC_PROT_ERR);
-        }
-    }
+    let copy = if inline && len > 0 {
+        // SAFETY: inline data is readable for the call (the contract).
+        InlineCopy::new(len as usize, |d| unsafe { gather(from, 0, d, len as usize) })
+    } else {
+        InlineCopy::NONE
+    };
+    st.sq.push_back(SWqe {
+        seq,
+        wr_id: req.wr_id,
+        op: IBV_WC_SEND,
+        signaled: req.signaled(),
+        len: len as u32,
+        done: (!sent).then_some(IBV_WC_LOC_PROT_ERR),
+        sges: Vec::new(),
+        hdr: m,
+        gsges: if inline { KeptSges::NONE } else { KeptSges::new(sges) },
+        data: copy,
+        start,
+    });
     Some(sent)
 }
