@@ -286,13 +286,19 @@ section_targets() {
         say "reference: ucx_perftest UCX_TLS=sm tag_lat, ucp_put_lat, ucp_put_bw ($TARGET_BW)"
         probe t34.shm.0
         run "$T/ucx.tag_lat" 0 1 60 ucx -t tag_lat -n 200000 -w 10000
-        # 1a. issue 34, item 2: ib_send_lat 2 B right after the reference,
-        # a shared-memory ping-pong before, between and after, so that the row compares
+        # 1a. issue 34, item 2: ib_send_lat 2 B right after the reference, and
+        # twice more, each after one more run of the reference (three
+        # alternated pairs: a run's figure moves by 20 % from one run to
+        # the next in the same minute, ours and UCX's); a shared-memory
+        # ping-pong before and after each pair, so that the row compares
         # figures of one placement of the vCPUs by the host (it moves them:
         # 44 or 160 ns one way on the same machine, minutes apart)
-        probe t34.shm.1
-        run "$T/t34.ib_send_lat.2" 0 1 "$TO" ib_send_lat -s 2 -n 10000
-        probe t34.shm.2
+        local k
+        for k in 1 2 3; do
+            [ $k -gt 1 ] && run "$T/t34.ucx.tag_lat.$k" 0 1 60 ucx -t tag_lat -n 200000 -w 10000
+            run "$T/t34.ib_send_lat.2.$k" 0 1 "$TO" ib_send_lat -s 2 -n 10000
+            probe t34.shm.$k
+        done
         # 1b'. issue 34, item 3: UCX's one-sided latency over shared memory,
         # printed beside the rows of memory that is already shared
         run "$T/ucx.ucp_put_lat" 0 1 60 ucx -t ucp_put_lat -n 200000 -w 10000
