@@ -1009,28 +1009,22 @@ def print_target_runs(tr):
     if busy.get("skipped"):
         print(f"     busy CPUs: not measured ({busy['skipped']})")
     else:
-        quiet = busy.get("quiet") or {}
-        for t in ("ib_send_lat", "ib_write_lat"):
-            r = quiet.get(t)
-            if r is None:
-                continue
-            if "error" in r:
-                print(f"     quiet, right before the busy runs: {t} 2 B: failed: {r['error']}")
-            else:
-                print(f"     quiet, right before the busy runs: {t} 2 B: typical {r['t_typical_us']:.2f} us, "
-                      f"average {r['t_avg_us']:.2f}, 99% {r.get('t_p99_us', float('nan')):.2f}")
+        def lat_lines(runs, lead):
+            for t in ("ib_send_lat", "ib_write_lat"):
+                r = runs.get(t)
+                if r is None:
+                    continue
+                if "error" in r:
+                    print(f"{lead}{t} 2 B: failed: {r['error']}")
+                else:
+                    print(f"{lead}{t} 2 B: typical {r['t_typical_us']:.2f} us, average {r['t_avg_us']:.2f}, "
+                          f"99% {r.get('t_p99_us', float('nan')):.2f}")
+
+        lat_lines(busy.get("quiet") or {}, "     quiet, right before the busy runs: ")
         if busy.get("shm_ns") is not None:
             print(f"     shm ping-pong, one way: {shm_str(busy['shm_ns'])} before quiet / before busy / after busy")
         print(f"     with {busy.get('busy_processes', '?')} spinning processes, one per CPU (nice 0):")
-        for t in ("ib_send_lat", "ib_write_lat"):
-            r = busy.get(t)
-            if r is None:
-                continue
-            if "error" in r:
-                print(f"       {t} 2 B: failed: {r['error']}")
-            else:
-                print(f"       {t} 2 B: typical {r['t_typical_us']:.2f} us, average {r['t_avg_us']:.2f}, "
-                      f"99% {r.get('t_p99_us', float('nan')):.2f}")
+        lat_lines(busy, "       ")
         u = busy.get("ucx_tag_lat")
         if u is not None:
             if "error" in u:
