@@ -7,8 +7,12 @@
 //! first, so only a lock that is free now may be taken here), and writes
 //! the request as one short record.  What it does is what the general path
 //! (`post_read`, `over_ring::post`, `queue_reliable`, `send_message`) does
-//! for such a request, step for step; any other request, or any condition
-//! not met, goes the general way before anything is changed.
+//! for such a request, step for step, but for one order: the record is
+//! written before the send queue's entry is booked (the general path books
+//! first; here the QP's lock, under which the ACK is taken, is held over
+//! both); any other
+//! request, or any condition not met, goes the general way before anything
+//! is changed.
 
 use super::request::{Operation, SendRequest};
 use crate::context::*;
