@@ -331,6 +331,8 @@ pub struct Peer {
     objects: Mutex<Vec<Cached>>,
     /// The directory's `RETRACTS` when `objects` was last swept.
     swept: AtomicU64,
+    /// A shared object of the peer could not be mapped here (`maps`).
+    unmapped: AtomicBool,
 }
 
 /// A published shared object as a peer caches it: identity, length, rights.
@@ -399,6 +401,7 @@ impl Peer {
             pidfd,
             objects: Mutex::new(Vec::new()),
             swept: AtomicU64::new(0),
+            unmapped: AtomicBool::new(false),
         };
         // SAFETY: the first word of the mapping.
         (unsafe { (*p.map).load(Ordering::Relaxed) } == DIR_MAGIC).then_some(p)
@@ -463,8 +466,20 @@ impl Peer {
             .as_ref()
             .and_then(|p| crate::shared::Mapping::open(&e.obj, e.len, write, p.as_fd()))
             .map(Arc::new);
+        if m.is_none() {
+            self.unmapped.store(true, Ordering::Relaxed);
+        }
         g.push((rkey, key, m.clone()));
         m
+    }
+
+    /// Whether the peer's MR `rkey` is, as its entry says now, a shared
+    /// object we map or may map (a request to it is a memcpy: deferring it
+    /// to share a system call gains nothing, send/defer.rs): false once
+    /// one of the peer's objects could not be mapped here.  A hint only,
+    /// without a lock: execution announces the access and checks again.
+    pub fn maps(&self, rkey: u32) -> bool {
+        !self.unmapped.load(Ordering::Relaxed) && self.mr(rkey).is_some_and(|e| e.obj[0] != 0)
     }
 
     /// (qpt, state, access flags, pd, dest QPN, path MTU bytes) of the
@@ -711,8 +726,10 @@ pub fn execute_batch<'s>(
     };
     // (The announcements stay until the copy is over.)
     let mut announced: [Option<(u32, crate::locks::Announced<'_>)>; BATCH_KEYS] = Default::default();
-    let mut local: Vec<libc::iovec> = Vec::with_capacity(n);
-    let mut remote: Vec<libc::iovec> = Vec::with_capacity(n);
+    // (Allocated at the first request for the kernel: none when every
+    // request lands in a shared object's mapping.)
+    let mut local: Vec<libc::iovec> = Vec::new();
+    let mut remote: Vec<libc::iovec> = Vec::new();
     // Requests executed in a shared object's mapping (shared.rs).
     let mut inline = 0;
     'reqs: for i in 0..n {
@@ -740,6 +757,10 @@ pub fn execute_batch<'s>(
             }
             inline += 1;
             continue;
+        }
+        if remote.capacity() == 0 {
+            local.reserve(n);
+            remote.reserve(n);
         }
         let mark = local.len();
         if len == 0 || !local_iovs(&mut local, sges, len as usize) {

@@ -390,6 +390,11 @@ pub struct QpSt {
     /// `ibv_post_recv` (at most `SPARE_LISTS`): the receive path neither
     /// frees nor allocates one per message.
     pub spare: Vec<Vec<ibv_sge>>,
+    /// The direct path's view of the peer behind `link` (send/batch.rs),
+    /// by the peer's context id: looked up once, not at each post.  Weak:
+    /// the peer's mapping and descriptors go with its last link, as
+    /// without it.
+    pub direct_peer: Option<(u32, std::sync::Weak<crate::direct::Peer>)>,
 }
 
 /// How many spare scatter-list vectors a QP keeps.
@@ -529,6 +534,7 @@ impl Qp {
             // (no pointers, no enums with invalid zero): all-zero is valid.
             attr: unsafe { std::mem::zeroed() },
             link: None,
+            direct_peer: None,
             sq: VecDeque::new(),
             next_seq: 1,
             rq: VecDeque::new(),

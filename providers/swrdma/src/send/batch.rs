@@ -26,9 +26,15 @@ use ibverbs_abi::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// A kept request and its checked gather list.
+type Kept<'a> = (SendRequest<'a>, LocalData<'a>);
+
 /// The requests of a post_send list kept for one system call.
 pub struct Batch<'a> {
-    reqs: Vec<(SendRequest<'a>, LocalData<'a>)>,
+    /// The first kept request (most batches keep one: no allocation for
+    /// it), then the others.
+    first: Option<Kept<'a>>,
+    rest: Vec<Kept<'a>>,
     /// WRITEs (else READs).
     write: bool,
     peer: Option<Arc<Peer>>,
@@ -45,7 +51,8 @@ pub struct Batch<'a> {
 impl<'a> Batch<'a> {
     pub fn new() -> Batch<'a> {
         Batch {
-            reqs: Vec::new(),
+            first: None,
+            rest: Vec::new(),
             write: false,
             peer: None,
             dest: 0,
@@ -55,9 +62,25 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// A batch whose requests come after `queued` deferred ones.
-    pub fn after(queued: usize) -> Batch<'a> {
-        Batch { queued, ..Batch::new() }
+    /// The number of deferred requests of the QP before this batch's (they
+    /// take room in the send queue too).
+    pub fn set_queued(&mut self, queued: usize) {
+        self.queued = queued;
+    }
+
+    /// Drops the kept requests unexecuted (a probe: nothing was done
+    /// with them).
+    pub fn forget(&mut self) {
+        self.first = None;
+        self.rest.clear();
+        self.peer = None;
+        self.nlocal = 0;
+        self.queued = 0;
+    }
+
+    /// How many requests are kept.
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
     }
 
     /// Keeps `wr` for the batch (true), or leaves it to `post_verb` (false:
@@ -91,33 +114,44 @@ impl<'a> Batch<'a> {
             return false;
         }
         // (What `QpView::of` reads, without cloning the link.)
-        let (peer_id, dest) = {
-            let st = lock(&qp.st);
+        let (peer_id, dest, peer) = {
+            let mut st = lock(&qp.st);
             let Some(link) = st.link.as_ref().filter(|l| !l.dead.load(Ordering::Relaxed)) else {
                 return false;
             };
-            if st.state != IBV_QPS_RTS || st.sq.len() + self.queued + self.reqs.len() + 1 > qp.cap.max_send_wr as usize
-            {
+            let peer_id = link.peer;
+            if st.state != IBV_QPS_RTS || st.sq.len() + self.queued + self.len() + 1 > qp.cap.max_send_wr as usize {
                 return false;
             }
-            (link.peer, st.attr.dest_qp_num)
-        };
-        let peer = match &self.peer {
-            Some(p) if !self.reqs.is_empty() && self.peer_id == peer_id => p.clone(),
-            _ => match c.peer_dir(peer_id) {
-                Some(p) => p,
-                None => return false,
-            },
+            let peer = match &self.peer {
+                Some(p) if self.first.is_some() && self.peer_id == peer_id => p.clone(),
+                _ => match st
+                    .direct_peer
+                    .as_ref()
+                    .filter(|(id, _)| *id == peer_id)
+                    .and_then(|(_, w)| w.upgrade())
+                {
+                    Some(p) => p,
+                    None => {
+                        let Some(p) = c.peer_dir(peer_id) else {
+                            return false;
+                        };
+                        st.direct_peer = Some((peer_id, Arc::downgrade(&p)));
+                        p
+                    }
+                },
+            };
+            (peer_id, st.attr.dest_qp_num, peer)
         };
         let Ok(translated) = c.check_local(qp.pd, sges, !write) else {
             return false;
         };
         let same = self.peer.as_ref().is_some_and(|p| Arc::ptr_eq(p, &peer));
-        if !self.reqs.is_empty()
+        if self.first.is_some()
             && (!same
                 || self.write != write
                 || self.dest != dest
-                || self.reqs.len() >= direct::MAX_IOV
+                || self.len() >= direct::MAX_IOV
                 || self.nlocal + sges.len() > direct::MAX_IOV)
         {
             self.flush(c, qp);
@@ -139,23 +173,38 @@ impl<'a> Batch<'a> {
             len,
             inline: false,
         };
-        self.reqs.push((req, data));
+        if self.first.is_none() {
+            self.first = Some((req, data));
+        } else {
+            self.rest.push((req, data));
+        }
         true
+    }
+
+    /// Whether the kept requests go to a shared object the peer's MR
+    /// publishes and we map (`Peer::maps`): a memcpy each, with no system
+    /// call to share.
+    pub fn to_shared(&self) -> bool {
+        let (Some(peer), Some((req, _))) = (&self.peer, &self.first) else {
+            return false;
+        };
+        req.op.remote().is_some_and(|r| peer.maps(r.rkey))
     }
 
     /// Executes the kept requests (see the module's comment).
     pub fn flush(&mut self, c: &Ctx, qp: &Arc<Qp>) {
-        if self.reqs.is_empty() {
+        let Some(first) = self.first.take() else {
             return;
-        }
-        let reqs = std::mem::take(&mut self.reqs);
+        };
+        let rest = std::mem::take(&mut self.rest);
         self.nlocal = 0;
         let peer = self.peer.take();
+        let reqs = Kepts(&first, &rest);
         let done = match &peer {
-            Some(peer) => self.execute(c, qp, peer, &reqs),
+            Some(peer) => self.execute(c, qp, peer, reqs),
             None => 0,
         };
-        for (req, data) in &reqs[done..] {
+        for (req, data) in (done..reqs.len()).map(|i| reqs.get(i)) {
             // SAFETY: `req` and `data` passed `post_one`'s checks in `take`
             // (the QP's may have changed since: `post` looks again).
             let _ = unsafe { over_ring::post(c, qp, req, data, QpView::of(qp)) };
@@ -164,7 +213,7 @@ impl<'a> Batch<'a> {
 
     /// The direct execution of `reqs` with the QP's lock held, as
     /// `over_ring::execute_directly`: how many were executed and completed.
-    fn execute(&self, c: &Ctx, qp: &Qp, peer: &Peer, reqs: &[(SendRequest<'a>, LocalData<'a>)]) -> usize {
+    fn execute(&self, c: &Ctx, qp: &Qp, peer: &Peer, reqs: Kepts<'_, 'a>) -> usize {
         let mut st = lock(&qp.st);
         if !(st.state == IBV_QPS_RTS
             && st.sq.is_empty()
@@ -176,15 +225,33 @@ impl<'a> Batch<'a> {
         }
         let pmtu = swrdma_rc::responder::pmtu_bytes(st.attr.path_mtu) as u64;
         let req = |i: usize| {
-            let (req, data) = &reqs[i];
+            let (req, data) = reqs.get(i);
             let r = req.op.remote().expect("an RDMA request");
             ((r.rkey, r.addr, data.len), data.sges())
         };
         let done = direct::execute_batch(peer, (qp.qpn, self.dest), reqs.len(), req, self.write, pmtu);
-        for (req, data) in &reqs[..done] {
+        for (req, data) in (0..done).map(|i| reqs.get(i)) {
             let (op, signaled) = (req.op.wc_opcode(), req.signaled());
             finish_locked(c, qp, &mut st, req.wr_id, op, data.len as u32, signaled, IBV_WC_SUCCESS);
         }
         done
+    }
+}
+
+/// The kept requests of a batch being flushed: the first, then the rest.
+#[derive(Clone, Copy)]
+struct Kepts<'b, 'a>(&'b Kept<'a>, &'b [Kept<'a>]);
+
+impl<'b, 'a> Kepts<'b, 'a> {
+    fn len(&self) -> usize {
+        1 + self.1.len()
+    }
+
+    fn get(&self, i: usize) -> &'b Kept<'a> {
+        if i == 0 {
+            self.0
+        } else {
+            &self.1[i - 1]
+        }
     }
 }

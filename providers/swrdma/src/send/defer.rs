@@ -7,7 +7,9 @@
 //! When.  A request is kept back ("deferred") only when all of these hold:
 //! `Batch::take` would take it (an RC QP of a ring device in RTS, an RDMA
 //! WRITE or READ its gather list and the peer allow on the direct path,
-//! room in the send queue counting the deferred ones), it is posted alone
+//! room in the send queue counting the deferred ones), its target is not
+//! memory the peer's MR publishes as a shared object (`Peer::maps`: a
+//! memcpy each, no system call to share), it is posted alone
 //! (a list is batched by `post_list` already), the QP had a request posted
 //! since the application last polled a CQ of the context, and the
 //! context's last post before this one was on the same QP (the first post
@@ -59,27 +61,41 @@ use ibverbs_abi::*;
 use std::sync::{Arc, MutexGuard};
 
 /// Keeps `wr` (posted alone on `qp`, whose `deferred` is `d`) for later, if
-/// the module's conditions hold: true, it is posted (the caller executes
-/// the QP's deferred requests when `full`); false, nothing was done.
+/// the module's conditions hold: `Kept`, it is posted (the caller executes
+/// the QP's deferred requests when `full`); `Taken`, a request to a shared
+/// object, taken by `probe` (empty before) for the caller to flush; `No`,
+/// nothing was done (`probe` is left empty).
 /// `same`: the context's post before this one was on `qp` too.
 ///
 /// # Safety
 /// `wr` is a valid send request (`post_one`'s contract).
-pub unsafe fn defer(c: &Ctx, qp: &Arc<Qp>, d: &mut Deferred, wr: &ibv_send_wr, same: bool) -> bool {
+pub unsafe fn defer<'a>(
+    c: &Ctx,
+    qp: &Arc<Qp>,
+    d: &mut Deferred,
+    wr: &'a ibv_send_wr,
+    same: bool,
+    probe: &mut Batch<'a>,
+) -> Deferral {
     let epoch = c.poll_epoch();
     let again = std::mem::replace(&mut d.epoch, epoch) == epoch && same;
-    if !again || !enabled() || !c.app_polls() || !c.defers.on() {
-        return false;
+    if !again || !matches!(wr.opcode, IBV_WR_RDMA_WRITE | IBV_WR_RDMA_READ) || wr.send_flags & IBV_SEND_INLINE != 0 {
+        return Deferral::No;
     }
-    if !matches!(wr.opcode, IBV_WR_RDMA_WRITE | IBV_WR_RDMA_READ) || wr.send_flags & IBV_SEND_INLINE != 0 {
-        return false;
+    if !enabled() || !c.app_polls() || !c.defers.on() {
+        return Deferral::No;
     }
-    let mut probe = Batch::after(d.kept.len());
-    // SAFETY: `wr` is valid (the contract); the probe is dropped unflushed.
+    probe.set_queued(d.kept.len());
+    // SAFETY: `wr` is valid (the contract); the probe is emptied unflushed
+    // or left to the caller to flush.
     if !unsafe { probe.take(c, qp, wr) } {
-        return false;
+        probe.set_queued(0);
+        return Deferral::No;
     }
-    drop(probe);
+    if probe.to_shared() {
+        return Deferral::Taken;
+    }
+    probe.forget();
     let n = wr.num_sge.max(0) as usize;
     // SAFETY: `take` accepted `num_sge` SGEs at `sg_list` (the contract).
     let sges = unsafe { std::slice::from_raw_parts(wr.sg_list, n) }.to_vec();
@@ -90,7 +106,19 @@ pub unsafe fn defer(c: &Ctx, qp: &Arc<Qp>, d: &mut Deferred, wr: &ibv_send_wr, s
         c.defers.add(qp.qpn);
     }
     d.kept.push(Kept { wr: kept, sges });
-    true
+    Deferral::Kept
+}
+
+/// What `defer` did with a request.
+pub enum Deferral {
+    /// Kept for later: it is posted.
+    Kept,
+    /// Not kept, but taken by the caller's batch (its target is a shared
+    /// object we map, `Batch::to_shared`): the caller executes the QP's
+    /// deferred requests, then flushes it.
+    Taken,
+    /// Nothing was done.
+    No,
 }
 
 /// Whether `d` holds as many requests as may wait.

@@ -58,15 +58,26 @@ pub unsafe fn post_list(c: &Ctx, qp: &Arc<Qp>, mut wr: *mut ibv_send_wr) -> Resu
         d = lock(&qp.deferred);
     }
     let same = c.defers.note_post(qp.qpn);
+    let mut kept = batch::Batch::new();
     // SAFETY: a non-null `wr` is a valid request (the contract).
-    if !wr.is_null() && unsafe { (*wr).next.is_null() && defer::defer(c, qp, &mut d, &*wr, same) } {
-        if defer::full(&d) {
-            execute_deferred_locked(c, qp, &mut d);
+    if !wr.is_null() && unsafe { (*wr).next.is_null() } {
+        // SAFETY: as above.
+        match unsafe { defer::defer(c, qp, &mut d, &*wr, same, &mut kept) } {
+            defer::Deferral::Kept => {
+                if defer::full(&d) {
+                    execute_deferred_locked(c, qp, &mut d);
+                }
+                return Ok(());
+            }
+            defer::Deferral::Taken => {
+                execute_deferred_locked(c, qp, &mut d);
+                kept.flush(c, qp);
+                return Ok(());
+            }
+            defer::Deferral::No => {}
         }
-        return Ok(());
     }
     execute_deferred_locked(c, qp, &mut d);
-    let mut kept = batch::Batch::new();
     while !wr.is_null() {
         // SAFETY: a non-null element of the list (the contract), valid for
         // the call.
