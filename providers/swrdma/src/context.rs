@@ -347,28 +347,42 @@ impl Ctx {
     /// [`ID_BLOCK`] at a time (its lock, read and write once per block
     /// rather than per QP: about 1 us each on a tmpfs); those a context
     /// leaves unused are never anyone's.
-    pub fn alloc_id(&self) -> u32 {
+    pub fn alloc_id(&self) -> Result<u32, c_int> {
         let pid = std::process::id();
         let mut g = self.ids.lock().unwrap_or_else(|p| p.into_inner());
         if !matches!(&*g, Some(b) if b.pid == pid) {
-            *g = ipc::open_ids(&self.dir).ok().map(|file| IdBlock {
+            // (The context opened it with itself: only a forked child
+            // opens its own, and fails, rather than take a number that may
+            // be someone else's, where no descriptor is left.)
+            let file = ipc::open_ids(&self.dir).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+            *g = Some(IdBlock {
                 pid,
                 file,
                 next: 0,
                 end: 0,
             });
         }
-        match &mut *g {
-            Some(b) => {
-                if b.next == b.end {
-                    b.next = ipc::alloc_ids_in(&b.file, ID_BLOCK);
-                    b.end = b.next + ID_BLOCK;
-                }
-                b.next += 1;
-                b.next - 1
-            }
-            None => ipc::alloc_ids(&self.dir, 1),
+        let b = g.as_mut().expect("set above");
+        if b.next == b.end {
+            b.next = ipc::alloc_ids_in(&b.file, ID_BLOCK);
+            b.end = b.next + ID_BLOCK;
         }
+        b.next += 1;
+        Ok(b.next - 1)
+    }
+
+    /// Opens the id counter for `alloc_id` now (with the context: its
+    /// QPs and SRQs then take no descriptor).
+    pub fn open_ids(&self) -> Result<(), c_int> {
+        let file = ipc::open_ids(&self.dir).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let mut g = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        *g = Some(IdBlock {
+            pid: std::process::id(),
+            file,
+            next: 0,
+            end: 0,
+        });
+        Ok(())
     }
 
     /// Changes at every poll of the application (`note_poll`).

@@ -103,12 +103,15 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
     device::private_dir(&dir).map_err(|_| libc::EPERM)?;
-    let id = ipc::alloc_ids(&dir, 1);
+    // (Out of descriptors, the context fails here with EMFILE, as
+    // upstream's open of a uverbs device does.)
+    let id = ipc::alloc_ids(&dir, 1).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     // SAFETY: `vctx` is live and initialised (the contract).
     let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
     crate::mem::init();
     let wdir = dir.clone();
     let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, info.wire, ctx as usize)?;
+    c.open_ids()?;
     let mut agent = None;
     use swrdma_wired::client::{wire_mode, WireMode};
     let mode = wire_mode();
@@ -1420,7 +1423,13 @@ unsafe fn new_srq(
     let Some(slot) = reserve(&c.reg, Kind::Srq) else {
         return std::ptr::null_mut();
     };
-    let num = c.alloc_id();
+    let num = match c.alloc_id() {
+        Ok(n) => n,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let s = Box::into_raw(Box::new(SwSrq {
         // SAFETY: `verbs_srq` is integers, pointers and pthread objects that
         // are initialised below: all-zero is valid.
@@ -1888,7 +1897,13 @@ unsafe fn new_qp(
     let Some(slot) = reserve(&c.reg, Kind::Qp) else {
         return std::ptr::null_mut();
     };
-    let qpn = c.alloc_id();
+    let qpn = match c.alloc_id() {
+        Ok(n) => n,
+        Err(e) => {
+            set_errno(e);
+            return std::ptr::null_mut();
+        }
+    };
     let s = Box::into_raw(Box::new(SwQp {
         // SAFETY: `verbs_qp` is integers, pointers and pthread objects that
         // are initialised below: all-zero is valid.

@@ -107,6 +107,8 @@ pub struct Transport {
     dir: PathBuf,
     /// Its context id in the directory.
     ctx: u32,
+    /// The directory's id counter, open since `open` (`numbers`).
+    ids: std::sync::Arc<std::fs::File>,
     /// Its `c<id>` socket: alive while the agent is.
     _endpoint: OwnedFd,
     /// The port's GID table when the transport opened (grown by
@@ -131,7 +133,8 @@ impl Transport {
         if !m.is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
             return Err(format!("{}: not a private directory of uid {uid}", dir.display()));
         }
-        let ctx = userdir::alloc_ids(dir, 1);
+        let ids = userdir::open_ids(dir).map_err(|e| format!("{}: {e}", dir.join("ids").display()))?;
+        let ctx = userdir::alloc_ids_in(&ids, 1);
         let endpoint = userdir::listen(dir, ctx)
             .map_err(|e| format!("endpoint c{ctx}: {}", std::io::Error::from_raw_os_error(e)))?;
         let gids = Gids::read(ifindex);
@@ -146,6 +149,7 @@ impl Transport {
             wire: Wire::new(sock, mtu, owner),
             dir: dir.to_path_buf(),
             ctx,
+            ids: std::sync::Arc::new(ids),
             _endpoint: endpoint,
             gids: gids.table,
             ifindex,
@@ -185,10 +189,15 @@ impl Transport {
     /// Where the agent's QP numbers come from: the user's id counter, as
     /// the provider's contexts take theirs (`Control::number_from`).
     pub fn numbers(&self) -> Box<dyn FnMut() -> u32> {
-        let dir = self.dir.clone();
-        match userdir::open_ids(&dir) {
+        // (A file of its own where one can be opened: `flock` belongs to
+        // the open file.  Else the one `open` took, used by nothing else
+        // since.)
+        match userdir::open_ids(&self.dir) {
             Ok(f) => Box::new(move || userdir::alloc_ids_in(&f, 1)),
-            Err(_) => Box::new(move || userdir::alloc_ids(&dir, 1)),
+            Err(_) => {
+                let f = self.ids.clone();
+                Box::new(move || userdir::alloc_ids_in(&f, 1))
+            }
         }
     }
 
