@@ -95,6 +95,18 @@ struct IdBlock {
     end: u32,
 }
 
+impl IdBlock {
+    /// This process's use of the counter `file`, no block taken yet.
+    fn new(file: std::fs::File) -> IdBlock {
+        IdBlock {
+            pid: std::process::id(),
+            file,
+            next: 0,
+            end: 0,
+        }
+    }
+}
+
 pub struct Ctx {
     /// The tables of QPs, SRQs, CQs' arming, keys (objects.rs): `Ctx`
     /// derefs to them.
@@ -355,12 +367,7 @@ impl Ctx {
             // opens its own, and fails, rather than take a number that may
             // be someone else's, where no descriptor is left.)
             let file = ipc::open_ids(&self.dir).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-            *g = Some(IdBlock {
-                pid,
-                file,
-                next: 0,
-                end: 0,
-            });
+            *g = Some(IdBlock::new(file));
         }
         let b = g.as_mut().expect("set above");
         if b.next == b.end {
@@ -371,18 +378,10 @@ impl Ctx {
         Ok(b.next - 1)
     }
 
-    /// Opens the id counter for `alloc_id` now (with the context: its
-    /// QPs and SRQs then take no descriptor).
-    pub fn open_ids(&self) -> Result<(), c_int> {
-        let file = ipc::open_ids(&self.dir).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-        let mut g = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-        *g = Some(IdBlock {
-            pid: std::process::id(),
-            file,
-            next: 0,
-            end: 0,
-        });
-        Ok(())
+    /// Keeps the id counter `file` (of `ipc::open_ids`, opened with the
+    /// context) for `alloc_id`.
+    pub fn keep_ids(&self, file: std::fs::File) {
+        *self.ids.lock().unwrap_or_else(|p| p.into_inner()) = Some(IdBlock::new(file));
     }
 
     /// Changes at every poll of the application (`note_poll`).

@@ -38,8 +38,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use swrdma_ring::{Link, LINK_BYTES};
 pub use swrdma_wired::userdir::{
-    alloc_ids, alloc_ids_in, ctx_sock_path, group_members, join_group, leave_group, listen, open_ids, publish, resolve,
-    unpublish,
+    alloc_ids_in, ctx_sock_path, group_members, join_group, leave_group, listen, open_ids, publish, resolve, unpublish,
 };
 use swrdma_wired::userdir::{peer_process, PeerProc};
 

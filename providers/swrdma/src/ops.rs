@@ -103,15 +103,18 @@ unsafe fn make_ctx(device: *mut ibv_device, vctx: *mut verbs_context) -> Result<
     device::write_tree(&info).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
     let dir = info.path.parent().ok_or(libc::EINVAL)?.to_path_buf();
     device::private_dir(&dir).map_err(|_| libc::EPERM)?;
-    // (Out of descriptors, the context fails here with EMFILE, as
-    // upstream's open of a uverbs device does.)
-    let id = ipc::alloc_ids(&dir, 1).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    // The id counter, opened once: the context's id now, its QPs' and
+    // SRQs' later (they then take no descriptor).  Out of descriptors, the
+    // context fails here with EMFILE, as upstream's open of a uverbs
+    // device does.
+    let ids = ipc::open_ids(&dir).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let id = ipc::alloc_ids_in(&ids, 1);
     // SAFETY: `vctx` is live and initialised (the contract).
     let ctx = unsafe { std::ptr::addr_of_mut!((*vctx).context) };
     crate::mem::init();
     let wdir = dir.clone();
     let (c, async_r) = Ctx::open(id, dir, info.gids, info.guid, info.wire, ctx as usize)?;
-    c.open_ids()?;
+    c.keep_ids(ids);
     let mut agent = None;
     use swrdma_wired::client::{wire_mode, WireMode};
     let mode = wire_mode();

@@ -189,16 +189,10 @@ impl Transport {
     /// Where the agent's QP numbers come from: the user's id counter, as
     /// the provider's contexts take theirs (`Control::number_from`).
     pub fn numbers(&self) -> Box<dyn FnMut() -> u32> {
-        // (A file of its own where one can be opened: `flock` belongs to
-        // the open file.  Else the one `open` took, used by nothing else
-        // since.)
-        match userdir::open_ids(&self.dir) {
-            Ok(f) => Box::new(move || userdir::alloc_ids_in(&f, 1)),
-            Err(_) => {
-                let f = self.ids.clone();
-                Box::new(move || userdir::alloc_ids_in(&f, 1))
-            }
-        }
+        // (The counter `open` took, used by nothing else since: `flock`
+        // belongs to the open file, and the agent asks for one source.)
+        let f = self.ids.clone();
+        Box::new(move || userdir::alloc_ids_in(&f, 1))
     }
 
     /// Some QP has packets unacknowledged or waits for a timer: the loop

@@ -39,21 +39,16 @@ pub fn open_private_file(dir: &Path, name: &str) -> std::io::Result<std::fs::Fil
     Ok(f)
 }
 
-/// Allocates `n` consecutive ids (QPNs, SRQNs, context ids) unique for the
-/// user, from the counter file in the private directory (flock'ed); the
-/// error opening it (no descriptor left: EMFILE) when it cannot be used —
-/// never an id that may be another process's.
-pub fn alloc_ids(dir: &Path, n: u32) -> std::io::Result<u32> {
-    open_private_file(dir, "ids").map(|f| alloc_ids_in(&f, n))
-}
-
 /// The id counter file of the private directory, to be kept open by a
-/// context for [`alloc_ids_in`].
+/// context for [`alloc_ids_in`]; the error opening it (no descriptor
+/// left: EMFILE) when it cannot be used — never an id that may be another
+/// process's.
 pub fn open_ids(dir: &Path) -> std::io::Result<std::fs::File> {
     open_private_file(dir, "ids")
 }
 
-/// [`alloc_ids`] from the counter file `f` (of [`open_ids`]).  `flock`'s
+/// Allocates `n` consecutive ids (QPNs, SRQNs, context ids) unique for the
+/// user from the counter file `f` (of [`open_ids`], flock'ed).  `flock`'s
 /// lock belongs to the open file: threads (and a forked child) sharing
 /// `f` must not call this at the same time.
 pub fn alloc_ids_in(f: &std::fs::File, n: u32) -> u32 {
@@ -381,22 +376,24 @@ mod tests {
     #[test]
     fn userdir_alloc_ids_increasing_ranges() {
         let d = TempDir::new("ids");
-        assert_eq!(alloc_ids(&d.0, 4).unwrap(), 0x100);
-        assert_eq!(alloc_ids(&d.0, 2).unwrap(), 0x104);
+        // (Each call with a file of its own, as two contexts.)
+        let alloc_ids = |n| alloc_ids_in(&open_ids(&d.0).unwrap(), n);
+        assert_eq!(alloc_ids(4), 0x100);
+        assert_eq!(alloc_ids(2), 0x104);
         let f = open_ids(&d.0).unwrap();
         assert_eq!(alloc_ids_in(&f, 1), 0x106);
-        assert_eq!(alloc_ids(&d.0, 3).unwrap(), 0x107);
+        assert_eq!(alloc_ids(3), 0x107);
         assert_eq!(alloc_ids_in(&f, 1), 0x10a);
         // The counter: the next free id, little-endian.
         assert_eq!(std::fs::read(d.0.join("ids")).unwrap(), 0x10bu32.to_le_bytes());
         // A counter outside the ids' range starts over at 0x100.
         std::fs::write(d.0.join("ids"), 0xff_0000u32.to_le_bytes()).unwrap();
-        assert_eq!(alloc_ids(&d.0, 1).unwrap(), 0x100);
-        assert_eq!(alloc_ids(&d.0, 1).unwrap(), 0x101);
+        assert_eq!(alloc_ids(1), 0x100);
+        assert_eq!(alloc_ids(1), 0x101);
         // A counter that is not a regular file of ours: no id at all.
         std::fs::remove_file(d.0.join("ids")).unwrap();
         std::fs::create_dir(d.0.join("ids")).unwrap();
-        assert!(alloc_ids(&d.0, 1).is_err());
+        assert!(open_ids(&d.0).is_err());
     }
 
     #[test]
